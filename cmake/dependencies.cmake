@@ -1,0 +1,18 @@
+# Third-party packages, all from the distribution (scripts/install-deps.sh).
+find_package(Torch REQUIRED)
+find_package(nlohmann_json 3.9 REQUIRED)
+find_package(CLI11 REQUIRED)
+find_package(ZLIB REQUIRED)
+find_package(Threads REQUIRED)
+
+# LibTorch's exported flags carry -D_GLIBCXX_USE_CXX11_ABI and friends; keep them,
+# but strip the include of the full torch/torch.h umbrella: we include narrow headers.
+separate_arguments(ACCEL_TORCH_CXX_FLAGS UNIX_COMMAND "${TORCH_CXX_FLAGS}")
+
+# Torch's imported target; CUDA builds also expose c10_cuda.
+set(ACCEL_TORCH_LIBS ${TORCH_LIBRARIES})
+set(ACCEL_HAS_CUDA OFF)
+if(TARGET torch_cuda OR TORCH_CUDA_LIBRARIES)
+  set(ACCEL_HAS_CUDA ON)
+endif()
+message(STATUS "libaccel: LibTorch ${Torch_VERSION}, CUDA ${ACCEL_HAS_CUDA}")

@@ -1,0 +1,393 @@
+/*
+ * libaccel C ABI: Hugging Face Accelerate's training model over LibTorch, from C.
+ *
+ * Conventions (every function below follows them):
+ * - Fallible functions return accel_status. ACCEL_OK (0) is success; on failure
+ *   accel_last_error() holds a message naming the bad value, and out-parameters
+ *   are left untouched.
+ * - Handles are opaque. Every constructor has exactly one destructor,
+ *   accel_<object>_free, and accel_<object>_free(NULL) does nothing. Passing NULL,
+ *   or a handle that was already freed, to any other function returns
+ *   ACCEL_ERR_INVALID_ARGUMENT (never a crash).
+ * - "Returns a new handle": the caller owns it and frees it with the matching
+ *   _free. "Borrows": the library does not keep the pointer after the call.
+ * - Strings passed in are UTF-8 and copied if kept. Strings returned are owned by
+ *   the library.
+ * - "Collective": every process must call the function, in the same order. A
+ *   collective that does not complete within the accelerator's timeout returns
+ *   ACCEL_ERR_TIMEOUT with a message naming the operation, its sequence number
+ *   and, where known, the ranks that did not arrive.
+ * - Threads: an accelerator and the handles prepared with it are used by one
+ *   thread at a time. Tensor handles may be read from several threads.
+ * - Options structs start with struct_size; initialise them with their _init
+ *   function (or the matching ACCEL_*_OPTIONS_INIT macro) before setting fields,
+ *   so programs built against an older header keep working with a newer library.
+ *
+ * This header is plain C99.
+ */
+#ifndef ACCEL_ACCEL_H
+#define ACCEL_ACCEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(ACCEL_BUILDING_LIBRARY)
+#define ACCEL_API __attribute__((visibility("default")))
+#else
+#define ACCEL_API
+#endif
+
+/* ------------------------------------------------------------------------- */
+/* Version                                                                    */
+/* ------------------------------------------------------------------------- */
+
+/* The one definition of the version; CMake reads these lines. */
+#define ACCEL_VERSION_MAJOR 0
+#define ACCEL_VERSION_MINOR 1
+#define ACCEL_VERSION_PATCH 0
+/* The ABI major: the SONAME is libaccel.so.<ACCEL_ABI_VERSION>. */
+#define ACCEL_ABI_VERSION 0
+#define ACCEL_VERSION_NUMBER (ACCEL_VERSION_MAJOR * 10000 + ACCEL_VERSION_MINOR * 100 + ACCEL_VERSION_PATCH)
+
+/* The library's version as "MAJOR.MINOR.PATCH". Owned by the library. */
+ACCEL_API const char* accel_version(void);
+/* The library's version as MAJOR*10000 + MINOR*100 + PATCH. */
+ACCEL_API int accel_version_number(void);
+/* The library's ABI major version (compare with ACCEL_ABI_VERSION). */
+ACCEL_API int accel_abi_version(void);
+
+typedef enum accel_feature {
+  ACCEL_FEATURE_GLOO = 1,
+  ACCEL_FEATURE_CUDA = 2,
+  ACCEL_FEATURE_NCCL = 3
+} accel_feature;
+
+/* 1 when this build (and, for CUDA, this machine) has the feature, else 0. */
+ACCEL_API int accel_has_feature(accel_feature feature);
+
+/* ------------------------------------------------------------------------- */
+/* Errors                                                                     */
+/* ------------------------------------------------------------------------- */
+
+typedef enum accel_status {
+  ACCEL_OK = 0,
+  ACCEL_ERR_INVALID_ARGUMENT = 1, /* a bad value from the caller */
+  ACCEL_ERR_STATE = 2,            /* the call is not valid now */
+  ACCEL_ERR_IO = 3,               /* a file could not be read or written, or is malformed */
+  ACCEL_ERR_DISTRIBUTED = 4,      /* a process group or collective failed */
+  ACCEL_ERR_TIMEOUT = 5,          /* a collective or rendezvous timed out */
+  ACCEL_ERR_UNSUPPORTED = 6,      /* the build or device cannot do it */
+  ACCEL_ERR_INTERNAL = 7          /* a bug in libaccel or LibTorch */
+} accel_status;
+
+/* The message of the last failed call on this thread ("" if none). Owned by the
+   library; valid until the next libaccel call on this thread. */
+ACCEL_API const char* accel_last_error(void);
+/* A short constant name for a status, e.g. "ACCEL_ERR_TIMEOUT". */
+ACCEL_API const char* accel_status_name(accel_status status);
+
+/* ------------------------------------------------------------------------- */
+/* Tensors                                                                    */
+/* ------------------------------------------------------------------------- */
+
+typedef struct accel_tensor accel_tensor;
+
+typedef enum accel_dtype {
+  ACCEL_FLOAT32 = 1,
+  ACCEL_FLOAT64 = 2,
+  ACCEL_INT32 = 3,
+  ACCEL_INT64 = 4,
+  ACCEL_UINT8 = 5,
+  ACCEL_INT8 = 6,
+  ACCEL_INT16 = 7,
+  ACCEL_BOOL = 8,
+  ACCEL_FLOAT16 = 9,
+  ACCEL_BFLOAT16 = 10
+} accel_dtype;
+
+/* Size in bytes of one element of dtype (0 for an unknown dtype). */
+ACCEL_API size_t accel_dtype_size(accel_dtype dtype);
+
+/* Creates a CPU tensor of the given dtype and shape by copying nbytes from data.
+   nbytes must equal numel * accel_dtype_size(dtype). ndim may be 0 (a scalar).
+   Returns a new handle in *out. */
+ACCEL_API accel_status accel_tensor_from_buffer(const void* data, size_t nbytes, accel_dtype dtype,
+                                                const int64_t* shape, size_t ndim, accel_tensor** out);
+/* Copies the tensor's elements (from any device, in row-major order) into data,
+   which has room for nbytes; nbytes must equal numel * element size. */
+ACCEL_API accel_status accel_tensor_copy_to(const accel_tensor* tensor, void* data, size_t nbytes);
+ACCEL_API accel_status accel_tensor_ndim(const accel_tensor* tensor, size_t* out);
+/* Writes the sizes of the first min(capacity, ndim) dimensions into dims. */
+ACCEL_API accel_status accel_tensor_shape(const accel_tensor* tensor, int64_t* dims, size_t capacity);
+ACCEL_API accel_status accel_tensor_dtype(const accel_tensor* tensor, accel_dtype* out);
+ACCEL_API accel_status accel_tensor_numel(const accel_tensor* tensor, int64_t* out);
+/* Indices of the maximum along dim (negative counts from the end). New handle. */
+ACCEL_API accel_status accel_tensor_argmax(const accel_tensor* tensor, int64_t dim, accel_tensor** out);
+/* Element-wise a == b as a bool tensor; shapes must match or broadcast. New handle. */
+ACCEL_API accel_status accel_tensor_eq(const accel_tensor* a, const accel_tensor* b, accel_tensor** out);
+/* Sum of all elements as a 0-dimensional tensor. New handle. */
+ACCEL_API accel_status accel_tensor_sum(const accel_tensor* tensor, accel_tensor** out);
+/* The value of a one-element tensor, converted to double. */
+ACCEL_API accel_status accel_tensor_item(const accel_tensor* tensor, double* out);
+ACCEL_API void accel_tensor_free(accel_tensor* tensor);
+
+/* ------------------------------------------------------------------------- */
+/* Accelerator                                                                */
+/* ------------------------------------------------------------------------- */
+
+typedef struct accel_accelerator accel_accelerator;
+
+typedef enum accel_distributed_type {
+  ACCEL_DISTRIBUTED_NO = 0,
+  ACCEL_DISTRIBUTED_MULTI_CPU = 1,
+  ACCEL_DISTRIBUTED_MULTI_GPU = 2
+} accel_distributed_type;
+
+typedef enum accel_mixed_precision {
+  ACCEL_PRECISION_DEFAULT = -1, /* in options: take ACCELERATE_MIXED_PRECISION, else NO */
+  ACCEL_PRECISION_NO = 0,
+  ACCEL_PRECISION_BF16 = 1,
+  ACCEL_PRECISION_FP16 = 2,
+  ACCEL_PRECISION_FP8 = 3
+} accel_mixed_precision;
+
+typedef enum accel_reduce_op { ACCEL_REDUCE_SUM = 0, ACCEL_REDUCE_MEAN = 1 } accel_reduce_op;
+
+typedef struct accel_accelerator_options {
+  uint32_t struct_size;   /* sizeof(accel_accelerator_options); set by _init */
+  int cpu;                /* nonzero: use the CPU even where a GPU is present */
+  int64_t timeout_ms;     /* collective and rendezvous timeout; default 1800000 (30 min) */
+  accel_mixed_precision mixed_precision; /* default ACCEL_PRECISION_DEFAULT */
+  double bucket_cap_mb;   /* gradient-sync bucket size cap in MiB; default 25 */
+} accel_accelerator_options;
+
+#define ACCEL_ACCELERATOR_OPTIONS_INIT \
+  { (uint32_t)sizeof(accel_accelerator_options), 0, 1800000, ACCEL_PRECISION_DEFAULT, 25.0 }
+
+/* Fills opts with the defaults above. */
+ACCEL_API void accel_accelerator_options_init(accel_accelerator_options* opts);
+
+/* Creates the accelerator. Reads the torchrun environment contract (RANK,
+   WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT); with
+   none set it runs as a single process without a process group. With
+   WORLD_SIZE > 1 it joins the TCPStore rendezvous and creates the process group
+   (Gloo on CPU, NCCL on CUDA). opts may be NULL for defaults.
+   Collective when WORLD_SIZE > 1. Errors: INVALID_ARGUMENT (bad option or
+   environment value, named), TIMEOUT (a peer did not join in time),
+   DISTRIBUTED, UNSUPPORTED (a mixed precision mode the device cannot do).
+   Returns a new handle in *out. */
+ACCEL_API accel_status accel_accelerator_create(const accel_accelerator_options* opts,
+                                                accel_accelerator** out);
+/* Frees the accelerator. Models, optimizers and dataloaders prepared with it
+   keep it alive internally, so they may be freed before or after it. */
+ACCEL_API void accel_accelerator_free(accel_accelerator* acc);
+
+ACCEL_API accel_status accel_accelerator_process_index(const accel_accelerator* acc, int* out);
+ACCEL_API accel_status accel_accelerator_local_process_index(const accel_accelerator* acc, int* out);
+ACCEL_API accel_status accel_accelerator_num_processes(const accel_accelerator* acc, int* out);
+ACCEL_API accel_status accel_accelerator_is_main_process(const accel_accelerator* acc, int* out);
+ACCEL_API accel_status accel_accelerator_is_local_main_process(const accel_accelerator* acc, int* out);
+ACCEL_API accel_status accel_accelerator_distributed_type(const accel_accelerator* acc,
+                                                          accel_distributed_type* out);
+ACCEL_API accel_status accel_accelerator_mixed_precision(const accel_accelerator* acc,
+                                                         accel_mixed_precision* out);
+/* The device as a string such as "cpu" or "cuda:0"; owned by the accelerator. */
+ACCEL_API accel_status accel_accelerator_device(const accel_accelerator* acc, const char** out);
+/* The effective collective timeout in milliseconds, as given to the backend. */
+ACCEL_API accel_status accel_accelerator_timeout_ms(const accel_accelerator* acc, int64_t* out);
+
+/* Blocks until every process reaches this call. Collective. */
+ACCEL_API accel_status accel_accelerator_wait_for_everyone(accel_accelerator* acc);
+/* Prints message and a newline on the main process only; other processes do nothing. */
+ACCEL_API accel_status accel_accelerator_print(const accel_accelerator* acc, const char* message);
+/* Seeds every random generator LibTorch has (CPU and CUDA) and libaccel's own. */
+ACCEL_API accel_status accel_accelerator_set_seed(accel_accelerator* acc, uint64_t seed);
+
+/* Concatenates tensor from every process along dim 0 (in rank order). Sizes on
+   dim 0 may differ between processes; the other dims and the dtype must match,
+   else every process gets INVALID_ARGUMENT naming the differing ranks.
+   Collective. Returns a new handle in *out. */
+ACCEL_API accel_status accel_accelerator_gather(accel_accelerator* acc, const accel_tensor* tensor,
+                                                accel_tensor** out);
+/* Like accel_accelerator_gather, but on the last batch of a prepared dataloader
+   it drops the samples that were repeated to complete the last round, so a
+   metric over the result counts every sample of the dataset exactly once.
+   Collective. Returns a new handle in *out. */
+ACCEL_API accel_status accel_accelerator_gather_for_metrics(accel_accelerator* acc, const accel_tensor* tensor,
+                                                            accel_tensor** out);
+/* Sums (or averages) tensor over every process; shapes and dtypes must match.
+   Collective. Returns a new handle in *out. */
+ACCEL_API accel_status accel_accelerator_reduce(accel_accelerator* acc, const accel_tensor* tensor,
+                                                accel_reduce_op op, accel_tensor** out);
+
+/* ------------------------------------------------------------------------- */
+/* Models and losses                                                          */
+/* ------------------------------------------------------------------------- */
+
+typedef struct accel_model accel_model;
+
+/* Loads a TorchScript module saved by PyTorch (torch.jit.save); its parameters
+   are trainable. Errors: IO (missing or unreadable file, named). New handle. */
+ACCEL_API accel_status accel_model_from_torchscript(const char* path, accel_model** out);
+/* Builds a model from a JSON "sequential" spec: an array of layers (or
+   {"layers": [...]}) such as [{"type": "Conv2d", "in_channels": 1,
+   "out_channels": 32, "kernel_size": 3}, {"type": "ReLU"}, ...]. Arguments use
+   PyTorch's keyword names and defaults. Layer types: Linear, Conv2d, MaxPool2d,
+   AvgPool2d, AdaptiveMaxPool2d, AdaptiveAvgPool2d, Dropout, Dropout2d, Flatten,
+   ReLU, GELU, Tanh, Sigmoid, BatchNorm1d, BatchNorm2d, LayerNorm, Embedding,
+   LogSoftmax, Softmax. Parameters are named as in PyTorch ("0.weight").
+   Errors: INVALID_ARGUMENT naming the layer index, type and argument. New handle. */
+ACCEL_API accel_status accel_model_from_json(const char* spec, accel_model** out);
+ACCEL_API void accel_model_free(accel_model* model);
+
+/* Runs the model on input. A prepared model takes input on its device (batches
+   from a prepared dataloader already are). New handle in *out. */
+ACCEL_API accel_status accel_model_forward(accel_model* model, const accel_tensor* input, accel_tensor** out);
+/* training != 0: training mode (dropout on, batch-norm statistics updated); 0: eval mode. */
+ACCEL_API accel_status accel_model_train(accel_model* model, int training);
+/* Number of scalar parameters (trainable_only != 0: only those requiring grad). */
+ACCEL_API accel_status accel_model_num_parameters(const accel_model* model, int trainable_only, int64_t* out);
+
+typedef enum accel_loss_kind {
+  ACCEL_LOSS_CROSS_ENTROPY = 1,  /* logits [N,C], int64 class targets [N] */
+  ACCEL_LOSS_MSE = 2,            /* same shapes */
+  ACCEL_LOSS_NLL = 3,            /* log-probabilities [N,C], int64 targets [N] */
+  ACCEL_LOSS_BCE_WITH_LOGITS = 4 /* logits and float targets of the same shape */
+} accel_loss_kind;
+
+/* The mean loss of input against target as a 0-dimensional tensor that can be
+   passed to accel_accelerator_backward. Errors: INVALID_ARGUMENT for a wrong
+   dtype or shape (named). New handle in *out. */
+ACCEL_API accel_status accel_loss(accel_loss_kind kind, const accel_tensor* input, const accel_tensor* target,
+                                  accel_tensor** out);
+
+/* ------------------------------------------------------------------------- */
+/* Optimizers                                                                 */
+/* ------------------------------------------------------------------------- */
+
+typedef struct accel_optimizer accel_optimizer;
+
+typedef enum accel_optimizer_kind {
+  ACCEL_OPTIM_SGD = 1,
+  ACCEL_OPTIM_ADAM = 2,
+  ACCEL_OPTIM_ADAMW = 3,
+  ACCEL_OPTIM_RMSPROP = 4,
+  ACCEL_OPTIM_ADAGRAD = 5
+} accel_optimizer_kind;
+
+/* One struct for every kind; each kind reads the fields PyTorch's optimizer of
+   that name has and ignores the others. */
+typedef struct accel_optimizer_options {
+  uint32_t struct_size;
+  accel_optimizer_kind kind;
+  double lr;
+  double weight_decay;
+  double momentum;      /* SGD, RMSprop */
+  double dampening;     /* SGD */
+  int nesterov;         /* SGD */
+  double beta1, beta2;  /* Adam, AdamW */
+  double eps;           /* Adam, AdamW, RMSprop, Adagrad */
+  int amsgrad;          /* Adam, AdamW */
+  double alpha;         /* RMSprop */
+  int centered;         /* RMSprop */
+  double lr_decay;      /* Adagrad */
+  double initial_accumulator_value; /* Adagrad */
+} accel_optimizer_options;
+
+/* Fills opts with PyTorch's defaults for kind (e.g. AdamW: lr 1e-3, betas
+   0.9/0.999, eps 1e-8, weight_decay 1e-2; SGD: lr 1e-3 as PyTorch has no default). */
+ACCEL_API void accel_optimizer_options_init(accel_optimizer_options* opts, accel_optimizer_kind kind);
+
+/* Creates an optimizer over the model's trainable parameters. Errors:
+   INVALID_ARGUMENT naming a bad hyperparameter or kind. The optimizer keeps
+   the model alive. New handle in *out. */
+ACCEL_API accel_status accel_optimizer_create(accel_model* model, const accel_optimizer_options* opts,
+                                              accel_optimizer** out);
+ACCEL_API void accel_optimizer_free(accel_optimizer* optimizer);
+ACCEL_API accel_status accel_optimizer_step(accel_optimizer* optimizer);
+/* Zeroes the gradients in place (they keep their storage). */
+ACCEL_API accel_status accel_optimizer_zero_grad(accel_optimizer* optimizer);
+/* The learning rate of the first parameter group. */
+ACCEL_API accel_status accel_optimizer_get_lr(const accel_optimizer* optimizer, double* out);
+/* Sets the learning rate of every parameter group. */
+ACCEL_API accel_status accel_optimizer_set_lr(accel_optimizer* optimizer, double lr);
+
+/* ------------------------------------------------------------------------- */
+/* Datasets and dataloaders                                                   */
+/* ------------------------------------------------------------------------- */
+
+typedef struct accel_dataset accel_dataset;
+typedef struct accel_dataloader accel_dataloader;
+
+/* A dataset of (inputs[i], targets[i]) pairs over two tensors with the same
+   size on dim 0. The dataset keeps its own reference to the tensors; the
+   handles stay the caller's. New handle in *out. */
+ACCEL_API accel_status accel_dataset_from_tensors(const accel_tensor* inputs, const accel_tensor* targets,
+                                                  accel_dataset** out);
+/* A dataset from an IDX image file and an IDX label file (MNIST layout,
+   gzip-compressed or raw). Images become float32 [1, rows, cols] scaled to
+   [0, 1], then normalised as (x - mean) / std (mean 0, std 1: no change);
+   labels become int64. Errors: IO naming the file and byte offset (bad magic,
+   truncated file, image and label counts that differ). New handle in *out. */
+ACCEL_API accel_status accel_dataset_from_idx(const char* images_path, const char* labels_path, double mean,
+                                              double std, accel_dataset** out);
+ACCEL_API accel_status accel_dataset_size(const accel_dataset* dataset, int64_t* out);
+ACCEL_API void accel_dataset_free(accel_dataset* dataset);
+
+typedef struct accel_dataloader_options {
+  uint32_t struct_size;
+  int64_t batch_size; /* default 1 */
+  int shuffle;        /* default 0 */
+  uint64_t seed;      /* shuffling seed, identical on every process; default 0 */
+  int drop_last;      /* default 0 */
+} accel_dataloader_options;
+
+#define ACCEL_DATALOADER_OPTIONS_INIT { (uint32_t)sizeof(accel_dataloader_options), 1, 0, 0, 0 }
+ACCEL_API void accel_dataloader_options_init(accel_dataloader_options* opts);
+
+/* A dataloader over dataset (which it keeps alive). Before prepare it yields
+   every batch on the CPU; after accel_accelerator_prepare_dataloader it yields
+   this process's shard on the accelerator's device. opts may be NULL.
+   New handle in *out. */
+ACCEL_API accel_status accel_dataloader_create(accel_dataset* dataset, const accel_dataloader_options* opts,
+                                               accel_dataloader** out);
+ACCEL_API void accel_dataloader_free(accel_dataloader* loader);
+/* The next batch of this epoch as two new handles (the caller frees both). At
+   the end of the epoch it returns ACCEL_OK with *inputs and *targets set to
+   NULL; the call after that starts the next epoch (reshuffled with seed+epoch). */
+ACCEL_API accel_status accel_dataloader_next(accel_dataloader* loader, accel_tensor** inputs,
+                                             accel_tensor** targets);
+/* Number of batches one epoch yields on this process. */
+ACCEL_API accel_status accel_dataloader_num_batches(const accel_dataloader* loader, int64_t* out);
+/* Sets the epoch of the next pass (the shuffle uses seed + epoch) and restarts it. */
+ACCEL_API accel_status accel_dataloader_set_epoch(accel_dataloader* loader, uint64_t epoch);
+
+/* ------------------------------------------------------------------------- */
+/* prepare and backward                                                       */
+/* ------------------------------------------------------------------------- */
+
+/* Moves the model to the device, broadcasts process 0's parameters and buffers
+   so every replica starts equal, and wires bucketed gradient averaging that
+   overlaps backward. A model is prepared once. The model keeps the accelerator
+   alive. Collective. */
+ACCEL_API accel_status accel_accelerator_prepare_model(accel_accelerator* acc, accel_model* model);
+/* Binds the optimizer to the accelerator (its model must be prepared first). */
+ACCEL_API accel_status accel_accelerator_prepare_optimizer(accel_accelerator* acc, accel_optimizer* optimizer);
+/* Shards the loader across processes (each takes whole batches in turn; the
+   last round is completed from the start of the dataset so every process sees
+   the same number of batches) and places batches on the device. */
+ACCEL_API accel_status accel_accelerator_prepare_dataloader(accel_accelerator* acc, accel_dataloader* loader);
+/* Backpropagates loss (a one-element tensor from a prepared model); on return
+   the gradients of every prepared model are averaged across processes.
+   Collective. */
+ACCEL_API accel_status accel_accelerator_backward(accel_accelerator* acc, const accel_tensor* loss);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ACCEL_ACCEL_H */

@@ -1,0 +1,9 @@
+// libaccel C++ API umbrella header.
+#pragma once
+
+#include "accel/accelerator.hpp"
+#include "accel/data.hpp"
+#include "accel/error.hpp"
+#include "accel/loss.hpp"
+#include "accel/model.hpp"
+#include "accel/optimizer.hpp"

@@ -1,0 +1,59 @@
+// libaccel C++ API: a trainable model, from TorchScript, a JSON spec or a torch::nn::Module.
+//
+// Model is a shared handle: copies refer to the same module. After
+// Accelerator::prepare it lives on the accelerator's device and its gradients
+// are averaged across processes during Accelerator::backward.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace accel {
+
+namespace detail {
+class ModelImpl;
+}
+
+class Model {
+ public:
+  using ForwardFn = std::function<at::Tensor(const at::Tensor&)>;
+
+  // A TorchScript module saved with torch.jit.save. Throws IO naming the path.
+  static Model from_torchscript(const std::string& path);
+  // A torch::nn::Sequential from a JSON spec (see accel.h, accel_model_from_json).
+  static Model from_json(const std::string& spec);
+  // Any torch::nn::Module with the forward to call on it.
+  static Model from_module(std::shared_ptr<torch::nn::Module> module, ForwardFn forward);
+  // A module holder such as torch::nn::Sequential or a TORCH_MODULE type.
+  template <class Impl>
+  static Model from_module(const torch::nn::ModuleHolder<Impl>& holder) {
+    std::shared_ptr<Impl> impl = holder.ptr();
+    return from_module(impl, [impl](const at::Tensor& input) { return impl->forward(input); });
+  }
+
+  at::Tensor forward(const at::Tensor& input);
+  void train(bool training = true);
+  bool is_training() const;
+  std::vector<at::Tensor> parameters() const;
+  std::vector<std::pair<std::string, at::Tensor>> named_parameters() const;
+  std::vector<std::pair<std::string, at::Tensor>> named_buffers() const;
+  int64_t num_parameters(bool trainable_only = false) const;
+  c10::Device device() const;
+  bool is_prepared() const;
+
+  detail::ModelImpl& impl() const { return *impl_; }
+
+ private:
+  explicit Model(std::shared_ptr<detail::ModelImpl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<detail::ModelImpl> impl_;
+};
+
+}  // namespace accel

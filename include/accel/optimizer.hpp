@@ -1,0 +1,61 @@
+// libaccel C++ API: optimizers over a model's trainable parameters.
+#pragma once
+
+#include <memory>
+
+#include "accel/model.hpp"
+
+namespace torch {
+namespace optim {
+class Optimizer;
+}
+}  // namespace torch
+
+namespace accel {
+
+enum class OptimizerKind { Sgd = 1, Adam = 2, AdamW = 3, RmsProp = 4, Adagrad = 5 };
+
+// Hyperparameters of every kind; each kind reads the ones PyTorch's optimizer of
+// that name has. Start from defaults(kind), which holds PyTorch's defaults.
+struct OptimizerOptions {
+  OptimizerKind kind = OptimizerKind::AdamW;
+  double lr = 1e-3;
+  double weight_decay = 0.0;
+  double momentum = 0.0;
+  double dampening = 0.0;
+  bool nesterov = false;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  bool amsgrad = false;
+  double alpha = 0.99;
+  bool centered = false;
+  double lr_decay = 0.0;
+  double initial_accumulator_value = 0.0;
+
+  static OptimizerOptions defaults(OptimizerKind kind);
+};
+
+class Optimizer {
+ public:
+  // Throws InvalidArgument naming a bad hyperparameter.
+  Optimizer(const Model& model, const OptimizerOptions& options);
+  ~Optimizer();
+  Optimizer(Optimizer&&) noexcept;
+  Optimizer& operator=(Optimizer&&) noexcept;
+
+  void step();
+  // Zeroes gradients in place: gradient buffers keep their storage.
+  void zero_grad();
+  double lr() const;           // of the first parameter group
+  void set_lr(double lr);      // of every parameter group
+  const OptimizerOptions& options() const;
+  const Model& model() const;
+  torch::optim::Optimizer& torch_optimizer();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace accel

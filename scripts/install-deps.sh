@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs every system package libaccel needs to build, test and run its demo on Debian 12.
+# Idempotent: packages already present are skipped by apt. Run as root (or with sudo available).
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build ccache pkg-config git
+  libtorch-dev            # LibTorch 1.13.1 (CPU, Gloo, c10d)
+  libgloo-dev             # Gloo headers, included by c10d's ProcessGroupGloo.hpp
+  libopenblas0-openmp     # fast BLAS: without it LibTorch uses the 13x slower reference BLAS
+  nlohmann-json3-dev libcli11-dev zlib1g-dev
+  libgtest-dev libgmock-dev
+  dataset-fashion-mnist   # example data in /usr/share/datasets/fashion-mnist
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi

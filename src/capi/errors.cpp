@@ -1,0 +1,64 @@
+#include <mutex>
+#include <unordered_map>
+
+#include "capi/handles.hpp"
+
+namespace accel::capi {
+
+namespace {
+
+thread_local std::string last_error;
+
+std::mutex registry_mutex;
+std::unordered_map<const void*, HandleKind>& registry() {
+  static auto* live = new std::unordered_map<const void*, HandleKind>();  // outlives static destructors
+  return *live;
+}
+
+}  // namespace
+
+void register_handle(const void* handle, HandleKind kind) {
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  registry()[handle] = kind;
+}
+
+bool unregister_handle(const void* handle, HandleKind kind) {
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  auto it = registry().find(handle);
+  if (it == registry().end() || it->second != kind) return false;
+  registry().erase(it);
+  return true;
+}
+
+bool is_live(const void* handle, HandleKind kind) {
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  auto it = registry().find(handle);
+  return it != registry().end() && it->second == kind;
+}
+
+accel_status record_error(accel_status status, const std::string& message) {
+  last_error = message;
+  return status;
+}
+
+}  // namespace accel::capi
+
+extern "C" {
+
+ACCEL_API const char* accel_last_error(void) { return accel::capi::last_error.c_str(); }
+
+ACCEL_API const char* accel_status_name(accel_status status) {
+  switch (status) {
+    case ACCEL_OK: return "ACCEL_OK";
+    case ACCEL_ERR_INVALID_ARGUMENT: return "ACCEL_ERR_INVALID_ARGUMENT";
+    case ACCEL_ERR_STATE: return "ACCEL_ERR_STATE";
+    case ACCEL_ERR_IO: return "ACCEL_ERR_IO";
+    case ACCEL_ERR_DISTRIBUTED: return "ACCEL_ERR_DISTRIBUTED";
+    case ACCEL_ERR_TIMEOUT: return "ACCEL_ERR_TIMEOUT";
+    case ACCEL_ERR_UNSUPPORTED: return "ACCEL_ERR_UNSUPPORTED";
+    case ACCEL_ERR_INTERNAL: return "ACCEL_ERR_INTERNAL";
+  }
+  return "ACCEL_ERR_UNKNOWN";
+}
+
+}  // extern "C"

@@ -1,0 +1,128 @@
+// The C ABI's handle types and the guard every exported function runs inside.
+//
+// Handles are registered while alive, so a NULL, foreign or already-freed
+// pointer is reported as INVALID_ARGUMENT instead of being dereferenced.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "accel/accel.h"
+#include "accel/accel.hpp"
+
+struct accel_tensor {
+  at::Tensor tensor;
+};
+struct accel_accelerator {
+  std::unique_ptr<accel::Accelerator> accelerator;
+  std::string device_name;
+};
+struct accel_model {
+  accel::Model model;
+};
+struct accel_optimizer {
+  std::unique_ptr<accel::Optimizer> optimizer;
+};
+struct accel_dataset {
+  std::shared_ptr<accel::Dataset> dataset;
+};
+struct accel_dataloader {
+  std::unique_ptr<accel::DataLoader> loader;
+};
+
+namespace accel::capi {
+
+enum class HandleKind { Tensor, Accelerator, Model, Optimizer, Dataset, DataLoader };
+
+template <class H>
+struct KindOf;
+template <> struct KindOf<accel_tensor> { static constexpr HandleKind value = HandleKind::Tensor; static constexpr const char* name = "accel_tensor"; };
+template <> struct KindOf<accel_accelerator> { static constexpr HandleKind value = HandleKind::Accelerator; static constexpr const char* name = "accel_accelerator"; };
+template <> struct KindOf<accel_model> { static constexpr HandleKind value = HandleKind::Model; static constexpr const char* name = "accel_model"; };
+template <> struct KindOf<accel_optimizer> { static constexpr HandleKind value = HandleKind::Optimizer; static constexpr const char* name = "accel_optimizer"; };
+template <> struct KindOf<accel_dataset> { static constexpr HandleKind value = HandleKind::Dataset; static constexpr const char* name = "accel_dataset"; };
+template <> struct KindOf<accel_dataloader> { static constexpr HandleKind value = HandleKind::DataLoader; static constexpr const char* name = "accel_dataloader"; };
+
+void register_handle(const void* handle, HandleKind kind);
+// True when handle was registered with kind and is still alive; unregisters it.
+bool unregister_handle(const void* handle, HandleKind kind);
+bool is_live(const void* handle, HandleKind kind);
+
+// Registers a newly built handle and stores it in *out.
+template <class H>
+void publish(std::unique_ptr<H> handle, H** out) {
+  register_handle(handle.get(), KindOf<H>::value);
+  *out = handle.release();
+}
+
+// The handle itself, after checking it is a live handle of its type.
+template <class H>
+H& deref(H* handle, const char* parameter) {
+  require_arg(handle != nullptr, std::string(parameter) + " is NULL");
+  require_arg(is_live(handle, KindOf<H>::value),
+              std::string(parameter) + " is not a live " + KindOf<H>::name + " (already freed, or another type)");
+  return *handle;
+}
+template <class H>
+const H& deref(const H* handle, const char* parameter) {
+  return deref(const_cast<H*>(handle), parameter);
+}
+
+template <class T>
+T& out_param(T* pointer, const char* parameter) {
+  require_arg(pointer != nullptr, std::string("out-parameter ") + parameter + " is NULL");
+  return *pointer;
+}
+
+// Frees a live handle; NULL and unknown pointers are ignored.
+template <class H>
+void release(H* handle) {
+  if (handle != nullptr && unregister_handle(handle, KindOf<H>::value)) delete handle;
+}
+
+accel_status record_error(accel_status status, const std::string& message);
+
+// Runs body, mapping every exception to a status and the thread's error message.
+template <class Body>
+accel_status guarded(Body&& body) noexcept {
+  try {
+    body();
+    return ACCEL_OK;
+  } catch (const accel::Error& e) {
+    return record_error(static_cast<accel_status>(e.code()), e.what());
+  } catch (const c10::Error& e) {
+    return record_error(ACCEL_ERR_INTERNAL, e.what_without_backtrace());
+  } catch (const std::bad_alloc&) {
+    return record_error(ACCEL_ERR_INTERNAL, "out of memory");
+  } catch (const std::exception& e) {
+    return record_error(ACCEL_ERR_INTERNAL, e.what());
+  } catch (...) {
+    return record_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+  }
+}
+
+// Reads a caller's options struct: defaults first, then the fields the caller's
+// header version knows about (struct_size says how many bytes that is).
+template <class Options>
+Options read_options(const Options* user, const char* parameter, void (*init)(Options*)) {
+  Options merged;
+  init(&merged);
+  if (user == nullptr) return merged;
+  require_arg(user->struct_size >= sizeof(uint32_t) && user->struct_size <= sizeof(Options) * 4,
+              std::string(parameter) + "->struct_size is " + std::to_string(user->struct_size) +
+                  ": initialise the struct with its _init function");
+  std::memcpy(static_cast<void*>(&merged), user, std::min<size_t>(user->struct_size, sizeof(Options)));
+  merged.struct_size = sizeof(Options);
+  return merged;
+}
+
+at::ScalarType to_scalar_type(accel_dtype dtype);
+accel_dtype to_accel_dtype(at::ScalarType type);
+// Wraps tensor in a new handle stored in *out.
+void publish_tensor(at::Tensor tensor, accel_tensor** out);
+
+}  // namespace accel::capi

@@ -1,0 +1,77 @@
+#include "data/sharding.hpp"
+
+#include "accel/error.hpp"
+
+namespace accel::detail {
+
+namespace {
+
+std::vector<std::vector<int64_t>> chunk(const std::vector<int64_t>& order, int64_t batch_size) {
+  std::vector<std::vector<int64_t>> batches;
+  for (size_t start = 0; start < order.size(); start += static_cast<size_t>(batch_size)) {
+    size_t end = std::min(order.size(), start + static_cast<size_t>(batch_size));
+    batches.emplace_back(order.begin() + static_cast<std::ptrdiff_t>(start),
+                         order.begin() + static_cast<std::ptrdiff_t>(end));
+  }
+  return batches;
+}
+
+}  // namespace
+
+ShardPlan shard_batches(const std::vector<int64_t>& order, const ShardSpec& spec) {
+  require_arg(spec.batch_size > 0, "batch_size must be positive, got " + std::to_string(spec.batch_size));
+  require_arg(spec.num_processes > 0 && spec.process_index >= 0 && spec.process_index < spec.num_processes,
+              "process_index " + std::to_string(spec.process_index) + " is not in [0, " +
+                  std::to_string(spec.num_processes) + ")");
+  const size_t P = static_cast<size_t>(spec.num_processes);
+  const size_t me = static_cast<size_t>(spec.process_index);
+  const size_t B = static_cast<size_t>(spec.batch_size);
+
+  std::vector<std::vector<int64_t>> batches = chunk(order, spec.batch_size);
+  if (spec.drop_last && !batches.empty() && batches.back().size() < B) batches.pop_back();
+
+  ShardPlan plan;
+  std::vector<std::vector<int64_t>>& mine = plan.batches;
+  if (P == 1) {
+    mine = std::move(batches);
+    return plan;
+  }
+  if (spec.drop_last) {
+    // Only complete rounds: every process gets the same count, nothing is padded.
+    for (size_t round = 0; (round + 1) * P <= batches.size(); ++round) mine.push_back(batches[round * P + me]);
+    return plan;
+  }
+  if (!spec.even_batches) {
+    for (size_t b = me; b < batches.size(); b += P) mine.push_back(batches[b]);
+    return plan;
+  }
+
+  // A round is complete when it has P batches and its last one is full.
+  size_t complete_rounds = batches.size() / P;
+  if (complete_rounds > 0 && batches[complete_rounds * P - 1].size() < B) --complete_rounds;
+  for (size_t round = 0; round < complete_rounds; ++round) mine.push_back(batches[round * P + me]);
+
+  size_t tail_start = complete_rounds * P;
+  if (tail_start == batches.size()) return plan;
+
+  // The last round is completed with samples from the start of the epoch,
+  // repeated as often as a tiny dataset needs.
+  std::vector<int64_t> filler;
+  for (size_t b = 0; b < std::min(P, batches.size()); ++b) filler.insert(filler.end(), batches[b].begin(), batches[b].end());
+  while (filler.size() < P * B) filler.insert(filler.end(), filler.begin(), filler.end());
+
+  size_t cursor = 0;
+  for (size_t slot = 0; slot < P; ++slot) {
+    size_t index = tail_start + slot;
+    std::vector<int64_t> batch = index < batches.size() ? batches[index] : std::vector<int64_t>{};
+    size_t missing = B - batch.size();
+    plan.last_round_real_samples += static_cast<int64_t>(batch.size());
+    batch.insert(batch.end(), filler.begin() + static_cast<std::ptrdiff_t>(cursor),
+                 filler.begin() + static_cast<std::ptrdiff_t>(cursor + missing));
+    cursor += missing;
+    if (slot == me) mine.push_back(std::move(batch));
+  }
+  return plan;
+}
+
+}  // namespace accel::detail

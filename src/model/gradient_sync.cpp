@@ -1,0 +1,157 @@
+#include "model/gradient_sync.hpp"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/engine.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/utils/lambda_post_hook.h>
+#include <torch/csrc/autograd/variable.h>
+
+#include <unordered_set>
+
+#include "accel/error.hpp"
+
+namespace accel::detail {
+
+namespace {
+
+// Groups parameter indices (already in launch order) into buckets of one device
+// and dtype, the first capped at first_cap bytes and the rest at cap bytes.
+std::vector<std::vector<size_t>> assign_buckets(const std::vector<at::Tensor>& params, int64_t cap,
+                                                int64_t first_cap) {
+  std::vector<std::vector<size_t>> buckets;
+  int64_t bytes = 0;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const at::Tensor& p = params[i];
+    bool fits = !buckets.empty() && bytes < (buckets.size() == 1 ? first_cap : cap) &&
+                params[buckets.back().front()].scalar_type() == p.scalar_type() &&
+                params[buckets.back().front()].device() == p.device();
+    if (!fits) {
+      buckets.emplace_back();
+      bytes = 0;
+    }
+    buckets.back().push_back(i);
+    bytes += p.numel() * static_cast<int64_t>(p.element_size());
+  }
+  return buckets;
+}
+
+}  // namespace
+
+GradientSync::GradientSync(std::vector<at::Tensor> parameters, ProcessGroup& process_group, int64_t bucket_cap_bytes,
+                           int64_t first_bucket_cap_bytes)
+    : process_group_(process_group) {
+  // Shared parameters appear once: a second hook on the same accumulator would
+  // mark it ready twice.
+  std::unordered_set<const void*> seen;
+  for (auto it = parameters.rbegin(); it != parameters.rend(); ++it) {
+    if (it->requires_grad() && seen.insert(it->unsafeGetTensorImpl()).second) params_.push_back(*it);
+  }
+
+  auto assignment = assign_buckets(params_, bucket_cap_bytes, first_bucket_cap_bytes);
+  bucket_of_.resize(params_.size());
+  slot_of_.resize(params_.size());
+  for (size_t b = 0; b < assignment.size(); ++b) {
+    Bucket bucket;
+    int64_t numel = 0;
+    for (size_t i : assignment[b]) numel += params_[i].numel();
+    bucket.flat = at::zeros({numel}, params_[assignment[b].front()].options().requires_grad(false));
+    int64_t offset = 0;
+    for (size_t i : assignment[b]) {
+      bucket_of_[i] = b;
+      slot_of_[i] = bucket.params.size();
+      bucket.params.push_back(i);
+      bucket.views.push_back(bucket.flat.narrow(0, offset, params_[i].numel()).view(params_[i].sizes()));
+      offset += params_[i].numel();
+    }
+    buckets_.push_back(std::move(bucket));
+  }
+
+  ready_.assign(params_.size(), false);
+  for (size_t i = 0; i < params_.size(); ++i) {
+    // The autograd metadata holds the accumulator weakly: keep it alive so the hook stays.
+    auto accumulator = torch::autograd::impl::grad_accumulator(params_[i]);
+    require(accumulator != nullptr, ErrorCode::Internal, "parameter has no gradient accumulator");
+    hook_keys_.push_back(accumulator->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
+        [this, i](const torch::autograd::variable_list& outputs, const torch::autograd::variable_list&) {
+          on_gradient_ready(i);
+          return outputs;
+        })));
+    accumulators_.push_back(std::move(accumulator));
+  }
+}
+
+GradientSync::~GradientSync() {
+  for (size_t i = 0; i < accumulators_.size(); ++i) accumulators_[i]->del_post_hook(hook_keys_[i]);
+}
+
+std::vector<size_t> GradientSync::bucket_sizes() const {
+  std::vector<size_t> sizes;
+  for (const auto& b : buckets_) sizes.push_back(b.params.size());
+  return sizes;
+}
+
+void GradientSync::arm() {
+  if (!enabled_ || armed_) return;
+  armed_ = true;
+  finalize_queued_ = false;
+  next_to_launch_ = 0;
+  std::fill(ready_.begin(), ready_.end(), false);
+  for (auto& bucket : buckets_) {
+    bucket.pending = bucket.params.size();
+    bucket.launched = false;
+  }
+}
+
+void GradientSync::on_gradient_ready(size_t param) {
+  if (!armed_ || ready_[param]) return;
+  if (!finalize_queued_) {
+    finalize_queued_ = true;
+    torch::autograd::Engine::get_default_engine().queue_callback([this] { finalize(); });
+  }
+  copy_into_bucket(param);
+  if (buckets_[bucket_of_[param]].pending == 0) launch_ready_buckets();
+}
+
+void GradientSync::copy_into_bucket(size_t param) {
+  ready_[param] = true;
+  Bucket& bucket = buckets_[bucket_of_[param]];
+  at::Tensor& view = bucket.views[slot_of_[param]];
+  const at::Tensor& grad = params_[param].grad();
+  if (grad.defined()) {
+    at::mul_out(view, grad, 1.0 / process_group_.world_size());
+  } else {
+    view.zero_();
+  }
+  --bucket.pending;
+}
+
+void GradientSync::launch_ready_buckets() {
+  while (next_to_launch_ < buckets_.size() && buckets_[next_to_launch_].pending == 0) {
+    Bucket& bucket = buckets_[next_to_launch_];
+    std::vector<at::Tensor> tensors{bucket.flat};
+    bucket.work = process_group_.allreduce_async(tensors, "gradient allreduce (bucket " +
+                                                              std::to_string(next_to_launch_) + ")");
+    bucket.launched = true;
+    ++next_to_launch_;
+  }
+}
+
+void GradientSync::finalize() {
+  // Parameters that took no part in this backward still join the allreduce
+  // (with their local gradient, or zeros), so every rank launches every bucket.
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (!ready_[i]) copy_into_bucket(i);
+  }
+  launch_ready_buckets();
+  armed_ = false;
+  for (auto& bucket : buckets_) process_group_.wait(bucket.work);
+  at::NoGradGuard no_grad;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const at::Tensor& view = buckets_[bucket_of_[i]].views[slot_of_[i]];
+    at::Tensor& grad = params_[i].mutable_grad();
+    if (grad.defined()) grad.copy_(view);
+    else grad = view.clone();
+  }
+}
+
+}  // namespace accel::detail

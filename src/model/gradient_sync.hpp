@@ -1,0 +1,74 @@
+// Data-parallel gradient averaging, bucketed and overlapped with backward.
+//
+// Parameters are grouped in reverse registration order (roughly the order
+// backward produces their gradients) into flat buckets: a small first bucket so
+// communication starts early, then buckets up to the cap. A post-hook on each
+// parameter's AccumulateGrad node copies the fresh gradient (scaled by
+// 1/world_size) into its bucket; a full bucket's allreduce is launched at once,
+// always in bucket order so every rank issues the same sequence. A callback
+// queued on the autograd engine waits for the buckets and writes the averages
+// back before backward() returns. Unarmed backwards (accumulation micro-steps)
+// do no communication at all.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "state/process_group.hpp"
+
+namespace torch::autograd {
+struct Node;
+}
+
+namespace accel::detail {
+
+class GradientSync {
+ public:
+  GradientSync(std::vector<at::Tensor> parameters, ProcessGroup& process_group, int64_t bucket_cap_bytes,
+               int64_t first_bucket_cap_bytes);
+  ~GradientSync();
+  GradientSync(const GradientSync&) = delete;
+  GradientSync& operator=(const GradientSync&) = delete;
+
+  // The next backward averages gradients across processes.
+  void arm();
+  bool armed() const { return armed_; }
+  // Average gradients on backward (true, default) or let them accumulate locally.
+  void set_enabled(bool enabled) { enabled_ = enabled; }
+  bool enabled() const { return enabled_; }
+  size_t bucket_count() const { return buckets_.size(); }
+  // Parameter counts per bucket, in launch order.
+  std::vector<size_t> bucket_sizes() const;
+
+ private:
+  struct Bucket {
+    at::Tensor flat;
+    std::vector<size_t> params;      // indices into params_
+    std::vector<at::Tensor> views;   // views[k] aliases flat for params[k]
+    size_t pending = 0;              // params not yet ready in this backward
+    bool launched = false;
+    ProcessGroup::Pending work;
+  };
+
+  void on_gradient_ready(size_t param);
+  void copy_into_bucket(size_t param);
+  void launch_ready_buckets();
+  void finalize();
+
+  std::vector<at::Tensor> params_;
+  std::vector<size_t> bucket_of_;  // param -> bucket
+  std::vector<size_t> slot_of_;    // param -> index within its bucket
+  std::vector<Bucket> buckets_;
+  ProcessGroup& process_group_;
+  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
+  std::vector<uintptr_t> hook_keys_;
+  std::vector<bool> ready_;
+  size_t next_to_launch_ = 0;
+  bool enabled_ = true;
+  bool armed_ = false;
+  bool finalize_queued_ = false;
+};
+
+}  // namespace accel::detail

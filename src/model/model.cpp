@@ -1,0 +1,172 @@
+#include "accel/model.hpp"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/jit/api/module.h>
+#include <torch/csrc/jit/serialization/import.h>
+
+#include <fstream>
+
+#include "accel/error.hpp"
+#include "model/model_impl.hpp"
+#include "model/sequential_spec.hpp"
+#include "precision/autocast.hpp"
+#include "state/accelerator_state.hpp"
+#include "state/collectives.hpp"
+
+namespace accel {
+namespace detail {
+
+namespace {
+
+// The first bucket is small so its allreduce starts while backward is still busy.
+constexpr int64_t kFirstBucketBytes = 1 << 20;
+
+class NnModel final : public ModelImpl {
+ public:
+  NnModel(std::shared_ptr<torch::nn::Module> module, Model::ForwardFn forward)
+      : module_(std::move(module)), forward_(std::move(forward)) {}
+
+  NamedTensors named_parameters() const override { return to_pairs(module_->named_parameters(true)); }
+  NamedTensors named_buffers() const override { return to_pairs(module_->named_buffers(true)); }
+  void set_training(bool training) override { module_->train(training); }
+  bool training() const override { return module_->is_training(); }
+
+ protected:
+  at::Tensor run(const at::Tensor& input) override { return forward_(input); }
+  void move_to(const c10::Device& device) override { module_->to(device); }
+
+ private:
+  static NamedTensors to_pairs(const torch::OrderedDict<std::string, at::Tensor>& dict) {
+    NamedTensors out;
+    for (const auto& item : dict) out.emplace_back(item.key(), item.value());
+    return out;
+  }
+
+  std::shared_ptr<torch::nn::Module> module_;
+  Model::ForwardFn forward_;
+};
+
+class ScriptModel final : public ModelImpl {
+ public:
+  explicit ScriptModel(torch::jit::Module module) : module_(std::move(module)) {}
+
+  NamedTensors named_parameters() const override {
+    NamedTensors out;
+    for (const auto& item : module_.named_parameters(true)) out.emplace_back(item.name, item.value);
+    return out;
+  }
+  NamedTensors named_buffers() const override {
+    NamedTensors out;
+    for (const auto& item : module_.named_buffers(true)) out.emplace_back(item.name, item.value);
+    return out;
+  }
+  void set_training(bool training) override { module_.train(training); }
+  bool training() const override { return module_.is_training(); }
+
+ protected:
+  at::Tensor run(const at::Tensor& input) override {
+    c10::IValue output = module_.forward({input});
+    require(output.isTensor(), ErrorCode::InvalidArgument,
+            "the TorchScript model's forward returned " + output.tagKind() + ", not a tensor");
+    return output.toTensor();
+  }
+  void move_to(const c10::Device& device) override { module_.to(device); }
+
+ private:
+  mutable torch::jit::Module module_;
+};
+
+}  // namespace
+
+ModelImpl::~ModelImpl() = default;
+
+at::Tensor ModelImpl::forward(const at::Tensor& input) {
+  require_arg(input.defined(), "forward: the input tensor is undefined");
+  require_arg(input.device() == device_, "forward: the input is on " + input.device().str() + " but the model is on " +
+                                             device_.str() + " (batches from a prepared dataloader are placed for you)");
+  if (gradient_sync_ && training() && at::GradMode::is_enabled()) gradient_sync_->arm();
+  MixedPrecision precision = state_ ? state_->mixed_precision : MixedPrecision::No;
+  at::Tensor output;
+  try {
+    AutocastScope autocast(precision, device_);
+    output = run(input);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    std::string message = e.what();
+    fail(ErrorCode::InvalidArgument, "forward failed for input of shape " + c10::str(input.sizes()) + ": " +
+                                         message.substr(0, message.find('\n')));
+  }
+  // Like Accelerate's convert_to_fp32: callers see float32 whatever ran inside.
+  if (precision != MixedPrecision::No && at::isFloatingType(output.scalar_type()) &&
+      output.scalar_type() != at::kFloat && output.scalar_type() != at::kDouble) {
+    output = output.to(at::kFloat);
+  }
+  return output;
+}
+
+void ModelImpl::prepare(const std::shared_ptr<AcceleratorState>& state) {
+  require(state_ == nullptr, ErrorCode::State, "prepare(model): this model is already prepared");
+  move_to(state->device);
+  device_ = state->device;
+  std::vector<at::Tensor> params, everything;
+  for (auto& [name, p] : named_parameters()) {
+    params.push_back(p);
+    everything.push_back(p);
+  }
+  for (auto& [name, b] : named_buffers()) everything.push_back(b);
+  broadcast_from_main(*state, everything, "parameters and buffers");
+  if (state->process_group) {
+    auto cap = static_cast<int64_t>(state->bucket_cap_mb * 1024 * 1024);
+    gradient_sync_ = std::make_unique<GradientSync>(params, *state->process_group, cap, std::min(cap, kFirstBucketBytes));
+  }
+  state_ = state;
+  state->prepared_models.push_back(weak_from_this());
+}
+
+}  // namespace detail
+
+Model Model::from_torchscript(const std::string& path) {
+  require_arg(!path.empty(), "from_torchscript: the path is empty");
+  require(std::ifstream(path).good(), ErrorCode::IO, "TorchScript file \"" + path + "\" cannot be opened");
+  try {
+    return Model(std::make_shared<detail::ScriptModel>(torch::jit::load(path)));
+  } catch (const std::exception& e) {
+    std::string message = e.what();
+    fail(ErrorCode::IO, "TorchScript file \"" + path + "\" could not be loaded: " + message.substr(0, message.find('\n')));
+  }
+}
+
+Model Model::from_json(const std::string& spec) { return from_module(detail::build_sequential(spec)); }
+
+Model Model::from_module(std::shared_ptr<torch::nn::Module> module, ForwardFn forward) {
+  require_arg(module != nullptr, "from_module: the module is null");
+  require_arg(static_cast<bool>(forward), "from_module: the forward function is empty");
+  return Model(std::make_shared<detail::NnModel>(std::move(module), std::move(forward)));
+}
+
+at::Tensor Model::forward(const at::Tensor& input) { return impl_->forward(input); }
+void Model::train(bool training) { impl_->set_training(training); }
+bool Model::is_training() const { return impl_->training(); }
+
+std::vector<at::Tensor> Model::parameters() const {
+  std::vector<at::Tensor> out;
+  for (auto& [name, p] : impl_->named_parameters()) out.push_back(p);
+  return out;
+}
+
+std::vector<std::pair<std::string, at::Tensor>> Model::named_parameters() const { return impl_->named_parameters(); }
+std::vector<std::pair<std::string, at::Tensor>> Model::named_buffers() const { return impl_->named_buffers(); }
+
+int64_t Model::num_parameters(bool trainable_only) const {
+  int64_t total = 0;
+  for (auto& [name, p] : impl_->named_parameters()) {
+    if (!trainable_only || p.requires_grad()) total += p.numel();
+  }
+  return total;
+}
+
+c10::Device Model::device() const { return impl_->device(); }
+bool Model::is_prepared() const { return impl_->prepared(); }
+
+}  // namespace accel

@@ -1,0 +1,50 @@
+// The model behind an accel::Model handle: a module (torch::nn or TorchScript)
+// plus what prepare() adds — the accelerator's state and gradient sync.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "model/gradient_sync.hpp"
+
+namespace accel::detail {
+
+class AcceleratorState;
+
+using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
+
+class ModelImpl : public std::enable_shared_from_this<ModelImpl> {
+ public:
+  virtual ~ModelImpl();
+
+  virtual NamedTensors named_parameters() const = 0;
+  virtual NamedTensors named_buffers() const = 0;
+  virtual void set_training(bool training) = 0;
+  virtual bool training() const = 0;
+
+  // Runs the module under the accelerator's autocast, arms gradient sync for the
+  // backward that follows, and returns float32 outputs under mixed precision.
+  at::Tensor forward(const at::Tensor& input);
+
+  // Moves to the device, broadcasts rank 0's weights, installs gradient sync. Collective.
+  void prepare(const std::shared_ptr<AcceleratorState>& state);
+  bool prepared() const { return state_ != nullptr; }
+  c10::Device device() const { return device_; }
+  GradientSync* gradient_sync() { return gradient_sync_.get(); }
+
+ protected:
+  virtual at::Tensor run(const at::Tensor& input) = 0;
+  virtual void move_to(const c10::Device& device) = 0;
+
+ private:
+  std::shared_ptr<AcceleratorState> state_;
+  std::unique_ptr<GradientSync> gradient_sync_;
+  c10::Device device_{c10::kCPU};
+};
+
+}  // namespace accel::detail

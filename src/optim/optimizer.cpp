@@ -1,0 +1,164 @@
+#include "accel/optimizer.hpp"
+
+#include <ATen/ATen.h>
+#include <torch/optim/adagrad.h>
+#include <torch/optim/adam.h>
+#include <torch/optim/adamw.h>
+#include <torch/optim/rmsprop.h>
+#include <torch/optim/sgd.h>
+
+#include <cmath>
+
+#include "accel/error.hpp"
+
+namespace accel {
+
+namespace {
+
+const char* kind_name(OptimizerKind kind) {
+  switch (kind) {
+    case OptimizerKind::Sgd: return "SGD";
+    case OptimizerKind::Adam: return "Adam";
+    case OptimizerKind::AdamW: return "AdamW";
+    case OptimizerKind::RmsProp: return "RMSprop";
+    case OptimizerKind::Adagrad: return "Adagrad";
+  }
+  return "unknown";
+}
+
+void require_at_least(const char* kind, const char* field, double value, double minimum) {
+  require_arg(std::isfinite(value) && value >= minimum, std::string(kind) + ": " + field + " must be a finite number >= " +
+                                                            std::to_string(minimum) + ", got " + std::to_string(value));
+}
+
+void require_beta(const char* kind, const char* field, double value) {
+  require_arg(value >= 0.0 && value < 1.0,
+              std::string(kind) + ": " + field + " must be in [0, 1), got " + std::to_string(value));
+}
+
+void validate(const OptimizerOptions& o) {
+  const char* kind = kind_name(o.kind);
+  require_arg(std::string(kind) != "unknown",
+              "unknown optimizer kind " + std::to_string(static_cast<int>(o.kind)));
+  require_at_least(kind, "lr", o.lr, 0.0);
+  require_at_least(kind, "weight_decay", o.weight_decay, 0.0);
+  switch (o.kind) {
+    case OptimizerKind::Sgd:
+      require_at_least(kind, "momentum", o.momentum, 0.0);
+      require_at_least(kind, "dampening", o.dampening, 0.0);
+      require_arg(!o.nesterov || (o.momentum > 0 && o.dampening == 0),
+                  "SGD: nesterov needs momentum > 0 and dampening 0, got momentum " + std::to_string(o.momentum) +
+                      " and dampening " + std::to_string(o.dampening));
+      break;
+    case OptimizerKind::Adam:
+    case OptimizerKind::AdamW:
+      require_beta(kind, "beta1", o.beta1);
+      require_beta(kind, "beta2", o.beta2);
+      require_at_least(kind, "eps", o.eps, 0.0);
+      break;
+    case OptimizerKind::RmsProp:
+      require_at_least(kind, "alpha", o.alpha, 0.0);
+      require_at_least(kind, "eps", o.eps, 0.0);
+      require_at_least(kind, "momentum", o.momentum, 0.0);
+      break;
+    case OptimizerKind::Adagrad:
+      require_at_least(kind, "lr_decay", o.lr_decay, 0.0);
+      require_at_least(kind, "initial_accumulator_value", o.initial_accumulator_value, 0.0);
+      require_at_least(kind, "eps", o.eps, 0.0);
+      break;
+  }
+}
+
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::vector<at::Tensor>& params,
+                                                        const OptimizerOptions& o) {
+  switch (o.kind) {
+    case OptimizerKind::Sgd:
+      return std::make_unique<torch::optim::SGD>(
+          params, torch::optim::SGDOptions(o.lr).momentum(o.momentum).dampening(o.dampening).weight_decay(
+                      o.weight_decay).nesterov(o.nesterov));
+    case OptimizerKind::Adam:
+      return std::make_unique<torch::optim::Adam>(
+          params, torch::optim::AdamOptions(o.lr).betas({o.beta1, o.beta2}).eps(o.eps).weight_decay(
+                      o.weight_decay).amsgrad(o.amsgrad));
+    case OptimizerKind::AdamW:
+      return std::make_unique<torch::optim::AdamW>(
+          params, torch::optim::AdamWOptions(o.lr).betas({o.beta1, o.beta2}).eps(o.eps).weight_decay(
+                      o.weight_decay).amsgrad(o.amsgrad));
+    case OptimizerKind::RmsProp:
+      return std::make_unique<torch::optim::RMSprop>(
+          params, torch::optim::RMSpropOptions(o.lr).alpha(o.alpha).eps(o.eps).weight_decay(o.weight_decay).momentum(
+                      o.momentum).centered(o.centered));
+    case OptimizerKind::Adagrad:
+      return std::make_unique<torch::optim::Adagrad>(
+          params, torch::optim::AdagradOptions(o.lr).lr_decay(o.lr_decay).weight_decay(o.weight_decay).initial_accumulator_value(
+                      o.initial_accumulator_value).eps(o.eps));
+  }
+  fail(ErrorCode::InvalidArgument, "unknown optimizer kind");
+}
+
+}  // namespace
+
+OptimizerOptions OptimizerOptions::defaults(OptimizerKind kind) {
+  OptimizerOptions o;
+  o.kind = kind;
+  switch (kind) {
+    case OptimizerKind::Sgd: o.lr = 1e-3; break;
+    case OptimizerKind::Adam: o.lr = 1e-3; break;
+    case OptimizerKind::AdamW: o.lr = 1e-3; o.weight_decay = 1e-2; break;
+    case OptimizerKind::RmsProp: o.lr = 1e-2; o.alpha = 0.99; o.eps = 1e-8; break;
+    case OptimizerKind::Adagrad: o.lr = 1e-2; o.eps = 1e-10; break;
+  }
+  return o;
+}
+
+struct Optimizer::Impl {
+  Model model;
+  OptimizerOptions options;
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+};
+
+Optimizer::Optimizer(const Model& model, const OptimizerOptions& options) {
+  validate(options);
+  std::vector<at::Tensor> params;
+  for (auto& p : model.parameters()) {
+    if (p.requires_grad()) params.push_back(p);
+  }
+  require_arg(!params.empty(), std::string(kind_name(options.kind)) + ": the model has no trainable parameters");
+  impl_ = std::make_unique<Impl>(Impl{model, options, make_optimizer(params, options)});
+}
+
+Optimizer::~Optimizer() = default;
+Optimizer::Optimizer(Optimizer&&) noexcept = default;
+Optimizer& Optimizer::operator=(Optimizer&&) noexcept = default;
+
+void Optimizer::step() {
+  try {
+    impl_->optimizer->step();
+  } catch (const std::exception& e) {
+    std::string message = e.what();
+    fail(ErrorCode::Internal, std::string(kind_name(impl_->options.kind)) + " step failed: " +
+                                  message.substr(0, message.find('\n')));
+  }
+}
+
+void Optimizer::zero_grad() {
+  at::NoGradGuard no_grad;
+  for (auto& group : impl_->optimizer->param_groups()) {
+    for (auto& p : group.params()) {
+      if (p.grad().defined()) p.mutable_grad().zero_();
+    }
+  }
+}
+
+double Optimizer::lr() const { return impl_->optimizer->param_groups().front().options().get_lr(); }
+
+void Optimizer::set_lr(double lr) {
+  require_arg(std::isfinite(lr) && lr >= 0, "set_lr: lr must be a finite number >= 0, got " + std::to_string(lr));
+  for (auto& group : impl_->optimizer->param_groups()) group.options().set_lr(lr);
+}
+
+const OptimizerOptions& Optimizer::options() const { return impl_->options; }
+const Model& Optimizer::model() const { return impl_->model; }
+torch::optim::Optimizer& Optimizer::torch_optimizer() { return *impl_->optimizer; }
+
+}  // namespace accel

@@ -1,0 +1,31 @@
+// Mixed precision: which modes a device can run, and the autocast scope the
+// prepared model's forward runs under.
+#pragma once
+
+#include <c10/core/Device.h>
+
+#include "accel/accelerator.hpp"
+
+namespace accel::detail {
+
+// Throws Unsupported when `device` cannot run `precision` with this LibTorch
+// (fp16 on CPU, fp8 anywhere): a clear error at creation, never a silent fallback.
+void check_precision_supported(MixedPrecision precision, const c10::Device& device);
+
+// Enables LibTorch autocast for `device` in bf16 or fp16 while alive; does
+// nothing for MixedPrecision::No. Scopes nest; the outermost one clears the cast cache.
+class AutocastScope {
+ public:
+  AutocastScope(MixedPrecision precision, const c10::Device& device);
+  ~AutocastScope();
+  AutocastScope(const AutocastScope&) = delete;
+  AutocastScope& operator=(const AutocastScope&) = delete;
+
+ private:
+  bool active_ = false;
+  bool cuda_ = false;
+  bool previous_enabled_ = false;
+  c10::ScalarType previous_dtype_ = c10::kBFloat16;
+};
+
+}  // namespace accel::detail

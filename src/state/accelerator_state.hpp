@@ -1,0 +1,41 @@
+// What an Accelerator knows about this process, shared with everything it prepares.
+#pragma once
+
+#include <c10/core/Device.h>
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "accel/accelerator.hpp"
+#include "accel/data.hpp"
+#include "state/environment.hpp"
+#include "state/process_group.hpp"
+
+namespace accel::detail {
+
+class ModelImpl;
+
+class AcceleratorState {
+ public:
+  explicit AcceleratorState(const AcceleratorOptions& options);
+
+  LaunchEnvironment env;
+  c10::Device device{c10::kCPU};
+  DistributedType distributed_type = DistributedType::No;
+  MixedPrecision mixed_precision = MixedPrecision::No;
+  double bucket_cap_mb = 25.0;
+  std::chrono::milliseconds timeout;
+  // Null when the process runs alone.
+  std::unique_ptr<ProcessGroup> process_group;
+  // Shared with prepared dataloaders.
+  std::shared_ptr<GradientState> gradient_state = std::make_shared<GradientState>();
+  // Models whose gradients backward() must synchronise.
+  std::vector<std::weak_ptr<ModelImpl>> prepared_models;
+
+  int rank() const { return env.rank; }
+  int world_size() const { return env.world_size; }
+};
+
+}  // namespace accel::detail

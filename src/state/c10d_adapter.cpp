@@ -1,0 +1,64 @@
+#include "state/c10d_adapter.hpp"
+
+#include <cstdlib>
+
+#if defined(ACCEL_WITH_NCCL)
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+#include "accel/error.hpp"
+
+namespace accel::detail::c10d_adapter {
+
+StorePtr make_tcp_store(const std::string& host, int port, bool is_server, int world_size,
+                        std::chrono::milliseconds timeout) {
+  ::c10d::TCPStoreOptions options;
+  options.port = static_cast<std::uint16_t>(port);
+  options.isServer = is_server;
+  options.numWorkers = static_cast<std::size_t>(world_size);
+  options.waitWorkers = true;
+  options.timeout = timeout;
+  return c10::make_intrusive<::c10d::TCPStore>(host, options);
+}
+
+namespace {
+
+bool is_loopback(const std::string& addr) {
+  return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
+}
+
+}  // namespace
+
+BackendPtr make_gloo(const StorePtr& store, int rank, int world_size, const std::string& master_addr,
+                     std::chrono::milliseconds timeout) {
+  auto options = ::c10d::ProcessGroupGloo::Options::create(timeout);
+  if (const char* iface = std::getenv("GLOO_SOCKET_IFNAME"); iface != nullptr && *iface != '\0') {
+    options->devices.push_back(::c10d::ProcessGroupGloo::createDeviceForInterface(iface));
+  } else if (is_loopback(master_addr)) {
+    options->devices.push_back(::c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+  } else {
+    options->devices.push_back(::c10d::ProcessGroupGloo::createDefaultDevice());
+  }
+  return c10::make_intrusive<::c10d::ProcessGroupGloo>(store, rank, world_size, options);
+}
+
+bool nccl_available() {
+#if defined(ACCEL_WITH_NCCL)
+  return true;
+#else
+  return false;
+#endif
+}
+
+BackendPtr make_nccl(const StorePtr& store, int rank, int world_size, std::chrono::milliseconds timeout) {
+#if defined(ACCEL_WITH_NCCL)
+  auto options = ::c10d::ProcessGroupNCCL::Options::create();
+  options->timeout = timeout;
+  return c10::make_intrusive<::c10d::ProcessGroupNCCL>(store, rank, world_size, options);
+#else
+  (void)store, (void)rank, (void)world_size, (void)timeout;
+  fail(ErrorCode::Unsupported, "this libaccel was built without NCCL: multi-GPU training needs a CUDA LibTorch");
+#endif
+}
+
+}  // namespace accel::detail::c10d_adapter

@@ -1,0 +1,147 @@
+#include "state/process_group.hpp"
+
+#include <algorithm>
+#include <sstream>
+#include <thread>
+
+#include "accel/error.hpp"
+
+namespace accel::detail {
+
+namespace {
+
+bool looks_like_timeout(const std::string& message) {
+  std::string lower(message);
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  return lower.find("timed out") != std::string::npos || lower.find("timeout") != std::string::npos;
+}
+
+// c10::Error::what() carries a C++ backtrace; the first line is the message.
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+std::string stall_key(int rank) { return "accel/stall/" + std::to_string(rank); }
+
+}  // namespace
+
+ProcessGroup::ProcessGroup(const LaunchEnvironment& env, const c10::Device& device,
+                           std::chrono::milliseconds timeout)
+    : rank_(env.rank), world_size_(env.world_size), timeout_(timeout) {
+  backend_name_ = device.is_cuda() ? "nccl" : "gloo";
+  const char* phase = "joining the store";
+  try {
+    store_ = c10d_adapter::make_tcp_store(env.master_addr, env.master_port, env.rank == 0, env.world_size, timeout);
+    phase = device.is_cuda() ? "creating the NCCL process group" : "creating the Gloo process group";
+    backend_ = device.is_cuda() ? c10d_adapter::make_nccl(store_, rank_, world_size_, timeout)
+                                : c10d_adapter::make_gloo(store_, rank_, world_size_, env.master_addr, timeout);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    std::string cause = first_line(e.what());
+    bool timed_out = looks_like_timeout(cause);
+    fail(timed_out ? ErrorCode::Timeout : ErrorCode::Distributed,
+         "rendezvous at " + env.master_addr + ":" + std::to_string(env.master_port) + " failed for rank " +
+             std::to_string(env.rank) + " of " + std::to_string(env.world_size) + " while " + phase + " (timeout " +
+             std::to_string(timeout.count()) + " ms): " + cause +
+             (timed_out ? "; not every process joined in time" : ""));
+  }
+}
+
+template <class Launch>
+ProcessGroup::Pending ProcessGroup::issue(const std::string& op, Launch&& launch) {
+  uint64_t sequence = issue_sequence();
+  try {
+    return Pending{launch(), op, sequence};
+  } catch (const std::exception& e) {
+    fail_collective(op, sequence, first_line(e.what()));
+  }
+}
+
+ProcessGroup::Pending ProcessGroup::allreduce_async(std::vector<at::Tensor>& tensors, const std::string& op) {
+  return issue(op, [&] { return backend_->allreduce(tensors); });
+}
+
+void ProcessGroup::wait(Pending& pending) {
+  try {
+    pending.work->wait(timeout_);
+  } catch (const std::exception& e) {
+    fail_collective(pending.op, pending.sequence, first_line(e.what()));
+  }
+}
+
+void ProcessGroup::allreduce(at::Tensor& tensor, const std::string& op) {
+  std::vector<at::Tensor> tensors{tensor};
+  Pending pending = allreduce_async(tensors, op);
+  wait(pending);
+}
+
+void ProcessGroup::broadcast(std::vector<at::Tensor>& tensors, int root, const std::string& op) {
+  ::c10d::BroadcastOptions options;
+  options.rootRank = root;
+  Pending pending = issue(op, [&] { return backend_->broadcast(tensors, options); });
+  wait(pending);
+}
+
+std::vector<at::Tensor> ProcessGroup::allgather(const at::Tensor& input, const std::string& op) {
+  std::vector<std::vector<at::Tensor>> outputs(1);
+  for (int r = 0; r < world_size_; ++r) outputs[0].push_back(at::empty_like(input));
+  std::vector<at::Tensor> inputs{input.contiguous()};
+  Pending pending = issue(op, [&] { return backend_->allgather(outputs, inputs); });
+  wait(pending);
+  return outputs[0];
+}
+
+void ProcessGroup::barrier(const std::string& op) {
+  // Gloo's barrier is an allreduce of a single element: doing it ourselves keeps
+  // one timeout path and works the same on NCCL.
+  at::Tensor token = at::zeros({1}, at::TensorOptions().device(backend_name_ == "nccl" ? c10::Device(c10::kCUDA)
+                                                                                        : c10::Device(c10::kCPU)));
+  allreduce(token, op);
+}
+
+void ProcessGroup::fail_collective(const std::string& op, uint64_t sequence, const std::string& cause) {
+  std::ostringstream message;
+  message << "collective " << op << " #" << sequence << " failed on rank " << rank_ << " (timeout "
+          << timeout_.count() << " ms): " << cause << "; " << describe_peers(op, sequence);
+  fail(looks_like_timeout(cause) ? ErrorCode::Timeout : ErrorCode::Distributed, message.str());
+}
+
+// Every rank whose collective fails posts where it is stuck; after a short grace
+// period the ranks that posted nothing are the ones that never arrived.
+std::string ProcessGroup::describe_peers(const std::string& op, uint64_t sequence) {
+  std::string here = op + " #" + std::to_string(sequence);
+  try {
+    store_->setTimeout(std::chrono::milliseconds(2000));
+    store_->set(stall_key(rank_), std::vector<uint8_t>(here.begin(), here.end()));
+    auto grace = std::min<std::chrono::milliseconds>(timeout_, std::chrono::milliseconds(3000));
+    auto deadline = std::chrono::steady_clock::now() + grace;
+    std::vector<int> silent;
+    do {
+      silent.clear();
+      for (int r = 0; r < world_size_; ++r) {
+        if (r != rank_ && !store_->check({stall_key(r)})) silent.push_back(r);
+      }
+      if (silent.empty()) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    } while (std::chrono::steady_clock::now() < deadline);
+
+    std::ostringstream out;
+    if (!silent.empty()) {
+      out << "ranks that did not arrive: [";
+      for (size_t i = 0; i < silent.size(); ++i) out << (i ? ", " : "") << silent[i];
+      out << "]";
+    } else {
+      out << "every rank reported a failure";
+    }
+    for (int r = 0; r < world_size_; ++r) {
+      if (r == rank_ || std::find(silent.begin(), silent.end(), r) != silent.end()) continue;
+      std::vector<uint8_t> value = store_->get(stall_key(r));
+      std::string where(value.begin(), value.end());
+      if (where != here) out << "; rank " << r << " is in " << where;
+    }
+    return out.str();
+  } catch (const std::exception& e) {
+    return "the other ranks' state is unknown (rendezvous store unreachable: " + first_line(e.what()) + ")";
+  }
+}
+
+}  // namespace accel::detail

@@ -1,0 +1,64 @@
+// libaccel's view of a c10d process group: every collective gets an op name and a
+// sequence number, waits at most the configured timeout, and a failure says which
+// operation failed and, where the store can tell, which ranks never arrived.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "state/c10d_adapter.hpp"
+#include "state/environment.hpp"
+
+namespace accel::detail {
+
+class ProcessGroup {
+ public:
+  // Joins the TCPStore rendezvous (rank 0 hosts it) and creates Gloo, or NCCL
+  // for a CUDA device. Throws Timeout when a peer does not join within timeout.
+  ProcessGroup(const LaunchEnvironment& env, const c10::Device& device, std::chrono::milliseconds timeout);
+
+  int rank() const { return rank_; }
+  int world_size() const { return world_size_; }
+  std::chrono::milliseconds timeout() const { return timeout_; }
+  const std::string& backend_name() const { return backend_name_; }
+  // Collectives issued by this process so far (also the next sequence number).
+  uint64_t collectives_issued() const { return next_sequence_; }
+
+  // An issued collective; pass it to wait().
+  struct Pending {
+    c10d_adapter::WorkPtr work;
+    std::string op;
+    uint64_t sequence = 0;
+  };
+
+  Pending allreduce_async(std::vector<at::Tensor>& tensors, const std::string& op);
+  void wait(Pending& pending);
+
+  void allreduce(at::Tensor& tensor, const std::string& op);
+  void broadcast(std::vector<at::Tensor>& tensors, int root, const std::string& op);
+  // One tensor per rank; every rank's input must have input's shape and dtype.
+  std::vector<at::Tensor> allgather(const at::Tensor& input, const std::string& op);
+  void barrier(const std::string& op);
+
+ private:
+  uint64_t issue_sequence() { return next_sequence_++; }
+  template <class Launch>
+  Pending issue(const std::string& op, Launch&& launch);
+  [[noreturn]] void fail_collective(const std::string& op, uint64_t sequence, const std::string& cause);
+  std::string describe_peers(const std::string& op, uint64_t sequence);
+
+  int rank_;
+  int world_size_;
+  std::chrono::milliseconds timeout_;
+  std::string backend_name_;
+  c10d_adapter::StorePtr store_;
+  c10d_adapter::BackendPtr backend_;
+  uint64_t next_sequence_ = 0;
+};
+
+}  // namespace accel::detail

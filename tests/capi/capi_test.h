@@ -1,0 +1,37 @@
+/* A minimal check harness for the C ABI tests: count failures, report them, keep going. */
+#ifndef ACCEL_TESTS_CAPI_TEST_H
+#define ACCEL_TESTS_CAPI_TEST_H
+
+#include <stdio.h>
+#include <string.h>
+
+#include "accel/accel.h"
+
+static int capi_checks = 0;
+static int capi_failures = 0;
+
+#define EXPECT(cond)                                                                         \
+  do {                                                                                       \
+    ++capi_checks;                                                                           \
+    if (!(cond)) {                                                                           \
+      ++capi_failures;                                                                       \
+      fprintf(stderr, "%s:%d: expected %s (last error: %s)\n", __FILE__, __LINE__, #cond,    \
+              accel_last_error());                                                           \
+    }                                                                                        \
+  } while (0)
+
+#define EXPECT_OK(call) EXPECT((call) == ACCEL_OK)
+/* The call fails with `status` and the message mentions `needle`. */
+#define EXPECT_ERROR(call, status, needle) \
+  do {                                     \
+    accel_status got_ = (call);            \
+    EXPECT(got_ == (status));              \
+    EXPECT(strstr(accel_last_error(), (needle)) != NULL); \
+  } while (0)
+
+static int capi_report(const char* name) {
+  printf("%s: %d passed, %d failed\n", name, capi_checks - capi_failures, capi_failures);
+  return capi_failures == 0 ? 0 : 1;
+}
+
+#endif

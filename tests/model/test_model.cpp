@@ -1,0 +1,83 @@
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <torch/nn/modules/linear.h>
+
+#include "accel/accelerator.hpp"
+#include "accel/error.hpp"
+#include "accel/loss.hpp"
+#include "accel/model.hpp"
+
+namespace {
+
+std::string fixture(const std::string& name) { return std::string(ACCEL_TEST_FILES) + "/model/files/" + name; }
+
+TEST(Model, LoadsTorchScriptSavedByPyTorchAndTrainsIt) {
+  accel::Model model = accel::Model::from_torchscript(fixture("tiny_mlp.pt"));
+  EXPECT_EQ(model.num_parameters(), 4 * 8 + 8 + 8 * 3 + 3);
+  at::Tensor out = model.forward(at::ones({1, 4}));
+  // Output printed by make_torchscript_fixture.py when the file was saved.
+  EXPECT_NEAR(out[0][0].item<float>(), -0.011193826794624329, 1e-6);
+  EXPECT_NEAR(out[0][2].item<float>(), 0.13667157292366028, 1e-6);
+  at::Tensor loss = accel::compute_loss(accel::LossKind::CrossEntropy, out, at::tensor({2}, at::kLong));
+  loss.backward();
+  for (auto& [name, p] : model.named_parameters()) EXPECT_TRUE(p.grad().defined()) << name;
+}
+
+TEST(Model, MissingTorchScriptIsAnIoError) {
+  try {
+    accel::Model::from_torchscript("/nonexistent/m.pt");
+    FAIL();
+  } catch (const accel::Error& e) {
+    EXPECT_EQ(e.code(), accel::ErrorCode::IO);
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/m.pt"), std::string::npos);
+  }
+}
+
+TEST(Model, WrapsATorchModule) {
+  torch::nn::Linear linear(3, 2);
+  accel::Model model = accel::Model::from_module(linear);
+  EXPECT_EQ(model.num_parameters(), 8);
+  EXPECT_EQ(model.forward(at::ones({5, 3})).sizes(), (std::vector<int64_t>{5, 2}));
+  model.train(false);
+  EXPECT_FALSE(model.is_training());
+}
+
+TEST(Model, SingleProcessPrepareKeepsWeightsAndAddsNoSync) {
+  accel::Accelerator accelerator;
+  torch::nn::Linear linear(3, 2);
+  at::Tensor before = linear->weight.detach().clone();
+  accel::Model model = accel::Model::from_module(linear);
+  accelerator.prepare(model);
+  EXPECT_TRUE(model.is_prepared());
+  EXPECT_TRUE(at::equal(linear->weight, before));
+  EXPECT_THROW(accelerator.prepare(model), accel::Error);
+}
+
+TEST(Model, Bf16AutocastRunsMatmulsInBf16AndReturnsFloat32) {
+  accel::AcceleratorOptions options;
+  options.mixed_precision = accel::MixedPrecision::Bf16;
+  accel::Accelerator accelerator(options);
+  torch::nn::Linear linear(4, 4);
+  at::ScalarType inside = at::kFloat;
+  accel::Model model = accel::Model::from_module(linear.ptr(), [&](const at::Tensor& x) {
+    at::Tensor y = linear->forward(x);
+    inside = y.scalar_type();
+    return y;
+  });
+  accelerator.prepare(model);
+  at::Tensor out = model.forward(at::randn({2, 4}));
+  EXPECT_EQ(inside, at::kBFloat16);
+  EXPECT_EQ(out.scalar_type(), at::kFloat);
+}
+
+TEST(Loss, ChecksShapesAndDtypes) {
+  at::Tensor logits = at::randn({4, 3});
+  EXPECT_NO_THROW(accel::compute_loss(accel::LossKind::CrossEntropy, logits, at::zeros({4}, at::kLong)));
+  EXPECT_THROW(accel::compute_loss(accel::LossKind::CrossEntropy, logits, at::zeros({3}, at::kLong)), accel::Error);
+  EXPECT_THROW(accel::compute_loss(accel::LossKind::Nll, logits, at::zeros({4})), accel::Error);
+  EXPECT_THROW(accel::compute_loss(accel::LossKind::CrossEntropy, logits, at::full({4}, 7, at::kLong)), accel::Error);
+  EXPECT_NEAR(accel::compute_loss(accel::LossKind::Mse, at::ones({2, 2}), at::zeros({2, 2})).item<float>(), 1.0, 1e-6);
+  EXPECT_NO_THROW(accel::compute_loss(accel::LossKind::BceWithLogits, logits, at::zeros({4, 3})));
+}
+
+}  // namespace
