@@ -163,10 +163,19 @@ typedef struct accel_accelerator_options {
   int64_t timeout_ms;     /* collective and rendezvous timeout; default 1800000 (30 min) */
   accel_mixed_precision mixed_precision; /* default ACCEL_PRECISION_DEFAULT */
   double bucket_cap_mb;   /* gradient-sync bucket size cap in MiB; default 25 */
+  /* Micro-steps per optimizer step; 0 (default): ACCELERATE_GRADIENT_ACCUMULATION_STEPS, else 1. */
+  int64_t gradient_accumulation_steps;
+  int sync_with_dataloader; /* the loader's last batch ends a window; default 1 */
+  /* fp16 dynamic loss scaling (Accelerate's GradScalerKwargs). */
+  double scaler_init_scale;      /* default 65536 */
+  double scaler_growth_factor;   /* default 2 */
+  double scaler_backoff_factor;  /* default 0.5 */
+  int64_t scaler_growth_interval; /* default 2000 */
 } accel_accelerator_options;
 
-#define ACCEL_ACCELERATOR_OPTIONS_INIT \
-  { (uint32_t)sizeof(accel_accelerator_options), 0, 1800000, ACCEL_PRECISION_DEFAULT, 25.0 }
+#define ACCEL_ACCELERATOR_OPTIONS_INIT                                                       \
+  { (uint32_t)sizeof(accel_accelerator_options), 0, 1800000, ACCEL_PRECISION_DEFAULT, 25.0, 0, 1, \
+    65536.0, 2.0, 0.5, 2000 }
 
 /* Fills opts with the defaults above. */
 ACCEL_API void accel_accelerator_options_init(accel_accelerator_options* opts);
@@ -223,6 +232,42 @@ ACCEL_API accel_status accel_accelerator_gather_for_metrics(accel_accelerator* a
    Collective. Returns a new handle in *out. */
 ACCEL_API accel_status accel_accelerator_reduce(accel_accelerator* acc, const accel_tensor* tensor,
                                                 accel_reduce_op op, accel_tensor** out);
+/* Process `from`'s tensor, on every process; shapes and dtypes must match.
+   Collective. Returns a new handle in *out. */
+ACCEL_API accel_status accel_accelerator_broadcast(accel_accelerator* acc, const accel_tensor* tensor, int from,
+                                                   accel_tensor** out);
+/* Pads tensor along dim to the largest size any process has, with pad_value,
+   at the end (pad_first = 0) or the start. Collective. New handle in *out. */
+ACCEL_API accel_status accel_accelerator_pad_across_processes(accel_accelerator* acc, const accel_tensor* tensor,
+                                                              int64_t dim, double pad_value, int pad_first,
+                                                              accel_tensor** out);
+/* Gathers nbytes of arbitrary data from every process: *bytes receives all of
+   them concatenated in rank order (uint8), *lengths each process's byte count
+   (int64, one per process). Collective. Two new handles. */
+ACCEL_API accel_status accel_accelerator_gather_object(accel_accelerator* acc, const void* data, size_t nbytes,
+                                                       accel_tensor** bytes, accel_tensor** lengths);
+/* This process's contiguous share of tensor's rows: with N rows over P
+   processes the first N % P processes get one more. With apply_padding every
+   share has the same length, completed by repeating the last row. Not
+   collective. New handle in *out. */
+ACCEL_API accel_status accel_accelerator_split_between_processes(const accel_accelerator* acc,
+                                                                 const accel_tensor* tensor, int apply_padding,
+                                                                 accel_tensor** out);
+/* Raises this process's trigger (e.g. "stop early"). */
+ACCEL_API accel_status accel_accelerator_set_trigger(accel_accelerator* acc);
+/* *out = 1 when any process raised its trigger since the last check (and
+   clears it), else 0. Collective. */
+ACCEL_API accel_status accel_accelerator_check_trigger(accel_accelerator* acc, int* out);
+/* A scope in which the main process runs first: the others wait in _begin,
+   the main process waits in _end. Collective (both calls). */
+ACCEL_API accel_status accel_accelerator_main_process_first_begin(accel_accelerator* acc);
+ACCEL_API accel_status accel_accelerator_main_process_first_end(accel_accelerator* acc);
+/* The same with each machine's local main process. Collective. */
+ACCEL_API accel_status accel_accelerator_local_main_process_first_begin(accel_accelerator* acc);
+ACCEL_API accel_status accel_accelerator_local_main_process_first_end(accel_accelerator* acc);
+/* Forgets prepared models, resets gradient accumulation and the trigger, and
+   releases cached device memory. */
+ACCEL_API accel_status accel_accelerator_free_memory(accel_accelerator* acc);
 
 /* ------------------------------------------------------------------------- */
 /* Models and losses                                                          */
@@ -316,6 +361,79 @@ ACCEL_API accel_status accel_optimizer_get_lr(const accel_optimizer* optimizer, 
 /* Sets the learning rate of every parameter group. */
 ACCEL_API accel_status accel_optimizer_set_lr(accel_optimizer* optimizer, double lr);
 
+/* 1 when the last accel_optimizer_step was skipped because the fp16 loss
+   scaler found inf or NaN gradients, else 0. */
+ACCEL_API accel_status accel_optimizer_step_was_skipped(const accel_optimizer* optimizer, int* out);
+
+/* ------------------------------------------------------------------------- */
+/* Learning-rate schedulers                                                   */
+/* ------------------------------------------------------------------------- */
+
+typedef struct accel_scheduler accel_scheduler;
+
+typedef enum accel_scheduler_kind {
+  ACCEL_SCHED_STEP = 1,              /* step_size, gamma */
+  ACCEL_SCHED_MULTI_STEP = 2,        /* milestones, num_milestones, gamma */
+  ACCEL_SCHED_EXPONENTIAL = 3,       /* gamma */
+  ACCEL_SCHED_COSINE_ANNEALING = 4,  /* t_max, eta_min */
+  ACCEL_SCHED_LINEAR = 5,            /* start_factor, end_factor, total_iters */
+  ACCEL_SCHED_CONSTANT = 6,          /* factor, total_iters */
+  ACCEL_SCHED_POLYNOMIAL = 7,        /* total_iters, power */
+  ACCEL_SCHED_ONE_CYCLE = 8,         /* max_lr, total_steps, pct_start, anneal_linear, div_factor, final_div_factor, three_phase */
+  ACCEL_SCHED_LINEAR_WARMUP = 9,     /* num_warmup_steps, num_training_steps */
+  ACCEL_SCHED_COSINE_WARMUP = 10,    /* num_warmup_steps, num_training_steps, num_cycles */
+  ACCEL_SCHED_REDUCE_ON_PLATEAU = 11 /* mode_max, factor, patience, threshold, threshold_abs, cooldown, min_lr, eps */
+} accel_scheduler_kind;
+
+/* One struct for every kind, each reading the fields PyTorch's scheduler of
+   that name has (listed above); accel_scheduler_options_init sets PyTorch's
+   defaults. */
+typedef struct accel_scheduler_options {
+  uint32_t struct_size;
+  accel_scheduler_kind kind;
+  int64_t step_size;
+  double gamma;
+  const int64_t* milestones; /* borrowed: copied by accel_scheduler_create */
+  size_t num_milestones;
+  int64_t t_max;
+  double eta_min;
+  double start_factor, end_factor;
+  int64_t total_iters;
+  double factor;
+  double power;
+  double max_lr;
+  int64_t total_steps;
+  double pct_start;
+  int anneal_linear; /* 0: "cos", 1: "linear" */
+  double div_factor, final_div_factor;
+  int three_phase;
+  int64_t num_warmup_steps, num_training_steps;
+  double num_cycles;
+  int mode_max;      /* ReduceOnPlateau: 0 "min", 1 "max" */
+  int64_t patience;
+  double threshold;
+  int threshold_abs; /* 0 "rel", 1 "abs" */
+  int64_t cooldown;
+  double min_lr;
+  double eps;
+  int step_with_optimizer; /* default 1: see accel_accelerator_prepare_scheduler */
+} accel_scheduler_options;
+
+ACCEL_API void accel_scheduler_options_init(accel_scheduler_options* opts, accel_scheduler_kind kind);
+/* A scheduler setting optimizer's learning rate (it keeps the optimizer alive).
+   Errors: INVALID_ARGUMENT naming a bad option. New handle in *out. */
+ACCEL_API accel_status accel_scheduler_create(accel_optimizer* optimizer, const accel_scheduler_options* opts,
+                                              accel_scheduler** out);
+ACCEL_API void accel_scheduler_free(accel_scheduler* scheduler);
+/* One step (once prepared: only after a real optimizer step, num_processes at
+   a time). ReduceOnPlateau needs accel_scheduler_step_metric instead. */
+ACCEL_API accel_status accel_scheduler_step(accel_scheduler* scheduler);
+ACCEL_API accel_status accel_scheduler_step_metric(accel_scheduler* scheduler, double metric);
+/* The learning rate of the optimizer's first parameter group. */
+ACCEL_API accel_status accel_scheduler_get_last_lr(const accel_scheduler* scheduler, double* out);
+/* Steps taken so far (PyTorch's last_epoch). */
+ACCEL_API accel_status accel_scheduler_last_epoch(const accel_scheduler* scheduler, int64_t* out);
+
 /* ------------------------------------------------------------------------- */
 /* Datasets and dataloaders                                                   */
 /* ------------------------------------------------------------------------- */
@@ -381,10 +499,49 @@ ACCEL_API accel_status accel_accelerator_prepare_optimizer(accel_accelerator* ac
    last round is completed from the start of the dataset so every process sees
    the same number of batches) and places batches on the device. */
 ACCEL_API accel_status accel_accelerator_prepare_dataloader(accel_accelerator* acc, accel_dataloader* loader);
-/* Backpropagates loss (a one-element tensor from a prepared model); on return
-   the gradients of every prepared model are averaged across processes.
-   Collective. */
+/* Binds the scheduler to the accelerator, as Accelerate does: it steps only
+   when the optimizer really stepped (a sync step not skipped by the fp16 loss
+   scaler) and, unless step_with_optimizer is 0, advances num_processes steps
+   per call so a schedule written for one process keeps its shape. */
+ACCEL_API accel_status accel_accelerator_prepare_scheduler(accel_accelerator* acc, accel_scheduler* scheduler);
+/* Backpropagates loss / gradient_accumulation_steps (scaled under fp16); on
+   a sync step the gradients of every prepared model are averaged across
+   processes before it returns. Collective on sync steps. */
 ACCEL_API accel_status accel_accelerator_backward(accel_accelerator* acc, const accel_tensor* loss);
+
+/* ------------------------------------------------------------------------- */
+/* Gradient accumulation, sync control and clipping                           */
+/* ------------------------------------------------------------------------- */
+
+/* Accelerate's `with accelerator.accumulate(model)`: call _begin before the
+   forward of each micro-step and _end after the optimizer step. _begin decides
+   whether this micro-step completes the accumulation window (every
+   gradient_accumulation_steps-th, and the dataloader's last batch); on the
+   others gradients accumulate locally with no communication, and the prepared
+   optimizer's step/zero_grad and the prepared scheduler do nothing. */
+ACCEL_API accel_status accel_accelerator_accumulate_begin(accel_accelerator* acc, accel_model* model);
+ACCEL_API accel_status accel_accelerator_accumulate_end(accel_accelerator* acc, accel_model* model);
+/* *out = 1 on a step whose gradients are synchronised, else 0. */
+ACCEL_API accel_status accel_accelerator_sync_gradients(const accel_accelerator* acc, int* out);
+ACCEL_API accel_status accel_accelerator_gradient_accumulation_steps(const accel_accelerator* acc, int64_t* out);
+/* Between _begin and _end the model's backward passes do not communicate
+   (DDP's no_sync); gradients accumulate locally. */
+ACCEL_API accel_status accel_accelerator_no_sync_begin(accel_accelerator* acc, accel_model* model);
+ACCEL_API accel_status accel_accelerator_no_sync_end(accel_accelerator* acc, accel_model* model);
+/* Makes the model's next backward synchronise even inside no_sync. */
+ACCEL_API accel_status accel_accelerator_trigger_sync_in_backward(accel_accelerator* acc, accel_model* model);
+/* Clips the model's total gradient norm to max_norm (unscaling first under
+   fp16); *total_norm receives the norm before clipping. On micro-steps that do
+   not sync, gradients are left alone and *total_norm is 0. */
+ACCEL_API accel_status accel_accelerator_clip_grad_norm(accel_accelerator* acc, accel_model* model, double max_norm,
+                                                        double norm_type, double* total_norm);
+/* Clamps every gradient element of the model to [-clip_value, clip_value] (sync steps only). */
+ACCEL_API accel_status accel_accelerator_clip_grad_value(accel_accelerator* acc, accel_model* model,
+                                                         double clip_value);
+/* Divides the optimizer's gradients by the fp16 loss scale now (no-op otherwise). */
+ACCEL_API accel_status accel_accelerator_unscale_gradients(accel_accelerator* acc, accel_optimizer* optimizer);
+/* The current fp16 loss scale (1 when not scaling). */
+ACCEL_API accel_status accel_accelerator_loss_scale(const accel_accelerator* acc, double* out);
 
 #ifdef __cplusplus
 }

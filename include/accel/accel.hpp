@@ -7,3 +7,4 @@
 #include "accel/loss.hpp"
 #include "accel/model.hpp"
 #include "accel/optimizer.hpp"
+#include "accel/scheduler.hpp"

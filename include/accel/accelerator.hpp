@@ -20,12 +20,16 @@
 #include <optional>
 #include <string>
 
+#include <string>
+#include <vector>
+
 #include "accel/error.hpp"
 
 namespace accel {
 
 class Model;
 class Optimizer;
+class Scheduler;
 class DataLoader;
 namespace detail {
 class AcceleratorState;
@@ -46,6 +50,15 @@ struct AcceleratorOptions {
   // Unset: ACCELERATE_MIXED_PRECISION from the environment, else MixedPrecision::No.
   std::optional<MixedPrecision> mixed_precision;
   double bucket_cap_mb = 25.0;  // gradient-sync bucket cap
+  // Unset: ACCELERATE_GRADIENT_ACCUMULATION_STEPS from the environment, else 1.
+  std::optional<int64_t> gradient_accumulation_steps;
+  // The last batch of a prepared dataloader always ends an accumulation window.
+  bool sync_with_dataloader = true;
+  // fp16 loss scaling (Accelerate's GradScalerKwargs).
+  double scaler_init_scale = 65536.0;
+  double scaler_growth_factor = 2.0;
+  double scaler_backoff_factor = 0.5;
+  int64_t scaler_growth_interval = 2000;
 };
 
 class Accelerator {
@@ -72,10 +85,49 @@ class Accelerator {
   void prepare(Optimizer& optimizer);
   // Shards the loader across processes and places its batches on the device.
   void prepare(DataLoader& loader);
+  // Steps only after real optimizer steps, num_processes at a time (see scheduler.hpp).
+  void prepare(Scheduler& scheduler);
 
-  // loss.backward(); on return every prepared model's gradients are averaged
-  // across processes. Collective.
+  // (loss / gradient_accumulation_steps).backward(), scaled under fp16; on a
+  // sync step every prepared model's gradients are averaged across processes
+  // before it returns. Collective on sync steps.
   void backward(const at::Tensor& loss);
+
+  // Gradient accumulation, as Accelerate's `with accelerator.accumulate(model)`:
+  // begin decides whether this micro-step completes the window (or is the
+  // dataloader's last batch) and, if not, turns gradient sync off for it.
+  void accumulate_begin(Model& model);
+  void accumulate_end(Model& model);
+  class AccumulateScope {
+   public:
+    AccumulateScope(Accelerator& accelerator, Model& model);
+    ~AccumulateScope();
+    AccumulateScope(const AccumulateScope&) = delete;
+    AccumulateScope& operator=(const AccumulateScope&) = delete;
+
+   private:
+    Accelerator& accelerator_;
+    Model& model_;
+  };
+  AccumulateScope accumulate(Model& model) { return AccumulateScope(*this, model); }
+  // Gradients accumulate locally while sync is off (DDP's no_sync).
+  void no_sync_begin(Model& model);
+  void no_sync_end(Model& model);
+  // Makes the next backward synchronise even inside no_sync or a micro-step.
+  void trigger_sync_in_backward(Model& model);
+  bool sync_gradients() const;
+  int64_t gradient_accumulation_steps() const;
+
+  // Clips the total gradient norm of the model's parameters (unscaling first
+  // under fp16) and returns the norm before clipping. On micro-steps that do not
+  // sync it leaves the gradients alone and returns 0.
+  double clip_grad_norm(Model& model, double max_norm, double norm_type = 2.0);
+  // Clamps every gradient element to [-clip_value, clip_value] (sync steps only).
+  void clip_grad_value(Model& model, double clip_value);
+  // Divides the optimizer's gradients by the fp16 loss scale now (no-op otherwise).
+  void unscale_gradients(Optimizer& optimizer);
+  // The current fp16 loss scale (1 when not scaling).
+  double loss_scale() const;
 
   // Concatenation along dim 0 over all processes (dim-0 sizes may differ). Collective.
   at::Tensor gather(const at::Tensor& tensor);
@@ -85,6 +137,30 @@ class Accelerator {
   at::Tensor gather_for_metrics(const at::Tensor& tensor);
   // Element-wise sum or mean over all processes. Collective.
   at::Tensor reduce(const at::Tensor& tensor, ReduceOp op);
+  // Process `from`'s tensor on every process; shapes and dtypes must match. Collective.
+  at::Tensor broadcast(const at::Tensor& tensor, int from = 0);
+  // Pads `tensor` along dim to the largest size any process has, with
+  // pad_value, at the end (or the start with pad_first). Collective.
+  at::Tensor pad_across_processes(const at::Tensor& tensor, int64_t dim = 0, double pad_value = 0,
+                                  bool pad_first = false);
+  // Every process's bytes, in rank order. Collective.
+  std::vector<std::string> gather_object(const std::string& bytes);
+  // This process's contiguous share of tensor's rows (the first processes get
+  // one more when they do not divide evenly). With apply_padding every share
+  // has the same length, completed with the last row.
+  at::Tensor split_between_processes(const at::Tensor& tensor, bool apply_padding = false) const;
+  // Raises this process's trigger; check_trigger() reports (and clears) whether
+  // any process raised one. check_trigger is collective.
+  void set_trigger();
+  bool check_trigger();
+  // Scopes that let the main (or each node's local main) process run first,
+  // e.g. to download or preprocess: the others wait at begin, the main at end.
+  void main_process_first_begin();
+  void main_process_first_end();
+  void local_main_process_first_begin();
+  void local_main_process_first_end();
+  // Forgets prepared models, resets accumulation and releases cached device memory.
+  void free_memory();
   // Blocks until every process arrives. Collective.
   void wait_for_everyone();
   // Prints on the main process only.

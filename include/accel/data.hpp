@@ -54,6 +54,13 @@ struct DataLoaderOptions {
 // What the batch a prepared loader just yielded means for gradient sync and
 // metrics (Accelerate's GradientState); shared with the Accelerator.
 struct GradientState {
+  // True on the micro-step that completes an accumulation window (and on a
+  // dataloader's last batch): gradients are synchronised, and the prepared
+  // optimizer and scheduler step. Always true without accumulation.
+  bool sync_gradients = true;
+  int64_t num_steps = 1;            // gradient_accumulation_steps
+  int64_t step = 0;                 // micro-steps into the current window
+  bool sync_with_dataloader = true; // the dataloader's last batch always syncs
   bool end_of_dataloader = false;  // the batch just yielded is the epoch's last
   // Real samples in the gathered last round when it was completed with filler
   // from the start of the epoch (gather_for_metrics keeps only these); else 0.

@@ -13,6 +13,11 @@ class Optimizer;
 
 namespace accel {
 
+struct GradientState;
+namespace detail {
+class GradScaler;
+}
+
 enum class OptimizerKind { Sgd = 1, Adam = 2, AdamW = 3, RmsProp = 4, Adagrad = 5 };
 
 // Hyperparameters of every kind; each kind reads the ones PyTorch's optimizer of
@@ -44,14 +49,24 @@ class Optimizer {
   Optimizer(Optimizer&&) noexcept;
   Optimizer& operator=(Optimizer&&) noexcept;
 
+  // Once prepared: does nothing on accumulation micro-steps (sync_gradients
+  // false), and under fp16 unscales the gradients first and skips the step when
+  // any is inf or NaN (step_was_skipped() then says so).
   void step();
-  // Zeroes gradients in place: gradient buffers keep their storage.
+  // Zeroes gradients in place: gradient buffers keep their storage. Once
+  // prepared, does nothing on accumulation micro-steps.
   void zero_grad();
+  bool step_was_skipped() const;
   double lr() const;           // of the first parameter group
   void set_lr(double lr);      // of every parameter group
   const OptimizerOptions& options() const;
   const Model& model() const;
   torch::optim::Optimizer& torch_optimizer();
+  std::vector<at::Tensor> parameters() const;
+
+  // Used by Accelerator::prepare.
+  void bind(std::shared_ptr<GradientState> gradient_state, std::shared_ptr<detail::GradScaler> scaler);
+  bool is_prepared() const;
 
  private:
   struct Impl;

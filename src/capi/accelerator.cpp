@@ -20,6 +20,14 @@ accel::AcceleratorOptions to_core(const accel_accelerator_options& o) {
     core.mixed_precision = static_cast<accel::MixedPrecision>(o.mixed_precision);
   }
   core.bucket_cap_mb = o.bucket_cap_mb;
+  accel::require_arg(o.gradient_accumulation_steps >= 0, "gradient_accumulation_steps must be >= 1 (0: from the "
+                                                         "environment), got " + std::to_string(o.gradient_accumulation_steps));
+  if (o.gradient_accumulation_steps > 0) core.gradient_accumulation_steps = o.gradient_accumulation_steps;
+  core.sync_with_dataloader = o.sync_with_dataloader != 0;
+  core.scaler_init_scale = o.scaler_init_scale;
+  core.scaler_growth_factor = o.scaler_growth_factor;
+  core.scaler_backoff_factor = o.scaler_backoff_factor;
+  core.scaler_growth_interval = o.scaler_growth_interval;
   return core;
 }
 
@@ -122,6 +130,129 @@ ACCEL_API accel_status accel_accelerator_reduce(accel_accelerator* acc, const ac
     auto& accelerator = *deref(acc, "acc").accelerator;
     publish_tensor(accelerator.reduce(deref(tensor, "tensor").tensor, static_cast<accel::ReduceOp>(op)), &result);
   });
+}
+
+ACCEL_API accel_status accel_accelerator_broadcast(accel_accelerator* acc, const accel_tensor* tensor, int from,
+                                                   accel_tensor** out) {
+  return guarded([&] {
+    auto& result = out_param(out, "out");
+    publish_tensor(deref(acc, "acc").accelerator->broadcast(deref(tensor, "tensor").tensor, from), &result);
+  });
+}
+
+ACCEL_API accel_status accel_accelerator_pad_across_processes(accel_accelerator* acc, const accel_tensor* tensor,
+                                                              int64_t dim, double pad_value, int pad_first,
+                                                              accel_tensor** out) {
+  return guarded([&] {
+    auto& result = out_param(out, "out");
+    auto& accelerator = *deref(acc, "acc").accelerator;
+    publish_tensor(accelerator.pad_across_processes(deref(tensor, "tensor").tensor, dim, pad_value, pad_first != 0),
+                   &result);
+  });
+}
+
+ACCEL_API accel_status accel_accelerator_gather_object(accel_accelerator* acc, const void* data, size_t nbytes,
+                                                       accel_tensor** bytes, accel_tensor** lengths) {
+  return guarded([&] {
+    auto& bytes_out = out_param(bytes, "bytes");
+    auto& lengths_out = out_param(lengths, "lengths");
+    accel::require_arg(data != nullptr || nbytes == 0, "data is NULL but nbytes is " + std::to_string(nbytes));
+    auto& accelerator = *deref(acc, "acc").accelerator;
+    std::vector<std::string> all =
+        accelerator.gather_object(std::string(static_cast<const char*>(data), data ? nbytes : 0));
+    std::vector<int64_t> sizes;
+    std::string joined;
+    for (const auto& item : all) {
+      sizes.push_back(static_cast<int64_t>(item.size()));
+      joined += item;
+    }
+    at::Tensor joined_tensor = at::empty({static_cast<int64_t>(joined.size())}, at::kByte);
+    if (!joined.empty()) std::memcpy(joined_tensor.data_ptr(), joined.data(), joined.size());
+    accel_tensor* joined_handle = nullptr;
+    publish_tensor(joined_tensor, &joined_handle);
+    publish_tensor(at::tensor(sizes, at::kLong), &lengths_out);
+    bytes_out = joined_handle;
+  });
+}
+
+ACCEL_API accel_status accel_accelerator_split_between_processes(const accel_accelerator* acc,
+                                                                 const accel_tensor* tensor, int apply_padding,
+                                                                 accel_tensor** out) {
+  return guarded([&] {
+    auto& result = out_param(out, "out");
+    auto& accelerator = *deref(acc, "acc").accelerator;
+    publish_tensor(accelerator.split_between_processes(deref(tensor, "tensor").tensor, apply_padding != 0), &result);
+  });
+}
+
+ACCEL_API accel_status accel_accelerator_set_trigger(accel_accelerator* acc) {
+  return guarded([&] { deref(acc, "acc").accelerator->set_trigger(); });
+}
+
+ACCEL_API accel_status accel_accelerator_check_trigger(accel_accelerator* acc, int* out) {
+  return guarded([&] {
+    auto& result = out_param(out, "out");
+    result = deref(acc, "acc").accelerator->check_trigger() ? 1 : 0;
+  });
+}
+
+ACCEL_API accel_status accel_accelerator_main_process_first_begin(accel_accelerator* acc) {
+  return guarded([&] { deref(acc, "acc").accelerator->main_process_first_begin(); });
+}
+ACCEL_API accel_status accel_accelerator_main_process_first_end(accel_accelerator* acc) {
+  return guarded([&] { deref(acc, "acc").accelerator->main_process_first_end(); });
+}
+ACCEL_API accel_status accel_accelerator_local_main_process_first_begin(accel_accelerator* acc) {
+  return guarded([&] { deref(acc, "acc").accelerator->local_main_process_first_begin(); });
+}
+ACCEL_API accel_status accel_accelerator_local_main_process_first_end(accel_accelerator* acc) {
+  return guarded([&] { deref(acc, "acc").accelerator->local_main_process_first_end(); });
+}
+ACCEL_API accel_status accel_accelerator_free_memory(accel_accelerator* acc) {
+  return guarded([&] { deref(acc, "acc").accelerator->free_memory(); });
+}
+
+ACCEL_API accel_status accel_accelerator_prepare_scheduler(accel_accelerator* acc, accel_scheduler* scheduler) {
+  return guarded([&] { deref(acc, "acc").accelerator->prepare(*deref(scheduler, "scheduler").scheduler); });
+}
+
+ACCEL_API accel_status accel_accelerator_accumulate_begin(accel_accelerator* acc, accel_model* model) {
+  return guarded([&] { deref(acc, "acc").accelerator->accumulate_begin(deref(model, "model").model); });
+}
+ACCEL_API accel_status accel_accelerator_accumulate_end(accel_accelerator* acc, accel_model* model) {
+  return guarded([&] { deref(acc, "acc").accelerator->accumulate_end(deref(model, "model").model); });
+}
+ACCEL_API accel_status accel_accelerator_sync_gradients(const accel_accelerator* acc, int* out) {
+  return query(acc, [&](const accel::Accelerator& a) { out_param(out, "out") = a.sync_gradients() ? 1 : 0; });
+}
+ACCEL_API accel_status accel_accelerator_gradient_accumulation_steps(const accel_accelerator* acc, int64_t* out) {
+  return query(acc, [&](const accel::Accelerator& a) { out_param(out, "out") = a.gradient_accumulation_steps(); });
+}
+ACCEL_API accel_status accel_accelerator_no_sync_begin(accel_accelerator* acc, accel_model* model) {
+  return guarded([&] { deref(acc, "acc").accelerator->no_sync_begin(deref(model, "model").model); });
+}
+ACCEL_API accel_status accel_accelerator_no_sync_end(accel_accelerator* acc, accel_model* model) {
+  return guarded([&] { deref(acc, "acc").accelerator->no_sync_end(deref(model, "model").model); });
+}
+ACCEL_API accel_status accel_accelerator_trigger_sync_in_backward(accel_accelerator* acc, accel_model* model) {
+  return guarded([&] { deref(acc, "acc").accelerator->trigger_sync_in_backward(deref(model, "model").model); });
+}
+ACCEL_API accel_status accel_accelerator_clip_grad_norm(accel_accelerator* acc, accel_model* model, double max_norm,
+                                                        double norm_type, double* total_norm) {
+  return guarded([&] {
+    auto& result = out_param(total_norm, "total_norm");
+    result = deref(acc, "acc").accelerator->clip_grad_norm(deref(model, "model").model, max_norm, norm_type);
+  });
+}
+ACCEL_API accel_status accel_accelerator_clip_grad_value(accel_accelerator* acc, accel_model* model,
+                                                         double clip_value) {
+  return guarded([&] { deref(acc, "acc").accelerator->clip_grad_value(deref(model, "model").model, clip_value); });
+}
+ACCEL_API accel_status accel_accelerator_unscale_gradients(accel_accelerator* acc, accel_optimizer* optimizer) {
+  return guarded([&] { deref(acc, "acc").accelerator->unscale_gradients(*deref(optimizer, "optimizer").optimizer); });
+}
+ACCEL_API accel_status accel_accelerator_loss_scale(const accel_accelerator* acc, double* out) {
+  return query(acc, [&](const accel::Accelerator& a) { out_param(out, "out") = a.loss_scale(); });
 }
 
 ACCEL_API accel_status accel_accelerator_prepare_model(accel_accelerator* acc, accel_model* model) {

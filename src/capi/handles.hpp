@@ -25,7 +25,11 @@ struct accel_model {
   accel::Model model;
 };
 struct accel_optimizer {
-  std::unique_ptr<accel::Optimizer> optimizer;
+  std::shared_ptr<accel::Optimizer> optimizer;
+};
+struct accel_scheduler {
+  std::shared_ptr<accel::Optimizer> optimizer;  // kept alive: the scheduler points into it
+  std::unique_ptr<accel::Scheduler> scheduler;
 };
 struct accel_dataset {
   std::shared_ptr<accel::Dataset> dataset;
@@ -36,7 +40,7 @@ struct accel_dataloader {
 
 namespace accel::capi {
 
-enum class HandleKind { Tensor, Accelerator, Model, Optimizer, Dataset, DataLoader };
+enum class HandleKind { Tensor, Accelerator, Model, Optimizer, Scheduler, Dataset, DataLoader };
 
 template <class H>
 struct KindOf;
@@ -44,6 +48,7 @@ template <> struct KindOf<accel_tensor> { static constexpr HandleKind value = Ha
 template <> struct KindOf<accel_accelerator> { static constexpr HandleKind value = HandleKind::Accelerator; static constexpr const char* name = "accel_accelerator"; };
 template <> struct KindOf<accel_model> { static constexpr HandleKind value = HandleKind::Model; static constexpr const char* name = "accel_model"; };
 template <> struct KindOf<accel_optimizer> { static constexpr HandleKind value = HandleKind::Optimizer; static constexpr const char* name = "accel_optimizer"; };
+template <> struct KindOf<accel_scheduler> { static constexpr HandleKind value = HandleKind::Scheduler; static constexpr const char* name = "accel_scheduler"; };
 template <> struct KindOf<accel_dataset> { static constexpr HandleKind value = HandleKind::Dataset; static constexpr const char* name = "accel_dataset"; };
 template <> struct KindOf<accel_dataloader> { static constexpr HandleKind value = HandleKind::DataLoader; static constexpr const char* name = "accel_dataloader"; };
 

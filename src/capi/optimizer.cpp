@@ -64,7 +64,7 @@ ACCEL_API accel_status accel_optimizer_create(accel_model* model, const accel_op
     accel::require_arg(opts != nullptr, "opts is NULL: initialise it with accel_optimizer_options_init");
     auto options = to_core(read_options(opts, "opts", init_default_optimizer_options));
     auto handle = std::make_unique<accel_optimizer>();
-    handle->optimizer = std::make_unique<accel::Optimizer>(m, options);
+    handle->optimizer = std::make_shared<accel::Optimizer>(m, options);
     publish(std::move(handle), &result);
   });
 }
@@ -77,6 +77,10 @@ ACCEL_API accel_status accel_optimizer_step(accel_optimizer* optimizer) {
 
 ACCEL_API accel_status accel_optimizer_zero_grad(accel_optimizer* optimizer) {
   return guarded([&] { deref(optimizer, "optimizer").optimizer->zero_grad(); });
+}
+
+ACCEL_API accel_status accel_optimizer_step_was_skipped(const accel_optimizer* optimizer, int* out) {
+  return guarded([&] { out_param(out, "out") = deref(optimizer, "optimizer").optimizer->step_was_skipped() ? 1 : 0; });
 }
 
 ACCEL_API accel_status accel_optimizer_get_lr(const accel_optimizer* optimizer, double* out) {

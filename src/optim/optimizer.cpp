@@ -9,7 +9,9 @@
 
 #include <cmath>
 
+#include "accel/data.hpp"
 #include "accel/error.hpp"
+#include "precision/grad_scaler.hpp"
 
 namespace accel {
 
@@ -115,6 +117,11 @@ struct Optimizer::Impl {
   Model model;
   OptimizerOptions options;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
+  std::shared_ptr<GradientState> gradient_state;  // set by prepare
+  std::shared_ptr<detail::GradScaler> scaler;      // set by prepare under fp16
+  bool step_was_skipped = false;
+
+  bool accumulating() const { return gradient_state && !gradient_state->sync_gradients; }
 };
 
 Optimizer::Optimizer(const Model& model, const OptimizerOptions& options) {
@@ -124,7 +131,7 @@ Optimizer::Optimizer(const Model& model, const OptimizerOptions& options) {
     if (p.requires_grad()) params.push_back(p);
   }
   require_arg(!params.empty(), std::string(kind_name(options.kind)) + ": the model has no trainable parameters");
-  impl_ = std::make_unique<Impl>(Impl{model, options, make_optimizer(params, options)});
+  impl_.reset(new Impl{model, options, make_optimizer(params, options), nullptr, nullptr, false});
 }
 
 Optimizer::~Optimizer() = default;
@@ -132,8 +139,17 @@ Optimizer::Optimizer(Optimizer&&) noexcept = default;
 Optimizer& Optimizer::operator=(Optimizer&&) noexcept = default;
 
 void Optimizer::step() {
+  if (impl_->accumulating()) return;
   try {
+    if (impl_->scaler) {
+      bool finite = impl_->scaler->should_step(parameters());
+      if (finite) impl_->optimizer->step();
+      impl_->step_was_skipped = !finite;
+      impl_->scaler->update();
+      return;
+    }
     impl_->optimizer->step();
+    impl_->step_was_skipped = false;
   } catch (const std::exception& e) {
     std::string message = e.what();
     fail(ErrorCode::Internal, std::string(kind_name(impl_->options.kind)) + " step failed: " +
@@ -142,6 +158,7 @@ void Optimizer::step() {
 }
 
 void Optimizer::zero_grad() {
+  if (impl_->accumulating()) return;
   at::NoGradGuard no_grad;
   for (auto& group : impl_->optimizer->param_groups()) {
     for (auto& p : group.params()) {
@@ -160,5 +177,22 @@ void Optimizer::set_lr(double lr) {
 const OptimizerOptions& Optimizer::options() const { return impl_->options; }
 const Model& Optimizer::model() const { return impl_->model; }
 torch::optim::Optimizer& Optimizer::torch_optimizer() { return *impl_->optimizer; }
+bool Optimizer::step_was_skipped() const { return impl_->step_was_skipped; }
+
+std::vector<at::Tensor> Optimizer::parameters() const {
+  std::vector<at::Tensor> params;
+  for (auto& group : impl_->optimizer->param_groups()) {
+    params.insert(params.end(), group.params().begin(), group.params().end());
+  }
+  return params;
+}
+
+void Optimizer::bind(std::shared_ptr<GradientState> gradient_state, std::shared_ptr<detail::GradScaler> scaler) {
+  require(!impl_->gradient_state, ErrorCode::State, "prepare(optimizer): this optimizer is already prepared");
+  impl_->gradient_state = std::move(gradient_state);
+  impl_->scaler = std::move(scaler);
+}
+
+bool Optimizer::is_prepared() const { return impl_->gradient_state != nullptr; }
 
 }  // namespace accel

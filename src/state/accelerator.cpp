@@ -4,11 +4,13 @@
 #include <torch/cuda.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include "accel/data.hpp"
 #include "accel/model.hpp"
 #include "accel/optimizer.hpp"
+#include "accel/scheduler.hpp"
 #include "model/model_impl.hpp"
 #include "precision/autocast.hpp"
 #include "state/accelerator_state.hpp"
@@ -65,6 +67,27 @@ AcceleratorState::AcceleratorState(const AcceleratorOptions& options)
     device = c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(env.local_rank % devices));
   }
   check_precision_supported(mixed_precision, device);
+  if (mixed_precision == MixedPrecision::Fp16) {
+    GradScalerOptions scaler_options;
+    scaler_options.init_scale = options.scaler_init_scale;
+    scaler_options.growth_factor = options.scaler_growth_factor;
+    scaler_options.backoff_factor = options.scaler_backoff_factor;
+    scaler_options.growth_interval = options.scaler_growth_interval;
+    scaler = std::make_shared<GradScaler>(scaler_options);
+  }
+
+  int64_t steps = 1;
+  if (options.gradient_accumulation_steps) {
+    steps = *options.gradient_accumulation_steps;
+  } else if (auto from_env = get_env("ACCELERATE_GRADIENT_ACCUMULATION_STEPS")) {
+    char* end = nullptr;
+    steps = std::strtoll(from_env->c_str(), &end, 10);
+    require_arg(end != from_env->c_str() && *end == '\0',
+                "environment variable ACCELERATE_GRADIENT_ACCUMULATION_STEPS=\"" + *from_env + "\" is not an integer");
+  }
+  require_arg(steps >= 1, "gradient_accumulation_steps must be >= 1, got " + std::to_string(steps));
+  gradient_state->num_steps = steps;
+  gradient_state->sync_with_dataloader = options.sync_with_dataloader;
 
   if (env.distributed()) {
     process_group = std::make_unique<ProcessGroup>(env, device, timeout);
@@ -94,7 +117,10 @@ void Accelerator::prepare(Model& model) { model.impl().prepare(state_); }
 void Accelerator::prepare(Optimizer& optimizer) {
   require(optimizer.model().is_prepared(), ErrorCode::State,
           "prepare(optimizer): prepare the optimizer's model first, so the optimizer steps the prepared parameters");
+  optimizer.bind(state_->gradient_state, state_->scaler);
 }
+
+void Accelerator::prepare(Scheduler& scheduler) { scheduler.bind(state_->gradient_state, state_->world_size()); }
 
 void Accelerator::prepare(DataLoader& loader) {
   require(!loader.is_prepared(), ErrorCode::State, "prepare(dataloader): this dataloader is already prepared");
@@ -107,7 +133,9 @@ void Accelerator::backward(const at::Tensor& loss) {
   require_arg(loss.requires_grad(), "backward: the loss does not require grad (was it computed under no_grad or "
                                     "from a model in eval mode without parameters requiring grad?)");
   try {
-    loss.backward();
+    at::Tensor scaled = state_->gradient_state->num_steps > 1 ? loss / state_->gradient_state->num_steps : loss;
+    if (state_->scaler) scaled = state_->scaler->scale_loss(scaled);
+    scaled.backward();
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
@@ -131,9 +159,10 @@ at::Tensor Accelerator::reduce(const at::Tensor& tensor, ReduceOp op) {
   return detail::reduce_tensor(*state_, tensor, op);
 }
 
-void Accelerator::wait_for_everyone() {
-  if (state_->process_group) state_->process_group->barrier("wait_for_everyone");
-}
+bool Accelerator::sync_gradients() const { return state_->gradient_state->sync_gradients; }
+int64_t Accelerator::gradient_accumulation_steps() const { return state_->gradient_state->num_steps; }
+double Accelerator::loss_scale() const { return state_->scaler ? state_->scaler->scale() : 1.0; }
+
 
 void Accelerator::print(const std::string& message) const {
   if (!is_main_process()) return;

@@ -11,6 +11,7 @@
 #include "accel/accelerator.hpp"
 #include "accel/data.hpp"
 #include "state/environment.hpp"
+#include "precision/grad_scaler.hpp"
 #include "state/process_group.hpp"
 
 namespace accel::detail {
@@ -29,7 +30,10 @@ class AcceleratorState {
   std::chrono::milliseconds timeout;
   // Null when the process runs alone.
   std::unique_ptr<ProcessGroup> process_group;
-  // Shared with prepared dataloaders.
+  // fp16 only: shared with prepared optimizers.
+  std::shared_ptr<GradScaler> scaler;
+  bool trigger = false;
+  // Shared with prepared dataloaders, optimizers and schedulers.
   std::shared_ptr<GradientState> gradient_state = std::make_shared<GradientState>();
   // Models whose gradients backward() must synchronise.
   std::vector<std::weak_ptr<ModelImpl>> prepared_models;

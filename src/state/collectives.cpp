@@ -97,6 +97,17 @@ at::Tensor reduce_tensor(AcceleratorState& state, const at::Tensor& input, Reduc
   return result;
 }
 
+at::Tensor broadcast_tensor(AcceleratorState& state, const at::Tensor& input, int from) {
+  require_arg(input.defined(), "broadcast: the tensor is undefined");
+  at::Tensor result = input.to(state.device).clone().contiguous();
+  if (!state.process_group) return result;
+  PeerShapes shapes = exchange_shapes(state, result, "broadcast");
+  check_agreement(shapes, "broadcast", /*ignore_dim0=*/false);
+  std::vector<at::Tensor> tensors{result};
+  state.process_group->broadcast(tensors, from, "broadcast");
+  return result;
+}
+
 void broadcast_from_main(AcceleratorState& state, const std::vector<at::Tensor>& tensors, const std::string& what) {
   if (!state.process_group || tensors.empty()) return;
   // One flat buffer per dtype: one collective each instead of one per tensor.

@@ -14,6 +14,8 @@ namespace accel::detail {
 at::Tensor gather_tensor(AcceleratorState& state, const at::Tensor& tensor);
 // Element-wise sum or mean over ranks; shapes and dtypes must match.
 at::Tensor reduce_tensor(AcceleratorState& state, const at::Tensor& tensor, ReduceOp op);
+// from's tensor on every process; shapes and dtypes must match.
+at::Tensor broadcast_tensor(AcceleratorState& state, const at::Tensor& tensor, int from);
 // Copies process 0's parameters and buffers into every replica.
 void broadcast_from_main(AcceleratorState& state, const std::vector<at::Tensor>& tensors, const std::string& what);
 

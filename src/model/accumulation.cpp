@@ -1,0 +1,74 @@
+// The training-loop side of the Accelerator: gradient accumulation windows,
+// sync control and gradient clipping.
+#include <ATen/ATen.h>
+#include <torch/nn/utils/clip_grad.h>
+
+#include "accel/accelerator.hpp"
+#include "accel/model.hpp"
+#include "accel/optimizer.hpp"
+#include "model/model_impl.hpp"
+#include "state/accelerator_state.hpp"
+
+namespace accel {
+
+namespace {
+
+void set_sync(Model& model, bool enabled) {
+  if (auto* sync = model.impl().gradient_sync()) sync->set_enabled(enabled);
+}
+
+}  // namespace
+
+void Accelerator::accumulate_begin(Model& model) {
+  GradientState& g = *state_->gradient_state;
+  if (g.sync_with_dataloader && g.end_of_dataloader) {
+    g.step = 0;
+    g.sync_gradients = true;
+  } else {
+    g.step += 1;
+    g.sync_gradients = g.step % g.num_steps == 0;
+  }
+  set_sync(model, g.sync_gradients);
+}
+
+void Accelerator::accumulate_end(Model& model) { set_sync(model, true); }
+
+Accelerator::AccumulateScope::AccumulateScope(Accelerator& accelerator, Model& model)
+    : accelerator_(accelerator), model_(model) {
+  accelerator_.accumulate_begin(model_);
+}
+
+Accelerator::AccumulateScope::~AccumulateScope() { accelerator_.accumulate_end(model_); }
+
+void Accelerator::no_sync_begin(Model& model) { set_sync(model, false); }
+void Accelerator::no_sync_end(Model& model) { set_sync(model, true); }
+
+void Accelerator::trigger_sync_in_backward(Model& model) {
+  if (auto* sync = model.impl().gradient_sync()) {
+    sync->set_enabled(true);
+    sync->arm();
+  }
+}
+
+double Accelerator::clip_grad_norm(Model& model, double max_norm, double norm_type) {
+  require_arg(max_norm > 0, "clip_grad_norm: max_norm must be positive, got " + std::to_string(max_norm));
+  require_arg(norm_type > 0, "clip_grad_norm: norm_type must be positive, got " + std::to_string(norm_type));
+  if (!sync_gradients()) return 0.0;
+  std::vector<at::Tensor> params = model.parameters();
+  if (state_->scaler) state_->scaler->unscale(params);
+  return torch::nn::utils::clip_grad_norm_(params, max_norm, norm_type);
+}
+
+void Accelerator::clip_grad_value(Model& model, double clip_value) {
+  require_arg(clip_value > 0, "clip_grad_value: clip_value must be positive, got " + std::to_string(clip_value));
+  if (!sync_gradients()) return;
+  std::vector<at::Tensor> params = model.parameters();
+  if (state_->scaler) state_->scaler->unscale(params);
+  torch::nn::utils::clip_grad_value_(params, clip_value);
+}
+
+void Accelerator::unscale_gradients(Optimizer& optimizer) {
+  if (state_->scaler) state_->scaler->unscale(optimizer.parameters());
+}
+
+}  // namespace accel

@@ -1,0 +1,259 @@
+#include "accel/scheduler.hpp"
+
+#include <torch/optim/optimizer.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "accel/data.hpp"
+#include "accel/error.hpp"
+
+namespace accel {
+
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+
+void check_positive(int64_t value, const char* name) {
+  require_arg(value > 0, std::string("scheduler: ") + name + " must be positive, got " + std::to_string(value));
+}
+
+void check_range(double value, double lo, double hi, const char* name) {
+  require_arg(std::isfinite(value) && value >= lo && value <= hi,
+              std::string("scheduler: ") + name + " must be in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                  "], got " + std::to_string(value));
+}
+
+void validate(const SchedulerOptions& o) {
+  switch (o.kind) {
+    case SchedulerKind::Step: check_positive(o.step_size, "step_size"); break;
+    case SchedulerKind::MultiStep:
+      require_arg(std::is_sorted(o.milestones.begin(), o.milestones.end()), "scheduler: milestones must be increasing");
+      break;
+    case SchedulerKind::Exponential: break;
+    case SchedulerKind::CosineAnnealing: check_positive(o.t_max, "t_max"); break;
+    case SchedulerKind::Linear:
+      check_range(o.start_factor, 1e-12, 1.0, "start_factor");
+      check_range(o.end_factor, 0.0, 1.0, "end_factor");
+      check_positive(o.total_iters, "total_iters");
+      break;
+    case SchedulerKind::Constant:
+      check_range(o.factor, 0.0, 1.0, "factor");
+      require_arg(o.total_iters >= 0, "scheduler: total_iters must be >= 0, got " + std::to_string(o.total_iters));
+      break;
+    case SchedulerKind::Polynomial: check_positive(o.total_iters, "total_iters"); break;
+    case SchedulerKind::OneCycle:
+      check_positive(o.total_steps, "total_steps");
+      check_range(o.pct_start, 0.0, 1.0, "pct_start");
+      require_arg(o.anneal_strategy == "cos" || o.anneal_strategy == "linear",
+                  "scheduler: anneal_strategy must be \"cos\" or \"linear\", got \"" + o.anneal_strategy + "\"");
+      require_arg(o.max_lr > 0 && o.div_factor > 0 && o.final_div_factor > 0,
+                  "scheduler: max_lr, div_factor and final_div_factor must be positive");
+      break;
+    case SchedulerKind::LinearWarmup:
+    case SchedulerKind::CosineWarmup:
+      require_arg(o.num_warmup_steps >= 0, "scheduler: num_warmup_steps must be >= 0, got " +
+                                               std::to_string(o.num_warmup_steps));
+      check_positive(o.num_training_steps, "num_training_steps");
+      break;
+    case SchedulerKind::ReduceOnPlateau:
+      require_arg(o.mode == "min" || o.mode == "max", "scheduler: mode must be \"min\" or \"max\", got \"" + o.mode + "\"");
+      require_arg(o.threshold_mode == "rel" || o.threshold_mode == "abs",
+                  "scheduler: threshold_mode must be \"rel\" or \"abs\", got \"" + o.threshold_mode + "\"");
+      require_arg(o.factor < 1.0 && o.factor >= 0, "scheduler: factor must be in [0, 1), got " + std::to_string(o.factor));
+      require_arg(o.patience >= 0, "scheduler: patience must be >= 0");
+      break;
+    default:
+      fail(ErrorCode::InvalidArgument, "scheduler: unknown kind " + std::to_string(static_cast<int>(o.kind)));
+  }
+}
+
+double anneal(double start, double end, double pct, bool cosine) {
+  return cosine ? end + (start - end) / 2.0 * (std::cos(kPi * pct) + 1.0) : (end - start) * pct + start;
+}
+
+}  // namespace
+
+SchedulerOptions SchedulerOptions::defaults(SchedulerKind kind) {
+  SchedulerOptions o;
+  o.kind = kind;
+  if (kind == SchedulerKind::ReduceOnPlateau) o.factor = 0.1;
+  return o;
+}
+
+struct Scheduler::Impl {
+  Optimizer* optimizer;
+  SchedulerOptions options;
+  std::vector<double> base_lrs;
+  int64_t last_epoch = 0;
+  // ReduceOnPlateau state
+  double best = 0;
+  int64_t bad_epochs = 0;
+  int64_t cooldown_counter = 0;
+  // Set by prepare
+  std::shared_ptr<GradientState> gradient_state;
+  int num_processes = 1;
+
+  std::vector<torch::optim::OptimizerParamGroup>& groups() { return optimizer->torch_optimizer().param_groups(); }
+
+  double lr_at(double base, int64_t t) const {
+    const SchedulerOptions& o = options;
+    switch (o.kind) {
+      case SchedulerKind::Step: return base * std::pow(o.gamma, static_cast<double>(t / o.step_size));
+      case SchedulerKind::MultiStep: {
+        auto passed = std::upper_bound(o.milestones.begin(), o.milestones.end(), t) - o.milestones.begin();
+        return base * std::pow(o.gamma, static_cast<double>(passed));
+      }
+      case SchedulerKind::Exponential: return base * std::pow(o.gamma, static_cast<double>(t));
+      case SchedulerKind::CosineAnnealing:
+        return o.eta_min + (base - o.eta_min) * (1 + std::cos(kPi * static_cast<double>(t) / o.t_max)) / 2;
+      case SchedulerKind::Linear:
+        return base * (o.start_factor + (o.end_factor - o.start_factor) *
+                                            static_cast<double>(std::min(t, o.total_iters)) / o.total_iters);
+      case SchedulerKind::Constant: return t < o.total_iters ? base * o.factor : base;
+      case SchedulerKind::Polynomial:
+        return base * std::pow(1.0 - static_cast<double>(std::min(t, o.total_iters)) / o.total_iters, o.power);
+      case SchedulerKind::OneCycle: return one_cycle_lr(t);
+      case SchedulerKind::LinearWarmup: {
+        if (t < o.num_warmup_steps) return base * static_cast<double>(t) / std::max<int64_t>(1, o.num_warmup_steps);
+        return base * std::max(0.0, static_cast<double>(o.num_training_steps - t) /
+                                        std::max<int64_t>(1, o.num_training_steps - o.num_warmup_steps));
+      }
+      case SchedulerKind::CosineWarmup: {
+        if (t < o.num_warmup_steps) return base * static_cast<double>(t) / std::max<int64_t>(1, o.num_warmup_steps);
+        double progress = static_cast<double>(t - o.num_warmup_steps) /
+                          std::max<int64_t>(1, o.num_training_steps - o.num_warmup_steps);
+        return base * std::max(0.0, 0.5 * (1.0 + std::cos(kPi * o.num_cycles * 2.0 * progress)));
+      }
+      case SchedulerKind::ReduceOnPlateau: break;
+    }
+    return base;
+  }
+
+  double one_cycle_lr(int64_t t) const {
+    const SchedulerOptions& o = options;
+    double initial = o.max_lr / o.div_factor, minimum = initial / o.final_div_factor;
+    double total = static_cast<double>(o.total_steps);
+    struct Phase { double end_step, start_lr, end_lr; };
+    std::vector<Phase> phases;
+    if (o.three_phase) {
+      phases = {{o.pct_start * total - 1, initial, o.max_lr},
+                {2 * o.pct_start * total - 2, o.max_lr, initial},
+                {total - 1, initial, minimum}};
+    } else {
+      phases = {{o.pct_start * total - 1, initial, o.max_lr}, {total - 1, o.max_lr, minimum}};
+    }
+    double start_step = 0;
+    for (size_t i = 0; i < phases.size(); ++i) {
+      if (static_cast<double>(t) <= phases[i].end_step || i + 1 == phases.size()) {
+        double pct = (static_cast<double>(t) - start_step) / (phases[i].end_step - start_step);
+        return anneal(phases[i].start_lr, phases[i].end_lr, pct, o.anneal_strategy == "cos");
+      }
+      start_step = phases[i].end_step;
+    }
+    return minimum;
+  }
+
+  void apply(int64_t t) {
+    auto& g = groups();
+    for (size_t i = 0; i < g.size(); ++i) g[i].options().set_lr(lr_at(base_lrs[i], t));
+  }
+
+  void raw_step() {
+    if (options.kind == SchedulerKind::OneCycle) {
+      require(last_epoch + 1 <= options.total_steps, ErrorCode::State,
+              "OneCycle scheduler: tried to step " + std::to_string(last_epoch + 1) +
+                  " times, but total_steps is " + std::to_string(options.total_steps));
+    }
+    ++last_epoch;
+    apply(last_epoch);
+  }
+
+  bool is_better(double current) const {
+    bool rel = options.threshold_mode == "rel";
+    if (options.mode == "min") return rel ? current < best * (1.0 - options.threshold) : current < best - options.threshold;
+    return rel ? current > best * (options.threshold + 1.0) : current > best + options.threshold;
+  }
+
+  void plateau_step(double metric) {
+    ++last_epoch;
+    if (is_better(metric)) {
+      best = metric;
+      bad_epochs = 0;
+    } else {
+      ++bad_epochs;
+    }
+    if (cooldown_counter > 0) {
+      --cooldown_counter;
+      bad_epochs = 0;
+    }
+    if (bad_epochs > options.patience) {
+      for (auto& group : groups()) {
+        double old_lr = group.options().get_lr();
+        double new_lr = std::max(old_lr * options.factor, options.min_lr);
+        if (old_lr - new_lr > options.eps) group.options().set_lr(new_lr);
+      }
+      cooldown_counter = options.cooldown;
+      bad_epochs = 0;
+    }
+  }
+
+  // Accelerate's rule for a prepared scheduler: step only after a real optimizer step.
+  int steps_for_this_call() const {
+    if (!gradient_state || !options.step_with_optimizer) return 1;
+    if (!gradient_state->sync_gradients || optimizer->step_was_skipped()) return 0;
+    return num_processes;
+  }
+};
+
+Scheduler::Scheduler(Optimizer& optimizer, const SchedulerOptions& options)
+    : impl_(std::make_unique<Impl>()) {
+  validate(options);
+  impl_->optimizer = &optimizer;
+  impl_->options = options;
+  impl_->best = options.mode == "min" ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity();
+  for (auto& group : impl_->groups()) {
+    double base = options.kind == SchedulerKind::OneCycle ? options.max_lr / options.div_factor : group.options().get_lr();
+    impl_->base_lrs.push_back(base);
+  }
+  if (options.kind != SchedulerKind::ReduceOnPlateau) impl_->apply(0);
+}
+
+Scheduler::~Scheduler() = default;
+Scheduler::Scheduler(Scheduler&&) noexcept = default;
+Scheduler& Scheduler::operator=(Scheduler&&) noexcept = default;
+
+void Scheduler::step() {
+  require_arg(impl_->options.kind != SchedulerKind::ReduceOnPlateau,
+              "ReduceOnPlateau scheduler: step needs the metric (step(metric))");
+  int steps = impl_->steps_for_this_call();
+  for (int i = 0; i < steps; ++i) {
+    // OneCycle stops at total_steps rather than failing when processes multiply the steps.
+    if (impl_->gradient_state && impl_->options.kind == SchedulerKind::OneCycle &&
+        impl_->last_epoch + 1 > impl_->options.total_steps) {
+      break;
+    }
+    impl_->raw_step();
+  }
+}
+
+void Scheduler::step(double metric) {
+  require_arg(impl_->options.kind == SchedulerKind::ReduceOnPlateau,
+              "step(metric) is for ReduceOnPlateau; this scheduler takes step()");
+  require_arg(std::isfinite(metric), "ReduceOnPlateau scheduler: the metric is not finite: " + std::to_string(metric));
+  if (impl_->steps_for_this_call() > 0) impl_->plateau_step(metric);
+}
+
+double Scheduler::last_lr() const {
+  return impl_->optimizer->torch_optimizer().param_groups().front().options().get_lr();
+}
+int64_t Scheduler::last_epoch() const { return impl_->last_epoch; }
+const SchedulerOptions& Scheduler::options() const { return impl_->options; }
+
+void Scheduler::bind(std::shared_ptr<GradientState> gradient_state, int num_processes) {
+  impl_->gradient_state = std::move(gradient_state);
+  impl_->num_processes = num_processes;
+}
+
+}  // namespace accel

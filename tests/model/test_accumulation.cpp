@@ -1,0 +1,97 @@
+// Gradient accumulation on one process: the sync_gradients rhythm, prepared
+// optimizer no-ops on micro-steps, loss scaling by 1/k, and clipping.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <torch/nn/modules/linear.h>
+
+#include "accel/accel.hpp"
+
+namespace {
+
+TEST(Accumulation, SyncsEveryKthMicroStepAndOnTheLastBatch) {
+  accel::AcceleratorOptions options;
+  options.gradient_accumulation_steps = 3;
+  accel::Accelerator accelerator(options);
+  torch::nn::Linear linear(2, 1);
+  accel::Model model = accel::Model::from_module(linear);
+  accelerator.prepare(model);
+  auto dataset = std::make_shared<accel::TensorDataset>(std::vector<at::Tensor>{at::randn({7, 2}), at::randn({7, 1})});
+  accel::DataLoaderOptions loader_options;
+  loader_options.batch_size = 1;
+  accel::DataLoader loader(dataset, loader_options);
+  accelerator.prepare(loader);
+  std::vector<bool> syncs;
+  while (auto batch = loader.next()) {
+    auto scope = accelerator.accumulate(model);
+    syncs.push_back(accelerator.sync_gradients());
+  }
+  EXPECT_EQ(syncs, (std::vector<bool>{false, false, true, false, false, true, true}));
+}
+
+TEST(Accumulation, KMicroBatchesEqualOneLargeBatch) {
+  at::manual_seed(3);
+  torch::nn::Linear a(4, 2), b(4, 2);
+  {
+    at::NoGradGuard no_grad;
+    b->weight.copy_(a->weight);
+    b->bias.copy_(a->bias);
+  }
+  accel::AcceleratorOptions options;
+  options.gradient_accumulation_steps = 4;
+  accel::Accelerator accelerator(options);
+  accel::Model model = accel::Model::from_module(a);
+  accelerator.prepare(model);
+  accel::Optimizer optimizer(model, accel::OptimizerOptions::defaults(accel::OptimizerKind::Sgd));
+  accelerator.prepare(optimizer);
+
+  at::Tensor x = at::randn({16, 4}), y = at::randint(0, 2, {16}, at::kLong);
+  at::Tensor before = a->weight.detach().clone();
+  for (int micro = 0; micro < 4; ++micro) {
+    auto scope = accelerator.accumulate(model);
+    at::Tensor loss = accel::compute_loss(accel::LossKind::CrossEntropy, model.forward(x.narrow(0, micro * 4, 4)),
+                                          y.narrow(0, micro * 4, 4));
+    accelerator.backward(loss);
+    optimizer.step();
+    if (micro < 3) EXPECT_TRUE(at::equal(a->weight, before)) << "stepped on micro-step " << micro;
+    optimizer.zero_grad();
+  }
+  accel::Model reference = accel::Model::from_module(b);
+  accel::compute_loss(accel::LossKind::CrossEntropy, reference.forward(x), y).backward();
+  at::Tensor expected = b->weight.detach() - 1e-3 * b->weight.grad();
+  EXPECT_TRUE(at::allclose(a->weight, expected, 1e-6, 1e-7));
+}
+
+TEST(Accumulation, ClipGradNormReturnsTheNormAndClips) {
+  accel::Accelerator accelerator;
+  torch::nn::Linear linear(3, 1);
+  accel::Model model = accel::Model::from_module(linear);
+  accelerator.prepare(model);
+  linear->weight.mutable_grad() = at::full({1, 3}, 4.0);
+  linear->bias.mutable_grad() = at::full({1}, 2.0);
+  double norm = accelerator.clip_grad_norm(model, 1.0);
+  EXPECT_NEAR(norm, std::sqrt(3 * 16.0 + 4.0), 1e-5);
+  double after = std::sqrt(linear->weight.grad().pow(2).sum().item<double>() + linear->bias.grad().pow(2).sum().item<double>());
+  EXPECT_NEAR(after, 1.0, 1e-5);
+  accelerator.clip_grad_value(model, 0.1);
+  EXPECT_LE(linear->weight.grad().abs().max().item<float>(), 0.1f + 1e-7);
+  EXPECT_THROW(accelerator.clip_grad_norm(model, -1.0), accel::Error);
+}
+
+TEST(ProcessControl, SingleProcessHelpers) {
+  accel::Accelerator accelerator;
+  at::Tensor rows = at::arange(5);
+  EXPECT_TRUE(at::equal(accelerator.split_between_processes(rows), rows));
+  EXPECT_TRUE(at::equal(accelerator.broadcast(rows), rows));
+  auto objects = accelerator.gather_object("hello");
+  ASSERT_EQ(objects.size(), 1u);
+  EXPECT_EQ(objects[0], "hello");
+  EXPECT_FALSE(accelerator.check_trigger());
+  accelerator.set_trigger();
+  EXPECT_TRUE(accelerator.check_trigger());
+  EXPECT_FALSE(accelerator.check_trigger());
+  accelerator.main_process_first_begin();
+  accelerator.main_process_first_end();
+  EXPECT_EQ(accelerator.pad_across_processes(rows).sizes(), rows.sizes());
+}
+
+}  // namespace
