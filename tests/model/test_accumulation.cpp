@@ -95,3 +95,23 @@ TEST(ProcessControl, SingleProcessHelpers) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Accumulation, SettingsComeFromAccelerateEnvironmentVariables) {
+  setenv("ACCELERATE_GRADIENT_ACCUMULATION_STEPS", "5", 1);
+  setenv("ACCELERATE_MIXED_PRECISION", "bf16", 1);
+  {
+    accel::Accelerator accelerator;
+    EXPECT_EQ(accelerator.gradient_accumulation_steps(), 5);
+    EXPECT_EQ(accelerator.mixed_precision(), accel::MixedPrecision::Bf16);
+  }
+  setenv("ACCELERATE_GRADIENT_ACCUMULATION_STEPS", "five", 1);
+  EXPECT_THROW(accel::Accelerator{}, accel::Error);
+  unsetenv("ACCELERATE_GRADIENT_ACCUMULATION_STEPS");
+  setenv("ACCELERATE_MIXED_PRECISION", "fp32", 1);
+  EXPECT_THROW(accel::Accelerator{}, accel::Error);
+  unsetenv("ACCELERATE_MIXED_PRECISION");
+}
+
+}  // namespace

@@ -6,6 +6,7 @@
 #include "accel/error.hpp"
 #include "accel/loss.hpp"
 #include "accel/model.hpp"
+#include "accel/optimizer.hpp"
 
 namespace {
 
@@ -68,6 +69,23 @@ TEST(Model, Bf16AutocastRunsMatmulsInBf16AndReturnsFloat32) {
   at::Tensor out = model.forward(at::randn({2, 4}));
   EXPECT_EQ(inside, at::kBFloat16);
   EXPECT_EQ(out.scalar_type(), at::kFloat);
+
+  // ... and still trains.
+  auto adam = accel::OptimizerOptions::defaults(accel::OptimizerKind::Adam);
+  adam.lr = 0.05;
+  accel::Optimizer optimizer(model, adam);
+  accelerator.prepare(optimizer);
+  at::manual_seed(1);
+  at::Tensor x = at::randn({64, 4}), y = (x.sum(1) > 0).to(at::kLong);
+  double first = 0, last = 0;
+  for (int step = 0; step < 40; ++step) {
+    optimizer.zero_grad();
+    at::Tensor loss = accel::compute_loss(accel::LossKind::CrossEntropy, model.forward(x).narrow(1, 0, 2), y);
+    accelerator.backward(loss);
+    optimizer.step();
+    (step == 0 ? first : last) = loss.item<double>();
+  }
+  EXPECT_LT(last, 0.7 * first);
 }
 
 TEST(Loss, ChecksShapesAndDtypes) {
