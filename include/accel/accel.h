@@ -283,8 +283,9 @@ ACCEL_API accel_status accel_model_from_torchscript(const char* path, accel_mode
    "out_channels": 32, "kernel_size": 3}, {"type": "ReLU"}, ...]. Arguments use
    PyTorch's keyword names and defaults. Layer types: Linear, Conv2d, MaxPool2d,
    AvgPool2d, AdaptiveMaxPool2d, AdaptiveAvgPool2d, Dropout, Dropout2d, Flatten,
-   ReLU, GELU, Tanh, Sigmoid, BatchNorm1d, BatchNorm2d, LayerNorm, Embedding,
-   LogSoftmax, Softmax. Parameters are named as in PyTorch ("0.weight").
+   ReLU, LeakyReLU, GELU, Tanh, Sigmoid, BatchNorm1d, BatchNorm2d, LayerNorm,
+   Embedding, LogSoftmax and Softmax (both need "dim", as PyTorch recommends).
+   Parameters are named as in PyTorch ("0.weight").
    Errors: INVALID_ARGUMENT naming the layer index, type and argument. New handle. */
 ACCEL_API accel_status accel_model_from_json(const char* spec, accel_model** out);
 ACCEL_API void accel_model_free(accel_model* model);
@@ -542,6 +543,11 @@ ACCEL_API accel_status accel_accelerator_clip_grad_value(accel_accelerator* acc,
 ACCEL_API accel_status accel_accelerator_unscale_gradients(accel_accelerator* acc, accel_optimizer* optimizer);
 /* The current fp16 loss scale (1 when not scaling). */
 ACCEL_API accel_status accel_accelerator_loss_scale(const accel_accelerator* acc, double* out);
+/* Code between _begin and _end runs under the accelerator's mixed precision
+   (Accelerate's accelerator.autocast()); enabled = 0 turns autocast off inside
+   an enclosing scope. Scopes nest; _end without _begin is ACCEL_ERR_STATE. */
+ACCEL_API accel_status accel_accelerator_autocast_begin(accel_accelerator* acc, int enabled);
+ACCEL_API accel_status accel_accelerator_autocast_end(accel_accelerator* acc);
 
 #ifdef __cplusplus
 }

@@ -129,6 +129,12 @@ class Accelerator {
   // The current fp16 loss scale (1 when not scaling).
   double loss_scale() const;
 
+  // Runs code outside the model's forward under the accelerator's mixed
+  // precision (Accelerate's accelerator.autocast()); scopes nest. enabled=false
+  // (AutocastKwargs) turns autocast off inside the scope.
+  void autocast_begin(bool enabled = true);
+  void autocast_end();
+
   // Concatenation along dim 0 over all processes (dim-0 sizes may differ). Collective.
   at::Tensor gather(const at::Tensor& tensor);
   // gather(), minus the filler samples that completed the last round of a

@@ -255,6 +255,13 @@ ACCEL_API accel_status accel_accelerator_loss_scale(const accel_accelerator* acc
   return query(acc, [&](const accel::Accelerator& a) { out_param(out, "out") = a.loss_scale(); });
 }
 
+ACCEL_API accel_status accel_accelerator_autocast_begin(accel_accelerator* acc, int enabled) {
+  return guarded([&] { deref(acc, "acc").accelerator->autocast_begin(enabled != 0); });
+}
+ACCEL_API accel_status accel_accelerator_autocast_end(accel_accelerator* acc) {
+  return guarded([&] { deref(acc, "acc").accelerator->autocast_end(); });
+}
+
 ACCEL_API accel_status accel_accelerator_prepare_model(accel_accelerator* acc, accel_model* model) {
   return guarded([&] { deref(acc, "acc").accelerator->prepare(deref(model, "model").model); });
 }

@@ -1,268 +1,258 @@
 #include "cli/supervisor.hpp"
 
-#include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
-#include <chrono>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <stdexcept>
-#include <string>
-#include <thread>
-#include <vector>
+#include <sstream>
+#include <string_view>
 
 namespace accel::cli {
 
 namespace {
 
-int signal_pipe[2] = {-1, -1};
+// How long output held open by a process outside the ranks' groups (one that
+// called setsid(), say) is still relayed once nothing in the groups is left.
+constexpr auto kOutputDrainTime = std::chrono::seconds(1);
 
-void on_signal(int signo) {
-  int saved = errno;
-  unsigned char byte = static_cast<unsigned char>(signo);
-  ssize_t ignored = ::write(signal_pipe[1], &byte, 1);
-  (void)ignored;
-  errno = saved;
+constexpr size_t kReadSize = 64 * 1024;
+// Enough reads to empty a full pipe (1 MiB at most, Linux's default pipe-max-size).
+constexpr int kReadsAtRankExit = (1 << 20) / kReadSize;
+
+// Writes all of `text`, or what a closed output allows: the launcher must go on
+// supervising (and stopping) the ranks even when nobody reads its output.
+void write_all(int fd, std::string_view text) {
+  while (!text.empty()) {
+    ssize_t written = ::write(fd, text.data(), text.size());
+    if (written > 0) {
+      text.remove_prefix(static_cast<size_t>(written));
+    } else if (errno == EAGAIN) {
+      // An output shared with a process that made it non-blocking: wait for room.
+      pollfd room{fd, POLLOUT, 0};
+      ::poll(&room, 1, -1);
+    } else if (errno != EINTR) {
+      return;
+    }
+  }
 }
 
-void install_signal_handlers() {
-  if (::pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) throw std::runtime_error("pipe2 failed");
-  struct sigaction action {};
-  action.sa_handler = on_signal;
-  sigemptyset(&action.sa_mask);
-  action.sa_flags = SA_RESTART;
-  for (int signo : {SIGINT, SIGTERM, SIGCHLD, SIGHUP}) ::sigaction(signo, &action, nullptr);
+void say(const std::string& message) { write_all(STDERR_FILENO, "accel launch: " + message + "\n"); }
+
+std::string prefix_for(int rank) { return "[rank " + std::to_string(rank) + "] "; }
+
+// "3" rather than std::to_string's "3.000000".
+std::string format_seconds(double seconds) {
+  std::ostringstream text;
+  text << seconds;
+  return text.str();
 }
 
-std::string signal_name(int signo) {
-  const char* abbrev = ::sigabbrev_np(signo);
-  return abbrev ? std::string("SIG") + abbrev : std::to_string(signo);
+std::chrono::steady_clock::duration to_duration(double seconds) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
 }
-
-// One output stream of one rank, split into whole lines.
-struct Stream {
-  int fd = -1;
-  FILE* sink = nullptr;
-  std::string pending;
-};
-
-struct Rank {
-  int rank = 0;
-  pid_t pid = -1;
-  bool running = false;
-  int wait_status = 0;
-  Stream out, err;
-};
-
-void emit_lines(Stream& stream, const std::string& prefix, bool flush_partial) {
-  size_t start = 0, newline;
-  while ((newline = stream.pending.find('\n', start)) != std::string::npos) {
-    std::fprintf(stream.sink, "%s%.*s\n", prefix.c_str(), static_cast<int>(newline - start), stream.pending.data() + start);
-    start = newline + 1;
-  }
-  stream.pending.erase(0, start);
-  if (flush_partial && !stream.pending.empty()) {
-    std::fprintf(stream.sink, "%s%s\n", prefix.c_str(), stream.pending.c_str());
-    stream.pending.clear();
-  }
-  std::fflush(stream.sink);
-}
-
-// Reads what is there; closes the stream at end of file.
-void drain(Stream& stream, const std::string& prefix) {
-  char buffer[65536];
-  for (;;) {
-    ssize_t n = ::read(stream.fd, buffer, sizeof buffer);
-    if (n > 0) {
-      stream.pending.append(buffer, static_cast<size_t>(n));
-      continue;
-    }
-    if (n < 0 && (errno == EAGAIN || errno == EINTR)) break;
-    ::close(stream.fd);
-    stream.fd = -1;
-    emit_lines(stream, prefix, /*flush_partial=*/true);
-    return;
-  }
-  emit_lines(stream, prefix, /*flush_partial=*/false);
-}
-
-Rank spawn(const LaunchConfig& config, int local_rank) {
-  int out[2], err[2];
-  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
-  auto env = rank_environment(config, local_rank);
-  std::vector<std::string> argv_storage{config.program};
-  argv_storage.insert(argv_storage.end(), config.program_args.begin(), config.program_args.end());
-
-  pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
-  if (pid == 0) {
-    // Own process group: the terminal's Ctrl-C reaches the launcher, which forwards it once.
-    ::setpgid(0, 0);
-    ::dup2(out[1], STDOUT_FILENO);
-    ::dup2(err[1], STDERR_FILENO);
-    struct sigaction dflt {};
-    dflt.sa_handler = SIG_DFL;
-    for (int signo : {SIGINT, SIGTERM, SIGCHLD, SIGHUP}) ::sigaction(signo, &dflt, nullptr);
-    for (const auto& [key, value] : env) ::setenv(key.c_str(), value.c_str(), 1);
-    std::vector<char*> argv;
-    for (auto& arg : argv_storage) argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    ::execvp(argv[0], argv.data());
-    std::fprintf(stderr, "accel launch: cannot run %s: %s\n", argv[0], std::strerror(errno));
-    ::_exit(127);
-  }
-  ::close(out[1]);
-  ::close(err[1]);
-  for (int fd : {out[0], err[0]}) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
-  Rank rank;
-  rank.rank = config.node_rank * config.nproc_per_node + local_rank;
-  rank.pid = pid;
-  rank.running = true;
-  rank.out = Stream{out[0], stdout, {}};
-  rank.err = Stream{err[0], stderr, {}};
-  return rank;
-}
-
-std::string describe_exit(const Rank& rank) {
-  std::string who = "rank " + std::to_string(rank.rank) + " (pid " + std::to_string(rank.pid) + ")";
-  if (WIFSIGNALED(rank.wait_status)) {
-    int signo = WTERMSIG(rank.wait_status);
-    return who + " was killed by signal " + std::to_string(signo) + " (" + signal_name(signo) + ")";
-  }
-  return who + " exited with code " + std::to_string(WEXITSTATUS(rank.wait_status));
-}
-
-bool failed(const Rank& rank) {
-  return WIFSIGNALED(rank.wait_status) || (WIFEXITED(rank.wait_status) && WEXITSTATUS(rank.wait_status) != 0);
-}
-
-int exit_code_of(const Rank& rank) {
-  if (WIFSIGNALED(rank.wait_status)) return 128 + WTERMSIG(rank.wait_status);
-  return WEXITSTATUS(rank.wait_status);
-}
-
-class Supervisor {
- public:
-  explicit Supervisor(const LaunchConfig& config) : config_(config) {}
-
-  int run() {
-    install_signal_handlers();
-    for (int local = 0; local < config_.nproc_per_node; ++local) ranks_.push_back(spawn(config_, local));
-    while (any_running() || any_open_stream()) {
-      wait_for_events();
-      reap();
-      if (stopping_ && any_running() && std::chrono::steady_clock::now() >= kill_deadline_) signal_all(SIGKILL);
-      // Output held open by a rank's own children must not keep us forever.
-      if (!any_running() && any_open_stream() && ++idle_after_exit_ > 20) break;
-    }
-    for (auto& rank : ranks_) {
-      for (Stream* s : {&rank.out, &rank.err}) {
-        if (s->fd >= 0) emit_lines(*s, prefix(rank), /*flush_partial=*/true);
-      }
-    }
-    if (launcher_signal_ != 0) return 128 + launcher_signal_;
-    return first_failure_code_;
-  }
-
- private:
-  std::string prefix(const Rank& rank) const { return "[rank " + std::to_string(rank.rank) + "] "; }
-
-  bool any_running() const {
-    for (const auto& r : ranks_) {
-      if (r.running) return true;
-    }
-    return false;
-  }
-  bool any_open_stream() const {
-    for (const auto& r : ranks_) {
-      if (r.out.fd >= 0 || r.err.fd >= 0) return true;
-    }
-    return false;
-  }
-
-  void wait_for_events() {
-    std::vector<pollfd> fds{{signal_pipe[0], POLLIN, 0}};
-    std::vector<std::pair<Rank*, Stream*>> owners{{nullptr, nullptr}};
-    for (auto& rank : ranks_) {
-      for (Stream* s : {&rank.out, &rank.err}) {
-        if (s->fd >= 0) {
-          fds.push_back({s->fd, POLLIN, 0});
-          owners.emplace_back(&rank, s);
-        }
-      }
-    }
-    int ready = ::poll(fds.data(), fds.size(), 100);
-    if (ready <= 0) return;
-    for (size_t i = 1; i < fds.size(); ++i) {
-      if (fds[i].revents != 0) drain(*owners[i].second, prefix(*owners[i].first));
-    }
-    if (fds[0].revents & POLLIN) {
-      unsigned char signals[64];
-      ssize_t n;
-      while ((n = ::read(signal_pipe[0], signals, sizeof signals)) > 0) {
-        for (ssize_t i = 0; i < n; ++i) handle_signal(signals[i]);
-      }
-    }
-  }
-
-  void handle_signal(int signo) {
-    if (signo == SIGCHLD) return;  // reap() runs after every wake-up
-    if (launcher_signal_ == 0) launcher_signal_ = signo == SIGHUP ? SIGTERM : signo;
-    std::fprintf(stderr, "accel launch: got %s; stopping every rank\n", signal_name(signo).c_str());
-    start_stopping(signo == SIGINT ? SIGINT : SIGTERM);
-  }
-
-  void reap() {
-    for (auto& rank : ranks_) {
-      if (!rank.running) continue;
-      int status = 0;
-      pid_t pid = ::waitpid(rank.pid, &status, WNOHANG);
-      if (pid != rank.pid) continue;
-      rank.running = false;
-      rank.wait_status = status;
-      // Flush what it wrote before it died, so its last words come before ours.
-      for (Stream* s : {&rank.out, &rank.err}) {
-        if (s->fd >= 0) drain(*s, prefix(rank));
-      }
-      if (failed(rank) && !stopping_) {
-        std::fprintf(stderr, "accel launch: %s; stopping the other ranks\n", describe_exit(rank).c_str());
-        first_failure_code_ = std::max(1, exit_code_of(rank));
-        start_stopping(SIGTERM);
-      }
-    }
-  }
-
-  void start_stopping(int signo) {
-    if (!stopping_) {
-      stopping_ = true;
-      kill_deadline_ = std::chrono::steady_clock::now() +
-                       std::chrono::milliseconds(static_cast<int64_t>(config_.grace_seconds * 1000));
-    }
-    signal_all(signo);
-  }
-
-  void signal_all(int signo) {
-    for (const auto& rank : ranks_) {
-      if (rank.running) ::kill(-rank.pid, signo);  // the rank's whole process group
-    }
-  }
-
-  const LaunchConfig& config_;
-  std::vector<Rank> ranks_;
-  bool stopping_ = false;
-  std::chrono::steady_clock::time_point kill_deadline_;
-  int launcher_signal_ = 0;
-  int first_failure_code_ = 0;
-  int idle_after_exit_ = 0;
-};
 
 }  // namespace
 
-int supervise(const LaunchConfig& config) { return Supervisor(config).run(); }
+Supervisor::~Supervisor() {
+  // Only reached with ranks alive when run() was left by an exception: they
+  // must not outlive the launcher.
+  for (auto& rank : ranks_) {
+    if (rank.running) {
+      ::kill(-rank.process.pid, SIGKILL);
+      ::waitpid(rank.process.pid, nullptr, 0);
+    }
+    for (Relay* relay : {&rank.out, &rank.err}) {
+      if (relay->from_fd >= 0) ::close(relay->from_fd);
+    }
+  }
+}
+
+int Supervisor::run() {
+  // Processes orphaned by a dying rank become the launcher's children rather
+  // than init's: the launcher reaps them (in a container, init may not) and so
+  // knows when a rank's process group is really empty.
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  LauncherSignals signals;  // before the first rank starts, so no Ctrl-C is lost
+  start_ranks();
+  while (has_work()) {
+    wait_for_events(signals);
+    for (int signo : signals.take()) on_launcher_signal(signo);
+    reap();
+    update_groups();
+    enforce_deadlines();
+  }
+  return exit_status_.value_or(0);
+}
+
+void Supervisor::start_ranks() {
+  for (int local_rank = 0; local_rank < config_.nproc_per_node; ++local_rank) {
+    try {
+      RankProcess process = spawn_rank(config_, local_rank);
+      std::string prefix = prefix_for(process.rank);
+      ranks_.push_back(Rank{process, Relay{process.stdout_fd, STDOUT_FILENO, LinePrefixer(prefix)},
+                            Relay{process.stderr_fd, STDERR_FILENO, LinePrefixer(prefix)}});
+    } catch (const SpawnError& error) {
+      say(std::string(error.what()) + (ranks_.empty() ? "" : "; stopping the ranks already started"));
+      exit_status_ = error.exit_code();
+      stop_ranks(SIGTERM);
+      return;
+    }
+  }
+}
+
+bool Supervisor::has_work() const {
+  return std::any_of(ranks_.begin(), ranks_.end(),
+                     [](const Rank& rank) { return rank.has_processes() || rank.has_output(); });
+}
+
+void Supervisor::wait_for_events(LauncherSignals& signals) {
+  std::vector<pollfd> fds{{signals.fd(), POLLIN, 0}};
+  std::vector<Relay*> relays{nullptr};  // relays[i] reads fds[i]
+  for (auto& rank : ranks_) {
+    for (Relay* relay : {&rank.out, &rank.err}) {
+      if (relay->from_fd < 0) continue;
+      fds.push_back({relay->from_fd, POLLIN, 0});
+      relays.push_back(relay);
+    }
+  }
+  // Signals, SIGCHLD included, wake poll() through the signal pipe; the only
+  // other reason to wake is a deadline.
+  int timeout_ms = -1;
+  if (auto deadline = next_deadline()) {
+    auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - Clock::now());
+    timeout_ms = static_cast<int>(std::max<std::chrono::milliseconds::rep>(0, left.count()));
+  }
+  if (::poll(fds.data(), fds.size(), timeout_ms) <= 0) return;
+  for (size_t i = 1; i < fds.size(); ++i) {
+    if (fds[i].revents != 0) relay_some(*relays[i]);
+  }
+}
+
+bool Supervisor::relay_some(Relay& relay) {
+  char buffer[kReadSize];
+  ssize_t got = ::read(relay.from_fd, buffer, sizeof buffer);
+  if (got > 0) {
+    write_all(relay.to_fd, relay.lines.feed(std::string_view(buffer, static_cast<size_t>(got))));
+    return true;
+  }
+  if (got < 0 && (errno == EAGAIN || errno == EINTR)) return false;
+  close_relay(relay);  // end of file: every process holding the pipe is done with it
+  return false;
+}
+
+void Supervisor::close_relay(Relay& relay) {
+  write_all(relay.to_fd, relay.lines.finish());
+  ::close(relay.from_fd);
+  relay.from_fd = -1;
+}
+
+void Supervisor::reap() {
+  int status = 0;
+  pid_t pid;
+  while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
+    auto rank = std::find_if(ranks_.begin(), ranks_.end(), [pid](const Rank& candidate) {
+      return candidate.running && candidate.process.pid == pid;
+    });
+    // Otherwise an orphan a rank left behind, adopted as subreaper: reaped, nothing more.
+    if (rank != ranks_.end()) on_rank_exit(*rank, status);
+  }
+}
+
+void Supervisor::on_rank_exit(Rank& rank, int wait_status) {
+  rank.running = false;
+  // What it wrote before it ended comes before the launcher's words about it.
+  // Bounded: a process it left behind may keep writing.
+  for (Relay* relay : {&rank.out, &rank.err}) {
+    for (int reads = 0; reads < kReadsAtRankExit && relay->from_fd >= 0 && relay_some(*relay); ++reads) {
+    }
+  }
+  RankExit exit{rank.process.rank, rank.process.pid, wait_status};
+  if (!exit.failed() || exit_status_) return;  // later exits are the stop's consequences
+  bool others_running =
+      std::any_of(ranks_.begin(), ranks_.end(), [](const Rank& other) { return other.running; });
+  say(exit.describe() + (others_running ? "; stopping the other ranks" : ""));
+  exit_status_ = exit.exit_code();
+  stop_ranks(SIGTERM);
+}
+
+void Supervisor::update_groups() {
+  // A group is empty once kill() finds no process in it. Its id can only be
+  // reused after that, so from then on it is never signalled again.
+  for (auto& rank : ranks_) {
+    if (!rank.running && !rank.group_gone && ::kill(-rank.process.pid, 0) != 0 && errno == ESRCH) {
+      rank.group_gone = true;
+    }
+  }
+}
+
+void Supervisor::on_launcher_signal(int signo) {
+  if (signo == SIGCHLD) return;  // reap() follows every wake-up
+  if (launcher_signal_ != 0) {
+    // Asked twice: the user does not want to wait for the grace period.
+    say("got " + signal_name(signo) + " again; killing every rank");
+    signal_ranks(SIGKILL);
+    killed_ = true;
+    return;
+  }
+  launcher_signal_ = signo;
+  say("got " + signal_name(signo) + "; stopping every rank");
+  if (!exit_status_) exit_status_ = 128 + signo;
+  stop_ranks(signo);
+}
+
+void Supervisor::stop_ranks(int signo) {
+  if (!kill_deadline_) kill_deadline_ = Clock::now() + to_duration(config_.grace_period_s);
+  signal_ranks(signo);
+}
+
+void Supervisor::signal_ranks(int signo) {
+  // The whole process group: what a rank started stops with it.
+  for (const auto& rank : ranks_) {
+    if (rank.has_processes()) ::kill(-rank.process.pid, signo);
+  }
+}
+
+void Supervisor::enforce_deadlines() {
+  auto now = Clock::now();
+  auto has_processes = [](const Rank& rank) { return rank.has_processes(); };
+  if (kill_deadline_ && !killed_ && now >= *kill_deadline_ &&
+      std::any_of(ranks_.begin(), ranks_.end(), has_processes)) {
+    std::string left;
+    for (const auto& rank : ranks_) {
+      if (rank.has_processes()) left += (left.empty() ? "" : ", ") + std::to_string(rank.process.rank);
+    }
+    say("processes of rank(s) " + left + " still running " + format_seconds(config_.grace_period_s) +
+        " s after being told to stop; sending SIGKILL");
+    signal_ranks(SIGKILL);
+    killed_ = true;
+  }
+  if (std::any_of(ranks_.begin(), ranks_.end(), [](const Rank& rank) { return rank.running; })) return;
+
+  if (std::any_of(ranks_.begin(), ranks_.end(), has_processes)) {
+    // The job is over when its ranks are; what they left running in their
+    // groups is stopped like a rank.
+    if (!kill_deadline_) {
+      say("every rank has exited; stopping the processes they left running");
+      stop_ranks(SIGTERM);
+    }
+  } else if (has_work() && !abandon_output_at_) {
+    abandon_output_at_ = now + kOutputDrainTime;
+  } else if (abandon_output_at_ && now >= *abandon_output_at_) {
+    for (auto& rank : ranks_) {
+      for (Relay* relay : {&rank.out, &rank.err}) {
+        if (relay->from_fd >= 0) close_relay(*relay);
+      }
+    }
+  }
+}
+
+std::optional<Supervisor::Clock::time_point> Supervisor::next_deadline() const {
+  std::optional<Clock::time_point> next = abandon_output_at_;
+  if (kill_deadline_ && !killed_ && (!next || *kill_deadline_ < *next)) next = kill_deadline_;
+  return next;
+}
 
 }  // namespace accel::cli

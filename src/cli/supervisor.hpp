@@ -1,15 +1,79 @@
-// Starts the ranks of one node and watches them: output is re-emitted line by
-// line with a "[rank N] " prefix; the first rank to fail stops the others;
-// SIGINT/SIGTERM reach every rank.
+// Runs the ranks of one node to completion: starts them, relays their output
+// line by line with a "[rank N] " prefix, stops all of them when one fails or
+// when the launcher is signalled, and decides the launcher's exit status.
 #pragma once
 
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "cli/launch_options.hpp"
+#include "cli/launcher_signals.hpp"
+#include "cli/line_prefixer.hpp"
+#include "cli/rank_process.hpp"
 
 namespace accel::cli {
 
-// Runs the ranks to completion. Returns the launcher's exit status: 0 when every
-// rank exits 0; the failing rank's exit code (128 + signal when it was killed);
-// 130 or 143 when the launcher itself got SIGINT or SIGTERM.
-int supervise(const LaunchConfig& config);
+class Supervisor {
+ public:
+  explicit Supervisor(LaunchConfig config) : config_(std::move(config)) {}
+  Supervisor(const Supervisor&) = delete;
+  Supervisor& operator=(const Supervisor&) = delete;
+  ~Supervisor();
+
+  // Returns when every rank, and every process a rank started in its process
+  // group, has ended. The first event that stops the job decides the exit
+  // status: a failing rank's exit code (128 + signal when it was killed),
+  // 127/126 when PROGRAM cannot be run, 128 + signal when the launcher got
+  // SIGINT, SIGTERM, SIGHUP or SIGQUIT. 0 when every rank exited 0.
+  int run();
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  // One of a rank's output streams on its way to ours.
+  struct Relay {
+    int from_fd = -1;  // -1 once at end of file
+    int to_fd = -1;
+    LinePrefixer lines;
+  };
+
+  struct Rank {
+    RankProcess process;  // process.pid is also its process group's id
+    Relay out, err;
+    bool running = true;
+    bool group_gone = false;  // set once the rank and all it started in its group have ended
+
+    bool has_processes() const { return running || !group_gone; }
+    bool has_output() const { return out.from_fd >= 0 || err.from_fd >= 0; }
+  };
+
+  void start_ranks();
+  bool has_work() const;
+  void wait_for_events(LauncherSignals& signals);
+  // Reads once from a rank's stream and passes its complete lines on; false
+  // when nothing more is there for now, or at end of file.
+  bool relay_some(Relay& relay);
+  // Passes an unterminated last line on and stops reading.
+  void close_relay(Relay& relay);
+  void reap();
+  void on_rank_exit(Rank& rank, int wait_status);
+  void update_groups();
+  void on_launcher_signal(int signo);
+  void stop_ranks(int signo);
+  void signal_ranks(int signo);
+  void enforce_deadlines();
+  std::optional<Clock::time_point> next_deadline() const;
+
+  LaunchConfig config_;
+  std::vector<Rank> ranks_;
+  std::optional<int> exit_status_;  // set by the first event that stops the job
+  int launcher_signal_ = 0;
+  std::optional<Clock::time_point> kill_deadline_;  // SIGKILL for what is left after the grace period
+  bool killed_ = false;  // SIGKILL sent: nothing stronger is left
+  // Output held open by processes that left the ranks' groups is not waited for past this.
+  std::optional<Clock::time_point> abandon_output_at_;
+};
 
 }  // namespace accel::cli

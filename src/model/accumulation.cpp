@@ -67,6 +67,16 @@ void Accelerator::clip_grad_value(Model& model, double clip_value) {
   torch::nn::utils::clip_grad_value_(params, clip_value);
 }
 
+void Accelerator::autocast_begin(bool enabled) {
+  state_->autocast_scopes.push_back(
+      std::make_unique<detail::AutocastScope>(state_->mixed_precision, state_->device, enabled));
+}
+
+void Accelerator::autocast_end() {
+  require(!state_->autocast_scopes.empty(), ErrorCode::State, "autocast_end without a matching autocast_begin");
+  state_->autocast_scopes.pop_back();
+}
+
 void Accelerator::unscale_gradients(Optimizer& optimizer) {
   if (state_->scaler) state_->scaler->unscale(optimizer.parameters());
 }

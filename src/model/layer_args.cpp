@@ -6,105 +6,174 @@
 
 namespace accel::detail {
 
-LayerArgs::LayerArgs(const nlohmann::json& layer, size_t index, std::string type)
+namespace {
+
+std::string quoted_list(const std::vector<std::string>& names) {
+  std::string list;
+  for (const auto& name : names) list += (list.empty() ? "\"" : ", \"") + name + "\"";
+  return list;
+}
+
+}  // namespace
+
+std::string shown_json(const nlohmann::json& value) {
+  constexpr size_t kMaxShown = 60;
+  std::string text = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return text.size() > kMaxShown ? text.substr(0, kMaxShown) + "..." : text;
+}
+
+LayerArgs::LayerArgs(const nlohmann::json& layer, size_t index, const std::string& type)
     : layer_(layer), where_("layer " + std::to_string(index) + " (" + type + ")") {}
 
 void LayerArgs::fail_argument(const char* key, const std::string& problem) const {
   fail(ErrorCode::InvalidArgument, where_ + ": argument \"" + key + "\" " + problem);
 }
 
-const nlohmann::json& LayerArgs::take(const char* key) {
-  used_.insert(key);
-  return layer_.at(key);
+void LayerArgs::fail_expected(const char* key, const std::string& expected, const nlohmann::json& value) const {
+  fail_argument(key, "must be " + expected + ", got " + shown_json(value));
 }
 
-const nlohmann::json& LayerArgs::raw(const char* key) { return take(key); }
-
-int64_t LayerArgs::to_int(const char* key, const nlohmann::json& value, int64_t min_value) const {
-  if (!value.is_number_integer()) fail_argument(key, "must be an integer, got " + value.dump());
-  int64_t v = value.get<int64_t>();
-  if (v < min_value) fail_argument(key, "must be >= " + std::to_string(min_value) + ", got " + std::to_string(v));
-  return v;
+void LayerArgs::fail_missing(const char* key) const {
+  fail(ErrorCode::InvalidArgument, where_ + ": missing required argument \"" + key + "\"");
 }
 
-int64_t LayerArgs::required_int(const char* key, int64_t min_value) {
-  if (!has(key)) fail(ErrorCode::InvalidArgument, where_ + ": missing required argument \"" + key + "\"");
-  return to_int(key, take(key), min_value);
+const nlohmann::json* LayerArgs::find(const char* key) {
+  read_keys_.insert(key);
+  auto it = layer_.find(key);
+  return it == layer_.end() ? nullptr : &*it;
 }
 
-int64_t LayerArgs::int_or(const char* key, int64_t fallback, int64_t min_value) {
-  return has(key) ? to_int(key, take(key), min_value) : fallback;
+bool LayerArgs::is_string(const char* key) const {
+  auto it = layer_.find(key);
+  return it != layer_.end() && it->is_string();
 }
 
-std::optional<int64_t> LayerArgs::optional_int(const char* key, int64_t min_value) {
-  if (!has(key) || layer_.at(key).is_null()) {
-    used_.insert(key);
-    return std::nullopt;
+int64_t LayerArgs::to_int(const char* key, const nlohmann::json& value, IntRange range) const {
+  if (!value.is_number_integer()) fail_expected(key, range.description, value);
+  // nlohmann keeps integers above INT64_MAX as unsigned; reading them as
+  // int64_t would wrap them into small or negative values.
+  constexpr auto kLargest = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+  if (value.is_number_unsigned() && value.get<uint64_t>() > kLargest) {
+    fail_argument(key, "is too large, got " + shown_json(value));
   }
-  return to_int(key, take(key), min_value);
+  int64_t number = value.get<int64_t>();
+  if (number < range.min) fail_expected(key, range.description, value);
+  return number;
 }
 
-double LayerArgs::double_or(const char* key, double fallback, double min_value, double max_value) {
-  if (!has(key)) return fallback;
-  const auto& value = take(key);
-  if (!value.is_number()) fail_argument(key, "must be a number, got " + value.dump());
-  double v = value.get<double>();
-  if (!std::isfinite(v) || v < min_value || v > max_value) {
-    fail_argument(key, "must be in [" + std::to_string(min_value) + ", " + std::to_string(max_value) + "], got " +
-                           value.dump());
-  }
-  return v;
+int64_t LayerArgs::required_int(const char* key, IntRange range) {
+  const nlohmann::json* value = find(key);
+  if (!value) fail_missing(key);
+  return to_int(key, *value, range);
+}
+
+int64_t LayerArgs::int_or(const char* key, int64_t fallback, IntRange range) {
+  const nlohmann::json* value = find(key);
+  return value ? to_int(key, *value, range) : fallback;
+}
+
+std::optional<int64_t> LayerArgs::optional_int(const char* key, IntRange range) {
+  const nlohmann::json* value = find(key);
+  if (!value || value->is_null()) return std::nullopt;
+  return to_int(key, *value, range);
+}
+
+double LayerArgs::real_or(const char* key, double fallback, RealRange range) {
+  return optional_real(key, range).value_or(fallback);
+}
+
+std::optional<double> LayerArgs::optional_real(const char* key, RealRange range) {
+  const nlohmann::json* value = find(key);
+  if (!value || value->is_null()) return std::nullopt;
+  if (!value->is_number()) fail_expected(key, range.description, *value);
+  double number = value->get<double>();
+  bool below = range.min_exclusive ? number <= range.min : number < range.min;
+  if (!std::isfinite(number) || below || number > range.max) fail_expected(key, range.description, *value);
+  return number;
+}
+
+std::optional<double> LayerArgs::real_or_null(const char* key, double fallback, RealRange range) {
+  if (!find(key)) return fallback;
+  return optional_real(key, range);
 }
 
 bool LayerArgs::bool_or(const char* key, bool fallback) {
-  if (!has(key)) return fallback;
-  const auto& value = take(key);
-  if (!value.is_boolean()) fail_argument(key, "must be true or false, got " + value.dump());
-  return value.get<bool>();
+  const nlohmann::json* value = find(key);
+  if (!value) return fallback;
+  if (!value->is_boolean()) fail_expected(key, "true or false", *value);
+  return value->get<bool>();
 }
 
-std::string LayerArgs::string_or(const char* key, const std::string& fallback, const std::vector<std::string>& allowed) {
-  if (!has(key)) return fallback;
-  const auto& value = take(key);
-  std::string options;
-  for (const auto& a : allowed) options += (options.empty() ? "\"" : ", \"") + a + "\"";
-  if (!value.is_string()) fail_argument(key, "must be one of " + options + ", got " + value.dump());
-  std::string v = value.get<std::string>();
-  for (const auto& a : allowed) {
-    if (a == v) return v;
+std::string LayerArgs::choice_or(const char* key, const std::string& fallback,
+                                 const std::vector<std::string>& allowed) {
+  const nlohmann::json* value = find(key);
+  if (!value) return fallback;
+  if (value->is_string()) {
+    const auto& text = value->get_ref<const std::string&>();
+    for (const auto& choice : allowed) {
+      if (choice == text) return text;
+    }
   }
-  fail_argument(key, "must be one of " + options + ", got \"" + v + "\"");
+  fail_expected(key, "one of " + quoted_list(allowed), *value);
 }
 
-std::array<int64_t, 2> LayerArgs::required_pair(const char* key, int64_t min_value) {
-  if (!has(key)) fail(ErrorCode::InvalidArgument, where_ + ": missing required argument \"" + key + "\"");
-  return pair_or(key, {0, 0}, min_value);
-}
-
-std::array<int64_t, 2> LayerArgs::pair_or(const char* key, std::array<int64_t, 2> fallback, int64_t min_value) {
-  if (!has(key)) return fallback;
-  const auto& value = take(key);
+std::array<int64_t, 2> LayerArgs::to_pair(const char* key, const nlohmann::json& value, IntRange range) const {
   if (value.is_array()) {
-    if (value.size() != 2) fail_argument(key, "must be an integer or a list of 2 integers, got " + value.dump());
-    return {to_int(key, value[0], min_value), to_int(key, value[1], min_value)};
+    if (value.size() != 2) fail_expected(key, std::string(range.description) + " or a list of 2", value);
+    return {to_int(key, value[0], range), to_int(key, value[1], range)};
   }
-  int64_t v = to_int(key, value, min_value);
-  return {v, v};
+  int64_t both = to_int(key, value, range);
+  return {both, both};
 }
 
-std::vector<int64_t> LayerArgs::required_int_list(const char* key) {
-  if (!has(key)) fail(ErrorCode::InvalidArgument, where_ + ": missing required argument \"" + key + "\"");
-  const auto& value = take(key);
-  if (!value.is_array()) return {to_int(key, value, 1)};
-  if (value.empty()) fail_argument(key, "must not be empty");
-  std::vector<int64_t> out;
-  for (const auto& item : value) out.push_back(to_int(key, item, 1));
-  return out;
+std::array<int64_t, 2> LayerArgs::required_pair(const char* key, IntRange range) {
+  const nlohmann::json* value = find(key);
+  if (!value) fail_missing(key);
+  return to_pair(key, *value, range);
+}
+
+std::array<int64_t, 2> LayerArgs::pair_or(const char* key, std::array<int64_t, 2> fallback, IntRange range) {
+  const nlohmann::json* value = find(key);
+  return value ? to_pair(key, *value, range) : fallback;
+}
+
+std::array<int64_t, 2> LayerArgs::pair_or_null(const char* key, std::array<int64_t, 2> fallback, IntRange range) {
+  const nlohmann::json* value = find(key);
+  return value && !value->is_null() ? to_pair(key, *value, range) : fallback;
+}
+
+std::array<std::optional<int64_t>, 2> LayerArgs::required_pair_of_optional(const char* key, IntRange range) {
+  const nlohmann::json* value = find(key);
+  if (!value) fail_missing(key);
+  if (!value->is_array()) {
+    int64_t both = to_int(key, *value, range);
+    return {both, both};
+  }
+  if (value->size() != 2) {
+    fail_expected(key, std::string(range.description) + " or a list of 2 (each may be null)", *value);
+  }
+  std::array<std::optional<int64_t>, 2> pair;
+  for (size_t i = 0; i < 2; ++i) {
+    if (!(*value)[i].is_null()) pair[i] = to_int(key, (*value)[i], range);
+  }
+  return pair;
+}
+
+std::vector<int64_t> LayerArgs::required_int_list(const char* key, IntRange range) {
+  const nlohmann::json* value = find(key);
+  if (!value) fail_missing(key);
+  if (!value->is_array()) return {to_int(key, *value, range)};
+  if (value->empty()) fail_expected(key, std::string(range.description) + " or a non-empty list", *value);
+  std::vector<int64_t> numbers;
+  for (const auto& item : *value) numbers.push_back(to_int(key, item, range));
+  return numbers;
 }
 
 void LayerArgs::reject_unknown_keys() const {
   for (const auto& item : layer_.items()) {
-    if (!used_.count(item.key())) fail(ErrorCode::InvalidArgument, where_ + ": unknown argument \"" + item.key() + "\"");
+    if (!read_keys_.count(item.key())) {
+      fail(ErrorCode::InvalidArgument, where_ + ": unknown argument \"" + item.key() + "\"");
+    }
   }
 }
 

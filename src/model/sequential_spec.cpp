@@ -1,5 +1,6 @@
 #include "model/sequential_spec.hpp"
 
+#include <c10/util/Exception.h>
 #include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/conv.h>
@@ -9,8 +10,8 @@
 #include <torch/nn/modules/normalization.h>
 #include <torch/nn/modules/pooling.h>
 
-#include <functional>
 #include <map>
+#include <new>
 
 #include "accel/error.hpp"
 #include "model/layer_args.hpp"
@@ -19,166 +20,339 @@ namespace accel::detail {
 
 namespace {
 
-using Builder = std::function<void(LayerArgs&, torch::nn::Sequential&)>;
+using torch::nn::AnyModule;
 
-torch::ExpandingArray<2> pair(std::array<int64_t, 2> v) { return torch::ExpandingArray<2>({v[0], v[1]}); }
-torch::ExpandingArrayWithOptionalElem<2> optional_pair(std::array<int64_t, 2> v) {
-  return torch::ExpandingArrayWithOptionalElem<2>({v[0], v[1]});
+// Every argument is read and validated by the builder before the module is
+// constructed, so LibTorch never sees a value it would assert on.
+using LayerBuilder = AnyModule (*)(LayerArgs&);
+
+torch::ExpandingArray<2> expanding(const std::array<int64_t, 2>& pair) {
+  return torch::ExpandingArray<2>(std::vector<int64_t>{pair[0], pair[1]});
 }
 
-void add_conv2d(LayerArgs& a, torch::nn::Sequential& seq) {
-  auto options = torch::nn::Conv2dOptions(a.required_int("in_channels"), a.required_int("out_channels"),
-                                          pair(a.required_pair("kernel_size")))
-                     .stride(pair(a.pair_or("stride", {1, 1})))
-                     .dilation(pair(a.pair_or("dilation", {1, 1})))
-                     .groups(a.int_or("groups", 1))
-                     .bias(a.bool_or("bias", true));
-  if (a.has("padding") && a.raw("padding").is_string()) {
-    std::string mode = a.string_or("padding", "valid", {"valid", "same"});
-    if (mode == "same") options.padding(torch::kSame);
-    else options.padding(torch::kValid);
-  } else {
-    options.padding(pair(a.pair_or("padding", {0, 0}, 0)));
+std::string pair_text(const std::array<int64_t, 2>& pair) {
+  return "[" + std::to_string(pair[0]) + ", " + std::to_string(pair[1]) + "]";
+}
+
+template <typename Optional>
+Optional to_c10(const std::optional<typename Optional::value_type>& value) {
+  return value ? Optional(*value) : Optional(c10::nullopt);
+}
+
+// LibTorch's pooling kernels reject a padding above half the kernel only when
+// the forward runs; checking here names the layer instead.
+void require_pool_padding_fits(LayerArgs& args, const std::array<int64_t, 2>& padding,
+                               const std::array<int64_t, 2>& kernel) {
+  if (padding[0] > kernel[0] / 2 || padding[1] > kernel[1] / 2) {
+    args.fail_argument("padding", "must be at most half of kernel_size " + pair_text(kernel) + ", got " +
+                                      pair_text(padding));
   }
-  seq->push_back(torch::nn::Conv2d(options));
 }
 
-void add_batchnorm(LayerArgs& a, torch::nn::Sequential& seq, bool two_d) {
-  auto options = torch::nn::BatchNormOptions(a.required_int("num_features"))
-                     .eps(a.double_or("eps", 1e-5, 0.0, 1.0))
-                     .momentum(a.double_or("momentum", 0.1, 0.0, 1.0))
-                     .affine(a.bool_or("affine", true))
-                     .track_running_stats(a.bool_or("track_running_stats", true));
-  if (two_d) seq->push_back(torch::nn::BatchNorm2d(options));
-  else seq->push_back(torch::nn::BatchNorm1d(options));
+// Python's return_indices=True makes the layer return a tuple, which cannot be
+// chained in a Sequential; only the default is accepted.
+void reject_return_indices(LayerArgs& args) {
+  if (args.bool_or("return_indices", false)) {
+    args.fail_argument("return_indices", "must be false in a sequential model (the layer would return a tuple)");
+  }
 }
 
-const std::map<std::string, Builder>& builders() {
-  static const std::map<std::string, Builder> table = {
-      {"Linear",
-       [](LayerArgs& a, torch::nn::Sequential& seq) {
-         seq->push_back(torch::nn::Linear(torch::nn::LinearOptions(a.required_int("in_features"),
-                                                                   a.required_int("out_features"))
-                                              .bias(a.bool_or("bias", true))));
-       }},
-      {"Conv2d", add_conv2d},
-      {"MaxPool2d",
-       [](LayerArgs& a, torch::nn::Sequential& seq) {
-         auto kernel = a.required_pair("kernel_size");
-         seq->push_back(torch::nn::MaxPool2d(torch::nn::MaxPool2dOptions(pair(kernel))
-                                                 .stride(pair(a.pair_or("stride", kernel)))
-                                                 .padding(pair(a.pair_or("padding", {0, 0}, 0)))
-                                                 .dilation(pair(a.pair_or("dilation", {1, 1})))
-                                                 .ceil_mode(a.bool_or("ceil_mode", false))));
-       }},
-      {"AvgPool2d",
-       [](LayerArgs& a, torch::nn::Sequential& seq) {
-         auto kernel = a.required_pair("kernel_size");
-         seq->push_back(torch::nn::AvgPool2d(torch::nn::AvgPool2dOptions(pair(kernel))
-                                                 .stride(pair(a.pair_or("stride", kernel)))
-                                                 .padding(pair(a.pair_or("padding", {0, 0}, 0)))
-                                                 .ceil_mode(a.bool_or("ceil_mode", false))
-                                                 .count_include_pad(a.bool_or("count_include_pad", true))));
-       }},
-      {"AdaptiveMaxPool2d",
-       [](LayerArgs& a, torch::nn::Sequential& seq) {
-         seq->push_back(torch::nn::AdaptiveMaxPool2d(
-             torch::nn::AdaptiveMaxPool2dOptions(optional_pair(a.required_pair("output_size")))));
-       }},
-      {"AdaptiveAvgPool2d",
-       [](LayerArgs& a, torch::nn::Sequential& seq) {
-         seq->push_back(torch::nn::AdaptiveAvgPool2d(
-             torch::nn::AdaptiveAvgPool2dOptions(optional_pair(a.required_pair("output_size")))));
-       }},
-      {"Dropout",
-       [](LayerArgs& a, torch::nn::Sequential& seq) {
-         seq->push_back(torch::nn::Dropout(torch::nn::DropoutOptions(a.double_or("p", 0.5, 0.0, 1.0))));
-       }},
-      {"Dropout2d",
-       [](LayerArgs& a, torch::nn::Sequential& seq) {
-         seq->push_back(torch::nn::Dropout2d(torch::nn::Dropout2dOptions(a.double_or("p", 0.5, 0.0, 1.0))));
-       }},
-      {"Flatten",
-       [](LayerArgs& a, torch::nn::Sequential& seq) {
-         seq->push_back(torch::nn::Flatten(torch::nn::FlattenOptions()
-                                               .start_dim(a.int_or("start_dim", 1, -64))
-                                               .end_dim(a.int_or("end_dim", -1, -64))));
-       }},
-      {"ReLU", [](LayerArgs&, torch::nn::Sequential& seq) { seq->push_back(torch::nn::ReLU()); }},
-      {"GELU",
-       [](LayerArgs& a, torch::nn::Sequential& seq) {
-         seq->push_back(torch::nn::GELU(
-             torch::nn::GELUOptions().approximate(a.string_or("approximate", "none", {"none", "tanh"}))));
-       }},
-      {"Tanh", [](LayerArgs&, torch::nn::Sequential& seq) { seq->push_back(torch::nn::Tanh()); }},
-      {"Sigmoid", [](LayerArgs&, torch::nn::Sequential& seq) { seq->push_back(torch::nn::Sigmoid()); }},
-      {"BatchNorm1d", [](LayerArgs& a, torch::nn::Sequential& seq) { add_batchnorm(a, seq, false); }},
-      {"BatchNorm2d", [](LayerArgs& a, torch::nn::Sequential& seq) { add_batchnorm(a, seq, true); }},
-      {"LayerNorm",
-       [](LayerArgs& a, torch::nn::Sequential& seq) {
-         seq->push_back(torch::nn::LayerNorm(torch::nn::LayerNormOptions(a.required_int_list("normalized_shape"))
-                                                 .eps(a.double_or("eps", 1e-5, 0.0, 1.0))
-                                                 .elementwise_affine(a.bool_or("elementwise_affine", true))));
-       }},
-      {"Embedding",
-       [](LayerArgs& a, torch::nn::Sequential& seq) {
-         int64_t count = a.required_int("num_embeddings");
-         auto options = torch::nn::EmbeddingOptions(count, a.required_int("embedding_dim"));
-         if (auto padding = a.optional_int("padding_idx", -count)) {
-           if (*padding >= count) a.fail_argument("padding_idx", "must be < num_embeddings, got " + std::to_string(*padding));
-           options.padding_idx(*padding);
-         }
-         seq->push_back(torch::nn::Embedding(options));
-       }},
-      {"LogSoftmax",
-       [](LayerArgs& a, torch::nn::Sequential& seq) {
-         seq->push_back(torch::nn::LogSoftmax(torch::nn::LogSoftmaxOptions(a.int_or("dim", 1, -64))));
-       }},
-      {"Softmax",
-       [](LayerArgs& a, torch::nn::Sequential& seq) {
-         seq->push_back(torch::nn::Softmax(torch::nn::SoftmaxOptions(a.int_or("dim", 1, -64))));
-       }},
+AnyModule linear(LayerArgs& args) {
+  int64_t in_features = args.required_int("in_features", kPositiveInt);
+  int64_t out_features = args.required_int("out_features", kPositiveInt);
+  bool bias = args.bool_or("bias", true);
+  return AnyModule(torch::nn::Linear(torch::nn::LinearOptions(in_features, out_features).bias(bias)));
+}
+
+torch::nn::Conv2dOptions::padding_mode_t conv_padding_mode(const std::string& name) {
+  static const std::map<std::string, torch::nn::Conv2dOptions::padding_mode_t> modes = {
+      {"zeros", torch::kZeros},
+      {"reflect", torch::kReflect},
+      {"replicate", torch::kReplicate},
+      {"circular", torch::kCircular}};
+  return modes.at(name);
+}
+
+AnyModule conv2d(LayerArgs& args) {
+  int64_t in_channels = args.required_int("in_channels", kPositiveInt);
+  int64_t out_channels = args.required_int("out_channels", kPositiveInt);
+  auto kernel = args.required_pair("kernel_size", kPositiveInt);
+  auto stride = args.pair_or("stride", {1, 1}, kPositiveInt);
+  auto dilation = args.pair_or("dilation", {1, 1}, kPositiveInt);
+  int64_t groups = args.int_or("groups", 1, kPositiveInt);
+  if (in_channels % groups != 0 || out_channels % groups != 0) {
+    args.fail_argument("groups", "must divide in_channels (" + std::to_string(in_channels) + ") and out_channels (" +
+                                     std::to_string(out_channels) + "), got " + std::to_string(groups));
+  }
+  auto options = torch::nn::Conv2dOptions(in_channels, out_channels, expanding(kernel))
+                     .stride(expanding(stride))
+                     .dilation(expanding(dilation))
+                     .groups(groups)
+                     .bias(args.bool_or("bias", true))
+                     .padding_mode(conv_padding_mode(
+                         args.choice_or("padding_mode", "zeros", {"zeros", "reflect", "replicate", "circular"})));
+  if (args.is_string("padding")) {
+    if (args.choice_or("padding", "valid", {"valid", "same"}) == "same") {
+      if (stride != std::array<int64_t, 2>{1, 1}) {
+        args.fail_argument("padding", "\"same\" needs stride 1, as in PyTorch; got stride " + pair_text(stride));
+      }
+      options.padding(torch::kSame);
+    } else {
+      options.padding(torch::kValid);
+    }
+  } else {
+    options.padding(expanding(args.pair_or("padding", {0, 0}, kNonNegativeInt)));
+  }
+  return AnyModule(torch::nn::Conv2d(options));
+}
+
+AnyModule max_pool2d(LayerArgs& args) {
+  auto kernel = args.required_pair("kernel_size", kPositiveInt);
+  auto stride = args.pair_or_null("stride", kernel, kPositiveInt);
+  auto padding = args.pair_or("padding", {0, 0}, kNonNegativeInt);
+  require_pool_padding_fits(args, padding, kernel);
+  auto dilation = args.pair_or("dilation", {1, 1}, kPositiveInt);
+  bool ceil_mode = args.bool_or("ceil_mode", false);
+  reject_return_indices(args);
+  return AnyModule(torch::nn::MaxPool2d(torch::nn::MaxPool2dOptions(expanding(kernel))
+                                            .stride(expanding(stride))
+                                            .padding(expanding(padding))
+                                            .dilation(expanding(dilation))
+                                            .ceil_mode(ceil_mode)));
+}
+
+AnyModule avg_pool2d(LayerArgs& args) {
+  auto kernel = args.required_pair("kernel_size", kPositiveInt);
+  auto stride = args.pair_or_null("stride", kernel, kPositiveInt);
+  auto padding = args.pair_or("padding", {0, 0}, kNonNegativeInt);
+  require_pool_padding_fits(args, padding, kernel);
+  bool ceil_mode = args.bool_or("ceil_mode", false);
+  bool count_include_pad = args.bool_or("count_include_pad", true);
+  auto divisor_override = args.optional_int("divisor_override", kPositiveInt);
+  return AnyModule(torch::nn::AvgPool2d(torch::nn::AvgPool2dOptions(expanding(kernel))
+                                            .stride(expanding(stride))
+                                            .padding(expanding(padding))
+                                            .ceil_mode(ceil_mode)
+                                            .count_include_pad(count_include_pad)
+                                            .divisor_override(to_c10<c10::optional<int64_t>>(divisor_override))));
+}
+
+// A null element keeps that input dimension, as Python's None.
+torch::ExpandingArrayWithOptionalElem<2> adaptive_output_size(LayerArgs& args) {
+  auto size = args.required_pair_of_optional("output_size", kPositiveInt);
+  return torch::ExpandingArrayWithOptionalElem<2>(std::array<c10::optional<int64_t>, 2>{
+      to_c10<c10::optional<int64_t>>(size[0]), to_c10<c10::optional<int64_t>>(size[1])});
+}
+
+AnyModule adaptive_max_pool2d(LayerArgs& args) {
+  auto output_size = adaptive_output_size(args);
+  reject_return_indices(args);
+  // AdaptiveMaxPool2d::forward returns only the pooled tensor (the indices come
+  // from forward_with_indices), so it chains like any other layer.
+  return AnyModule(torch::nn::AdaptiveMaxPool2d(torch::nn::AdaptiveMaxPool2dOptions(output_size)));
+}
+
+AnyModule adaptive_avg_pool2d(LayerArgs& args) {
+  return AnyModule(torch::nn::AdaptiveAvgPool2d(torch::nn::AdaptiveAvgPool2dOptions(adaptive_output_size(args))));
+}
+
+AnyModule dropout(LayerArgs& args) {
+  double p = args.real_or("p", 0.5, kProbability);
+  bool inplace = args.bool_or("inplace", false);
+  return AnyModule(torch::nn::Dropout(torch::nn::DropoutOptions(p).inplace(inplace)));
+}
+
+AnyModule dropout2d(LayerArgs& args) {
+  double p = args.real_or("p", 0.5, kProbability);
+  bool inplace = args.bool_or("inplace", false);
+  return AnyModule(torch::nn::Dropout2d(torch::nn::Dropout2dOptions(p).inplace(inplace)));
+}
+
+AnyModule flatten(LayerArgs& args) {
+  int64_t start_dim = args.int_or("start_dim", 1, kAnyInt);
+  int64_t end_dim = args.int_or("end_dim", -1, kAnyInt);
+  // Whether a dim exists depends on the input's rank, known only in forward;
+  // an order that no rank can satisfy is caught here.
+  if ((start_dim >= 0) == (end_dim >= 0) && start_dim > end_dim) {
+    args.fail_argument("start_dim", "must not come after end_dim (" + std::to_string(end_dim) + "), got " +
+                                        std::to_string(start_dim));
+  }
+  return AnyModule(torch::nn::Flatten(torch::nn::FlattenOptions().start_dim(start_dim).end_dim(end_dim)));
+}
+
+AnyModule relu(LayerArgs& args) {
+  return AnyModule(torch::nn::ReLU(torch::nn::ReLUOptions(args.bool_or("inplace", false))));
+}
+
+AnyModule leaky_relu(LayerArgs& args) {
+  double negative_slope = args.real_or("negative_slope", 0.01, kAnyReal);
+  bool inplace = args.bool_or("inplace", false);
+  return AnyModule(
+      torch::nn::LeakyReLU(torch::nn::LeakyReLUOptions().negative_slope(negative_slope).inplace(inplace)));
+}
+
+AnyModule gelu(LayerArgs& args) {
+  std::string approximate = args.choice_or("approximate", "none", {"none", "tanh"});
+  return AnyModule(torch::nn::GELU(torch::nn::GELUOptions().approximate(approximate)));
+}
+
+AnyModule tanh_layer(LayerArgs&) { return AnyModule(torch::nn::Tanh()); }
+AnyModule sigmoid_layer(LayerArgs&) { return AnyModule(torch::nn::Sigmoid()); }
+
+torch::nn::BatchNormOptions batch_norm_options(LayerArgs& args) {
+  int64_t num_features = args.required_int("num_features", kPositiveInt);
+  double eps = args.real_or("eps", 1e-5, kNonNegativeReal);
+  // Python's momentum=None selects a cumulative moving average.
+  auto momentum = to_c10<c10::optional<double>>(args.real_or_null("momentum", 0.1, kProbability));
+  bool affine = args.bool_or("affine", true);
+  bool track_running_stats = args.bool_or("track_running_stats", true);
+  return torch::nn::BatchNormOptions(num_features)
+      .eps(eps)
+      .momentum(momentum)
+      .affine(affine)
+      .track_running_stats(track_running_stats);
+}
+
+AnyModule batch_norm1d(LayerArgs& args) { return AnyModule(torch::nn::BatchNorm1d(batch_norm_options(args))); }
+AnyModule batch_norm2d(LayerArgs& args) { return AnyModule(torch::nn::BatchNorm2d(batch_norm_options(args))); }
+
+AnyModule layer_norm(LayerArgs& args) {
+  auto normalized_shape = args.required_int_list("normalized_shape", kPositiveInt);
+  double eps = args.real_or("eps", 1e-5, kNonNegativeReal);
+  bool elementwise_affine = args.bool_or("elementwise_affine", true);
+  return AnyModule(torch::nn::LayerNorm(
+      torch::nn::LayerNormOptions(normalized_shape).eps(eps).elementwise_affine(elementwise_affine)));
+}
+
+AnyModule embedding(LayerArgs& args) {
+  int64_t num_embeddings = args.required_int("num_embeddings", kPositiveInt);
+  int64_t embedding_dim = args.required_int("embedding_dim", kPositiveInt);
+  auto options = torch::nn::EmbeddingOptions(num_embeddings, embedding_dim);
+  if (auto padding_idx = args.optional_int("padding_idx", kAnyInt)) {
+    if (*padding_idx < -num_embeddings || *padding_idx >= num_embeddings) {
+      args.fail_argument("padding_idx", "must be in [-num_embeddings, num_embeddings) = [" +
+                                            std::to_string(-num_embeddings) + ", " + std::to_string(num_embeddings) +
+                                            "), got " + std::to_string(*padding_idx));
+    }
+    // Stored non-negative, as PyTorch's module attribute is.
+    options.padding_idx(*padding_idx < 0 ? *padding_idx + num_embeddings : *padding_idx);
+  }
+  options.max_norm(to_c10<c10::optional<double>>(args.optional_real("max_norm", kPositiveReal)));
+  options.norm_type(args.real_or("norm_type", 2.0, kPositiveReal));
+  options.scale_grad_by_freq(args.bool_or("scale_grad_by_freq", false));
+  return AnyModule(torch::nn::Embedding(options));
+}
+
+// Python's dim=None picks a dim from the input's rank with a deprecation
+// warning; a spec must name it.
+AnyModule softmax(LayerArgs& args) {
+  return AnyModule(torch::nn::Softmax(torch::nn::SoftmaxOptions(args.required_int("dim", kAnyInt))));
+}
+
+AnyModule log_softmax(LayerArgs& args) {
+  return AnyModule(torch::nn::LogSoftmax(torch::nn::LogSoftmaxOptions(args.required_int("dim", kAnyInt))));
+}
+
+const std::map<std::string, LayerBuilder>& layer_builders() {
+  static const std::map<std::string, LayerBuilder> builders = {
+      {"Linear", linear},
+      {"Conv2d", conv2d},
+      {"MaxPool2d", max_pool2d},
+      {"AvgPool2d", avg_pool2d},
+      {"AdaptiveMaxPool2d", adaptive_max_pool2d},
+      {"AdaptiveAvgPool2d", adaptive_avg_pool2d},
+      {"Dropout", dropout},
+      {"Dropout2d", dropout2d},
+      {"Flatten", flatten},
+      {"ReLU", relu},
+      {"LeakyReLU", leaky_relu},
+      {"GELU", gelu},
+      {"Tanh", tanh_layer},
+      {"Sigmoid", sigmoid_layer},
+      {"BatchNorm1d", batch_norm1d},
+      {"BatchNorm2d", batch_norm2d},
+      {"LayerNorm", layer_norm},
+      {"Embedding", embedding},
+      {"Softmax", softmax},
+      {"LogSoftmax", log_softmax},
   };
-  return table;
+  return builders;
 }
 
-nlohmann::json parse(const std::string& json_text) {
+nlohmann::json parse_spec(const std::string& json_text) {
   try {
     return nlohmann::json::parse(json_text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
+    // e.what() carries the parser's line and column.
     fail(ErrorCode::InvalidArgument, std::string("model spec is not valid JSON: ") + e.what());
   }
+}
+
+const nlohmann::json& layer_list(const nlohmann::json& spec) {
+  const std::string expected = "model spec must be a JSON array of layers or an object {\"layers\": [...]}";
+  const nlohmann::json* layers = &spec;
+  if (spec.is_object()) {
+    auto it = spec.find("layers");
+    if (it == spec.end()) fail(ErrorCode::InvalidArgument, expected + ", got an object without \"layers\"");
+    for (const auto& item : spec.items()) {
+      if (item.key() != "layers") {
+        fail(ErrorCode::InvalidArgument, "model spec: unknown key \"" + item.key() + "\" (only \"layers\" is allowed)");
+      }
+    }
+    layers = &*it;
+  }
+  if (!layers->is_array()) fail(ErrorCode::InvalidArgument, expected + ", got " + shown_json(*layers));
+  // LibTorch's Sequential refuses to run forward when empty, so an empty spec
+  // could never train.
+  require_arg(!layers->empty(), "model spec has no layers");
+  return *layers;
+}
+
+AnyModule build_layer(const nlohmann::json& layer, size_t index) {
+  const std::string where = "layer " + std::to_string(index);
+  if (!layer.is_object()) {
+    fail(ErrorCode::InvalidArgument, where + ": must be an object with a \"type\", got " + shown_json(layer));
+  }
+  auto type_it = layer.find("type");
+  if (type_it == layer.end()) fail(ErrorCode::InvalidArgument, where + ": missing \"type\"");
+  if (!type_it->is_string()) {
+    fail(ErrorCode::InvalidArgument, where + ": \"type\" must be a string, got " + shown_json(*type_it));
+  }
+  const std::string& type = type_it->get_ref<const std::string&>();
+  auto builder = layer_builders().find(type);
+  if (builder == layer_builders().end()) {
+    fail(ErrorCode::InvalidArgument, where + ": unknown layer type \"" + type + "\"");
+  }
+
+  LayerArgs args(layer, index, type);
+  const std::string context = where + " (" + type + "): ";
+  AnyModule module;
+  // The builders validate every argument first; these handlers keep anything
+  // LibTorch or the allocator still throws from escaping untranslated.
+  try {
+    module = builder->second(args);
+  } catch (const Error&) {
+    throw;
+  } catch (const c10::Error& e) {
+    fail(ErrorCode::InvalidArgument, context + "LibTorch rejected the arguments: " + e.what_without_backtrace());
+  } catch (const std::bad_alloc&) {
+    fail(ErrorCode::InvalidArgument, context + "not enough memory for the layer's parameters");
+  } catch (const std::exception& e) {
+    fail(ErrorCode::InvalidArgument, context + e.what());
+  }
+  args.reject_unknown_keys();
+  return module;
 }
 
 }  // namespace
 
 torch::nn::Sequential build_sequential(const std::string& json_text) {
-  nlohmann::json spec = parse(json_text);
-  if (spec.is_object() && spec.contains("layers")) spec = spec["layers"];
-  require_arg(spec.is_array(), "model spec must be a JSON array of layers or {\"layers\": [...]}, got " +
-                                   spec.dump().substr(0, 80));
-  require_arg(!spec.empty(), "model spec has no layers");
+  const nlohmann::json spec = parse_spec(json_text);
+  const nlohmann::json& layers = layer_list(spec);
   torch::nn::Sequential sequential;
-  for (size_t i = 0; i < spec.size(); ++i) {
-    const auto& layer = spec[i];
-    require_arg(layer.is_object() && layer.contains("type") && layer["type"].is_string(),
-                "layer " + std::to_string(i) + ": must be an object with a string \"type\", got " +
-                    layer.dump().substr(0, 80));
-    std::string type = layer["type"];
-    auto builder = builders().find(type);
-    require_arg(builder != builders().end(), "layer " + std::to_string(i) + ": unknown layer type \"" + type + "\"");
-    LayerArgs args(layer, i, type);
-    try {
-      builder->second(args, sequential);
-    } catch (const Error&) {
-      throw;
-    } catch (const std::exception& e) {
-      std::string message = e.what();
-      fail(ErrorCode::InvalidArgument, "layer " + std::to_string(i) + " (" + type + "): " +
-                                           message.substr(0, message.find('\n')));
-    }
-    args.reject_unknown_keys();
-  }
+  // push_back without a name numbers submodules "0", "1", ... as Python's
+  // nn.Sequential does, so state-dict keys match PyTorch's.
+  for (size_t index = 0; index < layers.size(); ++index) sequential->push_back(build_layer(layers[index], index));
   return sequential;
 }
 

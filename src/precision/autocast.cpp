@@ -18,7 +18,7 @@ void check_precision_supported(MixedPrecision precision, const c10::Device& devi
   }
 }
 
-AutocastScope::AutocastScope(MixedPrecision precision, const c10::Device& device) {
+AutocastScope::AutocastScope(MixedPrecision precision, const c10::Device& device, bool enabled) {
   if (precision == MixedPrecision::No) return;
   active_ = true;
   cuda_ = device.is_cuda();
@@ -26,12 +26,12 @@ AutocastScope::AutocastScope(MixedPrecision precision, const c10::Device& device
   if (cuda_) {
     previous_enabled_ = at::autocast::is_enabled();
     previous_dtype_ = at::autocast::get_autocast_gpu_dtype();
-    at::autocast::set_enabled(true);
+    at::autocast::set_enabled(enabled);
     at::autocast::set_autocast_gpu_dtype(dtype);
   } else {
     previous_enabled_ = at::autocast::is_cpu_enabled();
     previous_dtype_ = at::autocast::get_autocast_cpu_dtype();
-    at::autocast::set_cpu_enabled(true);
+    at::autocast::set_cpu_enabled(enabled);
     at::autocast::set_autocast_cpu_dtype(dtype);
   }
   at::autocast::increment_nesting();

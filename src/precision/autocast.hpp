@@ -16,7 +16,8 @@ void check_precision_supported(MixedPrecision precision, const c10::Device& devi
 // nothing for MixedPrecision::No. Scopes nest; the outermost one clears the cast cache.
 class AutocastScope {
  public:
-  AutocastScope(MixedPrecision precision, const c10::Device& device);
+  // enabled=false turns autocast off for the scope (nested inside an enabled one).
+  AutocastScope(MixedPrecision precision, const c10::Device& device, bool enabled = true);
   ~AutocastScope();
   AutocastScope(const AutocastScope&) = delete;
   AutocastScope& operator=(const AutocastScope&) = delete;

@@ -11,6 +11,7 @@
 #include "accel/accelerator.hpp"
 #include "accel/data.hpp"
 #include "state/environment.hpp"
+#include "precision/autocast.hpp"
 #include "precision/grad_scaler.hpp"
 #include "state/process_group.hpp"
 
@@ -33,6 +34,7 @@ class AcceleratorState {
   // fp16 only: shared with prepared optimizers.
   std::shared_ptr<GradScaler> scaler;
   bool trigger = false;
+  std::vector<std::unique_ptr<AutocastScope>> autocast_scopes;
   // Shared with prepared dataloaders, optimizers and schedulers.
   std::shared_ptr<GradientState> gradient_state = std::make_shared<GradientState>();
   // Models whose gradients backward() must synchronise.

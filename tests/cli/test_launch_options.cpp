@@ -1,63 +1,116 @@
 #include <CLI/CLI.hpp>
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "cli/launch_options.hpp"
 
 namespace {
 
-accel::cli::LaunchConfig parse(std::vector<std::string> args) {
+using accel::cli::LaunchConfig;
+
+// Parses `accel launch ARGS...` the way main() does.
+LaunchConfig parse_launch(std::vector<std::string> args) {
+  args.insert(args.begin(), {"accel", "launch"});
+  std::vector<const char*> argv;
+  for (const auto& arg : args) argv.push_back(arg.c_str());
+  auto command_line = accel::cli::split_command_line(static_cast<int>(argv.size()), argv.data());
+
   CLI::App app;
-  accel::cli::LaunchConfig config;
-  accel::cli::add_launch_options(app, config);
-  std::reverse(args.begin(), args.end());  // CLI11 takes the vector reversed
-  app.parse(args);
-  accel::cli::take_program(app, config);
+  LaunchConfig config;
+  accel::cli::add_launch_options(*app.add_subcommand("launch"), config);
+  std::vector<std::string> reversed(command_line.options.rbegin(), command_line.options.rend());
+  app.parse(reversed);
+  accel::cli::take_program(*app.get_subcommand("launch"), command_line, config);
   accel::cli::validate(config);
   return config;
 }
 
-TEST(LaunchOptions, ProgramArgumentsAreNotParsedByTheLauncher) {
-  auto config = parse({"--nproc_per_node", "3", "--master_port", "0", "train", "--epochs", "2", "-v"});
-  EXPECT_EQ(config.nproc_per_node, 3);
-  EXPECT_EQ(config.master_port, 0);
-  EXPECT_EQ(config.program, "train");
-  EXPECT_EQ(config.program_args, (std::vector<std::string>{"--epochs", "2", "-v"}));
-}
+using Args = std::vector<std::string>;
 
 TEST(LaunchOptions, Defaults) {
-  auto config = parse({"prog"});
+  auto config = parse_launch({"train"});
   EXPECT_EQ(config.nproc_per_node, 1);
+  EXPECT_EQ(config.nnodes, 1);
+  EXPECT_EQ(config.node_rank, 0);
   EXPECT_EQ(config.master_addr, "127.0.0.1");
   EXPECT_EQ(config.master_port, 29500);
-  EXPECT_EQ(config.world_size(), 1);
+  EXPECT_DOUBLE_EQ(config.grace_period_s, 3.0);
+  EXPECT_FALSE(config.dry_run);
+  EXPECT_EQ(config.program, "train");
+  EXPECT_TRUE(config.program_args.empty());
+}
+
+TEST(LaunchOptions, ReadsEveryFlag) {
+  auto config = parse_launch({"--nproc_per_node", "4", "--nnodes", "2", "--node_rank", "1", "--master_addr", "10.0.0.1",
+                              "--master_port", "4000", "--grace_period", "0.5", "--dry_run", "train"});
+  EXPECT_EQ(config.nproc_per_node, 4);
+  EXPECT_EQ(config.nnodes, 2);
+  EXPECT_EQ(config.node_rank, 1);
+  EXPECT_EQ(config.master_addr, "10.0.0.1");
+  EXPECT_EQ(config.master_port, 4000);
+  EXPECT_DOUBLE_EQ(config.grace_period_s, 0.5);
+  EXPECT_TRUE(config.dry_run);
+  EXPECT_EQ(config.world_size(), 8);
+  EXPECT_EQ(config.global_rank(3), 7);
+}
+
+TEST(LaunchOptions, AcceptsTorchrunDashSpellingsAndEqualsSigns) {
+  auto config = parse_launch({"--nproc-per-node=3", "--master-port=0", "--master-addr", "localhost", "train"});
+  EXPECT_EQ(config.nproc_per_node, 3);
+  EXPECT_EQ(config.master_port, 0);
+  EXPECT_EQ(config.master_addr, "localhost");
+}
+
+TEST(LaunchOptions, EverythingFromProgramOnBelongsToTheProgram) {
+  auto config = parse_launch({"--nproc_per_node", "2", "train", "--nproc_per_node", "5", "--help", "-v", "--", "x"});
+  EXPECT_EQ(config.nproc_per_node, 2);
+  EXPECT_EQ(config.program, "train");
+  EXPECT_EQ(config.program_args, (Args{"--nproc_per_node", "5", "--help", "-v", "--", "x"}));
+}
+
+TEST(LaunchOptions, DoubleDashEndsTheLauncherFlags) {
+  auto config = parse_launch({"--nproc_per_node", "2", "--", "train", "--epochs", "1"});
+  EXPECT_EQ(config.nproc_per_node, 2);
+  EXPECT_EQ(config.program, "train");
+  EXPECT_EQ(config.program_args, (Args{"--epochs", "1"}));
+
+  auto dash_program = parse_launch({"--", "--weird-name"});
+  EXPECT_EQ(dash_program.program, "--weird-name");
 }
 
 TEST(LaunchOptions, RejectsBadValues) {
-  EXPECT_THROW(parse({"--nproc_per_node", "0", "prog"}), CLI::ValidationError);
-  EXPECT_THROW(parse({"--master_port", "70000", "prog"}), CLI::ValidationError);
-  EXPECT_THROW(parse({"--nnodes", "2", "--node_rank", "2", "--master_port", "1234", "prog"}), CLI::ValidationError);
-  EXPECT_THROW(parse({"--nnodes", "2", "--master_port", "0", "prog"}), CLI::ValidationError);
-  EXPECT_THROW(parse({"--bogus", "prog"}), CLI::ExtrasError);
-  EXPECT_THROW(parse({}), CLI::RequiredError);
+  EXPECT_THROW(parse_launch({"--nproc_per_node", "0", "train"}), CLI::ValidationError);
+  EXPECT_THROW(parse_launch({"--nproc_per_node", "two", "train"}), CLI::ConversionError);
+  EXPECT_THROW(parse_launch({"--nnodes", "0", "train"}), CLI::ValidationError);
+  EXPECT_THROW(parse_launch({"--node_rank", "-1", "train"}), CLI::ValidationError);
+  EXPECT_THROW(parse_launch({"--master_port", "65536", "train"}), CLI::ValidationError);
+  EXPECT_THROW(parse_launch({"--grace_period", "-1", "train"}), CLI::ValidationError);
 }
 
-TEST(LaunchOptions, RankEnvironmentFollowsTorchrun) {
-  auto config = parse({"--nproc_per_node", "2", "--nnodes", "2", "--node_rank", "1", "--master_addr", "10.1.1.1",
-                       "--master_port", "4000", "prog"});
-  auto env = accel::cli::rank_environment(config, 1);
-  EXPECT_EQ(env["RANK"], "3");
-  EXPECT_EQ(env["WORLD_SIZE"], "4");
-  EXPECT_EQ(env["LOCAL_RANK"], "1");
-  EXPECT_EQ(env["LOCAL_WORLD_SIZE"], "2");
-  EXPECT_EQ(env["GROUP_RANK"], "1");
-  EXPECT_EQ(env["MASTER_ADDR"], "10.1.1.1");
-  EXPECT_EQ(env["MASTER_PORT"], "4000");
+TEST(LaunchOptions, RejectsInconsistentNodes) {
+  EXPECT_THROW(parse_launch({"--nnodes", "2", "--node_rank", "2", "--master_port", "1234", "train"}),
+               CLI::ValidationError);
+  // Each machine would pick its own free port.
+  EXPECT_THROW(parse_launch({"--nnodes", "2", "--master_port", "0", "train"}), CLI::ValidationError);
+  EXPECT_NO_THROW(parse_launch({"--nnodes", "2", "--node_rank", "1", "--master_port", "1234", "train"}));
 }
 
-TEST(LaunchOptions, PicksAFreePort) {
-  int port = accel::cli::pick_free_port("127.0.0.1");
-  EXPECT_GT(port, 0);
-  EXPECT_LT(port, 65536);
+TEST(LaunchOptions, RejectsUnknownFlagsAndAMissingProgram) {
+  EXPECT_THROW(parse_launch({"--bogus", "train"}), CLI::ExtrasError);
+  EXPECT_THROW(parse_launch({}), CLI::RequiredError);
+  EXPECT_THROW(parse_launch({"--nproc_per_node", "2"}), CLI::RequiredError);
+  EXPECT_THROW(parse_launch({"--"}), CLI::RequiredError);
+}
+
+TEST(LaunchOptions, HelpShowsProgramInTheUsage) {
+  CLI::App app{"accel"};
+  LaunchConfig config;
+  CLI::App* launch = app.add_subcommand("launch");
+  accel::cli::add_launch_options(*launch, config);
+  std::string help = launch->help("accel");
+  EXPECT_NE(help.find("Usage: accel launch [OPTIONS] PROGRAM [ARGS...]"), std::string::npos) << help;
 }
 
 }  // namespace

@@ -99,3 +99,23 @@ TEST(Loss, ChecksShapesAndDtypes) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Autocast, ScopeOutsideTheModelRunsBf16AndNests) {
+  accel::AcceleratorOptions options;
+  options.mixed_precision = accel::MixedPrecision::Bf16;
+  accel::Accelerator accelerator(options);
+  at::Tensor a = at::randn({4, 4}), b = at::randn({4, 4});
+  accelerator.autocast_begin();
+  EXPECT_EQ(at::mm(a, b).scalar_type(), at::kBFloat16);
+  accelerator.autocast_begin(false);
+  EXPECT_EQ(at::mm(a, b).scalar_type(), at::kFloat);
+  accelerator.autocast_end();
+  EXPECT_EQ(at::mm(a, b).scalar_type(), at::kBFloat16);
+  accelerator.autocast_end();
+  EXPECT_EQ(at::mm(a, b).scalar_type(), at::kFloat);
+  EXPECT_THROW(accelerator.autocast_end(), accel::Error);
+}
+
+}  // namespace

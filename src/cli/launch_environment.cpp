@@ -1,0 +1,108 @@
+#include "cli/launch_environment.hpp"
+
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <ostream>
+#include <stdexcept>
+#include <thread>
+
+namespace accel::cli {
+
+namespace {
+
+// Quoted for a POSIX shell when needed, so a printed command line can be pasted back.
+std::string shell_quoted(const std::string& word) {
+  bool plain = !word.empty() && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                       "0123456789_-+=/.,:@%") == std::string::npos;
+  if (plain) return word;
+  std::string quoted = "'";
+  for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+}  // namespace
+
+std::map<std::string, std::string> rank_environment(const LaunchConfig& config, int local_rank) {
+  std::map<std::string, std::string> env{
+      {"RANK", std::to_string(config.global_rank(local_rank))},
+      {"WORLD_SIZE", std::to_string(config.world_size())},
+      {"LOCAL_RANK", std::to_string(local_rank)},
+      {"LOCAL_WORLD_SIZE", std::to_string(config.nproc_per_node)},
+      {"GROUP_RANK", std::to_string(config.node_rank)},
+      {"GROUP_WORLD_SIZE", std::to_string(config.nnodes)},
+      {"MASTER_ADDR", config.master_addr},
+      {"MASTER_PORT", std::to_string(config.master_port)},
+  };
+  if (config.omp_num_threads) env["OMP_NUM_THREADS"] = std::to_string(*config.omp_num_threads);
+  return env;
+}
+
+std::optional<unsigned> default_omp_num_threads(int nproc_per_node, bool omp_num_threads_set,
+                                                unsigned hardware_threads) {
+  if (nproc_per_node <= 1 || omp_num_threads_set) return std::nullopt;
+  return std::max(1u, hardware_threads / static_cast<unsigned>(nproc_per_node));
+}
+
+int pick_free_port(const std::string& addr) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;  // IPv6 master addresses work too
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (int rc = ::getaddrinfo(addr.c_str(), "0", &hints, &found); rc != 0) {
+    throw std::runtime_error("cannot resolve --master_addr " + addr + ": " + ::gai_strerror(rc));
+  }
+  int port = 0;
+  for (addrinfo* candidate = found; candidate != nullptr && port == 0; candidate = candidate->ai_next) {
+    int fd = ::socket(candidate->ai_family, candidate->ai_socktype | SOCK_CLOEXEC, candidate->ai_protocol);
+    if (fd < 0) continue;
+    // Port 0 makes the kernel choose; the socket is closed before the ranks
+    // start, so the port is free for rank 0's store to bind (as in torchrun).
+    sockaddr_storage bound{};
+    socklen_t length = sizeof bound;
+    if (::bind(fd, candidate->ai_addr, candidate->ai_addrlen) == 0 &&
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &length) == 0) {
+      char service[NI_MAXSERV];
+      if (::getnameinfo(reinterpret_cast<sockaddr*>(&bound), length, nullptr, 0, service, sizeof service,
+                        NI_NUMERICSERV) == 0) {
+        port = std::atoi(service);
+      }
+    }
+    ::close(fd);
+  }
+  ::freeaddrinfo(found);
+  if (port == 0) throw std::runtime_error("cannot bind a free port on --master_addr " + addr);
+  return port;
+}
+
+void resolve_defaults(LaunchConfig& config, std::ostream& notices) {
+  if (config.master_port == 0) config.master_port = pick_free_port(config.master_addr);
+  unsigned hardware_threads = std::max(1u, std::thread::hardware_concurrency());
+  config.omp_num_threads =
+      default_omp_num_threads(config.nproc_per_node, std::getenv("OMP_NUM_THREADS") != nullptr, hardware_threads);
+  if (config.omp_num_threads) {
+    notices << "accel launch: OMP_NUM_THREADS is not set; each of the " << config.nproc_per_node << " ranks gets "
+            << *config.omp_num_threads << " (" << hardware_threads
+            << " hardware threads shared); set OMP_NUM_THREADS to choose\n";
+  }
+}
+
+void print_launch_plan(const LaunchConfig& config, std::ostream& out) {
+  out << "accel launch --dry_run: would start " << config.nproc_per_node << " rank(s) on node " << config.node_rank
+      << " of " << config.nnodes << "; grace period " << config.grace_period_s << " s\n";
+  out << "command: " << shell_quoted(config.program);
+  for (const auto& arg : config.program_args) out << ' ' << shell_quoted(arg);
+  out << '\n';
+  for (int local_rank = 0; local_rank < config.nproc_per_node; ++local_rank) {
+    out << "rank " << config.global_rank(local_rank) << ':';
+    for (const auto& [key, value] : rank_environment(config, local_rank)) {
+      out << ' ' << key << '=' << shell_quoted(value);
+    }
+    out << '\n';
+  }
+}
+
+}  // namespace accel::cli

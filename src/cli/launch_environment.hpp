@@ -1,0 +1,38 @@
+// What each rank is started with: torchrun's environment contract, and the
+// settings the launcher decides on the ranks' behalf when it starts.
+#pragma once
+
+#include <iosfwd>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "cli/launch_options.hpp"
+
+namespace accel::cli {
+
+// The variables rank `local_rank` of this node gets on top of the launcher's
+// own environment: RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK,
+// GROUP_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, and OMP_NUM_THREADS when the
+// launcher chose it.
+std::map<std::string, std::string> rank_environment(const LaunchConfig& config, int local_rank);
+
+// torchrun's rule, so that ranks sharing a machine do not each start one thread
+// per core: with several ranks and OMP_NUM_THREADS unset, each rank gets an equal
+// share of the hardware threads (at least one). nullopt leaves it alone.
+std::optional<unsigned> default_omp_num_threads(int nproc_per_node, bool omp_num_threads_set,
+                                                unsigned hardware_threads);
+
+// A TCP port that is free right now on `addr` (a name or a numeric address).
+// Throws std::runtime_error when `addr` does not resolve or nothing can bind.
+int pick_free_port(const std::string& addr);
+
+// Fills in what the launcher decides when it starts: a free port for
+// --master_port 0, and OMP_NUM_THREADS (with a one-line notice on `notices`).
+void resolve_defaults(LaunchConfig& config, std::ostream& notices);
+
+// What --dry_run prints: the resolved settings, the command line, and each
+// rank's environment as it would be started.
+void print_launch_plan(const LaunchConfig& config, std::ostream& out);
+
+}  // namespace accel::cli

@@ -1,0 +1,256 @@
+// `accel launch` with real processes: the ranks are small POSIX shell scripts,
+// and signal_reporting_rank for the tests that signal the launcher. Each test is
+// its own ctest entry (see CMakeLists.txt), so they run in parallel.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "launcher_process.hpp"
+
+namespace {
+
+using accel::cli::testing::LauncherProcess;
+using accel::cli::testing::process_group_gone;
+using accel::cli::testing::read_file;
+using accel::cli::testing::run_accel;
+using accel::cli::testing::TempDir;
+using accel::cli::testing::wait_for_files;
+using namespace std::chrono_literals;
+
+// The bound the launcher must stop a job in when a rank fails or it is signalled.
+constexpr auto kPromptly = 10s;
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream stream(text);
+  for (std::string line; std::getline(stream, line);) lines.push_back(line);
+  return lines;
+}
+
+bool has_line(const std::string& text, const std::string& line) {
+  for (const auto& candidate : lines_of(text)) {
+    if (candidate == line) return true;
+  }
+  return false;
+}
+
+// The pid each rank wrote to DIR/pid.RANK; each rank leads its process group.
+std::vector<pid_t> rank_pids(const TempDir& dir, int ranks) {
+  std::vector<pid_t> pids;
+  for (int rank = 0; rank < ranks; ++rank) {
+    pids.push_back(std::atoi(read_file(dir.path() + "/pid." + std::to_string(rank)).value_or("0").c_str()));
+  }
+  return pids;
+}
+
+// A rank script's first step: record its pid for the orphan checks.
+std::string record_pid(const TempDir& dir) { return "echo $$ > " + dir.path() + "/pid.$RANK; "; }
+
+// For a rank that ends the job: wait until rank 0 is set up (its pid recorded),
+// so that the test sees how the launcher stops a running rank 0.
+std::string await_rank0(const TempDir& dir) { return "until [ -s " + dir.path() + "/pid.0 ]; do sleep 0.01; done; "; }
+
+TEST(LaunchEndToEnd, EnvironmentContract) {
+  auto result = run_accel(
+      {"launch", "--nproc_per_node", "2", "--master_addr", "127.0.0.1", "--master_port", "29555", "sh", "-c",
+       "echo \"rank=$RANK world=$WORLD_SIZE local=$LOCAL_RANK/$LOCAL_WORLD_SIZE group=$GROUP_RANK "
+       "master=$MASTER_ADDR:$MASTER_PORT omp=$OMP_NUM_THREADS\""},
+      {{"OMP_NUM_THREADS", "3"}});
+  ASSERT_TRUE(result.finished);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_TRUE(has_line(result.out, "[rank 0] rank=0 world=2 local=0/2 group=0 master=127.0.0.1:29555 omp=3"))
+      << result.out;
+  EXPECT_TRUE(has_line(result.out, "[rank 1] rank=1 world=2 local=1/2 group=0 master=127.0.0.1:29555 omp=3"))
+      << result.out;
+  EXPECT_EQ(lines_of(result.out).size(), 2u) << result.out;
+}
+
+TEST(LaunchEndToEnd, DefaultsAndThreadShare) {
+  auto result =
+      run_accel({"launch", "--nproc_per_node", "2", "sh", "-c", "echo $MASTER_ADDR:$MASTER_PORT $OMP_NUM_THREADS"},
+                {{"OMP_NUM_THREADS", std::nullopt}});
+  ASSERT_TRUE(result.finished);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  unsigned share = std::max(1u, std::thread::hardware_concurrency() / 2);
+  EXPECT_TRUE(has_line(result.out, "[rank 0] 127.0.0.1:29500 " + std::to_string(share))) << result.out;
+  EXPECT_NE(result.err.find("OMP_NUM_THREADS is not set"), std::string::npos) << result.err;
+}
+
+TEST(LaunchEndToEnd, MasterPortZeroPicksOneFreePortForAllRanks) {
+  auto result = run_accel({"launch", "--nproc_per_node", "3", "--master_port", "0", "sh", "-c", "echo $MASTER_PORT"});
+  ASSERT_TRUE(result.finished);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  std::set<std::string> ports;
+  std::regex rank_port(R"(\[rank [0-2]\] ([0-9]+))");
+  for (const auto& line : lines_of(result.out)) {
+    std::smatch match;
+    ASSERT_TRUE(std::regex_match(line, match, rank_port)) << line;
+    ports.insert(match[1]);
+  }
+  ASSERT_EQ(ports.size(), 1u) << result.out;
+  int port = std::stoi(*ports.begin());
+  EXPECT_GT(port, 0);
+  EXPECT_LT(port, 65536);
+}
+
+TEST(LaunchEndToEnd, ProgramArgumentsArePassedVerbatim) {
+  auto result = run_accel({"launch", "--nproc_per_node", "1", "sh", "-c", "printf '<%s>\\n' \"$@\"", "sh",
+                           "--nproc_per_node", "5", "--help", "--", "a b"});
+  ASSERT_TRUE(result.finished);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out,
+            "[rank 0] <--nproc_per_node>\n[rank 0] <5>\n[rank 0] <--help>\n[rank 0] <-->\n[rank 0] <a b>\n");
+}
+
+TEST(LaunchEndToEnd, OutputIsRelayedWholeLinesWithRankPrefix) {
+  // Rank 0 writes one line in two pieces with a pause between; rank 1 writes a
+  // whole line in that pause. Neither line may be cut by the other.
+  auto result = run_accel({"launch", "--nproc_per_node", "2", "sh", "-c",
+                           "if [ $RANK = 0 ]; then printf 'first half, '; sleep 0.5; echo 'second half'; "
+                           "else sleep 0.2; echo 'whole line'; fi; "
+                           "echo \"to stderr from $RANK\" >&2; printf 'unterminated from %s' $RANK"});
+  ASSERT_TRUE(result.finished);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_TRUE(has_line(result.out, "[rank 0] first half, second half")) << result.out;
+  EXPECT_TRUE(has_line(result.out, "[rank 1] whole line")) << result.out;
+  EXPECT_TRUE(has_line(result.out, "[rank 0] unterminated from 0")) << result.out;
+  EXPECT_TRUE(has_line(result.out, "[rank 1] unterminated from 1")) << result.out;
+  EXPECT_EQ(lines_of(result.out).size(), 4u) << result.out;
+  EXPECT_TRUE(has_line(result.err, "[rank 0] to stderr from 0")) << result.err;
+  EXPECT_TRUE(has_line(result.err, "[rank 1] to stderr from 1")) << result.err;
+}
+
+TEST(LaunchEndToEnd, ManyLinesFromAllRanksStayWhole) {
+  const std::string payload(100, 'x');  // long lines make cut ones likelier
+  const std::string loop = "i=0; while [ $i -lt 2000 ]; do echo \"rank $RANK line $i " + payload + "\"; i=$((i+1)); done";
+  auto result = run_accel({"launch", "--nproc_per_node", "2", "sh", "-c", loop});
+  ASSERT_TRUE(result.finished);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  std::regex whole(R"(\[rank ([01])\] rank \1 line ([0-9]+) )" + payload);
+  auto lines = lines_of(result.out);
+  EXPECT_EQ(lines.size(), 4000u);
+  int next_line[2] = {0, 0};  // each rank's lines come whole and in order
+  for (const auto& line : lines) {
+    std::smatch match;
+    ASSERT_TRUE(std::regex_match(line, match, whole)) << line;
+    int rank = std::stoi(match[1]);
+    EXPECT_EQ(std::stoi(match[2]), next_line[rank]++) << line;
+  }
+}
+
+TEST(LaunchEndToEnd, FailingRankStopsTheOthersPromptly) {
+  TempDir dir;
+  auto result = run_accel({"launch", "--nproc_per_node", "2", "sh", "-c",
+                           record_pid(dir) + "if [ $RANK = 1 ]; then " + await_rank0(dir) + "exit 3; fi; sleep 60"});
+  ASSERT_TRUE(result.finished) << "still running after " << result.elapsed.count() << " s";
+  EXPECT_LT(result.elapsed, kPromptly);
+  EXPECT_EQ(result.exit_code, 3);
+  std::regex report(R"(accel launch: rank 1 \(pid [0-9]+\) exited with code 3; stopping the other ranks)");
+  EXPECT_TRUE(std::regex_search(result.err, report)) << result.err;
+  for (pid_t pid : rank_pids(dir, 2)) {
+    ASSERT_GT(pid, 0);
+    EXPECT_TRUE(process_group_gone(pid)) << "rank with pid " << pid << " left behind";
+  }
+}
+
+TEST(LaunchEndToEnd, RankKilledBySignalIsNamed) {
+  auto result =
+      run_accel({"launch", "--nproc_per_node", "2", "sh", "-c", "if [ $RANK = 0 ]; then kill -9 $$; fi; sleep 60"});
+  ASSERT_TRUE(result.finished);
+  EXPECT_LT(result.elapsed, kPromptly);
+  EXPECT_EQ(result.exit_code, 128 + SIGKILL);
+  EXPECT_TRUE(std::regex_search(result.err, std::regex(R"(rank 0 \(pid [0-9]+\) was killed by signal 9 \(SIGKILL\))")))
+      << result.err;
+}
+
+// SIGINT and SIGTERM to the launcher reach every rank, as the same signal; the
+// launcher waits for the ranks and exits with 128 + signal, leaving nothing behind.
+void expect_signal_stops_every_rank(int signo, const std::string& name) {
+  TempDir dir;
+  LauncherProcess launcher({"launch", "--nproc_per_node", "2", SIGNAL_REPORTING_RANK_PATH, dir.path()});
+  ASSERT_TRUE(wait_for_files({dir.path() + "/pid.0", dir.path() + "/pid.1"}, kPromptly)) << "the ranks did not start";
+  ASSERT_EQ(::kill(launcher.pid(), signo), 0);
+  auto result = launcher.wait(kPromptly);
+  ASSERT_TRUE(result.finished);
+  EXPECT_EQ(result.exit_code, 128 + signo);
+  EXPECT_TRUE(has_line(result.err, "accel launch: got " + name + "; stopping every rank")) << result.err;
+  EXPECT_TRUE(has_line(result.out, "[rank 0] got " + name)) << result.out;
+  EXPECT_TRUE(has_line(result.out, "[rank 1] got " + name)) << result.out;
+  for (pid_t pid : rank_pids(dir, 2)) EXPECT_TRUE(process_group_gone(pid)) << "rank with pid " << pid << " left behind";
+}
+
+TEST(LaunchEndToEnd, SigintStopsEveryRank) { expect_signal_stops_every_rank(SIGINT, "SIGINT"); }
+
+TEST(LaunchEndToEnd, SigtermStopsEveryRank) { expect_signal_stops_every_rank(SIGTERM, "SIGTERM"); }
+
+TEST(LaunchEndToEnd, RankIgnoringSigtermIsKilledAfterTheGracePeriod) {
+  TempDir dir;
+  auto result = run_accel({"launch", "--nproc_per_node", "2", "sh", "-c",
+                           "trap '' TERM; " + record_pid(dir) +  // sleep inherits the ignored SIGTERM
+                               "if [ $RANK = 1 ]; then " + await_rank0(dir) + "exit 4; fi; sleep 60"});
+  ASSERT_TRUE(result.finished);
+  EXPECT_LT(result.elapsed, kPromptly);
+  EXPECT_EQ(result.exit_code, 4);
+  EXPECT_NE(result.err.find("processes of rank(s) 0 still running 3 s after being told to stop; sending SIGKILL"),
+            std::string::npos)
+      << result.err;
+  for (pid_t pid : rank_pids(dir, 2)) EXPECT_TRUE(process_group_gone(pid)) << "rank with pid " << pid << " left behind";
+}
+
+TEST(LaunchEndToEnd, HelpAndUsageErrors) {
+  auto help = run_accel({"launch", "--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("Usage: accel launch [OPTIONS] PROGRAM [ARGS...]"), std::string::npos) << help.out;
+  for (const char* flag : {"--nproc_per_node", "--nnodes", "--node_rank", "--master_addr", "--master_port"}) {
+    EXPECT_NE(help.out.find(flag), std::string::npos) << flag;
+  }
+  auto top_help = run_accel({"--help"});
+  EXPECT_EQ(top_help.exit_code, 0);
+  EXPECT_NE(top_help.out.find("launch"), std::string::npos) << top_help.out;
+
+  auto bad_flag = run_accel({"launch", "--bogus", "sh"});
+  EXPECT_EQ(bad_flag.exit_code, 2);
+  EXPECT_NE(bad_flag.err.find("--bogus"), std::string::npos) << bad_flag.err;
+  EXPECT_NE(bad_flag.err.find("Usage: accel launch [OPTIONS] PROGRAM [ARGS...]"), std::string::npos) << bad_flag.err;
+
+  for (std::vector<std::string> args : {std::vector<std::string>{"launch", "--nproc_per_node", "0", "sh"},
+                                        {"launch", "--nproc_per_node", "two", "sh"},
+                                        {"launch", "--nnodes", "1", "--node_rank", "1", "sh"},
+                                        {"launch"},
+                                        {}}) {
+    auto result = run_accel(args);
+    EXPECT_EQ(result.exit_code, 2) << result.err;
+    EXPECT_NE(result.err.find("Usage: accel"), std::string::npos) << result.err;
+  }
+}
+
+TEST(LaunchEndToEnd, MissingProgramIsNamed) {
+  auto result = run_accel({"launch", "--nproc_per_node", "2", "/nonexistent/program"});
+  ASSERT_TRUE(result.finished);
+  EXPECT_EQ(result.exit_code, 127);
+  EXPECT_NE(result.err.find("cannot run /nonexistent/program: No such file or directory"), std::string::npos)
+      << result.err;
+}
+
+TEST(LaunchEndToEnd, DryRunPrintsEachRankAndStartsNothing) {
+  TempDir dir;
+  auto result = run_accel({"launch", "--nproc_per_node", "2", "--master_port", "1234", "--dry_run", "sh", "-c",
+                           "touch " + dir.path() + "/started"},
+                          {{"OMP_NUM_THREADS", "1"}});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_TRUE(has_line(result.out,
+                       "rank 1: GROUP_RANK=0 GROUP_WORLD_SIZE=1 LOCAL_RANK=1 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 "
+                       "MASTER_PORT=1234 RANK=1 WORLD_SIZE=2"))
+      << result.out;
+  EXPECT_FALSE(read_file(dir.path() + "/started"));
+}
+
+}  // namespace

@@ -1,0 +1,73 @@
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "cli/launch_environment.hpp"
+
+namespace {
+
+using accel::cli::LaunchConfig;
+
+TEST(LaunchEnvironment, FollowsTorchrunForEveryRankOfANode) {
+  LaunchConfig config;
+  config.nproc_per_node = 2;
+  config.nnodes = 3;
+  config.node_rank = 1;
+  config.master_addr = "10.1.1.1";
+  config.master_port = 4000;
+  auto env = accel::cli::rank_environment(config, 1);
+  EXPECT_EQ(env["RANK"], "3");
+  EXPECT_EQ(env["WORLD_SIZE"], "6");
+  EXPECT_EQ(env["LOCAL_RANK"], "1");
+  EXPECT_EQ(env["LOCAL_WORLD_SIZE"], "2");
+  EXPECT_EQ(env["GROUP_RANK"], "1");
+  EXPECT_EQ(env["GROUP_WORLD_SIZE"], "3");
+  EXPECT_EQ(env["MASTER_ADDR"], "10.1.1.1");
+  EXPECT_EQ(env["MASTER_PORT"], "4000");
+  EXPECT_EQ(env.count("OMP_NUM_THREADS"), 0u);
+
+  config.omp_num_threads = 4;
+  EXPECT_EQ(accel::cli::rank_environment(config, 0)["OMP_NUM_THREADS"], "4");
+}
+
+TEST(LaunchEnvironment, SharesHardwareThreadsLikeTorchrun) {
+  using accel::cli::default_omp_num_threads;
+  EXPECT_EQ(default_omp_num_threads(4, false, 16), 4u);
+  EXPECT_EQ(default_omp_num_threads(3, false, 16), 5u);
+  EXPECT_EQ(default_omp_num_threads(8, false, 2), 1u);  // never zero
+  EXPECT_EQ(default_omp_num_threads(1, false, 16), std::nullopt);  // one rank owns the machine
+  EXPECT_EQ(default_omp_num_threads(4, true, 16), std::nullopt);  // the user's choice stands
+}
+
+// Numeric only: a name would depend on the machine's resolver.
+TEST(LaunchEnvironment, PicksAFreePort) {
+  int port = accel::cli::pick_free_port("127.0.0.1");
+  EXPECT_GT(port, 0);
+  EXPECT_LT(port, 65536);
+}
+
+TEST(LaunchEnvironment, ResolvesPortZeroAndKeepsAGivenPort) {
+  LaunchConfig config;
+  config.master_port = 0;
+  std::ostringstream notices;
+  accel::cli::resolve_defaults(config, notices);
+  EXPECT_GT(config.master_port, 0);
+
+  LaunchConfig given;
+  given.master_port = 1234;
+  accel::cli::resolve_defaults(given, notices);
+  EXPECT_EQ(given.master_port, 1234);
+}
+
+TEST(LaunchEnvironment, PlanQuotesWhatAShellWouldSplit) {
+  LaunchConfig config;
+  config.nproc_per_node = 2;
+  config.program = "train";
+  config.program_args = {"--name", "my run", "it's"};
+  std::ostringstream plan;
+  accel::cli::print_launch_plan(config, plan);
+  EXPECT_NE(plan.str().find("command: train --name 'my run' 'it'\\''s'\n"), std::string::npos) << plan.str();
+  EXPECT_NE(plan.str().find("rank 1: GROUP_RANK=0"), std::string::npos) << plan.str();
+}
+
+}  // namespace
