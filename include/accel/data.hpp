@@ -89,6 +89,17 @@ class DataLoader {
   uint64_t epoch() const { return epoch_; }
 
   // Used by Accelerator::prepare.
+  // Where iteration stands, for checkpoints: the epoch being (or next to be)
+  // iterated and how many of its batches this process has already taken.
+  struct Position {
+    uint64_t epoch = 0;
+    int64_t batches_consumed = 0;
+  };
+  Position position() const;
+  // The next next() continues from `position`: same epoch (hence the same
+  // shuffle), skipping the consumed batches without reading their samples.
+  void resume_from(const Position& position);
+
   void shard(const ShardPlacement& placement);
   bool is_prepared() const { return prepared_; }
   const DataLoaderOptions& options() const { return options_; }
@@ -109,6 +120,7 @@ class DataLoader {
   bool in_epoch_ = false;
   EpochPlan plan_;
   size_t cursor_ = 0;
+  int64_t resume_skip_ = 0;  // batches to skip when the next epoch starts
 };
 
 }  // namespace accel

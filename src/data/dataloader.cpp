@@ -1,6 +1,7 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <algorithm>
 #include <numeric>
 
 #include "accel/data.hpp"
@@ -39,7 +40,8 @@ DataLoader::EpochPlan DataLoader::plan_epoch() const {
 std::optional<Batch> DataLoader::next() {
   if (!in_epoch_) {
     plan_ = plan_epoch();
-    cursor_ = 0;
+    cursor_ = static_cast<size_t>(std::min<int64_t>(resume_skip_, static_cast<int64_t>(plan_.batches.size())));
+    resume_skip_ = 0;
     in_epoch_ = true;
   }
   GradientState* gradient = placement_.gradient_state.get();
@@ -68,6 +70,19 @@ int64_t DataLoader::num_batches() const {
 void DataLoader::set_epoch(uint64_t epoch) {
   epoch_ = epoch;
   in_epoch_ = false;
+}
+
+DataLoader::Position DataLoader::position() const {
+  if (!in_epoch_) return Position{epoch_, resume_skip_};
+  return Position{epoch_, static_cast<int64_t>(cursor_)};
+}
+
+void DataLoader::resume_from(const Position& position) {
+  require_arg(position.batches_consumed >= 0,
+              "DataLoader: batches_consumed must not be negative, got " + std::to_string(position.batches_consumed));
+  epoch_ = position.epoch;
+  in_epoch_ = false;
+  resume_skip_ = position.batches_consumed;
 }
 
 void DataLoader::shard(const ShardPlacement& placement) {
