@@ -171,11 +171,24 @@ typedef struct accel_accelerator_options {
   double scaler_growth_factor;   /* default 2 */
   double scaler_backoff_factor;  /* default 0.5 */
   int64_t scaler_growth_interval; /* default 2000 */
+  /* Prepared dataloaders (Accelerate's DataLoaderConfiguration). */
+  int split_batches;      /* nonzero: each batch is cut into num_processes slices; default 0 */
+  int even_batches;       /* nonzero: the last round is completed from the start; default 1 */
+  int dispatch_batches;   /* nonzero: the main process reads and scatters; default 0 */
+  int device_placement;   /* nonzero: batches arrive on the accelerator's device; default 1 */
+  /* Project layout (Accelerate's ProjectConfiguration). Strings are copied. */
+  const char* project_dir;  /* checkpoints and logs go under it; NULL: current directory */
+  const char* logging_dir;  /* tracker output; NULL: project_dir/logs */
+  int automatic_checkpoint_naming; /* save_state() without a dir writes project_dir/checkpoints/checkpoint_{i} */
+  int64_t total_limit;      /* automatic checkpoints kept (oldest removed); 0: all */
+  int save_on_each_node;    /* shared checkpoint files on every node's main process too; default 0 */
+  /* Trackers: comma-separated names ("tensorboard,jsonl"), or "all"; NULL or "": none. */
+  const char* log_with;
 } accel_accelerator_options;
 
 #define ACCEL_ACCELERATOR_OPTIONS_INIT                                                       \
   { (uint32_t)sizeof(accel_accelerator_options), 0, 1800000, ACCEL_PRECISION_DEFAULT, 25.0, 0, 1, \
-    65536.0, 2.0, 0.5, 2000 }
+    65536.0, 2.0, 0.5, 2000, 0, 1, 0, 1, NULL, NULL, 0, 0, 0, NULL }
 
 /* Fills opts with the defaults above. */
 ACCEL_API void accel_accelerator_options_init(accel_accelerator_options* opts);

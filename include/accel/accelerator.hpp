@@ -44,6 +44,23 @@ MixedPrecision parse_mixed_precision(const std::string& text);
 const char* to_string(MixedPrecision precision);
 const char* to_string(DistributedType type);
 
+// Accelerate's DataLoaderConfiguration: how prepare(dataloader) shards.
+struct DataLoaderConfiguration {
+  bool split_batches = false;    // cut each batch into num_processes slices
+  bool even_batches = true;      // complete the last round from the start of the data
+  bool dispatch_batches = false; // the main process reads each batch and scatters slices
+};
+
+// Accelerate's ProjectConfiguration: where checkpoints and logs go.
+struct ProjectConfiguration {
+  std::string project_dir;   // empty: the current directory
+  std::string logging_dir;   // empty: project_dir/logs
+  bool automatic_checkpoint_naming = false;  // save_state() → project_dir/checkpoints/checkpoint_{iteration}
+  int64_t total_limit = 0;   // automatic checkpoints kept, oldest removed first; 0: all
+  int64_t iteration = 0;     // number of the next automatic checkpoint (saved in checkpoints)
+  bool save_on_each_node = false;
+};
+
 struct AcceleratorOptions {
   bool cpu = false;  // use the CPU even where a GPU is present
   std::chrono::milliseconds timeout{std::chrono::minutes(30)};
@@ -59,6 +76,10 @@ struct AcceleratorOptions {
   double scaler_growth_factor = 2.0;
   double scaler_backoff_factor = 0.5;
   int64_t scaler_growth_interval = 2000;
+  DataLoaderConfiguration dataloader;
+  bool device_placement = true;  // prepared loaders move batches to device()
+  ProjectConfiguration project;
+  std::vector<std::string> log_with;  // tracker names; {"all"} picks every built-in one
 };
 
 class Accelerator {

@@ -8,6 +8,22 @@ void init_accelerator_options(accel_accelerator_options* opts) {
   *opts = accel_accelerator_options ACCEL_ACCELERATOR_OPTIONS_INIT;
 }
 
+// "tensorboard, jsonl" → {"tensorboard", "jsonl"}; empty items dropped.
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    std::string item = text.substr(start, comma - start);
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    if (!item.empty()) items.push_back(item);
+    start = comma + 1;
+  }
+  return items;
+}
+
 accel::AcceleratorOptions to_core(const accel_accelerator_options& o) {
   accel::AcceleratorOptions core;
   core.cpu = o.cpu != 0;
@@ -28,6 +44,17 @@ accel::AcceleratorOptions to_core(const accel_accelerator_options& o) {
   core.scaler_growth_factor = o.scaler_growth_factor;
   core.scaler_backoff_factor = o.scaler_backoff_factor;
   core.scaler_growth_interval = o.scaler_growth_interval;
+  core.dataloader.split_batches = o.split_batches != 0;
+  core.dataloader.even_batches = o.even_batches != 0;
+  core.dataloader.dispatch_batches = o.dispatch_batches != 0;
+  core.device_placement = o.device_placement != 0;
+  if (o.project_dir != nullptr) core.project.project_dir = o.project_dir;
+  if (o.logging_dir != nullptr) core.project.logging_dir = o.logging_dir;
+  core.project.automatic_checkpoint_naming = o.automatic_checkpoint_naming != 0;
+  accel::require_arg(o.total_limit >= 0, "total_limit must be >= 0, got " + std::to_string(o.total_limit));
+  core.project.total_limit = o.total_limit;
+  core.project.save_on_each_node = o.save_on_each_node != 0;
+  if (o.log_with != nullptr) core.log_with = split_list(o.log_with);
   return core;
 }
 

@@ -48,7 +48,12 @@ const char* to_string(DistributedType type) {
 namespace detail {
 
 AcceleratorState::AcceleratorState(const AcceleratorOptions& options)
-    : bucket_cap_mb(options.bucket_cap_mb), timeout(options.timeout) {
+    : bucket_cap_mb(options.bucket_cap_mb),
+      dataloader_config(options.dataloader),
+      device_placement(options.device_placement),
+      project(options.project),
+      log_with(options.log_with),
+      timeout(options.timeout) {
   require_arg(options.timeout.count() > 0,
               "timeout must be positive, got " + std::to_string(options.timeout.count()) + " ms");
   require_arg(options.bucket_cap_mb > 0, "bucket_cap_mb must be positive, got " + std::to_string(options.bucket_cap_mb));

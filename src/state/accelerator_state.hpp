@@ -28,6 +28,10 @@ class AcceleratorState {
   DistributedType distributed_type = DistributedType::No;
   MixedPrecision mixed_precision = MixedPrecision::No;
   double bucket_cap_mb = 25.0;
+  DataLoaderConfiguration dataloader_config;
+  bool device_placement = true;
+  ProjectConfiguration project;
+  std::vector<std::string> log_with;
   std::chrono::milliseconds timeout;
   // Null when the process runs alone.
   std::unique_ptr<ProcessGroup> process_group;
