@@ -467,7 +467,85 @@ ACCEL_API accel_status accel_dataset_from_tensors(const accel_tensor* inputs, co
    truncated file, image and label counts that differ). New handle in *out. */
 ACCEL_API accel_status accel_dataset_from_idx(const char* images_path, const char* labels_path, double mean,
                                               double std, accel_dataset** out);
+/* A dataset from a numeric CSV file with a header row: inputs are float32
+   [N, columns - 1], targets the column named label_column as label_dtype [N].
+   Errors: IO naming the file, line and column of a non-numeric cell, a row of
+   the wrong length or a fractional label for an integer dtype; INVALID_ARGUMENT
+   when no column has that name. New handle in *out. */
+ACCEL_API accel_status accel_dataset_from_csv(const char* path, const char* label_column, accel_dtype label_dtype,
+                                              accel_dataset** out);
+
+/* Datasets whose samples come from the caller: how datasets written in Python,
+   Java or Go reach the loader. A sample is a fixed list of fields, each of a
+   fixed dtype and per-sample shape (e.g. float32 [1, 28, 28] and int64 []). */
+typedef struct accel_field_spec {
+  accel_dtype dtype;
+  int ndim;             /* 0 for a scalar field */
+  const int64_t* shape; /* ndim sizes, each > 0; copied */
+} accel_field_spec;
+
+/* Lets a callback say why it failed: call it before returning a non-OK status;
+   the library's error then carries this message. Thread-local. */
+ACCEL_API void accel_set_error(const char* message);
+
+/* Callbacks of a map-style dataset. Each gets the user pointer given at
+   creation and returns ACCEL_OK or an error status (see accel_set_error). With
+   num_workers > 0 they are called from the loader's worker threads, possibly
+   concurrently for different samples. */
+typedef struct accel_dataset_callbacks {
+  uint32_t struct_size;
+  /* Number of samples. Required. */
+  accel_status (*length)(void* user, int64_t* out);
+  /* Writes sample `index` into fields[f] (nbytes[f] bytes each, contiguous,
+     row-major, of field f's dtype and shape). Required. */
+  accel_status (*get_sample)(void* user, int64_t index, void* const* fields, const size_t* nbytes);
+  /* Optional: transforms the sample in place right after get_sample. */
+  accel_status (*transform)(void* user, int64_t index, void* const* fields, const size_t* nbytes);
+  /* Optional: called once when the library no longer needs user (after the
+     dataset and every loader over it are freed). */
+  void (*release)(void* user);
+} accel_dataset_callbacks;
+
+#define ACCEL_DATASET_CALLBACKS_INIT { (uint32_t)sizeof(accel_dataset_callbacks), NULL, NULL, NULL, NULL }
+ACCEL_API void accel_dataset_callbacks_init(accel_dataset_callbacks* callbacks);
+
+/* A map-style dataset read through callbacks; the loader writes samples
+   straight into its batch tensors. The callbacks struct is copied; user is
+   borrowed until release. Errors: INVALID_ARGUMENT (no fields, a bad dtype or
+   shape, a missing required callback). A failing callback makes the loader
+   call that reads it return the callback's status with a message naming the
+   callback and the sample index. New handle in *out. */
+ACCEL_API accel_status accel_dataset_from_callbacks(const accel_field_spec* fields, int num_fields,
+                                                    const accel_dataset_callbacks* callbacks, void* user,
+                                                    accel_dataset** out);
+
+/* Callbacks of an iterable (streaming) dataset, called from one thread at a time. */
+typedef struct accel_stream_callbacks {
+  uint32_t struct_size;
+  /* Writes the next sample into fields and sets *has_sample = 1, or sets
+     *has_sample = 0 at the end of the stream. Required. */
+  accel_status (*next_sample)(void* user, void* const* fields, const size_t* nbytes, int* has_sample);
+  /* Optional: starts a new pass over the stream (each epoch). */
+  accel_status (*reset)(void* user, uint64_t epoch);
+  void (*release)(void* user); /* optional, as for accel_dataset_callbacks */
+} accel_stream_callbacks;
+
+#define ACCEL_STREAM_CALLBACKS_INIT { (uint32_t)sizeof(accel_stream_callbacks), NULL, NULL, NULL }
+ACCEL_API void accel_stream_callbacks_init(accel_stream_callbacks* callbacks);
+
+/* An iterable dataset read through callbacks. Prepared loaders shard it as
+   Accelerate's IterableDatasetShard does: every process reads the whole stream
+   and keeps its slice of each run of batch_size * num_processes samples; the
+   last short run is completed from the first unless drop_last. Shuffling is
+   the stream's own business (reset gets the epoch). New handle in *out. */
+ACCEL_API accel_status accel_dataset_from_stream(const accel_field_spec* fields, int num_fields,
+                                                 const accel_stream_callbacks* callbacks, void* user,
+                                                 accel_dataset** out);
+
+/* Number of samples. Errors: STATE for an iterable dataset (unknown length). */
 ACCEL_API accel_status accel_dataset_size(const accel_dataset* dataset, int64_t* out);
+/* *out = 1 for an iterable (streaming) dataset, 0 for a map-style one. */
+ACCEL_API accel_status accel_dataset_is_iterable(const accel_dataset* dataset, int* out);
 ACCEL_API void accel_dataset_free(accel_dataset* dataset);
 
 typedef struct accel_dataloader_options {
@@ -476,9 +554,13 @@ typedef struct accel_dataloader_options {
   int shuffle;        /* default 0 */
   uint64_t seed;      /* shuffling seed, identical on every process; default 0 */
   int drop_last;      /* default 0 */
+  /* Background threads reading batches ahead (0: read on the calling thread);
+     the order of batches never depends on it. Default 0. */
+  int num_workers;
+  int prefetch_factor; /* batches read ahead per worker; default 2 */
 } accel_dataloader_options;
 
-#define ACCEL_DATALOADER_OPTIONS_INIT { (uint32_t)sizeof(accel_dataloader_options), 1, 0, 0, 0 }
+#define ACCEL_DATALOADER_OPTIONS_INIT { (uint32_t)sizeof(accel_dataloader_options), 1, 0, 0, 0, 0, 2 }
 ACCEL_API void accel_dataloader_options_init(accel_dataloader_options* opts);
 
 /* A dataloader over dataset (which it keeps alive). Before prepare it yields
@@ -493,8 +575,21 @@ ACCEL_API void accel_dataloader_free(accel_dataloader* loader);
    NULL; the call after that starts the next epoch (reshuffled with seed+epoch). */
 ACCEL_API accel_status accel_dataloader_next(accel_dataloader* loader, accel_tensor** inputs,
                                              accel_tensor** targets);
-/* Number of batches one epoch yields on this process. */
+/* The next batch as one new tensor handle per field, written to
+   fields[0..*count-1] (capacity: the array's length); *count = 0 at the end of
+   the epoch. The caller frees every handle. Errors: INVALID_ARGUMENT when the
+   dataset has more fields than capacity (nothing is consumed then). */
+ACCEL_API accel_status accel_dataloader_next_fields(accel_dataloader* loader, accel_tensor** fields, int capacity,
+                                                    int* count);
+/* Number of batches one epoch yields on this process. Errors: STATE for an
+   iterable dataset. */
 ACCEL_API accel_status accel_dataloader_num_batches(const accel_dataloader* loader, int64_t* out);
+/* A new loader (same dataset, options, preparation and epoch) whose next pass
+   starts after the first num_batches batches of that epoch, without reading
+   them for a map-style dataset; later passes are whole. Use it to resume
+   mid-epoch (Accelerate's skip_first_batches). New handle in *out. */
+ACCEL_API accel_status accel_dataloader_skip_first_batches(const accel_dataloader* loader, int64_t num_batches,
+                                                           accel_dataloader** out);
 /* Sets the epoch of the next pass (the shuffle uses seed + epoch) and restarts it. */
 ACCEL_API accel_status accel_dataloader_set_epoch(accel_dataloader* loader, uint64_t epoch);
 
@@ -509,9 +604,14 @@ ACCEL_API accel_status accel_dataloader_set_epoch(accel_dataloader* loader, uint
 ACCEL_API accel_status accel_accelerator_prepare_model(accel_accelerator* acc, accel_model* model);
 /* Binds the optimizer to the accelerator (its model must be prepared first). */
 ACCEL_API accel_status accel_accelerator_prepare_optimizer(accel_accelerator* acc, accel_optimizer* optimizer);
-/* Shards the loader across processes (each takes whole batches in turn; the
+/* Shards the loader across processes as Accelerate does, following the
+   accelerator's options: without split_batches each process takes whole
+   batches in turn, with it every batch is cut into num_processes slices
+   (batch_size must divide; INVALID_ARGUMENT otherwise); with even_batches the
    last round is completed from the start of the dataset so every process sees
-   the same number of batches) and places batches on the device. */
+   the same number of batches; with dispatch_batches the main process reads
+   and broadcasts each batch (then every next call is collective). With
+   device_placement batches arrive on the accelerator's device. */
 ACCEL_API accel_status accel_accelerator_prepare_dataloader(accel_accelerator* acc, accel_dataloader* loader);
 /* Binds the scheduler to the accelerator, as Accelerate does: it steps only
    when the optimizer really stepped (a sync step not skipped by the fp16 loss
@@ -536,6 +636,12 @@ ACCEL_API accel_status accel_accelerator_backward(accel_accelerator* acc, const 
 ACCEL_API accel_status accel_accelerator_accumulate_begin(accel_accelerator* acc, accel_model* model);
 ACCEL_API accel_status accel_accelerator_accumulate_end(accel_accelerator* acc, accel_model* model);
 /* *out = 1 on a step whose gradients are synchronised, else 0. */
+/* Whether the batch a prepared loader just yielded was its epoch's last
+   (Accelerate's gradient_state.end_of_dataloader). */
+ACCEL_API accel_status accel_accelerator_end_of_dataloader(const accel_accelerator* acc, int* out);
+/* Real samples in the last round when it was completed with repeated samples,
+   else 0 (Accelerate's gradient_state.remainder); gather_for_metrics uses it. */
+ACCEL_API accel_status accel_accelerator_remainder(const accel_accelerator* acc, int64_t* out);
 ACCEL_API accel_status accel_accelerator_sync_gradients(const accel_accelerator* acc, int* out);
 ACCEL_API accel_status accel_accelerator_gradient_accumulation_steps(const accel_accelerator* acc, int64_t* out);
 /* Between _begin and _end the model's backward passes do not communicate

@@ -108,6 +108,9 @@ class Accelerator {
   void prepare(DataLoader& loader);
   // Steps only after real optimizer steps, num_processes at a time (see scheduler.hpp).
   void prepare(Scheduler& scheduler);
+  // A new loader that resumes loader's current epoch after its first
+  // num_batches batches without reading them (Accelerate's skip_first_batches).
+  std::unique_ptr<DataLoader> skip_first_batches(const DataLoader& loader, int64_t num_batches) const;
 
   // (loss / gradient_accumulation_steps).backward(), scaled under fp16; on a
   // sync step every prepared model's gradients are averaged across processes
@@ -137,6 +140,8 @@ class Accelerator {
   // Makes the next backward synchronise even inside no_sync or a micro-step.
   void trigger_sync_in_backward(Model& model);
   bool sync_gradients() const;
+  bool end_of_dataloader() const;  // the batch a prepared loader just yielded was its epoch's last
+  int64_t remainder() const;       // real samples of a padded last round, else 0
   int64_t gradient_accumulation_steps() const;
 
   // Clips the total gradient norm of the model's parameters (unscaling first

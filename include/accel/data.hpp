@@ -1,14 +1,19 @@
 // libaccel C++ API: datasets and the dataloader.
 //
-// A Dataset yields samples made of one or more tensors ("fields", e.g. input
-// and target). A DataLoader batches them; once prepared by an Accelerator it
-// yields only this process's shard, on the accelerator's device.
+// A dataset yields samples made of one or more tensors ("fields", e.g. input
+// and target). Map-style datasets (Dataset) are read by index; iterable
+// datasets (IterableDataset) are streams read front to back. A DataLoader
+// batches them; once prepared by an Accelerator it yields only this process's
+// shard, with Accelerate's semantics, on the accelerator's device.
 #pragma once
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
+#include <c10/core/ScalarType.h>
 
 #include <cstdint>
+#include <exception>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,14 +21,27 @@
 
 namespace accel {
 
-using Batch = std::vector<at::Tensor>;
+using Batch = std::vector<at::Tensor>;   // one tensor per field, samples on dim 0
+using Sample = std::vector<at::Tensor>;  // one tensor per field, without the batch dim
 
+// A map-style dataset. get_batch may be called from the loader's worker
+// threads, concurrently for different batches.
 class Dataset {
  public:
   virtual ~Dataset() = default;
   virtual int64_t size() const = 0;
   // The samples at indices, collated: one tensor per field with the batch on dim 0.
   virtual Batch get_batch(const std::vector<int64_t>& indices) const = 0;
+};
+
+// A stream of samples (PyTorch's IterableDataset). Read by one thread at a time.
+class IterableDataset {
+ public:
+  virtual ~IterableDataset() = default;
+  // Starts a new pass over the stream; epoch lets a stream shuffle itself per epoch.
+  virtual void reset(uint64_t epoch) = 0;
+  // The next sample of the pass, or nullopt when the stream is exhausted.
+  virtual std::optional<Sample> next() = 0;
 };
 
 // Fields are tensors with equal size on dim 0; sample i is field[i] of each.
@@ -44,11 +62,66 @@ class TensorDataset : public Dataset {
 std::shared_ptr<TensorDataset> load_idx_dataset(const std::string& images_path, const std::string& labels_path,
                                                 double mean = 0.0, double std = 1.0);
 
+// A numeric CSV file with a header row: fields are float32 features [N, columns-1]
+// and the column named label_column as label_dtype [N]. Throws IO naming the
+// file, line and column of a non-numeric or missing cell.
+std::shared_ptr<TensorDataset> load_csv_dataset(const std::string& path, const std::string& label_column,
+                                                at::ScalarType label_dtype = at::kLong);
+
+// The dtype and per-sample shape of one field of a callback dataset.
+struct FieldSpec {
+  at::ScalarType dtype = at::kFloat;
+  std::vector<int64_t> shape;  // without the batch dim; {} for a scalar
+};
+
+// Writes one sample's fields into caller-provided buffers (one per field, of
+// the field's dtype and shape, contiguous). Throws to report a failure.
+using SampleWriter = std::function<void(int64_t index, const std::vector<void*>& fields)>;
+
+// A map-style dataset whose samples come from functions: the way datasets
+// written in Python, Java or Go reach the loader. Samples are written straight
+// into the batch tensors (no per-sample allocation). transform, if set, runs on
+// each sample's buffers after read. Functions may be called from worker threads.
+class CallbackDataset : public Dataset {
+ public:
+  CallbackDataset(std::vector<FieldSpec> fields, std::function<int64_t()> length, SampleWriter read,
+                  SampleWriter transform = nullptr);
+  int64_t size() const override;
+  Batch get_batch(const std::vector<int64_t>& indices) const override;
+  const std::vector<FieldSpec>& fields() const { return fields_; }
+
+ private:
+  std::vector<FieldSpec> fields_;
+  std::function<int64_t()> length_;
+  SampleWriter read_;
+  SampleWriter transform_;
+};
+
+// An iterable dataset whose samples come from functions. next writes the next
+// sample into the buffers and returns false at the end of the stream; reset
+// (optional) starts a new pass.
+class CallbackStream : public IterableDataset {
+ public:
+  CallbackStream(std::vector<FieldSpec> fields, std::function<bool(const std::vector<void*>& fields)> next,
+                 std::function<void(uint64_t epoch)> reset = nullptr);
+  void reset(uint64_t epoch) override;
+  std::optional<Sample> next() override;
+
+ private:
+  std::vector<FieldSpec> fields_;
+  std::function<bool(const std::vector<void*>&)> next_;
+  std::function<void(uint64_t)> reset_;
+};
+
 struct DataLoaderOptions {
   int64_t batch_size = 1;
-  bool shuffle = false;
-  uint64_t seed = 0;  // identical on every process: all agree on the permutation
+  bool shuffle = false;  // map-style datasets only
+  uint64_t seed = 0;     // identical on every process: all agree on the permutation
   bool drop_last = false;
+  // Background threads reading batches ahead; 0 reads on the caller's thread.
+  // The order of batches never depends on it.
+  int num_workers = 0;
+  int prefetch_factor = 2;  // batches read ahead per worker
 };
 
 // What the batch a prepared loader just yielded means for gradient sync and
@@ -67,28 +140,43 @@ struct GradientState {
   int64_t remainder = 0;
 };
 
+// Broadcasts the main process's batch (nullopt: end of epoch) to every process
+// and returns it: how a dispatching loader shares what the main process read.
+using BatchBroadcast = std::function<std::optional<Batch>(std::optional<Batch>)>;
+
 // Where a prepared loader takes its shard from.
 struct ShardPlacement {
   int num_processes = 1;
   int process_index = 0;
-  std::optional<c10::Device> device;  // batches are moved here
+  bool split_batches = false;
+  bool even_batches = true;
+  std::optional<c10::Device> device;  // batches are moved here (none: stay on the host)
   std::shared_ptr<GradientState> gradient_state;
+  BatchBroadcast dispatch;  // set: the main process reads, the others receive
 };
+
+namespace detail {
+class BatchSource;
+}
 
 class DataLoader {
  public:
   DataLoader(std::shared_ptr<Dataset> dataset, const DataLoaderOptions& options);
+  DataLoader(std::shared_ptr<IterableDataset> dataset, const DataLoaderOptions& options);
+  ~DataLoader();
+  DataLoader(const DataLoader&) = delete;
+  DataLoader& operator=(const DataLoader&) = delete;
 
   // The next batch of the current epoch, or nullopt at its end; the call after
   // the end starts the next epoch (epoch number + 1, reshuffled with seed + epoch).
   std::optional<Batch> next();
-  // Batches this process yields per epoch.
+  // Batches this process yields per epoch. Throws State for an iterable dataset
+  // (a stream's length is unknown).
   int64_t num_batches() const;
   // Sets the epoch of the next pass and restarts iteration.
   void set_epoch(uint64_t epoch);
   uint64_t epoch() const { return epoch_; }
 
-  // Used by Accelerator::prepare.
   // Where iteration stands, for checkpoints: the epoch being (or next to be)
   // iterated and how many of its batches this process has already taken.
   struct Position {
@@ -97,30 +185,35 @@ class DataLoader {
   };
   Position position() const;
   // The next next() continues from `position`: same epoch (hence the same
-  // shuffle), skipping the consumed batches without reading their samples.
+  // shuffle), skipping the consumed batches — without reading their samples
+  // for map-style datasets; a stream has to be read past them.
   void resume_from(const Position& position);
+  // A new loader over the same data, placement and epoch whose next pass
+  // starts after the first `num_batches` batches (Accelerate's
+  // skip_first_batches); passes after that one are whole.
+  std::unique_ptr<DataLoader> skip_first_batches(int64_t num_batches) const;
 
+  // Used by Accelerator::prepare.
   void shard(const ShardPlacement& placement);
   bool is_prepared() const { return prepared_; }
+  bool is_iterable() const { return stream_ != nullptr; }
   const DataLoaderOptions& options() const { return options_; }
   const std::shared_ptr<Dataset>& dataset() const { return dataset_; }
 
  private:
-  struct EpochPlan {
-    std::vector<std::vector<int64_t>> batches;
-    int64_t last_round_real_samples = 0;
-  };
-  EpochPlan plan_epoch() const;
+  std::unique_ptr<detail::BatchSource> open_epoch() const;
 
   std::shared_ptr<Dataset> dataset_;
+  std::shared_ptr<IterableDataset> stream_;
   DataLoaderOptions options_;
   ShardPlacement placement_;
   bool prepared_ = false;
   uint64_t epoch_ = 0;
-  bool in_epoch_ = false;
-  EpochPlan plan_;
-  size_t cursor_ = 0;
-  int64_t resume_skip_ = 0;  // batches to skip when the next epoch starts
+  std::unique_ptr<detail::BatchSource> source_;  // null between epochs
+  std::optional<Batch> lookahead_;               // tells end_of_dataloader one batch early
+  std::exception_ptr lookahead_error_;           // reading ahead failed: thrown at the next call
+  int64_t yielded_ = 0;                          // batches of this epoch handed out
+  int64_t resume_skip_ = 0;                      // batches to skip when the next epoch starts
 };
 
 }  // namespace accel

@@ -249,6 +249,14 @@ ACCEL_API accel_status accel_accelerator_accumulate_begin(accel_accelerator* acc
 ACCEL_API accel_status accel_accelerator_accumulate_end(accel_accelerator* acc, accel_model* model) {
   return guarded([&] { deref(acc, "acc").accelerator->accumulate_end(deref(model, "model").model); });
 }
+ACCEL_API accel_status accel_accelerator_end_of_dataloader(const accel_accelerator* acc, int* out) {
+  return query(acc, [&](const accel::Accelerator& a) { out_param(out, "out") = a.end_of_dataloader() ? 1 : 0; });
+}
+
+ACCEL_API accel_status accel_accelerator_remainder(const accel_accelerator* acc, int64_t* out) {
+  return query(acc, [&](const accel::Accelerator& a) { out_param(out, "out") = a.remainder(); });
+}
+
 ACCEL_API accel_status accel_accelerator_sync_gradients(const accel_accelerator* acc, int* out) {
   return query(acc, [&](const accel::Accelerator& a) { out_param(out, "out") = a.sync_gradients() ? 1 : 0; });
 }

@@ -41,9 +41,22 @@ accel_status record_error(accel_status status, const std::string& message) {
   return status;
 }
 
+void check_callback(accel_status status, const std::string& what) {
+  if (status == ACCEL_OK) return;
+  std::string message = last_error.empty() ? std::string("no message (status ") + accel_status_name(status) + ")"
+                                           : last_error;
+  bool known = status >= ACCEL_ERR_INVALID_ARGUMENT && status <= ACCEL_ERR_INTERNAL;
+  throw accel::Error(known ? static_cast<accel::ErrorCode>(status) : accel::ErrorCode::Internal,
+                     what + " failed: " + message);
+}
+
 }  // namespace accel::capi
 
 extern "C" {
+
+ACCEL_API void accel_set_error(const char* message) {
+  accel::capi::last_error = message != nullptr ? message : "";
+}
 
 ACCEL_API const char* accel_last_error(void) { return accel::capi::last_error.c_str(); }
 

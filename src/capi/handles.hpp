@@ -32,7 +32,8 @@ struct accel_scheduler {
   std::unique_ptr<accel::Scheduler> scheduler;
 };
 struct accel_dataset {
-  std::shared_ptr<accel::Dataset> dataset;
+  std::shared_ptr<accel::Dataset> dataset;          // map-style, or
+  std::shared_ptr<accel::IterableDataset> stream;  // iterable
 };
 struct accel_dataloader {
   std::unique_ptr<accel::DataLoader> loader;
@@ -90,6 +91,9 @@ void release(H* handle) {
 }
 
 accel_status record_error(accel_status status, const std::string& message);
+// After a user callback returned status: throws an accel::Error with that code
+// and "<what> failed: <message the callback set with accel_set_error>".
+void check_callback(accel_status status, const std::string& what);
 
 // Runs body, mapping every exception to a status and the thread's error message.
 template <class Body>

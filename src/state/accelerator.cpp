@@ -129,7 +129,22 @@ void Accelerator::prepare(Scheduler& scheduler) { scheduler.bind(state_->gradien
 
 void Accelerator::prepare(DataLoader& loader) {
   require(!loader.is_prepared(), ErrorCode::State, "prepare(dataloader): this dataloader is already prepared");
-  loader.shard(ShardPlacement{state_->world_size(), state_->rank(), state_->device, state_->gradient_state});
+  ShardPlacement placement;
+  placement.num_processes = state_->world_size();
+  placement.process_index = state_->rank();
+  placement.split_batches = state_->dataloader_config.split_batches;
+  placement.even_batches = state_->dataloader_config.even_batches;
+  if (state_->device_placement) placement.device = state_->device;
+  placement.gradient_state = state_->gradient_state;
+  if (state_->dataloader_config.dispatch_batches && state_->process_group) {
+    std::shared_ptr<detail::AcceleratorState> state = state_;
+    placement.dispatch = [state](std::optional<Batch> batch) { return detail::broadcast_batch(*state, std::move(batch)); };
+  }
+  loader.shard(placement);
+}
+
+std::unique_ptr<DataLoader> Accelerator::skip_first_batches(const DataLoader& loader, int64_t num_batches) const {
+  return loader.skip_first_batches(num_batches);
 }
 
 void Accelerator::backward(const at::Tensor& loss) {
@@ -165,6 +180,8 @@ at::Tensor Accelerator::reduce(const at::Tensor& tensor, ReduceOp op) {
 }
 
 bool Accelerator::sync_gradients() const { return state_->gradient_state->sync_gradients; }
+bool Accelerator::end_of_dataloader() const { return state_->gradient_state->end_of_dataloader; }
+int64_t Accelerator::remainder() const { return state_->gradient_state->remainder; }
 int64_t Accelerator::gradient_accumulation_steps() const { return state_->gradient_state->num_steps; }
 double Accelerator::loss_scale() const { return state_->scaler ? state_->scaler->scale() : 1.0; }
 

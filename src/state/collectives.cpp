@@ -128,3 +128,62 @@ void broadcast_from_main(AcceleratorState& state, const std::vector<at::Tensor>&
 }
 
 }  // namespace accel::detail
+
+namespace accel::detail {
+
+namespace {
+constexpr int64_t kMaxBatchFields = 16;
+constexpr int64_t kMaxBatchDims = 8;
+constexpr int64_t kFieldHeader = 2 + kMaxBatchDims;  // dtype, ndim, dims
+}  // namespace
+
+std::optional<std::vector<at::Tensor>> broadcast_batch(AcceleratorState& state,
+                                                       std::optional<std::vector<at::Tensor>> batch) {
+  if (!state.process_group) return batch;
+  const bool main = state.rank() == 0;
+  // Header: [has_batch, fields, (dtype, ndim, dims...) per field], int64.
+  at::Tensor header = at::zeros({2 + kMaxBatchFields * kFieldHeader}, at::kLong);
+  if (main && batch) {
+    require_arg(static_cast<int64_t>(batch->size()) <= kMaxBatchFields,
+                "dispatch_batches: a batch has " + std::to_string(batch->size()) + " fields, at most " +
+                    std::to_string(kMaxBatchFields) + " can be dispatched");
+    int64_t* h = header.data_ptr<int64_t>();
+    h[0] = 1;
+    h[1] = static_cast<int64_t>(batch->size());
+    for (size_t f = 0; f < batch->size(); ++f) {
+      const at::Tensor& t = (*batch)[f];
+      require_arg(t.dim() <= kMaxBatchDims, "dispatch_batches: field " + std::to_string(f) + " has " +
+                                                std::to_string(t.dim()) + " dims, at most " +
+                                                std::to_string(kMaxBatchDims) + " can be dispatched");
+      int64_t* fh = h + 2 + static_cast<int64_t>(f) * kFieldHeader;
+      fh[0] = static_cast<int64_t>(t.scalar_type());
+      fh[1] = t.dim();
+      for (int64_t d = 0; d < t.dim(); ++d) fh[2 + d] = t.size(d);
+    }
+  }
+  // Gloo broadcasts host tensors; NCCL needs them on the device.
+  const c10::Device wire = state.device;
+  std::vector<at::Tensor> header_wire{header.to(wire)};
+  state.process_group->broadcast(header_wire, 0, "dispatch batch header");
+  header = header_wire[0].cpu();
+  const int64_t* h = header.data_ptr<int64_t>();
+  if (h[0] == 0) return std::nullopt;
+  std::vector<at::Tensor> tensors;
+  for (int64_t f = 0; f < h[1]; ++f) {
+    const int64_t* fh = h + 2 + f * kFieldHeader;
+    if (main) {
+      tensors.push_back((*batch)[static_cast<size_t>(f)].contiguous().to(wire));
+    } else {
+      std::vector<int64_t> sizes(fh + 2, fh + 2 + fh[1]);
+      tensors.push_back(at::empty(sizes, at::TensorOptions().dtype(static_cast<at::ScalarType>(fh[0])).device(wire)));
+    }
+  }
+  for (size_t f = 0; f < tensors.size(); ++f) {  // a c10d broadcast takes tensors of one shape
+    std::vector<at::Tensor> one{tensors[f]};
+    state.process_group->broadcast(one, 0, "dispatch batch field " + std::to_string(f));
+    tensors[f] = one[0].cpu();
+  }
+  return tensors;
+}
+
+}  // namespace accel::detail

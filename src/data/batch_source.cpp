@@ -1,0 +1,196 @@
+#include "data/batch_source.hpp"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <numeric>
+
+#include "accel/error.hpp"
+#include "data/prefetcher.hpp"
+
+namespace accel::detail {
+
+std::vector<int64_t> epoch_order(int64_t n, const EpochSpec& spec) {
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  if (!spec.shuffle) {
+    std::iota(order.begin(), order.end(), 0);
+    return order;
+  }
+  // Same seed on every process, so all agree on the permutation.
+  auto generator = at::make_generator<at::CPUGeneratorImpl>(spec.seed + spec.epoch);
+  at::Tensor permutation = at::randperm(n, generator, at::kLong);
+  std::copy(permutation.data_ptr<int64_t>(), permutation.data_ptr<int64_t>() + n, order.begin());
+  return order;
+}
+
+namespace {
+
+Batch pinned(Batch batch, bool pin) {
+  if (pin) {
+    for (auto& t : batch) t = t.pin_memory();
+  }
+  return batch;
+}
+
+class MapSource : public BatchSource {
+ public:
+  MapSource(std::shared_ptr<Dataset> dataset, const EpochSpec& spec) : dataset_(std::move(dataset)), spec_(spec) {
+    plan_ = shard_batches(epoch_order(dataset_->size(), spec), spec.shard);
+    cursor_ = static_cast<size_t>(std::min<int64_t>(spec.skip, static_cast<int64_t>(plan_.batches.size())));
+    int64_t left = static_cast<int64_t>(plan_.batches.size() - cursor_);
+    if (spec.num_workers > 0 && left > 0) {
+      size_t first = cursor_;
+      prefetcher_ = std::make_unique<Prefetcher>(spec.num_workers, spec.prefetch_factor, left,
+                                                 [this, first](int64_t k) { return read(first + static_cast<size_t>(k)); });
+    }
+  }
+
+  std::optional<Batch> next() override {
+    if (cursor_ == plan_.batches.size()) return std::nullopt;
+    size_t k = cursor_++;
+    return prefetcher_ ? prefetcher_->next() : read(k);
+  }
+  int64_t remainder() const override { return plan_.last_round_real_samples; }
+  int64_t size() const override { return static_cast<int64_t>(plan_.batches.size()); }
+
+ private:
+  Batch read(size_t k) const { return pinned(dataset_->get_batch(plan_.batches[k]), spec_.pin_memory); }
+
+  std::shared_ptr<Dataset> dataset_;
+  EpochSpec spec_;
+  ShardPlan plan_;
+  size_t cursor_ = 0;
+  std::unique_ptr<Prefetcher> prefetcher_;  // last: stopped before the plan goes
+};
+
+Batch collate(const std::vector<Sample>& samples) {
+  Batch batch;
+  for (size_t f = 0; f < samples.front().size(); ++f) {
+    std::vector<at::Tensor> column;
+    column.reserve(samples.size());
+    for (size_t s = 0; s < samples.size(); ++s) {
+      require_arg(samples[s].size() == samples.front().size(),
+                  "iterable dataset: a sample has " + std::to_string(samples[s].size()) + " fields, the first had " +
+                      std::to_string(samples.front().size()));
+      column.push_back(samples[s][f]);
+    }
+    batch.push_back(at::stack(column));
+  }
+  return batch;
+}
+
+class StreamSource : public BatchSource {
+ public:
+  StreamSource(std::shared_ptr<IterableDataset> stream, const EpochSpec& spec)
+      : stream_(std::move(stream)), spec_(spec), shard_(spec.shard) {
+    stream_->reset(spec.epoch);
+    for (int64_t skipped = 0; skipped < spec.skip && read_batch(); ++skipped) {
+    }
+  }
+
+  std::optional<Batch> next() override {
+    std::optional<std::vector<Sample>> samples = read_batch();
+    if (!samples) return std::nullopt;
+    return pinned(collate(*samples), spec_.pin_memory);
+  }
+  int64_t remainder() const override { return remainder_; }
+  int64_t size() const override { return -1; }
+
+ private:
+  // Reads the stream until this process's next batch is complete.
+  std::optional<std::vector<Sample>> read_batch() {
+    while (!exhausted_) {
+      std::optional<Sample> sample = stream_->next();
+      if (!sample) {
+        exhausted_ = true;
+        int64_t real = 0;
+        auto last = shard_.finish(&real);
+        // Filler only exists when the short run was padded (several processes).
+        if (last && spec_.shard.num_processes > 1) remainder_ = real;
+        return last;
+      }
+      if (auto batch = shard_.push(std::move(*sample))) return batch;
+    }
+    return std::nullopt;
+  }
+
+  std::shared_ptr<IterableDataset> stream_;
+  EpochSpec spec_;
+  StreamShard<Sample> shard_;
+  bool exhausted_ = false;
+  int64_t remainder_ = 0;
+};
+
+at::Tensor rows(const at::Tensor& t, int64_t begin, int64_t count) { return t.narrow(0, begin, count).contiguous(); }
+
+class DispatchSource : public BatchSource {
+ public:
+  DispatchSource(std::unique_ptr<BatchSource> global, const ShardSpec& shard, BatchBroadcast broadcast)
+      : global_(std::move(global)), shard_(shard), broadcast_(std::move(broadcast)) {}
+
+  std::optional<Batch> next() override {
+    std::optional<Batch> batch;
+    if (global_) batch = next_global();
+    batch = broadcast_(std::move(batch));
+    if (!batch) return std::nullopt;
+    // The last field is the real-row count (internal), the rest the data.
+    int64_t real = batch->back().item<int64_t>();
+    batch->pop_back();
+    int64_t total = batch->front().size(0);
+    int64_t slice = total / shard_.num_processes;
+    if (real < total) remainder_ = real;
+    Batch mine;
+    for (const auto& t : *batch) mine.push_back(rows(t, slice * shard_.process_index, slice));
+    return mine;
+  }
+  int64_t remainder() const override { return remainder_; }
+  int64_t size() const override { return global_ ? global_->size() : -1; }
+
+ private:
+  // Main process: the next global batch, a short one completed from the first.
+  std::optional<Batch> next_global() {
+    std::optional<Batch> batch = global_->next();
+    if (!batch) return std::nullopt;
+    const int64_t full = shard_.split_batches ? shard_.batch_size : shard_.batch_size * shard_.num_processes;
+    int64_t real = batch->front().size(0);
+    if (!first_) first_ = *batch;
+    if (real < full) {
+      for (size_t f = 0; f < batch->size(); ++f) {
+        std::vector<at::Tensor> parts{(*batch)[f]};
+        int64_t have = real;
+        while (have < full) {
+          int64_t take = std::min(full - have, (*first_)[f].size(0));
+          parts.push_back(rows((*first_)[f], 0, take));
+          have += take;
+        }
+        (*batch)[f] = at::cat(parts);
+      }
+    }
+    batch->push_back(at::scalar_tensor(real, at::kLong));
+    return batch;
+  }
+
+  std::unique_ptr<BatchSource> global_;
+  ShardSpec shard_;
+  BatchBroadcast broadcast_;
+  std::optional<Batch> first_;
+  int64_t remainder_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<BatchSource> open_map_source(std::shared_ptr<Dataset> dataset, const EpochSpec& spec) {
+  return std::make_unique<MapSource>(std::move(dataset), spec);
+}
+
+std::unique_ptr<BatchSource> open_stream_source(std::shared_ptr<IterableDataset> dataset, const EpochSpec& spec) {
+  return std::make_unique<StreamSource>(std::move(dataset), spec);
+}
+
+std::unique_ptr<BatchSource> open_dispatch_source(std::unique_ptr<BatchSource> global, const ShardSpec& shard,
+                                                  BatchBroadcast broadcast) {
+  validate(shard);
+  return std::make_unique<DispatchSource>(std::move(global), shard, std::move(broadcast));
+}
+
+}  // namespace accel::detail

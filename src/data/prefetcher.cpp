@@ -1,0 +1,58 @@
+#include "data/prefetcher.hpp"
+
+#include "accel/error.hpp"
+
+namespace accel::detail {
+
+Prefetcher::Prefetcher(int workers, int depth, int64_t count, std::function<Batch(int64_t)> read)
+    : read_(std::move(read)), count_(count), window_(static_cast<size_t>(workers) * static_cast<size_t>(depth)) {
+  require_arg(workers > 0, "num_workers must be positive here, got " + std::to_string(workers));
+  require_arg(depth > 0, "prefetch_factor must be positive, got " + std::to_string(depth));
+  for (int w = 0; w < workers; ++w) threads_.emplace_back([this] { work(); });
+  submit_more();
+}
+
+Prefetcher::~Prefetcher() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+    queue_.clear();  // abandoned tasks: their futures report broken_promise, never waited on
+  }
+  wake_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+void Prefetcher::submit_more() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  while (submitted_ < count_ && ready_.size() < window_) {
+    int64_t k = submitted_++;
+    std::packaged_task<Batch()> task([this, k] { return read_(k); });
+    ready_.push_back(task.get_future());
+    queue_.push_back(std::move(task));
+  }
+  wake_.notify_all();
+}
+
+void Prefetcher::work() {
+  for (;;) {
+    std::packaged_task<Batch()> task;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (stopping_) return;
+      task = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    task();
+  }
+}
+
+Batch Prefetcher::next() {
+  require(!ready_.empty(), ErrorCode::State, "prefetcher: no batch left to read");
+  std::future<Batch> front = std::move(ready_.front());
+  ready_.pop_front();
+  submit_more();
+  return front.get();
+}
+
+}  // namespace accel::detail
