@@ -79,6 +79,13 @@ at::Tensor gather_tensor(AcceleratorState& state, const at::Tensor& input) {
     padded = at::zeros(padded_shape, tensor.options());
     padded.narrow(0, 0, tensor.size(0)).copy_(tensor);
   }
+  if (padded.numel() == 0) {
+    // Nothing to move, and Gloo divides by the element count: answer locally.
+    std::vector<int64_t> shape = tensor.sizes().vec();
+    shape[0] = 0;
+    for (const auto& sig : shapes.per_rank) shape[0] += sig[2];
+    return at::empty(shape, tensor.options());
+  }
   std::vector<at::Tensor> pieces = state.process_group->allgather(padded, "gather");
   for (size_t r = 0; r < pieces.size(); ++r) pieces[r] = pieces[r].narrow(0, 0, shapes.per_rank[r][2]);
   return at::cat(pieces, 0);
@@ -91,7 +98,7 @@ at::Tensor reduce_tensor(AcceleratorState& state, const at::Tensor& input, Reduc
   if (state.process_group) {
     PeerShapes shapes = exchange_shapes(state, result, "reduce");
     check_agreement(shapes, "reduce", /*ignore_dim0=*/false);
-    state.process_group->allreduce(result, "reduce");
+    if (result.numel() > 0) state.process_group->allreduce(result, "reduce");
   }
   if (op == ReduceOp::Mean) result = at::div(result, state.world_size());
   return result;
@@ -103,6 +110,7 @@ at::Tensor broadcast_tensor(AcceleratorState& state, const at::Tensor& input, in
   if (!state.process_group) return result;
   PeerShapes shapes = exchange_shapes(state, result, "broadcast");
   check_agreement(shapes, "broadcast", /*ignore_dim0=*/false);
+  if (result.numel() == 0) return result;
   std::vector<at::Tensor> tensors{result};
   state.process_group->broadcast(tensors, from, "broadcast");
   return result;

@@ -67,6 +67,18 @@ int main(void) {
     accel_tensor_free(scalar);
   }
 
+  /* gather when every process has zero rows: an empty result, not a crash in the backend. */
+  {
+    accel_tensor* none = make_rows(0, 3, 0.0f);
+    accel_tensor* all = NULL;
+    int64_t numel = -1;
+    CHECK_OK(accel_accelerator_gather(acc, none, &all));
+    CHECK_OK(accel_tensor_numel(all, &numel));
+    CHECK(numel == 0);
+    accel_tensor_free(all);
+    accel_tensor_free(none);
+  }
+
   /* gather with different trailing dims: every rank gets the same error, nobody hangs. */
   {
     accel_tensor* mine = make_rows(2, 3 + rank, 0.0f);
