@@ -662,6 +662,16 @@ ACCEL_API accel_status accel_accelerator_clip_grad_value(accel_accelerator* acc,
 ACCEL_API accel_status accel_accelerator_unscale_gradients(accel_accelerator* acc, accel_optimizer* optimizer);
 /* The current fp16 loss scale (1 when not scaling). */
 ACCEL_API accel_status accel_accelerator_loss_scale(const accel_accelerator* acc, double* out);
+/* Accelerate's join_uneven_inputs, for loaders prepared with even_batches = 0:
+   call _begin before the epoch and _end after each process's loop. A process
+   that runs out of batches waits in _end, answering the gradient allreduces of
+   the processes still training (which average over those only), until every
+   process has reached _end; then the last process to finish sends its
+   parameters and buffers to the others. Supports one prepared model; between
+   the calls the loop may not use other collectives. Collective (_end).
+   Errors: STATE (nested or unmatched calls), UNSUPPORTED (several models). */
+ACCEL_API accel_status accel_accelerator_join_uneven_inputs_begin(accel_accelerator* acc);
+ACCEL_API accel_status accel_accelerator_join_uneven_inputs_end(accel_accelerator* acc);
 /* Code between _begin and _end runs under the accelerator's mixed precision
    (Accelerate's accelerator.autocast()); enabled = 0 turns autocast off inside
    an enclosing scope. Scopes nest; _end without _begin is ACCEL_ERR_STATE. */

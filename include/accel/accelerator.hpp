@@ -158,6 +158,15 @@ class Accelerator {
   // Runs code outside the model's forward under the accelerator's mixed
   // precision (Accelerate's accelerator.autocast()); scopes nest. enabled=false
   // (AutocastKwargs) turns autocast off inside the scope.
+  // Accelerate's join_uneven_inputs, for loaders with even_batches = false:
+  // between _begin and _end a process that runs out of batches calls _end,
+  // which keeps answering the gradient allreduces of the processes still
+  // training (with zeros, dividing by the number of those) until every process
+  // has reached _end. Supports one prepared model; inside the scope the loop
+  // may not call other collectives. Collective (_end).
+  void join_uneven_inputs_begin();
+  void join_uneven_inputs_end();
+
   void autocast_begin(bool enabled = true);
   void autocast_end();
 
@@ -203,6 +212,9 @@ class Accelerator {
   const std::shared_ptr<detail::AcceleratorState>& state() const { return state_; }
 
  private:
+  // Under join_uneven_inputs, before a backward that syncs: agree with the
+  // joined processes on how many are still training.
+  void start_join_round();
   std::shared_ptr<detail::AcceleratorState> state_;
 };
 

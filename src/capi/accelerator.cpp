@@ -249,6 +249,14 @@ ACCEL_API accel_status accel_accelerator_accumulate_begin(accel_accelerator* acc
 ACCEL_API accel_status accel_accelerator_accumulate_end(accel_accelerator* acc, accel_model* model) {
   return guarded([&] { deref(acc, "acc").accelerator->accumulate_end(deref(model, "model").model); });
 }
+ACCEL_API accel_status accel_accelerator_join_uneven_inputs_begin(accel_accelerator* acc) {
+  return guarded([&] { deref(acc, "acc").accelerator->join_uneven_inputs_begin(); });
+}
+
+ACCEL_API accel_status accel_accelerator_join_uneven_inputs_end(accel_accelerator* acc) {
+  return guarded([&] { deref(acc, "acc").accelerator->join_uneven_inputs_end(); });
+}
+
 ACCEL_API accel_status accel_accelerator_end_of_dataloader(const accel_accelerator* acc, int* out) {
   return query(acc, [&](const accel::Accelerator& a) { out_param(out, "out") = a.end_of_dataloader() ? 1 : 0; });
 }

@@ -39,7 +39,7 @@ std::vector<std::vector<size_t>> assign_buckets(const std::vector<at::Tensor>& p
 
 GradientSync::GradientSync(std::vector<at::Tensor> parameters, ProcessGroup& process_group, int64_t bucket_cap_bytes,
                            int64_t first_bucket_cap_bytes)
-    : process_group_(process_group) {
+    : process_group_(process_group), divisor_(process_group.world_size()) {
   // Shared parameters appear once: a second hook on the same accumulator would
   // mark it ready twice.
   std::unordered_set<const void*> seen;
@@ -90,6 +90,16 @@ std::vector<size_t> GradientSync::bucket_sizes() const {
   return sizes;
 }
 
+void GradientSync::shadow() {
+  require(!armed_, ErrorCode::State, "join_uneven_inputs: a joined process cannot also be in a backward");
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    buckets_[b].flat.zero_();
+    std::vector<at::Tensor> tensors{buckets_[b].flat};
+    buckets_[b].work = process_group_.allreduce_async(tensors, "gradient allreduce (bucket " + std::to_string(b) + ")");
+  }
+  for (auto& bucket : buckets_) process_group_.wait(bucket.work);
+}
+
 void GradientSync::arm() {
   if (!enabled_ || armed_) return;
   armed_ = true;
@@ -118,7 +128,7 @@ void GradientSync::copy_into_bucket(size_t param) {
   at::Tensor& view = bucket.views[slot_of_[param]];
   const at::Tensor& grad = params_[param].grad();
   if (grad.defined()) {
-    at::mul_out(view, grad, 1.0 / process_group_.world_size());
+    at::mul_out(view, grad, 1.0 / divisor_);
   } else {
     view.zero_();
   }

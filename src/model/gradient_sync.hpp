@@ -39,6 +39,12 @@ class GradientSync {
   void set_enabled(bool enabled) { enabled_ = enabled; }
   bool enabled() const { return enabled_; }
   size_t bucket_count() const { return buckets_.size(); }
+  // Gradients are summed then divided by this (default: the world size). Under
+  // join_uneven_inputs it is the number of processes still training.
+  void set_divisor(int divisor) { divisor_ = divisor; }
+  // A process that ran out of data answers the others' bucket allreduces with
+  // zeros, in the same order, and keeps its own gradients untouched.
+  void shadow();
   // Parameter counts per bucket, in launch order.
   std::vector<size_t> bucket_sizes() const;
 
@@ -69,6 +75,7 @@ class GradientSync {
   bool enabled_ = true;
   bool armed_ = false;
   bool finalize_queued_ = false;
+  int divisor_;
 };
 
 }  // namespace accel::detail

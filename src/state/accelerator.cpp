@@ -155,6 +155,7 @@ void Accelerator::backward(const at::Tensor& loss) {
   try {
     at::Tensor scaled = state_->gradient_state->num_steps > 1 ? loss / state_->gradient_state->num_steps : loss;
     if (state_->scaler) scaled = state_->scaler->scale_loss(scaled);
+    if (state_->joining) start_join_round();
     scaled.backward();
   } catch (const Error&) {
     throw;

@@ -38,6 +38,8 @@ class AcceleratorState {
   // fp16 only: shared with prepared optimizers.
   std::shared_ptr<GradScaler> scaler;
   bool trigger = false;
+  bool joining = false;      // inside join_uneven_inputs
+  int64_t join_rounds = 0;   // gradient syncs this process took part in while joining
   std::vector<std::unique_ptr<AutocastScope>> autocast_scopes;
   // Shared with prepared dataloaders, optimizers and schedulers.
   std::shared_ptr<GradientState> gradient_state = std::make_shared<GradientState>();

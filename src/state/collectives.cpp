@@ -117,6 +117,11 @@ at::Tensor broadcast_tensor(AcceleratorState& state, const at::Tensor& input, in
 }
 
 void broadcast_from_main(AcceleratorState& state, const std::vector<at::Tensor>& tensors, const std::string& what) {
+  broadcast_in_place(state, tensors, 0, what);
+}
+
+void broadcast_in_place(AcceleratorState& state, const std::vector<at::Tensor>& tensors, int root,
+                        const std::string& what) {
   if (!state.process_group || tensors.empty()) return;
   // One flat buffer per dtype: one collective each instead of one per tensor.
   std::map<at::ScalarType, std::vector<at::Tensor>> by_dtype;
@@ -126,7 +131,7 @@ void broadcast_from_main(AcceleratorState& state, const std::vector<at::Tensor>&
     std::vector<at::Tensor> flat_parts;
     for (const auto& t : group) flat_parts.push_back(t.detach().reshape(-1));
     std::vector<at::Tensor> flat{at::cat(flat_parts).to(state.device)};
-    state.process_group->broadcast(flat, 0, "broadcast " + what);
+    state.process_group->broadcast(flat, root, "broadcast " + what);
     int64_t offset = 0;
     for (auto& t : group) {
       t.detach().copy_(flat[0].narrow(0, offset, t.numel()).view(t.sizes()));

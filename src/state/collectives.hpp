@@ -18,6 +18,9 @@ at::Tensor reduce_tensor(AcceleratorState& state, const at::Tensor& tensor, Redu
 at::Tensor broadcast_tensor(AcceleratorState& state, const at::Tensor& tensor, int from);
 // Copies process 0's parameters and buffers into every replica.
 void broadcast_from_main(AcceleratorState& state, const std::vector<at::Tensor>& tensors, const std::string& what);
+// The same from process `root`.
+void broadcast_in_place(AcceleratorState& state, const std::vector<at::Tensor>& tensors, int root,
+                        const std::string& what);
 // The main process's batch (nullopt: none) on every process, on the host; the
 // others pass nullopt. Shapes and dtypes travel first, so nothing is assumed.
 std::optional<std::vector<at::Tensor>> broadcast_batch(AcceleratorState& state,

@@ -249,7 +249,49 @@ static void test_bad_arguments(void) {
   EXPECT_ERROR(accel_dataloader_skip_first_batches(loader, 1, &loader), ACCEL_ERR_INVALID_ARGUMENT, "loader");
 }
 
+static void test_prepared_loader_and_join(void) {
+  squares data = {5, -1, 0};
+  accel_field_spec fields[2] = {{ACCEL_FLOAT32, 1, pair_shape}, {ACCEL_INT64, 0, NULL}};
+  accel_dataset_callbacks cb = ACCEL_DATASET_CALLBACKS_INIT;
+  accel_accelerator* acc = NULL;
+  accel_dataset* dataset = NULL;
+  accel_dataloader* loader = NULL;
+  accel_dataloader_options opts = ACCEL_DATALOADER_OPTIONS_INIT;
+  accel_tensor* batch[2] = {NULL, NULL};
+  int count = 0, end = -1, batches = 0;
+  int64_t remainder = -1;
+
+  EXPECT_OK(accel_accelerator_create(NULL, &acc));
+  cb.length = squares_length;
+  cb.get_sample = squares_get;
+  EXPECT_OK(accel_dataset_from_callbacks(fields, 2, &cb, &data, &dataset));
+  opts.batch_size = 2;
+  EXPECT_OK(accel_dataloader_create(dataset, &opts, &loader));
+  EXPECT_OK(accel_accelerator_prepare_dataloader(acc, loader));
+  for (;;) {
+    EXPECT_OK(accel_dataloader_next_fields(loader, batch, 2, &count));
+    if (count == 0) break;
+    ++batches;
+    EXPECT_OK(accel_accelerator_end_of_dataloader(acc, &end));
+    EXPECT(end == (batches == 3));
+    EXPECT_OK(accel_accelerator_remainder(acc, &remainder));
+    EXPECT(remainder == 0); /* one process: nothing is padded */
+    accel_tensor_free(batch[0]);
+    accel_tensor_free(batch[1]);
+  }
+  EXPECT(batches == 3);
+
+  EXPECT_ERROR(accel_accelerator_join_uneven_inputs_end(acc), ACCEL_ERR_STATE, "without join_uneven_inputs_begin");
+  EXPECT_OK(accel_accelerator_join_uneven_inputs_begin(acc));
+  EXPECT_ERROR(accel_accelerator_join_uneven_inputs_begin(acc), ACCEL_ERR_STATE, "already inside");
+  EXPECT_OK(accel_accelerator_join_uneven_inputs_end(acc));
+  accel_dataloader_free(loader);
+  accel_dataset_free(dataset);
+  accel_accelerator_free(acc);
+}
+
 int main(void) {
+  test_prepared_loader_and_join();
   test_callback_dataset();
   test_failing_callback();
   test_stream_dataset();
