@@ -4,6 +4,8 @@ find_package(nlohmann_json 3.9 REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(ZLIB REQUIRED)
 find_package(Threads REQUIRED)
+# LibTorch's CPU kernels run on OpenMP; loader workers limit their own team to one thread.
+find_package(OpenMP REQUIRED COMPONENTS CXX)
 
 # LibTorch's exported flags carry -D_GLIBCXX_USE_CXX11_ABI and friends; keep them,
 # but strip the include of the full torch/torch.h umbrella: we include narrow headers.

@@ -2,6 +2,10 @@
 
 #include "accel/error.hpp"
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 namespace accel::detail {
 
 Prefetcher::Prefetcher(int workers, int depth, int64_t count, std::function<Batch(int64_t)> read)
@@ -34,6 +38,12 @@ void Prefetcher::submit_more() {
 }
 
 void Prefetcher::work() {
+#ifdef _OPENMP
+  // The training loop's kernels own the cores: a worker's own kernels (index
+  // gathers, collation) run on this thread alone instead of starting a second
+  // OpenMP team that would spin against the first.
+  omp_set_num_threads(1);
+#endif
   for (;;) {
     std::packaged_task<Batch()> task;
     {
