@@ -157,6 +157,14 @@ typedef enum accel_mixed_precision {
 
 typedef enum accel_reduce_op { ACCEL_REDUCE_SUM = 0, ACCEL_REDUCE_MEAN = 1 } accel_reduce_op;
 
+/* Gradient compression for the allreduce (DDP's fp16/bf16 compress hooks):
+   buckets travel as 16-bit floats, half the bytes, at the cost of precision. */
+typedef enum accel_comm_hook {
+  ACCEL_COMM_HOOK_NONE = 0,
+  ACCEL_COMM_HOOK_FP16 = 1,
+  ACCEL_COMM_HOOK_BF16 = 2
+} accel_comm_hook;
+
 typedef struct accel_accelerator_options {
   uint32_t struct_size;   /* sizeof(accel_accelerator_options); set by _init */
   int cpu;                /* nonzero: use the CPU even where a GPU is present */
@@ -184,11 +192,19 @@ typedef struct accel_accelerator_options {
   int save_on_each_node;    /* shared checkpoint files on every node's main process too; default 0 */
   /* Trackers: comma-separated names ("tensorboard,jsonl"), or "all"; NULL or "": none. */
   const char* log_with;
+  /* Gradient sync (Accelerate's DistributedDataParallelKwargs); see docs/gradient-sync.md. */
+  double first_bucket_cap_mb;  /* the first bucket, small so communication starts early; default 1 */
+  int gradient_as_bucket_view; /* nonzero: gradients alias the buckets (no copies); default 0 */
+  int static_graph;            /* accepted for compatibility: buckets are always fixed at prepare */
+  /* 0 (default): a parameter that gets no gradient in a synced backward makes
+     backward fail with ACCEL_ERR_STATE naming it; nonzero: allowed. */
+  int find_unused_parameters;
+  accel_comm_hook comm_hook;   /* default ACCEL_COMM_HOOK_NONE; UNSUPPORTED at prepare if the backend cannot */
 } accel_accelerator_options;
 
 #define ACCEL_ACCELERATOR_OPTIONS_INIT                                                       \
   { (uint32_t)sizeof(accel_accelerator_options), 0, 1800000, ACCEL_PRECISION_DEFAULT, 25.0, 0, 1, \
-    65536.0, 2.0, 0.5, 2000, 0, 1, 0, 1, NULL, NULL, 0, 0, 0, NULL }
+    65536.0, 2.0, 0.5, 2000, 0, 1, 0, 1, NULL, NULL, 0, 0, 0, NULL, 1.0, 0, 0, 0, ACCEL_COMM_HOOK_NONE }
 
 /* Fills opts with the defaults above. */
 ACCEL_API void accel_accelerator_options_init(accel_accelerator_options* opts);

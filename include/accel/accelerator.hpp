@@ -38,6 +38,9 @@ class AcceleratorState;
 enum class DistributedType { No = 0, MultiCpu = 1, MultiGpu = 2 };
 enum class MixedPrecision { No = 0, Bf16 = 1, Fp16 = 2, Fp8 = 3 };
 enum class ReduceOp { Sum = 0, Mean = 1 };
+// Gradient compression for the allreduce (DDP's fp16/bf16 compress hooks):
+// buckets travel as 16-bit floats, halving the bytes, at the cost of precision.
+enum class CommHook { None = 0, Fp16 = 1, Bf16 = 2 };
 
 // Parses "no", "bf16", "fp16", "fp8" (Accelerate's spellings); throws InvalidArgument naming the value.
 MixedPrecision parse_mixed_precision(const std::string& text);
@@ -66,7 +69,13 @@ struct AcceleratorOptions {
   std::chrono::milliseconds timeout{std::chrono::minutes(30)};
   // Unset: ACCELERATE_MIXED_PRECISION from the environment, else MixedPrecision::No.
   std::optional<MixedPrecision> mixed_precision;
-  double bucket_cap_mb = 25.0;  // gradient-sync bucket cap
+  // Gradient sync (Accelerate's DistributedDataParallelKwargs).
+  double bucket_cap_mb = 25.0;        // bucket size cap
+  double first_bucket_cap_mb = 1.0;   // the first bucket, small so communication starts early
+  bool gradient_as_bucket_view = false;  // .grad tensors alias the buckets: no copy in or out
+  bool static_graph = false;          // accepted: buckets are always fixed at prepare (see docs)
+  bool find_unused_parameters = false;  // false: a parameter without gradient in a synced backward is an error
+  CommHook comm_hook = CommHook::None;
   // Unset: ACCELERATE_GRADIENT_ACCUMULATION_STEPS from the environment, else 1.
   std::optional<int64_t> gradient_accumulation_steps;
   // The last batch of a prepared dataloader always ends an accumulation window.

@@ -55,6 +55,13 @@ accel::AcceleratorOptions to_core(const accel_accelerator_options& o) {
   core.project.total_limit = o.total_limit;
   core.project.save_on_each_node = o.save_on_each_node != 0;
   if (o.log_with != nullptr) core.log_with = split_list(o.log_with);
+  core.first_bucket_cap_mb = o.first_bucket_cap_mb;
+  core.gradient_as_bucket_view = o.gradient_as_bucket_view != 0;
+  core.static_graph = o.static_graph != 0;
+  core.find_unused_parameters = o.find_unused_parameters != 0;
+  accel::require_arg(o.comm_hook >= ACCEL_COMM_HOOK_NONE && o.comm_hook <= ACCEL_COMM_HOOK_BF16,
+                     "comm_hook " + std::to_string(static_cast<int>(o.comm_hook)) + " is not an accel_comm_hook value");
+  core.comm_hook = static_cast<accel::CommHook>(o.comm_hook);
   return core;
 }
 

@@ -37,17 +37,21 @@ std::vector<std::vector<size_t>> assign_buckets(const std::vector<at::Tensor>& p
 
 }  // namespace
 
-GradientSync::GradientSync(std::vector<at::Tensor> parameters, ProcessGroup& process_group, int64_t bucket_cap_bytes,
-                           int64_t first_bucket_cap_bytes)
-    : process_group_(process_group), divisor_(process_group.world_size()) {
+GradientSync::GradientSync(std::vector<at::Tensor> parameters, std::vector<std::string> names,
+                           ProcessGroup& process_group, const GradientSyncOptions& options)
+    : options_(options), process_group_(process_group), divisor_(process_group.world_size()) {
   // Shared parameters appear once: a second hook on the same accumulator would
   // mark it ready twice.
   std::unordered_set<const void*> seen;
-  for (auto it = parameters.rbegin(); it != parameters.rend(); ++it) {
-    if (it->requires_grad() && seen.insert(it->unsafeGetTensorImpl()).second) params_.push_back(*it);
+  for (size_t k = parameters.size(); k-- > 0;) {
+    const at::Tensor& p = parameters[k];
+    if (p.requires_grad() && seen.insert(p.unsafeGetTensorImpl()).second) {
+      params_.push_back(p);
+      names_.push_back(k < names.size() ? names[k] : "parameter " + std::to_string(k));
+    }
   }
 
-  auto assignment = assign_buckets(params_, bucket_cap_bytes, first_bucket_cap_bytes);
+  auto assignment = assign_buckets(params_, options_.bucket_cap_bytes, options_.first_bucket_cap_bytes);
   bucket_of_.resize(params_.size());
   slot_of_.resize(params_.size());
   for (size_t b = 0; b < assignment.size(); ++b) {
@@ -55,6 +59,10 @@ GradientSync::GradientSync(std::vector<at::Tensor> parameters, ProcessGroup& pro
     int64_t numel = 0;
     for (size_t i : assignment[b]) numel += params_[i].numel();
     bucket.flat = at::zeros({numel}, params_[assignment[b].front()].options().requires_grad(false));
+    if (options_.comm_hook != CommHook::None) {
+      bucket.wire = at::empty({numel}, bucket.flat.options().dtype(
+                                           options_.comm_hook == CommHook::Fp16 ? at::kHalf : at::kBFloat16));
+    }
     int64_t offset = 0;
     for (size_t i : assignment[b]) {
       bucket_of_[i] = b;
@@ -64,6 +72,15 @@ GradientSync::GradientSync(std::vector<at::Tensor> parameters, ProcessGroup& pro
       offset += params_[i].numel();
     }
     buckets_.push_back(std::move(bucket));
+  }
+  if (options_.comm_hook != CommHook::None) check_wire_dtype();
+  if (options_.gradient_as_bucket_view) {
+    at::NoGradGuard no_grad;
+    for (size_t i = 0; i < params_.size(); ++i) {
+      at::Tensor& view = buckets_[bucket_of_[i]].views[slot_of_[i]];
+      if (params_[i].grad().defined()) view.copy_(params_[i].grad());
+      params_[i].mutable_grad() = view;  // AccumulateGrad now adds into the bucket in place
+    }
   }
 
   ready_.assign(params_.size(), false);
@@ -80,6 +97,31 @@ GradientSync::GradientSync(std::vector<at::Tensor> parameters, ProcessGroup& pro
   }
 }
 
+void GradientSync::check_wire_dtype() {
+  const char* hook = options_.comm_hook == CommHook::Fp16 ? "fp16" : "bf16";
+  at::Tensor probe = at::ones({1}, buckets_.empty() ? at::TensorOptions().dtype(at::kHalf) : buckets_[0].wire.options());
+  std::vector<at::Tensor> tensors{probe};
+  try {
+    ProcessGroup::Pending pending = process_group_.allreduce_async(tensors, std::string("comm hook ") + hook + " probe");
+    process_group_.wait(pending);
+  } catch (const Error& error) {
+    if (error.code() == ErrorCode::Timeout) throw;
+    fail(ErrorCode::Unsupported, std::string("comm_hook ") + hook + ": the " + process_group_.backend_name() +
+                                     " backend cannot allreduce " + c10::toString(probe.scalar_type()) + ": " +
+                                     error.what());
+  } catch (const std::exception& error) {
+    std::string message = error.what();
+    fail(ErrorCode::Unsupported, std::string("comm_hook ") + hook + ": the " + process_group_.backend_name() +
+                                     " backend cannot allreduce " + c10::toString(probe.scalar_type()) + ": " +
+                                     message.substr(0, message.find('\n')));
+  }
+}
+
+bool GradientSync::aliased(size_t param) const {
+  const at::Tensor& grad = params_[param].grad();
+  return grad.defined() && grad.is_same(buckets_[bucket_of_[param]].views[slot_of_[param]]);
+}
+
 GradientSync::~GradientSync() {
   for (size_t i = 0; i < accumulators_.size(); ++i) accumulators_[i]->del_post_hook(hook_keys_[i]);
 }
@@ -92,10 +134,12 @@ std::vector<size_t> GradientSync::bucket_sizes() const {
 
 void GradientSync::shadow() {
   require(!armed_, ErrorCode::State, "join_uneven_inputs: a joined process cannot also be in a backward");
+  // The zeros go through scratch buffers: with gradients as bucket views the
+  // buckets hold this process's own gradients.
   for (size_t b = 0; b < buckets_.size(); ++b) {
-    buckets_[b].flat.zero_();
-    std::vector<at::Tensor> tensors{buckets_[b].flat};
-    buckets_[b].work = process_group_.allreduce_async(tensors, "gradient allreduce (bucket " + std::to_string(b) + ")");
+    Bucket& bucket = buckets_[b];
+    std::vector<at::Tensor> tensors{at::zeros_like(bucket.wire.defined() ? bucket.wire : bucket.flat)};
+    bucket.work = process_group_.allreduce_async(tensors, "gradient allreduce (bucket " + std::to_string(b) + ")");
   }
   for (auto& bucket : buckets_) process_group_.wait(bucket.work);
 }
@@ -106,14 +150,12 @@ void GradientSync::arm() {
   finalize_queued_ = false;
   next_to_launch_ = 0;
   std::fill(ready_.begin(), ready_.end(), false);
-  for (auto& bucket : buckets_) {
-    bucket.pending = bucket.params.size();
-    bucket.launched = false;
-  }
+  for (auto& bucket : buckets_) bucket.pending = bucket.params.size();
 }
 
 void GradientSync::on_gradient_ready(size_t param) {
   if (!armed_ || ready_[param]) return;
+  ready_[param] = true;
   if (!finalize_queued_) {
     finalize_queued_ = true;
     torch::autograd::Engine::get_default_engine().queue_callback([this] { finalize(); });
@@ -123,11 +165,12 @@ void GradientSync::on_gradient_ready(size_t param) {
 }
 
 void GradientSync::copy_into_bucket(size_t param) {
-  ready_[param] = true;
   Bucket& bucket = buckets_[bucket_of_[param]];
   at::Tensor& view = bucket.views[slot_of_[param]];
   const at::Tensor& grad = params_[param].grad();
-  if (grad.defined()) {
+  if (aliased(param)) {
+    view.mul_(1.0 / divisor_);
+  } else if (grad.defined()) {
     at::mul_out(view, grad, 1.0 / divisor_);
   } else {
     view.zero_();
@@ -135,32 +178,50 @@ void GradientSync::copy_into_bucket(size_t param) {
   --bucket.pending;
 }
 
+void GradientSync::launch(size_t b) {
+  Bucket& bucket = buckets_[b];
+  if (bucket.wire.defined()) bucket.wire.copy_(bucket.flat);
+  std::vector<at::Tensor> tensors{bucket.wire.defined() ? bucket.wire : bucket.flat};
+  bucket.work = process_group_.allreduce_async(tensors, "gradient allreduce (bucket " + std::to_string(b) + ")");
+}
+
 void GradientSync::launch_ready_buckets() {
-  while (next_to_launch_ < buckets_.size() && buckets_[next_to_launch_].pending == 0) {
-    Bucket& bucket = buckets_[next_to_launch_];
-    std::vector<at::Tensor> tensors{bucket.flat};
-    bucket.work = process_group_.allreduce_async(tensors, "gradient allreduce (bucket " +
-                                                              std::to_string(next_to_launch_) + ")");
-    bucket.launched = true;
-    ++next_to_launch_;
-  }
+  while (next_to_launch_ < buckets_.size() && buckets_[next_to_launch_].pending == 0) launch(next_to_launch_++);
 }
 
 void GradientSync::finalize() {
   // Parameters that took no part in this backward still join the allreduce
   // (with their local gradient, or zeros), so every rank launches every bucket.
+  std::vector<std::string> unused;
   for (size_t i = 0; i < params_.size(); ++i) {
-    if (!ready_[i]) copy_into_bucket(i);
+    if (ready_[i]) continue;
+    unused.push_back(names_[i]);
+    copy_into_bucket(i);
   }
   launch_ready_buckets();
   armed_ = false;
-  for (auto& bucket : buckets_) process_group_.wait(bucket.work);
+  for (auto& bucket : buckets_) {
+    process_group_.wait(bucket.work);
+    if (bucket.wire.defined()) bucket.flat.copy_(bucket.wire);
+  }
   at::NoGradGuard no_grad;
   for (size_t i = 0; i < params_.size(); ++i) {
+    if (aliased(i)) continue;
     const at::Tensor& view = buckets_[bucket_of_[i]].views[slot_of_[i]];
     at::Tensor& grad = params_[i].mutable_grad();
-    if (grad.defined()) grad.copy_(view);
-    else grad = view.clone();
+    if (options_.gradient_as_bucket_view || !grad.defined()) {
+      grad = options_.gradient_as_bucket_view ? view : view.clone();
+    } else {
+      grad.copy_(view);
+    }
+  }
+  if (!unused.empty() && !options_.find_unused_parameters) {
+    std::string list;
+    for (size_t k = 0; k < unused.size() && k < 10; ++k) list += (k ? ", " : "") + unused[k];
+    if (unused.size() > 10) list += ", ... (" + std::to_string(unused.size()) + " in all)";
+    fail(ErrorCode::State, "gradient sync: parameters got no gradient in this backward: " + list +
+                               ". Their gradient was averaged as is (zeros if none); set find_unused_parameters "
+                               "to allow parameters that a step does not use");
   }
 }
 

@@ -18,9 +18,6 @@ namespace detail {
 
 namespace {
 
-// The first bucket is small so its allreduce starts while backward is still busy.
-constexpr int64_t kFirstBucketBytes = 1 << 20;
-
 class NnModel final : public ModelImpl {
  public:
   NnModel(std::shared_ptr<torch::nn::Module> module, Model::ForwardFn forward)
@@ -110,15 +107,23 @@ void ModelImpl::prepare(const std::shared_ptr<AcceleratorState>& state) {
   move_to(state->device);
   device_ = state->device;
   std::vector<at::Tensor> params, everything;
+  std::vector<std::string> names;
   for (auto& [name, p] : named_parameters()) {
     params.push_back(p);
+    names.push_back(name);
     everything.push_back(p);
   }
   for (auto& [name, b] : named_buffers()) everything.push_back(b);
   broadcast_from_main(*state, everything, "parameters and buffers");
   if (state->process_group) {
-    auto cap = static_cast<int64_t>(state->bucket_cap_mb * 1024 * 1024);
-    gradient_sync_ = std::make_unique<GradientSync>(params, *state->process_group, cap, std::min(cap, kFirstBucketBytes));
+    GradientSyncOptions sync;
+    sync.bucket_cap_bytes = static_cast<int64_t>(state->bucket_cap_mb * 1024 * 1024);
+    sync.first_bucket_cap_bytes =
+        std::min(sync.bucket_cap_bytes, static_cast<int64_t>(state->first_bucket_cap_mb * 1024 * 1024));
+    sync.gradient_as_bucket_view = state->gradient_as_bucket_view;
+    sync.find_unused_parameters = state->find_unused_parameters;
+    sync.comm_hook = state->comm_hook;
+    gradient_sync_ = std::make_unique<GradientSync>(params, names, *state->process_group, sync);
   }
   state_ = state;
   state->prepared_models.push_back(weak_from_this());

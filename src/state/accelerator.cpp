@@ -49,6 +49,10 @@ namespace detail {
 
 AcceleratorState::AcceleratorState(const AcceleratorOptions& options)
     : bucket_cap_mb(options.bucket_cap_mb),
+      first_bucket_cap_mb(options.first_bucket_cap_mb),
+      gradient_as_bucket_view(options.gradient_as_bucket_view),
+      find_unused_parameters(options.find_unused_parameters),
+      comm_hook(options.comm_hook),
       dataloader_config(options.dataloader),
       device_placement(options.device_placement),
       project(options.project),
@@ -57,6 +61,11 @@ AcceleratorState::AcceleratorState(const AcceleratorOptions& options)
   require_arg(options.timeout.count() > 0,
               "timeout must be positive, got " + std::to_string(options.timeout.count()) + " ms");
   require_arg(options.bucket_cap_mb > 0, "bucket_cap_mb must be positive, got " + std::to_string(options.bucket_cap_mb));
+  require_arg(options.first_bucket_cap_mb > 0,
+              "first_bucket_cap_mb must be positive, got " + std::to_string(options.first_bucket_cap_mb));
+  require_arg(options.comm_hook == CommHook::None || options.comm_hook == CommHook::Fp16 ||
+                  options.comm_hook == CommHook::Bf16,
+              "comm_hook " + std::to_string(static_cast<int>(options.comm_hook)) + " is not a CommHook value");
   env = read_launch_environment();
 
   if (options.mixed_precision) {

@@ -28,6 +28,10 @@ class AcceleratorState {
   DistributedType distributed_type = DistributedType::No;
   MixedPrecision mixed_precision = MixedPrecision::No;
   double bucket_cap_mb = 25.0;
+  double first_bucket_cap_mb = 1.0;
+  bool gradient_as_bucket_view = false;
+  bool find_unused_parameters = false;
+  CommHook comm_hook = CommHook::None;
   DataLoaderConfiguration dataloader_config;
   bool device_placement = true;
   ProjectConfiguration project;

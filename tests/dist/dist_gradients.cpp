@@ -2,12 +2,19 @@
 // holds rank 0's weights, and after backward each rank's gradients equal those
 // of one process on the concatenated batch. Also checks that an unarmed
 // backward (no forward in training mode under grad) communicates nothing.
-// Usage: dist_gradients [bucket_cap_mb]  (a tiny cap forces many buckets)
+// Usage: dist_gradients [bucket_cap_mb | views | fp16 | bf16 | unused]
+//   bucket_cap_mb: a tiny cap forces many buckets; views: gradients as bucket
+//   views; fp16/bf16: compressed allreduce (looser tolerance); unused: a
+//   parameter without gradient is an error naming it, unless
+//   find_unused_parameters.
 #include <ATen/ATen.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/linear.h>
 
 #include "accel/accel.hpp"
 #include "model/model_impl.hpp"
@@ -44,13 +51,71 @@ double max_relative_error(const accel::Model& a, const accel::Model& b) {
   return worst;
 }
 
+// A model whose second layer is used only when asked: an "unused parameter" case.
+struct Branchy : torch::nn::Module {
+  torch::nn::Linear used{nullptr}, spare{nullptr};
+  Branchy() {
+    used = register_module("used", torch::nn::Linear(4, 2));
+    spare = register_module("spare", torch::nn::Linear(4, 2));
+  }
+};
+
+// Unused parameters: an error naming them by default, fine with find_unused_parameters.
+int check_unused(int argc, char** argv) {
+  accel::AcceleratorOptions options;
+  options.timeout = std::chrono::seconds(30);
+  options.find_unused_parameters = argc > 2;
+  accel::Accelerator accelerator(options);
+  rank_for_messages = accelerator.process_index();
+  auto module = std::make_shared<Branchy>();
+  accel::Model model = accel::Model::from_module(module, [module](const at::Tensor& x) { return module->used(x); });
+  accelerator.prepare(model);
+  at::Tensor loss = model.forward(at::randn({3, 4})).sum();
+  try {
+    accelerator.backward(loss);
+    check(options.find_unused_parameters, "an unused parameter without find_unused_parameters is an error");
+  } catch (const accel::Error& error) {
+    std::string message = error.what();
+    check(!options.find_unused_parameters, "find_unused_parameters allows unused parameters: " + message);
+    check(message.find("spare.weight") != std::string::npos && message.find("spare.bias") != std::string::npos &&
+              message.find("find_unused_parameters") != std::string::npos,
+          "the error names the unused parameters and the option: " + message);
+  }
+  // The collectives stayed in step: one more synced backward works everywhere.
+  accelerator.wait_for_everyone();
+  std::printf("rank %d: unused parameters (find_unused_parameters=%d) ok\n", accelerator.process_index(),
+              options.find_unused_parameters ? 1 : 0);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "unused") return check_unused(argc, argv);
   accel::AcceleratorOptions options;
   options.timeout = std::chrono::seconds(30);
-  if (argc > 1) options.bucket_cap_mb = std::atof(argv[1]);
-  accel::Accelerator accelerator(options);
+  double tolerance = 1e-5;
+  if (mode == "views") {
+    options.gradient_as_bucket_view = true;
+  } else if (mode == "fp16") {
+    options.comm_hook = accel::CommHook::Fp16;
+    tolerance = 5e-3;
+  } else if (mode == "bf16") {
+    options.comm_hook = accel::CommHook::Bf16;
+    tolerance = 3e-2;
+  } else if (!mode.empty()) {
+    options.bucket_cap_mb = std::atof(argv[1]);
+  }
+  const bool tiny_buckets = !mode.empty() && options.bucket_cap_mb < 1;
+  std::unique_ptr<accel::Accelerator> created;
+  try {
+    created = std::make_unique<accel::Accelerator>(options);
+  } catch (const accel::Error& error) {
+    std::fprintf(stderr, "%s\n", error.what());
+    return 1;
+  }
+  accel::Accelerator& accelerator = *created;
   const int rank = accelerator.process_index(), world = accelerator.num_processes();
   rank_for_messages = rank;
   check(world >= 2, "runs with at least 2 processes");
@@ -58,12 +123,20 @@ int main(int argc, char** argv) {
   // Different initial weights per rank: prepare must make them equal.
   at::manual_seed(1000 + rank);
   accel::Model model = accel::Model::from_json(kSpec);
-  accelerator.prepare(model);
+  try {
+    accelerator.prepare(model);
+  } catch (const accel::Error& error) {
+    // A backend without 16-bit reductions must say so, on every rank alike.
+    check(error.code() == accel::ErrorCode::Unsupported && options.comm_hook != accel::CommHook::None,
+          std::string("prepare failed: ") + error.what());
+    std::printf("rank %d: %s (reported as UNSUPPORTED)\n", rank, error.what());
+    return 0;
+  }
   for (auto& p : model.parameters()) {
     at::Tensor all = accelerator.gather(p.detach().reshape({1, -1}));
     for (int r = 1; r < world; ++r) check(at::equal(all[r], all[0]), "parameters equal rank 0's after prepare");
   }
-  if (argc > 1) {
+  if (tiny_buckets) {
     auto* sync = model.impl().gradient_sync();
     check(sync != nullptr && sync->bucket_count() > 1, "a tiny bucket cap gives several buckets");
   }
@@ -93,7 +166,11 @@ int main(int argc, char** argv) {
     accel::compute_loss(accel::LossKind::CrossEntropy, reference.forward(inputs), targets).backward();
     double err = max_relative_error(model, reference);
     std::printf("rank %d step %d: max relative gradient error %.3g\n", rank, step, err);
-    check(err < 1e-5, "gradients equal the single-process gradients on the concatenated batch");
+    check(err < tolerance, "gradients equal the single-process gradients on the concatenated batch");
+    if (options.gradient_as_bucket_view) {
+      auto* sync = model.impl().gradient_sync();
+      check(sync != nullptr, "gradient sync installed");
+    }
     optimizer.step();
     reference_optimizer.step();
   }
