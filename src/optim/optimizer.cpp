@@ -1,4 +1,5 @@
 #include "accel/optimizer.hpp"
+#include "optim/fused_adam.hpp"
 
 #include <ATen/ATen.h>
 #include <torch/optim/adagrad.h>
@@ -79,11 +80,11 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::vector<at::Te
           params, torch::optim::SGDOptions(o.lr).momentum(o.momentum).dampening(o.dampening).weight_decay(
                       o.weight_decay).nesterov(o.nesterov));
     case OptimizerKind::Adam:
-      return std::make_unique<torch::optim::Adam>(
+      return std::make_unique<detail::FusedAdam>(
           params, torch::optim::AdamOptions(o.lr).betas({o.beta1, o.beta2}).eps(o.eps).weight_decay(
                       o.weight_decay).amsgrad(o.amsgrad));
     case OptimizerKind::AdamW:
-      return std::make_unique<torch::optim::AdamW>(
+      return std::make_unique<detail::FusedAdamW>(
           params, torch::optim::AdamWOptions(o.lr).betas({o.beta1, o.beta2}).eps(o.eps).weight_decay(
                       o.weight_decay).amsgrad(o.amsgrad));
     case OptimizerKind::RmsProp:
