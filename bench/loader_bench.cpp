@@ -88,18 +88,22 @@ double steps_per_s_preloaded(Trainer& trainer, const std::vector<accel::Batch>& 
 }
 
 double steps_per_s_loader(Trainer& trainer, const std::shared_ptr<accel::Dataset>& dataset, int workers,
-                          int64_t steps) {
+                          int64_t steps, double* wait_ms) {
   accel::DataLoaderOptions options;
   options.batch_size = kBatch;
   options.shuffle = true;
   options.num_workers = workers;
   accel::DataLoader loader(dataset, options);
   auto start = Clock::now();
+  double waited = 0;
   for (int64_t s = 0; s < steps; ++s) {
+    auto before = Clock::now();
     auto batch = loader.next();
     if (!batch) batch = loader.next();
+    waited += std::chrono::duration<double>(Clock::now() - before).count();
     trainer.step(*batch);
   }
+  *wait_ms = waited / steps * 1e3;
   return steps / std::chrono::duration<double>(Clock::now() - start).count();
 }
 
@@ -144,21 +148,25 @@ int main(int argc, char** argv) {
     std::shared_ptr<accel::Dataset> dataset;
     int workers;
     std::vector<double> runs;
+    std::vector<double> waits;
   };
   std::vector<Row> rows{{"pre-loaded batches", nullptr, 0, {}}, {"IDX loader", idx, 0, {}},
                         {"IDX loader", idx, 1, {}},          {"callback loader", callbacks, 0, {}},
                         {"callback loader", callbacks, 1, {}}};
   for (int r = 0; r < repeats; ++r) {  // alternate contestants within the run
     for (auto& row : rows) {
-      row.runs.push_back(row.dataset ? steps_per_s_loader(trainer, row.dataset, row.workers, steps)
+      double wait = 0;
+      row.runs.push_back(row.dataset ? steps_per_s_loader(trainer, row.dataset, row.workers, steps, &wait)
                                      : steps_per_s_preloaded(trainer, preloaded, steps));
+      row.waits.push_back(wait);
     }
   }
   double base = median(rows[0].runs);
-  std::printf("\n%-26s %8s %10s %12s\n", "training (example CNN)", "workers", "steps/s", "vs preloaded");
+  std::printf("\n%-26s %8s %10s %12s %18s\n", "training (example CNN)", "workers", "steps/s", "vs preloaded",
+              "next() ms/step");
   for (const auto& row : rows) {
     double m = median(row.runs);
-    std::printf("%-26s %8d %10.2f %11.3fx\n", row.name.c_str(), row.workers, m, m / base);
+    std::printf("%-26s %8d %10.2f %11.3fx %18.3f\n", row.name.c_str(), row.workers, m, m / base, median(row.waits));
   }
   return 0;
 }
