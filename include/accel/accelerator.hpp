@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "accel/checkpoint.hpp"
 #include "accel/error.hpp"
 
 namespace accel {
@@ -217,6 +218,36 @@ class Accelerator {
   void print(const std::string& message) const;
   // Seeds LibTorch's CPU and CUDA generators.
   void set_seed(uint64_t seed);
+
+  // Checkpoints (docs/checkpointing.md). save_state writes the prepared models,
+  // optimizers, schedulers, the fp16 loss scaler, every process's RNG state,
+  // the prepared dataloaders' positions and registered objects into dir (empty:
+  // project_dir/checkpoints/checkpoint_{iteration} under automatic naming); the
+  // directory appears only when complete. load_state restores all of it (empty
+  // dir: the newest automatic checkpoint), checking everything before applying
+  // anything. Both collective.
+  void save_state(const std::string& dir = "");
+  void load_state(const std::string& dir = "");
+  void register_for_checkpointing(CheckpointObject object);
+  // Hooks run before save_state writes / load_state reads; the id removes them.
+  int64_t register_save_state_pre_hook(StateHook hook);
+  int64_t register_load_state_pre_hook(StateHook hook);
+  void remove_hook(int64_t id);
+  int64_t save_iteration() const;  // number of the next automatic checkpoint
+
+  // The model's state dict (parameters then buffers, PyTorch names), on the host.
+  TensorDict get_state_dict(const Model& model) const;
+  // Hugging Face layout in dir: model.safetensors, or model-0000i-of-0000N.safetensors
+  // shards plus model.safetensors.index.json when larger than max_shard_size.
+  // Main process only writes; collective (others wait). safe_serialization =
+  // false (pickle) is Unsupported.
+  void save_model(const Model& model, const std::string& dir, const std::string& max_shard_size = "10GB",
+                  bool safe_serialization = true);
+  // Loads a .safetensors file or a sharded index (model.safetensors.index.json)
+  // into model; returns missing and unexpected names. Shapes must match.
+  LoadReport load_checkpoint_in_model(Model& model, const std::string& path);
+  // Accelerate's accelerator.save: writes tensors to a safetensors file on the main process only.
+  void save(const TensorDict& tensors, const std::string& path);
 
   const std::shared_ptr<detail::AcceleratorState>& state() const { return state_; }
 

@@ -199,6 +199,7 @@ class DataLoader {
   bool is_iterable() const { return stream_ != nullptr; }
   const DataLoaderOptions& options() const { return options_; }
   const std::shared_ptr<Dataset>& dataset() const { return dataset_; }
+  std::weak_ptr<const void> lifetime() const { return alive_; }
 
  private:
   std::unique_ptr<detail::BatchSource> open_epoch() const;
@@ -214,6 +215,7 @@ class DataLoader {
   std::exception_ptr lookahead_error_;           // reading ahead failed: thrown at the next call
   int64_t yielded_ = 0;                          // batches of this epoch handed out
   int64_t resume_skip_ = 0;                      // batches to skip when the next epoch starts
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
 };
 
 }  // namespace accel

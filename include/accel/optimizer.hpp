@@ -2,7 +2,9 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
+#include "accel/checkpoint.hpp"
 #include "accel/model.hpp"
 
 namespace torch {
@@ -63,6 +65,15 @@ class Optimizer {
   const Model& model() const;
   torch::optim::Optimizer& torch_optimizer();
   std::vector<at::Tensor> parameters() const;
+  // The optimizer's state (moments, step counts, hyperparameters of every
+  // group) as LibTorch-serialised bytes, and back. load_state_bytes throws IO
+  // for bytes it cannot read and InvalidArgument when they do not fit.
+  std::string state_bytes() const;
+  void load_state_bytes(const std::string& bytes);
+  // Expires when this optimizer is destroyed (moves keep it).
+  std::weak_ptr<const void> lifetime() const;
+  // state_bytes / load_state_bytes of this optimizer, valid across moves while lifetime() has not expired.
+  CheckpointObject checkpoint_object() const;
 
   // Used by Accelerator::prepare.
   void bind(std::shared_ptr<GradientState> gradient_state, std::shared_ptr<detail::GradScaler> scaler);
@@ -70,6 +81,7 @@ class Optimizer {
 
  private:
   struct Impl;
+  static void load_into(Impl& impl, const std::string& bytes);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "accel/checkpoint.hpp"
 #include "accel/optimizer.hpp"
 
 namespace accel {
@@ -83,12 +84,21 @@ class Scheduler {
   // Steps taken so far (PyTorch's last_epoch).
   int64_t last_epoch() const;
   const SchedulerOptions& options() const;
+  // The scheduler's position (steps taken, base and current learning rates,
+  // ReduceOnPlateau's counters) as JSON, and back (applies the learning rates).
+  std::string state_json() const;
+  void load_state_json(const std::string& json);
+  std::weak_ptr<const void> lifetime() const;
+  // state_json / load_state_json, valid across moves while lifetime() has not expired.
+  CheckpointObject checkpoint_object() const;
 
   // Used by Accelerator::prepare.
   void bind(std::shared_ptr<GradientState> gradient_state, int num_processes);
 
  private:
   struct Impl;
+  static std::string save_json(Impl& impl);
+  static void load_json(Impl& impl, const std::string& json);
   std::unique_ptr<Impl> impl_;
 };
 

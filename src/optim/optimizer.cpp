@@ -9,6 +9,8 @@
 #include <torch/optim/sgd.h>
 
 #include <cmath>
+#include <sstream>
+#include <torch/serialize/archive.h>
 
 #include "accel/data.hpp"
 #include "accel/error.hpp"
@@ -121,6 +123,7 @@ struct Optimizer::Impl {
   std::shared_ptr<GradientState> gradient_state;  // set by prepare
   std::shared_ptr<detail::GradScaler> scaler;      // set by prepare under fp16
   bool step_was_skipped = false;
+  std::shared_ptr<int> alive = std::make_shared<int>(0);
 
   bool accumulating() const { return gradient_state && !gradient_state->sync_gradients; }
 };
@@ -176,6 +179,50 @@ void Optimizer::set_lr(double lr) {
 }
 
 const OptimizerOptions& Optimizer::options() const { return impl_->options; }
+
+std::weak_ptr<const void> Optimizer::lifetime() const { return impl_->alive; }
+
+namespace {
+
+std::string save_optimizer(torch::optim::Optimizer& optimizer) {
+  torch::serialize::OutputArchive archive;
+  optimizer.save(archive);
+  std::ostringstream out;
+  archive.save_to(out);
+  return out.str();
+}
+
+}  // namespace
+
+std::string Optimizer::state_bytes() const { return save_optimizer(*impl_->optimizer); }
+
+CheckpointObject Optimizer::checkpoint_object() const {
+  Impl* impl = impl_.get();  // heap: stays put when the Optimizer moves
+  return CheckpointObject{[impl] { return save_optimizer(*impl->optimizer); },
+                          [impl](const std::string& bytes) { Optimizer::load_into(*impl, bytes); }};
+}
+
+void Optimizer::load_state_bytes(const std::string& bytes) { load_into(*impl_, bytes); }
+
+void Optimizer::load_into(Impl& impl, const std::string& bytes) {
+  auto* impl_ = &impl;
+  torch::serialize::InputArchive archive;
+  try {
+    std::istringstream in(bytes);
+    archive.load_from(in);
+  } catch (const std::exception& e) {
+    std::string message = e.what();
+    fail(ErrorCode::IO, std::string(kind_name(impl_->options.kind)) + " state: unreadable (" +
+                            message.substr(0, message.find('\n')) + ")");
+  }
+  try {
+    impl_->optimizer->load(archive);
+  } catch (const std::exception& e) {
+    std::string message = e.what();
+    fail(ErrorCode::InvalidArgument, std::string(kind_name(impl_->options.kind)) + " state does not fit this optimizer (" +
+                                         message.substr(0, message.find('\n')) + ")");
+  }
+}
 const Model& Optimizer::model() const { return impl_->model; }
 torch::optim::Optimizer& Optimizer::torch_optimizer() { return *impl_->optimizer; }
 bool Optimizer::step_was_skipped() const { return impl_->step_was_skipped; }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <nlohmann/json.hpp>
 
 #include "accel/data.hpp"
 #include "accel/error.hpp"
@@ -94,6 +95,7 @@ struct Scheduler::Impl {
   // Set by prepare
   std::shared_ptr<GradientState> gradient_state;
   int num_processes = 1;
+  std::shared_ptr<int> alive = std::make_shared<int>(0);
 
   std::vector<torch::optim::OptimizerParamGroup>& groups() { return optimizer->torch_optimizer().param_groups(); }
 
@@ -250,6 +252,57 @@ double Scheduler::last_lr() const {
 }
 int64_t Scheduler::last_epoch() const { return impl_->last_epoch; }
 const SchedulerOptions& Scheduler::options() const { return impl_->options; }
+
+std::weak_ptr<const void> Scheduler::lifetime() const { return impl_->alive; }
+
+CheckpointObject Scheduler::checkpoint_object() const {
+  Impl* impl = impl_.get();  // heap: stays put when the Scheduler moves
+  return CheckpointObject{[impl] { return Scheduler::save_json(*impl); },
+                          [impl](const std::string& json) { Scheduler::load_json(*impl, json); }};
+}
+
+std::string Scheduler::state_json() const { return save_json(*impl_); }
+void Scheduler::load_state_json(const std::string& json) { load_json(*impl_, json); }
+
+std::string Scheduler::save_json(Impl& impl) {
+  auto* impl_ = &impl;
+  nlohmann::json state;
+  state["kind"] = static_cast<int>(impl_->options.kind);
+  state["last_epoch"] = impl_->last_epoch;
+  state["base_lrs"] = impl_->base_lrs;
+  std::vector<double> lrs;
+  for (auto& group : impl_->groups()) lrs.push_back(group.options().get_lr());
+  state["lrs"] = lrs;
+  state["best"] = std::isfinite(impl_->best) ? nlohmann::json(impl_->best) : nlohmann::json(nullptr);  // JSON has no inf
+  state["bad_epochs"] = impl_->bad_epochs;
+  state["cooldown_counter"] = impl_->cooldown_counter;
+  return state.dump();
+}
+
+void Scheduler::load_json(Impl& impl, const std::string& json) {
+  auto* impl_ = &impl;
+  nlohmann::json state = nlohmann::json::parse(json, nullptr, false);
+  require(!state.is_discarded() && state.is_object() && state.contains("last_epoch") && state.contains("lrs") &&
+              state.contains("base_lrs"),
+          ErrorCode::IO, "scheduler state: not the JSON a scheduler saves");
+  require_arg(state.value("kind", -1) == static_cast<int>(impl_->options.kind),
+              "scheduler state: saved by a scheduler of kind " + std::to_string(state.value("kind", -1)) +
+                  ", this one is of kind " + std::to_string(static_cast<int>(impl_->options.kind)));
+  auto lrs = state["lrs"].get<std::vector<double>>();
+  auto& groups = impl_->groups();
+  require_arg(lrs.size() == groups.size(), "scheduler state: " + std::to_string(lrs.size()) +
+                                               " parameter groups saved, the optimizer has " +
+                                               std::to_string(groups.size()));
+  impl_->last_epoch = state["last_epoch"].get<int64_t>();
+  impl_->base_lrs = state["base_lrs"].get<std::vector<double>>();
+  impl_->best = state.contains("best") && state["best"].is_number()
+                    ? state["best"].get<double>()
+                    : (impl_->options.mode == "min" ? std::numeric_limits<double>::infinity()
+                                                    : -std::numeric_limits<double>::infinity());
+  impl_->bad_epochs = state.value("bad_epochs", int64_t{0});
+  impl_->cooldown_counter = state.value("cooldown_counter", int64_t{0});
+  for (size_t g = 0; g < groups.size(); ++g) groups[g].options().set_lr(lrs[g]);
+}
 
 void Scheduler::bind(std::shared_ptr<GradientState> gradient_state, int num_processes) {
   impl_->gradient_state = std::move(gradient_state);

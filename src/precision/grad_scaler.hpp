@@ -36,6 +36,11 @@ class GradScaler {
   double scale() const { return scale_; }
   bool found_inf() const { return found_inf_; }
   int64_t growth_tracker() const { return growth_tracker_; }
+  // Restores a checkpointed scale and growth tracker.
+  void restore(double scale, int64_t growth_tracker) {
+    scale_ = scale;
+    growth_tracker_ = growth_tracker;
+  }
 
  private:
   GradScalerOptions options_;

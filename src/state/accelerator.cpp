@@ -132,9 +132,13 @@ void Accelerator::prepare(Optimizer& optimizer) {
   require(optimizer.model().is_prepared(), ErrorCode::State,
           "prepare(optimizer): prepare the optimizer's model first, so the optimizer steps the prepared parameters");
   optimizer.bind(state_->gradient_state, state_->scaler);
+  state_->prepared_optimizers.emplace_back(optimizer.lifetime(), optimizer.checkpoint_object());
 }
 
-void Accelerator::prepare(Scheduler& scheduler) { scheduler.bind(state_->gradient_state, state_->world_size()); }
+void Accelerator::prepare(Scheduler& scheduler) {
+  scheduler.bind(state_->gradient_state, state_->world_size());
+  state_->prepared_schedulers.emplace_back(scheduler.lifetime(), scheduler.checkpoint_object());
+}
 
 void Accelerator::prepare(DataLoader& loader) {
   require(!loader.is_prepared(), ErrorCode::State, "prepare(dataloader): this dataloader is already prepared");
@@ -150,6 +154,7 @@ void Accelerator::prepare(DataLoader& loader) {
     placement.dispatch = [state](std::optional<Batch> batch) { return detail::broadcast_batch(*state, std::move(batch)); };
   }
   loader.shard(placement);
+  state_->prepared_loaders.emplace_back(loader.lifetime(), &loader);
 }
 
 std::unique_ptr<DataLoader> Accelerator::skip_first_batches(const DataLoader& loader, int64_t num_batches) const {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "accel/accelerator.hpp"
+#include "accel/checkpoint.hpp"
 #include "accel/data.hpp"
 #include "state/environment.hpp"
 #include "precision/autocast.hpp"
@@ -49,6 +50,14 @@ class AcceleratorState {
   std::shared_ptr<GradientState> gradient_state = std::make_shared<GradientState>();
   // Models whose gradients backward() must synchronise.
   std::vector<std::weak_ptr<ModelImpl>> prepared_models;
+  // What save_state/load_state cover, in prepare order. The lifetimes expire
+  // with the objects; the pointers are used only while they have not.
+  std::vector<std::pair<std::weak_ptr<const void>, CheckpointObject>> prepared_optimizers;
+  std::vector<std::pair<std::weak_ptr<const void>, CheckpointObject>> prepared_schedulers;
+  std::vector<std::pair<std::weak_ptr<const void>, DataLoader*>> prepared_loaders;
+  std::vector<CheckpointObject> checkpoint_objects;  // register_for_checkpointing
+  std::vector<std::pair<int64_t, StateHook>> save_state_pre_hooks, load_state_pre_hooks;
+  int64_t next_hook_id = 1;
 
   int rank() const { return env.rank; }
   int world_size() const { return env.world_size; }

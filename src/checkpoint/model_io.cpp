@@ -1,0 +1,163 @@
+// Model files in Hugging Face's layout, load_checkpoint_in_model, accelerator.save.
+#include <ATen/ATen.h>
+#include <sys/stat.h>
+
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "accel/accelerator.hpp"
+#include "accel/error.hpp"
+#include "accel/model.hpp"
+#include "checkpoint/safetensors.hpp"
+#include "checkpoint/tensor_io.hpp"
+#include "state/accelerator_state.hpp"
+
+namespace fs = std::filesystem;
+
+namespace accel {
+
+namespace {
+
+std::string shard_name(size_t index, size_t count) {
+  char name[64];
+  std::snprintf(name, sizeof name, "model-%05zu-of-%05zu.safetensors", index, count);
+  return name;
+}
+
+void make_directories(const std::string& dir) {
+  std::error_code error;
+  fs::create_directories(dir, error);
+  require(!error, ErrorCode::IO, "cannot create directory " + dir + ": " + error.message());
+}
+
+}  // namespace
+
+int64_t parse_size(const std::string& text) {
+  size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  require_arg(digits > 0 && digits <= 18, "size \"" + text + "\" does not start with a number of bytes");
+  int64_t number = std::stoll(text.substr(0, digits));
+  std::string unit = text.substr(digits);
+  static const std::map<std::string, int64_t> units{
+      {"", 1},          {"B", 1},          {"KB", 1000},         {"MB", 1000 * 1000},      {"GB", 1000 * 1000 * 1000},
+      {"KIB", 1 << 10}, {"MIB", 1 << 20},  {"GIB", int64_t{1} << 30}, {"TB", int64_t{1000} * 1000 * 1000 * 1000}};
+  std::string upper;
+  for (char c : unit) upper += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  auto it = units.find(upper);
+  require_arg(it != units.end(), "size \"" + text + "\": unknown unit \"" + unit + "\" (B, KB, MB, GB, KiB, MiB, GiB)");
+  require_arg(number > 0, "size \"" + text + "\" must be positive");
+  return number * it->second;
+}
+
+TensorDict Accelerator::get_state_dict(const Model& model) const {
+  TensorDict dict;
+  for (auto& [name, t] : model.named_parameters()) dict.emplace_back(name, t.detach().cpu());
+  for (auto& [name, t] : model.named_buffers()) dict.emplace_back(name, t.detach().cpu());
+  return dict;
+}
+
+void Accelerator::save_model(const Model& model, const std::string& dir, const std::string& max_shard_size,
+                             bool safe_serialization) {
+  require(safe_serialization, ErrorCode::Unsupported,
+          "save_model: safe_serialization=false would need PyTorch's pickle format; libaccel writes safetensors");
+  const int64_t limit = parse_size(max_shard_size);
+  if (is_main_process()) {
+    make_directories(dir);
+    TensorDict dict = get_state_dict(model);
+    // Hugging Face's rule: start a new shard when the next tensor would overflow a non-empty one.
+    std::vector<TensorDict> shards(1);
+    int64_t shard_bytes = 0, total = 0;
+    for (auto& entry : dict) {
+      int64_t bytes = entry.second.numel() * static_cast<int64_t>(entry.second.element_size());
+      if (!shards.back().empty() && shard_bytes + bytes > limit) {
+        shards.emplace_back();
+        shard_bytes = 0;
+      }
+      shards.back().push_back(entry);
+      shard_bytes += bytes;
+      total += bytes;
+    }
+    const std::map<std::string, std::string> metadata{{"format", "pt"}};
+    if (shards.size() == 1) {
+      save_safetensors(dir + "/model.safetensors", shards[0], metadata);
+    } else {
+      nlohmann::ordered_json index;
+      index["metadata"]["total_size"] = total;
+      nlohmann::ordered_json weight_map = nlohmann::ordered_json::object();
+      for (size_t s = 0; s < shards.size(); ++s) {
+        std::string name = shard_name(s + 1, shards.size());
+        save_safetensors(dir + "/" + name, shards[s], metadata);
+        for (auto& [key, tensor] : shards[s]) weight_map[key] = name;
+      }
+      index["weight_map"] = weight_map;
+      safetensors::write_file_atomically(dir + "/model.safetensors.index.json", index.dump(2) + "\n");
+    }
+  }
+  wait_for_everyone();
+}
+
+LoadReport Accelerator::load_checkpoint_in_model(Model& model, const std::string& path) {
+  // Every file is validated and every tensor checked before any parameter changes.
+  std::vector<safetensors::File> files;
+  std::map<std::string, std::pair<size_t, const safetensors::Entry*>> found;
+  auto add_file = [&](const std::string& file_path) {
+    files.push_back(safetensors::File::open(file_path));
+  };
+  if (path.size() >= 5 && path.substr(path.size() - 5) == ".json") {
+    std::ifstream in(path);
+    require(in.good(), ErrorCode::IO, "cannot open " + path);
+    nlohmann::json index = nlohmann::json::parse(in, nullptr, false);
+    require(!index.is_discarded() && index.contains("weight_map") && index["weight_map"].is_object(), ErrorCode::IO,
+            path + ": not a safetensors index (no weight_map object)");
+    std::set<std::string> shard_files;
+    for (auto it = index["weight_map"].begin(); it != index["weight_map"].end(); ++it) {
+      require(it.value().is_string(), ErrorCode::IO, path + ": weight_map[\"" + it.key() + "\"] is not a file name");
+      shard_files.insert(it.value().get<std::string>());
+    }
+    std::string base = fs::path(path).parent_path().string();
+    for (const auto& f : shard_files) add_file((base.empty() ? std::string(".") : base) + "/" + f);
+  } else {
+    add_file(path);
+  }
+  for (size_t f = 0; f < files.size(); ++f) {
+    for (const auto& entry : files[f].entries()) found[entry.name] = {f, &entry};
+  }
+
+  LoadReport report;
+  std::vector<std::pair<at::Tensor, std::pair<size_t, const safetensors::Entry*>>> plan;
+  std::set<std::string> used;
+  auto consider = [&](const std::string& name, const at::Tensor& target) {
+    auto it = found.find(name);
+    if (it == found.end()) {
+      report.missing_keys.push_back(name);
+      return;
+    }
+    const safetensors::Entry& entry = *it->second.second;
+    const std::string& label = files[it->second.first].label();
+    require_arg(entry.shape == target.sizes().vec(),
+                label + ": tensor \"" + name + "\" has shape " + c10::str(at::IntArrayRef(entry.shape)) +
+                    ", the model's has " + c10::str(target.sizes()));
+    detail::scalar_type_of(entry, label);
+    used.insert(name);
+    plan.emplace_back(target, it->second);
+  };
+  for (auto& [name, t] : model.named_parameters()) consider(name, t);
+  for (auto& [name, t] : model.named_buffers()) consider(name, t);
+  for (const auto& [name, where] : found) {
+    if (!used.count(name)) report.unexpected_keys.push_back(name);
+  }
+  at::NoGradGuard no_grad;
+  for (auto& [target, where] : plan) {
+    target.copy_(detail::mapped_tensor(files[where.first], *where.second));  // straight from the mapping
+  }
+  return report;
+}
+
+void Accelerator::save(const TensorDict& tensors, const std::string& path) {
+  if (is_main_process()) save_safetensors(path, tensors);
+}
+
+}  // namespace accel

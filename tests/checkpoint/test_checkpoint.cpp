@@ -1,0 +1,212 @@
+// save_model / load_checkpoint_in_model and save_state / load_state on one
+// process: layouts, exact restores, strict loads, hooks, automatic naming.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "accel/accel.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* kSpec = R"([{"type": "Linear", "in_features": 6, "out_features": 16}, {"type": "Dropout", "p": 0.3},
+                        {"type": "Linear", "in_features": 16, "out_features": 3}])";
+
+std::string fresh_dir(const std::string& name) {
+  std::string dir = ::testing::TempDir() + "ckpt_" + name;
+  fs::remove_all(dir);
+  return dir;
+}
+
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const accel::Error& error) {
+    return error.what();
+  }
+  return "no error";
+}
+
+// A small training setup whose every piece of state save_state covers.
+struct TrainingRun {
+  accel::Accelerator accelerator;
+  accel::Model model = accel::Model::from_json(kSpec);
+  accel::Optimizer optimizer{model, accel::OptimizerOptions::defaults(accel::OptimizerKind::AdamW)};
+  accel::Scheduler scheduler{optimizer, [] {
+                               accel::SchedulerOptions o;
+                               o.kind = accel::SchedulerKind::CosineWarmup;
+                               o.num_warmup_steps = 3;
+                               o.num_training_steps = 40;
+                               return o;
+                             }()};
+  accel::DataLoader loader;
+  int64_t steps = 0;
+
+  explicit TrainingRun(const accel::AcceleratorOptions& options = {})
+      : accelerator(options), loader(dataset(), [] {
+          accel::DataLoaderOptions o;
+          o.batch_size = 4;
+          o.shuffle = true;
+          o.seed = 3;
+          return o;
+        }()) {
+    accelerator.prepare(model);
+    accelerator.prepare(optimizer);
+    accelerator.prepare(scheduler);
+    accelerator.prepare(loader);
+    accelerator.register_for_checkpointing(
+        {[this] { return std::to_string(steps); }, [this](const std::string& b) { steps = std::stoll(b); }});
+  }
+  static std::shared_ptr<accel::Dataset> dataset() {
+    at::manual_seed(11);
+    return std::make_shared<accel::TensorDataset>(
+        std::vector<at::Tensor>{at::randn({30, 6}), at::randint(0, 3, {30}, at::kLong)});
+  }
+  void train(int64_t until) {
+    while (steps < until) {
+      auto batch = loader.next();
+      if (!batch) continue;
+      optimizer.zero_grad();
+      accelerator.backward(accel::compute_loss(accel::LossKind::CrossEntropy, model.forward((*batch)[0]), (*batch)[1]));
+      optimizer.step();
+      scheduler.step();
+      ++steps;
+    }
+  }
+};
+
+TEST(Checkpoint, ResumeIsBitwiseEqualToAnUninterruptedRun) {
+  std::string dir = fresh_dir("resume");
+  at::manual_seed(1);
+  TrainingRun reference;
+  reference.train(17);
+
+  at::manual_seed(1);
+  {
+    TrainingRun first;
+    first.train(10);  // mid-epoch (8 batches per epoch)
+    first.accelerator.save_state(dir);
+  }
+  at::manual_seed(99);  // a different start: everything must come from the checkpoint
+  TrainingRun resumed;
+  resumed.accelerator.load_state(dir);
+  EXPECT_EQ(resumed.steps, 10);
+  resumed.train(17);
+  auto a = reference.model.parameters(), b = resumed.model.parameters();
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(at::equal(a[i], b[i])) << "parameter " << i;
+  EXPECT_EQ(reference.scheduler.last_lr(), resumed.scheduler.last_lr());
+  for (const char* name : {"model.safetensors", "optimizer.bin", "scheduler.bin", "random_states_0.safetensors",
+                           "custom_checkpoint_0.bin", "manifest.json"}) {
+    EXPECT_TRUE(fs::exists(dir + "/" + name)) << name;
+  }
+  EXPECT_FALSE(fs::exists(::testing::TempDir() + ".ckpt_resume.partial"));
+}
+
+TEST(Checkpoint, LoadChecksEverythingBeforeApplyingAnything) {
+  std::string dir = fresh_dir("strict");
+  at::manual_seed(2);
+  TrainingRun run;
+  run.train(3);
+  run.accelerator.save_state(dir);
+  auto before = run.model.parameters()[0].clone();
+
+  EXPECT_NE(error_of([&] { run.accelerator.load_state(dir + "_missing"); }).find("manifest.json is missing"),
+            std::string::npos);
+  // A truncated optimizer file: named, and the model is untouched.
+  run.train(5);
+  auto trained = run.model.parameters()[0].clone();
+  std::string optimizer_file = dir + "/optimizer.bin";
+  fs::resize_file(optimizer_file, fs::file_size(optimizer_file) / 2);
+  std::string message = error_of([&] { run.accelerator.load_state(dir); });
+  EXPECT_NE(message.find("optimizer.bin has"), std::string::npos) << message;
+  EXPECT_NE(message.find("truncated"), std::string::npos) << message;
+  EXPECT_TRUE(at::equal(run.model.parameters()[0], trained));
+  EXPECT_FALSE(at::equal(trained, before));
+
+  // A checkpoint of a different setup: the count mismatch is named.
+  std::string other = fresh_dir("other");
+  {
+    TrainingRun two;
+    accel::Model extra = accel::Model::from_json(kSpec);
+    two.accelerator.prepare(extra);
+    two.accelerator.save_state(other);
+  }
+  TrainingRun three;
+  EXPECT_NE(error_of([&] { three.accelerator.load_state(other); }).find("holds 2 models, 1 are prepared"),
+            std::string::npos);
+}
+
+TEST(Checkpoint, AutomaticNamingKeepsTotalLimitAndLoadsTheNewest) {
+  std::string project = fresh_dir("project");
+  accel::AcceleratorOptions options;
+  options.project.project_dir = project;
+  options.project.automatic_checkpoint_naming = true;
+  options.project.total_limit = 2;
+  TrainingRun run(options);
+  std::vector<std::string> hooked;
+  int64_t hook = run.accelerator.register_save_state_pre_hook([&](const std::string& d) { hooked.push_back(d); });
+  for (int i = 0; i < 3; ++i) {
+    run.train(2 * (i + 1));
+    run.accelerator.save_state();
+  }
+  run.accelerator.remove_hook(hook);
+  run.accelerator.save_state();
+  EXPECT_EQ(hooked.size(), 3u);
+  EXPECT_FALSE(fs::exists(project + "/checkpoints/checkpoint_0"));
+  EXPECT_FALSE(fs::exists(project + "/checkpoints/checkpoint_1"));
+  EXPECT_TRUE(fs::exists(project + "/checkpoints/checkpoint_2"));
+  EXPECT_TRUE(fs::exists(project + "/checkpoints/checkpoint_3"));
+  EXPECT_EQ(run.accelerator.save_iteration(), 4);
+
+  TrainingRun fresh(options);
+  fresh.accelerator.load_state();
+  EXPECT_EQ(fresh.steps, 6);
+  EXPECT_EQ(fresh.accelerator.save_iteration(), 4);
+  EXPECT_NE(error_of([&] { fresh.accelerator.remove_hook(12345); }).find("no hook has id 12345"), std::string::npos);
+}
+
+TEST(Checkpoint, SaveModelShardsInHuggingFaceLayout) {
+  std::string dir = fresh_dir("model");
+  accel::Accelerator accelerator;
+  at::manual_seed(4);
+  accel::Model model = accel::Model::from_json(kSpec);
+  accelerator.save_model(model, dir, "400B");  // [0.weight 384 B] [0.bias 64, 2.weight 192, 2.bias 12]
+  nlohmann::json index = nlohmann::json::parse(std::ifstream(dir + "/model.safetensors.index.json"));
+  EXPECT_EQ(index["metadata"]["total_size"], (6 * 16 + 16 + 16 * 3 + 3) * 4);
+  EXPECT_EQ(index["weight_map"]["0.weight"], "model-00001-of-00002.safetensors");
+  EXPECT_EQ(index["weight_map"]["2.bias"], "model-00002-of-00002.safetensors");
+  EXPECT_TRUE(fs::exists(dir + "/model-00002-of-00002.safetensors"));
+
+  accel::Model other = accel::Model::from_json(kSpec);
+  accel::LoadReport report = accelerator.load_checkpoint_in_model(other, dir + "/model.safetensors.index.json");
+  EXPECT_TRUE(report.missing_keys.empty());
+  EXPECT_TRUE(report.unexpected_keys.empty());
+  auto a = model.parameters(), b = other.parameters();
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(at::equal(a[i], b[i]));
+
+  std::string single = fresh_dir("single");
+  accelerator.save_model(model, single);
+  EXPECT_TRUE(fs::exists(single + "/model.safetensors"));
+  accel::Model bigger = accel::Model::from_json(
+      R"([{"type": "Linear", "in_features": 6, "out_features": 16}, {"type": "ReLU"},
+          {"type": "Linear", "in_features": 16, "out_features": 3}, {"type": "Linear", "in_features": 3, "out_features": 2}])");
+  report = accelerator.load_checkpoint_in_model(bigger, single + "/model.safetensors");
+  EXPECT_EQ(report.missing_keys, (std::vector<std::string>{"3.weight", "3.bias"}));
+  EXPECT_TRUE(report.unexpected_keys.empty());
+  accel::Model smaller = accel::Model::from_json(R"([{"type": "Linear", "in_features": 6, "out_features": 16}])");
+  report = accelerator.load_checkpoint_in_model(smaller, single + "/model.safetensors");
+  EXPECT_TRUE(report.missing_keys.empty());
+  EXPECT_EQ(report.unexpected_keys, (std::vector<std::string>{"2.bias", "2.weight"}));
+  accel::Model mismatched = accel::Model::from_json(R"([{"type": "Linear", "in_features": 5, "out_features": 16}])");
+  EXPECT_NE(error_of([&] { accelerator.load_checkpoint_in_model(mismatched, single + "/model.safetensors"); })
+                .find("\"0.weight\" has shape [16, 6], the model's has [16, 5]"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { accelerator.save_model(model, single, "10GB", false); }).find("safe_serialization=false"),
+            std::string::npos);
+}
+
+}  // namespace
