@@ -698,4 +698,7 @@ ACCEL_API accel_status accel_accelerator_autocast_end(accel_accelerator* acc);
 }
 #endif
 
+/* Further parts of the C ABI, one header per area. */
+#include "accel/accel_checkpoint.h"
+
 #endif /* ACCEL_ACCEL_H */

@@ -244,8 +244,10 @@ class Accelerator {
   void save_model(const Model& model, const std::string& dir, const std::string& max_shard_size = "10GB",
                   bool safe_serialization = true);
   // Loads a .safetensors file or a sharded index (model.safetensors.index.json)
-  // into model; returns missing and unexpected names. Shapes must match.
-  LoadReport load_checkpoint_in_model(Model& model, const std::string& path);
+  // into model; returns missing and unexpected names. Shapes must match. With
+  // strict, missing or unexpected names are an InvalidArgument error naming
+  // them, raised before any parameter changes.
+  LoadReport load_checkpoint_in_model(Model& model, const std::string& path, bool strict = false);
   // Accelerate's accelerator.save: writes tensors to a safetensors file on the main process only.
   void save(const TensorDict& tensors, const std::string& path);
 

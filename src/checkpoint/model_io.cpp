@@ -99,7 +99,18 @@ void Accelerator::save_model(const Model& model, const std::string& dir, const s
   wait_for_everyone();
 }
 
-LoadReport Accelerator::load_checkpoint_in_model(Model& model, const std::string& path) {
+namespace {
+
+std::string join_names(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size() && i < 10; ++i) out += (i ? ", " : "") + names[i];
+  if (names.size() > 10) out += ", ... (" + std::to_string(names.size()) + " in all)";
+  return out.empty() ? "none" : out;
+}
+
+}  // namespace
+
+LoadReport Accelerator::load_checkpoint_in_model(Model& model, const std::string& path, bool strict) {
   // Every file is validated and every tensor checked before any parameter changes.
   std::vector<safetensors::File> files;
   std::map<std::string, std::pair<size_t, const safetensors::Entry*>> found;
@@ -149,6 +160,9 @@ LoadReport Accelerator::load_checkpoint_in_model(Model& model, const std::string
   for (const auto& [name, where] : found) {
     if (!used.count(name)) report.unexpected_keys.push_back(name);
   }
+  require_arg(!strict || (report.missing_keys.empty() && report.unexpected_keys.empty()),
+              path + " does not match the model: missing " + join_names(report.missing_keys) + "; unexpected " +
+                  join_names(report.unexpected_keys));
   at::NoGradGuard no_grad;
   for (auto& [target, where] : plan) {
     target.copy_(detail::mapped_tensor(files[where.first], *where.second));  // straight from the mapping

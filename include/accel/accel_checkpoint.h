@@ -1,0 +1,99 @@
+/*
+ * libaccel C ABI: checkpoints and model files (included by accel/accel.h).
+ * Layout and formats: docs/checkpointing.md.
+ */
+#ifndef ACCEL_ACCEL_CHECKPOINT_H
+#define ACCEL_ACCEL_CHECKPOINT_H
+
+#include "accel/accel.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Writes everything needed to continue training into dir: prepared models
+   (model.safetensors, model_1...), optimizers (optimizer.bin...), schedulers
+   (scheduler.bin...), the fp16 loss scaler (scaler.pt), every process's RNG
+   state and dataloader positions (random_states_{rank}.safetensors), registered
+   objects (custom_checkpoint_{i}.bin) and a manifest. The directory appears
+   only once complete: a save interrupted at any moment leaves the previous
+   checkpoint intact. dir NULL or "": project_dir/checkpoints/checkpoint_{i}
+   under automatic_checkpoint_naming (oldest removed beyond total_limit).
+   Collective. Errors: STATE (no dir and no automatic naming), IO (named path). */
+ACCEL_API accel_status accel_accelerator_save_state(accel_accelerator* acc, const char* dir);
+/* Restores a checkpoint written by save_state; dir NULL or "": the newest
+   automatic checkpoint. Every file is read and checked (presence, sizes,
+   format, tensor names and shapes, counts of prepared objects, process count)
+   before anything is applied. The next dataloader pass continues mid-epoch
+   where the saved one stood. Collective. Errors: IO (missing, partial or
+   corrupt file, named), INVALID_ARGUMENT (a checkpoint of a different setup). */
+ACCEL_API accel_status accel_accelerator_load_state(accel_accelerator* acc, const char* dir);
+/* The number the next automatic checkpoint gets. */
+ACCEL_API accel_status accel_accelerator_save_iteration(const accel_accelerator* acc, int64_t* out);
+
+/* Writes model in Hugging Face's layout into dir: model.safetensors, or shards
+   model-0000i-of-0000N.safetensors plus model.safetensors.index.json
+   (metadata.total_size, weight_map) when larger than max_shard_size ("5GB",
+   "200MB", "1GiB", bytes; NULL: "10GB"). Only the main process writes.
+   safe_serialization = 0 is UNSUPPORTED (no pickle). Collective. */
+ACCEL_API accel_status accel_accelerator_save_model(accel_accelerator* acc, const accel_model* model,
+                                                    const char* dir, const char* max_shard_size,
+                                                    int safe_serialization);
+/* Loads a .safetensors file or a sharded index (…index.json) into model.
+   *missing / *unexpected (either may be NULL) get the number of model tensors
+   the file lacks and of file tensors the model lacks; with strict != 0 either
+   is an INVALID_ARGUMENT error naming them. Shapes must match. Every file is
+   validated before any parameter changes. */
+ACCEL_API accel_status accel_accelerator_load_checkpoint_in_model(accel_accelerator* acc, accel_model* model,
+                                                                  const char* path, int strict, int64_t* missing,
+                                                                  int64_t* unexpected);
+/* Accelerate's accelerator.save: count named tensors to a safetensors file,
+   written by the main process only. Borrows everything. */
+ACCEL_API accel_status accel_accelerator_save_tensors(accel_accelerator* acc, const char* const* names,
+                                                      const accel_tensor* const* tensors, size_t count,
+                                                      const char* path);
+
+/* Objects of the caller's saved with every checkpoint. */
+typedef struct accel_bytes_writer accel_bytes_writer;
+/* Appends size bytes to what a save callback produces. */
+ACCEL_API accel_status accel_bytes_write(accel_bytes_writer* writer, const void* data, size_t size);
+
+typedef struct accel_checkpoint_callbacks {
+  uint32_t struct_size;
+  /* Writes the object's state with accel_bytes_write. Required. */
+  accel_status (*save)(void* user, accel_bytes_writer* writer);
+  /* Restores it from data (borrowed for the call). Required. */
+  accel_status (*load)(void* user, const void* data, size_t size);
+  /* Optional: called once when the accelerator no longer needs user. */
+  void (*release)(void* user);
+} accel_checkpoint_callbacks;
+
+#define ACCEL_CHECKPOINT_CALLBACKS_INIT { (uint32_t)sizeof(accel_checkpoint_callbacks), NULL, NULL, NULL }
+ACCEL_API void accel_checkpoint_callbacks_init(accel_checkpoint_callbacks* callbacks);
+/* Registers an object: saved as custom_checkpoint_{i}.bin (i in registration
+   order) by the main process, restored by load_state on every process. A
+   failing callback fails save_state/load_state with its status and message
+   (accel_set_error). */
+ACCEL_API accel_status accel_accelerator_register_for_checkpointing(accel_accelerator* acc,
+                                                                    const accel_checkpoint_callbacks* callbacks,
+                                                                    void* user);
+
+/* Hooks run (on every process) with the checkpoint directory before
+   save_state writes / load_state reads; a non-OK status aborts the call.
+   *id identifies the hook for accel_accelerator_remove_hook; release(user),
+   if not NULL, runs when the hook is removed or the accelerator freed. */
+typedef accel_status (*accel_state_hook)(void* user, const char* dir);
+ACCEL_API accel_status accel_accelerator_register_save_state_pre_hook(accel_accelerator* acc, accel_state_hook hook,
+                                                                      void* user, void (*release)(void*),
+                                                                      int64_t* id);
+ACCEL_API accel_status accel_accelerator_register_load_state_pre_hook(accel_accelerator* acc, accel_state_hook hook,
+                                                                      void* user, void (*release)(void*),
+                                                                      int64_t* id);
+/* Errors: INVALID_ARGUMENT for an id that names no registered hook. */
+ACCEL_API accel_status accel_accelerator_remove_hook(accel_accelerator* acc, int64_t id);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,149 @@
+#include "capi/handles.hpp"
+
+#include <set>
+
+using namespace accel::capi;
+
+struct accel_bytes_writer {
+  std::string bytes;
+};
+
+namespace {
+
+void init_checkpoint_callbacks(accel_checkpoint_callbacks* callbacks) {
+  *callbacks = accel_checkpoint_callbacks ACCEL_CHECKPOINT_CALLBACKS_INIT;
+}
+
+std::string or_empty(const char* text) { return text != nullptr ? text : ""; }
+
+// Calls release(user) once nothing holds the returned pointer.
+std::shared_ptr<void> hold(void* user, void (*release)(void*)) {
+  return std::shared_ptr<void>(user, [release](void* u) {
+    if (release != nullptr) release(u);
+  });
+}
+
+accel::StateHook state_hook(accel_state_hook hook, std::shared_ptr<void> user, const char* which) {
+  return [hook, user, which](const std::string& dir) {
+    accel_set_error("");
+    check_callback(hook(user.get(), dir.c_str()), std::string(which) + " hook for " + dir);
+  };
+}
+
+}  // namespace
+
+extern "C" {
+
+ACCEL_API accel_status accel_accelerator_save_state(accel_accelerator* acc, const char* dir) {
+  return guarded([&] { deref(acc, "acc").accelerator->save_state(or_empty(dir)); });
+}
+
+ACCEL_API accel_status accel_accelerator_load_state(accel_accelerator* acc, const char* dir) {
+  return guarded([&] { deref(acc, "acc").accelerator->load_state(or_empty(dir)); });
+}
+
+ACCEL_API accel_status accel_accelerator_save_iteration(const accel_accelerator* acc, int64_t* out) {
+  return guarded([&] { out_param(out, "out") = deref(acc, "acc").accelerator->save_iteration(); });
+}
+
+ACCEL_API accel_status accel_accelerator_save_model(accel_accelerator* acc, const accel_model* model, const char* dir,
+                                                    const char* max_shard_size, int safe_serialization) {
+  return guarded([&] {
+    accel::require_arg(dir != nullptr && *dir != '\0', "dir is NULL or empty");
+    deref(acc, "acc").accelerator->save_model(deref(model, "model").model, dir,
+                                              max_shard_size != nullptr ? max_shard_size : "10GB",
+                                              safe_serialization != 0);
+  });
+}
+
+ACCEL_API accel_status accel_accelerator_load_checkpoint_in_model(accel_accelerator* acc, accel_model* model,
+                                                                  const char* path, int strict, int64_t* missing,
+                                                                  int64_t* unexpected) {
+  return guarded([&] {
+    accel::require_arg(path != nullptr, "path is NULL");
+    accel::LoadReport report =
+        deref(acc, "acc").accelerator->load_checkpoint_in_model(deref(model, "model").model, path, strict != 0);
+    if (missing) *missing = static_cast<int64_t>(report.missing_keys.size());
+    if (unexpected) *unexpected = static_cast<int64_t>(report.unexpected_keys.size());
+  });
+}
+
+ACCEL_API accel_status accel_accelerator_save_tensors(accel_accelerator* acc, const char* const* names,
+                                                      const accel_tensor* const* tensors, size_t count,
+                                                      const char* path) {
+  return guarded([&] {
+    accel::require_arg(path != nullptr, "path is NULL");
+    accel::require_arg(count == 0 || (names != nullptr && tensors != nullptr), "names or tensors is NULL");
+    accel::TensorDict dict;
+    for (size_t i = 0; i < count; ++i) {
+      accel::require_arg(names[i] != nullptr, "names[" + std::to_string(i) + "] is NULL");
+      dict.emplace_back(names[i], deref(tensors[i], ("tensors[" + std::to_string(i) + "]").c_str()).tensor);
+    }
+    deref(acc, "acc").accelerator->save(dict, path);
+  });
+}
+
+ACCEL_API accel_status accel_bytes_write(accel_bytes_writer* writer, const void* data, size_t size) {
+  return guarded([&] {
+    accel::require_arg(writer != nullptr, "writer is NULL");
+    accel::require_arg(size == 0 || data != nullptr, "data is NULL");
+    writer->bytes.append(static_cast<const char*>(data), size);
+  });
+}
+
+ACCEL_API void accel_checkpoint_callbacks_init(accel_checkpoint_callbacks* callbacks) {
+  if (callbacks != nullptr) init_checkpoint_callbacks(callbacks);
+}
+
+ACCEL_API accel_status accel_accelerator_register_for_checkpointing(accel_accelerator* acc,
+                                                                    const accel_checkpoint_callbacks* callbacks,
+                                                                    void* user) {
+  return guarded([&] {
+    auto& accelerator = *deref(acc, "acc").accelerator;
+    accel::require_arg(callbacks != nullptr, "callbacks is NULL");
+    accel_checkpoint_callbacks c = read_options(callbacks, "callbacks", init_checkpoint_callbacks);
+    accel::require_arg(c.save != nullptr, "callbacks->save is NULL");
+    accel::require_arg(c.load != nullptr, "callbacks->load is NULL");
+    std::shared_ptr<void> held = hold(user, c.release);
+    accel::CheckpointObject object;
+    object.save = [fn = c.save, held] {
+      accel_bytes_writer writer;
+      accel_set_error("");
+      check_callback(fn(held.get(), &writer), "checkpoint object save callback");
+      return std::move(writer.bytes);
+    };
+    object.load = [fn = c.load, held](const std::string& bytes) {
+      accel_set_error("");
+      check_callback(fn(held.get(), bytes.data(), bytes.size()), "checkpoint object load callback");
+    };
+    accelerator.register_for_checkpointing(std::move(object));
+  });
+}
+
+ACCEL_API accel_status accel_accelerator_register_save_state_pre_hook(accel_accelerator* acc, accel_state_hook hook,
+                                                                      void* user, void (*release)(void*),
+                                                                      int64_t* id) {
+  return guarded([&] {
+    auto& accelerator = *deref(acc, "acc").accelerator;
+    auto& out = out_param(id, "id");
+    accel::require_arg(hook != nullptr, "hook is NULL");
+    out = accelerator.register_save_state_pre_hook(state_hook(hook, hold(user, release), "save_state pre"));
+  });
+}
+
+ACCEL_API accel_status accel_accelerator_register_load_state_pre_hook(accel_accelerator* acc, accel_state_hook hook,
+                                                                      void* user, void (*release)(void*),
+                                                                      int64_t* id) {
+  return guarded([&] {
+    auto& accelerator = *deref(acc, "acc").accelerator;
+    auto& out = out_param(id, "id");
+    accel::require_arg(hook != nullptr, "hook is NULL");
+    out = accelerator.register_load_state_pre_hook(state_hook(hook, hold(user, release), "load_state pre"));
+  });
+}
+
+ACCEL_API accel_status accel_accelerator_remove_hook(accel_accelerator* acc, int64_t id) {
+  return guarded([&] { deref(acc, "acc").accelerator->remove_hook(id); });
+}
+
+}  // extern "C"
