@@ -10,6 +10,7 @@ packages=(
   libopenblas0-openmp     # fast BLAS: without it LibTorch uses the 13x slower reference BLAS
   nlohmann-json3-dev libcli11-dev zlib1g-dev
   libgtest-dev libgmock-dev
+  clang libclang-rt-14-dev # libFuzzer for the safetensors reader's fuzz test
   python3-dev python3-venv python3-numpy   # Python binding and test environment (scripts/python-env.sh)
   dataset-fashion-mnist   # example data in /usr/share/datasets/fashion-mnist
 )
