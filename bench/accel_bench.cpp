@@ -1,5 +1,5 @@
-// Contestant (a): libaccel through its C++ API. With --no-sync the model is not
-// prepared, so 2 processes train independently: the no-communication upper bound.
+// Contestant (a): libaccel through its C++ API. With --no-sync neither model nor
+// optimizer is prepared, so 2 processes train independently: the no-communication upper bound.
 //   build/bin/accel launch --nproc_per_node 2 --master_port 0 build/bin/accel_bench --workload mlp --steps 60
 #include <cstdio>
 #include <exception>
@@ -16,8 +16,10 @@ int main(int argc, char** argv) try {
   options.lr = 1e-3;
   options.weight_decay = 0.01;
   accel::Optimizer optimizer(model, options);
-  if (!args.no_sync) acc.prepare(model);
-  acc.prepare(optimizer);
+  if (!args.no_sync) {  // an unprepared optimizer may not be prepared either
+    acc.prepare(model);
+    acc.prepare(optimizer);
+  }
   bench::Data data(w, acc.process_index());
 
   auto step = [&](int64_t i) {
