@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# Runs the benchmark suite against an existing build (it builds nothing) and
+# prints the table that docs/benchmarks.md records. Contestants alternate
+# within each repeat; the table shows medians over repeats.
+#   bench/run.sh            full run (~10 min on 2 cores)
+#   bench/run.sh --quick    1 repeat, short runs (< 2 min)
+#   bench/run.sh --smoke    a few steps of every contestant; fails if one prints no result (CTest bench_smoke)
+# Options: --build-dir DIR (default: build/ next to bench/), --reps N, --workloads tiny,mlp,...,
+#          --no-sync-bench. Environment: PYTHON (default /usr/bin/python3, Debian's python3-torch).
+set -uo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+build="$here/../build"
+mode=full
+reps=""
+workloads="tiny mlp cnn sync"
+sync_bench=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) mode=quick ;;
+    --smoke) mode=smoke ;;
+    --build-dir) build="$2"; shift ;;
+    --reps) reps="$2"; shift ;;
+    --workloads) workloads="${2//,/ }"; shift ;;
+    --no-sync-bench) sync_bench=0 ;;
+    *) echo "run.sh: unknown option '$1'" >&2; exit 2 ;;
+  esac
+  shift
+done
+bin="$build/bin"
+for program in accel accel_bench accel_bench_c torch_bench sync_bench; do
+  [ -x "$bin/$program" ] || { echo "run.sh: $bin/$program missing: build first (ninja -C build)" >&2; exit 2; }
+done
+python="${PYTHON:-/usr/bin/python3}"
+have_torch_py=1
+if ! "$python" -c "import torch" 2>/dev/null; then
+  have_torch_py=0
+  echo "run.sh: SKIPPING the Python PyTorch peer: '$python' cannot import torch (apt-get install python3-torch)"
+fi
+
+# Timed steps and warm-up steps per workload, sized for a few seconds per run on
+# 2 cores (cnn takes ~2-3 s a step, so it gets few but long steps).
+declare -A steps warm
+case "$mode" in
+  full)  steps=([tiny]=1500 [mlp]=60 [cnn]=2 [sync]=4); warm=([tiny]=5 [mlp]=5 [cnn]=1 [sync]=2); : "${reps:=3}" ;;
+  quick) steps=([tiny]=600 [mlp]=20 [cnn]=1 [sync]=2); warm=([tiny]=2 [mlp]=2 [cnn]=1 [sync]=1); : "${reps:=1}"
+         # cnn (~2.5 s a step) and sync do not fit in 2 minutes; sync_bench still measures gradient sync
+         [ "$workloads" = "tiny mlp cnn sync" ] && workloads="tiny mlp" ;;
+  smoke) steps=([tiny]=3 [mlp]=2 [cnn]=1 [sync]=1); warm=([tiny]=1 [mlp]=1 [cnn]=1 [sync]=1); : "${reps:=1}"
+         [ "$workloads" = "tiny mlp cnn sync" ] && workloads="tiny" ;;
+esac
+
+results="$(mktemp -t accel-bench.XXXXXX)"
+log="$(mktemp -t accel-bench-log.XXXXXX)"
+trap 'rm -f "$results" "$log"' EXIT
+failures=0
+
+# run NPROC CONTESTANT WORKLOAD COMMAND...: threads fixed by process count
+# (2 threads for one process, 1 per process for two on the 2-core machine).
+run() {
+  local nproc="$1" name="$2" workload="$3"; shift 3
+  local threads=$(( nproc == 1 ? 2 : 1 ))
+  local args=(--workload "$workload" --steps "${steps[$workload]}" --warmup "${warm[$workload]}" --threads "$threads")
+  local out
+  if [ "$nproc" -eq 1 ]; then
+    out="$(OMP_NUM_THREADS=$threads timeout 600 "$@" "${args[@]}" 2>&1)"
+  else
+    out="$(OMP_NUM_THREADS=$threads timeout 600 "$bin/accel" launch --nproc_per_node "$nproc" --master_port 0 \
+           "$@" "${args[@]}" 2>&1)"
+  fi
+  local lines
+  lines="$(printf '%s\n' "$out" | grep -o 'BENCH_RESULT .*' | sed 's/^BENCH_RESULT //')"
+  if [ "$(printf '%s' "$lines" | grep -c contestant)" -ne "$nproc" ]; then
+    echo "run.sh: FAILED $name $workload x$nproc:" >&2
+    printf '%s\n' "$out" | tail -20 >&2
+    failures=$((failures + 1))
+    return
+  fi
+  printf '%s\n' "$lines" >> "$results"
+  [ "$mode" = full ] || printf '  %-18s %-5s x%d done\n' "$name" "$workload" "$nproc"
+}
+
+# (e) bindings: when bindings/python|java|go exist, add their bench programs here,
+# e.g. run 1 accel_py "$w" "$python" "$here/accel_bench.py" (same arguments and
+# BENCH_RESULT line as accel_bench.cpp), and list them in report.py's BINDINGS.
+run_bindings() { :; }
+
+echo "libaccel bench: mode=$mode reps=$reps workloads=[$workloads] load: $(cut -d' ' -f1-3 /proc/loadavg)"
+for ((r = 1; r <= reps; ++r)); do
+  echo "repeat $r/$reps"
+  for w in $workloads; do
+    if [ "$w" != sync ]; then   # sync is a 2-process workload
+      run 1 accel_cpp "$w" "$bin/accel_bench"
+      run 1 accel_c "$w" "$bin/accel_bench_c"
+      run 1 torch_cpp "$w" "$bin/torch_bench"
+      [ $have_torch_py = 1 ] && run 1 torch_py "$w" "$python" "$here/torch_bench.py"
+      run_bindings 1 "$w"
+    fi
+    run 2 accel_cpp "$w" "$bin/accel_bench"
+    run 2 accel_c "$w" "$bin/accel_bench_c"
+    [ $have_torch_py = 1 ] && run 2 torch_py_ddp "$w" "$python" "$here/torch_bench.py"
+    run 2 accel_cpp_nosync "$w" "$bin/accel_bench" --no-sync
+    run_bindings 2 "$w"
+  done
+done
+
+python3 "$here/report.py" "$results"
+
+if [ $sync_bench = 1 ]; then
+  echo
+  echo "gradient sync vs raw allreduce (2 processes x 1 thread):"
+  case "$mode" in
+    full) sb=(--reps 5 --sizes 1,16,64,256) ;;
+    quick) sb=(--reps 3 --sizes 1,16) ;;
+    smoke) sb=(--reps 1 --sizes 1) ;;
+  esac
+  if ! OMP_NUM_THREADS=1 timeout 600 "$bin/accel" launch --nproc_per_node 2 --master_port 0 \
+       "$bin/sync_bench" "${sb[@]}" > "$log" 2>&1 || ! grep -q SYNC_RESULT "$log"; then
+    echo "run.sh: FAILED sync_bench:" >&2; tail -20 "$log" >&2; failures=$((failures + 1))
+  else
+    grep '^\[rank 0\]' "$log" | grep -v SYNC_RESULT | sed 's/^\[rank 0\] //'
+  fi
+fi
+
+if [ $failures -gt 0 ]; then echo "run.sh: $failures run(s) failed" >&2; exit 1; fi

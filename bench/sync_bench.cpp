@@ -1,0 +1,136 @@
+// Gradient-sync microbenchmark (2+ processes via `accel launch`): for flat
+// float32 buffers of 1, 16, 64 and 256 MiB, the raw allreduce through the
+// library's c10d process group next to libaccel's gradient sync of a model with
+// exactly as many parameter bytes (bias-free Linear layers):
+//   sync time   = backward with sync - backward without (no_sync), medians
+//   % of raw    = raw allreduce time / sync time
+//   hidden      = (backward alone + raw allreduce - backward with sync) / raw allreduce,
+//                 the share of communication that overlapped backward.
+//   build/bin/accel launch --nproc_per_node 2 --master_port 0 build/bin/sync_bench [--reps 5] [--sizes 1,16,64,256]
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "accel/accel.hpp"
+#include "bench_common.hpp"
+#include "state/accelerator_state.hpp"
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// k bias-free Linear(d, d) layers: k * d * d floats.
+std::string spec(int64_t d, int k) {
+  std::ostringstream s;
+  s << "[";
+  for (int i = 0; i < k; ++i)
+    s << (i ? ",{\"type\":\"ReLU\"}," : "") << "{\"type\":\"Linear\",\"in_features\":" << d
+      << ",\"out_features\":" << d << ",\"bias\":false}";
+  s << "]";
+  return s.str();
+}
+
+struct Shape {
+  int64_t d;
+  int k;
+};
+Shape shape_for(int mib) {
+  switch (mib) {
+    case 1: return {512, 1};
+    case 4: return {1024, 1};
+    case 16: return {2048, 1};
+    case 64: return {4096, 1};
+    case 256: return {4096, 4};
+    default: throw std::invalid_argument("size " + std::to_string(mib) + " MiB: use 1, 4, 16, 64 or 256");
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  int reps = 5, threads = 1;
+  std::vector<int> sizes{1, 16, 64, 256};
+  for (int i = 1; i < argc; ++i) {
+    std::string k = argv[i];
+    if (k == "--reps" && i + 1 < argc) reps = std::stoi(argv[++i]);
+    else if (k == "--threads" && i + 1 < argc) threads = std::stoi(argv[++i]);
+    else if (k == "--sizes" && i + 1 < argc) {
+      sizes.clear();
+      std::stringstream list(argv[++i]);
+      for (std::string item; std::getline(list, item, ',');) sizes.push_back(std::stoi(item));
+    } else throw std::invalid_argument("unknown argument '" + k + "'");
+  }
+  at::set_num_threads(threads);
+  accel::Accelerator acc;
+  auto& pg = acc.state()->process_group;
+  if (!pg) throw std::runtime_error("run with 2 processes: accel launch --nproc_per_node 2 ...");
+  const bool main = acc.is_main_process();
+  if (main)
+    std::printf("%-8s %10s %10s %10s %10s %10s %8s %8s\n", "MiB", "raw ms", "raw GB/s", "bwd ms", "bwd+sync",
+                "sync GB/s", "% raw", "hidden");
+
+  for (int mib : sizes) {
+    const double bytes = mib * 1048576.0;
+    at::Tensor flat = at::ones({static_cast<int64_t>(bytes / 4)}, at::kFloat);
+    std::vector<double> raw;
+    for (int r = 0; r < reps + 1; ++r) {
+      acc.wait_for_everyone();
+      auto t = bench::Clock::now();
+      pg->allreduce(flat, "bench_allreduce");
+      if (r > 0) raw.push_back(bench::since(t));  // first one warms Gloo's buffers
+    }
+    flat = at::Tensor();
+
+    Shape s = shape_for(mib);
+    accel::Model model = accel::Model::from_json(spec(s.d, s.k));
+    acc.prepare(model);
+    at::Tensor x = at::randn({8, s.d});
+    at::Tensor target = at::zeros({8, s.d});
+    auto backward = [&](bool sync) {
+      for (auto& p : model.parameters())
+        if (p.grad().defined()) p.mutable_grad().zero_();
+      if (!sync) acc.no_sync_begin(model);
+      at::Tensor loss = accel::compute_loss(accel::LossKind::Mse, model.forward(x), target);
+      acc.wait_for_everyone();
+      auto t = bench::Clock::now();
+      acc.backward(loss);
+      double seconds = bench::since(t);
+      if (!sync) acc.no_sync_end(model);
+      return seconds;
+    };
+    backward(true);  // the first synced backward may rebuild buckets
+    backward(false);
+    std::vector<double> with, without;
+    for (int r = 0; r < reps; ++r) {
+      with.push_back(backward(true));
+      without.push_back(backward(false));
+    }
+    double t_raw = median(raw), t_with = median(with), t_without = median(without);
+    double t_sync = std::max(t_with - t_without, 1e-9);
+    double hidden = std::clamp((t_without + t_raw - t_with) / t_raw, 0.0, 1.0);
+    if (main) {
+      std::printf("%-8d %10.2f %10.3f %10.2f %10.2f %10.3f %7.0f%% %7.0f%%\n", mib, t_raw * 1e3, bytes / t_raw / 1e9,
+                  t_without * 1e3, t_with * 1e3, bytes / t_sync / 1e9, 100.0 * t_raw / t_sync, 100.0 * hidden);
+      std::printf(
+          "SYNC_RESULT {\"mib\":%d,\"nproc\":%d,\"threads\":%d,\"raw_ms\":%.3f,\"raw_gbps\":%.4f,\"backward_ms\":%.3f,"
+          "\"backward_sync_ms\":%.3f,\"sync_gbps\":%.4f,\"pct_of_raw\":%.1f,\"hidden_pct\":%.1f}\n",
+          mib, acc.num_processes(), at::get_num_threads(), t_raw * 1e3, bytes / t_raw / 1e9, t_without * 1e3,
+          t_with * 1e3, bytes / t_sync / 1e9, 100.0 * t_raw / t_sync, 100.0 * hidden);
+      std::fflush(stdout);
+    }
+  }
+  acc.wait_for_everyone();
+  return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "sync_bench: %s\n", e.what());
+  return 1;
+}
