@@ -566,4 +566,6 @@ ACCEL_API accel_status accel_accelerator_autocast_end(accel_accelerator* acc);
 }
 #endif
 
+#include "accel/accel_tracking.h"
+
 #endif /* ACCEL_ACCEL_H */

@@ -18,6 +18,7 @@
 namespace accel::detail {
 
 class ModelImpl;
+class TrackerRegistry;  // src/tracking/tracker_registry.hpp
 
 class AcceleratorState {
  public:
@@ -43,6 +44,8 @@ class AcceleratorState {
   std::shared_ptr<GradientState> gradient_state = std::make_shared<GradientState>();
   // Models whose gradients backward() must synchronise.
   std::vector<std::weak_ptr<ModelImpl>> prepared_models;
+  // Experiment trackers; created on first use by src/tracking.
+  std::shared_ptr<TrackerRegistry> trackers;
 
   int rank() const { return env.rank; }
   int world_size() const { return env.world_size; }
