@@ -1,4 +1,4 @@
-/* Leveled logging and progress bars through the C ABI: stderr is captured into
+/* Leveled logging, progress bars and profiling through the C ABI: stderr is captured into
  * a file (not a terminal, so progress prints plain decile lines). */
 #define _POSIX_C_SOURCE 200112L
 #include <stdlib.h>
@@ -111,9 +111,44 @@ static void test_progress(void) {
   unsetenv("WORLD_SIZE");
 }
 
+static void test_profile_writes_a_chrome_trace(void) {
+  accel_accelerator* acc = NULL;
+  accel_profile* profile = NULL;
+  accel_profile* nested = NULL;
+  accel_tensor* t = NULL;
+  accel_tensor* total = NULL;
+  float data[4] = {1, 2, 3, 4};
+  int64_t shape[1] = {4};
+  FILE* in;
+  static char trace[1 << 16];
+  size_t n;
+  EXPECT_OK(accel_accelerator_create(NULL, &acc));
+  EXPECT_ERROR(accel_profile_begin(NULL, "x", &profile), ACCEL_ERR_INVALID_ARGUMENT, "acc");
+  EXPECT_ERROR(accel_profile_begin(acc, NULL, &profile), ACCEL_ERR_INVALID_ARGUMENT, "output_trace_dir");
+  EXPECT_ERROR(accel_profile_begin(acc, "", &profile), ACCEL_ERR_INVALID_ARGUMENT, "output_trace_dir");
+  EXPECT_OK(accel_profile_begin(acc, "test_logging_api_trace", &profile));
+  EXPECT_ERROR(accel_profile_begin(acc, "test_logging_api_trace", &nested), ACCEL_ERR_STATE, "already running");
+  EXPECT_OK(accel_tensor_from_buffer(data, sizeof data, ACCEL_FLOAT32, shape, 1, &t));
+  EXPECT_OK(accel_tensor_sum(t, &total));
+  EXPECT_OK(accel_profile_end(profile));
+  EXPECT_ERROR(accel_profile_end(profile), ACCEL_ERR_INVALID_ARGUMENT, "profile");
+  in = fopen("test_logging_api_trace/trace_0.json", "r");
+  EXPECT(in != NULL);
+  n = in ? fread(trace, 1, sizeof trace - 1, in) : 0;
+  trace[n] = '\0';
+  if (in) fclose(in);
+  EXPECT(strstr(trace, "\"aten::sum\"") != NULL);
+  remove("test_logging_api_trace/trace_0.json");
+  rmdir("test_logging_api_trace");
+  accel_tensor_free(t);
+  accel_tensor_free(total);
+  accel_accelerator_free(acc);
+}
+
 int main(void) {
   test_levels_and_ranks();
   test_progress();
+  test_profile_writes_a_chrome_trace();
   remove(capture_path);
   return capi_report("test_logging_api");
 }
