@@ -3,6 +3,7 @@ find_package(Torch REQUIRED)
 find_package(nlohmann_json 3.9 REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(ZLIB REQUIRED)
+find_package(Protobuf REQUIRED)  # TensorBoard event files (src/tracking)
 find_package(Threads REQUIRED)
 # LibTorch's CPU kernels run on OpenMP; loader workers limit their own team to one thread.
 find_package(OpenMP REQUIRED COMPONENTS CXX)

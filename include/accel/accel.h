@@ -700,5 +700,6 @@ ACCEL_API accel_status accel_accelerator_autocast_end(accel_accelerator* acc);
 
 /* Further parts of the C ABI, one header per area. */
 #include "accel/accel_checkpoint.h"
+#include "accel/accel_tracking.h"
 
 #endif /* ACCEL_ACCEL_H */

@@ -25,6 +25,7 @@
 
 #include "accel/checkpoint.hpp"
 #include "accel/error.hpp"
+#include "accel/tracking.hpp"
 
 namespace accel {
 
@@ -250,6 +251,20 @@ class Accelerator {
   LoadReport load_checkpoint_in_model(Model& model, const std::string& path, bool strict = false);
   // Accelerate's accelerator.save: writes tensors to a safetensors file on the main process only.
   void save(const TensorDict& tensors, const std::string& path);
+  // Experiment tracking (tracking.hpp, docs/tracking.md). Trackers live on the
+  // main process only; on other ranks these calls do nothing.
+  // Adds a user tracker that the next init_trackers starts with the log_with ones.
+  void add_tracker(std::shared_ptr<Tracker> tracker);
+  // Creates the log_with trackers under logging_dir and starts a run named
+  // project_name with config as its hyperparameters. Throws State if already started.
+  void init_trackers(const std::string& project_name, const TrackerConfig& config = {});
+  // Sends one step's scalars to every running tracker.
+  void log(const Scalars& values, std::optional<int64_t> step = std::nullopt);
+  void log_text(const std::string& tag, const std::string& text, std::optional<int64_t> step = std::nullopt);
+  // The running tracker called name, or nullptr (always nullptr on other ranks).
+  Tracker* get_tracker(const std::string& name) const;
+  // Finishes every tracker (flushes and closes its files); idempotent.
+  void end_training();
 
   const std::shared_ptr<detail::AcceleratorState>& state() const { return state_; }
 

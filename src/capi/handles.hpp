@@ -13,6 +13,8 @@
 
 #include "accel/accel.h"
 #include "accel/accel.hpp"
+#include "accel/logging.hpp"
+#include "accel/profiler.hpp"
 
 struct accel_tensor {
   at::Tensor tensor;
@@ -38,10 +40,16 @@ struct accel_dataset {
 struct accel_dataloader {
   std::unique_ptr<accel::DataLoader> loader;
 };
+struct accel_progress {
+  std::unique_ptr<accel::ProgressBar> bar;
+};
+struct accel_profile {
+  std::unique_ptr<accel::ProfileScope> scope;
+};
 
 namespace accel::capi {
 
-enum class HandleKind { Tensor, Accelerator, Model, Optimizer, Scheduler, Dataset, DataLoader };
+enum class HandleKind { Tensor, Accelerator, Model, Optimizer, Scheduler, Dataset, DataLoader, Progress, Profile };
 
 template <class H>
 struct KindOf;
@@ -52,6 +60,8 @@ template <> struct KindOf<accel_optimizer> { static constexpr HandleKind value =
 template <> struct KindOf<accel_scheduler> { static constexpr HandleKind value = HandleKind::Scheduler; static constexpr const char* name = "accel_scheduler"; };
 template <> struct KindOf<accel_dataset> { static constexpr HandleKind value = HandleKind::Dataset; static constexpr const char* name = "accel_dataset"; };
 template <> struct KindOf<accel_dataloader> { static constexpr HandleKind value = HandleKind::DataLoader; static constexpr const char* name = "accel_dataloader"; };
+template <> struct KindOf<accel_progress> { static constexpr HandleKind value = HandleKind::Progress; static constexpr const char* name = "accel_progress"; };
+template <> struct KindOf<accel_profile> { static constexpr HandleKind value = HandleKind::Profile; static constexpr const char* name = "accel_profile"; };
 
 void register_handle(const void* handle, HandleKind kind);
 // True when handle was registered with kind and is still alive; unregisters it.

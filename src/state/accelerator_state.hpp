@@ -19,6 +19,7 @@
 namespace accel::detail {
 
 class ModelImpl;
+class TrackerRegistry;  // src/tracking/tracker_registry.hpp
 
 class AcceleratorState {
  public:
@@ -58,6 +59,8 @@ class AcceleratorState {
   std::vector<CheckpointObject> checkpoint_objects;  // register_for_checkpointing
   std::vector<std::pair<int64_t, StateHook>> save_state_pre_hooks, load_state_pre_hooks;
   int64_t next_hook_id = 1;
+  // Experiment trackers; created on first use by src/tracking.
+  std::shared_ptr<TrackerRegistry> trackers;
 
   int rank() const { return env.rank; }
   int world_size() const { return env.world_size; }

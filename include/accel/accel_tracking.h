@@ -1,0 +1,113 @@
+/* libaccel C ABI: experiment tracking (Accelerate's log_with, init_trackers, log,
+ * end_training) and custom trackers through callbacks.
+ *
+ * Built-in trackers are named in accel_accelerator_options.log_with
+ * (comma-separated: "jsonl", "csv", "tensorboard", "mlflow", or "all") and
+ * write under options.logging_dir (default project_dir/logs); docs/tracking.md
+ * describes their files. Trackers run on the main process only: on the other
+ * processes init_trackers, log, log_text and end_training succeed and do nothing.
+ * None of these calls communicates. */
+#ifndef ACCEL_ACCEL_TRACKING_H
+#define ACCEL_ACCEL_TRACKING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "accel/accel.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A user tracker. Each callback gets `user` back and returns ACCEL_OK or an
+ * error status; an error fails the accel_* call that invoked it with a message
+ * naming the tracker. Callbacks may be NULL (nothing to do). libaccel copies the
+ * struct; `user` must stay valid until end_training or accel_accelerator_free. */
+typedef struct accel_tracker_callbacks {
+  uint32_t struct_size; /* set by accel_tracker_callbacks_init */
+  const char* name;     /* unique, non-empty; copied */
+  void* user;
+  /* config_json: the init_trackers config as a JSON object ("{}" when none). */
+  accel_status (*init)(void* user, const char* run_name, const char* config_json);
+  /* count scalars; has_step is 0 when the caller gave no step. */
+  accel_status (*log)(void* user, const char* const* names, const double* values, size_t count, int64_t step,
+                      int has_step);
+  accel_status (*finish)(void* user);
+} accel_tracker_callbacks;
+
+ACCEL_API void accel_tracker_callbacks_init(accel_tracker_callbacks* callbacks);
+
+/* Adds a custom tracker started by the next accel_accelerator_init_trackers.
+ * Errors: INVALID_ARGUMENT for NULL arguments, an empty or repeated name;
+ * STATE after init_trackers. */
+ACCEL_API accel_status accel_accelerator_add_tracker(accel_accelerator* acc, const accel_tracker_callbacks* callbacks);
+
+/* Starts the log_with trackers and the added ones for a run named project_name.
+ * config_json: NULL or a flat JSON object of numbers, strings and booleans (the
+ * run's hyperparameters). Errors: INVALID_ARGUMENT naming an unknown tracker in
+ * log_with or a bad config value; STATE when called twice; IO when a tracker
+ * cannot write its files. */
+ACCEL_API accel_status accel_accelerator_init_trackers(accel_accelerator* acc, const char* project_name,
+                                                       const char* config_json);
+
+/* Logs count named scalars at step (step < 0: no step) to every running tracker. */
+ACCEL_API accel_status accel_accelerator_log(accel_accelerator* acc, const char* const* names,
+                                             const double* values, size_t count, int64_t step);
+/* Logs a text value (TensorBoard text, a JSONL record); step < 0: no step. */
+ACCEL_API accel_status accel_accelerator_log_text(accel_accelerator* acc, const char* tag, const char* text,
+                                                  int64_t step);
+/* *out = 1 when a tracker called name is running in this process, else 0. */
+ACCEL_API accel_status accel_accelerator_has_tracker(const accel_accelerator* acc, const char* name, int* out);
+/* Finishes every tracker (flushes and closes its files). Idempotent. */
+ACCEL_API accel_status accel_accelerator_end_training(accel_accelerator* acc);
+
+/* ---- Logging and progress (Accelerate's get_logger and tqdm) ---- */
+
+typedef enum accel_log_level {
+  ACCEL_LOG_DEBUG = 10,
+  ACCEL_LOG_INFO = 20,
+  ACCEL_LOG_WARNING = 30,
+  ACCEL_LOG_ERROR = 40,
+  ACCEL_LOG_CRITICAL = 50
+} accel_log_level;
+
+/* Writes "LEVEL name: message" to stderr when level reaches the threshold
+ * (ACCELERATE_LOG_LEVEL: debug, info, warning, error, critical; default
+ * warning), prefixed with "[rank N] " when several processes run. With
+ * main_process_only nonzero only rank 0 writes. Errors: INVALID_ARGUMENT for
+ * NULL strings, a level outside accel_log_level, or a bad ACCELERATE_LOG_LEVEL
+ * (named). Not collective. */
+ACCEL_API accel_status accel_log(const char* name, accel_log_level level, const char* message,
+                                 int main_process_only);
+
+/* A progress bar over total steps on stderr: redrawn in place on a terminal,
+ * a plain line at every 10% otherwise; silent on ranks other than 0 (when
+ * main_process_only is nonzero) and when ACCEL_DISABLE_PROGRESS_BAR is set.
+ * Free with accel_progress_free. Errors: INVALID_ARGUMENT for total < 0 or a
+ * NULL description or out. */
+typedef struct accel_progress accel_progress;
+ACCEL_API accel_status accel_progress_create(int64_t total, const char* description, int main_process_only,
+                                             accel_progress** out);
+/* Advances by steps (>= 0). */
+ACCEL_API accel_status accel_progress_update(accel_progress* progress, int64_t steps);
+/* Ends the bar's line and frees it; NULL is ignored. */
+ACCEL_API void accel_progress_free(accel_progress* progress);
+
+/* ---- Profiling (Accelerate's accelerator.profile()) ---- */
+
+/* Starts recording every operator this thread runs with LibTorch's autograd
+ * profiler; accel_profile_end writes a Chrome trace to
+ * output_trace_dir/trace_<process_index>.json (one per rank) and frees the
+ * handle. Not collective. Errors: INVALID_ARGUMENT for NULL or empty
+ * arguments; STATE when a profile already runs on this thread; IO when the
+ * directory or file cannot be written (named). */
+typedef struct accel_profile accel_profile;
+ACCEL_API accel_status accel_profile_begin(const accel_accelerator* acc, const char* output_trace_dir,
+                                           accel_profile** out);
+ACCEL_API accel_status accel_profile_end(accel_profile* profile);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ACCEL_ACCEL_TRACKING_H */

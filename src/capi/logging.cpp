@@ -1,0 +1,72 @@
+// C ABI over accel::Logger, accel::ProgressBar and accel::ProfileScope.
+#include "accel/accel_tracking.h"
+#include "accel/logging.hpp"
+#include "capi/handles.hpp"
+
+using namespace accel::capi;
+using accel::require_arg;
+
+extern "C" {
+
+accel_status accel_log(const char* name, accel_log_level level, const char* message, int main_process_only) {
+  return guarded([&] {
+    require_arg(name != nullptr, "name is NULL");
+    require_arg(message != nullptr, "message is NULL");
+    const int value = static_cast<int>(level);
+    require_arg(value == 10 || value == 20 || value == 30 || value == 40 || value == 50,
+                "level " + std::to_string(value) + " is not an accel_log_level");
+    accel::Logger(name).log(static_cast<accel::LogLevel>(value), message, main_process_only != 0);
+  });
+}
+
+accel_status accel_progress_create(int64_t total, const char* description, int main_process_only,
+                                   accel_progress** out) {
+  return guarded([&] {
+    out_param(out, "out") = nullptr;
+    require_arg(total >= 0, "total must be >= 0, got " + std::to_string(total));
+    require_arg(description != nullptr, "description is NULL");
+    auto handle = std::make_unique<accel_progress>();
+    handle->bar = std::make_unique<accel::ProgressBar>(total, description, main_process_only != 0);
+    publish(std::move(handle), out);
+  });
+}
+
+accel_status accel_progress_update(accel_progress* progress, int64_t steps) {
+  return guarded([&] {
+    auto& bar = *deref(progress, "progress").bar;
+    require_arg(steps >= 0, "steps must be >= 0, got " + std::to_string(steps));
+    bar.update(steps);
+  });
+}
+
+void accel_progress_free(accel_progress* progress) {
+  try {
+    release(progress);
+  } catch (...) {
+    // Closing writes to stderr; a failed write must not cross the ABI.
+  }
+}
+
+}  // extern "C"
+
+extern "C" {
+
+accel_status accel_profile_begin(const accel_accelerator* acc, const char* output_trace_dir, accel_profile** out) {
+  return guarded([&] {
+    out_param(out, "out") = nullptr;
+    const auto& accelerator = *deref(acc, "acc").accelerator;
+    require_arg(output_trace_dir != nullptr, "output_trace_dir is NULL");
+    auto handle = std::make_unique<accel_profile>();
+    handle->scope = std::make_unique<accel::ProfileScope>(accelerator, output_trace_dir);
+    publish(std::move(handle), out);
+  });
+}
+
+accel_status accel_profile_end(accel_profile* profile) {
+  return guarded([&] {
+    deref(profile, "profile");
+    release(profile);
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,127 @@
+// C ABI over Accelerator's tracking calls; custom trackers wrap C callbacks.
+#include <nlohmann/json.hpp>
+
+#include "accel/accel_tracking.h"
+#include "capi/handles.hpp"
+
+namespace {
+
+using accel::ErrorCode;
+
+class CallbackTracker : public accel::Tracker {
+ public:
+  explicit CallbackTracker(const accel_tracker_callbacks& callbacks) : callbacks_(callbacks), name_(callbacks.name) {}
+  std::string name() const override { return name_; }
+  void init(const std::string& run_name, const accel::TrackerConfig& config) override {
+    nlohmann::json json = nlohmann::json::object();
+    for (const auto& [key, value] : config) std::visit([&, &k = key](const auto& v) { json[k] = v; }, value);
+    if (callbacks_.init) check("init", callbacks_.init(callbacks_.user, run_name.c_str(), json.dump().c_str()));
+  }
+  void log(const accel::Scalars& values, std::optional<int64_t> step) override {
+    if (!callbacks_.log) return;
+    std::vector<const char*> names;
+    std::vector<double> numbers;
+    for (const auto& [key, value] : values) {
+      names.push_back(key.c_str());
+      numbers.push_back(value);
+    }
+    check("log", callbacks_.log(callbacks_.user, names.data(), numbers.data(), names.size(), step.value_or(0),
+                                step.has_value() ? 1 : 0));
+  }
+  void finish() override {
+    if (callbacks_.finish) check("finish", callbacks_.finish(callbacks_.user));
+  }
+
+ private:
+  void check(const char* what, accel_status status) const {
+    if (status == ACCEL_OK) return;
+    const bool known = status > ACCEL_OK && status <= ACCEL_ERR_INTERNAL;
+    accel::fail(known ? static_cast<ErrorCode>(status) : ErrorCode::Internal,
+                "tracker '" + name_ + "': " + what + " callback returned " + accel_status_name(status));
+  }
+  accel_tracker_callbacks callbacks_;
+  std::string name_;
+};
+
+accel::TrackerConfig parse_config(const char* config_json) {
+  accel::TrackerConfig config;
+  if (config_json == nullptr) return config;
+  auto json = nlohmann::json::parse(config_json, nullptr, false);
+  accel::require_arg(json.is_object(), std::string("config_json is not a JSON object: ") + config_json);
+  for (const auto& [key, value] : json.items()) {
+    if (value.is_number()) config[key] = value.get<double>();
+    else if (value.is_boolean()) config[key] = value.get<bool>() ? 1.0 : 0.0;
+    else if (value.is_string()) config[key] = value.get<std::string>();
+    else accel::fail(ErrorCode::InvalidArgument, "config_json: value of '" + key + "' must be a number, string or boolean, got " + value.dump());
+  }
+  return config;
+}
+
+std::optional<int64_t> optional_step(int64_t step) { return step < 0 ? std::nullopt : std::optional<int64_t>(step); }
+
+}  // namespace
+
+using namespace accel::capi;
+using accel::require_arg;
+
+extern "C" {
+
+void accel_tracker_callbacks_init(accel_tracker_callbacks* callbacks) {
+  if (callbacks == nullptr) return;
+  *callbacks = accel_tracker_callbacks{};
+  callbacks->struct_size = sizeof(accel_tracker_callbacks);
+}
+
+accel_status accel_accelerator_add_tracker(accel_accelerator* acc, const accel_tracker_callbacks* callbacks) {
+  return guarded([&] {
+    auto& accelerator = *deref(acc, "acc").accelerator;
+    require_arg(callbacks != nullptr, "callbacks is NULL");
+    auto merged = read_options(callbacks, "callbacks", accel_tracker_callbacks_init);
+    require_arg(merged.name != nullptr && merged.name[0] != '\0', "callbacks->name is NULL or empty");
+    accelerator.add_tracker(std::make_shared<CallbackTracker>(merged));
+  });
+}
+
+accel_status accel_accelerator_init_trackers(accel_accelerator* acc, const char* project_name, const char* config_json) {
+  return guarded([&] {
+    auto& accelerator = *deref(acc, "acc").accelerator;
+    require_arg(project_name != nullptr, "project_name is NULL");
+    accelerator.init_trackers(project_name, parse_config(config_json));
+  });
+}
+
+accel_status accel_accelerator_log(accel_accelerator* acc, const char* const* names, const double* values, size_t count,
+                                   int64_t step) {
+  return guarded([&] {
+    auto& accelerator = *deref(acc, "acc").accelerator;
+    require_arg(count == 0 || (names != nullptr && values != nullptr), "names or values is NULL with count " + std::to_string(count));
+    accel::Scalars scalars;
+    for (size_t i = 0; i < count; ++i) {
+      require_arg(names[i] != nullptr, "names[" + std::to_string(i) + "] is NULL");
+      scalars[names[i]] = values[i];
+    }
+    accelerator.log(scalars, optional_step(step));
+  });
+}
+
+accel_status accel_accelerator_log_text(accel_accelerator* acc, const char* tag, const char* text, int64_t step) {
+  return guarded([&] {
+    auto& accelerator = *deref(acc, "acc").accelerator;
+    require_arg(tag != nullptr && text != nullptr, "tag or text is NULL");
+    accelerator.log_text(tag, text, optional_step(step));
+  });
+}
+
+accel_status accel_accelerator_has_tracker(const accel_accelerator* acc, const char* name, int* out) {
+  return guarded([&] {
+    auto& accelerator = *deref(acc, "acc").accelerator;
+    require_arg(name != nullptr, "name is NULL");
+    out_param(out, "out") = accelerator.get_tracker(name) != nullptr ? 1 : 0;
+  });
+}
+
+accel_status accel_accelerator_end_training(accel_accelerator* acc) {
+  return guarded([&] { deref(acc, "acc").accelerator->end_training(); });
+}
+
+}  // extern "C"

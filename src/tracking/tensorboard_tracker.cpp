@@ -1,0 +1,123 @@
+// TensorBoard event files: logging_dir/<run>/events.out.tfevents.<secs>.<host>.<pid>,
+// TFRecord-framed Event messages (scalars, text, and the run's hyperparameters
+// through the HParams plugin's session_start_info).
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+
+#include "accel/error.hpp"
+#include "tb_event.pb.h"
+#include "tb_hparams.pb.h"
+#include "tracking/builtin_trackers.hpp"
+#include "tracking/crc32c.hpp"
+#include "tracking/record_file.hpp"
+
+namespace accel::detail {
+namespace {
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+void put_le(std::string& out, uint64_t value, int bytes) {
+  for (int i = 0; i < bytes; ++i) out += static_cast<char>((value >> (8 * i)) & 0xFF);
+}
+
+// One TFRecord: length, masked CRC of the length, data, masked CRC of the data.
+std::string frame(const std::string& data) {
+  std::string out;
+  put_le(out, data.size(), 8);
+  put_le(out, masked_crc32c(out.data(), 8), 4);
+  out += data;
+  put_le(out, masked_crc32c(data.data(), data.size()), 4);
+  return out;
+}
+
+void set_text(tb::Summary::Value* value, const std::string& tag, const std::string& text) {
+  value->set_tag(tag);
+  value->mutable_metadata()->mutable_plugin_data()->set_plugin_name("text");
+  auto* tensor = value->mutable_tensor();
+  tensor->set_dtype(tb::DT_STRING);
+  tensor->mutable_tensor_shape();  // a scalar string
+  tensor->add_string_val(text);
+}
+
+class TensorBoardTracker : public Tracker {
+ public:
+  explicit TensorBoardTracker(std::string dir) : dir_(std::move(dir)) {}
+  std::string name() const override { return "tensorboard"; }
+
+  void init(const std::string& run_name, const TrackerConfig& config) override {
+    char host[256] = "localhost";
+    gethostname(host, sizeof(host) - 1);
+    const double now = now_seconds();
+    file_.open(dir_ + "/" + run_name + "/events.out.tfevents." + std::to_string(static_cast<int64_t>(now)) + "." +
+                   host + "." + std::to_string(getpid()),
+               true);
+    tb::Event version;
+    version.set_wall_time(now);
+    version.set_file_version("brain.Event:2");
+    write(version);
+    if (!config.empty()) write_hparams(config, now);
+  }
+
+  void log(const Scalars& values, std::optional<int64_t> step) override {
+    tb::Event event = new_event(step);
+    for (const auto& [tag, scalar] : values) {
+      auto* value = event.mutable_summary()->add_value();
+      value->set_tag(tag);
+      value->set_simple_value(static_cast<float>(scalar));
+    }
+    write(event);
+  }
+
+  void log_text(const std::string& tag, const std::string& text, std::optional<int64_t> step) override {
+    tb::Event event = new_event(step);
+    set_text(event.mutable_summary()->add_value(), tag, text);
+    write(event);
+  }
+
+  void finish() override { file_.close(); }
+
+ private:
+  tb::Event new_event(std::optional<int64_t> step) {
+    tb::Event event;
+    event.set_wall_time(now_seconds());
+    event.set_step(step.value_or(0));
+    return event;
+  }
+
+  // The HParams plugin reads a run's hyperparameters from this summary.
+  void write_hparams(const TrackerConfig& config, double now) {
+    tb::HParamsPluginData data;
+    data.set_version(0);
+    auto* start = data.mutable_session_start_info();
+    start->set_start_time_secs(now);
+    for (const auto& [key, value] : config) {
+      auto& out = (*start->mutable_hparams())[key];
+      if (std::holds_alternative<double>(value)) out.set_number_value(std::get<double>(value));
+      else out.set_string_value(std::get<std::string>(value));
+    }
+    tb::Event event = new_event(0);
+    auto* summary_value = event.mutable_summary()->add_value();
+    summary_value->set_tag("_hparams_/session_start_info");
+    auto* plugin = summary_value->mutable_metadata()->mutable_plugin_data();
+    plugin->set_plugin_name("hparams");
+    plugin->set_content(data.SerializeAsString());
+    write(event);
+  }
+
+  void write(const tb::Event& event) { file_.append(frame(event.SerializeAsString())); }
+
+  std::string dir_;
+  RecordFile file_;
+};
+
+}  // namespace
+
+std::unique_ptr<Tracker> make_tensorboard_tracker(const std::string& dir) {
+  return std::make_unique<TensorBoardTracker>(dir);
+}
+
+}  // namespace accel::detail

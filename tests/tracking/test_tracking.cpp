@@ -1,0 +1,71 @@
+// Tracker plumbing without the Python readers: CRC32C vectors, the registry,
+// and jsonl records through the C++ API.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "accel/accelerator.hpp"
+#include "tracking/crc32c.hpp"
+#include "tracking/tracker_registry.hpp"
+
+namespace {
+
+TEST(Crc32c, MatchesTheStandardCheckValues) {
+  EXPECT_EQ(accel::detail::crc32c("123456789", 9), 0xE3069283u);  // RFC 3720 check value
+  const std::string zeros(32, '\0');
+  EXPECT_EQ(accel::detail::crc32c(zeros.data(), zeros.size()), 0x8A9136AAu);  // RFC 3720 B.4
+}
+
+TEST(TrackerNames, AllExpandsAndUnknownNamesAreReported) {
+  EXPECT_EQ(accel::detail::resolve_tracker_names({"all"}), accel::builtin_tracker_names());
+  EXPECT_EQ(accel::detail::resolve_tracker_names({"csv", "csv"}), std::vector<std::string>{"csv"});
+  try {
+    accel::detail::resolve_tracker_names({"jsonl", "comet"});
+    FAIL() << "no error";
+  } catch (const accel::Error& e) {
+    EXPECT_EQ(e.code(), accel::ErrorCode::InvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("'comet'"), std::string::npos);
+  }
+}
+
+struct Counting : accel::Tracker {
+  int logs = 0;
+  std::string name() const override { return "counting"; }
+  void init(const std::string&, const accel::TrackerConfig&) override {}
+  void log(const accel::Scalars& values, std::optional<int64_t>) override { logs += static_cast<int>(values.size()); }
+  void finish() override {}
+};
+
+TEST(Accelerator, LogsToBuiltinAndAddedTrackers) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("accel_tracking_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  accel::AcceleratorOptions options;
+  options.cpu = true;
+  options.log_with = {"jsonl"};
+  options.project.project_dir = dir.string();
+  accel::Accelerator accelerator(options);
+  auto counting = std::make_shared<Counting>();
+  accelerator.add_tracker(counting);
+  EXPECT_EQ(accelerator.get_tracker("jsonl"), nullptr);
+  accelerator.init_trackers("run", {{"lr", 0.5}, {"opt", std::string("adam")}});
+  ASSERT_NE(accelerator.get_tracker("jsonl"), nullptr);
+  EXPECT_EQ(accelerator.get_tracker("counting"), counting.get());
+  accelerator.log({{"loss", 2.5}}, 4);
+  accelerator.log({{"loss", 1.5}, {"acc", 0.5}});
+  accelerator.end_training();
+  EXPECT_EQ(counting->logs, 3);
+  std::ifstream in(dir / "logs" / "run" / "metrics.jsonl");
+  std::string first, second, third;
+  std::getline(in, first);
+  std::getline(in, second);
+  EXPECT_EQ(first, R"({"loss":2.5,"step":4})");
+  EXPECT_EQ(second, R"({"acc":0.5,"loss":1.5,"step":null})");
+  EXPECT_FALSE(std::getline(in, third));
+  fs::remove_all(dir);
+}
+
+}  // namespace
