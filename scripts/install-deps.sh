@@ -12,7 +12,7 @@ packages=(
   libprotobuf-dev protobuf-compiler   # TensorBoard event files (src/tracking/proto)
   libgtest-dev libgmock-dev
   clang libclang-rt-14-dev # libFuzzer for the safetensors reader's fuzz test
-  python3-dev python3-venv python3-numpy   # Python binding and test environment (scripts/python-env.sh)
+  swig python3-dev python3-venv python3-numpy   # SWIG bindings; Python test environment (scripts/python-env.sh)
   dataset-fashion-mnist   # example data in /usr/share/datasets/fashion-mnist
   python3-torch           # bench/run.sh only: the Python PyTorch peer (same LibTorch 1.13.1); not used by the tests
 )

@@ -6,7 +6,9 @@
  *   accel launch --nproc_per_node 2 ./train_fashion_mnist   # two, over Gloo
  *
  * Usage: train_fashion_mnist [--epochs N] [--data DIR] [--max-steps N] [--seed S]
- * Prints one line per epoch: "epoch 1: loss 0.4123, test accuracy 86.20%".
+ * Prints the main process's loss every 100 steps ("step 100: loss 0.612345") and
+ * one line per epoch: "epoch 1: loss 0.4123, test accuracy 86.20%". The Python,
+ * Java and Go examples print the same numbers for the same seed.
  * Exit status 0 on success; any libaccel error is printed with its message.
  */
 #include <stdio.h>
@@ -90,7 +92,7 @@ static accel_dataloader* make_loader(accel_dataset* dataset, int64_t batch_size,
 
 /* One pass over the training shard; returns the mean loss of this process. */
 static double train_one_epoch(accel_accelerator* acc, accel_model* model, accel_optimizer* optimizer,
-                              accel_dataloader* loader, long max_steps) {
+                              accel_dataloader* loader, long max_steps, long* global_step) {
   double loss_sum = 0;
   long steps = 0;
   accel_tensor *inputs = NULL, *labels = NULL;
@@ -113,6 +115,11 @@ static double train_one_epoch(accel_accelerator* acc, accel_model* model, accel_
     TRY(accel_tensor_item(loss, &value));
     loss_sum += value;
     ++steps;
+    if (++*global_step % 100 == 0) {
+      char line[64];
+      snprintf(line, sizeof line, "step %ld: loss %.6f", *global_step, value);
+      TRY(accel_accelerator_print(acc, line));
+    }
     accel_tensor_free(loss);
     accel_tensor_free(logits);
     accel_tensor_free(inputs);
@@ -184,8 +191,9 @@ int main(int argc, char** argv) {
   TRY(accel_accelerator_prepare_dataloader(acc, train_loader));
   TRY(accel_accelerator_prepare_dataloader(acc, test_loader));
 
+  long global_step = 0;
   for (int epoch = 1; epoch <= s.epochs; ++epoch) {
-    double loss = train_one_epoch(acc, model, optimizer, train_loader, s.max_steps);
+    double loss = train_one_epoch(acc, model, optimizer, train_loader, s.max_steps, &global_step);
     double accuracy = evaluate(acc, model, test_loader);
     /* Average the per-process mean losses so every process count prints the same kind of number. */
     accel_tensor *local = NULL, *mean = NULL;

@@ -1,0 +1,661 @@
+"""libaccel for Python: Hugging Face Accelerate's training model over LibTorch.
+
+    import accel
+    acc = accel.Accelerator(gradient_accumulation_steps=2)
+    model = accel.Model.from_json('[{"type": "Linear", "in_features": 784, "out_features": 10}]')
+    opt = accel.Optimizer(model, "adamw", lr=1e-3)
+    loader = accel.DataLoader(my_dataset, batch_size=64, shuffle=True)   # any __len__/__getitem__ object
+    acc.prepare(model, opt, loader)
+    for x, y in loader:
+        with acc.accumulate(model):
+            loss = model(x).loss("cross_entropy", y)
+            acc.backward(loss)
+            opt.step()
+            opt.zero_grad()
+
+Every failing call raises AccelError (a RuntimeError) with libaccel's message.
+Objects free their native memory when garbage-collected, or at once with
+close() / a ``with`` block; a closed object raises ValueError when used.
+"""
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import pickle
+from typing import Any, Dict, Iterable, Iterator, Optional, Sequence, Tuple
+
+import numpy as np
+
+from . import core
+from .core import (AccelError, AcceleratorOptions, Batch, DataLoaderOptions, OptimizerOptions,
+                   SchedulerOptions, abi_version, has_feature, version)
+
+__all__ = [
+    "AccelError", "Accelerator", "Model", "Optimizer", "Scheduler", "Dataset", "DataLoader", "Tensor",
+    "Tracker", "ProgressBar", "tensor", "get_logger", "version", "abi_version", "has_feature",
+]
+
+# ---------------------------------------------------------------- dtypes ----
+
+_NUMPY_TO_DTYPE = {
+    np.dtype(np.float32): core.FLOAT32, np.dtype(np.float64): core.FLOAT64,
+    np.dtype(np.int32): core.INT32, np.dtype(np.int64): core.INT64,
+    np.dtype(np.uint8): core.UINT8, np.dtype(np.int8): core.INT8,
+    np.dtype(np.int16): core.INT16, np.dtype(np.bool_): core.BOOL,
+    np.dtype(np.float16): core.FLOAT16,
+}
+_DTYPE_TO_NUMPY = {v: k for k, v in _NUMPY_TO_DTYPE.items()}
+
+
+def _to_array(value: Any) -> np.ndarray:
+    """An ndarray of value; Python floats become float32 and ints int64, as in torch.tensor."""
+    if isinstance(value, np.ndarray):
+        return value
+    if isinstance(value, Tensor):
+        return value.numpy()
+    array = np.asarray(value)
+    if array.dtype == np.float64 and not isinstance(value, np.generic):
+        array = array.astype(np.float32)
+    return array
+
+
+# ---------------------------------------------------------------- Tensor ----
+
+Tensor = core.Tensor
+
+
+def tensor(data: Any, dtype: Any = None) -> Tensor:
+    """A CPU tensor copied from an array-like (numpy array, list, scalar)."""
+    array = _to_array(data) if dtype is None else np.asarray(data, dtype=dtype)
+    if array.dtype not in _NUMPY_TO_DTYPE:
+        raise TypeError(f"unsupported dtype {array.dtype}")
+    array = np.ascontiguousarray(array)
+    return Tensor.from_buffer(array, _NUMPY_TO_DTYPE[array.dtype], list(array.shape))
+
+
+def _tensor_numpy(self: Tensor) -> np.ndarray:
+    """A numpy copy of the tensor (from any device)."""
+    dtype = self.dtype()
+    if dtype not in _DTYPE_TO_NUMPY:
+        raise TypeError(f"no numpy dtype for accel dtype {dtype}")
+    out = np.empty(tuple(self.shape()), dtype=_DTYPE_TO_NUMPY[dtype])
+    self.copy_to(out)
+    return out
+
+
+_LOSSES = {"cross_entropy": core.LOSS_CROSS_ENTROPY, "mse": core.LOSS_MSE, "nll": core.LOSS_NLL,
+           "bce_with_logits": core.LOSS_BCE_WITH_LOGITS}
+_core_loss = Tensor.loss
+
+
+def _tensor_loss(self: Tensor, kind: Any, target: Tensor) -> Tensor:
+    """The mean loss of these predictions against target: "cross_entropy", "mse", "nll", "bce_with_logits"."""
+    if isinstance(kind, str):
+        if kind not in _LOSSES:
+            raise ValueError(f"unknown loss {kind!r}; expected one of {sorted(_LOSSES)}")
+        kind = _LOSSES[kind]
+    return _core_loss(self, kind, target)
+
+
+Tensor.numpy = _tensor_numpy
+Tensor.__array__ = lambda self, dtype=None: _tensor_numpy(self) if dtype is None else _tensor_numpy(self).astype(dtype)
+Tensor.tolist = lambda self: _tensor_numpy(self).tolist()
+Tensor.from_numpy = staticmethod(tensor)
+Tensor.loss = _tensor_loss
+Tensor.__repr__ = lambda self: f"accel.Tensor(shape={tuple(self.shape())}, dtype={_DTYPE_TO_NUMPY.get(self.dtype())})"
+Tensor.__len__ = lambda self: self.shape()[0]
+
+
+# ------------------------------------------------------- closing helpers ----
+
+def _closeable(cls, close_function) -> None:
+    cls.close = lambda self: close_function(self)
+    cls.__enter__ = lambda self: self
+    cls.__exit__ = lambda self, *exc: close_function(self)
+
+
+_closeable(Tensor, core.close_tensor)
+_closeable(Batch, core.close_batch)
+
+
+# ----------------------------------------------------------------- Model ----
+
+Model = core.Model
+_closeable(Model, core.close_model)
+Model.__call__ = Model.forward
+Model.eval = lambda self: self.train(False)
+
+
+# ------------------------------------------------------------- Optimizer ----
+
+_OPTIMIZERS = {"sgd": core.OPTIM_SGD, "adam": core.OPTIM_ADAM, "adamw": core.OPTIM_ADAMW,
+               "rmsprop": core.OPTIM_RMSPROP, "adagrad": core.OPTIM_ADAGRAD}
+
+
+def _set_fields(options: Any, values: Dict[str, Any], what: str) -> None:
+    for key, value in values.items():
+        if key == "betas":
+            options.beta1, options.beta2 = value
+            continue
+        if key.startswith("_") or not hasattr(options, key):
+            raise TypeError(f"{what} has no option {key!r}")
+        setattr(options, key, int(value) if isinstance(value, bool) else value)
+
+
+class Optimizer(core.Optimizer):
+    """An optimizer over a model's parameters: Optimizer(model, "adamw", lr=1e-3, weight_decay=0.01).
+
+    Options use PyTorch's names (lr, weight_decay, momentum, betas, eps, ...)."""
+
+    def __init__(self, model: Model, kind: str = "adamw", **options: Any) -> None:
+        if kind not in _OPTIMIZERS:
+            raise ValueError(f"unknown optimizer {kind!r}; expected one of {sorted(_OPTIMIZERS)}")
+        opts = OptimizerOptions(_OPTIMIZERS[kind])
+        _set_fields(opts, options, f"optimizer {kind!r}")
+        super().__init__(model, opts)
+        self._model = model
+
+    @property
+    def lr(self) -> float:
+        return self.get_lr()
+
+    @lr.setter
+    def lr(self, value: float) -> None:
+        self.set_lr(value)
+
+
+_closeable(Optimizer, core.close_optimizer)
+
+_SCHEDULERS = {
+    "step": core.SCHED_STEP, "multi_step": core.SCHED_MULTI_STEP, "exponential": core.SCHED_EXPONENTIAL,
+    "cosine_annealing": core.SCHED_COSINE_ANNEALING, "linear": core.SCHED_LINEAR, "constant": core.SCHED_CONSTANT,
+    "polynomial": core.SCHED_POLYNOMIAL, "one_cycle": core.SCHED_ONE_CYCLE,
+    "linear_warmup": core.SCHED_LINEAR_WARMUP, "cosine_warmup": core.SCHED_COSINE_WARMUP,
+    "reduce_on_plateau": core.SCHED_REDUCE_ON_PLATEAU,
+}
+
+
+class Scheduler(core.Scheduler):
+    """A learning-rate schedule: Scheduler(opt, "linear_warmup", num_warmup_steps=10, num_training_steps=100).
+
+    Options use PyTorch's names; mode="max" and threshold_mode="abs" for reduce_on_plateau."""
+
+    def __init__(self, optimizer: Optimizer, kind: str, **options: Any) -> None:
+        if kind not in _SCHEDULERS:
+            raise ValueError(f"unknown scheduler {kind!r}; expected one of {sorted(_SCHEDULERS)}")
+        opts = SchedulerOptions(_SCHEDULERS[kind])
+        milestones = list(options.pop("milestones", []))
+        if "mode" in options:
+            opts.mode_max = {"min": 0, "max": 1}[options.pop("mode")]
+        if "threshold_mode" in options:
+            opts.threshold_abs = {"rel": 0, "abs": 1}[options.pop("threshold_mode")]
+        if "anneal_strategy" in options:
+            opts.anneal_linear = {"cos": 0, "linear": 1}[options.pop("anneal_strategy")]
+        _set_fields(opts, options, f"scheduler {kind!r}")
+        super().__init__(optimizer, opts, milestones)
+        self._optimizer = optimizer
+
+    def step(self, metric: Optional[float] = None) -> None:
+        if metric is None:
+            super().step()
+        else:
+            self.step_metric(metric)
+
+
+_closeable(Scheduler, core.close_scheduler)
+
+# ---------------------------------------------------------------- Data ----
+
+Dataset = core.Dataset
+_closeable(Dataset, core.close_dataset)
+
+
+def _error_text(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}"
+
+
+def _as_fields(sample: Any) -> Tuple[Any, ...]:
+    return tuple(sample) if isinstance(sample, (tuple, list)) else (sample,)
+
+
+def _field_specs(sample: Any) -> Tuple[core.FieldSpecVector, Tuple[np.dtype, ...]]:
+    specs = core.FieldSpecVector()
+    dtypes = []
+    for i, value in enumerate(_as_fields(sample)):
+        array = _to_array(value)
+        if array.dtype not in _NUMPY_TO_DTYPE:
+            raise TypeError(f"field {i} of the first sample has unsupported dtype {array.dtype}")
+        spec = core.FieldSpec()
+        spec.dtype = _NUMPY_TO_DTYPE[array.dtype]
+        spec.shape = core.Int64Vector([int(d) for d in array.shape])
+        specs.append(spec)
+        dtypes.append(array.dtype)
+    return specs, tuple(dtypes)
+
+
+def _write_sample(sample: Any, dtypes: Sequence[np.dtype], out: core.SampleWriter) -> None:
+    fields = _as_fields(sample)
+    if len(fields) != len(dtypes):
+        raise ValueError(f"sample has {len(fields)} fields, the first one had {len(dtypes)}")
+    for i, (value, dtype) in enumerate(zip(fields, dtypes)):
+        out.write(i, np.ascontiguousarray(_to_array(value), dtype=dtype))
+
+
+class _MapSource(core.DatasetSource):
+    """Reads samples from a Python object with __len__ and __getitem__ (called from loader threads)."""
+
+    def __init__(self, data: Any, dtypes: Sequence[np.dtype]) -> None:
+        super().__init__()
+        self.data, self.dtypes = data, dtypes
+
+    def get_sample(self, index: int, out: core.SampleWriter) -> str:
+        try:
+            _write_sample(self.data[index], self.dtypes, out)
+            return ""
+        except BaseException as error:  # reported as the loader call's AccelError
+            return _error_text(error)
+
+
+class _StreamSource(core.StreamSource):
+    """Reads samples from a Python iterable; set_epoch(epoch) is called on it when it has one."""
+
+    def __init__(self, data: Iterable[Any], dtypes: Sequence[np.dtype], first: Any, iterator: Iterator[Any]) -> None:
+        super().__init__()
+        self.data, self.dtypes = data, dtypes
+        self.pending, self.iterator = [first], iterator
+
+    def reset(self, epoch: int) -> str:
+        try:
+            if hasattr(self.data, "set_epoch"):
+                self.data.set_epoch(epoch)
+            self.pending, self.iterator = [], iter(self.data)
+            return ""
+        except BaseException as error:
+            return _error_text(error)
+
+    def next_sample(self, out: core.SampleWriter) -> str:
+        try:
+            if self.pending:
+                sample = self.pending.pop()
+            else:
+                sample = next(self.iterator, _END)
+            if sample is _END:
+                out.end_of_stream()
+            else:
+                _write_sample(sample, self.dtypes, out)
+            return ""
+        except BaseException as error:
+            return _error_text(error)
+
+
+_END = object()
+
+
+def _from_python(data: Any) -> Dataset:
+    """A Dataset over a Python object: map-style (__len__ and __getitem__) or iterable.
+
+    Samples are tuples of array-likes (numpy arrays, lists, numbers); the first
+    sample fixes each field's dtype and shape."""
+    if hasattr(data, "__len__") and hasattr(data, "__getitem__"):
+        if len(data) == 0:
+            raise ValueError("the dataset is empty")
+        specs, dtypes = _field_specs(data[0])
+        source = _MapSource(data, dtypes)
+        dataset = Dataset.from_source(source.__disown__(), len(data), specs)
+    elif hasattr(data, "__iter__"):
+        iterator = iter(data)
+        first = next(iterator, _END)
+        if first is _END:
+            raise ValueError("the iterable dataset is empty")
+        specs, dtypes = _field_specs(first)
+        source = _StreamSource(data, dtypes, first, iterator)
+        dataset = Dataset.from_stream(source.__disown__(), specs)
+    else:
+        raise TypeError(f"{type(data).__name__} is neither map-style (__len__, __getitem__) nor iterable")
+    return dataset
+
+
+Dataset.from_python = staticmethod(_from_python)
+
+
+class DataLoader(core.DataLoader):
+    """Batches of a Dataset or of any Python dataset object; iterate for one epoch of tuples of Tensors.
+
+    DataLoader(data, batch_size=64, shuffle=True, seed=0, drop_last=False, num_workers=2, prefetch_factor=2)"""
+
+    def __init__(self, data: Any, **options: Any) -> None:
+        dataset = data if isinstance(data, Dataset) else _from_python(data)
+        opts = DataLoaderOptions()
+        _set_fields(opts, options, "DataLoader")
+        super().__init__(dataset, opts)
+        self.dataset = dataset
+
+    def __iter__(self) -> Iterator[Tuple[Tensor, ...]]:
+        while True:
+            batch = self.next_batch()
+            if batch is None:
+                return
+            with batch:
+                yield tuple(batch.take(i) for i in range(batch.size()))
+
+    def __len__(self) -> int:
+        return self.num_batches()
+
+    def skip_first_batches(self, num_batches: int) -> "DataLoader":
+        loader = core.DataLoader.skip_first_batches(self, num_batches)
+        loader.dataset = self.dataset
+        return loader
+
+
+_closeable(DataLoader, core.close_dataloader)
+_closeable(core.DataLoader, core.close_dataloader)
+core.DataLoader.__iter__ = DataLoader.__iter__
+core.DataLoader.__len__ = DataLoader.__len__
+
+
+# --------------------------------------------------------------- Tracker ----
+
+class Tracker:
+    """Base class of custom trackers (Accelerate's GeneralTracker): set name, override what you need."""
+
+    name = "custom"
+
+    def store_init_configuration(self, config: Dict[str, Any]) -> None:
+        pass
+
+    def log(self, values: Dict[str, float], step: Optional[int] = None) -> None:
+        pass
+
+    def finish(self) -> None:
+        pass
+
+
+class _TrackerAdapter(core.Tracker):
+    def __init__(self, tracker: Any) -> None:
+        super().__init__()
+        self.tracker = tracker
+
+    def init(self, run_name: str, config_json: str) -> str:
+        try:
+            if hasattr(self.tracker, "store_init_configuration"):
+                self.tracker.store_init_configuration(json.loads(config_json))
+            return ""
+        except BaseException as error:
+            return _error_text(error)
+
+    def log(self, names: Sequence[str], values: Sequence[float], step: int) -> str:
+        try:
+            self.tracker.log(dict(zip(names, values)), None if step < 0 else step)
+            return ""
+        except BaseException as error:
+            return _error_text(error)
+
+    def finish(self) -> str:
+        try:
+            if hasattr(self.tracker, "finish"):
+                self.tracker.finish()
+            return ""
+        except BaseException as error:
+            return _error_text(error)
+
+
+class _CheckpointAdapter(core.CheckpointObject):
+    """Saves obj.state_dict() with pickle and restores it with obj.load_state_dict()."""
+
+    def __init__(self, obj: Any) -> None:
+        super().__init__()
+        self.obj = obj
+
+    def save_state(self, out: core.StateWriter) -> str:
+        try:
+            out.write(pickle.dumps(self.obj.state_dict()))
+            return ""
+        except BaseException as error:
+            return _error_text(error)
+
+    def load_state(self, data: bytes) -> str:
+        try:
+            self.obj.load_state_dict(pickle.loads(data))
+            return ""
+        except BaseException as error:
+            return _error_text(error)
+
+
+class _HookAdapter(core.StateHook):
+    def __init__(self, function: Any) -> None:
+        super().__init__()
+        self.function = function
+
+    def run(self, directory: str) -> str:
+        try:
+            self.function(directory)
+            return ""
+        except BaseException as error:
+            return _error_text(error)
+
+
+class RemovableHandle:
+    """Returned by register_*_pre_hook: remove() unregisters the hook."""
+
+    def __init__(self, accelerator: "Accelerator", hook_id: int) -> None:
+        self._accelerator, self.id = accelerator, hook_id
+
+    def remove(self) -> None:
+        self._accelerator.remove_hook(self.id)
+
+
+# ----------------------------------------------------------- Accelerator ----
+
+_PRECISIONS = {"no": core.PRECISION_NO, "bf16": core.PRECISION_BF16, "fp16": core.PRECISION_FP16,
+               "fp8": core.PRECISION_FP8}
+_COMM_HOOKS = {"no": core.COMM_HOOK_NONE, "fp16": core.COMM_HOOK_FP16, "bf16": core.COMM_HOOK_BF16}
+_REDUCTIONS = {"sum": core.REDUCE_SUM, "mean": core.REDUCE_MEAN}
+
+
+class Accelerator(core.Accelerator):
+    """Accelerate's Accelerator. Keyword options use Accelerate's names:
+    cpu, mixed_precision ("no", "fp16", "bf16"), gradient_accumulation_steps, split_batches,
+    even_batches, dispatch_batches, device_placement, project_dir, logging_dir,
+    automatic_checkpoint_naming, total_limit, log_with ("jsonl", "csv", "tensorboard", "mlflow",
+    "all", or a list), timeout_ms, comm_hook ("fp16", "bf16"), find_unused_parameters, ...
+
+    Collective where the C API says so: with several processes every process must call it."""
+
+    def __init__(self, **options: Any) -> None:
+        opts = AcceleratorOptions()
+        if "mixed_precision" in options:
+            value = options.pop("mixed_precision")
+            if value not in _PRECISIONS:
+                raise ValueError(f"mixed_precision {value!r} is not one of {sorted(_PRECISIONS)}")
+            opts.mixed_precision = _PRECISIONS[value]
+        if "comm_hook" in options:
+            value = options.pop("comm_hook")
+            if value not in _COMM_HOOKS:
+                raise ValueError(f"comm_hook {value!r} is not one of {sorted(_COMM_HOOKS)}")
+            opts.comm_hook = _COMM_HOOKS[value]
+        if isinstance(options.get("log_with"), (list, tuple)):
+            options["log_with"] = ",".join(options["log_with"])
+        _set_fields(opts, options, "Accelerator")
+        super().__init__(opts)
+        self._kept: list = []  # Python objects the native side calls back into
+
+    # -- prepare ---------------------------------------------------------
+    def prepare(self, *objects: Any) -> Any:
+        """Prepares models, optimizers, dataloaders and schedulers (in any order; models first
+        internally, as Accelerate does) and returns them."""
+        order = [Model, core.Optimizer, core.DataLoader, core.Scheduler]
+        for kind in order:
+            for obj in objects:
+                if isinstance(obj, kind):
+                    self._prepare_one(obj)
+        unknown = [o for o in objects if not isinstance(o, tuple(order))]
+        if unknown:
+            raise TypeError(f"cannot prepare {type(unknown[0]).__name__}")
+        return objects[0] if len(objects) == 1 else objects
+
+    def _prepare_one(self, obj: Any) -> None:
+        if isinstance(obj, Model):
+            self.prepare_model(obj)
+        elif isinstance(obj, core.Optimizer):
+            self.prepare_optimizer(obj)
+        elif isinstance(obj, core.DataLoader):
+            self.prepare_dataloader(obj)
+        else:
+            self.prepare_scheduler(obj)
+
+    def print(self, *values: Any, sep: str = " ") -> None:
+        """print() on the main process only."""
+        core.Accelerator._print(self, sep.join(str(v) for v in values))
+
+    @property
+    def device(self) -> str:
+        return core.Accelerator.device(self)
+
+    @property
+    def mixed_precision(self) -> str:
+        value = core.Accelerator.mixed_precision(self)
+        return {v: k for k, v in _PRECISIONS.items()}[value]
+
+    # -- scopes ----------------------------------------------------------
+    @contextlib.contextmanager
+    def accumulate(self, model: Model):
+        """Gradient accumulation: gradients sync and the optimizer steps every N-th micro-step."""
+        self.accumulate_begin(model)
+        try:
+            yield
+        finally:
+            self.accumulate_end(model)
+
+    @contextlib.contextmanager
+    def no_sync(self, model: Model):
+        self.no_sync_begin(model)
+        try:
+            yield
+        finally:
+            self.no_sync_end(model)
+
+    @contextlib.contextmanager
+    def autocast(self, enabled: bool = True):
+        self.autocast_begin(enabled)
+        try:
+            yield
+        finally:
+            self.autocast_end()
+
+    @contextlib.contextmanager
+    def main_process_first(self):
+        self.main_process_first_begin()
+        try:
+            yield
+        finally:
+            self.main_process_first_end()
+
+    @contextlib.contextmanager
+    def local_main_process_first(self):
+        self.local_main_process_first_begin()
+        try:
+            yield
+        finally:
+            self.local_main_process_first_end()
+
+    @contextlib.contextmanager
+    def join_uneven_inputs(self):
+        self.join_uneven_inputs_begin()
+        try:
+            yield
+        finally:
+            self.join_uneven_inputs_end()
+
+    @contextlib.contextmanager
+    def profile(self, output_trace_dir: str):
+        """Records every LibTorch operator in the block; writes output_trace_dir/trace_<rank>.json."""
+        run = core.Profile.begin(self, output_trace_dir)
+        try:
+            yield
+        finally:
+            run.end()
+
+    # -- collectives -----------------------------------------------------
+    def reduce(self, tensor: Tensor, reduction: str = "sum") -> Tensor:
+        if reduction not in _REDUCTIONS:
+            raise ValueError(f"reduction {reduction!r} is not one of {sorted(_REDUCTIONS)}")
+        return core.Accelerator.reduce(self, tensor, _REDUCTIONS[reduction])
+
+    def gather_object(self, obj: Any) -> list:
+        """Every process's picklable obj, in rank order. Collective."""
+        parts = core.Accelerator.gather_object(self, base64.b64encode(pickle.dumps(obj)).decode("ascii"))
+        return [pickle.loads(base64.b64decode(p)) for p in parts]
+
+    # -- checkpoints -----------------------------------------------------
+    def register_for_checkpointing(self, *objects: Any) -> None:
+        """Objects with state_dict()/load_state_dict() saved with every save_state (pickled)."""
+        for obj in objects:
+            if not (hasattr(obj, "state_dict") and hasattr(obj, "load_state_dict")):
+                raise TypeError(f"{type(obj).__name__} has no state_dict()/load_state_dict()")
+            core.Accelerator.register_for_checkpointing(self, _CheckpointAdapter(obj).__disown__())
+
+    def register_save_state_pre_hook(self, hook: Any) -> RemovableHandle:
+        """hook(directory) runs before save_state writes."""
+        return RemovableHandle(self, core.Accelerator.register_save_state_pre_hook(self, _HookAdapter(hook).__disown__()))
+
+    def register_load_state_pre_hook(self, hook: Any) -> RemovableHandle:
+        """hook(directory) runs before load_state reads."""
+        return RemovableHandle(self, core.Accelerator.register_load_state_pre_hook(self, _HookAdapter(hook).__disown__()))
+
+    def load_checkpoint_in_model(self, model: Model, path: str, strict: bool = True) -> Tuple[int, int]:
+        """Returns (missing, unexpected) tensor counts."""
+        missing, unexpected = core.Accelerator.load_checkpoint_in_model(self, model, path, strict)
+        return missing, unexpected
+
+    # -- tracking --------------------------------------------------------
+    def add_tracker(self, tracker: Any) -> None:
+        """A custom tracker (see Tracker), started by init_trackers on the main process."""
+        adapter = _TrackerAdapter(tracker)
+        self._kept.append(adapter)
+        core.Accelerator.add_tracker(self, adapter, getattr(tracker, "name", type(tracker).__name__))
+
+    def init_trackers(self, project_name: str, config: Optional[Dict[str, Any]] = None) -> None:
+        core.Accelerator.init_trackers(self, project_name, json.dumps(config) if config else "")
+
+    def log(self, values: Dict[str, float], step: Optional[int] = None) -> None:
+        names = list(values)
+        core.Accelerator.log(self, names, [float(values[n]) for n in names], -1 if step is None else step)
+
+    def log_text(self, tag: str, text: str, step: Optional[int] = None) -> None:
+        core.Accelerator.log_text(self, tag, text, -1 if step is None else step)
+
+
+_closeable(Accelerator, core.close_accelerator)
+
+
+# ------------------------------------------------------ logging, progress ----
+
+ProgressBar = core.ProgressBar
+_closeable(ProgressBar, core.close_progress)
+
+
+class _Logger:
+    """Accelerate's get_logger: messages go to stderr, by default from the main process only."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def _log(self, level: int, message: str, main_process_only: bool) -> None:
+        core.log_message(self.name, level, str(message), main_process_only)
+
+    def debug(self, message: str, main_process_only: bool = True) -> None:
+        self._log(core.LOG_DEBUG, message, main_process_only)
+
+    def info(self, message: str, main_process_only: bool = True) -> None:
+        self._log(core.LOG_INFO, message, main_process_only)
+
+    def warning(self, message: str, main_process_only: bool = True) -> None:
+        self._log(core.LOG_WARNING, message, main_process_only)
+
+    def error(self, message: str, main_process_only: bool = True) -> None:
+        self._log(core.LOG_ERROR, message, main_process_only)
+
+
+def get_logger(name: str) -> _Logger:
+    return _Logger(name)

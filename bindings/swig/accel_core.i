@@ -1,0 +1,673 @@
+/* The interface shared by every language: the C ABI's handles as classes,
+ * its options structs, enums and the callback classes of accel_bridge.hpp.
+ * Each language's file (accel_python.i, accel_java.i, accel_go.i) starts the
+ * module, adds its typemaps (errors, buffers) and then includes this file.
+ *
+ * Every method calls one accel_* function; a non-OK status throws
+ * AccelFailure, which the language file turns into its own error. */
+
+%include <stdint.i>
+%include <std_string.i>
+%include <std_vector.i>
+
+%{
+#include "accel_bridge.hpp"
+
+/* Aliases of the opaque handles: %extend on the C names would generate
+   helpers named like the C functions (accel_tensor_free ...). */
+typedef accel_tensor AccelTensor;
+typedef accel_accelerator AccelAccelerator;
+typedef accel_model AccelModel;
+typedef accel_optimizer AccelOptimizer;
+typedef accel_scheduler AccelScheduler;
+typedef accel_dataset AccelDataset;
+typedef accel_dataloader AccelDataLoader;
+typedef accel_progress AccelProgress;
+
+struct AccelProfileRun {
+  accel_profile* handle = 0;
+};
+
+/* One batch from a loader: its tensors until each is taken. */
+struct AccelBatch {
+  std::vector<accel_tensor*> tensors;
+  ~AccelBatch() {
+    for (accel_tensor* t : tensors) accel_tensor_free(t);
+  }
+};
+%}
+
+%template(Int64Vector) std::vector<int64_t>;
+%template(DoubleVector) std::vector<double>;
+%template(StringVector) std::vector<std::string>;
+%template(FieldSpecVector) std::vector<FieldSpec>;
+
+/* ---- enums and options structs from the C headers ---- */
+%rename("%(strip:[ACCEL_])s", %$isenumitem) "";
+%rename("$ignore", regextarget=1, %$isfunction) "^accel_";
+%ignore accel_tensor;
+%ignore accel_accelerator;
+%ignore accel_model;
+%ignore accel_optimizer;
+%ignore accel_scheduler;
+%ignore accel_dataset;
+%ignore accel_dataloader;
+%ignore accel_progress;
+%ignore accel_profile;
+%ignore accel_bytes_writer;
+%ignore accel_field_spec;
+%ignore accel_dataset_callbacks;
+%ignore accel_stream_callbacks;
+%ignore accel_checkpoint_callbacks;
+%ignore accel_tracker_callbacks;
+%ignore accel_state_hook;
+%ignore struct_size;
+%ignore accel_scheduler_options::milestones;
+%ignore accel_scheduler_options::num_milestones;
+%rename(AcceleratorOptions) accel_accelerator_options;
+%rename(OptimizerOptions) accel_optimizer_options;
+%rename(SchedulerOptions) accel_scheduler_options;
+%rename(DataLoaderOptions) accel_dataloader_options;
+%rename(Status) accel_status;
+%rename(DType) accel_dtype;
+%rename(DistributedType) accel_distributed_type;
+%rename(MixedPrecision) accel_mixed_precision;
+%rename(ReduceOp) accel_reduce_op;
+%rename(CommHook) accel_comm_hook;
+%rename(LossKind) accel_loss_kind;
+%rename(OptimizerKind) accel_optimizer_kind;
+%rename(SchedulerKind) accel_scheduler_kind;
+%rename(LogLevel) accel_log_level;
+%rename(Feature) accel_feature;
+%warnfilter(451) accel_accelerator_options;  /* const char* fields are copied; old values leak a few bytes */
+#define ACCEL_API
+%include "accel/accel.h"
+%include "accel/accel_checkpoint.h"
+%include "accel/accel_tracking.h"
+
+%extend accel_accelerator_options {
+  accel_accelerator_options() {
+    accel_accelerator_options* o = new accel_accelerator_options;
+    accel_accelerator_options_init(o);
+    return o;
+  }
+}
+%extend accel_optimizer_options {
+  accel_optimizer_options(accel_optimizer_kind kind = ACCEL_OPTIM_ADAMW) {
+    accel_optimizer_options* o = new accel_optimizer_options;
+    accel_optimizer_options_init(o, kind);
+    return o;
+  }
+}
+%extend accel_scheduler_options {
+  accel_scheduler_options(accel_scheduler_kind kind) {
+    accel_scheduler_options* o = new accel_scheduler_options;
+    accel_scheduler_options_init(o, kind);
+    return o;
+  }
+}
+%extend accel_dataloader_options {
+  accel_dataloader_options() {
+    accel_dataloader_options* o = new accel_dataloader_options;
+    accel_dataloader_options_init(o);
+    return o;
+  }
+}
+
+/* ---- callback classes (directors) ---- */
+%feature("director") DatasetSource;
+%feature("director") StreamSource;
+%feature("director") CheckpointObject;
+%feature("director") StateHook;
+%feature("director") Tracker;
+%ignore AccelFailure;
+%ignore accel_check;
+%ignore accel_fail;
+%ignore accel_bridge;
+%ignore SampleWriter::SampleWriter;
+%ignore StateWriter::StateWriter;
+%include "accel_bridge.hpp"
+
+/* ---- module functions ---- */
+%inline %{
+static std::string version() { return accel_version(); }
+static int abi_version() { return accel_abi_version(); }
+static bool has_feature(accel_feature feature) { return accel_has_feature(feature) != 0; }
+static size_t dtype_size(accel_dtype dtype) { return accel_dtype_size(dtype); }
+static std::string status_name(int status) { return accel_status_name(static_cast<accel_status>(status)); }
+static void log_message(const std::string& name, accel_log_level level, const std::string& message,
+                        bool main_process_only = true) {
+  accel_check(accel_log(name.c_str(), level, message.c_str(), main_process_only));
+}
+%}
+
+/* ---- handles ---- */
+%nodefaultctor AccelTensor;
+%nodefaultctor AccelBatch;
+%nodefaultctor AccelModel;
+%nodefaultctor AccelDataset;
+%nodefaultctor AccelProfileRun;
+%rename(Tensor) AccelTensor;
+%rename(Batch) AccelBatch;
+%rename(Accelerator) AccelAccelerator;
+%rename(Model) AccelModel;
+%rename(Optimizer) AccelOptimizer;
+%rename(Scheduler) AccelScheduler;
+%rename(Dataset) AccelDataset;
+%rename(DataLoader) AccelDataLoader;
+%rename(ProgressBar) AccelProgress;
+%rename(Profile) AccelProfileRun;
+struct AccelTensor {};
+struct AccelBatch {};
+struct AccelAccelerator {};
+struct AccelModel {};
+struct AccelOptimizer {};
+struct AccelScheduler {};
+struct AccelDataset {};
+struct AccelDataLoader {};
+struct AccelProgress {};
+struct AccelProfileRun {};
+
+%newobject AccelTensor::from_buffer;
+%newobject AccelTensor::argmax;
+%newobject AccelTensor::eq;
+%newobject AccelTensor::sum;
+%newobject AccelTensor::loss;
+%extend AccelTensor {
+  /* Copies nbytes from data into a new CPU tensor of dtype and shape. */
+  static AccelTensor* from_buffer(const void* data, size_t nbytes, accel_dtype dtype, const std::vector<int64_t>& shape) {
+    accel_tensor* out = 0;
+    accel_check(accel_tensor_from_buffer(data, nbytes, dtype, shape.data(), shape.size(), &out));
+    return out;
+  }
+  ~AccelTensor() { accel_tensor_free($self); }
+  /* Copies the elements (row-major) into data, which holds exactly nbytes. */
+  void copy_to(void* data, size_t nbytes) const { accel_check(accel_tensor_copy_to($self, data, nbytes)); }
+  std::vector<int64_t> shape() const {
+    size_t ndim = 0;
+    accel_check(accel_tensor_ndim($self, &ndim));
+    std::vector<int64_t> dims(ndim);
+    accel_check(accel_tensor_shape($self, dims.data(), ndim));
+    return dims;
+  }
+  accel_dtype dtype() const {
+    accel_dtype d;
+    accel_check(accel_tensor_dtype($self, &d));
+    return d;
+  }
+  int64_t numel() const {
+    int64_t n = 0;
+    accel_check(accel_tensor_numel($self, &n));
+    return n;
+  }
+  size_t nbytes() const {
+    int64_t n = 0;
+    accel_dtype d;
+    accel_check(accel_tensor_numel($self, &n));
+    accel_check(accel_tensor_dtype($self, &d));
+    return static_cast<size_t>(n) * accel_dtype_size(d);
+  }
+  double item() const {
+    double v = 0;
+    accel_check(accel_tensor_item($self, &v));
+    return v;
+  }
+  AccelTensor* argmax(int64_t dim) const {
+    accel_tensor* out = 0;
+    accel_check(accel_tensor_argmax($self, dim, &out));
+    return out;
+  }
+  AccelTensor* eq(const AccelTensor* other) const {
+    accel_tensor* out = 0;
+    accel_check(accel_tensor_eq($self, other, &out));
+    return out;
+  }
+  AccelTensor* sum() const {
+    accel_tensor* out = 0;
+    accel_check(accel_tensor_sum($self, &out));
+    return out;
+  }
+  /* The mean loss of these predictions against target. */
+  AccelTensor* loss(accel_loss_kind kind, const AccelTensor* target) const {
+    accel_tensor* out = 0;
+    accel_check(accel_loss(kind, $self, target, &out));
+    return out;
+  }
+}
+
+%newobject AccelBatch::take;
+%extend AccelBatch {
+  ~AccelBatch() { delete $self; }
+  int size() const { return static_cast<int>($self->tensors.size()); }
+  /* Hands tensor i to the caller (once). */
+  AccelTensor* take(int i) {
+    if (i < 0 || i >= static_cast<int>($self->tensors.size())) {
+      accel_fail(ACCEL_ERR_INVALID_ARGUMENT, "batch index " + std::to_string(i) + " out of range");
+    }
+    accel_tensor* t = $self->tensors[i];
+    if (!t) accel_fail(ACCEL_ERR_STATE, "batch tensor " + std::to_string(i) + " was already taken");
+    $self->tensors[i] = 0;
+    return t;
+  }
+}
+
+%newobject AccelModel::from_json;
+%newobject AccelModel::from_torchscript;
+%newobject AccelModel::forward;
+%extend AccelModel {
+  static AccelModel* from_json(const std::string& spec) {
+    accel_model* out = 0;
+    accel_check(accel_model_from_json(spec.c_str(), &out));
+    return out;
+  }
+  static AccelModel* from_torchscript(const std::string& path) {
+    accel_model* out = 0;
+    accel_check(accel_model_from_torchscript(path.c_str(), &out));
+    return out;
+  }
+  ~AccelModel() { accel_model_free($self); }
+  AccelTensor* forward(const AccelTensor* input) {
+    accel_tensor* out = 0;
+    accel_check(accel_model_forward($self, input, &out));
+    return out;
+  }
+  void train(bool training = true) { accel_check(accel_model_train($self, training)); }
+  int64_t num_parameters(bool trainable_only = false) const {
+    int64_t n = 0;
+    accel_check(accel_model_num_parameters($self, trainable_only, &n));
+    return n;
+  }
+}
+
+%extend AccelOptimizer {
+  AccelOptimizer(AccelModel* model, const accel_optimizer_options* options = 0) {
+    accel_optimizer* out = 0;
+    accel_check(accel_optimizer_create(model, options, &out));
+    return out;
+  }
+  ~AccelOptimizer() { accel_optimizer_free($self); }
+  void step() { accel_check(accel_optimizer_step($self)); }
+  void zero_grad() { accel_check(accel_optimizer_zero_grad($self)); }
+  double get_lr() const {
+    double lr = 0;
+    accel_check(accel_optimizer_get_lr($self, &lr));
+    return lr;
+  }
+  void set_lr(double lr) { accel_check(accel_optimizer_set_lr($self, lr)); }
+  bool step_was_skipped() const {
+    int v = 0;
+    accel_check(accel_optimizer_step_was_skipped($self, &v));
+    return v != 0;
+  }
+}
+
+%extend AccelScheduler {
+  AccelScheduler(AccelOptimizer* optimizer, const accel_scheduler_options* options,
+                 const std::vector<int64_t>& milestones = std::vector<int64_t>()) {
+    accel_scheduler_options o = *options;
+    o.milestones = milestones.data();
+    o.num_milestones = milestones.size();
+    accel_scheduler* out = 0;
+    accel_check(accel_scheduler_create(optimizer, &o, &out));
+    return out;
+  }
+  ~AccelScheduler() { accel_scheduler_free($self); }
+  void step() { accel_check(accel_scheduler_step($self)); }
+  void step_metric(double metric) { accel_check(accel_scheduler_step_metric($self, metric)); }
+  double get_last_lr() const {
+    double lr = 0;
+    accel_check(accel_scheduler_get_last_lr($self, &lr));
+    return lr;
+  }
+  int64_t last_epoch() const {
+    int64_t e = 0;
+    accel_check(accel_scheduler_last_epoch($self, &e));
+    return e;
+  }
+}
+
+%newobject AccelDataset::from_tensors;
+%newobject AccelDataset::from_idx;
+%newobject AccelDataset::from_csv;
+%newobject AccelDataset::from_source;
+%newobject AccelDataset::from_stream;
+%extend AccelDataset {
+  static AccelDataset* from_tensors(const AccelTensor* inputs, const AccelTensor* targets) {
+    accel_dataset* out = 0;
+    accel_check(accel_dataset_from_tensors(inputs, targets, &out));
+    return out;
+  }
+  static AccelDataset* from_idx(const std::string& images_path, const std::string& labels_path, double mean = 0.0,
+                                double std = 1.0) {
+    accel_dataset* out = 0;
+    accel_check(accel_dataset_from_idx(images_path.c_str(), labels_path.c_str(), mean, std, &out));
+    return out;
+  }
+  static AccelDataset* from_csv(const std::string& path, const std::string& label_column,
+                                accel_dtype label_dtype = ACCEL_INT64) {
+    accel_dataset* out = 0;
+    accel_check(accel_dataset_from_csv(path.c_str(), label_column.c_str(), label_dtype, &out));
+    return out;
+  }
+  /* A map-style dataset of length samples read from source, which the dataset
+     owns from now on (the language adapters hand it over). */
+  static AccelDataset* from_source(DatasetSource* source, int64_t length, const std::vector<FieldSpec>& fields) {
+    std::vector<accel_field_spec> specs;
+    for (const FieldSpec& f : fields) specs.push_back({f.dtype, static_cast<int>(f.shape.size()), f.shape.data()});
+    accel_dataset_callbacks callbacks;
+    accel_dataset_callbacks_init(&callbacks);
+    callbacks.length = accel_bridge::map_length;
+    callbacks.get_sample = accel_bridge::map_get_sample;
+    callbacks.release = accel_bridge::map_release;
+    auto* context = new accel_bridge::MapContext{source, length, static_cast<int>(fields.size())};
+    accel_dataset* out = 0;
+    accel_status status = accel_dataset_from_callbacks(specs.data(), static_cast<int>(specs.size()), &callbacks,
+                                                       context, &out);
+    if (status != ACCEL_OK) delete context;  /* the source stays the caller's */
+    accel_check(status);
+    return out;
+  }
+  static AccelDataset* from_stream(StreamSource* source, const std::vector<FieldSpec>& fields) {
+    std::vector<accel_field_spec> specs;
+    for (const FieldSpec& f : fields) specs.push_back({f.dtype, static_cast<int>(f.shape.size()), f.shape.data()});
+    accel_stream_callbacks callbacks;
+    accel_stream_callbacks_init(&callbacks);
+    callbacks.next_sample = accel_bridge::stream_next;
+    callbacks.reset = accel_bridge::stream_reset;
+    callbacks.release = accel_bridge::stream_release;
+    auto* context = new accel_bridge::StreamContext{source, static_cast<int>(fields.size())};
+    accel_dataset* out = 0;
+    accel_status status = accel_dataset_from_stream(specs.data(), static_cast<int>(specs.size()), &callbacks,
+                                                    context, &out);
+    if (status != ACCEL_OK) delete context;
+    accel_check(status);
+    return out;
+  }
+  ~AccelDataset() { accel_dataset_free($self); }
+  int64_t size() const {
+    int64_t n = 0;
+    accel_check(accel_dataset_size($self, &n));
+    return n;
+  }
+  bool is_iterable() const {
+    int v = 0;
+    accel_check(accel_dataset_is_iterable($self, &v));
+    return v != 0;
+  }
+}
+
+%newobject AccelDataLoader::next_batch;
+%newobject AccelDataLoader::skip_first_batches;
+%extend AccelDataLoader {
+  AccelDataLoader(AccelDataset* dataset, const accel_dataloader_options* options = 0) {
+    accel_dataloader* out = 0;
+    accel_check(accel_dataloader_create(dataset, options, &out));
+    return out;
+  }
+  ~AccelDataLoader() { accel_dataloader_free($self); }
+  /* The next batch, or null at the end of the epoch (the call after starts the next). */
+  AccelBatch* next_batch() {
+    accel_tensor* fields[16] = {0};
+    int count = 0;
+    accel_check(accel_dataloader_next_fields($self, fields, 16, &count));
+    if (count == 0) return 0;
+    AccelBatch* batch = new AccelBatch;
+    batch->tensors.assign(fields, fields + count);
+    return batch;
+  }
+  int64_t num_batches() const {
+    int64_t n = 0;
+    accel_check(accel_dataloader_num_batches($self, &n));
+    return n;
+  }
+  AccelDataLoader* skip_first_batches(int64_t num_batches) const {
+    accel_dataloader* out = 0;
+    accel_check(accel_dataloader_skip_first_batches($self, num_batches, &out));
+    return out;
+  }
+  void set_epoch(uint64_t epoch) { accel_check(accel_dataloader_set_epoch($self, epoch)); }
+}
+
+%newobject AccelAccelerator::gather;
+%newobject AccelAccelerator::gather_for_metrics;
+%newobject AccelAccelerator::reduce;
+%newobject AccelAccelerator::broadcast;
+%newobject AccelAccelerator::pad_across_processes;
+%newobject AccelAccelerator::split_between_processes;
+%extend AccelAccelerator {
+  AccelAccelerator(const accel_accelerator_options* options = 0) {
+    accel_accelerator* out = 0;
+    accel_check(accel_accelerator_create(options, &out));
+    return out;
+  }
+  ~AccelAccelerator() { accel_accelerator_free($self); }
+
+  int process_index() const { int v = 0; accel_check(accel_accelerator_process_index($self, &v)); return v; }
+  int local_process_index() const { int v = 0; accel_check(accel_accelerator_local_process_index($self, &v)); return v; }
+  int num_processes() const { int v = 0; accel_check(accel_accelerator_num_processes($self, &v)); return v; }
+  bool is_main_process() const { int v = 0; accel_check(accel_accelerator_is_main_process($self, &v)); return v != 0; }
+  bool is_local_main_process() const {
+    int v = 0;
+    accel_check(accel_accelerator_is_local_main_process($self, &v));
+    return v != 0;
+  }
+  accel_distributed_type distributed_type() const {
+    accel_distributed_type v;
+    accel_check(accel_accelerator_distributed_type($self, &v));
+    return v;
+  }
+  accel_mixed_precision mixed_precision() const {
+    accel_mixed_precision v;
+    accel_check(accel_accelerator_mixed_precision($self, &v));
+    return v;
+  }
+  std::string device() const { const char* v = 0; accel_check(accel_accelerator_device($self, &v)); return v; }
+  int64_t timeout_ms() const { int64_t v = 0; accel_check(accel_accelerator_timeout_ms($self, &v)); return v; }
+
+  void wait_for_everyone() { accel_check(accel_accelerator_wait_for_everyone($self)); }
+  void print(const std::string& message) const { accel_check(accel_accelerator_print($self, message.c_str())); }
+  void set_seed(uint64_t seed) { accel_check(accel_accelerator_set_seed($self, seed)); }
+
+  AccelTensor* gather(const AccelTensor* tensor) {
+    accel_tensor* out = 0;
+    accel_check(accel_accelerator_gather($self, tensor, &out));
+    return out;
+  }
+  AccelTensor* gather_for_metrics(const AccelTensor* tensor) {
+    accel_tensor* out = 0;
+    accel_check(accel_accelerator_gather_for_metrics($self, tensor, &out));
+    return out;
+  }
+  AccelTensor* reduce(const AccelTensor* tensor, accel_reduce_op op = ACCEL_REDUCE_SUM) {
+    accel_tensor* out = 0;
+    accel_check(accel_accelerator_reduce($self, tensor, op, &out));
+    return out;
+  }
+  AccelTensor* broadcast(const AccelTensor* tensor, int from_process = 0) {
+    accel_tensor* out = 0;
+    accel_check(accel_accelerator_broadcast($self, tensor, from_process, &out));
+    return out;
+  }
+  AccelTensor* pad_across_processes(const AccelTensor* tensor, int64_t dim = 0, double pad_value = 0.0,
+                                    bool pad_first = false) {
+    accel_tensor* out = 0;
+    accel_check(accel_accelerator_pad_across_processes($self, tensor, dim, pad_value, pad_first, &out));
+    return out;
+  }
+  AccelTensor* split_between_processes(const AccelTensor* tensor, bool apply_padding = false) const {
+    accel_tensor* out = 0;
+    accel_check(accel_accelerator_split_between_processes($self, tensor, apply_padding, &out));
+    return out;
+  }
+  /* Every process's string, in rank order (the bytes travel unchanged). */
+  std::vector<std::string> gather_object(const std::string& data) {
+    accel_tensor* bytes = 0;
+    accel_tensor* lengths = 0;
+    accel_check(accel_accelerator_gather_object($self, data.data(), data.size(), &bytes, &lengths));
+    int64_t total = 0, count = 0;
+    accel_tensor_numel(bytes, &total);
+    accel_tensor_numel(lengths, &count);
+    std::string all(static_cast<size_t>(total), '\0');
+    std::vector<int64_t> sizes(static_cast<size_t>(count));
+    accel_status s1 = accel_tensor_copy_to(bytes, &all[0], all.size());
+    accel_status s2 = accel_tensor_copy_to(lengths, sizes.data(), sizes.size() * sizeof(int64_t));
+    accel_tensor_free(bytes);
+    accel_tensor_free(lengths);
+    accel_check(s1);
+    accel_check(s2);
+    std::vector<std::string> result;
+    size_t offset = 0;
+    for (int64_t n : sizes) {
+      result.push_back(all.substr(offset, static_cast<size_t>(n)));
+      offset += static_cast<size_t>(n);
+    }
+    return result;
+  }
+  void set_trigger() { accel_check(accel_accelerator_set_trigger($self)); }
+  bool check_trigger() { int v = 0; accel_check(accel_accelerator_check_trigger($self, &v)); return v != 0; }
+  void main_process_first_begin() { accel_check(accel_accelerator_main_process_first_begin($self)); }
+  void main_process_first_end() { accel_check(accel_accelerator_main_process_first_end($self)); }
+  void local_main_process_first_begin() { accel_check(accel_accelerator_local_main_process_first_begin($self)); }
+  void local_main_process_first_end() { accel_check(accel_accelerator_local_main_process_first_end($self)); }
+  void free_memory() { accel_check(accel_accelerator_free_memory($self)); }
+
+  void prepare_model(AccelModel* model) { accel_check(accel_accelerator_prepare_model($self, model)); }
+  void prepare_optimizer(AccelOptimizer* optimizer) { accel_check(accel_accelerator_prepare_optimizer($self, optimizer)); }
+  void prepare_dataloader(AccelDataLoader* loader) { accel_check(accel_accelerator_prepare_dataloader($self, loader)); }
+  void prepare_scheduler(AccelScheduler* scheduler) { accel_check(accel_accelerator_prepare_scheduler($self, scheduler)); }
+  void backward(const AccelTensor* loss) { accel_check(accel_accelerator_backward($self, loss)); }
+
+  void accumulate_begin(AccelModel* model) { accel_check(accel_accelerator_accumulate_begin($self, model)); }
+  void accumulate_end(AccelModel* model) { accel_check(accel_accelerator_accumulate_end($self, model)); }
+  bool end_of_dataloader() const { int v = 0; accel_check(accel_accelerator_end_of_dataloader($self, &v)); return v != 0; }
+  int64_t remainder() const { int64_t v = 0; accel_check(accel_accelerator_remainder($self, &v)); return v; }
+  bool sync_gradients() const { int v = 0; accel_check(accel_accelerator_sync_gradients($self, &v)); return v != 0; }
+  int64_t gradient_accumulation_steps() const {
+    int64_t v = 0;
+    accel_check(accel_accelerator_gradient_accumulation_steps($self, &v));
+    return v;
+  }
+  void no_sync_begin(AccelModel* model) { accel_check(accel_accelerator_no_sync_begin($self, model)); }
+  void no_sync_end(AccelModel* model) { accel_check(accel_accelerator_no_sync_end($self, model)); }
+  void trigger_sync_in_backward(AccelModel* model) { accel_check(accel_accelerator_trigger_sync_in_backward($self, model)); }
+  /* Returns the total norm before clipping. */
+  double clip_grad_norm(AccelModel* model, double max_norm, double norm_type = 2.0) {
+    double total = 0;
+    accel_check(accel_accelerator_clip_grad_norm($self, model, max_norm, norm_type, &total));
+    return total;
+  }
+  void clip_grad_value(AccelModel* model, double clip_value) {
+    accel_check(accel_accelerator_clip_grad_value($self, model, clip_value));
+  }
+  void unscale_gradients(AccelOptimizer* optimizer) { accel_check(accel_accelerator_unscale_gradients($self, optimizer)); }
+  double loss_scale() const { double v = 0; accel_check(accel_accelerator_loss_scale($self, &v)); return v; }
+  void join_uneven_inputs_begin() { accel_check(accel_accelerator_join_uneven_inputs_begin($self)); }
+  void join_uneven_inputs_end() { accel_check(accel_accelerator_join_uneven_inputs_end($self)); }
+  void autocast_begin(bool enabled = true) { accel_check(accel_accelerator_autocast_begin($self, enabled)); }
+  void autocast_end() { accel_check(accel_accelerator_autocast_end($self)); }
+
+  /* ---- checkpoints ---- */
+  void save_state(const std::string& dir = "") { accel_check(accel_accelerator_save_state($self, dir.c_str())); }
+  void load_state(const std::string& dir = "") { accel_check(accel_accelerator_load_state($self, dir.c_str())); }
+  int64_t save_iteration() const { int64_t v = 0; accel_check(accel_accelerator_save_iteration($self, &v)); return v; }
+  void save_model(const AccelModel* model, const std::string& dir, const std::string& max_shard_size = "10GB") {
+    accel_check(accel_accelerator_save_model($self, model, dir.c_str(), max_shard_size.c_str(), 1));
+  }
+  /* Returns {missing, unexpected}: the model tensors the file lacks and the file tensors the model lacks. */
+  std::vector<int64_t> load_checkpoint_in_model(AccelModel* model, const std::string& path, bool strict = true) {
+    int64_t missing = 0, unexpected = 0;
+    accel_check(accel_accelerator_load_checkpoint_in_model($self, model, path.c_str(), strict, &missing, &unexpected));
+    return std::vector<int64_t>{missing, unexpected};
+  }
+  /* The accelerator owns object from now on (the language adapters hand it over). */
+  void register_for_checkpointing(CheckpointObject* object) {
+    accel_checkpoint_callbacks callbacks;
+    accel_checkpoint_callbacks_init(&callbacks);
+    callbacks.save = accel_bridge::checkpoint_save;
+    callbacks.load = accel_bridge::checkpoint_load;
+    callbacks.release = accel_bridge::checkpoint_release;
+    accel_check(accel_accelerator_register_for_checkpointing($self, &callbacks, object));
+  }
+  /* Both take ownership of hook; the returned id removes it. */
+  int64_t register_save_state_pre_hook(StateHook* hook) {
+    int64_t id = 0;
+    accel_check(accel_accelerator_register_save_state_pre_hook($self, accel_bridge::hook_run, hook,
+                                                               accel_bridge::hook_release, &id));
+    return id;
+  }
+  int64_t register_load_state_pre_hook(StateHook* hook) {
+    int64_t id = 0;
+    accel_check(accel_accelerator_register_load_state_pre_hook($self, accel_bridge::hook_run, hook,
+                                                               accel_bridge::hook_release, &id));
+    return id;
+  }
+  void remove_hook(int64_t id) { accel_check(accel_accelerator_remove_hook($self, id)); }
+
+  /* ---- tracking ---- */
+  /* tracker stays the caller's and must outlive end_training (the adapters keep it). */
+  void add_tracker(Tracker* tracker, const std::string& name) {
+    accel_tracker_callbacks callbacks;
+    accel_tracker_callbacks_init(&callbacks);
+    callbacks.name = name.c_str();
+    callbacks.user = tracker;
+    callbacks.init = accel_bridge::tracker_init;
+    callbacks.log = accel_bridge::tracker_log;
+    callbacks.finish = accel_bridge::tracker_finish;
+    accel_check(accel_accelerator_add_tracker($self, &callbacks));
+  }
+  void init_trackers(const std::string& project_name, const std::string& config_json = "") {
+    accel_check(accel_accelerator_init_trackers($self, project_name.c_str(),
+                                                config_json.empty() ? 0 : config_json.c_str()));
+  }
+  void log(const std::vector<std::string>& names, const std::vector<double>& values, int64_t step = -1) {
+    if (names.size() != values.size()) {
+      accel_fail(ACCEL_ERR_INVALID_ARGUMENT, std::to_string(names.size()) + " names but " +
+                                                 std::to_string(values.size()) + " values");
+    }
+    std::vector<const char*> raw;
+    for (const std::string& n : names) raw.push_back(n.c_str());
+    accel_check(accel_accelerator_log($self, raw.data(), values.data(), values.size(), step));
+  }
+  void log_text(const std::string& tag, const std::string& text, int64_t step = -1) {
+    accel_check(accel_accelerator_log_text($self, tag.c_str(), text.c_str(), step));
+  }
+  bool has_tracker(const std::string& name) const {
+    int v = 0;
+    accel_check(accel_accelerator_has_tracker($self, name.c_str(), &v));
+    return v != 0;
+  }
+  void end_training() { accel_check(accel_accelerator_end_training($self)); }
+}
+
+%extend AccelProgress {
+  AccelProgress(int64_t total, const std::string& description = "", bool main_process_only = true) {
+    accel_progress* out = 0;
+    accel_check(accel_progress_create(total, description.c_str(), main_process_only, &out));
+    return out;
+  }
+  ~AccelProgress() { accel_progress_free($self); }
+  void update(int64_t steps = 1) { accel_check(accel_progress_update($self, steps)); }
+}
+
+/* A running profile (Accelerate's accelerator.profile()); end() writes the
+   Chrome trace. Dropping a running profile ends it too. */
+%newobject AccelProfileRun::begin;
+%extend AccelProfileRun {
+  static AccelProfileRun* begin(const AccelAccelerator* accelerator, const std::string& output_trace_dir) {
+    accel_profile* handle = 0;
+    accel_check(accel_profile_begin(accelerator, output_trace_dir.c_str(), &handle));
+    AccelProfileRun* run = new AccelProfileRun;
+    run->handle = handle;
+    return run;
+  }
+  ~AccelProfileRun() {
+    if ($self->handle) accel_profile_end($self->handle);
+    delete $self;
+  }
+  void end() {
+    if (!$self->handle) accel_fail(ACCEL_ERR_STATE, "the profile has already ended");
+    accel_profile* handle = $self->handle;
+    $self->handle = 0;
+    accel_check(accel_profile_end(handle));
+  }
+}
