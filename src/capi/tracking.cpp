@@ -33,11 +33,9 @@ class CallbackTracker : public accel::Tracker {
   }
 
  private:
+  // The callback's own message (accel_set_error) reaches the caller.
   void check(const char* what, accel_status status) const {
-    if (status == ACCEL_OK) return;
-    const bool known = status > ACCEL_OK && status <= ACCEL_ERR_INTERNAL;
-    accel::fail(known ? static_cast<ErrorCode>(status) : ErrorCode::Internal,
-                "tracker '" + name_ + "': " + what + " callback returned " + accel_status_name(status));
+    accel::capi::check_callback(status, "tracker '" + name_ + "' " + what + " callback");
   }
   accel_tracker_callbacks callbacks_;
   std::string name_;
