@@ -353,6 +353,7 @@ struct AccelProfileRun {};
 %newobject AccelDataset::from_tensors;
 %newobject AccelDataset::from_idx;
 %newobject AccelDataset::from_csv;
+%newobject AccelDataset::from_safetensors;
 %newobject AccelDataset::from_source;
 %newobject AccelDataset::from_stream;
 %extend AccelDataset {
@@ -371,6 +372,15 @@ struct AccelProfileRun {};
                                 accel_dtype label_dtype = ACCEL_INT64) {
     accel_dataset* out = 0;
     accel_check(accel_dataset_from_csv(path.c_str(), label_column.c_str(), label_dtype, &out));
+    return out;
+  }
+  /* Every *.safetensors file of directory, concatenated in file-name order;
+     each name in fields becomes one field of a sample. */
+  static AccelDataset* from_safetensors(const std::string& directory, const std::vector<std::string>& fields) {
+    std::vector<const char*> names;
+    for (const std::string& name : fields) names.push_back(name.c_str());
+    accel_dataset* out = 0;
+    accel_check(accel_dataset_from_safetensors(directory.c_str(), names.data(), static_cast<int>(names.size()), &out));
     return out;
   }
   /* A map-style dataset of length samples read from source, which the dataset

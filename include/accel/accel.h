@@ -491,6 +491,17 @@ ACCEL_API accel_status accel_dataset_from_idx(const char* images_path, const cha
 ACCEL_API accel_status accel_dataset_from_csv(const char* path, const char* label_column, accel_dtype label_dtype,
                                               accel_dataset** out);
 
+/* A dataset from a directory of .safetensors shards (e.g. written by
+   safetensors.numpy.save_file): every *.safetensors file holds the tensors
+   named field_names[0..num_fields-1], aligned on dim 0; the shards are
+   concatenated in file-name order and each name becomes one field of a sample
+   (accel_dataloader_next returns the first two). Errors: IO naming the
+   directory, file and tensor (no shards, a missing tensor, rows that differ
+   between fields, a dtype or sample shape that differs from the first shard);
+   INVALID_ARGUMENT for NULL or no names. New handle in *out. */
+ACCEL_API accel_status accel_dataset_from_safetensors(const char* dir, const char* const* field_names, int num_fields,
+                                                      accel_dataset** out);
+
 /* Datasets whose samples come from the caller: how datasets written in Python,
    Java or Go reach the loader. A sample is a fixed list of fields, each of a
    fixed dtype and per-sample shape (e.g. float32 [1, 28, 28] and int64 []). */

@@ -68,6 +68,11 @@ std::shared_ptr<TensorDataset> load_idx_dataset(const std::string& images_path, 
 std::shared_ptr<TensorDataset> load_csv_dataset(const std::string& path, const std::string& label_column,
                                                 at::ScalarType label_dtype = at::kLong);
 
+// A directory of .safetensors shards, each holding the tensors named fields
+// (aligned on dim 0), concatenated in file-name order: one dataset field per
+// name. Throws IO naming the file and the missing or mismatched tensor.
+std::shared_ptr<TensorDataset> load_safetensors_dataset(const std::string& dir, const std::vector<std::string>& fields);
+
 // The dtype and per-sample shape of one field of a callback dataset.
 struct FieldSpec {
   at::ScalarType dtype = at::kFloat;

@@ -105,6 +105,23 @@ ACCEL_API accel_status accel_dataset_from_csv(const char* path, const char* labe
   });
 }
 
+ACCEL_API accel_status accel_dataset_from_safetensors(const char* dir, const char* const* field_names, int num_fields,
+                                                      accel_dataset** out) {
+  return guarded([&] {
+    auto& result = out_param(out, "out");
+    accel::require_arg(dir != nullptr, "dir is NULL");
+    accel::require_arg(field_names != nullptr && num_fields > 0,
+                       "field_names: need at least one name, got num_fields = " + std::to_string(num_fields));
+    std::vector<std::string> names;
+    for (int f = 0; f < num_fields; ++f) {
+      accel::require_arg(field_names[f] != nullptr, "field_names[" + std::to_string(f) + "] is NULL");
+      names.emplace_back(field_names[f]);
+    }
+    publish(std::make_unique<accel_dataset>(accel_dataset{accel::load_safetensors_dataset(dir, names), nullptr}),
+            &result);
+  });
+}
+
 ACCEL_API void accel_dataset_callbacks_init(accel_dataset_callbacks* callbacks) {
   if (callbacks != nullptr) init_dataset_callbacks(callbacks);
 }

@@ -1,9 +1,11 @@
 /* The data part of the C ABI: callback and stream datasets (including failing
-   callbacks and release), CSV files, multi-field batches, skip_first_batches,
+   callbacks and release), CSV files, safetensors directories, multi-field batches, skip_first_batches,
    prefetching workers, and the errors bad input gets. */
+#define _POSIX_C_SOURCE 200809L /* mkdir */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include "capi_test.h"
 
@@ -213,6 +215,41 @@ static void test_csv(void) {
   remove(path);
 }
 
+static void test_safetensors_directory(void) {
+  static const float rows[6] = {0, 1, 2, 3, 4, 5};
+  static const int64_t labels[3] = {7, 8, 9};
+  const int64_t x_shape[2] = {3, 2}, y_shape[1] = {3};
+  const char* names[2] = {"x", "y"};
+  const char* wrong[2] = {"x", "label"};
+  accel_accelerator* acc = NULL;
+  accel_tensor* tensors[2] = {NULL, NULL};
+  accel_dataset* dataset = NULL;
+  int64_t size = 0;
+
+  mkdir("test_data_api_shards", 0755);
+  EXPECT_OK(accel_accelerator_create(NULL, &acc));
+  EXPECT_OK(accel_tensor_from_buffer(rows, sizeof rows, ACCEL_FLOAT32, x_shape, 2, &tensors[0]));
+  EXPECT_OK(accel_tensor_from_buffer(labels, sizeof labels, ACCEL_INT64, y_shape, 1, &tensors[1]));
+  EXPECT_OK(accel_accelerator_save_tensors(acc, names, (const accel_tensor* const*)tensors, 2,
+                                           "test_data_api_shards/part-0.safetensors"));
+  EXPECT_OK(accel_accelerator_save_tensors(acc, names, (const accel_tensor* const*)tensors, 2,
+                                           "test_data_api_shards/part-1.safetensors"));
+  EXPECT_OK(accel_dataset_from_safetensors("test_data_api_shards", names, 2, &dataset));
+  EXPECT_OK(accel_dataset_size(dataset, &size));
+  EXPECT(size == 6);
+  accel_dataset_free(dataset);
+  dataset = NULL;
+  EXPECT_ERROR(accel_dataset_from_safetensors("test_data_api_shards", wrong, 2, &dataset), ACCEL_ERR_IO,
+               "part-0.safetensors has no tensor 'label'");
+  EXPECT_ERROR(accel_dataset_from_safetensors("test_data_api_shards", names, 0, &dataset),
+               ACCEL_ERR_INVALID_ARGUMENT, "num_fields = 0");
+  EXPECT_ERROR(accel_dataset_from_safetensors(NULL, names, 2, &dataset), ACCEL_ERR_INVALID_ARGUMENT, "dir is NULL");
+  EXPECT(dataset == NULL);
+  accel_tensor_free(tensors[0]);
+  accel_tensor_free(tensors[1]);
+  accel_accelerator_free(acc);
+}
+
 static void test_bad_arguments(void) {
   squares data = {3, -1, 0};
   static const int64_t zero_shape[1] = {0};
@@ -296,6 +333,7 @@ int main(void) {
   test_failing_callback();
   test_stream_dataset();
   test_csv();
+  test_safetensors_directory();
   test_bad_arguments();
   return capi_report("test_data_api");
 }

@@ -118,3 +118,18 @@ def test_prepared_loader_and_gather_for_metrics_single_process():
     assert ends == [False, False, True]
     assert not acc.end_of_dataloader()  # outside the loop, as in Accelerate
     assert np.concatenate(seen).tolist() == [i % 3 for i in range(10)]
+
+
+def test_safetensors_directory_written_by_python(tmp_path):
+    from safetensors.numpy import save_file
+
+    for shard, first in (("train-00001.safetensors", 4), ("train-00000.safetensors", 0)):
+        save_file({"pixels": np.full((4, 2, 2), first, np.float32) + np.arange(4, dtype=np.float32)[:, None, None],
+                   "label": np.arange(first, first + 4, dtype=np.int64)}, str(tmp_path / shard))
+    dataset = accel.Dataset.from_safetensors(str(tmp_path), ["pixels", "label"])
+    assert dataset.size() == 8
+    x, y = collect(accel.DataLoader(dataset, batch_size=3, shuffle=False, num_workers=0))
+    np.testing.assert_array_equal(y, np.arange(8))
+    np.testing.assert_array_equal(x[:, 1, 1], np.arange(8))
+    with pytest.raises(accel.AccelError, match="has no tensor 'labels'"):
+        accel.Dataset.from_safetensors(str(tmp_path), ["pixels", "labels"])
