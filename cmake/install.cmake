@@ -57,3 +57,4 @@ install(CODE "
   file(INSTALL DESTINATION \"${_accel_pc_dest}\" TYPE FILE FILES \"\${_accel_pc}\")
   " COMPONENT dev)
 
+include(packaging/cpack.cmake)
