@@ -18,7 +18,7 @@ rm -rf "$work" && mkdir -p "$work"
 # shellcheck disable=SC2086
 "$cc" -std=c99 -Wall -Wextra -Werror -pedantic "$src/main.c" -o "$work/consumer_c" $flags \
   -Wl,-rpath,"$pc_libdir"
-env -u LD_LIBRARY_PATH ldd "$work/consumer_c" | grep -qF "libaccel.so.0 => $stage/" ||
+env -u LD_LIBRARY_PATH ldd "$work/consumer_c" | grep -F "libaccel.so.0 => $stage/" >/dev/null ||
   fail "consumer_c does not load libaccel from $stage"
 out=$(env -u LD_LIBRARY_PATH "$work/consumer_c")
 echo "$out"

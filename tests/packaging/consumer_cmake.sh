@@ -13,7 +13,7 @@ cmake -S "$src" -B "$work" -G "$generator" -DCMAKE_CXX_COMPILER="$cxx" \
 found=$(sed -n 's/^accel_DIR:PATH=//p' "$work/CMakeCache.txt")
 [ "$found" = "$stage/$libdir/cmake/accel" ] || fail "find_package(accel) found '$found', not the staging prefix"
 cmake --build "$work"
-env -u LD_LIBRARY_PATH ldd "$work/consumer" | grep -qF "libaccel.so.0 => $stage/" ||
+env -u LD_LIBRARY_PATH ldd "$work/consumer" | grep -F "libaccel.so.0 => $stage/" >/dev/null ||
   fail "consumer does not load libaccel from $stage"
 out=$(env -u LD_LIBRARY_PATH "$work/consumer")
 echo "$out"

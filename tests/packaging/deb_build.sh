@@ -19,7 +19,7 @@ has() {  # has DEB PATH...: every path is in the package
   for p in "$@"; do grep -qx "./$p" <<<"$listing" || fail "$(basename "$deb") lacks /$p"; done
 }
 lacks() {  # lacks DEB REGEX: no path matches
-  if dpkg-deb -c "$1" | awk '{print $6}' | grep -qE "$2"; then fail "$(basename "$1") holds $2"; fi
+  if dpkg-deb -c "$1" | awk '{print $6}' | grep -E "$2" >/dev/null; then fail "$(basename "$1") holds $2"; fi
 }
 has "$runtime" "usr/$libdir/libaccel.so.0" usr/bin/accel usr/share/doc/libaccel0/copyright \
   usr/share/doc/libaccel0/changelog.Debian.gz
@@ -38,7 +38,7 @@ for d in 'libtorch[0-9.]+ ' libopenblas0-openmp 'libc6 '; do
 done
 grep -qF "libaccel0 (= $version)" <<<"$dev_depends" || fail "libaccel-dev does not depend on libaccel0 (= $version)"
 grep -qE '(^|, )libtorch-dev($|,)' <<<"$dev_depends" || fail "libaccel-dev does not depend on libtorch-dev"
-dpkg-deb --ctrl-tarfile "$runtime" | tar -xO ./shlibs | grep -qx "libaccel 0 libaccel0 (>= $version)" ||
+dpkg-deb --ctrl-tarfile "$runtime" | tar -xO ./shlibs | grep -x "libaccel 0 libaccel0 (>= $version)" >/dev/null ||
   fail "libaccel0 has no shlibs entry for libaccel.so.0"
-dpkg-deb --ctrl-tarfile "$runtime" | tar -xO ./triggers | grep -qx "activate-noawait ldconfig" ||
+dpkg-deb --ctrl-tarfile "$runtime" | tar -xO ./triggers | grep -x "activate-noawait ldconfig" >/dev/null ||
   fail "libaccel0 does not activate the ldconfig trigger"

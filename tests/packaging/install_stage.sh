@@ -24,17 +24,17 @@ grep -qx "prefix=$stage" "$lib/pkgconfig/accel.pc" || fail "accel.pc does not na
 
 # Installed files must not point back into the build tree.
 for f in "$lib/libaccel.so.0" "$stage/$bindir/accel"; do
-  if readelf -d "$f" | grep -E 'R(UN)?PATH' | grep -qF "$build"; then
+  if readelf -d "$f" | grep -E 'R(UN)?PATH' | grep -F "$build" >/dev/null; then
     fail "$f keeps the build tree in its RPATH: $(readelf -d "$f" | grep -E 'R(UN)?PATH')"
   fi
 done
-readelf -d "$stage/$bindir/accel" | grep -E 'R(UN)?PATH' | grep -qF '$ORIGIN/' ||
+readelf -d "$stage/$bindir/accel" | grep -E 'R(UN)?PATH' | grep -F '$ORIGIN/' >/dev/null ||
   fail "the installed accel has no \$ORIGIN-relative RPATH"
 
 help=$(env -u LD_LIBRARY_PATH "$stage/$bindir/accel" --help) || fail "the installed accel --help failed"
 grep -q launch <<<"$help" || fail "accel --help does not mention launch: $help"
-if readelf -d "$stage/$bindir/accel" | grep -q 'NEEDED.*libaccel\.so\.0'; then
-  env -u LD_LIBRARY_PATH ldd "$stage/$bindir/accel" | grep -qF "libaccel.so.0 => $stage/" ||
+if readelf -d "$stage/$bindir/accel" | grep 'NEEDED.*libaccel\.so\.0' >/dev/null; then
+  env -u LD_LIBRARY_PATH ldd "$stage/$bindir/accel" | grep -F "libaccel.so.0 => $stage/" >/dev/null ||
     fail "the installed accel does not load libaccel from $stage"
 fi
 echo "installed into $stage"
