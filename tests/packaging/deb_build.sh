@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Builds the two Debian packages from the build tree (packaging/build-deb.sh) and checks
+# their names, contents and dependencies with dpkg-deb.
+#   deb_build.sh SOURCE_DIR BUILD_DIR OUT_DIR DEB_VERSION LIBDIR
+set -euo pipefail
+root=$1 build=$2 out=$3 version=$4 libdir=$5
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+rm -rf "$out"
+"$root/packaging/build-deb.sh" --no-build "$build" "$out"
+arch=$(dpkg --print-architecture)
+runtime=$out/libaccel0_${version}_$arch.deb
+dev=$out/libaccel-dev_${version}_$arch.deb
+[ -f "$runtime" ] && [ -f "$dev" ] || fail "expected $runtime and $dev; got: $(ls "$out")"
+
+has() {  # has DEB PATH...: every path is in the package
+  local deb=$1 listing; shift
+  listing=$(dpkg-deb -c "$deb" | awk '{print $6}')
+  for p in "$@"; do grep -qx "./$p" <<<"$listing" || fail "$(basename "$deb") lacks /$p"; done
+}
+lacks() {  # lacks DEB REGEX: no path matches
+  if dpkg-deb -c "$1" | awk '{print $6}' | grep -E "$2" >/dev/null; then fail "$(basename "$1") holds $2"; fi
+}
+has "$runtime" "usr/$libdir/libaccel.so.0" usr/bin/accel usr/share/doc/libaccel0/copyright \
+  usr/share/doc/libaccel0/changelog.Debian.gz
+lacks "$runtime" '^\./usr/include/|libaccel\.so$|\.pc$|\.cmake$'
+has "$dev" usr/include/accel/accel.h usr/include/accel/accel.hpp "usr/$libdir/libaccel.so" \
+  "usr/$libdir/pkgconfig/accel.pc" "usr/$libdir/cmake/accel/accelConfig.cmake" \
+  "usr/$libdir/cmake/accel/accelTargets.cmake" usr/share/doc/libaccel-dev/copyright
+lacks "$dev" 'libaccel\.so\.0|/bin/'
+
+runtime_depends=$(dpkg-deb -f "$runtime" Depends)
+dev_depends=$(dpkg-deb -f "$dev" Depends)
+echo "libaccel0 Depends: $runtime_depends"
+echo "libaccel-dev Depends: $dev_depends"
+for d in 'libtorch[0-9.]+ ' libopenblas0-openmp 'libc6 '; do
+  grep -qE "(^|, )$d" <<<"$runtime_depends" || fail "libaccel0 does not depend on $d"
+done
+grep -qF "libaccel0 (= $version)" <<<"$dev_depends" || fail "libaccel-dev does not depend on libaccel0 (= $version)"
+grep -qE '(^|, )libtorch-dev($|,)' <<<"$dev_depends" || fail "libaccel-dev does not depend on libtorch-dev"
+dpkg-deb --ctrl-tarfile "$runtime" | tar -xO ./shlibs | grep -x "libaccel 0 libaccel0 (>= $version)" >/dev/null ||
+  fail "libaccel0 has no shlibs entry for libaccel.so.0"
+dpkg-deb --ctrl-tarfile "$runtime" | tar -xO ./triggers | grep -x "activate-noawait ldconfig" >/dev/null ||
+  fail "libaccel0 does not activate the ldconfig trigger"
