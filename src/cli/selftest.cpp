@@ -45,8 +45,10 @@ int sanity() {
   const int rank = accelerator.process_index(), world = accelerator.num_processes();
   const bool main = accelerator.is_main_process();
   if (main) {
-    std::printf("accel test: %d process(es), device %s, mixed precision %d\n", world,
-                accelerator.device().str().c_str(), static_cast<int>(accelerator.mixed_precision()));
+    // What the launcher's ACCELERATE_* variables made of the accelerator.
+    std::printf("accel test: %d process(es), device %s, mixed precision %s, gradient accumulation steps %lld\n",
+                world, accelerator.device().str().c_str(), accel::to_string(accelerator.mixed_precision()),
+                static_cast<long long>(accelerator.gradient_accumulation_steps()));
   }
 
   // Collectives: every rank's contribution arrives.
