@@ -124,7 +124,7 @@ CommandLine split_command_line(int argc, const char* const* argv) {
   return split;
 }
 
-void take_program(const CLI::App& app, const CommandLine& command_line, LaunchFlags& config) {
+void take_program(const CLI::App& app, const CommandLine& command_line, LaunchFlags& flags) {
   std::vector<std::string> rest = app.remaining();
   // prefix_command() leaves an unknown flag here as if it were PROGRAM.
   if (!rest.empty() && rest.front().size() > 1 && rest.front()[0] == '-') throw CLI::ExtrasError({rest.front()});
@@ -134,8 +134,8 @@ void take_program(const CLI::App& app, const CommandLine& command_line, LaunchFl
     rest.insert(rest.end(), command_line.after_separator->begin(), command_line.after_separator->end());
   }
   if (rest.empty()) throw CLI::RequiredError("PROGRAM (the program to launch)");
-  config.program = rest.front();
-  config.program_args.assign(rest.begin() + 1, rest.end());
+  flags.program = rest.front();
+  flags.program_args.assign(rest.begin() + 1, rest.end());
 }
 
 void validate(const LaunchConfig& config) {
