@@ -2,8 +2,9 @@
 # Two machines made of network namespaces joined by a veth pair:
 #   2 nodes x 2 processes (accel launch --nnodes 2 in each namespace) train to
 #   the same parameters, bitwise, as 4 processes on one node; and
-#   a missing node makes the ranks that came fail with a rendezvous timeout
-#   message within the configured timeout.
+#   a missing node (either one) makes the ranks that came fail with a
+#   rendezvous timeout message within the configured timeout; the first to
+#   fail is reported and the launcher stops the others.
 # Needs root and `ip netns`; exits 77 (skipped, with the reason) otherwise.
 # Usage: run_multinode_netns.sh ACCEL PROGRAM WORKDIR
 set -euo pipefail
@@ -71,3 +72,17 @@ grep -Eq "accel launch: rank [01] \(pid [0-9]+ on .*\) exited with code 1" "$wor
 # Generous against a loaded machine; the point is that it does not hang.
 [ $elapsed -le 20 ] || { echo "FAIL: took ${elapsed} s with a 3 s timeout" >&2; exit 1; }
 echo "a missing node: rendezvous timeout reported after ${elapsed} s (timeout 3 s)"
+
+# Node 0, the rendezvous host, never comes: node 1's ranks cannot reach the store.
+start=$(date +%s)
+if ACCEL_TEST_TIMEOUT_S=3 node "$ns1" 1 "$program" "$work/missing1" "$work/missing1.safetensors" $steps 4 \
+     >"$work/missing1.log" 2>&1; then
+  echo "FAIL: node 1 succeeded without node 0" >&2
+  exit 1
+fi
+elapsed=$(( $(date +%s) - start ))
+cat "$work/missing1.log"
+grep -q "rendezvous at 10.233.0.1:29555 failed for rank [23] of 4 .*not every process joined in time" \
+  "$work/missing1.log" || { echo "FAIL: no rank of node 1 reported a rendezvous timeout" >&2; exit 1; }
+[ $elapsed -le 20 ] || { echo "FAIL: took ${elapsed} s with a 3 s timeout" >&2; exit 1; }
+echo "a missing main node: rendezvous timeout reported after ${elapsed} s (timeout 3 s)"
