@@ -2,6 +2,7 @@
 find_package(Torch REQUIRED)
 find_package(nlohmann_json 3.9 REQUIRED)
 find_package(CLI11 REQUIRED)
+find_package(yaml-cpp REQUIRED)  # Accelerate config files (src/cli)
 find_package(ZLIB REQUIRED)
 find_package(Protobuf REQUIRED)  # TensorBoard event files (src/tracking)
 find_package(Threads REQUIRED)

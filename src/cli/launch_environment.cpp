@@ -38,6 +38,16 @@ std::map<std::string, std::string> rank_environment(const LaunchConfig& config, 
       {"MASTER_PORT", std::to_string(config.master_port)},
   };
   if (config.omp_num_threads) env["OMP_NUM_THREADS"] = std::to_string(*config.omp_num_threads);
+  // Accelerate's launcher variables, read by the library (src/state).
+  env["ACCELERATE_MIXED_PRECISION"] = config.mixed_precision;
+  env["ACCELERATE_USE_CPU"] = config.use_cpu ? "true" : "false";
+  if (config.gradient_accumulation_steps) {
+    env["ACCELERATE_GRADIENT_ACCUMULATION_STEPS"] = std::to_string(*config.gradient_accumulation_steps);
+  }
+  if (config.gpu_ids) env["CUDA_VISIBLE_DEVICES"] = *config.gpu_ids;
+  // torchrun's names: a program can tell a restarted attempt from the first.
+  env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(config.restart_count);
+  env["TORCHELASTIC_MAX_RESTARTS"] = std::to_string(config.max_restarts);
   return env;
 }
 
@@ -80,6 +90,7 @@ int pick_free_port(const std::string& addr) {
 
 void resolve_defaults(LaunchConfig& config, std::ostream& notices) {
   if (config.master_port == 0) config.master_port = pick_free_port(config.master_addr);
+  if (config.omp_num_threads) return;  // --num_cpu_threads_per_process
   unsigned hardware_threads = std::max(1u, std::thread::hardware_concurrency());
   config.omp_num_threads =
       default_omp_num_threads(config.nproc_per_node, std::getenv("OMP_NUM_THREADS") != nullptr, hardware_threads);
@@ -93,15 +104,18 @@ void resolve_defaults(LaunchConfig& config, std::ostream& notices) {
 void print_launch_plan(const LaunchConfig& config, std::ostream& out) {
   out << "accel launch --dry_run: would start " << config.nproc_per_node << " rank(s) on node " << config.node_rank
       << " of " << config.nnodes << "; grace period " << config.grace_period_s << " s\n";
-  out << "command: " << shell_quoted(config.program);
-  for (const auto& arg : config.program_args) out << ' ' << shell_quoted(arg);
-  out << '\n';
+  out << "settings (value, and where it came from):\n";
+  for (const auto& [name, value] : config.origins) out << "  " << name << " = " << value << '\n';
+  std::string command = shell_quoted(config.program);
+  for (const auto& arg : config.program_args) command += ' ' + shell_quoted(arg);
+  out << "command: " << command << '\n';
+  // One line per rank, ready to paste into a shell: its variables, then the command.
   for (int local_rank = 0; local_rank < config.nproc_per_node; ++local_rank) {
     out << "rank " << config.global_rank(local_rank) << ':';
     for (const auto& [key, value] : rank_environment(config, local_rank)) {
       out << ' ' << key << '=' << shell_quoted(value);
     }
-    out << '\n';
+    out << ' ' << command << '\n';
   }
 }
 

@@ -13,8 +13,10 @@ namespace accel::cli {
 
 // The variables rank `local_rank` of this node gets on top of the launcher's
 // own environment: RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK,
-// GROUP_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, and OMP_NUM_THREADS when the
-// launcher chose it.
+// GROUP_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, OMP_NUM_THREADS when the
+// launcher chose it, Accelerate's ACCELERATE_MIXED_PRECISION and
+// ACCELERATE_USE_CPU, ACCELERATE_GRADIENT_ACCUMULATION_STEPS when set, and
+// CUDA_VISIBLE_DEVICES for --gpu_ids other than "all".
 std::map<std::string, std::string> rank_environment(const LaunchConfig& config, int local_rank);
 
 // torchrun's rule, so that ranks sharing a machine do not each start one thread
@@ -31,8 +33,8 @@ int pick_free_port(const std::string& addr);
 // --master_port 0, and OMP_NUM_THREADS (with a one-line notice on `notices`).
 void resolve_defaults(LaunchConfig& config, std::ostream& notices);
 
-// What --dry_run prints: the resolved settings, the command line, and each
-// rank's environment as it would be started.
+// What --dry_run prints: the resolved settings with their origins, and each
+// rank's command line with its environment, as it would be started.
 void print_launch_plan(const LaunchConfig& config, std::ostream& out);
 
 }  // namespace accel::cli

@@ -40,33 +40,76 @@ CLI::Validator at_least(double minimum, const std::string& name) {
 
 }  // namespace
 
-void add_launch_options(CLI::App& app, LaunchConfig& config) {
-  // Both spellings, as torchrun accepts: scripts written for it work unchanged.
-  app.add_option("--nproc_per_node,--nproc-per-node", config.nproc_per_node, "Processes to start on this machine")
+namespace {
+
+// An option that stores into an optional, so that resolution knows whether it
+// was given (command line > environment > config file > defaults).
+template <typename T>
+CLI::Option* add_optional(CLI::App& app, const std::string& names, std::optional<T>& target,
+                          const std::string& help) {
+  return app.add_option_function<T>(names, [&target](const T& value) { target = value; }, help);
+}
+
+}  // namespace
+
+void add_launch_options(CLI::App& app, LaunchFlags& flags) {
+  // torchrun's flags, with both its spellings, and Accelerate's names for the
+  // same settings: scripts written for either work unchanged.
+  app.add_option("--config_file", flags.config_file,
+                 "Accelerate config file (default: $HF_HOME/accelerate/default_config.yaml when it exists)");
+  add_optional(app, "--nproc_per_node,--nproc-per-node", flags.nproc_per_node, "Processes to start on this machine")
       ->check(at_least(1, "POSITIVE"))
-      ->capture_default_str();
-  app.add_option("--nnodes", config.nnodes, "Machines taking part")
+      ->default_str("1");
+  add_optional(app, "--num_processes", flags.num_processes,
+               "Processes over all machines (Accelerate's meaning); nproc_per_node = num_processes / nnodes")
+      ->check(at_least(1, "POSITIVE"));
+  add_optional(app, "--nnodes,--num_machines", flags.nnodes, "Machines taking part")
       ->check(at_least(1, "POSITIVE"))
-      ->capture_default_str();
-  app.add_option("--node_rank,--node-rank", config.node_rank, "Rank of this machine; node 0 hosts the rendezvous")
+      ->default_str("1");
+  add_optional(app, "--node_rank,--node-rank,--machine_rank", flags.node_rank,
+               "Rank of this machine; node 0 hosts the rendezvous")
       ->check(at_least(0, "NONNEGATIVE"))
-      ->capture_default_str();
-  app.add_option("--master_addr,--master-addr", config.master_addr, "Address of the machine with node rank 0")
-      ->capture_default_str();
-  app.add_option("--master_port,--master-port", config.master_port,
-                 "Rendezvous port; 0 picks a free one (one machine only)")
+      ->default_str("0");
+  add_optional(app, "--master_addr,--master-addr,--main_process_ip", flags.master_addr,
+               "Address of the machine with node rank 0")
+      ->default_str("127.0.0.1");
+  add_optional(app, "--master_port,--master-port,--main_process_port", flags.master_port,
+               "Rendezvous port; 0 picks a free one (one machine only)")
       ->check(CLI::Range(0, 65535))
-      ->capture_default_str();
-  app.add_option("--grace_period", config.grace_period_s,
-                 "Seconds a rank gets between SIGTERM and SIGKILL when the ranks are stopped")
+      ->default_str("29500");
+  add_optional(app, "--mixed_precision", flags.mixed_precision, "no, fp16 or bf16 (ACCELERATE_MIXED_PRECISION)")
+      ->check(CLI::IsMember({"no", "fp16", "bf16"}))
+      ->default_str("no");
+  add_optional(app, "--gradient_accumulation_steps", flags.gradient_accumulation_steps,
+               "Steps to accumulate gradients over (ACCELERATE_GRADIENT_ACCUMULATION_STEPS)")
+      ->check(at_least(1, "POSITIVE"));
+  app.add_flag("--cpu", flags.cpu, "Train on the CPU even where a GPU is available (ACCELERATE_USE_CPU)");
+  add_optional(app, "--gpu_ids", flags.gpu_ids, "GPUs to use, such as 0,1 (CUDA_VISIBLE_DEVICES), or all");
+  add_optional(app, "--num_cpu_threads_per_process", flags.num_cpu_threads_per_process,
+               "OMP_NUM_THREADS of every rank")
+      ->check(at_least(1, "POSITIVE"));
+  add_optional(app, "--max_restarts,--max-restarts", flags.max_restarts,
+               "Times to restart every rank after one fails")
       ->check(at_least(0, "NONNEGATIVE"))
-      ->capture_default_str();
-  app.add_flag("--dry_run", config.dry_run, "Print the resolved settings and each rank's environment; start nothing");
+      ->default_str("0");
+  add_optional(app, "--monitor_interval,--monitor-interval", flags.monitor_interval_s,
+               "Accepted for torchrun compatibility: rank exits are noticed at once")
+      ->check(at_least(0, "NONNEGATIVE"))
+      ->default_str("5");
+  add_optional(app, "--grace_period", flags.grace_period_s,
+               "Seconds a rank gets between SIGTERM and SIGKILL when the ranks are stopped")
+      ->check(at_least(0, "NONNEGATIVE"))
+      ->default_str("3");
+  // Accelerate's way to ask for several GPUs; the process count says it here.
+  app.add_flag("--multi_gpu", "Accepted for Accelerate compatibility; --num_processes decides");
+  app.add_flag("--dry_run", flags.dry_run,
+               "Print the resolved settings, where each came from, and each rank's command; start nothing");
   // Parsing stops at PROGRAM: it and everything after it, dashes included,
   // belong to the program. take_program() picks them up.
   app.prefix_command();
   app.formatter(std::make_shared<ProgramUsageFormatter>());
-  app.footer("PROGRAM is looked up on PATH; it and ARGS are passed to every rank unchanged.");
+  app.footer("PROGRAM is looked up on PATH; it and ARGS are passed to every rank unchanged.\n"
+             "Precedence: command line > environment (PET_*, ACCELERATE_*) > config file > defaults.");
 }
 
 CommandLine split_command_line(int argc, const char* const* argv) {
@@ -81,7 +124,7 @@ CommandLine split_command_line(int argc, const char* const* argv) {
   return split;
 }
 
-void take_program(const CLI::App& app, const CommandLine& command_line, LaunchConfig& config) {
+void take_program(const CLI::App& app, const CommandLine& command_line, LaunchFlags& flags) {
   std::vector<std::string> rest = app.remaining();
   // prefix_command() leaves an unknown flag here as if it were PROGRAM.
   if (!rest.empty() && rest.front().size() > 1 && rest.front()[0] == '-') throw CLI::ExtrasError({rest.front()});
@@ -91,8 +134,8 @@ void take_program(const CLI::App& app, const CommandLine& command_line, LaunchCo
     rest.insert(rest.end(), command_line.after_separator->begin(), command_line.after_separator->end());
   }
   if (rest.empty()) throw CLI::RequiredError("PROGRAM (the program to launch)");
-  config.program = rest.front();
-  config.program_args.assign(rest.begin() + 1, rest.end());
+  flags.program = rest.front();
+  flags.program_args.assign(rest.begin() + 1, rest.end());
 }
 
 void validate(const LaunchConfig& config) {

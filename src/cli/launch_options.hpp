@@ -1,9 +1,11 @@
 // `accel launch` settings: the flags, their validation, and PROGRAM with its
 // arguments, which belong to the program and are never parsed by the launcher.
+// launch_settings.hpp merges the flags with the environment and config file.
 #pragma once
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace CLI {
@@ -12,6 +14,25 @@ class App;
 
 namespace accel::cli {
 
+// What the command line said; unset when a flag was not given.
+struct LaunchFlags {
+  std::optional<std::string> config_file;
+  std::optional<int> nproc_per_node, num_processes, nnodes, node_rank, master_port;
+  std::optional<std::string> master_addr;
+  std::optional<std::string> mixed_precision;
+  std::optional<int> gradient_accumulation_steps;
+  bool cpu = false;
+  std::optional<std::string> gpu_ids;
+  std::optional<int> num_cpu_threads_per_process;
+  std::optional<int> max_restarts;
+  std::optional<double> monitor_interval_s;
+  std::optional<double> grace_period_s;
+  bool dry_run = false;
+  std::string program;
+  std::vector<std::string> program_args;
+};
+
+// The resolved settings of one node's launch.
 struct LaunchConfig {
   int nproc_per_node = 1;
   int nnodes = 1;
@@ -20,6 +41,17 @@ struct LaunchConfig {
   int master_port = 29500;  // 0 until resolved: pick a free port
   double grace_period_s = 3.0;  // between SIGTERM and SIGKILL when stopping the ranks
   bool dry_run = false;
+  // Reach the ranks as ACCELERATE_* variables (see rank_environment()).
+  std::string mixed_precision = "no";
+  std::optional<int> gradient_accumulation_steps;
+  bool use_cpu = false;
+  std::optional<std::string> gpu_ids;  // CUDA_VISIBLE_DEVICES unless "all"
+  int max_restarts = 0;  // times the whole group is restarted after a failure
+  int restart_count = 0;  // this attempt's number of earlier attempts, set by the supervisor
+  double monitor_interval_s = 5;  // torchrun's flag; exits are noticed at once regardless
+  std::string config_file;  // empty when none was read
+  // For --dry_run: each setting with where its value came from, in order.
+  std::vector<std::pair<std::string, std::string>> origins;
   // Set by resolve_defaults() when the launcher chooses it for the ranks.
   std::optional<unsigned> omp_num_threads;
   std::string program;
@@ -38,13 +70,13 @@ struct CommandLine {
 };
 CommandLine split_command_line(int argc, const char* const* argv);
 
-// Registers the launch flags on `app` (the `launch` subcommand), writing into `config`.
-void add_launch_options(CLI::App& app, LaunchConfig& config);
+// Registers the launch flags on `app` (the `launch` subcommand), writing into `flags`.
+void add_launch_options(CLI::App& app, LaunchFlags& flags);
 
 // After parsing: PROGRAM and its arguments, from what the flags left over or
 // from after "--". Throws CLI::RequiredError without PROGRAM, CLI::ExtrasError
 // for an unknown flag.
-void take_program(const CLI::App& app, const CommandLine& command_line, LaunchConfig& config);
+void take_program(const CLI::App& app, const CommandLine& command_line, LaunchFlags& flags);
 
 // Checks what single flags cannot: the flags against each other.
 // Throws CLI::ValidationError naming the flag.

@@ -1,5 +1,6 @@
-// The accel command. `accel launch` starts the processes of a training job on
-// this machine and watches them (see docs/launch.md).
+// The accel command: `accel launch` starts the processes of a training job and
+// watches them (docs/launch.md); `accel config`, `accel env` and `accel test`
+// write, show and check the configuration (docs/config.md).
 #include <CLI/CLI.hpp>
 #include <fcntl.h>
 #include <unistd.h>
@@ -10,8 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "cli/commands.hpp"
+#include "cli/config_command.hpp"
+#include "cli/config_file.hpp"
 #include "cli/launch_environment.hpp"
 #include "cli/launch_options.hpp"
+#include "cli/launch_settings.hpp"
 #include "cli/supervisor.hpp"
 
 namespace {
@@ -36,6 +41,24 @@ std::string usage_line(const CLI::App& app, const std::string& parents) {
   return {};
 }
 
+// The innermost command the parse reached, and its full name ("accel config default").
+std::pair<const CLI::App*, std::string> innermost(const CLI::App& app) {
+  const CLI::App* current = &app;
+  std::string name = "accel";
+  for (bool deeper = true; deeper;) {
+    deeper = false;
+    for (const CLI::App* sub : current->get_subcommands()) {
+      if (sub->parsed()) {
+        name += " " + sub->get_name();
+        current = sub;
+        deeper = true;
+        break;
+      }
+    }
+  }
+  return {current, name};
+}
+
 int launch(accel::cli::LaunchConfig config) {
   accel::cli::resolve_defaults(config, std::cerr);
   if (config.dry_run) {
@@ -43,6 +66,13 @@ int launch(accel::cli::LaunchConfig config) {
     return 0;
   }
   return accel::cli::Supervisor(std::move(config)).run();
+}
+
+std::string config_target(const std::string& given) {
+  if (!given.empty()) return given;
+  auto path = accel::cli::default_config_path(accel::cli::process_environment());
+  if (!path) throw accel::cli::ConfigFileError("neither HF_HOME, XDG_CACHE_HOME nor HOME is set; give --config_file");
+  return *path;
 }
 
 }  // namespace
@@ -54,31 +84,84 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("accel ") + ACCEL_CLI_VERSION);
 
-  accel::cli::LaunchConfig config;
+  accel::cli::LaunchFlags flags;
   CLI::App* launch_command = app.add_subcommand("launch", "Start PROGRAM as every rank of this machine");
-  accel::cli::add_launch_options(*launch_command, config);
+  accel::cli::add_launch_options(*launch_command, flags);
+
+  std::string config_file, mixed_precision = "no";
+  CLI::App* config_command =
+      app.add_subcommand("config", "Write an Accelerate config file by answering questions on the terminal");
+  config_command->add_option("--config_file", config_file,
+                             "Where to write (default: $HF_HOME/accelerate/default_config.yaml)");
+  CLI::App* default_command =
+      config_command->add_subcommand("default", "Write a config file with default settings, asking nothing");
+  default_command->add_option("--config_file", config_file, "Where to write (default: as for accel config)");
+  default_command->add_option("--mixed_precision", mixed_precision, "no, fp16 or bf16")
+      ->check(CLI::IsMember({"no", "fp16", "bf16"}))
+      ->capture_default_str();
+
+  CLI::App* env_command = app.add_subcommand("env", "Print versions, devices and the active config for a bug report");
+  env_command->add_option("--config_file", config_file, "Config file to show (default: the active one)");
+
+  accel::cli::LaunchFlags test_flags;
+  CLI::App* test_command =
+      app.add_subcommand("test", "Run a distributed sanity check under the active config and say whether it passed");
+  test_command->add_option("--config_file", test_flags.config_file, "Config file to test (default: the active one)");
 
   accel::cli::CommandLine command_line = accel::cli::split_command_line(argc, argv);
+  accel::cli::LaunchConfig config;
+  std::vector<std::string> warnings;
   try {
     std::vector<std::string> reversed(command_line.options.rbegin(), command_line.options.rend());
     app.parse(reversed);  // CLI11 takes a vector last argument first
-    accel::cli::take_program(*launch_command, command_line, config);
-    accel::cli::validate(config);
+    if (launch_command->parsed()) {
+      accel::cli::take_program(*launch_command, command_line, flags);
+      config = accel::cli::resolve_settings(flags, accel::cli::process_environment(), warnings);
+      accel::cli::validate(config);
+    } else if (command_line.after_separator) {
+      throw CLI::ExtrasError({"--"});
+    }
+  } catch (const accel::cli::ConfigFileError& error) {
+    std::cerr << "accel launch: " << error.what() << "\n";
+    return kUsageError;
   } catch (const CLI::ParseError& error) {
     // --help and --version arrive as "errors" that succeed.
     if (error.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(error);
-    bool in_launch = launch_command->parsed();
-    std::string command = in_launch ? "accel launch" : "accel";
-    std::cerr << command << ": " << error.what() << "\n"
-              << (in_launch ? usage_line(*launch_command, "accel") : usage_line(app, "")) << "\n"
-              << "Run '" << command << " --help' for more information.\n";
+    auto [command, name] = innermost(app);
+    std::string parents = name.substr(0, name.rfind(' ') == std::string::npos ? 0 : name.rfind(' '));
+    std::cerr << name << ": " << error.what() << "\n"
+              << usage_line(*command, parents) << "\n"
+              << "Run '" << name << " --help' for more information.\n";
     return kUsageError;
   }
 
+  const char* who = "accel";
   try {
-    return launch(std::move(config));
+    if (launch_command->parsed()) {
+      who = "accel launch";
+      for (const auto& warning : warnings) std::cerr << "accel launch: warning: " << warning << "\n";
+      return launch(std::move(config));
+    }
+    if (default_command->parsed()) {
+      who = "accel config default";
+      return accel::cli::write_default_config(config_target(config_file), mixed_precision, std::cout) ? 0 : 1;
+    }
+    if (config_command->parsed()) {
+      who = "accel config";
+      std::string path = config_target(config_file);
+      accel::cli::ConfigValues values = accel::cli::ask_config_questions(std::cin, std::cout);
+      accel::cli::write_config_file(path, values);
+      std::cout << "accel configuration saved at " << path << "\n";
+      return 0;
+    }
+    if (env_command->parsed()) {
+      who = "accel env";
+      return accel::cli::print_env_report(config_file, accel::cli::process_environment(), std::cout);
+    }
+    who = "accel test";
+    return accel::cli::run_selftest(test_flags, std::cout, std::cerr);
   } catch (const std::exception& error) {
-    std::cerr << "accel launch: " << error.what() << "\n";
+    std::cerr << who << ": " << error.what() << "\n";
     return 1;
   }
 }

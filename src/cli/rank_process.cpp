@@ -170,7 +170,8 @@ int RankExit::exit_code() const {
 }
 
 std::string RankExit::describe() const {
-  std::string who = "rank " + std::to_string(rank) + " (pid " + std::to_string(pid) + ")";
+  std::string who =
+      "rank " + std::to_string(rank) + " (pid " + std::to_string(pid) + (host.empty() ? "" : " on " + host) + ")";
   if (!WIFSIGNALED(wait_status)) return who + " exited with code " + std::to_string(WEXITSTATUS(wait_status));
   int signo = WTERMSIG(wait_status);
   std::string what = who + " was killed by signal " + std::to_string(signo) + " (" + signal_name(signo) + ")";

@@ -42,12 +42,14 @@ struct RankExit {
   int rank = 0;
   pid_t pid = -1;
   int wait_status = 0;
+  std::string host;  // named in describe() when set
 
   // A non-zero exit code or death by a signal.
   bool failed() const;
   // The exit code, or 128 + the signal number like a shell's $?.
   int exit_code() const;
-  // "rank 1 (pid 42) exited with code 3", "rank 0 (pid 41) was killed by signal 9 (SIGKILL)".
+  // "rank 1 (pid 42) exited with code 3", "rank 0 (pid 41) was killed by signal 9 (SIGKILL)";
+  // with a host: "rank 1 (pid 42 on node7) exited with code 3".
   std::string describe() const;
 };
 

@@ -56,6 +56,11 @@ std::chrono::steady_clock::duration to_duration(double seconds) {
 
 }  // namespace
 
+Supervisor::Supervisor(LaunchConfig config) : config_(std::move(config)) {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) == 0) host_ = name;
+}
+
 Supervisor::~Supervisor() {
   // Only reached with ranks alive when run() was left by an exception: they
   // must not outlive the launcher.
@@ -76,15 +81,39 @@ int Supervisor::run() {
   // knows when a rank's process group is really empty.
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   LauncherSignals signals;  // before the first rank starts, so no Ctrl-C is lost
-  start_ranks();
-  while (has_work()) {
-    wait_for_events(signals);
-    for (int signo : signals.take()) on_launcher_signal(signo);
-    reap();
-    update_groups();
-    enforce_deadlines();
+  for (;;) {
+    start_ranks();
+    while (has_work()) {
+      wait_for_events(signals);
+      for (int signo : signals.take()) on_launcher_signal(signo);
+      reap();
+      update_groups();
+      enforce_deadlines();
+    }
+    // Only a rank's failure is worth another attempt: not Ctrl-C, not a PROGRAM that cannot start.
+    if (!rank_failed_ || launcher_signal_ != 0) break;
+    if (config_.restart_count >= config_.max_restarts) {
+      if (config_.max_restarts > 0) {
+        say("giving up: every one of the " + std::to_string(config_.max_restarts) + " restart(s) is used");
+      }
+      break;
+    }
+    ++config_.restart_count;
+    say("restarting every rank (restart " + std::to_string(config_.restart_count) + " of " +
+        std::to_string(config_.max_restarts) + ")");
+    begin_new_attempt();
   }
   return exit_status_.value_or(0);
+}
+
+void Supervisor::begin_new_attempt() {
+  // Everything of the last attempt has ended: has_work() was false.
+  ranks_.clear();
+  exit_status_.reset();
+  rank_failed_ = false;
+  kill_deadline_.reset();
+  killed_ = false;
+  abandon_output_at_.reset();
 }
 
 void Supervisor::start_ranks() {
@@ -169,8 +198,9 @@ void Supervisor::on_rank_exit(Rank& rank, int wait_status) {
     for (int reads = 0; reads < kReadsAtRankExit && relay->from_fd >= 0 && relay_some(*relay); ++reads) {
     }
   }
-  RankExit exit{rank.process.rank, rank.process.pid, wait_status};
+  RankExit exit{rank.process.rank, rank.process.pid, wait_status, host_};
   if (!exit.failed() || exit_status_) return;  // later exits are the stop's consequences
+  rank_failed_ = true;
   bool others_running =
       std::any_of(ranks_.begin(), ranks_.end(), [](const Rank& other) { return other.running; });
   say(exit.describe() + (others_running ? "; stopping the other ranks" : ""));

@@ -17,7 +17,7 @@ namespace accel::cli {
 
 class Supervisor {
  public:
-  explicit Supervisor(LaunchConfig config) : config_(std::move(config)) {}
+  explicit Supervisor(LaunchConfig config);
   Supervisor(const Supervisor&) = delete;
   Supervisor& operator=(const Supervisor&) = delete;
   ~Supervisor();
@@ -27,6 +27,8 @@ class Supervisor {
   // status: a failing rank's exit code (128 + signal when it was killed),
   // 127/126 when PROGRAM cannot be run, 128 + signal when the launcher got
   // SIGINT, SIGTERM, SIGHUP or SIGQUIT. 0 when every rank exited 0.
+  // With max_restarts, a failed rank first stops the others as usual; then
+  // every rank is started again, up to max_restarts times.
   int run();
 
  private:
@@ -50,6 +52,7 @@ class Supervisor {
   };
 
   void start_ranks();
+  void begin_new_attempt();
   bool has_work() const;
   void wait_for_events(LauncherSignals& signals);
   // Reads once from a rank's stream and passes its complete lines on; false
@@ -68,7 +71,9 @@ class Supervisor {
 
   LaunchConfig config_;
   std::vector<Rank> ranks_;
+  std::string host_;  // this machine's name, for failure messages
   std::optional<int> exit_status_;  // set by the first event that stops the job
+  bool rank_failed_ = false;  // this attempt was stopped by a failing rank
   int launcher_signal_ = 0;
   std::optional<Clock::time_point> kill_deadline_;  // SIGKILL for what is left after the grace period
   bool killed_ = false;  // SIGKILL sent: nothing stronger is left

@@ -74,7 +74,7 @@ AcceleratorState::AcceleratorState(const AcceleratorOptions& options)
     mixed_precision = parse_mixed_precision(*from_env);
   }
 
-  bool use_cuda = !options.cpu && get_env("ACCELERATE_USE_CPU").value_or("false") != "true" &&
+  bool use_cuda = !options.cpu && !get_env_flag("ACCELERATE_USE_CPU", false) &&
                   torch::cuda::is_available();
   if (use_cuda) {
     int devices = static_cast<int>(torch::cuda::device_count());

@@ -1,5 +1,9 @@
 #include "state/c10d_adapter.hpp"
 
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cstdlib>
 
 #if defined(ACCEL_WITH_NCCL)
@@ -23,6 +27,33 @@ StorePtr make_tcp_store(const std::string& host, int port, bool is_server, int w
 
 namespace {
 
+// The local address this machine uses to reach `master_addr`: connecting a UDP
+// socket sends nothing but makes the kernel choose the route and source. The
+// hostname, Gloo's default, often resolves to 127.0.1.1 (Debian's /etc/hosts),
+// which the other machines cannot reach. Empty when it cannot be worked out.
+std::string local_address_towards(const std::string& master_addr) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(master_addr.c_str(), "9", &hints, &found) != 0) return {};
+  std::string local;
+  for (addrinfo* candidate = found; candidate != nullptr && local.empty(); candidate = candidate->ai_next) {
+    int fd = ::socket(candidate->ai_family, candidate->ai_socktype | SOCK_CLOEXEC, 0);
+    if (fd < 0) continue;
+    sockaddr_storage self{};
+    socklen_t length = sizeof self;
+    char host[NI_MAXHOST];
+    if (::connect(fd, candidate->ai_addr, candidate->ai_addrlen) == 0 &&
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&self), &length) == 0 &&
+        ::getnameinfo(reinterpret_cast<sockaddr*>(&self), length, host, sizeof host, nullptr, 0, NI_NUMERICHOST) == 0) {
+      local = host;
+    }
+    ::close(fd);
+  }
+  ::freeaddrinfo(found);
+  return local;
+}
+
 bool is_loopback(const std::string& addr) {
   return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
 }
@@ -36,6 +67,8 @@ BackendPtr make_gloo(const StorePtr& store, int rank, int world_size, const std:
     options->devices.push_back(::c10d::ProcessGroupGloo::createDeviceForInterface(iface));
   } else if (is_loopback(master_addr)) {
     options->devices.push_back(::c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+  } else if (std::string local = local_address_towards(master_addr); !local.empty()) {
+    options->devices.push_back(::c10d::ProcessGroupGloo::createDeviceForHostname(local));
   } else {
     options->devices.push_back(::c10d::ProcessGroupGloo::createDefaultDevice());
   }

@@ -13,6 +13,9 @@ struct LaunchEnvironment {
   int local_world_size = 1;
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
+  // Whose variables gave the rank: "torchrun" (also accel launch), "Open MPI",
+  // "MVAPICH2", "MPICH (Hydra)" or "SLURM".
+  std::string source = "torchrun";
 
   bool distributed() const { return world_size > 1; }
 };
@@ -20,9 +23,26 @@ struct LaunchEnvironment {
 // The variable's value, or nullopt when unset or empty.
 std::optional<std::string> get_env(const char* name);
 
+// A yes/no variable as Accelerate reads it (y, yes, t, true, on, 1 and their
+// opposites, any case); `fallback` when unset. Throws InvalidArgument naming
+// the variable for anything else.
+bool get_env_flag(const char* name, bool fallback);
+
 // Reads RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT.
-// With WORLD_SIZE unset the process runs alone. Throws InvalidArgument naming the
+// Without WORLD_SIZE, the variables of the first of these that is present:
+// Open MPI (OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE), MVAPICH2
+// (MV2_COMM_WORLD_*), MPICH's Hydra (PMI_RANK, PMI_SIZE, MPI_LOCALRANKID,
+// MPI_LOCALNRANKS), SLURM (SLURM_PROCID, SLURM_STEP_NUM_TASKS or SLURM_NTASKS,
+// SLURM_LOCALID, SLURM_NODEID with SLURM_(STEP_)TASKS_PER_NODE).
+// Without MASTER_ADDR: under SLURM the first host of SLURM_STEP_NODELIST (or
+// SLURM_JOB_NODELIST, else SLURM_LAUNCH_NODE_IPADDR); under MPI with every
+// process on one machine, 127.0.0.1. Without MASTER_PORT under SLURM:
+// 20000 + SLURM_JOB_ID % 10000, the same in every task.
+// With none of them the process runs alone. Throws InvalidArgument naming the
 // variable and its value when one is malformed or inconsistent.
 LaunchEnvironment read_launch_environment();
+
+// "node03" for SLURM's "node[03-05,9],gpu1".
+std::string slurm_first_host(const std::string& node_list);
 
 }  // namespace accel::detail

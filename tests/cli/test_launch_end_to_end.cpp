@@ -153,7 +153,7 @@ TEST(LaunchEndToEnd, FailingRankStopsTheOthersPromptly) {
   ASSERT_TRUE(result.finished) << "still running after " << result.elapsed.count() << " s";
   EXPECT_LT(result.elapsed, kPromptly);
   EXPECT_EQ(result.exit_code, 3);
-  std::regex report(R"(accel launch: rank 1 \(pid [0-9]+\) exited with code 3; stopping the other ranks)");
+  std::regex report(R"(accel launch: rank 1 \(pid [0-9]+ on [^)]+\) exited with code 3; stopping the other ranks)");
   EXPECT_TRUE(std::regex_search(result.err, report)) << result.err;
   for (pid_t pid : rank_pids(dir, 2)) {
     ASSERT_GT(pid, 0);
@@ -167,7 +167,7 @@ TEST(LaunchEndToEnd, RankKilledBySignalIsNamed) {
   ASSERT_TRUE(result.finished);
   EXPECT_LT(result.elapsed, kPromptly);
   EXPECT_EQ(result.exit_code, 128 + SIGKILL);
-  EXPECT_TRUE(std::regex_search(result.err, std::regex(R"(rank 0 \(pid [0-9]+\) was killed by signal 9 \(SIGKILL\))")))
+  EXPECT_TRUE(std::regex_search(result.err, std::regex(R"(rank 0 \(pid [0-9]+ on [^)]+\) was killed by signal 9 \(SIGKILL\))")))
       << result.err;
 }
 
@@ -247,10 +247,85 @@ TEST(LaunchEndToEnd, DryRunPrintsEachRankAndStartsNothing) {
                           {{"OMP_NUM_THREADS", "1"}});
   EXPECT_EQ(result.exit_code, 0) << result.err;
   EXPECT_TRUE(has_line(result.out,
-                       "rank 1: GROUP_RANK=0 GROUP_WORLD_SIZE=1 LOCAL_RANK=1 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 "
-                       "MASTER_PORT=1234 RANK=1 WORLD_SIZE=2"))
+                       "rank 1: ACCELERATE_MIXED_PRECISION=no ACCELERATE_USE_CPU=false GROUP_RANK=0 GROUP_WORLD_SIZE=1 "
+                       "LOCAL_RANK=1 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=1234 RANK=1 "
+                       "TORCHELASTIC_MAX_RESTARTS=0 TORCHELASTIC_RESTART_COUNT=0 WORLD_SIZE=2 sh -c 'touch " +
+                           dir.path() + "/started'"))
       << result.out;
   EXPECT_FALSE(read_file(dir.path() + "/started"));
+}
+
+// Accelerate's config file at its default place, under the environment and the
+// command line: the ranks see the resolved settings as ACCELERATE_* variables.
+TEST(LaunchEndToEnd, ConfigFileEnvironmentAndFlagsReachTheRanks) {
+  TempDir dir;
+  ASSERT_EQ(std::system(("mkdir -p " + dir.path() + "/accelerate && printf '"
+                         "distributed_type: MULTI_CPU\nnum_processes: 2\nmixed_precision: fp16\nuse_cpu: true\n' > " +
+                         dir.path() + "/accelerate/default_config.yaml")
+                            .c_str()),
+            0);
+  std::string show = "echo $WORLD_SIZE $ACCELERATE_MIXED_PRECISION $ACCELERATE_USE_CPU "
+                     "${ACCELERATE_GRADIENT_ACCUMULATION_STEPS:-unset}";
+  auto from_file = run_accel({"launch", "--master_port", "0", "sh", "-c", show},
+                             {{"HF_HOME", dir.path()}, {"ACCELERATE_MIXED_PRECISION", std::nullopt}});
+  EXPECT_EQ(from_file.exit_code, 0) << from_file.err;
+  EXPECT_TRUE(has_line(from_file.out, "[rank 1] 2 fp16 true unset")) << from_file.out;
+
+  auto from_env = run_accel({"launch", "--master_port", "0", "sh", "-c", show},
+                            {{"HF_HOME", dir.path()}, {"ACCELERATE_MIXED_PRECISION", "bf16"}});
+  EXPECT_TRUE(has_line(from_env.out, "[rank 1] 2 bf16 true unset")) << from_env.out;
+
+  auto from_flags = run_accel({"launch", "--master_port", "0", "--num_processes", "3", "--mixed_precision", "no",
+                               "--gradient_accumulation_steps", "2", "sh", "-c", show},
+                              {{"HF_HOME", dir.path()}, {"ACCELERATE_MIXED_PRECISION", "bf16"}});
+  EXPECT_TRUE(has_line(from_flags.out, "[rank 2] 3 no true 2")) << from_flags.out;
+
+  auto dry = run_accel({"launch", "--dry_run", "--master_port", "1234", "prog"}, {{"HF_HOME", dir.path()}});
+  EXPECT_TRUE(has_line(dry.out, "  mixed_precision = fp16  (" + dir.path() +
+                                    "/accelerate/default_config.yaml: mixed_precision)"))
+      << dry.out;
+  EXPECT_TRUE(has_line(dry.out, "  master_port = 1234  (command line --master_port)")) << dry.out;
+}
+
+TEST(LaunchEndToEnd, ConfigFileSettingItCannotHonourIsNamed) {
+  TempDir dir;
+  std::string path = dir.path() + "/ds.yaml";
+  ASSERT_EQ(std::system(("printf 'distributed_type: DEEPSPEED\nfuture_key: 1\n' > " + path).c_str()), 0);
+  auto result = run_accel({"launch", "--config_file", path, "sh", "-c", "touch " + dir.path() + "/started"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find(path + ": key 'distributed_type': DEEPSPEED (DeepSpeed) is not supported"),
+            std::string::npos)
+      << result.err;
+  EXPECT_FALSE(read_file(dir.path() + "/started"));
+}
+
+// A rank that fails in the first attempt only: the group is restarted and the
+// job succeeds; each restart is announced with the failure that caused it.
+TEST(LaunchEndToEnd, MaxRestartsRestartsTheWholeGroup) {
+  TempDir dir;
+  auto result = run_accel(
+      {"launch", "--nproc_per_node", "2", "--master_port", "0", "--max_restarts", "2", "sh", "-c",
+       "echo attempt $TORCHELASTIC_RESTART_COUNT >> " + dir.path() + "/log.$RANK; " +
+           "if [ $RANK = 1 ] && [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then exit 5; fi; "
+           "if [ $RANK = 0 ] && [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then sleep 60; fi; echo done"});
+  ASSERT_TRUE(result.finished);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_TRUE(std::regex_search(result.err, std::regex(R"(rank 1 \(pid [0-9]+ on [^)]+\) exited with code 5)")))
+      << result.err;
+  EXPECT_NE(result.err.find("accel launch: restarting every rank (restart 1 of 2)"), std::string::npos) << result.err;
+  EXPECT_EQ(result.err.find("restart 2 of 2"), std::string::npos) << result.err;
+  EXPECT_EQ(read_file(dir.path() + "/log.0"), "attempt 0\nattempt 1\n");
+  EXPECT_EQ(read_file(dir.path() + "/log.1"), "attempt 0\nattempt 1\n");
+  EXPECT_TRUE(has_line(result.out, "[rank 0] done")) << result.out;
+}
+
+TEST(LaunchEndToEnd, MaxRestartsGivesUpWithTheLastFailure) {
+  auto result = run_accel({"launch", "--nproc_per_node", "2", "--master_port", "0", "--max_restarts", "1", "sh", "-c",
+                           "if [ $RANK = 0 ]; then exit 4; fi; sleep 60"});
+  ASSERT_TRUE(result.finished);
+  EXPECT_EQ(result.exit_code, 4);
+  EXPECT_NE(result.err.find("restarting every rank (restart 1 of 1)"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("giving up: every one of the 1 restart(s) is used"), std::string::npos) << result.err;
 }
 
 }  // namespace

@@ -67,7 +67,12 @@ TEST(LaunchEnvironment, PlanQuotesWhatAShellWouldSplit) {
   std::ostringstream plan;
   accel::cli::print_launch_plan(config, plan);
   EXPECT_NE(plan.str().find("command: train --name 'my run' 'it'\\''s'\n"), std::string::npos) << plan.str();
-  EXPECT_NE(plan.str().find("rank 1: GROUP_RANK=0"), std::string::npos) << plan.str();
+  // Each rank's line can be pasted into a shell: its variables, then the command.
+  EXPECT_NE(plan.str().find("rank 1: ACCELERATE_MIXED_PRECISION=no "), std::string::npos) << plan.str();
+  EXPECT_NE(plan.str().find(" RANK=1 TORCHELASTIC_MAX_RESTARTS=0 TORCHELASTIC_RESTART_COUNT=0 WORLD_SIZE=2 "
+                            "train --name 'my run' 'it'\\''s'\n"),
+            std::string::npos)
+      << plan.str();
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cli/launch_options.hpp"
+#include "cli/launch_settings.hpp"
 
 namespace {
 
@@ -18,11 +19,15 @@ LaunchConfig parse_launch(std::vector<std::string> args) {
   auto command_line = accel::cli::split_command_line(static_cast<int>(argv.size()), argv.data());
 
   CLI::App app;
-  LaunchConfig config;
-  accel::cli::add_launch_options(*app.add_subcommand("launch"), config);
+  accel::cli::LaunchFlags flags;
+  accel::cli::add_launch_options(*app.add_subcommand("launch"), flags);
   std::vector<std::string> reversed(command_line.options.rbegin(), command_line.options.rend());
   app.parse(reversed);
-  accel::cli::take_program(*app.get_subcommand("launch"), command_line, config);
+  accel::cli::take_program(*app.get_subcommand("launch"), command_line, flags);
+  // An empty environment: no config file, no PET_* or ACCELERATE_* variables.
+  std::vector<std::string> warnings;
+  auto no_env = [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
+  LaunchConfig config = accel::cli::resolve_settings(flags, no_env, warnings);
   accel::cli::validate(config);
   return config;
 }
@@ -97,6 +102,33 @@ TEST(LaunchOptions, RejectsInconsistentNodes) {
   EXPECT_NO_THROW(parse_launch({"--nnodes", "2", "--node_rank", "1", "--master_port", "1234", "train"}));
 }
 
+TEST(LaunchOptions, AccelerateNamesForTheSameSettings) {
+  auto config = parse_launch({"--num_machines", "2", "--machine_rank", "1", "--main_process_ip", "10.0.0.9",
+                              "--main_process_port", "4100", "--num_processes", "6", "--mixed_precision", "bf16",
+                              "--gradient_accumulation_steps", "4", "--cpu", "--max_restarts", "2",
+                              "--monitor_interval", "1", "--multi_gpu", "train"});
+  EXPECT_EQ(config.nnodes, 2);
+  EXPECT_EQ(config.node_rank, 1);
+  EXPECT_EQ(config.master_addr, "10.0.0.9");
+  EXPECT_EQ(config.master_port, 4100);
+  EXPECT_EQ(config.nproc_per_node, 3);  // --num_processes is the total over the machines
+  EXPECT_EQ(config.world_size(), 6);
+  EXPECT_EQ(config.mixed_precision, "bf16");
+  EXPECT_EQ(config.gradient_accumulation_steps, 4);
+  EXPECT_TRUE(config.use_cpu);
+  EXPECT_EQ(config.max_restarts, 2);
+  EXPECT_DOUBLE_EQ(config.monitor_interval_s, 1.0);
+}
+
+TEST(LaunchOptions, ProcessCountsMustAgree) {
+  EXPECT_NO_THROW(parse_launch({"--nnodes", "2", "--master_port", "9", "--nproc_per_node", "2", "--num_processes", "4", "t"}));
+  EXPECT_THROW(parse_launch({"--nproc_per_node", "2", "--num_processes", "3", "t"}), CLI::ValidationError);
+  EXPECT_THROW(parse_launch({"--nnodes", "2", "--master_port", "9", "--num_processes", "3", "t"}), CLI::ValidationError);
+  EXPECT_THROW(parse_launch({"--mixed_precision", "fp8", "t"}), CLI::ValidationError);
+  EXPECT_THROW(parse_launch({"--gradient_accumulation_steps", "0", "t"}), CLI::ValidationError);
+  EXPECT_THROW(parse_launch({"--max_restarts", "-1", "t"}), CLI::ValidationError);
+}
+
 TEST(LaunchOptions, RejectsUnknownFlagsAndAMissingProgram) {
   EXPECT_THROW(parse_launch({"--bogus", "train"}), CLI::ExtrasError);
   EXPECT_THROW(parse_launch({}), CLI::RequiredError);
@@ -106,9 +138,9 @@ TEST(LaunchOptions, RejectsUnknownFlagsAndAMissingProgram) {
 
 TEST(LaunchOptions, HelpShowsProgramInTheUsage) {
   CLI::App app{"accel"};
-  LaunchConfig config;
+  accel::cli::LaunchFlags flags;
   CLI::App* launch = app.add_subcommand("launch");
-  accel::cli::add_launch_options(*launch, config);
+  accel::cli::add_launch_options(*launch, flags);
   std::string help = launch->help("accel");
   EXPECT_NE(help.find("Usage: accel launch [OPTIONS] PROGRAM [ARGS...]"), std::string::npos) << help;
 }

@@ -21,7 +21,7 @@ has() {  # has DEB PATH...: every path is in the package
 lacks() {  # lacks DEB REGEX: no path matches
   if dpkg-deb -c "$1" | awk '{print $6}' | grep -E "$2" >/dev/null; then fail "$(basename "$1") holds $2"; fi
 }
-has "$runtime" "usr/$libdir/libaccel.so.0" usr/bin/accel usr/share/doc/libaccel0/copyright \
+has "$runtime" "usr/$libdir/libaccel.so.0" usr/bin/accel usr/libexec/accel/accel-selftest usr/share/doc/libaccel0/copyright \
   usr/share/doc/libaccel0/changelog.Debian.gz
 lacks "$runtime" '^\./usr/include/|libaccel\.so$|\.pc$|\.cmake$'
 has "$dev" usr/include/accel/accel.h usr/include/accel/accel.hpp "usr/$libdir/libaccel.so" \

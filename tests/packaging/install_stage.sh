@@ -14,7 +14,7 @@ lib=$stage/$libdir
 for f in include/accel/accel.h include/accel/accel.hpp include/accel/accelerator.hpp \
          "$libdir/libaccel.so.0" "$libdir/pkgconfig/accel.pc" "$libdir/cmake/accel/accelConfig.cmake" \
          "$libdir/cmake/accel/accelConfigVersion.cmake" "$libdir/cmake/accel/accelTargets.cmake" \
-         "$bindir/accel"; do
+         "$bindir/accel" libexec/accel/accel-selftest; do
   [ -e "$stage/$f" ] || fail "$f was not installed"
 done
 [ "$(readlink "$lib/libaccel.so")" = libaccel.so.0 ] || fail "libaccel.so does not point to libaccel.so.0"
@@ -37,4 +37,7 @@ if readelf -d "$stage/$bindir/accel" | grep 'NEEDED.*libaccel\.so\.0' >/dev/null
   env -u LD_LIBRARY_PATH ldd "$stage/$bindir/accel" | grep -F "libaccel.so.0 => $stage/" >/dev/null ||
     fail "the installed accel does not load libaccel from $stage"
 fi
+# accel env finds accel-selftest in ../libexec/accel and it loads libaccel from the prefix.
+env_report=$(env -u LD_LIBRARY_PATH "$stage/$bindir/accel" env) || fail "the installed accel env failed"
+grep -q '^- LibTorch: [0-9]' <<<"$env_report" || fail "accel env did not reach accel-selftest: $env_report"
 echo "installed into $stage"

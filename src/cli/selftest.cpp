@@ -1,0 +1,115 @@
+// accel-selftest: what `accel test` launches and `accel env` asks. The accel
+// command itself has no LibTorch (it must build in seconds); this companion
+// does, and sits next to it (build/bin, or ../libexec/accel once installed).
+//   accel-selftest --env   LibTorch, CUDA and device facts, one "key: value" a line
+//   accel-selftest         the distributed sanity check, run under accel launch
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <torch/cuda.h>
+#include <torch/version.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "accel/accel.hpp"
+
+namespace {
+
+int print_env() {
+  std::printf("libaccel: %s\n", ACCEL_SELFTEST_VERSION);
+  std::printf("LibTorch: %d.%d.%d\n", TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR, TORCH_VERSION_PATCH);
+  bool cuda = torch::cuda::is_available();
+  std::printf("Gloo (CPU collectives): yes\n");
+  std::printf("NCCL (GPU collectives): %s\n", ACCEL_SELFTEST_CUDA_BUILD && cuda ? "yes" : "no");
+  std::printf("CUDA available: %s\n", cuda ? "yes" : "no");
+  std::printf("CUDA devices: %zu\n", cuda ? torch::cuda::device_count() : size_t{0});
+  std::printf("CPU threads (at::get_num_threads): %d\n", at::get_num_threads());
+  return 0;
+}
+
+#define EXPECT(condition, ...)                                                        \
+  do {                                                                                \
+    if (!(condition)) {                                                               \
+      std::fprintf(stderr, "rank %d: FAILED: %s: ", rank, #condition);                \
+      std::fprintf(stderr, __VA_ARGS__);                                              \
+      std::fprintf(stderr, "\n");                                                     \
+      return 1;                                                                       \
+    }                                                                                 \
+  } while (0)
+
+int sanity() {
+  accel::Accelerator accelerator;
+  const int rank = accelerator.process_index(), world = accelerator.num_processes();
+  const bool main = accelerator.is_main_process();
+  if (main) {
+    // What the launcher's ACCELERATE_* variables made of the accelerator.
+    std::printf("accel test: %d process(es), device %s, mixed precision %s, gradient accumulation steps %lld\n",
+                world, accelerator.device().str().c_str(), accel::to_string(accelerator.mixed_precision()),
+                static_cast<long long>(accelerator.gradient_accumulation_steps()));
+  }
+
+  // Collectives: every rank's contribution arrives.
+  at::Tensor mine = at::full({2}, static_cast<double>(rank + 1), at::kFloat).to(accelerator.device());
+  at::Tensor sum = accelerator.reduce(mine, accel::ReduceOp::Sum).cpu();
+  float expected = world * (world + 1) / 2.0f;
+  EXPECT(sum[0].item<float>() == expected, "reduce sum gave %f, expected %f", sum[0].item<float>(), expected);
+  at::Tensor gathered = accelerator.gather(mine).cpu();
+  EXPECT(gathered.size(0) == 2 * world, "gather gave %lld rows", static_cast<long long>(gathered.size(0)));
+  at::Tensor from_main = accelerator.broadcast(at::full({1}, rank == 0 ? 42.0 : -1.0).to(accelerator.device()));
+  EXPECT(from_main.item<double>() == 42.0, "broadcast gave %f", from_main.item<double>());
+  if (main) std::printf("accel test: collectives ok\n");
+
+  // A few training steps: the loss falls and the replicas stay identical.
+  at::manual_seed(0);
+  at::Tensor x = at::randn({37, 4}), w_true = at::tensor({1.0f, -2.0f, 0.5f, 3.0f});
+  at::Tensor y = at::matmul(x, w_true).unsqueeze(1);
+  accel::Model model = accel::Model::from_json(R"([{"type": "Linear", "in_features": 4, "out_features": 1}])");
+  accel::OptimizerOptions sgd = accel::OptimizerOptions::defaults(accel::OptimizerKind::Sgd);
+  sgd.lr = 0.05;
+  accel::Optimizer optimizer(model, sgd);
+  accel::DataLoaderOptions loader_options;
+  loader_options.batch_size = 4;
+  accel::DataLoader loader(std::make_shared<accel::TensorDataset>(std::vector<at::Tensor>{x, y}), loader_options);
+  accelerator.prepare(model);
+  accelerator.prepare(optimizer);
+  accelerator.prepare(loader);
+  double first_loss = -1, last_loss = -1;
+  for (int epoch = 0; epoch < 5; ++epoch) {
+    while (auto batch = loader.next()) {
+      optimizer.zero_grad();
+      at::Tensor loss = accel::compute_loss(accel::LossKind::Mse, model.forward((*batch)[0]), (*batch)[1]);
+      accelerator.backward(loss);
+      optimizer.step();
+      last_loss = accelerator.reduce(loss.detach().reshape({1}), accel::ReduceOp::Mean).item<double>();
+      if (first_loss < 0) first_loss = last_loss;
+    }
+  }
+  EXPECT(std::isfinite(last_loss) && last_loss < first_loss, "loss went from %f to %f", first_loss, last_loss);
+  at::Tensor params = accelerator.get_state_dict(model).begin()->second.reshape({-1}).to(accelerator.device());
+  at::Tensor all = accelerator.gather(params.unsqueeze(0)).cpu();
+  EXPECT(at::equal(all, all[0].unsqueeze(0).expand_as(all)), "the replicas' parameters differ");
+  if (main) std::printf("accel test: training ok (loss %.4f -> %.4f, replicas identical)\n", first_loss, last_loss);
+
+  // gather_for_metrics: each of the 37 samples once, the filler dropped.
+  int64_t seen = 0;
+  while (auto batch = loader.next()) seen += accelerator.gather_for_metrics((*batch)[1].to(accelerator.device())).size(0);
+  EXPECT(seen == 37, "gather_for_metrics saw %lld samples, expected 37", static_cast<long long>(seen));
+  if (main) std::printf("accel test: gather_for_metrics ok\n");
+  accelerator.wait_for_everyone();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    if (argc > 1 && std::strcmp(argv[1], "--env") == 0) return print_env();
+    return sanity();
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "accel-selftest: %s\n", error.what());
+    return 1;
+  }
+}

@@ -1,0 +1,105 @@
+// A training program that survives `accel launch --max_restarts`: at start it
+// loads its newest automatic checkpoint when there is one, and it saves one
+// every SAVE_EVERY steps. Restarted after a crash, it continues where the last
+// checkpoint left off and ends exactly where an uninterrupted run ends.
+//   restartable_training PROJECT_DIR OUT STEPS SAVE_EVERY
+// writes the final parameters to OUT (safetensors). For the test, with
+// ACCEL_TEST_CRASH_AT_STEP=K and ACCEL_TEST_CRASH_MARKER=FILE, rank 1 kills
+// itself with SIGKILL at step K unless FILE exists (it creates it first), so the
+// crash happens in the first attempt only. ACCEL_TEST_TIMEOUT_S sets the
+// rendezvous and collective timeout (default 60 s).
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "accel/accel.hpp"
+
+namespace {
+
+const char* kSpec = R"([{"type": "Linear", "in_features": 8, "out_features": 16}, {"type": "ReLU"},
+                        {"type": "Dropout", "p": 0.1}, {"type": "Linear", "in_features": 16, "out_features": 3}])";
+
+void crash_once_if_asked(int rank, int64_t step) {
+  const char* at = std::getenv("ACCEL_TEST_CRASH_AT_STEP");
+  const char* marker = std::getenv("ACCEL_TEST_CRASH_MARKER");
+  if (rank != 1 || at == nullptr || marker == nullptr || std::atoll(at) != step) return;
+  if (std::filesystem::exists(marker)) return;
+  std::ofstream(marker) << "crashed at step " << step << "\n";
+  std::fprintf(stderr, "rank %d: crashing at step %lld\n", rank, static_cast<long long>(step));
+  ::kill(::getpid(), SIGKILL);
+}
+
+}  // namespace
+
+int train(int argc, char** argv) {
+  if (argc != 5) {
+    std::fprintf(stderr, "usage: restartable_training PROJECT_DIR OUT STEPS SAVE_EVERY\n");
+    return 2;
+  }
+  const std::string project_dir = argv[1], out = argv[2];
+  const int64_t steps = std::atoll(argv[3]), save_every = std::atoll(argv[4]);
+
+  accel::AcceleratorOptions options;
+  const char* timeout = std::getenv("ACCEL_TEST_TIMEOUT_S");
+  options.timeout = std::chrono::seconds(timeout != nullptr ? std::atoi(timeout) : 60);
+  options.project.project_dir = project_dir;
+  options.project.automatic_checkpoint_naming = true;
+  options.project.total_limit = 2;
+  accel::Accelerator accelerator(options);
+  accelerator.set_seed(3);
+
+  at::Generator data_rng = at::make_generator<at::CPUGeneratorImpl>(11);
+  at::Tensor x = at::randn({40, 8}, data_rng), y = at::randint(0, 3, {40}, data_rng, at::kLong);
+  accel::Model model = accel::Model::from_json(kSpec);
+  accel::Optimizer optimizer(model, accel::OptimizerOptions::defaults(accel::OptimizerKind::AdamW));
+  accel::DataLoaderOptions loader_options;
+  loader_options.batch_size = 4;
+  loader_options.shuffle = true;
+  loader_options.seed = 8;
+  accel::DataLoader loader(std::make_shared<accel::TensorDataset>(std::vector<at::Tensor>{x, y}), loader_options);
+  accelerator.prepare(model);
+  accelerator.prepare(optimizer);
+  accelerator.prepare(loader);
+  int64_t step = 0;
+  accelerator.register_for_checkpointing(
+      {[&] { return std::to_string(step); }, [&](const std::string& bytes) { step = std::stoll(bytes); }});
+
+  // The newest checkpoint, if an earlier attempt left one.
+  std::error_code none;
+  if (!std::filesystem::is_empty(project_dir + "/checkpoints", none) && !none) {
+    accelerator.load_state();
+    std::printf("rank %d: resumed at step %lld\n", accelerator.process_index(), static_cast<long long>(step));
+  }
+
+  while (step < steps) {
+    auto batch = loader.next();
+    if (!batch) continue;  // next epoch
+    crash_once_if_asked(accelerator.process_index(), step);
+    optimizer.zero_grad();
+    at::Tensor loss = accel::compute_loss(accel::LossKind::CrossEntropy, model.forward((*batch)[0]), (*batch)[1]);
+    accelerator.backward(loss);
+    optimizer.step();
+    ++step;
+    if (step % save_every == 0) accelerator.save_state();
+  }
+  accelerator.save(accelerator.get_state_dict(model), out);
+  accelerator.wait_for_everyone();
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return train(argc, argv);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "restartable_training: %s\n", error.what());
+    return 1;
+  }
+}

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Two machines made of network namespaces joined by a veth pair:
+#   2 nodes x 2 processes (accel launch --nnodes 2 in each namespace) train to
+#   the same parameters, bitwise, as 4 processes on one node; and
+#   a missing node (either one) makes the ranks that came fail with a
+#   rendezvous timeout message within the configured timeout; the first to
+#   fail is reported and the launcher stops the others.
+# Needs root and `ip netns`; exits 77 (skipped, with the reason) otherwise.
+# Usage: run_multinode_netns.sh ACCEL PROGRAM WORKDIR
+set -euo pipefail
+accel=$1 program=$2 work=$3
+skip() { echo "SKIPPED: $*"; exit 77; }
+[ "$(id -u)" -eq 0 ] || skip "needs root to create network namespaces"
+command -v ip >/dev/null || skip "the ip command (iproute2) is not installed"
+
+# Unique names: several runs may share the machine. Interface names stay < 16 characters.
+ns0=accel-$$-0 ns1=accel-$$-1 veth0=av$$a veth1=av$$b
+cleanup() {
+  jobs -p | xargs -r kill -9 2>/dev/null || true
+  ip netns del "$ns0" 2>/dev/null || true
+  ip netns del "$ns1" 2>/dev/null || true  # deleting a namespace removes its end of the veth pair
+}
+trap cleanup EXIT
+ip netns add "$ns0" 2>/dev/null || skip "cannot create network namespaces here (ip netns add failed)"
+ip netns add "$ns1"
+ip link add "$veth0" type veth peer name "$veth1"
+ip link set "$veth0" netns "$ns0"
+ip link set "$veth1" netns "$ns1"
+ip -n "$ns0" addr add 10.233.0.1/24 dev "$veth0"
+ip -n "$ns1" addr add 10.233.0.2/24 dev "$veth1"
+for ns in "$ns0" "$ns1"; do ip -n "$ns" link set lo up; done
+ip -n "$ns0" link set "$veth0" up
+ip -n "$ns1" link set "$veth1" up
+
+rm -rf "$work" && mkdir -p "$work"
+steps=8
+"$accel" launch --nproc_per_node 4 --master_port 0 "$program" "$work/single" "$work/single.safetensors" $steps 4 \
+  >"$work/single.log" 2>&1 || { cat "$work/single.log" >&2; echo "FAIL: the single-node run failed" >&2; exit 1; }
+
+node() {  # node NAMESPACE RANK ARGS...: one machine's launcher
+  local ns=$1 rank=$2
+  shift 2
+  ip netns exec "$ns" "$accel" launch --nnodes 2 --node_rank "$rank" --nproc_per_node 2 \
+    --master_addr 10.233.0.1 --master_port 29555 "$@"
+}
+node "$ns0" 0 "$program" "$work/multi" "$work/multi.safetensors" $steps 4 >"$work/node0.log" 2>&1 & n0=$!
+node "$ns1" 1 "$program" "$work/multi" "$work/multi.safetensors" $steps 4 >"$work/node1.log" 2>&1 & n1=$!
+status=0
+wait $n0 || status=1
+wait $n1 || status=1
+if [ $status -ne 0 ]; then
+  cat "$work/node0.log" "$work/node1.log" >&2
+  echo "FAIL: the 2-node run failed" >&2
+  exit 1
+fi
+cmp "$work/single.safetensors" "$work/multi.safetensors"
+echo "2 nodes x 2 processes over a veth pair: bitwise equal to 4 processes on one node"
+
+# Node 1 never comes: node 0's ranks must give up within the 3 s timeout.
+start=$(date +%s)
+if ACCEL_TEST_TIMEOUT_S=3 node "$ns0" 0 "$program" "$work/missing" "$work/missing.safetensors" $steps 4 \
+     >"$work/missing.log" 2>&1; then
+  echo "FAIL: node 0 succeeded without node 1" >&2
+  exit 1
+fi
+elapsed=$(( $(date +%s) - start ))
+cat "$work/missing.log"
+grep -q "rendezvous at 10.233.0.1:29555 failed for rank [01] of 4 .*not every process joined in time" "$work/missing.log" \
+  || { echo "FAIL: no rank reported a rendezvous timeout" >&2; exit 1; }
+grep -Eq "accel launch: rank [01] \(pid [0-9]+ on .*\) exited with code 1" "$work/missing.log" \
+  || { echo "FAIL: the launcher did not name the failed rank" >&2; exit 1; }
+# Generous against a loaded machine; the point is that it does not hang.
+[ $elapsed -le 20 ] || { echo "FAIL: took ${elapsed} s with a 3 s timeout" >&2; exit 1; }
+echo "a missing node: rendezvous timeout reported after ${elapsed} s (timeout 3 s)"
+
+# Node 0, the rendezvous host, never comes: node 1's ranks cannot reach the store.
+start=$(date +%s)
+if ACCEL_TEST_TIMEOUT_S=3 node "$ns1" 1 "$program" "$work/missing1" "$work/missing1.safetensors" $steps 4 \
+     >"$work/missing1.log" 2>&1; then
+  echo "FAIL: node 1 succeeded without node 0" >&2
+  exit 1
+fi
+elapsed=$(( $(date +%s) - start ))
+cat "$work/missing1.log"
+grep -q "rendezvous at 10.233.0.1:29555 failed for rank [23] of 4 .*not every process joined in time" \
+  "$work/missing1.log" || { echo "FAIL: no rank of node 1 reported a rendezvous timeout" >&2; exit 1; }
+[ $elapsed -le 20 ] || { echo "FAIL: took ${elapsed} s with a 3 s timeout" >&2; exit 1; }
+echo "a missing main node: rendezvous timeout reported after ${elapsed} s (timeout 3 s)"
