@@ -1,0 +1,58 @@
+package org.libaccel;
+
+import java.lang.ref.Cleaner;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.LongConsumer;
+
+/**
+ * Frees a native object exactly once: at close() (clean()), or from the Cleaner's thread once the
+ * Java object owning it is unreachable. The action holds only the pointer, never the owner.
+ */
+final class NativeCleanup {
+  private static final Cleaner CLEANER = Cleaner.create();
+
+  private final Action action;
+  private final Cleaner.Cleanable cleanable;
+
+  private NativeCleanup(Object owner, Action action) {
+    this.action = action;
+    this.cleanable = CLEANER.register(owner, action);
+  }
+
+  static NativeCleanup register(Object owner, long pointer, LongConsumer deleter) {
+    return new NativeCleanup(owner, new Action(pointer, deleter));
+  }
+
+  /** Runs work after the object is freed (objects it calls until then, e.g. trackers). */
+  void after(Runnable work) {
+    action.add(work);
+  }
+
+  /** Frees the object now, unless that has already happened. */
+  void clean() {
+    cleanable.clean();
+  }
+
+  private static final class Action implements Runnable {
+    private final long pointer;
+    private final LongConsumer deleter;
+    private final List<Runnable> after = new ArrayList<>();
+
+    Action(long pointer, LongConsumer deleter) {
+      this.pointer = pointer;
+      this.deleter = deleter;
+    }
+
+    synchronized void add(Runnable work) {
+      after.add(work);
+    }
+
+    @Override
+    public synchronized void run() {
+      deleter.accept(pointer);
+      for (Runnable work : after) work.run();
+      after.clear();
+    }
+  }
+}
