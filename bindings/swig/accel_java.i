@@ -221,6 +221,26 @@ ACCEL_JAVA_CLOSEABLE(SampleWriter, "Sample")
 ACCEL_JAVA_CLOSEABLE(StateWriter, "StateWriter")
 %typemap(javainterfaces) AccelDataLoader "AutoCloseable, Iterable<Batch>"
 
+/* Callback results: native loader threads stay attached to the JVM, so the
+   returned jstring's local reference is deleted here rather than at detach. A
+   null result (a raw director returning null) becomes an error message. */
+%include <std_string.i>
+%typemap(directorout) std::string %{
+  if (!$input) {
+    $result = "a Java callback returned null instead of an error message or \"\"";
+  } else {
+    const char* $1_chars = jenv->GetStringUTFChars($input, 0);
+    if ($1_chars) {
+      $result.assign($1_chars);
+      jenv->ReleaseStringUTFChars($input, $1_chars);
+    } else {
+      jenv->ExceptionClear();
+      $result = "could not read a Java callback's result";
+    }
+    jenv->DeleteLocalRef($input);
+  }
+%}
+
 /* ---- buffers ---- */
 /* Natives that pin Java arrays themselves get the JNIEnv. */
 %typemap(in, numinputs=0) JNIEnv* JENV "$1 = jenv;"
@@ -296,7 +316,7 @@ import java.nio.LongBuffer;
 
   /** A 0-dimensional float64 tensor. */
   public static Tensor scalar(double value) {
-    return fromArray(new double[] {value}, 8, DType.FLOAT64, 1, new long[0]);
+    return jniFromArray(new double[] {value}, 8, DType.FLOAT64, new long[0]);
   }
 
   /** A float32 tensor copied from the buffer's remaining elements (direct buffers without an extra copy). */

@@ -3,6 +3,7 @@ package org.libaccel;
 import java.lang.ref.Cleaner;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongConsumer;
 
 /**
@@ -11,6 +12,7 @@ import java.util.function.LongConsumer;
  */
 final class NativeCleanup {
   private static final Cleaner CLEANER = Cleaner.create();
+  private static final AtomicLong COLLECTED = new AtomicLong();
 
   private final Action action;
   private final Cleaner.Cleanable cleanable;
@@ -31,13 +33,20 @@ final class NativeCleanup {
 
   /** Frees the object now, unless that has already happened. */
   void clean() {
+    action.closed = true;
     cleanable.clean();
+  }
+
+  /** How many objects the Cleaner has freed because nobody closed them (for tests). */
+  static long collected() {
+    return COLLECTED.get();
   }
 
   private static final class Action implements Runnable {
     private final long pointer;
     private final LongConsumer deleter;
     private final List<Runnable> after = new ArrayList<>();
+    volatile boolean closed;
 
     Action(long pointer, LongConsumer deleter) {
       this.pointer = pointer;
@@ -50,6 +59,7 @@ final class NativeCleanup {
 
     @Override
     public synchronized void run() {
+      if (!closed) COLLECTED.incrementAndGet();
       deleter.accept(pointer);
       for (Runnable work : after) work.run();
       after.clear();
