@@ -719,13 +719,10 @@ import java.util.List;
 import java.util.Map;
 %}
 %typemap(javacode) AccelAccelerator %{
-  private final List<Object> kept = new ArrayList<>();  // Java objects the native side calls back into
-
-  /** Frees the accelerator (and then the trackers added to it). */
+  /** Ends training for the trackers added to it, then frees the accelerator and them. */
   @Override
   public void close() {
     delete();
-    kept.clear();
   }
 
   /** A builder of accelerator options with Accelerate's names. */
@@ -845,11 +842,9 @@ import java.util.Map;
       adapter.delete();
       throw e;
     }
-    // The C++ side must not free it before the accelerator, which calls it until then.
+    // The accelerator owns it from now on and deletes it after its last call (end of
+    // training, then free); until then the native side holds the adapter strongly.
     adapter.swigReleaseOwnership();
-    long trackerPtr = TrackerBridge.getCPtr(adapter);
-    if (swigCleanup != null) swigCleanup.after(() -> AccelJNI.delete_TrackerBridge(trackerPtr));
-    kept.add(adapter);
   }
 
   /** Logs values to every tracker (main process); step < 0: no step. */

@@ -38,9 +38,9 @@ class CallbackTracker : public accel::Tracker {
   }
 
  private:
-  // "tracker 'name': log callback failed: <the callback's accel_set_error message>".
+  // The callback's own message (accel_set_error) reaches the caller.
   void check(const char* what, accel_status status) const {
-    accel::capi::check_callback(status, "tracker '" + name_ + "': " + what + " callback");
+    accel::capi::check_callback(status, "tracker '" + name_ + "' " + what + " callback");
   }
   accel_tracker_callbacks callbacks_;
   std::string name_;

@@ -80,7 +80,7 @@ static void test_custom_tracker_receives_every_call(void) {
   EXPECT(r.logs == 2 && r.last_has_step == 0);
   r.log_result = ACCEL_ERR_IO;
   EXPECT_ERROR(accel_accelerator_log(acc, names, values, 1, 8), ACCEL_ERR_IO,
-               "tracker 'mine': log callback failed: the disk is full");
+               "tracker 'mine' log callback failed: the disk is full");
   EXPECT_ERROR(accel_accelerator_add_tracker(acc, &cb), ACCEL_ERR_STATE, "after init_trackers");
   EXPECT_ERROR(accel_accelerator_init_trackers(acc, "proj", NULL), ACCEL_ERR_STATE, "twice");
   EXPECT_OK(accel_accelerator_end_training(acc));

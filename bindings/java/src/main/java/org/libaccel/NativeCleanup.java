@@ -1,8 +1,6 @@
 package org.libaccel;
 
 import java.lang.ref.Cleaner;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongConsumer;
 
@@ -26,11 +24,6 @@ final class NativeCleanup {
     return new NativeCleanup(owner, new Action(pointer, deleter));
   }
 
-  /** Runs work after the object is freed (objects it calls until then, e.g. trackers). */
-  void after(Runnable work) {
-    action.add(work);
-  }
-
   /** Frees the object now, unless that has already happened. */
   void clean() {
     action.closed = true;
@@ -45,7 +38,6 @@ final class NativeCleanup {
   private static final class Action implements Runnable {
     private final long pointer;
     private final LongConsumer deleter;
-    private final List<Runnable> after = new ArrayList<>();
     volatile boolean closed;
 
     Action(long pointer, LongConsumer deleter) {
@@ -53,16 +45,10 @@ final class NativeCleanup {
       this.deleter = deleter;
     }
 
-    synchronized void add(Runnable work) {
-      after.add(work);
-    }
-
     @Override
-    public synchronized void run() {
+    public void run() {
       if (!closed) COLLECTED.incrementAndGet();
       deleter.accept(pointer);
-      for (Runnable work : after) work.run();
-      after.clear();
     }
   }
 }

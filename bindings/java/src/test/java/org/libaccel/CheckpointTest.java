@@ -154,6 +154,17 @@ class CheckpointTest {
   }
 
   @Test
+  void closingTheAcceleratorFinishesItsTrackers() {
+    Recorder recorder = new Recorder();
+    try (Accelerator acc = Accelerator.builder().cpu(true).build()) {
+      acc.addTracker(recorder);
+      acc.initTrackers("run2");
+      acc.log(Map.of("loss", 2.0), 1);
+    }
+    assertEquals(List.of("start run2 {}", "log {loss=2.0} 1", "finish"), recorder.events);
+  }
+
+  @Test
   void trackerExceptionBecomesAnAccelException() {
     try (Accelerator acc = Accelerator.builder().cpu(true).build()) {
       acc.addTracker(new Tracker() {
