@@ -529,7 +529,8 @@ typedef struct accel_dataset_callbacks {
   /* Optional: transforms the sample in place right after get_sample. */
   accel_status (*transform)(void* user, int64_t index, void* const* fields, const size_t* nbytes);
   /* Optional: called once when the library no longer needs user (after the
-     dataset and every loader over it are freed). */
+     dataset and every loader over it are freed); never when the creation
+     fails, which leaves user to the caller. */
   void (*release)(void* user);
 } accel_dataset_callbacks;
 

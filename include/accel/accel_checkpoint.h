@@ -64,7 +64,8 @@ typedef struct accel_checkpoint_callbacks {
   accel_status (*save)(void* user, accel_bytes_writer* writer);
   /* Restores it from data (borrowed for the call). Required. */
   accel_status (*load)(void* user, const void* data, size_t size);
-  /* Optional: called once when the accelerator no longer needs user. */
+  /* Optional: called once when the accelerator no longer needs user; never
+     when the registration fails. */
   void (*release)(void* user);
 } accel_checkpoint_callbacks;
 
@@ -81,7 +82,8 @@ ACCEL_API accel_status accel_accelerator_register_for_checkpointing(accel_accele
 /* Hooks run (on every process) with the checkpoint directory before
    save_state writes / load_state reads; a non-OK status aborts the call.
    *id identifies the hook for accel_accelerator_remove_hook; release(user),
-   if not NULL, runs when the hook is removed or the accelerator freed. */
+   if not NULL, runs when the hook is removed or the accelerator freed (never
+   when the registration fails). */
 typedef accel_status (*accel_state_hook)(void* user, const char* dir);
 ACCEL_API accel_status accel_accelerator_register_save_state_pre_hook(accel_accelerator* acc, accel_state_hook hook,
                                                                       void* user, void (*release)(void*),

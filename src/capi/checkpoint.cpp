@@ -16,13 +16,6 @@ void init_checkpoint_callbacks(accel_checkpoint_callbacks* callbacks) {
 
 std::string or_empty(const char* text) { return text != nullptr ? text : ""; }
 
-// Calls release(user) once nothing holds the returned pointer.
-std::shared_ptr<void> hold(void* user, void (*release)(void*)) {
-  return std::shared_ptr<void>(user, [release](void* u) {
-    if (release != nullptr) release(u);
-  });
-}
-
 accel::StateHook state_hook(accel_state_hook hook, std::shared_ptr<void> user, const char* which) {
   return [hook, user, which](const std::string& dir) {
     accel_set_error("");
@@ -104,7 +97,8 @@ ACCEL_API accel_status accel_accelerator_register_for_checkpointing(accel_accele
     accel_checkpoint_callbacks c = read_options(callbacks, "callbacks", init_checkpoint_callbacks);
     accel::require_arg(c.save != nullptr, "callbacks->save is NULL");
     accel::require_arg(c.load != nullptr, "callbacks->load is NULL");
-    std::shared_ptr<void> held = hold(user, c.release);
+    UserHold hold(user, c.release);
+    const std::shared_ptr<void>& held = hold.get();
     accel::CheckpointObject object;
     object.save = [fn = c.save, held] {
       accel_bytes_writer writer;
@@ -117,6 +111,7 @@ ACCEL_API accel_status accel_accelerator_register_for_checkpointing(accel_accele
       check_callback(fn(held.get(), bytes.data(), bytes.size()), "checkpoint object load callback");
     };
     accelerator.register_for_checkpointing(std::move(object));
+    hold.arm();
   });
 }
 
@@ -127,7 +122,9 @@ ACCEL_API accel_status accel_accelerator_register_save_state_pre_hook(accel_acce
     auto& accelerator = *deref(acc, "acc").accelerator;
     auto& out = out_param(id, "id");
     accel::require_arg(hook != nullptr, "hook is NULL");
-    out = accelerator.register_save_state_pre_hook(state_hook(hook, hold(user, release), "save_state pre"));
+    UserHold hold(user, release);
+    out = accelerator.register_save_state_pre_hook(state_hook(hook, hold.get(), "save_state pre"));
+    hold.arm();
   });
 }
 
@@ -138,7 +135,9 @@ ACCEL_API accel_status accel_accelerator_register_load_state_pre_hook(accel_acce
     auto& accelerator = *deref(acc, "acc").accelerator;
     auto& out = out_param(id, "id");
     accel::require_arg(hook != nullptr, "hook is NULL");
-    out = accelerator.register_load_state_pre_hook(state_hook(hook, hold(user, release), "load_state pre"));
+    UserHold hold(user, release);
+    out = accelerator.register_load_state_pre_hook(state_hook(hook, hold.get(), "load_state pre"));
+    hold.arm();
   });
 }
 

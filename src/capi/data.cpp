@@ -34,13 +34,6 @@ std::vector<accel::FieldSpec> to_field_specs(const accel_field_spec* fields, int
   return specs;
 }
 
-// Calls release(user) once the last loader or dataset using user is gone.
-std::shared_ptr<void> hold_user(void* user, void (*release)(void*)) {
-  return std::shared_ptr<void>(user, [release](void* u) {
-    if (release != nullptr) release(u);
-  });
-}
-
 std::vector<size_t> field_bytes(const std::vector<accel::FieldSpec>& specs) {
   std::vector<size_t> bytes;
   for (const auto& spec : specs) {
@@ -141,7 +134,8 @@ ACCEL_API accel_status accel_dataset_from_callbacks(const accel_field_spec* fiel
     accel::require_arg(c.get_sample != nullptr, "callbacks->get_sample is NULL");
     std::vector<accel::FieldSpec> specs = to_field_specs(fields, num_fields);
     std::vector<size_t> bytes = field_bytes(specs);
-    std::shared_ptr<void> held = hold_user(user, c.release);
+    UserHold hold(user, c.release);  // released once the last loader or dataset using user is gone
+    const std::shared_ptr<void>& held = hold.get();
     auto length = [fn = c.length, held]() {
       int64_t n = -1;
       accel_set_error("");
@@ -152,6 +146,7 @@ ACCEL_API accel_status accel_dataset_from_callbacks(const accel_field_spec* fiel
         specs, length, sample_writer(c.get_sample, held, bytes, "get_sample"),
         sample_writer(c.transform, held, bytes, "transform"));
     publish(std::make_unique<accel_dataset>(accel_dataset{dataset, nullptr}), &result);
+    hold.arm();
   });
 }
 
@@ -165,7 +160,8 @@ ACCEL_API accel_status accel_dataset_from_stream(const accel_field_spec* fields,
     accel::require_arg(c.next_sample != nullptr, "callbacks->next_sample is NULL");
     std::vector<accel::FieldSpec> specs = to_field_specs(fields, num_fields);
     std::vector<size_t> bytes = field_bytes(specs);
-    std::shared_ptr<void> held = hold_user(user, c.release);
+    UserHold hold(user, c.release);
+    const std::shared_ptr<void>& held = hold.get();
     auto next = [fn = c.next_sample, held, bytes](const std::vector<void*>& buffers) {
       int has_sample = 0;
       accel_set_error("");
@@ -181,6 +177,7 @@ ACCEL_API accel_status accel_dataset_from_stream(const accel_field_spec* fields,
     }
     auto stream = std::make_shared<accel::CallbackStream>(specs, next, reset);
     publish(std::make_unique<accel_dataset>(accel_dataset{nullptr, stream}), &result);
+    hold.arm();
   });
 }
 

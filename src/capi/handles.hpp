@@ -100,6 +100,25 @@ void release(H* handle) {
   if (handle != nullptr && unregister_handle(handle, KindOf<H>::value)) delete handle;
 }
 
+// A caller's user pointer shared by the callbacks that use it: release(user)
+// runs once the last copy of get() is gone, but only after arm(). A creation
+// or registration that fails before arm() leaves user to the caller (the
+// bindings free their callback objects themselves then).
+class UserHold {
+ public:
+  UserHold(void* user, void (*release)(void*)) : armed_(std::make_shared<bool>(false)) {
+    held_ = std::shared_ptr<void>(user, [release, armed = armed_](void* u) {
+      if (*armed && release != nullptr) release(u);
+    });
+  }
+  const std::shared_ptr<void>& get() const { return held_; }
+  void arm() { *armed_ = true; }
+
+ private:
+  std::shared_ptr<bool> armed_;
+  std::shared_ptr<void> held_;
+};
+
 accel_status record_error(accel_status status, const std::string& message);
 // After a user callback returned status: throws an accel::Error with that code
 // and "<what> failed: <message the callback set with accel_set_error>".

@@ -15,7 +15,9 @@ class CallbackTracker : public accel::Tracker {
   void init(const std::string& run_name, const accel::TrackerConfig& config) override {
     nlohmann::json json = nlohmann::json::object();
     for (const auto& [key, value] : config) std::visit([&, &k = key](const auto& v) { json[k] = v; }, value);
-    if (callbacks_.init) check("init", callbacks_.init(callbacks_.user, run_name.c_str(), json.dump().c_str()));
+    if (!callbacks_.init) return;
+    accel_set_error("");
+    check("init", callbacks_.init(callbacks_.user, run_name.c_str(), json.dump().c_str()));
   }
   void log(const accel::Scalars& values, std::optional<int64_t> step) override {
     if (!callbacks_.log) return;
@@ -25,11 +27,14 @@ class CallbackTracker : public accel::Tracker {
       names.push_back(key.c_str());
       numbers.push_back(value);
     }
+    accel_set_error("");
     check("log", callbacks_.log(callbacks_.user, names.data(), numbers.data(), names.size(), step.value_or(0),
                                 step.has_value() ? 1 : 0));
   }
   void finish() override {
-    if (callbacks_.finish) check("finish", callbacks_.finish(callbacks_.user));
+    if (!callbacks_.finish) return;
+    accel_set_error("");
+    check("finish", callbacks_.finish(callbacks_.user));
   }
 
  private:

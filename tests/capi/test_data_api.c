@@ -267,8 +267,11 @@ static void test_bad_arguments(void) {
   cb.get_sample = squares_get;
   EXPECT_ERROR(accel_dataset_from_callbacks(good, 0, &cb, &data, &dataset), ACCEL_ERR_INVALID_ARGUMENT,
                "num_fields must be positive, got 0");
+  cb.release = squares_release;
   EXPECT_ERROR(accel_dataset_from_callbacks(zero, 1, &cb, &data, &dataset), ACCEL_ERR_INVALID_ARGUMENT,
                "non-positive dimension 0");
+  EXPECT(data.released == 0); /* a failed creation leaves user to the caller */
+  cb.release = NULL;
   EXPECT_ERROR(accel_dataset_from_callbacks(bad_dtype, 1, &cb, &data, &dataset), ACCEL_ERR_INVALID_ARGUMENT, "77");
   EXPECT_ERROR(accel_dataset_from_callbacks(good, 1, NULL, &data, &dataset), ACCEL_ERR_INVALID_ARGUMENT,
                "callbacks is NULL");

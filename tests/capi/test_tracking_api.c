@@ -30,6 +30,7 @@ static accel_status on_log(void* user, const char* const* names, const double* v
     if (strcmp(names[i], "loss") == 0) r->last_loss = values[i];
   r->last_step = step;
   r->last_has_step = has_step;
+  if (r->log_result != ACCEL_OK) accel_set_error("the disk is full");
   return r->log_result;
 }
 
@@ -78,7 +79,8 @@ static void test_custom_tracker_receives_every_call(void) {
   EXPECT_OK(accel_accelerator_log(acc, names, values, 1, -1));
   EXPECT(r.logs == 2 && r.last_has_step == 0);
   r.log_result = ACCEL_ERR_IO;
-  EXPECT_ERROR(accel_accelerator_log(acc, names, values, 1, 8), ACCEL_ERR_IO, "tracker 'mine'");
+  EXPECT_ERROR(accel_accelerator_log(acc, names, values, 1, 8), ACCEL_ERR_IO,
+               "tracker 'mine' log callback failed: the disk is full");
   EXPECT_ERROR(accel_accelerator_add_tracker(acc, &cb), ACCEL_ERR_STATE, "after init_trackers");
   EXPECT_ERROR(accel_accelerator_init_trackers(acc, "proj", NULL), ACCEL_ERR_STATE, "twice");
   EXPECT_OK(accel_accelerator_end_training(acc));

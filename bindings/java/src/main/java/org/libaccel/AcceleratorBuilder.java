@@ -1,0 +1,118 @@
+package org.libaccel;
+
+import java.util.Locale;
+import java.util.function.Consumer;
+
+/**
+ * Accelerator options with Accelerate's names, chained:
+ * {@code Accelerator.builder().cpu(true).gradientAccumulationSteps(4).mixedPrecision("bf16").build()}.
+ * Every option the C API has is reachable through {@link #options(Consumer)}.
+ */
+public final class AcceleratorBuilder {
+  private final AcceleratorOptions options = new AcceleratorOptions();
+
+  AcceleratorBuilder() {}
+
+  /** Use the CPU even where a GPU is present. */
+  public AcceleratorBuilder cpu(boolean cpu) {
+    options.setCpu(cpu);
+    return this;
+  }
+
+  public AcceleratorBuilder mixedPrecision(MixedPrecision precision) {
+    options.setMixedPrecision(precision);
+    return this;
+  }
+
+  /** "no", "fp16", "bf16" or "fp8", as in Accelerate. */
+  public AcceleratorBuilder mixedPrecision(String precision) {
+    switch (precision.toLowerCase(Locale.ROOT)) {
+      case "no": return mixedPrecision(MixedPrecision.PRECISION_NO);
+      case "fp16": return mixedPrecision(MixedPrecision.PRECISION_FP16);
+      case "bf16": return mixedPrecision(MixedPrecision.PRECISION_BF16);
+      case "fp8": return mixedPrecision(MixedPrecision.PRECISION_FP8);
+      default:
+        throw new IllegalArgumentException("mixedPrecision \"" + precision + "\" is not one of no, fp16, bf16, fp8");
+    }
+  }
+
+  public AcceleratorBuilder gradientAccumulationSteps(long steps) {
+    options.setGradientAccumulationSteps(steps);
+    return this;
+  }
+
+  public AcceleratorBuilder splitBatches(boolean split) {
+    options.setSplitBatches(split);
+    return this;
+  }
+
+  public AcceleratorBuilder evenBatches(boolean even) {
+    options.setEvenBatches(even);
+    return this;
+  }
+
+  public AcceleratorBuilder dispatchBatches(boolean dispatch) {
+    options.setDispatchBatches(dispatch);
+    return this;
+  }
+
+  public AcceleratorBuilder devicePlacement(boolean placement) {
+    options.setDevicePlacement(placement);
+    return this;
+  }
+
+  /** Checkpoints and logs go under it. */
+  public AcceleratorBuilder projectDir(String dir) {
+    options.setProjectDir(dir);
+    return this;
+  }
+
+  public AcceleratorBuilder loggingDir(String dir) {
+    options.setLoggingDir(dir);
+    return this;
+  }
+
+  /** saveState() without a directory writes projectDir/checkpoints/checkpoint_{i}. */
+  public AcceleratorBuilder automaticCheckpointNaming(boolean automatic) {
+    options.setAutomaticCheckpointNaming(automatic);
+    return this;
+  }
+
+  /** Automatic checkpoints kept (oldest removed); 0: all. */
+  public AcceleratorBuilder totalLimit(long limit) {
+    options.setTotalLimit(limit);
+    return this;
+  }
+
+  /** Built-in trackers: "jsonl", "csv", "tensorboard", "mlflow", "all". */
+  public AcceleratorBuilder logWith(String... trackers) {
+    options.setLogWith(String.join(",", trackers));
+    return this;
+  }
+
+  public AcceleratorBuilder timeoutMs(long timeoutMs) {
+    options.setTimeoutMs(timeoutMs);
+    return this;
+  }
+
+  public AcceleratorBuilder commHook(CommHook hook) {
+    options.setCommHook(hook);
+    return this;
+  }
+
+  public AcceleratorBuilder findUnusedParameters(boolean find) {
+    options.setFindUnusedParameters(find);
+    return this;
+  }
+
+  /** Any other option, set on the options struct directly. */
+  public AcceleratorBuilder options(Consumer<AcceleratorOptions> configure) {
+    configure.accept(options);
+    return this;
+  }
+
+  /** A new accelerator (the builder can build more). Bad options throw AccelException naming them. */
+  public Accelerator build() {
+    return new Accelerator(options);
+  }
+}

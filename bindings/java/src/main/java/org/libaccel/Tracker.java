@@ -1,0 +1,24 @@
+package org.libaccel;
+
+import java.util.Map;
+import java.util.OptionalLong;
+
+/**
+ * A custom experiment tracker (Accelerate's GeneralTracker), added with
+ * Accelerator.addTracker and run on the main process. Override what you need; an exception
+ * becomes an AccelException at the accelerator call that ran the tracker.
+ */
+public interface Tracker {
+  /** The name Accelerator.hasTracker finds it by. */
+  default String name() {
+    return "custom";
+  }
+
+  /** initTrackers: the project (run) name and the configuration as JSON ("" when none). */
+  default void start(String runName, String configJson) throws Exception {}
+
+  default void log(Map<String, Double> values, OptionalLong step) throws Exception {}
+
+  /** endTraining. */
+  default void finish() throws Exception {}
+}

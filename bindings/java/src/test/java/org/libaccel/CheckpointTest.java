@@ -1,0 +1,182 @@
+package org.libaccel;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.OptionalLong;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Checkpoint objects, state hooks and trackers written in Java. */
+class CheckpointTest {
+  /** A counter saved as its decimal text. */
+  static final class Counter implements Checkpointable {
+    int value;
+
+    @Override
+    public byte[] saveState() {
+      return Integer.toString(value).getBytes(StandardCharsets.UTF_8);
+    }
+
+    @Override
+    public void loadState(byte[] state) {
+      value = Integer.parseInt(new String(state, StandardCharsets.UTF_8));
+    }
+  }
+
+  @Test
+  void javaObjectsAreSavedAndRestoredWithTheModel(@TempDir Path dir) {
+    Counter counter = new Counter();
+    String checkpoint = dir.resolve("ckpt").toString();
+    try (Accelerator acc = Accelerator.builder().cpu(true).projectDir(dir.toString()).build();
+         Model model = Model.fromJson(ModelTest.LINEAR);
+         Optimizer opt = Optimizer.adamW(model, 0.1);
+         Tensor x = Tensor.of(new float[] {1, 2, 3, 4}, 1, 4)) {
+      acc.prepare(model, opt);
+      acc.registerForCheckpointing(counter);
+      counter.value = 42;
+      float[] before;
+      try (Tensor y = model.forward(x)) {
+        before = y.toFloatArray();
+      }
+      acc.saveState(checkpoint);
+      assertTrue(Files.exists(dir.resolve("ckpt").resolve("custom_checkpoint_0.bin")));
+
+      counter.value = 0;
+      try (Tensor y = model.forward(x); Tensor loss = y.sum()) {  // change the weights
+        acc.backward(loss);
+        opt.step();
+      }
+      try (Tensor y = model.forward(x)) {
+        assertNotEquals(before[0], y.toFloatArray()[0]);
+      }
+      acc.loadState(checkpoint);
+      assertEquals(42, counter.value);
+      try (Tensor y = model.forward(x)) {
+        assertArrayEquals(before, y.toFloatArray());
+      }
+    }
+  }
+
+  @Test
+  void exceptionInACheckpointObjectFailsSaveStateNamingIt(@TempDir Path dir) {
+    try (Accelerator acc = Accelerator.builder().cpu(true).build()) {
+      acc.registerForCheckpointing(new Checkpointable() {
+        @Override
+        public byte[] saveState() {
+          throw new UnsupportedOperationException("cannot save this one");
+        }
+
+        @Override
+        public void loadState(byte[] state) {}
+      });
+      AccelException e = assertThrows(AccelException.class, () -> acc.saveState(dir.resolve("c").toString()));
+      assertTrue(e.getMessage().contains("java.lang.UnsupportedOperationException: cannot save this one"),
+          e.getMessage());
+    }
+  }
+
+  @Test
+  void hooksRunWithTheDirectoryAndCanBeRemoved(@TempDir Path dir) {
+    List<String> calls = new ArrayList<>();
+    try (Accelerator acc = Accelerator.builder().cpu(true).build()) {
+      RemovableHandle save = acc.registerSaveStatePreHook(d -> calls.add("save " + d));
+      acc.registerLoadStatePreHook(d -> calls.add("load " + d));
+      String checkpoint = dir.resolve("a").toString();
+      acc.saveState(checkpoint);
+      acc.loadState(checkpoint);
+      save.remove();
+      acc.saveState(dir.resolve("b").toString());
+      assertEquals(List.of("save " + checkpoint, "load " + checkpoint), calls);
+      assertThrows(AccelException.class, save::remove);  // already removed
+    }
+  }
+
+  @Test
+  void failingHookAbortsSaveState(@TempDir Path dir) {
+    try (Accelerator acc = Accelerator.builder().cpu(true).build()) {
+      acc.registerSaveStatePreHook(d -> {
+        throw new IllegalArgumentException("no room in " + d);
+      });
+      String checkpoint = dir.resolve("x").toString();
+      AccelException e = assertThrows(AccelException.class, () -> acc.saveState(checkpoint));
+      assertTrue(e.getMessage().contains("java.lang.IllegalArgumentException: no room in"), e.getMessage());
+      assertTrue(Files.notExists(dir.resolve("x")));
+    }
+  }
+
+  /** Records every call. */
+  static final class Recorder implements Tracker {
+    final List<String> events = new ArrayList<>();
+
+    @Override
+    public String name() {
+      return "recorder";
+    }
+
+    @Override
+    public void start(String runName, String configJson) {
+      events.add("start " + runName + " " + configJson.replace(" ", ""));
+    }
+
+    @Override
+    public void log(Map<String, Double> values, OptionalLong step) {
+      events.add("log " + values + " " + (step.isPresent() ? step.getAsLong() : "-"));
+    }
+
+    @Override
+    public void finish() {
+      events.add("finish");
+    }
+  }
+
+  @Test
+  void customTrackerReceivesConfigValuesAndFinish() {
+    Recorder recorder = new Recorder();
+    try (Accelerator acc = Accelerator.builder().cpu(true).build()) {
+      acc.addTracker(recorder);
+      acc.initTrackers("run1", "{\"lr\": 0.5}");
+      assertTrue(acc.hasTracker("recorder"));
+      acc.log(Map.of("loss", 1.25), 3);
+      acc.log(Map.of("acc", 0.5));
+      acc.endTraining();
+    }
+    assertEquals(List.of("start run1 {\"lr\":0.5}", "log {loss=1.25} 3", "log {acc=0.5} -", "finish"), recorder.events);
+  }
+
+  @Test
+  void closingTheAcceleratorFinishesItsTrackers() {
+    Recorder recorder = new Recorder();
+    try (Accelerator acc = Accelerator.builder().cpu(true).build()) {
+      acc.addTracker(recorder);
+      acc.initTrackers("run2");
+      acc.log(Map.of("loss", 2.0), 1);
+    }
+    assertEquals(List.of("start run2 {}", "log {loss=2.0} 1", "finish"), recorder.events);
+  }
+
+  @Test
+  void trackerExceptionBecomesAnAccelException() {
+    try (Accelerator acc = Accelerator.builder().cpu(true).build()) {
+      acc.addTracker(new Tracker() {
+        @Override
+        public void log(Map<String, Double> values, OptionalLong step) {
+          throw new ArithmeticException("cannot log " + values.keySet());
+        }
+      });
+      acc.initTrackers("run");
+      AccelException e = assertThrows(AccelException.class, () -> acc.log(Map.of("x", 1.0)));
+      assertTrue(e.getMessage().contains("java.lang.ArithmeticException: cannot log [x]"), e.getMessage());
+      assertThrows(AccelException.class, () -> acc.addTracker(new Recorder()));  // after initTrackers
+    }
+  }
+}

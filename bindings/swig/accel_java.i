@@ -1,0 +1,937 @@
+/* Java: package org.libaccel, JNI library libaccel_jni.so. The generated
+ * classes (Accelerator, Model, Tensor, ...) are the public API; the javacode
+ * blocks below and the hand-written classes in bindings/java/src/main/java
+ * add the Java idioms (AutoCloseable, scopes, builders, arrays, interfaces
+ * for datasets, trackers and checkpoint objects).
+ *
+ * Errors: a non-OK status becomes org.libaccel.AccelException (unchecked,
+ * getStatus()/getCode(), message = the C message); a closed object throws
+ * IllegalStateException("<Type> is closed").
+ * Lifetimes: close() (AutoCloseable) frees at once; a java.lang.ref.Cleaner
+ * frees objects that were never closed once they are unreachable. */
+%module(directors="1") Accel
+
+%begin %{
+/* Native loader threads call Java datasets: attach them as daemons once and
+   detach when the thread ends, instead of attaching on every callback. */
+#define SWIG_JAVA_ATTACH_CURRENT_THREAD_AS_DAEMON
+#define SWIG_JAVA_DETACH_ON_THREAD_END
+#define SWIG_JAVA_USE_THREAD_NAME
+%}
+
+%{
+#include "accel_bridge.hpp"
+
+namespace accel_java {
+
+/* Throws org.libaccel.AccelException(code, message) unless a Java exception is
+   already pending (that one is more precise). */
+void throw_accel(JNIEnv* env, int code, const char* message) {
+  if (env->ExceptionCheck()) return;
+  jclass cls = env->FindClass("org/libaccel/AccelException");
+  if (!cls) return;
+  jmethodID ctor = env->GetMethodID(cls, "<init>", "(ILjava/lang/String;)V");
+  jstring text = env->NewStringUTF(message ? message : "");
+  if (ctor && text) {
+    jobject error = env->NewObject(cls, ctor, (jint)code, text);
+    if (error) env->Throw(static_cast<jthrowable>(error));
+    env->DeleteLocalRef(error);
+  }
+  env->DeleteLocalRef(text);
+  env->DeleteLocalRef(cls);
+}
+
+/* A primitive Java array pinned for one scope (GetPrimitiveArrayCritical):
+   no JNI call may happen until it is released, so everything that can fail
+   is checked before pinning, and the destructor releases it even when a
+   libaccel call throws. */
+class PinnedArray {
+ public:
+  PinnedArray(JNIEnv* env, jobject array, bool write_back)
+      : env_(env), array_(static_cast<jarray>(array)), write_back_(write_back) {
+    data_ = env_->GetPrimitiveArrayCritical(array_, 0);
+    if (!data_) accel_fail(ACCEL_ERR_INTERNAL, "could not pin a Java array");
+  }
+  ~PinnedArray() { env_->ReleasePrimitiveArrayCritical(array_, data_, write_back_ ? 0 : JNI_ABORT); }
+  void* data() const { return data_; }
+
+ private:
+  PinnedArray(const PinnedArray&);
+  PinnedArray& operator=(const PinnedArray&);
+  JNIEnv* env_;
+  jarray array_;
+  bool write_back_;
+  void* data_;
+};
+
+/* Bytes in a primitive array of item_size-byte elements (checked first: no JNI call while pinned). */
+size_t array_bytes(JNIEnv* env, jobject array, int item_size) {
+  if (!array) accel_fail(ACCEL_ERR_INVALID_ARGUMENT, "the array is null");
+  return static_cast<size_t>(env->GetArrayLength(static_cast<jarray>(array))) * static_cast<size_t>(item_size);
+}
+
+/* The start of bytes [offset, offset + nbytes) of a direct buffer whose capacity is in item_size units. */
+char* direct_bytes(JNIEnv* env, jobject buffer, int64_t offset, int64_t nbytes, int item_size) {
+  if (!buffer) accel_fail(ACCEL_ERR_INVALID_ARGUMENT, "the buffer is null");
+  char* base = static_cast<char*>(env->GetDirectBufferAddress(buffer));
+  jlong capacity = env->GetDirectBufferCapacity(buffer);
+  if (!base || capacity < 0) accel_fail(ACCEL_ERR_INVALID_ARGUMENT, "the buffer is not a direct buffer");
+  if (offset < 0 || nbytes < 0 || offset + nbytes > capacity * item_size) {
+    accel_fail(ACCEL_ERR_INVALID_ARGUMENT, "bytes [" + std::to_string(offset) + ", " + std::to_string(offset + nbytes) +
+                                               ") lie outside the buffer's " +
+                                               std::to_string(capacity * item_size) + " bytes");
+  }
+  return base + offset;
+}
+
+std::vector<int64_t> read_shape(JNIEnv* env, jlongArray shape) {
+  if (!shape) accel_fail(ACCEL_ERR_INVALID_ARGUMENT, "the shape is null");
+  std::vector<int64_t> dims(static_cast<size_t>(env->GetArrayLength(shape)));
+  if (!dims.empty()) env->GetLongArrayRegion(shape, 0, static_cast<jsize>(dims.size()), reinterpret_cast<jlong*>(dims.data()));
+  return dims;
+}
+
+}  // namespace accel_java
+%}
+
+%pragma(java) jniclassclassmodifiers="final class"
+%pragma(java) jniclasscode=%{
+  static {
+    NativeLibrary.load();
+  }
+%}
+%pragma(java) moduleclassmodifiers="public final class"
+
+/* ---- names: Java conventions ---- */
+/* swig runs with -DSWIGWORDSIZE64, so int64_t is a C long, which SWIG's Java
+   typemaps take for a 32-bit int: map long (int64_t) and unsigned long
+   (uint64_t: seeds and epochs, same bits) to Java long. */
+%apply long long { long, unsigned long };
+%apply const long long & { const long &, const unsigned long & };
+%include "enums.swg"
+%javaconst(1);
+/* Enum constants keep the C names without ACCEL_ (as in Python): DType.FLOAT32,
+   MixedPrecision.PRECISION_BF16, OptimizerKind.OPTIM_ADAMW. */
+%rename("%(lowercamelcase)s", %$isfunction, notregexmatch$name="^accel_") "";
+%rename("%(lowercamelcase)s", %$isvariable, %$ismember) "";
+%rename(TrackerBridge) Tracker;  /* the idiomatic interface is org.libaccel.Tracker */
+/* Booleans of the options structs (C ints) are Java booleans. */
+%apply bool { int cpu, int sync_with_dataloader, int split_batches, int even_batches, int dispatch_batches,
+              int device_placement, int automatic_checkpoint_naming, int save_on_each_node,
+              int gradient_as_bucket_view, int static_graph, int find_unused_parameters,
+              int nesterov, int amsgrad, int centered, int anneal_linear, int three_phase, int mode_max,
+              int threshold_abs, int step_with_optimizer, int shuffle, int drop_last };
+
+/* ---- errors ---- */
+%exception {
+  try {
+    $action
+  } catch (const AccelFailure& e) {
+    accel_java::throw_accel(jenv, e.code(), e.what());
+    return $null;
+  } catch (const Swig::DirectorException& e) {
+    e.throwException(jenv);
+    return $null;
+  } catch (const std::exception& e) {
+    accel_java::throw_accel(jenv, ACCEL_ERR_INTERNAL, e.what());
+    return $null;
+  }
+}
+
+/* ---- lifetimes ---- */
+/* No deprecated finalize(): handles are AutoCloseable and registered with a
+   Cleaner (NativeCleanup) that frees what was never closed. */
+%typemap(javafinalize) SWIGTYPE ""
+%typemap(javabody) SWIGTYPE %{
+  private transient long swigCPtr;
+  protected transient boolean swigCMemOwn;
+  private transient NativeCleanup swigCleanup;
+
+  protected $javaclassname(long cPtr, boolean cMemoryOwn) {
+    swigCMemOwn = cMemoryOwn;
+    swigCPtr = cPtr;
+    if (cMemoryOwn && cPtr != 0) swigCleanup = NativeCleanup.register(this, cPtr, $imclassname::delete_$javaclassname);
+  }
+
+  protected static long getCPtr($javaclassname obj) {
+    return (obj == null) ? 0 : obj.swigCPtr;
+  }
+%}
+%typemap(javadestruct, methodname="delete", methodmodifiers="public synchronized", parameters="") SWIGTYPE {
+    if (swigCPtr != 0) {
+      swigCPtr = 0;
+      if (swigCMemOwn) {
+        swigCMemOwn = false;
+        swigCleanup.clean();
+      }
+    }
+  }
+/* Directors keep SWIG's own body: their C++ side may own them (swigReleaseOwnership). */
+%define ACCEL_JAVA_DIRECTOR_BODY(TYPE)
+%typemap(javabody) TYPE %{
+  private transient long swigCPtr;
+  protected transient boolean swigCMemOwn;
+
+  protected $javaclassname(long cPtr, boolean cMemoryOwn) {
+    swigCMemOwn = cMemoryOwn;
+    swigCPtr = cPtr;
+  }
+
+  protected static long getCPtr($javaclassname obj) {
+    return (obj == null) ? 0 : obj.swigCPtr;
+  }
+%}
+%typemap(javadestruct, methodname="delete", methodmodifiers="public synchronized", parameters="") TYPE {
+    if (swigCPtr != 0) {
+      if (swigCMemOwn) {
+        swigCMemOwn = false;
+        $jnicall;
+      }
+      swigCPtr = 0;
+    }
+  }
+%enddef
+ACCEL_JAVA_DIRECTOR_BODY(DatasetSource)
+ACCEL_JAVA_DIRECTOR_BODY(StreamSource)
+ACCEL_JAVA_DIRECTOR_BODY(CheckpointObject)
+ACCEL_JAVA_DIRECTOR_BODY(StateHook)
+ACCEL_JAVA_DIRECTOR_BODY(Tracker)
+
+/* A closed object (or a callback argument used after its callback returned). */
+%define ACCEL_JAVA_CLOSEABLE(TYPE, NAME)
+%typemap(check) TYPE* self %{
+  if (!$1) {
+    SWIG_JavaThrowException(jenv, SWIG_JavaIllegalStateException, NAME " is closed");
+    return $null;
+  }
+%}
+%typemap(javainterfaces) TYPE "AutoCloseable"
+%enddef
+ACCEL_JAVA_CLOSEABLE(AccelTensor, "Tensor")
+ACCEL_JAVA_CLOSEABLE(AccelBatch, "Batch")
+ACCEL_JAVA_CLOSEABLE(AccelAccelerator, "Accelerator")
+ACCEL_JAVA_CLOSEABLE(AccelModel, "Model")
+ACCEL_JAVA_CLOSEABLE(AccelOptimizer, "Optimizer")
+ACCEL_JAVA_CLOSEABLE(AccelScheduler, "Scheduler")
+ACCEL_JAVA_CLOSEABLE(AccelDataset, "Dataset")
+ACCEL_JAVA_CLOSEABLE(AccelDataLoader, "DataLoader")
+ACCEL_JAVA_CLOSEABLE(AccelProgress, "ProgressBar")
+ACCEL_JAVA_CLOSEABLE(AccelProfileRun, "Profile")
+ACCEL_JAVA_CLOSEABLE(SampleWriter, "Sample")
+ACCEL_JAVA_CLOSEABLE(StateWriter, "StateWriter")
+%typemap(javainterfaces) AccelDataLoader "AutoCloseable, Iterable<Batch>"
+
+/* Callback results: native loader threads stay attached to the JVM, so the
+   returned jstring's local reference is deleted here rather than at detach. A
+   null result (a raw director returning null) becomes an error message. */
+%include <std_string.i>
+%typemap(directorout) std::string %{
+  if (!$input) {
+    $result = "a Java callback returned null instead of an error message or \"\"";
+  } else {
+    const char* $1_chars = jenv->GetStringUTFChars($input, 0);
+    if ($1_chars) {
+      $result.assign($1_chars);
+      jenv->ReleaseStringUTFChars($input, $1_chars);
+    } else {
+      jenv->ExceptionClear();
+      $result = "could not read a Java callback's result";
+    }
+    jenv->DeleteLocalRef($input);
+  }
+%}
+
+/* ---- buffers ---- */
+/* Natives that pin Java arrays themselves get the JNIEnv. */
+%typemap(in, numinputs=0) JNIEnv* JENV "$1 = jenv;"
+/* Checkpoint state reaches Java as byte[]. */
+%apply (const char* STRING, size_t LENGTH) { (const char* data, size_t size) };
+/* The raw-pointer versions are replaced by the array and buffer natives below. */
+%ignore AccelTensor::from_buffer;
+%ignore AccelTensor::copy_to;
+%ignore SampleWriter::write;
+%ignore StateWriter::write;
+%rename(nativeShape) AccelTensor::shape;
+%javamethodmodifiers AccelTensor::shape "private";
+%javamethodmodifiers AccelTensor::jni_from_array "private";
+%javamethodmodifiers AccelTensor::jni_from_direct "private";
+%javamethodmodifiers AccelTensor::jni_copy_to_array "private";
+%javamethodmodifiers AccelTensor::jni_copy_to_direct "private";
+%javamethodmodifiers SampleWriter::jni_write_array "protected";
+%javamethodmodifiers SampleWriter::jni_write_direct "protected";
+%javamethodmodifiers StateWriter::jni_write "private";
+/* The director-taking methods: the Java adapters call them and manage ownership. */
+%javamethodmodifiers AccelDataset::from_source "protected";
+%javamethodmodifiers AccelDataset::from_stream "protected";
+%javamethodmodifiers AccelAccelerator::register_for_checkpointing "private";
+%javamethodmodifiers AccelAccelerator::register_save_state_pre_hook "private";
+%javamethodmodifiers AccelAccelerator::register_load_state_pre_hook "private";
+%javamethodmodifiers AccelAccelerator::add_tracker "private";
+
+/* ---- Java code of the generated classes ---- */
+%typemap(javaimports) AccelTensor %{
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.DoubleBuffer;
+import java.nio.FloatBuffer;
+import java.nio.IntBuffer;
+import java.nio.LongBuffer;
+%}
+%typemap(javacode) AccelTensor %{
+  /** Frees the tensor now; using it afterwards throws IllegalStateException. */
+  @Override
+  public void close() {
+    delete();
+  }
+
+  /** A float32 tensor copied from data; shape defaults to {data.length}. */
+  public static Tensor of(float[] data, long... shape) {
+    return fromArray(data, 4, DType.FLOAT32, data.length, shape);
+  }
+
+  /** A float64 tensor copied from data; shape defaults to {data.length}. */
+  public static Tensor of(double[] data, long... shape) {
+    return fromArray(data, 8, DType.FLOAT64, data.length, shape);
+  }
+
+  /** An int64 tensor copied from data; shape defaults to {data.length}. */
+  public static Tensor of(long[] data, long... shape) {
+    return fromArray(data, 8, DType.INT64, data.length, shape);
+  }
+
+  /** An int32 tensor copied from data; shape defaults to {data.length}. */
+  public static Tensor of(int[] data, long... shape) {
+    return fromArray(data, 4, DType.INT32, data.length, shape);
+  }
+
+  /** A bool tensor copied from data; shape defaults to {data.length}. */
+  public static Tensor of(boolean[] data, long... shape) {
+    return fromArray(data, 1, DType.BOOL, data.length, shape);
+  }
+
+  /** A tensor of dtype whose raw bytes (native byte order) are data, e.g. uint8 images. */
+  public static Tensor ofBytes(byte[] data, DType dtype, long... shape) {
+    return fromArray(data, 1, dtype, -1, shape);
+  }
+
+  /** A 0-dimensional float64 tensor. */
+  public static Tensor scalar(double value) {
+    return jniFromArray(new double[] {value}, 8, DType.FLOAT64, new long[0]);
+  }
+
+  /** A float32 tensor copied from the buffer's remaining elements (direct buffers without an extra copy). */
+  public static Tensor fromBuffer(FloatBuffer data, long... shape) {
+    if (!data.isDirect()) {
+      float[] copy = new float[data.remaining()];
+      data.duplicate().get(copy);
+      return of(copy, shape);
+    }
+    Buffers.requireNativeOrder(data.order(), "FloatBuffer");
+    return fromDirect(data, 4, data.position(), data.remaining(), DType.FLOAT32, shape);
+  }
+
+  /** A float64 tensor copied from the buffer's remaining elements. */
+  public static Tensor fromBuffer(DoubleBuffer data, long... shape) {
+    if (!data.isDirect()) {
+      double[] copy = new double[data.remaining()];
+      data.duplicate().get(copy);
+      return of(copy, shape);
+    }
+    Buffers.requireNativeOrder(data.order(), "DoubleBuffer");
+    return fromDirect(data, 8, data.position(), data.remaining(), DType.FLOAT64, shape);
+  }
+
+  /** An int64 tensor copied from the buffer's remaining elements. */
+  public static Tensor fromBuffer(LongBuffer data, long... shape) {
+    if (!data.isDirect()) {
+      long[] copy = new long[data.remaining()];
+      data.duplicate().get(copy);
+      return of(copy, shape);
+    }
+    Buffers.requireNativeOrder(data.order(), "LongBuffer");
+    return fromDirect(data, 8, data.position(), data.remaining(), DType.INT64, shape);
+  }
+
+  /** An int32 tensor copied from the buffer's remaining elements. */
+  public static Tensor fromBuffer(IntBuffer data, long... shape) {
+    if (!data.isDirect()) {
+      int[] copy = new int[data.remaining()];
+      data.duplicate().get(copy);
+      return of(copy, shape);
+    }
+    Buffers.requireNativeOrder(data.order(), "IntBuffer");
+    return fromDirect(data, 4, data.position(), data.remaining(), DType.INT32, shape);
+  }
+
+  /** A tensor of dtype whose bytes are the buffer's remaining bytes; multi-byte dtypes need ByteOrder.nativeOrder(). */
+  public static Tensor fromBuffer(ByteBuffer data, DType dtype, long... shape) {
+    if (!data.isDirect()) {
+      byte[] copy = new byte[data.remaining()];
+      data.duplicate().get(copy);
+      return ofBytes(copy, dtype, shape);
+    }
+    if (Accel.dtypeSize(dtype) > 1) Buffers.requireNativeOrder(data.order(), "ByteBuffer");
+    return fromDirect(data, 1, data.position(), data.remaining(), dtype, shape);
+  }
+
+  private static Tensor fromArray(Object data, int itemSize, DType dtype, long length, long[] shape) {
+    java.util.Objects.requireNonNull(data, "data");
+    long[] dims = shape.length == 0 && length >= 0 ? new long[] {length} : shape;
+    return jniFromArray(data, itemSize, dtype, dims);
+  }
+
+  private static Tensor fromDirect(java.nio.Buffer data, int itemSize, long position, long count, DType dtype,
+                                   long[] shape) {
+    long[] dims = shape.length == 0 ? new long[] {count * itemSize / Accel.dtypeSize(dtype)} : shape;
+    return jniFromDirect(data, itemSize, position * itemSize, count * itemSize, dtype, dims);
+  }
+
+  /** The sizes of the dimensions ({} for a scalar). */
+  public long[] shape() {
+    Int64Vector dims = nativeShape();
+    try {
+      long[] out = new long[dims.size()];
+      for (int i = 0; i < out.length; ++i) out[i] = dims.get(i);
+      return out;
+    } finally {
+      dims.delete();
+    }
+  }
+
+  /** The number of dimensions. */
+  public int dim() {
+    return shape().length;
+  }
+
+  /** Copies the elements (row-major) into out, which must hold exactly numel() floats of a float32 tensor. */
+  public void copyTo(float[] out) {
+    requireDType(DType.FLOAT32, "float[]");
+    jniCopyToArray(out, 4);
+  }
+
+  public void copyTo(double[] out) {
+    requireDType(DType.FLOAT64, "double[]");
+    jniCopyToArray(out, 8);
+  }
+
+  public void copyTo(long[] out) {
+    requireDType(DType.INT64, "long[]");
+    jniCopyToArray(out, 8);
+  }
+
+  public void copyTo(int[] out) {
+    requireDType(DType.INT32, "int[]");
+    jniCopyToArray(out, 4);
+  }
+
+  public void copyTo(boolean[] out) {
+    requireDType(DType.BOOL, "boolean[]");
+    jniCopyToArray(out, 1);
+  }
+
+  /** Copies the raw bytes (any dtype, native byte order); out holds exactly nbytes(). */
+  public void copyTo(byte[] out) {
+    jniCopyToArray(out, 1);
+  }
+
+  /** Copies the elements into the buffer's remaining space (exactly numel() floats) without moving its position. */
+  public void copyTo(FloatBuffer out) {
+    requireDType(DType.FLOAT32, "FloatBuffer");
+    if (!out.isDirect()) {
+      float[] copy = toFloatArray();
+      out.duplicate().put(copy);
+      return;
+    }
+    Buffers.requireNativeOrder(out.order(), "FloatBuffer");
+    jniCopyToDirect(out, 4, out.position() * 4L, out.remaining() * 4L);
+  }
+
+  /** Copies the raw bytes into the buffer's remaining space (exactly nbytes()) without moving its position. */
+  public void copyTo(ByteBuffer out) {
+    if (!out.isDirect()) {
+      out.duplicate().put(toByteArray());
+      return;
+    }
+    if (Accel.dtypeSize(dtype()) > 1) Buffers.requireNativeOrder(out.order(), "ByteBuffer");
+    jniCopyToDirect(out, 1, out.position(), out.remaining());
+  }
+
+  public float[] toFloatArray() {
+    requireDType(DType.FLOAT32, "float[]");
+    float[] out = new float[Buffers.checkedLength(numel())];
+    jniCopyToArray(out, 4);
+    return out;
+  }
+
+  public double[] toDoubleArray() {
+    requireDType(DType.FLOAT64, "double[]");
+    double[] out = new double[Buffers.checkedLength(numel())];
+    jniCopyToArray(out, 8);
+    return out;
+  }
+
+  public long[] toLongArray() {
+    requireDType(DType.INT64, "long[]");
+    long[] out = new long[Buffers.checkedLength(numel())];
+    jniCopyToArray(out, 8);
+    return out;
+  }
+
+  public int[] toIntArray() {
+    requireDType(DType.INT32, "int[]");
+    int[] out = new int[Buffers.checkedLength(numel())];
+    jniCopyToArray(out, 4);
+    return out;
+  }
+
+  public boolean[] toBooleanArray() {
+    requireDType(DType.BOOL, "boolean[]");
+    boolean[] out = new boolean[Buffers.checkedLength(numel())];
+    jniCopyToArray(out, 1);
+    return out;
+  }
+
+  /** The raw bytes of the elements in native byte order. */
+  public byte[] toByteArray() {
+    byte[] out = new byte[Buffers.checkedLength(nbytes())];
+    jniCopyToArray(out, 1);
+    return out;
+  }
+
+  /** The mean loss of these predictions against target. */
+  public Tensor crossEntropy(Tensor target) {
+    return loss(LossKind.LOSS_CROSS_ENTROPY, target);
+  }
+
+  private void requireDType(DType expected, String what) {
+    DType actual = dtype();
+    if (actual != expected) {
+      throw new AccelException(Status.ERR_INVALID_ARGUMENT.swigValue(),
+          "the tensor has dtype " + actual + "; " + what + " needs " + expected);
+    }
+  }
+
+  @Override
+  public String toString() {
+    if (swigCPtr == 0) return "Tensor(closed)";
+    return "Tensor(shape=" + java.util.Arrays.toString(shape()) + ", dtype=" + dtype() + ")";
+  }
+%}
+
+%typemap(javacode) AccelBatch %{
+  private Tensor[] taken;
+
+  /** Frees the batch and every tensor taken from it with get(). */
+  @Override
+  public void close() {
+    if (taken != null) {
+      for (Tensor t : taken) {
+        if (t != null) t.close();
+      }
+      taken = null;
+    }
+    delete();
+  }
+
+  /** Field i of the batch (inputs = 0, targets = 1), owned by the batch: close() frees it. */
+  public Tensor get(int i) {
+    if (taken == null) taken = new Tensor[size()];
+    if (i < 0 || i >= taken.length) {
+      throw new AccelException(Status.ERR_INVALID_ARGUMENT.swigValue(),
+          "batch index " + i + " out of range [0, " + taken.length + ")");
+    }
+    if (taken[i] == null) taken[i] = take(i);
+    return taken[i];
+  }
+
+  public Tensor inputs() {
+    return get(0);
+  }
+
+  public Tensor targets() {
+    return get(1);
+  }
+%}
+
+%typemap(javacode) AccelModel %{
+  @Override
+  public void close() {
+    delete();
+  }
+
+  /** Evaluation mode (train(false)). */
+  public void eval() {
+    train(false);
+  }
+%}
+
+%typemap(javacode) AccelOptimizer %{
+  @Override
+  public void close() {
+    delete();
+  }
+
+  /** AdamW with learning rate lr and PyTorch's other defaults. */
+  public static Optimizer adamW(Model model, double lr) {
+    OptimizerOptions options = new OptimizerOptions(OptimizerKind.OPTIM_ADAMW);
+    try {
+      options.setLr(lr);
+      return new Optimizer(model, options);
+    } finally {
+      options.delete();
+    }
+  }
+
+  /** SGD with learning rate lr and momentum. */
+  public static Optimizer sgd(Model model, double lr, double momentum) {
+    OptimizerOptions options = new OptimizerOptions(OptimizerKind.OPTIM_SGD);
+    try {
+      options.setLr(lr);
+      options.setMomentum(momentum);
+      return new Optimizer(model, options);
+    } finally {
+      options.delete();
+    }
+  }
+%}
+
+%typemap(javacode) AccelScheduler %{
+  @Override
+  public void close() {
+    delete();
+  }
+
+  /** A scheduler with milestones (multi-step); the options carry the rest. */
+  public static Scheduler create(Optimizer optimizer, SchedulerOptions options, long... milestones) {
+    Int64Vector list = new Int64Vector(milestones);
+    try {
+      return new Scheduler(optimizer, options, list);
+    } finally {
+      list.delete();
+    }
+  }
+%}
+
+%typemap(javacode) AccelDataset %{
+  @Override
+  public void close() {
+    delete();
+  }
+
+  /** A map-style dataset whose samples a Java object writes (from loader threads when num_workers > 0). */
+  public static Dataset fromMap(MapDataset dataset) {
+    return Callbacks.fromMap(dataset);
+  }
+
+  /** An iterable (streaming) dataset whose samples a Java object writes. */
+  public static Dataset fromIterable(IterableDataset dataset) {
+    return Callbacks.fromIterable(dataset);
+  }
+%}
+
+%typemap(javacode) AccelDataLoader %{
+  @Override
+  public void close() {
+    delete();
+  }
+
+  /** A loader over a Java map-style dataset. */
+  public static DataLoader of(MapDataset dataset, DataLoaderOptions options) {
+    try (Dataset native_ = Dataset.fromMap(dataset)) {
+      return new DataLoader(native_, options);  // the loader keeps the dataset alive
+    }
+  }
+
+  /** A loader over a Java iterable dataset. */
+  public static DataLoader of(IterableDataset dataset, DataLoaderOptions options) {
+    try (Dataset native_ = Dataset.fromIterable(dataset)) {
+      return new DataLoader(native_, options);
+    }
+  }
+
+  /**
+   * One epoch of batches; close each (try-with-resources) to free its tensors at once.
+   * The next iterator() starts the next epoch.
+   */
+  @Override
+  public java.util.Iterator<Batch> iterator() {
+    return new java.util.Iterator<Batch>() {
+      private Batch next;
+      private boolean done;
+
+      @Override
+      public boolean hasNext() {
+        if (next == null && !done) {
+          next = nextBatch();
+          done = next == null;
+        }
+        return next != null;
+      }
+
+      @Override
+      public Batch next() {
+        if (!hasNext()) throw new java.util.NoSuchElementException("the epoch has ended");
+        Batch batch = next;
+        next = null;
+        return batch;
+      }
+    };
+  }
+%}
+
+%typemap(javacode) AccelProgress %{
+  @Override
+  public void close() {
+    delete();
+  }
+%}
+
+%typemap(javacode) AccelProfileRun %{
+  /** Ends the profile (writing its trace) if it is running, then frees it. */
+  @Override
+  public void close() {
+    delete();
+  }
+%}
+
+%typemap(javacode) SampleWriter %{
+  @Override
+  public void close() {
+    delete();
+  }
+%}
+
+%typemap(javacode) StateWriter %{
+  @Override
+  public void close() {
+    delete();
+  }
+
+  /** Appends bytes to the object's state. */
+  public void write(byte[] data) {
+    jniWrite(data);
+  }
+%}
+
+%typemap(javaimports) AccelAccelerator %{
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+%}
+%typemap(javacode) AccelAccelerator %{
+  /** Ends training for the trackers added to it, then frees the accelerator and them. */
+  @Override
+  public void close() {
+    delete();
+  }
+
+  /** A builder of accelerator options with Accelerate's names. */
+  public static AcceleratorBuilder builder() {
+    return new AcceleratorBuilder();
+  }
+
+  /**
+   * Prepares models, optimizers, data loaders and schedulers, in any order (models first,
+   * as Accelerate does). Collective with several processes.
+   */
+  public void prepare(Object... objects) {
+    for (Object o : objects) {
+      if (!(o instanceof Model || o instanceof Optimizer || o instanceof DataLoader || o instanceof Scheduler)) {
+        throw new IllegalArgumentException("cannot prepare " + (o == null ? "null" : o.getClass().getName()));
+      }
+    }
+    for (Object o : objects) if (o instanceof Model) prepareModel((Model) o);
+    for (Object o : objects) if (o instanceof Optimizer) prepareOptimizer((Optimizer) o);
+    for (Object o : objects) if (o instanceof DataLoader) prepareDataloader((DataLoader) o);
+    for (Object o : objects) if (o instanceof Scheduler) prepareScheduler((Scheduler) o);
+  }
+
+  /** Gradient accumulation: {@code try (Scope s = acc.accumulate(model)) { ... }}. */
+  public Scope accumulate(Model model) {
+    accumulateBegin(model);
+    return () -> accumulateEnd(model);
+  }
+
+  /** Local gradient accumulation without synchronisation. */
+  public Scope noSync(Model model) {
+    noSyncBegin(model);
+    return () -> noSyncEnd(model);
+  }
+
+  /** Mixed-precision autocast per the accelerator's mixed_precision. */
+  public Scope autocast() {
+    return autocast(true);
+  }
+
+  public Scope autocast(boolean enabled) {
+    autocastBegin(enabled);
+    return this::autocastEnd;
+  }
+
+  /** The main process runs the block first, the others after it. Collective. */
+  public Scope mainProcessFirst() {
+    mainProcessFirstBegin();
+    return this::mainProcessFirstEnd;
+  }
+
+  /** Each node's local main process first. Collective. */
+  public Scope localMainProcessFirst() {
+    localMainProcessFirstBegin();
+    return this::localMainProcessFirstEnd;
+  }
+
+  public Scope joinUnevenInputs() {
+    joinUnevenInputsBegin();
+    return this::joinUnevenInputsEnd;
+  }
+
+  /** Records LibTorch operators until closed; writes outputTraceDir/trace_<rank>.json. */
+  public Profile profile(String outputTraceDir) {
+    return Profile.begin(this, outputTraceDir);
+  }
+
+  /** Java objects saved and restored with every saveState (see Checkpointable). */
+  public void registerForCheckpointing(Checkpointable... objects) {
+    for (Checkpointable o : objects) {
+      java.util.Objects.requireNonNull(o, "checkpoint object");
+      CheckpointObject adapter = new Callbacks.CheckpointAdapter(o);
+      try {
+        registerForCheckpointing(adapter);
+      } catch (RuntimeException e) {
+        adapter.delete();
+        throw e;
+      }
+      adapter.swigReleaseOwnership();  // the accelerator deletes it
+    }
+  }
+
+  /** hook(directory) runs before saveState writes. */
+  public RemovableHandle registerSaveStatePreHook(DirectoryHook hook) {
+    StateHook adapter = new Callbacks.HookAdapter(hook);
+    long id;
+    try {
+      id = registerSaveStatePreHook(adapter);
+    } catch (RuntimeException e) {
+      adapter.delete();
+      throw e;
+    }
+    adapter.swigReleaseOwnership();
+    return new RemovableHandle(this, id);
+  }
+
+  /** hook(directory) runs before loadState reads. */
+  public RemovableHandle registerLoadStatePreHook(DirectoryHook hook) {
+    StateHook adapter = new Callbacks.HookAdapter(hook);
+    long id;
+    try {
+      id = registerLoadStatePreHook(adapter);
+    } catch (RuntimeException e) {
+      adapter.delete();
+      throw e;
+    }
+    adapter.swigReleaseOwnership();
+    return new RemovableHandle(this, id);
+  }
+
+  /** A custom tracker, started by initTrackers on the main process; kept until the accelerator is freed. */
+  public void addTracker(Tracker tracker) {
+    Callbacks.TrackerAdapter adapter = new Callbacks.TrackerAdapter(tracker);
+    try {
+      addTracker(adapter, tracker.name());
+    } catch (RuntimeException e) {
+      adapter.delete();
+      throw e;
+    }
+    // The accelerator owns it from now on and deletes it after its last call (end of
+    // training, then free); until then the native side holds the adapter strongly.
+    adapter.swigReleaseOwnership();
+  }
+
+  /** Logs values to every tracker (main process); step < 0: no step. */
+  public void log(Map<String, ? extends Number> values, long step) {
+    StringVector names = new StringVector();
+    DoubleVector numbers = new DoubleVector();
+    try {
+      for (Map.Entry<String, ? extends Number> e : values.entrySet()) {
+        names.add(e.getKey());
+        numbers.add(e.getValue().doubleValue());
+      }
+      log(names, numbers, step);
+    } finally {
+      names.delete();
+      numbers.delete();
+    }
+  }
+
+  public void log(Map<String, ? extends Number> values) {
+    log(values, -1);
+  }
+
+  /** Every process's string, in rank order. Collective. */
+  public List<String> gatherObjects(String data) {
+    StringVector all = gatherObject(data);
+    try {
+      return new ArrayList<>(all);
+    } finally {
+      all.delete();
+    }
+  }
+%}
+
+%include "accel_core.i"
+
+/* ---- Java-only natives (arrays and direct buffers) ---- */
+%newobject AccelTensor::jni_from_array;
+%newobject AccelTensor::jni_from_direct;
+%extend AccelTensor {
+  static AccelTensor* jni_from_array(JNIEnv* JENV, jobject data, int item_size, accel_dtype dtype, jlongArray shape) {
+    size_t nbytes = accel_java::array_bytes(JENV, data, item_size);
+    std::vector<int64_t> dims = accel_java::read_shape(JENV, shape);
+    accel_java::PinnedArray pinned(JENV, data, false);
+    accel_tensor* out = 0;
+    accel_check(accel_tensor_from_buffer(pinned.data(), nbytes, dtype, dims.data(), dims.size(), &out));
+    return out;
+  }
+  static AccelTensor* jni_from_direct(JNIEnv* JENV, jobject data, int item_size, int64_t offset, int64_t nbytes,
+                                      accel_dtype dtype, jlongArray shape) {
+    char* bytes = accel_java::direct_bytes(JENV, data, offset, nbytes, item_size);
+    std::vector<int64_t> dims = accel_java::read_shape(JENV, shape);
+    accel_tensor* out = 0;
+    accel_check(accel_tensor_from_buffer(bytes, static_cast<size_t>(nbytes), dtype, dims.data(), dims.size(), &out));
+    return out;
+  }
+  void jni_copy_to_array(JNIEnv* JENV, jobject data, int item_size) const {
+    size_t nbytes = accel_java::array_bytes(JENV, data, item_size);
+    accel_java::PinnedArray pinned(JENV, data, true);
+    accel_check(accel_tensor_copy_to($self, pinned.data(), nbytes));
+  }
+  void jni_copy_to_direct(JNIEnv* JENV, jobject data, int item_size, int64_t offset, int64_t nbytes) const {
+    char* bytes = accel_java::direct_bytes(JENV, data, offset, nbytes, item_size);
+    accel_check(accel_tensor_copy_to($self, bytes, static_cast<size_t>(nbytes)));
+  }
+}
+
+%extend SampleWriter {
+  void jni_write_array(JNIEnv* JENV, int field, jobject data, int item_size) {
+    size_t nbytes = accel_java::array_bytes(JENV, data, item_size);
+    size_t expected = $self->nbytes(field);  /* checks the index */
+    if (nbytes != expected) {
+      accel_fail(ACCEL_ERR_INVALID_ARGUMENT, "field " + std::to_string(field) + " takes " + std::to_string(expected) +
+                                                 " bytes, got " + std::to_string(nbytes));
+    }
+    accel_java::PinnedArray pinned(JENV, data, false);
+    $self->write(field, pinned.data(), nbytes);
+  }
+  void jni_write_direct(JNIEnv* JENV, int field, jobject data, int64_t offset, int64_t nbytes) {
+    char* bytes = accel_java::direct_bytes(JENV, data, offset, nbytes, 1);
+    $self->write(field, bytes, static_cast<size_t>(nbytes));
+  }
+}
+
+%extend StateWriter {
+  void jni_write(JNIEnv* JENV, jbyteArray data) {
+    size_t nbytes = accel_java::array_bytes(JENV, data, 1);
+    accel_java::PinnedArray pinned(JENV, data, false);
+    $self->write(pinned.data(), nbytes);
+  }
+}
