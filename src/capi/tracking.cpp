@@ -34,10 +34,8 @@ class CallbackTracker : public accel::Tracker {
 
  private:
   void check(const char* what, accel_status status) const {
-    if (status == ACCEL_OK) return;
-    const bool known = status > ACCEL_OK && status <= ACCEL_ERR_INTERNAL;
-    accel::fail(known ? static_cast<ErrorCode>(status) : ErrorCode::Internal,
-                "tracker '" + name_ + "': " + what + " callback returned " + accel_status_name(status));
+    // The message the callback set with accel_set_error (a binding's exception text) is kept.
+    accel::capi::check_callback(status, "tracker '" + name_ + "': " + what + " callback");
   }
   accel_tracker_callbacks callbacks_;
   std::string name_;
