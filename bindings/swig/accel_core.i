@@ -24,6 +24,30 @@ typedef accel_dataset AccelDataset;
 typedef accel_dataloader AccelDataLoader;
 typedef accel_progress AccelProgress;
 
+/* Trackers added through the bindings belong to their accelerator: the C API
+   borrows them until end_training or accel_accelerator_free, so they are
+   deleted only after both (see accel_bindings_free_accelerator). */
+#include <map>
+#include <mutex>
+static std::mutex accel_tracker_mutex;
+static std::map<const accel_accelerator*, std::vector<Tracker*> > accel_owned_trackers;
+
+static void accel_bindings_free_accelerator(accel_accelerator* acc) {
+  if (!acc) return;
+  std::vector<Tracker*> trackers;
+  {
+    std::lock_guard<std::mutex> lock(accel_tracker_mutex);
+    auto it = accel_owned_trackers.find(acc);
+    if (it != accel_owned_trackers.end()) {
+      trackers.swap(it->second);
+      accel_owned_trackers.erase(it);
+    }
+  }
+  if (!trackers.empty()) accel_accelerator_end_training(acc);  /* last calls into the trackers */
+  accel_accelerator_free(acc);
+  for (Tracker* t : trackers) delete t;
+}
+
 struct AccelProfileRun {
   accel_profile* handle = 0;
 };
@@ -440,7 +464,7 @@ struct AccelProfileRun {};
     accel_check(accel_accelerator_create(options, &out));
     return out;
   }
-  ~AccelAccelerator() { accel_accelerator_free($self); }
+  ~AccelAccelerator() { accel_bindings_free_accelerator($self); }
 
   int process_index() const { int v = 0; accel_check(accel_accelerator_process_index($self, &v)); return v; }
   int local_process_index() const { int v = 0; accel_check(accel_accelerator_local_process_index($self, &v)); return v; }
@@ -604,7 +628,7 @@ struct AccelProfileRun {};
   void remove_hook(int64_t id) { accel_check(accel_accelerator_remove_hook($self, id)); }
 
   /* ---- tracking ---- */
-  /* tracker stays the caller's and must outlive end_training (the adapters keep it). */
+  /* The accelerator owns tracker from now on (the language adapters hand it over). */
   void add_tracker(Tracker* tracker, const std::string& name) {
     accel_tracker_callbacks callbacks;
     accel_tracker_callbacks_init(&callbacks);
@@ -614,6 +638,8 @@ struct AccelProfileRun {};
     callbacks.log = accel_bridge::tracker_log;
     callbacks.finish = accel_bridge::tracker_finish;
     accel_check(accel_accelerator_add_tracker($self, &callbacks));
+    std::lock_guard<std::mutex> lock(accel_tracker_mutex);
+    accel_owned_trackers[$self].push_back(tracker);
   }
   void init_trackers(const std::string& project_name, const std::string& config_json = "") {
     accel_check(accel_accelerator_init_trackers($self, project_name.c_str(),

@@ -125,7 +125,7 @@ ACCEL_PY_CLOSEABLE(AccelProfileRun, "Profile")
 %inline %{
 static void close_tensor(AccelTensor* CLOSING) { accel_tensor_free(CLOSING); }
 static void close_batch(AccelBatch* CLOSING) { delete CLOSING; }
-static void close_accelerator(AccelAccelerator* CLOSING) { accel_accelerator_free(CLOSING); }
+static void close_accelerator(AccelAccelerator* CLOSING) { accel_bindings_free_accelerator(CLOSING); }
 static void close_model(AccelModel* CLOSING) { accel_model_free(CLOSING); }
 static void close_optimizer(AccelOptimizer* CLOSING) { accel_optimizer_free(CLOSING); }
 static void close_scheduler(AccelScheduler* CLOSING) { accel_scheduler_free(CLOSING); }

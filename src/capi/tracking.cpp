@@ -33,9 +33,9 @@ class CallbackTracker : public accel::Tracker {
   }
 
  private:
+  // The callback's own message (accel_set_error) reaches the caller.
   void check(const char* what, accel_status status) const {
-    // The message the callback set with accel_set_error (a binding's exception text) is kept.
-    accel::capi::check_callback(status, "tracker '" + name_ + "': " + what + " callback");
+    accel::capi::check_callback(status, "tracker '" + name_ + "' " + what + " callback");
   }
   accel_tracker_callbacks callbacks_;
   std::string name_;

@@ -478,7 +478,6 @@ class Accelerator(core.Accelerator):
             options["log_with"] = ",".join(options["log_with"])
         _set_fields(opts, options, "Accelerator")
         super().__init__(opts)
-        self._kept: list = []  # Python objects the native side calls back into
 
     # -- prepare ---------------------------------------------------------
     def prepare(self, *objects: Any) -> Any:
@@ -612,8 +611,8 @@ class Accelerator(core.Accelerator):
     def add_tracker(self, tracker: Any) -> None:
         """A custom tracker (see Tracker), started by init_trackers on the main process."""
         adapter = _TrackerAdapter(tracker)
-        self._kept.append(adapter)
         core.Accelerator.add_tracker(self, adapter, getattr(tracker, "name", type(tracker).__name__))
+        adapter.__disown__()  # the accelerator owns it now
 
     def init_trackers(self, project_name: str, config: Optional[Dict[str, Any]] = None) -> None:
         core.Accelerator.init_trackers(self, project_name, json.dumps(config) if config else "")

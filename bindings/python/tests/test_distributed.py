@@ -1,0 +1,21 @@
+"""The Python binding across real processes started by `accel launch` (Gloo on loopback)."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+WORKER = Path(__file__).parent / "programs" / "distributed_worker.py"
+
+
+@pytest.mark.parametrize("nproc", [2, 3])
+def test_training_sync_and_gather_for_metrics_across_processes(nproc):
+    launcher = os.environ.get("ACCEL_CLI")
+    if not launcher:
+        pytest.skip("ACCEL_CLI (the accel command) is not set; run through CTest")
+    result = subprocess.run(
+        [launcher, "launch", "--nproc_per_node", str(nproc), "--master_port", "0", sys.executable, str(WORKER)],
+        capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"[rank 0] ok {nproc}" in result.stdout

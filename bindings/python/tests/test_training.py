@@ -1,0 +1,201 @@
+"""Training-loop features from Python: accumulation, checkpoints, custom objects, hooks, trackers."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+import accel
+
+LINEAR = '[{"type": "Linear", "in_features": 4, "out_features": 3}]'
+
+
+def make_run(tmp_path, **options):
+    acc = accel.Accelerator(cpu=True, project_dir=str(tmp_path), **options)
+    acc.set_seed(3)
+    model = accel.Model.from_json(LINEAR)
+    opt = accel.Optimizer(model, "adamw", lr=0.01)
+    rng = np.random.default_rng(1)
+    data = [(rng.standard_normal(4).astype(np.float32), int(i % 3)) for i in range(24)]
+    loader = accel.DataLoader(data, batch_size=4, shuffle=True, seed=5)
+    acc.prepare(model, opt, loader)
+    return acc, model, opt, loader
+
+
+def train_steps(acc, model, opt, loader, steps):
+    losses = []
+    for x, y in loader:
+        if len(losses) == steps:
+            break
+        with acc.accumulate(model):
+            loss = model(x).loss("cross_entropy", y)
+            acc.backward(loss)
+            opt.step()
+            opt.zero_grad()
+        losses.append(loss.item())
+    return losses
+
+
+def test_accumulate_context_syncs_every_nth_step(tmp_path):
+    acc, model, opt, loader = make_run(tmp_path, gradient_accumulation_steps=2)
+    syncs = []
+    for x, y in loader:
+        with acc.accumulate(model):
+            acc.backward(model(x).loss("cross_entropy", y))
+            syncs.append(acc.sync_gradients())
+            opt.step()
+            opt.zero_grad()
+    assert syncs == [False, True] * 3
+
+
+def test_save_and_load_state_resume_exactly(tmp_path):
+    acc, model, opt, loader = make_run(tmp_path)
+    train_steps(acc, model, opt, loader, 2)
+    acc.save_state(str(tmp_path / "ckpt"))
+    expected = train_steps(acc, model, opt, loader, 3)
+
+    acc2, model2, opt2, loader2 = make_run(tmp_path)
+    acc2.load_state(str(tmp_path / "ckpt"))
+    assert train_steps(acc2, model2, opt2, loader2, 3) == expected
+
+
+def test_load_state_of_missing_directory_names_it(tmp_path):
+    acc, *_ = make_run(tmp_path)
+    with pytest.raises(accel.AccelError, match="no-such-checkpoint"):
+        acc.load_state(str(tmp_path / "no-such-checkpoint"))
+
+
+def test_registered_python_object_is_saved_and_restored(tmp_path):
+    class Counter:
+        def __init__(self):
+            self.count = 0
+
+        def state_dict(self):
+            return {"count": self.count, "blob": bytes(range(256))}
+
+        def load_state_dict(self, state):
+            assert state["blob"] == bytes(range(256))
+            self.count = state["count"]
+
+    acc, *_ = make_run(tmp_path)
+    counter = Counter()
+    acc.register_for_checkpointing(counter)
+    counter.count = 7
+    acc.save_state(str(tmp_path / "ckpt"))
+    counter.count = 0
+    acc.load_state(str(tmp_path / "ckpt"))
+    assert counter.count == 7
+    with pytest.raises(TypeError, match="state_dict"):
+        acc.register_for_checkpointing(object())
+
+
+def test_failing_checkpoint_object_fails_save_state_with_its_message(tmp_path):
+    class Broken:
+        def state_dict(self):
+            raise RuntimeError("cannot serialise the widget")
+
+        def load_state_dict(self, state):
+            pass
+
+    acc, *_ = make_run(tmp_path)
+    acc.register_for_checkpointing(Broken())
+    with pytest.raises(accel.AccelError, match="cannot serialise the widget"):
+        acc.save_state(str(tmp_path / "ckpt"))
+    assert not (tmp_path / "ckpt").exists()
+
+
+def test_pre_hooks_run_and_can_be_removed(tmp_path):
+    acc, *_ = make_run(tmp_path)
+    seen = []
+    handle = acc.register_save_state_pre_hook(lambda d: seen.append(("save", os.path.basename(d))))
+    acc.register_load_state_pre_hook(lambda d: seen.append(("load", os.path.basename(d))))
+    acc.save_state(str(tmp_path / "a"))
+    acc.load_state(str(tmp_path / "a"))
+    handle.remove()
+    acc.save_state(str(tmp_path / "b"))
+    assert seen == [("save", "a"), ("load", "a")]
+    with pytest.raises(accel.AccelError):
+        handle.remove()
+
+
+def test_automatic_checkpoint_naming_and_total_limit(tmp_path):
+    acc, *_ = make_run(tmp_path, automatic_checkpoint_naming=True, total_limit=2)
+    for _ in range(3):
+        acc.save_state()
+    assert sorted(os.listdir(tmp_path / "checkpoints")) == ["checkpoint_1", "checkpoint_2"]
+    assert acc.save_iteration() == 3
+
+
+def test_save_model_and_load_checkpoint_in_model(tmp_path):
+    acc, model, opt, loader = make_run(tmp_path)
+    acc.save_model(model, str(tmp_path / "export"))
+    assert (tmp_path / "export" / "model.safetensors").exists()
+    other = accel.Model.from_json(LINEAR)
+    assert acc.load_checkpoint_in_model(other, str(tmp_path / "export" / "model.safetensors")) == (0, 0)
+    x = accel.tensor(np.ones((2, 4), np.float32))
+    np.testing.assert_array_equal(model(x).numpy(), other(x).numpy())
+
+
+def test_custom_and_builtin_trackers(tmp_path):
+    class Recorder(accel.Tracker):
+        name = "recorder"
+
+        def __init__(self):
+            self.config, self.logged, self.finished = None, [], False
+
+        def store_init_configuration(self, config):
+            self.config = config
+
+        def log(self, values, step=None):
+            self.logged.append((values, step))
+
+        def finish(self):
+            self.finished = True
+
+    acc, *_ = make_run(tmp_path, log_with=["jsonl"])
+    recorder = Recorder()
+    acc.add_tracker(recorder)
+    acc.init_trackers("run", {"lr": 0.01, "model": "linear"})
+    acc.log({"loss": 0.5, "accuracy": 0.75}, step=3)
+    acc.log({"loss": 0.25})
+    acc.end_training()
+    assert recorder.config == {"lr": 0.01, "model": "linear"}
+    assert recorder.logged == [({"loss": 0.5, "accuracy": 0.75}, 3), ({"loss": 0.25}, None)]
+    assert recorder.finished
+    records = [json.loads(line) for path in (tmp_path / "logs").rglob("*.jsonl") for line in path.open()]
+    assert any(r.get("loss") == 0.5 for r in records)
+
+
+def test_failing_tracker_names_its_error(tmp_path):
+    class Failing(accel.Tracker):
+        name = "failing"
+
+        def log(self, values, step=None):
+            raise ValueError("tracker backend is down")
+
+    acc, *_ = make_run(tmp_path)
+    acc.add_tracker(Failing())
+    acc.init_trackers("run")
+    with pytest.raises(accel.AccelError, match="tracker backend is down"):
+        acc.log({"loss": 1.0})
+
+
+def test_profile_writes_a_trace(tmp_path):
+    acc, model, *_ = make_run(tmp_path)
+    with acc.profile(str(tmp_path / "trace")):
+        model(accel.tensor(np.ones((2, 4), np.float32)))
+    assert (tmp_path / "trace" / "trace_0.json").exists()
+
+
+def test_scopes_and_single_process_collectives(tmp_path):
+    acc, model, *_ = make_run(tmp_path)
+    with acc.main_process_first(), acc.autocast(), acc.no_sync(model):
+        pass
+    t = accel.tensor(np.arange(6, dtype=np.float32).reshape(3, 2))
+    np.testing.assert_array_equal(acc.gather(t).numpy(), t.numpy())
+    np.testing.assert_array_equal(acc.reduce(t, "mean").numpy(), t.numpy())
+    assert acc.gather_object({"rank": 0}) == [{"rank": 0}]
+    with pytest.raises(ValueError, match="reduction"):
+        acc.reduce(t, "max")
+    with pytest.raises(accel.AccelError):
+        acc.autocast_end()
