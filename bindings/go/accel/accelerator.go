@@ -98,7 +98,8 @@ func (o AcceleratorOptions) native() (core.AcceleratorOptions, error) {
 // Methods documented as collective must be called by every process.
 type Accelerator struct {
 	h core.Accelerator
-	// Go objects the native side calls back into without owning them (trackers).
+	// Tracker directors handed over to the accelerator, which deletes them when
+	// freed (tests check that through their cleared pointers).
 	trackers []core.Tracker
 }
 
@@ -125,7 +126,7 @@ func (a *Accelerator) handle() (core.Accelerator, error) {
 	return a.h, nil
 }
 
-// Close frees the accelerator (and then the Go trackers it used); closing twice is fine.
+// Close ends training if Go trackers were added, then frees the accelerator; closing twice is fine.
 func (a *Accelerator) Close() error {
 	if a == nil || a.h == nil {
 		return nil
@@ -134,10 +135,6 @@ func (a *Accelerator) Close() error {
 	a.h = nil
 	runtime.SetFinalizer(a, nil)
 	core.DeleteAccelerator(h)
-	for _, t := range a.trackers {
-		core.DeleteDirectorTracker(t)
-	}
-	a.trackers = nil
 	return nil
 }
 

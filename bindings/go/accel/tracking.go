@@ -18,7 +18,7 @@ type Tracker interface {
 	Finish() error
 }
 
-// trackerAdapter is the Tracker director; the accelerator keeps it until Close.
+// trackerAdapter is the Tracker director; the accelerator owns it once added.
 type trackerAdapter struct{ t Tracker }
 
 func recovered(message *string) {
@@ -59,7 +59,7 @@ func (a *Accelerator) AddTracker(name string, tracker Tracker) error {
 	}
 	director := core.NewDirectorTracker(&trackerAdapter{tracker})
 	if err := a.do(func(h core.Accelerator) { h.Add_tracker(director, name) }); err != nil {
-		core.DeleteDirectorTracker(director)
+		core.DeleteDirectorTracker(director) // not handed over
 		return err
 	}
 	a.trackers = append(a.trackers, director)

@@ -52,7 +52,22 @@ func TestGoTrackerGetsConfigValuesAndFinish(t *testing.T) {
 	if !rec.done {
 		t.Fatal("Finish not called")
 	}
-	ok(t, acc.Close()) // deletes the tracker director after the accelerator
+	director := acc.trackers[0]
+	ok(t, acc.Close())
+	if director.Swigcptr() != 0 {
+		t.Fatal("the accelerator did not delete the Go tracker's director")
+	}
+}
+
+func TestClosingAcceleratorFinishesGoTrackers(t *testing.T) {
+	acc := newCPU(t, AcceleratorOptions{ProjectDir: t.TempDir()})
+	rec := &recorder{}
+	ok(t, acc.AddTracker("recorder", rec))
+	ok(t, acc.InitTrackers("project", nil))
+	ok(t, acc.Close())
+	if !rec.done || len(rec.config) != 0 {
+		t.Fatalf("finish %v config %v", rec.done, rec.config)
+	}
 }
 
 func TestTrackerErrorIsReturnedByLog(t *testing.T) {
