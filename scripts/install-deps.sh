@@ -13,6 +13,7 @@ packages=(
   libgtest-dev libgmock-dev
   clang libclang-rt-14-dev # libFuzzer for the safetensors reader's fuzz test
   swig python3-dev python3-venv python3-numpy   # SWIG bindings; Python test environment (scripts/python-env.sh)
+  golang-go               # the Go binding (Go 1.19 here; a newer /usr/local/go/bin/go is used when present)
   dataset-fashion-mnist   # example data in /usr/share/datasets/fashion-mnist
   python3-torch           # bench/run.sh only: the Python PyTorch peer (same LibTorch 1.13.1); not used by the tests
 )

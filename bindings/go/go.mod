@@ -1,3 +1,3 @@
 module github.com/libaccel/libaccel/bindings/go
 
-go 1.23
+go 1.19

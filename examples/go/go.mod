@@ -1,6 +1,6 @@
 module github.com/libaccel/libaccel/examples/go
 
-go 1.23
+go 1.19
 
 require github.com/libaccel/libaccel/bindings/go v0.0.0
 

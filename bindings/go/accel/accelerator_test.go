@@ -2,7 +2,6 @@ package accel
 
 import (
 	"errors"
-	"slices"
 	"testing"
 	"time"
 )
@@ -86,7 +85,7 @@ func TestAccumulateSyncsEveryNthStepAndScopesAlwaysEnd(t *testing.T) {
 		ok(t, err)
 	}
 	// StepWasSkipped is about fp16 overflow only, as in Accelerate.
-	if !slices.Equal(syncs, []bool{false, true, false, true}) || slices.Contains(skipped, true) {
+	if !equal(syncs, []bool{false, true, false, true}) || contains(skipped, true) {
 		t.Fatalf("syncs %v skipped %v", syncs, skipped)
 	}
 	// The body's error comes back and the scope still ends: the next Accumulate works.
@@ -117,15 +116,15 @@ func TestCollectivesSingleProcess(t *testing.T) {
 	acc := newCPU(t, AcceleratorOptions{})
 	x := must[*Tensor](t)(NewTensor([]float32{1, 2, 3, 4}, 2, 2))
 	g := must[[]float32](t)(must[*Tensor](t)(acc.Gather(x)).Float32s())
-	if !slices.Equal(g, []float32{1, 2, 3, 4}) {
+	if !equal(g, []float32{1, 2, 3, 4}) {
 		t.Fatalf("gather %v", g)
 	}
 	m := must[[]float32](t)(must[*Tensor](t)(acc.Reduce(x, ReduceMean)).Float32s())
-	if !slices.Equal(m, []float32{1, 2, 3, 4}) {
+	if !equal(m, []float32{1, 2, 3, 4}) {
 		t.Fatalf("reduce %v", m)
 	}
 	b := must[[]float32](t)(must[*Tensor](t)(acc.Broadcast(x, 0)).Float32s())
-	if !slices.Equal(b, g) {
+	if !equal(b, g) {
 		t.Fatalf("broadcast %v", b)
 	}
 	_ = must[*Tensor](t)(acc.PadAcrossProcesses(x, 0, 0, false))

@@ -4,16 +4,15 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 )
 
 type counterState struct{ value []byte }
 
-func (c *counterState) StateDict() ([]byte, error) { return slices.Clone(c.value), nil }
+func (c *counterState) StateDict() ([]byte, error) { return append([]byte(nil), c.value...), nil }
 func (c *counterState) LoadStateDict(state []byte) error {
-	c.value = slices.Clone(state)
+	c.value = append([]byte(nil), state...)
 	return nil
 }
 
@@ -46,7 +45,7 @@ func TestSaveAndLoadStateWithGoObjectsAndHooks(t *testing.T) {
 	if string(state.value) != "binary\x00state\xff" {
 		t.Fatalf("restored %q", state.value)
 	}
-	if !slices.Equal(saved, []string{ckpt}) || !slices.Equal(loaded, []string{ckpt}) {
+	if !equal(saved, []string{ckpt}) || !equal(loaded, []string{ckpt}) {
 		t.Fatalf("hooks saw %v and %v", saved, loaded)
 	}
 	ok(t, saveHook.Remove())
@@ -103,7 +102,7 @@ func TestSaveModelAndLoadCheckpointInModel(t *testing.T) {
 	x := must[*Tensor](t)(NewTensor([]float32{1, 2, 3, 4}, 1, 4))
 	a := must[[]float32](t)(must[*Tensor](t)(model.Forward(x)).Float32s())
 	b := must[[]float32](t)(must[*Tensor](t)(other.Forward(x)).Float32s())
-	if !slices.Equal(a, b) {
+	if !equal(a, b) {
 		t.Fatalf("loaded model differs: %v vs %v", a, b)
 	}
 	_, _, err = acc.LoadCheckpointInModel(other, filepath.Join(dir, "missing.safetensors"), true)

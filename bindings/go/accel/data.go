@@ -2,7 +2,6 @@ package accel
 
 import (
 	"fmt"
-	"iter"
 	"runtime"
 
 	"github.com/libaccel/libaccel/bindings/go/internal/core"
@@ -185,24 +184,6 @@ func (l *DataLoader) Next() ([]*Tensor, error) {
 		fields[i] = t
 	}
 	return fields, nil
-}
-
-// Batches ranges over one epoch: `for batch, err := range loader.Batches()`.
-// An error ends the range after it is yielded. Breaking out early leaves the
-// epoch unfinished: the next Next continues it.
-func (l *DataLoader) Batches() iter.Seq2[[]*Tensor, error] {
-	return func(yield func([]*Tensor, error) bool) {
-		for {
-			batch, err := l.Next()
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			if batch == nil || !yield(batch, nil) {
-				return
-			}
-		}
-	}
 }
 
 // Len is the number of batches per epoch (on this process, once prepared).

@@ -3,7 +3,7 @@ package accel
 import (
 	"errors"
 	"fmt"
-	"slices"
+	"sort"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -32,8 +32,9 @@ func collect(t *testing.T, loader *DataLoader) ([]float32, []int64, error) {
 	t.Helper()
 	var xs []float32
 	var ys []int64
-	for batch, err := range loader.Batches() {
-		if err != nil {
+	for {
+		batch, err := loader.Next()
+		if err != nil || batch == nil {
 			return xs, ys, err
 		}
 		x := must[[]float32](t)(batch[0].Float32s())
@@ -46,7 +47,6 @@ func collect(t *testing.T, loader *DataLoader) ([]float32, []int64, error) {
 		ys = append(ys, must[[]int64](t)(batch[1].Int64s())...)
 		CloseAll(batch...)
 	}
-	return xs, ys, nil
 }
 
 func TestMapDatasetYieldsEverySampleInOrder(t *testing.T) {
@@ -64,7 +64,7 @@ func TestMapDatasetYieldsEverySampleInOrder(t *testing.T) {
 	for epoch := 0; epoch < 2; epoch++ {
 		xs, ys, err := collect(t, loader)
 		ok(t, err)
-		for i := range 10 {
+		for i := 0; i < 10; i++ {
 			if xs[i] != float32(i) || ys[i] != int64(i%3) {
 				t.Fatalf("epoch %d sample %d: x %v y %v", epoch, i, xs[i], ys[i])
 			}
@@ -84,12 +84,12 @@ func TestWorkerThreadsCallGoAndKeepTheOrder(t *testing.T) {
 	plainX, plainY := read(0)
 	for _, workers := range []int{1, 3} {
 		x, y := read(workers)
-		if !slices.Equal(x, plainX) || !slices.Equal(y, plainY) {
+		if !equal(x, plainX) || !equal(y, plainY) {
 			t.Fatalf("%d workers read another order", workers)
 		}
 	}
-	sorted := slices.Clone(plainX)
-	slices.Sort(sorted)
+	sorted := append([]float32(nil), plainX...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
 	for i, v := range sorted {
 		if v != float32(i) {
 			t.Fatalf("shuffled epoch is not a permutation: %v", sorted)
@@ -203,12 +203,11 @@ func TestIterableDatasetWithEpochs(t *testing.T) {
 	for epoch := uint64(0); epoch < 2; epoch++ {
 		ok(t, loader.SetEpoch(epoch))
 		var ys []int64
-		for batch, err := range loader.Batches() {
-			ok(t, err)
+		for _, batch := range readEpoch(t, loader) {
 			ys = append(ys, must[[]int64](t)(batch[1].Int64s())...)
 		}
 		base := int64(100 * epoch)
-		if !slices.Equal(ys, []int64{base, base + 1, base + 2, base + 3, base + 4}) {
+		if !equal(ys, []int64{base, base + 1, base + 2, base + 3, base + 4}) {
 			t.Fatalf("epoch %d: %v (resets %v)", epoch, ys, stream.resets)
 		}
 	}
@@ -258,12 +257,11 @@ func TestTensorDatasetSkipAndPreparedLoaderGather(t *testing.T) {
 	skipped := must[*DataLoader](t)(loader.SkipFirstBatches(1))
 	got, _, err := collect(t, skipped)
 	ok(t, err)
-	if !slices.Equal(got, []float32{4, 5, 6, 7, 8, 9}) {
+	if !equal(got, []float32{4, 5, 6, 7, 8, 9}) {
 		t.Fatalf("after skipping one batch: %v", got)
 	}
 	total := 0
-	for batch, err := range loader.Batches() {
-		ok(t, err)
+	for _, batch := range readEpoch(t, loader) {
 		all := must[*Tensor](t)(acc.GatherForMetrics(batch[1]))
 		total += int(must[int64](t)(all.Numel()))
 	}

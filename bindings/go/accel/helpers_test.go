@@ -55,3 +55,38 @@ func newCPU(t *testing.T, options AcceleratorOptions) *Accelerator {
 	t.Cleanup(func() { acc.Close() })
 	return acc
 }
+
+func equal[T comparable](a, b []T) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func contains[T comparable](s []T, v T) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// readEpoch reads the rest of the epoch with Next (Batches needs Go 1.23).
+func readEpoch(t *testing.T, loader *DataLoader) [][]*Tensor {
+	t.Helper()
+	var out [][]*Tensor
+	for {
+		batch, err := loader.Next()
+		ok(t, err)
+		if batch == nil {
+			return out
+		}
+		out = append(out, batch)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"math"
 	"math/rand"
 	"runtime"
-	"slices"
 	"testing"
 )
 
@@ -28,7 +27,7 @@ func TestModelForwardAndLoss(t *testing.T) {
 	}
 	x := must[*Tensor](t)(NewTensor(make([]float32, 8), 2, 4))
 	logits := must[*Tensor](t)(model.Forward(x))
-	if shape := must[[]int64](t)(logits.Shape()); !slices.Equal(shape, []int64{2, 3}) {
+	if shape := must[[]int64](t)(logits.Shape()); !equal(shape, []int64{2, 3}) {
 		t.Fatalf("logits shape %v", shape)
 	}
 	loss := must[*Tensor](t)(logits.Loss(CrossEntropy, must[*Tensor](t)(NewTensor([]int64{0, 2}))))
@@ -125,7 +124,7 @@ func TestSchedulerFollowsPyTorchSchedule(t *testing.T) {
 		ok(t, sched.Step())
 		lrs = append(lrs, must[float64](t)(sched.LastLR()))
 	}
-	if !slices.Equal(lrs, []float64{1, 0.5, 0.5, 0.25, 0.25}) {
+	if !equal(lrs, []float64{1, 0.5, 0.5, 0.25, 0.25}) {
 		t.Fatalf("lrs %v", lrs)
 	}
 	if e := must[int64](t)(sched.LastEpoch()); e != 5 {

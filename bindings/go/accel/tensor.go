@@ -48,7 +48,7 @@ type Element interface {
 
 // DTypeOf is the dtype of Go element type T.
 func DTypeOf[T Element]() DType {
-	switch reflect.TypeFor[T]().Kind() {
+	switch reflect.TypeOf((*T)(nil)).Elem().Kind() {
 	case reflect.Float32:
 		return Float32
 	case reflect.Float64:
@@ -74,7 +74,7 @@ func asBytes[T Element](data []T) []byte {
 		return nil
 	}
 	var zero T
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(data))), len(data)*int(unsafe.Sizeof(zero)))
+	return unsafe.Slice((*byte)(unsafe.Pointer(&data[0])), len(data)*int(unsafe.Sizeof(zero)))
 }
 
 // LossKind selects the loss of Tensor.Loss.

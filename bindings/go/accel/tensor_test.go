@@ -1,7 +1,6 @@
 package accel
 
 import (
-	"slices"
 	"strings"
 	"testing"
 )
@@ -10,13 +9,13 @@ func roundTrip[T Element](t *testing.T, data []T) {
 	t.Helper()
 	x := must[*Tensor](t)(NewTensor(data, 3, 4))
 	defer x.Close()
-	if shape := must[[]int64](t)(x.Shape()); !slices.Equal(shape, []int64{3, 4}) {
+	if shape := must[[]int64](t)(x.Shape()); !equal(shape, []int64{3, 4}) {
 		t.Fatalf("shape %v", shape)
 	}
 	if d := must[DType](t)(x.DType()); d != DTypeOf[T]() {
 		t.Fatalf("dtype %v, want %v", d, DTypeOf[T]())
 	}
-	if back := must[[]T](t)(ToSlice[T](x)); !slices.Equal(back, data) {
+	if back := must[[]T](t)(ToSlice[T](x)); !equal(back, data) {
 		t.Fatalf("values %v, want %v", back, data)
 	}
 }
@@ -46,7 +45,7 @@ func TestTensorRoundTripKeepsDTypeShapeAndValues(t *testing.T) {
 		t.Fatalf("String() = %q", one.String())
 	}
 	raw := must[*Tensor](t)(TensorFromBytes([]byte{0, 0x3c, 0, 0x40}, Float16, 2)) // 1.0, 2.0 in IEEE half
-	if b := must[[]byte](t)(raw.Bytes()); !slices.Equal(b, []byte{0, 0x3c, 0, 0x40}) {
+	if b := must[[]byte](t)(raw.Bytes()); !equal(b, []byte{0, 0x3c, 0, 0x40}) {
 		t.Fatalf("float16 bytes %v", b)
 	}
 	if Float32.Size() != 4 || BFloat16.Size() != 2 || Int64.String() != "int64" {
@@ -71,7 +70,7 @@ func TestTensorSizeAndDTypeAreChecked(t *testing.T) {
 
 func TestTensorOps(t *testing.T) {
 	a := must[*Tensor](t)(NewTensor([]float32{1, 5, 2, 7, 0, 1}, 2, 3))
-	if idx := must[[]int64](t)(must[*Tensor](t)(a.Argmax(1)).Int64s()); !slices.Equal(idx, []int64{1, 0}) {
+	if idx := must[[]int64](t)(must[*Tensor](t)(a.Argmax(1)).Int64s()); !equal(idx, []int64{1, 0}) {
 		t.Fatalf("argmax %v", idx)
 	}
 	if s := must[float64](t)(must[*Tensor](t)(a.Sum()).Item()); s != 16 {
@@ -79,7 +78,7 @@ func TestTensorOps(t *testing.T) {
 	}
 	b := must[*Tensor](t)(NewTensor([]float32{1, 0, 2, 7, 0, 0}, 2, 3))
 	same := must[[]bool](t)(ToSlice[bool](must[*Tensor](t)(a.Eq(b))))
-	if !slices.Equal(same, []bool{true, false, true, true, true, false}) {
+	if !equal(same, []bool{true, false, true, true, true, false}) {
 		t.Fatalf("eq %v", same)
 	}
 	_, err := a.Argmax(5)

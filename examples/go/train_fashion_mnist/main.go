@@ -53,9 +53,13 @@ func trainOneEpoch(acc *accel.Accelerator, model *accel.Model, opt *accel.Optimi
 		return 0, err
 	}
 	sum, steps := 0.0, 0
-	for batch, err := range loader.Batches() {
+	for {
+		batch, err := loader.Next() // nil at the end of the epoch
 		if err != nil {
 			return 0, err
+		}
+		if batch == nil {
+			break
 		}
 		if maxSteps > 0 && steps >= maxSteps { // drain the epoch without training, as the C example does
 			accel.CloseAll(batch...)
@@ -111,9 +115,13 @@ func evaluate(acc *accel.Accelerator, model *accel.Model, loader *accel.DataLoad
 		return 0, err
 	}
 	correct, total := 0.0, 0.0
-	for batch, err := range loader.Batches() {
+	for {
+		batch, err := loader.Next()
 		if err != nil {
 			return 0, err
+		}
+		if batch == nil {
+			break
 		}
 		hits, n, err := countHits(acc, model, batch[0], batch[1])
 		accel.CloseAll(batch...)
