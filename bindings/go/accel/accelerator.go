@@ -182,7 +182,11 @@ func (a *Accelerator) IsLocalMainProcess() (bool, error) {
 // DistributedType is "NO", "MULTI_CPU" or "MULTI_GPU".
 func (a *Accelerator) DistributedType() (string, error) {
 	v, err := accelValue(a, func(h core.Accelerator) int { return int(h.Distributed_type()) })
-	return [...]string{"NO", "MULTI_CPU", "MULTI_GPU"}[v%3], err
+	names := []string{"NO", "MULTI_CPU", "MULTI_GPU"}
+	if err != nil || v < 0 || v >= len(names) {
+		return "", err
+	}
+	return names[v], nil
 }
 
 // MixedPrecision is "no", "bf16", "fp16" or "fp8".

@@ -273,6 +273,9 @@ func Set[T Element](s *Sample, field int, values ...T) error {
 
 // SetBytes writes field i from raw little-endian bytes (any dtype).
 func (s *Sample) SetBytes(field int, data []byte) error {
+	if s.w == nil {
+		return &Error{Code: ErrState, Msg: "a Sample is only valid during the Get or Next call that received it"}
+	}
 	err := withThread(func() { s.w.Write(field, data) })
 	runtime.KeepAlive(data)
 	return err
@@ -344,7 +347,9 @@ func (m *mapSource) Get_sample(index int64, out core.SampleWriter) (message stri
 			message = panicText(r)
 		}
 	}()
-	return callbackResult(m.data.Get(index, &Sample{w: out, fields: m.fields}))
+	sample := &Sample{w: out, fields: m.fields}
+	defer func() { sample.w = nil }() // the writer dies with this call
+	return callbackResult(m.data.Get(index, sample))
 }
 
 // NewMapDataset makes a Dataset over a Go MapDataset whose samples have the given fields.
@@ -381,7 +386,9 @@ func (s *streamSource) Next_sample(out core.SampleWriter) (message string) {
 			message = panicText(r)
 		}
 	}()
-	ok, err := s.data.Next(&Sample{w: out, fields: s.fields})
+	sample := &Sample{w: out, fields: s.fields}
+	defer func() { sample.w = nil }()
+	ok, err := s.data.Next(sample)
 	if err == nil && !ok {
 		withThread(out.End_of_stream)
 	}

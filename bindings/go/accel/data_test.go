@@ -146,6 +146,26 @@ func (w *wrongSample) Get(i int64, out *Sample) error {
 	}
 }
 
+// keeper stashes the Sample it gets, which is wrong: it dies with the call.
+type keeper struct {
+	squares
+	kept *Sample
+}
+
+func (k *keeper) Get(i int64, out *Sample) error {
+	k.kept = out
+	return k.squares.Get(i, out)
+}
+
+func TestASampleUsedAfterItsCallIsAnErrorNotACrash(t *testing.T) {
+	k := &keeper{squares: squares{n: 2}}
+	ds := must[*Dataset](t)(NewMapDataset(k, squareFields...))
+	loader := must[*DataLoader](t)(NewDataLoader(ds, DataLoaderOptions{BatchSize: 2}))
+	_, _, err := collect(t, loader)
+	ok(t, err)
+	wantError(t, k.kept.SetFloat32(0, 1, 2), ErrState, "only valid during")
+}
+
 func TestSamplesOfTheWrongSizeOrDTypeAreErrors(t *testing.T) {
 	wants := []string{"takes 2 values", "dtype float32, got float64", "takes 8 bytes, got 3", "field index 7"}
 	for i, want := range wants {
