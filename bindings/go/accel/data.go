@@ -162,7 +162,9 @@ func (l *DataLoader) Dataset() *Dataset { return l.dataset }
 
 // Next is the next batch, one tensor per sample field (inputs, targets, ...),
 // or nil at the end of the epoch; the call after that starts the next epoch.
-// A failing Go dataset's error comes back here.
+// A failing Go dataset's error comes back here. Use each batch before reading
+// the next: the loader's end-of-epoch state drives Accumulate and
+// GatherForMetrics, as in Accelerate.
 func (l *DataLoader) Next() ([]*Tensor, error) {
 	h, err := l.handle()
 	if err != nil {
