@@ -287,8 +287,13 @@ func (a *Accelerator) withModel(m *Model, f func(core.Accelerator, core.Model)) 
 }
 
 // PrepareModel wraps the model for the run (device, gradient sync). Collective.
+// Prepared objects keep their accelerator alive.
 func (a *Accelerator) PrepareModel(m *Model) error {
-	return a.withModel(m, func(h core.Accelerator, mh core.Model) { h.Prepare_model(mh) })
+	err := a.withModel(m, func(h core.Accelerator, mh core.Model) { h.Prepare_model(mh) })
+	if err == nil {
+		m.accelerator = a
+	}
+	return err
 }
 
 // PrepareOptimizer makes the optimizer follow accumulation and mixed precision.
@@ -298,7 +303,11 @@ func (a *Accelerator) PrepareOptimizer(o *Optimizer) error {
 		return err
 	}
 	defer runtime.KeepAlive(o)
-	return a.do(func(h core.Accelerator) { h.Prepare_optimizer(oh) })
+	err = a.do(func(h core.Accelerator) { h.Prepare_optimizer(oh) })
+	if err == nil {
+		o.accelerator = a
+	}
+	return err
 }
 
 // PrepareDataLoader shards the loader across processes.
@@ -308,7 +317,11 @@ func (a *Accelerator) PrepareDataLoader(l *DataLoader) error {
 		return err
 	}
 	defer runtime.KeepAlive(l)
-	return a.do(func(h core.Accelerator) { h.Prepare_dataloader(lh) })
+	err = a.do(func(h core.Accelerator) { h.Prepare_dataloader(lh) })
+	if err == nil {
+		l.accelerator = a
+	}
+	return err
 }
 
 // PrepareScheduler makes the scheduler step with the optimizer's real steps.
@@ -318,7 +331,11 @@ func (a *Accelerator) PrepareScheduler(s *Scheduler) error {
 		return err
 	}
 	defer runtime.KeepAlive(s)
-	return a.do(func(h core.Accelerator) { h.Prepare_scheduler(sh) })
+	err = a.do(func(h core.Accelerator) { h.Prepare_scheduler(sh) })
+	if err == nil {
+		s.accelerator = a
+	}
+	return err
 }
 
 // Backward computes gradients of loss (scaled for accumulation and fp16).

@@ -106,8 +106,9 @@ type DataLoaderOptions struct {
 // DataLoader yields batches of a dataset; Prepare it to shard it across processes.
 // It keeps its dataset alive.
 type DataLoader struct {
-	h       core.DataLoader
-	dataset *Dataset
+	h           core.DataLoader
+	dataset     *Dataset
+	accelerator *Accelerator // once prepared
 }
 
 // NewDataLoader makes a loader over dataset.
@@ -151,7 +152,7 @@ func (l *DataLoader) Close() error {
 		return nil
 	}
 	h := l.h
-	l.h, l.dataset = nil, nil
+	l.h, l.dataset, l.accelerator = nil, nil, nil
 	runtime.SetFinalizer(l, nil)
 	core.DeleteDataLoader(h)
 	return nil
@@ -207,7 +208,11 @@ func (l *DataLoader) SkipFirstBatches(n int64) (*DataLoader, error) {
 	}
 	defer runtime.KeepAlive(l)
 	s, err := call(func() core.DataLoader { return h.Skip_first_batches(n) })
-	return newDataLoader(s, err, l.dataset)
+	skipped, err := newDataLoader(s, err, l.dataset)
+	if err == nil {
+		skipped.accelerator = l.accelerator
+	}
+	return skipped, err
 }
 
 // SetEpoch sets the epoch the next pass shuffles for.

@@ -19,7 +19,8 @@ func boolInt(b bool) int {
 
 // Model is a network: built from a JSON layer list or a TorchScript file.
 type Model struct {
-	h core.Model
+	h           core.Model
+	accelerator *Accelerator // once prepared
 }
 
 func newModel(h core.Model, err error) (*Model, error) {
@@ -55,7 +56,7 @@ func (m *Model) Close() error {
 		return nil
 	}
 	h := m.h
-	m.h = nil
+	m.h, m.accelerator = nil, nil
 	runtime.SetFinalizer(m, nil)
 	core.DeleteModel(h)
 	return nil
@@ -162,8 +163,9 @@ func setIf[T comparable](v T, set func(T)) {
 
 // Optimizer updates a model's parameters. It keeps its model alive.
 type Optimizer struct {
-	h     core.Optimizer
-	model *Model
+	h           core.Optimizer
+	model       *Model
+	accelerator *Accelerator // once prepared
 }
 
 // NewOptimizer makes an optimizer over model's parameters.
@@ -197,7 +199,7 @@ func (o *Optimizer) Close() error {
 		return nil
 	}
 	h := o.h
-	o.h, o.model = nil, nil
+	o.h, o.model, o.accelerator = nil, nil, nil
 	runtime.SetFinalizer(o, nil)
 	core.DeleteOptimizer(h)
 	return nil
@@ -361,8 +363,9 @@ func (o SchedulerOptions) native() (core.SchedulerOptions, error) {
 
 // Scheduler changes an optimizer's learning rate each step. It keeps its optimizer alive.
 type Scheduler struct {
-	h         core.Scheduler
-	optimizer *Optimizer
+	h           core.Scheduler
+	optimizer   *Optimizer
+	accelerator *Accelerator // once prepared
 }
 
 // NewScheduler makes a schedule for optimizer.
@@ -401,7 +404,7 @@ func (s *Scheduler) Close() error {
 		return nil
 	}
 	h := s.h
-	s.h, s.optimizer = nil, nil
+	s.h, s.optimizer, s.accelerator = nil, nil, nil
 	runtime.SetFinalizer(s, nil)
 	core.DeleteScheduler(h)
 	return nil

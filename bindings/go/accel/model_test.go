@@ -184,3 +184,22 @@ func TestOptimizerKeepsModelAliveAndFinalizersFree(t *testing.T) {
 	runtime.GC()
 	runtime.GC()
 }
+
+func TestPreparedObjectsKeepTheirAcceleratorAlive(t *testing.T) {
+	model := must[*Model](t)(ModelFromJSON(linear))
+	opt := must[*Optimizer](t)(NewOptimizer(model, OptimizerOptions{Kind: SGD, LR: 0.1}))
+	func() {
+		acc := must[*Accelerator](t)(NewAccelerator(AcceleratorOptions{CPU: true}))
+		ok(t, acc.Prepare(model, opt))
+	}()
+	for i := 0; i < 3; i++ {
+		runtime.GC()
+	}
+	if model.accelerator == nil || opt.accelerator != model.accelerator || model.accelerator.h == nil {
+		t.Fatal("the prepared objects let their accelerator go")
+	}
+	x := must[*Tensor](t)(NewTensor(make([]float32, 8), 2, 4))
+	loss := must[*Tensor](t)(must[*Tensor](t)(model.Forward(x)).Loss(CrossEntropy, must[*Tensor](t)(NewTensor([]int64{0, 1}))))
+	ok(t, model.accelerator.Backward(loss))
+	ok(t, opt.Step())
+}
