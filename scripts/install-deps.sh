@@ -15,6 +15,7 @@ packages=(
   clang libclang-rt-14-dev # libFuzzer for the safetensors reader's fuzz test
   swig python3-dev python3-venv python3-numpy   # SWIG bindings; Python test environment (scripts/python-env.sh)
   openjdk-17-jdk-headless curl ca-certificates  # Java binding; JUnit from Maven Central (scripts/java-deps.sh)
+  golang-go               # the Go binding (Go 1.19 here; a newer /usr/local/go/bin/go is used when present)
   dataset-fashion-mnist   # example data in /usr/share/datasets/fashion-mnist
   dpkg-dev file lintian   # packaging/build-deb.sh (CPack's dpkg-shlibdeps) and its lintian test
   python3-torch           # bench/run.sh only: the Python PyTorch peer (same LibTorch 1.13.1); not used by the tests

@@ -1,0 +1,427 @@
+package accel
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/libaccel/libaccel/bindings/go/internal/core"
+)
+
+// AcceleratorOptions use Accelerate's names. A zero field (nil pointer, ""
+// string) takes Accelerate's default or the ACCELERATE_* environment variable
+// `accel launch` sets.
+type AcceleratorOptions struct {
+	CPU                       bool          // use the CPU even where a GPU is present
+	MixedPrecision            string        // "no", "fp16", "bf16", "fp8"; "": ACCELERATE_MIXED_PRECISION, else "no"
+	GradientAccumulationSteps int64         // 0: ACCELERATE_GRADIENT_ACCUMULATION_STEPS, else 1
+	SyncWithDataloader        *bool         // nil: true (the loader's last batch ends a window)
+	Timeout                   time.Duration // collectives and rendezvous; 0: 30 minutes
+	BucketCapMB               float64       // gradient-sync bucket size; 0: 25
+	FirstBucketCapMB          float64       // 0: 1
+	GradientAsBucketView      bool
+	StaticGraph               bool
+	FindUnusedParameters      bool
+	CommHook                  string // "", "no", "fp16", "bf16"
+	ScalerInitScale           float64
+	ScalerGrowthFactor        float64
+	ScalerBackoffFactor       float64
+	ScalerGrowthInterval      int64
+	SplitBatches              bool
+	EvenBatches               *bool // nil: true
+	DispatchBatches           bool
+	DevicePlacement           *bool // nil: true
+	ProjectDir                string
+	LoggingDir                string
+	AutomaticCheckpointNaming bool
+	TotalLimit                int64
+	SaveOnEachNode            bool
+	LogWith                   []string // "jsonl", "csv", "tensorboard", "mlflow", "all"
+}
+
+var precisionNames = []string{"no", "bf16", "fp16", "fp8"}
+
+func (o AcceleratorOptions) native() (core.AcceleratorOptions, error) {
+	precision := -1 // ACCEL_PRECISION_DEFAULT
+	if o.MixedPrecision != "" {
+		p, err := choice(o.MixedPrecision, "MixedPrecision", precisionNames...)
+		if err != nil {
+			return nil, err
+		}
+		precision = p
+	}
+	hook, err := choice(o.CommHook, "CommHook", "no", "fp16", "bf16")
+	if err != nil {
+		return nil, err
+	}
+	if o.Timeout < 0 {
+		return nil, &Error{Code: ErrInvalidArgument, Msg: fmt.Sprintf("Timeout %v is negative", o.Timeout)}
+	}
+	n := core.NewAcceleratorOptions()
+	n.SetCpu(boolInt(o.CPU))
+	n.SetMixed_precision(core.Accel_mixed_precision(precision))
+	setIf(o.GradientAccumulationSteps, n.SetGradient_accumulation_steps)
+	if o.SyncWithDataloader != nil {
+		n.SetSync_with_dataloader(boolInt(*o.SyncWithDataloader))
+	}
+	setIf(o.Timeout.Milliseconds(), n.SetTimeout_ms)
+	setIf(o.BucketCapMB, n.SetBucket_cap_mb)
+	setIf(o.FirstBucketCapMB, n.SetFirst_bucket_cap_mb)
+	n.SetGradient_as_bucket_view(boolInt(o.GradientAsBucketView))
+	n.SetStatic_graph(boolInt(o.StaticGraph))
+	n.SetFind_unused_parameters(boolInt(o.FindUnusedParameters))
+	n.SetComm_hook(core.Accel_comm_hook(hook))
+	setIf(o.ScalerInitScale, n.SetScaler_init_scale)
+	setIf(o.ScalerGrowthFactor, n.SetScaler_growth_factor)
+	setIf(o.ScalerBackoffFactor, n.SetScaler_backoff_factor)
+	setIf(o.ScalerGrowthInterval, n.SetScaler_growth_interval)
+	n.SetSplit_batches(boolInt(o.SplitBatches))
+	if o.EvenBatches != nil {
+		n.SetEven_batches(boolInt(*o.EvenBatches))
+	}
+	n.SetDispatch_batches(boolInt(o.DispatchBatches))
+	if o.DevicePlacement != nil {
+		n.SetDevice_placement(boolInt(*o.DevicePlacement))
+	}
+	setIf(o.ProjectDir, n.SetProject_dir)
+	setIf(o.LoggingDir, n.SetLogging_dir)
+	n.SetAutomatic_checkpoint_naming(boolInt(o.AutomaticCheckpointNaming))
+	setIf(o.TotalLimit, n.SetTotal_limit)
+	n.SetSave_on_each_node(boolInt(o.SaveOnEachNode))
+	setIf(strings.Join(o.LogWith, ","), n.SetLog_with)
+	return n, nil
+}
+
+// Accelerator is Accelerate's Accelerator: the process's place in the
+// distributed run, and what prepares models, optimizers and loaders for it.
+// Methods documented as collective must be called by every process.
+type Accelerator struct {
+	h core.Accelerator
+	// Tracker directors handed over to the accelerator, which deletes them when
+	// freed (tests check that through their cleared pointers).
+	trackers []core.Tracker
+}
+
+// NewAccelerator starts (or joins, under `accel launch`) the distributed run.
+func NewAccelerator(options AcceleratorOptions) (*Accelerator, error) {
+	opts, err := options.native()
+	if err != nil {
+		return nil, err
+	}
+	defer core.DeleteAcceleratorOptions(opts)
+	h, err := call(func() core.Accelerator { return core.NewAccelerator(opts) })
+	if err != nil {
+		return nil, err
+	}
+	a := &Accelerator{h: h}
+	runtime.SetFinalizer(a, (*Accelerator).Close)
+	return a, nil
+}
+
+func (a *Accelerator) handle() (core.Accelerator, error) {
+	if a == nil || a.h == nil {
+		return nil, closedError("Accelerator")
+	}
+	return a.h, nil
+}
+
+// Close ends training if Go trackers were added, then frees the accelerator; closing twice is fine.
+func (a *Accelerator) Close() error {
+	if a == nil || a.h == nil {
+		return nil
+	}
+	h := a.h
+	a.h = nil
+	runtime.SetFinalizer(a, nil)
+	core.DeleteAccelerator(h)
+	return nil
+}
+
+// do runs f on the accelerator's handle on a pinned thread.
+func (a *Accelerator) do(f func(core.Accelerator)) error {
+	h, err := a.handle()
+	if err != nil {
+		return err
+	}
+	defer runtime.KeepAlive(a)
+	return withThread(func() { f(h) })
+}
+
+func accelValue[T any](a *Accelerator, f func(core.Accelerator) T) (T, error) {
+	var v T
+	err := a.do(func(h core.Accelerator) { v = f(h) })
+	return v, err
+}
+
+// ProcessIndex is this process's global rank.
+func (a *Accelerator) ProcessIndex() (int, error) {
+	return accelValue(a, func(h core.Accelerator) int { return h.Process_index() })
+}
+
+// LocalProcessIndex is this process's rank on its machine.
+func (a *Accelerator) LocalProcessIndex() (int, error) {
+	return accelValue(a, func(h core.Accelerator) int { return h.Local_process_index() })
+}
+
+// NumProcesses is the number of processes in the run.
+func (a *Accelerator) NumProcesses() (int, error) {
+	return accelValue(a, func(h core.Accelerator) int { return h.Num_processes() })
+}
+
+// IsMainProcess tells whether this is global rank 0.
+func (a *Accelerator) IsMainProcess() (bool, error) {
+	return accelValue(a, func(h core.Accelerator) bool { return h.Is_main_process() })
+}
+
+// IsLocalMainProcess tells whether this is rank 0 on its machine.
+func (a *Accelerator) IsLocalMainProcess() (bool, error) {
+	return accelValue(a, func(h core.Accelerator) bool { return h.Is_local_main_process() })
+}
+
+// DistributedType is "NO", "MULTI_CPU" or "MULTI_GPU".
+func (a *Accelerator) DistributedType() (string, error) {
+	v, err := accelValue(a, func(h core.Accelerator) int { return int(h.Distributed_type()) })
+	names := []string{"NO", "MULTI_CPU", "MULTI_GPU"}
+	if err != nil || v < 0 || v >= len(names) {
+		return "", err
+	}
+	return names[v], nil
+}
+
+// MixedPrecision is "no", "bf16", "fp16" or "fp8".
+func (a *Accelerator) MixedPrecision() (string, error) {
+	v, err := accelValue(a, func(h core.Accelerator) int { return int(h.Mixed_precision()) })
+	if err != nil || v < 0 || v >= len(precisionNames) {
+		return "", err
+	}
+	return precisionNames[v], nil
+}
+
+// Device is the device tensors are placed on ("cpu", "cuda:0").
+func (a *Accelerator) Device() (string, error) {
+	return accelValue(a, func(h core.Accelerator) string { return h.Device() })
+}
+
+// Timeout is the collective and rendezvous timeout.
+func (a *Accelerator) Timeout() (time.Duration, error) {
+	ms, err := accelValue(a, func(h core.Accelerator) int64 { return h.Timeout_ms() })
+	return time.Duration(ms) * time.Millisecond, err
+}
+
+// WaitForEveryone blocks until every process reaches it. Collective.
+func (a *Accelerator) WaitForEveryone() error {
+	return a.do(func(h core.Accelerator) { h.Wait_for_everyone() })
+}
+
+// Print prints a line on the main process only (Accelerate's accelerator.print).
+func (a *Accelerator) Print(args ...any) error {
+	line := fmt.Sprintln(args...)
+	line = line[:len(line)-1]
+	return a.do(func(h core.Accelerator) { h.Print(line) })
+}
+
+// Printf is Print with a format.
+func (a *Accelerator) Printf(format string, args ...any) error {
+	line := fmt.Sprintf(format, args...)
+	return a.do(func(h core.Accelerator) { h.Print(line) })
+}
+
+// SetSeed seeds every random generator (the same seed on every process).
+func (a *Accelerator) SetSeed(seed uint64) error {
+	return a.do(func(h core.Accelerator) { h.Set_seed(seed) })
+}
+
+// FreeMemory releases cached allocator memory.
+func (a *Accelerator) FreeMemory() error {
+	return a.do(func(h core.Accelerator) { h.Free_memory() })
+}
+
+// Prepare prepares models, optimizers, data loaders and schedulers, in that
+// order whatever the argument order (as Accelerate does). Collective.
+func (a *Accelerator) Prepare(objects ...any) error {
+	for _, o := range objects {
+		switch o.(type) {
+		case *Model, *Optimizer, *DataLoader, *Scheduler:
+		default:
+			return &Error{Code: ErrInvalidArgument, Msg: fmt.Sprintf("cannot prepare a %T", o)}
+		}
+	}
+	for pass := 0; pass < 4; pass++ {
+		for _, o := range objects {
+			var err error
+			switch v := o.(type) {
+			case *Model:
+				if pass == 0 {
+					err = a.PrepareModel(v)
+				}
+			case *Optimizer:
+				if pass == 1 {
+					err = a.PrepareOptimizer(v)
+				}
+			case *DataLoader:
+				if pass == 2 {
+					err = a.PrepareDataLoader(v)
+				}
+			case *Scheduler:
+				if pass == 3 {
+					err = a.PrepareScheduler(v)
+				}
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// withModel runs f with the accelerator's and model's handles.
+func (a *Accelerator) withModel(m *Model, f func(core.Accelerator, core.Model)) error {
+	mh, err := m.handle()
+	if err != nil {
+		return err
+	}
+	defer runtime.KeepAlive(m)
+	return a.do(func(h core.Accelerator) { f(h, mh) })
+}
+
+// PrepareModel wraps the model for the run (device, gradient sync). Collective.
+// Prepared objects keep their accelerator alive.
+func (a *Accelerator) PrepareModel(m *Model) error {
+	err := a.withModel(m, func(h core.Accelerator, mh core.Model) { h.Prepare_model(mh) })
+	if err == nil {
+		m.accelerator = a
+	}
+	return err
+}
+
+// PrepareOptimizer makes the optimizer follow accumulation and mixed precision.
+func (a *Accelerator) PrepareOptimizer(o *Optimizer) error {
+	oh, err := o.handle()
+	if err != nil {
+		return err
+	}
+	defer runtime.KeepAlive(o)
+	err = a.do(func(h core.Accelerator) { h.Prepare_optimizer(oh) })
+	if err == nil {
+		o.accelerator = a
+	}
+	return err
+}
+
+// PrepareDataLoader shards the loader across processes.
+func (a *Accelerator) PrepareDataLoader(l *DataLoader) error {
+	lh, err := l.handle()
+	if err != nil {
+		return err
+	}
+	defer runtime.KeepAlive(l)
+	err = a.do(func(h core.Accelerator) { h.Prepare_dataloader(lh) })
+	if err == nil {
+		l.accelerator = a
+	}
+	return err
+}
+
+// PrepareScheduler makes the scheduler step with the optimizer's real steps.
+func (a *Accelerator) PrepareScheduler(s *Scheduler) error {
+	sh, err := s.handle()
+	if err != nil {
+		return err
+	}
+	defer runtime.KeepAlive(s)
+	err = a.do(func(h core.Accelerator) { h.Prepare_scheduler(sh) })
+	if err == nil {
+		s.accelerator = a
+	}
+	return err
+}
+
+// Backward computes gradients of loss (scaled for accumulation and fp16).
+func (a *Accelerator) Backward(loss *Tensor) error {
+	th, err := loss.handle()
+	if err != nil {
+		return err
+	}
+	defer runtime.KeepAlive(loss)
+	return a.do(func(h core.Accelerator) { h.Backward(th) })
+}
+
+// tensorOp runs a tensor-producing accelerator call.
+func (a *Accelerator) tensorOp(t *Tensor, f func(core.Accelerator, core.Tensor) core.Tensor) (*Tensor, error) {
+	th, err := t.handle()
+	if err != nil {
+		return nil, err
+	}
+	defer runtime.KeepAlive(t)
+	var out core.Tensor
+	err = a.do(func(h core.Accelerator) { out = f(h, th) })
+	return tensorResult(out, err)
+}
+
+// Gather concatenates every process's tensor along dim 0. Collective.
+func (a *Accelerator) Gather(t *Tensor) (*Tensor, error) {
+	return a.tensorOp(t, func(h core.Accelerator, x core.Tensor) core.Tensor { return h.Gather(x) })
+}
+
+// GatherForMetrics is Gather without the samples repeated to even out the last round. Collective.
+func (a *Accelerator) GatherForMetrics(t *Tensor) (*Tensor, error) {
+	return a.tensorOp(t, func(h core.Accelerator, x core.Tensor) core.Tensor { return h.Gather_for_metrics(x) })
+}
+
+// ReduceOp selects Reduce's reduction.
+type ReduceOp int
+
+const (
+	ReduceSum  ReduceOp = 0
+	ReduceMean ReduceOp = 1
+)
+
+// Reduce sums or averages the tensor across processes. Collective.
+func (a *Accelerator) Reduce(t *Tensor, op ReduceOp) (*Tensor, error) {
+	return a.tensorOp(t, func(h core.Accelerator, x core.Tensor) core.Tensor {
+		return h.Reduce(x, core.Accel_reduce_op(op))
+	})
+}
+
+// Broadcast sends fromProcess's tensor to every process. Collective.
+func (a *Accelerator) Broadcast(t *Tensor, fromProcess int) (*Tensor, error) {
+	return a.tensorOp(t, func(h core.Accelerator, x core.Tensor) core.Tensor { return h.Broadcast(x, fromProcess) })
+}
+
+// PadAcrossProcesses pads dim to the largest size on any process. Collective.
+func (a *Accelerator) PadAcrossProcesses(t *Tensor, dim int64, padValue float64, padFirst bool) (*Tensor, error) {
+	return a.tensorOp(t, func(h core.Accelerator, x core.Tensor) core.Tensor {
+		return h.Pad_across_processes(x, dim, padValue, padFirst)
+	})
+}
+
+// SplitBetweenProcesses is this process's share of t's first dimension.
+func (a *Accelerator) SplitBetweenProcesses(t *Tensor, applyPadding bool) (*Tensor, error) {
+	return a.tensorOp(t, func(h core.Accelerator, x core.Tensor) core.Tensor {
+		return h.Split_between_processes(x, applyPadding)
+	})
+}
+
+// GatherObject is every process's bytes, in rank order. Collective.
+func (a *Accelerator) GatherObject(data []byte) ([][]byte, error) {
+	v, err := accelValue(a, func(h core.Accelerator) core.StringVector { return h.Gather_object(string(data)) })
+	if err != nil {
+		return nil, err
+	}
+	defer core.DeleteStringVector(v)
+	out := make([][]byte, v.Size())
+	for i := range out {
+		out[i] = []byte(v.Get(i))
+	}
+	return out, nil
+}
+
+// SetTrigger raises this process's breakpoint flag (CheckTrigger sees it on every process).
+func (a *Accelerator) SetTrigger() error { return a.do(func(h core.Accelerator) { h.Set_trigger() }) }
+
+// CheckTrigger tells whether any process called SetTrigger, and resets it. Collective.
+func (a *Accelerator) CheckTrigger() (bool, error) {
+	return accelValue(a, func(h core.Accelerator) bool { return h.Check_trigger() })
+}

@@ -1,0 +1,127 @@
+package accel
+
+import (
+	"runtime"
+
+	"github.com/libaccel/libaccel/bindings/go/internal/core"
+)
+
+// scope runs begin, body and end; end runs even when body fails or panics, and
+// body's error comes first.
+func scope(begin, end func() error, body func() error) (err error) {
+	if err := begin(); err != nil {
+		return err
+	}
+	defer func() {
+		if endErr := end(); err == nil {
+			err = endErr
+		}
+	}()
+	return body()
+}
+
+// Accumulate runs one micro-step of gradient accumulation: inside, gradients
+// sync and the optimizer really steps only every GradientAccumulationSteps-th
+// time (or at the loader's end).
+func (a *Accelerator) Accumulate(m *Model, body func() error) error {
+	return scope(func() error { return a.AccumulateBegin(m) }, func() error { return a.AccumulateEnd(m) }, body)
+}
+
+// AccumulateBegin and AccumulateEnd bracket Accumulate's body (use defer).
+func (a *Accelerator) AccumulateBegin(m *Model) error {
+	return a.withModel(m, func(h core.Accelerator, mh core.Model) { h.Accumulate_begin(mh) })
+}
+
+// AccumulateEnd ends what AccumulateBegin started.
+func (a *Accelerator) AccumulateEnd(m *Model) error {
+	return a.withModel(m, func(h core.Accelerator, mh core.Model) { h.Accumulate_end(mh) })
+}
+
+// NoSync runs body without gradient synchronisation.
+func (a *Accelerator) NoSync(m *Model, body func() error) error {
+	return scope(func() error { return a.withModel(m, func(h core.Accelerator, mh core.Model) { h.No_sync_begin(mh) }) },
+		func() error { return a.withModel(m, func(h core.Accelerator, mh core.Model) { h.No_sync_end(mh) }) }, body)
+}
+
+// TriggerSyncInBackward makes the next backward sync gradients even inside NoSync.
+func (a *Accelerator) TriggerSyncInBackward(m *Model) error {
+	return a.withModel(m, func(h core.Accelerator, mh core.Model) { h.Trigger_sync_in_backward(mh) })
+}
+
+// Autocast runs body in the mixed-precision autocast region (if enabled).
+func (a *Accelerator) Autocast(enabled bool, body func() error) error {
+	return scope(func() error { return a.AutocastBegin(enabled) }, a.AutocastEnd, body)
+}
+
+// AutocastBegin and AutocastEnd bracket Autocast's body (use defer).
+func (a *Accelerator) AutocastBegin(enabled bool) error {
+	return a.do(func(h core.Accelerator) { h.Autocast_begin(enabled) })
+}
+
+// AutocastEnd ends what AutocastBegin started.
+func (a *Accelerator) AutocastEnd() error { return a.do(func(h core.Accelerator) { h.Autocast_end() }) }
+
+// MainProcessFirst runs body on the main process first, then on the others. Collective.
+func (a *Accelerator) MainProcessFirst(body func() error) error {
+	return scope(func() error { return a.do(func(h core.Accelerator) { h.Main_process_first_begin() }) },
+		func() error { return a.do(func(h core.Accelerator) { h.Main_process_first_end() }) }, body)
+}
+
+// LocalMainProcessFirst runs body on each machine's main process first. Collective.
+func (a *Accelerator) LocalMainProcessFirst(body func() error) error {
+	return scope(func() error { return a.do(func(h core.Accelerator) { h.Local_main_process_first_begin() }) },
+		func() error { return a.do(func(h core.Accelerator) { h.Local_main_process_first_end() }) }, body)
+}
+
+// JoinUnevenInputs lets processes with fewer batches finish body early.
+func (a *Accelerator) JoinUnevenInputs(body func() error) error {
+	return scope(func() error { return a.do(func(h core.Accelerator) { h.Join_uneven_inputs_begin() }) },
+		func() error { return a.do(func(h core.Accelerator) { h.Join_uneven_inputs_end() }) }, body)
+}
+
+// EndOfDataloader tells whether the current batch is the loader's last.
+func (a *Accelerator) EndOfDataloader() (bool, error) {
+	return accelValue(a, func(h core.Accelerator) bool { return h.End_of_dataloader() })
+}
+
+// Remainder is the number of real samples in the last gathered round.
+func (a *Accelerator) Remainder() (int64, error) {
+	return accelValue(a, func(h core.Accelerator) int64 { return h.Remainder() })
+}
+
+// SyncGradients tells whether this micro-step syncs gradients (and the optimizer steps).
+func (a *Accelerator) SyncGradients() (bool, error) {
+	return accelValue(a, func(h core.Accelerator) bool { return h.Sync_gradients() })
+}
+
+// GradientAccumulationSteps is the number of micro-steps per optimizer step.
+func (a *Accelerator) GradientAccumulationSteps() (int64, error) {
+	return accelValue(a, func(h core.Accelerator) int64 { return h.Gradient_accumulation_steps() })
+}
+
+// ClipGradNorm clips the gradients' total norm to maxNorm and returns the norm before clipping.
+func (a *Accelerator) ClipGradNorm(m *Model, maxNorm, normType float64) (float64, error) {
+	var v float64
+	err := a.withModel(m, func(h core.Accelerator, mh core.Model) { v = h.Clip_grad_norm(mh, maxNorm, normType) })
+	return v, err
+}
+
+// ClipGradValue clamps every gradient to [-clipValue, clipValue].
+func (a *Accelerator) ClipGradValue(m *Model, clipValue float64) error {
+	return a.withModel(m, func(h core.Accelerator, mh core.Model) { h.Clip_grad_value(mh, clipValue) })
+}
+
+// UnscaleGradients divides the fp16 loss scale out of the optimizer's gradients.
+func (a *Accelerator) UnscaleGradients(o *Optimizer) error {
+	oh, err := o.handle()
+	if err != nil {
+		return err
+	}
+	defer runtime.KeepAlive(o)
+	return a.do(func(h core.Accelerator) { h.Unscale_gradients(oh) })
+}
+
+// LossScale is the current fp16 loss scale (1 without fp16).
+func (a *Accelerator) LossScale() (float64, error) {
+	return accelValue(a, func(h core.Accelerator) float64 { return h.Loss_scale() })
+}

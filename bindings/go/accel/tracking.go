@@ -1,0 +1,225 @@
+package accel
+
+import (
+	"encoding/json"
+	"runtime"
+	"sort"
+
+	"github.com/libaccel/libaccel/bindings/go/internal/core"
+)
+
+// Tracker is an experiment tracker written in Go (Accelerate's GeneralTracker),
+// started by InitTrackers on the main process.
+type Tracker interface {
+	// StoreInitConfiguration gets InitTrackers' config (nil when none was given).
+	StoreInitConfiguration(runName string, config map[string]any) error
+	// Log gets one Log call's values; step < 0 means the caller gave none.
+	Log(values map[string]float64, step int64) error
+	Finish() error
+}
+
+// trackerAdapter is the Tracker director; the accelerator owns it once added.
+type trackerAdapter struct{ t Tracker }
+
+func recovered(message *string) {
+	if r := recover(); r != nil {
+		*message = panicText(r)
+	}
+}
+
+func (t *trackerAdapter) Init(runName, configJSON string) (message string) {
+	defer recovered(&message)
+	var config map[string]any
+	if configJSON != "" {
+		if err := json.Unmarshal([]byte(configJSON), &config); err != nil {
+			return err.Error()
+		}
+	}
+	return callbackResult(t.t.StoreInitConfiguration(runName, config))
+}
+
+func (t *trackerAdapter) Log(names core.StringVector, values core.DoubleVector, step int64) (message string) {
+	defer recovered(&message)
+	m := make(map[string]float64, names.Size())
+	for i := 0; i < int(names.Size()); i++ {
+		m[names.Get(i)] = values.Get(i)
+	}
+	return callbackResult(t.t.Log(m, step))
+}
+
+func (t *trackerAdapter) Finish() (message string) {
+	defer recovered(&message)
+	return callbackResult(t.t.Finish())
+}
+
+// AddTracker adds a Go tracker under name (before InitTrackers).
+func (a *Accelerator) AddTracker(name string, tracker Tracker) error {
+	if tracker == nil {
+		return &Error{Code: ErrInvalidArgument, Msg: "AddTracker: tracker is nil"}
+	}
+	director := core.NewDirectorTracker(&trackerAdapter{tracker})
+	if err := a.do(func(h core.Accelerator) { h.Add_tracker(director, name) }); err != nil {
+		core.DeleteDirectorTracker(director) // not handed over
+		return err
+	}
+	a.trackers = append(a.trackers, director)
+	return nil
+}
+
+// InitTrackers starts the trackers (LogWith and AddTracker) for projectName
+// with an optional JSON-serialisable config, on the main process.
+func (a *Accelerator) InitTrackers(projectName string, config map[string]any) error {
+	configJSON := ""
+	if config != nil {
+		b, err := json.Marshal(config)
+		if err != nil {
+			return &Error{Code: ErrInvalidArgument, Msg: "InitTrackers config: " + err.Error()}
+		}
+		configJSON = string(b)
+	}
+	return a.do(func(h core.Accelerator) { h.Init_trackers(projectName, configJSON) })
+}
+
+// Log sends scalar values to every tracker (main process); step < 0: none.
+func (a *Accelerator) Log(values map[string]float64, step int64) error {
+	names := make([]string, 0, len(values))
+	for n := range values {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	nv := core.NewStringVector()
+	defer core.DeleteStringVector(nv)
+	vv := core.NewDoubleVector()
+	defer core.DeleteDoubleVector(vv)
+	for _, n := range names {
+		nv.Add(n)
+		vv.Add(values[n])
+	}
+	return a.do(func(h core.Accelerator) { h.Log(nv, vv, step) })
+}
+
+// LogText sends a text value to the trackers that take text; step < 0: none.
+func (a *Accelerator) LogText(tag, text string, step int64) error {
+	return a.do(func(h core.Accelerator) { h.Log_text(tag, text, step) })
+}
+
+// HasTracker tells whether a tracker of that name is active.
+func (a *Accelerator) HasTracker(name string) (bool, error) {
+	return accelValue(a, func(h core.Accelerator) bool { return h.Has_tracker(name) })
+}
+
+// EndTraining finishes every tracker.
+func (a *Accelerator) EndTraining() error {
+	return a.do(func(h core.Accelerator) { h.End_training() })
+}
+
+// Profile records every LibTorch operator run inside body and writes a Chrome
+// trace to outputTraceDir/trace_<rank>.json.
+func (a *Accelerator) Profile(outputTraceDir string, body func() error) error {
+	var run core.Profile
+	begin := func() error {
+		h, err := a.handle()
+		if err != nil {
+			return err
+		}
+		defer runtime.KeepAlive(a)
+		run, err = call(func() core.Profile { return core.ProfileBegin(h, outputTraceDir) })
+		return err
+	}
+	end := func() error {
+		defer core.DeleteProfile(run)
+		return withThread(run.End)
+	}
+	return scope(begin, end, body)
+}
+
+// ProgressBar is a terminal progress bar (on the main process only, by default).
+type ProgressBar struct{ h core.ProgressBar }
+
+// NewProgressBar makes a bar of total steps.
+func NewProgressBar(total int64, description string, mainProcessOnly bool) (*ProgressBar, error) {
+	h, err := call(func() core.ProgressBar { return core.NewProgressBar(total, description, mainProcessOnly) })
+	if err != nil {
+		return nil, err
+	}
+	p := &ProgressBar{h: h}
+	runtime.SetFinalizer(p, (*ProgressBar).Close)
+	return p, nil
+}
+
+// Update advances the bar.
+func (p *ProgressBar) Update(steps int64) error {
+	if p == nil || p.h == nil {
+		return closedError("ProgressBar")
+	}
+	defer runtime.KeepAlive(p)
+	h := p.h
+	return withThread(func() { h.Update(steps) })
+}
+
+// Close finishes the bar; closing twice is fine.
+func (p *ProgressBar) Close() error {
+	if p == nil || p.h == nil {
+		return nil
+	}
+	h := p.h
+	p.h = nil
+	runtime.SetFinalizer(p, nil)
+	core.DeleteProgressBar(h)
+	return nil
+}
+
+// LogLevel is a logging level (Python logging's numbers).
+type LogLevel int
+
+const (
+	LogDebug    LogLevel = 10
+	LogInfo     LogLevel = 20
+	LogWarning  LogLevel = 30
+	LogError    LogLevel = 40
+	LogCritical LogLevel = 50
+)
+
+// Logger is Accelerate's get_logger: lines on stderr, from the main process only unless asked.
+type Logger struct{ Name string }
+
+// GetLogger returns the logger called name.
+func GetLogger(name string) *Logger { return &Logger{Name: name} }
+
+// Log writes message at level; mainProcessOnly keeps the other processes quiet.
+func (l *Logger) Log(level LogLevel, message string, mainProcessOnly bool) error {
+	return withThread(func() { core.Log_message(l.Name, core.Accel_log_level(level), message, mainProcessOnly) })
+}
+
+// Info logs on the main process.
+func (l *Logger) Info(message string) error { return l.Log(LogInfo, message, true) }
+
+// Warning logs on the main process.
+func (l *Logger) Warning(message string) error { return l.Log(LogWarning, message, true) }
+
+// Debug logs on the main process.
+func (l *Logger) Debug(message string) error { return l.Log(LogDebug, message, true) }
+
+// Error logs on the main process.
+func (l *Logger) Error(message string) error { return l.Log(LogError, message, true) }
+
+// Version is libaccel's version string.
+func Version() string { v, _ := call(core.Version); return v }
+
+// ABIVersion is the C ABI's version number.
+func ABIVersion() int { v, _ := call(core.Abi_version); return v }
+
+// Feature is an optional capability of the build.
+type Feature int
+
+const (
+	FeatureGloo Feature = 1
+	FeatureCUDA Feature = 2
+	FeatureNCCL Feature = 3
+)
+
+// HasFeature tells whether this build and machine have the feature.
+func HasFeature(f Feature) bool {
+	v, _ := call(func() bool { return core.Has_feature(core.Accel_feature(f)) })
+	return v
+}

@@ -1,0 +1,105 @@
+package accel
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+type recorder struct {
+	run    string
+	config map[string]any
+	logs   []map[string]float64
+	steps  []int64
+	done   bool
+	fail   bool
+}
+
+func (r *recorder) StoreInitConfiguration(run string, config map[string]any) error {
+	r.run, r.config = run, config
+	return nil
+}
+func (r *recorder) Log(values map[string]float64, step int64) error {
+	if r.fail {
+		return errors.New("tracker is offline")
+	}
+	r.logs = append(r.logs, values)
+	r.steps = append(r.steps, step)
+	return nil
+}
+func (r *recorder) Finish() error { r.done = true; return nil }
+
+func TestGoTrackerGetsConfigValuesAndFinish(t *testing.T) {
+	acc := newCPU(t, AcceleratorOptions{ProjectDir: t.TempDir()})
+	rec := &recorder{}
+	ok(t, acc.AddTracker("recorder", rec))
+	ok(t, acc.InitTrackers("project", map[string]any{"lr": 0.5, "name": "go"}))
+	if !must[bool](t)(acc.HasTracker("recorder")) || must[bool](t)(acc.HasTracker("nope")) {
+		t.Fatal("HasTracker")
+	}
+	ok(t, acc.Log(map[string]float64{"loss": 1.5, "acc": 0.25}, 3))
+	ok(t, acc.Log(map[string]float64{"loss": 1}, -1))
+	ok(t, acc.LogText("note", "hello", 4))
+	ok(t, acc.EndTraining())
+	if rec.run != "project" || rec.config["lr"] != 0.5 || rec.config["name"] != "go" {
+		t.Fatalf("init got %q %v", rec.run, rec.config)
+	}
+	if len(rec.logs) != 2 || rec.logs[0]["loss"] != 1.5 || rec.logs[0]["acc"] != 0.25 || rec.steps[0] != 3 || rec.steps[1] >= 0 {
+		t.Fatalf("logs %v steps %v", rec.logs, rec.steps)
+	}
+	if !rec.done {
+		t.Fatal("Finish not called")
+	}
+	director := acc.trackers[0]
+	ok(t, acc.Close())
+	if director.Swigcptr() != 0 {
+		t.Fatal("the accelerator did not delete the Go tracker's director")
+	}
+}
+
+func TestClosingAcceleratorFinishesGoTrackers(t *testing.T) {
+	acc := newCPU(t, AcceleratorOptions{ProjectDir: t.TempDir()})
+	rec := &recorder{}
+	ok(t, acc.AddTracker("recorder", rec))
+	ok(t, acc.InitTrackers("project", nil))
+	ok(t, acc.Close())
+	if !rec.done || len(rec.config) != 0 {
+		t.Fatalf("finish %v config %v", rec.done, rec.config)
+	}
+}
+
+func TestTrackerErrorIsReturnedByLog(t *testing.T) {
+	acc := newCPU(t, AcceleratorOptions{ProjectDir: t.TempDir()})
+	ok(t, acc.AddTracker("offline", &recorder{fail: true}))
+	ok(t, acc.InitTrackers("p", nil))
+	err := acc.Log(map[string]float64{"loss": 1}, 1)
+	if err == nil || !strings.Contains(err.Error(), "tracker is offline") {
+		t.Fatalf("want the tracker's error, got %v", err)
+	}
+	wantError(t, acc.AddTracker("nil", nil), ErrInvalidArgument, "nil")
+}
+
+func TestProgressLoggerAndProfile(t *testing.T) {
+	bar := must[*ProgressBar](t)(NewProgressBar(3, "steps", true))
+	ok(t, bar.Update(2))
+	ok(t, bar.Close())
+	ok(t, bar.Close())
+	wantClosed(t, bar.Update(1), "ProgressBar")
+	ok(t, GetLogger("go-test").Info("a message"))
+	ok(t, GetLogger("go-test").Log(LogWarning, "everywhere", false))
+
+	acc := newCPU(t, AcceleratorOptions{})
+	dir := t.TempDir()
+	model := must[*Model](t)(ModelFromJSON(linear))
+	ok(t, acc.Profile(dir, func() error {
+		_, err := model.Forward(must[*Tensor](t)(NewTensor(make([]float32, 4), 1, 4)))
+		return err
+	}))
+	trace, err := os.ReadFile(filepath.Join(dir, "trace_0.json"))
+	ok(t, err)
+	if !strings.Contains(string(trace), "aten::") {
+		t.Fatal("the trace names no aten op")
+	}
+}

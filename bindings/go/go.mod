@@ -1,0 +1,3 @@
+module github.com/libaccel/libaccel/bindings/go
+
+go 1.19
