@@ -52,6 +52,13 @@ struct AccelProfileRun {
   accel_profile* handle = 0;
 };
 
+/* Named tensors for save_tensors; borrows the tensors (the language layers keep
+   them alive until the save returns). */
+struct AccelNamedTensors {
+  std::vector<std::string> names;
+  std::vector<const accel_tensor*> tensors;
+};
+
 /* One batch from a loader: its tensors until each is taken. */
 struct AccelBatch {
   std::vector<accel_tensor*> tensors;
@@ -181,6 +188,7 @@ static void log_message(const std::string& name, accel_log_level level, const st
 %rename(DataLoader) AccelDataLoader;
 %rename(ProgressBar) AccelProgress;
 %rename(Profile) AccelProfileRun;
+%rename(NamedTensors) AccelNamedTensors;
 struct AccelTensor {};
 struct AccelBatch {};
 struct AccelAccelerator {};
@@ -191,6 +199,7 @@ struct AccelDataset {};
 struct AccelDataLoader {};
 struct AccelProgress {};
 struct AccelProfileRun {};
+struct AccelNamedTensors {};
 
 %newobject AccelTensor::from_buffer;
 %newobject AccelTensor::argmax;
@@ -257,6 +266,17 @@ struct AccelProfileRun {};
     accel_check(accel_loss(kind, $self, target, &out));
     return out;
   }
+}
+
+%extend AccelNamedTensors {
+  AccelNamedTensors() { return new AccelNamedTensors(); }
+  ~AccelNamedTensors() { delete $self; }
+  void add(const std::string& name, const AccelTensor* tensor) {
+    if (tensor == 0) accel_fail(ACCEL_ERR_INVALID_ARGUMENT, "NamedTensors.add: tensor '" + name + "' is null");
+    $self->names.push_back(name);
+    $self->tensors.push_back(tensor);
+  }
+  size_t size() const { return $self->names.size(); }
 }
 
 %newobject AccelBatch::take;
@@ -532,6 +552,13 @@ struct AccelProfileRun {};
     accel_tensor* out = 0;
     accel_check(accel_accelerator_split_between_processes($self, tensor, apply_padding, &out));
     return out;
+  }
+  /* Accelerate's accelerator.save for named tensors: one safetensors file,
+     written by the main process. Borrows the tensors. */
+  void save_tensors(const AccelNamedTensors& tensors, const std::string& path) {
+    std::vector<const char*> names;
+    for (const std::string& name : tensors.names) names.push_back(name.c_str());
+    accel_check(accel_accelerator_save_tensors($self, names.data(), tensors.tensors.data(), names.size(), path.c_str()));
   }
   /* Every process's string, in rank order (the bytes travel unchanged). */
   std::vector<std::string> gather_object(const std::string& data) {

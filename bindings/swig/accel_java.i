@@ -267,6 +267,9 @@ ACCEL_JAVA_CLOSEABLE(StateWriter, "StateWriter")
 %javamethodmodifiers AccelAccelerator::register_save_state_pre_hook "private";
 %javamethodmodifiers AccelAccelerator::register_load_state_pre_hook "private";
 %javamethodmodifiers AccelAccelerator::add_tracker "private";
+%javamethodmodifiers AccelAccelerator::save_tensors "private";
+%javamethodmodifiers AccelDataset::from_safetensors "private";
+%typemap(javaclassmodifiers) AccelNamedTensors "final class";
 
 /* ---- Java code of the generated classes ---- */
 %typemap(javaimports) AccelTensor %{
@@ -627,6 +630,19 @@ import java.nio.LongBuffer;
   public static Dataset fromIterable(IterableDataset dataset) {
     return Callbacks.fromIterable(dataset);
   }
+
+  /**
+   * Every *.safetensors file of directory, concatenated in file-name order; each name in
+   * fields becomes one field of a sample (rows on dim 0).
+   */
+  public static Dataset fromSafetensors(String directory, String... fields) {
+    StringVector names = new StringVector(java.util.Arrays.asList(fields));
+    try {
+      return fromSafetensors(directory, names);
+    } finally {
+      names.delete();
+    }
+  }
 %}
 
 %typemap(javacode) AccelDataLoader %{
@@ -865,6 +881,22 @@ import java.util.Map;
 
   public void log(Map<String, ? extends Number> values) {
     log(values, -1);
+  }
+
+  /**
+   * Accelerate's accelerator.save for named tensors: one safetensors file, written by the
+   * main process. Borrows the tensors.
+   */
+  public void save(Map<String, Tensor> tensors, String path) {
+    NamedTensors named = new NamedTensors();
+    try {
+      for (Map.Entry<String, Tensor> e : tensors.entrySet()) {
+        named.add(e.getKey(), e.getValue());
+      }
+      saveTensors(named, path);
+    } finally {
+      named.delete();
+    }
   }
 
   /** Every process's string, in rank order. Collective. */

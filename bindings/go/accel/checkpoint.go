@@ -1,6 +1,11 @@
 package accel
 
-import "github.com/libaccel/libaccel/bindings/go/internal/core"
+import (
+	"runtime"
+	"sort"
+
+	"github.com/libaccel/libaccel/bindings/go/internal/core"
+)
 
 // SaveState writes a checkpoint (models, optimizers, schedulers, loaders, RNG
 // states, registered objects) to dir; "" with AutomaticCheckpointNaming picks
@@ -26,6 +31,27 @@ func (a *Accelerator) SaveModel(m *Model, dir, maxShardSize string) error {
 		maxShardSize = "10GB"
 	}
 	return a.withModel(m, func(h core.Accelerator, mh core.Model) { h.Save_model(mh, dir, maxShardSize) })
+}
+
+// SaveTensors is Accelerate's accelerator.save for named tensors: one
+// safetensors file at path, written by the main process (tensors in name order).
+func (a *Accelerator) SaveTensors(tensors map[string]*Tensor, path string) error {
+	names := make([]string, 0, len(tensors))
+	for name := range tensors {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	named := core.NewNamedTensors()
+	defer core.DeleteNamedTensors(named)
+	for _, name := range names {
+		h, err := tensors[name].handle()
+		if err != nil {
+			return err
+		}
+		named.Add(name, h)
+	}
+	defer runtime.KeepAlive(tensors)
+	return a.do(func(h core.Accelerator) { h.Save_tensors(named, path) })
 }
 
 // LoadCheckpointInModel loads weights from a file or SaveModel directory and

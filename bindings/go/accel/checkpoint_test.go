@@ -111,3 +111,24 @@ func TestSaveModelAndLoadCheckpointInModel(t *testing.T) {
 	_, _, err = acc.LoadCheckpointInModel(bigger, file, true)
 	wantError(t, err, ErrInvalidArgument, "")
 }
+
+func TestSaveTensorsReadBackAsASafetensorsDataset(t *testing.T) {
+	dir := t.TempDir()
+	acc := newCPU(t, AcceleratorOptions{})
+	x := must[*Tensor](t)(NewTensor([]float32{0, 1, 2, 3, 4, 5}, 3, 2))
+	y := must[*Tensor](t)(NewTensor([]int64{7, 8, 9}, 3))
+	ok(t, acc.SaveTensors(map[string]*Tensor{"x": x, "y": y}, filepath.Join(dir, "part-0.safetensors")))
+	ok(t, acc.SaveTensors(map[string]*Tensor{"x": x, "y": y}, filepath.Join(dir, "part-1.safetensors")))
+	data := must[*Dataset](t)(DatasetFromSafetensors(dir, "x", "y"))
+	defer data.Close()
+	if n := must[int64](t)(data.Len()); n != 6 {
+		t.Fatalf("want 6 samples, got %d", n)
+	}
+	_, err := DatasetFromSafetensors(dir, "x", "label")
+	wantError(t, err, ErrIO, "has no tensor 'label'")
+	err = acc.SaveTensors(map[string]*Tensor{"x": x}, filepath.Join(dir, "no", "dir", "a.safetensors"))
+	wantError(t, err, ErrIO, "a.safetensors")
+	closed := must[*Tensor](t)(NewTensor([]float32{1}, 1))
+	closed.Close()
+	wantClosed(t, acc.SaveTensors(map[string]*Tensor{"gone": closed}, filepath.Join(dir, "b.safetensors")), "Tensor")
+}

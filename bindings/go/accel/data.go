@@ -53,6 +53,18 @@ func DatasetFromCSV(path, labelColumn string, labelDType DType) (*Dataset, error
 	}))
 }
 
+// DatasetFromSafetensors reads every *.safetensors file of dir, concatenated in
+// file-name order; each of fields (tensor names, rows on dim 0) becomes one
+// field of a sample.
+func DatasetFromSafetensors(dir string, fields ...string) (*Dataset, error) {
+	names := core.NewStringVector()
+	defer core.DeleteStringVector(names)
+	for _, field := range fields {
+		names.Add(field)
+	}
+	return newDataset(call(func() core.Dataset { return core.DatasetFrom_safetensors(dir, names) }))
+}
+
 func (d *Dataset) handle() (core.Dataset, error) {
 	if d == nil || d.h == nil {
 		return nil, closedError("Dataset")

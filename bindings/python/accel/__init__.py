@@ -602,6 +602,15 @@ class Accelerator(core.Accelerator):
         """hook(directory) runs before load_state reads."""
         return RemovableHandle(self, core.Accelerator.register_load_state_pre_hook(self, _HookAdapter(hook).__disown__()))
 
+    def save(self, tensors: Dict[str, Any], path: str) -> None:
+        """Accelerate's accelerator.save for a dict of tensors (or array-likes): a
+        safetensors file, written by the main process."""
+        named = core.NamedTensors()
+        values = [(name, t if isinstance(t, Tensor) else tensor(t)) for name, t in tensors.items()]
+        for name, value in values:
+            named.add(name, value)
+        core.Accelerator.save_tensors(self, named, path)
+
     def load_checkpoint_in_model(self, model: Model, path: str, strict: bool = True) -> Tuple[int, int]:
         """Returns (missing, unexpected) tensor counts."""
         missing, unexpected = core.Accelerator.load_checkpoint_in_model(self, model, path, strict)

@@ -136,6 +136,22 @@ def test_save_model_and_load_checkpoint_in_model(tmp_path):
     np.testing.assert_array_equal(model(x).numpy(), other(x).numpy())
 
 
+def test_save_named_tensors_reads_back_with_safetensors_and_as_a_dataset(tmp_path):
+    from safetensors.numpy import load_file
+
+    acc = accel.Accelerator(cpu=True)
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    x = np.arange(12, dtype=np.float32).reshape(6, 2)
+    acc.save({"x": accel.tensor(x), "y": np.arange(6, dtype=np.int64)}, str(shards / "part-0.safetensors"))
+    back = load_file(str(shards / "part-0.safetensors"))
+    np.testing.assert_array_equal(back["x"], x)
+    np.testing.assert_array_equal(back["y"], np.arange(6))
+    assert accel.Dataset.from_safetensors(str(shards), ["x", "y"]).size() == 6
+    with pytest.raises(accel.AccelError, match="bad.safetensors"):
+        acc.save({"x": x}, str(tmp_path / "no" / "such" / "dir" / "bad.safetensors"))
+
+
 def test_custom_and_builtin_trackers(tmp_path):
     class Recorder(accel.Tracker):
         name = "recorder"

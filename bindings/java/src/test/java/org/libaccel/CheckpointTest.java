@@ -68,6 +68,25 @@ class CheckpointTest {
   }
 
   @Test
+  void savedTensorsReadBackAsASafetensorsDataset(@TempDir Path dir) throws Exception {
+    Path shards = Files.createDirectory(dir.resolve("shards"));
+    try (Accelerator acc = Accelerator.builder().cpu(true).build();
+         Tensor x = Tensor.of(new float[] {0, 1, 2, 3, 4, 5}, 3, 2);
+         Tensor y = Tensor.of(new long[] {7, 8, 9}, 3)) {
+      acc.save(Map.of("x", x, "y", y), shards.resolve("part-0.safetensors").toString());
+      acc.save(Map.of("x", x, "y", y), shards.resolve("part-1.safetensors").toString());
+      try (Dataset data = Dataset.fromSafetensors(shards.toString(), "x", "y")) {
+        assertEquals(6, data.size());
+      }
+      AccelException e = assertThrows(AccelException.class,
+          () -> Dataset.fromSafetensors(shards.toString(), "x", "label"));
+      assertTrue(e.getMessage().contains("has no tensor 'label'"), e.getMessage());
+      e = assertThrows(AccelException.class, () -> acc.save(Map.of("x", x), dir.resolve("no/dir/a.safetensors").toString()));
+      assertTrue(e.getMessage().contains("a.safetensors"), e.getMessage());
+    }
+  }
+
+  @Test
   void exceptionInACheckpointObjectFailsSaveStateNamingIt(@TempDir Path dir) {
     try (Accelerator acc = Accelerator.builder().cpu(true).build()) {
       acc.registerForCheckpointing(new Checkpointable() {
