@@ -8,10 +8,11 @@ from collections import defaultdict
 
 BATCH = {"tiny": 32, "mlp": 64, "cnn": 32, "sync": 8}
 ORDER = ["accel_cpp", "accel_c", "torch_cpp", "torch_py", "torch_py_ddp", "accel_cpp_nosync"]
-# (e) bindings: add their contestant names here (e.g. "accel_py", "accel_java", "accel_go").
-BINDINGS = []
+# (e) the bindings, when run.sh found them.
+BINDINGS = ["accel_py", "accel_java", "accel_go"]
 LABEL = {
     "accel_cpp": "(a) libaccel C++", "accel_c": "(b) libaccel C ABI", "torch_cpp": "(c) plain LibTorch C++",
+    "accel_py": "(e) libaccel Python", "accel_java": "(e) libaccel Java", "accel_go": "(e) libaccel Go",
     "torch_py": "(d) PyTorch plain", "torch_py_ddp": "(d) PyTorch DDP", "accel_cpp_nosync": "no-comm bound (a, unsynced)",
 }
 

@@ -80,10 +80,31 @@ run() {
   [ "$mode" = full ] || printf '  %-18s %-5s x%d done\n' "$name" "$workload" "$nproc"
 }
 
-# (e) bindings: when bindings/python|java|go exist, add their bench programs here,
-# e.g. run 1 accel_py "$w" "$python" "$here/accel_bench.py" (same arguments and
-# BENCH_RESULT line as accel_bench.cpp), and list them in report.py's BINDINGS.
-run_bindings() { :; }
+# (e) bindings: the same loop through the Python, Java and Go bindings, for
+# those the build has (build/python, build/java/accel.jar, a Go toolchain). The
+# Go program is built here, once, before anything is timed.
+bench_py="$here/bindings/accel_bench.py" bench_java="$here/bindings/AccelBench.java"
+bench_go="$build/bin/accel_bench_go"
+have_py=0; [ -d "$build/python/accel" ] && "$python" -c "import numpy" 2>/dev/null && have_py=1
+have_java=0; [ -f "$build/java/accel.jar" ] && command -v java >/dev/null && have_java=1
+have_go=0
+go_cmd="$(command -v go || true)"; [ -x /usr/local/go/bin/go ] && go_cmd=/usr/local/go/bin/go
+if [ -n "$go_cmd" ] && [ -f "$here/../bindings/go/internal/core/core.go" ]; then
+  if (cd "$here/bindings/go" && CGO_LDFLAGS="-L$build/src -Wl,-rpath,$build/src" GOFLAGS=-mod=mod GOPROXY=off \
+        GOTOOLCHAIN=local GOCACHE="$build/go/cache" GOPATH="$build/go/path" "$go_cmd" build -o "$bench_go" . ); then
+    have_go=1
+  else
+    echo "run.sh: SKIPPING the Go contestant: go build failed"
+  fi
+fi
+run_bindings() {
+  local nproc="$1" w="$2"
+  [ $have_py = 1 ] && PYTHONPATH="$build/python" run "$nproc" accel_py "$w" "$python" "$bench_py"
+  [ $have_java = 1 ] && run "$nproc" accel_java "$w" java -Djava.library.path="$build/java" \
+    -cp "$build/java/accel.jar" "$bench_java" --workload-dir "$here/workloads"
+  [ $have_go = 1 ] && run "$nproc" accel_go "$w" "$bench_go" --workload-dir "$here/workloads"
+  return 0
+}
 
 echo "libaccel bench: mode=$mode reps=$reps workloads=[$workloads] load: $(cut -d' ' -f1-3 /proc/loadavg)"
 for ((r = 1; r <= reps; ++r)); do
@@ -114,12 +135,20 @@ if [ $sync_bench = 1 ]; then
     quick) sb=(--reps 3 --sizes 1,16) ;;
     smoke) sb=(--reps 1 --sizes 1) ;;
   esac
-  if ! OMP_NUM_THREADS=1 timeout 600 "$bin/accel" launch --nproc_per_node 2 --master_port 0 \
-       "$bin/sync_bench" "${sb[@]}" > "$log" 2>&1 || ! grep -q SYNC_RESULT "$log"; then
-    echo "run.sh: FAILED sync_bench:" >&2; tail -20 "$log" >&2; failures=$((failures + 1))
-  else
-    grep '^\[rank 0\]' "$log" | grep -v SYNC_RESULT | sed 's/^\[rank 0\] //'
-  fi
+  # Default gradient views, then gradients copied to and from the buckets
+  # (gradient_as_bucket_view=false, PyTorch DDP's default) in the full run.
+  variants=("")
+  [ "$mode" = full ] && variants+=(--gradient-copies)
+  for variant in "${variants[@]}"; do
+    [ -n "$variant" ] && echo "with $variant:"
+    # shellcheck disable=SC2086
+    if ! OMP_NUM_THREADS=1 timeout 600 "$bin/accel" launch --nproc_per_node 2 --master_port 0 \
+         "$bin/sync_bench" "${sb[@]}" $variant > "$log" 2>&1 || ! grep -q SYNC_RESULT "$log"; then
+      echo "run.sh: FAILED sync_bench $variant:" >&2; tail -20 "$log" >&2; failures=$((failures + 1))
+    else
+      grep '^\[rank 0\]' "$log" | grep -v SYNC_RESULT | sed 's/^\[rank 0\] //'
+    fi
+  done
 fi
 
 if [ $failures -gt 0 ]; then echo "run.sh: $failures run(s) failed" >&2; exit 1; fi

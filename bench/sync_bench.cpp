@@ -7,6 +7,7 @@
 //   hidden      = (backward alone + raw allreduce - backward with sync) / raw allreduce,
 //                 the share of communication that overlapped backward.
 //   build/bin/accel launch --nproc_per_node 2 --master_port 0 build/bin/sync_bench [--reps 5] [--sizes 1,16,64,256]
+//       [--gradient-copies] [--bucket-cap-mb 25] [--comm-hook fp16]
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
@@ -59,18 +60,24 @@ Shape shape_for(int mib) {
 int main(int argc, char** argv) try {
   int reps = 5, threads = 1;
   std::vector<int> sizes{1, 16, 64, 256};
+  accel::AcceleratorOptions options;
   for (int i = 1; i < argc; ++i) {
     std::string k = argv[i];
     if (k == "--reps" && i + 1 < argc) reps = std::stoi(argv[++i]);
     else if (k == "--threads" && i + 1 < argc) threads = std::stoi(argv[++i]);
-    else if (k == "--sizes" && i + 1 < argc) {
+    else if (k == "--gradient-copies") options.gradient_as_bucket_view = false;
+    else if (k == "--bucket-cap-mb" && i + 1 < argc) options.bucket_cap_mb = std::stod(argv[++i]);
+    else if (k == "--comm-hook" && i + 1 < argc && std::string(argv[i + 1]) == "fp16") {
+      options.comm_hook = accel::CommHook::Fp16;
+      ++i;
+    } else if (k == "--sizes" && i + 1 < argc) {
       sizes.clear();
       std::stringstream list(argv[++i]);
       for (std::string item; std::getline(list, item, ',');) sizes.push_back(std::stoi(item));
     } else throw std::invalid_argument("unknown argument '" + k + "'");
   }
   at::set_num_threads(threads);
-  accel::Accelerator acc;
+  accel::Accelerator acc(options);
   auto& pg = acc.state()->process_group;
   if (!pg) throw std::runtime_error("run with 2 processes: accel launch --nproc_per_node 2 ...");
   const bool main = acc.is_main_process();

@@ -74,7 +74,7 @@ struct AcceleratorOptions {
   // Gradient sync (Accelerate's DistributedDataParallelKwargs).
   double bucket_cap_mb = 25.0;        // bucket size cap
   double first_bucket_cap_mb = 1.0;   // the first bucket, small so communication starts early
-  bool gradient_as_bucket_view = false;  // .grad tensors alias the buckets: no copy in or out
+  bool gradient_as_bucket_view = true;  // .grad tensors alias the buckets: no copy in or out (DDP defaults to false)
   bool static_graph = false;          // accepted: buckets are always fixed at prepare (see docs)
   bool find_unused_parameters = false;  // false: a parameter without gradient in a synced backward is an error
   CommHook comm_hook = CommHook::None;

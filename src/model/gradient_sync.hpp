@@ -29,7 +29,7 @@ namespace accel::detail {
 struct GradientSyncOptions {
   int64_t bucket_cap_bytes = 25 << 20;
   int64_t first_bucket_cap_bytes = 1 << 20;
-  bool gradient_as_bucket_view = false;
+  bool gradient_as_bucket_view = true;
   bool find_unused_parameters = false;
   CommHook comm_hook = CommHook::None;
 };

@@ -31,7 +31,7 @@ class AcceleratorState {
   MixedPrecision mixed_precision = MixedPrecision::No;
   double bucket_cap_mb = 25.0;
   double first_bucket_cap_mb = 1.0;
-  bool gradient_as_bucket_view = false;
+  bool gradient_as_bucket_view = true;
   bool find_unused_parameters = false;
   CommHook comm_hook = CommHook::None;
   DataLoaderConfiguration dataloader_config;

@@ -11,6 +11,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 #include <string>
 
 #include <torch/nn/module.h>
@@ -96,8 +97,8 @@ int main(int argc, char** argv) {
   accel::AcceleratorOptions options;
   options.timeout = std::chrono::seconds(30);
   double tolerance = 1e-5;
-  if (mode == "views") {
-    options.gradient_as_bucket_view = true;
+  if (mode == "copies") {
+    options.gradient_as_bucket_view = false;
   } else if (mode == "fp16") {
     options.comm_hook = accel::CommHook::Fp16;
     tolerance = 5e-3;
@@ -167,9 +168,22 @@ int main(int argc, char** argv) {
     double err = max_relative_error(model, reference);
     std::printf("rank %d step %d: max relative gradient error %.3g\n", rank, step, err);
     check(err < tolerance, "gradients equal the single-process gradients on the concatenated batch");
-    if (options.gradient_as_bucket_view) {
+    {
+      // Views share their bucket's storage; copies each own theirs.
       auto* sync = model.impl().gradient_sync();
       check(sync != nullptr, "gradient sync installed");
+      std::set<const void*> storages;
+      size_t grads = 0;
+      for (const auto& p : model.parameters()) {
+        if (!p.grad().defined()) continue;
+        storages.insert(p.grad().storage().data());
+        ++grads;
+      }
+      if (options.gradient_as_bucket_view) {
+        check(storages.size() == sync->bucket_count(), "gradients are views into the buckets");
+      } else {
+        check(storages.size() == grads, "gradients are separate tensors (gradient_as_bucket_view=false)");
+      }
     }
     optimizer.step();
     reference_optimizer.step();

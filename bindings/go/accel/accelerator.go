@@ -20,7 +20,7 @@ type AcceleratorOptions struct {
 	Timeout                   time.Duration // collectives and rendezvous; 0: 30 minutes
 	BucketCapMB               float64       // gradient-sync bucket size; 0: 25
 	FirstBucketCapMB          float64       // 0: 1
-	GradientAsBucketView      bool
+	GradientAsBucketView      *bool         // nil: true (gradients alias the buckets, no copies)
 	StaticGraph               bool
 	FindUnusedParameters      bool
 	CommHook                  string // "", "no", "fp16", "bf16"
@@ -68,7 +68,9 @@ func (o AcceleratorOptions) native() (core.AcceleratorOptions, error) {
 	setIf(o.Timeout.Milliseconds(), n.SetTimeout_ms)
 	setIf(o.BucketCapMB, n.SetBucket_cap_mb)
 	setIf(o.FirstBucketCapMB, n.SetFirst_bucket_cap_mb)
-	n.SetGradient_as_bucket_view(boolInt(o.GradientAsBucketView))
+	if o.GradientAsBucketView != nil {
+		n.SetGradient_as_bucket_view(boolInt(*o.GradientAsBucketView))
+	}
 	n.SetStatic_graph(boolInt(o.StaticGraph))
 	n.SetFind_unused_parameters(boolInt(o.FindUnusedParameters))
 	n.SetComm_hook(core.Accel_comm_hook(hook))
