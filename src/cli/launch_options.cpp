@@ -102,6 +102,9 @@ void add_launch_options(CLI::App& app, LaunchFlags& flags) {
       ->default_str("3");
   // Accelerate's way to ask for several GPUs; the process count says it here.
   app.add_flag("--multi_gpu", "Accepted for Accelerate compatibility; --num_processes decides");
+  add_optional(app, "--log_dir,--log-dir", flags.log_dir,
+               "Write each rank's output (stdout and stderr) to DIR/rank_N.log instead of the terminal");
+  app.add_flag("--tee", flags.tee, "With --log_dir: show each rank's output on the terminal too, prefixed");
   app.add_flag("--dry_run", flags.dry_run,
                "Print the resolved settings, where each came from, and each rank's command; start nothing");
   // Parsing stops at PROGRAM: it and everything after it, dashes included,
@@ -142,6 +145,9 @@ void validate(const LaunchConfig& config) {
   if (config.node_rank >= config.nnodes) {
     throw CLI::ValidationError("--node_rank", std::to_string(config.node_rank) + " must be below --nnodes " +
                                                   std::to_string(config.nnodes));
+  }
+  if (config.tee && config.log_dir.empty()) {
+    throw CLI::ValidationError("--tee", "copies the ranks' output to the terminal besides --log_dir; give --log_dir");
   }
   if (config.master_port == 0 && config.nnodes > 1) {
     // Every machine would pick a different port; the ranks would never meet.

@@ -208,6 +208,9 @@ LaunchConfig resolve_settings(const LaunchFlags& flags, const EnvLookup& lookup,
                                    {from_flag(flags.monitor_interval_s, "--monitor_interval"),
                                     env.number("PET_MONITOR_INTERVAL")});
   config.grace_period_s = pick(config, "grace_period", 3.0, {from_flag(flags.grace_period_s, "--grace_period")});
+  config.log_dir = pick<std::string>(config, "log_dir", "",
+                                     {from_flag(flags.log_dir, "--log_dir"), env.text("PET_LOG_DIR")});
+  config.tee = flags.tee;
   config.dry_run = flags.dry_run;
   config.program = flags.program;
   config.program_args = flags.program_args;

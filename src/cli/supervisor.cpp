@@ -1,5 +1,6 @@
 #include "cli/supervisor.hpp"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -7,6 +8,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <sstream>
 #include <string_view>
 
@@ -72,6 +75,7 @@ Supervisor::~Supervisor() {
     for (Relay* relay : {&rank.out, &rank.err}) {
       if (relay->from_fd >= 0) ::close(relay->from_fd);
     }
+    if (rank.log_fd >= 0) ::close(rank.log_fd);
   }
 }
 
@@ -108,6 +112,9 @@ int Supervisor::run() {
 
 void Supervisor::begin_new_attempt() {
   // Everything of the last attempt has ended: has_work() was false.
+  for (auto& rank : ranks_) {
+    if (rank.log_fd >= 0) ::close(rank.log_fd);
+  }
   ranks_.clear();
   exit_status_.reset();
   rank_failed_ = false;
@@ -116,14 +123,31 @@ void Supervisor::begin_new_attempt() {
   abandon_output_at_.reset();
 }
 
+// Appends, so a restarted group's output follows the earlier attempts'.
+static int open_rank_log(const std::string& dir, int rank) {
+  std::error_code ignored;
+  std::filesystem::create_directories(dir, ignored);
+  std::string path = dir + "/rank_" + std::to_string(rank) + ".log";
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) throw SpawnError("cannot open " + path + " for --log_dir: " + std::strerror(errno), 1);
+  return fd;
+}
+
 void Supervisor::start_ranks() {
+  const bool to_files = !config_.log_dir.empty();
+  const bool to_terminal = !to_files || config_.tee;
   for (int local_rank = 0; local_rank < config_.nproc_per_node; ++local_rank) {
+    int log_fd = -1;
     try {
+      if (to_files) log_fd = open_rank_log(config_.log_dir, config_.global_rank(local_rank));
       RankProcess process = spawn_rank(config_, local_rank);
       std::string prefix = prefix_for(process.rank);
-      ranks_.push_back(Rank{process, Relay{process.stdout_fd, STDOUT_FILENO, LinePrefixer(prefix)},
-                            Relay{process.stderr_fd, STDERR_FILENO, LinePrefixer(prefix)}});
+      ranks_.push_back(Rank{process,
+                            Relay{process.stdout_fd, to_terminal ? STDOUT_FILENO : -1, LinePrefixer(prefix), log_fd},
+                            Relay{process.stderr_fd, to_terminal ? STDERR_FILENO : -1, LinePrefixer(prefix), log_fd},
+                            log_fd});
     } catch (const SpawnError& error) {
+      if (log_fd >= 0) ::close(log_fd);
       say(std::string(error.what()) + (ranks_.empty() ? "" : "; stopping the ranks already started"));
       exit_status_ = error.exit_code();
       stop_ranks(SIGTERM);
@@ -164,7 +188,9 @@ bool Supervisor::relay_some(Relay& relay) {
   char buffer[kReadSize];
   ssize_t got = ::read(relay.from_fd, buffer, sizeof buffer);
   if (got > 0) {
-    write_all(relay.to_fd, relay.lines.feed(std::string_view(buffer, static_cast<size_t>(got))));
+    std::string_view chunk(buffer, static_cast<size_t>(got));
+    if (relay.log_fd >= 0) write_all(relay.log_fd, chunk);
+    if (relay.to_fd >= 0) write_all(relay.to_fd, relay.lines.feed(chunk));
     return true;
   }
   if (got < 0 && (errno == EAGAIN || errno == EINTR)) return false;
@@ -173,7 +199,7 @@ bool Supervisor::relay_some(Relay& relay) {
 }
 
 void Supervisor::close_relay(Relay& relay) {
-  write_all(relay.to_fd, relay.lines.finish());
+  if (relay.to_fd >= 0) write_all(relay.to_fd, relay.lines.finish());
   ::close(relay.from_fd);
   relay.from_fd = -1;
 }

@@ -37,13 +37,15 @@ class Supervisor {
   // One of a rank's output streams on its way to ours.
   struct Relay {
     int from_fd = -1;  // -1 once at end of file
-    int to_fd = -1;
+    int to_fd = -1;    // the terminal (prefixed lines), or -1 with --log_dir and no --tee
     LinePrefixer lines;
+    int log_fd = -1;   // the rank's --log_dir file (raw output), or -1
   };
 
   struct Rank {
     RankProcess process;  // process.pid is also its process group's id
     Relay out, err;
+    int log_fd = -1;  // owned: closed when the attempt ends
     bool running = true;
     bool group_gone = false;  // set once the rank and all it started in its group have ended
 

@@ -255,6 +255,42 @@ TEST(LaunchEndToEnd, DryRunPrintsEachRankAndStartsNothing) {
   EXPECT_FALSE(read_file(dir.path() + "/started"));
 }
 
+// --log_dir: each rank's stdout and stderr in DIR/rank_N.log, nothing of them
+// on the terminal; --tee puts them on the terminal too, prefixed as usual.
+TEST(LaunchEndToEnd, LogDirWritesEachRanksOutputToItsFile) {
+  TempDir dir;
+  const std::string speak = "echo out-$RANK; echo err-$RANK >&2";
+  auto quiet = run_accel({"launch", "--nproc_per_node", "2", "--master_port", "0", "--log_dir", dir.path() + "/logs",
+                          "sh", "-c", speak},
+                         {{"OMP_NUM_THREADS", "1"}});
+  EXPECT_EQ(quiet.exit_code, 0) << quiet.err;
+  for (int rank : {0, 1}) {
+    auto log = read_file(dir.path() + "/logs/rank_" + std::to_string(rank) + ".log");
+    ASSERT_TRUE(log) << "rank " << rank << " has no log file";
+    EXPECT_TRUE(has_line(*log, "out-" + std::to_string(rank))) << *log;
+    EXPECT_TRUE(has_line(*log, "err-" + std::to_string(rank))) << *log;
+  }
+  EXPECT_EQ(quiet.out.find("out-"), std::string::npos) << quiet.out;
+  EXPECT_EQ(quiet.err.find("err-"), std::string::npos) << quiet.err;
+
+  auto teed = run_accel({"launch", "--nproc_per_node", "2", "--master_port", "0", "--log_dir", dir.path() + "/logs",
+                         "--tee", "sh", "-c", speak},
+                        {{"OMP_NUM_THREADS", "1"}});
+  EXPECT_EQ(teed.exit_code, 0) << teed.err;
+  EXPECT_TRUE(has_line(teed.out, "[rank 1] out-1")) << teed.out;
+  EXPECT_TRUE(has_line(teed.err, "[rank 0] err-0")) << teed.err;
+  auto appended = read_file(dir.path() + "/logs/rank_0.log");  // the second launch appends to the first's
+  ASSERT_TRUE(appended);
+  EXPECT_NE(appended->find("out-0"), appended->rfind("out-0")) << *appended;
+}
+
+TEST(LaunchEndToEnd, TeeWithoutLogDirIsAUsageError) {
+  auto result = run_accel({"launch", "--tee", "true"}, {});
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_NE(result.err.find("--tee"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("--log_dir"), std::string::npos) << result.err;
+}
+
 // Accelerate's config file at its default place, under the environment and the
 // command line: the ranks see the resolved settings as ACCELERATE_* variables.
 TEST(LaunchEndToEnd, ConfigFileEnvironmentAndFlagsReachTheRanks) {
