@@ -61,6 +61,7 @@ struct Args {
   int64_t warmup = 5;
   int threads = 0;  // 0: leave LibTorch's default (OMP_NUM_THREADS)
   bool no_sync = false;
+  std::string mixed_precision = "no";  // no | bf16 | fp16 (GPU runs)
 };
 
 inline Args parse_args(int argc, char** argv) {
@@ -76,6 +77,7 @@ inline Args parse_args(int argc, char** argv) {
     else if (k == "--warmup") a.warmup = std::stoll(value());
     else if (k == "--threads") a.threads = std::stoi(value());
     else if (k == "--no-sync") a.no_sync = true;
+    else if (k == "--mixed-precision") a.mixed_precision = value();
     else throw std::invalid_argument("unknown argument '" + k + "'");
   }
   if (a.threads > 0) at::set_num_threads(a.threads);
@@ -110,14 +112,15 @@ inline int env_int(const char* name, int fallback) {
 // Every rank prints one line; report.py keeps the slowest rank's rate and each
 // rank's RSS.
 inline void print_result(const char* contestant, const Args& a, int rank, int world, int64_t steps,
-                         double seconds) {
+                         double seconds, const char* device = "cpu") {
   const Workload& w = workload(a.workload);
   double sps = steps / seconds;
   std::printf(
       "BENCH_RESULT {\"contestant\":\"%s\",\"workload\":\"%s\",\"rank\":%d,\"nproc\":%d,\"threads\":%d,"
-      "\"steps\":%lld,\"seconds\":%.4f,\"steps_per_s\":%.3f,\"samples_per_s\":%.1f,\"peak_rss_mb\":%.1f}\n",
+      "\"steps\":%lld,\"seconds\":%.4f,\"steps_per_s\":%.3f,\"samples_per_s\":%.1f,\"peak_rss_mb\":%.1f,"
+      "\"device\":\"%s\",\"precision\":\"%s\"}\n",
       contestant, a.workload.c_str(), rank, world, at::get_num_threads(), static_cast<long long>(steps), seconds,
-      sps, sps * w.batch * world, peak_rss_mb());
+      sps, sps * w.batch * world, peak_rss_mb(), device, a.mixed_precision.c_str());
   std::fflush(stdout);
 }
 

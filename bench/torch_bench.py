@@ -1,10 +1,13 @@
 """Contestant (d): Python PyTorch, a plain loop for 1 process and
 DistributedDataParallel over Gloo for 2 (started by `accel launch`, which sets
 RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT; torchrun of Debian's torch 1.13 fails
-on Python 3.11). With --no-sync the 2 processes train without DDP.
+on Python 3.11). With --no-sync the 2 processes train without DDP. With
+--device cuda it is the plain-PyTorch peer of the GPU comparison (bench/gpu.sh),
+bf16 through autocast as Accelerate does it.
     OMP_NUM_THREADS=2 /usr/bin/python3 bench/torch_bench.py --workload tiny --steps 2000 --threads 2
 """
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -15,6 +18,11 @@ import torch
 import torch.nn as nn
 
 WORKLOADS = {"tiny": 32, "mlp": 64, "cnn": 32, "sync": 8}
+
+
+def cuda_sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize()
 
 
 def build(name):
@@ -40,7 +48,10 @@ def main():
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--no-sync", action="store_true")
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    p.add_argument("--mixed-precision", default="no", choices=["no", "bf16"])
     a = p.parse_args()
+    device = torch.device(a.device)
     if a.threads > 0:
         torch.set_num_threads(a.threads)
     world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -50,6 +61,7 @@ def main():
         dist.init_process_group("gloo", rank=rank, world_size=world)
     torch.manual_seed(0)
     model, shape = build(a.workload)
+    model = model.to(device)
     contestant = "torch_py"
     if world > 1 and not a.no_sync:
         model = nn.parallel.DistributedDataParallel(model)
@@ -60,12 +72,15 @@ def main():
     loss_fn = nn.CrossEntropyLoss()
     batch = WORKLOADS[a.workload]
     g = torch.Generator().manual_seed(1234 + rank)
-    xs = [torch.randn((batch,) + shape, generator=g) for _ in range(4)]
-    ys = [torch.randint(0, 10, (batch,), generator=g) for _ in range(4)]
+    xs = [torch.randn((batch,) + shape, generator=g).to(device) for _ in range(4)]
+    ys = [torch.randint(0, 10, (batch,), generator=g).to(device) for _ in range(4)]
+    bf16 = a.mixed_precision == "bf16"
 
     def step(i):
         opt.zero_grad()
-        loss = loss_fn(model(xs[i % 4]), ys[i % 4])
+        with torch.autocast(device.type, dtype=torch.bfloat16) if bf16 else contextlib.nullcontext():
+            out = model(xs[i % 4])
+        loss = loss_fn(out.float(), ys[i % 4])
         loss.backward()
         opt.step()
 
@@ -73,9 +88,11 @@ def main():
         step(i)
     if world > 1:
         torch.distributed.barrier()
+    cuda_sync(device)
     start = time.perf_counter()
     for i in range(a.steps):
         step(i)
+    cuda_sync(device)
     seconds = time.perf_counter() - start
     sps = a.steps / seconds
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
@@ -83,7 +100,7 @@ def main():
         "contestant": contestant, "workload": a.workload, "rank": rank, "nproc": world,
         "threads": torch.get_num_threads(), "steps": a.steps, "seconds": round(seconds, 4),
         "steps_per_s": round(sps, 3), "samples_per_s": round(sps * batch * world, 1),
-        "peak_rss_mb": round(rss, 1)}, separators=(",", ":")), flush=True)
+        "peak_rss_mb": round(rss, 1), "device": a.device, "precision": a.mixed_precision}, separators=(",", ":")), flush=True)
     sys.stdout.flush()
     # A Gloo DDP process can hang in interpreter teardown (reducer vs GIL).
     os._exit(0)

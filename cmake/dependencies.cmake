@@ -1,10 +1,12 @@
 # Third-party packages, all from the distribution (scripts/install-deps.sh).
+# Protobuf before Torch: a LibTorch built without protobuf (pip's) defines
+# protobuf::libprotobuf as an empty stand-in unless the real target exists.
+find_package(Protobuf REQUIRED)  # TensorBoard event files (src/tracking)
 find_package(Torch REQUIRED)
 find_package(nlohmann_json 3.9 REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(yaml-cpp REQUIRED)  # Accelerate config files (src/cli)
 find_package(ZLIB REQUIRED)
-find_package(Protobuf REQUIRED)  # TensorBoard event files (src/tracking)
 find_package(Threads REQUIRED)
 # LibTorch's CPU kernels run on OpenMP; loader workers limit their own team to one thread.
 find_package(OpenMP REQUIRED COMPONENTS CXX)
@@ -18,5 +20,14 @@ set(ACCEL_TORCH_LIBS ${TORCH_LIBRARIES})
 set(ACCEL_HAS_CUDA OFF)
 if(TARGET torch_cuda OR TORCH_CUDA_LIBRARIES)
   set(ACCEL_HAS_CUDA ON)
+endif()
+# c10d's ProcessGroupNCCL.hpp includes <nccl.h>, which a CUDA LibTorch does not
+# ship: system NCCL, or pip's nvidia-nccl package beside a pip torch.
+if(ACCEL_HAS_CUDA)
+  find_path(ACCEL_NCCL_INCLUDE_DIR nccl.h
+    HINTS "${Torch_DIR}/../../../../nvidia/nccl/include" ENV NCCL_INCLUDE_DIR)
+  if(NOT ACCEL_NCCL_INCLUDE_DIR)
+    message(FATAL_ERROR "CUDA LibTorch found but not nccl.h: install NCCL's headers or pass -DACCEL_NCCL_INCLUDE_DIR=...")
+  endif()
 endif()
 message(STATUS "libaccel: LibTorch ${Torch_VERSION}, CUDA ${ACCEL_HAS_CUDA}")

@@ -13,6 +13,7 @@
 
 #include "accel/error.hpp"
 #include "checkpoint/safetensors.hpp"
+#include "core/remove_tree.hpp"
 
 namespace fs = std::filesystem;
 
@@ -36,8 +37,7 @@ std::string partial_dir_for(const std::string& dir) {
 }
 
 void recreate_directory(const std::string& path) {
-  std::error_code error;
-  fs::remove_all(path, error);
+  std::error_code error = remove_tree(path);
   require(!error, ErrorCode::IO, "cannot remove " + path + ": " + error.message());
   fs::create_directories(path, error);
   require(!error, ErrorCode::IO, "cannot create directory " + path + ": " + error.message());
@@ -71,7 +71,7 @@ void commit_directory(const std::string& partial, const std::string& dir) {
     require(exchange(partial, dir), ErrorCode::IO,
             "cannot replace " + dir + " with the new checkpoint: " + std::strerror(errno));
     sync_directory(parent.empty() ? "." : parent.string());
-    fs::remove_all(partial, error);  // the old checkpoint, now under the partial name
+    remove_tree(partial);  // the old checkpoint, now under the partial name
   } else {
     require(::rename(partial.c_str(), dir.c_str()) == 0, ErrorCode::IO,
             "cannot rename " + partial + " to " + dir + ": " + std::strerror(errno));

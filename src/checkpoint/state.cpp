@@ -21,6 +21,7 @@
 #include "model/model_impl.hpp"
 #include "state/accelerator_state.hpp"
 #include "state/environment.hpp"
+#include "core/remove_tree.hpp"
 
 namespace fs = std::filesystem;
 
@@ -81,8 +82,7 @@ void prune_old_checkpoints(const detail::AcceleratorState& state) {
   auto existing = detail::numbered_checkpoints(project_root(state) + "/checkpoints");
   // Room for the checkpoint about to be written.
   while (static_cast<int64_t>(existing.size()) + 1 > state.project.total_limit) {
-    std::error_code error;
-    fs::remove_all(existing.front().second, error);
+    detail::remove_tree(existing.front().second);  // best effort: a leftover never blocks the new one
     existing.erase(existing.begin());
   }
 }
@@ -97,7 +97,7 @@ std::vector<std::pair<std::string, at::Tensor>> rng_states() {
     states.emplace_back("cpu", gen.get_state());
   }
   if (torch::cuda::is_available()) {
-    for (size_t i = 0; i < torch::cuda::device_count(); ++i) {
+    for (int i = 0, n = static_cast<int>(torch::cuda::device_count()); i < n; ++i) {
       at::Generator gen = at::globalContext().defaultGenerator(c10::Device(c10::kCUDA, static_cast<int8_t>(i)));
       std::lock_guard<std::mutex> lock(gen.mutex());
       states.emplace_back("cuda_" + std::to_string(i), gen.get_state());
@@ -348,7 +348,7 @@ void Accelerator::load_state(const std::string& requested_dir) {
     gen.set_state(detail::read_tensor(rng_file, *cpu_rng));
   }
   if (torch::cuda::is_available()) {
-    for (size_t i = 0; i < torch::cuda::device_count(); ++i) {
+    for (int i = 0, n = static_cast<int>(torch::cuda::device_count()); i < n; ++i) {
       const safetensors::Entry* entry = rng_file.find("cuda_" + std::to_string(i));
       if (!entry) continue;
       at::Generator gen = at::globalContext().defaultGenerator(c10::Device(c10::kCUDA, static_cast<int8_t>(i)));

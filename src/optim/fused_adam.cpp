@@ -5,6 +5,8 @@
 
 #include <cmath>
 
+#include "optim/state_key.hpp"
+
 namespace accel::detail {
 
 namespace {
@@ -37,9 +39,9 @@ bool fusable(const at::Tensor& p) {
 }
 
 template <class ParamState>
-ParamState& state_of(ska::flat_hash_map<std::string, std::unique_ptr<torch::optim::OptimizerParamState>>& states,
+ParamState& state_of(OptimizerStates& states,
                      const at::Tensor& p) {
-  auto key = c10::guts::to_string(p.unsafeGetTensorImpl());
+  auto key = optimizer_state_key(p);
   auto it = states.find(key);
   if (it == states.end()) {
     auto state = std::make_unique<ParamState>();
@@ -55,14 +57,14 @@ ParamState& state_of(ska::flat_hash_map<std::string, std::unique_ptr<torch::opti
 // done) when one of them needs LibTorch's general path.
 template <class ParamState, class Options>
 bool fused_step(std::vector<torch::optim::OptimizerParamGroup>& groups,
-                ska::flat_hash_map<std::string, std::unique_ptr<torch::optim::OptimizerParamState>>& states,
+                OptimizerStates& states,
                 bool decoupled) {
   for (auto& group : groups) {
     if (static_cast<Options&>(group.options()).amsgrad()) return false;
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
       if (!fusable(p)) return false;
-      auto key = c10::guts::to_string(p.unsafeGetTensorImpl());
+      auto key = optimizer_state_key(p);
       auto it = states.find(key);
       if (it != states.end()) {
         auto& state = static_cast<ParamState&>(*it->second);

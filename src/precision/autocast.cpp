@@ -1,6 +1,7 @@
 #include "precision/autocast.hpp"
 
 #include <ATen/autocast_mode.h>
+#include <torch/version.h>
 
 #include "accel/error.hpp"
 
@@ -18,35 +19,51 @@ void check_precision_supported(MixedPrecision precision, const c10::Device& devi
   }
 }
 
-AutocastScope::AutocastScope(MixedPrecision precision, const c10::Device& device, bool enabled) {
-  if (precision == MixedPrecision::No) return;
-  active_ = true;
-  cuda_ = device.is_cuda();
-  c10::ScalarType dtype = precision == MixedPrecision::Fp16 ? c10::kHalf : c10::kBFloat16;
-  if (cuda_) {
-    previous_enabled_ = at::autocast::is_enabled();
-    previous_dtype_ = at::autocast::get_autocast_gpu_dtype();
+namespace {
+
+// LibTorch 2.4 replaced the per-device autocast calls (set_enabled for CUDA,
+// set_cpu_enabled, ...) with calls that take the device type.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+bool autocast_enabled(c10::DeviceType type) { return at::autocast::is_autocast_enabled(type); }
+c10::ScalarType autocast_dtype(c10::DeviceType type) { return at::autocast::get_autocast_dtype(type); }
+void set_autocast(c10::DeviceType type, bool enabled, c10::ScalarType dtype) {
+  at::autocast::set_autocast_enabled(type, enabled);
+  at::autocast::set_autocast_dtype(type, dtype);
+}
+#else
+bool autocast_enabled(c10::DeviceType type) {
+  return type == c10::kCUDA ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled();
+}
+c10::ScalarType autocast_dtype(c10::DeviceType type) {
+  return type == c10::kCUDA ? at::autocast::get_autocast_gpu_dtype() : at::autocast::get_autocast_cpu_dtype();
+}
+void set_autocast(c10::DeviceType type, bool enabled, c10::ScalarType dtype) {
+  if (type == c10::kCUDA) {
     at::autocast::set_enabled(enabled);
     at::autocast::set_autocast_gpu_dtype(dtype);
   } else {
-    previous_enabled_ = at::autocast::is_cpu_enabled();
-    previous_dtype_ = at::autocast::get_autocast_cpu_dtype();
     at::autocast::set_cpu_enabled(enabled);
     at::autocast::set_autocast_cpu_dtype(dtype);
   }
+}
+#endif
+
+}  // namespace
+
+AutocastScope::AutocastScope(MixedPrecision precision, const c10::Device& device, bool enabled) {
+  if (precision == MixedPrecision::No) return;
+  active_ = true;
+  device_type_ = device.is_cuda() ? c10::kCUDA : c10::kCPU;
+  previous_enabled_ = autocast_enabled(device_type_);
+  previous_dtype_ = autocast_dtype(device_type_);
+  set_autocast(device_type_, enabled, precision == MixedPrecision::Fp16 ? c10::kHalf : c10::kBFloat16);
   at::autocast::increment_nesting();
 }
 
 AutocastScope::~AutocastScope() {
   if (!active_) return;
   if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
-  if (cuda_) {
-    at::autocast::set_enabled(previous_enabled_);
-    at::autocast::set_autocast_gpu_dtype(previous_dtype_);
-  } else {
-    at::autocast::set_cpu_enabled(previous_enabled_);
-    at::autocast::set_autocast_cpu_dtype(previous_dtype_);
-  }
+  set_autocast(device_type_, previous_enabled_, previous_dtype_);
 }
 
 }  // namespace accel::detail

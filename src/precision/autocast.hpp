@@ -24,7 +24,7 @@ class AutocastScope {
 
  private:
   bool active_ = false;
-  bool cuda_ = false;
+  c10::DeviceType device_type_ = c10::kCPU;
   bool previous_enabled_ = false;
   c10::ScalarType previous_dtype_ = c10::kBFloat16;
 };

@@ -25,7 +25,7 @@ std::string stall_key(int rank) { return "accel/stall/" + std::to_string(rank); 
 
 ProcessGroup::ProcessGroup(const LaunchEnvironment& env, const c10::Device& device,
                            std::chrono::milliseconds timeout)
-    : rank_(env.rank), world_size_(env.world_size), timeout_(timeout) {
+    : rank_(env.rank), world_size_(env.world_size), timeout_(timeout), device_(device) {
   backend_name_ = device.is_cuda() ? "nccl" : "gloo";
   const char* phase = "joining the store";
   try {
@@ -93,8 +93,7 @@ std::vector<at::Tensor> ProcessGroup::allgather(const at::Tensor& input, const s
 void ProcessGroup::barrier(const std::string& op) {
   // Gloo's barrier is an allreduce of a single element: doing it ourselves keeps
   // one timeout path and works the same on NCCL.
-  at::Tensor token = at::zeros({1}, at::TensorOptions().device(backend_name_ == "nccl" ? c10::Device(c10::kCUDA)
-                                                                                        : c10::Device(c10::kCPU)));
+  at::Tensor token = at::zeros({1}, at::TensorOptions().device(device_));
   allreduce(token, op);
 }
 

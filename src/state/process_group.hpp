@@ -55,6 +55,7 @@ class ProcessGroup {
   int rank_;
   int world_size_;
   std::chrono::milliseconds timeout_;
+  c10::Device device_;  // where this rank's collective buffers live (its GPU under NCCL)
   std::string backend_name_;
   c10d_adapter::StorePtr store_;
   c10d_adapter::BackendPtr backend_;

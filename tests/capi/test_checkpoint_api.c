@@ -67,7 +67,7 @@ int main(void) {
   EXPECT_OK(accel_accelerator_register_save_state_pre_hook(acc, count_hook, NULL, NULL, &hook));
 
   EXPECT_ERROR(accel_accelerator_save_state(acc, NULL), ACCEL_ERR_STATE, "automatic_checkpoint_naming is off");
-  system("rm -rf ckpt_c ckpt_c_model");
+  EXPECT(system("rm -rf ckpt_c ckpt_c_model") == 0);
   EXPECT_OK(accel_accelerator_save_state(acc, "ckpt_c"));
   EXPECT(hook_calls == 1);
   EXPECT_OK(accel_accelerator_remove_hook(acc, hook));
@@ -114,6 +114,6 @@ int main(void) {
   EXPECT(c.released == 0);
   accel_accelerator_free(acc);
   EXPECT(c.released == 1);
-  system("rm -rf ckpt_c ckpt_c_model");
+  EXPECT(system("rm -rf ckpt_c ckpt_c_model") == 0);
   return capi_report("test_checkpoint_api");
 }

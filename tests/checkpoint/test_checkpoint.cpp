@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "accel/accel.hpp"
+#include "core/remove_tree.hpp"
 
 namespace fs = std::filesystem;
 
@@ -18,7 +19,7 @@ const char* kSpec = R"([{"type": "Linear", "in_features": 6, "out_features": 16}
 
 std::string fresh_dir(const std::string& name) {
   std::string dir = ::testing::TempDir() + "ckpt_" + name;
-  fs::remove_all(dir);
+  accel::detail::remove_tree(dir);
   return dir;
 }
 

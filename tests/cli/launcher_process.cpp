@@ -12,6 +12,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+#include "core/remove_tree.hpp"
 
 namespace accel::cli::testing {
 
@@ -95,8 +96,7 @@ TempDir::TempDir() {
 }
 
 TempDir::~TempDir() {
-  std::error_code ignored;
-  std::filesystem::remove_all(path_, ignored);
+  accel::detail::remove_tree(path_);
 }
 
 std::optional<std::string> read_file(const std::string& path) {

@@ -8,6 +8,7 @@
 
 #include "cli/config_file.hpp"
 #include "cli/launch_settings.hpp"
+#include "core/remove_tree.hpp"
 
 namespace {
 
@@ -20,7 +21,7 @@ class ConfigFileTest : public ::testing::Test {
     char pattern[] = "/tmp/accel-config-test-XXXXXX";
     dir_ = ::mkdtemp(pattern);
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void TearDown() override { accel::detail::remove_tree(dir_); }
 
   std::string write(const std::string& text, const std::string& name = "config.yaml") {
     std::string path = dir_ + "/" + name;

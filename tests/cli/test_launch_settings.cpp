@@ -9,6 +9,7 @@
 
 #include "cli/launch_environment.hpp"
 #include "cli/launch_settings.hpp"
+#include "core/remove_tree.hpp"
 
 namespace {
 
@@ -22,7 +23,7 @@ class LaunchSettingsTest : public ::testing::Test {
     dir_ = ::mkdtemp(pattern);
     vars_["HF_HOME"] = dir_;
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void TearDown() override { accel::detail::remove_tree(dir_); }
 
   void write_default_config(const std::string& text) {
     std::filesystem::create_directories(dir_ + "/accelerate");

@@ -27,7 +27,7 @@ int killed_by_sigkill() {
 }
 
 TEST(RankExit, ZeroIsSuccess) {
-  RankExit exit{0, 100, exited_with_0()};
+  RankExit exit{0, 100, exited_with_0(), ""};
   ASSERT_TRUE(WIFEXITED(exit.wait_status));
   EXPECT_FALSE(exit.failed());
   EXPECT_EQ(exit.exit_code(), 0);
@@ -35,14 +35,14 @@ TEST(RankExit, ZeroIsSuccess) {
 }
 
 TEST(RankExit, NamesTheRankAndItsCode) {
-  RankExit exit{1, 1234, exited_with_3()};
+  RankExit exit{1, 1234, exited_with_3(), ""};
   EXPECT_TRUE(exit.failed());
   EXPECT_EQ(exit.exit_code(), 3);
   EXPECT_EQ(exit.describe(), "rank 1 (pid 1234) exited with code 3");
 }
 
 TEST(RankExit, NamesTheSignal) {
-  RankExit exit{2, 77, killed_by_sigkill()};
+  RankExit exit{2, 77, killed_by_sigkill(), ""};
   ASSERT_TRUE(WIFSIGNALED(exit.wait_status));
   EXPECT_TRUE(exit.failed());
   EXPECT_EQ(exit.exit_code(), 128 + SIGKILL);

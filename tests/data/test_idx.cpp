@@ -22,7 +22,7 @@ class IdxTest : public ::testing::Test {
     char templ[] = "/tmp/accel-idx-XXXXXX";
     dir_ = mkdtemp(templ);
   }
-  void TearDown() override { std::system(("rm -rf " + dir_).c_str()); }
+  void TearDown() override { EXPECT_EQ(std::system(("rm -rf " + dir_).c_str()), 0); }
 
   void write_raw(const std::string& name, const std::vector<uint8_t>& bytes) {
     std::ofstream(path(name), std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());

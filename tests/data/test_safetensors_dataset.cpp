@@ -9,6 +9,7 @@
 #include "accel/checkpoint.hpp"
 #include "accel/data.hpp"
 #include "accel/error.hpp"
+#include "core/remove_tree.hpp"
 
 namespace {
 
@@ -16,7 +17,7 @@ namespace fs = std::filesystem;
 
 std::string fresh_dir(const std::string& name) {
   std::string dir = ::testing::TempDir() + name;
-  fs::remove_all(dir);
+  accel::detail::remove_tree(dir);
   fs::create_directories(dir);
   return dir;
 }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "optim/fused_adam.hpp"
+#include "optim/state_key.hpp"
 
 namespace {
 
@@ -59,7 +60,7 @@ TEST(FusedAdam, StateIsLibTorchsOwn) {
   fused.step();
   fused.step();
   auto& state = static_cast<torch::optim::AdamWParamState&>(
-      *fused.state().at(c10::guts::to_string(params[0].unsafeGetTensorImpl())));
+      *fused.state().at(accel::detail::optimizer_state_key(params[0])));
   EXPECT_EQ(state.step(), 2);
   EXPECT_TRUE(at::allclose(state.exp_avg(), at::full_like(params[0], 0.19)));  // 0.1 + 0.9 * 0.1
 }

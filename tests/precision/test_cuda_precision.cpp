@@ -5,12 +5,15 @@
 #include <torch/cuda.h>
 #include <torch/nn/modules/linear.h>
 
+#include <cstdlib>
+
 #include "accel/accel.hpp"
 
 namespace {
 
 void train_on_cuda(accel::MixedPrecision precision) {
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device: CUDA mixed-precision tests need a GPU";
+  if (!torch::cuda::is_available() || std::getenv("ACCELERATE_USE_CPU"))
+    GTEST_SKIP() << "no CUDA device (or ACCELERATE_USE_CPU set): CUDA mixed-precision tests need a GPU";
   accel::AcceleratorOptions options;
   options.mixed_precision = precision;
   accel::Accelerator accelerator(options);

@@ -10,13 +10,14 @@
 
 #include "accel/accelerator.hpp"
 #include "accel/profiler.hpp"
+#include "core/remove_tree.hpp"
 
 namespace {
 
 TEST(Profile, WritesAChromeTraceWithTheModelsOperators) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("accel_profile_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
+  accel::detail::remove_tree(dir);
   accel::AcceleratorOptions options;
   options.cpu = true;
   accel::Accelerator accelerator(options);
@@ -38,7 +39,7 @@ TEST(Profile, WritesAChromeTraceWithTheModelsOperators) {
     if (event.contains("name")) names.insert(event["name"].get<std::string>());
   EXPECT_TRUE(names.count("aten::addmm") || names.count("aten::linear")) << "no linear operator in the trace";
   EXPECT_TRUE(names.count("aten::sum"));
-  fs::remove_all(dir);
+  accel::detail::remove_tree(dir);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "accel/accelerator.hpp"
 #include "tracking/crc32c.hpp"
 #include "tracking/tracker_registry.hpp"
+#include "core/remove_tree.hpp"
 
 namespace {
 
@@ -42,7 +43,7 @@ struct Counting : accel::Tracker {
 TEST(Accelerator, LogsToBuiltinAndAddedTrackers) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("accel_tracking_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
+  accel::detail::remove_tree(dir);
   accel::AcceleratorOptions options;
   options.cpu = true;
   options.log_with = {"jsonl"};
@@ -65,7 +66,7 @@ TEST(Accelerator, LogsToBuiltinAndAddedTrackers) {
   EXPECT_EQ(first, R"({"loss":2.5,"step":4})");
   EXPECT_EQ(second, R"({"acc":0.5,"loss":1.5,"step":null})");
   EXPECT_FALSE(std::getline(in, third));
-  fs::remove_all(dir);
+  accel::detail::remove_tree(dir);
 }
 
 }  // namespace
