@@ -106,22 +106,40 @@ run_bindings() {
   return 0
 }
 
+# One contestant of a repeat, by name.
+run_contestant() {
+  local nproc="$1" name="$2" w="$3"
+  case "$name" in
+    accel_cpp) run "$nproc" accel_cpp "$w" "$bin/accel_bench" ;;
+    accel_c) run "$nproc" accel_c "$w" "$bin/accel_bench_c" ;;
+    torch_cpp) run "$nproc" torch_cpp "$w" "$bin/torch_bench" ;;
+    torch_py) [ $have_torch_py = 1 ] && run "$nproc" torch_py "$w" "$python" "$here/torch_bench.py" ;;
+    torch_py_ddp) [ $have_torch_py = 1 ] && run "$nproc" torch_py_ddp "$w" "$python" "$here/torch_bench.py" ;;
+    accel_cpp_nosync) run "$nproc" accel_cpp_nosync "$w" "$bin/accel_bench" --no-sync ;;
+    bindings) run_bindings "$nproc" "$w" ;;
+  esac
+  return 0
+}
+
+# Runs the contestants starting at a different one each repeat: the first run
+# after a workload switch measured up to 8% slow on cnn, and that must not
+# always fall on the same contestant.
+run_rotated() {
+  local nproc="$1" w="$2" r="$3"; shift 3
+  local names=("$@") i
+  for ((i = 0; i < ${#names[@]}; ++i)); do
+    run_contestant "$nproc" "${names[$(( (i + r) % ${#names[@]} ))]}" "$w"
+  done
+}
+
 echo "libaccel bench: mode=$mode reps=$reps workloads=[$workloads] load: $(cut -d' ' -f1-3 /proc/loadavg)"
 for ((r = 1; r <= reps; ++r)); do
   echo "repeat $r/$reps"
   for w in $workloads; do
     if [ "$w" != sync ]; then   # sync is a 2-process workload
-      run 1 accel_cpp "$w" "$bin/accel_bench"
-      run 1 accel_c "$w" "$bin/accel_bench_c"
-      run 1 torch_cpp "$w" "$bin/torch_bench"
-      [ $have_torch_py = 1 ] && run 1 torch_py "$w" "$python" "$here/torch_bench.py"
-      run_bindings 1 "$w"
+      run_rotated 1 "$w" "$r" accel_cpp accel_c torch_cpp torch_py bindings
     fi
-    run 2 accel_cpp "$w" "$bin/accel_bench"
-    run 2 accel_c "$w" "$bin/accel_bench_c"
-    [ $have_torch_py = 1 ] && run 2 torch_py_ddp "$w" "$python" "$here/torch_bench.py"
-    run 2 accel_cpp_nosync "$w" "$bin/accel_bench" --no-sync
-    run_bindings 2 "$w"
+    run_rotated 2 "$w" "$r" accel_cpp accel_c torch_py_ddp accel_cpp_nosync bindings
   done
 done
 
