@@ -103,8 +103,14 @@ void add_launch_options(CLI::App& app, LaunchFlags& flags) {
   // Accelerate's way to ask for several GPUs; the process count says it here.
   app.add_flag("--multi_gpu", "Accepted for Accelerate compatibility; --num_processes decides");
   add_optional(app, "--log_dir,--log-dir", flags.log_dir,
-               "Write each rank's output (stdout and stderr) to DIR/rank_N.log instead of the terminal");
-  app.add_flag("--tee", flags.tee, "With --log_dir: show each rank's output on the terminal too, prefixed");
+               "Directory of the ranks' log files DIR/rank_N.log; alone, both streams of every rank go there "
+               "instead of the terminal");
+  add_optional(app, "-r,--redirects", flags.redirects,
+               "Streams to send to the log file only: 0 none, 1 stdout, 2 stderr, 3 both, or per local rank "
+               "such as 0:1,1:2 (torchrun's format)");
+  add_optional(app, "-t,--tee", flags.tee, "Streams to send to the log file and the terminal (format of --redirects)");
+  add_optional(app, "--local_ranks_filter,--local-ranks-filter", flags.local_ranks_filter,
+               "Local ranks whose output reaches the terminal, such as 0 or 0,2 (log files keep all)");
   app.add_flag("--dry_run", flags.dry_run,
                "Print the resolved settings, where each came from, and each rank's command; start nothing");
   // Parsing stops at PROGRAM: it and everything after it, dashes included,
@@ -146,9 +152,20 @@ void validate(const LaunchConfig& config) {
     throw CLI::ValidationError("--node_rank", std::to_string(config.node_rank) + " must be below --nnodes " +
                                                   std::to_string(config.nnodes));
   }
-  if (config.tee && config.log_dir.empty()) {
-    throw CLI::ValidationError("--tee", "copies the ranks' output to the terminal besides --log_dir; give --log_dir");
-  }
+  // A local rank this node does not start is most likely a typo for one it does.
+  auto check_local_ranks = [&config](const std::string& flag, const std::vector<int>& local_ranks) {
+    for (int local_rank : local_ranks) {
+      if (local_rank >= config.nproc_per_node) {
+        throw CLI::ValidationError(flag, "names local rank " + std::to_string(local_rank) + ", but --nproc_per_node " +
+                                             std::to_string(config.nproc_per_node) + " starts local ranks 0 to " +
+                                             std::to_string(config.nproc_per_node - 1));
+      }
+    }
+  };
+  const OutputRouting& output = config.output;
+  if (output.redirects) check_local_ranks("--redirects", output.redirects->named_local_ranks());
+  if (output.tee) check_local_ranks("--tee", output.tee->named_local_ranks());
+  if (output.local_ranks_filter) check_local_ranks("--local_ranks_filter", *output.local_ranks_filter);
   if (config.master_port == 0 && config.nnodes > 1) {
     // Every machine would pick a different port; the ranks would never meet.
     throw CLI::ValidationError("--master_port", "0 (pick a free port) works on one machine only; give a port for "

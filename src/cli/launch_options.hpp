@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "cli/output_routing.hpp"
+
 namespace CLI {
 class App;
 }
@@ -28,8 +30,7 @@ struct LaunchFlags {
   std::optional<double> monitor_interval_s;
   std::optional<double> grace_period_s;
   bool dry_run = false;
-  std::optional<std::string> log_dir;
-  bool tee = false;
+  std::optional<std::string> log_dir, redirects, tee, local_ranks_filter;
   std::string program;
   std::vector<std::string> program_args;
 };
@@ -52,10 +53,7 @@ struct LaunchConfig {
   int restart_count = 0;  // this attempt's number of earlier attempts, set by the supervisor
   double monitor_interval_s = 5;  // torchrun's flag; exits are noticed at once regardless
   std::string config_file;  // empty when none was read
-  // Non-empty: each rank's output goes to log_dir/rank_<global rank>.log, and
-  // to the terminal as well (prefixed) only with tee.
-  std::string log_dir;
-  bool tee = false;
+  OutputRouting output;  // where each rank's stdout and stderr go
   // For --dry_run: each setting with where its value came from, in order.
   std::vector<std::pair<std::string, std::string>> origins;
   // Set by resolve_defaults() when the launcher chooses it for the ranks.

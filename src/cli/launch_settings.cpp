@@ -133,6 +133,38 @@ void resolve_process_count(const LaunchFlags& flags, const Environment& env, con
   }
 }
 
+// A text setting the launcher parses further, such as --tee's "0:1,1:2":
+// the parse error names the flag or variable the text came from.
+template <typename Parsed, typename Parse>
+std::optional<Parsed> pick_parsed(LaunchConfig& config, const std::string& setting, const std::string& unset,
+                                  std::initializer_list<Candidate<std::string>> candidates, Parse parse) {
+  for (const auto& candidate : candidates) {
+    if (!candidate.value) continue;
+    config.origins.emplace_back(setting, *candidate.value + "  (" + candidate.origin + ")");
+    try {
+      return parse(*candidate.value);
+    } catch (const std::invalid_argument& error) {
+      throw CLI::ValidationError(candidate.origin, error.what());
+    }
+  }
+  config.origins.emplace_back(setting, unset + "  (default)");
+  return std::nullopt;
+}
+
+void resolve_output(const LaunchFlags& flags, const Environment& env, LaunchConfig& config) {
+  OutputRouting& output = config.output;
+  output.log_dir = pick<std::string>(config, "log_dir", "", {from_flag(flags.log_dir, "--log_dir"), env.text("PET_LOG_DIR")});
+  output.redirects = pick_parsed<StreamChoice>(config, "redirects", "unset",
+                                               {from_flag(flags.redirects, "--redirects"), env.text("PET_REDIRECTS")},
+                                               StreamChoice::parse);
+  output.tee = pick_parsed<StreamChoice>(config, "tee", "unset",
+                                         {from_flag(flags.tee, "--tee"), env.text("PET_TEE")}, StreamChoice::parse);
+  output.local_ranks_filter = pick_parsed<std::vector<int>>(
+      config, "local_ranks_filter", "every local rank",
+      {from_flag(flags.local_ranks_filter, "--local_ranks_filter"), env.text("PET_LOCAL_RANKS_FILTER")},
+      parse_local_ranks);
+}
+
 }  // namespace
 
 std::string active_config_path(const LaunchFlags& flags, const EnvLookup& env) {
@@ -208,9 +240,7 @@ LaunchConfig resolve_settings(const LaunchFlags& flags, const EnvLookup& lookup,
                                    {from_flag(flags.monitor_interval_s, "--monitor_interval"),
                                     env.number("PET_MONITOR_INTERVAL")});
   config.grace_period_s = pick(config, "grace_period", 3.0, {from_flag(flags.grace_period_s, "--grace_period")});
-  config.log_dir = pick<std::string>(config, "log_dir", "",
-                                     {from_flag(flags.log_dir, "--log_dir"), env.text("PET_LOG_DIR")});
-  config.tee = flags.tee;
+  resolve_output(flags, env, config);
   config.dry_run = flags.dry_run;
   config.program = flags.program;
   config.program_args = flags.program_args;

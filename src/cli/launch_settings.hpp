@@ -18,7 +18,8 @@ std::string active_config_path(const LaunchFlags& flags, const EnvLookup& env);
 // Merges `flags` with the environment and the config file into the settings
 // of this node's launch. Environment variables read: PET_NPROC_PER_NODE,
 // PET_NNODES, PET_NODE_RANK, PET_MASTER_ADDR, PET_MASTER_PORT,
-// PET_MAX_RESTARTS, PET_MONITOR_INTERVAL (torchrun's), and
+// PET_MAX_RESTARTS, PET_MONITOR_INTERVAL, PET_LOG_DIR, PET_REDIRECTS,
+// PET_TEE, PET_LOCAL_RANKS_FILTER (torchrun's), and
 // ACCELERATE_MIXED_PRECISION, ACCELERATE_USE_CPU,
 // ACCELERATE_GRADIENT_ACCUMULATION_STEPS (Accelerate's).
 // --num_processes (or the file's num_processes) is the total over all

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <sstream>
@@ -85,6 +86,7 @@ int Supervisor::run() {
   // knows when a rank's process group is really empty.
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   LauncherSignals signals;  // before the first rank starts, so no Ctrl-C is lost
+  if (!choose_log_dir()) return 1;
   for (;;) {
     start_ranks();
     while (has_work()) {
@@ -133,18 +135,38 @@ static int open_rank_log(const std::string& dir, int rank) {
   return fd;
 }
 
+// torchrun's way when streams go to files without --log_dir: a fresh
+// directory, named on stderr so the user finds the logs.
+bool Supervisor::choose_log_dir() {
+  OutputRouting& output = config_.output;
+  if (!output.log_dir.empty() || !output.writes_files(config_.nproc_per_node)) return true;
+  const char* tmp = std::getenv("TMPDIR");
+  std::string dir = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/accel-logs-XXXXXX";
+  if (::mkdtemp(dir.data()) == nullptr) {
+    say("cannot make a directory for the ranks' logs from " + dir + ": " + std::strerror(errno) + "; give --log_dir");
+    return false;
+  }
+  output.log_dir = dir;
+  say("the ranks' logs are in " + dir);
+  return true;
+}
+
 void Supervisor::start_ranks() {
-  const bool to_files = !config_.log_dir.empty();
-  const bool to_terminal = !to_files || config_.tee;
+  const OutputRouting& output = config_.output;
   for (int local_rank = 0; local_rank < config_.nproc_per_node; ++local_rank) {
     int log_fd = -1;
     try {
-      if (to_files) log_fd = open_rank_log(config_.log_dir, config_.global_rank(local_rank));
+      const auto out = output.route(local_rank, kStdout);
+      const auto err = output.route(local_rank, kStderr);
+      if (out.to_file || err.to_file) log_fd = open_rank_log(output.log_dir, config_.global_rank(local_rank));
       RankProcess process = spawn_rank(config_, local_rank);
       std::string prefix = prefix_for(process.rank);
+      // A stream going nowhere is still read, so the rank never blocks on a full pipe.
       ranks_.push_back(Rank{process,
-                            Relay{process.stdout_fd, to_terminal ? STDOUT_FILENO : -1, LinePrefixer(prefix), log_fd},
-                            Relay{process.stderr_fd, to_terminal ? STDERR_FILENO : -1, LinePrefixer(prefix), log_fd},
+                            Relay{process.stdout_fd, out.to_terminal ? STDOUT_FILENO : -1, LinePrefixer(prefix),
+                                  out.to_file ? log_fd : -1},
+                            Relay{process.stderr_fd, err.to_terminal ? STDERR_FILENO : -1, LinePrefixer(prefix),
+                                  err.to_file ? log_fd : -1},
                             log_fd});
     } catch (const SpawnError& error) {
       if (log_fd >= 0) ::close(log_fd);

@@ -37,9 +37,9 @@ class Supervisor {
   // One of a rank's output streams on its way to ours.
   struct Relay {
     int from_fd = -1;  // -1 once at end of file
-    int to_fd = -1;    // the terminal (prefixed lines), or -1 with --log_dir and no --tee
+    int to_fd = -1;    // the terminal (prefixed lines), or -1 when the stream is not shown
     LinePrefixer lines;
-    int log_fd = -1;   // the rank's --log_dir file (raw output), or -1
+    int log_fd = -1;   // the rank's log file (raw output), or -1 when the stream is not logged
   };
 
   struct Rank {
@@ -53,6 +53,9 @@ class Supervisor {
     bool has_output() const { return out.from_fd >= 0 || err.from_fd >= 0; }
   };
 
+  // Makes a log directory when streams go to files and none was given; false
+  // (after saying why) when that fails.
+  bool choose_log_dir();
   void start_ranks();
   void begin_new_attempt();
   bool has_work() const;

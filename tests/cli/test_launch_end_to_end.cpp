@@ -255,8 +255,8 @@ TEST(LaunchEndToEnd, DryRunPrintsEachRankAndStartsNothing) {
   EXPECT_FALSE(read_file(dir.path() + "/started"));
 }
 
-// --log_dir: each rank's stdout and stderr in DIR/rank_N.log, nothing of them
-// on the terminal; --tee puts them on the terminal too, prefixed as usual.
+// --log_dir alone: each rank's stdout and stderr in DIR/rank_N.log, nothing of
+// them on the terminal; --tee 3 puts them on the terminal too, prefixed as usual.
 TEST(LaunchEndToEnd, LogDirWritesEachRanksOutputToItsFile) {
   TempDir dir;
   const std::string speak = "echo out-$RANK; echo err-$RANK >&2";
@@ -274,7 +274,7 @@ TEST(LaunchEndToEnd, LogDirWritesEachRanksOutputToItsFile) {
   EXPECT_EQ(quiet.err.find("err-"), std::string::npos) << quiet.err;
 
   auto teed = run_accel({"launch", "--nproc_per_node", "2", "--master_port", "0", "--log_dir", dir.path() + "/logs",
-                         "--tee", "sh", "-c", speak},
+                         "--tee", "3", "sh", "-c", speak},
                         {{"OMP_NUM_THREADS", "1"}});
   EXPECT_EQ(teed.exit_code, 0) << teed.err;
   EXPECT_TRUE(has_line(teed.out, "[rank 1] out-1")) << teed.out;
@@ -284,11 +284,31 @@ TEST(LaunchEndToEnd, LogDirWritesEachRanksOutputToItsFile) {
   EXPECT_NE(appended->find("out-0"), appended->rfind("out-0")) << *appended;
 }
 
-TEST(LaunchEndToEnd, TeeWithoutLogDirIsAUsageError) {
-  auto result = run_accel({"launch", "--tee", "true"}, {});
-  EXPECT_NE(result.exit_code, 0);
-  EXPECT_NE(result.err.find("--tee"), std::string::npos) << result.err;
-  EXPECT_NE(result.err.find("--log_dir"), std::string::npos) << result.err;
+// torchrun's per-rank, per-stream choices, without --log_dir (a fresh directory
+// under $TMPDIR is named on stderr): rank 0's stdout teed, every stderr
+// redirected, and only local rank 0 on the terminal.
+TEST(LaunchEndToEnd, StreamsGoWhereRedirectsTeeAndFilterSay) {
+  TempDir dir;
+  auto result = run_accel({"launch", "--nproc_per_node", "2", "--master_port", "0", "--tee", "0:1", "--redirects",
+                           "2", "--local_ranks_filter", "0", "sh", "-c", "echo out-$RANK; echo err-$RANK >&2"},
+                          {{"OMP_NUM_THREADS", "1"}, {"TMPDIR", dir.path()}});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_TRUE(has_line(result.out, "[rank 0] out-0")) << result.out;
+  EXPECT_EQ(result.out.find("out-1"), std::string::npos) << result.out;  // filtered out
+  EXPECT_EQ(result.err.find("err-"), std::string::npos) << result.err;   // redirected
+
+  const std::string announced = "accel launch: the ranks' logs are in ";
+  auto at = result.err.find(announced);
+  ASSERT_NE(at, std::string::npos) << result.err;
+  std::string logs = result.err.substr(at + announced.size());
+  logs = logs.substr(0, logs.find('\n'));
+  EXPECT_EQ(logs.rfind(dir.path() + "/accel-logs-", 0), 0u) << logs;
+  auto rank0 = read_file(logs + "/rank_0.log");
+  auto rank1 = read_file(logs + "/rank_1.log");
+  ASSERT_TRUE(rank0 && rank1) << logs;
+  EXPECT_TRUE(has_line(*rank0, "out-0") && has_line(*rank0, "err-0")) << *rank0;
+  EXPECT_TRUE(has_line(*rank1, "err-1")) << *rank1;
+  EXPECT_EQ(rank1->find("out-1"), std::string::npos) << *rank1;  // neither teed nor redirected
 }
 
 // Accelerate's config file at its default place, under the environment and the

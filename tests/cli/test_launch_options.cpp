@@ -129,6 +129,44 @@ TEST(LaunchOptions, ProcessCountsMustAgree) {
   EXPECT_THROW(parse_launch({"--max_restarts", "-1", "t"}), CLI::ValidationError);
 }
 
+// torchrun's and Accelerate's spellings: `-t 3` must not take PROGRAM for its value.
+TEST(LaunchOptions, OutputStreamChoices) {
+  auto config = parse_launch({"--nproc_per_node", "2", "--log-dir", "logs", "-r", "2", "-t", "0:1",
+                              "--local-ranks-filter", "0", "train"});
+  EXPECT_EQ(config.output.log_dir, "logs");
+  ASSERT_TRUE(config.output.redirects && config.output.tee && config.output.local_ranks_filter);
+  EXPECT_EQ(config.output.redirects->streams_of(1), 2u);
+  EXPECT_EQ(config.output.tee->streams_of(0), 1u);
+  EXPECT_EQ(*config.output.local_ranks_filter, std::vector<int>{0});
+  EXPECT_EQ(config.program, "train");
+
+  auto accelerate_style = parse_launch({"--tee", "3", "--log_dir", "logs", "train", "--tee"});
+  EXPECT_EQ(accelerate_style.output.tee->streams_of(5), 3u);
+  EXPECT_EQ(accelerate_style.program_args, (Args{"--tee"}));
+
+  auto none = parse_launch({"train"});
+  EXPECT_FALSE(none.output.redirects || none.output.tee || none.output.local_ranks_filter);
+}
+
+TEST(LaunchOptions, RejectsBadStreamChoicesNamingTheFlagAndValue) {
+  auto message_of = [](const Args& args) -> std::string {
+    try {
+      parse_launch(args);
+    } catch (const CLI::ValidationError& error) {
+      return error.what();
+    }
+    return "accepted";
+  };
+  auto bad_tee = message_of({"--tee", "train", "x"});
+  EXPECT_NE(bad_tee.find("--tee"), std::string::npos) << bad_tee;
+  EXPECT_NE(bad_tee.find("\"train\""), std::string::npos) << bad_tee;
+  auto bad_rank = message_of({"--nproc_per_node", "2", "--redirects", "0:3,2:3", "train"});
+  EXPECT_NE(bad_rank.find("--redirects"), std::string::npos) << bad_rank;
+  EXPECT_NE(bad_rank.find("local rank 2"), std::string::npos) << bad_rank;
+  auto bad_filter = message_of({"--local_ranks_filter", "0,1", "train"});
+  EXPECT_NE(bad_filter.find("local rank 1"), std::string::npos) << bad_filter;
+}
+
 TEST(LaunchOptions, RejectsUnknownFlagsAndAMissingProgram) {
   EXPECT_THROW(parse_launch({"--bogus", "train"}), CLI::ExtrasError);
   EXPECT_THROW(parse_launch({}), CLI::RequiredError);
