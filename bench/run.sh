@@ -149,7 +149,7 @@ if [ $sync_bench = 1 ]; then
   echo
   echo "gradient sync vs raw allreduce (2 processes x 1 thread):"
   case "$mode" in
-    full) sb=(--reps 5 --sizes 1,16,64,256) ;;
+    full) sb=(--reps 9 --sizes 1,16,64,256) ;;
     quick) sb=(--reps 3 --sizes 1,16) ;;
     smoke) sb=(--reps 1 --sizes 1) ;;
   esac
