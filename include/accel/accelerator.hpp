@@ -96,6 +96,7 @@ struct AcceleratorOptions {
 class Accelerator {
  public:
   // Collective when WORLD_SIZE > 1: joins the rendezvous and creates the process group.
+  // The first one of a process also tunes glibc's malloc (see accel_accelerator_create).
   explicit Accelerator(const AcceleratorOptions& options = {});
   ~Accelerator();
   Accelerator(const Accelerator&) = delete;

@@ -16,6 +16,7 @@
 #include "precision/autocast.hpp"
 #include "state/accelerator_state.hpp"
 #include "state/collectives.hpp"
+#include "state/host_allocator.hpp"
 
 namespace accel {
 
@@ -68,6 +69,7 @@ AcceleratorState::AcceleratorState(const AcceleratorOptions& options)
                   options.comm_hook == CommHook::Bf16,
               "comm_hook " + std::to_string(static_cast<int>(options.comm_hook)) + " is not a CommHook value");
   env = read_launch_environment();
+  tune_host_allocator();
 
   if (options.mixed_precision) {
     mixed_precision = *options.mixed_precision;
