@@ -15,7 +15,7 @@ namespace {
 constexpr int kMmapThreshold = 32 << 20;  // glibc's maximum on 64-bit machines
 constexpr int kTrimThreshold = 256 << 20;
 
-bool set(const char* name) {
+bool env_set(const char* name) {
   const char* value = std::getenv(name);
   return value != nullptr && *value != '\0';
 }
@@ -25,7 +25,7 @@ bool apply() {
   if (const char* tune = std::getenv("ACCEL_TUNE_MALLOC"); tune != nullptr && std::strcmp(tune, "0") == 0) {
     return false;
   }
-  if (set("MALLOC_MMAP_THRESHOLD_") || set("MALLOC_TRIM_THRESHOLD_") || set("MALLOC_TOP_PAD_")) return false;
+  if (env_set("MALLOC_MMAP_THRESHOLD_") || env_set("MALLOC_TRIM_THRESHOLD_") || env_set("MALLOC_TOP_PAD_")) return false;
   // Setting either threshold also turns glibc's adjustment of both off, so
   // both are set: a fixed trim threshold with the default 128 KiB mmap
   // threshold would send every buffer to mmap(), the opposite of the aim.
