@@ -219,9 +219,9 @@ ACCEL_API void accel_accelerator_options_init(accel_accelerator_options* opts);
    The first accelerator of a process also tunes glibc's malloc to keep freed
    buffers up to 32 MiB for reuse instead of returning them to the kernel every
    step (1.3-1.55x the CPU steps/s of the example CNN, docs/benchmarks.md).
-   ACCEL_TUNE_MALLOC=0, or any of MALLOC_MMAP_THRESHOLD_,
+   ACCEL_TUNE_MALLOC=0 (or no, off, false), or any of MALLOC_MMAP_THRESHOLD_,
    MALLOC_TRIM_THRESHOLD_ and MALLOC_TOP_PAD_ in the environment, leaves
-   malloc as it is.
+   malloc as it is; another ACCEL_TUNE_MALLOC value is INVALID_ARGUMENT.
    Collective when WORLD_SIZE > 1. Errors: INVALID_ARGUMENT (bad option or
    environment value, named), TIMEOUT (a peer did not join in time),
    DISTRIBUTED, UNSUPPORTED (a mixed precision mode the device cannot do).

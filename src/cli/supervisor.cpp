@@ -58,6 +58,18 @@ std::chrono::steady_clock::duration to_duration(double seconds) {
   return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
 }
 
+// The rank's log file, opened for appending so that a restarted group's output
+// follows the earlier attempts'. An error names the file (a missing directory
+// is created first).
+int open_rank_log(const std::string& dir, int rank) {
+  std::error_code ignored;  // open() below reports what went wrong
+  std::filesystem::create_directories(dir, ignored);
+  std::string path = dir + "/rank_" + std::to_string(rank) + ".log";
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) throw SpawnError("cannot open " + path + " for the ranks' logs: " + std::strerror(errno), 1);
+  return fd;
+}
+
 }  // namespace
 
 Supervisor::Supervisor(LaunchConfig config) : config_(std::move(config)) {
@@ -123,16 +135,6 @@ void Supervisor::begin_new_attempt() {
   kill_deadline_.reset();
   killed_ = false;
   abandon_output_at_.reset();
-}
-
-// Appends, so a restarted group's output follows the earlier attempts'.
-static int open_rank_log(const std::string& dir, int rank) {
-  std::error_code ignored;
-  std::filesystem::create_directories(dir, ignored);
-  std::string path = dir + "/rank_" + std::to_string(rank) + ".log";
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) throw SpawnError("cannot open " + path + " for --log_dir: " + std::strerror(errno), 1);
-  return fd;
 }
 
 // torchrun's way when streams go to files without --log_dir: a fresh

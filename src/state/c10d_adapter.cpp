@@ -76,7 +76,7 @@ BackendPtr make_gloo(const StorePtr& store, int rank, int world_size, const std:
 }
 
 bool nccl_available() {
-#if defined(USE_C10D_NCCL)  // defined by a CUDA LibTorch's torch_cuda target
+#if defined(USE_C10D_NCCL)
   return true;
 #else
   return false;
@@ -84,7 +84,7 @@ bool nccl_available() {
 }
 
 BackendPtr make_nccl(const StorePtr& store, int rank, int world_size, std::chrono::milliseconds timeout) {
-#if defined(USE_C10D_NCCL)  // defined by a CUDA LibTorch's torch_cuda target
+#if defined(USE_C10D_NCCL)
   auto options = ::c10d::ProcessGroupNCCL::Options::create();
   options->timeout = timeout;
   return c10::make_intrusive<::c10d::ProcessGroupNCCL>(store, rank, world_size, options);

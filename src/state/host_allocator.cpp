@@ -1,12 +1,12 @@
 #include "state/host_allocator.hpp"
 
-#include <cstdlib>
-#include <cstring>
 #include <mutex>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
+
+#include "state/environment.hpp"
 
 namespace accel::detail {
 
@@ -15,17 +15,10 @@ namespace {
 constexpr int kMmapThreshold = 32 << 20;  // glibc's maximum on 64-bit machines
 constexpr int kTrimThreshold = 256 << 20;
 
-bool env_set(const char* name) {
-  const char* value = std::getenv(name);
-  return value != nullptr && *value != '\0';
-}
-
 bool apply() {
 #if defined(__GLIBC__)
-  if (const char* tune = std::getenv("ACCEL_TUNE_MALLOC"); tune != nullptr && std::strcmp(tune, "0") == 0) {
-    return false;
-  }
-  if (env_set("MALLOC_MMAP_THRESHOLD_") || env_set("MALLOC_TRIM_THRESHOLD_") || env_set("MALLOC_TOP_PAD_")) return false;
+  if (!get_env_flag("ACCEL_TUNE_MALLOC", true)) return false;
+  if (get_env("MALLOC_MMAP_THRESHOLD_") || get_env("MALLOC_TRIM_THRESHOLD_") || get_env("MALLOC_TOP_PAD_")) return false;
   // Setting either threshold also turns glibc's adjustment of both off, so
   // both are set: a fixed trim threshold with the default 128 KiB mmap
   // threshold would send every buffer to mmap(), the opposite of the aim.

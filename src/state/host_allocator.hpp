@@ -15,9 +15,11 @@ namespace accel::detail {
 // Called by every Accelerator; acts once per process. Sets the mmap threshold
 // to its largest value (32 MiB) and the trim threshold to 256 MiB, so that
 // freed buffers up to 32 MiB are reused from the heap. Does nothing with a
-// non-glibc C library, when ACCEL_TUNE_MALLOC=0, or when the user chose any of
-// MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_ or MALLOC_TOP_PAD_ (glibc
-// reads those itself). Returns whether the thresholds were set by this process.
+// non-glibc C library, when ACCEL_TUNE_MALLOC is false (0, no, off, ...), or
+// when the user chose any of MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_ or
+// MALLOC_TOP_PAD_ (glibc reads those itself). Returns whether the thresholds
+// were set by this process. Throws accel::Error (InvalidArgument) for an
+// ACCEL_TUNE_MALLOC that is not a true/false word, every time it is called.
 bool tune_host_allocator();
 
 }  // namespace accel::detail

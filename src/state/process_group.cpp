@@ -26,7 +26,6 @@ std::string stall_key(int rank) { return "accel/stall/" + std::to_string(rank); 
 ProcessGroup::ProcessGroup(const LaunchEnvironment& env, const c10::Device& device,
                            std::chrono::milliseconds timeout)
     : rank_(env.rank), world_size_(env.world_size), timeout_(timeout), device_(device) {
-  backend_name_ = device.is_cuda() ? "nccl" : "gloo";
   const char* phase = "joining the store";
   try {
     store_ = c10d_adapter::make_tcp_store(env.master_addr, env.master_port, env.rank == 0, env.world_size, timeout);

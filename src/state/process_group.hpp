@@ -25,7 +25,7 @@ class ProcessGroup {
   int rank() const { return rank_; }
   int world_size() const { return world_size_; }
   std::chrono::milliseconds timeout() const { return timeout_; }
-  const std::string& backend_name() const { return backend_name_; }
+  std::string backend_name() const { return device_.is_cuda() ? "nccl" : "gloo"; }
   // Collectives issued by this process so far (also the next sequence number).
   uint64_t collectives_issued() const { return next_sequence_; }
 
@@ -56,7 +56,6 @@ class ProcessGroup {
   int world_size_;
   std::chrono::milliseconds timeout_;
   c10::Device device_;  // where this rank's collective buffers live (its GPU under NCCL)
-  std::string backend_name_;
   c10d_adapter::StorePtr store_;
   c10d_adapter::BackendPtr backend_;
   uint64_t next_sequence_ = 0;

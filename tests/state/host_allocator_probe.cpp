@@ -2,25 +2,38 @@
 // malloc: with the tuning, 100 MiB freed in 25 MiB blocks stays in the heap
 // for the next step to reuse; without it, glibc hands it back to the kernel
 // (its dynamic trim threshold is at most 64 MiB).
-//   host_allocator_probe tuned|untuned
+//   host_allocator_probe tuned|untuned|rejected
+// rejected: creating the Accelerator fails, naming the bad ACCEL_TUNE_MALLOC.
 #include <malloc.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "accel/accel.hpp"
 
 int main(int argc, char** argv) {
-  if (argc != 2 || (std::strcmp(argv[1], "tuned") != 0 && std::strcmp(argv[1], "untuned") != 0)) {
-    std::fprintf(stderr, "usage: host_allocator_probe tuned|untuned\n");
+  const std::string mode = argc == 2 ? argv[1] : "";
+  if (mode != "tuned" && mode != "untuned" && mode != "rejected") {
+    std::fprintf(stderr, "usage: host_allocator_probe tuned|untuned|rejected\n");
     return 2;
   }
-  const bool expect_tuned = std::strcmp(argv[1], "tuned") == 0;
+  const bool expect_tuned = mode == "tuned";
   accel::AcceleratorOptions options;
   options.cpu = true;
-  accel::Accelerator accelerator(options);
+  try {
+    accel::Accelerator accelerator(options);
+  } catch (const accel::Error& error) {
+    std::printf("creating the Accelerator failed: %s\n", error.what());
+    const char* value = std::getenv("ACCEL_TUNE_MALLOC");
+    return mode == "rejected" && value != nullptr && std::strstr(error.what(), value) != nullptr ? 0 : 1;
+  }
+  if (mode == "rejected") {
+    std::printf("creating the Accelerator succeeded; expected it to fail\n");
+    return 1;
+  }
 
   constexpr size_t kBlock = 25u << 20;
   std::vector<void*> blocks;
