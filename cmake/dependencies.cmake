@@ -7,6 +7,9 @@ find_package(nlohmann_json 3.9 REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(yaml-cpp REQUIRED)  # Accelerate config files (src/cli)
 find_package(ZLIB REQUIRED)
+# xxHash (XXH3): checkpoint file checksums in the manifest (src/checkpoint).
+find_path(ACCEL_XXHASH_INCLUDE_DIR xxhash.h REQUIRED)
+find_library(ACCEL_XXHASH_LIBRARY NAMES xxhash REQUIRED)
 find_package(Threads REQUIRED)
 # LibTorch's CPU kernels run on OpenMP; loader workers limit their own team to one thread.
 find_package(OpenMP REQUIRED COMPONENTS CXX)

@@ -9,6 +9,7 @@ packages=(
   libgloo-dev             # Gloo headers, included by c10d's ProcessGroupGloo.hpp
   libopenblas0-openmp     # fast BLAS: without it LibTorch uses the 13x slower reference BLAS
   nlohmann-json3-dev libcli11-dev zlib1g-dev
+  libxxhash-dev           # checkpoint checksums (XXH3)
   libyaml-cpp-dev         # Accelerate config files (accel launch --config_file, accel config)
   libprotobuf-dev protobuf-compiler   # TensorBoard event files (src/tracking/proto)
   libgtest-dev libgmock-dev

@@ -3,15 +3,18 @@
 #include <fcntl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <memory>
+#include <vector>
 
 #include "accel/error.hpp"
+#include "core/file_io.hpp"
 #include "checkpoint/safetensors.hpp"
 #include "core/remove_tree.hpp"
 
@@ -51,16 +54,71 @@ void sync_directory(const std::string& dir) {
   require(rc == 0, ErrorCode::IO, "cannot sync directory " + dir + ": " + std::strerror(errno));
 }
 
-void write_durable(const std::string& dir, const std::string& name, const std::string& bytes) {
-  safetensors::write_file_atomically(dir + "/" + name, bytes);
+namespace {
+
+std::string hex64(uint64_t value) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(value));
+  return text;
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  require(in.good(), ErrorCode::IO, "cannot read " + path + ": " + std::strerror(errno));
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
+bool ends_with(const std::string& text, const std::string& suffix) {
+  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+FileDigest digest_of(const std::string& bytes) {
+  return {bytes.size(), hex64(XXH3_64bits(bytes.data(), bytes.size()))};
+}
+
+FileDigest digest_file(const std::string& path) {
+  int fd = open_regular_file(path);
+  std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(), &XXH3_freeState);
+  XXH3_64bits_reset(state.get());
+  std::vector<char> buffer(1 << 20);
+  uint64_t total = 0;
+  for (;;) {
+    ssize_t n = ::read(fd, buffer.data(), buffer.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int e = errno;
+      ::close(fd);
+      fail(ErrorCode::IO, "cannot read " + path + ": " + std::strerror(e));
+    }
+    if (n == 0) break;
+    XXH3_64bits_update(state.get(), buffer.data(), static_cast<size_t>(n));
+    total += static_cast<uint64_t>(n);
+  }
+  ::close(fd);
+  return {total, hex64(XXH3_64bits_digest(state.get()))};
+}
+
+FileDigest write_durable(const std::string& dir, const std::string& name, const std::string& bytes) {
+  write_file_atomically(dir + "/" + name, bytes);
+  return digest_of(bytes);
+}
+
+void retire_directory(const std::string& dir) {
+  fs::path path = fs::path(dir).lexically_normal();
+  if (path.filename().empty()) path = path.parent_path();
+  const std::string retired = (path.parent_path() / ("." + path.filename().string() + ".removing")).string();
+  remove_tree(retired);  // an earlier interrupted removal
+  if (::rename(path.c_str(), retired.c_str()) != 0) return;
+  sync_directory(path.parent_path().empty() ? "." : path.parent_path().string());
+  remove_tree(retired);
+}
+
+void remove_leftovers(const std::string& dir) {
+  std::error_code error;
+  std::vector<std::string> leftovers;
+  for (const auto& entry : fs::directory_iterator(dir, error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() > 1 && name[0] == '.' && (ends_with(name, ".partial") || ends_with(name, ".removing"))) {
+      leftovers.push_back(entry.path().string());
+    }
+  }
+  for (const auto& path : leftovers) remove_tree(path);
 }
 
 void commit_directory(const std::string& partial, const std::string& dir) {

@@ -4,12 +4,12 @@
 
 #include <cctype>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "accel/accelerator.hpp"
 #include "accel/error.hpp"
+#include "core/file_io.hpp"
 #include "accel/model.hpp"
 #include "checkpoint/safetensors.hpp"
 #include "checkpoint/tensor_io.hpp"
@@ -93,7 +93,7 @@ void Accelerator::save_model(const Model& model, const std::string& dir, const s
         for (auto& [key, tensor] : shards[s]) weight_map[key] = name;
       }
       index["weight_map"] = weight_map;
-      safetensors::write_file_atomically(dir + "/model.safetensors.index.json", index.dump(2) + "\n");
+      detail::write_file_atomically(dir + "/model.safetensors.index.json", index.dump(2) + "\n");
     }
   }
   wait_for_everyone();
@@ -110,31 +110,63 @@ std::string join_names(const std::vector<std::string>& names) {
 
 }  // namespace
 
+namespace {
+
+// A shard named by an index must be a file in the index's own directory: a
+// name with a path in it, or a symlink leading elsewhere, could make a
+// downloaded checkpoint read any file the process can.
+std::string shard_path(const std::string& index_path, const std::string& base, const std::string& key,
+                       const std::string& name) {
+  require(!name.empty() && name.find('/') == std::string::npos && name != "." && name != "..", ErrorCode::IO,
+          index_path + ": weight_map[\"" + key + "\"] names \"" + name +
+              "\", which is not a file name in the index's directory");
+  const std::string path = base + "/" + name;
+  std::error_code error;
+  const fs::path real = fs::canonical(path, error);
+  require(!error, ErrorCode::IO, "cannot open " + path + " (named by " + index_path + "): " + error.message());
+  const fs::path real_base = fs::canonical(base, error);
+  require(!error && real.parent_path() == real_base, ErrorCode::IO,
+          index_path + ": weight_map[\"" + key + "\"] names " + path + ", which leads outside the directory (to " +
+              real.string() + ")");
+  return path;
+}
+
+enum class DtypeKind { Floating, Integral, Boolean };
+
+DtypeKind kind_of(at::ScalarType type) {
+  if (type == at::kBool) return DtypeKind::Boolean;
+  return at::isFloatingType(type) ? DtypeKind::Floating : DtypeKind::Integral;
+}
+
+}  // namespace
+
 LoadReport Accelerator::load_checkpoint_in_model(Model& model, const std::string& path, bool strict) {
   // Every file is validated and every tensor checked before any parameter changes.
   std::vector<safetensors::File> files;
   std::map<std::string, std::pair<size_t, const safetensors::Entry*>> found;
-  auto add_file = [&](const std::string& file_path) {
-    files.push_back(safetensors::File::open(file_path));
-  };
   if (path.size() >= 5 && path.substr(path.size() - 5) == ".json") {
-    std::ifstream in(path);
-    require(in.good(), ErrorCode::IO, "cannot open " + path);
-    nlohmann::json index = nlohmann::json::parse(in, nullptr, false);
-    require(!index.is_discarded() && index.contains("weight_map") && index["weight_map"].is_object(), ErrorCode::IO,
-            path + ": not a safetensors index (no weight_map object)");
+    nlohmann::json index = nlohmann::json::parse(detail::read_regular_file(path), nullptr, false);
+    require(!index.is_discarded() && index.is_object() && index.contains("weight_map") &&
+                index["weight_map"].is_object(),
+            ErrorCode::IO, path + ": not a safetensors index (no weight_map object)");
+    std::string base = fs::path(path).parent_path().string();
+    if (base.empty()) base = ".";
     std::set<std::string> shard_files;
     for (auto it = index["weight_map"].begin(); it != index["weight_map"].end(); ++it) {
       require(it.value().is_string(), ErrorCode::IO, path + ": weight_map[\"" + it.key() + "\"] is not a file name");
-      shard_files.insert(it.value().get<std::string>());
+      shard_files.insert(shard_path(path, base, it.key(), it.value().get<std::string>()));
     }
-    std::string base = fs::path(path).parent_path().string();
-    for (const auto& f : shard_files) add_file((base.empty() ? std::string(".") : base) + "/" + f);
+    for (const auto& f : shard_files) files.push_back(safetensors::File::open(f));
   } else {
-    add_file(path);
+    files.push_back(safetensors::File::open(path));
   }
   for (size_t f = 0; f < files.size(); ++f) {
-    for (const auto& entry : files[f].entries()) found[entry.name] = {f, &entry};
+    for (const auto& entry : files[f].entries()) {
+      auto [it, inserted] = found.emplace(entry.name, std::make_pair(f, &entry));
+      require(inserted, ErrorCode::IO,
+              "tensor \"" + entry.name + "\" appears in both " + files[it->second.first].label() + " and " +
+                  files[f].label());
+    }
   }
 
   LoadReport report;
@@ -151,7 +183,12 @@ LoadReport Accelerator::load_checkpoint_in_model(Model& model, const std::string
     require_arg(entry.shape == target.sizes().vec(),
                 label + ": tensor \"" + name + "\" has shape " + c10::str(at::IntArrayRef(entry.shape)) +
                     ", the model's has " + c10::str(target.sizes()));
-    detail::scalar_type_of(entry, label);
+    const at::ScalarType stored = detail::scalar_type_of(entry, label);
+    // Floating types convert (a bf16 checkpoint into an fp32 model, as
+    // transformers does); integers, booleans and floats do not mix.
+    require_arg(kind_of(stored) == kind_of(target.scalar_type()),
+                label + ": tensor \"" + name + "\" is stored as " + entry.dtype + ", the model's is " +
+                    c10::toString(target.scalar_type()) + " (no conversion between integer, boolean and floating types)");
     used.insert(name);
     plan.emplace_back(target, it->second);
   };

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "accel/error.hpp"
+#include "core/file_io.hpp"
 
 namespace accel::safetensors {
 
@@ -129,8 +130,7 @@ File File::parse(const uint8_t* data, size_t size, const std::string& label) {
 }
 
 File File::open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail(ErrorCode::IO, "cannot open " + path + ": " + std::strerror(errno));
+  int fd = detail::open_regular_file(path);  // a FIFO or device would block or never end
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     int e = errno;
@@ -194,27 +194,6 @@ std::string serialize(std::vector<TensorView> tensors, const std::map<std::strin
   out.reserve(out.size() + offset);
   for (const TensorView& t : tensors) out.append(static_cast<const char*>(t.data), t.nbytes);
   return out;
-}
-
-void write_file_atomically(const std::string& path, const std::string& bytes) {
-  std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail(ErrorCode::IO, "cannot create " + tmp + ": " + std::strerror(errno));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int e = errno;
-      ::close(fd);
-      fail(ErrorCode::IO, "cannot write " + tmp + ": " + std::strerror(e));
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) fail(ErrorCode::IO, "cannot flush " + tmp + ": " + std::strerror(errno));
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    fail(ErrorCode::IO, "cannot rename " + tmp + " to " + path + ": " + std::strerror(errno));
-  }
 }
 
 }  // namespace accel::safetensors

@@ -31,7 +31,7 @@ constexpr uint64_t kMaxHeaderBytes = 100u * 1000u * 1000u;
 
 class File {
  public:
-  // Maps path read-only and validates it.
+  // Maps path (a regular file: anything else is refused, never waited on) read-only and validates it.
   static File open(const std::string& path);
   // Validates a buffer (borrowed: it must outlive the File). label names it in errors.
   static File parse(const uint8_t* data, size_t size, const std::string& label);
@@ -62,8 +62,5 @@ struct TensorView {
 // header padded with spaces to a multiple of 8) and metadata. Throws on
 // duplicate names, unknown dtypes or byte counts that do not match the shape.
 std::string serialize(std::vector<TensorView> tensors, const std::map<std::string, std::string>& metadata = {});
-
-// Writes bytes to path durably: to path + ".tmp", fsync, rename. Throws IO naming the path.
-void write_file_atomically(const std::string& path, const std::string& bytes);
 
 }  // namespace accel::safetensors

@@ -1,14 +1,13 @@
-// save_state / load_state: everything a run needs to continue exactly, in a
-// directory that appears only when complete (checkpoint_dir.hpp). Layout and
-// file formats: docs/checkpointing.md.
+// save_state: everything a run needs to continue exactly, in a directory that
+// appears only when complete (checkpoint_dir.hpp), with a manifest of every
+// file's size and checksum. load_state is in state_load.cpp. Layout and file
+// formats: docs/checkpointing.md.
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/cuda.h>
 
 #include <csignal>
-#include <filesystem>
 #include <nlohmann/json.hpp>
-#include <set>
 
 #include "accel/accelerator.hpp"
 #include "accel/data.hpp"
@@ -16,27 +15,31 @@
 #include "accel/optimizer.hpp"
 #include "accel/scheduler.hpp"
 #include "checkpoint/checkpoint_dir.hpp"
-#include "checkpoint/safetensors.hpp"
+#include "checkpoint/state_files.hpp"
 #include "checkpoint/tensor_io.hpp"
 #include "model/model_impl.hpp"
 #include "state/accelerator_state.hpp"
 #include "state/environment.hpp"
-#include "core/remove_tree.hpp"
-
-namespace fs = std::filesystem;
 
 namespace accel {
 
-namespace {
+namespace detail {
 
-constexpr int kFormatVersion = 1;
-constexpr const char* kManifest = "manifest.json";
-
-std::string numbered(const std::string& base, size_t i, const std::string& extension) {
+std::string numbered_file(const std::string& base, size_t i, const std::string& extension) {
   return (i == 0 ? base : base + "_" + std::to_string(i)) + extension;
 }
 
-std::string random_states_name(int rank) { return "random_states_" + std::to_string(rank) + ".safetensors"; }
+std::string random_states_file(int rank) { return "random_states_" + std::to_string(rank) + ".safetensors"; }
+
+std::string custom_object_file(size_t i) { return "custom_checkpoint_" + std::to_string(i) + ".bin"; }
+
+std::string project_root(const AcceleratorState& state) {
+  return state.project.project_dir.empty() ? std::string(".") : state.project.project_dir;
+}
+
+std::string checkpoints_root(const AcceleratorState& state) { return project_root(state) + "/checkpoints"; }
+
+namespace {
 
 // The registered objects still alive, in prepare order (the dead are forgotten).
 template <class T>
@@ -47,52 +50,29 @@ std::vector<T> live(std::vector<std::pair<std::weak_ptr<const void>, T>>& list) 
   return out;
 }
 
-std::vector<std::shared_ptr<detail::ModelImpl>> live_models(detail::AcceleratorState& state) {
-  std::vector<std::shared_ptr<detail::ModelImpl>> out;
+}  // namespace
+
+CheckpointTargets live_targets(AcceleratorState& state) {
+  CheckpointTargets targets;
   for (auto& weak : state.prepared_models) {
-    if (auto model = weak.lock()) out.push_back(model);
+    if (auto model = weak.lock()) targets.models.push_back(model);
   }
-  return out;
+  targets.optimizers = live(state.prepared_optimizers);
+  targets.schedulers = live(state.prepared_schedulers);
+  targets.loaders = live(state.prepared_loaders);
+  return targets;
 }
 
-detail::NamedTensors state_dict(const detail::ModelImpl& model) {
-  detail::NamedTensors dict = model.named_parameters();
+NamedTensors model_state_dict(const ModelImpl& model) {
+  NamedTensors dict = model.named_parameters();
   for (auto& b : model.named_buffers()) dict.push_back(b);
   return dict;
 }
 
-// Test hook: ACCEL_TEST_KILL_DURING_SAVE=<file> kills this process right after
-// writing that file, to show an interrupted save leaves the previous checkpoint.
-void maybe_die_after(const std::string& file) {
-  static const auto target = detail::get_env("ACCEL_TEST_KILL_DURING_SAVE");
-  if (target && *target == file) std::raise(SIGKILL);
-}
-
-// The processes that write shared files and commit the directory.
-bool writes_shared_files(const detail::AcceleratorState& state) {
-  return state.rank() == 0 || (state.project.save_on_each_node && state.env.local_rank == 0);
-}
-
-std::string project_root(const detail::AcceleratorState& state) {
-  return state.project.project_dir.empty() ? std::string(".") : state.project.project_dir;
-}
-
-void prune_old_checkpoints(const detail::AcceleratorState& state) {
-  if (state.project.total_limit <= 0) return;
-  auto existing = detail::numbered_checkpoints(project_root(state) + "/checkpoints");
-  // Room for the checkpoint about to be written.
-  while (static_cast<int64_t>(existing.size()) + 1 > state.project.total_limit) {
-    detail::remove_tree(existing.front().second);  // best effort: a leftover never blocks the new one
-    existing.erase(existing.begin());
-  }
-}
-
-at::Generator cpu_generator() { return at::detail::getDefaultCPUGenerator(); }
-
-std::vector<std::pair<std::string, at::Tensor>> rng_states() {
+std::vector<std::pair<std::string, at::Tensor>> generator_states() {
   std::vector<std::pair<std::string, at::Tensor>> states;
   {
-    at::Generator gen = cpu_generator();
+    at::Generator gen = at::detail::getDefaultCPUGenerator();
     std::lock_guard<std::mutex> lock(gen.mutex());
     states.emplace_back("cpu", gen.get_state());
   }
@@ -104,6 +84,40 @@ std::vector<std::pair<std::string, at::Tensor>> rng_states() {
     }
   }
   return states;
+}
+
+void remove_interrupted_saves(const AcceleratorState& state) {
+  if (state.project.automatic_checkpoint_naming) remove_leftovers(checkpoints_root(state));
+}
+
+}  // namespace detail
+
+namespace {
+
+// Test hook: ACCEL_TEST_KILL_DURING_SAVE=<file> kills this process right after
+// writing that file ("commit": right after the commit, before pruning), to
+// show an interrupted save leaves the newest committed checkpoint.
+void maybe_die_after(const std::string& file) {
+  static const auto target = detail::get_env("ACCEL_TEST_KILL_DURING_SAVE");
+  if (target && *target == file) std::raise(SIGKILL);
+}
+
+// The processes that write shared files and commit the directory.
+bool writes_shared_files(const detail::AcceleratorState& state) {
+  return state.rank() == 0 || (state.project.save_on_each_node && state.env.local_rank == 0);
+}
+
+// Runs after the new checkpoint is committed, never before: a save interrupted
+// at any moment must leave the newest committed checkpoint in place (with
+// total_limit=1 pruning first would leave none). So total_limit+1 checkpoints
+// exist on disk for a moment.
+void prune_old_checkpoints(const detail::AcceleratorState& state) {
+  if (state.project.total_limit <= 0) return;
+  auto existing = detail::numbered_checkpoints(detail::checkpoints_root(state));
+  while (static_cast<int64_t>(existing.size()) > state.project.total_limit) {
+    detail::retire_directory(existing.front().second);  // best effort: a leftover never blocks a save
+    existing.erase(existing.begin());
+  }
 }
 
 }  // namespace
@@ -146,220 +160,81 @@ void Accelerator::save_state(const std::string& requested_dir) {
   if (automatic) {
     require(st.project.automatic_checkpoint_naming, ErrorCode::State,
             "save_state: no directory given and automatic_checkpoint_naming is off");
-    dir = project_root(st) + "/checkpoints/checkpoint_" + std::to_string(st.project.iteration);
+    dir = detail::checkpoints_root(st) + "/checkpoint_" + std::to_string(st.project.iteration);
   }
   for (auto& [id, hook] : st.save_state_pre_hooks) hook(dir);
 
-  auto models = live_models(st);
-  auto optimizers = live(st.prepared_optimizers);
-  auto schedulers = live(st.prepared_schedulers);
-  auto loaders = live(st.prepared_loaders);
+  detail::CheckpointTargets targets = detail::live_targets(st);
   const std::string partial = detail::partial_dir_for(dir);
   const bool writer = writes_shared_files(st);
 
   if (writer) {
-    if (automatic) prune_old_checkpoints(st);
+    if (automatic) detail::remove_leftovers(detail::checkpoints_root(st));
     detail::recreate_directory(partial);
   }
   wait_for_everyone();
 
-  // Per-process: RNG states and where each prepared loader stands.
+  // Per process: generator states and where each prepared loader stands. Every
+  // process learns every file's size and checksum (the gather is also the
+  // point after which all of them are on disk), so the manifest covers them.
   nlohmann::json positions = nlohmann::json::array();
-  for (DataLoader* loader : loaders) {  // the loaders are not movable: the pointers are stable
+  for (DataLoader* loader : targets.loaders) {
     DataLoader::Position p = loader->position();
     positions.push_back({p.epoch, p.batches_consumed});
   }
-  detail::write_durable(partial, random_states_name(st.rank()),
-                        detail::serialize_tensors(rng_states(), {{"dataloaders", positions.dump()}}));
+  detail::FileDigest rng = detail::write_durable(
+      partial, detail::random_states_file(st.rank()),
+      detail::serialize_tensors(detail::generator_states(), {{"dataloaders", positions.dump()}}));
+  const std::vector<std::string> rng_digests = gather_object(nlohmann::json{rng.bytes, rng.xxh3}.dump());
 
-  nlohmann::json files = nlohmann::json::object();
   if (writer) {
+    nlohmann::json files = nlohmann::json::object();
     auto put = [&](const std::string& name, const std::string& bytes) {
-      detail::write_durable(partial, name, bytes);
-      files[name] = bytes.size();
+      detail::FileDigest digest = detail::write_durable(partial, name, bytes);
+      files[name] = {{"bytes", digest.bytes}, {"xxh3", digest.xxh3}};
       maybe_die_after(name);
     };
-    for (size_t i = 0; i < models.size(); ++i) {
-      put(numbered("model", i, ".safetensors"), detail::serialize_tensors(state_dict(*models[i]), {{"format", "pt"}}));
+    for (size_t i = 0; i < targets.models.size(); ++i) {
+      put(detail::numbered_file("model", i, ".safetensors"),
+          detail::serialize_tensors(detail::model_state_dict(*targets.models[i]), {{"format", "pt"}}));
     }
-    for (size_t i = 0; i < optimizers.size(); ++i) put(numbered("optimizer", i, ".bin"), optimizers[i].save());
-    for (size_t i = 0; i < schedulers.size(); ++i) put(numbered("scheduler", i, ".bin"), schedulers[i].save());
+    for (size_t i = 0; i < targets.optimizers.size(); ++i) {
+      put(detail::numbered_file("optimizer", i, ".bin"), targets.optimizers[i].save());
+    }
+    for (size_t i = 0; i < targets.schedulers.size(); ++i) {
+      put(detail::numbered_file("scheduler", i, ".bin"), targets.schedulers[i].save());
+    }
     if (st.scaler) {
       put("scaler.pt", nlohmann::json{{"scale", st.scaler->scale()}, {"growth_tracker", st.scaler->growth_tracker()}}
                            .dump());
     }
     for (size_t i = 0; i < st.checkpoint_objects.size(); ++i) {
-      put("custom_checkpoint_" + std::to_string(i) + ".bin", st.checkpoint_objects[i].save());
+      put(detail::custom_object_file(i), st.checkpoint_objects[i].save());
     }
-  }
-  wait_for_everyone();
-  if (writer) {
+    for (size_t r = 0; r < rng_digests.size(); ++r) {
+      nlohmann::json digest = nlohmann::json::parse(rng_digests[r]);
+      files[detail::random_states_file(static_cast<int>(r))] = {{"bytes", digest[0]}, {"xxh3", digest[1]}};
+    }
     nlohmann::json manifest;
     manifest["format"] = "libaccel-checkpoint";
-    manifest["version"] = kFormatVersion;
+    manifest["version"] = detail::kCheckpointFormatVersion;
     manifest["num_processes"] = st.world_size();
     manifest["iteration"] = st.project.iteration;
-    manifest["models"] = models.size();
-    manifest["optimizers"] = optimizers.size();
-    manifest["schedulers"] = schedulers.size();
-    manifest["dataloaders"] = loaders.size();
+    manifest["models"] = targets.models.size();
+    manifest["optimizers"] = targets.optimizers.size();
+    manifest["schedulers"] = targets.schedulers.size();
+    manifest["dataloaders"] = targets.loaders.size();
     manifest["custom_objects"] = st.checkpoint_objects.size();
     manifest["scaler"] = st.scaler != nullptr;
     manifest["files"] = files;
-    detail::write_durable(partial, kManifest, manifest.dump(2) + "\n");
+    detail::write_durable(partial, detail::kManifestName, manifest.dump(2) + "\n");
+    maybe_die_after(detail::kManifestName);
     detail::commit_directory(partial, dir);
+    maybe_die_after("commit");
+    if (automatic) prune_old_checkpoints(st);
   }
   wait_for_everyone();
   if (automatic) ++st.project.iteration;
-}
-
-void Accelerator::load_state(const std::string& requested_dir) {
-  detail::AcceleratorState& st = *state_;
-  std::string dir = requested_dir;
-  if (dir.empty()) {
-    require(st.project.automatic_checkpoint_naming, ErrorCode::State,
-            "load_state: no directory given and automatic_checkpoint_naming is off");
-    auto existing = detail::numbered_checkpoints(project_root(st) + "/checkpoints");
-    require(!existing.empty(), ErrorCode::IO, "load_state: no checkpoint in " + project_root(st) + "/checkpoints");
-    dir = existing.back().second;
-  }
-  for (auto& [id, hook] : st.load_state_pre_hooks) hook(dir);
-
-  // 1. Read and check everything.
-  const std::string manifest_path = dir + "/" + kManifest;
-  require(fs::exists(manifest_path), ErrorCode::IO,
-          "load_state: " + manifest_path + " is missing: " + dir + " is not a complete libaccel checkpoint");
-  nlohmann::json manifest = nlohmann::json::parse(detail::read_file(manifest_path), nullptr, false);
-  require(!manifest.is_discarded() && manifest.value("format", "") == "libaccel-checkpoint", ErrorCode::IO,
-          "load_state: " + manifest_path + " is not a libaccel checkpoint manifest");
-  require(manifest.value("version", 0) == kFormatVersion, ErrorCode::Unsupported,
-          "load_state: " + manifest_path + " has format version " + std::to_string(manifest.value("version", 0)) +
-              ", this libaccel reads version " + std::to_string(kFormatVersion));
-
-  auto models = live_models(st);
-  auto optimizers = live(st.prepared_optimizers);
-  auto schedulers = live(st.prepared_schedulers);
-  auto loaders = live(st.prepared_loaders);
-  auto expect_count = [&](const char* what, size_t have) {
-    size_t saved = manifest.value(what, size_t{0});
-    require(saved == have, ErrorCode::InvalidArgument,
-            "load_state: " + dir + " holds " + std::to_string(saved) + " " + what + ", " + std::to_string(have) +
-                " are prepared (registered) now");
-  };
-  expect_count("models", models.size());
-  expect_count("optimizers", optimizers.size());
-  expect_count("schedulers", schedulers.size());
-  expect_count("dataloaders", loaders.size());
-  expect_count("custom_objects", st.checkpoint_objects.size());
-  require(manifest.value("num_processes", 0) == st.world_size(), ErrorCode::InvalidArgument,
-          "load_state: " + dir + " was saved by " + std::to_string(manifest.value("num_processes", 0)) +
-              " processes, " + std::to_string(st.world_size()) + " are running");
-  require(manifest.value("scaler", false) == (st.scaler != nullptr), ErrorCode::InvalidArgument,
-          std::string("load_state: ") + dir + (st.scaler ? " has no fp16 loss scaler state" :
-                                                            " holds fp16 loss scaler state but fp16 is off"));
-  const nlohmann::json& files = manifest["files"];
-  auto file_bytes = [&](const std::string& name) {
-    std::string path = dir + "/" + name;
-    require(fs::exists(path), ErrorCode::IO, "load_state: " + path + " is missing");
-    std::string bytes = detail::read_file(path);
-    if (files.contains(name)) {
-      require(bytes.size() == files[name].get<size_t>(), ErrorCode::IO,
-              "load_state: " + path + " has " + std::to_string(bytes.size()) + " bytes, the manifest says " +
-                  std::to_string(files[name].get<size_t>()) + " (a truncated or replaced file)");
-    }
-    return bytes;
-  };
-
-  std::vector<safetensors::File> model_files;
-  std::vector<std::vector<std::pair<at::Tensor, const safetensors::Entry*>>> model_plans;
-  for (size_t i = 0; i < models.size(); ++i) {
-    std::string path = dir + "/" + numbered("model", i, ".safetensors");
-    require(fs::exists(path), ErrorCode::IO, "load_state: " + path + " is missing");
-    model_files.push_back(safetensors::File::open(path));
-    const safetensors::File& file = model_files.back();
-    std::vector<std::pair<at::Tensor, const safetensors::Entry*>> plan;
-    std::set<std::string> expected;
-    for (auto& [name, tensor] : state_dict(*models[i])) {
-      expected.insert(name);
-      const safetensors::Entry* entry = file.find(name);
-      require(entry != nullptr, ErrorCode::IO, "load_state: " + path + " lacks \"" + name + "\" of model " +
-                                                   std::to_string(i));
-      require(entry->shape == tensor.sizes().vec(), ErrorCode::InvalidArgument,
-              "load_state: " + path + ": \"" + name + "\" has shape " + c10::str(at::IntArrayRef(entry->shape)) +
-                  ", the model's has " + c10::str(tensor.sizes()));
-      detail::scalar_type_of(*entry, path);
-      plan.emplace_back(tensor, entry);
-    }
-    for (const auto& entry : file.entries()) {
-      require(expected.count(entry.name) == 1, ErrorCode::InvalidArgument,
-              "load_state: " + path + " holds \"" + entry.name + "\", which model " + std::to_string(i) + " lacks");
-    }
-    model_plans.push_back(std::move(plan));
-  }
-  std::vector<std::string> optimizer_bytes, scheduler_json, custom_bytes;
-  for (size_t i = 0; i < optimizers.size(); ++i) optimizer_bytes.push_back(file_bytes(numbered("optimizer", i, ".bin")));
-  for (size_t i = 0; i < schedulers.size(); ++i) scheduler_json.push_back(file_bytes(numbered("scheduler", i, ".bin")));
-  for (size_t i = 0; i < st.checkpoint_objects.size(); ++i) {
-    custom_bytes.push_back(file_bytes("custom_checkpoint_" + std::to_string(i) + ".bin"));
-  }
-  nlohmann::json scaler;
-  if (st.scaler) {
-    scaler = nlohmann::json::parse(file_bytes("scaler.pt"), nullptr, false);
-    require(!scaler.is_discarded() && scaler.contains("scale") && scaler.contains("growth_tracker"), ErrorCode::IO,
-            "load_state: " + dir + "/scaler.pt is not the loss scaler state libaccel writes");
-  }
-  const std::string rng_path = dir + "/" + random_states_name(st.rank());
-  require(fs::exists(rng_path), ErrorCode::IO, "load_state: " + rng_path + " is missing");
-  safetensors::File rng_file = safetensors::File::open(rng_path);
-  const safetensors::Entry* cpu_rng = rng_file.find("cpu");
-  require(cpu_rng != nullptr, ErrorCode::IO, "load_state: " + rng_path + " lacks the CPU generator state");
-  auto positions_it = rng_file.metadata().find("dataloaders");
-  nlohmann::json positions = positions_it == rng_file.metadata().end()
-                                 ? nlohmann::json()
-                                 : nlohmann::json::parse(positions_it->second, nullptr, false);
-  require(positions.is_array() && positions.size() == loaders.size(), ErrorCode::IO,
-          "load_state: " + rng_path + " does not hold the positions of " + std::to_string(loaders.size()) +
-              " dataloaders");
-
-  // 2. Apply. Optimizers and schedulers first, rolled back if a later step that
-  // can fail (a user's load function) does; models and the rest cannot fail.
-  std::vector<std::string> optimizer_backup, scheduler_backup;
-  for (auto& o : optimizers) optimizer_backup.push_back(o.save());
-  for (auto& s : schedulers) scheduler_backup.push_back(s.save());
-  try {
-    for (size_t i = 0; i < optimizers.size(); ++i) optimizers[i].load(optimizer_bytes[i]);
-    for (size_t i = 0; i < schedulers.size(); ++i) schedulers[i].load(scheduler_json[i]);
-    for (size_t i = 0; i < st.checkpoint_objects.size(); ++i) st.checkpoint_objects[i].load(custom_bytes[i]);
-  } catch (...) {
-    for (size_t i = 0; i < optimizers.size(); ++i) optimizers[i].load(optimizer_backup[i]);
-    for (size_t i = 0; i < schedulers.size(); ++i) schedulers[i].load(scheduler_backup[i]);
-    throw;
-  }
-  {
-    at::NoGradGuard no_grad;
-    for (size_t i = 0; i < models.size(); ++i) {
-      for (auto& [tensor, entry] : model_plans[i]) tensor.copy_(detail::mapped_tensor(model_files[i], *entry));
-    }
-  }
-  if (st.scaler) st.scaler->restore(scaler["scale"].get<double>(), scaler["growth_tracker"].get<int64_t>());
-  {
-    at::Generator gen = cpu_generator();
-    std::lock_guard<std::mutex> lock(gen.mutex());
-    gen.set_state(detail::read_tensor(rng_file, *cpu_rng));
-  }
-  if (torch::cuda::is_available()) {
-    for (int i = 0, n = static_cast<int>(torch::cuda::device_count()); i < n; ++i) {
-      const safetensors::Entry* entry = rng_file.find("cuda_" + std::to_string(i));
-      if (!entry) continue;
-      at::Generator gen = at::globalContext().defaultGenerator(c10::Device(c10::kCUDA, static_cast<int8_t>(i)));
-      std::lock_guard<std::mutex> lock(gen.mutex());
-      gen.set_state(detail::read_tensor(rng_file, *entry));
-    }
-  }
-  for (size_t i = 0; i < loaders.size(); ++i) {
-    loaders[i]->resume_from(DataLoader::Position{positions[i][0].get<uint64_t>(), positions[i][1].get<int64_t>()});
-  }
-  if (st.project.automatic_checkpoint_naming) st.project.iteration = manifest.value("iteration", int64_t{0}) + 1;
 }
 
 }  // namespace accel

@@ -6,6 +6,7 @@
 
 #include "accel/checkpoint.hpp"
 #include "accel/error.hpp"
+#include "core/file_io.hpp"
 
 namespace accel::detail {
 
@@ -70,7 +71,7 @@ namespace accel {
 
 void save_safetensors(const std::string& path, const TensorDict& tensors,
                       const std::map<std::string, std::string>& metadata) {
-  safetensors::write_file_atomically(path, detail::serialize_tensors(tensors, metadata));
+  detail::write_file_atomically(path, detail::serialize_tensors(tensors, metadata));
 }
 
 TensorDict load_safetensors(const std::string& path, std::map<std::string, std::string>* metadata) {

@@ -15,7 +15,8 @@
 namespace accel::detail {
 
 // Removes path and everything under it (a file, a symlink itself, or a tree).
-// A missing path is not an error. Returns the first failure, if any.
+// A missing path is not an error, and neither are entries that vanish meanwhile
+// (another process removing the same tree). Returns the first failure, if any.
 inline std::error_code remove_tree(const std::string& path) {
   struct stat info;
   if (::lstat(path.c_str(), &info) != 0) {
@@ -26,7 +27,9 @@ inline std::error_code remove_tree(const std::string& path) {
   };
   // FTW_DEPTH: children before their directory; FTW_PHYS: never follow links.
   if (::nftw(path.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0) {
-    return std::error_code(errno, std::generic_category());
+    int error = errno;
+    if (::lstat(path.c_str(), &info) != 0 && errno == ENOENT) return {};
+    return std::error_code(error, std::generic_category());
   }
   return {};
 }

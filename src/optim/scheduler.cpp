@@ -280,27 +280,53 @@ std::string Scheduler::save_json(Impl& impl) {
 }
 
 void Scheduler::load_json(Impl& impl, const std::string& json) {
-  auto* impl_ = &impl;
   nlohmann::json state = nlohmann::json::parse(json, nullptr, false);
-  require(!state.is_discarded() && state.is_object() && state.contains("last_epoch") && state.contains("lrs") &&
-              state.contains("base_lrs"),
-          ErrorCode::IO, "scheduler state: not the JSON a scheduler saves");
-  require_arg(state.value("kind", -1) == static_cast<int>(impl_->options.kind),
-              "scheduler state: saved by a scheduler of kind " + std::to_string(state.value("kind", -1)) +
-                  ", this one is of kind " + std::to_string(static_cast<int>(impl_->options.kind)));
-  auto lrs = state["lrs"].get<std::vector<double>>();
-  auto& groups = impl_->groups();
-  require_arg(lrs.size() == groups.size(), "scheduler state: " + std::to_string(lrs.size()) +
-                                               " parameter groups saved, the optimizer has " +
-                                               std::to_string(groups.size()));
-  impl_->last_epoch = state["last_epoch"].get<int64_t>();
-  impl_->base_lrs = state["base_lrs"].get<std::vector<double>>();
-  impl_->best = state.contains("best") && state["best"].is_number()
-                    ? state["best"].get<double>()
-                    : (impl_->options.mode == "min" ? std::numeric_limits<double>::infinity()
-                                                    : -std::numeric_limits<double>::infinity());
-  impl_->bad_epochs = state.value("bad_epochs", int64_t{0});
-  impl_->cooldown_counter = state.value("cooldown_counter", int64_t{0});
+  require(!state.is_discarded() && state.is_object(), ErrorCode::IO, "scheduler state: not a JSON object");
+  // Every field is read and checked before any is applied.
+  auto field = [&](const char* name) -> const nlohmann::json& {
+    require(state.contains(name), ErrorCode::IO, std::string("scheduler state: the field \"") + name + "\" is missing");
+    return state[name];
+  };
+  auto wrong = [](const char* name, const char* expected) {
+    fail(ErrorCode::IO, std::string("scheduler state: \"") + name + "\" is not " + expected);
+  };
+  auto integer = [&](const char* name, bool optional) -> int64_t {
+    if (optional && !state.contains(name)) return 0;
+    const nlohmann::json& value = field(name);
+    if (!value.is_number_integer()) wrong(name, "an integer");
+    return value.get<int64_t>();
+  };
+  auto numbers = [&](const char* name) {
+    const nlohmann::json& value = field(name);
+    if (!value.is_array()) wrong(name, "an array of numbers");
+    std::vector<double> out;
+    for (const auto& v : value) {
+      if (!v.is_number()) wrong(name, "an array of numbers");
+      out.push_back(v.get<double>());
+    }
+    return out;
+  };
+  const int64_t kind = integer("kind", false);
+  require_arg(kind == static_cast<int>(impl.options.kind),
+              "scheduler state: saved by a scheduler of kind " + std::to_string(kind) + ", this one is of kind " +
+                  std::to_string(static_cast<int>(impl.options.kind)));
+  const int64_t last_epoch = integer("last_epoch", false);
+  const std::vector<double> base_lrs = numbers("base_lrs"), lrs = numbers("lrs");
+  auto& groups = impl.groups();
+  require_arg(lrs.size() == groups.size() && base_lrs.size() == groups.size(),
+              "scheduler state: " + std::to_string(lrs.size()) + " parameter groups saved, the optimizer has " +
+                  std::to_string(groups.size()));
+  if (state.contains("best") && !state["best"].is_number() && !state["best"].is_null()) wrong("best", "a number");
+  const int64_t bad_epochs = integer("bad_epochs", true), cooldown_counter = integer("cooldown_counter", true);
+
+  impl.last_epoch = last_epoch;
+  impl.base_lrs = base_lrs;
+  impl.best = state.contains("best") && state["best"].is_number()
+                  ? state["best"].get<double>()
+                  : (impl.options.mode == "min" ? std::numeric_limits<double>::infinity()
+                                                : -std::numeric_limits<double>::infinity());
+  impl.bad_epochs = bad_epochs;
+  impl.cooldown_counter = cooldown_counter;
   for (size_t g = 0; g < groups.size(); ++g) groups[g].options().set_lr(lrs[g]);
 }
 

@@ -15,6 +15,7 @@
 #include "model/model_impl.hpp"
 #include "precision/autocast.hpp"
 #include "state/accelerator_state.hpp"
+#include "checkpoint/state_files.hpp"
 #include "state/collectives.hpp"
 #include "state/host_allocator.hpp"
 
@@ -127,7 +128,12 @@ AcceleratorState::AcceleratorState(const AcceleratorOptions& options)
 }  // namespace detail
 
 Accelerator::Accelerator(const AcceleratorOptions& options)
-    : state_(std::make_shared<detail::AcceleratorState>(options)) {}
+    : state_(std::make_shared<detail::AcceleratorState>(options)) {
+  // Before user code looks at checkpoints/ (a restart recipe tests whether it
+  // is empty), on every process: a save killed before its commit must not make
+  // it look non-empty.
+  detail::remove_interrupted_saves(*state_);
+}
 
 Accelerator::~Accelerator() = default;
 

@@ -400,23 +400,62 @@ class _TrackerAdapter(core.Tracker):
             return _error_text(error)
 
 
-class _CheckpointAdapter(core.CheckpointObject):
-    """Saves obj.state_dict() with pickle and restores it with obj.load_state_dict()."""
+# Classes a state dict may hold that rebuild as plain data: loading a pickle
+# that names any other global would run code chosen by whoever wrote the file.
+_PLAIN_DATA_GLOBALS = {
+    ("collections", "OrderedDict"), ("builtins", "set"), ("builtins", "frozenset"),
+    ("builtins", "bytearray"), ("builtins", "complex"),
+}
 
-    def __init__(self, obj: Any) -> None:
+
+class _PlainDataUnpickler(pickle.Unpickler):
+    """An unpickler that rebuilds containers, numbers, strings and bytes only."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) in _PLAIN_DATA_GLOBALS:
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(
+            f"{module}.{name} is not plain data: a checkpoint object's state is loaded without running code "
+            "unless it was registered with allow_pickle=True (trusted checkpoints only)")
+
+
+def _plain_data_loads(data: bytes) -> Any:
+    import io
+    return _PlainDataUnpickler(io.BytesIO(data)).load()
+
+
+class _CheckpointAdapter(core.CheckpointObject):
+    """Saves obj.state_dict() as a pickle and restores it with obj.load_state_dict().
+
+    By default the state must be plain data (dicts, lists, tuples, sets, numbers,
+    strings, bytes, OrderedDict) and is loaded without running code; with
+    allow_pickle any picklable state is saved, and loading it runs whatever the
+    file names, so only checkpoints from trusted sources may be loaded."""
+
+    def __init__(self, obj: Any, allow_pickle: bool) -> None:
         super().__init__()
         self.obj = obj
+        self.allow_pickle = allow_pickle
+
+    def _loads(self, data: bytes) -> Any:
+        return pickle.loads(data) if self.allow_pickle else _plain_data_loads(data)
 
     def save_state(self, out: core.StateWriter) -> str:
         try:
-            out.write(pickle.dumps(self.obj.state_dict()))
+            data = pickle.dumps(self.obj.state_dict())
+            if not self.allow_pickle:
+                try:
+                    _plain_data_loads(data)  # refuse at save time what load would refuse
+                except pickle.UnpicklingError as error:
+                    raise TypeError(f"{type(self.obj).__name__}.state_dict(): {error}") from None
+            out.write(data)
             return ""
         except BaseException as error:
             return _error_text(error)
 
     def load_state(self, data: bytes) -> str:
         try:
-            self.obj.load_state_dict(pickle.loads(data))
+            self.obj.load_state_dict(self._loads(data))
             return ""
         except BaseException as error:
             return _error_text(error)
@@ -587,12 +626,17 @@ class Accelerator(core.Accelerator):
         return [pickle.loads(base64.b64decode(p)) for p in parts]
 
     # -- checkpoints -----------------------------------------------------
-    def register_for_checkpointing(self, *objects: Any) -> None:
-        """Objects with state_dict()/load_state_dict() saved with every save_state (pickled)."""
+    def register_for_checkpointing(self, *objects: Any, allow_pickle: bool = False) -> None:
+        """Objects with state_dict()/load_state_dict() saved with every save_state.
+
+        Their state is pickled; by default it must be plain data and is loaded
+        without running code. allow_pickle=True saves any picklable state, and
+        loading it can run code named in the file: trusted checkpoints only."""
         for obj in objects:
             if not (hasattr(obj, "state_dict") and hasattr(obj, "load_state_dict")):
                 raise TypeError(f"{type(obj).__name__} has no state_dict()/load_state_dict()")
-            core.Accelerator.register_for_checkpointing(self, _CheckpointAdapter(obj).__disown__())
+        for obj in objects:
+            core.Accelerator.register_for_checkpointing(self, _CheckpointAdapter(obj, allow_pickle).__disown__())
 
     def register_save_state_pre_hook(self, hook: Any) -> RemovableHandle:
         """hook(directory) runs before save_state writes."""

@@ -10,6 +10,11 @@ import accel
 LINEAR = '[{"type": "Linear", "in_features": 4, "out_features": 3}]'
 
 
+def _xxh3(data):
+    import xxhash
+    return xxhash.xxh3_64_hexdigest(data)
+
+
 def make_run(tmp_path, **options):
     acc = accel.Accelerator(cpu=True, project_dir=str(tmp_path), **options)
     acc.set_seed(3)
@@ -87,6 +92,88 @@ def test_registered_python_object_is_saved_and_restored(tmp_path):
     assert counter.count == 7
     with pytest.raises(TypeError, match="state_dict"):
         acc.register_for_checkpointing(object())
+
+
+class _Point:
+    def __init__(self, x):
+        self.x = x
+
+
+class _Holder:
+    def __init__(self):
+        self.point = _Point(1)
+
+    def state_dict(self):
+        return {"point": self.point}
+
+    def load_state_dict(self, state):
+        self.point = state["point"]
+
+
+def test_checkpoint_objects_hold_plain_data_unless_pickle_is_allowed(tmp_path):
+    import collections
+
+    class Plain:
+        state = None
+
+        def state_dict(self):
+            return collections.OrderedDict(a=[1, 2.5, "x", b"y", None, (3, 4), {5}])
+
+        def load_state_dict(self, state):
+            self.state = state
+
+    acc, *_ = make_run(tmp_path)
+    plain = Plain()
+    acc.register_for_checkpointing(plain)
+    acc.save_state(str(tmp_path / "plain"))
+    acc.load_state(str(tmp_path / "plain"))
+    assert plain.state == plain.state_dict()
+
+    acc, *_ = make_run(tmp_path)
+    acc.register_for_checkpointing(_Holder())
+    with pytest.raises(accel.AccelError, match="_Point is not plain data.*allow_pickle=True"):
+        acc.save_state(str(tmp_path / "refused"))
+    assert not (tmp_path / "refused").exists()
+
+    acc, *_ = make_run(tmp_path)
+    holder = _Holder()
+    acc.register_for_checkpointing(holder, allow_pickle=True)
+    acc.save_state(str(tmp_path / "pickled"))
+    holder.point = _Point(5)
+    acc.load_state(str(tmp_path / "pickled"))
+    assert holder.point.x == 1
+
+
+def test_a_planted_pickle_does_not_run_on_load(tmp_path):
+    import pickle as pickle_module
+
+    class Counter:
+        count = 0
+
+        def state_dict(self):
+            return {"count": self.count}
+
+        def load_state_dict(self, state):
+            self.count = state["count"]
+
+    acc, *_ = make_run(tmp_path)
+    acc.register_for_checkpointing(Counter())
+    acc.save_state(str(tmp_path / "ckpt"))
+
+    class Exploit:
+        def __reduce__(self):
+            return (os.system, ("touch " + str(tmp_path / "pwned"),))
+
+    # A tampered checkpoint whose manifest was rewritten to match (checksums
+    # catch accidental damage, not an attacker who can write the directory).
+    evil = pickle_module.dumps(Exploit())
+    (tmp_path / "ckpt" / "custom_checkpoint_0.bin").write_bytes(evil)
+    manifest = json.loads((tmp_path / "ckpt" / "manifest.json").read_text())
+    manifest["files"]["custom_checkpoint_0.bin"] = {"bytes": len(evil), "xxh3": _xxh3(evil)}
+    (tmp_path / "ckpt" / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(accel.AccelError, match="posix.system is not plain data"):
+        acc.load_state(str(tmp_path / "ckpt"))
+    assert not (tmp_path / "pwned").exists()
 
 
 def test_failing_checkpoint_object_fails_save_state_with_its_message(tmp_path):

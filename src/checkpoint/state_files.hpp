@@ -1,0 +1,51 @@
+// What save_state and load_state share: the file names of a checkpoint
+// directory, the objects a checkpoint covers, and the generator states.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "accel/checkpoint.hpp"
+#include "accel/data.hpp"
+#include "model/model_impl.hpp"
+#include "state/accelerator_state.hpp"
+
+namespace accel::detail {
+
+// Version 2 records a size and XXH3 checksum per file; version 1 (sizes only) still loads.
+constexpr int kCheckpointFormatVersion = 2;
+constexpr int kOldestReadableCheckpointVersion = 1;
+constexpr const char* kManifestName = "manifest.json";
+
+// "model.safetensors", "model_1.safetensors", ...
+std::string numbered_file(const std::string& base, size_t i, const std::string& extension);
+std::string random_states_file(int rank);
+std::string custom_object_file(size_t i);
+std::string project_root(const AcceleratorState& state);
+std::string checkpoints_root(const AcceleratorState& state);
+
+// The prepared objects a checkpoint covers, in prepare order; objects that
+// have been destroyed are forgotten.
+struct CheckpointTargets {
+  std::vector<std::shared_ptr<ModelImpl>> models;
+  std::vector<CheckpointObject> optimizers, schedulers;
+  std::vector<DataLoader*> loaders;  // not movable: the pointers are stable
+};
+CheckpointTargets live_targets(AcceleratorState& state);
+
+// A model's parameters then buffers.
+NamedTensors model_state_dict(const ModelImpl& model);
+
+// ("cpu", state) and ("cuda_<i>", state) per CUDA device.
+std::vector<std::pair<std::string, at::Tensor>> generator_states();
+
+// Partial directories of saves interrupted under automatic naming, removed on
+// every process (Accelerator creation and load_state), so that a leftover
+// never makes an empty checkpoints/ look non-empty to a restart recipe.
+void remove_interrupted_saves(const AcceleratorState& state);
+
+}  // namespace accel::detail

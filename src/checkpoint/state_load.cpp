@@ -1,0 +1,346 @@
+// load_state: every file of a checkpoint is read, checksummed and checked
+// against what is prepared now before anything is applied, so a bad
+// checkpoint leaves the run exactly as it was.
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/cuda.h>
+
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "accel/accelerator.hpp"
+#include "accel/error.hpp"
+#include "checkpoint/checkpoint_dir.hpp"
+#include "checkpoint/safetensors.hpp"
+#include "checkpoint/state_files.hpp"
+#include "checkpoint/tensor_io.hpp"
+#include "core/file_io.hpp"
+
+namespace accel {
+
+namespace {
+
+// A parsed JSON file whose fields are read with their types checked; errors
+// name the file, the field and what was found.
+class JsonFile {
+ public:
+  JsonFile(std::string path, const std::string& text) : path_(std::move(path)) {
+    json_ = nlohmann::json::parse(text, nullptr, false);
+    require(!json_.is_discarded() && json_.is_object(), ErrorCode::IO,
+            "load_state: " + path_ + " is not a JSON object");
+  }
+  const nlohmann::json& field(const std::string& name) const {
+    require(json_.contains(name), ErrorCode::IO, "load_state: " + path_ + " lacks the field \"" + name + "\"");
+    return json_[name];
+  }
+  int64_t integer(const std::string& name) const {
+    const nlohmann::json& value = field(name);
+    require(value.is_number_integer(), ErrorCode::IO,
+            "load_state: " + path_ + ": \"" + name + "\" is " + describe(value) + ", not an integer");
+    return value.get<int64_t>();
+  }
+  uint64_t count(const std::string& name) const {
+    const nlohmann::json& value = field(name);
+    require(value.is_number_unsigned(), ErrorCode::IO,
+            "load_state: " + path_ + ": \"" + name + "\" is " + describe(value) + ", not a count");
+    return value.get<uint64_t>();
+  }
+  bool boolean(const std::string& name) const {
+    const nlohmann::json& value = field(name);
+    require(value.is_boolean(), ErrorCode::IO,
+            "load_state: " + path_ + ": \"" + name + "\" is " + describe(value) + ", not true or false");
+    return value.get<bool>();
+  }
+  std::string string(const std::string& name) const {
+    const nlohmann::json& value = field(name);
+    require(value.is_string(), ErrorCode::IO,
+            "load_state: " + path_ + ": \"" + name + "\" is " + describe(value) + ", not a string");
+    return value.get<std::string>();
+  }
+  const std::string& path() const { return path_; }
+
+  // A short description of a value for messages: scalars as written, containers by kind.
+  static std::string describe(const nlohmann::json& value) {
+    if (value.is_object()) return "an object";
+    if (value.is_array()) return "an array";
+    std::string text = value.dump();
+    return text.size() > 40 ? text.substr(0, 40) + "..." : text;
+  }
+
+ private:
+  std::string path_;
+  nlohmann::json json_;
+};
+
+// The manifest's record of one file.
+struct Expected {
+  uint64_t bytes = 0;
+  std::string xxh3;  // empty in version-1 checkpoints
+};
+
+class CheckpointReader {
+ public:
+  CheckpointReader(std::string dir, const JsonFile& manifest, int version) : dir_(std::move(dir)) {
+    const nlohmann::json& files = manifest.field("files");
+    require(files.is_object(), ErrorCode::IO, "load_state: " + manifest.path() + ": \"files\" is not an object");
+    for (auto it = files.begin(); it != files.end(); ++it) {
+      const nlohmann::json& entry = it.value();
+      Expected expected;
+      if (version == 1 && entry.is_number_unsigned()) {
+        expected.bytes = entry.get<uint64_t>();
+      } else {
+        require(entry.is_object() && entry.contains("bytes") && entry["bytes"].is_number_unsigned() &&
+                    entry.contains("xxh3") && entry["xxh3"].is_string(),
+                ErrorCode::IO,
+                "load_state: " + manifest.path() + ": files[\"" + it.key() + "\"] is not {\"bytes\": N, \"xxh3\": \"...\"}");
+        expected.bytes = entry["bytes"].get<uint64_t>();
+        expected.xxh3 = entry["xxh3"].get<std::string>();
+      }
+      expected_[it.key()] = expected;
+    }
+    checksummed_ = version >= 2;
+  }
+
+  std::string path(const std::string& name) const { return dir_ + "/" + name; }
+
+  // The file's bytes, after checking them against the manifest.
+  std::string bytes(const std::string& name) const {
+    std::string content = detail::read_regular_file(path(name));
+    check(name, detail::digest_of(content));
+    return content;
+  }
+  // Checks a file against the manifest without keeping it in memory.
+  void verify(const std::string& name) const { check(name, detail::digest_file(path(name))); }
+
+ private:
+  void check(const std::string& name, const detail::FileDigest& actual) const {
+    auto it = expected_.find(name);
+    if (it == expected_.end()) {
+      // Version 1 listed only the main process's files.
+      require(!checksummed_, ErrorCode::IO,
+              "load_state: " + path(name) + " is not listed in the manifest (a file added after the save)");
+      return;
+    }
+    require(actual.bytes == it->second.bytes, ErrorCode::IO,
+            "load_state: " + path(name) + " has " + std::to_string(actual.bytes) + " bytes, the manifest says " +
+                std::to_string(it->second.bytes) + " (a truncated or replaced file)");
+    require(it->second.xxh3.empty() || actual.xxh3 == it->second.xxh3, ErrorCode::IO,
+            "load_state: " + path(name) + " is corrupt: its XXH3 checksum is " + actual.xxh3 +
+                ", the manifest says " + it->second.xxh3);
+  }
+
+  std::string dir_;
+  std::map<std::string, Expected> expected_;
+  bool checksummed_ = false;
+};
+
+// A generator state from the RNG file, checked against the live generator's
+// (same dtype and size), so that set_state cannot fail once applying begins.
+at::Tensor checked_generator_state(const safetensors::File& file, const std::string& name, const at::Generator& live) {
+  const safetensors::Entry* entry = file.find(name);
+  require(entry != nullptr, ErrorCode::IO, "load_state: " + file.label() + " lacks the " + name + " generator state");
+  at::Tensor current = live.get_state();
+  require(entry->dtype == "U8", ErrorCode::IO,
+          "load_state: " + file.label() + ": generator state \"" + name + "\" has dtype " + entry->dtype +
+              ", expected U8 bytes");
+  require(entry->shape == current.sizes().vec(), ErrorCode::IO,
+          "load_state: " + file.label() + ": generator state \"" + name + "\" has shape " +
+              c10::str(at::IntArrayRef(entry->shape)) + ", this generator's has " + c10::str(current.sizes()));
+  return detail::read_tensor(file, *entry);
+}
+
+// The loaders' saved positions: [[epoch, batches_consumed], ...].
+std::vector<DataLoader::Position> checked_positions(const safetensors::File& file, size_t loaders) {
+  auto it = file.metadata().find("dataloaders");
+  require(it != file.metadata().end(), ErrorCode::IO,
+          "load_state: " + file.label() + " lacks the dataloader positions (metadata \"dataloaders\")");
+  nlohmann::json positions = nlohmann::json::parse(it->second, nullptr, false);
+  require(positions.is_array() && positions.size() == loaders, ErrorCode::IO,
+          "load_state: " + file.label() + ": metadata \"dataloaders\" does not hold the positions of " +
+              std::to_string(loaders) + " dataloaders");
+  std::vector<DataLoader::Position> out;
+  for (size_t i = 0; i < positions.size(); ++i) {
+    const nlohmann::json& p = positions[i];
+    const std::string where = "load_state: " + file.label() + ": dataloaders[" + std::to_string(i) + "]";
+    require(p.is_array() && p.size() == 2, ErrorCode::IO, where + " is not [epoch, batches_consumed]");
+    require(p[0].is_number_unsigned(), ErrorCode::IO,
+            where + ": epoch " + JsonFile::describe(p[0]) + " is not a non-negative integer");
+    require(p[1].is_number_integer() && p[1].get<int64_t>() >= 0, ErrorCode::IO,
+            where + ": batches_consumed " + JsonFile::describe(p[1]) + " is not a non-negative integer");
+    out.push_back({p[0].get<uint64_t>(), p[1].get<int64_t>()});
+  }
+  return out;
+}
+
+std::string newest_checkpoint(const detail::AcceleratorState& st) {
+  // Interrupted saves are cleaned by every process before looking, so that
+  // all of them see the same checkpoints.
+  detail::remove_interrupted_saves(st);
+  auto existing = detail::numbered_checkpoints(detail::checkpoints_root(st));
+  require(!existing.empty(), ErrorCode::IO, "load_state: no checkpoint in " + detail::checkpoints_root(st));
+  return existing.back().second;
+}
+
+}  // namespace
+
+void Accelerator::load_state(const std::string& requested_dir) {
+  detail::AcceleratorState& st = *state_;
+  std::string dir = requested_dir;
+  if (dir.empty()) {
+    require(st.project.automatic_checkpoint_naming, ErrorCode::State,
+            "load_state: no directory given and automatic_checkpoint_naming is off");
+    dir = newest_checkpoint(st);
+  }
+  for (auto& [id, hook] : st.load_state_pre_hooks) hook(dir);
+
+  // 1. Read and check everything.
+  const std::string manifest_path = dir + "/" + detail::kManifestName;
+  std::error_code missing;
+  require(std::filesystem::exists(manifest_path, missing), ErrorCode::IO,
+          "load_state: " + manifest_path + " is missing: " + dir + " is not a complete libaccel checkpoint");
+  JsonFile manifest(manifest_path, detail::read_regular_file(manifest_path));
+  require(manifest.string("format") == "libaccel-checkpoint", ErrorCode::IO,
+          "load_state: " + manifest_path + " is not a libaccel checkpoint manifest (format \"" +
+              manifest.string("format") + "\")");
+  const int64_t version = manifest.integer("version");
+  require(version >= detail::kOldestReadableCheckpointVersion && version <= detail::kCheckpointFormatVersion,
+          ErrorCode::Unsupported,
+          "load_state: " + manifest_path + " has format version " + std::to_string(version) +
+              ", this libaccel reads versions " + std::to_string(detail::kOldestReadableCheckpointVersion) + " to " +
+              std::to_string(detail::kCheckpointFormatVersion));
+  const CheckpointReader reader(dir, manifest, static_cast<int>(version));
+
+  detail::CheckpointTargets targets = detail::live_targets(st);
+  auto expect_count = [&](const char* what, size_t have) {
+    uint64_t saved = manifest.count(what);
+    require(saved == have, ErrorCode::InvalidArgument,
+            "load_state: " + dir + " holds " + std::to_string(saved) + " " + what + ", " + std::to_string(have) +
+                " are prepared (registered) now");
+  };
+  expect_count("models", targets.models.size());
+  expect_count("optimizers", targets.optimizers.size());
+  expect_count("schedulers", targets.schedulers.size());
+  expect_count("dataloaders", targets.loaders.size());
+  expect_count("custom_objects", st.checkpoint_objects.size());
+  const int64_t saved_processes = manifest.integer("num_processes");
+  require(saved_processes == st.world_size(), ErrorCode::InvalidArgument,
+          "load_state: " + dir + " was saved by " + std::to_string(saved_processes) + " processes, " +
+              std::to_string(st.world_size()) + " are running");
+  require(manifest.boolean("scaler") == (st.scaler != nullptr), ErrorCode::InvalidArgument,
+          std::string("load_state: ") + dir + (st.scaler ? " has no fp16 loss scaler state" :
+                                                            " holds fp16 loss scaler state but fp16 is off"));
+  const int64_t iteration = manifest.integer("iteration");
+
+  std::vector<safetensors::File> model_files;
+  std::vector<std::vector<std::pair<at::Tensor, const safetensors::Entry*>>> model_plans;
+  for (size_t i = 0; i < targets.models.size(); ++i) {
+    const std::string name = detail::numbered_file("model", i, ".safetensors");
+    reader.verify(name);
+    model_files.push_back(safetensors::File::open(reader.path(name)));
+    const safetensors::File& file = model_files.back();
+    std::vector<std::pair<at::Tensor, const safetensors::Entry*>> plan;
+    std::set<std::string> expected;
+    for (auto& [tensor_name, tensor] : detail::model_state_dict(*targets.models[i])) {
+      expected.insert(tensor_name);
+      const safetensors::Entry* entry = file.find(tensor_name);
+      require(entry != nullptr, ErrorCode::IO,
+              "load_state: " + file.label() + " lacks \"" + tensor_name + "\" of model " + std::to_string(i));
+      require(entry->shape == tensor.sizes().vec(), ErrorCode::InvalidArgument,
+              "load_state: " + file.label() + ": \"" + tensor_name + "\" has shape " +
+                  c10::str(at::IntArrayRef(entry->shape)) + ", the model's has " + c10::str(tensor.sizes()));
+      const std::string wanted = detail::safetensors_dtype(tensor.scalar_type());
+      require(entry->dtype == wanted, ErrorCode::InvalidArgument,
+              "load_state: " + file.label() + ": \"" + tensor_name + "\" is stored as " + entry->dtype +
+                  ", the model's is " + wanted);
+      plan.emplace_back(tensor, entry);
+    }
+    for (const auto& entry : file.entries()) {
+      require(expected.count(entry.name) == 1, ErrorCode::InvalidArgument,
+              "load_state: " + file.label() + " holds \"" + entry.name + "\", which model " + std::to_string(i) +
+                  " lacks");
+    }
+    model_plans.push_back(std::move(plan));
+  }
+  std::vector<std::string> optimizer_bytes, scheduler_bytes, custom_bytes;
+  for (size_t i = 0; i < targets.optimizers.size(); ++i) {
+    optimizer_bytes.push_back(reader.bytes(detail::numbered_file("optimizer", i, ".bin")));
+  }
+  for (size_t i = 0; i < targets.schedulers.size(); ++i) {
+    scheduler_bytes.push_back(reader.bytes(detail::numbered_file("scheduler", i, ".bin")));
+  }
+  for (size_t i = 0; i < st.checkpoint_objects.size(); ++i) {
+    custom_bytes.push_back(reader.bytes(detail::custom_object_file(i)));
+  }
+  double scale = 0;
+  int64_t growth_tracker = 0;
+  if (st.scaler) {
+    JsonFile scaler(reader.path("scaler.pt"), reader.bytes("scaler.pt"));
+    const nlohmann::json& value = scaler.field("scale");
+    require(value.is_number() && std::isfinite(value.get<double>()) && value.get<double>() > 0, ErrorCode::IO,
+            "load_state: " + scaler.path() + ": \"scale\" is " + JsonFile::describe(value) +
+                ", not a positive number");
+    scale = value.get<double>();
+    growth_tracker = scaler.integer("growth_tracker");
+    require(growth_tracker >= 0, ErrorCode::IO,
+            "load_state: " + scaler.path() + ": \"growth_tracker\" is " + std::to_string(growth_tracker) +
+                ", not a non-negative count");
+  }
+  const std::string rng_name = detail::random_states_file(st.rank());
+  reader.verify(rng_name);
+  safetensors::File rng_file = safetensors::File::open(reader.path(rng_name));
+  at::Tensor cpu_state = checked_generator_state(rng_file, "cpu", at::detail::getDefaultCPUGenerator());
+  std::vector<std::pair<at::Generator, at::Tensor>> cuda_states;
+  if (torch::cuda::is_available()) {
+    for (int i = 0, n = static_cast<int>(torch::cuda::device_count()); i < n; ++i) {
+      const std::string name = "cuda_" + std::to_string(i);
+      if (!rng_file.find(name)) continue;  // saved on a machine with fewer GPUs
+      at::Generator gen = at::globalContext().defaultGenerator(c10::Device(c10::kCUDA, static_cast<int8_t>(i)));
+      cuda_states.emplace_back(gen, checked_generator_state(rng_file, name, gen));
+    }
+  }
+  const std::vector<DataLoader::Position> positions = checked_positions(rng_file, targets.loaders.size());
+
+  // 2. Apply. Optimizers, schedulers and the user's objects first, rolled back
+  // if one of them fails (their load functions can reject what the checks
+  // above could not judge); everything after them was checked and cannot fail.
+  std::vector<std::string> optimizer_backup, scheduler_backup, custom_backup;
+  for (auto& o : targets.optimizers) optimizer_backup.push_back(o.save());
+  for (auto& s : targets.schedulers) scheduler_backup.push_back(s.save());
+  for (auto& c : st.checkpoint_objects) custom_backup.push_back(c.save());
+  size_t custom_loaded = 0;
+  try {
+    for (size_t i = 0; i < targets.optimizers.size(); ++i) targets.optimizers[i].load(optimizer_bytes[i]);
+    for (size_t i = 0; i < targets.schedulers.size(); ++i) targets.schedulers[i].load(scheduler_bytes[i]);
+    for (; custom_loaded < st.checkpoint_objects.size(); ++custom_loaded) {
+      st.checkpoint_objects[custom_loaded].load(custom_bytes[custom_loaded]);
+    }
+  } catch (...) {
+    for (size_t i = 0; i < targets.optimizers.size(); ++i) targets.optimizers[i].load(optimizer_backup[i]);
+    for (size_t i = 0; i < targets.schedulers.size(); ++i) targets.schedulers[i].load(scheduler_backup[i]);
+    for (size_t i = 0; i < custom_loaded; ++i) st.checkpoint_objects[i].load(custom_backup[i]);
+    throw;
+  }
+  {
+    at::NoGradGuard no_grad;
+    for (size_t i = 0; i < targets.models.size(); ++i) {
+      for (auto& [tensor, entry] : model_plans[i]) tensor.copy_(detail::mapped_tensor(model_files[i], *entry));
+    }
+  }
+  if (st.scaler) st.scaler->restore(scale, growth_tracker);
+  {
+    at::Generator gen = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    gen.set_state(cpu_state);
+  }
+  for (auto& [gen, state] : cuda_states) {
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    gen.set_state(state);
+  }
+  for (size_t i = 0; i < targets.loaders.size(); ++i) targets.loaders[i]->resume_from(positions[i]);
+  if (st.project.automatic_checkpoint_naming) st.project.iteration = iteration + 1;
+}
+
+}  // namespace accel
