@@ -19,7 +19,7 @@ packages=(
   golang-go               # the Go binding (Go 1.19 here; a newer /usr/local/go/bin/go is used when present)
   dataset-fashion-mnist   # example data in /usr/share/datasets/fashion-mnist
   dpkg-dev file lintian   # packaging/build-deb.sh (CPack's dpkg-shlibdeps) and its lintian test
-  python3-torch           # bench/run.sh only: the Python PyTorch peer (same LibTorch 1.13.1); not used by the tests
+  python3-torch           # bench/run.sh peer, and the tests read our optimizer.bin with torch.load
 )
 
 missing=()

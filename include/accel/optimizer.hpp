@@ -66,8 +66,12 @@ class Optimizer {
   torch::optim::Optimizer& torch_optimizer();
   std::vector<at::Tensor> parameters() const;
   // The optimizer's state (moments, step counts, hyperparameters of every
-  // group) as LibTorch-serialised bytes, and back. load_state_bytes throws IO
-  // for bytes it cannot read and InvalidArgument when they do not fit.
+  // group) as the bytes of `torch.save(optimizer.state_dict())` in PyTorch:
+  // a pickle with PyTorch's structure and key names, which Python's torch.load
+  // reads. load_state_bytes reads such a pickle without running code (plain
+  // data only; also the LibTorch archives older libaccel versions wrote, which
+  // are TorchScript: trusted sources only). It throws IO for bytes it cannot
+  // read and InvalidArgument when they do not fit, and changes nothing then.
   std::string state_bytes() const;
   void load_state_bytes(const std::string& bytes);
   // Expires when this optimizer is destroyed (moves keep it).

@@ -1,5 +1,6 @@
 #include "accel/optimizer.hpp"
 #include "optim/fused_adam.hpp"
+#include "optim/optimizer_state.hpp"
 
 #include <ATen/ATen.h>
 #include <torch/optim/adagrad.h>
@@ -184,21 +185,17 @@ std::weak_ptr<const void> Optimizer::lifetime() const { return impl_->alive; }
 
 namespace {
 
-std::string save_optimizer(torch::optim::Optimizer& optimizer) {
-  torch::serialize::OutputArchive archive;
-  optimizer.save(archive);
-  std::ostringstream out;
-  archive.save_to(out);
-  return out.str();
+std::string save_optimizer(torch::optim::Optimizer& optimizer, OptimizerKind kind) {
+  return detail::pickle_state_dict(detail::optimizer_state_dict(optimizer, kind));
 }
 
 }  // namespace
 
-std::string Optimizer::state_bytes() const { return save_optimizer(*impl_->optimizer); }
+std::string Optimizer::state_bytes() const { return save_optimizer(*impl_->optimizer, impl_->options.kind); }
 
 CheckpointObject Optimizer::checkpoint_object() const {
   Impl* impl = impl_.get();  // heap: stays put when the Optimizer moves
-  return CheckpointObject{[impl] { return save_optimizer(*impl->optimizer); },
+  return CheckpointObject{[impl] { return save_optimizer(*impl->optimizer, impl->options.kind); },
                           [impl](const std::string& bytes) { Optimizer::load_into(*impl, bytes); }};
 }
 
@@ -206,6 +203,14 @@ void Optimizer::load_state_bytes(const std::string& bytes) { load_into(*impl_, b
 
 void Optimizer::load_into(Impl& impl, const std::string& bytes) {
   auto* impl_ = &impl;
+  const std::string label = std::string(kind_name(impl.options.kind)) + " state";
+  if (!detail::is_legacy_optimizer_archive(bytes)) {
+    detail::load_optimizer_state_dict(*impl.optimizer, impl.options.kind, detail::unpickle_state_dict(bytes, label),
+                                      label);
+    return;
+  }
+  // Checkpoints written before libaccel used PyTorch's format: a LibTorch
+  // archive (a TorchScript module; trusted sources only, see docs/checkpointing.md).
   torch::serialize::InputArchive archive;
   try {
     std::istringstream in(bytes);

@@ -302,3 +302,44 @@ def test_scopes_and_single_process_collectives(tmp_path):
         acc.reduce(t, "max")
     with pytest.raises(accel.AccelError):
         acc.autocast_end()
+
+
+def test_optimizer_state_is_a_pytorch_state_dict(tmp_path):
+    import torch  # python3-torch, installed by scripts/install-deps.sh
+    acc, model, opt, loader = make_run(tmp_path)
+    train_steps(acc, model, opt, loader, 3)
+    acc.save_state(str(tmp_path / "ckpt"))
+    state = torch.load(str(tmp_path / "ckpt" / "optimizer.bin"))
+    assert sorted(state) == ["param_groups", "state"]
+    assert sorted(state["state"]) == [0, 1]
+    assert sorted(state["state"][0]) == ["exp_avg", "exp_avg_sq", "step"]
+    assert state["state"][0]["step"].item() == 3
+    group = state["param_groups"][0]
+    assert group["params"] == [0, 1] and group["lr"] == pytest.approx(0.01) and group["betas"] == (0.9, 0.999)
+    # PyTorch's own AdamW takes it for the same shapes.
+    twin = torch.nn.Linear(4, 3)
+    torch_opt = torch.optim.AdamW(twin.parameters(), lr=0.5)
+    torch_opt.load_state_dict(state)
+    assert torch_opt.param_groups[0]["lr"] == pytest.approx(0.01)
+    assert torch.equal(torch_opt.state[twin.weight]["exp_avg"], state["state"][0]["exp_avg"])
+
+
+def test_optimizer_state_with_code_in_it_is_refused(tmp_path):
+    import torch  # python3-torch, installed by scripts/install-deps.sh
+    acc, model, opt, loader = make_run(tmp_path)
+    train_steps(acc, model, opt, loader, 2)
+    acc.save_state(str(tmp_path / "ckpt"))
+
+    class Exploit:
+        def __reduce__(self):
+            return (os.system, ("touch " + str(tmp_path / "pwned"),))
+
+    path = tmp_path / "ckpt" / "optimizer.bin"
+    torch.save({"state": {}, "param_groups": [Exploit()]}, str(path))
+    evil = path.read_bytes()
+    manifest = json.loads((tmp_path / "ckpt" / "manifest.json").read_text())
+    manifest["files"]["optimizer.bin"] = {"bytes": len(evil), "xxh3": _xxh3(evil)}
+    (tmp_path / "ckpt" / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(accel.AccelError, match="optimizer.bin|not a PyTorch pickle of plain data"):
+        acc.load_state(str(tmp_path / "ckpt"))
+    assert not (tmp_path / "pwned").exists()

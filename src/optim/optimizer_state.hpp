@@ -1,0 +1,36 @@
+// Optimizer state in PyTorch's own structure, the one `optimizer.state_dict()`
+// returns in Python:
+//   {"state": {index: {"exp_avg": tensor, ...}}, "param_groups": [{"lr": ..., "params": [index, ...]}]}
+// with parameters numbered across groups in order and PyTorch's key names per
+// optimizer. Stored as a PyTorch pickle (torch::pickle_save), which
+// `torch.load` reads and which LibTorch's unpickler reads back without
+// running code: it only rebuilds tensors, lists, dicts and scalars.
+#pragma once
+
+#include <ATen/core/ivalue.h>
+#include <torch/optim/optimizer.h>
+
+#include <string>
+
+#include "accel/optimizer.hpp"
+
+namespace accel::detail {
+
+c10::IValue optimizer_state_dict(torch::optim::Optimizer& optimizer, OptimizerKind kind);
+
+// Checks state_dict against the optimizer — groups, parameter counts, tensor
+// shapes, value types — and only then applies it (per-parameter state and the
+// groups' hyperparameters). Throws IO (malformed) or InvalidArgument (does not
+// fit), naming label and the key.
+void load_optimizer_state_dict(torch::optim::Optimizer& optimizer, OptimizerKind kind, const c10::IValue& state_dict,
+                               const std::string& label);
+
+// A state dict as pickle bytes, and back (refusing anything but plain data).
+std::string pickle_state_dict(const c10::IValue& state_dict);
+c10::IValue unpickle_state_dict(const std::string& bytes, const std::string& label);
+
+// True for the LibTorch archives (TorchScript modules) libaccel wrote before
+// it used PyTorch's format.
+bool is_legacy_optimizer_archive(const std::string& bytes);
+
+}  // namespace accel::detail
