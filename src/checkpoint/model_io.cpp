@@ -4,13 +4,14 @@
 
 #include <cctype>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "accel/accelerator.hpp"
 #include "accel/error.hpp"
+#include "core/json.hpp"
 #include "accel/model.hpp"
+#include "checkpoint/checkpoint_dir.hpp"
 #include "checkpoint/safetensors.hpp"
 #include "checkpoint/tensor_io.hpp"
 #include "state/accelerator_state.hpp"
@@ -118,10 +119,8 @@ LoadReport Accelerator::load_checkpoint_in_model(Model& model, const std::string
     files.push_back(safetensors::File::open(file_path));
   };
   if (path.size() >= 5 && path.substr(path.size() - 5) == ".json") {
-    std::ifstream in(path);
-    require(in.good(), ErrorCode::IO, "cannot open " + path);
-    nlohmann::json index = nlohmann::json::parse(in, nullptr, false);
-    require(!index.is_discarded() && index.contains("weight_map") && index["weight_map"].is_object(), ErrorCode::IO,
+    nlohmann::json index = detail::parse_json(detail::read_file(path), path, ErrorCode::IO);
+    require(index.is_object() && index.contains("weight_map") && index["weight_map"].is_object(), ErrorCode::IO,
             path + ": not a safetensors index (no weight_map object)");
     std::set<std::string> shard_files;
     for (auto it = index["weight_map"].begin(); it != index["weight_map"].end(); ++it) {

@@ -21,6 +21,7 @@
 #include "model/model_impl.hpp"
 #include "state/accelerator_state.hpp"
 #include "state/environment.hpp"
+#include "core/json.hpp"
 #include "core/remove_tree.hpp"
 
 namespace fs = std::filesystem;
@@ -229,7 +230,7 @@ void Accelerator::load_state(const std::string& requested_dir) {
   const std::string manifest_path = dir + "/" + kManifest;
   require(fs::exists(manifest_path), ErrorCode::IO,
           "load_state: " + manifest_path + " is missing: " + dir + " is not a complete libaccel checkpoint");
-  nlohmann::json manifest = nlohmann::json::parse(detail::read_file(manifest_path), nullptr, false);
+  nlohmann::json manifest = detail::parse_json(detail::read_file(manifest_path), "load_state: " + manifest_path, ErrorCode::IO);
   require(!manifest.is_discarded() && manifest.value("format", "") == "libaccel-checkpoint", ErrorCode::IO,
           "load_state: " + manifest_path + " is not a libaccel checkpoint manifest");
   require(manifest.value("version", 0) == kFormatVersion, ErrorCode::Unsupported,
@@ -304,7 +305,7 @@ void Accelerator::load_state(const std::string& requested_dir) {
   }
   nlohmann::json scaler;
   if (st.scaler) {
-    scaler = nlohmann::json::parse(file_bytes("scaler.pt"), nullptr, false);
+    scaler = detail::parse_json(file_bytes("scaler.pt"), "load_state: " + dir + "/scaler.pt", ErrorCode::IO);
     require(!scaler.is_discarded() && scaler.contains("scale") && scaler.contains("growth_tracker"), ErrorCode::IO,
             "load_state: " + dir + "/scaler.pt is not the loss scaler state libaccel writes");
   }
@@ -316,7 +317,7 @@ void Accelerator::load_state(const std::string& requested_dir) {
   auto positions_it = rng_file.metadata().find("dataloaders");
   nlohmann::json positions = positions_it == rng_file.metadata().end()
                                  ? nlohmann::json()
-                                 : nlohmann::json::parse(positions_it->second, nullptr, false);
+                                 : detail::parse_json(positions_it->second, "load_state: " + rng_path + " metadata \"dataloaders\"", ErrorCode::IO);
   require(positions.is_array() && positions.size() == loaders.size(), ErrorCode::IO,
           "load_state: " + rng_path + " does not hold the positions of " + std::to_string(loaders.size()) +
               " dataloaders");

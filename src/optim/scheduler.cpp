@@ -9,6 +9,7 @@
 
 #include "accel/data.hpp"
 #include "accel/error.hpp"
+#include "core/json.hpp"
 
 namespace accel {
 
@@ -281,7 +282,7 @@ std::string Scheduler::save_json(Impl& impl) {
 
 void Scheduler::load_json(Impl& impl, const std::string& json) {
   auto* impl_ = &impl;
-  nlohmann::json state = nlohmann::json::parse(json, nullptr, false);
+  nlohmann::json state = detail::parse_json(json, "scheduler state", ErrorCode::IO);
   require(!state.is_discarded() && state.is_object() && state.contains("last_epoch") && state.contains("lrs") &&
               state.contains("base_lrs"),
           ErrorCode::IO, "scheduler state: not the JSON a scheduler saves");
