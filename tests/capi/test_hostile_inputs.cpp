@@ -39,7 +39,8 @@ TEST(HostileInput, DeeplyNestedTrackerConfigIsRefused) {
   std::string config = "{\"lr\": " + nested_arrays(100000) + "}";
   EXPECT_EQ(accel_accelerator_init_trackers(acc, "p", config.c_str()), ACCEL_ERR_INVALID_ARGUMENT);
   EXPECT_THAT(accel_last_error(), HasSubstr("nests arrays and objects 100001 levels deep"));
-  EXPECT_THAT(accel_last_error(), HasSubstr("config_json \"{\\\"lr\\\": [[["));
+  EXPECT_THAT(accel_last_error(), HasSubstr("config_json \"{\"lr\": [[[[[[[[[["));  // the text, cut short
+  EXPECT_THAT(accel_last_error(), HasSubstr("[[[[[[[[[[...\" nests"));
   // Within the limit the refused value is shown cut short.
   config = "{\"lr\": " + nested_arrays(200) + "}";
   EXPECT_EQ(accel_accelerator_init_trackers(acc, "p", config.c_str()), ACCEL_ERR_INVALID_ARGUMENT);

@@ -121,7 +121,7 @@ TEST_F(IdxTest, DimensionsWhoseProductOverflowsAreRefused) {
   for (int d = 0; d < 5; ++d) header.insert(header.end(), {0xFF, 0xFF, 0xFF, 0xFF});
   write_raw("overflow", header);
   EXPECT_THAT(error_of([&] { accel::detail::read_idx(path("overflow")); }),
-              AllOf(HasSubstr(path("overflow")), HasSubstr("dimension 2 (byte 12) is 4294967295"),
+              AllOf(HasSubstr(path("overflow")), HasSubstr("dimension 1 (byte 8) is 4294967295"),
                     HasSubstr("more elements than fit in 64 bits")));
   // Elements that fit but bytes that do not: 2^31 * 2^31 doubles.
   write_raw("bytes", {0, 0, 0x0E, 2, 0x80, 0, 0, 0, 0x80, 0, 0, 0});

@@ -34,8 +34,10 @@ def seeds(kind):
         yield "deep_metadata", struct.pack("<Q", len(header)).decode("latin-1") + header
     elif kind == "yaml":
         yield "deep_flow_sequence", arrays()
-        yield "deep_flow_mapping", "{a: " * DEPTH + "1" + "}" * DEPTH
-        yield "deep_value", "num_processes: " + arrays() + "\n"
+        # yaml-cpp takes about a second per 100,000 levels (it stops parsing at
+        # 499 but scans on), so one seed at full depth and the others shallower.
+        yield "deep_flow_mapping", "{a: " * 5000 + "1" + "}" * 5000
+        yield "deep_value", "num_processes: " + arrays(5000) + "\n"
         yield "deep_block", "".join(" " * i + "k:\n" for i in range(700))
         yield "accelerate_config", ("compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_CPU\n"
                                     "mixed_precision: 'no'\nnum_machines: 1\nnum_processes: 2\nuse_cpu: true\n"
