@@ -95,27 +95,29 @@ std::shared_ptr<TensorDataset> load_csv_dataset(const std::string& path, const s
     ++line_number;
     if (line.empty() || line == "\r") continue;
     std::vector<std::string> cells = split_row(line);
-    const std::string where = path + ":" + std::to_string(line_number) + ": ";
-    require(cells.size() == header.size(), ErrorCode::IO,
-            where + std::to_string(cells.size()) + " cells, the header has " + std::to_string(header.size()));
+    // Messages are built only on failure: this loop runs once per cell.
+    auto bad_cell = [&](size_t c, const char* problem) {
+      fail(ErrorCode::IO, path + ":" + std::to_string(line_number) + ": column \"" + header[c] + "\" holds \"" +
+                              shown(cells[c]) + "\", " + problem);
+    };
+    if (cells.size() != header.size()) {
+      fail(ErrorCode::IO, path + ":" + std::to_string(line_number) + ": " + std::to_string(cells.size()) +
+                              " cells, the header has " + std::to_string(header.size()));
+    }
     for (size_t c = 0; c < cells.size(); ++c) {
-      const std::string column = "column \"" + header[c] + "\" holds \"" + shown(cells[c]) + "\"";
       if (c == label_index && integral_labels) {
         int64_t label = 0;
-        require(parse_number(cells[c], &label), ErrorCode::IO,
-                where + column + ", not an integer, and the label dtype is integral");
+        if (!parse_number(cells[c], &label)) bad_cell(c, "not an integer, and the label dtype is integral");
         int_labels.push_back(label);
         continue;
       }
       double value = 0;
       // from_chars also reads "inf" and "nan", which no feature should be.
-      require(parse_number(cells[c], &value) && std::isfinite(value), ErrorCode::IO,
-              where + column + ", not a finite decimal number");
+      if (!parse_number(cells[c], &value) || !std::isfinite(value)) bad_cell(c, "not a finite decimal number");
       if (c == label_index) {
         labels.push_back(value);
       } else {
-        require(std::fabs(value) <= std::numeric_limits<float>::max(), ErrorCode::IO,
-                where + column + ", beyond the range of float32 features");
+        if (std::fabs(value) > std::numeric_limits<float>::max()) bad_cell(c, "beyond the range of float32 features");
         features.push_back(static_cast<float>(value));
       }
     }
