@@ -58,7 +58,9 @@ accel::TrackerConfig parse_config(const char* config_json) {
     if (value.is_number()) config[key] = value.get<double>();
     else if (value.is_boolean()) config[key] = value.get<bool>() ? 1.0 : 0.0;
     else if (value.is_string()) config[key] = value.get<std::string>();
-    else accel::fail(ErrorCode::InvalidArgument, "config_json: value of '" + key + "' must be a number, string or boolean, got " + accel::detail::describe_json(value));
+    else accel::fail(ErrorCode::InvalidArgument, "config_json: value of '" + key +
+                                                     "' must be a number, string or boolean, got " +
+                                                     accel::detail::describe_json(value));
   }
   return config;
 }

@@ -25,7 +25,9 @@ std::vector<int64_t> read_shape(const nlohmann::json& value, const std::string& 
   if (!value.is_array()) bad(label, "tensor \"" + name + "\": shape is not an array");
   std::vector<int64_t> shape;
   for (const auto& d : value) {
-    if (!d.is_number_unsigned()) bad(label, "tensor \"" + name + "\": shape holds " + detail::describe_json(d) + ", not a size");
+    if (!d.is_number_unsigned()) {
+      bad(label, "tensor \"" + name + "\": shape holds " + detail::describe_json(d) + ", not a size");
+    }
     shape.push_back(static_cast<int64_t>(d.get<uint64_t>()));
   }
   return shape;

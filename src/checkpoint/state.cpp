@@ -230,7 +230,8 @@ void Accelerator::load_state(const std::string& requested_dir) {
   const std::string manifest_path = dir + "/" + kManifest;
   require(fs::exists(manifest_path), ErrorCode::IO,
           "load_state: " + manifest_path + " is missing: " + dir + " is not a complete libaccel checkpoint");
-  nlohmann::json manifest = detail::parse_json(detail::read_file(manifest_path), "load_state: " + manifest_path, ErrorCode::IO);
+  nlohmann::json manifest =
+      detail::parse_json(detail::read_file(manifest_path), "load_state: " + manifest_path, ErrorCode::IO);
   require(!manifest.is_discarded() && manifest.value("format", "") == "libaccel-checkpoint", ErrorCode::IO,
           "load_state: " + manifest_path + " is not a libaccel checkpoint manifest");
   require(manifest.value("version", 0) == kFormatVersion, ErrorCode::Unsupported,
@@ -317,7 +318,9 @@ void Accelerator::load_state(const std::string& requested_dir) {
   auto positions_it = rng_file.metadata().find("dataloaders");
   nlohmann::json positions = positions_it == rng_file.metadata().end()
                                  ? nlohmann::json()
-                                 : detail::parse_json(positions_it->second, "load_state: " + rng_path + " metadata \"dataloaders\"", ErrorCode::IO);
+                                 : detail::parse_json(positions_it->second,
+                                                      "load_state: " + rng_path + " metadata \"dataloaders\"",
+                                                      ErrorCode::IO);
   require(positions.is_array() && positions.size() == loaders.size(), ErrorCode::IO,
           "load_state: " + rng_path + " does not hold the positions of " + std::to_string(loaders.size()) +
               " dataloaders");

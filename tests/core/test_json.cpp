@@ -53,7 +53,8 @@ TEST(ParseJson, ReportsSyntaxErrorsWithThePosition) {
 TEST(DescribeJson, StaysShortForHugeAndDeepValues) {
   auto small = accel::detail::parse_json(R"({"a":[1,"\u00e9"],"b":true})", "t", accel::ErrorCode::IO);
   EXPECT_EQ(accel::detail::describe_json(small), R"({"a":[1,"é"],"b":true})");
-  EXPECT_EQ(accel::detail::describe_json(nlohmann::json(std::string(1000000, 'x'))), "\"" + std::string(59, 'x') + "...");
+  EXPECT_EQ(accel::detail::describe_json(nlohmann::json(std::string(1000000, 'x'))),
+            "\"" + std::string(59, 'x') + "...");
   nlohmann::json wide = nlohmann::json::array();
   for (int i = 0; i < 100000; ++i) wide.push_back(i);
   EXPECT_EQ(accel::detail::describe_json(wide, 10), "[0,1,2,3,4...");

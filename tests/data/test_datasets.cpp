@@ -47,7 +47,8 @@ TEST(CsvDataset, ErrorsNameTheFileLineAndColumn) {
   EXPECT_NE(error_of([&] { accel::load_csv_dataset(short_row, "label"); }).find("no column named \"label\""),
             std::string::npos);
   auto fractional = write_temp("frac.csv", "x,y\n1,0.5\n");
-  EXPECT_NE(error_of([&] { accel::load_csv_dataset(fractional, "y"); }).find("frac.csv:2: column \"y\" holds \"0.5\", not an integer"),
+  EXPECT_NE(error_of([&] { accel::load_csv_dataset(fractional, "y"); })
+                .find("frac.csv:2: column \"y\" holds \"0.5\", not an integer"),
             std::string::npos);
   EXPECT_NE(error_of([] { accel::load_csv_dataset("/nonexistent/data.csv", "y"); }).find("/nonexistent/data.csv"),
             std::string::npos);
