@@ -114,7 +114,9 @@ ACCEL_API size_t accel_dtype_size(accel_dtype dtype);
 
 /* Creates a CPU tensor of the given dtype and shape by copying nbytes from data.
    nbytes must equal numel * accel_dtype_size(dtype). ndim may be 0 (a scalar).
-   Returns a new handle in *out. */
+   Returns a new handle in *out. Errors: ACCEL_ERR_INVALID_ARGUMENT naming the
+   dimension for a negative size or a shape whose byte count overflows 63 bits,
+   checked before anything is allocated. */
 ACCEL_API accel_status accel_tensor_from_buffer(const void* data, size_t nbytes, accel_dtype dtype,
                                                 const int64_t* shape, size_t ndim, accel_tensor** out);
 /* Copies the tensor's elements (from any device, in row-major order) into data,
@@ -323,7 +325,9 @@ ACCEL_API accel_status accel_model_from_torchscript(const char* path, accel_mode
    ReLU, LeakyReLU, GELU, Tanh, Sigmoid, BatchNorm1d, BatchNorm2d, LayerNorm,
    Embedding, LogSoftmax and Softmax (both need "dim", as PyTorch recommends).
    Parameters are named as in PyTorch ("0.weight").
-   Errors: INVALID_ARGUMENT naming the layer index, type and argument. New handle. */
+   Errors: INVALID_ARGUMENT naming the layer index, type and argument; for text
+   that is not JSON (with line and column) or that nests arrays and objects
+   more than 256 levels deep (like every JSON libaccel reads). New handle. */
 ACCEL_API accel_status accel_model_from_json(const char* spec, accel_model** out);
 ACCEL_API void accel_model_free(accel_model* model);
 
@@ -488,13 +492,19 @@ ACCEL_API accel_status accel_dataset_from_tensors(const accel_tensor* inputs, co
    gzip-compressed or raw). Images become float32 [1, rows, cols] scaled to
    [0, 1], then normalised as (x - mean) / std (mean 0, std 1: no change);
    labels become int64. Errors: IO naming the file and byte offset (bad magic,
-   truncated file, image and label counts that differ). New handle in *out. */
+   truncated file, image and label counts that differ) or the dimension whose
+   size the file cannot hold, checked before the data is allocated. New handle
+   in *out. */
 ACCEL_API accel_status accel_dataset_from_idx(const char* images_path, const char* labels_path, double mean,
                                               double std, accel_dataset** out);
 /* A dataset from a numeric CSV file with a header row: inputs are float32
    [N, columns - 1], targets the column named label_column as label_dtype [N].
-   Errors: IO naming the file, line and column of a non-numeric cell, a row of
-   the wrong length or a fractional label for an integer dtype; INVALID_ARGUMENT
+   Cells are plain decimal numbers ("1", "-2.5", "3e-4", an optional leading
+   "+"); "0x10", "inf", "nan", a cell with trailing bytes and a feature beyond
+   float32's range are refused; labels of an integer dtype must be integers
+   ("2", not "2.0"). A UTF-8 byte order mark before the header is skipped.
+   Errors: IO naming the file, line, column and cell of a bad cell, a row of
+   the wrong length, or header names that repeat (line 1); INVALID_ARGUMENT
    when no column has that name. New handle in *out. */
 ACCEL_API accel_status accel_dataset_from_csv(const char* path, const char* label_column, accel_dtype label_dtype,
                                               accel_dataset** out);

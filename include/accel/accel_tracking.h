@@ -45,7 +45,8 @@ ACCEL_API accel_status accel_accelerator_add_tracker(accel_accelerator* acc, con
 /* Starts the log_with trackers and the added ones for a run named project_name.
  * config_json: NULL or a flat JSON object of numbers, strings and booleans (the
  * run's hyperparameters). Errors: INVALID_ARGUMENT naming an unknown tracker in
- * log_with or a bad config value; STATE when called twice; IO when a tracker
+ * log_with, a bad config value, or config_json that is not JSON or nests more
+ * than 256 levels deep; STATE when called twice; IO when a tracker
  * cannot write its files. */
 ACCEL_API accel_status accel_accelerator_init_trackers(accel_accelerator* acc, const char* project_name,
                                                        const char* config_json);

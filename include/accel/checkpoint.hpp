@@ -41,7 +41,8 @@ struct LoadReport {
 void save_safetensors(const std::string& path, const TensorDict& tensors,
                       const std::map<std::string, std::string>& metadata = {});
 // Reads every tensor of a safetensors file (owning CPU tensors). Throws IO
-// naming the file and what is wrong.
+// naming the file and what is wrong (a header nesting more than 256 levels
+// deep included).
 TensorDict load_safetensors(const std::string& path, std::map<std::string, std::string>* metadata = nullptr);
 
 // "5GB" (10^9), "5GiB" (2^30), "200MB", "64KB", "123" (bytes) → bytes. Throws InvalidArgument.

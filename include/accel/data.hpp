@@ -58,19 +58,26 @@ class TensorDataset : public Dataset {
 
 // An IDX image file and label file (MNIST layout, gzip or raw) as a TensorDataset:
 // images float32 [N, 1, rows, cols] = (pixel / 255 - mean) / std, labels int64 [N].
-// Throws IO naming the file and byte offset of what is wrong.
+// Throws IO naming the file and byte offset of what is wrong, or the dimension
+// whose size the file cannot hold (checked before the data is allocated).
 std::shared_ptr<TensorDataset> load_idx_dataset(const std::string& images_path, const std::string& labels_path,
                                                 double mean = 0.0, double std = 1.0);
 
 // A numeric CSV file with a header row: fields are float32 features [N, columns-1]
-// and the column named label_column as label_dtype [N]. Throws IO naming the
-// file, line and column of a non-numeric or missing cell.
+// and the column named label_column as label_dtype [N]. Cells are plain decimal
+// numbers (std::from_chars, an optional leading '+'): "0x10", "inf", "nan",
+// trailing bytes and features beyond float32 are refused, and labels of an
+// integral dtype must be integers ("2", not "2.0"). A UTF-8 byte order mark is
+// skipped. Throws IO naming the file, line, column and cell of a bad or missing
+// cell, or the columns whose header names repeat; InvalidArgument when no
+// column is named label_column.
 std::shared_ptr<TensorDataset> load_csv_dataset(const std::string& path, const std::string& label_column,
                                                 at::ScalarType label_dtype = at::kLong);
 
 // A directory of .safetensors shards, each holding the tensors named fields
 // (aligned on dim 0), concatenated in file-name order: one dataset field per
-// name. Throws IO naming the file and the missing or mismatched tensor.
+// name. Throws IO naming the file and the missing or mismatched tensor (or a
+// header nesting more than 256 levels deep).
 std::shared_ptr<TensorDataset> load_safetensors_dataset(const std::string& dir, const std::vector<std::string>& fields);
 
 // The dtype and per-sample shape of one field of a callback dataset.

@@ -1,5 +1,6 @@
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "capi/handles.hpp"
@@ -64,12 +65,23 @@ ACCEL_API accel_status accel_tensor_from_buffer(const void* data, size_t nbytes,
     at::ScalarType type = to_scalar_type(dtype);
     accel::require_arg(ndim == 0 || shape != nullptr, "shape is NULL but ndim is " + std::to_string(ndim));
     std::vector<int64_t> sizes(shape, shape + ndim);
-    int64_t numel = 1;
     for (size_t d = 0; d < ndim; ++d) {
       accel::require_arg(sizes[d] >= 0, "shape[" + std::to_string(d) + "] is negative: " + std::to_string(sizes[d]));
-      numel *= sizes[d];
     }
-    size_t expected = static_cast<size_t>(numel) * c10::elementSize(type);
+    // Checked products: a shape such as {2^62, 4} must be refused, not wrap
+    // into a small count that a short buffer then matches. A zero anywhere
+    // makes an empty tensor whatever the other sizes are.
+    const bool empty = std::find(sizes.begin(), sizes.end(), 0) != sizes.end();
+    uint64_t expected = empty ? 0 : c10::elementSize(type);
+    for (size_t d = 0; d < ndim && !empty; ++d) {
+      if (__builtin_mul_overflow(expected, static_cast<uint64_t>(sizes[d]), &expected) ||
+          expected > static_cast<uint64_t>(INT64_MAX)) {
+        accel::fail(accel::ErrorCode::InvalidArgument,
+                    "shape[" + std::to_string(d) + "] is " + std::to_string(sizes[d]) + ": shape " +
+                        c10::str(at::IntArrayRef(sizes)) + " of " + c10::toString(type) +
+                        " needs more bytes than fit in 63 bits");
+      }
+    }
     accel::require_arg(nbytes == expected, "nbytes is " + std::to_string(nbytes) + " but shape " +
                                                c10::str(at::IntArrayRef(sizes)) + " of " + c10::toString(type) +
                                                " needs " + std::to_string(expected));

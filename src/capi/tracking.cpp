@@ -3,6 +3,7 @@
 
 #include "accel/accel_tracking.h"
 #include "capi/handles.hpp"
+#include "core/json.hpp"
 
 namespace {
 
@@ -49,13 +50,17 @@ class CallbackTracker : public accel::Tracker {
 accel::TrackerConfig parse_config(const char* config_json) {
   accel::TrackerConfig config;
   if (config_json == nullptr) return config;
-  auto json = nlohmann::json::parse(config_json, nullptr, false);
-  accel::require_arg(json.is_object(), std::string("config_json is not a JSON object: ") + config_json);
+  const std::string text = config_json;
+  const std::string label = "config_json \"" + (text.size() > 60 ? text.substr(0, 60) + "..." : text) + "\"";
+  auto json = accel::detail::parse_json(text, label, ErrorCode::InvalidArgument);
+  accel::require_arg(json.is_object(), "config_json is not a JSON object: " + accel::detail::describe_json(json));
   for (const auto& [key, value] : json.items()) {
     if (value.is_number()) config[key] = value.get<double>();
     else if (value.is_boolean()) config[key] = value.get<bool>() ? 1.0 : 0.0;
     else if (value.is_string()) config[key] = value.get<std::string>();
-    else accel::fail(ErrorCode::InvalidArgument, "config_json: value of '" + key + "' must be a number, string or boolean, got " + value.dump());
+    else accel::fail(ErrorCode::InvalidArgument, "config_json: value of '" + key +
+                                                     "' must be a number, string or boolean, got " +
+                                                     accel::detail::describe_json(value));
   }
   return config;
 }

@@ -10,6 +10,7 @@
 #include "accel/accelerator.hpp"
 #include "accel/error.hpp"
 #include "core/file_io.hpp"
+#include "core/json.hpp"
 #include "accel/model.hpp"
 #include "checkpoint/safetensors.hpp"
 #include "checkpoint/tensor_io.hpp"
@@ -145,10 +146,9 @@ LoadReport Accelerator::load_checkpoint_in_model(Model& model, const std::string
   std::vector<safetensors::File> files;
   std::map<std::string, std::pair<size_t, const safetensors::Entry*>> found;
   if (path.size() >= 5 && path.substr(path.size() - 5) == ".json") {
-    nlohmann::json index = nlohmann::json::parse(detail::read_regular_file(path), nullptr, false);
-    require(!index.is_discarded() && index.is_object() && index.contains("weight_map") &&
-                index["weight_map"].is_object(),
-            ErrorCode::IO, path + ": not a safetensors index (no weight_map object)");
+    nlohmann::json index = detail::parse_json(detail::read_regular_file(path), path, ErrorCode::IO);
+    require(index.is_object() && index.contains("weight_map") && index["weight_map"].is_object(), ErrorCode::IO,
+            path + ": not a safetensors index (no weight_map object)");
     std::string base = fs::path(path).parent_path().string();
     if (base.empty()) base = ".";
     std::set<std::string> shard_files;

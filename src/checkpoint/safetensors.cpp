@@ -12,6 +12,7 @@
 
 #include "accel/error.hpp"
 #include "core/file_io.hpp"
+#include "core/json.hpp"
 
 namespace accel::safetensors {
 
@@ -25,7 +26,9 @@ std::vector<int64_t> read_shape(const nlohmann::json& value, const std::string& 
   if (!value.is_array()) bad(label, "tensor \"" + name + "\": shape is not an array");
   std::vector<int64_t> shape;
   for (const auto& d : value) {
-    if (!d.is_number_unsigned()) bad(label, "tensor \"" + name + "\": shape holds " + d.dump() + ", not a size");
+    if (!d.is_number_unsigned()) {
+      bad(label, "tensor \"" + name + "\": shape holds " + detail::describe_json(d) + ", not a size");
+    }
     shape.push_back(static_cast<int64_t>(d.get<uint64_t>()));
   }
   return shape;
@@ -62,8 +65,10 @@ File File::parse(const uint8_t* data, size_t size, const std::string& label) {
                    "-byte file");
   }
   const char* header_begin = reinterpret_cast<const char*>(data + 8);
-  nlohmann::json header = nlohmann::json::parse(header_begin, header_begin + header_len, nullptr, false);
-  if (header.is_discarded()) bad(label, "header is not valid JSON");
+  // Nesting is capped here: a header whose shape nests 100,000 arrays deep
+  // would otherwise overflow the stack when shown in an error message.
+  nlohmann::json header = detail::parse_json(std::string_view(header_begin, header_len),
+                                             label + ": not a valid safetensors file: header", ErrorCode::IO);
   if (!header.is_object()) bad(label, "header is not a JSON object");
 
   File file;
@@ -109,7 +114,7 @@ File File::parse(const uint8_t* data, size_t size, const std::string& label) {
     uint64_t expected = 0;
     if (!byte_count(entry.shape, element, &expected) || expected != entry.end - entry.begin) {
       bad(label, "tensor \"" + name + "\": " + std::to_string(entry.end - entry.begin) + " bytes for a " +
-                     entry.dtype + " tensor of shape " + info["shape"].dump());
+                     entry.dtype + " tensor of shape " + detail::describe_json(info["shape"]));
     }
     file.entries_.push_back(std::move(entry));
   }

@@ -18,6 +18,7 @@
 #include "checkpoint/state_files.hpp"
 #include "checkpoint/tensor_io.hpp"
 #include "core/file_io.hpp"
+#include "core/json.hpp"
 
 namespace accel {
 
@@ -28,9 +29,8 @@ namespace {
 class JsonFile {
  public:
   JsonFile(std::string path, const std::string& text) : path_(std::move(path)) {
-    json_ = nlohmann::json::parse(text, nullptr, false);
-    require(!json_.is_discarded() && json_.is_object(), ErrorCode::IO,
-            "load_state: " + path_ + " is not a JSON object");
+    json_ = detail::parse_json(text, "load_state: " + path_, ErrorCode::IO);
+    require(json_.is_object(), ErrorCode::IO, "load_state: " + path_ + " is not a JSON object");
   }
   const nlohmann::json& field(const std::string& name) const {
     require(json_.contains(name), ErrorCode::IO, "load_state: " + path_ + " lacks the field \"" + name + "\"");
@@ -66,8 +66,7 @@ class JsonFile {
   static std::string describe(const nlohmann::json& value) {
     if (value.is_object()) return "an object";
     if (value.is_array()) return "an array";
-    std::string text = value.dump();
-    return text.size() > 40 ? text.substr(0, 40) + "..." : text;
+    return detail::describe_json(value, 40);
   }
 
  private:
@@ -157,7 +156,8 @@ std::vector<DataLoader::Position> checked_positions(const safetensors::File& fil
   auto it = file.metadata().find("dataloaders");
   require(it != file.metadata().end(), ErrorCode::IO,
           "load_state: " + file.label() + " lacks the dataloader positions (metadata \"dataloaders\")");
-  nlohmann::json positions = nlohmann::json::parse(it->second, nullptr, false);
+  nlohmann::json positions =
+      detail::parse_json(it->second, "load_state: " + file.label() + ": metadata \"dataloaders\"", ErrorCode::IO);
   require(positions.is_array() && positions.size() == loaders, ErrorCode::IO,
           "load_state: " + file.label() + ": metadata \"dataloaders\" does not hold the positions of " +
               std::to_string(loaders) + " dataloaders");

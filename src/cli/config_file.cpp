@@ -1,5 +1,6 @@
 #include "cli/config_file.hpp"
 
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cctype>
@@ -184,6 +185,12 @@ ConfigFile load_config_file(const std::string& path) {
   YAML::Node root;
   try {
     root = YAML::Load(stream);
+  } catch (const YAML::DeepRecursion& error) {
+    // yaml-cpp's parser recurses once per level and stops itself at a fixed
+    // depth (the document counts as one), but its message only says "bad file"
+    // and its mark points at the start of the document.
+    throw ConfigFileError(path + ": not valid YAML: nested more than " + std::to_string(error.depth() - 1) +
+                          " levels deep, yaml-cpp's limit");
   } catch (const YAML::Exception& error) {
     throw ConfigFileError(path + ": not valid YAML: " + error.what());
   }
@@ -194,7 +201,12 @@ ConfigFile load_config_file(const std::string& path) {
   read_honoured(in, file.values);
   read_ignored(in, file.warnings);
   for (const auto& entry : root) {
-    std::string key = entry.first.as<std::string>();
+    // A key such as [1] or {a: 1} is valid YAML but no setting.
+    if (!entry.first.IsScalar()) {
+      throw ConfigFileError(path + ": a key at line " + std::to_string(entry.first.Mark().line + 1) + " is " +
+                            Reader::describe(entry.first) + ", not a setting name");
+    }
+    std::string key = entry.first.Scalar();
     // Refusing would break files from newer Accelerate releases; naming it is enough.
     if (!kKnownKeys.count(key)) file.warnings.push_back("ignoring unknown key '" + key + "'");
   }

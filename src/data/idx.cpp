@@ -1,6 +1,7 @@
 #include "data/idx.hpp"
 
 #include <ATen/ATen.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include <array>
@@ -44,6 +45,28 @@ class IdxFile {
       done += static_cast<size_t>(got);
     }
     offset_ += n;
+  }
+
+  // Fails unless the rest of the file can hold nbytes of payload (what names
+  // the header fields that claim it). A raw file must have that many bytes
+  // left; a gzip one at least nbytes / 1032 compressed bytes, deflate's
+  // largest expansion. Either way nothing has been allocated yet.
+  void check_payload(int64_t nbytes, const std::string& what) {
+    struct stat st {};
+    if (::stat(path_.c_str(), &st) != 0) return;  // not a regular path: the read itself reports truncation
+    const auto file_size = static_cast<int64_t>(st.st_size);
+    const int64_t rest = file_size - static_cast<int64_t>(offset_);
+    if (gzdirect(file_.get())) {
+      require(nbytes <= rest, ErrorCode::IO,
+              "IDX file \"" + path_ + "\" is truncated: its " + what + " need " + std::to_string(nbytes) +
+                  " bytes of data but only " + std::to_string(rest) + " follow the header at byte " +
+                  std::to_string(offset_));
+    } else {
+      constexpr int64_t kMaxDeflateRatio = 1032;
+      require(nbytes / kMaxDeflateRatio <= file_size, ErrorCode::IO,
+              "IDX file \"" + path_ + "\" is truncated: its " + what + " need " + std::to_string(nbytes) +
+                  " bytes of data, more than a " + std::to_string(file_size) + "-byte gzip file can hold");
+    }
   }
 
   bool at_end() {
@@ -93,10 +116,21 @@ at::Tensor read_idx(const std::string& path) {
     file.read_exact(be.data(), be.size(), "dimension " + std::to_string(d));
     int64_t size = (int64_t(be[0]) << 24) | (int64_t(be[1]) << 16) | (int64_t(be[2]) << 8) | int64_t(be[3]);
     shape.push_back(size);
-    numel *= size;
+    require(!__builtin_mul_overflow(numel, size, &numel), ErrorCode::IO,
+            "IDX file \"" + path + "\": dimension " + std::to_string(d) + " (byte " + std::to_string(4 + 4 * d) +
+                ") is " + std::to_string(size) + ", which makes more elements than fit in 64 bits");
   }
+  const auto element_size = static_cast<int64_t>(c10::elementSize(dtype));
+  int64_t nbytes = 0;
+  require(!__builtin_mul_overflow(numel, element_size, &nbytes), ErrorCode::IO,
+          "IDX file \"" + path + "\": dimensions " + c10::str(at::IntArrayRef(shape)) + " make " +
+              std::to_string(numel) + " elements, more bytes than fit in 64 bits");
+  // The header is only a claim: check it against what the file can hold before
+  // allocating, so that a 16-byte file claiming 2^31 images is refused rather
+  // than allocating terabytes.
+  file.check_payload(nbytes, "dimensions " + c10::str(at::IntArrayRef(shape)));
   at::Tensor data = at::empty(shape, at::TensorOptions().dtype(dtype));
-  file.read_exact(data.data_ptr(), static_cast<size_t>(numel) * data.element_size(), "the data");
+  file.read_exact(data.data_ptr(), static_cast<size_t>(nbytes), "the data");
   require(file.at_end(), ErrorCode::IO, "IDX file \"" + path + "\" has extra bytes after the data, at byte " +
                                             std::to_string(file.offset()));
   // IDX stores multi-byte values big-endian.

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "accel/error.hpp"
+#include "core/json.hpp"
 
 namespace accel::detail {
 
@@ -16,12 +17,6 @@ std::string quoted_list(const std::vector<std::string>& names) {
 
 }  // namespace
 
-std::string shown_json(const nlohmann::json& value) {
-  constexpr size_t kMaxShown = 60;
-  std::string text = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  return text.size() > kMaxShown ? text.substr(0, kMaxShown) + "..." : text;
-}
-
 LayerArgs::LayerArgs(const nlohmann::json& layer, size_t index, const std::string& type)
     : layer_(layer), where_("layer " + std::to_string(index) + " (" + type + ")") {}
 
@@ -30,7 +25,7 @@ void LayerArgs::fail_argument(const char* key, const std::string& problem) const
 }
 
 void LayerArgs::fail_expected(const char* key, const std::string& expected, const nlohmann::json& value) const {
-  fail_argument(key, "must be " + expected + ", got " + shown_json(value));
+  fail_argument(key, "must be " + expected + ", got " + describe_json(value));
 }
 
 void LayerArgs::fail_missing(const char* key) const {
@@ -54,7 +49,7 @@ int64_t LayerArgs::to_int(const char* key, const nlohmann::json& value, IntRange
   // int64_t would wrap them into small or negative values.
   constexpr auto kLargest = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
   if (value.is_number_unsigned() && value.get<uint64_t>() > kLargest) {
-    fail_argument(key, "is too large, got " + shown_json(value));
+    fail_argument(key, "is too large, got " + describe_json(value));
   }
   int64_t number = value.get<int64_t>();
   if (number < range.min) fail_expected(key, range.description, value);

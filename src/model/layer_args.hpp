@@ -41,10 +41,6 @@ inline constexpr RealRange kPositiveReal{0.0, std::numeric_limits<double>::max()
 inline constexpr RealRange kAnyReal{std::numeric_limits<double>::lowest(), std::numeric_limits<double>::max(), false,
                                     "a finite number"};
 
-// JSON text of a value for an error message, cut short so that a huge array
-// in a spec cannot flood the message.
-std::string shown_json(const nlohmann::json& value);
-
 class LayerArgs {
  public:
   // `layer` must outlive this object.

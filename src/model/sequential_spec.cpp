@@ -14,6 +14,7 @@
 #include <new>
 
 #include "accel/error.hpp"
+#include "core/json.hpp"
 #include "model/layer_args.hpp"
 
 namespace accel::detail {
@@ -280,12 +281,8 @@ const std::map<std::string, LayerBuilder>& layer_builders() {
 }
 
 nlohmann::json parse_spec(const std::string& json_text) {
-  try {
-    return nlohmann::json::parse(json_text);
-  } catch (const nlohmann::json::exception& e) {
-    // e.what() carries the parser's line and column.
-    fail(ErrorCode::InvalidArgument, std::string("model spec is not valid JSON: ") + e.what());
-  }
+  // The parser's message carries the line and column.
+  return parse_json(json_text, "model spec", ErrorCode::InvalidArgument);
 }
 
 const nlohmann::json& layer_list(const nlohmann::json& spec) {
@@ -301,7 +298,7 @@ const nlohmann::json& layer_list(const nlohmann::json& spec) {
     }
     layers = &*it;
   }
-  if (!layers->is_array()) fail(ErrorCode::InvalidArgument, expected + ", got " + shown_json(*layers));
+  if (!layers->is_array()) fail(ErrorCode::InvalidArgument, expected + ", got " + describe_json(*layers));
   // LibTorch's Sequential refuses to run forward when empty, so an empty spec
   // could never train.
   require_arg(!layers->empty(), "model spec has no layers");
@@ -311,12 +308,12 @@ const nlohmann::json& layer_list(const nlohmann::json& spec) {
 AnyModule build_layer(const nlohmann::json& layer, size_t index) {
   const std::string where = "layer " + std::to_string(index);
   if (!layer.is_object()) {
-    fail(ErrorCode::InvalidArgument, where + ": must be an object with a \"type\", got " + shown_json(layer));
+    fail(ErrorCode::InvalidArgument, where + ": must be an object with a \"type\", got " + describe_json(layer));
   }
   auto type_it = layer.find("type");
   if (type_it == layer.end()) fail(ErrorCode::InvalidArgument, where + ": missing \"type\"");
   if (!type_it->is_string()) {
-    fail(ErrorCode::InvalidArgument, where + ": \"type\" must be a string, got " + shown_json(*type_it));
+    fail(ErrorCode::InvalidArgument, where + ": \"type\" must be a string, got " + describe_json(*type_it));
   }
   const std::string& type = type_it->get_ref<const std::string&>();
   auto builder = layer_builders().find(type);

@@ -9,6 +9,7 @@
 
 #include "accel/data.hpp"
 #include "accel/error.hpp"
+#include "core/json.hpp"
 
 namespace accel {
 
@@ -280,8 +281,8 @@ std::string Scheduler::save_json(Impl& impl) {
 }
 
 void Scheduler::load_json(Impl& impl, const std::string& json) {
-  nlohmann::json state = nlohmann::json::parse(json, nullptr, false);
-  require(!state.is_discarded() && state.is_object(), ErrorCode::IO, "scheduler state: not a JSON object");
+  nlohmann::json state = detail::parse_json(json, "scheduler state", ErrorCode::IO);
+  require(state.is_object(), ErrorCode::IO, "scheduler state: not a JSON object");
   // Every field is read and checked before any is applied.
   auto field = [&](const char* name) -> const nlohmann::json& {
     require(state.contains(name), ErrorCode::IO, std::string("scheduler state: the field \"") + name + "\" is missing");

@@ -288,3 +288,18 @@ TEST(CheckpointSafety, ShardIndexesStayInTheirDirectoryAndTypesMatch) {
   accelerator.load_checkpoint_in_model(model, dir + "/half.safetensors", true);
   EXPECT_TRUE(at::equal(model.parameters()[0], at::full({2, 2}, 0.5)));
 }
+
+TEST(CheckpointSafety, ATensorNamedTwiceInOneFileIsRefused) {
+  std::string dir = fresh_dir("duplicate");
+  fs::create_directories(dir);
+  // Two entries named "w" (nlohmann would keep the last): hand-made header.
+  const std::string header =
+      R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})";
+  std::string bytes(8, '\0');
+  for (int i = 0; i < 8; ++i) bytes[static_cast<size_t>(i)] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  bytes += header + std::string(8, '\0');
+  write_all(dir + "/dup.safetensors", bytes);
+  EXPECT_NE(error_of([&] { accel::load_safetensors(dir + "/dup.safetensors"); })
+                .find("names the key \"w\" twice in one object"),
+            std::string::npos);
+}

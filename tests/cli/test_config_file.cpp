@@ -191,4 +191,23 @@ TEST(ConfigLocation, FollowsAccelerate) {
   EXPECT_EQ(accel::cli::default_config_path(lookup), std::nullopt);
 }
 
+// yaml-cpp parses nesting by recursion; a hostile file must be refused with
+// a message, not overflow the stack of `accel launch`.
+TEST_F(ConfigFileTest, RefusesDeepNestingNamingTheDepth) {
+  const std::string deep_flow = std::string(100000, '[') + std::string(100000, ']');
+  for (const std::string& text : {deep_flow + "\n", "num_processes: " + deep_flow + "\n"}) {
+    std::string error = error_of(text);
+    EXPECT_NE(error.find("config.yaml: not valid YAML: nested more than 499 levels deep"), std::string::npos)
+        << error;
+  }
+  // Found by fuzz_config_yaml: a key that is a list escaped as yaml-cpp's exception.
+  const std::string mapping_key = error_of("num_processes: 2\n{[1]: 2}: 3\n");
+  EXPECT_NE(mapping_key.find("config.yaml: a key at line 2 is a mapping, not a setting name"), std::string::npos)
+      << mapping_key;
+  EXPECT_NE(error_of("[1]: 2\n").find("a key at line 1 is a list"), std::string::npos) << error_of("[1]: 2\n");
+  std::string deep_block;
+  for (int i = 0; i < 1000; ++i) deep_block += std::string(static_cast<size_t>(i), ' ') + "k:\n";
+  EXPECT_NE(error_of(deep_block).find("levels deep, yaml-cpp's limit"), std::string::npos);
+}
+
 }  // namespace

@@ -47,9 +47,61 @@ TEST(CsvDataset, ErrorsNameTheFileLineAndColumn) {
   EXPECT_NE(error_of([&] { accel::load_csv_dataset(short_row, "label"); }).find("no column named \"label\""),
             std::string::npos);
   auto fractional = write_temp("frac.csv", "x,y\n1,0.5\n");
-  EXPECT_NE(error_of([&] { accel::load_csv_dataset(fractional, "y"); }).find("label \"0.5\" is not an integer"),
+  EXPECT_NE(error_of([&] { accel::load_csv_dataset(fractional, "y"); })
+                .find("frac.csv:2: column \"y\" holds \"0.5\", not an integer"),
             std::string::npos);
   EXPECT_NE(error_of([] { accel::load_csv_dataset("/nonexistent/data.csv", "y"); }).find("/nonexistent/data.csv"),
+            std::string::npos);
+}
+
+// Numbers are read strictly: strtod read "0x10" as 16, stopped at an embedded
+// NUL ("2\0" was 2) and accepted "inf" and "nan".
+TEST(CsvDataset, NumbersAreDecimalAndWholeCells) {
+  auto ok = write_temp("strict_ok.csv", "x,y,label\n+1.5,-2e-3,+7\n.5,1E2,-3\n");
+  auto dataset = accel::load_csv_dataset(ok, "label");
+  EXPECT_TRUE(at::equal(dataset->fields()[0], at::tensor({1.5f, -0.002f, 0.5f, 100.0f}).view({2, 2})));
+  EXPECT_TRUE(at::equal(dataset->fields()[1], at::tensor({int64_t{7}, int64_t{-3}})));
+  // Integral labels beyond 2^53 stay exact (they went through double before).
+  auto big = write_temp("strict_big.csv", "x,label\n1,9007199254740993\n");
+  EXPECT_EQ(accel::load_csv_dataset(big, "label")->fields()[1][0].item<int64_t>(), int64_t{9007199254740993});
+  // Float labels are kept as read, also for float64 (to() used to alias a freed vector).
+  auto as_double = accel::load_csv_dataset(ok, "label", at::kDouble);
+  EXPECT_TRUE(at::equal(as_double->fields()[1], at::tensor({7.0, -3.0}, at::kDouble)));
+
+  const std::vector<std::pair<std::string, std::string>> refused{
+      {"0x10", "column \"x\" holds \"0x10\", not a finite decimal number"},
+      {std::string("2\0", 2), "column \"x\" holds \"2\\x00\", not a finite decimal number"},
+      {"inf", "holds \"inf\", not a finite"},
+      {"nan", "holds \"nan\", not a finite"},
+      {"1e400", "holds \"1e400\", not a finite"},
+      {"1e39", "holds \"1e39\", beyond the range of float32 features"},
+      {"+-1", "holds \"+-1\""},
+      {"1,5", "3 cells, the header has 2"},
+      {"1 2", "holds \"1 2\""},
+  };
+  for (const auto& [cell, message] : refused) {
+    auto path = write_temp("strict_bad.csv", "x,label\n3,1\n" + cell + ",1\n");
+    std::string error = error_of([&] { accel::load_csv_dataset(path, "label"); });
+    EXPECT_NE(error.find("strict_bad.csv:3: "), std::string::npos) << error;
+    EXPECT_NE(error.find(message), std::string::npos) << cell << ": " << error;
+  }
+  auto hex_label = write_temp("strict_label.csv", "x,label\n1,0x10\n");
+  EXPECT_NE(error_of([&] { accel::load_csv_dataset(hex_label, "label"); })
+                .find("strict_label.csv:2: column \"label\" holds \"0x10\", not an integer"),
+            std::string::npos);
+  auto float_label = write_temp("strict_label.csv", "x,label\n1,2.0\n");
+  EXPECT_NE(error_of([&] { accel::load_csv_dataset(float_label, "label"); }).find("holds \"2.0\", not an integer"),
+            std::string::npos);
+}
+
+TEST(CsvDataset, HeaderWithByteOrderMarkAndDuplicateNames) {
+  // A UTF-8 byte order mark (Excel, Notepad) is not part of the first name.
+  auto bom = write_temp("bom.csv", "\xEF\xBB\xBFlabel,x\n1,2.5\n");
+  auto dataset = accel::load_csv_dataset(bom, "label");
+  EXPECT_TRUE(at::equal(dataset->fields()[1], at::tensor({int64_t{1}})));
+  auto duplicate = write_temp("dup.csv", "x,label,x\n1,2,3\n");
+  EXPECT_NE(error_of([&] { accel::load_csv_dataset(duplicate, "label"); })
+                .find("dup.csv:1: column 3 is named \"x\" like column 1; column names must differ"),
             std::string::npos);
 }
 

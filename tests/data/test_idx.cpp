@@ -13,6 +13,7 @@
 
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 class IdxTest : public ::testing::Test {
@@ -94,6 +95,39 @@ TEST_F(IdxTest, BadFilesNameTheFileAndOffset) {
   write_raw("lbl", labels({1, 2, 3}));
   EXPECT_THAT(error_of([&] { accel::load_idx_dataset(path("img"), path("lbl")); }),
               HasSubstr("holds 2 images but"));
+}
+
+// The header is checked against the file before anything is allocated: a
+// 16-byte file claiming 2^31 images of 28x28 used to allocate 1.6 TB.
+TEST_F(IdxTest, HeaderClaimsBeyondTheFileAreRefusedBeforeAllocating) {
+  const std::vector<uint8_t> claim{0, 0, 0x08, 3, 0x80, 0, 0, 0, 0, 0, 0, 28, 0, 0, 0, 28, 1, 2, 3, 4};
+  write_raw("huge", claim);
+  EXPECT_THAT(error_of([&] { accel::detail::read_idx(path("huge")); }),
+              AllOf(HasSubstr(path("huge")), HasSubstr("dimensions [2147483648, 28, 28] need 1683627180032 bytes"),
+                    HasSubstr("only 4 follow the header at byte 16")));
+  write_gz("huge.gz", claim);
+  EXPECT_THAT(error_of([&] { accel::detail::read_idx(path("huge.gz")); }),
+              AllOf(HasSubstr(path("huge.gz")), HasSubstr("need 1683627180032 bytes of data, more than a"),
+                    HasSubstr("gzip file can hold")));
+  // Raw and truncated, named before the read.
+  write_raw("short", images(2, {1, 2, 3, 4, 5}));
+  EXPECT_THAT(error_of([&] { accel::detail::read_idx(path("short")); }),
+              HasSubstr("need 8 bytes of data but only 5 follow the header at byte 16"));
+}
+
+TEST_F(IdxTest, DimensionsWhoseProductOverflowsAreRefused) {
+  // Five dimensions of 2^32 - 1: the element count overflowed int64 (UBSan).
+  std::vector<uint8_t> header{0, 0, 0x08, 5};
+  for (int d = 0; d < 5; ++d) header.insert(header.end(), {0xFF, 0xFF, 0xFF, 0xFF});
+  write_raw("overflow", header);
+  EXPECT_THAT(error_of([&] { accel::detail::read_idx(path("overflow")); }),
+              AllOf(HasSubstr(path("overflow")), HasSubstr("dimension 1 (byte 8) is 4294967295"),
+                    HasSubstr("more elements than fit in 64 bits")));
+  // Elements that fit but bytes that do not: 2^31 * 2^31 doubles.
+  write_raw("bytes", {0, 0, 0x0E, 2, 0x80, 0, 0, 0, 0x80, 0, 0, 0});
+  EXPECT_THAT(error_of([&] { accel::detail::read_idx(path("bytes")); }),
+              AllOf(HasSubstr("dimensions [2147483648, 2147483648] make 4611686018427387904 elements"),
+                    HasSubstr("more bytes than fit in 64 bits")));
 }
 
 }  // namespace
