@@ -170,7 +170,13 @@ typedef enum accel_comm_hook {
 typedef struct accel_accelerator_options {
   uint32_t struct_size;   /* sizeof(accel_accelerator_options); set by _init */
   int cpu;                /* nonzero: use the CPU even where a GPU is present */
-  int64_t timeout_ms;     /* collective and rendezvous timeout; default 1800000 (30 min) */
+  /* Collective and rendezvous timeout; default 1800000 (30 min). A collective
+     waits at most this long. When a rank does not arrive, the rendezvous of
+     accel_accelerator_create fails within timeout_ms (plus at most about a
+     second) with ACCEL_ERR_TIMEOUT naming the ranks that did not arrive; under
+     `accel launch`, a rank that exits before arriving ends it at once
+     (docs/launch.md). */
+  int64_t timeout_ms;
   accel_mixed_precision mixed_precision; /* default ACCEL_PRECISION_DEFAULT */
   double bucket_cap_mb;   /* gradient-sync bucket size cap in MiB; default 25 */
   /* Micro-steps per optimizer step; 0 (default): ACCELERATE_GRADIENT_ACCUMULATION_STEPS, else 1. */
@@ -225,7 +231,8 @@ ACCEL_API void accel_accelerator_options_init(accel_accelerator_options* opts);
    MALLOC_TRIM_THRESHOLD_ and MALLOC_TOP_PAD_ in the environment, leaves
    malloc as it is; another ACCEL_TUNE_MALLOC value is INVALID_ARGUMENT.
    Collective when WORLD_SIZE > 1. Errors: INVALID_ARGUMENT (bad option or
-   environment value, named), TIMEOUT (a peer did not join in time),
+   environment value, named), TIMEOUT (a peer did not join within timeout_ms;
+   the message lists the ranks that did not arrive),
    DISTRIBUTED, UNSUPPORTED (a mixed precision mode the device cannot do).
    Returns a new handle in *out. */
 ACCEL_API accel_status accel_accelerator_create(const accel_accelerator_options* opts,

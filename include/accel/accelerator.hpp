@@ -68,6 +68,9 @@ struct ProjectConfiguration {
 
 struct AcceleratorOptions {
   bool cpu = false;  // use the CPU even where a GPU is present
+  // Collectives wait at most this long. When a rank does not arrive, the
+  // constructor's rendezvous fails within it (plus at most about a second) with
+  // ErrorCode::Timeout listing the ranks that did not arrive.
   std::chrono::milliseconds timeout{std::chrono::minutes(30)};
   // Unset: ACCELERATE_MIXED_PRECISION from the environment, else MixedPrecision::No.
   std::optional<MixedPrecision> mixed_precision;

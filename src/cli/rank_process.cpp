@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -57,6 +58,22 @@ Pipe make_pipe() {
   return {UniqueFd(fds[0]), UniqueFd(fds[1])};
 }
 
+// Why a socket pair, and datagrams: the rank's library sends one whole message
+// per report and never blocks or gets SIGPIPE (send() with MSG_NOSIGNAL), and
+// the launcher polls it with the output pipes. Watching the store's keys
+// instead would need LibTorch's store protocol in the launcher, and a file
+// would need polling. Both ends close-on-exec; the child clears it on its own.
+struct ReportChannel {
+  UniqueFd launcher_end, rank_end;
+};
+ReportChannel make_report_channel() {
+  int fds[2];
+  if (::socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, fds) != 0) {
+    throw SpawnError(std::string("socketpair: ") + std::strerror(errno), 1);
+  }
+  return {UniqueFd(fds[0]), UniqueFd(fds[1])};
+}
+
 // "KEY=VALUE" entries: the launcher's environment, with `overrides` replacing
 // or adding entries.
 std::vector<std::string> merged_environment(const std::map<std::string, std::string>& overrides) {
@@ -80,7 +97,7 @@ std::vector<char*> null_terminated(std::vector<std::string>& strings) {
 // before fork(), so it makes system calls only (no allocation): safe even if
 // the launcher one day runs threads.
 [[noreturn]] void become_rank(char* const* argv, char* const* envp, int stdin_fd, int stdout_fd, int stderr_fd,
-                              int exec_error_fd, pid_t launcher, const sigset_t& launcher_mask) {
+                              int report_fd, int exec_error_fd, pid_t launcher, const sigset_t& launcher_mask) {
   // Handlers would be reset by exec anyway; resetting them before the signals
   // are unblocked keeps a signal arriving now from running the launcher's handler.
   struct sigaction default_action {};
@@ -102,6 +119,7 @@ std::vector<char*> null_terminated(std::vector<std::string>& strings) {
   ::dup2(stdin_fd, STDIN_FILENO);
   ::dup2(stdout_fd, STDOUT_FILENO);
   ::dup2(stderr_fd, STDERR_FILENO);
+  ::fcntl(report_fd, F_SETFD, 0);  // the one descriptor the rank inherits on purpose
   ::execvpe(argv[0], argv, envp);
   int exec_errno = errno;
   ssize_t written = ::write(exec_error_fd, &exec_errno, sizeof exec_errno);
@@ -125,7 +143,10 @@ int wait_for_exec(int exec_error_fd) {
 RankProcess spawn_rank(const LaunchConfig& config, int local_rank) {
   std::vector<std::string> args{config.program};
   args.insert(args.end(), config.program_args.begin(), config.program_args.end());
-  std::vector<std::string> env = merged_environment(rank_environment(config, local_rank));
+  ReportChannel report = make_report_channel();
+  auto variables = rank_environment(config, local_rank);
+  variables["ACCEL_LAUNCHER_REPORT_FD"] = std::to_string(report.rank_end.get());
+  std::vector<std::string> env = merged_environment(variables);
   std::vector<char*> argv = null_terminated(args);
   std::vector<char*> envp = null_terminated(env);
 
@@ -141,7 +162,7 @@ RankProcess spawn_rank(const LaunchConfig& config, int local_rank) {
   pid_t pid = ::fork();
   if (pid == 0) {
     become_rank(argv.data(), envp.data(), stdin_null.get(), out.write_end.get(), err.write_end.get(),
-                exec_status.write_end.get(), launcher, launcher_mask);
+                report.rank_end.get(), exec_status.write_end.get(), launcher, launcher_mask);
   }
   int fork_errno = errno;
   ::sigprocmask(SIG_SETMASK, &launcher_mask, nullptr);
@@ -152,6 +173,7 @@ RankProcess spawn_rank(const LaunchConfig& config, int local_rank) {
   out.write_end.reset();
   err.write_end.reset();
   exec_status.write_end.reset();
+  report.rank_end.reset();
 
   if (int exec_errno = wait_for_exec(exec_status.read_end.get()); exec_errno != 0) {
     ::waitpid(pid, nullptr, 0);
@@ -159,7 +181,8 @@ RankProcess spawn_rank(const LaunchConfig& config, int local_rank) {
                      exec_errno == ENOENT ? 127 : 126);
   }
   for (int fd : {out.read_end.get(), err.read_end.get()}) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
-  return RankProcess{config.global_rank(local_rank), pid, out.read_end.release(), err.read_end.release()};
+  return RankProcess{config.global_rank(local_rank), pid, out.read_end.release(), err.read_end.release(),
+                     report.launcher_end.release()};
 }
 
 bool RankExit::failed() const { return exit_code() != 0; }

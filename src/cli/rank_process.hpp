@@ -18,6 +18,10 @@ struct RankProcess {
   pid_t pid = -1;
   int stdout_fd = -1;  // read ends, non-blocking
   int stderr_fd = -1;
+  // The launcher's end of the datagram socket pair whose other end the rank
+  // finds in ACCEL_LAUNCHER_REPORT_FD: its rendezvous reports
+  // (cli/rendezvous_watch.hpp). Non-blocking.
+  int report_fd = -1;
 };
 
 // Why a rank could not be started, with the exit status a shell would give:
@@ -31,8 +35,9 @@ class SpawnError : public std::runtime_error {
   int exit_code_;
 };
 
-// Starts PROGRAM as `local_rank` of this node, with rank_environment() on top of
-// the launcher's environment and stdin from /dev/null. PROGRAM is looked up on
+// Starts PROGRAM as `local_rank` of this node, with rank_environment() and
+// ACCEL_LAUNCHER_REPORT_FD on top of the launcher's environment and stdin from
+// /dev/null. PROGRAM is looked up on
 // PATH. Throws SpawnError when it cannot be started, naming the reason
 // ("cannot run train: No such file or directory").
 RankProcess spawn_rank(const LaunchConfig& config, int local_rank);

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "accel/accel.hpp"
+#include "state/c10d_adapter.hpp"
 
 namespace {
 
@@ -27,6 +28,14 @@ int print_env() {
   std::printf("CUDA available: %s\n", cuda ? "yes" : "no");
   std::printf("CUDA devices: %zu\n", cuda ? torch::cuda::device_count() : size_t{0});
   std::printf("CPU threads (at::get_num_threads): %d\n", at::get_num_threads());
+  // Who can reach the rendezvous store matters for a bug report and for security.
+  if (accel::detail::c10d_adapter::kStoreListensOnMasterAddrOnly) {
+    std::printf("Rendezvous store listens on: MASTER_ADDR only\n");
+  } else {
+    std::printf("Rendezvous store listens on: every interface, whatever MASTER_ADDR is (LibTorch %d.%d cannot bind "
+                "it to one address; see docs/launch.md)\n",
+                TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR);
+  }
   return 0;
 }
 

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -89,6 +90,7 @@ Supervisor::~Supervisor() {
       if (relay->from_fd >= 0) ::close(relay->from_fd);
     }
     if (rank.log_fd >= 0) ::close(rank.log_fd);
+    if (rank.process.report_fd >= 0) ::close(rank.process.report_fd);
   }
 }
 
@@ -128,8 +130,10 @@ void Supervisor::begin_new_attempt() {
   // Everything of the last attempt has ended: has_work() was false.
   for (auto& rank : ranks_) {
     if (rank.log_fd >= 0) ::close(rank.log_fd);
+    if (rank.process.report_fd >= 0) ::close(rank.process.report_fd);
   }
   ranks_.clear();
+  watch_ = RendezvousWatch();
   exit_status_.reset();
   rank_failed_ = false;
   kill_deadline_.reset();
@@ -187,12 +191,19 @@ bool Supervisor::has_work() const {
 
 void Supervisor::wait_for_events(LauncherSignals& signals) {
   std::vector<pollfd> fds{{signals.fd(), POLLIN, 0}};
-  std::vector<Relay*> relays{nullptr};  // relays[i] reads fds[i]
+  std::vector<Relay*> relays{nullptr};  // relays[i] reads fds[i], or nullptr
+  std::vector<Rank*> reporters{nullptr};  // reporters[i] is the rank whose reports fds[i] carries, or nullptr
   for (auto& rank : ranks_) {
     for (Relay* relay : {&rank.out, &rank.err}) {
       if (relay->from_fd < 0) continue;
       fds.push_back({relay->from_fd, POLLIN, 0});
       relays.push_back(relay);
+      reporters.push_back(nullptr);
+    }
+    if (rank.process.report_fd >= 0) {
+      fds.push_back({rank.process.report_fd, POLLIN, 0});
+      relays.push_back(nullptr);
+      reporters.push_back(&rank);
     }
   }
   // Signals, SIGCHLD included, wake poll() through the signal pipe; the only
@@ -204,8 +215,37 @@ void Supervisor::wait_for_events(LauncherSignals& signals) {
   }
   if (::poll(fds.data(), fds.size(), timeout_ms) <= 0) return;
   for (size_t i = 1; i < fds.size(); ++i) {
-    if (fds[i].revents != 0) relay_some(*relays[i]);
+    if (fds[i].revents == 0) continue;
+    if (relays[i] != nullptr) relay_some(*relays[i]);
+    if (reporters[i] != nullptr) read_reports(*reporters[i]);
   }
+  check_rendezvous();
+}
+
+void Supervisor::read_reports(Rank& rank) {
+  char message[64];
+  ssize_t got;
+  while ((got = ::recv(rank.process.report_fd, message, sizeof message, 0)) >= 0 || errno == EINTR) {
+    if (got > 0) watch_.report(rank.process.rank, std::string_view(message, static_cast<size_t>(got)));
+  }
+}
+
+void Supervisor::check_rendezvous() {
+  if (exit_status_) return;  // already stopping
+  auto stranded = watch_.stranded();
+  if (!stranded) return;
+  auto list = [](const std::vector<int>& ranks) {
+    std::string text = ranks.size() == 1 ? "rank " : "ranks ";
+    for (size_t i = 0; i < ranks.size(); ++i) text += (i ? ", " : "") + std::to_string(ranks[i]);
+    return text;
+  };
+  // Without this the waiting ranks would fail only after their whole timeout.
+  say(list(stranded->gone) + " exited with code 0 before completing the rendezvous that " +
+      list(stranded->waiting) + (stranded->waiting.size() == 1 ? " is" : " are") +
+      " waiting in, so it can never complete; stopping the other ranks");
+  rank_failed_ = true;
+  exit_status_ = 1;
+  stop_ranks(SIGTERM);
 }
 
 bool Supervisor::relay_some(Relay& relay) {
@@ -248,8 +288,18 @@ void Supervisor::on_rank_exit(Rank& rank, int wait_status) {
     for (int reads = 0; reads < kReadsAtRankExit && relay->from_fd >= 0 && relay_some(*relay); ++reads) {
     }
   }
+  if (rank.process.report_fd >= 0) {
+    read_reports(rank);  // a "done" it sent just before exiting counts
+    ::close(rank.process.report_fd);
+    rank.process.report_fd = -1;
+  }
   RankExit exit{rank.process.rank, rank.process.pid, wait_status, host_};
-  if (!exit.failed() || exit_status_) return;  // later exits are the stop's consequences
+  if (!exit.failed()) {
+    watch_.exited(rank.process.rank);
+    check_rendezvous();
+    return;
+  }
+  if (exit_status_) return;  // later exits are the stop's consequences
   rank_failed_ = true;
   bool others_running =
       std::any_of(ranks_.begin(), ranks_.end(), [](const Rank& other) { return other.running; });

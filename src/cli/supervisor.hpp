@@ -12,6 +12,7 @@
 #include "cli/launcher_signals.hpp"
 #include "cli/line_prefixer.hpp"
 #include "cli/rank_process.hpp"
+#include "cli/rendezvous_watch.hpp"
 
 namespace accel::cli {
 
@@ -27,6 +28,8 @@ class Supervisor {
   // status: a failing rank's exit code (128 + signal when it was killed),
   // 127/126 when PROGRAM cannot be run, 128 + signal when the launcher got
   // SIGINT, SIGTERM, SIGHUP or SIGQUIT. 0 when every rank exited 0.
+  // A rank that exits with code 0 before a rendezvous the other ranks wait in
+  // has completed also stops the job, with status 1 (cli/rendezvous_watch.hpp).
   // With max_restarts, a failed rank first stops the others as usual; then
   // every rank is started again, up to max_restarts times.
   int run();
@@ -67,6 +70,10 @@ class Supervisor {
   void close_relay(Relay& relay);
   void reap();
   void on_rank_exit(Rank& rank, int wait_status);
+  // Passes the rank's rendezvous reports to watch_.
+  void read_reports(Rank& rank);
+  // Stops the job when its rendezvous can no longer complete.
+  void check_rendezvous();
   void update_groups();
   void on_launcher_signal(int signo);
   void stop_ranks(int signo);
@@ -76,6 +83,7 @@ class Supervisor {
 
   LaunchConfig config_;
   std::vector<Rank> ranks_;
+  RendezvousWatch watch_;  // this attempt's
   std::string host_;  // this machine's name, for failure messages
   std::optional<int> exit_status_;  // set by the first event that stops the job
   bool rank_failed_ = false;  // this attempt was stopped by a failing rank

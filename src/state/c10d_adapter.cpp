@@ -14,14 +14,67 @@
 
 namespace accel::detail::c10d_adapter {
 
-StorePtr make_tcp_store(const std::string& host, int port, bool is_server, int world_size,
-                        std::chrono::milliseconds timeout) {
+namespace {
+
+template <class Options, class = void>
+struct has_use_libuv : std::false_type {};
+template <class Options>
+struct has_use_libuv<Options, std::void_t<decltype(std::declval<Options&>().useLibUV)>> : std::true_type {};
+
+// A socket bound to `host`:`port` and listening, for the store to take over;
+// -1 when no address of `host` can be bound on this machine (MASTER_ADDR behind
+// NAT, say): the store then listens on every interface, as it always does on 1.13.
+[[maybe_unused]] int listen_on(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) return -1;
+  int listening = -1;
+  for (addrinfo* candidate = found; candidate != nullptr && listening < 0; candidate = candidate->ai_next) {
+    int fd = ::socket(candidate->ai_family, candidate->ai_socktype | SOCK_CLOEXEC, candidate->ai_protocol);
+    if (fd < 0) continue;
+    int on = 1;  // as c10d does: a port left in TIME_WAIT by the last job stays usable
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+    if (::bind(fd, candidate->ai_addr, candidate->ai_addrlen) == 0 && ::listen(fd, SOMAXCONN) == 0) {
+      listening = fd;
+    } else {
+      ::close(fd);
+    }
+  }
+  ::freeaddrinfo(found);
+  return listening;
+}
+
+// LibTorch 2.x: the store listens on the socket we bound to MASTER_ADDR.
+template <class Options>
+void listen_on_master_addr([[maybe_unused]] Options& options, [[maybe_unused]] const std::string& host,
+                           [[maybe_unused]] int port) {
+  if constexpr (takes_listen_fd<Options>::value) {
+    int fd = listen_on(host, port);
+    if (fd < 0) return;
+    options.masterListenFd = fd;  // owned by the store from here on
+#if TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR < 8
+    // The libuv server (the default from 2.4) ignored masterListenFd's socket
+    // and never accepted on it before 2.8 (pytorch#150215).
+    if constexpr (has_use_libuv<Options>::value) options.useLibUV = false;
+#endif
+  }
+}
+
+}  // namespace
+
+StorePtr make_tcp_store(const std::string& host, int port, bool is_server, std::chrono::milliseconds timeout) {
   ::c10d::TCPStoreOptions options;
   options.port = static_cast<std::uint16_t>(port);
   options.isServer = is_server;
-  options.numWorkers = static_cast<std::size_t>(world_size);
-  options.waitWorkers = true;
+  // ProcessGroup waits for the ranks itself. c10d's wait (1.13) gives up
+  // silently once the timeout, counted in whole seconds, has passed, and Gloo's
+  // rendezvous then waits a second timeout: about twice timeout_ms in all, with
+  // no word on who is missing.
+  options.waitWorkers = false;
   options.timeout = timeout;
+  if (is_server) listen_on_master_addr(options, host, port);
   return c10::make_intrusive<::c10d::TCPStore>(host, options);
 }
 
@@ -54,11 +107,11 @@ std::string local_address_towards(const std::string& master_addr) {
   return local;
 }
 
+}  // namespace
+
 bool is_loopback(const std::string& addr) {
   return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
 }
-
-}  // namespace
 
 BackendPtr make_gloo(const StorePtr& store, int rank, int world_size, const std::string& master_addr,
                      std::chrono::milliseconds timeout) {

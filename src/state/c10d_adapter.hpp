@@ -11,6 +11,8 @@
 
 #include <chrono>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 namespace accel::detail::c10d_adapter {
 
@@ -23,10 +25,26 @@ using BackendPtr = c10::intrusive_ptr<Backend>;
 using WorkPtr = c10::intrusive_ptr<::c10d::Work>;
 using StorePtr = c10::intrusive_ptr<::c10d::Store>;
 
-// Rank 0 hosts the store; the others connect. Waits for all `world_size`
-// participants up to `timeout`.
-StorePtr make_tcp_store(const std::string& host, int port, bool is_server, int world_size,
-                        std::chrono::milliseconds timeout);
+// Whether TCPStoreOptions can take a listening socket we bound ourselves
+// (masterListenFd, LibTorch 2.x). Detected rather than assumed from the version
+// number, so a 2.x release without the field still builds (and listens everywhere).
+template <class Options, class = void>
+struct takes_listen_fd : std::false_type {};
+template <class Options>
+struct takes_listen_fd<Options, std::void_t<decltype(std::declval<Options&>().masterListenFd)>> : std::true_type {};
+
+// True when rank 0's store listens on MASTER_ADDR's address only. LibTorch 1.13's
+// TCPStore has no such option: it always listens on every interface, IPv4 and
+// IPv6, so any host that can reach rank 0 can reach the (unauthenticated) store.
+inline constexpr bool kStoreListensOnMasterAddrOnly = takes_listen_fd<::c10d::TCPStoreOptions>::value;
+
+// Rank 0 hosts the store (on MASTER_ADDR's address where kStoreListensOnMasterAddrOnly);
+// the others connect, retrying up to `timeout`. Returns once connected: it does
+// not wait for the other ranks (ProcessGroup does, naming the missing ones).
+StorePtr make_tcp_store(const std::string& host, int port, bool is_server, std::chrono::milliseconds timeout);
+
+// 127.0.0.0/8, ::1 or "localhost".
+bool is_loopback(const std::string& addr);
 
 // Gloo over the interface that reaches `master_addr` (GLOO_SOCKET_IFNAME wins).
 BackendPtr make_gloo(const StorePtr& store, int rank, int world_size, const std::string& master_addr,

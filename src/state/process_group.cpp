@@ -5,6 +5,8 @@
 #include <thread>
 
 #include "accel/error.hpp"
+#include "accel/logging.hpp"
+#include "state/launcher_report.hpp"
 
 namespace accel::detail {
 
@@ -20,15 +22,37 @@ bool looks_like_timeout(const std::string& message) {
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
 std::string stall_key(int rank) { return "accel/stall/" + std::to_string(rank); }
+std::string arrival_key(int rank) { return "accel/arrived/" + std::to_string(rank); }
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::ostringstream out;
+  out << "[";
+  for (size_t i = 0; i < ranks.size(); ++i) out << (i ? ", " : "") << ranks[i];
+  out << "]";
+  return out.str();
+}
 
 }  // namespace
 
 ProcessGroup::ProcessGroup(const LaunchEnvironment& env, const c10::Device& device,
                            std::chrono::milliseconds timeout)
     : rank_(env.rank), world_size_(env.world_size), timeout_(timeout), device_(device) {
+  // One deadline for joining the store and waiting for the others: the
+  // rendezvous fails within `timeout` (plus a poll interval), not after two.
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const std::string where = "rendezvous at " + env.master_addr + ":" + std::to_string(env.master_port) +
+                            " failed for rank " + std::to_string(env.rank) + " of " +
+                            std::to_string(env.world_size) + " (timeout " + std::to_string(timeout.count()) + " ms)";
+  LauncherReport report;
+  if (rank_ == 0) warn_if_store_is_exposed(env);
   const char* phase = "joining the store";
   try {
-    store_ = c10d_adapter::make_tcp_store(env.master_addr, env.master_port, env.rank == 0, env.world_size, timeout);
+    store_ = c10d_adapter::make_tcp_store(env.master_addr, env.master_port, env.rank == 0, timeout);
+    phase = "waiting for the other ranks";
+    std::vector<int> missing = await_ranks(deadline);
+    if (!missing.empty()) {
+      fail(ErrorCode::Timeout, where + ": ranks that did not arrive: " + rank_list(missing));
+    }
     phase = device.is_cuda() ? "creating the NCCL process group" : "creating the Gloo process group";
     backend_ = device.is_cuda() ? c10d_adapter::make_nccl(store_, rank_, world_size_, timeout)
                                 : c10d_adapter::make_gloo(store_, rank_, world_size_, env.master_addr, timeout);
@@ -37,11 +61,53 @@ ProcessGroup::ProcessGroup(const LaunchEnvironment& env, const c10::Device& devi
   } catch (const std::exception& e) {
     std::string cause = first_line(e.what());
     bool timed_out = looks_like_timeout(cause);
+    // A rank that cannot reach the store in time is missing rank 0, which hosts it.
+    std::string missing = store_ == nullptr && rank_ != 0
+                              ? "; ranks that did not arrive: [0] (it hosts the store: is it running, and does " +
+                                    env.master_addr + ":" + std::to_string(env.master_port) + " reach it?)"
+                              : "; not every process joined in time";
     fail(timed_out ? ErrorCode::Timeout : ErrorCode::Distributed,
-         "rendezvous at " + env.master_addr + ":" + std::to_string(env.master_port) + " failed for rank " +
-             std::to_string(env.rank) + " of " + std::to_string(env.world_size) + " while " + phase + " (timeout " +
-             std::to_string(timeout.count()) + " ms): " + cause +
-             (timed_out ? "; not every process joined in time" : ""));
+         where + " while " + phase + ": " + cause + (timed_out ? missing : ""));
+  }
+  report.done();
+}
+
+// Every rank posts its arrival, then polls for the others' until the deadline.
+// Polling with check() rather than store wait(): a wait that times out leaves
+// its answer pending on the connection (c10d 1.13), and check() tells which
+// keys are missing. Returns the ranks that did not arrive in time.
+std::vector<int> ProcessGroup::await_ranks(std::chrono::steady_clock::time_point deadline) {
+  const std::string mine = arrival_key(rank_);
+  store_->set(mine, std::vector<uint8_t>{1});
+  std::vector<std::string> keys;
+  for (int r = 0; r < world_size_; ++r) keys.push_back(arrival_key(r));
+  for (auto pause = std::chrono::milliseconds(5);; pause = std::min(pause * 2, std::chrono::milliseconds(200))) {
+    if (store_->check(keys)) return {};
+    auto left = deadline - std::chrono::steady_clock::now();
+    if (left <= std::chrono::steady_clock::duration::zero()) break;
+    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(pause, left));
+  }
+  std::vector<int> missing;  // empty when the last one arrived just now
+  for (int r = 0; r < world_size_; ++r) {
+    if (!store_->check({keys[r]})) missing.push_back(r);
+  }
+  return missing;
+}
+
+// LibTorch 1.13's store listens on every interface whatever MASTER_ADDR says: a
+// loopback MASTER_ADDR suggests the user believes the job is private.
+void ProcessGroup::warn_if_store_is_exposed(const LaunchEnvironment& env) {
+  if (c10d_adapter::kStoreListensOnMasterAddrOnly || !c10d_adapter::is_loopback(env.master_addr)) return;
+  std::string message = "MASTER_ADDR is " + env.master_addr + ", but the rendezvous store (rank 0, port " +
+                        std::to_string(env.master_port) +
+                        ") listens on every network interface: LibTorch " + std::to_string(TORCH_VERSION_MAJOR) + "." +
+                        std::to_string(TORCH_VERSION_MINOR) + " cannot bind it to one address, and "
+                        "the store has no authentication. Other hosts that can reach port " +
+                        std::to_string(env.master_port) + " can reach it; block the port or use a trusted network";
+  try {
+    Logger("accel").warning(message);
+  } catch (const Error&) {  // a malformed ACCELERATE_LOG_LEVEL is reported where logging is asked for
+    Logger("accel", LogLevel::Warning).warning(message);
   }
 }
 
@@ -124,9 +190,7 @@ std::string ProcessGroup::describe_peers(const std::string& op, uint64_t sequenc
 
     std::ostringstream out;
     if (!silent.empty()) {
-      out << "ranks that did not arrive: [";
-      for (size_t i = 0; i < silent.size(); ++i) out << (i ? ", " : "") << silent[i];
-      out << "]";
+      out << "ranks that did not arrive: " << rank_list(silent);
     } else {
       out << "every rank reported a failure";
     }

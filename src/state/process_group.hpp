@@ -19,7 +19,8 @@ namespace accel::detail {
 class ProcessGroup {
  public:
   // Joins the TCPStore rendezvous (rank 0 hosts it) and creates Gloo, or NCCL
-  // for a CUDA device. Throws Timeout when a peer does not join within timeout.
+  // for a CUDA device. Throws Timeout, naming the ranks that did not arrive, when
+  // not every rank joins within `timeout`.
   ProcessGroup(const LaunchEnvironment& env, const c10::Device& device, std::chrono::milliseconds timeout);
 
   int rank() const { return rank_; }
@@ -51,6 +52,8 @@ class ProcessGroup {
   Pending issue(const std::string& op, Launch&& launch);
   [[noreturn]] void fail_collective(const std::string& op, uint64_t sequence, const std::string& cause);
   std::string describe_peers(const std::string& op, uint64_t sequence);
+  std::vector<int> await_ranks(std::chrono::steady_clock::time_point deadline);
+  static void warn_if_store_is_exposed(const LaunchEnvironment& env);
 
   int rank_;
   int world_size_;

@@ -165,6 +165,13 @@ TEST(Commands, EnvReportsVersionsDevicesAndTheConfig) {
     EXPECT_NE(result.out.find(expected), std::string::npos) << expected << " missing from:\n" << result.out;
   }
   EXPECT_NE(result.out.find("- Config file: " + dir.path() + "/c.yaml"), std::string::npos) << result.out;
+  // Who can reach the rendezvous store: every host on LibTorch 1.x (docs/launch.md).
+  EXPECT_NE(result.out.find("- Rendezvous store listens on: "), std::string::npos) << result.out;
+  if (result.out.find("- LibTorch: 1.") != std::string::npos) {
+    EXPECT_NE(result.out.find("- Rendezvous store listens on: every interface, whatever MASTER_ADDR is (LibTorch 1."),
+              std::string::npos)
+        << result.out;
+  }
 
   auto none = run_accel({"env"}, {{"HF_HOME", dir.path() + "/empty"}});
   EXPECT_NE(none.out.find("- Config file: none (looked for " + dir.path() + "/empty/accelerate/default_config.yaml)"),

@@ -384,4 +384,34 @@ TEST(LaunchEndToEnd, MaxRestartsGivesUpWithTheLastFailure) {
   EXPECT_NE(result.err.find("giving up: every one of the 1 restart(s) is used"), std::string::npos) << result.err;
 }
 
+// A rank of a libaccel program that exits with code 0 before a rendezvous the
+// other rank waits in has completed: the launcher stops the job at once rather
+// than letting rank 0 wait out its 60 s timeout, says why, and exits with 1.
+void expect_stopped_for_rendezvous(const std::string& mode) {
+  auto result = run_accel({"launch", "--nproc_per_node", "2", "--master_port", "0", DIST_TIMEOUT_PATH, mode},
+                          {{"OMP_NUM_THREADS", "1"}}, 50s);
+  ASSERT_TRUE(result.finished) << result.err;
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  EXPECT_LT(result.elapsed, 30s) << result.err;  // rank 0's own timeout is 60 s
+  EXPECT_NE(result.err.find("accel launch: rank 1 exited with code 0 before completing the rendezvous that rank 0 "
+                            "is waiting in, so it can never complete; stopping the other ranks"),
+            std::string::npos)
+      << result.err;
+  EXPECT_EQ(result.err.find("the rendezvous completed without rank 1"), std::string::npos) << result.err;
+  // MASTER_ADDR is 127.0.0.1: rank 0 warns where its store listens on every interface anyway.
+  auto env = run_accel({"env"});
+  bool everywhere = env.out.find("- Rendezvous store listens on: every interface") != std::string::npos;
+  ASSERT_TRUE(everywhere || env.out.find("- Rendezvous store listens on: MASTER_ADDR only") != std::string::npos)
+      << env.out;
+  bool warned = result.err.find("WARNING accel: MASTER_ADDR is 127.0.0.1, but the rendezvous store (rank 0, port ") !=
+                std::string::npos;
+  EXPECT_EQ(warned, everywhere) << result.err;
+}
+
+TEST(LaunchEndToEnd, RankExitingZeroBeforeTheRendezvousStopsTheJob) { expect_stopped_for_rendezvous("early_exit"); }
+
+TEST(LaunchEndToEnd, RankExitingZeroBeforeASecondRendezvousStopsTheJob) {
+  expect_stopped_for_rendezvous("second_rendezvous");
+}
+
 }  // namespace

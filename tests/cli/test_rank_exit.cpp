@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "cli/rank_process.hpp"
+#include "cli/rendezvous_watch.hpp"
 
 namespace {
 
@@ -53,6 +54,61 @@ TEST(RankExit, SignalNames) {
   EXPECT_EQ(accel::cli::signal_name(SIGSEGV), "SIGSEGV");
   EXPECT_EQ(accel::cli::signal_name(SIGTERM), "SIGTERM");
   EXPECT_EQ(accel::cli::signal_name(SIGRTMIN + 1), "signal " + std::to_string(SIGRTMIN + 1));
+}
+
+using accel::cli::RendezvousWatch;
+
+// The ranks' reports as the launcher reads them (src/state/launcher_report.cpp).
+TEST(RendezvousWatch, RankExitingBeforeJoiningStrandsTheWaitingRanks) {
+  RendezvousWatch watch;
+  watch.report(0, "join 1");
+  watch.report(2, "join 1");
+  EXPECT_FALSE(watch.stranded());  // rank 1 may still come
+  watch.exited(1);
+  auto stranded = watch.stranded();
+  ASSERT_TRUE(stranded);
+  EXPECT_EQ(stranded->gone, std::vector<int>{1});
+  EXPECT_EQ(stranded->waiting, (std::vector<int>{0, 2}));
+}
+
+TEST(RendezvousWatch, JoiningAfterARankExitedIsStrandedToo) {
+  RendezvousWatch watch;
+  watch.exited(1);
+  EXPECT_FALSE(watch.stranded());  // nobody waits: a program without a rendezvous
+  watch.report(0, "join 1");
+  ASSERT_TRUE(watch.stranded());
+  EXPECT_EQ(watch.stranded()->gone, std::vector<int>{1});
+}
+
+TEST(RendezvousWatch, ExitAfterTheRendezvousCompletedIsNormal) {
+  RendezvousWatch watch;
+  watch.report(0, "join 1");
+  watch.report(1, "join 1");
+  watch.report(1, "done 1");
+  watch.exited(1);  // before rank 0 said done: the rendezvous had completed all the same
+  EXPECT_FALSE(watch.stranded());
+  watch.report(0, "done 1");
+  EXPECT_FALSE(watch.stranded());
+}
+
+TEST(RendezvousWatch, ALaterRendezvousNeedsEveryRankAgain) {
+  RendezvousWatch watch;
+  for (int rank : {0, 1}) watch.report(rank, "join 1");
+  for (int rank : {0, 1}) watch.report(rank, "done 1");
+  watch.exited(1);
+  EXPECT_FALSE(watch.stranded());
+  watch.report(0, "join 2");
+  ASSERT_TRUE(watch.stranded());
+  EXPECT_EQ(watch.stranded()->waiting, std::vector<int>{0});
+}
+
+TEST(RendezvousWatch, MalformedReportsAreIgnored) {
+  RendezvousWatch watch;
+  for (const char* junk : {"", "join", "join x", "join 0", "join -1", "join 1x", "leave 1", "join 99999999999"}) {
+    watch.report(0, junk);
+  }
+  watch.exited(1);
+  EXPECT_FALSE(watch.stranded()) << "no valid join was reported";
 }
 
 }  // namespace
