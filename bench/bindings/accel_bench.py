@@ -30,7 +30,7 @@ def main() -> None:
     model = accel.Model.from_json(spec)
     optimizer = accel.Optimizer(model, "adamw", lr=1e-3, weight_decay=0.01)
     acc.prepare(model, optimizer)
-    rank, world = acc.process_index(), acc.num_processes()
+    rank, world = acc.process_index, acc.num_processes
     rng = np.random.default_rng(1234 + rank)
     xs = [accel.tensor(rng.standard_normal(shape, dtype=np.float32)) for _ in range(BATCHES)]
     ys = [accel.tensor(rng.integers(0, 10, shape[0], dtype=np.int64)) for _ in range(BATCHES)]

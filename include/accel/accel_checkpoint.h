@@ -15,18 +15,26 @@ extern "C" {
    (model.safetensors, model_1...), optimizers (optimizer.bin...), schedulers
    (scheduler.bin...), the fp16 loss scaler (scaler.pt), every process's RNG
    state and dataloader positions (random_states_{rank}.safetensors), registered
-   objects (custom_checkpoint_{i}.bin) and a manifest. The directory appears
-   only once complete: a save interrupted at any moment leaves the previous
-   checkpoint intact. dir NULL or "": project_dir/checkpoints/checkpoint_{i}
-   under automatic_checkpoint_naming (oldest removed beyond total_limit).
+   objects (custom_checkpoint_{i}.bin) and a manifest with every file's size
+   and XXH3 checksum. optimizer.bin is PyTorch's optimizer.state_dict() as a
+   pickle (torch.load reads it). The directory appears only once complete: a
+   save interrupted at any moment leaves the previous checkpoint intact. dir
+   NULL or "": project_dir/checkpoints/checkpoint_{i} under
+   automatic_checkpoint_naming; the oldest beyond total_limit are removed after
+   the new one is committed, never before.
    Collective. Errors: STATE (no dir and no automatic naming), IO (named path). */
 ACCEL_API accel_status accel_accelerator_save_state(accel_accelerator* acc, const char* dir);
 /* Restores a checkpoint written by save_state; dir NULL or "": the newest
-   automatic checkpoint. Every file is read and checked (presence, sizes,
-   format, tensor names and shapes, counts of prepared objects, process count)
-   before anything is applied. The next dataloader pass continues mid-epoch
-   where the saved one stood. Collective. Errors: IO (missing, partial or
-   corrupt file, named), INVALID_ARGUMENT (a checkpoint of a different setup). */
+   automatic checkpoint (leftovers of interrupted saves are removed and never
+   chosen). Every file is read and checked (presence, sizes and checksums,
+   format and field types, tensor names, shapes and dtypes, generator states,
+   counts of prepared objects, process count) before anything is applied; on
+   any error the run is left exactly as it was. Loading runs no code from the
+   checkpoint (except a format-1 optimizer.bin, a LibTorch archive: trusted
+   sources only). Only regular files are read. The next dataloader pass
+   continues mid-epoch where the saved one stood. Collective. Errors: IO
+   (missing, partial, corrupt or malformed file, named with the field),
+   INVALID_ARGUMENT (a checkpoint of a different setup). */
 ACCEL_API accel_status accel_accelerator_load_state(accel_accelerator* acc, const char* dir);
 /* The number the next automatic checkpoint gets. */
 ACCEL_API accel_status accel_accelerator_save_iteration(const accel_accelerator* acc, int64_t* out);
@@ -42,8 +50,11 @@ ACCEL_API accel_status accel_accelerator_save_model(accel_accelerator* acc, cons
 /* Loads a .safetensors file or a sharded index (…index.json) into model.
    *missing / *unexpected (either may be NULL) get the number of model tensors
    the file lacks and of file tensors the model lacks; with strict != 0 either
-   is an INVALID_ARGUMENT error naming them. Shapes must match. Every file is
-   validated before any parameter changes. */
+   is an INVALID_ARGUMENT error naming them. Shapes must match; floating dtypes
+   convert, but integer, boolean and floating types do not mix (INVALID_ARGUMENT).
+   An index's shard names must be files in its own directory (no paths, no
+   symlinks leading out); a tensor in two shards is refused. Regular files
+   only. Every file is validated before any parameter changes. */
 ACCEL_API accel_status accel_accelerator_load_checkpoint_in_model(accel_accelerator* acc, accel_model* model,
                                                                   const char* path, int strict, int64_t* missing,
                                                                   int64_t* unexpected);

@@ -228,9 +228,12 @@ class Accelerator {
   // optimizers, schedulers, the fp16 loss scaler, every process's RNG state,
   // the prepared dataloaders' positions and registered objects into dir (empty:
   // project_dir/checkpoints/checkpoint_{iteration} under automatic naming); the
-  // directory appears only when complete. load_state restores all of it (empty
-  // dir: the newest automatic checkpoint), checking everything before applying
-  // anything. Both collective.
+  // directory appears only when complete, and total_limit pruning happens only
+  // after the commit. load_state restores all of it (empty dir: the newest
+  // automatic checkpoint), checking every file (checksums, types, shapes)
+  // before applying anything, so a failure leaves the run as it was. With
+  // automatic naming, creating an Accelerator removes leftovers of interrupted
+  // saves in project_dir/checkpoints. Both collective.
   void save_state(const std::string& dir = "");
   void load_state(const std::string& dir = "");
   void register_for_checkpointing(CheckpointObject object);

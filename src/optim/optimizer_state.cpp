@@ -119,18 +119,17 @@ Dict param_state(OptimizerKind kind, const torch::optim::OptimizerParamState& ba
     }
     case OptimizerKind::Adam:
     case OptimizerKind::AdamW: {
-      // AdamW's state derives from nothing in common with Adam's: read both alike.
-      if (const auto* s = state_as<torch::optim::AdamParamState>(base)) {
-        out.insert("step", step_value(s->step()));
-        put("exp_avg", s->exp_avg());
-        put("exp_avg_sq", s->exp_avg_sq());
-        put("max_exp_avg_sq", s->max_exp_avg_sq());
+      // AdamW's state type shares no base with Adam's, only its fields' names.
+      auto put_adam = [&](const auto& s) {
+        out.insert("step", step_value(s.step()));
+        put("exp_avg", s.exp_avg());
+        put("exp_avg_sq", s.exp_avg_sq());
+        put("max_exp_avg_sq", s.max_exp_avg_sq());
+      };
+      if (kind == OptimizerKind::Adam) {
+        put_adam(*state_as<torch::optim::AdamParamState>(base));
       } else {
-        const auto& w = *state_as<torch::optim::AdamWParamState>(base);
-        out.insert("step", step_value(w.step()));
-        put("exp_avg", w.exp_avg());
-        put("exp_avg_sq", w.exp_avg_sq());
-        put("max_exp_avg_sq", w.max_exp_avg_sq());
+        put_adam(*state_as<torch::optim::AdamWParamState>(base));
       }
       break;
     }
@@ -207,6 +206,16 @@ Dict group_options(OptimizerKind kind, const torch::optim::OptimizerOptions& bas
   return g;
 }
 
+template <class State>
+std::unique_ptr<State> read_adam_state(const Reader& r, const Dict& s, const std::string& where, const at::Tensor& p) {
+  auto state = std::make_unique<State>();
+  state->step(r.step(s, where));
+  state->exp_avg(r.tensor(s, "exp_avg", where, p, false));
+  state->exp_avg_sq(r.tensor(s, "exp_avg_sq", where, p, false));
+  state->max_exp_avg_sq(r.tensor(s, "max_exp_avg_sq", where, p, true));
+  return state;
+}
+
 std::unique_ptr<torch::optim::OptimizerParamState> read_param_state(OptimizerKind kind, const Reader& r,
                                                                      const Dict& s, const std::string& where,
                                                                      const at::Tensor& p) {
@@ -217,22 +226,10 @@ std::unique_ptr<torch::optim::OptimizerParamState> read_param_state(OptimizerKin
       if (buffer.defined()) state->momentum_buffer(buffer);
       return state;
     }
-    case OptimizerKind::Adam: {
-      auto state = std::make_unique<torch::optim::AdamParamState>();
-      state->step(r.step(s, where));
-      state->exp_avg(r.tensor(s, "exp_avg", where, p, false));
-      state->exp_avg_sq(r.tensor(s, "exp_avg_sq", where, p, false));
-      state->max_exp_avg_sq(r.tensor(s, "max_exp_avg_sq", where, p, true));
-      return state;
-    }
-    case OptimizerKind::AdamW: {
-      auto state = std::make_unique<torch::optim::AdamWParamState>();
-      state->step(r.step(s, where));
-      state->exp_avg(r.tensor(s, "exp_avg", where, p, false));
-      state->exp_avg_sq(r.tensor(s, "exp_avg_sq", where, p, false));
-      state->max_exp_avg_sq(r.tensor(s, "max_exp_avg_sq", where, p, true));
-      return state;
-    }
+    case OptimizerKind::Adam:
+      return read_adam_state<torch::optim::AdamParamState>(r, s, where, p);
+    case OptimizerKind::AdamW:
+      return read_adam_state<torch::optim::AdamWParamState>(r, s, where, p);
     case OptimizerKind::RmsProp: {
       auto state = std::make_unique<torch::optim::RMSpropParamState>();
       state->step(r.step(s, where));

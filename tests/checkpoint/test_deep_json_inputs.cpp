@@ -9,8 +9,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "accel/accel.hpp"
+#include "checkpoint/checkpoint_dir.hpp"
 #include "core/remove_tree.hpp"
 
 namespace fs = std::filesystem;
@@ -96,8 +98,14 @@ TEST(DeepJsonInputs, CheckpointMetadataNestedDeepIsRefused) {
   accel::TensorDict tensors = accel::load_safetensors(rng, &metadata);
   metadata["dataloaders"] = nested_arrays(100000);
   accel::save_safetensors(rng, tensors, metadata);
+  {  // the manifest's checksum made to match, so the parser is what refuses it
+    nlohmann::json manifest = nlohmann::json::parse(std::ifstream(dir + "/manifest.json"));
+    accel::detail::FileDigest digest = accel::detail::digest_file(rng);
+    manifest["files"]["random_states_0.safetensors"] = {{"bytes", digest.bytes}, {"xxh3", digest.xxh3}};
+    std::ofstream(dir + "/manifest.json", std::ios::trunc) << manifest.dump();
+  }
   EXPECT_THAT(error_of([&] { accelerator.load_state(dir); }),
-              HasSubstr(rng + " metadata \"dataloaders\" nests arrays and objects 100000 levels deep"));
+              HasSubstr(rng + ": metadata \"dataloaders\" nests arrays and objects 100000 levels deep"));
 
   // The manifest.
   const std::string manifest = dir + "/manifest.json";

@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import enum
 import json
+import os
 import pickle
 from typing import Any, Dict, Iterable, Iterator, Optional, Sequence, Tuple
 
@@ -32,7 +34,7 @@ from .core import (AccelError, AcceleratorOptions, Batch, DataLoaderOptions, Opt
                    SchedulerOptions, abi_version, has_feature, version)
 
 __all__ = [
-    "AccelError", "Accelerator", "Model", "Optimizer", "Scheduler", "Dataset", "DataLoader", "Tensor",
+    "AccelError", "Accelerator", "DistributedType", "Model", "Optimizer", "Scheduler", "Dataset", "DataLoader", "Tensor",
     "Tracker", "ProgressBar", "tensor", "get_logger", "version", "abi_version", "has_feature",
 ]
 
@@ -492,6 +494,18 @@ _COMM_HOOKS = {"no": core.COMM_HOOK_NONE, "fp16": core.COMM_HOOK_FP16, "bf16": c
 _REDUCTIONS = {"sum": core.REDUCE_SUM, "mean": core.REDUCE_MEAN}
 
 
+class DistributedType(str, enum.Enum):
+    """Accelerate's DistributedType names (a str, so == "MULTI_CPU" works too)."""
+
+    NO = "NO"
+    MULTI_CPU = "MULTI_CPU"
+    MULTI_GPU = "MULTI_GPU"
+
+
+_DISTRIBUTED_TYPES = {core.DISTRIBUTED_NO: DistributedType.NO, core.DISTRIBUTED_MULTI_CPU: DistributedType.MULTI_CPU,
+                      core.DISTRIBUTED_MULTI_GPU: DistributedType.MULTI_GPU}
+
+
 class Accelerator(core.Accelerator):
     """Accelerate's Accelerator. Keyword options use Accelerate's names:
     cpu, mixed_precision ("no", "fp16", "bf16"), gradient_accumulation_steps, split_batches,
@@ -517,6 +531,8 @@ class Accelerator(core.Accelerator):
             options["log_with"] = ",".join(options["log_with"])
         _set_fields(opts, options, "Accelerator")
         super().__init__(opts)
+        self._project_dir = opts.project_dir or "."
+        self._logging_dir = opts.logging_dir or os.path.join(self._project_dir, "logs")
 
     # -- prepare ---------------------------------------------------------
     def prepare(self, *objects: Any) -> Any:
@@ -546,9 +562,55 @@ class Accelerator(core.Accelerator):
         """print() on the main process only."""
         core.Accelerator._print(self, sep.join(str(v) for v in values))
 
+    # -- what this process is: properties, as in Accelerate ---------------
+    # (Methods here would make `if acc.is_main_process:` true on every rank.)
     @property
     def device(self) -> str:
         return core.Accelerator.device(self)
+
+    @property
+    def num_processes(self) -> int:
+        return core.Accelerator.num_processes(self)
+
+    @property
+    def process_index(self) -> int:
+        return core.Accelerator.process_index(self)
+
+    @property
+    def local_process_index(self) -> int:
+        return core.Accelerator.local_process_index(self)
+
+    @property
+    def is_main_process(self) -> bool:
+        return core.Accelerator.is_main_process(self)
+
+    @property
+    def is_local_main_process(self) -> bool:
+        return core.Accelerator.is_local_main_process(self)
+
+    @property
+    def is_last_process(self) -> bool:
+        return self.process_index == self.num_processes - 1
+
+    @property
+    def distributed_type(self) -> DistributedType:
+        return _DISTRIBUTED_TYPES[core.Accelerator.distributed_type(self)]
+
+    @property
+    def sync_gradients(self) -> bool:
+        return core.Accelerator.sync_gradients(self)
+
+    @property
+    def gradient_accumulation_steps(self) -> int:
+        return core.Accelerator.gradient_accumulation_steps(self)
+
+    @property
+    def project_dir(self) -> str:
+        return self._project_dir
+
+    @property
+    def logging_dir(self) -> str:
+        return self._logging_dir
 
     @property
     def mixed_precision(self) -> str:

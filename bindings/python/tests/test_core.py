@@ -1,5 +1,6 @@
 """Tensors, models, optimizers, errors and object lifetimes of the Python binding."""
 import gc
+import os
 
 import numpy as np
 import pytest
@@ -158,14 +159,22 @@ def test_optimizer_keeps_model_alive_after_the_model_is_dropped():
 
 def test_accelerator_properties_single_process():
     with accel.Accelerator(cpu=True, gradient_accumulation_steps=3) as acc:
-        assert acc.num_processes() == 1
-        assert acc.process_index() == 0
-        assert acc.is_main_process()
+        assert acc.num_processes == 1
+        assert acc.process_index == 0
+        assert acc.is_main_process
         assert acc.device == "cpu"
         assert acc.mixed_precision == "no"
-        assert acc.gradient_accumulation_steps() == 3
+        assert acc.gradient_accumulation_steps == 3
+        assert acc.is_local_main_process and acc.is_last_process and acc.local_process_index == 0
+        assert acc.distributed_type == accel.DistributedType.NO and acc.distributed_type == "NO"
+        assert acc.sync_gradients is True
+        assert acc.project_dir == "." and acc.logging_dir == os.path.join(".", "logs")
+        # Properties, as in Accelerate: a method here would make this true on every rank.
+        assert isinstance(type(acc).is_main_process, property)
+    with accel.Accelerator(cpu=True, project_dir="/tmp/p", logging_dir="/tmp/l") as acc:
+        assert acc.project_dir == "/tmp/p" and acc.logging_dir == "/tmp/l"
     with pytest.raises(ValueError, match="closed"):
-        acc.num_processes()
+        acc.num_processes
 
 
 def test_accelerator_rejects_bad_options():

@@ -15,6 +15,15 @@ def _xxh3(data):
     return xxhash.xxh3_64_hexdigest(data)
 
 
+def _tamper(checkpoint, name, data):
+    """Replaces a checkpoint file and rewrites its manifest entry to match, as
+    someone who can write the directory could (checksums catch damage, not that)."""
+    (checkpoint / name).write_bytes(data)
+    manifest = json.loads((checkpoint / "manifest.json").read_text())
+    manifest["files"][name] = {"bytes": len(data), "xxh3": _xxh3(data)}
+    (checkpoint / "manifest.json").write_text(json.dumps(manifest))
+
+
 def make_run(tmp_path, **options):
     acc = accel.Accelerator(cpu=True, project_dir=str(tmp_path), **options)
     acc.set_seed(3)
@@ -47,7 +56,7 @@ def test_accumulate_context_syncs_every_nth_step(tmp_path):
     for x, y in loader:
         with acc.accumulate(model):
             acc.backward(model(x).loss("cross_entropy", y))
-            syncs.append(acc.sync_gradients())
+            syncs.append(acc.sync_gradients)
             opt.step()
             opt.zero_grad()
     assert syncs == [False, True] * 3
@@ -164,13 +173,7 @@ def test_a_planted_pickle_does_not_run_on_load(tmp_path):
         def __reduce__(self):
             return (os.system, ("touch " + str(tmp_path / "pwned"),))
 
-    # A tampered checkpoint whose manifest was rewritten to match (checksums
-    # catch accidental damage, not an attacker who can write the directory).
-    evil = pickle_module.dumps(Exploit())
-    (tmp_path / "ckpt" / "custom_checkpoint_0.bin").write_bytes(evil)
-    manifest = json.loads((tmp_path / "ckpt" / "manifest.json").read_text())
-    manifest["files"]["custom_checkpoint_0.bin"] = {"bytes": len(evil), "xxh3": _xxh3(evil)}
-    (tmp_path / "ckpt" / "manifest.json").write_text(json.dumps(manifest))
+    _tamper(tmp_path / "ckpt", "custom_checkpoint_0.bin", pickle_module.dumps(Exploit()))
     with pytest.raises(accel.AccelError, match="posix.system is not plain data"):
         acc.load_state(str(tmp_path / "ckpt"))
     assert not (tmp_path / "pwned").exists()
@@ -334,12 +337,9 @@ def test_optimizer_state_with_code_in_it_is_refused(tmp_path):
         def __reduce__(self):
             return (os.system, ("touch " + str(tmp_path / "pwned"),))
 
-    path = tmp_path / "ckpt" / "optimizer.bin"
+    path = tmp_path / "evil.bin"
     torch.save({"state": {}, "param_groups": [Exploit()]}, str(path))
-    evil = path.read_bytes()
-    manifest = json.loads((tmp_path / "ckpt" / "manifest.json").read_text())
-    manifest["files"]["optimizer.bin"] = {"bytes": len(evil), "xxh3": _xxh3(evil)}
-    (tmp_path / "ckpt" / "manifest.json").write_text(json.dumps(manifest))
+    _tamper(tmp_path / "ckpt", "optimizer.bin", path.read_bytes())
     with pytest.raises(accel.AccelError, match="optimizer.bin|not a PyTorch pickle of plain data"):
         acc.load_state(str(tmp_path / "ckpt"))
     assert not (tmp_path / "pwned").exists()

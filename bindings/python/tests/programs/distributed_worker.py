@@ -32,7 +32,7 @@ def main():
 
     # Replicas stay identical: compare everyone's output on a fixed input.
     probe = accel.tensor(np.eye(4, dtype=np.float32))
-    outputs = acc.gather(model(probe)).numpy().reshape(acc.num_processes(), 4, 3)
+    outputs = acc.gather(model(probe)).numpy().reshape(acc.num_processes, 4, 3)
     assert all(np.array_equal(outputs[0], o) for o in outputs[1:]), "replicas diverged"
 
     # gather_for_metrics sees every sample exactly once.
@@ -43,9 +43,16 @@ def main():
     assert len(labels) == 21, f"gathered {len(labels)} labels"
     assert sorted(labels.tolist()) == sorted(i % 3 for i in range(21))
 
-    ranks = acc.gather_object({"rank": acc.process_index()})
-    assert ranks == [{"rank": r} for r in range(acc.num_processes())], ranks
-    acc.print(f"ok {acc.num_processes()}")
+    # Properties as in Accelerate: only rank 0 takes the main-process branch.
+    assert acc.is_main_process == (acc.process_index == 0)
+    assert acc.is_last_process == (acc.process_index == acc.num_processes - 1)
+    assert acc.distributed_type == accel.DistributedType.MULTI_CPU
+    mains = acc.gather_object(1 if acc.is_main_process else 0)
+    assert sum(mains) == 1, mains
+
+    ranks = acc.gather_object({"rank": acc.process_index})
+    assert ranks == [{"rank": r} for r in range(acc.num_processes)], ranks
+    acc.print(f"ok {acc.num_processes}")
 
 
 if __name__ == "__main__":
