@@ -619,7 +619,10 @@ ACCEL_API accel_status accel_dataloader_create(accel_dataset* dataset, const acc
 ACCEL_API void accel_dataloader_free(accel_dataloader* loader);
 /* The next batch of this epoch as two new handles (the caller frees both). At
    the end of the epoch it returns ACCEL_OK with *inputs and *targets set to
-   NULL; the call after that starts the next epoch (reshuffled with seed+epoch). */
+   NULL; the call after that starts the next epoch (reshuffled with seed+epoch).
+   Errors: INVALID_ARGUMENT when the dataset's samples are not (input, target)
+   pairs (nothing is consumed: use accel_dataloader_next_fields); RESOURCE
+   when a worker thread cannot start (see num_workers). */
 ACCEL_API accel_status accel_dataloader_next(accel_dataloader* loader, accel_tensor** inputs,
                                              accel_tensor** targets);
 /* The next batch as one new tensor handle per field, written to
