@@ -13,7 +13,7 @@ packages=(
   libyaml-cpp-dev         # Accelerate config files (accel launch --config_file, accel config)
   libprotobuf-dev protobuf-compiler   # TensorBoard event files (src/tracking/proto)
   libgtest-dev libgmock-dev
-  clang libclang-rt-14-dev # libFuzzer for the safetensors reader's fuzz test
+  clang libclang-rt-14-dev libomp-14-dev # libFuzzer for the safetensors fuzz test; OpenMP for the clang sanitizer build
   swig python3-dev python3-venv python3-numpy   # SWIG bindings; Python test environment (scripts/python-env.sh)
   openjdk-17-jdk-headless curl ca-certificates  # Java binding; JUnit from Maven Central (scripts/java-deps.sh)
   golang-go               # the Go binding (Go 1.19 here; a newer /usr/local/go/bin/go is used when present)

@@ -81,7 +81,8 @@ typedef enum accel_status {
   ACCEL_ERR_DISTRIBUTED = 4,      /* a process group or collective failed */
   ACCEL_ERR_TIMEOUT = 5,          /* a collective or rendezvous timed out */
   ACCEL_ERR_UNSUPPORTED = 6,      /* the build or device cannot do it */
-  ACCEL_ERR_INTERNAL = 7          /* a bug in libaccel or LibTorch */
+  ACCEL_ERR_INTERNAL = 7,         /* a bug in libaccel or LibTorch */
+  ACCEL_ERR_RESOURCE = 8          /* the system refused a resource (e.g. a thread): retry with less */
 } accel_status;
 
 /* The message of the last failed call on this thread ("" if none). Owned by the
@@ -113,10 +114,10 @@ typedef enum accel_dtype {
 ACCEL_API size_t accel_dtype_size(accel_dtype dtype);
 
 /* Creates a CPU tensor of the given dtype and shape by copying nbytes from data.
-   nbytes must equal numel * accel_dtype_size(dtype). ndim may be 0 (a scalar).
-   Returns a new handle in *out. Errors: ACCEL_ERR_INVALID_ARGUMENT naming the
-   dimension for a negative size or a shape whose byte count overflows 63 bits,
-   checked before anything is allocated. */
+   nbytes must equal numel * accel_dtype_size(dtype). ndim may be 0 (a scalar),
+   at most 64. Returns a new handle in *out. Errors: ACCEL_ERR_INVALID_ARGUMENT
+   naming the dimension for a negative size or a shape whose byte count
+   overflows 63 bits, checked before anything is allocated. */
 ACCEL_API accel_status accel_tensor_from_buffer(const void* data, size_t nbytes, accel_dtype dtype,
                                                 const int64_t* shape, size_t ndim, accel_tensor** out);
 /* Copies the tensor's elements (from any device, in row-major order) into data,
@@ -182,7 +183,10 @@ typedef struct accel_accelerator_options {
   /* Micro-steps per optimizer step; 0 (default): ACCELERATE_GRADIENT_ACCUMULATION_STEPS, else 1. */
   int64_t gradient_accumulation_steps;
   int sync_with_dataloader; /* the loader's last batch ends a window; default 1 */
-  /* fp16 dynamic loss scaling (Accelerate's GradScalerKwargs). */
+  /* fp16 dynamic loss scaling (Accelerate's GradScalerKwargs). Checked under
+     every precision; INVALID_ARGUMENT naming the option unless init_scale is
+     finite and > 0, growth_factor finite and > 1, backoff_factor in (0, 1)
+     and growth_interval > 0. */
   double scaler_init_scale;      /* default 65536 */
   double scaler_growth_factor;   /* default 2 */
   double scaler_backoff_factor;  /* default 0.5 */
@@ -305,10 +309,12 @@ ACCEL_API accel_status accel_accelerator_set_trigger(accel_accelerator* acc);
    clears it), else 0. Collective. */
 ACCEL_API accel_status accel_accelerator_check_trigger(accel_accelerator* acc, int* out);
 /* A scope in which the main process runs first: the others wait in _begin,
-   the main process waits in _end. Collective (both calls). */
+   the main process waits in _end. Collective (both calls). _end without an
+   open _begin is ACCEL_ERR_STATE (and enters no barrier). */
 ACCEL_API accel_status accel_accelerator_main_process_first_begin(accel_accelerator* acc);
 ACCEL_API accel_status accel_accelerator_main_process_first_end(accel_accelerator* acc);
-/* The same with each machine's local main process. Collective. */
+/* The same with each machine's local main process. Collective; _end without
+   an open _begin is ACCEL_ERR_STATE. */
 ACCEL_API accel_status accel_accelerator_local_main_process_first_begin(accel_accelerator* acc);
 ACCEL_API accel_status accel_accelerator_local_main_process_first_end(accel_accelerator* acc);
 /* Forgets prepared models, resets gradient accumulation and the trigger, and
@@ -608,7 +614,12 @@ typedef struct accel_dataloader_options {
   uint64_t seed;      /* shuffling seed, identical on every process; default 0 */
   int drop_last;      /* default 0 */
   /* Background threads reading batches ahead (0: read on the calling thread);
-     the order of batches never depends on it. Default 0. */
+     the order of batches never depends on it. 0 to 256 (more is
+     INVALID_ARGUMENT at create). They start with each epoch's first
+     accel_dataloader_next: when the system refuses a thread (a process or
+     thread limit, no memory for its stack) that call returns
+     ACCEL_ERR_RESOURCE naming it, with no worker left running and nothing
+     consumed, and the next call tries again. Default 0. */
   int num_workers;
   int prefetch_factor; /* batches read ahead per worker; default 2 */
 } accel_dataloader_options;
@@ -625,7 +636,10 @@ ACCEL_API accel_status accel_dataloader_create(accel_dataset* dataset, const acc
 ACCEL_API void accel_dataloader_free(accel_dataloader* loader);
 /* The next batch of this epoch as two new handles (the caller frees both). At
    the end of the epoch it returns ACCEL_OK with *inputs and *targets set to
-   NULL; the call after that starts the next epoch (reshuffled with seed+epoch). */
+   NULL; the call after that starts the next epoch (reshuffled with seed+epoch).
+   Errors: INVALID_ARGUMENT when the dataset's samples are not (input, target)
+   pairs (nothing is consumed: use accel_dataloader_next_fields); RESOURCE
+   when a worker thread cannot start (see num_workers). */
 ACCEL_API accel_status accel_dataloader_next(accel_dataloader* loader, accel_tensor** inputs,
                                              accel_tensor** targets);
 /* The next batch as one new tensor handle per field, written to
@@ -685,7 +699,8 @@ ACCEL_API accel_status accel_accelerator_backward(accel_accelerator* acc, const 
    whether this micro-step completes the accumulation window (every
    gradient_accumulation_steps-th, and the dataloader's last batch); on the
    others gradients accumulate locally with no communication, and the prepared
-   optimizer's step/zero_grad and the prepared scheduler do nothing. */
+   optimizer's step/zero_grad and the prepared scheduler do nothing. _end
+   without an open _begin for that model is ACCEL_ERR_STATE. */
 ACCEL_API accel_status accel_accelerator_accumulate_begin(accel_accelerator* acc, accel_model* model);
 ACCEL_API accel_status accel_accelerator_accumulate_end(accel_accelerator* acc, accel_model* model);
 /* *out = 1 on a step whose gradients are synchronised, else 0. */
@@ -698,7 +713,8 @@ ACCEL_API accel_status accel_accelerator_remainder(const accel_accelerator* acc,
 ACCEL_API accel_status accel_accelerator_sync_gradients(const accel_accelerator* acc, int* out);
 ACCEL_API accel_status accel_accelerator_gradient_accumulation_steps(const accel_accelerator* acc, int64_t* out);
 /* Between _begin and _end the model's backward passes do not communicate
-   (DDP's no_sync); gradients accumulate locally. */
+   (DDP's no_sync); gradients accumulate locally. _end without an open _begin
+   for that model is ACCEL_ERR_STATE. */
 ACCEL_API accel_status accel_accelerator_no_sync_begin(accel_accelerator* acc, accel_model* model);
 ACCEL_API accel_status accel_accelerator_no_sync_end(accel_accelerator* acc, accel_model* model);
 /* Makes the model's next backward synchronise even inside no_sync. */

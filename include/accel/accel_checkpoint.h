@@ -66,7 +66,9 @@ ACCEL_API accel_status accel_accelerator_save_tensors(accel_accelerator* acc, co
 
 /* Objects of the caller's saved with every checkpoint. */
 typedef struct accel_bytes_writer accel_bytes_writer;
-/* Appends size bytes to what a save callback produces. */
+/* Appends size bytes to what a save callback produces. The writer is valid
+   only during the save callback it was passed to; any other pointer (NULL, a
+   writer kept past its callback) is INVALID_ARGUMENT. */
 ACCEL_API accel_status accel_bytes_write(accel_bytes_writer* writer, const void* data, size_t size);
 
 typedef struct accel_checkpoint_callbacks {

@@ -85,7 +85,9 @@ struct AcceleratorOptions {
   std::optional<int64_t> gradient_accumulation_steps;
   // The last batch of a prepared dataloader always ends an accumulation window.
   bool sync_with_dataloader = true;
-  // fp16 loss scaling (Accelerate's GradScalerKwargs).
+  // fp16 loss scaling (Accelerate's GradScalerKwargs). Checked under every precision
+  // (InvalidArgument naming the option): init_scale finite and > 0, growth_factor
+  // finite and > 1, backoff_factor in (0, 1), growth_interval > 0.
   double scaler_init_scale = 65536.0;
   double scaler_growth_factor = 2.0;
   double scaler_backoff_factor = 0.5;

@@ -125,13 +125,21 @@ class CallbackStream : public IterableDataset {
   std::function<void(uint64_t)> reset_;
 };
 
+// A fixed cap rather than a multiple of the machine's cores, so a program that
+// is valid on one machine is valid on every one; past a few dozen threads
+// reading ahead gains nothing and only costs memory.
+constexpr int kMaxNumWorkers = 256;
+
 struct DataLoaderOptions {
   int64_t batch_size = 1;
   bool shuffle = false;  // map-style datasets only
   uint64_t seed = 0;     // identical on every process: all agree on the permutation
   bool drop_last = false;
   // Background threads reading batches ahead; 0 reads on the caller's thread.
-  // The order of batches never depends on it.
+  // The order of batches never depends on it. At most kMaxNumWorkers. The
+  // threads start with each epoch's first next(); when the system refuses one
+  // (a thread limit) that call throws ErrorCode::Resource having stopped the
+  // others, and the loader stays usable: the next call tries again.
   int num_workers = 0;
   int prefetch_factor = 2;  // batches read ahead per worker
 };
@@ -182,6 +190,10 @@ class DataLoader {
   // The next batch of the current epoch, or nullopt at its end; the call after
   // the end starts the next epoch (epoch number + 1, reshuffled with seed + epoch).
   std::optional<Batch> next();
+  // How many tensors the batch next() returns holds (0 at the end of the
+  // epoch), without consuming it: callers with a fixed number of slots check
+  // before taking the batch. May read that batch (and start the epoch).
+  size_t next_batch_size_in_fields();
   // Batches this process yields per epoch. Throws State for an iterable dataset
   // (a stream's length is unknown).
   int64_t num_batches() const;

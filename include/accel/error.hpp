@@ -19,6 +19,7 @@ enum class ErrorCode : int {
   Timeout = 5,          // a collective or rendezvous did not complete in time
   Unsupported = 6,      // the build or device cannot do what was asked
   Internal = 7,         // a bug in libaccel or LibTorch
+  Resource = 8,         // the system refused a resource (threads, memory): retry with less
 };
 
 class Error : public std::runtime_error {

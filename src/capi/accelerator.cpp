@@ -29,11 +29,11 @@ accel::AcceleratorOptions to_core(const accel_accelerator_options& o) {
   core.cpu = o.cpu != 0;
   accel::require_arg(o.timeout_ms > 0, "timeout_ms must be positive, got " + std::to_string(o.timeout_ms));
   core.timeout = std::chrono::milliseconds(o.timeout_ms);
-  if (o.mixed_precision != ACCEL_PRECISION_DEFAULT) {
-    accel::require_arg(o.mixed_precision >= ACCEL_PRECISION_NO && o.mixed_precision <= ACCEL_PRECISION_FP8,
-                       "mixed_precision " + std::to_string(static_cast<int>(o.mixed_precision)) +
-                           " is not an accel_mixed_precision value");
-    core.mixed_precision = static_cast<accel::MixedPrecision>(o.mixed_precision);
+  const int precision = enum_value(o.mixed_precision);
+  if (precision != ACCEL_PRECISION_DEFAULT) {
+    accel::require_arg(precision >= ACCEL_PRECISION_NO && precision <= ACCEL_PRECISION_FP8,
+                       "mixed_precision " + std::to_string(precision) + " is not an accel_mixed_precision value");
+    core.mixed_precision = static_cast<accel::MixedPrecision>(precision);
   }
   core.bucket_cap_mb = o.bucket_cap_mb;
   accel::require_arg(o.gradient_accumulation_steps >= 0, "gradient_accumulation_steps must be >= 1 (0: from the "
@@ -59,9 +59,10 @@ accel::AcceleratorOptions to_core(const accel_accelerator_options& o) {
   core.gradient_as_bucket_view = o.gradient_as_bucket_view != 0;
   core.static_graph = o.static_graph != 0;
   core.find_unused_parameters = o.find_unused_parameters != 0;
-  accel::require_arg(o.comm_hook >= ACCEL_COMM_HOOK_NONE && o.comm_hook <= ACCEL_COMM_HOOK_BF16,
-                     "comm_hook " + std::to_string(static_cast<int>(o.comm_hook)) + " is not an accel_comm_hook value");
-  core.comm_hook = static_cast<accel::CommHook>(o.comm_hook);
+  const int hook = enum_value(o.comm_hook);
+  accel::require_arg(hook >= ACCEL_COMM_HOOK_NONE && hook <= ACCEL_COMM_HOOK_BF16,
+                     "comm_hook " + std::to_string(hook) + " is not an accel_comm_hook value");
+  core.comm_hook = static_cast<accel::CommHook>(hook);
   return core;
 }
 
@@ -159,10 +160,12 @@ ACCEL_API accel_status accel_accelerator_reduce(accel_accelerator* acc, const ac
                                                 accel_tensor** out) {
   return guarded([&] {
     auto& result = out_param(out, "out");
-    accel::require_arg(op == ACCEL_REDUCE_SUM || op == ACCEL_REDUCE_MEAN,
-                       "op " + std::to_string(static_cast<int>(op)) + " is not ACCEL_REDUCE_SUM or ACCEL_REDUCE_MEAN");
+    const int reduce_op = enum_value(op);
+    accel::require_arg(reduce_op == ACCEL_REDUCE_SUM || reduce_op == ACCEL_REDUCE_MEAN,
+                       "op " + std::to_string(reduce_op) + " is not ACCEL_REDUCE_SUM or ACCEL_REDUCE_MEAN");
     auto& accelerator = *deref(acc, "acc").accelerator;
-    publish_tensor(accelerator.reduce(deref(tensor, "tensor").tensor, static_cast<accel::ReduceOp>(op)), &result);
+    publish_tensor(accelerator.reduce(deref(tensor, "tensor").tensor, static_cast<accel::ReduceOp>(reduce_op)),
+                   &result);
   });
 }
 

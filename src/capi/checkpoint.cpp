@@ -4,10 +4,6 @@
 
 using namespace accel::capi;
 
-struct accel_bytes_writer {
-  std::string bytes;
-};
-
 namespace {
 
 void init_checkpoint_callbacks(accel_checkpoint_callbacks* callbacks) {
@@ -78,9 +74,9 @@ ACCEL_API accel_status accel_accelerator_save_tensors(accel_accelerator* acc, co
 
 ACCEL_API accel_status accel_bytes_write(accel_bytes_writer* writer, const void* data, size_t size) {
   return guarded([&] {
-    accel::require_arg(writer != nullptr, "writer is NULL");
-    accel::require_arg(size == 0 || data != nullptr, "data is NULL");
-    writer->bytes.append(static_cast<const char*>(data), size);
+    auto& w = deref(writer, "writer");
+    accel::require_arg(size == 0 || data != nullptr, "data is NULL but size is " + std::to_string(size));
+    w.bytes.append(static_cast<const char*>(data), size);
   });
 }
 
@@ -102,6 +98,13 @@ ACCEL_API accel_status accel_accelerator_register_for_checkpointing(accel_accele
     accel::CheckpointObject object;
     object.save = [fn = c.save, held] {
       accel_bytes_writer writer;
+      // Registered for the callback only, so accel_bytes_write refuses a
+      // writer kept past it (or any other pointer) instead of writing through it.
+      register_handle(&writer, HandleKind::BytesWriter);
+      struct Unregister {
+        accel_bytes_writer* w;
+        ~Unregister() { unregister_handle(w, HandleKind::BytesWriter); }
+      } unregister{&writer};
       accel_set_error("");
       check_callback(fn(held.get(), &writer), "checkpoint object save callback");
       return std::move(writer.bytes);

@@ -27,7 +27,7 @@ std::vector<accel::FieldSpec> to_field_specs(const accel_field_spec* fields, int
                        name + ".ndim must be in [0, 8], got " + std::to_string(field.ndim));
     accel::require_arg(field.ndim == 0 || field.shape != nullptr, name + ".shape is NULL");
     accel::FieldSpec spec;
-    spec.dtype = to_scalar_type(field.dtype);
+    spec.dtype = to_scalar_type(enum_value(field.dtype));
     spec.shape.assign(field.shape, field.shape + field.ndim);
     specs.push_back(std::move(spec));
   }
@@ -93,7 +93,7 @@ ACCEL_API accel_status accel_dataset_from_csv(const char* path, const char* labe
     auto& result = out_param(out, "out");
     accel::require_arg(path != nullptr, "path is NULL");
     accel::require_arg(label_column != nullptr, "label_column is NULL");
-    auto dataset = accel::load_csv_dataset(path, label_column, to_scalar_type(label_dtype));
+    auto dataset = accel::load_csv_dataset(path, label_column, to_scalar_type(enum_value(label_dtype)));
     publish(std::make_unique<accel_dataset>(accel_dataset{dataset, nullptr}), &result);
   });
 }
@@ -221,14 +221,18 @@ ACCEL_API accel_status accel_dataloader_next(accel_dataloader* loader, accel_ten
   return guarded([&] {
     auto& inputs_out = out_param(inputs, "inputs");
     auto& targets_out = out_param(targets, "targets");
-    std::optional<accel::Batch> batch = deref(loader, "loader").loader->next();
+    accel::DataLoader& core = *deref(loader, "loader").loader;
+    const size_t width = core.next_batch_size_in_fields();  // checked before the batch is consumed
+    accel::require_arg(width == 0 || width == 2, "accel_dataloader_next: the dataset yields " +
+                                                     std::to_string(width) +
+                                                       " tensors per sample, not an (input, target) pair: use "
+                                                       "accel_dataloader_next_fields");
+    std::optional<accel::Batch> batch = core.next();
     if (!batch) {
       inputs_out = nullptr;
       targets_out = nullptr;
       return;
     }
-    accel::require_arg(batch->size() == 2, "accel_dataloader_next: the dataset yields " + std::to_string(batch->size()) +
-                                               " tensors per sample, not an (input, target) pair");
     accel_tensor* x = nullptr;
     publish_tensor((*batch)[0], &x);
     publish_tensor((*batch)[1], &targets_out);
@@ -247,14 +251,15 @@ ACCEL_API accel_status accel_dataloader_next_fields(accel_dataloader* loader, ac
     accel::require_arg(fields != nullptr, "fields is NULL");
     accel::require_arg(capacity > 0, "capacity must be positive, got " + std::to_string(capacity));
     accel::DataLoader& core = *deref(loader, "loader").loader;
+    const size_t width = core.next_batch_size_in_fields();  // checked before the batch is consumed
+    accel::require_arg(width <= static_cast<size_t>(capacity), "capacity " + std::to_string(capacity) +
+                                                                  " is less than the dataset's " +
+                                                                  std::to_string(width) + " fields");
     std::optional<accel::Batch> batch = core.next();
     if (!batch) {
       count_out = 0;
       return;
     }
-    accel::require_arg(static_cast<int>(batch->size()) <= capacity,
-                       "capacity " + std::to_string(capacity) + " is less than the dataset's " +
-                           std::to_string(batch->size()) + " fields");
     for (size_t f = 0; f < batch->size(); ++f) publish_tensor((*batch)[f], &fields[f]);
     count_out = static_cast<int>(batch->size());
   });

@@ -41,12 +41,14 @@ accel_status record_error(accel_status status, const std::string& message) {
   return status;
 }
 
-void check_callback(accel_status status, const std::string& what) {
-  if (status == ACCEL_OK) return;
-  std::string message = last_error.empty() ? std::string("no message (status ") + accel_status_name(status) + ")"
-                                           : last_error;
-  bool known = status >= ACCEL_ERR_INVALID_ARGUMENT && status <= ACCEL_ERR_INTERNAL;
-  throw accel::Error(known ? static_cast<accel::ErrorCode>(status) : accel::ErrorCode::Internal,
+void check_callback(const accel_status& status, const std::string& what) {
+  const int code = enum_value(status);  // a callback may return any int
+  if (code == ACCEL_OK) return;
+  bool known = code >= ACCEL_ERR_INVALID_ARGUMENT && code <= ACCEL_ERR_RESOURCE;
+  std::string message = !last_error.empty() ? last_error
+                        : known ? std::string("no message (status ") + accel_status_name(status) + ")"
+                                : "no message (status " + std::to_string(code) + ")";
+  throw accel::Error(known ? static_cast<accel::ErrorCode>(code) : accel::ErrorCode::Internal,
                      what + " failed: " + message);
 }
 
@@ -61,7 +63,7 @@ ACCEL_API void accel_set_error(const char* message) {
 ACCEL_API const char* accel_last_error(void) { return accel::capi::last_error.c_str(); }
 
 ACCEL_API const char* accel_status_name(accel_status status) {
-  switch (status) {
+  switch (accel::capi::enum_value(status)) {
     case ACCEL_OK: return "ACCEL_OK";
     case ACCEL_ERR_INVALID_ARGUMENT: return "ACCEL_ERR_INVALID_ARGUMENT";
     case ACCEL_ERR_STATE: return "ACCEL_ERR_STATE";
@@ -70,6 +72,7 @@ ACCEL_API const char* accel_status_name(accel_status status) {
     case ACCEL_ERR_TIMEOUT: return "ACCEL_ERR_TIMEOUT";
     case ACCEL_ERR_UNSUPPORTED: return "ACCEL_ERR_UNSUPPORTED";
     case ACCEL_ERR_INTERNAL: return "ACCEL_ERR_INTERNAL";
+    case ACCEL_ERR_RESOURCE: return "ACCEL_ERR_RESOURCE";
   }
   return "ACCEL_ERR_UNKNOWN";
 }

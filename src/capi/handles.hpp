@@ -9,6 +9,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "accel/accel.h"
@@ -46,10 +47,14 @@ struct accel_progress {
 struct accel_profile {
   std::unique_ptr<accel::ProfileScope> scope;
 };
+// Lives on the stack of a save callback's caller, registered for the call only.
+struct accel_bytes_writer {
+  std::string bytes;
+};
 
 namespace accel::capi {
 
-enum class HandleKind { Tensor, Accelerator, Model, Optimizer, Scheduler, Dataset, DataLoader, Progress, Profile };
+enum class HandleKind { Tensor, Accelerator, Model, Optimizer, Scheduler, Dataset, DataLoader, Progress, Profile, BytesWriter };
 
 template <class H>
 struct KindOf;
@@ -62,6 +67,7 @@ template <> struct KindOf<accel_dataset> { static constexpr HandleKind value = H
 template <> struct KindOf<accel_dataloader> { static constexpr HandleKind value = HandleKind::DataLoader; static constexpr const char* name = "accel_dataloader"; };
 template <> struct KindOf<accel_progress> { static constexpr HandleKind value = HandleKind::Progress; static constexpr const char* name = "accel_progress"; };
 template <> struct KindOf<accel_profile> { static constexpr HandleKind value = HandleKind::Profile; static constexpr const char* name = "accel_profile"; };
+template <> struct KindOf<accel_bytes_writer> { static constexpr HandleKind value = HandleKind::BytesWriter; static constexpr const char* name = "accel_bytes_writer (valid only inside its save callback)"; };
 
 void register_handle(const void* handle, HandleKind kind);
 // True when handle was registered with kind and is still alive; unregisters it.
@@ -86,6 +92,19 @@ H& deref(H* handle, const char* parameter) {
 template <class H>
 const H& deref(const H* handle, const char* parameter) {
   return deref(const_cast<H*>(handle), parameter);
+}
+
+// The integer a caller passed for a C enum, read without loading it as the
+// enum type: C lets any int through an enum parameter or field, but in C++ a
+// load outside the enumerators' range is undefined behaviour (UBSan: "load of
+// value ..., which is not a valid value for type"). Validate this integer,
+// then convert.
+template <class E>
+int enum_value(const E& value) {
+  static_assert(std::is_enum<E>::value && sizeof(E) == sizeof(int), "a C enum");
+  int raw;
+  std::memcpy(&raw, &value, sizeof raw);
+  return raw;
 }
 
 template <class T>
@@ -122,7 +141,7 @@ class UserHold {
 accel_status record_error(accel_status status, const std::string& message);
 // After a user callback returned status: throws an accel::Error with that code
 // and "<what> failed: <message the callback set with accel_set_error>".
-void check_callback(accel_status status, const std::string& what);
+void check_callback(const accel_status& status, const std::string& what);
 
 // Runs body, mapping every exception to a status and the thread's error message.
 template <class Body>
@@ -158,7 +177,8 @@ Options read_options(const Options* user, const char* parameter, void (*init)(Op
   return merged;
 }
 
-at::ScalarType to_scalar_type(accel_dtype dtype);
+// dtype: an accel_dtype value as enum_value reads it.
+at::ScalarType to_scalar_type(int dtype);
 accel_dtype to_accel_dtype(at::ScalarType type);
 // Wraps tensor in a new handle stored in *out.
 void publish_tensor(at::Tensor tensor, accel_tensor** out);

@@ -12,7 +12,7 @@ accel_status accel_log(const char* name, accel_log_level level, const char* mess
   return guarded([&] {
     require_arg(name != nullptr, "name is NULL");
     require_arg(message != nullptr, "message is NULL");
-    const int value = static_cast<int>(level);
+    const int value = enum_value(level);
     require_arg(value == 10 || value == 20 || value == 30 || value == 40 || value == 50,
                 "level " + std::to_string(value) + " is not an accel_log_level");
     accel::Logger(name).log(static_cast<accel::LogLevel>(value), message, main_process_only != 0);
@@ -22,12 +22,12 @@ accel_status accel_log(const char* name, accel_log_level level, const char* mess
 accel_status accel_progress_create(int64_t total, const char* description, int main_process_only,
                                    accel_progress** out) {
   return guarded([&] {
-    out_param(out, "out") = nullptr;
+    auto& result = out_param(out, "out");
     require_arg(total >= 0, "total must be >= 0, got " + std::to_string(total));
     require_arg(description != nullptr, "description is NULL");
     auto handle = std::make_unique<accel_progress>();
     handle->bar = std::make_unique<accel::ProgressBar>(total, description, main_process_only != 0);
-    publish(std::move(handle), out);
+    publish(std::move(handle), &result);
   });
 }
 
@@ -53,12 +53,12 @@ extern "C" {
 
 accel_status accel_profile_begin(const accel_accelerator* acc, const char* output_trace_dir, accel_profile** out) {
   return guarded([&] {
-    out_param(out, "out") = nullptr;
+    auto& result = out_param(out, "out");
     const auto& accelerator = *deref(acc, "acc").accelerator;
-    require_arg(output_trace_dir != nullptr, "output_trace_dir is NULL");
+    require_arg(output_trace_dir != nullptr && *output_trace_dir != '\0', "output_trace_dir is NULL or empty");
     auto handle = std::make_unique<accel_profile>();
     handle->scope = std::make_unique<accel::ProfileScope>(accelerator, output_trace_dir);
-    publish(std::move(handle), out);
+    publish(std::move(handle), &result);
   });
 }
 

@@ -41,9 +41,10 @@ ACCEL_API accel_status accel_loss(accel_loss_kind kind, const accel_tensor* inpu
                                   accel_tensor** out) {
   return guarded([&] {
     auto& result = out_param(out, "out");
-    accel::require_arg(kind >= ACCEL_LOSS_CROSS_ENTROPY && kind <= ACCEL_LOSS_BCE_WITH_LOGITS,
-                       "kind " + std::to_string(static_cast<int>(kind)) + " is not an accel_loss_kind");
-    publish_tensor(accel::compute_loss(static_cast<accel::LossKind>(kind), deref(input, "input").tensor,
+    const int loss_kind = enum_value(kind);
+    accel::require_arg(loss_kind >= ACCEL_LOSS_CROSS_ENTROPY && loss_kind <= ACCEL_LOSS_BCE_WITH_LOGITS,
+                       "kind " + std::to_string(loss_kind) + " is not an accel_loss_kind");
+    publish_tensor(accel::compute_loss(static_cast<accel::LossKind>(loss_kind), deref(input, "input").tensor,
                                        deref(target, "target").tensor),
                    &result);
   });

@@ -9,10 +9,11 @@ void init_default_optimizer_options(accel_optimizer_options* opts) {
 }
 
 accel::OptimizerOptions to_core(const accel_optimizer_options& o) {
-  accel::require_arg(o.kind >= ACCEL_OPTIM_SGD && o.kind <= ACCEL_OPTIM_ADAGRAD,
-                     "kind " + std::to_string(static_cast<int>(o.kind)) + " is not an accel_optimizer_kind");
+  const int kind = enum_value(o.kind);
+  accel::require_arg(kind >= ACCEL_OPTIM_SGD && kind <= ACCEL_OPTIM_ADAGRAD,
+                     "kind " + std::to_string(kind) + " is not an accel_optimizer_kind");
   accel::OptimizerOptions core;
-  core.kind = static_cast<accel::OptimizerKind>(o.kind);
+  core.kind = static_cast<accel::OptimizerKind>(kind);
   core.lr = o.lr;
   core.weight_decay = o.weight_decay;
   core.momentum = o.momentum;
@@ -35,12 +36,13 @@ extern "C" {
 
 ACCEL_API void accel_optimizer_options_init(accel_optimizer_options* opts, accel_optimizer_kind kind) {
   if (opts == nullptr) return;
-  bool known = kind >= ACCEL_OPTIM_SGD && kind <= ACCEL_OPTIM_ADAGRAD;
+  const int value = enum_value(kind);
+  bool known = value >= ACCEL_OPTIM_SGD && value <= ACCEL_OPTIM_ADAGRAD;
   accel::OptimizerOptions d = accel::OptimizerOptions::defaults(
-      known ? static_cast<accel::OptimizerKind>(kind) : accel::OptimizerKind::AdamW);
+      known ? static_cast<accel::OptimizerKind>(value) : accel::OptimizerKind::AdamW);
   *opts = accel_optimizer_options{};
   opts->struct_size = sizeof(accel_optimizer_options);
-  opts->kind = kind;  // an unknown kind is kept so create() can name it
+  std::memcpy(&opts->kind, &kind, sizeof kind);  // an unknown kind is kept (not loaded) so create() can name it
   opts->lr = d.lr;
   opts->weight_decay = d.weight_decay;
   opts->momentum = d.momentum;

@@ -9,11 +9,12 @@ void init_default_scheduler_options(accel_scheduler_options* opts) {
 }
 
 accel::SchedulerOptions to_core(const accel_scheduler_options& o) {
-  accel::require_arg(o.kind >= ACCEL_SCHED_STEP && o.kind <= ACCEL_SCHED_REDUCE_ON_PLATEAU,
-                     "kind " + std::to_string(static_cast<int>(o.kind)) + " is not an accel_scheduler_kind");
+  const int kind = enum_value(o.kind);
+  accel::require_arg(kind >= ACCEL_SCHED_STEP && kind <= ACCEL_SCHED_REDUCE_ON_PLATEAU,
+                     "kind " + std::to_string(kind) + " is not an accel_scheduler_kind");
   accel::require_arg(o.milestones != nullptr || o.num_milestones == 0,
                      "milestones is NULL but num_milestones is " + std::to_string(o.num_milestones));
-  auto core = accel::SchedulerOptions::defaults(static_cast<accel::SchedulerKind>(o.kind));
+  auto core = accel::SchedulerOptions::defaults(static_cast<accel::SchedulerKind>(kind));
   core.step_size = o.step_size;
   core.gamma = o.gamma;
   if (o.num_milestones > 0) core.milestones.assign(o.milestones, o.milestones + o.num_milestones);
@@ -51,11 +52,12 @@ extern "C" {
 
 ACCEL_API void accel_scheduler_options_init(accel_scheduler_options* opts, accel_scheduler_kind kind) {
   if (opts == nullptr) return;
-  bool known = kind >= ACCEL_SCHED_STEP && kind <= ACCEL_SCHED_REDUCE_ON_PLATEAU;
-  auto d = accel::SchedulerOptions::defaults(known ? static_cast<accel::SchedulerKind>(kind) : accel::SchedulerKind::Step);
+  const int value = enum_value(kind);
+  bool known = value >= ACCEL_SCHED_STEP && value <= ACCEL_SCHED_REDUCE_ON_PLATEAU;
+  auto d = accel::SchedulerOptions::defaults(known ? static_cast<accel::SchedulerKind>(value) : accel::SchedulerKind::Step);
   *opts = accel_scheduler_options{};
   opts->struct_size = sizeof(accel_scheduler_options);
-  opts->kind = kind;
+  std::memcpy(&opts->kind, &kind, sizeof kind);  // kept, not loaded: create() names an unknown kind
   opts->step_size = d.step_size;
   opts->gamma = d.gamma;
   opts->t_max = d.t_max;

@@ -7,7 +7,7 @@
 
 namespace accel::capi {
 
-at::ScalarType to_scalar_type(accel_dtype dtype) {
+at::ScalarType to_scalar_type(int dtype) {
   switch (dtype) {
     case ACCEL_FLOAT32: return at::kFloat;
     case ACCEL_FLOAT64: return at::kDouble;
@@ -20,7 +20,7 @@ at::ScalarType to_scalar_type(accel_dtype dtype) {
     case ACCEL_FLOAT16: return at::kHalf;
     case ACCEL_BFLOAT16: return at::kBFloat16;
   }
-  fail(ErrorCode::InvalidArgument, "unknown accel_dtype " + std::to_string(static_cast<int>(dtype)));
+  fail(ErrorCode::InvalidArgument, "unknown accel_dtype " + std::to_string(dtype));
 }
 
 accel_dtype to_accel_dtype(at::ScalarType type) {
@@ -48,11 +48,17 @@ void publish_tensor(at::Tensor tensor, accel_tensor** out) {
 
 using namespace accel::capi;
 
+namespace {
+// Bounds what a huge ndim makes us read from shape; LibTorch kernels
+// themselves stop at 25 dimensions.
+constexpr size_t kMaxDims = 64;
+}  // namespace
+
 extern "C" {
 
 ACCEL_API size_t accel_dtype_size(accel_dtype dtype) {
   try {
-    return c10::elementSize(to_scalar_type(dtype));
+    return c10::elementSize(to_scalar_type(enum_value(dtype)));
   } catch (...) {
     return 0;
   }
@@ -62,8 +68,10 @@ ACCEL_API accel_status accel_tensor_from_buffer(const void* data, size_t nbytes,
                                                 const int64_t* shape, size_t ndim, accel_tensor** out) {
   return guarded([&] {
     auto& result = out_param(out, "out");
-    at::ScalarType type = to_scalar_type(dtype);
+    at::ScalarType type = to_scalar_type(enum_value(dtype));
     accel::require_arg(ndim == 0 || shape != nullptr, "shape is NULL but ndim is " + std::to_string(ndim));
+    accel::require_arg(ndim <= kMaxDims, "ndim is " + std::to_string(ndim) + ", more than " +
+                                             std::to_string(kMaxDims) + " dimensions");
     std::vector<int64_t> sizes(shape, shape + ndim);
     for (size_t d = 0; d < ndim; ++d) {
       accel::require_arg(sizes[d] >= 0, "shape[" + std::to_string(d) + "] is negative: " + std::to_string(sizes[d]));

@@ -40,7 +40,7 @@ class CallbackTracker : public accel::Tracker {
 
  private:
   // The callback's own message (accel_set_error) reaches the caller.
-  void check(const char* what, accel_status status) const {
+  void check(const char* what, const accel_status& status) const {
     accel::capi::check_callback(status, "tracker '" + name_ + "' " + what + " callback");
   }
   accel_tracker_callbacks callbacks_;

@@ -16,6 +16,9 @@ void check_options(const DataLoaderOptions& options) {
                                           std::to_string(options.batch_size));
   require_arg(options.num_workers >= 0, "DataLoader: num_workers must be >= 0, got " +
                                             std::to_string(options.num_workers));
+  require_arg(options.num_workers <= kMaxNumWorkers, "DataLoader: num_workers must be <= " +
+                                                         std::to_string(kMaxNumWorkers) + ", got " +
+                                                         std::to_string(options.num_workers));
   require_arg(options.prefetch_factor >= 1, "DataLoader: prefetch_factor must be >= 1, got " +
                                                 std::to_string(options.prefetch_factor));
 }
@@ -68,14 +71,21 @@ std::unique_ptr<detail::BatchSource> DataLoader::open_epoch() const {
   return dataset_ ? detail::open_map_source(dataset_, spec) : detail::open_stream_source(stream_, spec);
 }
 
-std::optional<Batch> DataLoader::next() {
-  GradientState* gradient = placement_.gradient_state.get();
+size_t DataLoader::next_batch_size_in_fields() {
   if (!source_) {
-    source_ = open_epoch();
+    std::unique_ptr<detail::BatchSource> source = open_epoch();
+    std::optional<Batch> first = source->next();  // a failure leaves the loader as it was
+    source_ = std::move(source);
+    lookahead_ = std::move(first);
     yielded_ = resume_skip_;
     resume_skip_ = 0;
-    lookahead_ = source_->next();
   }
+  return lookahead_ && !lookahead_error_ ? lookahead_->size() : 0;
+}
+
+std::optional<Batch> DataLoader::next() {
+  GradientState* gradient = placement_.gradient_state.get();
+  if (!source_) next_batch_size_in_fields();  // opens the epoch and reads its first batch
   if (lookahead_error_) {
     // Reading ahead failed: report it now, at the batch it belongs to. The
     // epoch is abandoned; the next call starts it again.

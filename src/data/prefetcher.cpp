@@ -2,6 +2,8 @@
 
 #include "accel/error.hpp"
 
+#include <exception>
+
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -12,11 +14,31 @@ Prefetcher::Prefetcher(int workers, int depth, int64_t count, std::function<Batc
     : read_(std::move(read)), count_(count), window_(static_cast<size_t>(workers) * static_cast<size_t>(depth)) {
   require_arg(workers > 0, "num_workers must be positive here, got " + std::to_string(workers));
   require_arg(depth > 0, "prefetch_factor must be positive, got " + std::to_string(depth));
-  for (int w = 0; w < workers; ++w) threads_.emplace_back([this] { work(); });
-  submit_more();
+  threads_.reserve(static_cast<size_t>(workers));
+  for (int w = 0; w < workers; ++w) {
+    try {
+      threads_.emplace_back([this] { work(); });
+    } catch (const std::exception& e) {
+      // std::system_error for a thread limit (RLIMIT_NPROC, cgroup pids.max)
+      // or no address space for the stack, std::bad_alloc for its state: stop the workers already running, since a joinable
+      // std::thread destroyed by the unwinding would call std::terminate.
+      stop();
+      fail(ErrorCode::Resource, "DataLoader: could not start worker thread " + std::to_string(w + 1) + " of " +
+                                    std::to_string(workers) + " (" + e.what() +
+                                    "); lower num_workers, or 0 to read on the calling thread");
+    }
+  }
+  try {
+    submit_more();
+  } catch (...) {
+    stop();
+    throw;
+  }
 }
 
-Prefetcher::~Prefetcher() {
+Prefetcher::~Prefetcher() { stop(); }
+
+void Prefetcher::stop() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
@@ -24,6 +46,7 @@ Prefetcher::~Prefetcher() {
   }
   wake_.notify_all();
   for (auto& t : threads_) t.join();
+  threads_.clear();
 }
 
 void Prefetcher::submit_more() {

@@ -18,7 +18,8 @@ namespace accel::detail {
 class Prefetcher {
  public:
   // Runs read(k) for k = 0, 1, ..., count-1 on `workers` threads, at most
-  // workers * depth batches ahead of the consumer.
+  // workers * depth batches ahead of the consumer. Throws accel::Error
+  // Resource when the system refuses a thread (no worker is left running).
   Prefetcher(int workers, int depth, int64_t count, std::function<Batch(int64_t)> read);
   ~Prefetcher();
   Prefetcher(const Prefetcher&) = delete;
@@ -30,6 +31,7 @@ class Prefetcher {
  private:
   void submit_more();
   void work();
+  void stop();  // ends and joins the workers; idempotent
 
   std::function<Batch(int64_t)> read_;
   int64_t count_;

@@ -3,6 +3,9 @@
 #include <ATen/ATen.h>
 #include <torch/nn/utils/clip_grad.h>
 
+#include <algorithm>
+#include <iterator>
+
 #include "accel/accelerator.hpp"
 #include "accel/model.hpp"
 #include "accel/optimizer.hpp"
@@ -17,6 +20,14 @@ void set_sync(Model& model, bool enabled) {
   if (auto* sync = model.impl().gradient_sync()) sync->set_enabled(enabled);
 }
 
+// Closes one open scope of model; an _end without its _begin is a STATE error.
+void close_scope(std::vector<const detail::ModelImpl*>& scopes, const Model& model, const char* what) {
+  auto it = std::find(scopes.rbegin(), scopes.rend(), &model.impl());
+  require(it != scopes.rend(), ErrorCode::State,
+          std::string(what) + "_end without a matching " + what + "_begin for this model");
+  scopes.erase(std::next(it).base());
+}
+
 }  // namespace
 
 void Accelerator::accumulate_begin(Model& model) {
@@ -29,19 +40,35 @@ void Accelerator::accumulate_begin(Model& model) {
     g.sync_gradients = g.step % g.num_steps == 0;
   }
   set_sync(model, g.sync_gradients);
+  state_->accumulate_scopes.push_back(&model.impl());
 }
 
-void Accelerator::accumulate_end(Model& model) { set_sync(model, true); }
+void Accelerator::accumulate_end(Model& model) {
+  close_scope(state_->accumulate_scopes, model, "accumulate");
+  set_sync(model, true);
+}
 
 Accelerator::AccumulateScope::AccumulateScope(Accelerator& accelerator, Model& model)
     : accelerator_(accelerator), model_(model) {
   accelerator_.accumulate_begin(model_);
 }
 
-Accelerator::AccumulateScope::~AccumulateScope() { accelerator_.accumulate_end(model_); }
+Accelerator::AccumulateScope::~AccumulateScope() {
+  try {
+    accelerator_.accumulate_end(model_);
+  } catch (const Error&) {
+    // The caller already closed the scope by hand; a destructor must not throw.
+  }
+}
 
-void Accelerator::no_sync_begin(Model& model) { set_sync(model, false); }
-void Accelerator::no_sync_end(Model& model) { set_sync(model, true); }
+void Accelerator::no_sync_begin(Model& model) {
+  set_sync(model, false);
+  state_->no_sync_scopes.push_back(&model.impl());
+}
+void Accelerator::no_sync_end(Model& model) {
+  close_scope(state_->no_sync_scopes, model, "no_sync");
+  set_sync(model, true);
+}
 
 void Accelerator::trigger_sync_in_backward(Model& model) {
   if (auto* sync = model.impl().gradient_sync()) {

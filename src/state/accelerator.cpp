@@ -4,9 +4,11 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/cuda.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <sstream>
 
 #include "accel/data.hpp"
 #include "accel/model.hpp"
@@ -50,6 +52,29 @@ const char* to_string(DistributedType type) {
 
 namespace detail {
 
+namespace {
+
+std::string number(double value) {
+  std::ostringstream text;
+  text << value;
+  return text.str();
+}
+
+// Checked whatever the precision, so a bad value is named when it is given,
+// not when a later run switches to fp16 (GradScaler checks again for itself).
+void check_scaler_options(const AcceleratorOptions& o) {
+  require_arg(std::isfinite(o.scaler_init_scale) && o.scaler_init_scale > 0,
+              "scaler_init_scale must be positive and finite, got " + number(o.scaler_init_scale));
+  require_arg(std::isfinite(o.scaler_growth_factor) && o.scaler_growth_factor > 1,
+              "scaler_growth_factor must be > 1 and finite, got " + number(o.scaler_growth_factor));
+  require_arg(o.scaler_backoff_factor > 0 && o.scaler_backoff_factor < 1,
+              "scaler_backoff_factor must be in (0, 1), got " + number(o.scaler_backoff_factor));
+  require_arg(o.scaler_growth_interval > 0,
+              "scaler_growth_interval must be positive, got " + std::to_string(o.scaler_growth_interval));
+}
+
+}  // namespace
+
 AcceleratorState::AcceleratorState(const AcceleratorOptions& options)
     : bucket_cap_mb(options.bucket_cap_mb),
       first_bucket_cap_mb(options.first_bucket_cap_mb),
@@ -69,6 +94,7 @@ AcceleratorState::AcceleratorState(const AcceleratorOptions& options)
   require_arg(options.comm_hook == CommHook::None || options.comm_hook == CommHook::Fp16 ||
                   options.comm_hook == CommHook::Bf16,
               "comm_hook " + std::to_string(static_cast<int>(options.comm_hook)) + " is not a CommHook value");
+  check_scaler_options(options);
   env = read_launch_environment();
   tune_host_allocator();
 

@@ -47,6 +47,13 @@ class AcceleratorState {
   bool joining = false;      // inside join_uneven_inputs
   int64_t join_rounds = 0;   // gradient syncs this process took part in while joining
   std::vector<std::unique_ptr<AutocastScope>> autocast_scopes;
+  // Open begin/end scopes, so that an _end without its _begin is a STATE
+  // error (as autocast and join are) instead of silently re-enabling sync or
+  // entering a barrier the other processes never reach.
+  int main_process_first_depth = 0;
+  int local_main_process_first_depth = 0;
+  std::vector<const ModelImpl*> accumulate_scopes;  // one entry per open scope
+  std::vector<const ModelImpl*> no_sync_scopes;
   // Shared with prepared dataloaders, optimizers and schedulers.
   std::shared_ptr<GradientState> gradient_state = std::make_shared<GradientState>();
   // Models whose gradients backward() must synchronise.

@@ -77,14 +77,22 @@ bool Accelerator::check_trigger() {
 
 void Accelerator::main_process_first_begin() {
   if (!is_main_process()) wait_for_everyone();
+  ++state_->main_process_first_depth;
 }
 void Accelerator::main_process_first_end() {
+  require(state_->main_process_first_depth > 0, ErrorCode::State,
+          "main_process_first_end without a matching main_process_first_begin");
+  --state_->main_process_first_depth;  // the scope ends even if the barrier fails
   if (is_main_process()) wait_for_everyone();
 }
 void Accelerator::local_main_process_first_begin() {
   if (!is_local_main_process()) wait_for_everyone();
+  ++state_->local_main_process_first_depth;
 }
 void Accelerator::local_main_process_first_end() {
+  require(state_->local_main_process_first_depth > 0, ErrorCode::State,
+          "local_main_process_first_end without a matching local_main_process_first_begin");
+  --state_->local_main_process_first_depth;
   if (is_local_main_process()) wait_for_everyone();
 }
 

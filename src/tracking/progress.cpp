@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <limits>
 #include <string>
 
 #include "accel/logging.hpp"
@@ -35,13 +36,16 @@ ProgressBar::~ProgressBar() { close(); }
 
 void ProgressBar::update(int64_t steps) {
   if (closed_) return;
-  position_ += steps;
+  // Saturates: a huge total or step count must not overflow (undefined behaviour).
+  position_ = steps > std::numeric_limits<int64_t>::max() - position_ ? std::numeric_limits<int64_t>::max()
+                                                                       : position_ + steps;
   if (!active_) return;
   if (tty_) {
     draw();
     return;
   }
-  const int decile = static_cast<int>(std::min<int64_t>(position_, total_) * 10 / total_);
+  // In double: shown * 10 overflows int64 for totals near its maximum.
+  const int decile = static_cast<int>(10.0 * static_cast<double>(std::min(position_, total_)) / total_);
   if (decile > last_decile_) {
     last_decile_ = decile;
     draw();
@@ -56,7 +60,8 @@ void ProgressBar::close() {
 
 void ProgressBar::draw() {
   const int64_t shown = std::min(position_, total_);
-  const int percent = static_cast<int>(shown * 100 / total_);
+  const double fraction = static_cast<double>(shown) / static_cast<double>(total_);
+  const int percent = static_cast<int>(fraction * 100);
   const double elapsed = now_seconds() - start_seconds_;
   const double rate = elapsed > 0 ? static_cast<double>(position_) / elapsed : 0.0;
   char stats[96];
@@ -64,7 +69,7 @@ void ProgressBar::draw() {
                 static_cast<long long>(total_), elapsed, rate);
   std::string line;
   if (tty_) {
-    const int width = 30, filled = static_cast<int>(shown * width / total_);
+    const int width = 30, filled = static_cast<int>(fraction * width);
     line = "\r" + description_ + " |" + std::string(filled, '#') + std::string(width - filled, ' ') + "| " + stats;
   } else {
     line = description_ + ": " + stats + "\n";

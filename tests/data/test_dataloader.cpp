@@ -256,3 +256,23 @@ TEST(DataLoader, IterableDatasetsRejectShuffle) {
   options.num_workers = -1;
   EXPECT_THROW(accel::DataLoader(numbers(3), options), accel::Error);
 }
+
+namespace {
+
+TEST(DataLoader, NumWorkersIsCapped) {
+  accel::DataLoaderOptions options;
+  options.num_workers = accel::kMaxNumWorkers;
+  EXPECT_NO_THROW(accel::DataLoader(numbers(3), options));
+  for (int workers : {accel::kMaxNumWorkers + 1, 1000000}) {
+    options.num_workers = workers;
+    try {
+      accel::DataLoader loader(numbers(3), options);
+      ADD_FAILURE() << "num_workers " << workers << " accepted";
+    } catch (const accel::Error& e) {
+      EXPECT_EQ(e.code(), accel::ErrorCode::InvalidArgument);
+      EXPECT_NE(std::string(e.what()).find(std::to_string(workers)), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace

@@ -4,6 +4,11 @@
 #include <gtest/gtest.h>
 #include <torch/nn/modules/linear.h>
 
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
 #include "accel/accel.hpp"
 
 namespace {
@@ -112,6 +117,81 @@ TEST(Accumulation, SettingsComeFromAccelerateEnvironmentVariables) {
   setenv("ACCELERATE_MIXED_PRECISION", "fp32", 1);
   EXPECT_THROW(accel::Accelerator{}, accel::Error);
   unsetenv("ACCELERATE_MIXED_PRECISION");
+}
+
+}  // namespace
+
+namespace {
+
+void expect_state(const std::function<void()>& call, const std::string& needle) {
+  try {
+    call();
+    ADD_FAILURE() << "no error, expected STATE naming " << needle;
+  } catch (const accel::Error& e) {
+    EXPECT_EQ(e.code(), accel::ErrorCode::State) << e.what();
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+// Every scope's _end without its _begin is STATE, as autocast's and join's are.
+TEST(Scopes, EndWithoutBeginIsAStateError) {
+  accel::Accelerator accelerator;
+  torch::nn::Linear linear(2, 1), other(2, 1);
+  accel::Model model = accel::Model::from_module(linear);
+  accel::Model second = accel::Model::from_module(other);
+  expect_state([&] { accelerator.accumulate_end(model); }, "accumulate_end");
+  expect_state([&] { accelerator.no_sync_end(model); }, "no_sync_end");
+  expect_state([&] { accelerator.main_process_first_end(); }, "main_process_first_end");
+  expect_state([&] { accelerator.local_main_process_first_end(); }, "local_main_process_first_end");
+  expect_state([&] { accelerator.autocast_end(); }, "autocast_end");
+  expect_state([&] { accelerator.join_uneven_inputs_end(); }, "join_uneven_inputs_end");
+
+  accelerator.no_sync_begin(model);
+  expect_state([&] { accelerator.no_sync_end(second); }, "no_sync_end");  // another model's scope
+  expect_state([&] { accelerator.accumulate_end(model); }, "accumulate_end");
+  accelerator.no_sync_end(model);
+  expect_state([&] { accelerator.no_sync_end(model); }, "no_sync_end");  // closed once only
+
+  accelerator.accumulate_begin(model);
+  accelerator.accumulate_begin(model);  // nested scopes close one at a time
+  accelerator.accumulate_end(model);
+  accelerator.accumulate_end(model);
+  expect_state([&] { accelerator.accumulate_end(model); }, "accumulate_end");
+  { auto scope = accelerator.accumulate(model); }  // the RAII scope pairs itself
+  expect_state([&] { accelerator.accumulate_end(model); }, "accumulate_end");
+}
+
+TEST(Scopes, BadScalerOptionsAreNamedUnderEveryPrecision) {
+  struct Case {
+    const char* name;
+    std::function<void(accel::AcceleratorOptions&)> set;
+  };
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  std::vector<Case> cases = {
+      {"scaler_growth_factor", [](auto& o) { o.scaler_growth_factor = 1.0; }},
+      {"scaler_growth_factor", [](auto& o) { o.scaler_growth_factor = 0.0; }},
+      {"scaler_growth_factor", [&](auto& o) { o.scaler_growth_factor = inf; }},
+      {"scaler_backoff_factor", [](auto& o) { o.scaler_backoff_factor = 1.0; }},
+      {"scaler_backoff_factor", [](auto& o) { o.scaler_backoff_factor = 0.0; }},
+      {"scaler_backoff_factor", [](auto& o) { o.scaler_backoff_factor = -2.0; }},
+      {"scaler_init_scale", [&](auto& o) { o.scaler_init_scale = nan; }},
+      {"scaler_init_scale", [&](auto& o) { o.scaler_init_scale = inf; }},
+      {"scaler_init_scale", [](auto& o) { o.scaler_init_scale = 0.0; }},
+      {"scaler_growth_interval", [](auto& o) { o.scaler_growth_interval = 0; }},
+      {"scaler_growth_interval", [](auto& o) { o.scaler_growth_interval = -3; }},
+  };
+  for (const auto& c : cases) {
+    accel::AcceleratorOptions options;
+    options.mixed_precision = accel::MixedPrecision::No;
+    c.set(options);
+    try {
+      accel::Accelerator accelerator(options);
+      ADD_FAILURE() << c.name << " accepted";
+    } catch (const accel::Error& e) {
+      EXPECT_EQ(e.code(), accel::ErrorCode::InvalidArgument) << e.what();
+      EXPECT_NE(std::string(e.what()).find(c.name), std::string::npos) << e.what();
+    }
+  }
 }
 
 }  // namespace

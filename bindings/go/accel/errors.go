@@ -20,6 +20,7 @@ const (
 	ErrTimeout         Status = 5 // a collective or rendezvous timed out
 	ErrUnsupported     Status = 6 // the build or device cannot do it
 	ErrInternal        Status = 7 // a bug in libaccel or LibTorch
+	ErrResource        Status = 8 // the system refused a resource (a thread): retry with less
 )
 
 // String is the C name of the status ("ACCEL_ERR_STATE").

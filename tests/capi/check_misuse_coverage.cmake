@@ -1,0 +1,26 @@
+# Fails when a function declared ACCEL_API in the public C headers is not
+# named in the misuse test, so every new function gets its misuse cases.
+# Usage: cmake -DHEADERS="a.h;b.h" -DTEST_SOURCE=test_misuse.c -P check_misuse_coverage.cmake
+file(READ ${TEST_SOURCE} test_text)
+set(missing "")
+set(count 0)
+foreach(header IN LISTS HEADERS)
+  file(READ ${header} text)
+  # A declaration: ACCEL_API <return type> accel_name(  (the #define line has no "(").
+  string(REGEX MATCHALL "ACCEL_API[^;(]*[ *](accel_[a-z0-9_]+)[ ]*\\(" declarations "${text}")
+  foreach(declaration IN LISTS declarations)
+    string(REGEX REPLACE ".*[ *](accel_[a-z0-9_]+)[ ]*\\($" "\\1" name "${declaration}")
+    math(EXPR count "${count} + 1")
+    if(NOT test_text MATCHES "[^a-z0-9_]${name}[ ]*\\(")
+      list(APPEND missing ${name})
+    endif()
+  endforeach()
+endforeach()
+if(count LESS 100)
+  message(FATAL_ERROR "found only ${count} ACCEL_API functions in ${HEADERS}: is the pattern stale?")
+endif()
+if(missing)
+  list(JOIN missing "\n  " lines)
+  message(FATAL_ERROR "${TEST_SOURCE} has no misuse cases for:\n  ${lines}")
+endif()
+message(STATUS "all ${count} ACCEL_API functions appear in ${TEST_SOURCE}")

@@ -1,0 +1,1034 @@
+/* Misuse of every function of the C ABI (accel.h, accel_checkpoint.h,
+   accel_tracking.h): NULL for every pointer, freed, wrong-kind and garbage
+   handles, NULL out-parameters, enums out of range, sizes 0, negative and huge,
+   and calls in the wrong order. Each must return an error status with a
+   message (never crash, hang or abort) and leave the out-parameters untouched.
+
+   Table-driven by macros: EACH_BAD(kind, type, var) runs a statement once per
+   bad handle of a kind; ARG/STATE/FAILS check a call's status, its message and
+   the out-parameter sentinels. check_misuse_coverage.cmake fails the suite
+   when a function declared ACCEL_API in the headers is not named here. */
+#define _POSIX_C_SOURCE 200809L /* mkdtemp */
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "capi_test.h"
+
+/* ---- bad handles ------------------------------------------------------- */
+
+enum { K_TENSOR, K_ACC, K_MODEL, K_OPT, K_SCHED, K_DATASET, K_LOADER, K_PROGRESS, K_PROFILE, K_COUNT };
+#define NBAD 4 /* NULL, freed, a live handle of another kind, a pointer to garbage */
+static void* bad[K_COUNT][NBAD];
+static const char* const bad_names[NBAD] = {"NULL", "freed", "wrong kind", "garbage"};
+static unsigned char garbage[4096];
+static int bad_index = -1; /* the variant EACH_BAD is running, for failure messages */
+
+#define EACH_BAD(kind, type, var)                                            \
+  for (int var##_i = 0; var##_i < NBAD; ++var##_i)                           \
+    for (type *var = (type*)bad[kind][bad_index = var##_i], *var##_once = (type*)garbage; var##_once; \
+         var##_once = NULL, bad_index = -1)
+
+/* ---- out-parameters: sentinels that a failing call must leave alone ------ */
+
+static accel_tensor *t_out, *t_out2;
+static accel_accelerator* acc_out;
+static accel_model* model_out;
+static accel_optimizer* opt_out;
+static accel_scheduler* sched_out;
+static accel_dataset* ds_out;
+static accel_dataloader* dl_out;
+static accel_progress* prog_out;
+static accel_profile* prof_out;
+static int i_out;
+static int64_t i64_out;
+static size_t sz_out;
+static double d_out;
+static const char* s_out;
+static accel_dtype dtype_out;
+static accel_distributed_type dist_out;
+static accel_mixed_precision mp_out;
+
+#define SENTINEL ((void*)(garbage + 1))
+static void reset_outs(void) {
+  t_out = t_out2 = (accel_tensor*)SENTINEL;
+  acc_out = (accel_accelerator*)SENTINEL;
+  model_out = (accel_model*)SENTINEL;
+  opt_out = (accel_optimizer*)SENTINEL;
+  sched_out = (accel_scheduler*)SENTINEL;
+  ds_out = (accel_dataset*)SENTINEL;
+  dl_out = (accel_dataloader*)SENTINEL;
+  prog_out = (accel_progress*)SENTINEL;
+  prof_out = (accel_profile*)SENTINEL;
+  i_out = -7777;
+  i64_out = -7777;
+  sz_out = 7777;
+  d_out = -7777.0;
+  s_out = (const char*)SENTINEL;
+  dtype_out = (accel_dtype)77;
+  dist_out = (accel_distributed_type)77;
+  mp_out = (accel_mixed_precision)77;
+}
+static int outs_untouched(void) {
+  return t_out == SENTINEL && t_out2 == SENTINEL && acc_out == SENTINEL && model_out == SENTINEL &&
+         opt_out == SENTINEL && sched_out == SENTINEL && ds_out == SENTINEL && dl_out == SENTINEL &&
+         prog_out == SENTINEL && prof_out == SENTINEL && i_out == -7777 && i64_out == -7777 && sz_out == 7777 &&
+         d_out == -7777.0 && s_out == SENTINEL && (int)dtype_out == 77 && (int)dist_out == 77 && (int)mp_out == 77;
+}
+
+static void expect_status(const char* call, int line, accel_status got, accel_status want) {
+  const char* message = accel_last_error();
+  ++capi_checks;
+  if (got != want || message == NULL || message[0] == '\0' || !outs_untouched()) {
+    ++capi_failures;
+    fprintf(stderr, "test_misuse.c:%d: %s%s%s\n  want %s, got %s; message \"%s\"%s\n", line, call,
+            bad_index >= 0 ? " with a handle that is " : "", bad_index >= 0 ? bad_names[bad_index] : "",
+            accel_status_name(want), accel_status_name(got), message ? message : "(NULL)",
+            outs_untouched() ? "" : "; an out-parameter was written");
+  }
+}
+
+#define EXPECT_STATUS(want, call)                   \
+  do {                                              \
+    accel_set_error("");                            \
+    reset_outs();                                   \
+    expect_status(#call, __LINE__, (call), (want)); \
+  } while (0)
+#define ARG(call) EXPECT_STATUS(ACCEL_ERR_INVALID_ARGUMENT, call)
+#define STATE(call) EXPECT_STATUS(ACCEL_ERR_STATE, call)
+#define IO(call) EXPECT_STATUS(ACCEL_ERR_IO, call)
+
+/* An enum value outside every accel_* enum (passed through int: C allows it). */
+#define BAD_ENUM(type) ((type)9999)
+#define NEG_ENUM(type) ((type)-5)
+
+/* ---- fixtures ---------------------------------------------------------- */
+
+static char dir[64];
+static accel_accelerator* acc;
+static accel_tensor *tx, *ty, *scalar;
+static accel_model* model;
+static accel_optimizer* opt;
+static accel_scheduler* sched;
+static accel_dataset* ds;
+static accel_dataloader* dl;
+static accel_progress* prog;
+
+static accel_bytes_writer* stale_writer;
+static accel_status remember_writer(void* user, accel_bytes_writer* writer) {
+  (void)user;
+  stale_writer = writer;
+  return ACCEL_OK;
+}
+static accel_status ignore_load(void* user, const void* data, size_t size) {
+  (void)user; (void)data; (void)size;
+  return ACCEL_OK;
+}
+static accel_status ok_hook(void* user, const char* d) {
+  (void)user; (void)d;
+  return ACCEL_OK;
+}
+static accel_status bogus_status_hook(void* user, const char* d) {
+  (void)user; (void)d;
+  return (accel_status)12345; /* not an accel_status: must become an error, not undefined behaviour */
+}
+static accel_status never_length(void* user, int64_t* out) {
+  (void)user;
+  *out = 4;
+  return ACCEL_OK;
+}
+static accel_status never_sample(void* user, int64_t index, void* const* fields, const size_t* nbytes) {
+  (void)user; (void)index; (void)fields; (void)nbytes;
+  return ACCEL_OK;
+}
+static accel_status never_next(void* user, void* const* fields, const size_t* nbytes, int* has_sample) {
+  (void)user; (void)fields; (void)nbytes;
+  *has_sample = 0;
+  return ACCEL_OK;
+}
+
+static accel_tensor* make_tensor(const int64_t* shape, size_t ndim) {
+  float data[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  size_t n = 1;
+  accel_tensor* t = NULL;
+  for (size_t d = 0; d < ndim; ++d) n *= (size_t)shape[d];
+  if (accel_tensor_from_buffer(data, n * sizeof(float), ACCEL_FLOAT32, shape, ndim, &t) != ACCEL_OK) {
+    fprintf(stderr, "fixture tensor: %s\n", accel_last_error());
+    exit(2);
+  }
+  return t;
+}
+
+#define FIXTURE(call)                                                         \
+  do {                                                                        \
+    if ((call) != ACCEL_OK) {                                                 \
+      fprintf(stderr, "fixture %s failed: %s\n", #call, accel_last_error()); \
+      exit(2);                                                                \
+    }                                                                         \
+  } while (0)
+
+static const char* kLinear = "[{\"type\": \"Linear\", \"in_features\": 2, \"out_features\": 3}]";
+
+static void setup(void) {
+  accel_accelerator_options ao;
+  accel_optimizer_options oo;
+  accel_scheduler_options so;
+  int64_t shape_x[2] = {4, 2}, shape_y[1] = {4};
+  int64_t labels[4] = {0, 1, 2, 0};
+  accel_accelerator* acc2;
+  accel_tensor* t2;
+  accel_model* m2;
+  accel_optimizer* o2;
+  accel_scheduler* s2;
+  accel_dataset* d2;
+  accel_dataloader* l2;
+  accel_progress* p2;
+  accel_profile* f2;
+
+  strcpy(dir, "/tmp/accel_misuse_XXXXXX");
+  if (mkdtemp(dir) == NULL) exit(2);
+  accel_accelerator_options_init(&ao);
+  ao.cpu = 1;
+  ao.project_dir = dir;
+  FIXTURE(accel_accelerator_create(&ao, &acc));
+  tx = make_tensor(shape_x, 2);
+  FIXTURE(accel_tensor_from_buffer(labels, sizeof labels, ACCEL_INT64, shape_y, 1, &ty));
+  scalar = make_tensor(NULL, 0);
+  FIXTURE(accel_model_from_json(kLinear, &model));
+  accel_optimizer_options_init(&oo, ACCEL_OPTIM_SGD);
+  FIXTURE(accel_optimizer_create(model, &oo, &opt));
+  accel_scheduler_options_init(&so, ACCEL_SCHED_STEP);
+  FIXTURE(accel_scheduler_create(opt, &so, &sched));
+  FIXTURE(accel_dataset_from_tensors(tx, ty, &ds));
+  FIXTURE(accel_dataloader_create(ds, NULL, &dl));
+  FIXTURE(accel_progress_create(0, "misuse", 1, &prog));
+
+  /* Freed handles last, so that no fixture above reuses their addresses. */
+  FIXTURE(accel_accelerator_create(&ao, &acc2));
+  t2 = make_tensor(shape_y, 1);
+  FIXTURE(accel_model_from_json(kLinear, &m2));
+  FIXTURE(accel_optimizer_create(m2, &oo, &o2));
+  FIXTURE(accel_scheduler_create(o2, &so, &s2));
+  FIXTURE(accel_dataset_from_tensors(tx, ty, &d2));
+  FIXTURE(accel_dataloader_create(d2, NULL, &l2));
+  FIXTURE(accel_progress_create(0, "freed", 1, &p2));
+  FIXTURE(accel_profile_begin(acc2, dir, &f2));
+  FIXTURE(accel_profile_end(f2)); /* frees it */
+  accel_scheduler_free(s2);
+  accel_optimizer_free(o2);
+  accel_model_free(m2);
+  accel_dataloader_free(l2);
+  accel_dataset_free(d2);
+  accel_tensor_free(t2);
+  accel_progress_free(p2);
+  accel_accelerator_free(acc2);
+
+  {
+    void* freed[K_COUNT] = {t2, acc2, m2, o2, s2, d2, l2, p2, f2};
+    void* live[K_COUNT] = {tx, acc, model, opt, sched, ds, dl, prog, NULL};
+    for (int k = 0; k < K_COUNT; ++k) {
+      bad[k][0] = NULL;
+      bad[k][1] = freed[k];
+      bad[k][2] = live[k == K_TENSOR ? K_ACC : K_TENSOR]; /* another kind, alive */
+      bad[k][3] = garbage + 64;
+    }
+  }
+}
+
+/* ---- the cases, one block per header section ---------------------------- */
+
+static void version_and_errors(void) {
+  EXPECT(accel_version() != NULL && strlen(accel_version()) >= 5);
+  EXPECT(accel_version_number() == ACCEL_VERSION_NUMBER);
+  EXPECT(accel_abi_version() == ACCEL_ABI_VERSION);
+  EXPECT(accel_has_feature(BAD_ENUM(accel_feature)) == 0);
+  EXPECT(accel_has_feature(NEG_ENUM(accel_feature)) == 0);
+  EXPECT(accel_has_feature((accel_feature)0) == 0);
+  EXPECT(strcmp(accel_status_name(BAD_ENUM(accel_status)), "ACCEL_ERR_UNKNOWN") == 0);
+  EXPECT(strcmp(accel_status_name(NEG_ENUM(accel_status)), "ACCEL_ERR_UNKNOWN") == 0);
+  EXPECT(strcmp(accel_status_name(ACCEL_ERR_RESOURCE), "ACCEL_ERR_RESOURCE") == 0);
+  accel_set_error(NULL);
+  EXPECT(accel_last_error() != NULL && accel_last_error()[0] == '\0');
+  EXPECT(accel_dtype_size(BAD_ENUM(accel_dtype)) == 0);
+  EXPECT(accel_dtype_size(NEG_ENUM(accel_dtype)) == 0);
+  EXPECT(accel_dtype_size((accel_dtype)0) == 0);
+}
+
+static void tensors(void) {
+  float data[8] = {0};
+  int64_t shape[2] = {4, 2}, negative[2] = {-4, -2}, huge_rank[1] = {1};
+  ARG(accel_tensor_from_buffer(data, sizeof data, ACCEL_FLOAT32, shape, 2, NULL));
+  ARG(accel_tensor_from_buffer(NULL, sizeof data, ACCEL_FLOAT32, shape, 2, &t_out));
+  ARG(accel_tensor_from_buffer(data, sizeof data, ACCEL_FLOAT32, NULL, 2, &t_out));
+  ARG(accel_tensor_from_buffer(data, sizeof data, BAD_ENUM(accel_dtype), shape, 2, &t_out));
+  ARG(accel_tensor_from_buffer(data, sizeof data, NEG_ENUM(accel_dtype), shape, 2, &t_out));
+  ARG(accel_tensor_from_buffer(data, 0, ACCEL_FLOAT32, shape, 2, &t_out));
+  ARG(accel_tensor_from_buffer(data, SIZE_MAX, ACCEL_FLOAT32, shape, 2, &t_out));
+  ARG(accel_tensor_from_buffer(data, sizeof data, ACCEL_FLOAT32, negative, 2, &t_out));
+  ARG(accel_tensor_from_buffer(data, 4, ACCEL_FLOAT32, huge_rank, SIZE_MAX, &t_out));
+
+  EACH_BAD(K_TENSOR, accel_tensor, t) {
+    ARG(accel_tensor_copy_to(t, data, sizeof data));
+    ARG(accel_tensor_ndim(t, &sz_out));
+    ARG(accel_tensor_shape(t, shape, 2));
+    ARG(accel_tensor_dtype(t, &dtype_out));
+    ARG(accel_tensor_numel(t, &i64_out));
+    ARG(accel_tensor_argmax(t, 0, &t_out));
+    ARG(accel_tensor_eq(t, tx, &t_out));
+    ARG(accel_tensor_eq(tx, t, &t_out));
+    ARG(accel_tensor_sum(t, &t_out));
+    ARG(accel_tensor_item(t, &d_out));
+    accel_tensor_free(t); /* ignored */
+  }
+  ARG(accel_tensor_copy_to(tx, NULL, sizeof data));
+  ARG(accel_tensor_copy_to(tx, data, 0));
+  ARG(accel_tensor_copy_to(tx, data, SIZE_MAX));
+  ARG(accel_tensor_ndim(tx, NULL));
+  ARG(accel_tensor_shape(tx, NULL, 2));
+  ARG(accel_tensor_dtype(tx, NULL));
+  ARG(accel_tensor_numel(tx, NULL));
+  ARG(accel_tensor_argmax(tx, 0, NULL));
+  ARG(accel_tensor_argmax(tx, 2, &t_out));
+  ARG(accel_tensor_argmax(tx, -3, &t_out));
+  ARG(accel_tensor_argmax(tx, INT64_MAX, &t_out));
+  ARG(accel_tensor_argmax(tx, INT64_MIN, &t_out));
+  ARG(accel_tensor_argmax(scalar, 0, &t_out));
+  ARG(accel_tensor_eq(tx, tx, NULL));
+  ARG(accel_tensor_eq(tx, ty, &t_out)); /* [4,2] and [4] do not broadcast */
+  ARG(accel_tensor_sum(tx, NULL));
+  ARG(accel_tensor_item(tx, &d_out)); /* 8 elements */
+  ARG(accel_tensor_item(scalar, NULL));
+  accel_tensor_free(NULL);
+}
+
+static void accelerator(void) {
+  accel_accelerator_options o;
+  accel_accelerator_options_init(NULL);
+  ARG(accel_accelerator_create(NULL, NULL));
+#define BAD_OPTION(field, value)              \
+  do {                                        \
+    accel_accelerator_options_init(&o);       \
+    o.cpu = 1;                                \
+    o.field = value;                          \
+    ARG(accel_accelerator_create(&o, &acc_out)); \
+  } while (0)
+  BAD_OPTION(struct_size, 0);
+  BAD_OPTION(struct_size, 1);
+  BAD_OPTION(struct_size, UINT32_MAX);
+  BAD_OPTION(timeout_ms, 0);
+  BAD_OPTION(timeout_ms, -1);
+  BAD_OPTION(mixed_precision, BAD_ENUM(accel_mixed_precision));
+  BAD_OPTION(mixed_precision, NEG_ENUM(accel_mixed_precision));
+  BAD_OPTION(comm_hook, BAD_ENUM(accel_comm_hook));
+  BAD_OPTION(comm_hook, NEG_ENUM(accel_comm_hook));
+  BAD_OPTION(bucket_cap_mb, 0.0);
+  BAD_OPTION(bucket_cap_mb, -1.0);
+  BAD_OPTION(bucket_cap_mb, NAN);
+  BAD_OPTION(first_bucket_cap_mb, -1.0);
+  BAD_OPTION(gradient_accumulation_steps, -1);
+  BAD_OPTION(gradient_accumulation_steps, INT64_MIN);
+  BAD_OPTION(total_limit, -1);
+  BAD_OPTION(scaler_init_scale, 0.0);
+  BAD_OPTION(scaler_init_scale, -1.0);
+  BAD_OPTION(scaler_init_scale, INFINITY);
+  BAD_OPTION(scaler_init_scale, NAN);
+  BAD_OPTION(scaler_growth_factor, 1.0);
+  BAD_OPTION(scaler_growth_factor, 0.5);
+  BAD_OPTION(scaler_growth_factor, 0.0);
+  BAD_OPTION(scaler_growth_factor, INFINITY);
+  BAD_OPTION(scaler_growth_factor, NAN);
+  BAD_OPTION(scaler_backoff_factor, 1.0);
+  BAD_OPTION(scaler_backoff_factor, 2.0);
+  BAD_OPTION(scaler_backoff_factor, 0.0);
+  BAD_OPTION(scaler_backoff_factor, -0.5);
+  BAD_OPTION(scaler_backoff_factor, NAN);
+  BAD_OPTION(scaler_growth_interval, 0);
+  BAD_OPTION(scaler_growth_interval, -5);
+#undef BAD_OPTION
+  /* The message names the option and the value. */
+  accel_accelerator_options_init(&o);
+  o.cpu = 1;
+  o.scaler_growth_factor = 0.5;
+  EXPECT_ERROR(accel_accelerator_create(&o, &acc_out), ACCEL_ERR_INVALID_ARGUMENT, "scaler_growth_factor");
+  EXPECT(strstr(accel_last_error(), "0.5") != NULL);
+  o.scaler_growth_factor = 2.0;
+  o.scaler_backoff_factor = 1.0;
+  EXPECT_ERROR(accel_accelerator_create(&o, &acc_out), ACCEL_ERR_INVALID_ARGUMENT, "scaler_backoff_factor");
+  o.scaler_backoff_factor = 0.5;
+  o.scaler_growth_interval = 0;
+  EXPECT_ERROR(accel_accelerator_create(&o, &acc_out), ACCEL_ERR_INVALID_ARGUMENT, "scaler_growth_interval");
+
+  EACH_BAD(K_ACC, accel_accelerator, a) {
+    ARG(accel_accelerator_process_index(a, &i_out));
+    ARG(accel_accelerator_local_process_index(a, &i_out));
+    ARG(accel_accelerator_num_processes(a, &i_out));
+    ARG(accel_accelerator_is_main_process(a, &i_out));
+    ARG(accel_accelerator_is_local_main_process(a, &i_out));
+    ARG(accel_accelerator_distributed_type(a, &dist_out));
+    ARG(accel_accelerator_mixed_precision(a, &mp_out));
+    ARG(accel_accelerator_device(a, &s_out));
+    ARG(accel_accelerator_timeout_ms(a, &i64_out));
+    ARG(accel_accelerator_wait_for_everyone(a));
+    ARG(accel_accelerator_print(a, "hello"));
+    ARG(accel_accelerator_set_seed(a, 1));
+    ARG(accel_accelerator_gather(a, tx, &t_out));
+    ARG(accel_accelerator_gather_for_metrics(a, tx, &t_out));
+    ARG(accel_accelerator_reduce(a, tx, ACCEL_REDUCE_SUM, &t_out));
+    ARG(accel_accelerator_broadcast(a, tx, 0, &t_out));
+    ARG(accel_accelerator_pad_across_processes(a, tx, 0, 0.0, 0, &t_out));
+    ARG(accel_accelerator_gather_object(a, "x", 1, &t_out, &t_out2));
+    ARG(accel_accelerator_split_between_processes(a, tx, 0, &t_out));
+    ARG(accel_accelerator_set_trigger(a));
+    ARG(accel_accelerator_check_trigger(a, &i_out));
+    ARG(accel_accelerator_main_process_first_begin(a));
+    ARG(accel_accelerator_main_process_first_end(a));
+    ARG(accel_accelerator_local_main_process_first_begin(a));
+    ARG(accel_accelerator_local_main_process_first_end(a));
+    ARG(accel_accelerator_free_memory(a));
+    accel_accelerator_free(a); /* ignored */
+  }
+  EACH_BAD(K_TENSOR, accel_tensor, t) {
+    ARG(accel_accelerator_gather(acc, t, &t_out));
+    ARG(accel_accelerator_gather_for_metrics(acc, t, &t_out));
+    ARG(accel_accelerator_reduce(acc, t, ACCEL_REDUCE_SUM, &t_out));
+    ARG(accel_accelerator_broadcast(acc, t, 0, &t_out));
+    ARG(accel_accelerator_pad_across_processes(acc, t, 0, 0.0, 0, &t_out));
+    ARG(accel_accelerator_split_between_processes(acc, t, 0, &t_out));
+  }
+  ARG(accel_accelerator_process_index(acc, NULL));
+  ARG(accel_accelerator_local_process_index(acc, NULL));
+  ARG(accel_accelerator_num_processes(acc, NULL));
+  ARG(accel_accelerator_is_main_process(acc, NULL));
+  ARG(accel_accelerator_is_local_main_process(acc, NULL));
+  ARG(accel_accelerator_distributed_type(acc, NULL));
+  ARG(accel_accelerator_mixed_precision(acc, NULL));
+  ARG(accel_accelerator_device(acc, NULL));
+  ARG(accel_accelerator_timeout_ms(acc, NULL));
+  ARG(accel_accelerator_print(acc, NULL));
+  ARG(accel_accelerator_gather(acc, tx, NULL));
+  ARG(accel_accelerator_gather_for_metrics(acc, tx, NULL));
+  ARG(accel_accelerator_reduce(acc, tx, ACCEL_REDUCE_SUM, NULL));
+  ARG(accel_accelerator_reduce(acc, tx, BAD_ENUM(accel_reduce_op), &t_out));
+  ARG(accel_accelerator_reduce(acc, tx, NEG_ENUM(accel_reduce_op), &t_out));
+  ARG(accel_accelerator_broadcast(acc, tx, 0, NULL));
+  ARG(accel_accelerator_broadcast(acc, tx, -1, &t_out));
+  ARG(accel_accelerator_broadcast(acc, tx, 1, &t_out)); /* one process */
+  ARG(accel_accelerator_broadcast(acc, tx, INT32_MAX, &t_out));
+  ARG(accel_accelerator_pad_across_processes(acc, tx, 0, 0.0, 0, NULL));
+  ARG(accel_accelerator_pad_across_processes(acc, tx, 2, 0.0, 0, &t_out));
+  ARG(accel_accelerator_pad_across_processes(acc, tx, -3, 0.0, 0, &t_out));
+  ARG(accel_accelerator_pad_across_processes(acc, tx, INT64_MAX, 0.0, 0, &t_out));
+  ARG(accel_accelerator_pad_across_processes(acc, tx, INT64_MIN, 0.0, 0, &t_out));
+  ARG(accel_accelerator_pad_across_processes(acc, scalar, 0, 0.0, 0, &t_out));
+  ARG(accel_accelerator_gather_object(acc, NULL, 1, &t_out, &t_out2));
+  ARG(accel_accelerator_gather_object(acc, NULL, SIZE_MAX, &t_out, &t_out2));
+  ARG(accel_accelerator_gather_object(acc, "x", 1, NULL, &t_out2));
+  ARG(accel_accelerator_gather_object(acc, "x", 1, &t_out, NULL));
+  ARG(accel_accelerator_split_between_processes(acc, tx, 0, NULL));
+  ARG(accel_accelerator_split_between_processes(acc, scalar, 0, &t_out));
+  ARG(accel_accelerator_check_trigger(acc, NULL));
+  /* _end without _begin is a STATE error for every scope (and enters no barrier). */
+  STATE(accel_accelerator_main_process_first_end(acc));
+  STATE(accel_accelerator_local_main_process_first_end(acc));
+  EXPECT_OK(accel_accelerator_main_process_first_begin(acc));
+  EXPECT_OK(accel_accelerator_main_process_first_end(acc));
+  STATE(accel_accelerator_main_process_first_end(acc));
+  EXPECT_OK(accel_accelerator_local_main_process_first_begin(acc));
+  EXPECT_OK(accel_accelerator_local_main_process_first_end(acc));
+  STATE(accel_accelerator_local_main_process_first_end(acc));
+  accel_accelerator_free(NULL);
+}
+
+static void models(void) {
+  float x[6] = {0};
+  int64_t wrong[2] = {2, 3};
+  accel_tensor* wrong_input;
+  ARG(accel_model_from_torchscript(NULL, &model_out));
+  ARG(accel_model_from_torchscript("model.pt", NULL));
+  IO(accel_model_from_torchscript("/nonexistent/model.pt", &model_out));
+  ARG(accel_model_from_torchscript("", &model_out));
+  ARG(accel_model_from_json(NULL, &model_out));
+  ARG(accel_model_from_json(kLinear, NULL));
+  ARG(accel_model_from_json("", &model_out));
+  ARG(accel_model_from_json("not json", &model_out));
+  ARG(accel_model_from_json("[{\"type\": \"Linear\", \"in_features\": -2, \"out_features\": 3}]", &model_out));
+  ARG(accel_model_from_json("[{\"type\": \"Nope\"}]", &model_out));
+  ARG(accel_model_from_json("{\"layers\": 5}", &model_out));
+  EACH_BAD(K_MODEL, accel_model, m) {
+    ARG(accel_model_forward(m, tx, &t_out));
+    ARG(accel_model_train(m, 1));
+    ARG(accel_model_num_parameters(m, 0, &i64_out));
+    accel_model_free(m); /* ignored */
+  }
+  EACH_BAD(K_TENSOR, accel_tensor, t) {
+    ARG(accel_model_forward(model, t, &t_out));
+    ARG(accel_loss(ACCEL_LOSS_MSE, t, tx, &t_out));
+    ARG(accel_loss(ACCEL_LOSS_MSE, tx, t, &t_out));
+  }
+  ARG(accel_model_forward(model, tx, NULL));
+  FIXTURE(accel_tensor_from_buffer(x, sizeof x, ACCEL_FLOAT32, wrong, 2, &wrong_input));
+  ARG(accel_model_forward(model, wrong_input, &t_out)); /* 3 features into Linear(2, 3) */
+  ARG(accel_model_forward(model, ty, &t_out));          /* int64 [4] */
+  ARG(accel_model_num_parameters(model, 0, NULL));
+  ARG(accel_loss(ACCEL_LOSS_MSE, tx, tx, NULL));
+  ARG(accel_loss(BAD_ENUM(accel_loss_kind), tx, tx, &t_out));
+  ARG(accel_loss(NEG_ENUM(accel_loss_kind), tx, tx, &t_out));
+  ARG(accel_loss((accel_loss_kind)0, tx, tx, &t_out));
+  ARG(accel_loss(ACCEL_LOSS_MSE, tx, wrong_input, &t_out));
+  ARG(accel_loss(ACCEL_LOSS_CROSS_ENTROPY, tx, tx, &t_out)); /* float targets */
+  ARG(accel_loss(ACCEL_LOSS_NLL, ty, ty, &t_out));
+  ARG(accel_loss(ACCEL_LOSS_BCE_WITH_LOGITS, tx, ty, &t_out));
+  accel_tensor_free(wrong_input);
+  accel_model_free(NULL);
+}
+
+static void optimizers(void) {
+  accel_optimizer_options o;
+  accel_optimizer_options_init(NULL, ACCEL_OPTIM_SGD);
+  accel_optimizer_options_init(&o, BAD_ENUM(accel_optimizer_kind));
+  ARG(accel_optimizer_create(model, &o, &opt_out));
+  accel_optimizer_options_init(&o, NEG_ENUM(accel_optimizer_kind));
+  ARG(accel_optimizer_create(model, &o, &opt_out));
+  accel_optimizer_options_init(&o, ACCEL_OPTIM_ADAM);
+  EACH_BAD(K_MODEL, accel_model, m) ARG(accel_optimizer_create(m, &o, &opt_out));
+  ARG(accel_optimizer_create(model, NULL, &opt_out));
+  ARG(accel_optimizer_create(model, &o, NULL));
+#define BAD_OPTION(kind, field, value)     \
+  do {                                     \
+    accel_optimizer_options_init(&o, kind); \
+    o.field = value;                       \
+    ARG(accel_optimizer_create(model, &o, &opt_out)); \
+  } while (0)
+  BAD_OPTION(ACCEL_OPTIM_ADAM, struct_size, 0);
+  BAD_OPTION(ACCEL_OPTIM_ADAM, struct_size, UINT32_MAX);
+  BAD_OPTION(ACCEL_OPTIM_ADAM, kind, BAD_ENUM(accel_optimizer_kind));
+  BAD_OPTION(ACCEL_OPTIM_ADAM, lr, -1.0);
+  BAD_OPTION(ACCEL_OPTIM_ADAM, lr, NAN);
+  BAD_OPTION(ACCEL_OPTIM_ADAM, eps, -1.0);
+  BAD_OPTION(ACCEL_OPTIM_ADAM, beta1, 1.5);
+  BAD_OPTION(ACCEL_OPTIM_ADAM, beta2, -0.1);
+  BAD_OPTION(ACCEL_OPTIM_ADAMW, weight_decay, -1.0);
+  BAD_OPTION(ACCEL_OPTIM_SGD, momentum, -1.0);
+  BAD_OPTION(ACCEL_OPTIM_RMSPROP, alpha, -1.0);
+  BAD_OPTION(ACCEL_OPTIM_ADAGRAD, lr_decay, -1.0);
+#undef BAD_OPTION
+  EACH_BAD(K_OPT, accel_optimizer, p) {
+    ARG(accel_optimizer_step(p));
+    ARG(accel_optimizer_zero_grad(p));
+    ARG(accel_optimizer_get_lr(p, &d_out));
+    ARG(accel_optimizer_set_lr(p, 0.1));
+    ARG(accel_optimizer_step_was_skipped(p, &i_out));
+    accel_optimizer_free(p); /* ignored */
+  }
+  ARG(accel_optimizer_get_lr(opt, NULL));
+  ARG(accel_optimizer_set_lr(opt, -1.0));
+  ARG(accel_optimizer_set_lr(opt, NAN));
+  ARG(accel_optimizer_step_was_skipped(opt, NULL));
+  accel_optimizer_free(NULL);
+}
+
+static void schedulers(void) {
+  accel_scheduler_options o;
+  accel_scheduler_options_init(NULL, ACCEL_SCHED_STEP);
+  accel_scheduler_options_init(&o, BAD_ENUM(accel_scheduler_kind));
+  ARG(accel_scheduler_create(opt, &o, &sched_out));
+  accel_scheduler_options_init(&o, NEG_ENUM(accel_scheduler_kind));
+  ARG(accel_scheduler_create(opt, &o, &sched_out));
+  accel_scheduler_options_init(&o, ACCEL_SCHED_STEP);
+  EACH_BAD(K_OPT, accel_optimizer, p) ARG(accel_scheduler_create(p, &o, &sched_out));
+  ARG(accel_scheduler_create(opt, NULL, &sched_out));
+  ARG(accel_scheduler_create(opt, &o, NULL));
+#define BAD_OPTION(kind, field, value)      \
+  do {                                      \
+    accel_scheduler_options_init(&o, kind); \
+    o.field = value;                        \
+    ARG(accel_scheduler_create(opt, &o, &sched_out)); \
+  } while (0)
+  BAD_OPTION(ACCEL_SCHED_STEP, struct_size, 0);
+  BAD_OPTION(ACCEL_SCHED_STEP, struct_size, UINT32_MAX);
+  BAD_OPTION(ACCEL_SCHED_STEP, step_size, 0);
+  BAD_OPTION(ACCEL_SCHED_STEP, step_size, -1);
+  BAD_OPTION(ACCEL_SCHED_MULTI_STEP, num_milestones, 3); /* milestones NULL */
+  BAD_OPTION(ACCEL_SCHED_MULTI_STEP, num_milestones, SIZE_MAX);
+  BAD_OPTION(ACCEL_SCHED_COSINE_ANNEALING, t_max, 0);
+  BAD_OPTION(ACCEL_SCHED_LINEAR, total_iters, -1);
+  BAD_OPTION(ACCEL_SCHED_ONE_CYCLE, total_steps, 0);
+  BAD_OPTION(ACCEL_SCHED_LINEAR_WARMUP, num_training_steps, -1);
+  BAD_OPTION(ACCEL_SCHED_REDUCE_ON_PLATEAU, factor, 1.5);
+#undef BAD_OPTION
+  EACH_BAD(K_SCHED, accel_scheduler, s) {
+    ARG(accel_scheduler_step(s));
+    ARG(accel_scheduler_step_metric(s, 1.0));
+    ARG(accel_scheduler_get_last_lr(s, &d_out));
+    ARG(accel_scheduler_last_epoch(s, &i64_out));
+    accel_scheduler_free(s); /* ignored */
+  }
+  ARG(accel_scheduler_get_last_lr(sched, NULL));
+  ARG(accel_scheduler_last_epoch(sched, NULL));
+  accel_scheduler_free(NULL);
+}
+
+static void datasets(void) {
+  const char* names[2] = {"x", NULL};
+  int64_t zero_shape[1] = {0}, negative_shape[1] = {-3}, ok_shape[1] = {2};
+  accel_field_spec field = {ACCEL_FLOAT32, 1, ok_shape};
+  accel_dataset_callbacks cb;
+  accel_stream_callbacks sc;
+  accel_dataloader_options lo;
+  accel_tensor* batch[2];
+  accel_dataset_callbacks_init(NULL);
+  accel_stream_callbacks_init(NULL);
+  accel_dataloader_options_init(NULL);
+
+  EACH_BAD(K_TENSOR, accel_tensor, t) {
+    ARG(accel_dataset_from_tensors(t, ty, &ds_out));
+    ARG(accel_dataset_from_tensors(tx, t, &ds_out));
+  }
+  ARG(accel_dataset_from_tensors(tx, ty, NULL));
+  ARG(accel_dataset_from_tensors(scalar, ty, &ds_out)); /* no dim 0 */
+  ARG(accel_dataset_from_tensors(tx, scalar, &ds_out));
+  ARG(accel_dataset_from_idx(NULL, "labels", 0.0, 1.0, &ds_out));
+  ARG(accel_dataset_from_idx("images", NULL, 0.0, 1.0, &ds_out));
+  ARG(accel_dataset_from_idx("images", "labels", 0.0, 1.0, NULL));
+  IO(accel_dataset_from_idx("/nonexistent/images", "/nonexistent/labels", 0.0, 1.0, &ds_out));
+  ARG(accel_dataset_from_csv(NULL, "label", ACCEL_INT64, &ds_out));
+  ARG(accel_dataset_from_csv("x.csv", NULL, ACCEL_INT64, &ds_out));
+  ARG(accel_dataset_from_csv("x.csv", "label", ACCEL_INT64, NULL));
+  ARG(accel_dataset_from_csv("x.csv", "label", BAD_ENUM(accel_dtype), &ds_out));
+  ARG(accel_dataset_from_csv("x.csv", "label", NEG_ENUM(accel_dtype), &ds_out));
+  IO(accel_dataset_from_csv("/nonexistent/x.csv", "label", ACCEL_INT64, &ds_out));
+  ARG(accel_dataset_from_safetensors(NULL, names, 1, &ds_out));
+  ARG(accel_dataset_from_safetensors(dir, NULL, 1, &ds_out));
+  ARG(accel_dataset_from_safetensors(dir, names, 0, &ds_out));
+  ARG(accel_dataset_from_safetensors(dir, names, -1, &ds_out));
+  ARG(accel_dataset_from_safetensors(dir, names, 2, &ds_out)); /* names[1] is NULL */
+  ARG(accel_dataset_from_safetensors(dir, names, 1, NULL));
+  IO(accel_dataset_from_safetensors("/nonexistent", names, 1, &ds_out));
+
+  accel_dataset_callbacks_init(&cb);
+  cb.length = never_length;
+  cb.get_sample = never_sample;
+  ARG(accel_dataset_from_callbacks(&field, 1, NULL, NULL, &ds_out));
+  ARG(accel_dataset_from_callbacks(NULL, 1, &cb, NULL, &ds_out));
+  ARG(accel_dataset_from_callbacks(&field, 0, &cb, NULL, &ds_out));
+  ARG(accel_dataset_from_callbacks(&field, -1, &cb, NULL, &ds_out));
+  ARG(accel_dataset_from_callbacks(&field, 1, &cb, NULL, NULL));
+  field.dtype = BAD_ENUM(accel_dtype);
+  ARG(accel_dataset_from_callbacks(&field, 1, &cb, NULL, &ds_out));
+  field.dtype = NEG_ENUM(accel_dtype);
+  ARG(accel_dataset_from_callbacks(&field, 1, &cb, NULL, &ds_out));
+  field.dtype = ACCEL_FLOAT32;
+  field.ndim = -1;
+  ARG(accel_dataset_from_callbacks(&field, 1, &cb, NULL, &ds_out));
+  field.ndim = 1000;
+  ARG(accel_dataset_from_callbacks(&field, 1, &cb, NULL, &ds_out));
+  field.ndim = 1;
+  field.shape = NULL;
+  ARG(accel_dataset_from_callbacks(&field, 1, &cb, NULL, &ds_out));
+  field.shape = zero_shape;
+  ARG(accel_dataset_from_callbacks(&field, 1, &cb, NULL, &ds_out));
+  field.shape = negative_shape;
+  ARG(accel_dataset_from_callbacks(&field, 1, &cb, NULL, &ds_out));
+  field.shape = ok_shape;
+  cb.struct_size = 0;
+  ARG(accel_dataset_from_callbacks(&field, 1, &cb, NULL, &ds_out));
+  accel_dataset_callbacks_init(&cb);
+  cb.get_sample = never_sample;
+  ARG(accel_dataset_from_callbacks(&field, 1, &cb, NULL, &ds_out)); /* no length */
+  accel_dataset_callbacks_init(&cb);
+  cb.length = never_length;
+  ARG(accel_dataset_from_callbacks(&field, 1, &cb, NULL, &ds_out)); /* no get_sample */
+
+  accel_stream_callbacks_init(&sc);
+  ARG(accel_dataset_from_stream(&field, 1, &sc, NULL, &ds_out)); /* no next_sample */
+  sc.next_sample = never_next;
+  ARG(accel_dataset_from_stream(&field, 1, NULL, NULL, &ds_out));
+  ARG(accel_dataset_from_stream(NULL, 1, &sc, NULL, &ds_out));
+  ARG(accel_dataset_from_stream(&field, 0, &sc, NULL, &ds_out));
+  ARG(accel_dataset_from_stream(&field, 1, &sc, NULL, NULL));
+  field.shape = negative_shape;
+  ARG(accel_dataset_from_stream(&field, 1, &sc, NULL, &ds_out));
+  field.shape = ok_shape;
+  sc.struct_size = UINT32_MAX;
+  ARG(accel_dataset_from_stream(&field, 1, &sc, NULL, &ds_out));
+
+  EACH_BAD(K_DATASET, accel_dataset, d) {
+    ARG(accel_dataset_size(d, &i64_out));
+    ARG(accel_dataset_is_iterable(d, &i_out));
+    ARG(accel_dataloader_create(d, NULL, &dl_out));
+    accel_dataset_free(d); /* ignored */
+  }
+  ARG(accel_dataset_size(ds, NULL));
+  ARG(accel_dataset_is_iterable(ds, NULL));
+  ARG(accel_dataloader_create(ds, NULL, NULL));
+#define BAD_OPTION(field_name, value)        \
+  do {                                       \
+    accel_dataloader_options_init(&lo);      \
+    lo.field_name = value;                   \
+    ARG(accel_dataloader_create(ds, &lo, &dl_out)); \
+  } while (0)
+  BAD_OPTION(struct_size, 0);
+  BAD_OPTION(struct_size, UINT32_MAX);
+  BAD_OPTION(batch_size, 0);
+  BAD_OPTION(batch_size, -1);
+  BAD_OPTION(batch_size, INT64_MIN);
+  BAD_OPTION(num_workers, -1);
+  BAD_OPTION(num_workers, 257);
+  BAD_OPTION(num_workers, 1000000);
+  BAD_OPTION(num_workers, INT32_MAX);
+  BAD_OPTION(prefetch_factor, 0);
+  BAD_OPTION(prefetch_factor, -1);
+#undef BAD_OPTION
+  accel_dataloader_options_init(&lo);
+  lo.num_workers = 1000000;
+  EXPECT_ERROR(accel_dataloader_create(ds, &lo, &dl_out), ACCEL_ERR_INVALID_ARGUMENT, "1000000");
+
+  EACH_BAD(K_LOADER, accel_dataloader, l) {
+    ARG(accel_dataloader_next(l, &t_out, &t_out2));
+    ARG(accel_dataloader_next_fields(l, batch, 2, &i_out));
+    ARG(accel_dataloader_num_batches(l, &i64_out));
+    ARG(accel_dataloader_skip_first_batches(l, 0, &dl_out));
+    ARG(accel_dataloader_set_epoch(l, 0));
+    accel_dataloader_free(l); /* ignored */
+  }
+  ARG(accel_dataloader_next(dl, NULL, &t_out2));
+  ARG(accel_dataloader_next(dl, &t_out, NULL));
+  ARG(accel_dataloader_next_fields(dl, NULL, 2, &i_out));
+  ARG(accel_dataloader_next_fields(dl, batch, 2, NULL));
+  ARG(accel_dataloader_next_fields(dl, batch, 0, &i_out));
+  ARG(accel_dataloader_next_fields(dl, batch, -1, &i_out));
+  ARG(accel_dataloader_next_fields(dl, batch, INT32_MIN, &i_out));
+  ARG(accel_dataloader_next_fields(dl, batch, 1, &i_out)); /* two fields: nothing consumed */
+  ARG(accel_dataloader_num_batches(dl, NULL));
+  ARG(accel_dataloader_skip_first_batches(dl, 0, NULL));
+  ARG(accel_dataloader_skip_first_batches(dl, -1, &dl_out));
+  ARG(accel_dataloader_skip_first_batches(dl, INT64_MIN, &dl_out));
+  {
+    /* The capacity error consumed nothing: the first batch is still sample 0. */
+    accel_tensor *x = NULL, *y = NULL;
+    int64_t first = -1;
+    EXPECT_OK(accel_dataloader_next(dl, &x, &y));
+    EXPECT(y != NULL && accel_tensor_copy_to(y, &first, sizeof first) == ACCEL_OK && first == 0);
+    accel_tensor_free(x);
+    accel_tensor_free(y);
+    EXPECT_OK(accel_dataloader_set_epoch(dl, 0));
+  }
+  accel_dataset_free(NULL);
+  accel_dataloader_free(NULL);
+}
+
+static void training(void) {
+  accel_tensor *out = NULL, *loss = NULL;
+  EACH_BAD(K_ACC, accel_accelerator, a) {
+    ARG(accel_accelerator_prepare_model(a, model));
+    ARG(accel_accelerator_prepare_optimizer(a, opt));
+    ARG(accel_accelerator_prepare_dataloader(a, dl));
+    ARG(accel_accelerator_prepare_scheduler(a, sched));
+    ARG(accel_accelerator_backward(a, tx));
+    ARG(accel_accelerator_accumulate_begin(a, model));
+    ARG(accel_accelerator_accumulate_end(a, model));
+    ARG(accel_accelerator_end_of_dataloader(a, &i_out));
+    ARG(accel_accelerator_remainder(a, &i64_out));
+    ARG(accel_accelerator_sync_gradients(a, &i_out));
+    ARG(accel_accelerator_gradient_accumulation_steps(a, &i64_out));
+    ARG(accel_accelerator_no_sync_begin(a, model));
+    ARG(accel_accelerator_no_sync_end(a, model));
+    ARG(accel_accelerator_trigger_sync_in_backward(a, model));
+    ARG(accel_accelerator_clip_grad_norm(a, model, 1.0, 2.0, &d_out));
+    ARG(accel_accelerator_clip_grad_value(a, model, 1.0));
+    ARG(accel_accelerator_unscale_gradients(a, opt));
+    ARG(accel_accelerator_loss_scale(a, &d_out));
+    ARG(accel_accelerator_join_uneven_inputs_begin(a));
+    ARG(accel_accelerator_join_uneven_inputs_end(a));
+    ARG(accel_accelerator_autocast_begin(a, 1));
+    ARG(accel_accelerator_autocast_end(a));
+  }
+  EACH_BAD(K_MODEL, accel_model, m) {
+    ARG(accel_accelerator_prepare_model(acc, m));
+    ARG(accel_accelerator_accumulate_begin(acc, m));
+    ARG(accel_accelerator_accumulate_end(acc, m));
+    ARG(accel_accelerator_no_sync_begin(acc, m));
+    ARG(accel_accelerator_no_sync_end(acc, m));
+    ARG(accel_accelerator_trigger_sync_in_backward(acc, m));
+    ARG(accel_accelerator_clip_grad_norm(acc, m, 1.0, 2.0, &d_out));
+    ARG(accel_accelerator_clip_grad_value(acc, m, 1.0));
+  }
+  EACH_BAD(K_OPT, accel_optimizer, p) {
+    ARG(accel_accelerator_prepare_optimizer(acc, p));
+    ARG(accel_accelerator_unscale_gradients(acc, p));
+  }
+  EACH_BAD(K_LOADER, accel_dataloader, l) ARG(accel_accelerator_prepare_dataloader(acc, l));
+  EACH_BAD(K_SCHED, accel_scheduler, s) ARG(accel_accelerator_prepare_scheduler(acc, s));
+  EACH_BAD(K_TENSOR, accel_tensor, t) ARG(accel_accelerator_backward(acc, t));
+  ARG(accel_accelerator_end_of_dataloader(acc, NULL));
+  ARG(accel_accelerator_remainder(acc, NULL));
+  ARG(accel_accelerator_sync_gradients(acc, NULL));
+  ARG(accel_accelerator_gradient_accumulation_steps(acc, NULL));
+  ARG(accel_accelerator_loss_scale(acc, NULL));
+  ARG(accel_accelerator_backward(acc, tx)); /* 8 elements, no grad */
+
+  /* Scopes: every _end without its _begin is STATE, and a closed scope stays closed. */
+  STATE(accel_accelerator_accumulate_end(acc, model));
+  STATE(accel_accelerator_no_sync_end(acc, model));
+  STATE(accel_accelerator_join_uneven_inputs_end(acc));
+  STATE(accel_accelerator_autocast_end(acc));
+  EXPECT_OK(accel_accelerator_accumulate_begin(acc, model));
+  EXPECT_OK(accel_accelerator_accumulate_end(acc, model));
+  STATE(accel_accelerator_accumulate_end(acc, model));
+  EXPECT_OK(accel_accelerator_no_sync_begin(acc, model));
+  STATE(accel_accelerator_accumulate_end(acc, model)); /* another scope's _end */
+  EXPECT_OK(accel_accelerator_no_sync_end(acc, model));
+  STATE(accel_accelerator_no_sync_end(acc, model));
+  EXPECT_OK(accel_accelerator_autocast_begin(acc, 1));
+  EXPECT_OK(accel_accelerator_autocast_end(acc));
+  STATE(accel_accelerator_autocast_end(acc));
+  EXPECT_OK(accel_accelerator_join_uneven_inputs_begin(acc));
+  STATE(accel_accelerator_join_uneven_inputs_begin(acc)); /* nested */
+  EXPECT_OK(accel_accelerator_join_uneven_inputs_end(acc));
+  STATE(accel_accelerator_join_uneven_inputs_end(acc));
+
+  EXPECT_OK(accel_accelerator_prepare_model(acc, model));
+  STATE(accel_accelerator_prepare_model(acc, model)); /* prepared once */
+  EXPECT_OK(accel_accelerator_prepare_optimizer(acc, opt));
+  EXPECT_OK(accel_accelerator_prepare_scheduler(acc, sched));
+  EXPECT_OK(accel_accelerator_prepare_dataloader(acc, dl));
+  EXPECT_OK(accel_model_forward(model, tx, &out));
+  EXPECT_OK(accel_loss(ACCEL_LOSS_MSE, out, out, &loss));
+  EXPECT_OK(accel_accelerator_backward(acc, loss));
+  ARG(accel_accelerator_clip_grad_norm(acc, model, 1.0, 2.0, NULL));
+  ARG(accel_accelerator_clip_grad_norm(acc, model, 0.0, 2.0, &d_out));
+  ARG(accel_accelerator_clip_grad_norm(acc, model, -1.0, 2.0, &d_out));
+  ARG(accel_accelerator_clip_grad_norm(acc, model, NAN, 2.0, &d_out));
+  ARG(accel_accelerator_clip_grad_norm(acc, model, 1.0, 0.0, &d_out));
+  ARG(accel_accelerator_clip_grad_norm(acc, model, 1.0, NAN, &d_out));
+  ARG(accel_accelerator_clip_grad_value(acc, model, 0.0));
+  ARG(accel_accelerator_clip_grad_value(acc, model, -1.0));
+  ARG(accel_accelerator_clip_grad_value(acc, model, NAN));
+  accel_tensor_free(loss);
+  accel_tensor_free(out);
+}
+
+static void checkpoints(void) {
+  accel_checkpoint_callbacks cb;
+  const char* names[2] = {"a", NULL};
+  const accel_tensor* tensors[2] = {NULL, NULL};
+  char path[128];
+  accel_checkpoint_callbacks_init(NULL);
+  EACH_BAD(K_ACC, accel_accelerator, a) {
+    ARG(accel_accelerator_save_state(a, dir));
+    ARG(accel_accelerator_load_state(a, dir));
+    ARG(accel_accelerator_save_iteration(a, &i64_out));
+    ARG(accel_accelerator_save_model(a, model, dir, NULL, 1));
+    ARG(accel_accelerator_load_checkpoint_in_model(a, model, "x.safetensors", 1, NULL, NULL));
+    ARG(accel_accelerator_save_tensors(a, names, tensors, 0, "x.safetensors"));
+    accel_checkpoint_callbacks_init(&cb);
+    cb.save = remember_writer;
+    cb.load = ignore_load;
+    ARG(accel_accelerator_register_for_checkpointing(a, &cb, NULL));
+    ARG(accel_accelerator_register_save_state_pre_hook(a, ok_hook, NULL, NULL, &i64_out));
+    ARG(accel_accelerator_register_load_state_pre_hook(a, ok_hook, NULL, NULL, &i64_out));
+    ARG(accel_accelerator_remove_hook(a, 1));
+  }
+  EACH_BAD(K_MODEL, accel_model, m) {
+    ARG(accel_accelerator_save_model(acc, m, dir, NULL, 1));
+    ARG(accel_accelerator_load_checkpoint_in_model(acc, m, "x.safetensors", 1, NULL, NULL));
+  }
+  EACH_BAD(K_TENSOR, accel_tensor, t) {
+    tensors[0] = t;
+    ARG(accel_accelerator_save_tensors(acc, names, tensors, 1, "x.safetensors"));
+  }
+  tensors[0] = tx;
+  STATE(accel_accelerator_save_state(acc, NULL)); /* no automatic naming */
+  STATE(accel_accelerator_save_state(acc, ""));
+  snprintf(path, sizeof path, "%s/missing_checkpoint", dir);
+  IO(accel_accelerator_load_state(acc, path));
+  ARG(accel_accelerator_save_iteration(acc, NULL));
+  ARG(accel_accelerator_save_model(acc, model, NULL, NULL, 1));
+  ARG(accel_accelerator_save_model(acc, model, "", NULL, 1));
+  ARG(accel_accelerator_save_model(acc, model, dir, "lots", 1));
+  ARG(accel_accelerator_save_model(acc, model, dir, "-5GB", 1));
+  EXPECT_STATUS(ACCEL_ERR_UNSUPPORTED, accel_accelerator_save_model(acc, model, dir, NULL, 0));
+  ARG(accel_accelerator_load_checkpoint_in_model(acc, model, NULL, 1, NULL, NULL));
+  IO(accel_accelerator_load_checkpoint_in_model(acc, model, "/nonexistent.safetensors", 1, &i64_out, &i64_out));
+  ARG(accel_accelerator_save_tensors(acc, names, tensors, 1, NULL));
+  ARG(accel_accelerator_save_tensors(acc, NULL, tensors, 1, "x.safetensors"));
+  ARG(accel_accelerator_save_tensors(acc, names, NULL, 1, "x.safetensors"));
+  ARG(accel_accelerator_save_tensors(acc, NULL, NULL, SIZE_MAX, "x.safetensors"));
+  ARG(accel_accelerator_save_tensors(acc, names, tensors, 2, "x.safetensors")); /* names[1] NULL */
+
+  ARG(accel_accelerator_register_for_checkpointing(acc, NULL, NULL));
+  accel_checkpoint_callbacks_init(&cb);
+  ARG(accel_accelerator_register_for_checkpointing(acc, &cb, NULL)); /* no save, no load */
+  cb.save = remember_writer;
+  ARG(accel_accelerator_register_for_checkpointing(acc, &cb, NULL)); /* no load */
+  cb.load = ignore_load;
+  cb.struct_size = 0;
+  ARG(accel_accelerator_register_for_checkpointing(acc, &cb, NULL));
+  ARG(accel_accelerator_register_save_state_pre_hook(acc, NULL, NULL, NULL, &i64_out));
+  ARG(accel_accelerator_register_save_state_pre_hook(acc, ok_hook, NULL, NULL, NULL));
+  ARG(accel_accelerator_register_load_state_pre_hook(acc, NULL, NULL, NULL, &i64_out));
+  ARG(accel_accelerator_register_load_state_pre_hook(acc, ok_hook, NULL, NULL, NULL));
+  ARG(accel_accelerator_remove_hook(acc, 0));
+  ARG(accel_accelerator_remove_hook(acc, -1));
+  ARG(accel_accelerator_remove_hook(acc, INT64_MAX));
+
+  /* A writer is valid only inside its save callback; NULL, garbage and a stale one are refused. */
+  ARG(accel_bytes_write(NULL, "x", 1));
+  ARG(accel_bytes_write((accel_bytes_writer*)(garbage + 64), "x", 1));
+  ARG(accel_bytes_write((accel_bytes_writer*)tx, "x", 1));
+  accel_checkpoint_callbacks_init(&cb);
+  cb.save = remember_writer;
+  cb.load = ignore_load;
+  EXPECT_OK(accel_accelerator_register_for_checkpointing(acc, &cb, NULL));
+  snprintf(path, sizeof path, "%s/ckpt", dir);
+  EXPECT_OK(accel_accelerator_save_state(acc, path));
+  EXPECT(stale_writer != NULL);
+  ARG(accel_bytes_write(stale_writer, "x", 1));
+  /* A hook returning a value outside accel_status fails the call, naming it. */
+  {
+    int64_t id = 0;
+    EXPECT_OK(accel_accelerator_register_save_state_pre_hook(acc, bogus_status_hook, NULL, NULL, &id));
+    EXPECT_STATUS(ACCEL_ERR_INTERNAL, accel_accelerator_save_state(acc, path));
+    EXPECT(strstr(accel_last_error(), "12345") != NULL);
+    EXPECT_OK(accel_accelerator_remove_hook(acc, id));
+    ARG(accel_accelerator_remove_hook(acc, id)); /* already removed */
+  }
+}
+
+static void tracking(void) {
+  accel_tracker_callbacks cb;
+  const char* names[2] = {"loss", NULL};
+  double values[2] = {1.0, 2.0};
+  accel_tracker_callbacks_init(NULL);
+  accel_tracker_callbacks_init(&cb);
+  cb.name = "mine";
+  EACH_BAD(K_ACC, accel_accelerator, a) {
+    ARG(accel_accelerator_add_tracker(a, &cb));
+    ARG(accel_accelerator_init_trackers(a, "run", NULL));
+    ARG(accel_accelerator_log(a, names, values, 1, 0));
+    ARG(accel_accelerator_log_text(a, "tag", "text", 0));
+    ARG(accel_accelerator_has_tracker(a, "mine", &i_out));
+    ARG(accel_accelerator_end_training(a));
+    ARG(accel_profile_begin(a, dir, &prof_out));
+  }
+  ARG(accel_accelerator_add_tracker(acc, NULL));
+  cb.name = NULL;
+  ARG(accel_accelerator_add_tracker(acc, &cb));
+  cb.name = "";
+  ARG(accel_accelerator_add_tracker(acc, &cb));
+  cb.name = "mine";
+  cb.struct_size = 0;
+  ARG(accel_accelerator_add_tracker(acc, &cb));
+  cb.struct_size = UINT32_MAX;
+  ARG(accel_accelerator_add_tracker(acc, &cb));
+  accel_tracker_callbacks_init(&cb);
+  cb.name = "mine";
+  EXPECT_OK(accel_accelerator_add_tracker(acc, &cb));
+  ARG(accel_accelerator_add_tracker(acc, &cb)); /* repeated name */
+  ARG(accel_accelerator_init_trackers(acc, NULL, NULL));
+  ARG(accel_accelerator_init_trackers(acc, "run", "not json"));
+  ARG(accel_accelerator_init_trackers(acc, "run", "[1, 2]"));
+  ARG(accel_accelerator_init_trackers(acc, "run", "{\"nested\": {\"a\": 1}}"));
+  ARG(accel_accelerator_log(acc, NULL, values, 1, 0));
+  ARG(accel_accelerator_log(acc, names, NULL, 1, 0));
+  ARG(accel_accelerator_log(acc, NULL, NULL, SIZE_MAX, 0));
+  ARG(accel_accelerator_log(acc, names, values, 2, 0)); /* names[1] NULL */
+  ARG(accel_accelerator_log_text(acc, NULL, "text", 0));
+  ARG(accel_accelerator_log_text(acc, "tag", NULL, 0));
+  ARG(accel_accelerator_has_tracker(acc, NULL, &i_out));
+  ARG(accel_accelerator_has_tracker(acc, "mine", NULL));
+  EXPECT_OK(accel_accelerator_init_trackers(acc, "run", NULL));
+  STATE(accel_accelerator_init_trackers(acc, "run", NULL)); /* twice */
+  STATE(accel_accelerator_add_tracker(acc, &cb));           /* after init_trackers */
+  EXPECT_OK(accel_accelerator_end_training(acc));
+  EXPECT_OK(accel_accelerator_end_training(acc)); /* idempotent */
+
+  ARG(accel_log(NULL, ACCEL_LOG_ERROR, "message", 0));
+  ARG(accel_log("misuse", ACCEL_LOG_ERROR, NULL, 0));
+  ARG(accel_log("misuse", BAD_ENUM(accel_log_level), "message", 0));
+  ARG(accel_log("misuse", NEG_ENUM(accel_log_level), "message", 0));
+  ARG(accel_log("misuse", (accel_log_level)11, "message", 0));
+
+  ARG(accel_progress_create(-1, "bar", 1, &prog_out));
+  ARG(accel_progress_create(INT64_MIN, "bar", 1, &prog_out));
+  ARG(accel_progress_create(10, NULL, 1, &prog_out));
+  ARG(accel_progress_create(10, "bar", 1, NULL));
+  EACH_BAD(K_PROGRESS, accel_progress, p) {
+    ARG(accel_progress_update(p, 1));
+    accel_progress_free(p); /* ignored */
+  }
+  ARG(accel_progress_update(prog, -1));
+  ARG(accel_progress_update(prog, INT64_MIN));
+  EXPECT_OK(accel_progress_update(prog, INT64_MAX));
+  EXPECT_OK(accel_progress_update(prog, INT64_MAX)); /* saturates, no overflow */
+  {
+    accel_progress* big = NULL;
+    EXPECT_OK(accel_progress_create(INT64_MAX, "big", 0, &big));
+    EXPECT_OK(accel_progress_update(big, INT64_MAX - 1));
+    EXPECT_OK(accel_progress_update(big, INT64_MAX));
+    accel_progress_free(big);
+  }
+  accel_progress_free(NULL);
+
+  ARG(accel_profile_begin(acc, NULL, &prof_out));
+  ARG(accel_profile_begin(acc, "", &prof_out));
+  ARG(accel_profile_begin(acc, dir, NULL));
+  EACH_BAD(K_PROFILE, accel_profile, f) ARG(accel_profile_end(f));
+  {
+    accel_profile* profile = NULL;
+    EXPECT_OK(accel_profile_begin(acc, dir, &profile));
+    STATE(accel_profile_begin(acc, dir, &prof_out)); /* one per thread */
+    EXPECT_OK(accel_profile_end(profile));
+    ARG(accel_profile_end(profile)); /* already ended and freed */
+  }
+}
+
+/* Freeing a handle of the wrong kind frees nothing: the handles still work. */
+static void wrong_kind_frees(void) {
+  accel_tensor_free((accel_tensor*)acc);
+  accel_accelerator_free((accel_accelerator*)tx);
+  accel_model_free((accel_model*)opt);
+  accel_optimizer_free((accel_optimizer*)model);
+  accel_scheduler_free((accel_scheduler*)ds);
+  accel_dataset_free((accel_dataset*)sched);
+  accel_dataloader_free((accel_dataloader*)prog);
+  accel_progress_free((accel_progress*)dl);
+  accel_profile_end((accel_profile*)tx);
+  EXPECT_OK(accel_accelerator_num_processes(acc, &i_out));
+  EXPECT_OK(accel_tensor_numel(tx, &i64_out));
+  EXPECT_OK(accel_model_num_parameters(model, 0, &i64_out));
+  EXPECT_OK(accel_optimizer_get_lr(opt, &d_out));
+  EXPECT_OK(accel_scheduler_last_epoch(sched, &i64_out));
+  EXPECT_OK(accel_dataset_size(ds, &i64_out));
+  EXPECT_OK(accel_dataloader_num_batches(dl, &i64_out));
+  EXPECT_OK(accel_progress_update(prog, 1));
+}
+
+int main(void) {
+  setup();
+  version_and_errors();
+  tensors();
+  accelerator();
+  models();
+  optimizers();
+  schedulers();
+  datasets();
+  training();
+  checkpoints();
+  tracking();
+  wrong_kind_frees();
+  accel_progress_free(prog);
+  accel_dataloader_free(dl);
+  accel_dataset_free(ds);
+  accel_scheduler_free(sched);
+  accel_optimizer_free(opt);
+  accel_model_free(model);
+  accel_tensor_free(scalar);
+  accel_tensor_free(ty);
+  accel_tensor_free(tx);
+  accel_accelerator_free(acc);
+  return capi_report("test_misuse");
+}
