@@ -9,7 +9,7 @@
 # Usage: run_fault_injection.sh ACCEL PROGRAM WORKDIR N
 set -euo pipefail
 accel=$1 program=$2 work=$3 kills=$4
-steps=400
+steps=4000  # more than 20 restarts can reach on a fast machine
 seed=${ACCEL_FAULT_SEED:-$(date +%s)}
 RANDOM=$seed
 echo "fault injection: seed $seed (ACCEL_FAULT_SEED=$seed reproduces the kill moments)"
