@@ -287,7 +287,10 @@ ACCEL_API accel_status accel_accelerator_reduce(accel_accelerator* acc, const ac
 ACCEL_API accel_status accel_accelerator_broadcast(accel_accelerator* acc, const accel_tensor* tensor, int from,
                                                    accel_tensor** out);
 /* Pads tensor along dim to the largest size any process has, with pad_value,
-   at the end (pad_first = 0) or the start. Collective. New handle in *out. */
+   at the end (pad_first = 0) or the start. Collective. New handle in *out.
+   A dim the tensor does not have (dim >= ndim) returns it unchanged without
+   communicating, as Accelerate does; a negative dim beyond -ndim is
+   INVALID_ARGUMENT. */
 ACCEL_API accel_status accel_accelerator_pad_across_processes(accel_accelerator* acc, const accel_tensor* tensor,
                                                               int64_t dim, double pad_value, int pad_first,
                                                               accel_tensor** out);

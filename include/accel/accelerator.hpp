@@ -198,7 +198,8 @@ class Accelerator {
   // Process `from`'s tensor on every process; shapes and dtypes must match. Collective.
   at::Tensor broadcast(const at::Tensor& tensor, int from = 0);
   // Pads `tensor` along dim to the largest size any process has, with
-  // pad_value, at the end (or the start with pad_first). Collective.
+  // pad_value, at the end (or the start with pad_first). Collective. A dim the
+  // tensor lacks (dim >= its dim()) returns it unchanged, as Accelerate does.
   at::Tensor pad_across_processes(const at::Tensor& tensor, int64_t dim = 0, double pad_value = 0,
                                   bool pad_first = false);
   // Every process's bytes, in rank order. Collective.

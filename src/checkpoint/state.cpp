@@ -184,7 +184,10 @@ void Accelerator::save_state(const std::string& requested_dir) {
   }
   detail::FileDigest rng = detail::write_durable(
       partial, detail::random_states_file(st.rank()),
-      detail::serialize_tensors(detail::generator_states(), {{"dataloaders", positions.dump()}}));
+      detail::serialize_tensors(detail::generator_states(),
+                                {{"dataloaders", positions.dump()},
+                                 // where the accumulation window stands (Accelerate saves its step too)
+                                 {"step", std::to_string(st.gradient_state->step)}}));
   const std::vector<std::string> rng_digests = gather_object(nlohmann::json{rng.bytes, rng.xxh3}.dump());
 
   if (writer) {

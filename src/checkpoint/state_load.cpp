@@ -5,6 +5,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/cuda.h>
 
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -175,6 +176,20 @@ std::vector<DataLoader::Position> checked_positions(const safetensors::File& fil
   return out;
 }
 
+// Micro-steps into the accumulation window at the save (metadata "step"; 0 in
+// checkpoints written before it was saved).
+int64_t checked_step(const safetensors::File& file) {
+  auto it = file.metadata().find("step");
+  if (it == file.metadata().end()) return 0;
+  int64_t step = -1;
+  const char* end = it->second.data() + it->second.size();
+  auto [ptr, error] = std::from_chars(it->second.data(), end, step);
+  require(error == std::errc() && ptr == end && step >= 0, ErrorCode::IO,
+          "load_state: " + file.label() + ": metadata \"step\" is \"" + it->second.substr(0, 40) +
+              "\", not a non-negative integer");
+  return step;
+}
+
 std::string newest_checkpoint(const detail::AcceleratorState& st) {
   // Interrupted saves are cleaned by every process before looking, so that
   // all of them see the same checkpoints.
@@ -302,6 +317,7 @@ void Accelerator::load_state(const std::string& requested_dir) {
     }
   }
   const std::vector<DataLoader::Position> positions = checked_positions(rng_file, targets.loaders.size());
+  const int64_t accumulation_step = checked_step(rng_file);
 
   // 2. Apply. Optimizers, schedulers and the user's objects first, rolled back
   // if one of them fails (their load functions can reject what the checks
@@ -340,6 +356,7 @@ void Accelerator::load_state(const std::string& requested_dir) {
     gen.set_state(state);
   }
   for (size_t i = 0; i < targets.loaders.size(); ++i) targets.loaders[i]->resume_from(positions[i]);
+  st.gradient_state->step = accumulation_step;
   if (st.project.automatic_checkpoint_naming) st.project.iteration = iteration + 1;
 }
 

@@ -17,9 +17,10 @@ at::Tensor Accelerator::broadcast(const at::Tensor& tensor, int from) {
 
 at::Tensor Accelerator::pad_across_processes(const at::Tensor& tensor, int64_t dim, double pad_value, bool pad_first) {
   require_arg(tensor.defined(), "pad_across_processes: the tensor is undefined");
-  require_arg(tensor.dim() > 0 && dim >= -tensor.dim() && dim < tensor.dim(),
-              "pad_across_processes: dim " + std::to_string(dim) + " is out of range for shape " +
-                  c10::str(tensor.sizes()));
+  // Accelerate returns a tensor without the dimension unchanged, without communicating.
+  if (dim >= tensor.dim()) return tensor.to(device());
+  require_arg(dim >= -tensor.dim(), "pad_across_processes: dim " + std::to_string(dim) +
+                                        " is out of range for shape " + c10::str(tensor.sizes()));
   int64_t d = dim < 0 ? dim + tensor.dim() : dim;
   at::Tensor sizes = gather(at::tensor({tensor.size(d)}, at::kLong));
   int64_t target = sizes.max().item<int64_t>();

@@ -143,3 +143,31 @@ TEST(Checkpoint, SaveModelShardsInHuggingFaceLayout) {
   EXPECT_NE(error_of([&] { accelerator.save_model(model, single, "10GB", false); }).find("safe_serialization=false"),
             std::string::npos);
 }
+
+TEST(Checkpoint, AnAccumulationWindowResumesAligned) {
+  // Accelerate's expectation: saved at micro-step 3 of 4, the next accumulate after load_state syncs.
+  std::string dir = fresh_dir("accumulation");
+  accel::AcceleratorOptions options;
+  options.gradient_accumulation_steps = 4;
+  auto micro_steps = [](accel::Accelerator& accelerator, accel::Model& model, int n) {
+    std::vector<bool> syncs;
+    for (int i = 0; i < n; ++i) {
+      accelerator.accumulate_begin(model);
+      syncs.push_back(accelerator.sync_gradients());
+      accelerator.accumulate_end(model);
+    }
+    return syncs;
+  };
+  {
+    accel::Accelerator accelerator(options);
+    accel::Model model = accel::Model::from_json(kSpec);
+    accelerator.prepare(model);
+    EXPECT_EQ(micro_steps(accelerator, model, 3), (std::vector<bool>{false, false, false}));
+    accelerator.save_state(dir);
+  }
+  accel::Accelerator resumed(options);
+  accel::Model model = accel::Model::from_json(kSpec);
+  resumed.prepare(model);
+  resumed.load_state(dir);
+  EXPECT_EQ(micro_steps(resumed, model, 5), (std::vector<bool>{true, false, false, false, true}));
+}

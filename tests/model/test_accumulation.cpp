@@ -97,6 +97,9 @@ TEST(ProcessControl, SingleProcessHelpers) {
   accelerator.main_process_first_begin();
   accelerator.main_process_first_end();
   EXPECT_EQ(accelerator.pad_across_processes(rows).sizes(), rows.sizes());
+  // Accelerate: a dimension the tensor lacks leaves it as it is.
+  EXPECT_TRUE(at::equal(accelerator.pad_across_processes(rows, rows.dim()), rows));
+  EXPECT_TRUE(at::equal(accelerator.pad_across_processes(at::scalar_tensor(3.0), 0), at::scalar_tensor(3.0)));
 }
 
 }  // namespace
