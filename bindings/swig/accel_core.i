@@ -488,6 +488,7 @@ struct AccelNamedTensors {};
 %newobject AccelAccelerator::broadcast;
 %newobject AccelAccelerator::pad_across_processes;
 %newobject AccelAccelerator::split_between_processes;
+%newobject AccelAccelerator::state_dict_tensors;
 %extend AccelAccelerator {
   AccelAccelerator(const accel_accelerator_options* options = 0) {
     accel_accelerator* out = 0;
@@ -521,6 +522,12 @@ struct AccelNamedTensors {};
   void wait_for_everyone() { accel_check(accel_accelerator_wait_for_everyone($self)); }
   void print(const std::string& message) const { accel_check(accel_accelerator_print($self, message.c_str())); }
   void set_seed(uint64_t seed) { accel_check(accel_accelerator_set_seed($self, seed)); }
+  /* Accelerate's set_seed(seed, device_specific, deterministic); the language
+     layers also seed their own generators (no defaults: SWIG-Go would make
+     them variadic). */
+  void set_seed_ext(uint64_t seed, bool device_specific, bool deterministic) {
+    accel_check(accel_accelerator_set_seed_ext($self, seed, device_specific, deterministic));
+  }
 
   AccelTensor* gather(const AccelTensor* tensor) {
     accel_tensor* out = 0;
@@ -631,8 +638,30 @@ struct AccelNamedTensors {};
   void save_state(const std::string& dir = "") { accel_check(accel_accelerator_save_state($self, dir.c_str())); }
   void load_state(const std::string& dir = "") { accel_check(accel_accelerator_load_state($self, dir.c_str())); }
   int64_t save_iteration() const { int64_t v = 0; accel_check(accel_accelerator_save_iteration($self, &v)); return v; }
-  void save_model(const AccelModel* model, const std::string& dir, const std::string& max_shard_size = "10GB") {
-    accel_check(accel_accelerator_save_model($self, model, dir.c_str(), max_shard_size.c_str(), 1));
+  void save_model(const AccelModel* model, const std::string& dir, const std::string& max_shard_size = "10GB",
+                  bool safe_serialization = true) {
+    accel_check(accel_accelerator_save_model($self, model, dir.c_str(), max_shard_size.c_str(), safe_serialization));
+  }
+  /* Accelerate's get_state_dict, in two calls: the names, then CPU copies of
+     the tensors in the same order (a Batch whose tensors are taken one by one). */
+  std::vector<std::string> state_dict_names(const AccelModel* model) {
+    size_t count = 0;
+    accel_check(accel_accelerator_get_state_dict($self, model, 0, 0, 0, &count));
+    std::vector<const char*> names(count);
+    accel_check(accel_accelerator_get_state_dict($self, model, names.data(), 0, count, &count));
+    return std::vector<std::string>(names.begin(), names.end());
+  }
+  AccelBatch* state_dict_tensors(const AccelModel* model) {
+    size_t count = 0;
+    accel_check(accel_accelerator_get_state_dict($self, model, 0, 0, 0, &count));
+    AccelBatch* batch = new AccelBatch;
+    batch->tensors.assign(count, 0);
+    accel_status status = accel_accelerator_get_state_dict($self, model, 0, batch->tensors.data(), count, &count);
+    if (status != ACCEL_OK) {
+      delete batch;
+      accel_check(status);
+    }
+    return batch;
   }
   /* Returns {missing, unexpected}: the model tensors the file lacks and the file tensors the model lacks. */
   std::vector<int64_t> load_checkpoint_in_model(AccelModel* model, const std::string& path, bool strict = true) {

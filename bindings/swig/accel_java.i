@@ -268,6 +268,11 @@ ACCEL_JAVA_CLOSEABLE(StateWriter, "StateWriter")
 %javamethodmodifiers AccelAccelerator::register_load_state_pre_hook "private";
 %javamethodmodifiers AccelAccelerator::add_tracker "private";
 %javamethodmodifiers AccelAccelerator::save_tensors "private";
+/* setSeed below also reseeds Accelerator.random(). */
+%ignore AccelAccelerator::set_seed;
+%javamethodmodifiers AccelAccelerator::set_seed_ext "private";
+%javamethodmodifiers AccelAccelerator::state_dict_names "private";
+%javamethodmodifiers AccelAccelerator::state_dict_tensors "private";
 %javamethodmodifiers AccelDataset::from_safetensors "private";
 %typemap(javaclassmodifiers) AccelNamedTensors "final class";
 
@@ -744,6 +749,75 @@ import java.util.Map;
   /** A builder of accelerator options with Accelerate's names. */
   public static AcceleratorBuilder builder() {
     return new AcceleratorBuilder();
+  }
+
+  private static final java.util.Random RANDOM = new java.util.Random();
+
+  /**
+   * The java.util.Random that setSeed reseeds: Java's counterpart of the random and numpy
+   * generators Accelerate's set_seed seeds in Python. Draw shuffles, augmentation or
+   * dropout masks made in Java from it and a seeded run repeats exactly. Thread-safe.
+   */
+  public static java.util.Random random() {
+    return RANDOM;
+  }
+
+  /** setSeed(seed, false, false). */
+  public void setSeed(long seed) {
+    setSeed(seed, false, false);
+  }
+
+  /**
+   * Accelerate's set_seed: seeds LibTorch's generators (CPU and CUDA) and {@link #random()}.
+   * With deviceSpecific each process uses seed + processIndex() (ranks differ, reproducibly);
+   * with deterministic LibTorch uses deterministic algorithms from now on in this process
+   * (false leaves that setting as it is). Not collective. The seed is unsigned 64-bit.
+   */
+  public void setSeed(long seed, boolean deviceSpecific, boolean deterministic) {
+    long effective = deviceSpecific ? seed + processIndex() : seed;
+    setSeedExt(seed, deviceSpecific, deterministic);
+    RANDOM.setSeed(effective);
+  }
+
+  /**
+   * Accelerate's get_state_dict: the model's parameters, then its buffers, as CPU copies in
+   * the model's order. The caller closes the tensors. Not collective.
+   */
+  public java.util.LinkedHashMap<String, Tensor> getStateDict(Model model) {
+    StringVector names = stateDictNames(model);
+    Batch batch = null;
+    try {
+      batch = stateDictTensors(model);
+      java.util.LinkedHashMap<String, Tensor> out = new java.util.LinkedHashMap<>();
+      for (int i = 0; i < batch.size(); ++i) out.put(names.get(i), batch.take(i));
+      return out;
+    } finally {
+      names.delete();
+      if (batch != null) batch.delete();
+    }
+  }
+
+  private String projectDir = ".";
+  private String loggingDir = "logs";
+
+  void setDirectories(String projectDir, String loggingDir) {
+    this.projectDir = projectDir;
+    this.loggingDir = loggingDir;
+  }
+
+  /** Accelerate's project_dir: where checkpoints and logs go ("." unless the builder set one). */
+  public String projectDir() {
+    return projectDir;
+  }
+
+  /** Accelerate's logging_dir: tracker output (projectDir/logs unless the builder set one). */
+  public String loggingDir() {
+    return loggingDir;
+  }
+
+  /** Whether this is the highest global rank (Accelerate's is_last_process). */
+  public boolean isLastProcess() {
+    return processIndex() == numProcesses() - 1;
   }
 
   /**

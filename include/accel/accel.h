@@ -265,6 +265,15 @@ ACCEL_API accel_status accel_accelerator_wait_for_everyone(accel_accelerator* ac
 ACCEL_API accel_status accel_accelerator_print(const accel_accelerator* acc, const char* message);
 /* Seeds every random generator LibTorch has (CPU and CUDA) and libaccel's own. */
 ACCEL_API accel_status accel_accelerator_set_seed(accel_accelerator* acc, uint64_t seed);
+/* Accelerate's set_seed(seed, device_specific, deterministic): as
+   accel_accelerator_set_seed, and with device_specific != 0 each process uses
+   seed + its process index (so ranks differ, reproducibly); with
+   deterministic != 0 LibTorch uses deterministic algorithms from then on in
+   this process (an operation without one then fails with its own error);
+   0 leaves that setting as it was. Not collective. Errors: INVALID_ARGUMENT
+   for a bad handle. */
+ACCEL_API accel_status accel_accelerator_set_seed_ext(accel_accelerator* acc, uint64_t seed, int device_specific,
+                                                      int deterministic);
 
 /* Concatenates tensor from every process along dim 0 (in rank order). Sizes on
    dim 0 may differ between processes; the other dims and the dtype must match,

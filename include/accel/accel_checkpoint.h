@@ -58,6 +58,16 @@ ACCEL_API accel_status accel_accelerator_save_model(accel_accelerator* acc, cons
 ACCEL_API accel_status accel_accelerator_load_checkpoint_in_model(accel_accelerator* acc, accel_model* model,
                                                                   const char* path, int strict, int64_t* missing,
                                                                   int64_t* unexpected);
+/* Accelerate's get_state_dict: the model's parameters, then its buffers, as
+   CPU copies in the model's order. With names and tensors NULL, only *count
+   is set (the number of entries). Otherwise each non-NULL array, of capacity
+   entries, receives the first *count entries: names[i] owned by acc and valid
+   until its next get_state_dict or its free; tensors[i] new handles the
+   caller frees with accel_tensor_free. A capacity below the count is
+   INVALID_ARGUMENT naming both, and nothing is written. Not collective. */
+ACCEL_API accel_status accel_accelerator_get_state_dict(accel_accelerator* acc, const accel_model* model,
+                                                        const char** names, accel_tensor** tensors, size_t capacity,
+                                                        size_t* count);
 /* Accelerate's accelerator.save: count named tensors to a safetensors file,
    written by the main process only. Borrows everything. */
 ACCEL_API accel_status accel_accelerator_save_tensors(accel_accelerator* acc, const char* const* names,

@@ -224,8 +224,12 @@ class Accelerator {
   void wait_for_everyone();
   // Prints on the main process only.
   void print(const std::string& message) const;
-  // Seeds LibTorch's CPU and CUDA generators.
-  void set_seed(uint64_t seed);
+  // Seeds LibTorch's CPU and CUDA generators (Accelerate's set_seed). With
+  // device_specific each process uses seed + process_index(), so ranks draw
+  // different numbers (dropout, augmentation) yet reproducibly. With
+  // deterministic LibTorch uses deterministic algorithms from now on (and
+  // fails on operations that have none); false leaves that setting as it is.
+  void set_seed(uint64_t seed, bool device_specific = false, bool deterministic = false);
 
   // Checkpoints (docs/checkpointing.md). save_state writes the prepared models,
   // optimizers, schedulers, the fp16 loss scaler, every process's RNG state,

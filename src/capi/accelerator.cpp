@@ -139,6 +139,11 @@ ACCEL_API accel_status accel_accelerator_set_seed(accel_accelerator* acc, uint64
   return guarded([&] { deref(acc, "acc").accelerator->set_seed(seed); });
 }
 
+ACCEL_API accel_status accel_accelerator_set_seed_ext(accel_accelerator* acc, uint64_t seed, int device_specific,
+                                                      int deterministic) {
+  return guarded([&] { deref(acc, "acc").accelerator->set_seed(seed, device_specific != 0, deterministic != 0); });
+}
+
 ACCEL_API accel_status accel_accelerator_gather(accel_accelerator* acc, const accel_tensor* tensor, accel_tensor** out) {
   return guarded([&] {
     auto& result = out_param(out, "out");

@@ -57,6 +57,30 @@ ACCEL_API accel_status accel_accelerator_load_checkpoint_in_model(accel_accelera
   });
 }
 
+ACCEL_API accel_status accel_accelerator_get_state_dict(accel_accelerator* acc, const accel_model* model,
+                                                        const char** names, accel_tensor** tensors, size_t capacity,
+                                                        size_t* count) {
+  return guarded([&] {
+    size_t& result = out_param(count, "count");
+    accel_accelerator& handle = deref(acc, "acc");
+    accel::TensorDict dict = handle.accelerator->get_state_dict(deref(model, "model").model);
+    if (names != nullptr || tensors != nullptr) {
+      accel::require_arg(capacity >= dict.size(), "capacity " + std::to_string(capacity) + " is below the " +
+                                                      std::to_string(dict.size()) + " entries of the state dict");
+      std::vector<std::string> kept;
+      for (const auto& entry : dict) kept.push_back(entry.first);
+      if (names != nullptr) {
+        handle.state_dict_names = std::move(kept);
+        for (size_t i = 0; i < dict.size(); ++i) names[i] = handle.state_dict_names[i].c_str();
+      }
+      if (tensors != nullptr) {
+        for (size_t i = 0; i < dict.size(); ++i) publish_tensor(dict[i].second, &tensors[i]);
+      }
+    }
+    result = dict.size();
+  });
+}
+
 ACCEL_API accel_status accel_accelerator_save_tensors(accel_accelerator* acc, const char* const* names,
                                                       const accel_tensor* const* tensors, size_t count,
                                                       const char* path) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "accel/accel.h"
 #include "accel/accel.hpp"
@@ -23,6 +24,7 @@ struct accel_tensor {
 struct accel_accelerator {
   std::unique_ptr<accel::Accelerator> accelerator;
   std::string device_name;
+  std::vector<std::string> state_dict_names;  // what the last get_state_dict handed out
 };
 struct accel_model {
   accel::Model model;

@@ -113,11 +113,18 @@ void add_launch_options(CLI::App& app, LaunchFlags& flags) {
                "Local ranks whose output reaches the terminal, such as 0 or 0,2 (log files keep all)");
   app.add_flag("--dry_run", flags.dry_run,
                "Print the resolved settings, where each came from, and each rank's command; start nothing");
+  // How PROGRAM runs, with torchrun's and Accelerate's spellings.
+  app.add_flag("-m,--module", flags.module, "Run PROGRAM as a Python module, as python -m PROGRAM does");
+  app.add_flag("--no_python,--no-python", flags.no_python,
+               "Run PROGRAM as is, even a .py script (which otherwise runs with Python)");
+  add_optional(app, "--python", flags.python,
+               "Python interpreter for a .py PROGRAM or -m (default: $VIRTUAL_ENV/bin/python, else python3 on PATH)");
   // Parsing stops at PROGRAM: it and everything after it, dashes included,
   // belong to the program. take_program() picks them up.
   app.prefix_command();
   app.formatter(std::make_shared<ProgramUsageFormatter>());
-  app.footer("PROGRAM is looked up on PATH; it and ARGS are passed to every rank unchanged.\n"
+  app.footer("PROGRAM is looked up on PATH; it and ARGS are passed to every rank unchanged. A PROGRAM ending in .py\n"
+             "runs with Python (--python, else the active venv's, else python3 on PATH), as torchrun does.\n"
              "Precedence: command line > environment (PET_*, ACCELERATE_*) > config file > defaults.");
 }
 

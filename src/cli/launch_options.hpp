@@ -31,6 +31,10 @@ struct LaunchFlags {
   std::optional<double> grace_period_s;
   bool dry_run = false;
   std::optional<std::string> log_dir, redirects, tee, local_ranks_filter;
+  // How PROGRAM runs (launch_program.hpp): -m/--module, --no_python, --python.
+  bool module = false;
+  bool no_python = false;
+  std::optional<std::string> python;
   std::string program;
   std::vector<std::string> program_args;
 };

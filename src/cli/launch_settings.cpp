@@ -1,4 +1,5 @@
 #include "cli/launch_settings.hpp"
+#include "cli/launch_program.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -242,8 +243,7 @@ LaunchConfig resolve_settings(const LaunchFlags& flags, const EnvLookup& lookup,
   config.grace_period_s = pick(config, "grace_period", 3.0, {from_flag(flags.grace_period_s, "--grace_period")});
   resolve_output(flags, env, config);
   config.dry_run = flags.dry_run;
-  config.program = flags.program;
-  config.program_args = flags.program_args;
+  resolve_program(flags, lookup, config);
   return config;
 }
 

@@ -42,10 +42,51 @@ void require_beta(const char* kind, const char* field, double value) {
               std::string(kind) + ": " + field + " must be in [0, 1), got " + std::to_string(value));
 }
 
+std::string number(double value) {
+  std::ostringstream text;
+  text << value;
+  return text.str();
+}
+
+// PyTorch's optimizers raise TypeError for a keyword they lack (AdamW(momentum=0.9));
+// options structs cannot, so a field that differs from the kind's default where
+// the kind has no such option is refused instead of silently ignored.
+void require_only_own_options(const OptimizerOptions& o, const char* kind) {
+  const OptimizerOptions d = OptimizerOptions::defaults(o.kind);
+  const bool sgd = o.kind == OptimizerKind::Sgd, adam = o.kind == OptimizerKind::Adam || o.kind == OptimizerKind::AdamW;
+  const bool rmsprop = o.kind == OptimizerKind::RmsProp, adagrad = o.kind == OptimizerKind::Adagrad;
+  struct Field {
+    const char* name;
+    bool applies;
+    bool set;
+    std::string value;
+    const char* owners;
+  };
+  const Field fields[] = {
+      {"momentum", sgd || rmsprop, o.momentum != d.momentum, number(o.momentum), "SGD and RMSprop"},
+      {"dampening", sgd, o.dampening != d.dampening, number(o.dampening), "SGD"},
+      {"nesterov", sgd, o.nesterov != d.nesterov, o.nesterov ? "true" : "false", "SGD"},
+      {"betas", adam, o.beta1 != d.beta1 || o.beta2 != d.beta2, "(" + number(o.beta1) + ", " + number(o.beta2) + ")",
+       "Adam and AdamW"},
+      {"eps", !sgd, o.eps != d.eps, number(o.eps), "Adam, AdamW, RMSprop and Adagrad"},
+      {"amsgrad", adam, o.amsgrad != d.amsgrad, o.amsgrad ? "true" : "false", "Adam and AdamW"},
+      {"alpha", rmsprop, o.alpha != d.alpha, number(o.alpha), "RMSprop"},
+      {"centered", rmsprop, o.centered != d.centered, o.centered ? "true" : "false", "RMSprop"},
+      {"lr_decay", adagrad, o.lr_decay != d.lr_decay, number(o.lr_decay), "Adagrad"},
+      {"initial_accumulator_value", adagrad, o.initial_accumulator_value != d.initial_accumulator_value,
+       number(o.initial_accumulator_value), "Adagrad"},
+  };
+  for (const Field& f : fields) {
+    require_arg(f.applies || !f.set, std::string(kind) + " has no option " + f.name + " (got " + f.value + "); " +
+                                         f.name + " applies to " + f.owners);
+  }
+}
+
 void validate(const OptimizerOptions& o) {
   const char* kind = kind_name(o.kind);
   require_arg(std::string(kind) != "unknown",
               "unknown optimizer kind " + std::to_string(static_cast<int>(o.kind)));
+  require_only_own_options(o, kind);
   require_at_least(kind, "lr", o.lr, 0.0);
   require_at_least(kind, "weight_decay", o.weight_decay, 0.0);
   switch (o.kind) {

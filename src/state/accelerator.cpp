@@ -255,7 +255,11 @@ void Accelerator::print(const std::string& message) const {
   std::fflush(stdout);
 }
 
-void Accelerator::set_seed(uint64_t seed) {
+void Accelerator::set_seed(uint64_t seed, bool device_specific, bool deterministic) {
+  // Accelerate adds the rank; unsigned wrap-around keeps huge seeds valid.
+  if (device_specific) seed += static_cast<uint64_t>(process_index());
+  // Like torch.use_deterministic_algorithms(True): errors, not warnings.
+  if (deterministic) at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/false);
   at::manual_seed(seed);
   if (torch::cuda::is_available()) torch::cuda::manual_seed_all(seed);
 }

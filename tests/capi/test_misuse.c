@@ -374,6 +374,7 @@ static void accelerator(void) {
     ARG(accel_accelerator_wait_for_everyone(a));
     ARG(accel_accelerator_print(a, "hello"));
     ARG(accel_accelerator_set_seed(a, 1));
+    ARG(accel_accelerator_set_seed_ext(a, 1, 1, 0));
     ARG(accel_accelerator_gather(a, tx, &t_out));
     ARG(accel_accelerator_gather_for_metrics(a, tx, &t_out));
     ARG(accel_accelerator_reduce(a, tx, ACCEL_REDUCE_SUM, &t_out));
@@ -512,6 +513,7 @@ static void optimizers(void) {
   BAD_OPTION(ACCEL_OPTIM_SGD, momentum, -1.0);
   BAD_OPTION(ACCEL_OPTIM_RMSPROP, alpha, -1.0);
   BAD_OPTION(ACCEL_OPTIM_ADAGRAD, lr_decay, -1.0);
+  BAD_OPTION(ACCEL_OPTIM_ADAMW, momentum, 0.9); /* not an AdamW option */
 #undef BAD_OPTION
   EACH_BAD(K_OPT, accel_optimizer, p) {
     ARG(accel_optimizer_step(p));
@@ -822,6 +824,7 @@ static void checkpoints(void) {
     ARG(accel_accelerator_save_model(a, model, dir, NULL, 1));
     ARG(accel_accelerator_load_checkpoint_in_model(a, model, "x.safetensors", 1, NULL, NULL));
     ARG(accel_accelerator_save_tensors(a, names, tensors, 0, "x.safetensors"));
+    ARG(accel_accelerator_get_state_dict(a, model, NULL, NULL, 0, &sz_out));
     accel_checkpoint_callbacks_init(&cb);
     cb.save = remember_writer;
     cb.load = ignore_load;
@@ -833,6 +836,7 @@ static void checkpoints(void) {
   EACH_BAD(K_MODEL, accel_model, m) {
     ARG(accel_accelerator_save_model(acc, m, dir, NULL, 1));
     ARG(accel_accelerator_load_checkpoint_in_model(acc, m, "x.safetensors", 1, NULL, NULL));
+    ARG(accel_accelerator_get_state_dict(acc, m, NULL, NULL, 0, &sz_out));
   }
   EACH_BAD(K_TENSOR, accel_tensor, t) {
     tensors[0] = t;
@@ -851,6 +855,13 @@ static void checkpoints(void) {
   EXPECT_STATUS(ACCEL_ERR_UNSUPPORTED, accel_accelerator_save_model(acc, model, dir, NULL, 0));
   ARG(accel_accelerator_load_checkpoint_in_model(acc, model, NULL, 1, NULL, NULL));
   IO(accel_accelerator_load_checkpoint_in_model(acc, model, "/nonexistent.safetensors", 1, &i64_out, &i64_out));
+  ARG(accel_accelerator_get_state_dict(acc, model, NULL, NULL, 0, NULL));
+  {
+    const char* few_names[1] = {NULL};
+    accel_tensor* few[1] = {NULL};
+    ARG(accel_accelerator_get_state_dict(acc, model, few_names, few, 1, &sz_out)); /* 2 entries */
+    EXPECT(few_names[0] == NULL && few[0] == NULL);
+  }
   ARG(accel_accelerator_save_tensors(acc, names, tensors, 1, NULL));
   ARG(accel_accelerator_save_tensors(acc, NULL, tensors, 1, "x.safetensors"));
   ARG(accel_accelerator_save_tensors(acc, names, NULL, 1, "x.safetensors"));

@@ -2,6 +2,7 @@ package accel
 
 import (
 	"fmt"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -103,6 +104,8 @@ type Accelerator struct {
 	// Tracker directors handed over to the accelerator, which deletes them when
 	// freed (tests check that through their cleared pointers).
 	trackers []core.Tracker
+
+	projectDir, loggingDir string // as given, with Accelerate's defaults
 }
 
 // NewAccelerator starts (or joins, under `accel launch`) the distributed run.
@@ -116,10 +119,22 @@ func NewAccelerator(options AcceleratorOptions) (*Accelerator, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Accelerator{h: h}
+	a := &Accelerator{h: h, projectDir: options.ProjectDir, loggingDir: options.LoggingDir}
+	if a.projectDir == "" {
+		a.projectDir = "."
+	}
+	if a.loggingDir == "" {
+		a.loggingDir = filepath.Join(a.projectDir, "logs")
+	}
 	runtime.SetFinalizer(a, (*Accelerator).Close)
 	return a, nil
 }
+
+// ProjectDir is Accelerate's project_dir: where checkpoints and logs go ("." by default).
+func (a *Accelerator) ProjectDir() string { return a.projectDir }
+
+// LoggingDir is Accelerate's logging_dir: tracker output (ProjectDir/logs by default).
+func (a *Accelerator) LoggingDir() string { return a.loggingDir }
 
 func (a *Accelerator) handle() (core.Accelerator, error) {
 	if a == nil || a.h == nil {
@@ -176,6 +191,11 @@ func (a *Accelerator) IsMainProcess() (bool, error) {
 	return accelValue(a, func(h core.Accelerator) bool { return h.Is_main_process() })
 }
 
+// IsLastProcess tells whether this is the highest global rank (Accelerate's is_last_process).
+func (a *Accelerator) IsLastProcess() (bool, error) {
+	return accelValue(a, func(h core.Accelerator) bool { return h.Process_index() == h.Num_processes()-1 })
+}
+
 // IsLocalMainProcess tells whether this is rank 0 on its machine.
 func (a *Accelerator) IsLocalMainProcess() (bool, error) {
 	return accelValue(a, func(h core.Accelerator) bool { return h.Is_local_main_process() })
@@ -229,9 +249,41 @@ func (a *Accelerator) Printf(format string, args ...any) error {
 	return a.do(func(h core.Accelerator) { h.Print(line) })
 }
 
-// SetSeed seeds every random generator (the same seed on every process).
-func (a *Accelerator) SetSeed(seed uint64) error {
-	return a.do(func(h core.Accelerator) { h.Set_seed(seed) })
+// SeedOptions are Accelerate's set_seed keywords.
+type SeedOptions struct {
+	// DeviceSpecific: each process uses seed + its process index, so ranks
+	// draw different (but reproducible) numbers.
+	DeviceSpecific bool
+	// Deterministic: LibTorch uses deterministic algorithms from now on in
+	// this process (false leaves that setting as it is).
+	Deterministic bool
+}
+
+// SetSeed seeds LibTorch's generators (CPU and CUDA) and Rand, this package's
+// math/rand generator, with seed (plus the process index with
+// DeviceSpecific), as Accelerate's set_seed seeds torch, random and numpy.
+// At most one SeedOptions; none means the defaults. Not collective.
+func (a *Accelerator) SetSeed(seed uint64, options ...SeedOptions) error {
+	if len(options) > 1 {
+		return &Error{Code: ErrInvalidArgument, Msg: fmt.Sprintf("SetSeed takes at most one SeedOptions, got %d", len(options))}
+	}
+	var o SeedOptions
+	if len(options) == 1 {
+		o = options[0]
+	}
+	effective := seed
+	if o.DeviceSpecific {
+		index, err := a.ProcessIndex()
+		if err != nil {
+			return err
+		}
+		effective += uint64(index)
+	}
+	if err := a.do(func(h core.Accelerator) { h.Set_seed_ext(seed, o.DeviceSpecific, o.Deterministic) }); err != nil {
+		return err
+	}
+	Rand.Seed(int64(effective))
+	return nil
 }
 
 // FreeMemory releases cached allocator memory.

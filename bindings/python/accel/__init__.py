@@ -22,21 +22,29 @@ from __future__ import annotations
 import base64
 import contextlib
 import enum
+import functools
 import json
+import numbers
 import os
 import pickle
-from typing import Any, Dict, Iterable, Iterator, Optional, Sequence, Tuple
+import random
+import sys
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from . import core
 from .core import (AccelError, AcceleratorOptions, Batch, DataLoaderOptions, OptimizerOptions,
                    SchedulerOptions, abi_version, has_feature, version)
+from ._state import AcceleratorState, GradientState, _shard_size_bytes
 
 __all__ = [
-    "AccelError", "Accelerator", "DistributedType", "Model", "Optimizer", "Scheduler", "Dataset", "DataLoader", "Tensor",
-    "Tracker", "ProgressBar", "tensor", "get_logger", "version", "abi_version", "has_feature",
+    "AccelError", "Accelerator", "AcceleratorState", "GradientState", "DistributedType", "Model", "Optimizer",
+    "Scheduler", "Dataset", "DataLoader", "Tensor", "Tracker", "ProgressBar", "tensor", "get_logger", "version",
+    "abi_version", "has_feature", "__version__",
 ]
+
+__version__ = version()
 
 # ---------------------------------------------------------------- dtypes ----
 
@@ -107,6 +115,7 @@ Tensor.from_numpy = staticmethod(tensor)
 Tensor.loss = _tensor_loss
 Tensor.__repr__ = lambda self: f"accel.Tensor(shape={tuple(self.shape())}, dtype={_DTYPE_TO_NUMPY.get(self.dtype())})"
 Tensor.__len__ = lambda self: self.shape()[0]
+Tensor.__float__ = lambda self: float(self.item())
 
 
 # ------------------------------------------------------- closing helpers ----
@@ -165,6 +174,11 @@ class Optimizer(core.Optimizer):
     @lr.setter
     def lr(self, value: float) -> None:
         self.set_lr(value)
+
+    @property
+    def step_was_skipped(self) -> bool:
+        """Whether the last step() was skipped by the fp16 loss scaler (inf or NaN gradients)."""
+        return core.Optimizer.step_was_skipped(self)
 
 
 _closeable(Optimizer, core.close_optimizer)
@@ -505,7 +519,6 @@ class DistributedType(str, enum.Enum):
 _DISTRIBUTED_TYPES = {core.DISTRIBUTED_NO: DistributedType.NO, core.DISTRIBUTED_MULTI_CPU: DistributedType.MULTI_CPU,
                       core.DISTRIBUTED_MULTI_GPU: DistributedType.MULTI_GPU}
 
-
 class Accelerator(core.Accelerator):
     """Accelerate's Accelerator. Keyword options use Accelerate's names:
     cpu, mixed_precision ("no", "fp16", "bf16"), gradient_accumulation_steps, split_batches,
@@ -533,6 +546,8 @@ class Accelerator(core.Accelerator):
         super().__init__(opts)
         self._project_dir = opts.project_dir or "."
         self._logging_dir = opts.logging_dir or os.path.join(self._project_dir, "logs")
+        self._optimizers: List[Any] = []
+        self._trackers: Dict[str, Any] = {}
 
     # -- prepare ---------------------------------------------------------
     def prepare(self, *objects: Any) -> Any:
@@ -553,6 +568,7 @@ class Accelerator(core.Accelerator):
             self.prepare_model(obj)
         elif isinstance(obj, core.Optimizer):
             self.prepare_optimizer(obj)
+            self._optimizers.append(obj)
         elif isinstance(obj, core.DataLoader):
             self.prepare_dataloader(obj)
         else:
@@ -617,6 +633,49 @@ class Accelerator(core.Accelerator):
         value = core.Accelerator.mixed_precision(self)
         return {v: k for k, v in _PRECISIONS.items()}[value]
 
+    @property
+    def use_distributed(self) -> bool:
+        return self.num_processes > 1
+
+    @property
+    def state(self) -> AcceleratorState:
+        """Accelerate's accelerator.state (AcceleratorState): the same facts, as one object."""
+        core.Accelerator.num_processes(self)  # a closed accelerator raises ValueError now, not later
+        return AcceleratorState(self)
+
+    @property
+    def gradient_state(self) -> GradientState:
+        core.Accelerator.num_processes(self)
+        return GradientState(self)
+
+    @property
+    def optimizer_step_was_skipped(self) -> bool:
+        """Whether the last step of any prepared optimizer was skipped (fp16 loss scaler: inf/NaN gradients)."""
+        return any(core.Optimizer.step_was_skipped(o) for o in self._optimizers)
+
+    # -- seeding -----------------------------------------------------------
+    def set_seed(self, seed: int, device_specific: bool = False, deterministic: bool = False) -> None:
+        """Accelerate's set_seed: seeds LibTorch (CPU and CUDA), Python's random, numpy's
+        global generator and, when the program has imported it, torch. device_specific adds
+        the process index (ranks differ, reproducibly); deterministic makes LibTorch use
+        deterministic algorithms from now on. Not collective."""
+        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+            raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+        effective = int(seed) + (self.process_index if device_specific else 0)
+        # numpy's limit, checked before anything is seeded (Accelerate fails there, half-seeded).
+        if not 0 <= effective < 2**32:
+            raise ValueError(f"seed {seed} (plus process index {effective - int(seed)}) is outside numpy's range "
+                             f"0 to 2**32 - 1")
+        core.Accelerator.set_seed_ext(self, int(seed), bool(device_specific), bool(deterministic))
+        random.seed(effective)
+        np.random.seed(effective)
+        # Only a torch the program imported itself: importing one here could load a second LibTorch.
+        torch = sys.modules.get("torch")
+        if torch is not None and hasattr(torch, "manual_seed"):
+            torch.manual_seed(effective)
+            if deterministic:
+                torch.use_deterministic_algorithms(True)
+
     # -- scopes ----------------------------------------------------------
     @contextlib.contextmanager
     def accumulate(self, model: Model):
@@ -676,6 +735,93 @@ class Accelerator(core.Accelerator):
         finally:
             run.end()
 
+    # -- process decorators (Accelerate's on_main_process, ...) -------------
+    # The check happens at each call, as in Accelerate: the function runs where
+    # the condition holds and returns None elsewhere; on one process it always runs.
+    def _only_where(self, function: Callable[..., Any], condition: Callable[[], bool]) -> Callable[..., Any]:
+        if not callable(function):
+            raise TypeError(f"expected a function to decorate, got {type(function).__name__}")
+
+        @functools.wraps(function)
+        def run_here(*args: Any, **kwargs: Any) -> Any:
+            if condition() or not self.use_distributed:
+                return function(*args, **kwargs)
+            return None
+        return run_here
+
+    def on_main_process(self, function: Callable[..., Any]) -> Callable[..., Any]:
+        """Decorator: function runs on the main process only."""
+        return self._only_where(function, lambda: self.is_main_process)
+
+    def on_local_main_process(self, function: Callable[..., Any]) -> Callable[..., Any]:
+        """Decorator: function runs on each machine's local main process only."""
+        return self._only_where(function, lambda: self.is_local_main_process)
+
+    def on_last_process(self, function: Callable[..., Any]) -> Callable[..., Any]:
+        """Decorator: function runs on the last process only."""
+        return self._only_where(function, lambda: self.is_last_process)
+
+    def on_process(self, function: Optional[Callable[..., Any]] = None, process_index: Optional[int] = None) -> Any:
+        """Decorator: function runs on process process_index only; @acc.on_process(process_index=1)."""
+        if isinstance(process_index, bool) or not isinstance(process_index, numbers.Integral) or process_index < 0:
+            raise TypeError(f"on_process needs process_index, a process index >= 0, got {process_index!r}")
+        if function is None:
+            return functools.partial(self.on_process, process_index=process_index)
+        return self._only_where(function, lambda: self.process_index == process_index)
+
+    def on_local_process(self, function: Optional[Callable[..., Any]] = None,
+                         local_process_index: Optional[int] = None) -> Any:
+        """Decorator: function runs on local process local_process_index of each machine only."""
+        if (isinstance(local_process_index, bool) or not isinstance(local_process_index, numbers.Integral)
+                or local_process_index < 0):
+            raise TypeError(f"on_local_process needs local_process_index >= 0, got {local_process_index!r}")
+        if function is None:
+            return functools.partial(self.on_local_process, local_process_index=local_process_index)
+        return self._only_where(function, lambda: self.local_process_index == local_process_index)
+
+    # -- gradients, models (Accelerate's names) ------------------------------
+    @staticmethod
+    def _model_of(parameters: Any, what: str) -> Model:
+        # Accelerate takes model.parameters(); here the prepared Model itself stands for them.
+        if not isinstance(parameters, Model):
+            raise TypeError(f"{what} takes the Model whose gradients to clip, got {type(parameters).__name__}")
+        return parameters
+
+    def clip_grad_norm_(self, parameters: Model, max_norm: float, norm_type: float = 2) -> Tensor:
+        """Clips the model's gradients to total norm max_norm; returns the norm before clipping
+        (a scalar Tensor, as torch does). Call it where gradients are synced (sync_gradients)."""
+        norm = core.Accelerator.clip_grad_norm(self, self._model_of(parameters, "clip_grad_norm_"), max_norm,
+                                               norm_type)
+        return tensor(np.float32(norm))
+
+    def clip_grad_value_(self, parameters: Model, clip_value: float) -> None:
+        """Clamps every gradient of the model to [-clip_value, clip_value]."""
+        core.Accelerator.clip_grad_value(self, self._model_of(parameters, "clip_grad_value_"), clip_value)
+
+    def unwrap_model(self, model: Model, keep_fp32_wrapper: bool = True) -> Model:
+        """The model as the user built it: prepare() wraps nothing here, so this is model itself."""
+        if not isinstance(model, Model):
+            raise TypeError(f"unwrap_model takes a Model, got {type(model).__name__}")
+        return model
+
+    def get_state_dict(self, model: Model, unwrap: bool = True) -> Dict[str, np.ndarray]:
+        """The model's parameters and buffers as {name: numpy array} (CPU copies), in the model's order."""
+        if not isinstance(model, Model):
+            raise TypeError(f"get_state_dict takes a Model, got {type(model).__name__}")
+        names = list(core.Accelerator.state_dict_names(self, model))
+        with core.Accelerator.state_dict_tensors(self, model) as batch:
+            if batch.size() != len(names):  # the model cannot change between the calls; a bug if it did
+                raise AccelError(f"state dict has {len(names)} names but {batch.size()} tensors", core.ERR_INTERNAL)
+            return {name: batch.take(i).numpy() for i, name in enumerate(names)}
+
+    def skip_first_batches(self, dataloader: Any, num_batches: int = 0) -> Any:
+        """A loader over the same data that starts num_batches into this epoch (resuming mid-epoch)."""
+        if not isinstance(dataloader, core.DataLoader):
+            raise TypeError(f"skip_first_batches takes a DataLoader, got {type(dataloader).__name__}")
+        if isinstance(dataloader, DataLoader):
+            return dataloader.skip_first_batches(num_batches)
+        return core.DataLoader.skip_first_batches(dataloader, num_batches)
+
     # -- collectives -----------------------------------------------------
     def reduce(self, tensor: Tensor, reduction: str = "sum") -> Tensor:
         if reduction not in _REDUCTIONS:
@@ -688,6 +834,24 @@ class Accelerator(core.Accelerator):
         return [pickle.loads(base64.b64decode(p)) for p in parts]
 
     # -- checkpoints -----------------------------------------------------
+    def save_state(self, output_dir: Optional[str] = None) -> Any:
+        """Accelerate's save_state: everything prepared and registered, into output_dir (None:
+        project_dir/checkpoints/checkpoint_{i} under automatic_checkpoint_naming). Collective."""
+        return core.Accelerator.save_state(self, "" if output_dir is None else os.fspath(output_dir))
+
+    def load_state(self, input_dir: Optional[str] = None) -> None:
+        """Accelerate's load_state: restores what save_state wrote (None: the newest automatic
+        checkpoint). Collective."""
+        core.Accelerator.load_state(self, "" if input_dir is None else os.fspath(input_dir))
+
+    def save_model(self, model: Model, save_directory: str, max_shard_size: Union[int, str] = "10GB",
+                   safe_serialization: bool = True) -> None:
+        """Accelerate's save_model: the weights as safetensors in save_directory, in shards of at
+        most max_shard_size (bytes, or "10GB", "500MB", "1GiB") with an index when there are
+        several. safe_serialization=False (PyTorch's pickle format) is not supported. Collective."""
+        limit = _shard_size_bytes(max_shard_size)
+        core.Accelerator.save_model(self, model, os.fspath(save_directory), str(limit), bool(safe_serialization))
+
     def register_for_checkpointing(self, *objects: Any, allow_pickle: bool = False) -> None:
         """Objects with state_dict()/load_state_dict() saved with every save_state.
 
@@ -726,8 +890,19 @@ class Accelerator(core.Accelerator):
     def add_tracker(self, tracker: Any) -> None:
         """A custom tracker (see Tracker), started by init_trackers on the main process."""
         adapter = _TrackerAdapter(tracker)
-        core.Accelerator.add_tracker(self, adapter, getattr(tracker, "name", type(tracker).__name__))
+        name = getattr(tracker, "name", type(tracker).__name__)
+        core.Accelerator.add_tracker(self, adapter, name)
         adapter.__disown__()  # the accelerator owns it now
+        self._trackers.setdefault(name, tracker)
+
+    def get_tracker(self, name: str, unwrap: bool = False) -> Any:
+        """Accelerate's get_tracker: the custom tracker added under name (unwrap: its .tracker
+        attribute when it has one). Built-in trackers and unknown names give a Tracker that
+        does nothing, as Accelerate gives for a name it lacks."""
+        tracker = self._trackers.get(name)
+        if tracker is None:
+            return Tracker()
+        return getattr(tracker, "tracker", tracker) if unwrap else tracker
 
     def init_trackers(self, project_name: str, config: Optional[Dict[str, Any]] = None) -> None:
         core.Accelerator.init_trackers(self, project_name, json.dumps(config) if config else "")

@@ -113,6 +113,12 @@ public final class AcceleratorBuilder {
 
   /** A new accelerator (the builder can build more). Bad options throw AccelException naming them. */
   public Accelerator build() {
-    return new Accelerator(options);
+    Accelerator accelerator = new Accelerator(options);
+    // Read back from the options, where options(Consumer) may have set them too.
+    String project = options.getProjectDir() == null || options.getProjectDir().isEmpty() ? "." : options.getProjectDir();
+    String logging = options.getLoggingDir() == null || options.getLoggingDir().isEmpty()
+        ? java.nio.file.Paths.get(project, "logs").toString() : options.getLoggingDir();
+    accelerator.setDirectories(project, logging);
+    return accelerator;
   }
 }

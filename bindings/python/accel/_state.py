@@ -1,0 +1,72 @@
+"""Accelerate's grouped views of an Accelerator (accelerator.state, accelerator.gradient_state)
+and its size strings for save_model's max_shard_size."""
+from __future__ import annotations
+
+import numbers
+from typing import Union
+
+from . import core
+
+
+# Accelerate's size strings (convert_file_size_to_int): a number, possibly
+# fractional ("2.5GB"), then KiB/MiB/GiB (powers of 2) or KB/MB/GB (powers of
+# 10); a lower-case final "b" ("5Gb") means bits.
+_SIZE_UNITS = (("GIB", 2**30), ("MIB", 2**20), ("KIB", 2**10), ("GB", 10**9), ("MB", 10**6), ("KB", 10**3))
+
+
+def _shard_size_bytes(size: Union[int, str]) -> int:
+    """max_shard_size as bytes: an int, or a string such as "10GB", "500MB", "1GiB"."""
+    if isinstance(size, numbers.Integral) and not isinstance(size, bool):
+        number = int(size)
+    elif isinstance(size, str):
+        unit = next(((u, f) for u, f in _SIZE_UNITS if size.upper().endswith(u)), None)
+        try:
+            if unit is None:
+                raise ValueError
+            number = int(float(size[:-len(unit[0])]) * unit[1])
+        except (ValueError, OverflowError):
+            raise ValueError(f"max_shard_size {size!r} is not a number followed by a unit, e.g. '5GB'") from None
+        if unit[0] in ("GB", "MB", "KB") and size.endswith("b"):
+            number //= 8
+    else:
+        raise TypeError(f"max_shard_size must be an int or a str such as '10GB', got {type(size).__name__}")
+    if number <= 0:
+        raise ValueError(f"max_shard_size {size!r} must be positive")
+    return number
+
+
+class AcceleratorState:
+    """Accelerate's AcceleratorState, as accelerator.state: the process's place in the run.
+
+    A view of its Accelerator: every attribute reads the live value."""
+
+    def __init__(self, accelerator: "Accelerator") -> None:
+        self._accelerator = accelerator
+
+    device = property(lambda self: self._accelerator.device)
+    distributed_type = property(lambda self: self._accelerator.distributed_type)
+    num_processes = property(lambda self: self._accelerator.num_processes)
+    process_index = property(lambda self: self._accelerator.process_index)
+    local_process_index = property(lambda self: self._accelerator.local_process_index)
+    is_main_process = property(lambda self: self._accelerator.is_main_process)
+    is_local_main_process = property(lambda self: self._accelerator.is_local_main_process)
+    is_last_process = property(lambda self: self._accelerator.is_last_process)
+    mixed_precision = property(lambda self: self._accelerator.mixed_precision)
+    use_distributed = property(lambda self: self._accelerator.use_distributed)
+
+    def __repr__(self) -> str:
+        return (f"Distributed environment: {self.distributed_type.value}\nNum processes: {self.num_processes}\n"
+                f"Process index: {self.process_index}\nLocal process index: {self.local_process_index}\n"
+                f"Device: {self.device}\n\nMixed precision type: {self.mixed_precision}\n")
+
+
+class GradientState:
+    """Accelerate's GradientState, as accelerator.gradient_state: accumulation and end of epoch."""
+
+    def __init__(self, accelerator: "Accelerator") -> None:
+        self._accelerator = accelerator
+
+    sync_gradients = property(lambda self: self._accelerator.sync_gradients)
+    num_steps = property(lambda self: self._accelerator.gradient_accumulation_steps)
+    end_of_dataloader = property(lambda self: core.Accelerator.end_of_dataloader(self._accelerator))
+    remainder = property(lambda self: core.Accelerator.remainder(self._accelerator))

@@ -1,0 +1,230 @@
+"""Accelerate's names and keywords from Python: set_seed, state, save_state(output_dir=...),
+save_model(max_shard_size=...), clip_grad_*_, get_state_dict, get_tracker, decorators, ..."""
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import accel
+
+LINEAR = '[{"type": "Linear", "in_features": 4, "out_features": 3}]'
+SEED_WORKER = Path(__file__).parent / "programs" / "seed_worker.py"
+
+
+def draws(acc):
+    """What every generator set_seed seeds gives next: LibTorch (a fresh model's weights), random, numpy."""
+    weights = acc.get_state_dict(accel.Model.from_json(LINEAR))["0.weight"]
+    return weights.tolist(), random.random(), float(np.random.rand())
+
+
+def test_version():
+    assert accel.__version__ == accel.version() and accel.__version__.count(".") == 2
+
+
+def test_set_seed_seeds_libtorch_random_and_numpy():
+    with accel.Accelerator(cpu=True) as acc:
+        acc.set_seed(42)
+        first = draws(acc)
+        acc.set_seed(42)
+        assert draws(acc) == first
+        acc.set_seed(43)
+        assert all(a != b for a, b in zip(draws(acc), first))
+        acc.set_seed(42, device_specific=True)  # one process: process index 0 is added
+        assert draws(acc) == first
+
+
+def test_set_seed_checks_the_seed_before_seeding_anything():
+    with accel.Accelerator(cpu=True) as acc:
+        acc.set_seed(5)
+        expected = draws(acc)
+        acc.set_seed(5)
+        with pytest.raises(ValueError, match=r"seed -1 .* outside numpy's range"):
+            acc.set_seed(-1)
+        with pytest.raises(ValueError, match=r"seed 4294967296"):
+            acc.set_seed(2**32)
+        with pytest.raises(TypeError, match="seed must be an int, got float"):
+            acc.set_seed(1.5)
+        assert draws(acc) == expected  # nothing was reseeded by the refused calls
+
+
+def test_set_seed_seeds_an_imported_torch_and_deterministic_reaches_it():
+    # In a child: deterministic algorithms stay on for the rest of a process.
+    code = (
+        "import torch, accel\n"
+        "acc = accel.Accelerator(cpu=True)\n"
+        "acc.set_seed(7, deterministic=True)\n"
+        "a = torch.rand(3)\n"
+        "torch.manual_seed(7)\n"
+        "assert torch.equal(a, torch.rand(3))\n"
+        "assert torch.are_deterministic_algorithms_enabled()\n"
+        "print('ok')\n")
+    pytest.importorskip("torch")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and "ok" in result.stdout, result.stdout + result.stderr
+
+
+def test_set_seed_device_specific_across_processes():
+    launcher = os.environ.get("ACCEL_CLI")
+    if not launcher:
+        pytest.skip("ACCEL_CLI (the accel command) is not set; run through CTest")
+    result = subprocess.run(
+        [launcher, "launch", "--nproc_per_node", "2", "--master_port", "0", sys.executable, str(SEED_WORKER)],
+        capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "[rank 0] seed ok" in result.stdout and "[rank 1] seed ok" in result.stdout
+
+
+def test_state_and_gradient_state_are_views_with_accelerates_names():
+    with accel.Accelerator(cpu=True, gradient_accumulation_steps=2) as acc:
+        state = acc.state
+        assert isinstance(state, accel.AcceleratorState)
+        assert (state.num_processes, state.process_index, state.local_process_index) == (1, 0, 0)
+        assert state.is_main_process and state.is_local_main_process and state.is_last_process
+        assert state.device == "cpu" and state.mixed_precision == "no" and not state.use_distributed
+        assert state.distributed_type == accel.DistributedType.NO
+        assert "Num processes: 1" in repr(state) and "Mixed precision type: no" in repr(state)
+        assert acc.gradient_state.num_steps == 2 and acc.gradient_state.sync_gradients
+        for name in ("device", "mixed_precision", "state", "use_distributed", "optimizer_step_was_skipped"):
+            assert isinstance(getattr(type(acc), name), property), name
+    with pytest.raises(ValueError, match="closed"):
+        acc.state
+
+
+def test_save_state_and_load_state_take_accelerates_keywords(tmp_path):
+    acc = accel.Accelerator(cpu=True, project_dir=str(tmp_path))
+    model = accel.Model.from_json(LINEAR)
+    acc.prepare(model)
+    acc.save_state(output_dir=str(tmp_path / "ckpt"))
+    acc.load_state(input_dir=tmp_path / "ckpt")  # a path-like works too
+    assert (tmp_path / "ckpt" / "manifest.json").exists()
+
+
+@pytest.mark.parametrize("size, expected", [
+    (1000, 1000), ("5GB", 5 * 10**9), ("5Gb", 5 * 10**9 // 8), ("500MB", 500 * 10**6), ("2.5KB", 2500),
+    ("1GiB", 2**30), ("3MiB", 3 * 2**20), ("1kib", 1024)])
+def test_max_shard_size_reads_as_accelerate_reads_it(size, expected):
+    assert accel._shard_size_bytes(size) == expected
+
+
+def test_max_shard_size_values_match_accelerate_itself():
+    modeling = pytest.importorskip("accelerate.utils.modeling")
+    for size in (1000, "5GB", "5Gb", "500MB", "100Mb", "2.5KB", "1GiB", "3MiB", "7KiB"):
+        assert accel._shard_size_bytes(size) == modeling.convert_file_size_to_int(size), size
+
+
+def test_bad_max_shard_size_is_named():
+    with pytest.raises(ValueError, match="max_shard_size '10XB' is not a number followed by a unit"):
+        accel._shard_size_bytes("10XB")
+    with pytest.raises(ValueError, match="max_shard_size 0 must be positive"):
+        accel._shard_size_bytes(0)
+    with pytest.raises(TypeError, match="max_shard_size must be an int or a str"):
+        accel._shard_size_bytes(True)
+
+
+def test_save_model_shards_by_max_shard_size_and_refuses_pickle(tmp_path):
+    with accel.Accelerator(cpu=True) as acc:
+        model = accel.Model.from_json(LINEAR)
+        acc.save_model(model, tmp_path / "one", max_shard_size="10GB")
+        assert (tmp_path / "one" / "model.safetensors").exists()
+        acc.save_model(model, str(tmp_path / "two"), max_shard_size=50)  # weight 48 bytes, bias 12
+        index = json.loads((tmp_path / "two" / "model.safetensors.index.json").read_text())
+        assert sorted(index["weight_map"]) == ["0.bias", "0.weight"]
+        assert len(set(index["weight_map"].values())) == 2
+        with pytest.raises(accel.AccelError, match="safe_serialization"):
+            acc.save_model(model, str(tmp_path / "three"), safe_serialization=False)
+        with pytest.raises(ValueError, match="max_shard_size 'big'"):
+            acc.save_model(model, str(tmp_path / "four"), max_shard_size="big")
+        assert not (tmp_path / "four").exists()
+
+
+def test_clip_grad_and_unwrap_and_state_dict():
+    with accel.Accelerator(cpu=True) as acc:
+        model = accel.Model.from_json(LINEAR)
+        opt = accel.Optimizer(model, "sgd", lr=0.1)
+        acc.prepare(model, opt)
+        x = accel.tensor(np.full((8, 4), 10.0, np.float32))
+        acc.backward(model(x).loss("mse", accel.tensor(np.zeros((8, 3), np.float32))))
+        norm = acc.clip_grad_norm_(model, max_norm=1.0)
+        assert norm.item() > 1.0 and float(norm) == norm.item()
+        assert acc.clip_grad_norm_(model, 1.0).item() == pytest.approx(1.0, rel=1e-4)
+        acc.clip_grad_value_(model, clip_value=0.01)
+        assert acc.clip_grad_norm_(model, 100.0).item() <= 0.01 * np.sqrt(15) + 1e-6
+        with pytest.raises(TypeError, match="clip_grad_norm_ takes the Model"):
+            acc.clip_grad_norm_([1, 2], 1.0)
+        assert acc.unwrap_model(model) is model
+        state = acc.get_state_dict(model)
+        assert list(state) == ["0.weight", "0.bias"]
+        assert state["0.weight"].shape == (3, 4) and state["0.weight"].dtype == np.float32
+        assert acc.optimizer_step_was_skipped is False and opt.step_was_skipped is False
+
+
+def test_skip_first_batches_on_the_accelerator():
+    with accel.Accelerator(cpu=True) as acc:
+        loader = accel.DataLoader([(np.float32(i), i) for i in range(10)], batch_size=2)
+        acc.prepare(loader)
+        rest = acc.skip_first_batches(loader, num_batches=3)
+        assert [y.tolist() for _, y in rest] == [[6, 7], [8, 9]]
+        with pytest.raises(TypeError, match="skip_first_batches takes a DataLoader"):
+            acc.skip_first_batches([1, 2], 1)
+
+
+def test_get_tracker_returns_the_custom_tracker_or_a_blank_one(tmp_path):
+    class Run:
+        pass
+
+    class Mine(accel.Tracker):
+        name = "mine"
+
+        def __init__(self):
+            self.tracker = Run()
+
+    with accel.Accelerator(cpu=True, project_dir=str(tmp_path)) as acc:
+        mine = Mine()
+        acc.add_tracker(mine)
+        assert acc.get_tracker("mine") is mine
+        assert acc.get_tracker("mine", unwrap=True) is mine.tracker
+        blank = acc.get_tracker("wandb")
+        assert isinstance(blank, accel.Tracker) and blank.log({"x": 1.0}) is None
+
+
+def test_process_decorators_run_where_they_say():
+    calls = []
+    with accel.Accelerator(cpu=True) as acc:
+        @acc.on_main_process
+        def main_only(x):
+            calls.append(("main", x))
+            return x
+
+        @acc.on_process(process_index=0)
+        def first():
+            calls.append("first")
+
+        # One process runs everything, as in Accelerate (not distributed).
+        @acc.on_process(process_index=3)
+        def fourth():
+            calls.append("fourth")
+
+        assert main_only(5) == 5 and main_only.__name__ == "main_only"
+        first()
+        fourth()
+        acc.on_local_main_process(lambda: calls.append("local"))()
+        acc.on_last_process(lambda: calls.append("last"))()
+        assert calls == [("main", 5), "first", "fourth", "local", "last"]
+        with pytest.raises(TypeError, match="on_process needs process_index"):
+            acc.on_process(lambda: None)
+        with pytest.raises(TypeError, match="expected a function to decorate, got int"):
+            acc.on_main_process(3)
+
+
+def test_an_option_the_optimizer_lacks_is_an_error_naming_it():
+    model = accel.Model.from_json(LINEAR)
+    with pytest.raises(accel.AccelError, match=r"AdamW has no option momentum \(got 0.9\)"):
+        accel.Optimizer(model, "adamw", momentum=0.9)
+    with pytest.raises(accel.AccelError, match="SGD has no option betas"):
+        accel.Optimizer(model, "sgd", betas=(0.8, 0.9))
+    accel.Optimizer(model, "sgd", momentum=0.9, nesterov=True)

@@ -1,0 +1,21 @@
+// What `accel launch` runs in every rank, as torchrun and `accelerate launch`
+// decide it: a Python script (PROGRAM ending in .py) with a Python
+// interpreter, a module with -m/--module (`python -m PROGRAM`), anything else
+// as is; --no_python runs PROGRAM as is even when it ends in .py.
+#pragma once
+
+#include "cli/config_file.hpp"
+#include "cli/launch_options.hpp"
+
+namespace accel::cli {
+
+// The interpreter: --python (a path, or a name looked up on PATH), else the
+// active virtual environment's $VIRTUAL_ENV/bin/python, else python3 on PATH.
+// Sets config.program to it and config.program_args to [-m] PROGRAM ARGS...;
+// without Python, PROGRAM and ARGS as given. A script must be an existing
+// file. Throws CLI::ValidationError naming the flag, script or interpreter:
+// -m with --no_python, --python with --no_python, a missing script, no
+// interpreter to be found.
+void resolve_program(const LaunchFlags& flags, const EnvLookup& env, LaunchConfig& config);
+
+}  // namespace accel::cli
