@@ -23,6 +23,7 @@ struct accel_tensor {
 struct accel_accelerator {
   std::unique_ptr<accel::Accelerator> accelerator;
   std::string device_name;
+  std::string last_checkpoint_dir;  // what the last successful save_state wrote
 };
 struct accel_model {
   accel::Model model;
