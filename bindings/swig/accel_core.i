@@ -597,7 +597,9 @@ struct AccelNamedTensors {};
   void main_process_first_end() { accel_check(accel_accelerator_main_process_first_end($self)); }
   void local_main_process_first_begin() { accel_check(accel_accelerator_local_main_process_first_begin($self)); }
   void local_main_process_first_end() { accel_check(accel_accelerator_local_main_process_first_end($self)); }
+  /* Forgets every prepared object, resets accumulation, empties the CUDA cache. */
   void free_memory() { accel_check(accel_accelerator_free_memory($self)); }
+  void clear() { accel_check(accel_accelerator_free_memory($self)); }  /* Accelerate's alias */
 
   void prepare_model(AccelModel* model) { accel_check(accel_accelerator_prepare_model($self, model)); }
   void prepare_optimizer(AccelOptimizer* optimizer) { accel_check(accel_accelerator_prepare_optimizer($self, optimizer)); }
@@ -635,9 +637,17 @@ struct AccelNamedTensors {};
   void autocast_end() { accel_check(accel_accelerator_autocast_end($self)); }
 
   /* ---- checkpoints ---- */
-  void save_state(const std::string& dir = "") { accel_check(accel_accelerator_save_state($self, dir.c_str())); }
+  /* Returns the directory written (dir, or the automatic checkpoint_{i}). */
+  std::string save_state(const std::string& dir = "") {
+    accel_check(accel_accelerator_save_state($self, dir.c_str()));
+    const char* written = "";
+    accel_check(accel_accelerator_last_checkpoint_dir($self, &written));
+    return written;
+  }
   void load_state(const std::string& dir = "") { accel_check(accel_accelerator_load_state($self, dir.c_str())); }
   int64_t save_iteration() const { int64_t v = 0; accel_check(accel_accelerator_save_iteration($self, &v)); return v; }
+  /* Accelerate's project_configuration.iteration = n. */
+  void set_save_iteration(int64_t iteration) { accel_check(accel_accelerator_set_save_iteration($self, iteration)); }
   void save_model(const AccelModel* model, const std::string& dir, const std::string& max_shard_size = "10GB",
                   bool safe_serialization = true) {
     accel_check(accel_accelerator_save_model($self, model, dir.c_str(), max_shard_size.c_str(), safe_serialization));
@@ -664,7 +674,8 @@ struct AccelNamedTensors {};
     return batch;
   }
   /* Returns {missing, unexpected}: the model tensors the file lacks and the file tensors the model lacks. */
-  std::vector<int64_t> load_checkpoint_in_model(AccelModel* model, const std::string& path, bool strict = true) {
+  /* strict defaults to false, as Accelerate's load_checkpoint_in_model (which loads with strict=False). */
+  std::vector<int64_t> load_checkpoint_in_model(AccelModel* model, const std::string& path, bool strict = false) {
     int64_t missing = 0, unexpected = 0;
     accel_check(accel_accelerator_load_checkpoint_in_model($self, model, path.c_str(), strict, &missing, &unexpected));
     return std::vector<int64_t>{missing, unexpected};

@@ -121,6 +121,7 @@ std::vector<int64_t> read_shape(JNIEnv* env, jlongArray shape) {
               int gradient_as_bucket_view, int static_graph, int find_unused_parameters,
               int nesterov, int amsgrad, int centered, int anneal_linear, int three_phase, int mode_max,
               int threshold_abs, int step_with_optimizer, int shuffle, int drop_last };
+%apply bool { int sync_each_batch, int adjust_scheduler };
 
 /* ---- errors ---- */
 %exception {

@@ -180,7 +180,8 @@ typedef struct accel_accelerator_options {
   int64_t timeout_ms;
   accel_mixed_precision mixed_precision; /* default ACCEL_PRECISION_DEFAULT */
   double bucket_cap_mb;   /* gradient-sync bucket size cap in MiB; default 25 */
-  /* Micro-steps per optimizer step; 0 (default): ACCELERATE_GRADIENT_ACCUMULATION_STEPS, else 1. */
+  /* Micro-steps per optimizer step; 0 (default): 1. ACCELERATE_GRADIENT_ACCUMULATION_STEPS
+     (set by `accel launch --gradient_accumulation_steps`) wins over it, as in Accelerate. */
   int64_t gradient_accumulation_steps;
   int sync_with_dataloader; /* the loader's last batch ends a window; default 1 */
   /* fp16 dynamic loss scaling (Accelerate's GradScalerKwargs). Checked under
@@ -214,11 +215,20 @@ typedef struct accel_accelerator_options {
      backward fail with ACCEL_ERR_STATE naming it; nonzero: allowed. */
   int find_unused_parameters;
   accel_comm_hook comm_hook;   /* default ACCEL_COMM_HOOK_NONE; UNSUPPORTED at prepare if the backend cannot */
+  /* Accelerate's GradientAccumulationPlugin (with sync_with_dataloader above).
+     sync_each_batch nonzero: gradients are averaged across processes on every
+     accumulation micro-step, not only at the window's end (less memory, more
+     communication); the optimizer still steps once per window. Default 0. */
+  int sync_each_batch;
+  /* nonzero: a prepared scheduler's calls on micro-steps count towards
+     OneCycle's total_steps cap. Default 0 (Accelerate 0.22 drops its plugin's
+     default True before reading it, so it is off there too). */
+  int adjust_scheduler;
 } accel_accelerator_options;
 
 #define ACCEL_ACCELERATOR_OPTIONS_INIT                                                       \
   { (uint32_t)sizeof(accel_accelerator_options), 0, 1800000, ACCEL_PRECISION_DEFAULT, 25.0, 0, 1, \
-    65536.0, 2.0, 0.5, 2000, 0, 1, 0, 1, NULL, NULL, 0, 0, 0, NULL, 1.0, 1, 0, 0, ACCEL_COMM_HOOK_NONE }
+    65536.0, 2.0, 0.5, 2000, 0, 1, 0, 1, NULL, NULL, 0, 0, 0, NULL, 1.0, 1, 0, 0, ACCEL_COMM_HOOK_NONE, 0, 0 }
 
 /* Fills opts with the defaults above. */
 ACCEL_API void accel_accelerator_options_init(accel_accelerator_options* opts);
@@ -329,8 +339,11 @@ ACCEL_API accel_status accel_accelerator_main_process_first_end(accel_accelerato
    an open _begin is ACCEL_ERR_STATE. */
 ACCEL_API accel_status accel_accelerator_local_main_process_first_begin(accel_accelerator* acc);
 ACCEL_API accel_status accel_accelerator_local_main_process_first_end(accel_accelerator* acc);
-/* Forgets prepared models, resets gradient accumulation and the trigger, and
-   releases cached device memory. */
+/* Accelerate's free_memory/clear: the accelerator forgets every prepared
+   model, optimizer, scheduler and dataloader (backward syncs none of them,
+   save_state saves none of them; the handles stay valid and the caller frees
+   them), resets gradient accumulation and the trigger, and empties the CUDA
+   caching allocator's unused memory. Not collective. */
 ACCEL_API accel_status accel_accelerator_free_memory(accel_accelerator* acc);
 
 /* ------------------------------------------------------------------------- */
@@ -695,7 +708,10 @@ ACCEL_API accel_status accel_accelerator_prepare_dataloader(accel_accelerator* a
 /* Binds the scheduler to the accelerator, as Accelerate does: it steps only
    when the optimizer really stepped (a sync step not skipped by the fp16 loss
    scaler) and, unless step_with_optimizer is 0, advances num_processes steps
-   per call so a schedule written for one process keeps its shape. */
+   per call so a schedule written for one process keeps its shape; under
+   split_batches (batches are not multiplied by the processes) one step per
+   call. Without split_batches a OneCycle scheduler stops at total_steps
+   instead of failing (Accelerate's special case). */
 ACCEL_API accel_status accel_accelerator_prepare_scheduler(accel_accelerator* acc, accel_scheduler* scheduler);
 /* Backpropagates loss / gradient_accumulation_steps (scaled under fp16); on
    a sync step the gradients of every prepared model are averaged across

@@ -21,9 +21,19 @@ extern "C" {
    save interrupted at any moment leaves the previous checkpoint intact. dir
    NULL or "": project_dir/checkpoints/checkpoint_{i} under
    automatic_checkpoint_naming; the oldest beyond total_limit are removed after
-   the new one is committed, never before.
-   Collective. Errors: STATE (no dir and no automatic naming), IO (named path). */
+   the new one is committed, never before. Under automatic naming an existing
+   checkpoint_{i} is never replaced: INVALID_ARGUMENT naming it (Accelerate's
+   ValueError; set the iteration with accel_accelerator_set_save_iteration),
+   before any hook runs or file is written. accel_accelerator_last_checkpoint_dir
+   then gives the directory written.
+   Collective. Errors: STATE (no dir and no automatic naming), INVALID_ARGUMENT
+   (the automatic directory exists), IO (named path). */
 ACCEL_API accel_status accel_accelerator_save_state(accel_accelerator* acc, const char* dir);
+/* *out = the directory the last successful save_state of acc wrote (dir as
+   given, or the automatic checkpoint_{i}); "" before any. The string is owned
+   by acc and valid until its next save_state or accel_accelerator_free. Not
+   collective. */
+ACCEL_API accel_status accel_accelerator_last_checkpoint_dir(const accel_accelerator* acc, const char** out);
 /* Restores a checkpoint written by save_state; dir NULL or "": the newest
    automatic checkpoint (leftovers of interrupted saves are removed and never
    chosen). Every file is read and checked (presence, sizes and checksums,
@@ -38,11 +48,19 @@ ACCEL_API accel_status accel_accelerator_save_state(accel_accelerator* acc, cons
 ACCEL_API accel_status accel_accelerator_load_state(accel_accelerator* acc, const char* dir);
 /* The number the next automatic checkpoint gets. */
 ACCEL_API accel_status accel_accelerator_save_iteration(const accel_accelerator* acc, int64_t* out);
+/* Sets the number the next automatic checkpoint gets (Accelerate's
+   project_configuration.iteration = n), e.g. to continue a numbering after a
+   restart. Not collective: every process should set the same value.
+   Errors: INVALID_ARGUMENT (iteration < 0, named). */
+ACCEL_API accel_status accel_accelerator_set_save_iteration(accel_accelerator* acc, int64_t iteration);
 
 /* Writes model in Hugging Face's layout into dir: model.safetensors, or shards
    model-0000i-of-0000N.safetensors plus model.safetensors.index.json
    (metadata.total_size, weight_map) when larger than max_shard_size ("5GB",
-   "200MB", "1GiB", bytes; NULL: "10GB"). Only the main process writes.
+   "200MB", "1GiB", bytes; NULL: "10GB"). As Hugging Face's shard_checkpoint:
+   tensors in PyTorch's state_dict order fill the current shard while the next
+   fits (one larger than the limit gets its own); the index's keys are sorted.
+   Only the main process writes.
    safe_serialization = 0 is UNSUPPORTED (no pickle). Collective. */
 ACCEL_API accel_status accel_accelerator_save_model(accel_accelerator* acc, const accel_model* model,
                                                     const char* dir, const char* max_shard_size,

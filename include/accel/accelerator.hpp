@@ -81,10 +81,21 @@ struct AcceleratorOptions {
   bool static_graph = false;          // accepted: buckets are always fixed at prepare (see docs)
   bool find_unused_parameters = false;  // false: a parameter without gradient in a synced backward is an error
   CommHook comm_hook = CommHook::None;
-  // Unset: ACCELERATE_GRADIENT_ACCUMULATION_STEPS from the environment, else 1.
+  // ACCELERATE_GRADIENT_ACCUMULATION_STEPS (set by `accel launch
+  // --gradient_accumulation_steps`) wins over this value, as in Accelerate;
+  // neither set: 1.
   std::optional<int64_t> gradient_accumulation_steps;
-  // The last batch of a prepared dataloader always ends an accumulation window.
+  // Accelerate's GradientAccumulationPlugin options:
+  // the last batch of a prepared dataloader always ends an accumulation window;
   bool sync_with_dataloader = true;
+  // gradients are averaged across processes on every micro-step, not only at
+  // the window's end (less memory, more communication); the optimizer still
+  // steps once per window;
+  bool sync_each_batch = false;
+  // a prepared scheduler's calls on micro-steps count towards OneCycle's
+  // total_steps cap. Off by default: Accelerate 0.22 drops the plugin's
+  // default (True) before reading it, so it is effectively off there too.
+  bool adjust_scheduler = false;
   // fp16 loss scaling (Accelerate's GradScalerKwargs). Checked under every precision
   // (InvalidArgument naming the option): init_scale finite and > 0, growth_factor
   // finite and > 1, backoff_factor in (0, 1), growth_interval > 0.
@@ -218,8 +229,11 @@ class Accelerator {
   void main_process_first_end();
   void local_main_process_first_begin();
   void local_main_process_first_end();
-  // Forgets prepared models, resets accumulation and releases cached device memory.
+  // Accelerate's free_memory: forgets every prepared model, optimizer,
+  // scheduler and dataloader (backward and save_state no longer see them; the
+  // caller still owns them), resets accumulation and empties the CUDA cache.
   void free_memory();
+  void clear() { free_memory(); }  // Accelerate's alias
   // Blocks until every process arrives. Collective.
   void wait_for_everyone();
   // Prints on the main process only.
@@ -240,8 +254,11 @@ class Accelerator {
   // automatic checkpoint), checking every file (checksums, types, shapes)
   // before applying anything, so a failure leaves the run as it was. With
   // automatic naming, creating an Accelerator removes leftovers of interrupted
-  // saves in project_dir/checkpoints. Both collective.
-  void save_state(const std::string& dir = "");
+  // saves in project_dir/checkpoints. Both collective. save_state returns the
+  // directory it wrote; under automatic naming an existing
+  // checkpoint_{iteration} is an InvalidArgument error naming it (Accelerate's
+  // ValueError), raised before anything is written.
+  std::string save_state(const std::string& dir = "");
   void load_state(const std::string& dir = "");
   void register_for_checkpointing(CheckpointObject object);
   // Hooks run before save_state writes / load_state reads; the id removes them.
@@ -249,11 +266,19 @@ class Accelerator {
   int64_t register_load_state_pre_hook(StateHook hook);
   void remove_hook(int64_t id);
   int64_t save_iteration() const;  // number of the next automatic checkpoint
+  // Accelerate's project_configuration.iteration = n: the next automatic
+  // checkpoint is checkpoint_{n}. InvalidArgument when n < 0.
+  void set_save_iteration(int64_t iteration);
 
-  // The model's state dict (parameters then buffers, PyTorch names), on the host.
+  // The model's state dict on the host, in PyTorch's state_dict() order
+  // (modules in pre-order, each one's parameters then buffers) and names.
   TensorDict get_state_dict(const Model& model) const;
   // Hugging Face layout in dir: model.safetensors, or model-0000i-of-0000N.safetensors
   // shards plus model.safetensors.index.json when larger than max_shard_size.
+  // Shards are packed as Hugging Face's shard_checkpoint does: tensors in
+  // get_state_dict order fill the current shard while the next one fits, a
+  // tensor larger than max_shard_size gets a shard of its own; the index is
+  // written with sorted keys (weight_map by tensor name).
   // Main process only writes; collective (others wait). safe_serialization =
   // false (pickle) is Unsupported.
   void save_model(const Model& model, const std::string& dir, const std::string& max_shard_size = "10GB",

@@ -4,7 +4,10 @@
 // prepared by an Accelerator it follows Accelerate: it steps only when the
 // optimizer really stepped (a sync step that was not skipped by the fp16 loss
 // scaler), and advances num_processes steps per call so a schedule written for
-// one process keeps its shape (unless step_with_optimizer is false).
+// one process keeps its shape (unless step_with_optimizer is false). Under
+// split_batches the batches are not multiplied by the processes, so it steps
+// once per optimizer step. Without split_batches OneCycle stops at total_steps
+// instead of failing (Accelerate's special case).
 #pragma once
 
 #include <cstdint>
@@ -92,8 +95,11 @@ class Scheduler {
   // state_json / load_state_json, valid across moves while lifetime() has not expired.
   CheckpointObject checkpoint_object() const;
 
-  // Used by Accelerator::prepare.
-  void bind(std::shared_ptr<GradientState> gradient_state, int num_processes);
+  // Used by Accelerator::prepare. adjust_scheduler: calls on accumulation
+  // micro-steps count towards OneCycle's total_steps cap (Accelerate's
+  // GradientAccumulationPlugin.adjust_scheduler).
+  void bind(std::shared_ptr<GradientState> gradient_state, int num_processes, bool split_batches,
+            bool adjust_scheduler);
 
  private:
   struct Impl;

@@ -40,6 +40,8 @@ accel::AcceleratorOptions to_core(const accel_accelerator_options& o) {
                                                          "environment), got " + std::to_string(o.gradient_accumulation_steps));
   if (o.gradient_accumulation_steps > 0) core.gradient_accumulation_steps = o.gradient_accumulation_steps;
   core.sync_with_dataloader = o.sync_with_dataloader != 0;
+  core.sync_each_batch = o.sync_each_batch != 0;
+  core.adjust_scheduler = o.adjust_scheduler != 0;
   core.scaler_init_scale = o.scaler_init_scale;
   core.scaler_growth_factor = o.scaler_growth_factor;
   core.scaler_backoff_factor = o.scaler_backoff_factor;

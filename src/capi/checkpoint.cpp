@@ -24,7 +24,14 @@ accel::StateHook state_hook(accel_state_hook hook, std::shared_ptr<void> user, c
 extern "C" {
 
 ACCEL_API accel_status accel_accelerator_save_state(accel_accelerator* acc, const char* dir) {
-  return guarded([&] { deref(acc, "acc").accelerator->save_state(or_empty(dir)); });
+  return guarded([&] {
+    accel_accelerator& handle = deref(acc, "acc");
+    handle.last_checkpoint_dir = handle.accelerator->save_state(or_empty(dir));
+  });
+}
+
+ACCEL_API accel_status accel_accelerator_last_checkpoint_dir(const accel_accelerator* acc, const char** out) {
+  return guarded([&] { out_param(out, "out") = deref(acc, "acc").last_checkpoint_dir.c_str(); });
 }
 
 ACCEL_API accel_status accel_accelerator_load_state(accel_accelerator* acc, const char* dir) {
@@ -33,6 +40,10 @@ ACCEL_API accel_status accel_accelerator_load_state(accel_accelerator* acc, cons
 
 ACCEL_API accel_status accel_accelerator_save_iteration(const accel_accelerator* acc, int64_t* out) {
   return guarded([&] { out_param(out, "out") = deref(acc, "acc").accelerator->save_iteration(); });
+}
+
+ACCEL_API accel_status accel_accelerator_set_save_iteration(accel_accelerator* acc, int64_t iteration) {
+  return guarded([&] { deref(acc, "acc").accelerator->set_save_iteration(iteration); });
 }
 
 ACCEL_API accel_status accel_accelerator_save_model(accel_accelerator* acc, const accel_model* model, const char* dir,

@@ -25,6 +25,7 @@ struct accel_accelerator {
   std::unique_ptr<accel::Accelerator> accelerator;
   std::string device_name;
   std::vector<std::string> state_dict_names;  // what the last get_state_dict handed out
+  std::string last_checkpoint_dir;  // what the last successful save_state wrote
 };
 struct accel_model {
   accel::Model model;

@@ -14,6 +14,7 @@
 #include "accel/model.hpp"
 #include "checkpoint/safetensors.hpp"
 #include "checkpoint/tensor_io.hpp"
+#include "model/model_impl.hpp"
 #include "state/accelerator_state.hpp"
 
 namespace fs = std::filesystem;
@@ -55,8 +56,7 @@ int64_t parse_size(const std::string& text) {
 
 TensorDict Accelerator::get_state_dict(const Model& model) const {
   TensorDict dict;
-  for (auto& [name, t] : model.named_parameters()) dict.emplace_back(name, t.detach().cpu());
-  for (auto& [name, t] : model.named_buffers()) dict.emplace_back(name, t.detach().cpu());
+  for (auto& [name, t] : model.impl().state_dict()) dict.emplace_back(name, t.detach().cpu());
   return dict;
 }
 
@@ -85,16 +85,17 @@ void Accelerator::save_model(const Model& model, const std::string& dir, const s
     if (shards.size() == 1) {
       save_safetensors(dir + "/model.safetensors", shards[0], metadata);
     } else {
-      nlohmann::ordered_json index;
+      // nlohmann::json keeps keys sorted, as Accelerate's json.dumps(sort_keys=True).
+      nlohmann::json index;
       index["metadata"]["total_size"] = total;
-      nlohmann::ordered_json weight_map = nlohmann::ordered_json::object();
+      nlohmann::json weight_map = nlohmann::json::object();
       for (size_t s = 0; s < shards.size(); ++s) {
         std::string name = shard_name(s + 1, shards.size());
         save_safetensors(dir + "/" + name, shards[s], metadata);
         for (auto& [key, tensor] : shards[s]) weight_map[key] = name;
       }
       index["weight_map"] = weight_map;
-      detail::write_file_atomically(dir + "/model.safetensors.index.json", index.dump(2) + "\n");
+      detail::write_file_atomically(dir + "/model.safetensors.index.json", index.dump(2, ' ', true) + "\n");
     }
   }
   wait_for_everyone();

@@ -7,6 +7,7 @@
 #include <torch/cuda.h>
 
 #include <csignal>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "accel/accelerator.hpp"
@@ -153,7 +154,12 @@ void Accelerator::remove_hook(int64_t id) {
 
 int64_t Accelerator::save_iteration() const { return state_->project.iteration; }
 
-void Accelerator::save_state(const std::string& requested_dir) {
+void Accelerator::set_save_iteration(int64_t iteration) {
+  require_arg(iteration >= 0, "save iteration must be >= 0, got " + std::to_string(iteration));
+  state_->project.iteration = iteration;
+}
+
+std::string Accelerator::save_state(const std::string& requested_dir) {
   detail::AcceleratorState& st = *state_;
   std::string dir = requested_dir;
   const bool automatic = dir.empty();
@@ -161,6 +167,15 @@ void Accelerator::save_state(const std::string& requested_dir) {
     require(st.project.automatic_checkpoint_naming, ErrorCode::State,
             "save_state: no directory given and automatic_checkpoint_naming is off");
     dir = detail::checkpoints_root(st) + "/checkpoint_" + std::to_string(st.project.iteration);
+    // Accelerate's ValueError: an automatic save never replaces a checkpoint
+    // (e.g. a restarted run whose iteration starts again at 0). Every process
+    // sees the same shared directory, so all of them fail here, before any
+    // hook runs or any file is written.
+    std::error_code error;
+    require_arg(!std::filesystem::exists(dir, error),
+                "save_state: checkpoint directory " + dir + " (iteration " + std::to_string(st.project.iteration) +
+                    ") already exists; set the project configuration's iteration (set_save_iteration) to the "
+                    "number to continue from");
   }
   for (auto& [id, hook] : st.save_state_pre_hooks) hook(dir);
 
@@ -238,6 +253,7 @@ void Accelerator::save_state(const std::string& requested_dir) {
   }
   wait_for_everyone();
   if (automatic) ++st.project.iteration;
+  return dir;
 }
 
 }  // namespace accel

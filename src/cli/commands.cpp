@@ -55,6 +55,23 @@ std::string find_selftest() {
   return {};
 }
 
+std::optional<int> probe_cuda_devices() {
+  const std::string selftest = find_selftest();
+  if (selftest.empty()) return std::nullopt;
+  std::istringstream facts(run_and_read(selftest, "--env"));
+  const std::string key = "CUDA devices: ";
+  for (std::string line; std::getline(facts, line);) {
+    if (line.rfind(key, 0) != 0) continue;
+    try {
+      size_t used = 0;
+      int count = std::stoi(line.substr(key.size()), &used);
+      if (count >= 0 && key.size() + used == line.size()) return count;
+    } catch (const std::exception&) {
+    }
+  }
+  return std::nullopt;
+}
+
 int print_env_report(const std::string& config_file, const EnvLookup& env, std::ostream& out) {
   out << "Copy-and-paste the text below in your bug report.\n\n";
   out << "- accel command: " << ACCEL_CLI_VERSION << '\n';

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <iosfwd>
+#include <optional>
 #include <string>
 
 #include "cli/config_file.hpp"
@@ -13,6 +14,10 @@ namespace accel::cli {
 // accel-selftest next to this executable, else in ../libexec/accel; empty when
 // neither exists.
 std::string find_selftest();
+
+// The CUDA devices LibTorch sees (accel-selftest --env's "CUDA devices: N"),
+// as torch.cuda.device_count() tells Accelerate; nullopt when it cannot tell.
+std::optional<int> probe_cuda_devices();
 
 // `accel env`: versions, platform, what accel-selftest says about LibTorch and
 // devices, and the active config file with its contents, for a bug report.

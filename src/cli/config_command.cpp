@@ -1,7 +1,10 @@
 #include "cli/config_command.hpp"
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <istream>
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <vector>
 
@@ -110,21 +113,43 @@ ConfigValues ask_config_questions(std::istream& in, std::ostream& out) {
   return values;
 }
 
-bool write_default_config(const std::string& path, const std::string& mixed_precision, std::ostream& out) {
+bool write_default_config(const std::string& path, const std::string& mixed_precision,
+                          std::optional<int> cuda_devices, std::ostream& out) {
   if (std::filesystem::exists(path)) {
     out << "Configuration already exists at " << path << ", will not override. Run `accel config` or pass another "
         << "--config_file.\n";
     return false;
   }
-  ConfigValues values;
-  values.distributed_type = "NO";
-  values.mixed_precision = mixed_precision;
-  values.num_processes = 1;
-  values.num_machines = 1;
-  // The accel command has no LibTorch to ask about GPUs; the library uses a GPU
-  // whenever it has one unless told otherwise, so do not tell it otherwise.
-  values.use_cpu = false;
-  write_config_file(path, values);
+  // The keys and values of Accelerate's write_basic_config, which writes JSON
+  // with sorted keys whatever the file's extension (JSON is YAML too).
+  nlohmann::json config = {{"compute_environment", "LOCAL_MACHINE"},
+                           {"debug", false},
+                           {"distributed_type", "NO"},
+                           {"downcast_bf16", false},
+                           {"machine_rank", 0},
+                           {"main_training_function", "main"},
+                           {"mixed_precision", mixed_precision},
+                           {"num_machines", 1},
+                           {"num_processes", 1},
+                           {"rdzv_backend", "static"},
+                           {"same_network", false},
+                           {"tpu_use_cluster", false},
+                           {"tpu_use_sudo", false},
+                           {"use_cpu", true}};
+  const int gpus = cuda_devices.value_or(0);
+  // Unknown (no accel-selftest to ask LibTorch): not use_cpu, so a GPU build
+  // still finds its GPU.
+  if (gpus > 0 || !cuda_devices) {
+    config["use_cpu"] = false;
+    config["num_processes"] = std::max(gpus, 1);
+    if (gpus > 1) config["distributed_type"] = "MULTI_GPU";
+  }
+  std::error_code ignored;
+  std::filesystem::path target(path);
+  if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path(), ignored);
+  std::ofstream file(path, std::ios::trunc);
+  file << config.dump(2) << '\n';
+  if (!file.flush()) throw ConfigFileError("cannot write config file " + path);
   out << "accel configuration saved at " << path << "\n";
   return true;
 }

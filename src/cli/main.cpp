@@ -144,7 +144,10 @@ int main(int argc, char** argv) {
     }
     if (default_command->parsed()) {
       who = "accel config default";
-      return accel::cli::write_default_config(config_target(config_file), mixed_precision, std::cout) ? 0 : 1;
+      const std::optional<int> gpus = accel::cli::probe_cuda_devices();
+      if (!gpus) std::cerr << "accel config default: warning: cannot ask LibTorch for GPUs (accel-selftest missing or "
+                              "failed); writing use_cpu: false\n";
+      return accel::cli::write_default_config(config_target(config_file), mixed_precision, gpus, std::cout) ? 0 : 1;
     }
     if (config_command->parsed()) {
       who = "accel config";

@@ -39,7 +39,9 @@ void Accelerator::accumulate_begin(Model& model) {
     g.step += 1;
     g.sync_gradients = g.step % g.num_steps == 0;
   }
-  set_sync(model, g.sync_gradients);
+  // sync_each_batch averages every micro-step's gradients (Accelerate's
+  // plugin option); sync_gradients, and so the optimizer step, stay per window.
+  set_sync(model, g.sync_gradients || state_->sync_each_batch);
   state_->accumulate_scopes.push_back(&model.impl());
 }
 

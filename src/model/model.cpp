@@ -18,6 +18,11 @@ namespace detail {
 
 namespace {
 
+// "prefix.name", or name for the root module (prefix "").
+std::string join(const std::string& prefix, const std::string& name) {
+  return prefix.empty() ? name : prefix + "." + name;
+}
+
 class NnModel final : public ModelImpl {
  public:
   NnModel(std::shared_ptr<torch::nn::Module> module, Model::ForwardFn forward)
@@ -25,6 +30,15 @@ class NnModel final : public ModelImpl {
 
   NamedTensors named_parameters() const override { return to_pairs(module_->named_parameters(true)); }
   NamedTensors named_buffers() const override { return to_pairs(module_->named_buffers(true)); }
+  NamedTensors state_dict() const override {
+    NamedTensors out;
+    for (const auto& module : module_->named_modules()) {
+      for (const auto& dict : {module.value()->named_parameters(false), module.value()->named_buffers(false)}) {
+        for (const auto& item : dict) out.emplace_back(join(module.key(), item.key()), item.value());
+      }
+    }
+    return out;
+  }
   void set_training(bool training) override { module_->train(training); }
   bool training() const override { return module_->is_training(); }
 
@@ -55,6 +69,14 @@ class ScriptModel final : public ModelImpl {
   NamedTensors named_buffers() const override {
     NamedTensors out;
     for (const auto& item : module_.named_buffers(true)) out.emplace_back(item.name, item.value);
+    return out;
+  }
+  NamedTensors state_dict() const override {
+    NamedTensors out;
+    for (const auto& module : module_.named_modules()) {
+      for (const auto& item : module.value.named_parameters(false)) out.emplace_back(join(module.name, item.name), item.value);
+      for (const auto& item : module.value.named_buffers(false)) out.emplace_back(join(module.name, item.name), item.value);
+    }
     return out;
   }
   void set_training(bool training) override { module_.train(training); }

@@ -24,6 +24,9 @@ class ModelImpl : public std::enable_shared_from_this<ModelImpl> {
 
   virtual NamedTensors named_parameters() const = 0;
   virtual NamedTensors named_buffers() const = 0;
+  // PyTorch's state_dict() order: modules in pre-order, each one's parameters
+  // then its buffers (Hugging Face's shard packing follows this order).
+  virtual NamedTensors state_dict() const = 0;
   virtual void set_training(bool training) = 0;
   virtual bool training() const = 0;
 

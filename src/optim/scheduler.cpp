@@ -96,6 +96,11 @@ struct Scheduler::Impl {
   // Set by prepare
   std::shared_ptr<GradientState> gradient_state;
   int num_processes = 1;
+  bool split_batches = false;     // batches are not multiplied by processes: one step per optimizer step
+  bool adjust_scheduler = false;  // micro-steps count towards OneCycle's total_steps
+  // Calls skipped on accumulation micro-steps under adjust_scheduler; like
+  // PyTorch's _step_count that Accelerate bumps, they bring OneCycle's cap closer.
+  int64_t adjusted_steps = 0;
   std::shared_ptr<int> alive = std::make_shared<int>(0);
 
   std::vector<torch::optim::OptimizerParamGroup>& groups() { return optimizer->torch_optimizer().param_groups(); }
@@ -206,7 +211,7 @@ struct Scheduler::Impl {
   int steps_for_this_call() const {
     if (!gradient_state || !options.step_with_optimizer) return 1;
     if (!gradient_state->sync_gradients || optimizer->step_was_skipped()) return 0;
-    return num_processes;
+    return split_batches ? 1 : num_processes;
   }
 };
 
@@ -230,14 +235,21 @@ Scheduler& Scheduler::operator=(Scheduler&&) noexcept = default;
 void Scheduler::step() {
   require_arg(impl_->options.kind != SchedulerKind::ReduceOnPlateau,
               "ReduceOnPlateau scheduler: step needs the metric (step(metric))");
-  int steps = impl_->steps_for_this_call();
+  Impl& impl = *impl_;
+  if (impl.gradient_state && impl.options.step_with_optimizer && !impl.gradient_state->sync_gradients &&
+      impl.adjust_scheduler) {
+    ++impl.adjusted_steps;
+  }
+  const int steps = impl.steps_for_this_call();
+  // As in Accelerate: only the per-process steps of a prepared scheduler stop
+  // at OneCycle's cap; one plain step past it fails, like PyTorch's.
+  const bool capped = impl.gradient_state && impl.options.step_with_optimizer && !impl.split_batches;
   for (int i = 0; i < steps; ++i) {
-    // OneCycle stops at total_steps rather than failing when processes multiply the steps.
-    if (impl_->gradient_state && impl_->options.kind == SchedulerKind::OneCycle &&
-        impl_->last_epoch + 1 > impl_->options.total_steps) {
+    if (capped && impl.options.kind == SchedulerKind::OneCycle &&
+        impl.last_epoch + impl.adjusted_steps + 1 > impl.options.total_steps) {
       break;
     }
-    impl_->raw_step();
+    impl.raw_step();
   }
 }
 
@@ -277,6 +289,7 @@ std::string Scheduler::save_json(Impl& impl) {
   state["best"] = std::isfinite(impl_->best) ? nlohmann::json(impl_->best) : nlohmann::json(nullptr);  // JSON has no inf
   state["bad_epochs"] = impl_->bad_epochs;
   state["cooldown_counter"] = impl_->cooldown_counter;
+  state["adjusted_steps"] = impl_->adjusted_steps;
   return state.dump();
 }
 
@@ -319,6 +332,7 @@ void Scheduler::load_json(Impl& impl, const std::string& json) {
                   std::to_string(groups.size()));
   if (state.contains("best") && !state["best"].is_number() && !state["best"].is_null()) wrong("best", "a number");
   const int64_t bad_epochs = integer("bad_epochs", true), cooldown_counter = integer("cooldown_counter", true);
+  const int64_t adjusted_steps = integer("adjusted_steps", true);
 
   impl.last_epoch = last_epoch;
   impl.base_lrs = base_lrs;
@@ -328,12 +342,16 @@ void Scheduler::load_json(Impl& impl, const std::string& json) {
                                                 : -std::numeric_limits<double>::infinity());
   impl.bad_epochs = bad_epochs;
   impl.cooldown_counter = cooldown_counter;
+  impl.adjusted_steps = adjusted_steps;
   for (size_t g = 0; g < groups.size(); ++g) groups[g].options().set_lr(lrs[g]);
 }
 
-void Scheduler::bind(std::shared_ptr<GradientState> gradient_state, int num_processes) {
+void Scheduler::bind(std::shared_ptr<GradientState> gradient_state, int num_processes, bool split_batches,
+                     bool adjust_scheduler) {
   impl_->gradient_state = std::move(gradient_state);
   impl_->num_processes = num_processes;
+  impl_->split_batches = split_batches;
+  impl_->adjust_scheduler = adjust_scheduler;
 }
 
 }  // namespace accel

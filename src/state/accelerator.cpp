@@ -4,6 +4,7 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/cuda.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -132,18 +133,23 @@ AcceleratorState::AcceleratorState(const AcceleratorOptions& options)
     scaler = std::make_shared<GradScaler>(scaler_options);
   }
 
-  int64_t steps = 1;
-  if (options.gradient_accumulation_steps) {
-    steps = *options.gradient_accumulation_steps;
-  } else if (auto from_env = get_env("ACCELERATE_GRADIENT_ACCUMULATION_STEPS")) {
-    char* end = nullptr;
-    steps = std::strtoll(from_env->c_str(), &end, 10);
-    require_arg(end != from_env->c_str() && *end == '\0',
-                "environment variable ACCELERATE_GRADIENT_ACCUMULATION_STEPS=\"" + *from_env + "\" is not an integer");
-  }
+  // The launcher's value wins over the code's, as Accelerate's
+  // parse_choice_from_env does, so one script runs with any accumulation.
+  int64_t steps = options.gradient_accumulation_steps.value_or(1);
   require_arg(steps >= 1, "gradient_accumulation_steps must be >= 1, got " + std::to_string(steps));
+  if (auto from_env = get_env("ACCELERATE_GRADIENT_ACCUMULATION_STEPS")) {
+    char* end = nullptr;
+    errno = 0;
+    steps = std::strtoll(from_env->c_str(), &end, 10);
+    require_arg(end != from_env->c_str() && *end == '\0' && errno == 0,
+                "environment variable ACCELERATE_GRADIENT_ACCUMULATION_STEPS=\"" + *from_env + "\" is not an integer");
+    require_arg(steps >= 1, "environment variable ACCELERATE_GRADIENT_ACCUMULATION_STEPS=\"" + *from_env +
+                                "\" must be >= 1");
+  }
   gradient_state->num_steps = steps;
   gradient_state->sync_with_dataloader = options.sync_with_dataloader;
+  sync_each_batch = options.sync_each_batch;
+  adjust_scheduler = options.adjust_scheduler;
 
   if (env.distributed()) {
     process_group = std::make_unique<ProcessGroup>(env, device, timeout);
@@ -183,7 +189,8 @@ void Accelerator::prepare(Optimizer& optimizer) {
 }
 
 void Accelerator::prepare(Scheduler& scheduler) {
-  scheduler.bind(state_->gradient_state, state_->world_size());
+  scheduler.bind(state_->gradient_state, state_->world_size(), state_->dataloader_config.split_batches,
+                 state_->adjust_scheduler);
   state_->prepared_schedulers.emplace_back(scheduler.lifetime(), scheduler.checkpoint_object());
 }
 

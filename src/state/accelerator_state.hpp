@@ -36,6 +36,8 @@ class AcceleratorState {
   CommHook comm_hook = CommHook::None;
   DataLoaderConfiguration dataloader_config;
   bool device_placement = true;
+  bool sync_each_batch = false;   // accumulation micro-steps allreduce too
+  bool adjust_scheduler = false;  // see AcceleratorOptions
   ProjectConfiguration project;
   std::vector<std::string> log_with;
   std::chrono::milliseconds timeout;

@@ -9,6 +9,9 @@
 #if defined(USE_C10D_NCCL)  // defined by a CUDA LibTorch's torch_cuda target
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
+#if defined(ACCEL_WITH_CUDA)  // src/CMakeLists.txt, for a CUDA LibTorch
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
 
 #include "accel/error.hpp"
 
@@ -144,6 +147,12 @@ BackendPtr make_nccl(const StorePtr& store, int rank, int world_size, std::chron
 #else
   (void)store, (void)rank, (void)world_size, (void)timeout;
   fail(ErrorCode::Unsupported, "this libaccel was built without NCCL: multi-GPU training needs a CUDA LibTorch");
+#endif
+}
+
+void empty_cuda_cache() {
+#if defined(ACCEL_WITH_CUDA)
+  c10::cuda::CUDACachingAllocator::emptyCache();
 #endif
 }
 

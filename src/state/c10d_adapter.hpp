@@ -54,4 +54,8 @@ BackendPtr make_gloo(const StorePtr& store, int rank, int world_size, const std:
 BackendPtr make_nccl(const StorePtr& store, int rank, int world_size, std::chrono::milliseconds timeout);
 bool nccl_available();
 
+// Returns the CUDA caching allocator's unused blocks to the driver (PyTorch's
+// torch.cuda.empty_cache()); nothing in a build without CUDA.
+void empty_cuda_cache();
+
 }  // namespace accel::detail::c10d_adapter

@@ -5,6 +5,7 @@
 
 #include "accel/accelerator.hpp"
 #include "state/accelerator_state.hpp"
+#include "state/c10d_adapter.hpp"
 #include "state/collectives.hpp"
 
 namespace accel {
@@ -102,11 +103,20 @@ void Accelerator::wait_for_everyone() {
 }
 
 void Accelerator::free_memory() {
+  // As Accelerate's free_memory: the accelerator lets go of everything it
+  // prepared (backward syncs no model, save_state saves none of them), so
+  // their memory goes when the caller drops them; then the device cache goes.
   state_->prepared_models.clear();
+  state_->prepared_optimizers.clear();
+  state_->prepared_schedulers.clear();
+  state_->prepared_loaders.clear();
   state_->gradient_state->step = 0;
   state_->gradient_state->sync_gradients = true;
   state_->trigger = false;
-  if (device().is_cuda()) torch::cuda::synchronize();
+  if (device().is_cuda()) {
+    torch::cuda::synchronize();
+    detail::c10d_adapter::empty_cuda_cache();
+  }
 }
 
 }  // namespace accel

@@ -821,6 +821,8 @@ static void checkpoints(void) {
     ARG(accel_accelerator_save_state(a, dir));
     ARG(accel_accelerator_load_state(a, dir));
     ARG(accel_accelerator_save_iteration(a, &i64_out));
+    ARG(accel_accelerator_set_save_iteration(a, 1));
+    ARG(accel_accelerator_last_checkpoint_dir(a, &s_out));
     ARG(accel_accelerator_save_model(a, model, dir, NULL, 1));
     ARG(accel_accelerator_load_checkpoint_in_model(a, model, "x.safetensors", 1, NULL, NULL));
     ARG(accel_accelerator_save_tensors(a, names, tensors, 0, "x.safetensors"));
@@ -848,6 +850,9 @@ static void checkpoints(void) {
   snprintf(path, sizeof path, "%s/missing_checkpoint", dir);
   IO(accel_accelerator_load_state(acc, path));
   ARG(accel_accelerator_save_iteration(acc, NULL));
+  ARG(accel_accelerator_set_save_iteration(acc, -1));
+  ARG(accel_accelerator_set_save_iteration(acc, INT64_MIN));
+  ARG(accel_accelerator_last_checkpoint_dir(acc, NULL));
   ARG(accel_accelerator_save_model(acc, model, NULL, NULL, 1));
   ARG(accel_accelerator_save_model(acc, model, "", NULL, 1));
   ARG(accel_accelerator_save_model(acc, model, dir, "lots", 1));
@@ -894,6 +899,8 @@ static void checkpoints(void) {
   EXPECT_OK(accel_accelerator_register_for_checkpointing(acc, &cb, NULL));
   snprintf(path, sizeof path, "%s/ckpt", dir);
   EXPECT_OK(accel_accelerator_save_state(acc, path));
+  EXPECT_OK(accel_accelerator_last_checkpoint_dir(acc, &s_out));
+  EXPECT(strcmp(s_out, path) == 0);
   EXPECT(stale_writer != NULL);
   ARG(accel_bytes_write(stale_writer, "x", 1));
   /* A hook returning a value outside accel_status fails the call, naming it. */

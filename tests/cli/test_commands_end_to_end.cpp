@@ -161,7 +161,7 @@ TEST(Commands, EnvReportsVersionsDevicesAndTheConfig) {
   EXPECT_EQ(result.exit_code, 0) << result.err;
   for (const char* expected : {"- accel command: ", "- Platform: Linux", "- Compiler: ", "- LibTorch: ",
                                "- Gloo (CPU collectives): yes", "- CUDA available: ", "- CUDA devices: ",
-                               "\tdistributed_type: 'NO'"}) {
+                               "\"distributed_type\": \"NO\""}) {  // the config, as written: JSON like Accelerate's
     EXPECT_NE(result.out.find(expected), std::string::npos) << expected << " missing from:\n" << result.out;
   }
   EXPECT_NE(result.out.find("- Config file: " + dir.path() + "/c.yaml"), std::string::npos) << result.out;

@@ -1,7 +1,7 @@
 // Gradient accumulation across real processes: N processes with k=4
 // accumulation end an epoch with the same parameters as one process taking the
 // same samples as one large batch per optimizer step, and micro-steps that do
-// not sync issue no collective at all.
+// not sync issue no collective at all (each does under sync_each_batch).
 #include <ATen/ATen.h>
 
 #include <cstdio>
@@ -27,14 +27,21 @@ const char* kSpec = R"([{"type": "Linear", "in_features": 6, "out_features": 8},
 
 }  // namespace
 
-int main() {
+// Modes: (none); sync_each_batch: every micro-step allreduces, with the same
+// result; launcher_steps: the code asks for 2 steps and `accel launch
+// --gradient_accumulation_steps 4` wins, as in Accelerate.
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
   constexpr int64_t kSteps = 4, kBatch = 2, kSamples = 96;
   accel::AcceleratorOptions options;
   options.timeout = std::chrono::seconds(30);
-  options.gradient_accumulation_steps = kSteps;
+  options.gradient_accumulation_steps = mode == "launcher_steps" ? 2 : kSteps;
+  options.sync_each_batch = mode == "sync_each_batch";
   accel::Accelerator accelerator(options);
   const int rank = accelerator.process_index(), world = accelerator.num_processes();
   rank_for_messages = rank;
+  check(accelerator.gradient_accumulation_steps() == kSteps,
+        "gradient_accumulation_steps is " + std::to_string(accelerator.gradient_accumulation_steps()));
 
   at::manual_seed(5);  // same data everywhere
   at::Tensor x = at::randn({kSamples, 6}), y = at::randint(0, 3, {kSamples}, at::kLong);
@@ -63,8 +70,8 @@ int main() {
     at::Tensor loss = accel::compute_loss(accel::LossKind::CrossEntropy, model.forward((*batch)[0]), (*batch)[1]);
     accelerator.backward(loss);
     bool communicated = group.collectives_issued() > before;
-    check(communicated == accelerator.sync_gradients(),
-          "micro-step " + std::to_string(micro) + ": communicated iff sync_gradients");
+    check(communicated == (accelerator.sync_gradients() || options.sync_each_batch),
+          "micro-step " + std::to_string(micro) + ": communicated iff sync_gradients (or sync_each_batch)");
     synced += accelerator.sync_gradients() ? 1 : 0;
     optimizer.step();
     optimizer.zero_grad();

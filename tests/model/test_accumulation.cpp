@@ -114,8 +114,23 @@ TEST(Accumulation, SettingsComeFromAccelerateEnvironmentVariables) {
     EXPECT_EQ(accelerator.gradient_accumulation_steps(), 5);
     EXPECT_EQ(accelerator.mixed_precision(), accel::MixedPrecision::Bf16);
   }
-  setenv("ACCELERATE_GRADIENT_ACCUMULATION_STEPS", "five", 1);
-  EXPECT_THROW(accel::Accelerator{}, accel::Error);
+  {
+    // The launcher's value wins over the code's, as Accelerate's parse_choice_from_env.
+    accel::AcceleratorOptions options;
+    options.gradient_accumulation_steps = 2;
+    accel::Accelerator accelerator(options);
+    EXPECT_EQ(accelerator.gradient_accumulation_steps(), 5);
+  }
+  for (const char* bad : {"five", "0", "-3", "99999999999999999999"}) {
+    setenv("ACCELERATE_GRADIENT_ACCUMULATION_STEPS", bad, 1);
+    try {
+      accel::Accelerator accelerator;
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const accel::Error& e) {
+      EXPECT_EQ(e.code(), accel::ErrorCode::InvalidArgument);
+      EXPECT_NE(std::string(e.what()).find(std::string("\"") + bad + "\""), std::string::npos) << e.what();
+    }
+  }
   unsetenv("ACCELERATE_GRADIENT_ACCUMULATION_STEPS");
   setenv("ACCELERATE_MIXED_PRECISION", "fp32", 1);
   EXPECT_THROW(accel::Accelerator{}, accel::Error);

@@ -101,7 +101,7 @@ TEST(Scheduler, PreparedSchedulerFollowsAccelerate) {
   options.gamma = 0.5;
   accel::Scheduler scheduler(optimizer, options);
   auto gradient = std::make_shared<accel::GradientState>();
-  scheduler.bind(gradient, 2);
+  scheduler.bind(gradient, 2, /*split_batches=*/false, /*adjust_scheduler=*/false);
   scheduler.step();  // two processes: two steps per call
   EXPECT_EQ(scheduler.last_epoch(), 2);
   EXPECT_DOUBLE_EQ(scheduler.last_lr(), 0.25);
@@ -113,9 +113,68 @@ TEST(Scheduler, PreparedSchedulerFollowsAccelerate) {
   unlinked.step_with_optimizer = false;
   accel::Optimizer other = sgd(1.0);
   accel::Scheduler plain(other, unlinked);
-  plain.bind(gradient, 2);
+  plain.bind(gradient, 2, false, false);
   plain.step();
   EXPECT_EQ(plain.last_epoch(), 1);
+}
+
+// Accelerate's AcceleratedScheduler: under split_batches the loader's batches
+// are not multiplied by the processes, so one step per optimizer step.
+TEST(Scheduler, SplitBatchesStepsOncePerOptimizerStep) {
+  accel::Optimizer optimizer = sgd(1.0);
+  auto options = accel::SchedulerOptions::defaults(accel::SchedulerKind::Exponential);
+  options.gamma = 0.5;
+  accel::Scheduler scheduler(optimizer, options);
+  auto gradient = std::make_shared<accel::GradientState>();
+  scheduler.bind(gradient, 4, /*split_batches=*/true, false);
+  scheduler.step();
+  EXPECT_EQ(scheduler.last_epoch(), 1);
+  EXPECT_DOUBLE_EQ(scheduler.last_lr(), 0.5);
+
+  // OneCycle: several steps per call stop at total_steps; a single one past it fails, as PyTorch's.
+  auto cycle = accel::SchedulerOptions::defaults(accel::SchedulerKind::OneCycle);
+  cycle.total_steps = 3;
+  accel::Optimizer a = sgd(1.0), b = sgd(1.0);
+  accel::Scheduler capped(a, cycle), split(b, cycle);
+  capped.bind(gradient, 2, false, false);
+  split.bind(gradient, 2, true, false);
+  for (int i = 0; i < 3; ++i) capped.step();
+  EXPECT_EQ(capped.last_epoch(), 3);
+  for (int i = 0; i < 3; ++i) split.step();
+  EXPECT_EQ(split.last_epoch(), 3);
+  EXPECT_THROW(split.step(), accel::Error);
+}
+
+// adjust_scheduler: calls on micro-steps count towards OneCycle's cap (as
+// Accelerate bumps PyTorch's _step_count); the count is saved with the state.
+TEST(Scheduler, AdjustSchedulerCountsMicroStepsTowardsOneCycle) {
+  auto cycle = accel::SchedulerOptions::defaults(accel::SchedulerKind::OneCycle);
+  cycle.total_steps = 4;
+  auto gradient = std::make_shared<accel::GradientState>();
+  accel::Optimizer a = sgd(1.0), b = sgd(1.0);
+  accel::Scheduler adjusted(a, cycle), plain(b, cycle);
+  adjusted.bind(gradient, 2, false, /*adjust_scheduler=*/true);
+  plain.bind(gradient, 2, false, false);
+  gradient->sync_gradients = false;
+  adjusted.step();
+  plain.step();
+  gradient->sync_gradients = true;
+  adjusted.step();
+  plain.step();
+  EXPECT_EQ(plain.last_epoch(), 2);
+  EXPECT_EQ(adjusted.last_epoch(), 2);
+  adjusted.step();  // one micro-step counted: only one more step fits under total_steps 4
+  plain.step();
+  EXPECT_EQ(plain.last_epoch(), 4);
+  EXPECT_EQ(adjusted.last_epoch(), 3);
+
+  accel::Optimizer c = sgd(1.0);
+  accel::Scheduler restored(c, cycle);
+  restored.bind(gradient, 2, false, true);
+  std::string saved = adjusted.state_json();
+  restored.load_state_json(saved);
+  restored.step();
+  EXPECT_EQ(restored.last_epoch(), 3);  // at the cap already, as the saved one
 }
 
 TEST(Scheduler, RejectsBadOptionsAndMisuse) {

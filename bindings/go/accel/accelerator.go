@@ -16,8 +16,10 @@ import (
 type AcceleratorOptions struct {
 	CPU                       bool          // use the CPU even where a GPU is present
 	MixedPrecision            string        // "no", "fp16", "bf16", "fp8"; "": ACCELERATE_MIXED_PRECISION, else "no"
-	GradientAccumulationSteps int64         // 0: ACCELERATE_GRADIENT_ACCUMULATION_STEPS, else 1
+	GradientAccumulationSteps int64         // 0: 1; ACCELERATE_GRADIENT_ACCUMULATION_STEPS wins (as in Accelerate)
 	SyncWithDataloader        *bool         // nil: true (the loader's last batch ends a window)
+	SyncEachBatch             bool          // average gradients on every accumulation micro-step too
+	AdjustScheduler           bool          // micro-step scheduler calls count towards OneCycle's total_steps
 	Timeout                   time.Duration // collectives and rendezvous; 0: 30 minutes
 	BucketCapMB               float64       // gradient-sync bucket size; 0: 25
 	FirstBucketCapMB          float64       // 0: 1
@@ -66,6 +68,8 @@ func (o AcceleratorOptions) native() (core.AcceleratorOptions, error) {
 	if o.SyncWithDataloader != nil {
 		n.SetSync_with_dataloader(boolInt(*o.SyncWithDataloader))
 	}
+	n.SetSync_each_batch(boolInt(o.SyncEachBatch))
+	n.SetAdjust_scheduler(boolInt(o.AdjustScheduler))
 	setIf(o.Timeout.Milliseconds(), n.SetTimeout_ms)
 	setIf(o.BucketCapMB, n.SetBucket_cap_mb)
 	setIf(o.FirstBucketCapMB, n.SetFirst_bucket_cap_mb)
@@ -286,10 +290,15 @@ func (a *Accelerator) SetSeed(seed uint64, options ...SeedOptions) error {
 	return nil
 }
 
-// FreeMemory releases cached allocator memory.
+// FreeMemory makes the accelerator forget every prepared model, optimizer,
+// scheduler and dataloader (SaveState then saves none of them), resets
+// gradient accumulation and empties the CUDA cache (Accelerate's free_memory).
 func (a *Accelerator) FreeMemory() error {
 	return a.do(func(h core.Accelerator) { h.Free_memory() })
 }
+
+// Clear is FreeMemory (Accelerate's clear).
+func (a *Accelerator) Clear() error { return a.FreeMemory() }
 
 // Prepare prepares models, optimizers, data loaders and schedulers, in that
 // order whatever the argument order (as Accelerate does). Collective.

@@ -9,9 +9,11 @@ import (
 
 // SaveState writes a checkpoint (models, optimizers, schedulers, loaders, RNG
 // states, registered objects) to dir; "" with AutomaticCheckpointNaming picks
-// project_dir/checkpoints/checkpoint_<i>. Collective.
-func (a *Accelerator) SaveState(dir string) error {
-	return a.do(func(h core.Accelerator) { h.Save_state(dir) })
+// project_dir/checkpoints/checkpoint_<i>, and an existing one is an
+// ErrInvalidArgument error naming it (Accelerate's ValueError). Returns the
+// directory written. Collective.
+func (a *Accelerator) SaveState(dir string) (string, error) {
+	return accelValue(a, func(h core.Accelerator) string { return h.Save_state(dir) })
 }
 
 // LoadState restores what SaveState wrote ("": the latest automatic checkpoint). Collective.
@@ -22,6 +24,12 @@ func (a *Accelerator) LoadState(dir string) error {
 // SaveIteration is the number of the next automatic checkpoint.
 func (a *Accelerator) SaveIteration() (int64, error) {
 	return accelValue(a, func(h core.Accelerator) int64 { return h.Save_iteration() })
+}
+
+// SetSaveIteration sets the number of the next automatic checkpoint
+// (Accelerate's project_configuration.iteration = n); n < 0 is ErrInvalidArgument.
+func (a *Accelerator) SetSaveIteration(n int64) error {
+	return a.do(func(h core.Accelerator) { h.Set_save_iteration(n) })
 }
 
 // SaveModel writes the model's weights as safetensors shards of at most

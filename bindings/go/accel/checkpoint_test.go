@@ -39,7 +39,7 @@ func TestSaveAndLoadStateWithGoObjectsAndHooks(t *testing.T) {
 	must[*HookHandle](t)(acc.RegisterLoadStatePreHook(func(d string) error { loaded = append(loaded, d); return nil }))
 
 	ckpt := filepath.Join(dir, "ckpt")
-	ok(t, acc.SaveState(ckpt))
+	must[string](t)(acc.SaveState(ckpt))
 	state.value = []byte("changed")
 	ok(t, acc.LoadState(ckpt))
 	if string(state.value) != "binary\x00state\xff" {
@@ -49,12 +49,12 @@ func TestSaveAndLoadStateWithGoObjectsAndHooks(t *testing.T) {
 		t.Fatalf("hooks saw %v and %v", saved, loaded)
 	}
 	ok(t, saveHook.Remove())
-	ok(t, acc.SaveState(ckpt))
+	must[string](t)(acc.SaveState(ckpt))
 	if len(saved) != 1 {
 		t.Fatal("a removed hook ran")
 	}
 	failing := must[*HookHandle](t)(acc.RegisterSaveStatePreHook(func(string) error { return errors.New("disk is full") }))
-	err := acc.SaveState(ckpt)
+	_, err := acc.SaveState(ckpt)
 	if err == nil || !strings.Contains(err.Error(), "disk is full") {
 		t.Fatalf("want the hook's error, got %v", err)
 	}
@@ -68,7 +68,7 @@ func TestSaveAndLoadStateWithGoObjectsAndHooks(t *testing.T) {
 	_, err = acc.RegisterSaveStatePreHook(nil)
 	wantError(t, err, ErrInvalidArgument, "nil")
 	ok(t, acc.RegisterForCheckpointing(&failingState{}))
-	err = acc.SaveState(ckpt)
+	_, err = acc.SaveState(ckpt)
 	if err == nil || !strings.Contains(err.Error(), "cannot save this") {
 		t.Fatalf("want the object's error, got %v", err)
 	}
@@ -77,7 +77,7 @@ func TestSaveAndLoadStateWithGoObjectsAndHooks(t *testing.T) {
 func TestPanicInStateDictIsAnError(t *testing.T) {
 	acc := newCPU(t, AcceleratorOptions{})
 	ok(t, acc.RegisterForCheckpointing(&failingState{panics: true}))
-	err := acc.SaveState(filepath.Join(t.TempDir(), "c"))
+	_, err := acc.SaveState(filepath.Join(t.TempDir(), "c"))
 	if err == nil || !strings.Contains(err.Error(), "panic: state exploded") {
 		t.Fatalf("want the panic's message, got %v", err)
 	}

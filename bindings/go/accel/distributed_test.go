@@ -142,7 +142,7 @@ func TestDistributedWorker(t *testing.T) {
 	state := &counterState{value: []byte(fmt.Sprintf("state of rank %d", rank))}
 	ok(t, acc.RegisterForCheckpointing(state))
 	ckpt := filepath.Join(dir, "ckpt")
-	ok(t, acc.SaveState(ckpt))
+	must[string](t)(acc.SaveState(ckpt))
 	state.value = nil
 	ok(t, acc.LoadState(ckpt))
 	if string(state.value) != "state of rank 0" {

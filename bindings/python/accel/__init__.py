@@ -519,6 +519,49 @@ class DistributedType(str, enum.Enum):
 _DISTRIBUTED_TYPES = {core.DISTRIBUTED_NO: DistributedType.NO, core.DISTRIBUTED_MULTI_CPU: DistributedType.MULTI_CPU,
                       core.DISTRIBUTED_MULTI_GPU: DistributedType.MULTI_GPU}
 
+
+class GradientAccumulationPlugin:
+    """Accelerate's GradientAccumulationPlugin, passed as Accelerator(gradient_accumulation_plugin=...).
+
+    num_steps: micro-steps per optimizer step (ACCELERATE_GRADIENT_ACCUMULATION_STEPS, set by
+    ``accel launch --gradient_accumulation_steps``, still wins); sync_with_dataloader: the loader's
+    last batch ends a window; sync_each_batch: gradients are averaged on every micro-step (less
+    memory, more communication); adjust_scheduler: micro-step scheduler calls count towards
+    OneCycle's total_steps (False by default: Accelerate 0.22 drops its True default unread)."""
+
+    def __init__(self, num_steps: int = 1, adjust_scheduler: bool = False, sync_with_dataloader: bool = True,
+                 sync_each_batch: bool = False) -> None:
+        self.num_steps, self.adjust_scheduler = num_steps, adjust_scheduler
+        self.sync_with_dataloader, self.sync_each_batch = sync_with_dataloader, sync_each_batch
+
+
+class ProjectConfiguration:
+    """accelerator.project_configuration: the project layout; ``iteration`` (the number of the next
+    automatic checkpoint) can be set, as in Accelerate."""
+
+    def __init__(self, accelerator: "Accelerator") -> None:
+        self._accelerator = accelerator
+
+    @property
+    def project_dir(self) -> str:
+        return self._accelerator.project_dir
+
+    @property
+    def logging_dir(self) -> str:
+        return self._accelerator.logging_dir
+
+    @property
+    def iteration(self) -> int:
+        return core.Accelerator.save_iteration(self._accelerator)
+
+    @iteration.setter
+    def iteration(self, value: int) -> None:
+        core.Accelerator.set_save_iteration(self._accelerator, value)
+
+
+__all__ += ["GradientAccumulationPlugin", "ProjectConfiguration"]
+
+
 class Accelerator(core.Accelerator):
     """Accelerate's Accelerator. Keyword options use Accelerate's names:
     cpu, mixed_precision ("no", "fp16", "bf16"), gradient_accumulation_steps, split_batches,
@@ -542,6 +585,13 @@ class Accelerator(core.Accelerator):
             opts.comm_hook = _COMM_HOOKS[value]
         if isinstance(options.get("log_with"), (list, tuple)):
             options["log_with"] = ",".join(options["log_with"])
+        plugin = options.pop("gradient_accumulation_plugin", None)
+        if plugin is not None:
+            if options.get("gradient_accumulation_steps", 1) != 1:
+                raise ValueError("You can only pass one of `gradient_accumulation_steps` and "
+                                 "`gradient_accumulation_plugin`")
+            options.update(gradient_accumulation_steps=plugin.num_steps, adjust_scheduler=plugin.adjust_scheduler,
+                           sync_with_dataloader=plugin.sync_with_dataloader, sync_each_batch=plugin.sync_each_batch)
         _set_fields(opts, options, "Accelerator")
         super().__init__(opts)
         self._project_dir = opts.project_dir or "."
@@ -627,6 +677,15 @@ class Accelerator(core.Accelerator):
     @property
     def logging_dir(self) -> str:
         return self._logging_dir
+
+    @property
+    def save_iteration(self) -> int:
+        """The number of the next automatic checkpoint (set it with project_configuration.iteration)."""
+        return core.Accelerator.save_iteration(self)
+
+    @property
+    def project_configuration(self) -> ProjectConfiguration:
+        return ProjectConfiguration(self)
 
     @property
     def mixed_precision(self) -> str:
@@ -881,8 +940,9 @@ class Accelerator(core.Accelerator):
             named.add(name, value)
         core.Accelerator.save_tensors(self, named, path)
 
-    def load_checkpoint_in_model(self, model: Model, path: str, strict: bool = True) -> Tuple[int, int]:
-        """Returns (missing, unexpected) tensor counts."""
+    def load_checkpoint_in_model(self, model: Model, path: str, strict: bool = False) -> Tuple[int, int]:
+        """Returns (missing, unexpected) tensor counts. strict=False by default, as Accelerate's
+        (which loads with strict=False); strict=True makes either an error naming them."""
         missing, unexpected = core.Accelerator.load_checkpoint_in_model(self, model, path, strict)
         return missing, unexpected
 

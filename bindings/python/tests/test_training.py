@@ -213,7 +213,7 @@ def test_automatic_checkpoint_naming_and_total_limit(tmp_path):
     for _ in range(3):
         acc.save_state()
     assert sorted(os.listdir(tmp_path / "checkpoints")) == ["checkpoint_1", "checkpoint_2"]
-    assert acc.save_iteration() == 3
+    assert acc.save_iteration == 3
 
 
 def test_save_model_and_load_checkpoint_in_model(tmp_path):

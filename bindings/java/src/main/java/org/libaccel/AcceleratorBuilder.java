@@ -36,8 +36,21 @@ public final class AcceleratorBuilder {
     }
   }
 
+  /** ACCELERATE_GRADIENT_ACCUMULATION_STEPS (accel launch --gradient_accumulation_steps) wins, as in Accelerate. */
   public AcceleratorBuilder gradientAccumulationSteps(long steps) {
     options.setGradientAccumulationSteps(steps);
+    return this;
+  }
+
+  /** GradientAccumulationPlugin.sync_each_batch: average gradients on every micro-step too. */
+  public AcceleratorBuilder syncEachBatch(boolean sync) {
+    options.setSyncEachBatch(sync);
+    return this;
+  }
+
+  /** GradientAccumulationPlugin.adjust_scheduler: micro-step scheduler calls count towards OneCycle's total_steps. */
+  public AcceleratorBuilder adjustScheduler(boolean adjust) {
+    options.setAdjustScheduler(adjust);
     return this;
   }
 
