@@ -288,7 +288,9 @@ ACCEL_API accel_status accel_accelerator_gather_for_metrics(accel_accelerator* a
    dtypes must match. Checked only in debug mode (see
    accel_accelerator_debug_mode): there a mismatch is INVALID_ARGUMENT on every
    process naming the shapes; otherwise the check's extra collective is skipped
-   and a mismatch is the backend's error (DISTRIBUTED) or a TIMEOUT.
+   and a mismatch is undefined, as in Accelerate: the backend may fail
+   (DISTRIBUTED), wait until the TIMEOUT, or abort the process (Gloo does on a
+   size mismatch). Diagnose with `accel launch --debug`.
    Collective. Returns a new handle in *out. */
 ACCEL_API accel_status accel_accelerator_reduce(accel_accelerator* acc, const accel_tensor* tensor,
                                                 accel_reduce_op op, accel_tensor** out);

@@ -244,7 +244,8 @@ class Accelerator {
                                                   bool apply_padding = false) const;
   // Debug mode (ACCELERATE_DEBUG_MODE, accel launch --debug): reduce and
   // broadcast first exchange shapes and dtypes, so a mismatch is an error on
-  // every process naming them; otherwise they skip that extra collective.
+  // every process naming them; otherwise they skip that extra collective and
+  // a mismatch is undefined (the backend may fail, time out or, Gloo, abort).
   bool debug_mode() const;
   // Raises this process's trigger; check_trigger() reports (and clears) whether
   // any process raised one. check_trigger is collective.
