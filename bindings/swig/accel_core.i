@@ -59,6 +59,12 @@ struct AccelNamedTensors {
   std::vector<const accel_tensor*> tensors;
 };
 
+/* A flat list of tensors for the list collectives (a binding's nested
+   structure, flattened); borrows them, as AccelNamedTensors does. */
+struct AccelTensorList {
+  std::vector<const accel_tensor*> tensors;
+};
+
 /* One batch from a loader: its tensors until each is taken. */
 struct AccelBatch {
   std::vector<accel_tensor*> tensors;
@@ -170,6 +176,20 @@ static void log_message(const std::string& name, accel_log_level level, const st
                         bool main_process_only = true) {
   accel_check(accel_log(name.c_str(), level, message.c_str(), main_process_only));
 }
+/* The results of a list collective in a batch: on failure nothing was
+   published, so only the empty batch goes. */
+static AccelBatch* accel_new_list_result(size_t count) {
+  AccelBatch* batch = new AccelBatch;
+  batch->tensors.assign(count, 0);
+  return batch;
+}
+static AccelBatch* accel_list_result(AccelBatch* batch, accel_status status) {
+  if (status != ACCEL_OK) {
+    delete batch;
+    accel_check(status);
+  }
+  return batch;
+}
 %}
 
 /* ---- handles ---- */
@@ -189,6 +209,7 @@ static void log_message(const std::string& name, accel_log_level level, const st
 %rename(ProgressBar) AccelProgress;
 %rename(Profile) AccelProfileRun;
 %rename(NamedTensors) AccelNamedTensors;
+%rename(TensorList) AccelTensorList;
 struct AccelTensor {};
 struct AccelBatch {};
 struct AccelAccelerator {};
@@ -200,6 +221,7 @@ struct AccelDataLoader {};
 struct AccelProgress {};
 struct AccelProfileRun {};
 struct AccelNamedTensors {};
+struct AccelTensorList {};
 
 %newobject AccelTensor::from_buffer;
 %newobject AccelTensor::argmax;
@@ -277,6 +299,19 @@ struct AccelNamedTensors {};
     $self->tensors.push_back(tensor);
   }
   size_t size() const { return $self->names.size(); }
+}
+
+%extend AccelTensorList {
+  AccelTensorList() { return new AccelTensorList(); }
+  ~AccelTensorList() { delete $self; }
+  void add(const AccelTensor* tensor) {
+    if (tensor == 0) {
+      accel_fail(ACCEL_ERR_INVALID_ARGUMENT,
+                 "TensorList.add: tensor " + std::to_string($self->tensors.size()) + " is null");
+    }
+    $self->tensors.push_back(tensor);
+  }
+  size_t size() const { return $self->tensors.size(); }
 }
 
 %newobject AccelBatch::take;
@@ -489,6 +524,12 @@ struct AccelNamedTensors {};
 %newobject AccelAccelerator::pad_across_processes;
 %newobject AccelAccelerator::split_between_processes;
 %newobject AccelAccelerator::state_dict_tensors;
+%newobject AccelAccelerator::gather_list;
+%newobject AccelAccelerator::gather_for_metrics_list;
+%newobject AccelAccelerator::reduce_list;
+%newobject AccelAccelerator::broadcast_list;
+%newobject AccelAccelerator::pad_across_processes_list;
+%newobject AccelAccelerator::split_between_processes_list;
 %extend AccelAccelerator {
   AccelAccelerator(const accel_accelerator_options* options = 0) {
     accel_accelerator* out = 0;
@@ -559,6 +600,65 @@ struct AccelNamedTensors {};
     accel_tensor* out = 0;
     accel_check(accel_accelerator_split_between_processes($self, tensor, apply_padding, &out));
     return out;
+  }
+  /* List collectives (accel.h): one result per tensor, in a Batch. */
+  AccelBatch* gather_list(const AccelTensorList& tensors) {
+    AccelBatch* out = accel_new_list_result(tensors.tensors.size());
+    return accel_list_result(out, accel_accelerator_gather_tensors($self, tensors.tensors.data(), tensors.tensors.size(),
+                                                                   out->tensors.data()));
+  }
+  AccelBatch* gather_for_metrics_list(const AccelTensorList& tensors) {
+    AccelBatch* out = accel_new_list_result(tensors.tensors.size());
+    return accel_list_result(out, accel_accelerator_gather_for_metrics_tensors(
+                                      $self, tensors.tensors.data(), tensors.tensors.size(), out->tensors.data()));
+  }
+  AccelBatch* reduce_list(const AccelTensorList& tensors, accel_reduce_op op = ACCEL_REDUCE_SUM, double scale = 1.0) {
+    AccelBatch* out = accel_new_list_result(tensors.tensors.size());
+    return accel_list_result(out, accel_accelerator_reduce_tensors($self, tensors.tensors.data(), tensors.tensors.size(),
+                                                                   op, scale, out->tensors.data()));
+  }
+  AccelBatch* broadcast_list(const AccelTensorList& tensors, int from_process = 0) {
+    AccelBatch* out = accel_new_list_result(tensors.tensors.size());
+    return accel_list_result(out, accel_accelerator_broadcast_tensors($self, tensors.tensors.data(),
+                                                                      tensors.tensors.size(), from_process,
+                                                                      out->tensors.data()));
+  }
+  AccelBatch* pad_across_processes_list(const AccelTensorList& tensors, int64_t dim = 0, double pad_value = 0.0,
+                                        bool pad_first = false) {
+    AccelBatch* out = accel_new_list_result(tensors.tensors.size());
+    return accel_list_result(out, accel_accelerator_pad_across_processes_tensors(
+                                      $self, tensors.tensors.data(), tensors.tensors.size(), dim, pad_value,
+                                      pad_first, out->tensors.data()));
+  }
+  AccelBatch* split_between_processes_list(const AccelTensorList& tensors, bool apply_padding = false) const {
+    AccelBatch* out = accel_new_list_result(tensors.tensors.size());
+    return accel_list_result(out, accel_accelerator_split_between_processes_tensors(
+                                      $self, tensors.tensors.data(), tensors.tensors.size(), apply_padding,
+                                      out->tensors.data()));
+  }
+  /* {start, end, padded_length}: the items of n this process takes (accel_accelerator_split_range). */
+  std::vector<int64_t> split_range(int64_t n, bool apply_padding = false) const {
+    int64_t start = 0, end = 0, padded = 0;
+    accel_check(accel_accelerator_split_range($self, n, apply_padding, &start, &end, &padded));
+    return std::vector<int64_t>{start, end, padded};
+  }
+  int64_t metrics_length(int64_t gathered) const {
+    int64_t v = 0;
+    accel_check(accel_accelerator_metrics_length($self, gathered, &v));
+    return v;
+  }
+  bool debug_mode() const { int v = 0; accel_check(accel_accelerator_debug_mode($self, &v)); return v != 0; }
+  /* Process from_process's string on every process (the bytes travel unchanged). */
+  std::string broadcast_object(const std::string& data, int from_process = 0) {
+    accel_tensor* bytes = 0;
+    accel_check(accel_accelerator_broadcast_object($self, data.data(), data.size(), from_process, &bytes));
+    int64_t total = 0;
+    accel_tensor_numel(bytes, &total);
+    std::string all(static_cast<size_t>(total), '\0');
+    accel_status s = total > 0 ? accel_tensor_copy_to(bytes, &all[0], all.size()) : ACCEL_OK;
+    accel_tensor_free(bytes);
+    accel_check(s);
+    return all;
   }
   /* Accelerate's accelerator.save for named tensors: one safetensors file,
      written by the main process. Borrows the tensors. */

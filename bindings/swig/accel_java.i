@@ -118,7 +118,7 @@ std::vector<int64_t> read_shape(JNIEnv* env, jlongArray shape) {
 /* Booleans of the options structs (C ints) are Java booleans. */
 %apply bool { int cpu, int sync_with_dataloader, int split_batches, int even_batches, int dispatch_batches,
               int device_placement, int automatic_checkpoint_naming, int save_on_each_node,
-              int gradient_as_bucket_view, int static_graph, int find_unused_parameters,
+              int gradient_as_bucket_view, int static_graph, int find_unused_parameters, int broadcast_buffers,
               int nesterov, int amsgrad, int centered, int anneal_linear, int three_phase, int mode_max,
               int threshold_abs, int step_with_optimizer, int shuffle, int drop_last };
 %apply bool { int sync_each_batch, int adjust_scheduler };
@@ -276,6 +276,7 @@ ACCEL_JAVA_CLOSEABLE(StateWriter, "StateWriter")
 %javamethodmodifiers AccelAccelerator::state_dict_tensors "private";
 %javamethodmodifiers AccelDataset::from_safetensors "private";
 %typemap(javaclassmodifiers) AccelNamedTensors "final class";
+%typemap(javaclassmodifiers) AccelTensorList "final class";
 
 /* ---- Java code of the generated classes ---- */
 %typemap(javaimports) AccelTensor %{
@@ -982,6 +983,87 @@ import java.util.Map;
     } finally {
       all.delete();
     }
+  }
+
+  /*
+   * Accelerate's operations on nested structures: data is a Tensor or Lists and Maps of them,
+   * nested; the result has the same structure (Lists as ArrayList, Maps as LinkedHashMap) with
+   * new tensors the caller closes. Every process passes the same structure. Collective.
+   */
+
+  /** gather on every tensor of data. */
+  public Object gatherNested(Object data) {
+    return Nested.apply(data, "gatherNested", this::gatherList);
+  }
+
+  /** gatherForMetrics on every tensor of data. */
+  public Object gatherForMetricsNested(Object data) {
+    return Nested.apply(data, "gatherForMetricsNested", this::gatherForMetricsList);
+  }
+
+  /** scale * the sum over processes (REDUCE_SUM, REDUCE_NONE), divided by their count for REDUCE_MEAN. */
+  public Object reduceNested(Object data, ReduceOp op, double scale) {
+    return Nested.apply(data, "reduceNested", list -> reduceList(list, op, scale));
+  }
+
+  /** fromProcess's tensors on every process. */
+  public Object broadcastNested(Object data, int fromProcess) {
+    return Nested.apply(data, "broadcastNested", list -> broadcastList(list, fromProcess));
+  }
+
+  /** Pads every tensor along dim (tensors without dim come back unchanged). */
+  public Object padAcrossProcessesNested(Object data, long dim, double padValue, boolean padFirst) {
+    return Nested.apply(data, "padAcrossProcessesNested", list -> padAcrossProcessesList(list, dim, padValue, padFirst));
+  }
+
+  /**
+   * This process's share of items (Accelerate's split_between_processes): the first
+   * size % numProcesses processes take one more, surplus processes get an empty list, and
+   * applyPadding repeats the last item so that every process gets as many. Not collective.
+   */
+  public <T> List<T> splitBetweenProcesses(List<T> items, boolean applyPadding) {
+    return Nested.split(items, Nested.range(this, items.size(), applyPadding));
+  }
+
+  /** The same share of every list of inputs (Accelerate's dict input); the lists must have equal sizes. */
+  public <K, T> Map<K, List<T>> splitBetweenProcesses(Map<K, ? extends List<T>> inputs, boolean applyPadding) {
+    int size = -1;
+    for (Map.Entry<K, ? extends List<T>> e : inputs.entrySet()) {
+      if (size >= 0 && e.getValue().size() != size) {
+        throw new AccelException(Status.ERR_INVALID_ARGUMENT.swigValue(), "splitBetweenProcesses: all lists must have "
+            + "the same size; " + e.getKey() + " has " + e.getValue().size() + ", another " + size);
+      }
+      size = e.getValue().size();
+    }
+    Map<K, List<T>> out = new java.util.LinkedHashMap<>();
+    if (size < 0) return out;
+    long[] range = Nested.range(this, size, applyPadding);
+    for (Map.Entry<K, ? extends List<T>> e : inputs.entrySet()) out.put(e.getKey(), Nested.split(e.getValue(), range));
+    return out;
+  }
+
+  /**
+   * Accelerate's gather_for_metrics with use_gather_object: every process's items concatenated in
+   * rank order, without the ones repeated to complete the last round of a prepared loader.
+   * Items travel with Java serialization: the peer processes are trusted. Collective.
+   */
+  public <T extends java.io.Serializable> List<T> gatherForMetricsObjects(List<T> items) {
+    List<String> parts = gatherObjects(Nested.encode(new ArrayList<>(items)));
+    List<T> all = new ArrayList<>();
+    for (int rank = 0; rank < parts.size(); ++rank) all.addAll(Nested.<T>decodeList(parts.get(rank), rank));
+    return new ArrayList<>(all.subList(0, (int) metricsLength(all.size())));
+  }
+
+  /**
+   * Accelerate's broadcast_object_list: replaces list's items with fromProcess's, in place, and
+   * returns it (Java serialization; the peers are trusted). Collective.
+   */
+  public <T extends java.io.Serializable> List<T> broadcastObjectList(List<T> list, int fromProcess) {
+    String data = processIndex() == fromProcess ? Nested.encode(new ArrayList<>(list)) : "";
+    List<T> received = Nested.decodeList(broadcastObject(data, fromProcess), fromProcess);
+    list.clear();
+    list.addAll(received);
+    return list;
   }
 %}
 

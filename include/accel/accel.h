@@ -158,7 +158,8 @@ typedef enum accel_mixed_precision {
   ACCEL_PRECISION_FP8 = 3
 } accel_mixed_precision;
 
-typedef enum accel_reduce_op { ACCEL_REDUCE_SUM = 0, ACCEL_REDUCE_MEAN = 1 } accel_reduce_op;
+/* NONE is Accelerate's reduction="none": the (scaled) sum, not averaged. */
+typedef enum accel_reduce_op { ACCEL_REDUCE_SUM = 0, ACCEL_REDUCE_MEAN = 1, ACCEL_REDUCE_NONE = 2 } accel_reduce_op;
 
 /* Gradient compression for the allreduce (DDP's fp16/bf16 compress hooks):
    buckets travel as 16-bit floats, half the bytes, at the cost of precision. */
@@ -224,11 +225,16 @@ typedef struct accel_accelerator_options {
      OneCycle's total_steps cap. Default 0 (Accelerate 0.22 drops its plugin's
      default True before reading it, so it is off there too). */
   int adjust_scheduler;
+  /* DDP's broadcast_buffers, default 1: every training-mode forward (grad
+     enabled) of a prepared model first copies process 0's buffers (BatchNorm
+     running statistics) into every replica, which makes that forward
+     collective; skipped inside join_uneven_inputs. 0: buffers stay local. */
+  int broadcast_buffers;
 } accel_accelerator_options;
 
 #define ACCEL_ACCELERATOR_OPTIONS_INIT                                                       \
   { (uint32_t)sizeof(accel_accelerator_options), 0, 1800000, ACCEL_PRECISION_DEFAULT, 25.0, 0, 1, \
-    65536.0, 2.0, 0.5, 2000, 0, 1, 0, 1, NULL, NULL, 0, 0, 0, NULL, 1.0, 1, 0, 0, ACCEL_COMM_HOOK_NONE, 0, 0 }
+    65536.0, 2.0, 0.5, 2000, 0, 1, 0, 1, NULL, NULL, 0, 0, 0, NULL, 1.0, 1, 0, 0, ACCEL_COMM_HOOK_NONE, 0, 0, 1 }
 
 /* Fills opts with the defaults above. */
 ACCEL_API void accel_accelerator_options_init(accel_accelerator_options* opts);
@@ -297,11 +303,18 @@ ACCEL_API accel_status accel_accelerator_gather(accel_accelerator* acc, const ac
    Collective. Returns a new handle in *out. */
 ACCEL_API accel_status accel_accelerator_gather_for_metrics(accel_accelerator* acc, const accel_tensor* tensor,
                                                             accel_tensor** out);
-/* Sums (or averages) tensor over every process; shapes and dtypes must match.
+/* Sums (SUM, NONE) or averages (MEAN) tensor over every process; shapes and
+   dtypes must match. Checked only in debug mode (see
+   accel_accelerator_debug_mode): there a mismatch is INVALID_ARGUMENT on every
+   process naming the shapes; otherwise the check's extra collective is skipped
+   and a mismatch is undefined, as in Accelerate: the backend may fail
+   (DISTRIBUTED), wait until the TIMEOUT, or abort the process (Gloo does on a
+   size mismatch). Diagnose with `accel launch --debug`.
    Collective. Returns a new handle in *out. */
 ACCEL_API accel_status accel_accelerator_reduce(accel_accelerator* acc, const accel_tensor* tensor,
                                                 accel_reduce_op op, accel_tensor** out);
-/* Process `from`'s tensor, on every process; shapes and dtypes must match.
+/* Process `from`'s tensor, on every process; shapes and dtypes must match
+   (checked in debug mode only, as for accel_accelerator_reduce).
    Collective. Returns a new handle in *out. */
 ACCEL_API accel_status accel_accelerator_broadcast(accel_accelerator* acc, const accel_tensor* tensor, int from,
                                                    accel_tensor** out);
@@ -313,18 +326,76 @@ ACCEL_API accel_status accel_accelerator_broadcast(accel_accelerator* acc, const
 ACCEL_API accel_status accel_accelerator_pad_across_processes(accel_accelerator* acc, const accel_tensor* tensor,
                                                               int64_t dim, double pad_value, int pad_first,
                                                               accel_tensor** out);
+/* Lists of tensors: a binding's nested structure (tuples, lists, dicts),
+   flattened. Each takes `count` borrowed tensors and, on success, stores
+   `count` new handles in out[0..count-1] (a caller-provided array; the caller
+   frees each with accel_tensor_free); on failure out is untouched. Every
+   process must pass the same count. count 0 does nothing (tensors and out may
+   then be NULL). A NULL or freed tensor is INVALID_ARGUMENT naming its index.
+   Each is collective and behaves as its one-tensor form on every tensor;
+   gather exchanges the whole list's shapes in one collective. */
+ACCEL_API accel_status accel_accelerator_gather_tensors(accel_accelerator* acc, const accel_tensor* const* tensors,
+                                                        size_t count, accel_tensor** out);
+ACCEL_API accel_status accel_accelerator_gather_for_metrics_tensors(accel_accelerator* acc,
+                                                                    const accel_tensor* const* tensors, size_t count,
+                                                                    accel_tensor** out);
+/* Sum, mean or none (see accel_reduce_op) of scale * tensor (Accelerate's
+   reduce(..., scale)): scale must be finite, else INVALID_ARGUMENT. Tensors of
+   one dtype travel in one allreduce. */
+ACCEL_API accel_status accel_accelerator_reduce_tensors(accel_accelerator* acc, const accel_tensor* const* tensors,
+                                                        size_t count, accel_reduce_op op, double scale,
+                                                        accel_tensor** out);
+ACCEL_API accel_status accel_accelerator_broadcast_tensors(accel_accelerator* acc, const accel_tensor* const* tensors,
+                                                           size_t count, int from, accel_tensor** out);
+/* One gather of every tensor's size along dim; tensors without dim come back
+   unchanged (no collective at all when none has it). */
+ACCEL_API accel_status accel_accelerator_pad_across_processes_tensors(accel_accelerator* acc,
+                                                                      const accel_tensor* const* tensors, size_t count,
+                                                                      int64_t dim, double pad_value, int pad_first,
+                                                                      accel_tensor** out);
+/* How many of `gathered` samples gather_for_metrics keeps now: the dataset's
+   remainder on a prepared loader's last batch, else all. Bindings use it for
+   gather_for_metrics over objects (Accelerate's use_gather_object): gather
+   them with accel_accelerator_gather_object, concatenate, keep the first
+   *out. Not collective. INVALID_ARGUMENT when gathered < 0. */
+ACCEL_API accel_status accel_accelerator_metrics_length(const accel_accelerator* acc, int64_t gathered, int64_t* out);
+/* 1 in debug mode (ACCELERATE_DEBUG_MODE truthy at creation; accel launch
+   --debug sets it), else 0. In debug mode reduce and broadcast exchange
+   shapes and dtypes first (one extra collective per call). */
+ACCEL_API accel_status accel_accelerator_debug_mode(const accel_accelerator* acc, int* out);
 /* Gathers nbytes of arbitrary data from every process: *bytes receives all of
    them concatenated in rank order (uint8), *lengths each process's byte count
    (int64, one per process). Collective. Two new handles. */
 ACCEL_API accel_status accel_accelerator_gather_object(accel_accelerator* acc, const void* data, size_t nbytes,
                                                        accel_tensor** bytes, accel_tensor** lengths);
-/* This process's contiguous share of tensor's rows: with N rows over P
-   processes the first N % P processes get one more. With apply_padding every
-   share has the same length, completed by repeating the last row. Not
-   collective. New handle in *out. */
+/* Process `from`'s nbytes of data on every process (Accelerate's
+   broadcast_object_list, the objects serialized by the binding); the other
+   processes' data is ignored (may be NULL with nbytes 0). *bytes receives a
+   new uint8 tensor. INVALID_ARGUMENT when from is not a process index.
+   Collective. */
+ACCEL_API accel_status accel_accelerator_broadcast_object(accel_accelerator* acc, const void* data, size_t nbytes,
+                                                          int from, accel_tensor** bytes);
+/* Which of n items this process takes in split_between_processes, the one
+   rule every binding uses for its own containers: items [*start, *end), then
+   *padded_length - (*end - *start) copies of item n - 1. With n over P
+   processes the first n % P take one more; with fewer items than processes
+   the surplus processes get none (*start == *end). With apply_padding every
+   process gets ceil(n / P) (n = 0: none). Not collective. INVALID_ARGUMENT
+   when n < 0; the out-params are untouched on failure. */
+ACCEL_API accel_status accel_accelerator_split_range(const accel_accelerator* acc, int64_t n, int apply_padding,
+                                                     int64_t* start, int64_t* end, int64_t* padded_length);
+/* This process's share of tensor's rows, by accel_accelerator_split_range;
+   padding repeats the last row. Not collective. New handle in *out. */
 ACCEL_API accel_status accel_accelerator_split_between_processes(const accel_accelerator* acc,
                                                                  const accel_tensor* tensor, int apply_padding,
                                                                  accel_tensor** out);
+/* The same rows of each of count tensors (their dim-0 sizes must agree, else
+   INVALID_ARGUMENT naming them); out as for accel_accelerator_gather_tensors.
+   Not collective. */
+ACCEL_API accel_status accel_accelerator_split_between_processes_tensors(const accel_accelerator* acc,
+                                                                         const accel_tensor* const* tensors,
+                                                                         size_t count, int apply_padding,
+                                                                         accel_tensor** out);
 /* Raises this process's trigger (e.g. "stop early"). */
 ACCEL_API accel_status accel_accelerator_set_trigger(accel_accelerator* acc);
 /* *out = 1 when any process raised its trigger since the last check (and

@@ -39,7 +39,8 @@ class AcceleratorState;
 
 enum class DistributedType { No = 0, MultiCpu = 1, MultiGpu = 2 };
 enum class MixedPrecision { No = 0, Bf16 = 1, Fp16 = 2, Fp8 = 3 };
-enum class ReduceOp { Sum = 0, Mean = 1 };
+// None: Accelerate's reduction="none", the scaled sum without averaging.
+enum class ReduceOp { Sum = 0, Mean = 1, None = 2 };
 // Gradient compression for the allreduce (DDP's fp16/bf16 compress hooks):
 // buckets travel as 16-bit floats, halving the bytes, at the cost of precision.
 enum class CommHook { None = 0, Fp16 = 1, Bf16 = 2 };
@@ -80,6 +81,10 @@ struct AcceleratorOptions {
   bool gradient_as_bucket_view = true;  // .grad tensors alias the buckets: no copy in or out (DDP defaults to false)
   bool static_graph = false;          // accepted: buckets are always fixed at prepare (see docs)
   bool find_unused_parameters = false;  // false: a parameter without gradient in a synced backward is an error
+  // DDP's broadcast_buffers: every training-mode forward (grad enabled) of a
+  // prepared model first copies process 0's buffers (BatchNorm running
+  // statistics) into every replica. Collective then. false: buffers stay local.
+  bool broadcast_buffers = true;
   CommHook comm_hook = CommHook::None;
   // ACCELERATE_GRADIENT_ACCUMULATION_STEPS (set by `accel launch
   // --gradient_accumulation_steps`) wins over this value, as in Accelerate;
@@ -204,8 +209,12 @@ class Accelerator {
   // prepared dataloader (on its last batch), so metrics count every sample once.
   // Collective.
   at::Tensor gather_for_metrics(const at::Tensor& tensor);
-  // Element-wise sum or mean over all processes. Collective.
-  at::Tensor reduce(const at::Tensor& tensor, ReduceOp op);
+  // How many of `gathered` samples gather_for_metrics keeps right now: the
+  // remainder on a prepared loader's last batch, else all. Not collective.
+  int64_t metrics_length(int64_t gathered) const;
+  // Element-wise reduction over all processes: scale * sum (Sum, None), or
+  // that divided by num_processes (Mean). Collective.
+  at::Tensor reduce(const at::Tensor& tensor, ReduceOp op, double scale = 1.0);
   // Process `from`'s tensor on every process; shapes and dtypes must match. Collective.
   at::Tensor broadcast(const at::Tensor& tensor, int from = 0);
   // Pads `tensor` along dim to the largest size any process has, with
@@ -213,12 +222,42 @@ class Accelerator {
   // tensor lacks (dim >= its dim()) returns it unchanged, as Accelerate does.
   at::Tensor pad_across_processes(const at::Tensor& tensor, int64_t dim = 0, double pad_value = 0,
                                   bool pad_first = false);
+  // The same over a flat list of tensors (a binding's nested structure,
+  // flattened): one result per input, in order. Every process passes the same
+  // number of tensors. The shape exchange of gather and the debug-mode checks
+  // of reduce and broadcast travel in one collective for the whole list.
+  std::vector<at::Tensor> gather(const std::vector<at::Tensor>& tensors);
+  std::vector<at::Tensor> gather_for_metrics(const std::vector<at::Tensor>& tensors);
+  std::vector<at::Tensor> reduce(const std::vector<at::Tensor>& tensors, ReduceOp op, double scale = 1.0);
+  std::vector<at::Tensor> broadcast(const std::vector<at::Tensor>& tensors, int from = 0);
+  std::vector<at::Tensor> pad_across_processes(const std::vector<at::Tensor>& tensors, int64_t dim = 0,
+                                               double pad_value = 0, bool pad_first = false);
   // Every process's bytes, in rank order. Collective.
   std::vector<std::string> gather_object(const std::string& bytes);
-  // This process's contiguous share of tensor's rows (the first processes get
-  // one more when they do not divide evenly). With apply_padding every share
-  // has the same length, completed with the last row.
+  // Process `from`'s bytes on every process (Accelerate's broadcast_object_list
+  // with the objects serialized by the binding). Collective.
+  std::string broadcast_object(const std::string& bytes, int from = 0);
+  // Which of n items this process takes in split_between_processes: items
+  // [start, end), then padded_length - (end - start) copies of item n - 1.
+  // The first n % P processes take one more; with fewer items than processes
+  // the surplus ones get none (start == end). With apply_padding every process
+  // reaches ceil(n / P) (nothing to pad with when n == 0). Not collective.
+  struct SplitRange {
+    int64_t start = 0;
+    int64_t end = 0;
+    int64_t padded_length = 0;
+  };
+  SplitRange split_range(int64_t n, bool apply_padding = false) const;
+  // This process's share of tensor's rows by split_range (padding repeats the last row).
   at::Tensor split_between_processes(const at::Tensor& tensor, bool apply_padding = false) const;
+  // The same rows of every tensor; their dim-0 sizes must agree.
+  std::vector<at::Tensor> split_between_processes(const std::vector<at::Tensor>& tensors,
+                                                  bool apply_padding = false) const;
+  // Debug mode (ACCELERATE_DEBUG_MODE, accel launch --debug): reduce and
+  // broadcast first exchange shapes and dtypes, so a mismatch is an error on
+  // every process naming them; otherwise they skip that extra collective and
+  // a mismatch is undefined (the backend may fail, time out or, Gloo, abort).
+  bool debug_mode() const;
   // Raises this process's trigger; check_trigger() reports (and clears) whether
   // any process raised one. check_trigger is collective.
   void set_trigger();

@@ -1,5 +1,7 @@
 #include "capi/handles.hpp"
 
+#include <algorithm>
+
 using namespace accel::capi;
 
 namespace {
@@ -65,7 +67,44 @@ accel::AcceleratorOptions to_core(const accel_accelerator_options& o) {
   accel::require_arg(hook >= ACCEL_COMM_HOOK_NONE && hook <= ACCEL_COMM_HOOK_BF16,
                      "comm_hook " + std::to_string(hook) + " is not an accel_comm_hook value");
   core.comm_hook = static_cast<accel::CommHook>(hook);
+  core.broadcast_buffers = o.broadcast_buffers != 0;
   return core;
+}
+
+// The borrowed tensors of a list argument; a NULL array with count > 0 or a bad
+// element is INVALID_ARGUMENT naming it.
+std::vector<at::Tensor> tensor_list(const accel_tensor* const* tensors, size_t count) {
+  accel::require_arg(tensors != nullptr || count == 0, "tensors is NULL but count is " + std::to_string(count));
+  std::vector<at::Tensor> out;
+  for (size_t i = 0; i < count; ++i) {
+    const std::string name = "tensors[" + std::to_string(i) + "]";
+    out.push_back(deref(tensors[i], name.c_str()).tensor);
+  }
+  return out;
+}
+
+// Checked before any work so a NULL out fails without communicating.
+void require_out_list(accel_tensor** out, size_t count) {
+  accel::require_arg(out != nullptr || count == 0, "out is NULL but count is " + std::to_string(count));
+}
+
+// All handles or none: out is written only once every result is published.
+void publish_list(std::vector<at::Tensor> results, accel_tensor** out) {
+  std::vector<accel_tensor*> handles(results.size(), nullptr);
+  try {
+    for (size_t i = 0; i < results.size(); ++i) publish_tensor(std::move(results[i]), &handles[i]);
+  } catch (...) {
+    for (accel_tensor* h : handles) accel_tensor_free(h);
+    throw;
+  }
+  std::copy(handles.begin(), handles.end(), out);
+}
+
+accel::ReduceOp reduce_op_of(accel_reduce_op op) {
+  const int value = enum_value(op);
+  accel::require_arg(value == ACCEL_REDUCE_SUM || value == ACCEL_REDUCE_MEAN || value == ACCEL_REDUCE_NONE,
+                     "op " + std::to_string(value) + " is not ACCEL_REDUCE_SUM, ACCEL_REDUCE_MEAN or ACCEL_REDUCE_NONE");
+  return static_cast<accel::ReduceOp>(value);
 }
 
 template <class Query>
@@ -167,12 +206,9 @@ ACCEL_API accel_status accel_accelerator_reduce(accel_accelerator* acc, const ac
                                                 accel_tensor** out) {
   return guarded([&] {
     auto& result = out_param(out, "out");
-    const int reduce_op = enum_value(op);
-    accel::require_arg(reduce_op == ACCEL_REDUCE_SUM || reduce_op == ACCEL_REDUCE_MEAN,
-                       "op " + std::to_string(reduce_op) + " is not ACCEL_REDUCE_SUM or ACCEL_REDUCE_MEAN");
+    const accel::ReduceOp reduce_op = reduce_op_of(op);
     auto& accelerator = *deref(acc, "acc").accelerator;
-    publish_tensor(accelerator.reduce(deref(tensor, "tensor").tensor, static_cast<accel::ReduceOp>(reduce_op)),
-                   &result);
+    publish_tensor(accelerator.reduce(deref(tensor, "tensor").tensor, reduce_op), &result);
   });
 }
 
@@ -192,6 +228,106 @@ ACCEL_API accel_status accel_accelerator_pad_across_processes(accel_accelerator*
     auto& accelerator = *deref(acc, "acc").accelerator;
     publish_tensor(accelerator.pad_across_processes(deref(tensor, "tensor").tensor, dim, pad_value, pad_first != 0),
                    &result);
+  });
+}
+
+ACCEL_API accel_status accel_accelerator_gather_tensors(accel_accelerator* acc, const accel_tensor* const* tensors,
+                                                        size_t count, accel_tensor** out) {
+  return guarded([&] {
+    require_out_list(out, count);
+    auto& accelerator = *deref(acc, "acc").accelerator;
+    publish_list(accelerator.gather(tensor_list(tensors, count)), out);
+  });
+}
+
+ACCEL_API accel_status accel_accelerator_gather_for_metrics_tensors(accel_accelerator* acc,
+                                                                    const accel_tensor* const* tensors, size_t count,
+                                                                    accel_tensor** out) {
+  return guarded([&] {
+    require_out_list(out, count);
+    auto& accelerator = *deref(acc, "acc").accelerator;
+    publish_list(accelerator.gather_for_metrics(tensor_list(tensors, count)), out);
+  });
+}
+
+ACCEL_API accel_status accel_accelerator_reduce_tensors(accel_accelerator* acc, const accel_tensor* const* tensors,
+                                                        size_t count, accel_reduce_op op, double scale,
+                                                        accel_tensor** out) {
+  return guarded([&] {
+    require_out_list(out, count);
+    const accel::ReduceOp reduce_op = reduce_op_of(op);
+    auto& accelerator = *deref(acc, "acc").accelerator;
+    publish_list(accelerator.reduce(tensor_list(tensors, count), reduce_op, scale), out);
+  });
+}
+
+ACCEL_API accel_status accel_accelerator_broadcast_tensors(accel_accelerator* acc, const accel_tensor* const* tensors,
+                                                           size_t count, int from, accel_tensor** out) {
+  return guarded([&] {
+    require_out_list(out, count);
+    auto& accelerator = *deref(acc, "acc").accelerator;
+    publish_list(accelerator.broadcast(tensor_list(tensors, count), from), out);
+  });
+}
+
+ACCEL_API accel_status accel_accelerator_pad_across_processes_tensors(accel_accelerator* acc,
+                                                                      const accel_tensor* const* tensors, size_t count,
+                                                                      int64_t dim, double pad_value, int pad_first,
+                                                                      accel_tensor** out) {
+  return guarded([&] {
+    require_out_list(out, count);
+    auto& accelerator = *deref(acc, "acc").accelerator;
+    publish_list(accelerator.pad_across_processes(tensor_list(tensors, count), dim, pad_value, pad_first != 0), out);
+  });
+}
+
+ACCEL_API accel_status accel_accelerator_metrics_length(const accel_accelerator* acc, int64_t gathered, int64_t* out) {
+  return guarded([&] {
+    auto& result = out_param(out, "out");
+    accel::require_arg(gathered >= 0, "gathered " + std::to_string(gathered) + " is negative");
+    result = deref(acc, "acc").accelerator->metrics_length(gathered);
+  });
+}
+
+ACCEL_API accel_status accel_accelerator_debug_mode(const accel_accelerator* acc, int* out) {
+  return query(acc, [&](const accel::Accelerator& a) { out_param(out, "out") = a.debug_mode() ? 1 : 0; });
+}
+
+ACCEL_API accel_status accel_accelerator_broadcast_object(accel_accelerator* acc, const void* data, size_t nbytes,
+                                                          int from, accel_tensor** bytes) {
+  return guarded([&] {
+    auto& result = out_param(bytes, "bytes");
+    accel::require_arg(data != nullptr || nbytes == 0, "data is NULL but nbytes is " + std::to_string(nbytes));
+    auto& accelerator = *deref(acc, "acc").accelerator;
+    const std::string all =
+        accelerator.broadcast_object(std::string(static_cast<const char*>(data), data ? nbytes : 0), from);
+    at::Tensor tensor = at::empty({static_cast<int64_t>(all.size())}, at::kByte);
+    if (!all.empty()) std::memcpy(tensor.data_ptr(), all.data(), all.size());
+    publish_tensor(tensor, &result);
+  });
+}
+
+ACCEL_API accel_status accel_accelerator_split_range(const accel_accelerator* acc, int64_t n, int apply_padding,
+                                                     int64_t* start, int64_t* end, int64_t* padded_length) {
+  return guarded([&] {
+    auto& start_out = out_param(start, "start");
+    auto& end_out = out_param(end, "end");
+    auto& padded_out = out_param(padded_length, "padded_length");
+    const auto range = deref(acc, "acc").accelerator->split_range(n, apply_padding != 0);
+    start_out = range.start;
+    end_out = range.end;
+    padded_out = range.padded_length;
+  });
+}
+
+ACCEL_API accel_status accel_accelerator_split_between_processes_tensors(const accel_accelerator* acc,
+                                                                         const accel_tensor* const* tensors,
+                                                                         size_t count, int apply_padding,
+                                                                         accel_tensor** out) {
+  return guarded([&] {
+    require_out_list(out, count);
+    auto& accelerator = *deref(acc, "acc").accelerator;
+    publish_list(accelerator.split_between_processes(tensor_list(tensors, count), apply_padding != 0), out);
   });
 }
 

@@ -41,6 +41,8 @@ std::map<std::string, std::string> rank_environment(const LaunchConfig& config, 
   // Accelerate's launcher variables, read by the library (src/state).
   env["ACCELERATE_MIXED_PRECISION"] = config.mixed_precision;
   env["ACCELERATE_USE_CPU"] = config.use_cpu ? "true" : "false";
+  // Without --debug the ranks inherit the launcher's own ACCELERATE_DEBUG_MODE.
+  if (config.debug) env["ACCELERATE_DEBUG_MODE"] = "true";
   if (config.gradient_accumulation_steps) {
     env["ACCELERATE_GRADIENT_ACCUMULATION_STEPS"] = std::to_string(*config.gradient_accumulation_steps);
   }

@@ -84,6 +84,9 @@ void add_launch_options(CLI::App& app, LaunchFlags& flags) {
                "Steps to accumulate gradients over (ACCELERATE_GRADIENT_ACCUMULATION_STEPS)")
       ->check(at_least(1, "POSITIVE"));
   app.add_flag("--cpu", flags.cpu, "Train on the CPU even where a GPU is available (ACCELERATE_USE_CPU)");
+  app.add_flag("--debug", flags.debug,
+               "Check that collectives get matching shapes on every process, at one extra collective per "
+               "reduce or broadcast (ACCELERATE_DEBUG_MODE)");
   add_optional(app, "--gpu_ids", flags.gpu_ids, "GPUs to use, such as 0,1 (CUDA_VISIBLE_DEVICES), or all");
   add_optional(app, "--num_cpu_threads_per_process", flags.num_cpu_threads_per_process,
                "OMP_NUM_THREADS of every rank")

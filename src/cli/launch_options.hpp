@@ -24,6 +24,7 @@ struct LaunchFlags {
   std::optional<std::string> mixed_precision;
   std::optional<int> gradient_accumulation_steps;
   bool cpu = false;
+  bool debug = false;
   std::optional<std::string> gpu_ids;
   std::optional<int> num_cpu_threads_per_process;
   std::optional<int> max_restarts;
@@ -52,6 +53,7 @@ struct LaunchConfig {
   std::string mixed_precision = "no";
   std::optional<int> gradient_accumulation_steps;
   bool use_cpu = false;
+  bool debug = false;  // ACCELERATE_DEBUG_MODE=true for the ranks
   std::optional<std::string> gpu_ids;  // CUDA_VISIBLE_DEVICES unless "all"
   int max_restarts = 0;  // times the whole group is restarted after a failure
   int restart_count = 0;  // this attempt's number of earlier attempts, set by the supervisor

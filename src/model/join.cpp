@@ -67,7 +67,7 @@ void Accelerator::join_uneven_inputs_end() {
 
   // Processes that left early missed the last updates: the last to leave
   // (most rounds, lowest rank on a tie) sends its parameters and buffers.
-  at::Tensor rounds = detail::gather_tensor(*state_, at::full({1}, state_->join_rounds, at::kLong)).cpu();
+  at::Tensor rounds = detail::gather_tensors(*state_, {at::full({1}, state_->join_rounds, at::kLong)})[0].cpu();
   int last = static_cast<int>(rounds.argmax().item<int64_t>());
   std::vector<at::Tensor> tensors;
   for (auto& [name, t] : model->named_parameters()) tensors.push_back(t);

@@ -103,7 +103,16 @@ at::Tensor ModelImpl::forward(const at::Tensor& input) {
   require_arg(input.defined(), "forward: the input tensor is undefined");
   require_arg(input.device() == device_, "forward: the input is on " + input.device().str() + " but the model is on " +
                                              device_.str() + " (batches from a prepared dataloader are placed for you)");
-  if (gradient_sync_ && training() && at::GradMode::is_enabled()) gradient_sync_->arm();
+  const bool training_step = training() && at::GradMode::is_enabled();
+  // DDP's broadcast_buffers: replicas start each training forward from process
+  // 0's buffers (BatchNorm statistics), so they cannot drift apart. Not under
+  // join_uneven_inputs: joined processes answer gradient allreduces only.
+  if (training_step && state_ && state_->process_group && state_->broadcast_buffers && !state_->joining) {
+    std::vector<at::Tensor> buffers;
+    for (auto& [name, b] : named_buffers()) buffers.push_back(b);
+    broadcast_from_main(*state_, buffers, "buffers");
+  }
+  if (gradient_sync_ && training_step) gradient_sync_->arm();
   MixedPrecision precision = state_ ? state_->mixed_precision : MixedPrecision::No;
   at::Tensor output;
   try {

@@ -81,6 +81,7 @@ AcceleratorState::AcceleratorState(const AcceleratorOptions& options)
       first_bucket_cap_mb(options.first_bucket_cap_mb),
       gradient_as_bucket_view(options.gradient_as_bucket_view),
       find_unused_parameters(options.find_unused_parameters),
+      broadcast_buffers(options.broadcast_buffers),
       comm_hook(options.comm_hook),
       dataloader_config(options.dataloader),
       device_placement(options.device_placement),
@@ -97,6 +98,7 @@ AcceleratorState::AcceleratorState(const AcceleratorOptions& options)
               "comm_hook " + std::to_string(static_cast<int>(options.comm_hook)) + " is not a CommHook value");
   check_scaler_options(options);
   env = read_launch_environment();
+  debug_mode = get_env_flag("ACCELERATE_DEBUG_MODE", false);
   tune_host_allocator();
 
   if (options.mixed_precision) {
@@ -233,20 +235,37 @@ void Accelerator::backward(const at::Tensor& loss) {
   }
 }
 
-at::Tensor Accelerator::gather(const at::Tensor& tensor) { return detail::gather_tensor(*state_, tensor); }
+at::Tensor Accelerator::gather(const at::Tensor& tensor) { return gather(std::vector<at::Tensor>{tensor})[0]; }
 
-at::Tensor Accelerator::gather_for_metrics(const at::Tensor& tensor) {
-  at::Tensor gathered = detail::gather_tensor(*state_, tensor);
+std::vector<at::Tensor> Accelerator::gather(const std::vector<at::Tensor>& tensors) {
+  return detail::gather_tensors(*state_, tensors);
+}
+
+int64_t Accelerator::metrics_length(int64_t gathered) const {
   const GradientState& gradient = *state_->gradient_state;
-  if (gradient.end_of_dataloader && gradient.remainder > 0 && gradient.remainder < gathered.size(0)) {
-    gathered = gathered.narrow(0, 0, gradient.remainder);
-  }
+  if (gradient.end_of_dataloader && gradient.remainder > 0 && gradient.remainder < gathered) return gradient.remainder;
   return gathered;
 }
 
-at::Tensor Accelerator::reduce(const at::Tensor& tensor, ReduceOp op) {
-  return detail::reduce_tensor(*state_, tensor, op);
+at::Tensor Accelerator::gather_for_metrics(const at::Tensor& tensor) {
+  return gather_for_metrics(std::vector<at::Tensor>{tensor})[0];
 }
+
+std::vector<at::Tensor> Accelerator::gather_for_metrics(const std::vector<at::Tensor>& tensors) {
+  std::vector<at::Tensor> gathered = detail::gather_tensors(*state_, tensors);
+  for (auto& t : gathered) t = t.narrow(0, 0, metrics_length(t.size(0)));
+  return gathered;
+}
+
+at::Tensor Accelerator::reduce(const at::Tensor& tensor, ReduceOp op, double scale) {
+  return reduce(std::vector<at::Tensor>{tensor}, op, scale)[0];
+}
+
+std::vector<at::Tensor> Accelerator::reduce(const std::vector<at::Tensor>& tensors, ReduceOp op, double scale) {
+  return detail::reduce_tensors(*state_, tensors, op, scale);
+}
+
+bool Accelerator::debug_mode() const { return state_->debug_mode; }
 
 bool Accelerator::sync_gradients() const { return state_->gradient_state->sync_gradients; }
 bool Accelerator::end_of_dataloader() const { return state_->gradient_state->end_of_dataloader; }

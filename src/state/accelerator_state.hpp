@@ -33,6 +33,9 @@ class AcceleratorState {
   double first_bucket_cap_mb = 1.0;
   bool gradient_as_bucket_view = true;
   bool find_unused_parameters = false;
+  bool broadcast_buffers = true;  // DDP's: process 0's buffers at every training forward
+  // ACCELERATE_DEBUG_MODE: reduce and broadcast check shapes first (an extra collective).
+  bool debug_mode = false;
   CommHook comm_hook = CommHook::None;
   DataLoaderConfiguration dataloader_config;
   bool device_placement = true;

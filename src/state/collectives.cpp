@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <cmath>
 #include <map>
 #include <sstream>
 
@@ -22,22 +23,41 @@ at::Tensor shape_signature(const at::Tensor& tensor, const c10::Device& device) 
   return at::tensor(signature, at::kLong).to(device);
 }
 
-struct PeerShapes {
-  std::vector<std::vector<int64_t>> per_rank;  // each: signature as above
-};
+using Signature = std::vector<int64_t>;  // as shape_signature
 
-PeerShapes exchange_shapes(AcceleratorState& state, const at::Tensor& tensor, const std::string& op) {
+// per_rank[r][i]: rank r's signature of tensor i. One allgather for the whole
+// list; in debug mode a first one checks that every rank passed as many tensors
+// (the second needs equal sizes).
+std::vector<std::vector<Signature>> exchange_signatures(AcceleratorState& state, const std::vector<at::Tensor>& tensors,
+                                                        const std::string& op) {
+  const int64_t count = static_cast<int64_t>(tensors.size());
+  if (state.debug_mode) {
+    at::Tensor counts = at::cat(state.process_group->allgather(at::tensor({count}, at::kLong).to(state.device),
+                                                                op + " (tensor count exchange)")).cpu();
+    for (int64_t r = 0; r < counts.size(0); ++r) {
+      require_arg(counts[r].item<int64_t>() == count,
+                  op + ": rank " + std::to_string(r) + " passed " + std::to_string(counts[r].item<int64_t>()) +
+                      " tensors but rank " + std::to_string(state.rank()) + " passed " + std::to_string(count));
+    }
+  }
+  std::vector<std::vector<Signature>> per_rank;
+  if (count == 0) return per_rank;  // Gloo cannot move zero elements
+  std::vector<at::Tensor> rows;
+  for (const auto& t : tensors) rows.push_back(shape_signature(t, c10::kCPU));
   std::vector<at::Tensor> gathered =
-      state.process_group->allgather(shape_signature(tensor, state.device), op + " (shape exchange)");
-  PeerShapes shapes;
+      state.process_group->allgather(at::cat(rows).to(state.device), op + " (shape exchange)");
+  const int64_t width = 2 + kMaxGatherDims;
   for (auto& t : gathered) {
     at::Tensor cpu = t.cpu();
-    shapes.per_rank.emplace_back(cpu.data_ptr<int64_t>(), cpu.data_ptr<int64_t>() + cpu.numel());
+    const int64_t* data = cpu.data_ptr<int64_t>();
+    std::vector<Signature> mine;
+    for (int64_t i = 0; i < count; ++i) mine.emplace_back(data + i * width, data + (i + 1) * width);
+    per_rank.push_back(std::move(mine));
   }
-  return shapes;
+  return per_rank;
 }
 
-std::string describe(const std::vector<int64_t>& signature) {
+std::string describe(const Signature& signature) {
   std::ostringstream out;
   out << c10::toString(static_cast<c10::ScalarType>(signature[1])) << "[";
   for (int64_t d = 0; d < std::min<int64_t>(signature[0], kMaxGatherDims); ++d) out << (d ? ", " : "") << signature[2 + d];
@@ -46,32 +66,46 @@ std::string describe(const std::vector<int64_t>& signature) {
 }
 
 // Every rank runs the same check on the same data, so all fail together.
-void check_agreement(const PeerShapes& shapes, const std::string& op, bool ignore_dim0) {
-  const auto& first = shapes.per_rank[0];
-  for (size_t r = 0; r < shapes.per_rank.size(); ++r) {
-    const auto& sig = shapes.per_rank[r];
-    require_arg(sig[0] <= kMaxGatherDims, op + ": rank " + std::to_string(r) + " passed a tensor with " +
+void check_agreement(const std::vector<std::vector<Signature>>& per_rank, size_t index, const std::string& op,
+                     bool ignore_dim0) {
+  const std::string what = per_rank[0].size() > 1 ? op + " (tensor " + std::to_string(index) + ")" : op;
+  const auto& first = per_rank[0][index];
+  for (size_t r = 0; r < per_rank.size(); ++r) {
+    const auto& sig = per_rank[r][index];
+    require_arg(sig[0] <= kMaxGatherDims, what + ": rank " + std::to_string(r) + " passed a tensor with " +
                                               std::to_string(sig[0]) + " dimensions; at most " +
                                               std::to_string(kMaxGatherDims) + " are supported");
     bool same = sig[0] == first[0] && sig[1] == first[1];
     for (int64_t d = ignore_dim0 ? 1 : 0; same && d < sig[0]; ++d) same = sig[2 + d] == first[2 + d];
-    require_arg(same, op + ": rank " + std::to_string(r) + " passed " + describe(sig) + " but rank 0 passed " +
+    require_arg(same, what + ": rank " + std::to_string(r) + " passed " + describe(sig) + " but rank 0 passed " +
                           describe(first) + (ignore_dim0 ? " (only dim 0 may differ)" : " (shapes must match)"));
   }
 }
 
-}  // namespace
+void check_all(const std::vector<std::vector<Signature>>& per_rank, const std::string& op, bool ignore_dim0) {
+  if (per_rank.empty()) return;
+  for (size_t i = 0; i < per_rank[0].size(); ++i) check_agreement(per_rank, i, op, ignore_dim0);
+}
 
-at::Tensor gather_tensor(AcceleratorState& state, const at::Tensor& input) {
-  require_arg(input.defined(), "gather: the tensor is undefined");
-  at::Tensor tensor = input.dim() == 0 ? input.reshape({1}) : input;
-  if (!state.process_group) return tensor;
-  tensor = tensor.to(state.device).contiguous();
-  PeerShapes shapes = exchange_shapes(state, tensor, "gather");
-  check_agreement(shapes, "gather", /*ignore_dim0=*/true);
+// The inputs on the wire: defined, contiguous, on the device, cloned when asked
+// (results must not alias the caller's tensors).
+std::vector<at::Tensor> on_device(AcceleratorState& state, const std::vector<at::Tensor>& inputs, const std::string& op,
+                                  bool clone) {
+  std::vector<at::Tensor> out;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    require_arg(inputs[i].defined(), op + ": tensor " + std::to_string(i) + " is undefined");
+    at::Tensor t = inputs[i].to(state.device);
+    out.push_back(clone ? t.clone().contiguous() : t.contiguous());
+  }
+  return out;
+}
 
-  int64_t max_rows = 0;
-  for (const auto& sig : shapes.per_rank) max_rows = std::max(max_rows, sig[2]);
+at::Tensor gather_one(AcceleratorState& state, const at::Tensor& tensor, const std::vector<Signature>& sigs) {
+  int64_t max_rows = 0, total_rows = 0;
+  for (const auto& sig : sigs) {
+    max_rows = std::max(max_rows, sig[2]);
+    total_rows += sig[2];
+  }
   at::Tensor padded = tensor;
   if (tensor.size(0) < max_rows) {
     std::vector<int64_t> padded_shape = tensor.sizes().vec();
@@ -82,38 +116,86 @@ at::Tensor gather_tensor(AcceleratorState& state, const at::Tensor& input) {
   if (padded.numel() == 0) {
     // Nothing to move, and Gloo divides by the element count: answer locally.
     std::vector<int64_t> shape = tensor.sizes().vec();
-    shape[0] = 0;
-    for (const auto& sig : shapes.per_rank) shape[0] += sig[2];
+    shape[0] = total_rows;
     return at::empty(shape, tensor.options());
   }
   std::vector<at::Tensor> pieces = state.process_group->allgather(padded, "gather");
-  for (size_t r = 0; r < pieces.size(); ++r) pieces[r] = pieces[r].narrow(0, 0, shapes.per_rank[r][2]);
+  for (size_t r = 0; r < pieces.size(); ++r) pieces[r] = pieces[r].narrow(0, 0, sigs[r][2]);
   return at::cat(pieces, 0);
 }
 
-at::Tensor reduce_tensor(AcceleratorState& state, const at::Tensor& input, ReduceOp op) {
-  require_arg(input.defined(), "reduce: the tensor is undefined");
-  require_arg(input.scalar_type() != at::kBool, "reduce: bool tensors cannot be summed; convert them to an integer dtype");
-  at::Tensor result = input.to(state.device).clone().contiguous();
-  if (state.process_group) {
-    PeerShapes shapes = exchange_shapes(state, result, "reduce");
-    check_agreement(shapes, "reduce", /*ignore_dim0=*/false);
-    if (result.numel() > 0) state.process_group->allreduce(result, "reduce");
+}  // namespace
+
+std::vector<at::Tensor> gather_tensors(AcceleratorState& state, const std::vector<at::Tensor>& inputs) {
+  std::vector<at::Tensor> tensors;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    require_arg(inputs[i].defined(), "gather: tensor " + std::to_string(i) + " is undefined");
+    tensors.push_back(inputs[i].dim() == 0 ? inputs[i].reshape({1}) : inputs[i]);
   }
-  if (op == ReduceOp::Mean) result = at::div(result, state.world_size());
-  return result;
+  if (!state.process_group) return tensors;
+  tensors = on_device(state, tensors, "gather", /*clone=*/false);
+  // Always exchanged: the dim-0 sizes are needed to gather unequal rows.
+  auto per_rank = exchange_signatures(state, tensors, "gather");
+  check_all(per_rank, "gather", /*ignore_dim0=*/true);
+  std::vector<at::Tensor> out;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    std::vector<Signature> sigs;
+    for (const auto& rank : per_rank) sigs.push_back(rank[i]);
+    out.push_back(gather_one(state, tensors[i], sigs));
+  }
+  return out;
 }
 
-at::Tensor broadcast_tensor(AcceleratorState& state, const at::Tensor& input, int from) {
-  require_arg(input.defined(), "broadcast: the tensor is undefined");
-  at::Tensor result = input.to(state.device).clone().contiguous();
-  if (!state.process_group) return result;
-  PeerShapes shapes = exchange_shapes(state, result, "broadcast");
-  check_agreement(shapes, "broadcast", /*ignore_dim0=*/false);
-  if (result.numel() == 0) return result;
-  std::vector<at::Tensor> tensors{result};
-  state.process_group->broadcast(tensors, from, "broadcast");
-  return result;
+std::vector<at::Tensor> reduce_tensors(AcceleratorState& state, const std::vector<at::Tensor>& inputs, ReduceOp op,
+                                       double scale) {
+  require_arg(op == ReduceOp::Sum || op == ReduceOp::Mean || op == ReduceOp::None,
+              "reduce: op " + std::to_string(static_cast<int>(op)) + " is not sum, mean or none");
+  require_arg(std::isfinite(scale), "reduce: scale " + std::to_string(scale) + " is not finite");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    require_arg(!inputs[i].defined() || inputs[i].scalar_type() != at::kBool,
+                "reduce: tensor " + std::to_string(i) + " is bool and cannot be summed; convert it to an integer dtype");
+  }
+  std::vector<at::Tensor> results = on_device(state, inputs, "reduce", /*clone=*/true);
+  // Accelerate scales before summing, so the sum is of scaled values.
+  if (scale != 1.0) {
+    for (auto& t : results) t = t * scale;
+  }
+  if (state.process_group) {
+    if (state.debug_mode) check_all(exchange_signatures(state, results, "reduce"), "reduce", /*ignore_dim0=*/false);
+    // One allreduce per dtype over the flattened tensors, not one per tensor.
+    std::map<at::ScalarType, std::vector<size_t>> by_dtype;
+    for (size_t i = 0; i < results.size(); ++i) {
+      if (results[i].numel() > 0) by_dtype[results[i].scalar_type()].push_back(i);
+    }
+    for (auto& [dtype, indices] : by_dtype) {
+      std::vector<at::Tensor> parts;
+      for (size_t i : indices) parts.push_back(results[i].reshape(-1));
+      at::Tensor flat = indices.size() == 1 ? results[indices[0]] : at::cat(parts);
+      state.process_group->allreduce(flat, "reduce");
+      if (indices.size() == 1) continue;
+      int64_t offset = 0;
+      for (size_t i : indices) {
+        results[i] = flat.narrow(0, offset, results[i].numel()).view(results[i].sizes());
+        offset += results[i].numel();
+      }
+    }
+  }
+  if (op == ReduceOp::Mean) {
+    for (auto& t : results) t = at::div(t, state.world_size());
+  }
+  return results;
+}
+
+std::vector<at::Tensor> broadcast_tensors(AcceleratorState& state, const std::vector<at::Tensor>& inputs, int from) {
+  std::vector<at::Tensor> results = on_device(state, inputs, "broadcast", /*clone=*/true);
+  if (!state.process_group) return results;
+  if (state.debug_mode) check_all(exchange_signatures(state, results, "broadcast"), "broadcast", /*ignore_dim0=*/false);
+  for (auto& result : results) {
+    if (result.numel() == 0) continue;
+    std::vector<at::Tensor> tensors{result};
+    state.process_group->broadcast(tensors, from, "broadcast");
+  }
+  return results;
 }
 
 void broadcast_from_main(AcceleratorState& state, const std::vector<at::Tensor>& tensors, const std::string& what) {

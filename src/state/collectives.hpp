@@ -1,6 +1,7 @@
-// User-facing collectives built on ProcessGroup: shapes are exchanged first, so
-// unequal dim-0 sizes work and mismatched shapes fail on every rank alike
-// instead of deadlocking.
+// User-facing collectives built on ProcessGroup. gather exchanges shapes first,
+// so unequal dim-0 sizes work; reduce and broadcast exchange them only in debug
+// mode (ACCELERATE_DEBUG_MODE), as Accelerate does, where a mismatch then fails
+// on every rank alike instead of being left to the backend.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -10,12 +11,17 @@
 
 namespace accel::detail {
 
-// Concatenation along dim 0 in rank order; a 0-dim tensor counts as [1].
-at::Tensor gather_tensor(AcceleratorState& state, const at::Tensor& tensor);
-// Element-wise sum or mean over ranks; shapes and dtypes must match.
-at::Tensor reduce_tensor(AcceleratorState& state, const at::Tensor& tensor, ReduceOp op);
-// from's tensor on every process; shapes and dtypes must match.
-at::Tensor broadcast_tensor(AcceleratorState& state, const at::Tensor& tensor, int from);
+// Lists: one result per input, in order; every process passes as many tensors.
+// Concatenation along dim 0 in rank order; a 0-dim tensor counts as [1]. The
+// dim-0 sizes travel first (one collective for the whole list), so they may
+// differ; the other dims and dtypes are checked on every rank alike.
+std::vector<at::Tensor> gather_tensors(AcceleratorState& state, const std::vector<at::Tensor>& tensors);
+// scale * element-wise sum over ranks, divided by the world size for Mean; one
+// allreduce per dtype. Shapes are checked (an extra collective) in debug mode only.
+std::vector<at::Tensor> reduce_tensors(AcceleratorState& state, const std::vector<at::Tensor>& tensors, ReduceOp op,
+                                       double scale);
+// from's tensors on every process; shapes are checked in debug mode only.
+std::vector<at::Tensor> broadcast_tensors(AcceleratorState& state, const std::vector<at::Tensor>& tensors, int from);
 // Copies process 0's parameters and buffers into every replica.
 void broadcast_from_main(AcceleratorState& state, const std::vector<at::Tensor>& tensors, const std::string& what);
 // The same from process `root`.

@@ -441,6 +441,85 @@ static void accelerator(void) {
   accel_accelerator_free(NULL);
 }
 
+/* Lists of tensors and the other collective helpers (nested structures in the
+   bindings). A bad element is named by its index; out is all or nothing. */
+static void collective_lists(void) {
+  const accel_tensor* one[1];
+  one[0] = tx;
+  EACH_BAD(K_ACC, accel_accelerator, a) {
+    ARG(accel_accelerator_gather_tensors(a, one, 1, &t_out));
+    ARG(accel_accelerator_gather_for_metrics_tensors(a, one, 1, &t_out));
+    ARG(accel_accelerator_reduce_tensors(a, one, 1, ACCEL_REDUCE_SUM, 1.0, &t_out));
+    ARG(accel_accelerator_broadcast_tensors(a, one, 1, 0, &t_out));
+    ARG(accel_accelerator_pad_across_processes_tensors(a, one, 1, 0, 0.0, 0, &t_out));
+    ARG(accel_accelerator_split_between_processes_tensors(a, one, 1, 0, &t_out));
+    ARG(accel_accelerator_metrics_length(a, 1, &i64_out));
+    ARG(accel_accelerator_debug_mode(a, &i_out));
+    ARG(accel_accelerator_broadcast_object(a, "x", 1, 0, &t_out));
+    ARG(accel_accelerator_split_range(a, 3, 0, &i64_out, &i64_out, &i64_out));
+  }
+  EACH_BAD(K_TENSOR, accel_tensor, t) {
+    /* The bad one second: nothing is published for the good first one either. */
+    const accel_tensor* two[2];
+    accel_tensor* pair[2] = {(accel_tensor*)SENTINEL, (accel_tensor*)SENTINEL};
+    two[0] = tx;
+    two[1] = t;
+    ARG(accel_accelerator_gather_tensors(acc, two, 2, pair));
+    ARG(accel_accelerator_gather_for_metrics_tensors(acc, two, 2, pair));
+    ARG(accel_accelerator_reduce_tensors(acc, two, 2, ACCEL_REDUCE_SUM, 1.0, pair));
+    ARG(accel_accelerator_broadcast_tensors(acc, two, 2, 0, pair));
+    ARG(accel_accelerator_pad_across_processes_tensors(acc, two, 2, 0, 0.0, 0, pair));
+    ARG(accel_accelerator_split_between_processes_tensors(acc, two, 2, 0, pair));
+    EXPECT(pair[0] == SENTINEL && pair[1] == SENTINEL);
+    EXPECT(strstr(accel_last_error(), "tensors[1]") != NULL);
+  }
+  ARG(accel_accelerator_gather_tensors(acc, NULL, 1, &t_out));
+  ARG(accel_accelerator_gather_tensors(acc, one, 1, NULL));
+  ARG(accel_accelerator_gather_for_metrics_tensors(acc, NULL, 1, &t_out));
+  ARG(accel_accelerator_gather_for_metrics_tensors(acc, one, 1, NULL));
+  ARG(accel_accelerator_reduce_tensors(acc, one, 1, ACCEL_REDUCE_SUM, 1.0, NULL));
+  ARG(accel_accelerator_reduce_tensors(acc, one, 1, BAD_ENUM(accel_reduce_op), 1.0, &t_out));
+  ARG(accel_accelerator_reduce_tensors(acc, one, 1, NEG_ENUM(accel_reduce_op), 1.0, &t_out));
+  ARG(accel_accelerator_reduce_tensors(acc, one, 1, ACCEL_REDUCE_SUM, NAN, &t_out));
+  ARG(accel_accelerator_reduce_tensors(acc, one, 1, ACCEL_REDUCE_SUM, INFINITY, &t_out));
+  ARG(accel_accelerator_broadcast_tensors(acc, one, 1, 0, NULL));
+  ARG(accel_accelerator_broadcast_tensors(acc, one, 1, 1, &t_out)); /* one process */
+  ARG(accel_accelerator_broadcast_tensors(acc, one, 1, -1, &t_out));
+  ARG(accel_accelerator_pad_across_processes_tensors(acc, one, 1, 0, 0.0, 0, NULL));
+  ARG(accel_accelerator_pad_across_processes_tensors(acc, one, 1, -3, 0.0, 0, &t_out));
+  ARG(accel_accelerator_split_between_processes_tensors(acc, one, 1, 0, NULL));
+  ARG(accel_accelerator_split_between_processes_tensors(acc, NULL, 1, 0, &t_out));
+  {
+    const int64_t two_rows[2] = {2, 2};
+    accel_tensor* short_one = make_tensor(two_rows, 2);
+    const accel_tensor* rows_differ[2];
+    accel_tensor* pair[2] = {(accel_tensor*)SENTINEL, (accel_tensor*)SENTINEL};
+    rows_differ[0] = tx; /* 4 rows */
+    rows_differ[1] = short_one;
+    ARG(accel_accelerator_split_between_processes_tensors(acc, rows_differ, 2, 0, pair));
+    EXPECT(pair[0] == SENTINEL && pair[1] == SENTINEL);
+    EXPECT(strstr(accel_last_error(), "2 rows") != NULL);
+    rows_differ[1] = scalar;
+    ARG(accel_accelerator_split_between_processes_tensors(acc, rows_differ, 2, 0, pair));
+    accel_tensor_free(short_one);
+  }
+  /* count 0: nothing to do, NULL arrays allowed. */
+  EXPECT_OK(accel_accelerator_gather_tensors(acc, NULL, 0, NULL));
+  EXPECT_OK(accel_accelerator_reduce_tensors(acc, NULL, 0, ACCEL_REDUCE_MEAN, 1.0, NULL));
+  EXPECT_OK(accel_accelerator_split_between_processes_tensors(acc, NULL, 0, 1, NULL));
+  ARG(accel_accelerator_metrics_length(acc, -1, &i64_out));
+  ARG(accel_accelerator_metrics_length(acc, 1, NULL));
+  ARG(accel_accelerator_debug_mode(acc, NULL));
+  ARG(accel_accelerator_broadcast_object(acc, NULL, 1, 0, &t_out));
+  ARG(accel_accelerator_broadcast_object(acc, "x", 1, 0, NULL));
+  ARG(accel_accelerator_broadcast_object(acc, "x", 1, 1, &t_out)); /* one process */
+  ARG(accel_accelerator_broadcast_object(acc, "x", 1, -1, &t_out));
+  ARG(accel_accelerator_split_range(acc, -1, 0, &i64_out, &i64_out, &i64_out));
+  ARG(accel_accelerator_split_range(acc, 3, 0, NULL, &i64_out, &i64_out));
+  ARG(accel_accelerator_split_range(acc, 3, 0, &i64_out, NULL, &i64_out));
+  ARG(accel_accelerator_split_range(acc, 3, 0, &i64_out, &i64_out, NULL));
+}
+
 static void models(void) {
   float x[6] = {0};
   int64_t wrong[2] = {2, 3};
@@ -1028,6 +1107,7 @@ int main(void) {
   version_and_errors();
   tensors();
   accelerator();
+  collective_lists();
   models();
   optimizers();
   schedulers();

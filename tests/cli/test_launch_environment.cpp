@@ -30,6 +30,13 @@ TEST(LaunchEnvironment, FollowsTorchrunForEveryRankOfANode) {
   EXPECT_EQ(accel::cli::rank_environment(config, 0)["OMP_NUM_THREADS"], "4");
 }
 
+TEST(LaunchEnvironment, DebugTurnsOnAccelerateDebugModeOnly) {
+  LaunchConfig config;
+  EXPECT_EQ(accel::cli::rank_environment(config, 0).count("ACCELERATE_DEBUG_MODE"), 0u);  // inherited, not forced
+  config.debug = true;
+  EXPECT_EQ(accel::cli::rank_environment(config, 0)["ACCELERATE_DEBUG_MODE"], "true");
+}
+
 TEST(LaunchEnvironment, SharesHardwareThreadsLikeTorchrun) {
   using accel::cli::default_omp_num_threads;
   EXPECT_EQ(default_omp_num_threads(4, false, 16), 4u);

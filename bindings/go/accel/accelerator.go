@@ -26,6 +26,7 @@ type AcceleratorOptions struct {
 	GradientAsBucketView      *bool         // nil: true (gradients alias the buckets, no copies)
 	StaticGraph               bool
 	FindUnusedParameters      bool
+	BroadcastBuffers          *bool  // nil: true (process 0's buffers at every training forward, DDP's default)
 	CommHook                  string // "", "no", "fp16", "bf16"
 	ScalerInitScale           float64
 	ScalerGrowthFactor        float64
@@ -78,6 +79,9 @@ func (o AcceleratorOptions) native() (core.AcceleratorOptions, error) {
 	}
 	n.SetStatic_graph(boolInt(o.StaticGraph))
 	n.SetFind_unused_parameters(boolInt(o.FindUnusedParameters))
+	if o.BroadcastBuffers != nil {
+		n.SetBroadcast_buffers(boolInt(*o.BroadcastBuffers))
+	}
 	n.SetComm_hook(core.Accel_comm_hook(hook))
 	setIf(o.ScalerInitScale, n.SetScaler_init_scale)
 	setIf(o.ScalerGrowthFactor, n.SetScaler_growth_factor)
@@ -439,6 +443,7 @@ type ReduceOp int
 const (
 	ReduceSum  ReduceOp = 0
 	ReduceMean ReduceOp = 1
+	ReduceNone ReduceOp = 2 // Accelerate's "none": the sum, not averaged
 )
 
 // Reduce sums or averages the tensor across processes. Collective.

@@ -505,7 +505,54 @@ class RemovableHandle:
 _PRECISIONS = {"no": core.PRECISION_NO, "bf16": core.PRECISION_BF16, "fp16": core.PRECISION_FP16,
                "fp8": core.PRECISION_FP8}
 _COMM_HOOKS = {"no": core.COMM_HOOK_NONE, "fp16": core.COMM_HOOK_FP16, "bf16": core.COMM_HOOK_BF16}
-_REDUCTIONS = {"sum": core.REDUCE_SUM, "mean": core.REDUCE_MEAN}
+_REDUCTIONS = {"sum": core.REDUCE_SUM, "mean": core.REDUCE_MEAN, "none": core.REDUCE_NONE}
+
+
+# Nested structures for the collectives: the C ABI takes a flat list of
+# tensors, so tuples, lists and dicts are flattened here and rebuilt around
+# the results (Accelerate's recursively_apply).
+def _flatten(data: Any, leaves: list, what: str) -> Any:
+    if isinstance(data, Tensor):
+        leaves.append(data)
+        return None
+    if isinstance(data, (list, tuple)):
+        return (type(data), [_flatten(item, leaves, what) for item in data])
+    if isinstance(data, dict):
+        return (type(data), [(key, _flatten(value, leaves, what)) for key, value in data.items()])
+    raise TypeError(f"{what}: unsupported type {type(data).__name__}; only accel.Tensor and nested "
+                    "lists, tuples and dicts of them can be passed")
+
+
+def _unflatten(spec: Any, results: Iterator[Any]) -> Any:
+    if spec is None:
+        return next(results)
+    kind, items = spec
+    if issubclass(kind, dict):
+        return kind((key, _unflatten(value, results)) for key, value in items)
+    values = [_unflatten(item, results) for item in items]
+    if hasattr(kind, "_fields"):  # a namedtuple
+        return kind(*values)
+    return kind(values)
+
+
+def _tensor_list(tensors: Sequence[Tensor]) -> Any:
+    tl = core.TensorList()
+    for t in tensors:
+        tl.add(t)
+    return tl
+
+
+def _batch_tensors(batch: Any) -> list:
+    try:
+        return [batch.take(i) for i in range(batch.size())]
+    finally:
+        batch.close()
+
+
+def _apply_nested(data: Any, what: str, call: Any) -> Any:
+    leaves: list = []
+    spec = _flatten(data, leaves, what)
+    return _unflatten(spec, iter(_batch_tensors(call(_tensor_list(leaves)))))
 
 
 class DistributedType(str, enum.Enum):
@@ -567,7 +614,8 @@ class Accelerator(core.Accelerator):
     cpu, mixed_precision ("no", "fp16", "bf16"), gradient_accumulation_steps, split_batches,
     even_batches, dispatch_batches, device_placement, project_dir, logging_dir,
     automatic_checkpoint_naming, total_limit, log_with ("jsonl", "csv", "tensorboard", "mlflow",
-    "all", or a list), timeout_ms, comm_hook ("fp16", "bf16"), find_unused_parameters, ...
+    "all", or a list), timeout_ms, comm_hook ("fp16", "bf16"), find_unused_parameters,
+    broadcast_buffers (default True: process 0's buffers at every training forward), ...
 
     Collective where the C API says so: with several processes every process must call it."""
 
@@ -882,15 +930,91 @@ class Accelerator(core.Accelerator):
         return core.DataLoader.skip_first_batches(dataloader, num_batches)
 
     # -- collectives -----------------------------------------------------
-    def reduce(self, tensor: Tensor, reduction: str = "sum") -> Tensor:
+    # Each takes a Tensor or nested lists, tuples and dicts of them, and returns
+    # the same structure (Accelerate's operations); collective.
+    def gather(self, tensor: Any) -> Any:
+        """Every process's tensors concatenated along dim 0, in rank order."""
+        return _apply_nested(tensor, "gather", lambda tl: core.Accelerator.gather_list(self, tl))
+
+    def gather_for_metrics(self, input_data: Any, use_gather_object: bool = False) -> Any:
+        """gather(), minus the samples repeated to complete the last round of a prepared loader.
+
+        Objects that are not tensors (or any input with use_gather_object=True)
+        travel with gather_object: each process's list is concatenated in rank
+        order, then cut the same way."""
+        leaves: list = []
+        try:
+            _flatten(input_data, leaves, "gather_for_metrics")
+            all_tensors = True
+        except TypeError:
+            all_tensors = False
+        if all_tensors and not use_gather_object:
+            return _apply_nested(input_data, "gather_for_metrics",
+                                 lambda tl: core.Accelerator.gather_for_metrics_list(self, tl))
+        parts = self.gather_object(input_data)
+        if all(isinstance(p, (list, tuple)) for p in parts):
+            items = [item for part in parts for item in part]
+        else:
+            items = list(parts)
+        return items[:core.Accelerator.metrics_length(self, len(items))]
+
+    def reduce(self, tensor: Any, reduction: str = "sum", scale: float = 1.0) -> Any:
+        """scale * the sum over processes ("sum", "none") or its mean ("mean")."""
         if reduction not in _REDUCTIONS:
             raise ValueError(f"reduction {reduction!r} is not one of {sorted(_REDUCTIONS)}")
-        return core.Accelerator.reduce(self, tensor, _REDUCTIONS[reduction])
+        op = _REDUCTIONS[reduction]
+        return _apply_nested(tensor, "reduce", lambda tl: core.Accelerator.reduce_list(self, tl, op, float(scale)))
+
+    def broadcast(self, tensor: Any, from_process: int = 0) -> Any:
+        """Process from_process's tensors on every process."""
+        return _apply_nested(tensor, "broadcast", lambda tl: core.Accelerator.broadcast_list(self, tl, from_process))
+
+    def pad_across_processes(self, tensor: Any, dim: int = 0, pad_index: float = 0, pad_first: bool = False) -> Any:
+        """Pads each tensor along dim to the largest size any process has (tensors without dim unchanged)."""
+        return _apply_nested(tensor, "pad_across_processes",
+                             lambda tl: core.Accelerator.pad_across_processes_list(self, tl, dim, float(pad_index),
+                                                                                   pad_first))
 
     def gather_object(self, obj: Any) -> list:
         """Every process's picklable obj, in rank order. Collective."""
         parts = core.Accelerator.gather_object(self, base64.b64encode(pickle.dumps(obj)).decode("ascii"))
         return [pickle.loads(base64.b64decode(p)) for p in parts]
+
+    def broadcast_object_list(self, object_list: list, from_process: int = 0) -> list:
+        """Replaces object_list's items with from_process's (picklable) ones, in place, and returns it.
+        Collective; the list is unpickled on every process, so it must come from a trusted process."""
+        data = base64.b64encode(pickle.dumps(list(object_list))).decode("ascii") \
+            if self.process_index == from_process else ""
+        received = pickle.loads(base64.b64decode(core.Accelerator.broadcast_object(self, data, from_process)))
+        object_list[:] = received
+        return object_list
+
+    @contextlib.contextmanager
+    def split_between_processes(self, inputs: Any, apply_padding: bool = False):
+        """Yields this process's share of inputs: a Tensor (rows), a list or tuple, or a dict
+        of them with equal lengths. The first len % num_processes processes get one more;
+        surplus processes get an empty share; apply_padding repeats the last item so that
+        every process gets as many. Not collective."""
+        yield self._split(inputs, apply_padding)
+
+    def _split(self, inputs: Any, apply_padding: bool) -> Any:
+        if isinstance(inputs, dict):
+            lengths = {key: len(value) for key, value in inputs.items()}
+            if len(set(lengths.values())) > 1:
+                raise ValueError(f"split_between_processes: all values of the dict must have the same length, "
+                                 f"got {lengths}")
+            return type(inputs)((key, self._split(value, apply_padding)) for key, value in inputs.items())
+        if isinstance(inputs, Tensor):
+            return _batch_tensors(core.Accelerator.split_between_processes_list(self, _tensor_list([inputs]),
+                                                                                apply_padding))[0]
+        if isinstance(inputs, (list, tuple)):
+            start, end, padded = core.Accelerator.split_range(self, len(inputs), apply_padding)
+            share = list(inputs[start:end])
+            if padded > len(share):  # then inputs is not empty
+                share += [inputs[-1]] * (padded - len(share))
+            return share if isinstance(inputs, list) else type(inputs)(share)
+        raise TypeError(f"split_between_processes: cannot split {type(inputs).__name__}; "
+                        "pass a Tensor, list, tuple or dict of them")
 
     # -- checkpoints -----------------------------------------------------
     def save_state(self, output_dir: Optional[str] = None) -> Any:

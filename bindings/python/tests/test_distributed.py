@@ -19,3 +19,20 @@ def test_training_sync_and_gather_for_metrics_across_processes(nproc):
         capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"[rank 0] ok {nproc}" in result.stdout
+
+
+COLLECTIVES = Path(__file__).parent / "programs" / "collectives_worker.py"
+
+
+@pytest.mark.parametrize("nproc,flags,extra", [(2, [], []), (3, [], []), (4, [], []),
+                                               (2, [], ["no_broadcast_buffers"]), (3, ["--debug"], ["debug"])])
+def test_collectives_match_accelerate_across_processes(nproc, flags, extra):
+    launcher = os.environ.get("ACCEL_CLI")
+    if not launcher:
+        pytest.skip("ACCEL_CLI (the accel command) is not set; run through CTest")
+    result = subprocess.run(
+        [launcher, "launch", "--nproc_per_node", str(nproc), "--master_port", "0", *flags, sys.executable,
+         str(COLLECTIVES), *extra],
+        capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"[rank 0] collectives ok {nproc}" in result.stdout

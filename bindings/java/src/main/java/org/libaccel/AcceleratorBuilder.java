@@ -118,6 +118,12 @@ public final class AcceleratorBuilder {
     return this;
   }
 
+  /** DDP's broadcast_buffers (default true): process 0's buffers at every training forward. */
+  public AcceleratorBuilder broadcastBuffers(boolean broadcast) {
+    options.setBroadcastBuffers(broadcast);
+    return this;
+  }
+
   /** Any other option, set on the options struct directly. */
   public AcceleratorBuilder options(Consumer<AcceleratorOptions> configure) {
     configure.accept(options);
