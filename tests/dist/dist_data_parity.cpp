@@ -6,7 +6,9 @@
 //  - an iterable dataset prepared with dispatch_batches unset is dispatched
 //    (Accelerate's default): its last short batch is split across processes
 //    without padding beyond one row each, the remainder is the real rows, and
-//    gather_for_metrics returns every sample once.
+//    gather_for_metrics returns every sample once;
+//  - a shuffle without a seed takes the main process's draw from the global
+//    generator, even where the processes' generators differ.
 #include <ATen/ATen.h>
 
 #include <cstdio>
@@ -134,6 +136,24 @@ int main(int argc, char** argv) {
       check(gathered == all, name + ": gather_for_metrics does not return every sample once");
       ++dispatched;
     }
+  }
+  // A shuffle without a seed draws from the global generator; processes whose
+  // generators differ still agree on the main process's permutation.
+  {
+    accel::DataLoaderOptions lo;
+    lo.batch_size = 4;
+    lo.shuffle = true;
+    accel::DataLoader loader(numbers(24), lo);
+    accelerator.prepare(loader);
+    accelerator.set_seed(100 + static_cast<uint64_t>(rank));
+    std::vector<int64_t> seen(24, 0);
+    int64_t batches = 0;
+    while (auto batch = loader.next()) {
+      for (int64_t i : as_vector(accelerator.gather_for_metrics((*batch)[1]))) seen[static_cast<size_t>(i)] += 1;
+      ++batches;
+    }
+    for (int64_t count : seen) check(count == 1, "unseeded shuffle: the processes disagree on the permutation");
+    check(batches == 6 / world + (6 % world ? 1 : 0), "unseeded shuffle: batch count");
   }
   if (rank == 0) {
     std::printf("dist_data_parity: %d table rows and %d dispatched streams on %d processes: ok\n", sharded, dispatched,
