@@ -673,7 +673,10 @@ ACCEL_API accel_status accel_dataloader_create_from_batches(accel_dataset* datas
 ACCEL_API void accel_dataloader_free(accel_dataloader* loader);
 /* The next batch of this epoch as two new handles (the caller frees both). At
    the end of the epoch it returns ACCEL_OK with *inputs and *targets set to
-   NULL; the call after that starts the next epoch (reshuffled with seed+epoch).
+   NULL; the call after that starts the next epoch (reshuffled: see seed in
+   accel_dataloader_options). Collective where the loader dispatches, and at
+   an epoch's first call for a shuffled loader without a seed prepared with
+   several processes (the main process's draw is broadcast).
    Errors: INVALID_ARGUMENT when the dataset's samples are not (input, target)
    pairs (nothing is consumed: use accel_dataloader_next_fields); RESOURCE
    when a worker thread cannot start (see num_workers). */
@@ -705,7 +708,7 @@ ACCEL_API accel_status accel_dataloader_num_batches(const accel_dataloader* load
    num_batches. New handle in *out. */
 ACCEL_API accel_status accel_dataloader_skip_first_batches(const accel_dataloader* loader, int64_t num_batches,
                                                            accel_dataloader** out);
-/* Sets the epoch of the next pass (the shuffle uses seed + epoch) and restarts it. */
+/* Sets the epoch of the next pass (a seeded shuffle uses seed + epoch) and restarts it. */
 ACCEL_API accel_status accel_dataloader_set_epoch(accel_dataloader* loader, uint64_t epoch);
 
 /* ------------------------------------------------------------------------- */

@@ -216,7 +216,9 @@ class DataLoader {
   DataLoader& operator=(const DataLoader&) = delete;
 
   // The next batch of the current epoch, or nullopt at its end; the call after
-  // the end starts the next epoch (epoch number + 1, reshuffled with seed + epoch).
+  // the end starts the next epoch (epoch number + 1, reshuffled: see
+  // DataLoaderOptions::seed). Collective when dispatching, and at an epoch's
+  // first call for a prepared shuffle without a seed (agree_seed).
   std::optional<Batch> next();
   // How many tensors the batch next() returns holds (0 at the end of the
   // epoch), without consuming it: callers with a fixed number of slots check
