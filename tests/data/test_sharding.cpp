@@ -117,6 +117,33 @@ TEST(Sharding, LengthsAndUserBatchSamplersMatchAccelerate) {
   EXPECT_GT(varying, 50u);
 }
 
+// Streams without dispatch_batches, 2-4 processes: IterableDatasetShard's padding.
+TEST(Sharding, StreamShardMatchesAccelerateUpToFourProcesses) {
+  size_t checked = 0;
+  for (const auto& row : load_table("accelerate_loader_shards.json")) {
+    if (row["kind"] != "iterable_shard") continue;
+    accel::detail::ShardSpec spec;
+    spec.batch_size = row["batch_size"];
+    spec.drop_last = row["drop_last"];
+    spec.num_processes = row["num_processes"];
+    spec.split_batches = row["split_batches"];
+    for (int p = 0; p < spec.num_processes; ++p) {
+      spec.process_index = p;
+      accel::detail::StreamShard<int64_t> shard(spec);
+      accel::detail::Batches batches;
+      for (int64_t i = 0; i < row["n"].get<int64_t>(); ++i) {
+        if (auto batch = shard.push(i)) batches.push_back(*batch);
+      }
+      int64_t real = -1;
+      if (auto batch = shard.finish(&real)) batches.push_back(*batch);
+      EXPECT_EQ(batches, row["batches"][static_cast<size_t>(p)].get<accel::detail::Batches>())
+          << row.dump() << " process " << p;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 300u);
+}
+
 TEST(Sharding, SizelessBatchSamplerNeedsUnevenBatchesAndNoSplit) {
   accel::detail::ShardSpec spec;
   spec.batch_size = 0;

@@ -1,7 +1,8 @@
 // Accelerate parity of prepared loaders across real processes (issue 17):
 //  - every process reports the len() and yields the batches that Accelerate
 //    0.22's BatchSamplerShard gives it, for PyTorch batch samplers and for user
-//    batch samplers of varying sizes, in every split/even mode (the table
+//    batch samplers of varying sizes, in every split/even mode, and the
+//    batches IterableDatasetShard gives a stream without dispatch (the table
 //    tests/data/files/accelerate_loader_shards.json, argv[1]);
 //  - an iterable dataset prepared with dispatch_batches unset is dispatched
 //    (Accelerate's default): its last short batch is split across processes
@@ -85,12 +86,17 @@ int main(int argc, char** argv) {
   check(in.good(), std::string("cannot read ") + argv[1]);
   int sharded = 0;
   for (const auto& row : nlohmann::json::parse(in)) {
-    if ((row["kind"] != "batch_sampler" && row["kind"] != "user_batches") || row["num_processes"] != world) continue;
+    const bool stream = row["kind"] == "iterable_shard";  // dispatch_batches off: IterableDatasetShard
+    if ((row["kind"] != "batch_sampler" && row["kind"] != "user_batches" && !stream) || row["num_processes"] != world) {
+      continue;
+    }
     accel::DataLoaderOptions lo;
     lo.batch_size = row["batch_size"];
     lo.drop_last = row["drop_last"];
     std::unique_ptr<accel::DataLoader> loader;
-    if (row["kind"] == "user_batches") {
+    if (stream) {
+      loader = std::make_unique<accel::DataLoader>(std::make_shared<Stream>(row["n"]), lo);
+    } else if (row["kind"] == "user_batches") {
       loader = std::make_unique<accel::DataLoader>(numbers(32), row["sampler"].get<Batches>(), lo);
     } else {
       loader = std::make_unique<accel::DataLoader>(numbers(row["n"]), lo);
@@ -99,12 +105,14 @@ int main(int argc, char** argv) {
     placement.num_processes = world;
     placement.process_index = rank;
     placement.split_batches = row["split_batches"];
-    placement.even_batches = row["even_batches"];
+    placement.even_batches = stream || row["even_batches"].get<bool>();
     placement.gradient_state = std::make_shared<accel::GradientState>();
     loader->shard(placement);
     Batches mine;
     while (auto batch = loader->next()) mine.push_back(as_vector((*batch)[1]));
-    check(loader->num_batches() == row["lengths"][static_cast<size_t>(rank)].get<int64_t>(), "len() " + row.dump());
+    if (!stream) {
+      check(loader->num_batches() == row["lengths"][static_cast<size_t>(rank)].get<int64_t>(), "len() " + row.dump());
+    }
     check(mine == row["batches"][static_cast<size_t>(rank)].get<Batches>(), "batches " + row.dump());
     ++sharded;
   }

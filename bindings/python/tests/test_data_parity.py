@@ -118,7 +118,7 @@ def test_seedable_sampler_uses_data_seed_plus_epoch():
 
 
 @pytest.mark.parametrize("nproc,mode", [(2, "default"), (3, "default"), (4, "default"), (2, "split_uneven"),
-                                        (4, "split_uneven"), (3, "uneven")])
+                                        (4, "split_uneven"), (3, "uneven"), (4, "streams_not_dispatched")])
 def test_lengths_batches_and_dispatch_across_processes(nproc, mode):
     launcher = os.environ.get("ACCEL_CLI")
     if not launcher:

@@ -3,7 +3,8 @@ own BatchSamplerShard (the reference): for 1-4 processes, per process, the
 length len() reports and the batches it yields, for PyTorch BatchSamplers
 (dataset lengths that divide and not, drop_last, even_batches,
 split_batches) and for user batch samplers with varying batch sizes (with and
-without a batch_size attribute). Also the first epochs' shuffle orders of a
+without a batch_size attribute), and IterableDatasetShard's batches for 2-4
+processes (dispatch_batches off). Also the first epochs' shuffle orders of a
 RandomSampler after torch.manual_seed (set_seed), and of Accelerate 1.x's
 SeedableRandomSampler rule (torch.randperm from data_seed + epoch).
 
@@ -13,8 +14,8 @@ import json
 import os
 
 import torch
-from torch.utils.data import BatchSampler, RandomSampler, SequentialSampler
-from accelerate.data_loader import BatchSamplerShard
+from torch.utils.data import BatchSampler, DataLoader, IterableDataset, RandomSampler, SequentialSampler
+from accelerate.data_loader import BatchSamplerShard, IterableDatasetShard
 
 here = os.path.dirname(os.path.abspath(__file__))
 
@@ -77,6 +78,31 @@ for sampler_batches in varying:
                         rows.append(dict(kind="user_batches", sampler=sampler_batches, batch_size=batch_size or 0,
                                          num_processes=P, drop_last=drop_last, even_batches=even,
                                          split_batches=split, lengths=lengths, batches=batches))
+
+class Stream(IterableDataset):
+    def __init__(self, n):
+        self.n = n
+
+    def __iter__(self):
+        return iter(range(self.n))
+
+
+# Iterable datasets without dispatch_batches: IterableDatasetShard's padding, up to 4 processes.
+for n in [0, 1, 5, 10, 17, 22, 25]:
+    for bs in [1, 3, 4]:
+        for P in [2, 3, 4]:
+            for drop_last in [False, True]:
+                for split in [False, True]:
+                    if split and bs % P != 0:
+                        continue
+                    out = []
+                    for i in range(P):
+                        shard = IterableDatasetShard(Stream(n), batch_size=bs, drop_last=drop_last,
+                                                     num_processes=P, process_index=i, split_batches=split)
+                        loader = DataLoader(shard, batch_size=bs // P if split else bs, drop_last=drop_last)
+                        out.append([b.tolist() for b in loader])
+                    rows.append(dict(kind="iterable_shard", n=n, batch_size=bs, num_processes=P, drop_last=drop_last,
+                                     split_batches=split, batches=out))
 
 orders = []
 for seed in [0, 42, 1234]:

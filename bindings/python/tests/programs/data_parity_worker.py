@@ -2,7 +2,8 @@
 report the len() and yield the batches Accelerate 0.22 gives each process (the
 table tests/data/files/accelerate_loader_shards.json, for the mode in argv[1]), for
 PyTorch-style batches and user batch samplers; iterable datasets are dispatched by
-default, their last short batch split without padding."""
+default, their last short batch split without padding, and without dispatch get
+IterableDatasetShard's batches."""
 import json
 import os
 import sys
@@ -11,7 +12,8 @@ import numpy as np
 
 import accel
 
-MODES = {"default": (False, True), "uneven": (False, False), "split_uneven": (True, False)}
+MODES = {"default": (False, True), "uneven": (False, False), "split_uneven": (True, False),
+         "streams_not_dispatched": (False, True)}
 
 
 class Identity:
@@ -46,13 +48,23 @@ class Sampler:
 def main():
     mode = sys.argv[1]
     split, even = MODES[mode]
-    acc = accel.Accelerator(cpu=True, split_batches=split, even_batches=even)
+    streams = mode == "streams_not_dispatched"
+    acc = accel.Accelerator(cpu=True, split_batches=split, even_batches=even, dispatch_batches=False if streams else None)
     rank, world = acc.process_index, acc.num_processes
     with open(os.path.join(os.environ["ACCEL_REPO"], "tests/data/files/accelerate_loader_shards.json")) as f:
         table = json.load(f)
     checked = 0
     for row in table:
-        if row["kind"] not in ("batch_sampler", "user_batches") or row["num_processes"] != world:
+        if streams and row["kind"] == "iterable_shard" and row["num_processes"] == world and not row["split_batches"]:
+            if row["n"] == 0:
+                continue
+            loader = acc.prepare(accel.DataLoader(Stream(row["n"]), batch_size=row["batch_size"],
+                                                  drop_last=row["drop_last"]))
+            batches = [y.numpy().tolist() for _, y in loader]
+            assert batches == row["batches"][rank], (row, batches)
+            checked += 1
+            continue
+        if streams or row["kind"] not in ("batch_sampler", "user_batches") or row["num_processes"] != world:
             continue
         if (row["split_batches"], row["even_batches"]) != (split, even) or row.get("n") == 0:
             continue
