@@ -493,6 +493,28 @@ struct AccelTensorList {};
     accel_check(accel_dataloader_create(dataset, options, &out));
     return out;
   }
+  /* A loader over a user's batch sampler: batch b holds lengths[b] indices,
+     taken in order from indices (accel_dataloader_create_from_batches). */
+  AccelDataLoader(AccelDataset* dataset, const std::vector<int64_t>& indices, const std::vector<int64_t>& lengths,
+                  const accel_dataloader_options* options) {
+    /* The C call reads sum(lengths) indices: never more than there are. A
+       length < 1 is left to it to name. */
+    int64_t total = 0;
+    bool positive = true;
+    for (size_t b = 0; b < lengths.size() && positive; ++b) {
+      positive = lengths[b] >= 1;
+      if (positive) total += lengths[b];
+      if (total > (int64_t)indices.size()) break;
+    }
+    if (positive ? total != (int64_t)indices.size() : total > (int64_t)indices.size()) {
+      accel_fail(ACCEL_ERR_INVALID_ARGUMENT, "batch lengths add up to " + std::to_string(total) + ", not the " +
+                                                 std::to_string(indices.size()) + " indices");
+    }
+    accel_dataloader* out = 0;
+    accel_check(accel_dataloader_create_from_batches(dataset, indices.data(), lengths.data(),
+                                                     (int64_t)lengths.size(), options, &out));
+    return out;
+  }
   ~AccelDataLoader() { accel_dataloader_free($self); }
   /* The next batch, or null at the end of the epoch (the call after starts the next). */
   AccelBatch* next_batch() {

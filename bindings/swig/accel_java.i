@@ -116,7 +116,8 @@ std::vector<int64_t> read_shape(JNIEnv* env, jlongArray shape) {
 %rename("%(lowercamelcase)s", %$isvariable, %$ismember) "";
 %rename(TrackerBridge) Tracker;  /* the idiomatic interface is org.libaccel.Tracker */
 /* Booleans of the options structs (C ints) are Java booleans. */
-%apply bool { int cpu, int sync_with_dataloader, int split_batches, int even_batches, int dispatch_batches,
+/* dispatch_batches stays an int: -1 is "unset" (Accelerate's None). */
+%apply bool { int cpu, int sync_with_dataloader, int split_batches, int even_batches, int use_seedable_sampler,
               int device_placement, int automatic_checkpoint_naming, int save_on_each_node,
               int gradient_as_bucket_view, int static_graph, int find_unused_parameters, int broadcast_buffers,
               int nesterov, int amsgrad, int centered, int anneal_linear, int three_phase, int mode_max,
@@ -669,6 +670,37 @@ import java.nio.LongBuffer;
   public static DataLoader of(IterableDataset dataset, DataLoaderOptions options) {
     try (Dataset native_ = Dataset.fromIterable(dataset)) {
       return new DataLoader(native_, options);
+    }
+  }
+
+  /**
+   * A loader over a user's batch sampler: the same batches of dataset indices every epoch, in
+   * order (e.g. length-bucketed, of varying sizes); prepared, they are sharded as Accelerate's
+   * BatchSamplerShard does. options' batchSize is the sampler's nominal batch size (0: sizes vary,
+   * which needs evenBatches(false) with several processes), its dropLast the sampler's; shuffle
+   * must be off. Throws AccelException naming an empty batch or an index outside the dataset.
+   */
+  public static DataLoader ofBatches(MapDataset dataset, Iterable<? extends java.util.List<Long>> batches,
+                                     DataLoaderOptions options) {
+    try (Dataset native_ = Dataset.fromMap(dataset)) {
+      return ofBatches(native_, batches, options);
+    }
+  }
+
+  /** As {@link #ofBatches(MapDataset, Iterable, DataLoaderOptions)} over a native dataset. */
+  public static DataLoader ofBatches(Dataset dataset, Iterable<? extends java.util.List<Long>> batches,
+                                     DataLoaderOptions options) {
+    Int64Vector indices = new Int64Vector();
+    Int64Vector lengths = new Int64Vector();
+    try {
+      for (java.util.List<Long> batch : batches) {
+        for (Long index : batch) indices.add(index);
+        lengths.add((long) batch.size());
+      }
+      return new DataLoader(dataset, indices, lengths, options);
+    } finally {
+      indices.delete();
+      lengths.delete();
     }
   }
 

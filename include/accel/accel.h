@@ -196,7 +196,10 @@ typedef struct accel_accelerator_options {
   /* Prepared dataloaders (Accelerate's DataLoaderConfiguration). */
   int split_batches;      /* nonzero: each batch is cut into num_processes slices; default 0 */
   int even_batches;       /* nonzero: the last round is completed from the start; default 1 */
-  int dispatch_batches;   /* nonzero: the main process reads and scatters; default 0 */
+  /* 1: the main process reads and scatters; 0: every process reads its shard;
+     -1 (default): 1 for iterable datasets when device_placement is on, else 0
+     (Accelerate's default); other values are INVALID_ARGUMENT. */
+  int dispatch_batches;
   int device_placement;   /* nonzero: batches arrive on the accelerator's device; default 1 */
   /* Project layout (Accelerate's ProjectConfiguration). Strings are copied. */
   const char* project_dir;  /* checkpoints and logs go under it; NULL: current directory */
@@ -230,11 +233,20 @@ typedef struct accel_accelerator_options {
      running statistics) into every replica, which makes that forward
      collective; skipped inside join_uneven_inputs. 0: buffers stay local. */
   int broadcast_buffers;
+  /* Shuffling of prepared loaders (Accelerate's DataLoaderConfiguration).
+     use_seedable_sampler nonzero: epoch e is shuffled with data_seed + e, or,
+     with data_seed = -1, the seed last given to set_seed (LibTorch's initial
+     seed) + e, whatever the loader's own seed. 0 (default): a loader whose
+     seed is 0 draws each epoch's seed from the global generator (so set_seed
+     decides the order) and, with several processes, takes the main
+     process's draw: its first next of each epoch is then collective. */
+  int use_seedable_sampler;
+  int64_t data_seed;           /* default -1 (none); other negatives are INVALID_ARGUMENT */
 } accel_accelerator_options;
 
 #define ACCEL_ACCELERATOR_OPTIONS_INIT                                                       \
   { (uint32_t)sizeof(accel_accelerator_options), 0, 1800000, ACCEL_PRECISION_DEFAULT, 25.0, 0, 1, \
-    65536.0, 2.0, 0.5, 2000, 0, 1, 0, 1, NULL, NULL, 0, 0, 0, NULL, 1.0, 1, 0, 0, ACCEL_COMM_HOOK_NONE, 0, 0, 1 }
+    65536.0, 2.0, 0.5, 2000, 0, 1, -1, 1, NULL, NULL, 0, 0, 0, NULL, 1.0, 1, 0, 0, ACCEL_COMM_HOOK_NONE, 0, 0, 1, 0, -1 }
 
 /* Fills opts with the defaults above. */
 ACCEL_API void accel_accelerator_options_init(accel_accelerator_options* opts);
@@ -707,7 +719,12 @@ typedef struct accel_dataloader_options {
   uint32_t struct_size;
   int64_t batch_size; /* default 1 */
   int shuffle;        /* default 0 */
-  uint64_t seed;      /* shuffling seed, identical on every process; default 0 */
+  /* The loader's own generator (PyTorch's DataLoader(generator=...)): epoch e
+     is shuffled with seed + e, identically on every process. 0 (default): no
+     generator of its own; each epoch draws its seed from the global generator
+     seeded by accel_accelerator_set_seed (PyTorch's RandomSampler), see
+     use_seedable_sampler in accel_accelerator_options. */
+  uint64_t seed;
   int drop_last;      /* default 0 */
   /* Background threads reading batches ahead (0: read on the calling thread);
      the order of batches never depends on it. 0 to 256 (more is
@@ -729,10 +746,30 @@ ACCEL_API void accel_dataloader_options_init(accel_dataloader_options* opts);
    New handle in *out. */
 ACCEL_API accel_status accel_dataloader_create(accel_dataset* dataset, const accel_dataloader_options* opts,
                                                accel_dataloader** out);
+/* A dataloader over a user's batch sampler (e.g. length-bucketed batches of
+   varying sizes): batch b holds the batch_lengths[b] dataset indices that
+   follow the previous batches' in indices; every epoch yields these batches in
+   this order. Prepared with several processes they are sharded as
+   Accelerate's BatchSamplerShard does. opts->batch_size is the sampler's
+   nominal batch size (Accelerate reads batch_sampler.batch_size): full batches
+   have it, and 0 says sizes vary (then prepare refuses split_batches and
+   even_batches with INVALID_ARGUMENT; set even_batches = 0). opts->drop_last is
+   the sampler's: a short last round is dropped rather than completed.
+   opts->shuffle must be 0. Both arrays are copied; the dataset is kept alive.
+   Errors: INVALID_ARGUMENT (NULL arrays with num_batches > 0, a negative
+   num_batches, a length < 1, an index outside [0, dataset size), shuffle set,
+   a negative batch_size), STATE for an iterable dataset. New handle in *out. */
+ACCEL_API accel_status accel_dataloader_create_from_batches(accel_dataset* dataset, const int64_t* indices,
+                                                            const int64_t* batch_lengths, int64_t num_batches,
+                                                            const accel_dataloader_options* opts,
+                                                            accel_dataloader** out);
 ACCEL_API void accel_dataloader_free(accel_dataloader* loader);
 /* The next batch of this epoch as two new handles (the caller frees both). At
    the end of the epoch it returns ACCEL_OK with *inputs and *targets set to
-   NULL; the call after that starts the next epoch (reshuffled with seed+epoch).
+   NULL; the call after that starts the next epoch (reshuffled: see seed in
+   accel_dataloader_options). Collective where the loader dispatches, and at
+   an epoch's first call for a shuffled loader without a seed prepared with
+   several processes (the main process's draw is broadcast).
    Errors: INVALID_ARGUMENT when the dataset's samples are not (input, target)
    pairs (nothing is consumed: use accel_dataloader_next_fields); RESOURCE
    when a worker thread cannot start (see num_workers). */
@@ -744,16 +781,27 @@ ACCEL_API accel_status accel_dataloader_next(accel_dataloader* loader, accel_ten
    dataset has more fields than capacity (nothing is consumed then). */
 ACCEL_API accel_status accel_dataloader_next_fields(accel_dataloader* loader, accel_tensor** fields, int capacity,
                                                     int* count);
-/* Number of batches one epoch yields on this process. Errors: STATE for an
-   iterable dataset. */
+/* Accelerate's len(loader). Unprepared: the batches of an epoch. Prepared
+   with several processes: the length Accelerate's BatchSamplerShard reports
+   (with split_batches, the unsplit count on every process; otherwise
+   batches / num_processes, plus one when they do not divide unless drop_last,
+   and with even_batches = 0 plus one only on the first batches %
+   num_processes processes), or with dispatch_batches its dispatcher's (the
+   global batches). With split_batches and even_batches = 0 a process that
+   gets no slice of the short last batch yields one batch fewer than this, as
+   in Accelerate. A loader from accel_dataloader_skip_first_batches reports
+   num_batches fewer (at least 0) until its first pass ends. Errors: STATE for
+   an iterable dataset (a stream has no length). */
 ACCEL_API accel_status accel_dataloader_num_batches(const accel_dataloader* loader, int64_t* out);
 /* A new loader (same dataset, options, preparation and epoch) whose next pass
    starts after the first num_batches batches of that epoch, without reading
    them for a map-style dataset; later passes are whole. Use it to resume
-   mid-epoch (Accelerate's skip_first_batches). New handle in *out. */
+   mid-epoch (Accelerate's skip_first_batches). Its length is the original's
+   minus num_batches, never negative. Errors: INVALID_ARGUMENT for a negative
+   num_batches. New handle in *out. */
 ACCEL_API accel_status accel_dataloader_skip_first_batches(const accel_dataloader* loader, int64_t num_batches,
                                                            accel_dataloader** out);
-/* Sets the epoch of the next pass (the shuffle uses seed + epoch) and restarts it. */
+/* Sets the epoch of the next pass (a seeded shuffle uses seed + epoch) and restarts it. */
 ACCEL_API accel_status accel_dataloader_set_epoch(accel_dataloader* loader, uint64_t epoch);
 
 /* ------------------------------------------------------------------------- */
@@ -773,8 +821,13 @@ ACCEL_API accel_status accel_accelerator_prepare_optimizer(accel_accelerator* ac
    (batch_size must divide; INVALID_ARGUMENT otherwise); with even_batches the
    last round is completed from the start of the dataset so every process sees
    the same number of batches; with dispatch_batches the main process reads
-   and broadcasts each batch (then every next call is collective). With
-   device_placement batches arrive on the accelerator's device. */
+   and broadcasts each batch (then every next call is collective), and the
+   last batch, when its rows do not divide by num_processes, is split without
+   padding beyond one row per process (range(10), batch 4, 2 processes: rank 0
+   gets [0..3], [8] and rank 1 [4..7], [9]). With device_placement batches
+   arrive on the accelerator's device. Errors: INVALID_ARGUMENT for a batch
+   size split_batches cannot divide, or a batch sampler without a batch size
+   under split_batches or even_batches. */
 ACCEL_API accel_status accel_accelerator_prepare_dataloader(accel_accelerator* acc, accel_dataloader* loader);
 /* Binds the scheduler to the accelerator, as Accelerate does: it steps only
    when the optimizer really stepped (a sync step not skipped by the fp16 loss
@@ -806,8 +859,14 @@ ACCEL_API accel_status accel_accelerator_accumulate_end(accel_accelerator* acc, 
 /* Whether the batch a prepared loader just yielded was its epoch's last
    (Accelerate's gradient_state.end_of_dataloader). */
 ACCEL_API accel_status accel_accelerator_end_of_dataloader(const accel_accelerator* acc, int* out);
-/* Real samples in the last round when it was completed with repeated samples,
-   else 0 (Accelerate's gradient_state.remainder); gather_for_metrics uses it. */
+/* Accelerate's gradient_state.remainder: from the start of each epoch of a
+   prepared map-style loader (after its first next), the dataset's length
+   modulo the total batch size (batch_size, times num_processes without
+   split_batches), in one process too; with dispatch_batches or a stream,
+   at the last batch, the real samples of that last round. -1 with
+   drop_last, outside an epoch, for a batch sampler without a batch size and
+   while a stream's length is unknown. gather_for_metrics keeps that many rows
+   of the last batch's gather when it is positive. */
 ACCEL_API accel_status accel_accelerator_remainder(const accel_accelerator* acc, int64_t* out);
 ACCEL_API accel_status accel_accelerator_sync_gradients(const accel_accelerator* acc, int* out);
 ACCEL_API accel_status accel_accelerator_gradient_accumulation_steps(const accel_accelerator* acc, int64_t* out);

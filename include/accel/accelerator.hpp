@@ -54,7 +54,16 @@ const char* to_string(DistributedType type);
 struct DataLoaderConfiguration {
   bool split_batches = false;    // cut each batch into num_processes slices
   bool even_batches = true;      // complete the last round from the start of the data
-  bool dispatch_batches = false; // the main process reads each batch and scatters slices
+  // The main process reads each batch and scatters slices. Unset: true for
+  // iterable datasets with device_placement, false otherwise (Accelerate's
+  // default when dispatch_batches is None).
+  std::optional<bool> dispatch_batches;
+  // Shuffle with (data_seed, else the global generator's initial seed) + epoch
+  // (Accelerate's SeedableRandomSampler), whatever the loader's own seed.
+  // Off: a loader without a seed draws each epoch's seed from the global
+  // generator, so set_seed decides the order.
+  bool use_seedable_sampler = false;
+  std::optional<uint64_t> data_seed;
 };
 
 // Accelerate's ProjectConfiguration: where checkpoints and logs go.

@@ -131,10 +131,16 @@ class CallbackStream : public IterableDataset {
 constexpr int kMaxNumWorkers = 256;
 
 struct DataLoaderOptions {
+  // For a loader over a batch sampler: the sampler's nominal batch size
+  // (Accelerate reads batch_sampler.batch_size), 0 when its sizes vary.
   int64_t batch_size = 1;
   bool shuffle = false;  // map-style datasets only
-  uint64_t seed = 0;     // identical on every process: all agree on the permutation
-  bool drop_last = false;
+  // The loader's own generator (PyTorch's DataLoader(generator=...)): epoch e
+  // is shuffled with seed + e, identically on every process. Unset: each epoch
+  // draws its seed from the global generator (at::manual_seed / set_seed), as
+  // PyTorch's RandomSampler does, and prepared loaders take the main process's.
+  std::optional<uint64_t> seed;
+  bool drop_last = false;  // for a batch sampler: its drop_last
   // Background threads reading batches ahead; 0 reads on the caller's thread.
   // The order of batches never depends on it. At most kMaxNumWorkers. The
   // threads start with each epoch's first next(); when the system refuses one
@@ -155,9 +161,14 @@ struct GradientState {
   int64_t step = 0;                 // micro-steps into the current window
   bool sync_with_dataloader = true; // the dataloader's last batch always syncs
   bool end_of_dataloader = false;  // the batch just yielded is the epoch's last
-  // Real samples in the gathered last round when it was completed with filler
-  // from the start of the epoch (gather_for_metrics keeps only these); else 0.
-  int64_t remainder = 0;
+  // Accelerate's remainder: from the start of each epoch of a prepared
+  // loader, the dataset's length modulo the total batch size (batch_size,
+  // times num_processes without split_batches); at the last batch of a stream
+  // or a dispatched loader, the real samples of the last gathered round.
+  // gather_for_metrics keeps that many rows of the last batch's gather when
+  // positive. -1 outside an epoch, with drop_last, and while a stream's length
+  // is unknown.
+  int64_t remainder = -1;
 };
 
 // Broadcasts the main process's batch (nullopt: end of epoch) to every process
@@ -173,6 +184,14 @@ struct ShardPlacement {
   std::optional<c10::Device> device;  // batches are moved here (none: stay on the host)
   std::shared_ptr<GradientState> gradient_state;
   BatchBroadcast dispatch;  // set: the main process reads, the others receive
+  // Accelerate's SeedableRandomSampler: epoch e is shuffled with
+  // (data_seed, else the global generator's initial seed) + e, whatever the
+  // loader's own seed.
+  bool use_seedable_sampler = false;
+  std::optional<uint64_t> data_seed;
+  // Returns the main process's value on every process (collective); set with
+  // several processes, to agree on a seed drawn from the global generator.
+  std::function<uint64_t(uint64_t)> agree_seed;
 };
 
 namespace detail {
@@ -183,19 +202,36 @@ class DataLoader {
  public:
   DataLoader(std::shared_ptr<Dataset> dataset, const DataLoaderOptions& options);
   DataLoader(std::shared_ptr<IterableDataset> dataset, const DataLoaderOptions& options);
+  // A loader over a user's batch sampler: the same batches of dataset indices
+  // every epoch, in order (e.g. length-bucketed, of varying sizes); prepared,
+  // they are sharded as Accelerate's BatchSamplerShard does. options.batch_size
+  // is the sampler's batch size (0: sizes vary; then, with several processes,
+  // split_batches and even_batches are refused at prepare); shuffle must be
+  // false. Throws InvalidArgument naming an empty batch or an index outside
+  // [0, dataset size).
+  DataLoader(std::shared_ptr<Dataset> dataset, std::vector<std::vector<int64_t>> batches,
+             const DataLoaderOptions& options);
   ~DataLoader();
   DataLoader(const DataLoader&) = delete;
   DataLoader& operator=(const DataLoader&) = delete;
 
   // The next batch of the current epoch, or nullopt at its end; the call after
-  // the end starts the next epoch (epoch number + 1, reshuffled with seed + epoch).
+  // the end starts the next epoch (epoch number + 1, reshuffled: see
+  // DataLoaderOptions::seed). Collective when dispatching, and at an epoch's
+  // first call for a prepared shuffle without a seed (agree_seed).
   std::optional<Batch> next();
   // How many tensors the batch next() returns holds (0 at the end of the
   // epoch), without consuming it: callers with a fixed number of slots check
   // before taking the batch. May read that batch (and start the epoch).
   size_t next_batch_size_in_fields();
-  // Batches this process yields per epoch. Throws State for an iterable dataset
-  // (a stream's length is unknown).
+  // Accelerate's len(): once prepared, the length its BatchSamplerShard (or
+  // DataLoaderDispatcher) reports, the same on every process except where
+  // Accelerate's differs (even_batches=false without split_batches: the first
+  // processes count one more). With split_batches and even_batches=false a
+  // process may yield one batch fewer than it reports, as in Accelerate. A
+  // loader from skip_first_batches(k) reports k fewer (at least 0) until its
+  // first pass ends. Throws State for an iterable dataset (a stream's length
+  // is unknown).
   int64_t num_batches() const;
   // Sets the epoch of the next pass and restarts iteration.
   void set_epoch(uint64_t epoch);
@@ -214,21 +250,26 @@ class DataLoader {
   void resume_from(const Position& position);
   // A new loader over the same data, placement and epoch whose next pass
   // starts after the first `num_batches` batches (Accelerate's
-  // skip_first_batches); passes after that one are whole.
+  // skip_first_batches); passes after that one are whole. Its num_batches()
+  // is this one's minus num_batches (at least 0) until that pass ends.
   std::unique_ptr<DataLoader> skip_first_batches(int64_t num_batches) const;
 
   // Used by Accelerator::prepare.
   void shard(const ShardPlacement& placement);
   bool is_prepared() const { return prepared_; }
   bool is_iterable() const { return stream_ != nullptr; }
+  bool has_batch_sampler() const { return batch_sampler_ != nullptr; }
   const DataLoaderOptions& options() const { return options_; }
   const std::shared_ptr<Dataset>& dataset() const { return dataset_; }
   std::weak_ptr<const void> lifetime() const { return alive_; }
 
  private:
   std::unique_ptr<detail::BatchSource> open_epoch() const;
+  uint64_t shuffle_seed(bool agree) const;  // agree: collective, every process opens the epoch
+  int64_t epoch_remainder() const;
 
   std::shared_ptr<Dataset> dataset_;
+  std::shared_ptr<const std::vector<std::vector<int64_t>>> batch_sampler_;  // null: batches of batch_size
   std::shared_ptr<IterableDataset> stream_;
   DataLoaderOptions options_;
   ShardPlacement placement_;
@@ -239,6 +280,7 @@ class DataLoader {
   std::exception_ptr lookahead_error_;           // reading ahead failed: thrown at the next call
   int64_t yielded_ = 0;                          // batches of this epoch handed out
   int64_t resume_skip_ = 0;                      // batches to skip when the next epoch starts
+  int64_t skipped_pass_ = 0;                     // skip_first_batches: left out of num_batches() this pass
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);
 };
 

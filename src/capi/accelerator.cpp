@@ -50,7 +50,12 @@ accel::AcceleratorOptions to_core(const accel_accelerator_options& o) {
   core.scaler_growth_interval = o.scaler_growth_interval;
   core.dataloader.split_batches = o.split_batches != 0;
   core.dataloader.even_batches = o.even_batches != 0;
-  core.dataloader.dispatch_batches = o.dispatch_batches != 0;
+  accel::require_arg(o.dispatch_batches >= -1, "dispatch_batches must be -1 (unset), 0 or 1, got " +
+                                                  std::to_string(o.dispatch_batches));
+  if (o.dispatch_batches >= 0) core.dataloader.dispatch_batches = o.dispatch_batches != 0;
+  core.dataloader.use_seedable_sampler = o.use_seedable_sampler != 0;
+  accel::require_arg(o.data_seed >= -1, "data_seed must be >= 0, or -1 for none, got " + std::to_string(o.data_seed));
+  if (o.data_seed >= 0) core.dataloader.data_seed = static_cast<uint64_t>(o.data_seed);
   core.device_placement = o.device_placement != 0;
   if (o.project_dir != nullptr) core.project.project_dir = o.project_dir;
   if (o.logging_dir != nullptr) core.project.logging_dir = o.logging_dir;

@@ -204,13 +204,44 @@ ACCEL_API accel_status accel_dataloader_create(accel_dataset* dataset, const acc
     accel::DataLoaderOptions core;
     core.batch_size = o.batch_size;
     core.shuffle = o.shuffle != 0;
-    core.seed = o.seed;
+    if (o.seed != 0) core.seed = o.seed;  // 0: no generator of its own
     core.drop_last = o.drop_last != 0;
     core.num_workers = o.num_workers;
     core.prefetch_factor = o.prefetch_factor;
     auto handle = std::make_unique<accel_dataloader>();
     handle->loader = ds.stream ? std::make_unique<accel::DataLoader>(ds.stream, core)
                                : std::make_unique<accel::DataLoader>(ds.dataset, core);
+    publish(std::move(handle), &result);
+  });
+}
+
+ACCEL_API accel_status accel_dataloader_create_from_batches(accel_dataset* dataset, const int64_t* indices,
+                                                            const int64_t* batch_lengths, int64_t num_batches,
+                                                            const accel_dataloader_options* opts,
+                                                            accel_dataloader** out) {
+  return guarded([&] {
+    auto& result = out_param(out, "out");
+    auto loaded = map_dataset(deref(dataset, "dataset"), "accel_dataloader_create_from_batches");
+    accel::require_arg(num_batches >= 0, "num_batches must not be negative, got " + std::to_string(num_batches));
+    accel::require_arg(num_batches == 0 || (indices != nullptr && batch_lengths != nullptr),
+                       "indices or batch_lengths is NULL with num_batches = " + std::to_string(num_batches));
+    std::vector<std::vector<int64_t>> batches;
+    const int64_t* next = indices;
+    for (int64_t b = 0; b < num_batches; ++b) {
+      accel::require_arg(batch_lengths[b] >= 1, "batch_lengths[" + std::to_string(b) + "] must be >= 1, got " +
+                                                    std::to_string(batch_lengths[b]));
+      batches.emplace_back(next, next + batch_lengths[b]);
+      next += batch_lengths[b];
+    }
+    accel_dataloader_options o = read_options(opts, "opts", init_dataloader_options);
+    accel::DataLoaderOptions core;
+    core.batch_size = o.batch_size;
+    core.shuffle = o.shuffle != 0;
+    core.drop_last = o.drop_last != 0;
+    core.num_workers = o.num_workers;
+    core.prefetch_factor = o.prefetch_factor;
+    auto handle = std::make_unique<accel_dataloader>();
+    handle->loader = std::make_unique<accel::DataLoader>(loaded, std::move(batches), core);
     publish(std::move(handle), &result);
   });
 }

@@ -17,7 +17,7 @@ std::vector<int64_t> epoch_order(int64_t n, const EpochSpec& spec) {
     return order;
   }
   // Same seed on every process, so all agree on the permutation.
-  auto generator = at::make_generator<at::CPUGeneratorImpl>(spec.seed + spec.epoch);
+  auto generator = at::make_generator<at::CPUGeneratorImpl>(spec.shuffle_seed);
   at::Tensor permutation = at::randperm(n, generator, at::kLong);
   std::copy(permutation.data_ptr<int64_t>(), permutation.data_ptr<int64_t>() + n, order.begin());
   return order;
@@ -35,7 +35,8 @@ Batch pinned(Batch batch, bool pin) {
 class MapSource : public BatchSource {
  public:
   MapSource(std::shared_ptr<Dataset> dataset, const EpochSpec& spec) : dataset_(std::move(dataset)), spec_(spec) {
-    plan_ = shard_batches(epoch_order(dataset_->size(), spec), spec.shard);
+    plan_ = spec.batches ? shard_batch_list(*spec.batches, spec.shard)
+                         : shard_batches(epoch_order(dataset_->size(), spec), spec.shard);
     cursor_ = static_cast<size_t>(std::min<int64_t>(spec.skip, static_cast<int64_t>(plan_.batches.size())));
     int64_t left = static_cast<int64_t>(plan_.batches.size() - cursor_);
     if (spec.num_workers > 0 && left > 0) {
@@ -50,7 +51,7 @@ class MapSource : public BatchSource {
     size_t k = cursor_++;
     return prefetcher_ ? prefetcher_->next() : read(k);
   }
-  int64_t remainder() const override { return plan_.last_round_real_samples; }
+  std::optional<int64_t> final_remainder() const override { return std::nullopt; }
   int64_t size() const override { return static_cast<int64_t>(plan_.batches.size()); }
 
  private:
@@ -93,7 +94,7 @@ class StreamSource : public BatchSource {
     if (!samples) return std::nullopt;
     return pinned(collate(*samples), spec_.pin_memory);
   }
-  int64_t remainder() const override { return remainder_; }
+  std::optional<int64_t> final_remainder() const override { return remainder_; }
   int64_t size() const override { return -1; }
 
  private:
@@ -106,6 +107,8 @@ class StreamSource : public BatchSource {
         int64_t real = 0;
         auto last = shard_.finish(&real);
         // Filler only exists when the short run was padded (several processes).
+        // Accelerate leaves -1 here (a stream has no length), so its
+        // gather_for_metrics keeps the filler; we know the real count.
         if (last && spec_.shard.num_processes > 1) remainder_ = real;
         return last;
       }
@@ -118,7 +121,7 @@ class StreamSource : public BatchSource {
   EpochSpec spec_;
   StreamShard<Sample> shard_;
   bool exhausted_ = false;
-  int64_t remainder_ = 0;
+  std::optional<int64_t> remainder_;
 };
 
 at::Tensor rows(const at::Tensor& t, int64_t begin, int64_t count) { return t.narrow(0, begin, count).contiguous(); }
@@ -133,40 +136,49 @@ class DispatchSource : public BatchSource {
     if (global_) batch = next_global();
     batch = broadcast_(std::move(batch));
     if (!batch) return std::nullopt;
-    // The last field is the real-row count (internal), the rest the data.
-    int64_t real = batch->back().item<int64_t>();
+    // The last field is internal: the real-row count, negative for the last batch.
+    const int64_t tag = batch->back().item<int64_t>();
     batch->pop_back();
-    int64_t total = batch->front().size(0);
-    int64_t slice = total / shard_.num_processes;
-    if (real < total) remainder_ = real;
+    const bool last = tag < 0;
+    const int64_t real = last ? -tag - 1 : tag;
+    const int64_t P = shard_.num_processes;
+    int64_t slice = real / P;
+    if (last && !shard_.drop_last) {
+      remainder_ = real;
+      if (real % P != 0) ++slice;  // the first rows appended by next_global complete it
+    }
     Batch mine;
     for (const auto& t : *batch) mine.push_back(rows(t, slice * shard_.process_index, slice));
     return mine;
   }
-  int64_t remainder() const override { return remainder_; }
+  std::optional<int64_t> final_remainder() const override { return remainder_; }
   int64_t size() const override { return global_ ? global_->size() : -1; }
 
  private:
-  // Main process: the next global batch, a short one completed from the first.
+  // Main process: the next global batch, tagged with its row count (negative
+  // when it is the epoch's last); a last one whose rows do not divide by P
+  // gets the first batch's first rows appended, repeated for a tiny dataset.
   std::optional<Batch> next_global() {
-    std::optional<Batch> batch = global_->next();
+    std::optional<Batch> batch = ahead_ ? std::move(ahead_) : global_->next();
     if (!batch) return std::nullopt;
-    const int64_t full = shard_.split_batches ? shard_.batch_size : shard_.batch_size * shard_.num_processes;
-    int64_t real = batch->front().size(0);
+    ahead_ = global_->next();
+    const bool last = !ahead_.has_value();
+    const int64_t P = shard_.num_processes;
+    const int64_t real = batch->front().size(0);
     if (!first_) first_ = *batch;
-    if (real < full) {
+    if (last && !shard_.drop_last && real % P != 0) {
+      const int64_t target = (real / P + 1) * P;
       for (size_t f = 0; f < batch->size(); ++f) {
         std::vector<at::Tensor> parts{(*batch)[f]};
-        int64_t have = real;
-        while (have < full) {
-          int64_t take = std::min(full - have, (*first_)[f].size(0));
+        for (int64_t have = real; have < target;) {
+          int64_t take = std::min(target - have, (*first_)[f].size(0));
           parts.push_back(rows((*first_)[f], 0, take));
           have += take;
         }
         (*batch)[f] = at::cat(parts);
       }
     }
-    batch->push_back(at::scalar_tensor(real, at::kLong));
+    batch->push_back(at::scalar_tensor(last ? -real - 1 : real, at::kLong));
     return batch;
   }
 
@@ -174,7 +186,8 @@ class DispatchSource : public BatchSource {
   ShardSpec shard_;
   BatchBroadcast broadcast_;
   std::optional<Batch> first_;
-  int64_t remainder_ = 0;
+  std::optional<Batch> ahead_;  // the main process reads one batch ahead to know the last
+  std::optional<int64_t> remainder_;
 };
 
 }  // namespace

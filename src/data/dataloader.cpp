@@ -1,4 +1,5 @@
 #include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
 
 #include <exception>
 #include <utility>
@@ -11,9 +12,10 @@ namespace accel {
 
 namespace {
 
-void check_options(const DataLoaderOptions& options) {
-  require_arg(options.batch_size > 0, "DataLoader: batch_size must be positive, got " +
-                                          std::to_string(options.batch_size));
+void check_options(const DataLoaderOptions& options, bool batch_sampler = false) {
+  require_arg(options.batch_size > 0 || (batch_sampler && options.batch_size == 0),
+              "DataLoader: batch_size must be positive" + std::string(batch_sampler ? " or 0 (sizes vary)" : "") +
+                  ", got " + std::to_string(options.batch_size));
   require_arg(options.num_workers >= 0, "DataLoader: num_workers must be >= 0, got " +
                                             std::to_string(options.num_workers));
   require_arg(options.num_workers <= kMaxNumWorkers, "DataLoader: num_workers must be <= " +
@@ -38,7 +40,44 @@ DataLoader::DataLoader(std::shared_ptr<IterableDataset> dataset, const DataLoade
   require_arg(!options_.shuffle, "DataLoader: shuffle=true with an iterable dataset (a stream shuffles itself)");
 }
 
+DataLoader::DataLoader(std::shared_ptr<Dataset> dataset, std::vector<std::vector<int64_t>> batches,
+                       const DataLoaderOptions& options)
+    : dataset_(std::move(dataset)), options_(options) {
+  require_arg(dataset_ != nullptr, "DataLoader: the dataset is null");
+  check_options(options_, /*batch_sampler=*/true);
+  require_arg(!options_.shuffle, "DataLoader: shuffle=true with a batch sampler (the sampler fixes the order)");
+  const int64_t size = dataset_->size();
+  for (size_t b = 0; b < batches.size(); ++b) {
+    require_arg(!batches[b].empty(), "DataLoader: batch sampler batch " + std::to_string(b) + " is empty");
+    for (int64_t index : batches[b]) {
+      require_arg(index >= 0 && index < size, "DataLoader: batch sampler batch " + std::to_string(b) +
+                                                  " holds index " + std::to_string(index) +
+                                                  ", outside the dataset's [0, " + std::to_string(size) + ")");
+    }
+  }
+  batch_sampler_ = std::make_shared<const std::vector<std::vector<int64_t>>>(std::move(batches));
+}
+
 DataLoader::~DataLoader() = default;
+
+uint64_t DataLoader::shuffle_seed(bool agree) const {
+  if (placement_.use_seedable_sampler) {
+    uint64_t base = placement_.data_seed ? *placement_.data_seed : at::detail::getDefaultCPUGenerator().current_seed();
+    return base + epoch_;
+  }
+  if (options_.seed) return *options_.seed + epoch_;
+  // No generator of its own: draw a seed from the global one, as PyTorch's
+  // RandomSampler does, so set_seed decides the order; processes take the
+  // main process's draw in case their global generators have drifted apart.
+  auto drawn = static_cast<uint64_t>(at::empty({}, at::kLong).random_().item<int64_t>());
+  return agree && placement_.agree_seed ? placement_.agree_seed(drawn) : drawn;
+}
+
+int64_t DataLoader::epoch_remainder() const {
+  if (!prepared_ || !dataset_ || options_.drop_last || options_.batch_size == 0) return -1;
+  const int64_t total = placement_.split_batches ? options_.batch_size : options_.batch_size * placement_.num_processes;
+  return dataset_->size() % total;
+}
 
 std::unique_ptr<detail::BatchSource> DataLoader::open_epoch() const {
   detail::EpochSpec spec;
@@ -50,24 +89,41 @@ std::unique_ptr<detail::BatchSource> DataLoader::open_epoch() const {
   spec.shard.even_batches = placement_.even_batches;
   spec.epoch = epoch_;
   spec.shuffle = options_.shuffle;
-  spec.seed = options_.seed;
+  spec.batches = batch_sampler_;
   spec.num_workers = options_.num_workers;
   spec.prefetch_factor = options_.prefetch_factor;
   spec.pin_memory = placement_.device && placement_.device->is_cuda();
   spec.skip = resume_skip_;
 
-  if (placement_.dispatch && placement_.num_processes > 1) {
+  if (placement_.dispatch) {
     std::unique_ptr<detail::BatchSource> global;
     if (placement_.process_index == 0) {
-      // The main process reads whole global batches as a single process would.
+      // The main process reads whole global batches as a single process would:
+      // without split_batches, num_processes batches at a time.
       detail::EpochSpec whole = spec;
       whole.shard.num_processes = 1;
       whole.shard.process_index = 0;
-      if (!spec.shard.split_batches) whole.shard.batch_size *= spec.shard.num_processes;
+      const int64_t P = spec.shard.num_processes;
+      if (!spec.shard.split_batches && batch_sampler_) {
+        auto rounds = std::make_shared<std::vector<std::vector<int64_t>>>();
+        for (size_t b = 0; b < batch_sampler_->size(); b += static_cast<size_t>(P)) {
+          if (spec.shard.drop_last && b + static_cast<size_t>(P) > batch_sampler_->size()) break;
+          std::vector<int64_t> round;
+          for (size_t k = b; k < std::min(batch_sampler_->size(), b + static_cast<size_t>(P)); ++k) {
+            round.insert(round.end(), (*batch_sampler_)[k].begin(), (*batch_sampler_)[k].end());
+          }
+          rounds->push_back(std::move(round));
+        }
+        whole.batches = std::move(rounds);
+      } else if (!spec.shard.split_batches) {
+        whole.shard.batch_size *= P;
+      }
+      if (dataset_ && options_.shuffle) whole.shuffle_seed = shuffle_seed(/*agree=*/false);  // only it reads
       global = dataset_ ? detail::open_map_source(dataset_, whole) : detail::open_stream_source(stream_, whole);
     }
     return detail::open_dispatch_source(std::move(global), spec.shard, placement_.dispatch);
   }
+  if (dataset_ && options_.shuffle) spec.shuffle_seed = shuffle_seed(/*agree=*/true);
   return dataset_ ? detail::open_map_source(dataset_, spec) : detail::open_stream_source(stream_, spec);
 }
 
@@ -79,6 +135,8 @@ size_t DataLoader::next_batch_size_in_fields() {
     lookahead_ = std::move(first);
     yielded_ = resume_skip_;
     resume_skip_ = 0;
+    // Accelerate's begin(): the remainder is known from the epoch's start.
+    if (placement_.gradient_state) placement_.gradient_state->remainder = epoch_remainder();
   }
   return lookahead_ && !lookahead_error_ ? lookahead_->size() : 0;
 }
@@ -97,8 +155,12 @@ std::optional<Batch> DataLoader::next() {
   if (!lookahead_) {
     source_.reset();
     yielded_ = 0;
+    skipped_pass_ = 0;
     ++epoch_;
-    if (gradient) gradient->end_of_dataloader = false;
+    if (gradient) {
+      gradient->end_of_dataloader = false;
+      gradient->remainder = -1;  // outside an epoch, as Accelerate's GradientState
+    }
     return std::nullopt;
   }
   Batch batch = std::move(*lookahead_);
@@ -111,7 +173,9 @@ std::optional<Batch> DataLoader::next() {
   ++yielded_;
   if (gradient) {
     gradient->end_of_dataloader = !lookahead_.has_value() && !lookahead_error_;
-    gradient->remainder = gradient->end_of_dataloader ? source_->remainder() : 0;
+    if (gradient->end_of_dataloader) {
+      if (std::optional<int64_t> final = source_->final_remainder()) gradient->remainder = *final;
+    }
   }
   if (placement_.device && *placement_.device != c10::Device(c10::kCPU)) {
     for (auto& t : batch) t = t.to(*placement_.device, /*non_blocking=*/true);
@@ -122,21 +186,26 @@ std::optional<Batch> DataLoader::next() {
 int64_t DataLoader::num_batches() const {
   require(dataset_ != nullptr, ErrorCode::State,
           "num_batches: the loader reads an iterable dataset, whose length is unknown");
-  if (source_ && source_->size() >= 0) return source_->size();
-  detail::EpochSpec spec;
-  spec.shard.batch_size = options_.batch_size;
-  spec.shard.drop_last = options_.drop_last;
-  spec.shard.num_processes = placement_.num_processes;
-  spec.shard.process_index = placement_.process_index;
-  spec.shard.split_batches = placement_.split_batches;
-  spec.shard.even_batches = placement_.even_batches;
-  if (placement_.dispatch && placement_.num_processes > 1) {
-    spec.shard.num_processes = 1;
-    spec.shard.process_index = 0;
-    if (!placement_.split_batches) spec.shard.batch_size *= placement_.num_processes;
+  const int64_t B = options_.batch_size;
+  const int64_t n = dataset_->size();
+  int64_t count = batch_sampler_ ? static_cast<int64_t>(batch_sampler_->size())
+                                 : (options_.drop_last ? n / B : (n + B - 1) / B);
+  const int64_t P = placement_.num_processes;
+  if (prepared_ && P > 1) {
+    detail::ShardSpec spec;
+    spec.batch_size = B;
+    spec.drop_last = options_.drop_last;
+    spec.num_processes = placement_.num_processes;
+    spec.process_index = placement_.process_index;
+    spec.split_batches = placement_.split_batches;
+    spec.even_batches = placement_.even_batches;
+    if (!placement_.dispatch) {
+      count = detail::shard_length(count, spec);
+    } else if (!spec.split_batches) {
+      count = options_.drop_last ? count / P : (count + P - 1) / P;  // Accelerate's DataLoaderDispatcher
+    }
   }
-  std::vector<int64_t> order(static_cast<size_t>(dataset_->size()));
-  return static_cast<int64_t>(detail::shard_batches(order, spec.shard).batches.size());
+  return std::max<int64_t>(0, count - skipped_pass_);
 }
 
 void DataLoader::set_epoch(uint64_t epoch) {
@@ -146,6 +215,7 @@ void DataLoader::set_epoch(uint64_t epoch) {
   lookahead_error_ = nullptr;
   yielded_ = 0;
   resume_skip_ = 0;
+  skipped_pass_ = 0;
 }
 
 DataLoader::Position DataLoader::position() const {
@@ -165,6 +235,8 @@ std::unique_ptr<DataLoader> DataLoader::skip_first_batches(int64_t num_batches) 
                                     std::to_string(num_batches));
   std::unique_ptr<DataLoader> copy = dataset_ ? std::make_unique<DataLoader>(dataset_, options_)
                                               : std::make_unique<DataLoader>(stream_, options_);
+  copy->batch_sampler_ = batch_sampler_;
+  copy->skipped_pass_ = num_batches;
   copy->placement_ = placement_;
   copy->prepared_ = prepared_;
   copy->epoch_ = epoch_;
@@ -178,7 +250,12 @@ void DataLoader::shard(const ShardPlacement& placement) {
   spec.num_processes = placement.num_processes;
   spec.process_index = placement.process_index;
   spec.split_batches = placement.split_batches;
-  detail::validate(spec);  // names a bad process index or an indivisible split batch now, not mid-epoch
+  spec.even_batches = placement.even_batches;
+  // Names a bad process index, an indivisible split batch or a sizeless batch
+  // sampler under even_batches now, not mid-epoch. A dispatched loader's main
+  // process reads whole batches, so only the split is checked for it.
+  if (placement.dispatch) spec.even_batches = false;
+  detail::validate(spec);
   placement_ = placement;
   prepared_ = true;
   source_.reset();

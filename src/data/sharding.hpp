@@ -9,8 +9,13 @@
 
 namespace accel::detail {
 
+using Batches = std::vector<std::vector<int64_t>>;
+
 struct ShardSpec {
-  int64_t batch_size = 1;  // with split_batches: the global batch, cut into num_processes slices
+  // With split_batches: the global batch, cut into num_processes slices. 0: the
+  // batches come from a batch sampler without a batch size (Accelerate's
+  // batch_sampler.batch_size is None): sizes vary, no split, no even_batches.
+  int64_t batch_size = 1;
   bool drop_last = false;
   int num_processes = 1;
   int process_index = 0;
@@ -20,20 +25,33 @@ struct ShardSpec {
   bool split_batches = false;
 };
 
-// Throws when spec cannot shard (bad sizes, split batch not divisible).
+// Throws when spec cannot shard (bad sizes, split batch not divisible, a
+// batch sampler without a batch size under split_batches or even_batches).
 void validate(const ShardSpec& spec);
 
 struct ShardPlan {
-  std::vector<std::vector<int64_t>> batches;  // this process's batches, in order
-  // Samples of the epoch's last round, over all processes, that are real rather
-  // than repeated filler; 0 when the last round holds no filler.
-  int64_t last_round_real_samples = 0;
+  Batches batches;  // this process's batches, in order
 };
 
-// Without split_batches, batches of `order` go to processes 0, 1, ..., P-1, 0, ...
-// in turn; with it, every batch is cut into P slices. Returns the batches of
+// `order` cut into batches of spec.batch_size (the short last one dropped
+// with drop_last): PyTorch's BatchSampler over a sampler.
+Batches batch_sampler(const std::vector<int64_t>& order, const ShardSpec& spec);
+
+// Accelerate's BatchSamplerShard over the batch sampler's batches (any sizes):
+// without split_batches, batches go to processes 0, 1, ..., P-1, 0, ... in
+// turn, a round only when its last batch is full (or sizes vary); with it,
+// every full batch is cut into P slices. The last round is completed from the
+// start of the epoch (even_batches) or left short. Returns the batches of
 // spec.process_index. One process takes every batch as is.
+ShardPlan shard_batch_list(const Batches& batches, const ShardSpec& spec);
+// shard_batch_list(batch_sampler(order, spec), spec).
 ShardPlan shard_batches(const std::vector<int64_t>& order, const ShardSpec& spec);
+
+// Accelerate's len(BatchSamplerShard) for a batch sampler of num_batches
+// batches. It is what every process reports, and not always what it yields:
+// with split_batches the length is the sampler's even where even_batches=false
+// leaves a process without a slice of the short last batch.
+int64_t shard_length(int64_t num_batches, const ShardSpec& spec);
 
 // Accelerate's IterableDatasetShard over a stream of T: every process reads
 // the whole stream; of each run of batch_size * P elements (batch_size with

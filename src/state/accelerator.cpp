@@ -205,9 +205,23 @@ void Accelerator::prepare(DataLoader& loader) {
   placement.even_batches = state_->dataloader_config.even_batches;
   if (state_->device_placement) placement.device = state_->device;
   placement.gradient_state = state_->gradient_state;
-  if (state_->dataloader_config.dispatch_batches && state_->process_group) {
-    std::shared_ptr<detail::AcceleratorState> state = state_;
+  const DataLoaderConfiguration& config = state_->dataloader_config;
+  placement.use_seedable_sampler = config.use_seedable_sampler;
+  placement.data_seed = config.data_seed;
+  const bool dispatch = config.dispatch_batches.value_or(loader.is_iterable() && state_->device_placement);
+  std::shared_ptr<detail::AcceleratorState> state = state_;
+  if (dispatch && state_->process_group) {
     placement.dispatch = [state](std::optional<Batch> batch) { return detail::broadcast_batch(*state, std::move(batch)); };
+  } else if (dispatch) {
+    // One process dispatches to itself: the same last batch and remainder as with several.
+    placement.dispatch = [](std::optional<Batch> batch) { return batch; };
+  }
+  if (state_->process_group) {
+    placement.agree_seed = [state](uint64_t seed) {
+      at::Tensor value = at::full({1}, static_cast<int64_t>(seed), at::kLong).to(state->device);
+      detail::broadcast_in_place(*state, {value}, 0, "dataloader shuffle seed");
+      return static_cast<uint64_t>(value.item<int64_t>());
+    };
   }
   loader.shard(placement);
   state_->prepared_loaders.emplace_back(loader.lifetime(), &loader);

@@ -331,6 +331,10 @@ static void accelerator(void) {
   BAD_OPTION(gradient_accumulation_steps, -1);
   BAD_OPTION(gradient_accumulation_steps, INT64_MIN);
   BAD_OPTION(total_limit, -1);
+  BAD_OPTION(dispatch_batches, -2);
+  BAD_OPTION(dispatch_batches, INT32_MIN);
+  BAD_OPTION(data_seed, -2);
+  BAD_OPTION(data_seed, INT64_MIN);
   BAD_OPTION(scaler_init_scale, 0.0);
   BAD_OPTION(scaler_init_scale, -1.0);
   BAD_OPTION(scaler_init_scale, INFINITY);
@@ -764,6 +768,31 @@ static void datasets(void) {
   accel_dataloader_options_init(&lo);
   lo.num_workers = 1000000;
   EXPECT_ERROR(accel_dataloader_create(ds, &lo, &dl_out), ACCEL_ERR_INVALID_ARGUMENT, "1000000");
+  {
+    const int64_t idx[3] = {0, 1, 1000000}, lens[2] = {2, 1}, zero_len[2] = {2, 0}, neg_len[1] = {-3};
+    EACH_BAD(K_DATASET, accel_dataset, d) {
+      ARG(accel_dataloader_create_from_batches(d, idx, lens, 1, NULL, &dl_out));
+    }
+    ARG(accel_dataloader_create_from_batches(ds, idx, lens, 1, NULL, NULL));
+    ARG(accel_dataloader_create_from_batches(ds, NULL, lens, 1, NULL, &dl_out));
+    ARG(accel_dataloader_create_from_batches(ds, idx, NULL, 1, NULL, &dl_out));
+    ARG(accel_dataloader_create_from_batches(ds, idx, lens, -1, NULL, &dl_out));
+    ARG(accel_dataloader_create_from_batches(ds, idx, lens, INT64_MIN, NULL, &dl_out));
+    ARG(accel_dataloader_create_from_batches(ds, idx, zero_len, 2, NULL, &dl_out));
+    EXPECT_ERROR(accel_dataloader_create_from_batches(ds, idx, neg_len, 1, NULL, &dl_out),
+                 ACCEL_ERR_INVALID_ARGUMENT, "-3");
+    EXPECT_ERROR(accel_dataloader_create_from_batches(ds, idx, lens, 2, NULL, &dl_out),
+                 ACCEL_ERR_INVALID_ARGUMENT, "1000000"); /* index outside the dataset */
+    accel_dataloader_options_init(&lo);
+    lo.shuffle = 1;
+    ARG(accel_dataloader_create_from_batches(ds, idx, lens, 1, &lo, &dl_out));
+    accel_dataloader_options_init(&lo);
+    lo.batch_size = -1;
+    ARG(accel_dataloader_create_from_batches(ds, idx, lens, 1, &lo, &dl_out));
+    lo.batch_size = 1;
+    lo.struct_size = UINT32_MAX;
+    ARG(accel_dataloader_create_from_batches(ds, idx, lens, 1, &lo, &dl_out));
+  }
 
   EACH_BAD(K_LOADER, accel_dataloader, l) {
     ARG(accel_dataloader_next(l, &t_out, &t_out2));

@@ -66,20 +66,6 @@ TEST(Sharding, StreamShardMatchesAccelerateIterableDatasetShard) {
   }
 }
 
-TEST(Sharding, SplitBatchesReportsTheShortLastBatchAsRemainder) {
-  std::vector<int64_t> order(10);
-  std::iota(order.begin(), order.end(), 0);
-  accel::detail::ShardSpec spec;
-  spec.batch_size = 4;
-  spec.num_processes = 2;
-  spec.split_batches = true;
-  auto plan = accel::detail::shard_batches(order, spec);
-  EXPECT_EQ(plan.last_round_real_samples, 2);  // [8, 9] + filler [0, 1]
-  EXPECT_EQ(plan.batches.back(), (std::vector<int64_t>{8, 9}));
-  spec.process_index = 1;
-  EXPECT_EQ(accel::detail::shard_batches(order, spec).batches.back(), (std::vector<int64_t>{0, 1}));
-}
-
 TEST(Sharding, SplitBatchesNeedsADivisibleBatchSize) {
   accel::detail::ShardSpec spec;
   spec.batch_size = 5;
@@ -94,24 +80,97 @@ TEST(Sharding, SplitBatchesNeedsADivisibleBatchSize) {
   }
 }
 
-TEST(Sharding, LastRoundRealSamplesCountsOnlyNonFiller) {
-  std::vector<int64_t> order(10);
-  std::iota(order.begin(), order.end(), 0);
+// Lengths and batches per process, 1-4 processes, for PyTorch batch samplers
+// and for user batch samplers of varying sizes, from Accelerate 0.22's
+// BatchSamplerShard (tests/data/files/make_loader_tables.py).
+TEST(Sharding, LengthsAndUserBatchSamplersMatchAccelerate) {
+  nlohmann::json table = load_table("accelerate_loader_shards.json");
+  size_t checked = 0, varying = 0;
+  for (const auto& row : table) {
+    if (row["kind"] != "batch_sampler" && row["kind"] != "user_batches") continue;
+    accel::detail::ShardSpec spec;
+    spec.batch_size = row["batch_size"];
+    spec.drop_last = row["drop_last"];
+    spec.num_processes = row["num_processes"];
+    spec.even_batches = row["even_batches"];
+    spec.split_batches = row["split_batches"];
+    accel::detail::Batches source;
+    if (row["kind"] == "user_batches") {
+      source = row["sampler"].get<accel::detail::Batches>();
+      ++varying;
+    } else {
+      std::vector<int64_t> order(row["n"].get<size_t>());
+      std::iota(order.begin(), order.end(), 0);
+      source = accel::detail::batch_sampler(order, spec);
+    }
+    for (int p = 0; p < spec.num_processes; ++p) {
+      spec.process_index = p;
+      auto expected = row["batches"][static_cast<size_t>(p)].get<accel::detail::Batches>();
+      EXPECT_EQ(accel::detail::shard_batch_list(source, spec).batches, expected) << row.dump() << " process " << p;
+      EXPECT_EQ(accel::detail::shard_length(static_cast<int64_t>(source.size()), spec),
+                row["lengths"][static_cast<size_t>(p)].get<int64_t>())
+          << row.dump() << " process " << p;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 2000u);
+  EXPECT_GT(varying, 50u);
+}
+
+// Streams without dispatch_batches, 2-4 processes: IterableDatasetShard's padding.
+TEST(Sharding, StreamShardMatchesAccelerateUpToFourProcesses) {
+  size_t checked = 0;
+  for (const auto& row : load_table("accelerate_loader_shards.json")) {
+    if (row["kind"] != "iterable_shard") continue;
+    accel::detail::ShardSpec spec;
+    spec.batch_size = row["batch_size"];
+    spec.drop_last = row["drop_last"];
+    spec.num_processes = row["num_processes"];
+    spec.split_batches = row["split_batches"];
+    for (int p = 0; p < spec.num_processes; ++p) {
+      spec.process_index = p;
+      accel::detail::StreamShard<int64_t> shard(spec);
+      accel::detail::Batches batches;
+      for (int64_t i = 0; i < row["n"].get<int64_t>(); ++i) {
+        if (auto batch = shard.push(i)) batches.push_back(*batch);
+      }
+      int64_t real = -1;
+      if (auto batch = shard.finish(&real)) batches.push_back(*batch);
+      EXPECT_EQ(batches, row["batches"][static_cast<size_t>(p)].get<accel::detail::Batches>())
+          << row.dump() << " process " << p;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 300u);
+}
+
+TEST(Sharding, SizelessBatchSamplerNeedsUnevenBatchesAndNoSplit) {
   accel::detail::ShardSpec spec;
-  spec.batch_size = 4;
+  spec.batch_size = 0;
   spec.num_processes = 2;
-  // Batches [0-3] [4-7] | [8,9]+filler, [] -> filler: the last round holds 2 real samples.
-  EXPECT_EQ(accel::detail::shard_batches(order, spec).last_round_real_samples, 2);
-  spec.num_processes = 1;
-  EXPECT_EQ(accel::detail::shard_batches(order, spec).last_round_real_samples, 0);
-  order.resize(8);
-  spec.num_processes = 2;
-  EXPECT_EQ(accel::detail::shard_batches(order, spec).last_round_real_samples, 0);
+  accel::detail::Batches batches{{0, 1, 2}, {3}};
+  try {
+    accel::detail::shard_batch_list(batches, spec);
+    FAIL() << "no error";
+  } catch (const accel::Error& error) {
+    EXPECT_NE(std::string(error.what()).find("needs even_batches = false"), std::string::npos) << error.what();
+  }
+  spec.even_batches = false;
+  spec.split_batches = true;
+  EXPECT_THROW(accel::detail::shard_batch_list(batches, spec), accel::Error);
+  spec.split_batches = false;
+  EXPECT_EQ(accel::detail::shard_batch_list(batches, spec).batches, (accel::detail::Batches{{0, 1, 2}}));
+  spec.num_processes = 1;  // one process takes them as they are, whatever the options
+  spec.process_index = 0;
+  spec.even_batches = true;
+  EXPECT_EQ(accel::detail::shard_batch_list(batches, spec).batches, batches);
 }
 
 TEST(Sharding, RejectsBadSpecs) {
   accel::detail::ShardSpec spec;
-  spec.batch_size = 0;
+  spec.batch_size = -1;
+  EXPECT_THROW(accel::detail::shard_batches({1, 2}, spec), accel::Error);
+  spec.batch_size = 0;  // a batch sampler's batch size of 0 cannot chunk an order
   EXPECT_THROW(accel::detail::shard_batches({1, 2}, spec), accel::Error);
   spec.batch_size = 1;
   spec.process_index = 3;

@@ -34,7 +34,9 @@ type AcceleratorOptions struct {
 	ScalerGrowthInterval      int64
 	SplitBatches              bool
 	EvenBatches               *bool // nil: true
-	DispatchBatches           bool
+	DispatchBatches           *bool // nil: Accelerate's default, iterable datasets are dispatched
+	UseSeedableSampler        bool  // shuffle with DataSeed (else the SetSeed seed) + epoch
+	DataSeed                  *int64 // nil: none; must be >= 0
 	DevicePlacement           *bool // nil: true
 	ProjectDir                string
 	LoggingDir                string
@@ -91,7 +93,13 @@ func (o AcceleratorOptions) native() (core.AcceleratorOptions, error) {
 	if o.EvenBatches != nil {
 		n.SetEven_batches(boolInt(*o.EvenBatches))
 	}
-	n.SetDispatch_batches(boolInt(o.DispatchBatches))
+	if o.DispatchBatches != nil {
+		n.SetDispatch_batches(boolInt(*o.DispatchBatches))
+	}
+	n.SetUse_seedable_sampler(boolInt(o.UseSeedableSampler))
+	if o.DataSeed != nil {
+		n.SetData_seed(*o.DataSeed)
+	}
 	if o.DevicePlacement != nil {
 		n.SetDevice_placement(boolInt(*o.DevicePlacement))
 	}

@@ -109,7 +109,7 @@ func (d *Dataset) IsIterable() (bool, error) {
 type DataLoaderOptions struct {
 	BatchSize      int64
 	Shuffle        bool
-	Seed           uint64 // the shuffling seed, the same on every process
+	Seed           uint64 // the loader's shuffling seed; 0: each epoch draws one from the generator seeded by SetSeed
 	DropLast       bool
 	NumWorkers     int // threads that read samples ahead (they call Go datasets too)
 	PrefetchFactor int // batches read ahead per worker
@@ -139,6 +139,39 @@ func NewDataLoader(dataset *Dataset, options DataLoaderOptions) (*DataLoader, er
 	opts.SetNum_workers(options.NumWorkers)
 	setIf(options.PrefetchFactor, opts.SetPrefetch_factor)
 	h, err := call(func() core.DataLoader { return core.NewDataLoader(dh, opts) })
+	return newDataLoader(h, err, dataset)
+}
+
+// NewDataLoaderFromBatches makes a loader over a user's batch sampler: the
+// same batches of dataset indices every epoch, in order (e.g. length-bucketed,
+// of varying sizes). Prepared, they are sharded as Accelerate's
+// BatchSamplerShard does. options.BatchSize is the sampler's nominal batch
+// size (0: sizes vary, which needs EvenBatches false with several
+// processes), options.DropLast its drop_last; Shuffle must be false.
+func NewDataLoaderFromBatches(dataset *Dataset, batches [][]int64, options DataLoaderOptions) (*DataLoader, error) {
+	dh, err := dataset.handle()
+	if err != nil {
+		return nil, err
+	}
+	defer runtime.KeepAlive(dataset)
+	opts := core.NewDataLoaderOptions()
+	defer core.DeleteDataLoaderOptions(opts)
+	opts.SetBatch_size(options.BatchSize)
+	opts.SetShuffle(boolInt(options.Shuffle))
+	opts.SetDrop_last(boolInt(options.DropLast))
+	opts.SetNum_workers(options.NumWorkers)
+	setIf(options.PrefetchFactor, opts.SetPrefetch_factor)
+	indices := core.NewInt64Vector()
+	defer core.DeleteInt64Vector(indices)
+	lengths := core.NewInt64Vector()
+	defer core.DeleteInt64Vector(lengths)
+	for _, batch := range batches {
+		for _, i := range batch {
+			indices.Add(i)
+		}
+		lengths.Add(int64(len(batch)))
+	}
+	h, err := call(func() core.DataLoader { return core.NewDataLoader(dh, indices, lengths, opts) })
 	return newDataLoader(h, err, dataset)
 }
 

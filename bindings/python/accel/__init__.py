@@ -338,13 +338,35 @@ Dataset.from_python = staticmethod(_from_python)
 class DataLoader(core.DataLoader):
     """Batches of a Dataset or of any Python dataset object; iterate for one epoch of tuples of Tensors.
 
-    DataLoader(data, batch_size=64, shuffle=True, seed=0, drop_last=False, num_workers=2, prefetch_factor=2)"""
+    DataLoader(data, batch_size=64, shuffle=True, seed=0, drop_last=False, num_workers=2, prefetch_factor=2)
 
-    def __init__(self, data: Any, **options: Any) -> None:
+    seed=0 (the default) means no generator of its own: each epoch's shuffle
+    draws its seed from the global generator seeded by set_seed, as PyTorch's
+    RandomSampler does.
+
+    DataLoader(data, batch_sampler=sampler) reads a user's batch sampler, as
+    PyTorch's DataLoader(batch_sampler=...): any iterable of lists of indices
+    (e.g. length-bucketed batches of varying sizes), read once here and
+    yielded in that order every epoch. As Accelerate does, prepare reads its
+    batch_size and drop_last attributes when it has them (no batch_size:
+    sizes vary, which needs even_batches=False with several processes)."""
+
+    def __init__(self, data: Any, batch_sampler: Optional[Iterable[Sequence[int]]] = None, **options: Any) -> None:
         dataset = data if isinstance(data, Dataset) else _from_python(data)
         opts = DataLoaderOptions()
-        _set_fields(opts, options, "DataLoader")
-        super().__init__(dataset, opts)
+        if batch_sampler is None:
+            _set_fields(opts, options, "DataLoader")
+            super().__init__(dataset, opts)
+        else:
+            clashing = sorted(set(options) & {"batch_size", "shuffle", "drop_last"})
+            if clashing:
+                raise ValueError(f"batch_sampler is mutually exclusive with {', '.join(clashing)}")
+            _set_fields(opts, options, "DataLoader")
+            batches = [[int(i) for i in batch] for batch in batch_sampler]
+            opts.batch_size = int(getattr(batch_sampler, "batch_size", None) or 0)
+            opts.drop_last = int(bool(getattr(batch_sampler, "drop_last", False)))
+            indices = [i for batch in batches for i in batch]
+            super().__init__(dataset, indices, [len(batch) for batch in batches], opts)
         self.dataset = dataset
 
     def __iter__(self) -> Iterator[Tuple[Tensor, ...]]:
@@ -356,7 +378,14 @@ class DataLoader(core.DataLoader):
                 yield tuple(batch.take(i) for i in range(batch.size()))
 
     def __len__(self) -> int:
-        return self.num_batches()
+        """Accelerate's len(): after skip_first_batches(k), k fewer. TypeError for an
+        iterable dataset, which has no length (as PyTorch's DataLoader)."""
+        try:
+            return self.num_batches()
+        except AccelError as error:
+            if error.code == core.ERR_STATE:
+                raise TypeError(f"object of type {type(self).__name__!r} has no len(): {error}") from None
+            raise
 
     def skip_first_batches(self, num_batches: int) -> "DataLoader":
         loader = core.DataLoader.skip_first_batches(self, num_batches)
@@ -612,7 +641,8 @@ __all__ += ["GradientAccumulationPlugin", "ProjectConfiguration"]
 class Accelerator(core.Accelerator):
     """Accelerate's Accelerator. Keyword options use Accelerate's names:
     cpu, mixed_precision ("no", "fp16", "bf16"), gradient_accumulation_steps, split_batches,
-    even_batches, dispatch_batches, device_placement, project_dir, logging_dir,
+    even_batches, dispatch_batches (None: iterable datasets are dispatched), use_seedable_sampler,
+    data_seed, device_placement, project_dir, logging_dir,
     automatic_checkpoint_naming, total_limit, log_with ("jsonl", "csv", "tensorboard", "mlflow",
     "all", or a list), timeout_ms, comm_hook ("fp16", "bf16"), find_unused_parameters,
     broadcast_buffers (default True: process 0's buffers at every training forward), ...
@@ -633,6 +663,11 @@ class Accelerator(core.Accelerator):
             opts.comm_hook = _COMM_HOOKS[value]
         if isinstance(options.get("log_with"), (list, tuple)):
             options["log_with"] = ",".join(options["log_with"])
+        # None (Accelerate's default) is -1 in the C options: dispatch_batches
+        # then follows the dataset (iterable: dispatched); data_seed is unset.
+        for key in ("dispatch_batches", "data_seed"):
+            if key in options and options[key] is None:
+                options[key] = -1
         plugin = options.pop("gradient_accumulation_plugin", None)
         if plugin is not None:
             if options.get("gradient_accumulation_steps", 1) != 1:

@@ -1,6 +1,6 @@
 # Type hints for the SWIG-generated module accel.core (bindings/swig/accel_core.i).
 # Users normally import accel, whose own classes are annotated inline.
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple, overload
 
 class AccelError(RuntimeError):
     code: int
@@ -105,6 +105,11 @@ class Dataset:
     def close(self) -> None: ...
 
 class DataLoader:
+    @overload
+    def __init__(self, dataset: Dataset, options: Optional[DataLoaderOptions] = ...) -> None: ...
+    @overload
+    def __init__(self, dataset: Dataset, indices: Sequence[int], lengths: Sequence[int],
+                 options: Optional[DataLoaderOptions]) -> None: ...
     def next_batch(self) -> Optional[Batch]: ...
     def num_batches(self) -> int: ...
     def skip_first_batches(self, num_batches: int) -> DataLoader: ...

@@ -64,8 +64,21 @@ public final class AcceleratorBuilder {
     return this;
   }
 
+  /** Unset (the default): Accelerate's rule, iterable datasets are dispatched. */
   public AcceleratorBuilder dispatchBatches(boolean dispatch) {
-    options.setDispatchBatches(dispatch);
+    options.setDispatchBatches(dispatch ? 1 : 0);
+    return this;
+  }
+
+  /** Shuffle with dataSeed (else the seed given to setSeed) + epoch: Accelerate's SeedableRandomSampler. */
+  public AcceleratorBuilder useSeedableSampler(boolean seedable) {
+    options.setUseSeedableSampler(seedable);
+    return this;
+  }
+
+  /** The seedable sampler's seed, >= 0. */
+  public AcceleratorBuilder dataSeed(long seed) {
+    options.setDataSeed(seed);
     return this;
   }
 

@@ -1,0 +1,295 @@
+// Accelerate parity of prepared loaders (issue 17, items 1-6): lengths after
+// skip_first_batches, len() per process, the remainder from the epoch's start,
+// dispatching, user batch samplers and the shuffle's seed. Placements are
+// built by hand, one process at a time; a dispatched loader's broadcast is
+// simulated by replaying what the main process sent.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "accel/data.hpp"
+#include "accel/error.hpp"
+
+namespace {
+
+using Batches = std::vector<std::vector<int64_t>>;
+
+std::shared_ptr<accel::TensorDataset> numbers(int64_t n) {
+  at::Tensor x = at::arange(n, at::kFloat).unsqueeze(1);
+  at::Tensor y = at::arange(n, at::kLong);
+  return std::make_shared<accel::TensorDataset>(std::vector<at::Tensor>{x, y});
+}
+
+class Range : public accel::IterableDataset {
+ public:
+  explicit Range(int64_t n) : n_(n) {}
+  void reset(uint64_t) override { next_ = 0; }
+  std::optional<accel::Sample> next() override {
+    if (next_ == n_) return std::nullopt;
+    int64_t i = next_++;
+    return accel::Sample{at::full({1}, static_cast<float>(i)), at::scalar_tensor(i, at::kLong)};
+  }
+
+ private:
+  int64_t n_;
+  int64_t next_ = 0;
+};
+
+Batches epoch(accel::DataLoader& loader, std::vector<int64_t>* remainders = nullptr,
+              const accel::GradientState* gradient = nullptr) {
+  Batches batches;
+  while (auto batch = loader.next()) {
+    at::Tensor y = (*batch)[1].contiguous();
+    batches.emplace_back(y.data_ptr<int64_t>(), y.data_ptr<int64_t>() + y.numel());
+    if (remainders) remainders->push_back(gradient->remainder);
+  }
+  return batches;
+}
+
+accel::ShardPlacement placement(int P, int p, std::shared_ptr<accel::GradientState> gradient = nullptr) {
+  accel::ShardPlacement placement;
+  placement.num_processes = P;
+  placement.process_index = p;
+  placement.gradient_state = gradient ? gradient : std::make_shared<accel::GradientState>();
+  return placement;
+}
+
+// The batches every process of a dispatched loader gets: the main process runs
+// first and records what it broadcasts; the others replay it.
+std::vector<Batches> dispatched(const std::function<std::unique_ptr<accel::DataLoader>()>& make, int P,
+                                bool split, std::vector<int64_t>* last_remainders) {
+  std::vector<std::optional<accel::Batch>> sent;
+  std::vector<Batches> out;
+  for (int p = 0; p < P; ++p) {
+    auto loader = make();
+    auto gradient = std::make_shared<accel::GradientState>();
+    accel::ShardPlacement place = placement(P, p, gradient);
+    place.split_batches = split;
+    auto replay = std::make_shared<size_t>(0);
+    place.dispatch = [&sent, replay, p](std::optional<accel::Batch> batch) {
+      if (p == 0) sent.push_back(batch);
+      return sent.at((*replay)++);
+    };
+    loader->shard(place);
+    Batches mine;
+    while (auto batch = loader->next()) {
+      at::Tensor y = (*batch)[1].contiguous();
+      mine.emplace_back(y.data_ptr<int64_t>(), y.data_ptr<int64_t>() + y.numel());
+      if (gradient->end_of_dataloader) last_remainders->push_back(gradient->remainder);
+    }
+    out.push_back(mine);
+  }
+  return out;
+}
+
+TEST(LoaderParity, SkipFirstBatchesShortensTheLengthOfThatPass) {
+  accel::DataLoaderOptions options;
+  options.batch_size = 4;
+  for (int p = 0; p < 2; ++p) {
+    accel::DataLoader loader(numbers(22), options);
+    loader.shard(placement(2, p));
+    ASSERT_EQ(loader.num_batches(), 3);
+    auto skipped = loader.skip_first_batches(1);
+    EXPECT_EQ(skipped->num_batches(), 2);
+    EXPECT_EQ(epoch(*skipped).size(), 2u);
+    EXPECT_EQ(skipped->num_batches(), 3);  // later passes are whole
+    EXPECT_EQ(loader.skip_first_batches(7)->num_batches(), 0);  // never negative
+  }
+  accel::DataLoader stream(std::make_shared<Range>(10), options);
+  try {
+    stream.skip_first_batches(1)->num_batches();
+    FAIL() << "no error";
+  } catch (const accel::Error& error) {
+    EXPECT_EQ(error.code(), accel::ErrorCode::State);
+  }
+}
+
+TEST(LoaderParity, SplitBatchesWithUnevenBatchesReportsTheSameLengthEverywhere) {
+  // Accelerate: length 22, batch 4, 2 processes -> len() 6 and 6 (process 1 yields 5).
+  accel::DataLoaderOptions options;
+  options.batch_size = 4;
+  for (int p = 0; p < 2; ++p) {
+    accel::DataLoader loader(numbers(22), options);
+    accel::ShardPlacement place = placement(2, p);
+    place.split_batches = true;
+    place.even_batches = false;
+    loader.shard(place);
+    EXPECT_EQ(loader.num_batches(), 6) << "process " << p;
+    EXPECT_EQ(epoch(loader).size(), p == 0 ? 6u : 5u);
+  }
+}
+
+TEST(LoaderParity, RemainderIsKnownFromTheEpochStartAndMinusOneWithDropLast) {
+  accel::DataLoaderOptions options;
+  options.batch_size = 4;
+  for (bool drop_last : {false, true}) {
+    options.drop_last = drop_last;
+    for (int P : {1, 2, 3}) {
+      auto gradient = std::make_shared<accel::GradientState>();
+      accel::DataLoader loader(numbers(22), options);
+      loader.shard(placement(P, 0, gradient));
+      std::vector<int64_t> remainders;
+      epoch(loader, &remainders, gradient.get());
+      ASSERT_FALSE(remainders.empty());
+      int64_t expected = drop_last ? -1 : 22 % (4 * P);
+      for (int64_t r : remainders) EXPECT_EQ(r, expected) << P << " processes, drop_last " << drop_last;
+      EXPECT_EQ(gradient->remainder, -1);  // outside an epoch
+    }
+  }
+}
+
+TEST(LoaderParity, DispatchSplitsTheLastBatchWithoutPadding) {
+  accel::DataLoaderOptions options;
+  options.batch_size = 4;
+  std::vector<int64_t> remainders;
+  // The issue's example: range(10), batch 4, 2 processes.
+  auto stream = [&] { return std::make_unique<accel::DataLoader>(std::make_shared<Range>(10), options); };
+  EXPECT_EQ(dispatched(stream, 2, false, &remainders),
+            (std::vector<Batches>{{{0, 1, 2, 3}, {8}}, {{4, 5, 6, 7}, {9}}}));
+  EXPECT_EQ(remainders, (std::vector<int64_t>{2, 2}));
+  // Rows that do not divide: each process gets rows / P + 1, completed with the first rows.
+  options.batch_size = 2;
+  remainders.clear();
+  auto map = [&] { return std::make_unique<accel::DataLoader>(numbers(10), options); };
+  EXPECT_EQ(dispatched(map, 3, false, &remainders),
+            (std::vector<Batches>{{{0, 1}, {6, 7}}, {{2, 3}, {8, 9}}, {{4, 5}, {0, 1}}}));
+  EXPECT_EQ(remainders, (std::vector<int64_t>{4, 4, 4}));
+  options.batch_size = 1;
+  remainders.clear();
+  EXPECT_EQ(dispatched(map, 4, false, &remainders),
+            (std::vector<Batches>{{{0}, {4}, {8}}, {{1}, {5}, {9}}, {{2}, {6}, {0}}, {{3}, {7}, {1}}}));
+  // split_batches: each batch of 4 is cut in two; the last [8, 9] gives one row each.
+  options.batch_size = 4;
+  remainders.clear();
+  EXPECT_EQ(dispatched(map, 2, true, &remainders),
+            (std::vector<Batches>{{{0, 1}, {4, 5}, {8}}, {{2, 3}, {6, 7}, {9}}}));
+  EXPECT_EQ(remainders, (std::vector<int64_t>{2, 2}));
+}
+
+TEST(LoaderParity, DispatchLengthIsTheDispatchersLength) {
+  accel::DataLoaderOptions options;
+  options.batch_size = 4;
+  for (int p = 0; p < 2; ++p) {
+    accel::DataLoader loader(numbers(22), options);  // 6 batches of 4 -> 3 rounds of 2
+    accel::ShardPlacement place = placement(2, p);
+    place.dispatch = [](std::optional<accel::Batch> batch) { return batch; };
+    loader.shard(place);
+    EXPECT_EQ(loader.num_batches(), 3);
+  }
+}
+
+TEST(LoaderParity, UserBatchSamplerIsShardedAsBatchSamplerShard) {
+  // Accelerate's test_batch_sampler_with_varying_batch_size.
+  Batches sampler{{0, 1, 2}, {3, 4}, {5, 6, 7, 8}, {9, 10, 11}, {12, 13}};
+  accel::DataLoaderOptions options;
+  options.batch_size = 0;  // sizes vary
+  accel::DataLoader whole(numbers(14), sampler, options);
+  EXPECT_EQ(epoch(whole), sampler);
+  EXPECT_EQ(whole.num_batches(), 5);
+  Batches expected[2] = {{{0, 1, 2}, {5, 6, 7, 8}, {12, 13}}, {{3, 4}, {9, 10, 11}}};
+  for (int p = 0; p < 2; ++p) {
+    accel::DataLoader loader(numbers(14), sampler, options);
+    accel::ShardPlacement place = placement(2, p);
+    EXPECT_THROW(loader.shard(place), accel::Error);  // even_batches needs a batch size
+    EXPECT_FALSE(loader.is_prepared());
+    place.even_batches = false;
+    loader.shard(place);
+    EXPECT_EQ(loader.num_batches(), p == 0 ? 3 : 2);
+    EXPECT_EQ(epoch(loader), expected[p]);
+    EXPECT_EQ(epoch(loader), expected[p]);  // the same batches every epoch
+  }
+}
+
+TEST(LoaderParity, UserBatchSamplerRejectsBadBatches) {
+  accel::DataLoaderOptions options;
+  options.batch_size = 0;
+  auto expect_message = [&](Batches batches, const std::string& part) {
+    try {
+      accel::DataLoader loader(numbers(5), batches, options);
+      FAIL() << "no error for " << part;
+    } catch (const accel::Error& error) {
+      EXPECT_NE(std::string(error.what()).find(part), std::string::npos) << error.what();
+    }
+  };
+  expect_message({{0, 1}, {}}, "batch 1 is empty");
+  expect_message({{0, 5}}, "holds index 5");
+  expect_message({{-1}}, "holds index -1");
+  options.shuffle = true;
+  expect_message({{0}}, "shuffle=true with a batch sampler");
+  options.shuffle = false;
+  options.batch_size = -2;
+  expect_message({{0}}, "got -2");
+}
+
+nlohmann::json orders(const std::string& kind) {
+  std::ifstream in(std::string(ACCEL_TEST_FILES) + "/data/files/accelerate_loader_shards.json");
+  nlohmann::json rows = nlohmann::json::array();
+  for (auto& row : nlohmann::json::parse(in)) {
+    if (row["kind"] == kind) rows.push_back(row);
+  }
+  EXPECT_FALSE(rows.empty());
+  return rows;
+}
+
+TEST(LoaderParity, WithoutASeedTheOrderFollowsTheGlobalGenerator) {
+  for (const auto& row : orders("random_sampler")) {
+    accel::DataLoaderOptions options;
+    options.batch_size = row["n"];
+    options.shuffle = true;  // no seed: PyTorch's RandomSampler without a generator
+    accel::DataLoader loader(numbers(row["n"]), options);
+    at::manual_seed(row["set_seed"].get<uint64_t>());
+    for (const auto& expected : row["epochs"]) EXPECT_EQ(epoch(loader).at(0), expected) << row.dump();
+  }
+}
+
+TEST(LoaderParity, SeedableSamplerShufflesWithDataSeedPlusEpoch) {
+  for (const auto& row : orders("seedable_sampler")) {
+    accel::DataLoaderOptions options;
+    options.batch_size = row["n"];
+    options.shuffle = true;
+    options.seed = 99;  // overridden by the seedable sampler, as in Accelerate
+    accel::DataLoader loader(numbers(row["n"]), options);
+    accel::ShardPlacement place = placement(1, 0);
+    place.use_seedable_sampler = true;
+    place.data_seed = row["data_seed"].get<uint64_t>();
+    loader.shard(place);
+    for (const auto& expected : row["epochs"]) EXPECT_EQ(epoch(loader).at(0), expected) << row.dump();
+    // Without data_seed: the global generator's initial seed.
+    accel::DataLoader fallback(numbers(row["n"]), options);
+    place.data_seed.reset();
+    fallback.shard(place);
+    at::manual_seed(row["data_seed"].get<uint64_t>());
+    at::randn({3});  // drawing does not move the initial seed
+    for (const auto& expected : row["epochs"]) EXPECT_EQ(epoch(fallback).at(0), expected) << row.dump();
+  }
+}
+
+TEST(LoaderParity, SeveralProcessesAgreeOnTheMainProcesssDraw) {
+  accel::DataLoaderOptions options;
+  options.batch_size = 8;
+  options.shuffle = true;
+  std::vector<uint64_t> offered;
+  Batches seen[2];
+  for (int p = 0; p < 2; ++p) {
+    accel::DataLoader loader(numbers(16), options);
+    accel::ShardPlacement place = placement(2, p);
+    place.agree_seed = [&offered](uint64_t seed) {
+      offered.push_back(seed);
+      return offered.front();  // the main process's draw
+    };
+    loader.shard(place);
+    at::manual_seed(p == 0 ? 1 : 2);  // generators that drifted apart
+    seen[p] = epoch(loader);
+  }
+  ASSERT_EQ(offered.size(), 2u);
+  EXPECT_NE(offered[0], offered[1]);
+  std::vector<int64_t> all = seen[0].at(0);
+  all.insert(all.end(), seen[1].at(0).begin(), seen[1].at(0).end());
+  std::sort(all.begin(), all.end());
+  for (int64_t i = 0; i < 16; ++i) EXPECT_EQ(all[static_cast<size_t>(i)], i);  // one permutation, split
+}
+
+}  // namespace
