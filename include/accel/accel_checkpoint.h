@@ -57,7 +57,8 @@ ACCEL_API accel_status accel_accelerator_set_save_iteration(accel_accelerator* a
 /* Writes model in Hugging Face's layout into dir: model.safetensors, or shards
    model-0000i-of-0000N.safetensors plus model.safetensors.index.json
    (metadata.total_size, weight_map) when larger than max_shard_size ("5GB",
-   "200MB", "1GiB", bytes; NULL: "10GB"). As Hugging Face's shard_checkpoint:
+   "200MB", "1GiB", bytes; NULL: "10GB"; read as Accelerate reads them, so
+   "5Gb" with a lowercase b is gigabits). As Hugging Face's shard_checkpoint:
    tensors in PyTorch's state_dict order fill the current shard while the next
    fits (one larger than the limit gets its own); the index's keys are sorted.
    Only the main process writes.

@@ -45,7 +45,9 @@ void save_safetensors(const std::string& path, const TensorDict& tensors,
 // deep included).
 TensorDict load_safetensors(const std::string& path, std::map<std::string, std::string>* metadata = nullptr);
 
-// "5GB" (10^9), "5GiB" (2^30), "200MB", "64KB", "123" (bytes) → bytes. Throws InvalidArgument.
+// "5GB" (10^9), "5GiB" (2^30), "200MB", "1.5GB", "123" (bytes) → bytes, as Accelerate's
+// convert_file_size_to_int reads them: "5Gb" (lowercase b) is gigabits, 625000000
+// bytes. Throws InvalidArgument naming the text.
 int64_t parse_size(const std::string& text);
 
 }  // namespace accel

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <cctype>
+#include <charconv>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -38,20 +39,30 @@ void make_directories(const std::string& dir) {
 }  // namespace
 
 int64_t parse_size(const std::string& text) {
+  // Accelerate's convert_file_size_to_int: a decimal number, then a unit; a
+  // lowercase final "b" after K/M/G means bits ("5Gb" is 625000000 bytes).
   size_t digits = 0;
-  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
-  require_arg(digits > 0 && digits <= 18, "size \"" + text + "\" does not start with a number of bytes");
-  int64_t number = std::stoll(text.substr(0, digits));
-  std::string unit = text.substr(digits);
-  static const std::map<std::string, int64_t> units{
-      {"", 1},          {"B", 1},          {"KB", 1000},         {"MB", 1000 * 1000},      {"GB", 1000 * 1000 * 1000},
-      {"KIB", 1 << 10}, {"MIB", 1 << 20},  {"GIB", int64_t{1} << 30}, {"TB", int64_t{1000} * 1000 * 1000 * 1000}};
+  while (digits < text.size() && (std::isdigit(static_cast<unsigned char>(text[digits])) || text[digits] == '.')) ++digits;
+  require_arg(digits > 0 && digits <= 24 && std::isdigit(static_cast<unsigned char>(text[0])),
+              "size \"" + text + "\" does not start with a number of bytes");
+  const std::string unit = text.substr(digits);
+  static const std::map<std::string, double> units{
+      {"", 1},       {"B", 1},       {"KB", 1e3},       {"MB", 1e6},       {"GB", 1e9},
+      {"KIB", 1024}, {"MIB", 1 << 20}, {"GIB", double(1 << 30)}, {"TB", 1e12}};
   std::string upper;
   for (char c : unit) upper += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   auto it = units.find(upper);
   require_arg(it != units.end(), "size \"" + text + "\": unknown unit \"" + unit + "\" (B, KB, MB, GB, KiB, MiB, GiB)");
-  require_arg(number > 0, "size \"" + text + "\" must be positive");
-  return number * it->second;
+  double number = 0;  // from_chars: the C locale's decimal point whatever the program's locale
+  const auto parsed = std::from_chars(text.data(), text.data() + digits, number);
+  require_arg(parsed.ec == std::errc() && parsed.ptr == text.data() + digits,
+              "size \"" + text + "\" does not start with a number of bytes");
+  const double bytes = number * it->second;
+  require_arg(bytes < 9.2e18, "size \"" + text + "\" is too large");
+  int64_t size = static_cast<int64_t>(bytes);
+  if ((upper == "KB" || upper == "MB" || upper == "GB") && unit.back() == 'b') size /= 8;
+  require_arg(size > 0, "size \"" + text + "\" must be positive");
+  return size;
 }
 
 TensorDict Accelerator::get_state_dict(const Model& model) const {

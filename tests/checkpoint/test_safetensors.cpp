@@ -112,7 +112,11 @@ TEST(Safetensors, ParsesSizes) {
   EXPECT_EQ(accel::parse_size("5GB"), 5000000000);
   EXPECT_EQ(accel::parse_size("2MiB"), 2 << 20);
   EXPECT_EQ(accel::parse_size("123"), 123);
-  EXPECT_EQ(accel::parse_size("10kb"), 10000);
+  EXPECT_EQ(accel::parse_size("10kb"), 1250);  // kilobits, as Accelerate reads it
+  EXPECT_EQ(accel::parse_size("5Gb"), 625000000);
+  EXPECT_EQ(accel::parse_size("1.5GB"), 1500000000);
+  EXPECT_NE(error_of([] { accel::parse_size("99999999999TB"); }).find("too large"), std::string::npos);
+  EXPECT_NE(error_of([] { accel::parse_size(".5GB"); }).find("does not start with a number"), std::string::npos);
   EXPECT_NE(error_of([] { accel::parse_size("5XB"); }).find("unknown unit \"XB\""), std::string::npos);
   EXPECT_NE(error_of([] { accel::parse_size("GB"); }).find("does not start with a number"), std::string::npos);
 }

@@ -92,7 +92,7 @@ CHECKED_IN_INDEX_130 = {
 def test_save_model_shards_as_hugging_face(tmp_path, max_shard_size):
     acc = accel.Accelerator(cpu=True)
     model = accel.Model.from_json(BN_SPEC)
-    acc.save_model(model, str(tmp_path), f"{max_shard_size}B")
+    acc.save_model(model, str(tmp_path), max_shard_size=max_shard_size)
     written = (tmp_path / "model.safetensors.index.json").read_text()
     weight_map = json.loads(written)["weight_map"]
     assert list(weight_map) == sorted(weight_map)
