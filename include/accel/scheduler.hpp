@@ -92,7 +92,11 @@ class Scheduler {
   std::string state_json() const;
   void load_state_json(const std::string& json);
   std::weak_ptr<const void> lifetime() const;
-  // state_json / load_state_json, valid across moves while lifetime() has not expired.
+  // Save and load for save_state/load_state, valid across moves while
+  // lifetime() has not expired: save writes PyTorch's state_dict() of the
+  // corresponding torch.optim.lr_scheduler class as a pickle (scheduler.bin);
+  // load reads that (from libaccel or Python) or the JSON of older checkpoints,
+  // and throws InvalidArgument for another kind or other hyperparameters.
   CheckpointObject checkpoint_object() const;
 
   // Used by Accelerator::prepare. adjust_scheduler: calls on accumulation
@@ -105,6 +109,8 @@ class Scheduler {
   struct Impl;
   static std::string save_json(Impl& impl);
   static void load_json(Impl& impl, const std::string& json);
+  static std::string save_pickle(Impl& impl);
+  static void load_bytes(Impl& impl, const std::string& bytes);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -16,6 +16,7 @@
 #include "accel/optimizer.hpp"
 #include "accel/scheduler.hpp"
 #include "checkpoint/checkpoint_dir.hpp"
+#include "checkpoint/random_states.hpp"
 #include "checkpoint/state_files.hpp"
 #include "checkpoint/tensor_io.hpp"
 #include "model/model_impl.hpp"
@@ -30,7 +31,8 @@ std::string numbered_file(const std::string& base, size_t i, const std::string& 
   return (i == 0 ? base : base + "_" + std::to_string(i)) + extension;
 }
 
-std::string random_states_file(int rank) { return "random_states_" + std::to_string(rank) + ".safetensors"; }
+std::string random_states_file(int rank) { return "random_states_" + std::to_string(rank) + ".pkl"; }
+std::string legacy_random_states_file(int rank) { return "random_states_" + std::to_string(rank) + ".safetensors"; }
 
 std::string custom_object_file(size_t i) { return "custom_checkpoint_" + std::to_string(i) + ".bin"; }
 
@@ -192,17 +194,10 @@ std::string Accelerator::save_state(const std::string& requested_dir) {
   // Per process: generator states and where each prepared loader stands. Every
   // process learns every file's size and checksum (the gather is also the
   // point after which all of them are on disk), so the manifest covers them.
-  nlohmann::json positions = nlohmann::json::array();
-  for (DataLoader* loader : targets.loaders) {
-    DataLoader::Position p = loader->position();
-    positions.push_back({p.epoch, p.batches_consumed});
-  }
-  detail::FileDigest rng = detail::write_durable(
-      partial, detail::random_states_file(st.rank()),
-      detail::serialize_tensors(detail::generator_states(),
-                                {{"dataloaders", positions.dump()},
-                                 // where the accumulation window stands (Accelerate saves its step too)
-                                 {"step", std::to_string(st.gradient_state->step)}}));
+  std::vector<DataLoader::Position> positions;
+  for (DataLoader* loader : targets.loaders) positions.push_back(loader->position());
+  detail::FileDigest rng = detail::write_durable(partial, detail::random_states_file(st.rank()),
+                                                 detail::pickle_random_states(st.gradient_state->step, positions));
   const std::vector<std::string> rng_digests = gather_object(nlohmann::json{rng.bytes, rng.xxh3}.dump());
 
   if (writer) {

@@ -23,7 +23,10 @@ constexpr const char* kManifestName = "manifest.json";
 
 // "model.safetensors", "model_1.safetensors", ...
 std::string numbered_file(const std::string& base, size_t i, const std::string& extension);
+// "random_states_{rank}.pkl" (Accelerate's name and format); checkpoints
+// written before libaccel used that format hold "random_states_{rank}.safetensors".
 std::string random_states_file(int rank);
+std::string legacy_random_states_file(int rank);
 std::string custom_object_file(size_t i);
 std::string project_root(const AcceleratorState& state);
 std::string checkpoints_root(const AcceleratorState& state);

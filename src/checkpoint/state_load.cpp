@@ -15,6 +15,7 @@
 #include "accel/accelerator.hpp"
 #include "accel/error.hpp"
 #include "checkpoint/checkpoint_dir.hpp"
+#include "checkpoint/random_states.hpp"
 #include "checkpoint/safetensors.hpp"
 #include "checkpoint/state_files.hpp"
 #include "checkpoint/tensor_io.hpp"
@@ -190,6 +191,35 @@ int64_t checked_step(const safetensors::File& file) {
   return step;
 }
 
+// Checkpoints written before libaccel used Accelerate's format: the states as
+// safetensors tensors ("cpu", "cuda_<i>"), positions and step as metadata.
+detail::RandomStates legacy_random_states(const CheckpointReader& reader, const std::string& name, size_t loaders) {
+  reader.verify(name);
+  safetensors::File file = safetensors::File::open(reader.path(name));
+  detail::RandomStates out;
+  out.cpu = checked_generator_state(file, "cpu", at::detail::getDefaultCPUGenerator());
+  if (torch::cuda::is_available()) {
+    for (int i = 0, n = static_cast<int>(torch::cuda::device_count()); i < n; ++i) {
+      const std::string device = "cuda_" + std::to_string(i);
+      if (!file.find(device)) continue;  // saved on a machine with fewer GPUs
+      at::Generator gen = at::globalContext().defaultGenerator(c10::Device(c10::kCUDA, static_cast<int8_t>(i)));
+      out.cuda.emplace_back(gen, checked_generator_state(file, device, gen));
+    }
+  }
+  out.positions = checked_positions(file, loaders);
+  out.step = checked_step(file);
+  return out;
+}
+
+detail::RandomStates random_states(const CheckpointReader& reader, int rank, size_t loaders) {
+  const std::string name = detail::random_states_file(rank), legacy = detail::legacy_random_states_file(rank);
+  std::error_code error;
+  if (!std::filesystem::exists(reader.path(name), error) && std::filesystem::exists(reader.path(legacy), error)) {
+    return legacy_random_states(reader, legacy, loaders);
+  }
+  return detail::read_random_states(reader.bytes(name), loaders, "load_state: " + reader.path(name));
+}
+
 std::string newest_checkpoint(const detail::AcceleratorState& st) {
   // Interrupted saves are cleaned by every process before looking, so that
   // all of them see the same checkpoints.
@@ -303,21 +333,7 @@ void Accelerator::load_state(const std::string& requested_dir) {
             "load_state: " + scaler.path() + ": \"growth_tracker\" is " + std::to_string(growth_tracker) +
                 ", not a non-negative count");
   }
-  const std::string rng_name = detail::random_states_file(st.rank());
-  reader.verify(rng_name);
-  safetensors::File rng_file = safetensors::File::open(reader.path(rng_name));
-  at::Tensor cpu_state = checked_generator_state(rng_file, "cpu", at::detail::getDefaultCPUGenerator());
-  std::vector<std::pair<at::Generator, at::Tensor>> cuda_states;
-  if (torch::cuda::is_available()) {
-    for (int i = 0, n = static_cast<int>(torch::cuda::device_count()); i < n; ++i) {
-      const std::string name = "cuda_" + std::to_string(i);
-      if (!rng_file.find(name)) continue;  // saved on a machine with fewer GPUs
-      at::Generator gen = at::globalContext().defaultGenerator(c10::Device(c10::kCUDA, static_cast<int8_t>(i)));
-      cuda_states.emplace_back(gen, checked_generator_state(rng_file, name, gen));
-    }
-  }
-  const std::vector<DataLoader::Position> positions = checked_positions(rng_file, targets.loaders.size());
-  const int64_t accumulation_step = checked_step(rng_file);
+  const detail::RandomStates rng = random_states(reader, st.rank(), targets.loaders.size());
 
   // 2. Apply. Optimizers, schedulers and the user's objects first, rolled back
   // if one of them fails (their load functions can reject what the checks
@@ -329,7 +345,13 @@ void Accelerator::load_state(const std::string& requested_dir) {
   size_t custom_loaded = 0;
   try {
     for (size_t i = 0; i < targets.optimizers.size(); ++i) targets.optimizers[i].load(optimizer_bytes[i]);
-    for (size_t i = 0; i < targets.schedulers.size(); ++i) targets.schedulers[i].load(scheduler_bytes[i]);
+    for (size_t i = 0; i < targets.schedulers.size(); ++i) {
+      try {
+        targets.schedulers[i].load(scheduler_bytes[i]);
+      } catch (const Error& e) {  // the scheduler knows its key, not its file
+        fail(e.code(), "load_state: " + reader.path(detail::numbered_file("scheduler", i, ".bin")) + ": " + e.what());
+      }
+    }
     for (; custom_loaded < st.checkpoint_objects.size(); ++custom_loaded) {
       st.checkpoint_objects[custom_loaded].load(custom_bytes[custom_loaded]);
     }
@@ -349,14 +371,14 @@ void Accelerator::load_state(const std::string& requested_dir) {
   {
     at::Generator gen = at::detail::getDefaultCPUGenerator();
     std::lock_guard<std::mutex> lock(gen.mutex());
-    gen.set_state(cpu_state);
+    gen.set_state(rng.cpu);
   }
-  for (auto& [gen, state] : cuda_states) {
+  for (auto [gen, state] : rng.cuda) {
     std::lock_guard<std::mutex> lock(gen.mutex());
     gen.set_state(state);
   }
-  for (size_t i = 0; i < targets.loaders.size(); ++i) targets.loaders[i]->resume_from(positions[i]);
-  st.gradient_state->step = accumulation_step;
+  for (size_t i = 0; i < rng.positions.size(); ++i) targets.loaders[i]->resume_from(rng.positions[i]);
+  st.gradient_state->step = rng.step;
   if (st.project.automatic_checkpoint_naming) st.project.iteration = iteration + 1;
 }
 

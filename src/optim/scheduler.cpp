@@ -10,6 +10,8 @@
 #include "accel/data.hpp"
 #include "accel/error.hpp"
 #include "core/json.hpp"
+#include "optim/optimizer_state.hpp"
+#include "optim/scheduler_state.hpp"
 
 namespace accel {
 
@@ -104,6 +106,25 @@ struct Scheduler::Impl {
   std::shared_ptr<int> alive = std::make_shared<int>(0);
 
   std::vector<torch::optim::OptimizerParamGroup>& groups() { return optimizer->torch_optimizer().param_groups(); }
+
+  detail::SchedulerPosition position() {
+    detail::SchedulerPosition p{last_epoch, base_lrs, {}, best, bad_epochs, cooldown_counter, adjusted_steps};
+    for (auto& group : groups()) p.lrs.push_back(group.options().get_lr());
+    return p;
+  }
+  // p was checked against this scheduler (group count included): cannot fail.
+  void restore(const detail::SchedulerPosition& p) {
+    last_epoch = p.last_epoch;
+    if (!p.base_lrs.empty()) base_lrs = p.base_lrs;  // ReduceLROnPlateau's state has none
+    if (options.kind == SchedulerKind::ReduceOnPlateau) {  // the others' states carry no counters
+      best = p.best;
+      bad_epochs = p.bad_epochs;
+      cooldown_counter = p.cooldown_counter;
+    }
+    adjusted_steps = p.adjusted_steps;
+    auto& g = groups();
+    for (size_t i = 0; i < g.size(); ++i) g[i].options().set_lr(p.lrs[i]);
+  }
 
   double lr_at(double base, int64_t t) const {
     const SchedulerOptions& o = options;
@@ -270,8 +291,20 @@ std::weak_ptr<const void> Scheduler::lifetime() const { return impl_->alive; }
 
 CheckpointObject Scheduler::checkpoint_object() const {
   Impl* impl = impl_.get();  // heap: stays put when the Scheduler moves
-  return CheckpointObject{[impl] { return Scheduler::save_json(*impl); },
-                          [impl](const std::string& json) { Scheduler::load_json(*impl, json); }};
+  return CheckpointObject{[impl] { return Scheduler::save_pickle(*impl); },
+                          [impl](const std::string& bytes) { Scheduler::load_bytes(*impl, bytes); }};
+}
+
+std::string Scheduler::save_pickle(Impl& impl) {
+  return detail::pickle_state_dict(detail::scheduler_state_dict(impl.options, impl.position()));
+}
+
+void Scheduler::load_bytes(Impl& impl, const std::string& bytes) {
+  // Checkpoints written before libaccel used PyTorch's format hold JSON.
+  if (!detail::is_pickle(bytes)) return load_json(impl, bytes);
+  const std::string label = std::string("scheduler state (") + detail::torch_scheduler_class(impl.options.kind) + ")";
+  impl.restore(detail::read_scheduler_state_dict(impl.options, detail::unpickle_state_dict(bytes, label),
+                                                 impl.groups().size(), label));
 }
 
 std::string Scheduler::state_json() const { return save_json(*impl_); }

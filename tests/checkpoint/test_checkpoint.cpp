@@ -34,7 +34,7 @@ TEST(Checkpoint, ResumeIsBitwiseEqualToAnUninterruptedRun) {
   auto a = reference.model.parameters(), b = resumed.model.parameters();
   for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(at::equal(a[i], b[i])) << "parameter " << i;
   EXPECT_EQ(reference.scheduler.last_lr(), resumed.scheduler.last_lr());
-  for (const char* name : {"model.safetensors", "optimizer.bin", "scheduler.bin", "random_states_0.safetensors",
+  for (const char* name : {"model.safetensors", "optimizer.bin", "scheduler.bin", "random_states_0.pkl",
                            "custom_checkpoint_0.bin", "manifest.json"}) {
     EXPECT_TRUE(fs::exists(dir + "/" + name)) << name;
   }

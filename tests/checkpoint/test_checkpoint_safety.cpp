@@ -14,6 +14,7 @@
 
 #include "accel/accel.hpp"
 #include "checkpoint/checkpoint_dir.hpp"
+#include "optim/optimizer_state.hpp"
 #include "checkpoint/training_run.hpp"
 
 namespace fs = std::filesystem;
@@ -130,28 +131,41 @@ TEST(CheckpointSafety, ABadRandomStateFileAppliesNothing) {
   TrainingRun run;
   run.train(3);
   run.accelerator.save_state(dir);
-  const std::string rng_file = "random_states_0.safetensors";
+  const std::string rng_file = "random_states_0.pkl";
   const std::string good = read_all(dir + "/" + rng_file);
-  std::map<std::string, std::string> metadata;
-  accel::TensorDict rng = accel::load_safetensors(dir + "/" + rng_file, &metadata);
   run.train(6);  // the run moves on, so a partial load would show
 
-  auto rng_variant = [&](const accel::TensorDict& tensors, const std::string& positions) {
-    std::string path = dir + "/variant.safetensors";
-    accel::save_safetensors(path, tensors, {{"dataloaders", positions}});
-    return read_all(path);
+  using Dict = c10::impl::GenericDict;
+  auto variant = [&](const std::function<void(Dict&)>& edit) {
+    Dict d = accel::detail::unpickle_state_dict(good, "test").toGenericDict();
+    edit(d);
+    return accel::detail::pickle_state_dict(d);
   };
-  const std::string positions = metadata.at("dataloaders");
+  auto positions = [](std::vector<c10::IValue> pair) {
+    c10::impl::GenericList inner(c10::AnyType::get()), outer(c10::AnyType::get());
+    for (auto& v : pair) inner.push_back(v);
+    outer.push_back(inner);
+    return outer;
+  };
   struct Case {
     std::string bytes, expected;
   };
   std::vector<Case> cases{
-      {rng_variant(rng, "[[0, -3]]"), "batches_consumed -3 is not a non-negative integer"},
-      {rng_variant(rng, "[[\"one\", 2]]"), "epoch \"one\" is not a non-negative integer"},
-      {rng_variant(rng, "{\"a\": 1}"), "does not hold the positions of 1 dataloaders"},
-      {rng_variant({{"cpu", at::zeros({16}, at::kByte)}}, positions), "has shape [16], this generator's has"},
-      {rng_variant({{"cpu", rng[0].second.to(at::kFloat)}}, positions), "has dtype F32, expected U8"},
-      {rng_variant({}, positions), "lacks the cpu generator state"},
+      {variant([&](Dict& d) { d.insert_or_assign("libaccel_dataloaders", positions({int64_t{0}, int64_t{-3}})); }),
+       "[0]: batches_consumed is -3, not a non-negative integer"},
+      {variant([&](Dict& d) { d.insert_or_assign("libaccel_dataloaders", positions({std::string("one"), int64_t{2}})); }),
+       "[0]: epoch is a String, not a non-negative integer"},
+      {variant([](Dict& d) { d.insert_or_assign("libaccel_dataloaders", int64_t{1}); }),
+       "does not hold the positions of 1 dataloaders"},
+      {variant([](Dict& d) { d.insert_or_assign("torch_manual_seed", at::zeros({16}, at::kByte)); }),
+       "\"torch_manual_seed\" has shape [16], this generator's has"},
+      {variant([](Dict& d) { d.insert_or_assign("torch_manual_seed", d.at("torch_manual_seed").toTensor().to(at::kFloat)); }),
+       "\"torch_manual_seed\" has dtype Float, expected uint8"},
+      {variant([](Dict& d) { d.erase("torch_manual_seed"); }), "lacks \"torch_manual_seed\""},
+      {variant([](Dict& d) { d.insert_or_assign("step", int64_t{-1}); }), "\"step\" is -1, not a non-negative integer"},
+      {variant([](Dict& d) { d.insert_or_assign("torch_cuda_manual_seed", int64_t{0}); }),
+       "\"torch_cuda_manual_seed\" is 0, not a list"},
+      {"{\"cpu\": 1}", "not a PyTorch pickle of plain data"},
   };
   for (const Case& c : cases) {
     tamper(dir, rng_file, c.bytes);
@@ -167,12 +181,50 @@ TEST(CheckpointSafety, ABadRandomStateFileAppliesNothing) {
   EXPECT_EQ(run.steps, 3);
 }
 
+// Checkpoints written before libaccel used Accelerate's format kept the
+// generator states in random_states_{rank}.safetensors, positions and step as
+// metadata: they still load, and their bad values are still refused.
+TEST(CheckpointSafety, OlderSafetensorsRandomStatesStillLoad) {
+  std::string dir = fresh_dir("legacy_rng");
+  at::manual_seed(4);
+  TrainingRun run;
+  run.train(3);
+  run.accelerator.save_state(dir);
+  const at::Tensor generator = at::detail::getDefaultCPUGenerator().get_state();
+  const accel::DataLoader::Position position = run.loader.position();
+  const std::string legacy = "random_states_0.safetensors";
+  auto make_legacy = [&](const accel::TensorDict& tensors, const std::string& positions) {
+    fs::remove(dir + "/random_states_0.pkl");
+    nlohmann::json manifest = nlohmann::json::parse(read_all(dir + "/manifest.json"));
+    manifest["files"].erase("random_states_0.pkl");
+    write_all(dir + "/manifest.json", manifest.dump());
+    const std::string path = dir + "/variant.safetensors";
+    accel::save_safetensors(path, tensors, {{"dataloaders", positions}, {"step", "0"}});
+    tamper(dir, legacy, read_all(path));
+    fs::remove(path);
+  };
+  const std::string positions =
+      "[[" + std::to_string(position.epoch) + ", " + std::to_string(position.batches_consumed) + "]]";
+  run.train(6);
+  make_legacy({{"cpu", at::zeros({16}, at::kByte)}}, positions);
+  Snapshot before(run);
+  const std::string message = error_of([&] { run.accelerator.load_state(dir); });
+  EXPECT_NE(message.find(legacy + ": generator state \"cpu\" has shape [16]"), std::string::npos) << message;
+  Snapshot(run).expect_equal(before);
+
+  make_legacy({{"cpu", generator}}, positions);
+  run.accelerator.load_state(dir);
+  EXPECT_EQ(run.steps, 3);
+  EXPECT_TRUE(at::equal(at::detail::getDefaultCPUGenerator().get_state(), generator));
+  EXPECT_EQ(run.loader.position().batches_consumed, position.batches_consumed);
+}
+
 TEST(CheckpointSafety, AFlippedByteIsACorruptFileNamed) {
   std::string dir = fresh_dir("flipped");
   TrainingRun run;
   run.train(2);
   run.accelerator.save_state(dir);
-  for (const std::string name : {"model.safetensors", "optimizer.bin", "scheduler.bin", "random_states_0.safetensors"}) {
+  for (const std::string name : {"model.safetensors", "optimizer.bin", "scheduler.bin", "random_states_0.pkl"}) {
     std::string bytes = read_all(dir + "/" + name);
     std::string flipped = bytes;
     flipped[flipped.size() - 3] ^= 0x10;  // in the data, past any header
@@ -209,12 +261,24 @@ TEST(CheckpointSafety, MalformedJsonFilesNameTheFileAndField) {
             std::string::npos);
   write_all(dir + "/manifest.json", manifest);
 
-  nlohmann::json scheduler = nlohmann::json::parse(read_all(dir + "/scheduler.bin"));
+  // scheduler.bin as older checkpoints hold it (JSON), then as PyTorch's pickle.
+  nlohmann::json scheduler = nlohmann::json::parse(run.scheduler.state_json());
   scheduler["last_epoch"] = "many";
   tamper(dir, "scheduler.bin", scheduler.dump());
   Snapshot before(run);
   std::string message = error_of([&] { run.accelerator.load_state(dir); });
-  EXPECT_NE(message.find("scheduler state: \"last_epoch\" is not an integer"), std::string::npos) << message;
+  EXPECT_NE(message.find("scheduler.bin: scheduler state: \"last_epoch\" is not an integer"), std::string::npos)
+      << message;
+  Snapshot(run).expect_equal(before);
+
+  run.accelerator.save_state(dir + "_pickle");
+  auto dict = accel::detail::unpickle_state_dict(read_all(dir + "_pickle/scheduler.bin"), "test").toGenericDict();
+  dict.insert_or_assign("last_epoch", std::string("many"));
+  tamper(dir + "_pickle", "scheduler.bin", accel::detail::pickle_state_dict(dict));
+  message = error_of([&] { run.accelerator.load_state(dir + "_pickle"); });
+  EXPECT_NE(message.find("scheduler.bin: scheduler state (LambdaLR): \"last_epoch\" is \"many\", not an integer"),
+            std::string::npos)
+      << message;
   Snapshot(run).expect_equal(before);
 }
 

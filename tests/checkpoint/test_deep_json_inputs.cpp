@@ -3,6 +3,7 @@
 // and the depth. Before the nesting limit, the deep safetensors shape
 // overflowed the stack when shown in the error message.
 #include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -92,15 +93,16 @@ TEST(DeepJsonInputs, CheckpointMetadataNestedDeepIsRefused) {
   accelerator.prepare(model);
   accelerator.save_state(dir);
 
-  // The random-state file's "dataloaders" metadata.
+  // The "dataloaders" metadata of the random-state file older checkpoints hold
+  // (random_states_0.safetensors, in place of today's .pkl).
   const std::string rng = dir + "/random_states_0.safetensors";
-  std::map<std::string, std::string> metadata;
-  accel::TensorDict tensors = accel::load_safetensors(rng, &metadata);
-  metadata["dataloaders"] = nested_arrays(100000);
-  accel::save_safetensors(rng, tensors, metadata);
+  accel::save_safetensors(rng, {{"cpu", at::detail::getDefaultCPUGenerator().get_state()}},
+                          {{"dataloaders", nested_arrays(100000)}});
+  std::filesystem::remove(dir + "/random_states_0.pkl");
   {  // the manifest's checksum made to match, so the parser is what refuses it
     nlohmann::json manifest = nlohmann::json::parse(std::ifstream(dir + "/manifest.json"));
     accel::detail::FileDigest digest = accel::detail::digest_file(rng);
+    manifest["files"].erase("random_states_0.pkl");
     manifest["files"]["random_states_0.safetensors"] = {{"bytes", digest.bytes}, {"xxh3", digest.xxh3}};
     std::ofstream(dir + "/manifest.json", std::ios::trunc) << manifest.dump();
   }
