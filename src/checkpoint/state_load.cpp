@@ -14,6 +14,7 @@
 
 #include "accel/accelerator.hpp"
 #include "accel/error.hpp"
+#include "checkpoint/accelerate_checkpoint.hpp"
 #include "checkpoint/checkpoint_dir.hpp"
 #include "checkpoint/safetensors.hpp"
 #include "checkpoint/state_files.hpp"
@@ -210,6 +211,10 @@ void Accelerator::load_state(const std::string& requested_dir) {
     dir = newest_checkpoint(st);
   }
   for (auto& [id, hook] : st.load_state_pre_hooks) hook(dir);
+  if (detail::is_accelerate_checkpoint(dir)) {  // written by Python Accelerate: no manifest, its own files
+    detail::load_accelerate_checkpoint(st, dir);
+    return;
+  }
 
   // 1. Read and check everything.
   const std::string manifest_path = dir + "/" + detail::kManifestName;
