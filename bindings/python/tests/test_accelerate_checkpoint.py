@@ -51,6 +51,23 @@ def test_libaccel_continues_an_accelerate_checkpoint(tmp_path, kind, options):
         np.testing.assert_allclose(ours[name], expected[name], rtol=0, atol=1e-6, err_msg=name)
 
 
+@pytest.mark.parametrize("kind", ["sgd", "adamw"])
+def test_two_libaccel_processes_continue_two_accelerate_processes(tmp_path, kind):
+    launcher = os.environ.get("ACCEL_CLI")
+    if not launcher:
+        pytest.skip("ACCEL_CLI (the accel command) is not set; run through CTest")
+    # accel launch sets torchrun's variables, so it starts Python Accelerate's 2 processes too.
+    launch = [launcher, "launch", "--nproc_per_node", "2", "--master_port", "0", sys.executable]
+    subprocess.run(launch + [str(TRAINER), kind, str(STEPS), str(tmp_path)], check=True, timeout=240,
+                   capture_output=True)
+    assert (tmp_path / "checkpoint" / "random_states_1.pkl").exists()
+    result = subprocess.run(launch + [str(TRAINER.parent / "accelerate_resume_worker.py"), kind, str(STEPS),
+                                      str(tmp_path)], capture_output=True, text=True, timeout=240)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "[rank 0] accelerate resume ok 2" in result.stdout
+    assert "[rank 1] accelerate resume ok 2" in result.stdout
+
+
 def _twin():
     torch.manual_seed(1)
     return torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2))
