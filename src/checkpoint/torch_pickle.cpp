@@ -373,7 +373,14 @@ c10::IValue read_torch_save(const std::string& bytes, const std::string& label) 
     fail(ErrorCode::IO, label + ": not a readable torch.save archive (" + message.substr(0, message.find('\n')) + ")");
   }
   Machine machine(*archive, label);
-  return machine.run(static_cast<const uint8_t*>(std::get<0>(pickle).get()), std::get<1>(pickle));
+  try {
+    return machine.run(static_cast<const uint8_t*>(std::get<0>(pickle).get()), std::get<1>(pickle));
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {  // LibTorch refusing a record or a tensor: still the file's fault
+    std::string message = e.what();
+    fail(ErrorCode::IO, label + ": unreadable (" + message.substr(0, message.find('\n')) + ")");
+  }
 }
 
 }  // namespace accel::detail

@@ -145,6 +145,29 @@ TEST(TorchPickle, RefusesATensorBeyondItsStorageAndUnknownOpcodes) {
   EXPECT_NE(message.find("opcode 0x81"), std::string::npos) << message;
   EXPECT_NE(error_of([&] { accel::detail::read_torch_save("not a zip", "f"); }).find("not a torch.save zip"),
             std::string::npos);
+  // Truncated anywhere: an IO error naming the file, never a crash or a LibTorch exception.
+  const std::string whole = linear_state_dict(7, {1, 2});
+  for (size_t n = 4; n < whole.size(); n += 7) {
+    try {
+      accel::detail::read_torch_save(whole.substr(0, n), "cut.bin");
+    } catch (const accel::Error& e) {
+      EXPECT_EQ(e.code(), accel::ErrorCode::IO);
+      EXPECT_NE(std::string(e.what()).find("cut.bin"), std::string::npos) << e.what();
+    }
+  }
+  // Every byte of data.pkl flipped in turn: refused or read, never anything else.
+  Pickle sd;
+  sd.ordered_dict().op("(").str("w").tensor("0", 2).op("u");
+  const std::string pickle = sd.done();
+  for (size_t i = 2; i < pickle.size(); ++i) {
+    std::string bad = pickle;
+    bad[i] = static_cast<char>(bad[i] ^ 0x5a);
+    try {
+      accel::detail::read_torch_save(archive(bad, {{"0", floats({1, 2})}}), "flip.bin");
+    } catch (const accel::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("flip.bin"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(AccelerateCheckpoint, LoadCheckpointInModelReadsPytorchModelBinAndItsIndex) {
