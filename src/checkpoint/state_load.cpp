@@ -333,7 +333,13 @@ void Accelerator::load_state(const std::string& requested_dir) {
   for (auto& c : st.checkpoint_objects) custom_backup.push_back(c.save());
   size_t custom_loaded = 0;
   try {
-    for (size_t i = 0; i < targets.optimizers.size(); ++i) targets.optimizers[i].load(optimizer_bytes[i]);
+    for (size_t i = 0; i < targets.optimizers.size(); ++i) {
+      try {
+        targets.optimizers[i].load(optimizer_bytes[i]);
+      } catch (const Error& e) {  // the optimizer knows its key, not its file
+        fail(e.code(), "load_state: " + reader.path(detail::numbered_file("optimizer", i, ".bin")) + ": " + e.what());
+      }
+    }
     for (size_t i = 0; i < targets.schedulers.size(); ++i) targets.schedulers[i].load(scheduler_bytes[i]);
     for (; custom_loaded < st.checkpoint_objects.size(); ++custom_loaded) {
       st.checkpoint_objects[custom_loaded].load(custom_bytes[custom_loaded]);

@@ -392,10 +392,14 @@ std::string pickle_state_dict(const c10::IValue& state_dict) {
 c10::IValue unpickle_state_dict(const std::string& bytes, const std::string& label) {
   try {
     return torch::jit::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
-  } catch (const std::exception&) {
-    // Not what torch::pickle_save writes: Python's torch.save (Accelerate's
-    // optimizer.bin) uses opcodes LibTorch's unpickler lacks. The reader for
-    // those allows the same data-only vocabulary and names what it refuses.
+  } catch (const std::exception& e) {
+    if (!is_zip_archive(bytes)) {
+      std::string message = e.what();
+      fail(ErrorCode::IO, label + ": not a PyTorch pickle of plain data (" + message.substr(0, message.find('\n')) + ")");
+    }
+    // Python's torch.save (Accelerate's optimizer.bin) uses opcodes LibTorch's
+    // unpickler lacks. The reader for those allows the same data-only
+    // vocabulary and names what it refuses.
     return read_torch_save(bytes, label);
   }
 }
