@@ -44,7 +44,15 @@ ACCEL_API accel_status accel_accelerator_last_checkpoint_dir(const accel_acceler
    sources only). Only regular files are read. The next dataloader pass
    continues mid-epoch where the saved one stood. Collective. Errors: IO
    (missing, partial, corrupt or malformed file, named with the field),
-   INVALID_ARGUMENT (a checkpoint of a different setup). */
+   INVALID_ARGUMENT (a checkpoint of a different setup).
+   A directory Python Accelerate's save_state wrote (no manifest.json;
+   pytorch_model.bin or model.safetensors, optimizer.bin, random_states_N.pkl)
+   loads too, read as data only (a pickle naming any global outside a state
+   dict's vocabulary is an IO error naming the file and the global): models,
+   optimizers (PyTorch's state_dict mapped onto ours), schedulers, scaler.pt
+   and custom_checkpoint_{i}.pkl; its random_states_N.pkl files must number the
+   running processes, but the generator states, dataloader positions and
+   accumulation step are not restored (see docs/checkpointing.md). */
 ACCEL_API accel_status accel_accelerator_load_state(accel_accelerator* acc, const char* dir);
 /* The number the next automatic checkpoint gets. */
 ACCEL_API accel_status accel_accelerator_save_iteration(const accel_accelerator* acc, int64_t* out);
@@ -66,7 +74,10 @@ ACCEL_API accel_status accel_accelerator_set_save_iteration(accel_accelerator* a
 ACCEL_API accel_status accel_accelerator_save_model(accel_accelerator* acc, const accel_model* model,
                                                     const char* dir, const char* max_shard_size,
                                                     int safe_serialization);
-/* Loads a .safetensors file or a sharded index (…index.json) into model.
+/* Loads a .safetensors file, a PyTorch pickle (path ending in .bin, .pt or
+   .pth: Hugging Face's pytorch_model.bin, torch.save's zip format, read as data
+   only: any other global than a state dict's is an IO error naming it), or a
+   sharded index of either (…index.json) into model.
    *missing / *unexpected (either may be NULL) get the number of model tensors
    the file lacks and of file tensors the model lacks; with strict != 0 either
    is an INVALID_ARGUMENT error naming them. Shapes must match; floating dtypes

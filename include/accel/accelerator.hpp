@@ -305,7 +305,9 @@ class Accelerator {
   // saves in project_dir/checkpoints. Both collective. save_state returns the
   // directory it wrote; under automatic naming an existing
   // checkpoint_{iteration} is an InvalidArgument error naming it (Accelerate's
-  // ValueError), raised before anything is written.
+  // ValueError), raised before anything is written. load_state also reads a
+  // directory Python Accelerate saved (no manifest.json; data only, see
+  // accel_accelerator_load_state in accel_checkpoint.h for what it restores).
   std::string save_state(const std::string& dir = "");
   void load_state(const std::string& dir = "");
   void register_for_checkpointing(CheckpointObject object);
@@ -331,7 +333,8 @@ class Accelerator {
   // false (pickle) is Unsupported.
   void save_model(const Model& model, const std::string& dir, const std::string& max_shard_size = "10GB",
                   bool safe_serialization = true);
-  // Loads a .safetensors file or a sharded index (model.safetensors.index.json)
+  // Loads a .safetensors file, a PyTorch pickle (.bin/.pt/.pth, e.g.
+  // pytorch_model.bin; data only) or a sharded index of either (…index.json)
   // into model; returns missing and unexpected names. Shapes must match. With
   // strict, missing or unexpected names are an InvalidArgument error naming
   // them, raised before any parameter changes.

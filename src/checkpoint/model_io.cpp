@@ -13,6 +13,7 @@
 #include "core/file_io.hpp"
 #include "core/json.hpp"
 #include "accel/model.hpp"
+#include "checkpoint/model_weights.hpp"
 #include "checkpoint/safetensors.hpp"
 #include "checkpoint/tensor_io.hpp"
 #include "model/model_impl.hpp"
@@ -125,25 +126,6 @@ std::string join_names(const std::vector<std::string>& names) {
 
 namespace {
 
-// A shard named by an index must be a file in the index's own directory: a
-// name with a path in it, or a symlink leading elsewhere, could make a
-// downloaded checkpoint read any file the process can.
-std::string shard_path(const std::string& index_path, const std::string& base, const std::string& key,
-                       const std::string& name) {
-  require(!name.empty() && name.find('/') == std::string::npos && name != "." && name != "..", ErrorCode::IO,
-          index_path + ": weight_map[\"" + key + "\"] names \"" + name +
-              "\", which is not a file name in the index's directory");
-  const std::string path = base + "/" + name;
-  std::error_code error;
-  const fs::path real = fs::canonical(path, error);
-  require(!error, ErrorCode::IO, "cannot open " + path + " (named by " + index_path + "): " + error.message());
-  const fs::path real_base = fs::canonical(base, error);
-  require(!error && real.parent_path() == real_base, ErrorCode::IO,
-          index_path + ": weight_map[\"" + key + "\"] names " + path + ", which leads outside the directory (to " +
-              real.string() + ")");
-  return path;
-}
-
 enum class DtypeKind { Floating, Integral, Boolean };
 
 DtypeKind kind_of(at::ScalarType type) {
@@ -155,34 +137,11 @@ DtypeKind kind_of(at::ScalarType type) {
 
 LoadReport Accelerator::load_checkpoint_in_model(Model& model, const std::string& path, bool strict) {
   // Every file is validated and every tensor checked before any parameter changes.
-  std::vector<safetensors::File> files;
-  std::map<std::string, std::pair<size_t, const safetensors::Entry*>> found;
-  if (path.size() >= 5 && path.substr(path.size() - 5) == ".json") {
-    nlohmann::json index = detail::parse_json(detail::read_regular_file(path), path, ErrorCode::IO);
-    require(index.is_object() && index.contains("weight_map") && index["weight_map"].is_object(), ErrorCode::IO,
-            path + ": not a safetensors index (no weight_map object)");
-    std::string base = fs::path(path).parent_path().string();
-    if (base.empty()) base = ".";
-    std::set<std::string> shard_files;
-    for (auto it = index["weight_map"].begin(); it != index["weight_map"].end(); ++it) {
-      require(it.value().is_string(), ErrorCode::IO, path + ": weight_map[\"" + it.key() + "\"] is not a file name");
-      shard_files.insert(shard_path(path, base, it.key(), it.value().get<std::string>()));
-    }
-    for (const auto& f : shard_files) files.push_back(safetensors::File::open(f));
-  } else {
-    files.push_back(safetensors::File::open(path));
-  }
-  for (size_t f = 0; f < files.size(); ++f) {
-    for (const auto& entry : files[f].entries()) {
-      auto [it, inserted] = found.emplace(entry.name, std::make_pair(f, &entry));
-      require(inserted, ErrorCode::IO,
-              "tensor \"" + entry.name + "\" appears in both " + files[it->second.first].label() + " and " +
-                  files[f].label());
-    }
-  }
+  const detail::ModelWeights weights = detail::ModelWeights::open(path);
+  const auto& found = weights.tensors();
 
   LoadReport report;
-  std::vector<std::pair<at::Tensor, std::pair<size_t, const safetensors::Entry*>>> plan;
+  std::vector<std::pair<at::Tensor, const detail::ModelWeights::Tensor*>> plan;
   std::set<std::string> used;
   auto consider = [&](const std::string& name, const at::Tensor& target) {
     auto it = found.find(name);
@@ -190,19 +149,17 @@ LoadReport Accelerator::load_checkpoint_in_model(Model& model, const std::string
       report.missing_keys.push_back(name);
       return;
     }
-    const safetensors::Entry& entry = *it->second.second;
-    const std::string& label = files[it->second.first].label();
-    require_arg(entry.shape == target.sizes().vec(),
-                label + ": tensor \"" + name + "\" has shape " + c10::str(at::IntArrayRef(entry.shape)) +
+    const detail::ModelWeights::Tensor& stored = it->second;
+    require_arg(stored.shape == target.sizes().vec(),
+                stored.file + ": tensor \"" + name + "\" has shape " + c10::str(at::IntArrayRef(stored.shape)) +
                     ", the model's has " + c10::str(target.sizes()));
-    const at::ScalarType stored = detail::scalar_type_of(entry, label);
     // Floating types convert (a bf16 checkpoint into an fp32 model, as
     // transformers does); integers, booleans and floats do not mix.
-    require_arg(kind_of(stored) == kind_of(target.scalar_type()),
-                label + ": tensor \"" + name + "\" is stored as " + entry.dtype + ", the model's is " +
+    require_arg(kind_of(weights.scalar_type(stored)) == kind_of(target.scalar_type()),
+                stored.file + ": tensor \"" + name + "\" is stored as " + stored.dtype + ", the model's is " +
                     c10::toString(target.scalar_type()) + " (no conversion between integer, boolean and floating types)");
     used.insert(name);
-    plan.emplace_back(target, it->second);
+    plan.emplace_back(target, &stored);
   };
   for (auto& [name, t] : model.named_parameters()) consider(name, t);
   for (auto& [name, t] : model.named_buffers()) consider(name, t);
@@ -213,9 +170,7 @@ LoadReport Accelerator::load_checkpoint_in_model(Model& model, const std::string
               path + " does not match the model: missing " + join_names(report.missing_keys) + "; unexpected " +
                   join_names(report.unexpected_keys));
   at::NoGradGuard no_grad;
-  for (auto& [target, where] : plan) {
-    target.copy_(detail::mapped_tensor(files[where.first], *where.second));  // straight from the mapping
-  }
+  for (auto& [target, stored] : plan) target.copy_(weights.values(*stored));  // safetensors: straight from the mapping
   return report;
 }
 

@@ -14,6 +14,7 @@
 
 #include "accel/accelerator.hpp"
 #include "accel/error.hpp"
+#include "checkpoint/accelerate_checkpoint.hpp"
 #include "checkpoint/checkpoint_dir.hpp"
 #include "checkpoint/random_states.hpp"
 #include "checkpoint/safetensors.hpp"
@@ -240,6 +241,10 @@ void Accelerator::load_state(const std::string& requested_dir) {
     dir = newest_checkpoint(st);
   }
   for (auto& [id, hook] : st.load_state_pre_hooks) hook(dir);
+  if (detail::is_accelerate_checkpoint(dir)) {  // written by Python Accelerate: no manifest, its own files
+    detail::load_accelerate_checkpoint(st, dir);
+    return;
+  }
 
   // 1. Read and check everything.
   const std::string manifest_path = dir + "/" + detail::kManifestName;
@@ -344,7 +349,13 @@ void Accelerator::load_state(const std::string& requested_dir) {
   for (auto& c : st.checkpoint_objects) custom_backup.push_back(c.save());
   size_t custom_loaded = 0;
   try {
-    for (size_t i = 0; i < targets.optimizers.size(); ++i) targets.optimizers[i].load(optimizer_bytes[i]);
+    for (size_t i = 0; i < targets.optimizers.size(); ++i) {
+      try {
+        targets.optimizers[i].load(optimizer_bytes[i]);
+      } catch (const Error& e) {  // the optimizer knows its key, not its file
+        fail(e.code(), "load_state: " + reader.path(detail::numbered_file("optimizer", i, ".bin")) + ": " + e.what());
+      }
+    }
     for (size_t i = 0; i < targets.schedulers.size(); ++i) {
       try {
         targets.schedulers[i].load(scheduler_bytes[i]);

@@ -14,6 +14,7 @@
 #include <set>
 
 #include "accel/error.hpp"
+#include "checkpoint/torch_pickle.hpp"
 #include "optim/state_key.hpp"
 
 namespace accel::detail {
@@ -392,8 +393,14 @@ c10::IValue unpickle_state_dict(const std::string& bytes, const std::string& lab
   try {
     return torch::jit::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
   } catch (const std::exception& e) {
-    std::string message = e.what();
-    fail(ErrorCode::IO, label + ": not a PyTorch pickle of plain data (" + message.substr(0, message.find('\n')) + ")");
+    if (!is_zip_archive(bytes)) {
+      std::string message = e.what();
+      fail(ErrorCode::IO, label + ": not a PyTorch pickle of plain data (" + message.substr(0, message.find('\n')) + ")");
+    }
+    // Python's torch.save (Accelerate's optimizer.bin) uses opcodes LibTorch's
+    // unpickler lacks. The reader for those allows the same data-only
+    // vocabulary and names what it refuses.
+    return read_torch_save(bytes, label);
   }
 }
 

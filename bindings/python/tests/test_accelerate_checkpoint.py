@@ -1,0 +1,147 @@
+"""libaccel resumes what Python Accelerate 0.22 saved (issue 20, items 2 and 4):
+its save_state directory (pytorch_model.bin, optimizer.bin, random_states_0.pkl)
+and Hugging Face's pytorch_model.bin files, read as data only."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import accel
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("accelerate")
+
+TRAINER = Path(__file__).parent / "programs" / "accelerate_trainer.py"
+SPEC = ('[{"type": "Linear", "in_features": 4, "out_features": 8}, {"type": "Tanh"},'
+        ' {"type": "Linear", "in_features": 8, "out_features": 2}]')
+STEPS = 50
+
+sys.path.insert(0, str(TRAINER.parent))
+from accelerate_trainer import data  # noqa: E402  (the trainer's batches, in order)
+
+
+@pytest.mark.parametrize("kind,options", [("sgd", {"lr": 0.05, "momentum": 0.9}),
+                                          ("adamw", {"lr": 0.01, "weight_decay": 0.01})])
+def test_libaccel_continues_an_accelerate_checkpoint(tmp_path, kind, options):
+    subprocess.run([sys.executable, str(TRAINER), kind, str(STEPS), str(tmp_path)], check=True, timeout=240,
+                   env={**os.environ, "ACCELERATE_USE_CPU": "1"})
+    checkpoint = tmp_path / "checkpoint"
+    assert {"pytorch_model.bin", "optimizer.bin", "random_states_0.pkl"} <= set(os.listdir(checkpoint))
+    assert not (checkpoint / "manifest.json").exists()
+
+    acc = accel.Accelerator(cpu=True)
+    model = accel.Model.from_json(SPEC)
+    opt = accel.Optimizer(model, kind, lr=1.0)  # hyperparameters come from optimizer.bin
+    acc.prepare(model, opt)
+    acc.load_state(str(checkpoint))
+    assert opt.lr == pytest.approx(options["lr"])
+    for x, y in data(STEPS)[STEPS:]:
+        loss = model(accel.tensor(x)).loss("mse", accel.tensor(y))
+        acc.backward(loss)
+        opt.step()
+        opt.zero_grad()
+
+    expected = np.load(tmp_path / "final.npz")
+    ours = acc.get_state_dict(model)
+    assert sorted(ours) == sorted(expected.files)
+    for name in expected.files:
+        np.testing.assert_allclose(ours[name], expected[name], rtol=0, atol=1e-6, err_msg=name)
+
+
+@pytest.mark.parametrize("kind", ["sgd", "adamw"])
+def test_two_libaccel_processes_continue_two_accelerate_processes(tmp_path, kind):
+    launcher = os.environ.get("ACCEL_CLI")
+    if not launcher:
+        pytest.skip("ACCEL_CLI (the accel command) is not set; run through CTest")
+    # accel launch sets torchrun's variables, so it starts Python Accelerate's 2 processes too.
+    launch = [launcher, "launch", "--nproc_per_node", "2", "--master_port", "0", sys.executable]
+    subprocess.run(launch + [str(TRAINER), kind, str(STEPS), str(tmp_path)], check=True, timeout=240,
+                   capture_output=True)
+    assert (tmp_path / "checkpoint" / "random_states_1.pkl").exists()
+    result = subprocess.run(launch + [str(TRAINER.parent / "accelerate_resume_worker.py"), kind, str(STEPS),
+                                      str(tmp_path)], capture_output=True, text=True, timeout=240)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "[rank 0] accelerate resume ok 2" in result.stdout
+    assert "[rank 1] accelerate resume ok 2" in result.stdout
+
+
+def _twin():
+    torch.manual_seed(1)
+    return torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2))
+
+
+def test_load_checkpoint_in_model_reads_pytorch_model_bin_and_its_shards(tmp_path):
+    from accelerate.utils import shard_checkpoint
+    net = _twin()
+    torch.save(net.state_dict(), tmp_path / "pytorch_model.bin")
+    acc = accel.Accelerator(cpu=True)
+    model = accel.Model.from_json(SPEC)
+    assert acc.load_checkpoint_in_model(model, str(tmp_path / "pytorch_model.bin"), strict=True) == (0, 0)
+    for name, value in acc.get_state_dict(model).items():
+        np.testing.assert_array_equal(value, net.state_dict()[name].numpy())
+
+    shards, index = shard_checkpoint(net.state_dict(), max_shard_size=200, weights_name="pytorch_model.bin")
+    assert len(shards) > 1
+    for name, shard in shards.items():
+        torch.save(shard, tmp_path / name)
+    import json
+    (tmp_path / "pytorch_model.bin.index.json").write_text(json.dumps(index))
+    other = accel.Model.from_json(SPEC)
+    acc.load_checkpoint_in_model(other, str(tmp_path / "pytorch_model.bin.index.json"), strict=True)
+    for name, value in acc.get_state_dict(other).items():
+        np.testing.assert_array_equal(value, net.state_dict()[name].numpy())
+
+
+class _RunsCode:
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_a_pickle_that_would_run_code_is_refused_naming_the_file(tmp_path):
+    marker = tmp_path / "ran"
+    state = _twin().state_dict()
+    state["0.bias"] = _RunsCode(marker)
+    torch.save(state, tmp_path / "pytorch_model.bin")
+    acc = accel.Accelerator(cpu=True)
+    model = accel.Model.from_json(SPEC)
+    before = acc.get_state_dict(model)
+    with pytest.raises(accel.AccelError, match=r"pytorch_model\.bin: the pickle names the global posix\.system"):
+        acc.load_checkpoint_in_model(model, str(tmp_path / "pytorch_model.bin"))
+    assert not marker.exists()
+    for name, value in acc.get_state_dict(model).items():
+        np.testing.assert_array_equal(value, before[name])
+
+
+def test_an_accelerate_checkpoint_of_another_shape_or_world_size_applies_nothing(tmp_path):
+    net = _twin()
+    opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
+    net(torch.ones(3, 4)).sum().backward()
+    opt.step()
+    checkpoint = tmp_path / "checkpoint"
+    checkpoint.mkdir()
+    torch.save(net.state_dict(), checkpoint / "pytorch_model.bin")
+    state = opt.state_dict()
+    state["state"][2]["momentum_buffer"] = torch.zeros(3, 8)  # 2.weight is [2, 8]
+    torch.save(state, checkpoint / "optimizer.bin")
+    (checkpoint / "random_states_0.pkl").write_bytes(b"")
+    acc = accel.Accelerator(cpu=True)
+    model = accel.Model.from_json(SPEC)
+    ours = accel.Optimizer(model, "sgd", lr=0.5, momentum=0.9)
+    acc.prepare(model, ours)
+    before = acc.get_state_dict(model)
+    with pytest.raises(accel.AccelError, match=r"optimizer\.bin.*state\[2\]\[\"momentum_buffer\"\] has shape "
+                                               r"\[3, 8\], its parameter has \[2, 8\]"):
+        acc.load_state(str(checkpoint))
+    (checkpoint / "random_states_1.pkl").write_bytes(b"")
+    torch.save(opt.state_dict(), checkpoint / "optimizer.bin")
+    with pytest.raises(accel.AccelError, match="was saved by 2 processes"):
+        acc.load_state(str(checkpoint))
+    for name, value in acc.get_state_dict(model).items():
+        np.testing.assert_array_equal(value, before[name])
+    assert ours.lr == 0.5

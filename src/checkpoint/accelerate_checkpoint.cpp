@@ -1,0 +1,192 @@
+#include "checkpoint/accelerate_checkpoint.hpp"
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+#include <filesystem>
+#include <regex>
+#include <set>
+
+#include "accel/error.hpp"
+#include "checkpoint/model_weights.hpp"
+#include "checkpoint/state_files.hpp"
+#include "checkpoint/torch_pickle.hpp"
+#include "core/file_io.hpp"
+
+namespace fs = std::filesystem;
+
+namespace accel::detail {
+
+namespace {
+
+bool exists(const std::string& path) {
+  std::error_code error;
+  return fs::exists(path, error);
+}
+
+// The model file Accelerate wrote for model i: safetensors (0.25 and later),
+// pytorch_model.bin (0.22), or a sharded index of either.
+std::string model_file(const std::string& dir, size_t i) {
+  static const std::pair<const char*, const char*> kinds[] = {
+      {"model", ".safetensors"}, {"pytorch_model", ".bin"}, {"model", ".safetensors.index.json"},
+      {"pytorch_model", ".bin.index.json"}};
+  for (const auto& [base, ext] : kinds) {
+    const std::string path = dir + "/" + numbered_file(base, i, ext);
+    if (exists(path)) return path;
+  }
+  return {};
+}
+
+// random_states_{i}.pkl: one per process.
+std::set<int64_t> saved_ranks(const std::string& dir) {
+  static const std::regex pattern("random_states_(0|[1-9][0-9]{0,5})\\.pkl");
+  std::set<int64_t> ranks;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(dir, error)) {
+    std::smatch match;
+    const std::string name = entry.path().filename().string();
+    if (std::regex_match(name, match, pattern)) ranks.insert(std::stoll(match[1].str()));
+  }
+  return ranks;
+}
+
+// Prepared count n must match the files: file n-1 present, file n absent.
+void expect_files(const std::string& dir, const char* what, const char* base, const char* ext, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const std::string name = numbered_file(base, i, ext);
+    require(exists(dir + "/" + name), ErrorCode::InvalidArgument,
+            "load_state: " + dir + " lacks " + name + ": it holds " + std::to_string(i) + " " + what + ", " +
+                std::to_string(n) + " are prepared (registered) now");
+  }
+  const std::string extra = numbered_file(base, n, ext);
+  require(!exists(dir + "/" + extra), ErrorCode::InvalidArgument,
+          "load_state: " + dir + " holds " + extra + ": more " + what + " than the " + std::to_string(n) +
+              " prepared (registered) now");
+}
+
+double scaler_number(const c10::impl::GenericDict& dict, const std::string& path, const char* key) {
+  auto it = dict.find(key);
+  require(it != dict.end() && (it->value().isDouble() || it->value().isInt()), ErrorCode::IO,
+          "load_state: " + path + ": \"" + key + "\" is missing or not a number");
+  return it->value().isDouble() ? it->value().toDouble() : static_cast<double>(it->value().toInt());
+}
+
+}  // namespace
+
+bool is_accelerate_checkpoint(const std::string& dir) {
+  return !exists(dir + "/" + kManifestName) &&
+         (!model_file(dir, 0).empty() || exists(dir + "/optimizer.bin") || exists(dir + "/random_states_0.pkl"));
+}
+
+void load_accelerate_checkpoint(AcceleratorState& st, const std::string& dir) {
+  // 1. Read and check everything.
+  CheckpointTargets targets = live_targets(st);
+  const std::set<int64_t> ranks = saved_ranks(dir);
+  if (!ranks.empty()) {
+    const int64_t saved = *ranks.rbegin() + 1;
+    require(saved == st.world_size() && static_cast<int64_t>(ranks.size()) == saved, ErrorCode::InvalidArgument,
+            "load_state: " + dir + " was saved by " + std::to_string(saved) + " processes (random_states_0.pkl to " +
+                "random_states_" + std::to_string(saved - 1) + ".pkl" + "), " + std::to_string(st.world_size()) + " are running");
+  }
+  const std::string no_more = model_file(dir, targets.models.size());
+  require(no_more.empty(), ErrorCode::InvalidArgument,
+          "load_state: " + dir + " holds " + no_more + ": more models than the " +
+              std::to_string(targets.models.size()) + " prepared now");
+  std::vector<ModelWeights> weights;
+  std::vector<std::vector<std::pair<at::Tensor, const ModelWeights::Tensor*>>> plans;
+  weights.reserve(targets.models.size());
+  for (size_t i = 0; i < targets.models.size(); ++i) {
+    const std::string path = model_file(dir, i);
+    require(!path.empty(), ErrorCode::InvalidArgument,
+            "load_state: " + dir + " has no weights for model " + std::to_string(i) + " (" +
+                numbered_file("model", i, ".safetensors") + " or " + numbered_file("pytorch_model", i, ".bin") + ")");
+    weights.push_back(ModelWeights::open(path));
+    std::vector<std::pair<at::Tensor, const ModelWeights::Tensor*>> plan;
+    std::set<std::string> expected;
+    for (auto& [name, tensor] : model_state_dict(*targets.models[i])) {
+      expected.insert(name);
+      auto it = weights.back().tensors().find(name);
+      require(it != weights.back().tensors().end(), ErrorCode::IO,
+              "load_state: " + path + " lacks \"" + name + "\" of model " + std::to_string(i));
+      const ModelWeights::Tensor& stored = it->second;
+      require(stored.shape == tensor.sizes().vec(), ErrorCode::InvalidArgument,
+              "load_state: " + path + ": \"" + name + "\" has shape " + c10::str(at::IntArrayRef(stored.shape)) +
+                  ", the model's has " + c10::str(tensor.sizes()));
+      require(weights.back().scalar_type(stored) == tensor.scalar_type(), ErrorCode::InvalidArgument,
+              "load_state: " + path + ": \"" + name + "\" is stored as " + stored.dtype + ", the model's is " +
+                  c10::toString(tensor.scalar_type()));
+      plan.emplace_back(tensor, &stored);
+    }
+    for (const auto& [name, stored] : weights.back().tensors()) {
+      require(expected.count(name) == 1, ErrorCode::InvalidArgument,
+              "load_state: " + stored.file + " holds \"" + name + "\", which model " + std::to_string(i) + " lacks");
+    }
+    plans.push_back(std::move(plan));
+  }
+  expect_files(dir, "optimizers", "optimizer", ".bin", targets.optimizers.size());
+  expect_files(dir, "schedulers", "scheduler", ".bin", targets.schedulers.size());
+  std::vector<std::string> optimizer_bytes, scheduler_bytes, custom_bytes;
+  for (size_t i = 0; i < targets.optimizers.size(); ++i) {
+    optimizer_bytes.push_back(read_regular_file(dir + "/" + numbered_file("optimizer", i, ".bin")));
+  }
+  for (size_t i = 0; i < targets.schedulers.size(); ++i) {
+    scheduler_bytes.push_back(read_regular_file(dir + "/" + numbered_file("scheduler", i, ".bin")));
+  }
+  for (size_t i = 0; i < st.checkpoint_objects.size(); ++i) {
+    custom_bytes.push_back(read_regular_file(dir + "/custom_checkpoint_" + std::to_string(i) + ".pkl"));
+  }
+  const std::string scaler_path = dir + "/scaler.pt";
+  require(exists(scaler_path) == (st.scaler != nullptr), ErrorCode::InvalidArgument,
+          "load_state: " + dir + (st.scaler ? " has no fp16 loss scaler state (scaler.pt)"
+                                            : " holds fp16 loss scaler state (scaler.pt) but fp16 is off"));
+  double scale = 0, growth_tracker = 0;
+  if (st.scaler) {
+    const c10::IValue state = read_torch_save(read_regular_file(scaler_path), scaler_path);
+    require(state.isGenericDict(), ErrorCode::IO, "load_state: " + scaler_path + " is not GradScaler's state dict");
+    scale = scaler_number(state.toGenericDict(), scaler_path, "scale");
+    growth_tracker = scaler_number(state.toGenericDict(), scaler_path, "_growth_tracker");
+    require(std::isfinite(scale) && scale > 0 && growth_tracker >= 0, ErrorCode::IO,
+            "load_state: " + scaler_path + ": scale " + std::to_string(scale) + " or _growth_tracker " +
+                std::to_string(growth_tracker) + " out of range");
+  }
+
+  // 2. Apply: the loads that can still refuse first, rolled back together.
+  std::vector<std::string> optimizer_backup, scheduler_backup, custom_backup;
+  for (auto& o : targets.optimizers) optimizer_backup.push_back(o.save());
+  for (auto& s : targets.schedulers) scheduler_backup.push_back(s.save());
+  for (auto& c : st.checkpoint_objects) custom_backup.push_back(c.save());
+  size_t custom_loaded = 0;
+  auto rollback = [&] {
+    for (size_t i = 0; i < targets.optimizers.size(); ++i) targets.optimizers[i].load(optimizer_backup[i]);
+    for (size_t i = 0; i < targets.schedulers.size(); ++i) targets.schedulers[i].load(scheduler_backup[i]);
+    for (size_t i = 0; i < custom_loaded; ++i) st.checkpoint_objects[i].load(custom_backup[i]);
+  };
+  std::string loading;
+  try {
+    for (size_t i = 0; i < targets.optimizers.size(); ++i) {
+      loading = dir + "/" + numbered_file("optimizer", i, ".bin");
+      targets.optimizers[i].load(optimizer_bytes[i]);
+    }
+    for (size_t i = 0; i < targets.schedulers.size(); ++i) {
+      loading = dir + "/" + numbered_file("scheduler", i, ".bin");
+      targets.schedulers[i].load(scheduler_bytes[i]);
+    }
+    for (; custom_loaded < st.checkpoint_objects.size(); ++custom_loaded) {
+      loading = dir + "/custom_checkpoint_" + std::to_string(custom_loaded) + ".pkl";
+      st.checkpoint_objects[custom_loaded].load(custom_bytes[custom_loaded]);
+    }
+  } catch (const Error& e) {
+    rollback();
+    fail(e.code(), "load_state: " + loading + ": " + e.what());
+  } catch (...) {
+    rollback();
+    throw;
+  }
+  at::NoGradGuard no_grad;
+  for (size_t i = 0; i < plans.size(); ++i) {
+    for (auto& [tensor, stored] : plans[i]) tensor.copy_(weights[i].values(*stored));
+  }
+  if (st.scaler) st.scaler->restore(scale, static_cast<int64_t>(growth_tracker));
+}
+
+}  // namespace accel::detail

@@ -1,0 +1,25 @@
+// load_state for a directory that Python Accelerate's save_state wrote (no
+// manifest.json): pytorch_model.bin or model.safetensors (or a sharded index)
+// per model, optimizer.bin per optimizer (PyTorch's state_dict as a torch.save
+// pickle), scheduler.bin per scheduler, scaler.pt, custom_checkpoint_{i}.pkl,
+// random_states_{rank}.pkl (one per process: they give the world size).
+#pragma once
+
+#include <string>
+
+#include "state/accelerator_state.hpp"
+
+namespace accel::detail {
+
+// True when dir has no manifest.json but one of the files Accelerate's
+// save_state always writes (a model file, optimizer.bin or random_states_0.pkl).
+bool is_accelerate_checkpoint(const std::string& dir);
+
+// Reads and checks everything, then applies it (the optimizers', schedulers'
+// and custom objects' loads rolled back together if one fails). Not restored:
+// the generators (random_states_{rank}.pkl holds Python's and NumPy's states
+// too), dataloader positions and the accumulation step (Accelerate 0.22 does
+// not save them; resume mid-epoch with skip_first_batches, as there).
+void load_accelerate_checkpoint(AcceleratorState& state, const std::string& dir);
+
+}  // namespace accel::detail

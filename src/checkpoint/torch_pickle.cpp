@@ -1,0 +1,386 @@
+#include "checkpoint/torch_pickle.hpp"
+
+#include <ATen/ATen.h>
+#include <caffe2/serialize/in_memory_adapter.h>
+#include <caffe2/serialize/inline_container.h>
+
+#include <cstring>
+#include <map>
+#include <unordered_map>
+
+#include "accel/error.hpp"
+
+namespace accel::detail {
+
+namespace {
+
+// A stack entry: a finished value, or one of the few things a state dict's
+// pickle handles on the way to its values (an allowed global, a storage, a
+// tuple that still holds either).
+struct Item {
+  enum class Kind { Value, Global, Storage, RawTuple } kind = Kind::Value;
+  c10::IValue value;         // Value; Storage: a 1-D tensor over the whole storage
+  std::string name;          // Global: "module.name"
+  std::vector<Item> items;   // RawTuple
+};
+
+const std::map<std::string, at::ScalarType>& storage_types() {
+  static const std::map<std::string, at::ScalarType> types{
+      {"torch.FloatStorage", at::kFloat},   {"torch.DoubleStorage", at::kDouble}, {"torch.HalfStorage", at::kHalf},
+      {"torch.BFloat16Storage", at::kBFloat16}, {"torch.LongStorage", at::kLong}, {"torch.IntStorage", at::kInt},
+      {"torch.ShortStorage", at::kShort},   {"torch.CharStorage", at::kChar},     {"torch.ByteStorage", at::kByte},
+      {"torch.BoolStorage", at::kBool}};
+  return types;
+}
+
+bool allowed_global(const std::string& name) {
+  return name == "collections.OrderedDict" || name == "torch._utils._rebuild_tensor_v2" ||
+         name == "torch._utils._rebuild_parameter" || storage_types().count(name) == 1;
+}
+
+class Machine {
+ public:
+  Machine(caffe2::serialize::PyTorchStreamReader& archive, std::string label)
+      : archive_(archive), label_(std::move(label)) {}
+
+  c10::IValue run(const uint8_t* data, size_t size) {
+    data_ = data;
+    size_ = size;
+    for (;;) {
+      const size_t at = pos_;
+      const uint8_t op = byte();
+      if (op == '.') break;  // STOP
+      step(op, at);
+    }
+    if (stack_.size() != 1 || stack_[0].kind != Item::Kind::Value) bad("data.pkl does not end with one value");
+    return stack_[0].value;
+  }
+
+ private:
+  [[noreturn]] void bad(const std::string& what) const { fail(ErrorCode::IO, label_ + ": " + what); }
+
+  const uint8_t* take(size_t n) {
+    if (n > size_ - pos_) bad("data.pkl ends inside an opcode (offset " + std::to_string(pos_) + ")");
+    const uint8_t* p = data_ + pos_;
+    pos_ += n;
+    return p;
+  }
+  uint8_t byte() { return *take(1); }
+  uint64_t little(size_t n) {
+    const uint8_t* p = take(n);
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; ++i) v |= uint64_t{p[i]} << (8 * i);
+    return v;
+  }
+  std::string text(size_t n) {
+    const uint8_t* p = take(n);
+    return std::string(reinterpret_cast<const char*>(p), n);
+  }
+  std::string line() {
+    const size_t start = pos_;
+    while (byte() != '\n') {
+    }
+    return std::string(reinterpret_cast<const char*>(data_ + start), pos_ - start - 1);
+  }
+
+  Item pop() {
+    if (stack_.size() <= floor()) bad("data.pkl pops an empty stack");
+    Item item = std::move(stack_.back());
+    stack_.pop_back();
+    return item;
+  }
+  size_t floor() const { return marks_.empty() ? 0 : marks_.back(); }
+  std::vector<Item> pop_to_mark() {
+    if (marks_.empty()) bad("data.pkl uses a mark it never set");
+    std::vector<Item> items(std::make_move_iterator(stack_.begin() + static_cast<std::ptrdiff_t>(marks_.back())),
+                            std::make_move_iterator(stack_.end()));
+    stack_.resize(marks_.back());
+    marks_.pop_back();
+    return items;
+  }
+  void push(c10::IValue v) { stack_.push_back(Item{Item::Kind::Value, std::move(v), {}, {}}); }
+  c10::IValue value(Item item, const char* where) {
+    if (item.kind != Item::Kind::Value) bad(std::string("data.pkl holds a ") + describe(item) + " as " + where);
+    return std::move(item.value);
+  }
+  static std::string describe(const Item& item) {
+    switch (item.kind) {
+      case Item::Kind::Global: return "global " + item.name;
+      case Item::Kind::Storage: return "bare storage";
+      case Item::Kind::RawTuple: return "tuple holding a storage or global";
+      default: return item.value.tagKind();
+    }
+  }
+
+  void make_tuple(std::vector<Item> items) {
+    bool plain = true;
+    for (const Item& i : items) plain = plain && i.kind == Item::Kind::Value;
+    if (!plain) {
+      stack_.push_back(Item{Item::Kind::RawTuple, {}, {}, std::move(items)});
+      return;
+    }
+    std::vector<c10::IValue> values;
+    for (Item& i : items) values.push_back(std::move(i.value));
+    push(c10::ivalue::Tuple::create(std::move(values)));
+  }
+  static std::vector<Item> tuple_items(const Item& item) {
+    if (item.kind == Item::Kind::RawTuple) return item.items;
+    std::vector<Item> out;
+    if (item.kind == Item::Kind::Value && item.value.isTuple()) {
+      for (const auto& v : item.value.toTupleRef().elements()) out.push_back(Item{Item::Kind::Value, v, {}, {}});
+    }
+    return out;
+  }
+
+  void set_items(std::vector<Item> items) {
+    if (stack_.empty() || stack_.back().kind != Item::Kind::Value || !stack_.back().value.isGenericDict()) {
+      bad("data.pkl sets items on something that is not a dict");
+    }
+    if (items.size() % 2 != 0) bad("data.pkl sets a key without a value");
+    c10::impl::GenericDict dict = stack_.back().value.toGenericDict();
+    for (size_t i = 0; i < items.size(); i += 2) {
+      c10::IValue key = value(std::move(items[i]), "a dict key");
+      if (!key.isString() && !key.isInt() && !key.isDouble() && !key.isBool()) {
+        bad("data.pkl has a dict key of type " + key.tagKind());
+      }
+      dict.insert_or_assign(std::move(key), value(std::move(items[i + 1]), "a dict value"));
+    }
+  }
+  void append(std::vector<Item> items) {
+    if (stack_.empty() || stack_.back().kind != Item::Kind::Value || !stack_.back().value.isList()) {
+      bad("data.pkl appends to something that is not a list");
+    }
+    c10::List<c10::IValue> list = stack_.back().value.toList();
+    for (Item& i : items) list.push_back(value(std::move(i), "a list element"));
+  }
+
+  void global(const std::string& module, const std::string& name) {
+    const std::string full = module + "." + name;
+    if (!allowed_global(full)) {
+      bad("the pickle names the global " + full.substr(0, 200) +
+          ", which is not part of a state dict's data; refusing to read it (it could run code)");
+    }
+    stack_.push_back(Item{Item::Kind::Global, {}, full, {}});
+  }
+
+  // BINPERSID: ("storage", torch.<Type>Storage, key, location, numel) -> the data/<key> record.
+  void persistent_load(const Item& pid) {
+    std::vector<Item> f = tuple_items(pid);
+    if (f.size() != 5 || f[0].kind != Item::Kind::Value || !f[0].value.isString() ||
+        f[0].value.toStringRef() != "storage" || f[1].kind != Item::Kind::Global || !f[2].value.isString() ||
+        !f[4].value.isInt()) {
+      bad("data.pkl has a persistent id that is not (\"storage\", type, key, location, numel)");
+    }
+    auto type = storage_types().find(f[1].name);
+    if (type == storage_types().end()) bad("data.pkl uses " + f[1].name + " as a storage type");
+    const std::string key = f[2].value.toStringRef();
+    auto seen = storages_.find(key);
+    if (seen == storages_.end()) {
+      const std::string record = "data/" + key;
+      if (key.empty() || key.find('/') != std::string::npos || !archive_.hasRecord(record)) {
+        bad("the storage \"" + key.substr(0, 100) + "\" has no record in the archive");
+      }
+      auto [data, bytes] = archive_.getRecord(record);
+      const int64_t numel = f[4].value.toInt();
+      const size_t item_size = c10::elementSize(type->second);
+      if (numel < 0 || static_cast<uint64_t>(numel) != bytes / item_size || bytes % item_size != 0) {
+        bad("storage \"" + key + "\" has " + std::to_string(bytes) + " bytes, not " + std::to_string(numel) +
+            " elements of " + c10::toString(type->second));
+      }
+      c10::Storage storage(c10::Storage::use_byte_size_t(), bytes, std::move(data), nullptr, false);
+      at::Tensor whole = at::empty({0}, at::TensorOptions().dtype(type->second)).set_(storage, 0, {numel}, {1});
+      seen = storages_.emplace(key, whole).first;
+    }
+    stack_.push_back(Item{Item::Kind::Storage, seen->second, {}, {}});
+  }
+
+  static bool int_list(const c10::IValue& v, std::vector<int64_t>& out) {
+    if (!v.isTuple()) return false;
+    for (const auto& e : v.toTupleRef().elements()) {
+      if (!e.isInt() || e.toInt() < 0) return false;
+      out.push_back(e.toInt());
+    }
+    return true;
+  }
+
+  // _rebuild_tensor_v2(storage, offset, size, stride, requires_grad, hooks[, metadata]).
+  at::Tensor rebuild_tensor(const std::vector<Item>& args) {
+    std::vector<int64_t> sizes, strides;
+    if (args.size() < 6 || args[0].kind != Item::Kind::Storage || !args[1].value.isInt() ||
+        !int_list(args[2].value, sizes) || !int_list(args[3].value, strides) || sizes.size() != strides.size()) {
+      bad("data.pkl rebuilds a tensor from arguments other than (storage, offset, size, stride, ...)");
+    }
+    const at::Tensor& whole = args[0].value.toTensor();
+    const int64_t offset = args[1].value.toInt();
+    int64_t last = offset;  // the last element the view reaches
+    bool empty = false;
+    for (size_t d = 0; d < sizes.size(); ++d) {
+      empty = empty || sizes[d] == 0;
+      if (sizes[d] > 0) last += (sizes[d] - 1) * strides[d];
+    }
+    if (offset < 0 || (!empty && last >= whole.numel())) {
+      bad("data.pkl has a tensor of size " + c10::str(at::IntArrayRef(sizes)) + " at offset " +
+          std::to_string(offset) + " beyond its storage of " + std::to_string(whole.numel()) + " elements");
+    }
+    return at::empty({0}, whole.options()).set_(whole.storage(), offset, sizes, strides);
+  }
+
+  void reduce() {
+    Item args = pop();
+    Item callable = pop();
+    if (callable.kind != Item::Kind::Global) bad("data.pkl calls a " + describe(callable));
+    std::vector<Item> a = tuple_items(args);
+    if (callable.name == "collections.OrderedDict") {
+      if (!a.empty()) bad("data.pkl builds an OrderedDict from arguments");
+      push(c10::impl::GenericDict(c10::AnyType::get(), c10::AnyType::get()));
+    } else if (callable.name == "torch._utils._rebuild_tensor_v2") {
+      push(rebuild_tensor(a));
+    } else if (callable.name == "torch._utils._rebuild_parameter") {
+      if (a.empty() || a[0].kind != Item::Kind::Value || !a[0].value.isTensor()) {
+        bad("data.pkl rebuilds a parameter from something that is not a tensor");
+      }
+      push(a[0].value);
+    } else {
+      bad("data.pkl calls " + callable.name + ", which is not a constructor of data");
+    }
+  }
+
+  void step(uint8_t op, size_t at) {
+    switch (op) {
+      case 0x80: if (byte() > 5) bad("data.pkl has an unknown pickle protocol"); return;  // PROTO
+      case 0x95: take(8); return;                                                        // FRAME
+      case '(': marks_.push_back(stack_.size()); return;                                 // MARK
+      case '0': pop(); return;                                                           // POP
+      case '1': pop_to_mark(); return;                                                   // POP_MARK
+      case '2': { Item top = pop(); stack_.push_back(top); stack_.push_back(top); return; }  // DUP
+      case 'N': push(c10::IValue()); return;
+      case 0x88: push(true); return;
+      case 0x89: push(false); return;
+      case 'K': push(static_cast<int64_t>(byte())); return;                                      // BININT1
+      case 'M': push(static_cast<int64_t>(little(2))); return;                                   // BININT2
+      case 'J': push(static_cast<int64_t>(static_cast<int32_t>(little(4)))); return;             // BININT
+      case 0x8a: {                                                                                // LONG1
+        const size_t n = byte();
+        if (n > 8) bad("data.pkl has an integer wider than 64 bits");
+        uint64_t v = little(n);
+        if (n > 0 && n < 8 && (v >> (8 * n - 1)) & 1) v |= ~uint64_t{0} << (8 * n);  // sign-extend
+        push(static_cast<int64_t>(v));
+        return;
+      }
+      case 'G': {  // BINFLOAT: big-endian double
+        const uint8_t* p = take(8);
+        uint64_t bits = 0;
+        for (int i = 0; i < 8; ++i) bits = bits << 8 | p[i];
+        double d;
+        std::memcpy(&d, &bits, sizeof d);
+        push(d);
+        return;
+      }
+      case 'X': push(text(little(4))); return;     // BINUNICODE
+      case 0x8c: push(text(byte())); return;       // SHORT_BINUNICODE
+      case 0x8d: push(text(little(8))); return;    // BINUNICODE8
+      case '}': push(c10::impl::GenericDict(c10::AnyType::get(), c10::AnyType::get())); return;
+      case ']': push(c10::impl::GenericList(c10::AnyType::get())); return;
+      case ')': make_tuple({}); return;
+      case 't': make_tuple(pop_to_mark()); return;
+      case 0x85: case 0x86: case 0x87: {  // TUPLE1..3
+        std::vector<Item> items(op - 0x84);
+        for (size_t i = items.size(); i-- > 0;) items[i] = pop();
+        make_tuple(std::move(items));
+        return;
+      }
+      case 'l': { auto items = pop_to_mark(); push(c10::impl::GenericList(c10::AnyType::get())); append(std::move(items)); return; }
+      case 'd': { auto items = pop_to_mark(); push(c10::impl::GenericDict(c10::AnyType::get(), c10::AnyType::get())); set_items(std::move(items)); return; }
+      case 's': { Item v = pop(); Item k = pop(); std::vector<Item> kv; kv.push_back(std::move(k)); kv.push_back(std::move(v)); set_items(std::move(kv)); return; }
+      case 'u': set_items(pop_to_mark()); return;
+      case 'a': { std::vector<Item> one; one.push_back(pop()); append(std::move(one)); return; }
+      case 'e': append(pop_to_mark()); return;
+      case 'q': memo_put(byte()); return;          // BINPUT
+      case 'r': memo_put(little(4)); return;       // LONG_BINPUT
+      case 0x94: memo_put(memo_.size()); return;   // MEMOIZE
+      case 'h': memo_get(byte()); return;          // BINGET
+      case 'j': memo_get(little(4)); return;       // LONG_BINGET
+      case 'c': { std::string module = line(); global(module, line()); return; }  // GLOBAL
+      case 0x93: {                                                                // STACK_GLOBAL
+        c10::IValue name = value(pop(), "a global's name"), module = value(pop(), "a global's module");
+        if (!name.isString() || !module.isString()) bad("data.pkl names a global with non-strings");
+        global(module.toStringRef(), name.toStringRef());
+        return;
+      }
+      case 'R': reduce(); return;
+      case 'Q': persistent_load(pop()); return;    // BINPERSID
+      case 'b': {                                  // BUILD
+        Item state = pop();
+        // A state dict is an OrderedDict with a _metadata attribute (module
+        // versions), which the values do not need.
+        if (stack_.empty() || stack_.back().kind != Item::Kind::Value || !stack_.back().value.isGenericDict()) {
+          bad("data.pkl sets attributes of a " + (stack_.empty() ? std::string("nothing") : describe(stack_.back())));
+        }
+        return;
+      }
+      default: {
+        char hex[8];
+        std::snprintf(hex, sizeof hex, "0x%02x", op);
+        bad(std::string("data.pkl has the opcode ") + hex + " at offset " + std::to_string(at) +
+            ", which a state dict's pickle does not use");
+      }
+    }
+  }
+  void memo_put(uint64_t index) {
+    if (stack_.empty()) bad("data.pkl memoizes an empty stack");
+    memo_[index] = stack_.back();
+  }
+  void memo_get(uint64_t index) {
+    auto it = memo_.find(index);
+    if (it == memo_.end()) bad("data.pkl reads memo entry " + std::to_string(index) + ", which it never stored");
+    stack_.push_back(it->second);
+  }
+
+  caffe2::serialize::PyTorchStreamReader& archive_;
+  std::string label_;
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0, pos_ = 0;
+  std::vector<Item> stack_;
+  std::vector<size_t> marks_;
+  std::unordered_map<uint64_t, Item> memo_;
+  std::map<std::string, at::Tensor> storages_;
+};
+
+}  // namespace
+
+bool is_zip_archive(const std::string& bytes) { return bytes.size() >= 4 && bytes.compare(0, 4, "PK\x03\x04") == 0; }
+
+c10::IValue read_torch_save(const std::string& bytes, const std::string& label) {
+  if (!is_zip_archive(bytes)) {
+    fail(ErrorCode::IO, label + ": not a torch.save zip archive (the legacy format of torch.save before "
+                                "PyTorch 1.6 is not read)");
+  }
+  std::unique_ptr<caffe2::serialize::PyTorchStreamReader> archive;
+  std::tuple<at::DataPtr, size_t> pickle;
+  try {
+    archive = std::make_unique<caffe2::serialize::PyTorchStreamReader>(
+        std::make_shared<caffe2::serialize::MemoryReadAdapter>(bytes.data(), static_cast<off_t>(bytes.size())));
+    if (archive->hasRecord("byteorder")) {
+      auto [order, n] = archive->getRecord("byteorder");
+      require(std::string(static_cast<const char*>(order.get()), n) == "little", ErrorCode::Unsupported,
+              label + ": stored big-endian");
+    }
+    pickle = archive->getRecord("data.pkl");
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    std::string message = e.what();
+    fail(ErrorCode::IO, label + ": not a readable torch.save archive (" + message.substr(0, message.find('\n')) + ")");
+  }
+  Machine machine(*archive, label);
+  try {
+    return machine.run(static_cast<const uint8_t*>(std::get<0>(pickle).get()), std::get<1>(pickle));
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {  // LibTorch refusing a record or a tensor: still the file's fault
+    std::string message = e.what();
+    fail(ErrorCode::IO, label + ": unreadable (" + message.substr(0, message.find('\n')) + ")");
+  }
+}
+
+}  // namespace accel::detail
