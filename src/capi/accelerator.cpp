@@ -105,7 +105,8 @@ void publish_list(std::vector<at::Tensor> results, accel_tensor** out) {
   std::copy(handles.begin(), handles.end(), out);
 }
 
-accel::ReduceOp reduce_op_of(accel_reduce_op op) {
+// By reference: copying an out-of-range enum value is itself undefined (UBSan).
+accel::ReduceOp reduce_op_of(const accel_reduce_op& op) {
   const int value = enum_value(op);
   accel::require_arg(value == ACCEL_REDUCE_SUM || value == ACCEL_REDUCE_MEAN || value == ACCEL_REDUCE_NONE,
                      "op " + std::to_string(value) + " is not ACCEL_REDUCE_SUM, ACCEL_REDUCE_MEAN or ACCEL_REDUCE_NONE");
