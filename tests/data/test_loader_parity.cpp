@@ -12,31 +12,13 @@
 
 #include "accel/data.hpp"
 #include "accel/error.hpp"
+#include "data/number_datasets.hpp"
 
 namespace {
 
+using accel_test::numbers;
+
 using Batches = std::vector<std::vector<int64_t>>;
-
-std::shared_ptr<accel::TensorDataset> numbers(int64_t n) {
-  at::Tensor x = at::arange(n, at::kFloat).unsqueeze(1);
-  at::Tensor y = at::arange(n, at::kLong);
-  return std::make_shared<accel::TensorDataset>(std::vector<at::Tensor>{x, y});
-}
-
-class Range : public accel::IterableDataset {
- public:
-  explicit Range(int64_t n) : n_(n) {}
-  void reset(uint64_t) override { next_ = 0; }
-  std::optional<accel::Sample> next() override {
-    if (next_ == n_) return std::nullopt;
-    int64_t i = next_++;
-    return accel::Sample{at::full({1}, static_cast<float>(i)), at::scalar_tensor(i, at::kLong)};
-  }
-
- private:
-  int64_t n_;
-  int64_t next_ = 0;
-};
 
 Batches epoch(accel::DataLoader& loader, std::vector<int64_t>* remainders = nullptr,
               const accel::GradientState* gradient = nullptr) {
@@ -98,7 +80,7 @@ TEST(LoaderParity, SkipFirstBatchesShortensTheLengthOfThatPass) {
     EXPECT_EQ(skipped->num_batches(), 3);  // later passes are whole
     EXPECT_EQ(loader.skip_first_batches(7)->num_batches(), 0);  // never negative
   }
-  accel::DataLoader stream(std::make_shared<Range>(10), options);
+  accel::DataLoader stream(std::make_shared<accel_test::CountingStream>(10), options);
   try {
     stream.skip_first_batches(1)->num_batches();
     FAIL() << "no error";
@@ -146,7 +128,7 @@ TEST(LoaderParity, DispatchSplitsTheLastBatchWithoutPadding) {
   options.batch_size = 4;
   std::vector<int64_t> remainders;
   // The example: range(10), batch 4, 2 processes.
-  auto stream = [&] { return std::make_unique<accel::DataLoader>(std::make_shared<Range>(10), options); };
+  auto stream = [&] { return std::make_unique<accel::DataLoader>(std::make_shared<accel_test::CountingStream>(10), options); };
   EXPECT_EQ(dispatched(stream, 2, false, &remainders),
             (std::vector<Batches>{{{0, 1, 2, 3}, {8}}, {{4, 5, 6, 7}, {9}}}));
   EXPECT_EQ(remainders, (std::vector<int64_t>{2, 2}));

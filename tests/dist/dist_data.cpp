@@ -11,9 +11,12 @@
 #include <cstring>
 #include <string>
 
+#include "../data/number_datasets.hpp"
 #include "accel/accel.hpp"
 
 namespace {
+
+using accel_test::as_vector;
 
 int rank_for_messages = -1;
 
@@ -22,26 +25,6 @@ void check(bool condition, const std::string& what) {
     std::fprintf(stderr, "rank %d: check failed: %s\n", rank_for_messages, what.c_str());
     std::exit(1);
   }
-}
-
-class Stream : public accel::IterableDataset {
- public:
-  explicit Stream(int64_t n) : n_(n) {}
-  void reset(uint64_t) override { next_ = 0; }
-  std::optional<accel::Sample> next() override {
-    if (next_ == n_) return std::nullopt;
-    int64_t i = next_++;
-    return accel::Sample{at::full({2}, static_cast<float>(i)), at::scalar_tensor(i, at::kLong)};
-  }
-
- private:
-  int64_t n_;
-  int64_t next_ = 0;
-};
-
-std::vector<int64_t> as_vector(const at::Tensor& t) {
-  at::Tensor c = t.to(at::kLong).contiguous().cpu();
-  return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
 }
 
 }  // namespace
@@ -78,7 +61,7 @@ int main(int argc, char** argv) {
             at::Tensor x = at::arange(n, at::kFloat).unsqueeze(1).repeat({1, 2});
             at::Tensor y = at::arange(n, at::kLong);
             std::unique_ptr<accel::DataLoader> loader =
-                iterable ? std::make_unique<accel::DataLoader>(std::make_shared<Stream>(n), lo)
+                iterable ? std::make_unique<accel::DataLoader>(std::make_shared<accel_test::CountingStream>(n, 2), lo)
                          : std::make_unique<accel::DataLoader>(
                                std::make_shared<accel::TensorDataset>(std::vector<at::Tensor>{x, y}), lo);
             accelerator.prepare(*loader);

@@ -18,9 +18,13 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "../data/number_datasets.hpp"
 #include "accel/accel.hpp"
 
 namespace {
+
+using accel_test::as_vector;
+using accel_test::numbers;
 
 using Batches = std::vector<std::vector<int64_t>>;
 int rank_for_messages = -1;
@@ -30,31 +34,6 @@ void check(bool condition, const std::string& what) {
     std::fprintf(stderr, "rank %d: check failed: %s\n", rank_for_messages, what.c_str());
     std::exit(1);
   }
-}
-
-class Stream : public accel::IterableDataset {
- public:
-  explicit Stream(int64_t n) : n_(n) {}
-  void reset(uint64_t) override { next_ = 0; }
-  std::optional<accel::Sample> next() override {
-    if (next_ == n_) return std::nullopt;
-    int64_t i = next_++;
-    return accel::Sample{at::full({1}, static_cast<float>(i)), at::scalar_tensor(i, at::kLong)};
-  }
-
- private:
-  int64_t n_;
-  int64_t next_ = 0;
-};
-
-std::vector<int64_t> as_vector(const at::Tensor& t) {
-  at::Tensor c = t.to(at::kLong).contiguous().cpu();
-  return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
-}
-
-std::shared_ptr<accel::TensorDataset> numbers(int64_t n) {
-  return std::make_shared<accel::TensorDataset>(
-      std::vector<at::Tensor>{at::arange(n, at::kFloat).unsqueeze(1), at::arange(n, at::kLong)});
 }
 
 // Accelerate's DataLoaderDispatcher over range(n) with per-process batch b:
@@ -95,7 +74,7 @@ int main(int argc, char** argv) {
     lo.drop_last = row["drop_last"];
     std::unique_ptr<accel::DataLoader> loader;
     if (stream) {
-      loader = std::make_unique<accel::DataLoader>(std::make_shared<Stream>(row["n"]), lo);
+      loader = std::make_unique<accel::DataLoader>(std::make_shared<accel_test::CountingStream>(row["n"]), lo);
     } else if (row["kind"] == "user_batches") {
       loader = std::make_unique<accel::DataLoader>(numbers(32), row["sampler"].get<Batches>(), lo);
     } else {
@@ -124,7 +103,7 @@ int main(int argc, char** argv) {
       std::string name = "dispatch n=" + std::to_string(n) + " b=" + std::to_string(b);
       accel::DataLoaderOptions lo;
       lo.batch_size = b;
-      accel::DataLoader loader(std::make_shared<Stream>(n), lo);
+      accel::DataLoader loader(std::make_shared<accel_test::CountingStream>(n), lo);
       accelerator.prepare(loader);
       Batches mine;
       std::vector<int64_t> gathered;
