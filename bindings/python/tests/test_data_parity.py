@@ -5,32 +5,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 import accel
 
 WORKER = Path(__file__).parent / "programs" / "data_parity_worker.py"
+sys.path.insert(0, str(WORKER.parent))
+from data_parity_worker import Identity, Stream  # noqa: E402  (the datasets the launched runs use)
 TABLE = Path(__file__).resolve().parents[3] / "tests" / "data" / "files" / "accelerate_loader_shards.json"
-
-
-class Identity:
-    def __init__(self, n):
-        self.n = n
-
-    def __len__(self):
-        return self.n
-
-    def __getitem__(self, i):
-        return np.array([i], np.float32), i
-
-
-class Stream:
-    def __init__(self, n):
-        self.n = n
-
-    def __iter__(self):
-        return ((np.array([i], np.float32), i) for i in range(self.n))
 
 
 def labels(loader):

@@ -96,4 +96,5 @@ def main():
     print(f"[rank {rank}] ok {world} {mode} {checked}", flush=True)
 
 
-main()
+if __name__ == "__main__":
+    main()
