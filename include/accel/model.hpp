@@ -25,6 +25,10 @@ class ModelImpl;
 class Model {
  public:
   using ForwardFn = std::function<at::Tensor(const at::Tensor&)>;
+  // Tensors by name, in order: a Hugging Face model's inputs (input_ids,
+  // attention_mask, labels) and outputs (loss, logits).
+  using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
+  using NamedForwardFn = std::function<NamedTensors(const NamedTensors&)>;
 
   // A TorchScript module saved with torch.jit.save. Throws IO naming the path.
   static Model from_torchscript(const std::string& path);
@@ -34,6 +38,9 @@ class Model {
   static Model from_json(const std::string& spec);
   // Any torch::nn::Module with the forward to call on it.
   static Model from_module(std::shared_ptr<torch::nn::Module> module, ForwardFn forward);
+  // A module with a one-tensor forward and a named one (either may be empty,
+  // not both); the forward without a function is refused with InvalidArgument.
+  static Model from_module(std::shared_ptr<torch::nn::Module> module, ForwardFn forward, NamedForwardFn named_forward);
   // A module holder such as torch::nn::Sequential or a TORCH_MODULE type.
   template <class Impl>
   static Model from_module(const torch::nn::ModuleHolder<Impl>& holder) {
@@ -42,6 +49,11 @@ class Model {
   }
 
   at::Tensor forward(const at::Tensor& input);
+  // Named inputs to named outputs (see NamedTensors). A model with one tensor
+  // in and out takes exactly one input, of any name, and returns "output".
+  // Throws InvalidArgument naming a missing, unknown, repeated or undefined
+  // input, or one on another device.
+  NamedTensors forward(const NamedTensors& inputs);
   void train(bool training = true);
   bool is_training() const;
   std::vector<at::Tensor> parameters() const;

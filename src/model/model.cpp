@@ -25,8 +25,8 @@ std::string join(const std::string& prefix, const std::string& name) {
 
 class NnModel final : public ModelImpl {
  public:
-  NnModel(std::shared_ptr<torch::nn::Module> module, Model::ForwardFn forward)
-      : module_(std::move(module)), forward_(std::move(forward)) {}
+  NnModel(std::shared_ptr<torch::nn::Module> module, Model::ForwardFn forward, Model::NamedForwardFn named_forward)
+      : module_(std::move(module)), forward_(std::move(forward)), named_forward_(std::move(named_forward)) {}
 
   NamedTensors named_parameters() const override { return to_pairs(module_->named_parameters(true)); }
   NamedTensors named_buffers() const override { return to_pairs(module_->named_buffers(true)); }
@@ -43,7 +43,13 @@ class NnModel final : public ModelImpl {
   bool training() const override { return module_->is_training(); }
 
  protected:
-  at::Tensor run(const at::Tensor& input) override { return forward_(input); }
+  at::Tensor run(const at::Tensor& input) override {
+    require_arg(static_cast<bool>(forward_), "forward: this model takes named inputs; call forward with named tensors");
+    return forward_(input);
+  }
+  NamedTensors run_named(const NamedTensors& inputs) override {
+    return named_forward_ ? named_forward_(inputs) : ModelImpl::run_named(inputs);
+  }
   void move_to(const c10::Device& device) override { module_->to(device); }
 
  private:
@@ -55,6 +61,7 @@ class NnModel final : public ModelImpl {
 
   std::shared_ptr<torch::nn::Module> module_;
   Model::ForwardFn forward_;
+  Model::NamedForwardFn named_forward_;
 };
 
 class ScriptModel final : public ModelImpl {
@@ -99,10 +106,7 @@ class ScriptModel final : public ModelImpl {
 
 ModelImpl::~ModelImpl() = default;
 
-at::Tensor ModelImpl::forward(const at::Tensor& input) {
-  require_arg(input.defined(), "forward: the input tensor is undefined");
-  require_arg(input.device() == device_, "forward: the input is on " + input.device().str() + " but the model is on " +
-                                             device_.str() + " (batches from a prepared dataloader are placed for you)");
+void ModelImpl::before_forward() {
   const bool training_step = training() && at::GradMode::is_enabled();
   // DDP's broadcast_buffers: replicas start each training forward from process
   // 0's buffers (BatchNorm statistics), so they cannot drift apart. Not under
@@ -113,6 +117,23 @@ at::Tensor ModelImpl::forward(const at::Tensor& input) {
     broadcast_from_main(*state_, buffers, "buffers");
   }
   if (gradient_sync_ && training_step) gradient_sync_->arm();
+}
+
+at::Tensor ModelImpl::to_output_precision(at::Tensor output) const {
+  // Like Accelerate's convert_to_fp32: callers see float32 whatever ran inside.
+  MixedPrecision precision = state_ ? state_->mixed_precision : MixedPrecision::No;
+  if (precision != MixedPrecision::No && output.defined() && at::isFloatingType(output.scalar_type()) &&
+      output.scalar_type() != at::kFloat && output.scalar_type() != at::kDouble) {
+    output = output.to(at::kFloat);
+  }
+  return output;
+}
+
+at::Tensor ModelImpl::forward(const at::Tensor& input) {
+  require_arg(input.defined(), "forward: the input tensor is undefined");
+  require_arg(input.device() == device_, "forward: the input is on " + input.device().str() + " but the model is on " +
+                                             device_.str() + " (batches from a prepared dataloader are placed for you)");
+  before_forward();
   MixedPrecision precision = state_ ? state_->mixed_precision : MixedPrecision::No;
   at::Tensor output;
   try {
@@ -125,12 +146,42 @@ at::Tensor ModelImpl::forward(const at::Tensor& input) {
     fail(ErrorCode::InvalidArgument, "forward failed for input of shape " + c10::str(input.sizes()) + ": " +
                                          message.substr(0, message.find('\n')));
   }
-  // Like Accelerate's convert_to_fp32: callers see float32 whatever ran inside.
-  if (precision != MixedPrecision::No && at::isFloatingType(output.scalar_type()) &&
-      output.scalar_type() != at::kFloat && output.scalar_type() != at::kDouble) {
-    output = output.to(at::kFloat);
+  return to_output_precision(std::move(output));
+}
+
+NamedTensors ModelImpl::forward_named(const NamedTensors& inputs) {
+  require_arg(!inputs.empty(), "forward: no inputs given");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const auto& [name, tensor] = inputs[i];
+    require_arg(!name.empty(), "forward: input " + std::to_string(i) + " has an empty name");
+    require_arg(tensor.defined(), "forward: input \"" + name + "\" is undefined");
+    require_arg(tensor.device() == device_, "forward: input \"" + name + "\" is on " + tensor.device().str() +
+                                                " but the model is on " + device_.str() +
+                                                " (batches from a prepared dataloader are placed for you)");
+    for (size_t j = 0; j < i; ++j) require_arg(inputs[j].first != name, "forward: input \"" + name + "\" is given twice");
   }
-  return output;
+  before_forward();
+  MixedPrecision precision = state_ ? state_->mixed_precision : MixedPrecision::No;
+  NamedTensors outputs;
+  try {
+    AutocastScope autocast(precision, device_);
+    outputs = run_named(inputs);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    std::string shapes;
+    for (const auto& [name, tensor] : inputs) shapes += (shapes.empty() ? "" : ", ") + name + " " + c10::str(tensor.sizes());
+    std::string message = e.what();
+    fail(ErrorCode::InvalidArgument, "forward failed for inputs " + shapes + ": " + message.substr(0, message.find('\n')));
+  }
+  for (auto& [name, tensor] : outputs) tensor = to_output_precision(std::move(tensor));
+  return outputs;
+}
+
+NamedTensors ModelImpl::run_named(const NamedTensors& inputs) {
+  require_arg(inputs.size() == 1, "forward: this model takes one input tensor, but " + std::to_string(inputs.size()) +
+                                      " named inputs were given");
+  return {{"output", run(inputs.front().second)}};
 }
 
 void ModelImpl::prepare(const std::shared_ptr<AcceleratorState>& state) {
@@ -176,12 +227,18 @@ Model Model::from_torchscript(const std::string& path) {
 Model Model::from_json(const std::string& spec) { return from_module(detail::build_sequential(spec)); }
 
 Model Model::from_module(std::shared_ptr<torch::nn::Module> module, ForwardFn forward) {
-  require_arg(module != nullptr, "from_module: the module is null");
   require_arg(static_cast<bool>(forward), "from_module: the forward function is empty");
-  return Model(std::make_shared<detail::NnModel>(std::move(module), std::move(forward)));
+  return from_module(std::move(module), std::move(forward), nullptr);
+}
+
+Model Model::from_module(std::shared_ptr<torch::nn::Module> module, ForwardFn forward, NamedForwardFn named_forward) {
+  require_arg(module != nullptr, "from_module: the module is null");
+  require_arg(forward || named_forward, "from_module: both forward functions are empty");
+  return Model(std::make_shared<detail::NnModel>(std::move(module), std::move(forward), std::move(named_forward)));
 }
 
 at::Tensor Model::forward(const at::Tensor& input) { return impl_->forward(input); }
+Model::NamedTensors Model::forward(const NamedTensors& inputs) { return impl_->forward_named(inputs); }
 void Model::train(bool training) { impl_->set_training(training); }
 bool Model::is_training() const { return impl_->training(); }
 

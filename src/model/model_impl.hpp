@@ -33,6 +33,11 @@ class ModelImpl : public std::enable_shared_from_this<ModelImpl> {
   // Runs the module under the accelerator's autocast, arms gradient sync for the
   // backward that follows, and returns float32 outputs under mixed precision.
   at::Tensor forward(const at::Tensor& input);
+  // Named inputs to named outputs, as Hugging Face models are called
+  // (input_ids, attention_mask, labels -> loss, logits), with forward()'s
+  // device check, autocast, gradient-sync arming and float32 outputs.
+  // Throws InvalidArgument naming a missing, unknown or undefined input.
+  NamedTensors forward_named(const NamedTensors& inputs);
 
   // Moves to the device, broadcasts rank 0's weights, installs gradient sync. Collective.
   void prepare(const std::shared_ptr<AcceleratorState>& state);
@@ -42,9 +47,17 @@ class ModelImpl : public std::enable_shared_from_this<ModelImpl> {
 
  protected:
   virtual at::Tensor run(const at::Tensor& input) = 0;
+  // Default for modules with one tensor in and out: exactly one input (any
+  // name) and the output named "output".
+  virtual NamedTensors run_named(const NamedTensors& inputs);
   virtual void move_to(const c10::Device& device) = 0;
 
  private:
+  // What every training forward does before the module runs: buffers from
+  // process 0 (broadcast_buffers) and arming gradient sync.
+  void before_forward();
+  at::Tensor to_output_precision(at::Tensor output) const;
+
   std::shared_ptr<AcceleratorState> state_;
   std::unique_ptr<GradientSync> gradient_sync_;
   c10::Device device_{c10::kCPU};

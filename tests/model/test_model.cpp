@@ -43,6 +43,42 @@ TEST(Model, WrapsATorchModule) {
   EXPECT_FALSE(model.is_training());
 }
 
+TEST(Model, NamedForwardOfAOneTensorModelTakesOneInputAndNamesTheOutput) {
+  torch::nn::Linear linear(3, 2);
+  accel::Model model = accel::Model::from_module(linear);
+  auto outputs = model.forward(accel::Model::NamedTensors{{"x", at::ones({5, 3})}});
+  ASSERT_EQ(outputs.size(), 1u);
+  EXPECT_EQ(outputs[0].first, "output");
+  EXPECT_TRUE(at::equal(outputs[0].second, model.forward(at::ones({5, 3}))));
+  EXPECT_THROW(model.forward(accel::Model::NamedTensors{{"x", at::ones({5, 3})}, {"y", at::ones({5, 3})}}), accel::Error);
+}
+
+TEST(Model, NamedForwardChecksTheInputsBeforeRunning) {
+  torch::nn::Linear linear(3, 2);
+  int calls = 0;
+  accel::Model model = accel::Model::from_module(linear, nullptr, [&](const accel::Model::NamedTensors& in) {
+    ++calls;
+    return accel::Model::NamedTensors{{"sum", in[0].second + in[1].second}};
+  });
+  auto error_of = [&](const accel::Model::NamedTensors& in) -> std::string {
+    try {
+      model.forward(in);
+    } catch (const accel::Error& e) {
+      EXPECT_EQ(e.code(), accel::ErrorCode::InvalidArgument);
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_NE(error_of({{"a", at::ones({2})}, {"a", at::ones({2})}}).find("\"a\" is given twice"), std::string::npos);
+  EXPECT_NE(error_of({{"a", at::ones({2})}, {"b", at::Tensor()}}).find("\"b\" is undefined"), std::string::npos);
+  EXPECT_NE(error_of({}).find("no inputs"), std::string::npos);
+  EXPECT_EQ(calls, 0);
+  EXPECT_THROW(model.forward(at::ones({2})), accel::Error) << "no one-tensor forward";
+  auto out = model.forward(accel::Model::NamedTensors{{"a", at::ones({2})}, {"b", at::ones({2})}});
+  EXPECT_EQ(out[0].first, "sum");
+  EXPECT_TRUE(at::equal(out[0].second, at::full({2}, 2.0)));
+}
+
 TEST(Model, SingleProcessPrepareKeepsWeightsAndAddsNoSync) {
   accel::Accelerator accelerator;
   torch::nn::Linear linear(3, 2);
