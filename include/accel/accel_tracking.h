@@ -97,11 +97,15 @@ ACCEL_API void accel_progress_free(accel_progress* progress);
 /* ---- Profiling (Accelerate's accelerator.profile()) ---- */
 
 /* Starts recording every operator this thread runs with LibTorch's autograd
- * profiler; accel_profile_end writes a Chrome trace to
+ * profiler; accel_profile_end writes the trace to
  * output_trace_dir/trace_<process_index>.json (one per rank) and frees the
- * handle. Not collective. Errors: INVALID_ARGUMENT for NULL or empty
- * arguments; STATE when a profile already runs on this thread; IO when the
- * directory or file cannot be written (named). */
+ * handle (also when it fails). The file is in the Trace Event Format that
+ * chrome://tracing, Perfetto and viztracer read: {"traceEvents": [...]}, the
+ * rank's process index as pid, "rank N" as process name, thread names; files
+ * of several ranks merge into one timeline (viztracer --combine). Not
+ * collective. Errors: INVALID_ARGUMENT for NULL or empty arguments; STATE when
+ * a profile already runs on this thread; IO when the directory or file cannot
+ * be written (named). */
 typedef struct accel_profile accel_profile;
 ACCEL_API accel_status accel_profile_begin(const accel_accelerator* acc, const char* output_trace_dir,
                                            accel_profile** out);

@@ -9,14 +9,22 @@ namespace accel {
 
 class Accelerator;
 
-// Records every operator run on this thread while alive and, when destroyed,
-// writes a Chrome trace (chrome://tracing, Perfetto) to
-// output_trace_dir/trace_<process_index>.json, one file per rank. Every rank
-// records its own; nothing is communicated. Throws IO when the directory
-// cannot be created or the file opened; State when a profile is already running.
+// Records every operator run on this thread while alive and, at finish() or
+// when destroyed, writes a trace in the Trace Event Format (chrome://tracing,
+// Perfetto, viztracer --combine) to output_trace_dir/trace_<process_index>.json,
+// one file per rank: {"traceEvents": [...], "displayTimeUnit": "ms",
+// "otherData": {...}}, each rank its own pid (its process index) with
+// process_name "rank N" and thread_name metadata, so per-rank files merge into
+// one timeline. Every rank records its own; nothing is communicated. Throws IO
+// when the directory cannot be created or the file opened; State when a
+// profile is already running on this thread.
 class ProfileScope {
  public:
   ProfileScope(const Accelerator& accelerator, const std::string& output_trace_dir);
+  // Stops recording and writes the trace (atomically). Throws IO naming the
+  // file when it cannot be written. Later calls do nothing.
+  void finish();
+  // Calls finish(), swallowing its error (a destructor must not throw).
   ~ProfileScope();
   ProfileScope(const ProfileScope&) = delete;
   ProfileScope& operator=(const ProfileScope&) = delete;
@@ -26,6 +34,7 @@ class ProfileScope {
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::string path_;
+  int process_index_ = 0;
 };
 
 }  // namespace accel

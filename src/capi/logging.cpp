@@ -65,6 +65,12 @@ accel_status accel_profile_begin(const accel_accelerator* acc, const char* outpu
 accel_status accel_profile_end(accel_profile* profile) {
   return guarded([&] {
     deref(profile, "profile");
+    try {
+      profile->scope->finish();  // errors writing the trace reach the caller
+    } catch (...) {
+      release(profile);
+      throw;
+    }
     release(profile);
   });
 }

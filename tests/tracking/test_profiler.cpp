@@ -33,10 +33,18 @@ TEST(Profile, WritesAChromeTraceWithTheModelsOperators) {
   std::ifstream in(path);
   ASSERT_TRUE(in.good());
   const auto trace = nlohmann::json::parse(in);
-  const auto& events = trace.is_array() ? trace : trace.at("traceEvents");
+  ASSERT_TRUE(trace.is_object()) << "Trace Event Format's object form, not LibTorch 1.13's bare array";
+  const auto& events = trace.at("traceEvents");
   std::set<std::string> names;
-  for (const auto& event : events)
+  bool named_process = false;
+  for (const auto& event : events) {
+    EXPECT_EQ(event.at("pid"), 0) << "the rank is the pid";
     if (event.contains("name")) names.insert(event["name"].get<std::string>());
+    if (event.value("ph", "") == "M" && event["name"] == "process_name") {
+      named_process = event["args"]["name"] == "rank 0";
+    }
+  }
+  EXPECT_TRUE(named_process);
   EXPECT_TRUE(names.count("aten::addmm") || names.count("aten::linear")) << "no linear operator in the trace";
   EXPECT_TRUE(names.count("aten::sum"));
   accel::detail::remove_tree(dir);
