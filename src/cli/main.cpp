@@ -7,6 +7,7 @@
 
 #include <exception>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "cli/launch_environment.hpp"
 #include "cli/launch_options.hpp"
 #include "cli/launch_settings.hpp"
+#include "cli/suggest.hpp"
 #include "cli/supervisor.hpp"
 
 namespace {
@@ -39,6 +41,21 @@ std::string usage_line(const CLI::App& app, const std::string& parents) {
     if (line.rfind("Usage:", 0) == 0) return line;
   }
   return {};
+}
+
+// "Did you mean '--nproc_per_node'?" when the argument the parse stumbled on
+// looks like a typo of one of the command's flags or subcommands.
+std::optional<std::string> typo_hint(const CLI::App& command, const CLI::ParseError& error) {
+  std::vector<std::string> unexpected = command.remaining();
+  const std::string what = error.what();
+  const std::string marker = "not expected: ";
+  if (unexpected.empty() && what.find(marker) != std::string::npos) {
+    unexpected.push_back(what.substr(what.find(marker) + marker.size()));
+  }
+  for (const auto& given : unexpected) {
+    if (auto suggestion = accel::cli::suggest_for(command, given)) return "Did you mean '" + *suggestion + "'?";
+  }
+  return std::nullopt;
 }
 
 // The innermost command the parse reached, and its full name ("accel config default").
@@ -129,8 +146,9 @@ int main(int argc, char** argv) {
     if (error.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(error);
     auto [command, name] = innermost(app);
     std::string parents = name.substr(0, name.rfind(' ') == std::string::npos ? 0 : name.rfind(' '));
-    std::cerr << name << ": " << error.what() << "\n"
-              << usage_line(*command, parents) << "\n"
+    std::cerr << name << ": " << error.what() << "\n";
+    if (auto hint = typo_hint(*command, error)) std::cerr << *hint << "\n";
+    std::cerr << usage_line(*command, parents) << "\n"
               << "Run '" << name << " --help' for more information.\n";
     return kUsageError;
   }

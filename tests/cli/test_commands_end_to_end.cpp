@@ -220,4 +220,16 @@ TEST(Commands, HelpForEveryCommandAndShortUsageErrors) {
   EXPECT_EQ(bad_value.exit_code, 2);
 }
 
+TEST(Commands, AMistypedFlagOrSubcommandSuggestsTheClosest) {
+  auto flag = run_accel({"launch", "--nproc_per_nod", "2", "train"});
+  EXPECT_EQ(flag.exit_code, 2);
+  EXPECT_NE(flag.err.find("Did you mean '--nproc_per_node'?"), std::string::npos) << flag.err;
+  auto command = run_accel({"lanch", "train"});
+  EXPECT_EQ(command.exit_code, 2);
+  EXPECT_NE(command.err.find("Did you mean 'launch'?"), std::string::npos) << command.err;
+  auto far = run_accel({"launch", "--frobnicate", "train"});
+  EXPECT_EQ(far.exit_code, 2);
+  EXPECT_EQ(far.err.find("Did you mean"), std::string::npos) << far.err;
+}
+
 }  // namespace
