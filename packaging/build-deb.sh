@@ -13,8 +13,9 @@ out=$(realpath -m "${2:-$build/packages}")
 
 if [ "$build_first" = 1 ]; then
   [ -f "$build/CMakeCache.txt" ] || cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
-  # Only what the packages hold: the library and the command.
-  cmake --build "$build" --target accel accel_cli -j "${ACCEL_BUILD_JOBS:-2}"
+  # Only what the packages hold: the library, the command and the LibTorch
+  # probe it runs (accel-selftest; the runtime component installs it too).
+  cmake --build "$build" --target accel accel_cli accel_selftest -j "${ACCEL_BUILD_JOBS:-2}"
 fi
 [ -f "$build/CPackConfig.cmake" ] || { echo "build-deb.sh: $build is not a configured libaccel build" >&2; exit 1; }
 

@@ -18,6 +18,7 @@ packages=(
   openjdk-17-jdk-headless curl ca-certificates  # Java binding; JUnit from Maven Central (scripts/java-deps.sh)
   golang-go               # the Go binding (Go 1.19 here; a newer /usr/local/go/bin/go is used when present)
   dataset-fashion-mnist   # example data in /usr/share/datasets/fashion-mnist
+  fortunes                # real English text (/usr/share/games/fortunes) for the byte-level language-model examples
   dpkg-dev file lintian   # packaging/build-deb.sh (CPack's dpkg-shlibdeps) and its lintian test
   python3-torch           # bench/run.sh peer, and the tests read our optimizer.bin with torch.load
 )
