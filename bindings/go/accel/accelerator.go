@@ -259,9 +259,10 @@ func (a *Accelerator) Print(args ...any) error {
 	return a.do(func(h core.Accelerator) { h.Print(line) })
 }
 
-// Printf is Print with a format.
+// Printf is Print with a format. Print ends the line itself, so one trailing
+// newline in the format (the habit from fmt.Printf) is not doubled.
 func (a *Accelerator) Printf(format string, args ...any) error {
-	line := fmt.Sprintf(format, args...)
+	line := strings.TrimSuffix(fmt.Sprintf(format, args...), "\n")
 	return a.do(func(h core.Accelerator) { h.Print(line) })
 }
 

@@ -2,6 +2,9 @@ package accel
 
 import (
 	"errors"
+	"io"
+	"os"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -143,4 +146,34 @@ func TestCollectivesSingleProcess(t *testing.T) {
 	closed.Close()
 	_, err = acc.Gather(closed)
 	wantClosed(t, err, "Tensor")
+}
+
+// stdoutOf runs f with the process's file descriptor 1 (where the library
+// prints) redirected into a pipe, and returns what was written.
+func stdoutOf(t *testing.T, f func()) string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	ok(t, err)
+	saved, err := syscall.Dup(1)
+	ok(t, err)
+	ok(t, syscall.Dup3(int(w.Fd()), 1, 0))
+	f()
+	ok(t, syscall.Dup3(saved, 1, 0))
+	ok(t, syscall.Close(saved))
+	ok(t, w.Close())
+	out, err := io.ReadAll(r)
+	ok(t, err)
+	return string(out)
+}
+
+func TestPrintfEndsTheLineOnce(t *testing.T) {
+	acc := newCPU(t, AcceleratorOptions{})
+	out := stdoutOf(t, func() {
+		ok(t, acc.Printf("step %d\n", 1))
+		ok(t, acc.Printf("step %d", 2))
+		ok(t, acc.Print("step", 3))
+	})
+	if out != "step 1\nstep 2\nstep 3\n" {
+		t.Fatalf("printed %q", out)
+	}
 }
