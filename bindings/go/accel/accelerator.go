@@ -33,11 +33,11 @@ type AcceleratorOptions struct {
 	ScalerBackoffFactor       float64
 	ScalerGrowthInterval      int64
 	SplitBatches              bool
-	EvenBatches               *bool // nil: true
-	DispatchBatches           *bool // nil: Accelerate's default, iterable datasets are dispatched
-	UseSeedableSampler        bool  // shuffle with DataSeed (else the SetSeed seed) + epoch
+	EvenBatches               *bool  // nil: true
+	DispatchBatches           *bool  // nil: Accelerate's default, iterable datasets are dispatched
+	UseSeedableSampler        bool   // shuffle with DataSeed (else the SetSeed seed) + epoch
 	DataSeed                  *int64 // nil: none; must be >= 0
-	DevicePlacement           *bool // nil: true
+	DevicePlacement           *bool  // nil: true
 	ProjectDir                string
 	LoggingDir                string
 	AutomaticCheckpointNaming bool
