@@ -69,6 +69,23 @@ static struct settings parse_args(int argc, char** argv) {
   return s;
 }
 
+/* A user's first run often lacks the data: say where it comes from. */
+static void require_data(const char* dir) {
+  char path[1024];
+  FILE* probe;
+  snprintf(path, sizeof path, "%s/train-images-idx3-ubyte.gz", dir);
+  probe = fopen(path, "rb");
+  if (probe != NULL) {
+    fclose(probe);
+    return;
+  }
+  fprintf(stderr,
+          "Fashion-MNIST is not in %s: install it with `sudo apt install dataset-fashion-mnist` "
+          "(Debian, Ubuntu) or pass --data DIR\n",
+          dir);
+  exit(1);
+}
+
 static accel_dataset* load_split(const char* dir, const char* split) {
   char images[1024], labels[1024];
   accel_dataset* dataset = NULL;
@@ -176,6 +193,7 @@ int main(int argc, char** argv) {
   TRY(accel_accelerator_create(NULL, &acc));
   TRY(accel_accelerator_set_seed(acc, s.seed));
 
+  require_data(s.data_dir);
   train_set = load_split(s.data_dir, "train");
   test_set = load_split(s.data_dir, "t10k");
   train_loader = make_loader(train_set, 64, 1, s.seed);

@@ -9,6 +9,8 @@
  * Prints the main process's loss every 100 steps and one line per epoch, the same
  * numbers as examples/c/train_fashion_mnist.c for the same seed.
  */
+import java.nio.file.Files;
+import java.nio.file.Paths;
 import java.util.Locale;
 
 import org.libaccel.Accelerator;
@@ -55,6 +57,11 @@ public final class TrainFashionMnist {
         case "--data": data = args[++i]; break;
         default: usage();
       }
+    }
+    if (!Files.exists(Paths.get(data, "train-images-idx3-ubyte.gz"))) {
+      System.err.println("Fashion-MNIST is not in " + data + ": install it with `sudo apt install dataset-fashion-mnist`"
+          + " (Debian, Ubuntu) or pass --data DIR");
+      System.exit(1);
     }
     return this;
   }

@@ -10,6 +10,8 @@ numbers as examples/c/train_fashion_mnist.c for the same seed.
 """
 import argparse
 import json
+import os
+import sys
 
 import accel
 
@@ -40,6 +42,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
     args = parser.parse_args()
+    if not os.path.exists(f"{args.data}/train-images-idx3-ubyte.gz"):
+        sys.exit(f"Fashion-MNIST is not in {args.data}: install it with `sudo apt install dataset-fashion-mnist` "
+                 "(Debian, Ubuntu) or pass --data DIR")
 
     acc = accel.Accelerator()
     acc.set_seed(args.seed)

@@ -252,6 +252,11 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
+	if _, err := os.Stat(*dataDir + "/train-images-idx3-ubyte.gz"); err != nil {
+		fmt.Fprintf(os.Stderr, "Fashion-MNIST is not in %s: install it with `sudo apt install dataset-fashion-mnist` "+
+			"(Debian, Ubuntu) or pass --data DIR\n", *dataDir)
+		os.Exit(1)
+	}
 	if err := run(*epochs, *maxSteps, *seed, *dataDir); err != nil {
 		fmt.Fprintln(os.Stderr, "train_fashion_mnist:", err)
 		os.Exit(1)
