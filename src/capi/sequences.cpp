@@ -41,28 +41,39 @@ class BorrowedTensors {
     register_handle(&tensors_[i], HandleKind::Tensor);
   }
   const accel_tensor* const* data() const { return pointers_.data(); }
+  bool holds(const accel_tensor* t) const {
+    return !tensors_.empty() && t >= tensors_.data() && t < tensors_.data() + tensors_.size();
+  }
 
  private:
   std::vector<accel_tensor> tensors_;
   std::vector<const accel_tensor*> pointers_;
 };
 
-// Takes every handle a collate callback wrote, valid or not, so none leaks.
-accel::Batch take_fields(std::vector<accel_tensor*>& written, const std::vector<std::string>& names) {
+// Takes every handle a collate callback wrote, valid or not, so none leaks;
+// a borrowed input handle written back is refused, never freed.
+accel::Batch take_fields(std::vector<accel_tensor*>& written, const std::vector<std::string>& names,
+                         const BorrowedTensors& ids, const BorrowedTensors& labels) {
   accel::Batch batch(written.size());
-  std::string missing;
+  std::string problem;
   for (size_t f = 0; f < written.size(); ++f) {
+    const std::string field = "collate: field '" + names[f] + "' ";
+    if (written[f] != nullptr && (ids.holds(written[f]) || labels.holds(written[f]))) {
+      written[f] = nullptr;
+      if (problem.empty()) problem = field + "is a borrowed input tensor (write a new handle)";
+      continue;
+    }
     if (written[f] == nullptr) {
-      if (missing.empty()) missing = names[f];
+      if (problem.empty()) problem = field + "was not written";
       continue;
     }
     bool live = is_live(written[f], HandleKind::Tensor);
     if (live) batch[f] = written[f]->tensor;
     release(written[f]);
     written[f] = nullptr;
-    if (!live && missing.empty()) missing = names[f] + " (not a live accel_tensor)";
+    if (!live && problem.empty()) problem = field + "is not a live accel_tensor";
   }
-  accel::require_arg(missing.empty(), "collate: field '" + missing + "' was not written");
+  accel::require_arg(problem.empty(), problem);
   return batch;
 }
 
@@ -81,11 +92,13 @@ accel::CollateFn c_collate(accel_collate_fn fn, std::shared_ptr<void> user, std:
                              written.size());
     if (status != ACCEL_OK) {
       std::string message = accel_last_error();
-      for (accel_tensor*& t : written) release(t);
+      for (accel_tensor*& t : written) {
+        if (!ids.holds(t) && !labels.holds(t)) release(t);
+      }
       accel_set_error(message.c_str());
       check_callback(status, "collate callback for a batch of " + std::to_string(n) + " samples");
     }
-    return take_fields(written, names);
+    return take_fields(written, names, ids, labels);
   };
 }
 

@@ -117,6 +117,10 @@ static accel_status collate_lengths(void* user, const accel_tensor* const* ids, 
     accel_set_error("the host collate refused the batch");
     return ACCEL_ERR_INVALID_ARGUMENT;
   }
+  if (*(const int*)user == 3) { /* hands back a borrowed input: refused, never freed */
+    fields[0] = (accel_tensor*)ids[0];
+    return accel_tensor_from_buffer(first, n * sizeof(int64_t), ACCEL_INT64, shape, 1, &fields[1]);
+  }
   if (accel_tensor_from_buffer(lengths, (size_t)shape[0] * sizeof(int64_t), ACCEL_INT64, shape, 1, &fields[0]) !=
       ACCEL_OK) {
     return ACCEL_ERR_INTERNAL;
@@ -162,6 +166,9 @@ static void c_collate_function(void) {
   mode = 2; /* the callback fails: its message reaches the caller */
   EXPECT_ERROR(accel_dataloader_next_fields(dl, fields, 2, &count), ACCEL_ERR_INVALID_ARGUMENT,
                "the host collate refused the batch");
+  mode = 3;
+  EXPECT_ERROR(accel_dataloader_next_fields(dl, fields, 2, &count), ACCEL_ERR_INVALID_ARGUMENT,
+               "field 'lengths' is a borrowed input tensor");
   accel_dataloader_free(dl);
   EXPECT(released == 0);
   accel_dataset_free(ds);
