@@ -178,7 +178,14 @@ struct AccelBatch {
 %ignore SampleWriter::SampleWriter;
 %ignore StateWriter::StateWriter;
 %ignore CollateWriter::CollateWriter;
+/* Bindings pass Tensor objects: put() below takes the handle type SWIG knows. */
+%ignore CollateWriter::write_tensor;
 %include "accel_bridge.hpp"
+
+%extend CollateWriter {
+  /* Copies tensor (any dtype and shape) into field `field` of the batch. */
+  void put(int field, const AccelTensor* tensor) { $self->write_tensor(field, tensor); }
+}
 
 /* ---- module functions ---- */
 %inline %{
