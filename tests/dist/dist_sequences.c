@@ -4,7 +4,9 @@
    - pad_across_processes then gather_for_metrics over an epoch counts every
      sample exactly once (the duplicate that completes the last round dropped);
    - save_state mid-epoch of a shuffled loader, load_state: the resumed pass
-     yields the same remaining batches. */
+     yields the same remaining batches;
+   - a prepared length-grouped loader gives rank r the global batches r, r + 2, ...
+     of the unprepared one (the grouping is the same on every process). */
 #define _POSIX_C_SOURCE 200809L /* mkdtemp */
 #include <stdint.h>
 #include <string.h>
@@ -139,6 +141,39 @@ int main(void) {
     }
     CHECK(rest_count == 4);
     CHECK(memcmp(rest[0], rest[1], 4 * sizeof(int64_t)) == 0);
+  }
+
+  /* Length-grouped batches of 12 sequences. */
+  {
+    accel_sequences* twelve = NULL;
+    accel_dataset* grouped_ds = NULL;
+    accel_dataloader *global = NULL, *local = NULL;
+    accel_dataloader_options go = ACCEL_DATALOADER_OPTIONS_INIT;
+    int64_t global_rows[6][2], local_rows[2];
+    int64_t gids[64], goffsets[13], gtotal = 0;
+    goffsets[0] = 0;
+    for (i = 0; i < 12; ++i) {
+      for (k = 0; k < length_of(i); ++k) gids[gtotal++] = i + 1;
+      goffsets[i + 1] = gtotal;
+    }
+    CHECK_OK(accel_sequences_from_arrays(gids, (size_t)gtotal, goffsets, 13, NULL, 0, 0, &twelve));
+    CHECK_OK(accel_dataset_from_sequences(twelve, NULL, &grouped_ds));
+    go.batch_size = 2;
+    go.seed = 17;
+    CHECK_OK(accel_dataloader_create_length_grouped(grouped_ds, &go, &global));
+    CHECK_OK(accel_dataloader_create_length_grouped(grouped_ds, &go, &local));
+    CHECK_OK(accel_accelerator_prepare_dataloader(acc, local));
+    for (b = 0; b < 6; ++b) CHECK(next_batch(global, global_rows[b], &width, NULL) == 2);
+    CHECK(next_batch(global, rows, &width, NULL) == 0);
+    for (b = 0; b < 3; ++b) {
+      CHECK(next_batch(local, local_rows, &width, NULL) == 2);
+      CHECK(local_rows[0] == global_rows[2 * b + rank][0] && local_rows[1] == global_rows[2 * b + rank][1]);
+    }
+    CHECK(next_batch(local, rows, &width, NULL) == 0);
+    accel_dataloader_free(local);
+    accel_dataloader_free(global);
+    accel_dataset_free(grouped_ds);
+    accel_sequences_free(twelve);
   }
 
   accel_dataloader_free(shuffled);
