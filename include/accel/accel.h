@@ -894,7 +894,8 @@ ACCEL_API accel_status accel_dataloader_create_from_batches(accel_dataset* datas
                                                             accel_dataloader** out);
 /* A loader over a sequence dataset whose batches group sequences of similar
    length (transformers' LengthGroupedSampler with the loader's batching): a
-   permutation seeded with opts->seed is cut into megabatches of min(N / (4 *
+   permutation seeded with opts->seed (0 included: here it is a seed like any
+   other, not "no generator") is cut into megabatches of min(N / (4 *
    batch_size), 50) batches, each sorted by decreasing length, the longest
    sequence moved into the first batch, then cut into batches of
    opts->batch_size (the last shorter unless opts->drop_last). The batches are
