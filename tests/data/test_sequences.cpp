@@ -327,3 +327,28 @@ TEST(SequenceLoader, WorkersAndResumeGiveTheSameBatches) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(SequenceLoader, DispatchRefusesToCompleteARaggedLastBatchByName) {
+  auto dataset = std::make_shared<accel::SequenceDataset>(ragged(5), accel::PaddingOptions{});
+  accel::DataLoaderOptions options;
+  options.batch_size = 2;
+  accel::DataLoader loader(dataset, options);
+  accel::ShardPlacement placement;
+  placement.num_processes = 2;
+  placement.process_index = 0;
+  placement.gradient_state = std::make_shared<accel::GradientState>();
+  placement.dispatch = [](std::optional<accel::Batch> batch) { return batch; };  // the main process's view
+  loader.shard(placement);
+  std::string message = error_of([&] {
+    while (loader.next()) {
+    }
+  });
+  EXPECT_NE(message.find("dispatch_batches: field 0 of the short last batch has shape [1, 5] and of the first "
+                         "batch [4, 4]"),  // global batches of batch_size * processes
+            std::string::npos)
+      << message;
+}
+
+}  // namespace
