@@ -419,13 +419,14 @@ def _samples_of(ids: Any, offsets: Any, labels: Any, label_kind: int) -> list:
 class _CollateAdapter(core.Collator):
     """Runs a Python collate_fn (list of sample dicts -> dict of arrays) for the loader's threads."""
 
-    def __init__(self, function: Any, names: Sequence[str]) -> None:
+    def __init__(self, function: Any, names: Sequence[str], items: Any = None) -> None:
         super().__init__()
-        self.function, self.names = function, list(names)
+        self.function, self.names, self.items = function, list(names), items
 
     def collate(self, ids: Any, offsets: Any, labels: Any, label_kind: int, out: Any) -> str:
         try:
-            batch = self.function(_samples_of(ids, offsets, labels, label_kind))
+            samples = _samples_of(ids, offsets, labels, label_kind)
+            batch = self.function(self.items(samples) if self.items else samples)
             if not isinstance(batch, dict) or list(batch) != self.names:
                 got = list(batch) if isinstance(batch, dict) else type(batch).__name__
                 raise ValueError(f"collate_fn returned {got}, expected a dict with the keys {self.names} "
@@ -438,15 +439,38 @@ class _CollateAdapter(core.Collator):
             return _error_text(error)
 
 
+def _first_batch_names(first: Any) -> list:
+    if not isinstance(first, dict) or not first:
+        raise TypeError(f"collate_fn must return a non-empty dict of arrays, got {type(first).__name__}")
+    return [str(k) for k in first]
+
+
+def _python_collate_dataset(data: Any, collate_fn: Any, batch_size: int) -> Dataset:
+    """Any map-style Python dataset with a collate_fn: the loader batches indices (a sequence
+    [i] per sample, so sharding, workers and resume work as for any dataset) and the collate_fn
+    gets data[i] of each, as PyTorch's DataLoader gives it."""
+    if not (hasattr(data, "__len__") and hasattr(data, "__getitem__")):
+        raise TypeError(f"collate_fn needs a map-style dataset (__len__, __getitem__) or accel.Sequences, "
+                        f"got {type(data).__name__}")
+    n = len(data)
+    if n == 0:
+        raise ValueError("the dataset is empty")
+    index = Sequences.from_arrays(list(range(n)), list(range(n + 1)), [], 0)
+    names = _first_batch_names(collate_fn([data[i] for i in range(min(max(batch_size, 1), n))]))
+    adapter = _CollateAdapter(collate_fn, names, lambda samples: [data[int(s["input_ids"][0])] for s in samples])
+    try:
+        return Dataset.from_sequences_collate(index, adapter.names, adapter.__disown__())
+    finally:
+        index.close()  # the dataset keeps its own reference
+
+
 def _sequence_dataset(data: "Sequences", collate_fn: Any, batch_size: int) -> Dataset:
     if collate_fn is None or isinstance(collate_fn, DataCollatorWithPadding):
         options = collate_fn.options if collate_fn is not None else None
         return Dataset.from_sequences(data, options)
     # The first batch's keys name the fields (as the first sample fixes a dataset's dtypes).
-    first = collate_fn([data[i] for i in range(min(max(batch_size, 1), len(data)))])
-    if not isinstance(first, dict) or not first:
-        raise TypeError(f"collate_fn must return a non-empty dict of arrays, got {type(first).__name__}")
-    adapter = _CollateAdapter(collate_fn, [str(k) for k in first])
+    names = _first_batch_names(collate_fn([data[i] for i in range(min(max(batch_size, 1), len(data)))]))
+    adapter = _CollateAdapter(collate_fn, names)
     return Dataset.from_sequences_collate(data, adapter.names, adapter.__disown__())
 
 
@@ -464,14 +488,24 @@ class DataLoader(core.DataLoader):
     (e.g. length-bucketed batches of varying sizes), read once here and
     yielded in that order every epoch. As Accelerate does, prepare reads its
     batch_size and drop_last attributes when it has them (no batch_size:
-    sizes vary, which needs even_batches=False with several processes)."""
+    sizes vary, which needs even_batches=False with several processes).
+
+    Variable-length data: DataLoader(accel.Sequences, batch_size=8) pads each batch to its
+    longest sequence (collate_fn=accel.DataCollatorWithPadding(...) to set the padding), and
+    group_by_length=True groups similar lengths (transformers' LengthGroupedSampler, with seed).
+    collate_fn=fn, over Sequences (samples {"input_ids": ndarray[, "labels": ...]}) or any
+    map-style Python dataset (samples data[i]), gets a batch's list of samples and returns a dict
+    of arrays or tensors; its first batch, collated here once, fixes the field names. Batches
+    with field names are dicts name -> Tensor."""
 
     def __init__(self, data: Any, batch_sampler: Optional[Iterable[Sequence[int]]] = None,
                  collate_fn: Any = None, group_by_length: bool = False, **options: Any) -> None:
         if isinstance(data, Sequences):
             dataset = _sequence_dataset(data, collate_fn, int(options.get("batch_size", 1)))
         elif collate_fn is not None:
-            raise TypeError("collate_fn needs token sequences (accel.Sequences), got " + type(data).__name__)
+            if group_by_length:
+                raise TypeError("group_by_length needs token sequences (accel.Sequences)")
+            dataset = _python_collate_dataset(data, collate_fn, int(options.get("batch_size", 1)))
         else:
             dataset = data if isinstance(data, Dataset) else _from_python(data)
         opts = DataLoaderOptions()

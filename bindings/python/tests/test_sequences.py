@@ -156,3 +156,42 @@ def test_text_bytes_split_by_fortune_separator(tmp_path):
     text.write_bytes(b"Be kind.\n%\nTwo\nlines.\n%\n")
     seqs = accel.Sequences.from_text(str(text), accel.core.TEXT_SEPARATOR, "%")
     assert bytes(seqs[1]["input_ids"].astype(np.uint8)) == b"Two\nlines.\n"
+
+
+class Rows:
+    """A tokenised dataset as Hugging Face datasets yield it: dicts of lists."""
+
+    def __init__(self):
+        self.rows = [{"input_ids": ids, "label": i % 2} for i, ids in enumerate(IDS)]
+
+    def __len__(self):
+        return len(self.rows)
+
+    def __getitem__(self, i):
+        return self.rows[i]
+
+
+def hf_style_collate(rows):
+    batch = pad_right(rows)
+    batch["labels"] = np.array([r["label"] for r in rows], np.int64)
+    return batch
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_collate_fn_over_any_python_dataset(num_workers):
+    loader = accel.DataLoader(Rows(), batch_size=4, shuffle=True, seed=3, collate_fn=hf_style_collate,
+                              num_workers=num_workers)
+    assert len(loader) == 2
+    seen = []
+    for batch in loader:
+        assert list(batch) == ["input_ids", "lengths", "labels"]
+        ids = batch["input_ids"].numpy()
+        for row, length, label in zip(ids, batch["lengths"].numpy(), batch["labels"].numpy()):
+            sample = IDS.index(row[:length].tolist())
+            assert label == sample % 2
+            seen.append(sample)
+    assert sorted(seen) == list(range(len(IDS)))
+    with pytest.raises(TypeError, match="group_by_length needs token sequences"):
+        accel.DataLoader(Rows(), batch_size=2, collate_fn=hf_style_collate, group_by_length=True)
+    with pytest.raises(TypeError, match="map-style dataset"):
+        accel.DataLoader(iter(IDS), batch_size=2, collate_fn=hf_style_collate)
