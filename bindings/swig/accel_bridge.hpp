@@ -87,6 +87,54 @@ class StreamSource {
   virtual std::string reset(uint64_t epoch) { return ""; }
 };
 
+// Where a collate function writes its batch: one tensor per field name, in
+// the order the names were given, copied in by write().
+class CollateWriter {
+ public:
+  CollateWriter(accel_tensor** fields, size_t count) : fields_(fields), count_(count) {}
+  int num_fields() const { return static_cast<int>(count_); }
+  void write(int field, accel_dtype dtype, const std::vector<int64_t>& shape, const void* data, size_t size) {
+    if (field < 0 || static_cast<size_t>(field) >= count_) {
+      accel_fail(ACCEL_ERR_INVALID_ARGUMENT,
+                 "field index " + std::to_string(field) + " out of range [0, " + std::to_string(count_) + ")");
+    }
+    accel_tensor* tensor = nullptr;
+    accel_check(accel_tensor_from_buffer(data, size, dtype, shape.data(), shape.size(), &tensor));
+    accel_tensor_free(fields_[field]);
+    fields_[field] = tensor;
+  }
+  // Copies a tensor the host language built (any dtype and shape) into the field.
+  void write_tensor(int field, const accel_tensor* tensor) {
+    if (tensor == nullptr) accel_fail(ACCEL_ERR_INVALID_ARGUMENT, "field " + std::to_string(field) + ": the tensor is null");
+    size_t ndim = 0;
+    accel_check(accel_tensor_ndim(tensor, &ndim));
+    std::vector<int64_t> shape(ndim + 1);  // never empty: dims must not be NULL
+    accel_check(accel_tensor_shape(tensor, shape.data(), ndim));
+    shape.resize(ndim);
+    accel_dtype dtype = ACCEL_FLOAT32;
+    accel_check(accel_tensor_dtype(tensor, &dtype));
+    int64_t numel = 0;
+    accel_check(accel_tensor_numel(tensor, &numel));
+    std::vector<char> bytes(static_cast<size_t>(numel) * accel_dtype_size(dtype));
+    accel_check(accel_tensor_copy_to(tensor, bytes.data(), bytes.size()));
+    write(field, dtype, shape, bytes.data(), bytes.size());
+  }
+
+ private:
+  accel_tensor** fields_;
+  size_t count_;
+};
+
+// A collate function written in the host language. The batch's samples come
+// flat: sample s is ids[offsets[s] .. offsets[s + 1]); label_kind 0: no
+// labels, 1: labels[s] per sample, 2: labels aligned with ids.
+class Collator {
+ public:
+  virtual ~Collator() {}
+  virtual std::string collate(const std::vector<int64_t>& ids, const std::vector<int64_t>& offsets,
+                              const std::vector<int64_t>& labels, int label_kind, CollateWriter* out) = 0;
+};
+
 // The state an object saves into a checkpoint.
 class StateWriter {
  public:
@@ -188,6 +236,33 @@ inline void stream_release(void* user) {
   delete context->source;
   delete context;
 }
+
+inline void append_tensor(const accel_tensor* tensor, std::vector<int64_t>& to) {
+  int64_t n = 0;
+  accel_check(accel_tensor_numel(tensor, &n));
+  size_t at = to.size();
+  to.resize(at + static_cast<size_t>(n));
+  accel_check(accel_tensor_copy_to(tensor, to.data() + at, static_cast<size_t>(n) * sizeof(int64_t)));
+}
+inline accel_status collate_call(void* user, const accel_tensor* const* ids, const accel_tensor* const* labels,
+                                 size_t num_samples, accel_tensor** fields, size_t num_fields) {
+  return call_back([&] {
+    std::vector<int64_t> flat, offsets{0}, flat_labels;
+    int kind = 0;
+    for (size_t s = 0; s < num_samples; ++s) {
+      append_tensor(ids[s], flat);
+      offsets.push_back(static_cast<int64_t>(flat.size()));
+      if (labels == nullptr) continue;
+      size_t ndim = 0;
+      accel_check(accel_tensor_ndim(labels[s], &ndim));
+      kind = ndim == 0 ? 1 : 2;
+      append_tensor(labels[s], flat_labels);
+    }
+    CollateWriter writer(fields, num_fields);
+    return static_cast<Collator*>(user)->collate(flat, offsets, flat_labels, kind, &writer);
+  });
+}
+inline void collate_release(void* user) { delete static_cast<Collator*>(user); }
 
 inline accel_status checkpoint_save(void* user, accel_bytes_writer* writer) {
   return call_back([&] {

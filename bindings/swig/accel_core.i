@@ -22,6 +22,7 @@ typedef accel_optimizer AccelOptimizer;
 typedef accel_scheduler AccelScheduler;
 typedef accel_dataset AccelDataset;
 typedef accel_dataloader AccelDataLoader;
+typedef accel_sequences AccelSequences;
 typedef accel_progress AccelProgress;
 
 /* Trackers added through the bindings belong to their accelerator: the C API
@@ -89,6 +90,8 @@ struct AccelBatch {
 %ignore accel_scheduler;
 %ignore accel_dataset;
 %ignore accel_dataloader;
+%ignore accel_sequences;
+%ignore accel_collate_fn;
 %ignore accel_progress;
 %ignore accel_profile;
 %ignore accel_bytes_writer;
@@ -105,6 +108,8 @@ struct AccelBatch {
 %rename(OptimizerOptions) accel_optimizer_options;
 %rename(SchedulerOptions) accel_scheduler_options;
 %rename(DataLoaderOptions) accel_dataloader_options;
+%rename(PaddingOptions) accel_padding_options;
+%rename(TextSplit) accel_text_split;
 %rename(Status) accel_status;
 %rename(DType) accel_dtype;
 %rename(DistributedType) accel_distributed_type;
@@ -151,9 +156,18 @@ struct AccelBatch {
   }
 }
 
+%extend accel_padding_options {
+  accel_padding_options() {
+    accel_padding_options* o = new accel_padding_options;
+    accel_padding_options_init(o);
+    return o;
+  }
+}
+
 /* ---- callback classes (directors) ---- */
 %feature("director") DatasetSource;
 %feature("director") StreamSource;
+%feature("director") Collator;
 %feature("director") CheckpointObject;
 %feature("director") StateHook;
 %feature("director") Tracker;
@@ -163,7 +177,15 @@ struct AccelBatch {
 %ignore accel_bridge;
 %ignore SampleWriter::SampleWriter;
 %ignore StateWriter::StateWriter;
+%ignore CollateWriter::CollateWriter;
+/* Bindings pass Tensor objects: put() below takes the handle type SWIG knows. */
+%ignore CollateWriter::write_tensor;
 %include "accel_bridge.hpp"
+
+%extend CollateWriter {
+  /* Copies tensor (any dtype and shape) into field `field` of the batch. */
+  void put(int field, const AccelTensor* tensor) { $self->write_tensor(field, tensor); }
+}
 
 /* ---- module functions ---- */
 %inline %{
@@ -197,6 +219,7 @@ static AccelBatch* accel_list_result(AccelBatch* batch, accel_status status) {
 %nodefaultctor AccelBatch;
 %nodefaultctor AccelModel;
 %nodefaultctor AccelDataset;
+%nodefaultctor AccelSequences;
 %nodefaultctor AccelProfileRun;
 %rename(Tensor) AccelTensor;
 %rename(Batch) AccelBatch;
@@ -206,6 +229,7 @@ static AccelBatch* accel_list_result(AccelBatch* batch, accel_status status) {
 %rename(Scheduler) AccelScheduler;
 %rename(Dataset) AccelDataset;
 %rename(DataLoader) AccelDataLoader;
+%rename(Sequences) AccelSequences;
 %rename(ProgressBar) AccelProgress;
 %rename(Profile) AccelProfileRun;
 %rename(NamedTensors) AccelNamedTensors;
@@ -218,6 +242,7 @@ struct AccelOptimizer {};
 struct AccelScheduler {};
 struct AccelDataset {};
 struct AccelDataLoader {};
+struct AccelSequences {};
 struct AccelProgress {};
 struct AccelProfileRun {};
 struct AccelNamedTensors {};
@@ -411,6 +436,8 @@ struct AccelTensorList {};
 %newobject AccelDataset::from_safetensors;
 %newobject AccelDataset::from_source;
 %newobject AccelDataset::from_stream;
+%newobject AccelDataset::from_sequences;
+%newobject AccelDataset::from_sequences_collate;
 %extend AccelDataset {
   static AccelDataset* from_tensors(const AccelTensor* inputs, const AccelTensor* targets) {
     accel_dataset* out = 0;
@@ -472,6 +499,24 @@ struct AccelTensorList {};
     accel_check(status);
     return out;
   }
+  /* Batches padded to their longest sequence (input_ids, attention_mask, labels). */
+  static AccelDataset* from_sequences(const AccelSequences* sequences, const accel_padding_options* options = 0) {
+    accel_dataset* out = 0;
+    accel_check(accel_dataset_from_sequences(sequences, options, &out));
+    return out;
+  }
+  /* Batches made by collator, which the dataset owns from now on (the language
+     adapters hand it over), with these field names. */
+  static AccelDataset* from_sequences_collate(const AccelSequences* sequences, const std::vector<std::string>& names,
+                                              Collator* collator) {
+    std::vector<const char*> pointers;
+    for (const std::string& name : names) pointers.push_back(name.c_str());
+    accel_dataset* out = 0;
+    accel_check(accel_dataset_from_sequences_collate(sequences, pointers.data(), static_cast<int>(pointers.size()),
+                                                     accel_bridge::collate_call, collator,
+                                                     accel_bridge::collate_release, &out));
+    return out;
+  }
   ~AccelDataset() { accel_dataset_free($self); }
   int64_t size() const {
     int64_t n = 0;
@@ -485,12 +530,83 @@ struct AccelTensorList {};
   }
 }
 
+/* Token sequences (accel.h: accel_sequences_*). */
+%newobject AccelSequences::from_arrays;
+%newobject AccelSequences::from_jsonl;
+%newobject AccelSequences::from_text;
+%newobject AccelSequences::from_safetensors;
+%newobject AccelSequences::ids;
+%newobject AccelSequences::labels;
+%extend AccelSequences {
+  static AccelSequences* from_arrays(const std::vector<int64_t>& ids, const std::vector<int64_t>& offsets,
+                                     const std::vector<int64_t>& labels, int64_t vocab_size = 0) {
+    accel_sequences* out = 0;
+    accel_check(accel_sequences_from_arrays(ids.data(), ids.size(), offsets.data(), offsets.size(),
+                                            labels.empty() ? 0 : labels.data(), labels.size(), vocab_size, &out));
+    return out;
+  }
+  static AccelSequences* from_jsonl(const std::string& path, const std::string& ids_key = "input_ids",
+                                    const std::string& labels_key = "", int64_t vocab_size = 0) {
+    accel_sequences* out = 0;
+    accel_check(accel_sequences_from_jsonl(path.c_str(), ids_key.c_str(), labels_key.c_str(), vocab_size, &out));
+    return out;
+  }
+  static AccelSequences* from_text(const std::string& path, accel_text_split rule = ACCEL_TEXT_LINES,
+                                   const std::string& separator = "%", int64_t chunk_length = 128,
+                                   int64_t stride = 0) {
+    accel_sequences* out = 0;
+    accel_check(accel_sequences_from_text(path.c_str(), rule, separator.c_str(), chunk_length, stride, &out));
+    return out;
+  }
+  static AccelSequences* from_safetensors(const std::string& path, const std::string& ids_name = "input_ids",
+                                          const std::string& offsets_name = "offsets",
+                                          const std::string& labels_name = "", int64_t vocab_size = 0) {
+    accel_sequences* out = 0;
+    accel_check(accel_sequences_from_safetensors(path.c_str(), ids_name.c_str(), offsets_name.c_str(),
+                                                 labels_name.c_str(), vocab_size, &out));
+    return out;
+  }
+  ~AccelSequences() { accel_sequences_free($self); }
+  int64_t size() const {
+    int64_t n = 0;
+    accel_check(accel_sequences_count($self, &n));
+    return n;
+  }
+  int64_t length(int64_t index) const {
+    int64_t n = 0;
+    accel_check(accel_sequences_length($self, index, &n));
+    return n;
+  }
+  /* Sequence index's ids, int64 [length]. */
+  AccelTensor* ids(int64_t index) const {
+    accel_tensor *ids = 0, *labels = 0;
+    accel_check(accel_sequences_get($self, index, &ids, &labels));
+    accel_tensor_free(labels);
+    return ids;
+  }
+  /* Its labels, or null when the sequences have none. */
+  AccelTensor* labels(int64_t index) const {
+    accel_tensor *ids = 0, *labels = 0;
+    accel_check(accel_sequences_get($self, index, &ids, &labels));
+    accel_tensor_free(ids);
+    return labels;
+  }
+}
+
 %newobject AccelDataLoader::next_batch;
 %newobject AccelDataLoader::skip_first_batches;
 %extend AccelDataLoader {
   AccelDataLoader(AccelDataset* dataset, const accel_dataloader_options* options = 0) {
     accel_dataloader* out = 0;
     accel_check(accel_dataloader_create(dataset, options, &out));
+    return out;
+  }
+  /* length_grouped true: length-grouped batches over a sequence dataset
+     (accel_dataloader_create_length_grouped). */
+  AccelDataLoader(AccelDataset* dataset, const accel_dataloader_options* options, bool length_grouped) {
+    accel_dataloader* out = 0;
+    accel_check(length_grouped ? accel_dataloader_create_length_grouped(dataset, options, &out)
+                               : accel_dataloader_create(dataset, options, &out));
     return out;
   }
   /* A loader over a user's batch sampler: batch b holds lengths[b] indices,
@@ -537,6 +653,13 @@ struct AccelTensorList {};
     return out;
   }
   void set_epoch(uint64_t epoch) { accel_check(accel_dataloader_set_epoch($self, epoch)); }
+  /* The names of the batch's fields (empty when they are positional). */
+  std::vector<std::string> field_names() const {
+    const char* names[64];
+    int count = 0;
+    accel_check(accel_dataloader_field_names($self, names, 64, &count));
+    return std::vector<std::string>(names, names + count);
+  }
 }
 
 %newobject AccelAccelerator::gather;

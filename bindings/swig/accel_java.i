@@ -195,6 +195,7 @@ std::vector<int64_t> read_shape(JNIEnv* env, jlongArray shape) {
 %enddef
 ACCEL_JAVA_DIRECTOR_BODY(DatasetSource)
 ACCEL_JAVA_DIRECTOR_BODY(StreamSource)
+ACCEL_JAVA_DIRECTOR_BODY(Collator)
 ACCEL_JAVA_DIRECTOR_BODY(CheckpointObject)
 ACCEL_JAVA_DIRECTOR_BODY(StateHook)
 ACCEL_JAVA_DIRECTOR_BODY(Tracker)
@@ -217,6 +218,8 @@ ACCEL_JAVA_CLOSEABLE(AccelOptimizer, "Optimizer")
 ACCEL_JAVA_CLOSEABLE(AccelScheduler, "Scheduler")
 ACCEL_JAVA_CLOSEABLE(AccelDataset, "Dataset")
 ACCEL_JAVA_CLOSEABLE(AccelDataLoader, "DataLoader")
+ACCEL_JAVA_CLOSEABLE(AccelSequences, "Sequences")
+ACCEL_JAVA_CLOSEABLE(CollateWriter, "CollateWriter")
 ACCEL_JAVA_CLOSEABLE(AccelProgress, "ProgressBar")
 ACCEL_JAVA_CLOSEABLE(AccelProfileRun, "Profile")
 ACCEL_JAVA_CLOSEABLE(SampleWriter, "Sample")
@@ -252,6 +255,7 @@ ACCEL_JAVA_CLOSEABLE(StateWriter, "StateWriter")
 %ignore AccelTensor::from_buffer;
 %ignore AccelTensor::copy_to;
 %ignore SampleWriter::write;
+%ignore CollateWriter::write;
 %ignore StateWriter::write;
 %rename(nativeShape) AccelTensor::shape;
 %javamethodmodifiers AccelTensor::shape "private";
@@ -265,6 +269,7 @@ ACCEL_JAVA_CLOSEABLE(StateWriter, "StateWriter")
 /* The director-taking methods: the Java adapters call them and manage ownership. */
 %javamethodmodifiers AccelDataset::from_source "protected";
 %javamethodmodifiers AccelDataset::from_stream "protected";
+%javamethodmodifiers AccelDataset::from_sequences_collate "protected";
 %javamethodmodifiers AccelAccelerator::register_for_checkpointing "private";
 %javamethodmodifiers AccelAccelerator::register_save_state_pre_hook "private";
 %javamethodmodifiers AccelAccelerator::register_load_state_pre_hook "private";
@@ -555,6 +560,17 @@ import java.nio.LongBuffer;
     return taken[i];
   }
 
+  /** The fields by name (loader.fieldNames()), owned by the batch as get(i)'s are. */
+  public java.util.Map<String, Tensor> asMap(java.util.List<String> names) {
+    if (names.size() != size()) {
+      throw new AccelException(Status.ERR_INVALID_ARGUMENT.swigValue(),
+          names.size() + " names for a batch of " + size() + " fields");
+    }
+    java.util.Map<String, Tensor> map = new java.util.LinkedHashMap<>();
+    for (int i = 0; i < names.size(); ++i) map.put(names.get(i), get(i));
+    return map;
+  }
+
   public Tensor inputs() {
     return get(0);
   }
@@ -637,6 +653,14 @@ import java.nio.LongBuffer;
   /** An iterable (streaming) dataset whose samples a Java object writes. */
   public static Dataset fromIterable(IterableDataset dataset) {
     return Callbacks.fromIterable(dataset);
+  }
+
+  /**
+   * A dataset over token sequences whose batches a Java collate function makes, with these field
+   * names (in this order: {@link Batch#asMap} and the loader's fieldNames() use it).
+   */
+  public static Dataset fromSequences(Sequences sequences, java.util.List<String> names, CollateFunction function) {
+    return Callbacks.fromSequences(sequences, names, function);
   }
 
   /**
@@ -731,6 +755,39 @@ import java.nio.LongBuffer;
         return batch;
       }
     };
+  }
+%}
+
+%typemap(javacode) AccelSequences %{
+  @Override
+  public void close() {
+    delete();
+  }
+
+  /** Sequences copied from Java arrays of ids; vocabSize &gt; 0 refuses ids &gt;= it. */
+  public static Sequences of(long vocabSize, long[]... sequences) {
+    Int64Vector ids = new Int64Vector();
+    Int64Vector offsets = new Int64Vector();
+    Int64Vector labels = new Int64Vector();
+    try {
+      offsets.add(0L);
+      for (long[] sequence : sequences) {
+        for (long id : sequence) ids.add(id);
+        offsets.add((long) ids.size());
+      }
+      return fromArrays(ids, offsets, labels, vocabSize);
+    } finally {
+      ids.delete();
+      offsets.delete();
+      labels.delete();
+    }
+  }
+%}
+
+%typemap(javacode) CollateWriter %{
+  @Override
+  public void close() {
+    delete();
   }
 %}
 

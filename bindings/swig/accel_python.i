@@ -117,6 +117,7 @@ ACCEL_PY_CLOSEABLE(AccelOptimizer, "Optimizer")
 ACCEL_PY_CLOSEABLE(AccelScheduler, "Scheduler")
 ACCEL_PY_CLOSEABLE(AccelDataset, "Dataset")
 ACCEL_PY_CLOSEABLE(AccelDataLoader, "DataLoader")
+ACCEL_PY_CLOSEABLE(AccelSequences, "Sequences")
 ACCEL_PY_CLOSEABLE(AccelProgress, "ProgressBar")
 ACCEL_PY_CLOSEABLE(AccelProfileRun, "Profile")
 
@@ -131,6 +132,7 @@ static void close_optimizer(AccelOptimizer* CLOSING) { accel_optimizer_free(CLOS
 static void close_scheduler(AccelScheduler* CLOSING) { accel_scheduler_free(CLOSING); }
 static void close_dataset(AccelDataset* CLOSING) { accel_dataset_free(CLOSING); }
 static void close_dataloader(AccelDataLoader* CLOSING) { accel_dataloader_free(CLOSING); }
+static void close_sequences(AccelSequences* CLOSING) { accel_sequences_free(CLOSING); }
 static void close_progress(AccelProgress* CLOSING) { accel_progress_free(CLOSING); }
 static void close_profile(AccelProfileRun* CLOSING) {
   if (CLOSING && CLOSING->handle) accel_profile_end(CLOSING->handle);

@@ -709,6 +709,135 @@ ACCEL_API accel_status accel_dataset_from_stream(const accel_field_spec* fields,
                                                  const accel_stream_callbacks* callbacks, void* user,
                                                  accel_dataset** out);
 
+/* Variable-length token sequences (language-model data): N sequences of
+   int64 ids, optionally with labels, read once and validated at load. A
+   dataset over them collates each batch on its own: padded to the batch's
+   longest sequence (accel_dataset_from_sequences) or by the caller's collate
+   function (accel_dataset_from_sequences_collate); its fields have names
+   (accel_dataloader_field_names). Read-only after creation: may be shared
+   between threads and datasets. */
+typedef struct accel_sequences accel_sequences;
+
+/* Sequences from flat arrays: sequence i is ids[offsets[i] .. offsets[i+1]),
+   num_offsets = N + 1 (offsets[0] = 0, never decreasing, offsets[N] =
+   num_ids). labels (NULL: none) holds N per-sequence labels or num_ids
+   per-token labels. Ids must be >= 0 and, when vocab_size > 0, below it. The
+   arrays are copied. Errors: INVALID_ARGUMENT naming the bad offset, the
+   sequence, position and value of a bad id, or a labels count that is neither.
+   New handle in *out (free with accel_sequences_free). */
+ACCEL_API accel_status accel_sequences_from_arrays(const int64_t* ids, size_t num_ids, const int64_t* offsets,
+                                                   size_t num_offsets, const int64_t* labels, size_t num_labels,
+                                                   int64_t vocab_size, accel_sequences** out);
+/* Sequences from a JSONL file: each non-blank line is a JSON object whose
+   ids_key holds an array of integer ids ({"input_ids": [1, 2, 3]}), or with
+   ids_key NULL or "" a bare array. labels_key (NULL or "": none) names an
+   integer (one label per sequence) or an array as long as the ids (per-token
+   labels), the same kind on every line. Errors: IO naming the file, the line
+   and the value: invalid JSON, a missing key, a float or non-integer id, a
+   negative id, an id >= vocab_size (when vocab_size > 0), labels of the wrong
+   length or kind, no sequence at all; INVALID_ARGUMENT for a NULL path or a
+   negative vocab_size. New handle in *out. */
+ACCEL_API accel_status accel_sequences_from_jsonl(const char* path, const char* ids_key, const char* labels_key,
+                                                  int64_t vocab_size, accel_sequences** out);
+
+/* How accel_sequences_from_text cuts a file's bytes into samples. */
+typedef enum accel_text_split {
+  ACCEL_TEXT_LINES = 0,      /* one sample per line ("\r\n" or "\n"); empty lines skipped */
+  ACCEL_TEXT_PARAGRAPHS = 1, /* samples separated by empty lines; inner newlines kept */
+  ACCEL_TEXT_SEPARATOR = 2,  /* samples separated by lines holding only separator
+                                (the fortune databases' "%"); inner newlines kept */
+  ACCEL_TEXT_CHUNKS = 3      /* windows of chunk_length bytes starting every stride
+                                bytes (0: chunk_length, no overlap); the last is
+                                shorter when the file ends inside it */
+} accel_text_split;
+/* Sequences from a text file read as bytes: every byte is an id in [0, 256)
+   (a byte-level language model), cut into samples by rule. separator is
+   used only by ACCEL_TEXT_SEPARATOR (NULL: "%"), chunk_length and stride only
+   by ACCEL_TEXT_CHUNKS. No labels: a causal LM's labels are its ids.
+   Errors: IO when the file cannot be read or yields no sample;
+   INVALID_ARGUMENT for an unknown rule, a chunk_length < 1 with
+   ACCEL_TEXT_CHUNKS, a negative stride, an empty separator. New handle in *out. */
+ACCEL_API accel_status accel_sequences_from_text(const char* path, accel_text_split rule, const char* separator,
+                                                 int64_t chunk_length, int64_t stride, accel_sequences** out);
+/* Sequences from one safetensors file holding a flat integer ids tensor and
+   its offsets tensor (N + 1 entries, as for accel_sequences_from_arrays), and
+   optionally labels (labels_name NULL or "": none); integer dtypes are
+   widened to int64. ids_name NULL: "input_ids"; offsets_name NULL: "offsets".
+   Errors: IO naming the file and the tensor (missing, not an integer dtype,
+   not 1-D) or the bad offset or id. New handle in *out. */
+ACCEL_API accel_status accel_sequences_from_safetensors(const char* path, const char* ids_name,
+                                                        const char* offsets_name, const char* labels_name,
+                                                        int64_t vocab_size, accel_sequences** out);
+/* Number of sequences. */
+ACCEL_API accel_status accel_sequences_count(const accel_sequences* sequences, int64_t* out);
+/* Length (tokens) of sequence index. Errors: INVALID_ARGUMENT for an index
+   outside [0, count). */
+ACCEL_API accel_status accel_sequences_length(const accel_sequences* sequences, int64_t index, int64_t* out);
+/* Sequence index as new handles: *ids int64 [length]; *labels its labels
+   (int64 [] per sequence or [length] per token), or NULL when the sequences
+   have none (labels may be NULL then). The caller frees both. Errors:
+   INVALID_ARGUMENT for an index outside [0, count), or labels NULL when there
+   are labels. */
+ACCEL_API accel_status accel_sequences_get(const accel_sequences* sequences, int64_t index, accel_tensor** ids,
+                                           accel_tensor** labels);
+ACCEL_API void accel_sequences_free(accel_sequences* sequences);
+
+/* Dynamic padding (Hugging Face's DataCollatorWithPadding and
+   DataCollatorForLanguageModeling(mlm=False)); pads on the right. */
+typedef struct accel_padding_options {
+  uint32_t struct_size;
+  int64_t pad_id;             /* default 0 */
+  int64_t pad_to_multiple_of; /* > 0: the padded length is rounded up to a multiple; default 0 */
+  /* > 0: the longest a sequence may be; a longer one is cut to it when
+     truncate is set, else the loader call that reads it returns
+     INVALID_ARGUMENT naming the sample and its length. Default 0 (no limit). */
+  int64_t max_length;
+  int truncate;               /* default 0 */
+  /* Without labels in the data: 1 (default) adds labels = input_ids with the
+     padding set to -100 (a causal LM's labels; the model shifts them); 0 adds
+     no labels field. */
+  int causal_lm_labels;
+} accel_padding_options;
+
+#define ACCEL_PADDING_OPTIONS_INIT { (uint32_t)sizeof(accel_padding_options), 0, 0, 0, 0, 1 }
+ACCEL_API void accel_padding_options_init(accel_padding_options* opts);
+
+/* A map-style dataset over sequences (kept alive by the dataset) whose
+   batches are padded to their longest sequence: fields "input_ids" [B, L]
+   int64 (padded with pad_id), "attention_mask" [B, L] int64 (1 on real
+   tokens) and "labels": per-token labels [B, L] padded with -100, per-sequence
+   labels [B], or the causal LM labels (see causal_lm_labels). opts may be
+   NULL. Errors: INVALID_ARGUMENT for a negative pad_id, pad_to_multiple_of or
+   max_length. New handle in *out. */
+ACCEL_API accel_status accel_dataset_from_sequences(const accel_sequences* sequences,
+                                                    const accel_padding_options* opts, accel_dataset** out);
+
+/* A collate function: turns the num_samples sequences of one batch into one
+   new tensor per field name, written to fields[0..num_fields-1] (all NULL on
+   entry); the library takes every handle written there, also on failure.
+   input_ids[s] is sample s's ids, int64 [length]; labels is NULL without
+   labels, else labels[s] is int64 [] (per sequence) or [length] (per token).
+   Both are borrowed for the call. Every field must have num_samples rows on
+   dim 0. Return ACCEL_OK, or an error status after accel_set_error. Called
+   from the loader's worker threads when num_workers > 0, possibly
+   concurrently. */
+typedef accel_status (*accel_collate_fn)(void* user, const accel_tensor* const* input_ids,
+                                         const accel_tensor* const* labels, size_t num_samples,
+                                         accel_tensor** fields, size_t num_fields);
+/* A map-style dataset over sequences whose batches collate makes, with the
+   field names field_names[0..num_fields-1] (copied). release (optional) is
+   called once when the library no longer needs user (the dataset and every
+   loader over it freed); never when creation fails. Errors:
+   INVALID_ARGUMENT for NULL, empty or repeated names, or a NULL collate. A
+   loader call that collates returns INVALID_ARGUMENT when a field comes back
+   NULL or without num_samples rows (naming the field, the expected and the
+   actual shape), or the callback's status with its message. New handle in
+   *out. */
+ACCEL_API accel_status accel_dataset_from_sequences_collate(const accel_sequences* sequences,
+                                                            const char* const* field_names, int num_fields,
+                                                            accel_collate_fn collate, void* user,
+                                                            void (*release)(void* user), accel_dataset** out);
+
 /* Number of samples. Errors: STATE for an iterable dataset (unknown length). */
 ACCEL_API accel_status accel_dataset_size(const accel_dataset* dataset, int64_t* out);
 /* *out = 1 for an iterable (streaming) dataset, 0 for a map-style one. */
@@ -763,6 +892,20 @@ ACCEL_API accel_status accel_dataloader_create_from_batches(accel_dataset* datas
                                                             const int64_t* batch_lengths, int64_t num_batches,
                                                             const accel_dataloader_options* opts,
                                                             accel_dataloader** out);
+/* A loader over a sequence dataset whose batches group sequences of similar
+   length (transformers' LengthGroupedSampler with the loader's batching): a
+   permutation seeded with opts->seed (0 included: here it is a seed like any
+   other, not "no generator") is cut into megabatches of min(N / (4 *
+   batch_size), 50) batches, each sorted by decreasing length, the longest
+   sequence moved into the first batch, then cut into batches of
+   opts->batch_size (the last shorter unless opts->drop_last). The batches are
+   computed once and are the same in every epoch and on every process;
+   prepared, they are sharded as Accelerate's BatchSamplerShard does, with
+   batch_size as the sampler's. Errors: INVALID_ARGUMENT for a dataset that is
+   not a sequence dataset, opts->shuffle set, a batch_size < 1. New handle in *out. */
+ACCEL_API accel_status accel_dataloader_create_length_grouped(accel_dataset* dataset,
+                                                              const accel_dataloader_options* opts,
+                                                              accel_dataloader** out);
 ACCEL_API void accel_dataloader_free(accel_dataloader* loader);
 /* The next batch of this epoch as two new handles (the caller frees both). At
    the end of the epoch it returns ACCEL_OK with *inputs and *targets set to
@@ -780,6 +923,13 @@ ACCEL_API accel_status accel_dataloader_next(accel_dataloader* loader, accel_ten
    the epoch. The caller frees every handle. Errors: INVALID_ARGUMENT when the
    dataset has more fields than capacity (nothing is consumed then). */
 ACCEL_API accel_status accel_dataloader_next_fields(accel_dataloader* loader, accel_tensor** fields, int capacity,
+                                                    int* count);
+/* The names of the fields accel_dataloader_next_fields returns, in order
+   (input_ids, attention_mask, labels ...), written to names[0..*count-1];
+   *count = 0 when the dataset's fields have no names (tensors, IDX, CSV,
+   callbacks). The strings are owned by the loader and live as long as it.
+   Errors: INVALID_ARGUMENT when there are more names than capacity. */
+ACCEL_API accel_status accel_dataloader_field_names(const accel_dataloader* loader, const char** names, int capacity,
                                                     int* count);
 /* Accelerate's len(loader). Unprepared: the batches of an epoch. Prepared
    with several processes: the length Accelerate's BatchSamplerShard reports

@@ -8,3 +8,4 @@
 #include "accel/model.hpp"
 #include "accel/optimizer.hpp"
 #include "accel/scheduler.hpp"
+#include "accel/sequence_data.hpp"

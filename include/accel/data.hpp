@@ -32,6 +32,9 @@ class Dataset {
   virtual int64_t size() const = 0;
   // The samples at indices, collated: one tensor per field with the batch on dim 0.
   virtual Batch get_batch(const std::vector<int64_t>& indices) const = 0;
+  // The names of the batch's fields (e.g. input_ids, attention_mask, labels),
+  // in order; empty when the fields are positional only.
+  virtual std::vector<std::string> field_names() const { return {}; }
 };
 
 // A stream of samples (PyTorch's IterableDataset). Read by one thread at a time.
@@ -261,6 +264,8 @@ class DataLoader {
   bool has_batch_sampler() const { return batch_sampler_ != nullptr; }
   const DataLoaderOptions& options() const { return options_; }
   const std::shared_ptr<Dataset>& dataset() const { return dataset_; }
+  // The dataset's field names (Dataset::field_names; empty for a stream).
+  std::vector<std::string> field_names() const { return dataset_ ? dataset_->field_names() : std::vector<std::string>{}; }
   std::weak_ptr<const void> lifetime() const { return alive_; }
 
  private:

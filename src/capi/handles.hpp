@@ -43,6 +43,11 @@ struct accel_dataset {
 };
 struct accel_dataloader {
   std::unique_ptr<accel::DataLoader> loader;
+  std::vector<std::string> field_names;  // filled by the first accel_dataloader_field_names
+  bool field_names_read = false;
+};
+struct accel_sequences {
+  std::shared_ptr<const accel::TokenSequences> sequences;
 };
 struct accel_progress {
   std::unique_ptr<accel::ProgressBar> bar;
@@ -57,7 +62,7 @@ struct accel_bytes_writer {
 
 namespace accel::capi {
 
-enum class HandleKind { Tensor, Accelerator, Model, Optimizer, Scheduler, Dataset, DataLoader, Progress, Profile, BytesWriter };
+enum class HandleKind { Tensor, Accelerator, Model, Optimizer, Scheduler, Dataset, DataLoader, Progress, Profile, BytesWriter, Sequences };
 
 template <class H>
 struct KindOf;
@@ -71,6 +76,7 @@ template <> struct KindOf<accel_dataloader> { static constexpr HandleKind value 
 template <> struct KindOf<accel_progress> { static constexpr HandleKind value = HandleKind::Progress; static constexpr const char* name = "accel_progress"; };
 template <> struct KindOf<accel_profile> { static constexpr HandleKind value = HandleKind::Profile; static constexpr const char* name = "accel_profile"; };
 template <> struct KindOf<accel_bytes_writer> { static constexpr HandleKind value = HandleKind::BytesWriter; static constexpr const char* name = "accel_bytes_writer (valid only inside its save callback)"; };
+template <> struct KindOf<accel_sequences> { static constexpr HandleKind value = HandleKind::Sequences; static constexpr const char* name = "accel_sequences"; };
 
 void register_handle(const void* handle, HandleKind kind);
 // True when handle was registered with kind and is still alive; unregisters it.

@@ -170,6 +170,13 @@ class DispatchSource : public BatchSource {
       const int64_t target = (real / P + 1) * P;
       for (size_t f = 0; f < batch->size(); ++f) {
         std::vector<at::Tensor> parts{(*batch)[f]};
+        // Variable-length batches (padded per batch) cannot be completed row-wise.
+        require_arg((*batch)[f].sizes().slice(1) == (*first_)[f].sizes().slice(1),
+                    "dispatch_batches: field " + std::to_string(f) + " of the short last batch has shape " +
+                        c10::str((*batch)[f].sizes()) + " and of the first batch " +
+                        c10::str((*first_)[f].sizes()) +
+                        ": rows of different widths cannot complete the last batch (pad to a fixed max_length, "
+                        "or use drop_last or dispatch_batches=false)");
         for (int64_t have = real; have < target;) {
           int64_t take = std::min(target - have, (*first_)[f].size(0));
           parts.push_back(rows((*first_)[f], 0, take));

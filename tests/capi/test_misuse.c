@@ -828,6 +828,143 @@ static void datasets(void) {
   accel_dataloader_free(NULL);
 }
 
+/* Token sequences, padding and collate datasets, length-grouped loaders, field names. */
+static accel_status collate_nothing(void* user, const accel_tensor* const* ids, const accel_tensor* const* labels,
+                                    size_t n, accel_tensor** fields, size_t num_fields) {
+  (void)user; (void)ids; (void)labels; (void)n; (void)fields; (void)num_fields;
+  accel_set_error("collate_nothing refuses");
+  return ACCEL_ERR_INVALID_ARGUMENT;
+}
+static void sequences(void) {
+  const int64_t ids[3] = {1, 2, 3}, offsets[3] = {0, 1, 3}, bad_offsets[3] = {0, 2, 1}, neg[1] = {-4};
+  const char* names[2] = {"input_ids", NULL};
+  const char* got[4];
+  accel_sequences *seq = NULL, *freed = NULL, *seq_out = NULL;
+  accel_sequences* bad_seqs[4];
+  accel_padding_options po;
+  accel_dataloader_options lo;
+  accel_dataset* padded = NULL;
+  int b;
+  accel_padding_options_init(NULL);
+  accel_padding_options_init(&po);
+  EXPECT_OK(accel_sequences_from_arrays(ids, 3, offsets, 3, NULL, 0, 0, &seq));
+  EXPECT_OK(accel_sequences_from_arrays(ids, 3, offsets, 3, NULL, 0, 0, &freed));
+  accel_sequences_free(freed);
+  bad_seqs[0] = NULL;
+  bad_seqs[1] = freed;
+  bad_seqs[2] = (accel_sequences*)ds;
+  bad_seqs[3] = (accel_sequences*)(void*)garbage;
+  for (b = 0; b < 4; ++b) {
+    bad_index = b;
+    ARG(accel_sequences_count(bad_seqs[b], &i64_out));
+    ARG(accel_sequences_length(bad_seqs[b], 0, &i64_out));
+    ARG(accel_sequences_get(bad_seqs[b], 0, &t_out, &t_out2));
+    ARG(accel_dataset_from_sequences(bad_seqs[b], NULL, &ds_out));
+    ARG(accel_dataset_from_sequences_collate(bad_seqs[b], names, 1, collate_nothing, NULL, NULL, &ds_out));
+    accel_sequences_free(bad_seqs[b]); /* ignored */
+  }
+  bad_index = -1;
+  seq_out = (accel_sequences*)SENTINEL;
+  ARG(accel_sequences_from_arrays(ids, 3, offsets, 3, NULL, 0, 0, NULL));
+  ARG(accel_sequences_from_arrays(NULL, 3, offsets, 3, NULL, 0, 0, &seq_out));
+  ARG(accel_sequences_from_arrays(ids, 3, NULL, 3, NULL, 0, 0, &seq_out));
+  ARG(accel_sequences_from_arrays(ids, 3, offsets, 3, NULL, 2, 0, &seq_out));
+  ARG(accel_sequences_from_arrays(ids, 3, bad_offsets, 3, NULL, 0, 0, &seq_out));
+  ARG(accel_sequences_from_arrays(ids, 3, offsets, 1, NULL, 0, 0, &seq_out));
+  ARG(accel_sequences_from_arrays(ids, 3, offsets, 3, NULL, 0, -1, &seq_out));
+  ARG(accel_sequences_from_arrays(ids, 3, offsets, 3, NULL, 0, 3, &seq_out)); /* id 3 >= vocab 3 */
+  ARG(accel_sequences_from_arrays(neg, 1, offsets, 2, NULL, 0, 0, &seq_out));
+  ARG(accel_sequences_from_arrays(ids, 3, offsets, 3, ids, 1, 0, &seq_out)); /* labels: neither 2 nor 3 */
+  ARG(accel_sequences_from_jsonl(NULL, "input_ids", NULL, 0, &seq_out));
+  ARG(accel_sequences_from_jsonl("x.jsonl", "input_ids", NULL, 0, NULL));
+  ARG(accel_sequences_from_jsonl("x.jsonl", "input_ids", NULL, -1, &seq_out));
+  IO(accel_sequences_from_jsonl("/nonexistent/x.jsonl", "input_ids", NULL, 0, &seq_out));
+  ARG(accel_sequences_from_text(NULL, ACCEL_TEXT_LINES, NULL, 0, 0, &seq_out));
+  ARG(accel_sequences_from_text("x.txt", ACCEL_TEXT_LINES, NULL, 0, 0, NULL));
+  ARG(accel_sequences_from_text("x.txt", BAD_ENUM(accel_text_split), NULL, 0, 0, &seq_out));
+  ARG(accel_sequences_from_text("x.txt", NEG_ENUM(accel_text_split), NULL, 0, 0, &seq_out));
+  ARG(accel_sequences_from_text("x.txt", ACCEL_TEXT_CHUNKS, NULL, 0, 0, &seq_out));
+  ARG(accel_sequences_from_text("x.txt", ACCEL_TEXT_CHUNKS, NULL, 4, -1, &seq_out));
+  ARG(accel_sequences_from_text("x.txt", ACCEL_TEXT_SEPARATOR, "", 0, 0, &seq_out));
+  IO(accel_sequences_from_text("/nonexistent/x.txt", ACCEL_TEXT_LINES, NULL, 0, 0, &seq_out));
+  ARG(accel_sequences_from_safetensors(NULL, NULL, NULL, NULL, 0, &seq_out));
+  ARG(accel_sequences_from_safetensors("x.safetensors", NULL, NULL, NULL, 0, NULL));
+  IO(accel_sequences_from_safetensors("/nonexistent/x.safetensors", NULL, NULL, NULL, 0, &seq_out));
+  EXPECT(seq_out == (accel_sequences*)SENTINEL);
+  ARG(accel_sequences_count(seq, NULL));
+  ARG(accel_sequences_length(seq, 0, NULL));
+  ARG(accel_sequences_length(seq, 2, &i64_out));
+  ARG(accel_sequences_length(seq, -1, &i64_out));
+  ARG(accel_sequences_length(seq, INT64_MIN, &i64_out));
+  ARG(accel_sequences_get(seq, 0, NULL, &t_out2));
+  ARG(accel_sequences_get(seq, 2, &t_out, &t_out2));
+  ARG(accel_sequences_get(seq, -1, &t_out, NULL));
+  {
+    accel_sequences* labelled = NULL;
+    EXPECT_OK(accel_sequences_from_arrays(ids, 3, offsets, 3, ids, 2, 0, &labelled));
+    ARG(accel_sequences_get(labelled, 0, &t_out, NULL)); /* labels exist: the out-parameter is required */
+    accel_sequences_free(labelled);
+  }
+
+  ARG(accel_dataset_from_sequences(seq, NULL, NULL));
+  po.pad_id = -1;
+  ARG(accel_dataset_from_sequences(seq, &po, &ds_out));
+  accel_padding_options_init(&po);
+  po.max_length = -2;
+  ARG(accel_dataset_from_sequences(seq, &po, &ds_out));
+  accel_padding_options_init(&po);
+  po.pad_to_multiple_of = INT64_MIN;
+  ARG(accel_dataset_from_sequences(seq, &po, &ds_out));
+  accel_padding_options_init(&po);
+  po.struct_size = UINT32_MAX;
+  ARG(accel_dataset_from_sequences(seq, &po, &ds_out));
+  ARG(accel_dataset_from_sequences_collate(seq, names, 1, NULL, NULL, NULL, &ds_out));
+  ARG(accel_dataset_from_sequences_collate(seq, NULL, 1, collate_nothing, NULL, NULL, &ds_out));
+  ARG(accel_dataset_from_sequences_collate(seq, names, 0, collate_nothing, NULL, NULL, &ds_out));
+  ARG(accel_dataset_from_sequences_collate(seq, names, -1, collate_nothing, NULL, NULL, &ds_out));
+  ARG(accel_dataset_from_sequences_collate(seq, names, 2, collate_nothing, NULL, NULL, &ds_out)); /* NULL name */
+  ARG(accel_dataset_from_sequences_collate(seq, names, 1, collate_nothing, NULL, NULL, NULL));
+  {
+    const char* twice[2] = {"a", "a"};
+    const char* empty[1] = {""};
+    ARG(accel_dataset_from_sequences_collate(seq, twice, 2, collate_nothing, NULL, NULL, &ds_out));
+    ARG(accel_dataset_from_sequences_collate(seq, empty, 1, collate_nothing, NULL, NULL, &ds_out));
+  }
+
+  EXPECT_OK(accel_dataset_from_sequences(seq, NULL, &padded));
+  accel_dataloader_options_init(&lo);
+  EACH_BAD(K_DATASET, accel_dataset, d) { ARG(accel_dataloader_create_length_grouped(d, &lo, &dl_out)); }
+  ARG(accel_dataloader_create_length_grouped(ds, &lo, &dl_out)); /* not a sequence dataset */
+  ARG(accel_dataloader_create_length_grouped(padded, &lo, NULL));
+  lo.shuffle = 1;
+  ARG(accel_dataloader_create_length_grouped(padded, &lo, &dl_out));
+  lo.shuffle = 0;
+  lo.batch_size = 0;
+  ARG(accel_dataloader_create_length_grouped(padded, &lo, &dl_out));
+  lo.batch_size = 1;
+  lo.num_workers = -1;
+  ARG(accel_dataloader_create_length_grouped(padded, &lo, &dl_out));
+  lo.num_workers = 0;
+  lo.struct_size = UINT32_MAX;
+  ARG(accel_dataloader_create_length_grouped(padded, &lo, &dl_out));
+
+  EACH_BAD(K_LOADER, accel_dataloader, l) { ARG(accel_dataloader_field_names(l, got, 4, &i_out)); }
+  ARG(accel_dataloader_field_names(dl, got, 4, NULL));
+  ARG(accel_dataloader_field_names(dl, NULL, 4, &i_out));
+  {
+    accel_dataloader* named = NULL;
+    EXPECT_OK(accel_dataloader_create(padded, NULL, &named));
+    ARG(accel_dataloader_field_names(named, got, 2, &i_out)); /* three names */
+    ARG(accel_dataloader_field_names(named, got, -1, &i_out));
+    EXPECT_OK(accel_dataloader_field_names(dl, NULL, 0, &i_out)); /* positional fields: no names */
+    EXPECT(i_out == 0);
+    accel_dataloader_free(named);
+  }
+  accel_dataset_free(padded);
+  accel_sequences_free(NULL);
+  accel_sequences_free(seq);
+}
+
 static void training(void) {
   accel_tensor *out = NULL, *loss = NULL;
   EACH_BAD(K_ACC, accel_accelerator, a) {
@@ -1141,6 +1278,7 @@ int main(void) {
   optimizers();
   schedulers();
   datasets();
+  sequences();
   training();
   checkpoints();
   tracking();

@@ -41,7 +41,7 @@ from ._state import AcceleratorState, GradientState, _shard_size_bytes
 __all__ = [
     "AccelError", "Accelerator", "AcceleratorState", "GradientState", "DistributedType", "Model", "Optimizer",
     "Scheduler", "Dataset", "DataLoader", "Tensor", "Tracker", "ProgressBar", "tensor", "get_logger", "version",
-    "abi_version", "has_feature", "__version__",
+    "abi_version", "has_feature", "__version__", "Sequences", "DataCollatorWithPadding",
 ]
 
 __version__ = version()
@@ -335,6 +335,145 @@ def _from_python(data: Any) -> Dataset:
 Dataset.from_python = staticmethod(_from_python)
 
 
+# ------------------------------------------------------- Token sequences ----
+
+Sequences = core.Sequences
+_closeable(Sequences, core.close_sequences)
+
+
+def _sequences_from_lists(data: Iterable[Sequence[int]], vocab_size: int = 0) -> "Sequences":
+    """Sequences from Python lists (or 1-D arrays) of integer ids."""
+    ids: list = []
+    offsets = [0]
+    for i, sample in enumerate(data):
+        array = np.asarray(sample)
+        if array.ndim != 1 or (array.size and array.dtype.kind not in "iu"):
+            raise TypeError(f"sequence {i}: expected a 1-D list of integer ids, got dtype {array.dtype} "
+                            f"and shape {array.shape}")
+        ids.extend(int(v) for v in array)
+        offsets.append(len(ids))
+    return Sequences.from_arrays(ids, offsets, [], vocab_size)
+
+
+Sequences.from_lists = staticmethod(_sequences_from_lists)
+
+
+def _sequence_sample(self: Any, index: int) -> Dict[str, np.ndarray]:
+    """Sequence index as {"input_ids": ndarray[, "labels": ndarray]}, as a collate_fn receives it."""
+    sample = {"input_ids": self.ids(index).numpy()}
+    labels = self.labels(index)
+    if labels is not None:
+        sample["labels"] = labels.numpy()
+    return sample
+
+
+Sequences.__len__ = lambda self: self.size()
+Sequences.__getitem__ = _sequence_sample
+
+
+class DataCollatorWithPadding:
+    """libaccel's native padding collator (Hugging Face's DataCollatorWithPadding, and
+    DataCollatorForLanguageModeling(mlm=False) with causal_lm_labels=True): pass it as
+    DataLoader(sequences, collate_fn=DataCollatorWithPadding(pad_id=...)). Batches are
+    padded to their longest sequence (rounded up to pad_to_multiple_of); max_length cuts
+    longer sequences when truncate, else refuses them."""
+
+    def __init__(self, pad_id: int = 0, pad_to_multiple_of: Optional[int] = None,
+                 max_length: Optional[int] = None, truncate: bool = False, causal_lm_labels: bool = True) -> None:
+        self.options = core.PaddingOptions()
+        self.options.pad_id = int(pad_id)
+        self.options.pad_to_multiple_of = int(pad_to_multiple_of or 0)
+        self.options.max_length = int(max_length or 0)
+        self.options.truncate = int(bool(truncate))
+        self.options.causal_lm_labels = int(bool(causal_lm_labels))
+
+
+def _field_array(name: str, value: Any) -> np.ndarray:
+    if isinstance(value, (list, tuple)) and value:
+        shapes = [np.shape(v) for v in value]
+        for row, shape in enumerate(shapes):
+            if shape != shapes[0]:
+                raise ValueError(f"collate_fn returned ragged rows for field {name!r}: expected every row of "
+                                 f"shape {shapes[0]} (row 0's), got {shape} at row {row}")
+    array = np.ascontiguousarray(_to_array(value))
+    if array.dtype not in _NUMPY_TO_DTYPE:
+        raise TypeError(f"collate_fn returned field {name!r} of unsupported dtype {array.dtype}")
+    return array
+
+
+def _samples_of(ids: Any, offsets: Any, labels: Any, label_kind: int) -> list:
+    flat = np.fromiter(ids, dtype=np.int64, count=len(ids))
+    bounds = list(offsets)
+    flat_labels = np.fromiter(labels, dtype=np.int64, count=len(labels)) if label_kind else None
+    samples = []
+    for s in range(len(bounds) - 1):
+        sample = {"input_ids": flat[bounds[s]:bounds[s + 1]]}
+        if label_kind == 1:
+            sample["labels"] = flat_labels[s]
+        elif label_kind == 2:
+            sample["labels"] = flat_labels[bounds[s]:bounds[s + 1]]
+        samples.append(sample)
+    return samples
+
+
+class _CollateAdapter(core.Collator):
+    """Runs a Python collate_fn (list of sample dicts -> dict of arrays) for the loader's threads."""
+
+    def __init__(self, function: Any, names: Sequence[str], items: Any = None) -> None:
+        super().__init__()
+        self.function, self.names, self.items = function, list(names), items
+
+    def collate(self, ids: Any, offsets: Any, labels: Any, label_kind: int, out: Any) -> str:
+        try:
+            samples = _samples_of(ids, offsets, labels, label_kind)
+            batch = self.function(self.items(samples) if self.items else samples)
+            if not isinstance(batch, dict) or list(batch) != self.names:
+                got = list(batch) if isinstance(batch, dict) else type(batch).__name__
+                raise ValueError(f"collate_fn returned {got}, expected a dict with the keys {self.names} "
+                                 "(those of its first batch)")
+            for i, name in enumerate(self.names):
+                array = _field_array(name, batch[name])
+                out.write(i, _NUMPY_TO_DTYPE[array.dtype], [int(d) for d in array.shape], array)
+            return ""
+        except BaseException as error:  # reported as the loader call's AccelError
+            return _error_text(error)
+
+
+def _first_batch_names(first: Any) -> list:
+    if not isinstance(first, dict) or not first:
+        raise TypeError(f"collate_fn must return a non-empty dict of arrays, got {type(first).__name__}")
+    return [str(k) for k in first]
+
+
+def _python_collate_dataset(data: Any, collate_fn: Any, batch_size: int) -> Dataset:
+    """Any map-style Python dataset with a collate_fn: the loader batches indices (a sequence
+    [i] per sample, so sharding, workers and resume work as for any dataset) and the collate_fn
+    gets data[i] of each, as PyTorch's DataLoader gives it."""
+    if not (hasattr(data, "__len__") and hasattr(data, "__getitem__")):
+        raise TypeError(f"collate_fn needs a map-style dataset (__len__, __getitem__) or accel.Sequences, "
+                        f"got {type(data).__name__}")
+    n = len(data)
+    if n == 0:
+        raise ValueError("the dataset is empty")
+    index = Sequences.from_arrays(list(range(n)), list(range(n + 1)), [], 0)
+    names = _first_batch_names(collate_fn([data[i] for i in range(min(max(batch_size, 1), n))]))
+    adapter = _CollateAdapter(collate_fn, names, lambda samples: [data[int(s["input_ids"][0])] for s in samples])
+    try:
+        return Dataset.from_sequences_collate(index, adapter.names, adapter.__disown__())
+    finally:
+        index.close()  # the dataset keeps its own reference
+
+
+def _sequence_dataset(data: "Sequences", collate_fn: Any, batch_size: int) -> Dataset:
+    if collate_fn is None or isinstance(collate_fn, DataCollatorWithPadding):
+        options = collate_fn.options if collate_fn is not None else None
+        return Dataset.from_sequences(data, options)
+    # The first batch's keys name the fields (as the first sample fixes a dataset's dtypes).
+    names = _first_batch_names(collate_fn([data[i] for i in range(min(max(batch_size, 1), len(data)))]))
+    adapter = _CollateAdapter(collate_fn, names)
+    return Dataset.from_sequences_collate(data, adapter.names, adapter.__disown__())
+
+
 class DataLoader(core.DataLoader):
     """Batches of a Dataset or of any Python dataset object; iterate for one epoch of tuples of Tensors.
 
@@ -349,12 +488,33 @@ class DataLoader(core.DataLoader):
     (e.g. length-bucketed batches of varying sizes), read once here and
     yielded in that order every epoch. As Accelerate does, prepare reads its
     batch_size and drop_last attributes when it has them (no batch_size:
-    sizes vary, which needs even_batches=False with several processes)."""
+    sizes vary, which needs even_batches=False with several processes).
 
-    def __init__(self, data: Any, batch_sampler: Optional[Iterable[Sequence[int]]] = None, **options: Any) -> None:
-        dataset = data if isinstance(data, Dataset) else _from_python(data)
+    Variable-length data: DataLoader(accel.Sequences, batch_size=8) pads each batch to its
+    longest sequence (collate_fn=accel.DataCollatorWithPadding(...) to set the padding), and
+    group_by_length=True groups similar lengths (transformers' LengthGroupedSampler, with seed).
+    collate_fn=fn, over Sequences (samples {"input_ids": ndarray[, "labels": ...]}) or any
+    map-style Python dataset (samples data[i]), gets a batch's list of samples and returns a dict
+    of arrays or tensors; its first batch, collated here once, fixes the field names. Batches
+    with field names are dicts name -> Tensor."""
+
+    def __init__(self, data: Any, batch_sampler: Optional[Iterable[Sequence[int]]] = None,
+                 collate_fn: Any = None, group_by_length: bool = False, **options: Any) -> None:
+        if isinstance(data, Sequences):
+            dataset = _sequence_dataset(data, collate_fn, int(options.get("batch_size", 1)))
+        elif collate_fn is not None:
+            if group_by_length:
+                raise TypeError("group_by_length needs token sequences (accel.Sequences)")
+            dataset = _python_collate_dataset(data, collate_fn, int(options.get("batch_size", 1)))
+        else:
+            dataset = data if isinstance(data, Dataset) else _from_python(data)
         opts = DataLoaderOptions()
-        if batch_sampler is None:
+        if group_by_length:
+            if batch_sampler is not None or options.get("shuffle"):
+                raise ValueError("group_by_length is mutually exclusive with batch_sampler and shuffle")
+            _set_fields(opts, options, "DataLoader")
+            super().__init__(dataset, opts, True)
+        elif batch_sampler is None:
             _set_fields(opts, options, "DataLoader")
             super().__init__(dataset, opts)
         else:
@@ -369,13 +529,17 @@ class DataLoader(core.DataLoader):
             super().__init__(dataset, indices, [len(batch) for batch in batches], opts)
         self.dataset = dataset
 
-    def __iter__(self) -> Iterator[Tuple[Tensor, ...]]:
+    def __iter__(self) -> Iterator[Any]:
+        """Batches as tuples of Tensors, or as dicts name -> Tensor when the fields have names
+        (sequence datasets: input_ids, attention_mask, labels; a collate_fn's keys)."""
+        names = self.field_names()
         while True:
             batch = self.next_batch()
             if batch is None:
                 return
             with batch:
-                yield tuple(batch.take(i) for i in range(batch.size()))
+                tensors = tuple(batch.take(i) for i in range(batch.size()))
+            yield dict(zip(names, tensors)) if names else tensors
 
     def __len__(self) -> int:
         """Accelerate's len(): after skip_first_batches(k), k fewer. TypeError for an

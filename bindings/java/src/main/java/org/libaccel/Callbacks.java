@@ -77,6 +77,69 @@ final class Callbacks {
     }
   }
 
+  static Dataset fromSequences(Sequences sequences, List<String> names, CollateFunction function) {
+    List<String> copy = List.copyOf(names);
+    CollateAdapter collator = new CollateAdapter(function, copy);
+    StringVector nameVector = new StringVector(copy);
+    Dataset result;
+    try {
+      result = Dataset.fromSequencesCollate(sequences, nameVector, collator);
+    } catch (RuntimeException e) {
+      collator.delete();
+      throw e;
+    } finally {
+      nameVector.delete();
+    }
+    collator.swigReleaseOwnership();  // the dataset deletes it when it and its loaders are gone
+    return result;
+  }
+
+  static final class CollateAdapter extends Collator {
+    private final CollateFunction function;
+    private final List<String> names;
+
+    CollateAdapter(CollateFunction function, List<String> names) {
+      this.function = function;
+      this.names = names;
+    }
+
+    private static long[] slice(Int64Vector v, long from, long to) {
+      long[] out = new long[(int) (to - from)];
+      for (int i = 0; i < out.length; ++i) out[i] = v.get((int) from + i);
+      return out;
+    }
+
+    @Override
+    public String collate(Int64Vector ids, Int64Vector offsets, Int64Vector labels, int labelKind, CollateWriter out) {
+      Map<String, Tensor> batch = null;
+      try {
+        List<CollateFunction.SequenceSample> samples = new java.util.ArrayList<>();
+        for (int s = 0; s + 1 < offsets.size(); ++s) {
+          long begin = offsets.get(s), end = offsets.get(s + 1);
+          long[] label = labelKind == 1 ? slice(labels, s, s + 1) : labelKind == 2 ? slice(labels, begin, end) : null;
+          samples.add(new CollateFunction.SequenceSample(slice(ids, begin, end), label));
+        }
+        batch = function.collate(java.util.Collections.unmodifiableList(samples));
+        if (batch == null) throw new NullPointerException("the collate function returned null");
+        if (!new java.util.HashSet<>(names).equals(batch.keySet())) {
+          throw new IllegalArgumentException("the collate function returned the fields " + batch.keySet()
+              + ", expected " + names);
+        }
+        for (int i = 0; i < names.size(); ++i) out.put(i, batch.get(names.get(i)));
+        return "";
+      } catch (Throwable error) {
+        return describe(error);
+      } finally {
+        if (batch != null) {
+          for (Tensor t : batch.values()) {
+            if (t != null) t.close();
+          }
+        }
+        out.delete();  // the writer dies with the callback
+      }
+    }
+  }
+
   static final class StreamAdapter extends StreamSource {
     private final IterableDataset dataset;
     private final List<Field> fields;
