@@ -287,7 +287,9 @@ const LayerBuilder* find_builder(const std::string& type) {
 }
 
 const nlohmann::json& layer_list(const nlohmann::json& spec) {
-  const std::string expected = "model spec must be a JSON array of layers or an object {\"layers\": [...]}";
+  const std::string expected =
+      "model spec must be a JSON array of layers, an object {\"layers\": [...]} or a graph {\"inputs\": [...], "
+      "\"nodes\": [...], \"outputs\": [...]}";
   const nlohmann::json* layers = &spec;
   if (spec.is_object()) {
     auto it = spec.find("layers");
