@@ -54,6 +54,17 @@ torch::nn::LayerNorm layer_norm(int64_t width, double eps) {
   return torch::nn::LayerNorm(torch::nn::LayerNormOptions({width}).eps(eps));
 }
 
+// The most negative value of the scores' dtype: float's lowest would overflow
+// half precision under autocast (masked_fill refuses it).
+c10::Scalar lowest_of(at::ScalarType type) {
+  switch (type) {
+    case at::kHalf: return std::numeric_limits<c10::Half>::lowest();
+    case at::kBFloat16: return std::numeric_limits<c10::BFloat16>::lowest();
+    case at::kDouble: return std::numeric_limits<double>::lowest();
+    default: return std::numeric_limits<float>::lowest();
+  }
+}
+
 at::Tensor activate(const at::Tensor& x, const std::string& activation) {
   return activation == "gelu" ? at::gelu(x) : at::relu(x);
 }
@@ -117,10 +128,10 @@ at::Tensor MultiheadAttentionImpl::attend(const at::Tensor& query, const at::Ten
   at::Tensor hidden;
   if (causal) hidden = at::ones({l, s}, scores.options().dtype(at::kBool)).triu(1);
   if (mask.defined()) {
-    at::Tensor padding = mask.logical_not().view({n, 1, 1, s});
+    at::Tensor padding = mask.logical_not().reshape({n, 1, 1, s});
     hidden = hidden.defined() ? hidden.logical_or(padding) : padding;
   }
-  if (hidden.defined()) scores = scores.masked_fill(hidden, std::numeric_limits<float>::lowest());
+  if (hidden.defined()) scores = scores.masked_fill(hidden, lowest_of(scores.scalar_type()));
   at::Tensor weights = at::dropout(at::softmax(scores, -1), options_.dropout, is_training());
   at::Tensor out = at::matmul(weights, heads_first(v, s)).transpose(1, 2).reshape({n, l, e});
   return out_proj(out);
