@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "accel/error.hpp"
 #include "core/json.hpp"

@@ -20,6 +20,8 @@ class LSTMOutputImpl : public torch::nn::LSTMImpl {
  public:
   using LSTMImpl::LSTMImpl;
   at::Tensor forward(const at::Tensor& input) { return std::get<0>(LSTMImpl::forward(input)); }
+  // This forward has no defaulted hidden-state argument for AnyModule to fill.
+  bool _forward_has_default_args() override { return false; }
 };
 TORCH_MODULE(LSTMOutput);
 
@@ -27,6 +29,7 @@ class GRUOutputImpl : public torch::nn::GRUImpl {
  public:
   using GRUImpl::GRUImpl;
   at::Tensor forward(const at::Tensor& input) { return std::get<0>(GRUImpl::forward(input)); }
+  bool _forward_has_default_args() override { return false; }
 };
 TORCH_MODULE(GRUOutput);
 
