@@ -227,7 +227,7 @@ Model Model::from_torchscript(const std::string& path) {
 
 Model Model::from_json(const std::string& spec) {
   nlohmann::json parsed = detail::parse_model_spec(spec);
-  if (!detail::is_graph_spec(parsed)) return from_module(detail::build_sequential(parsed));
+  if (!detail::is_graph_spec(parsed)) return from_module(detail::build_sequential_from(parsed));
   detail::GraphModule graph(parsed);
   auto impl = graph.ptr();
   ForwardFn forward;

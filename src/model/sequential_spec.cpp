@@ -349,10 +349,10 @@ AnyModule build_layer(const nlohmann::json& layer, const std::string& where) {
 }
 
 torch::nn::Sequential build_sequential(const std::string& json_text) {
-  return build_sequential(parse_model_spec(json_text));
+  return build_sequential_from(parse_model_spec(json_text));
 }
 
-torch::nn::Sequential build_sequential(const nlohmann::json& spec) {
+torch::nn::Sequential build_sequential_from(const nlohmann::json& spec) {
   const nlohmann::json& layers = layer_list(spec);
   torch::nn::Sequential sequential;
   // push_back without a name numbers submodules "0", "1", ... as Python's

@@ -20,7 +20,7 @@ namespace accel::detail {
 // Throws accel::Error (InvalidArgument) naming the layer index, its type and
 // the offending argument; no nlohmann or c10 exception escapes.
 torch::nn::Sequential build_sequential(const std::string& json_text);
-torch::nn::Sequential build_sequential(const nlohmann::json& spec);
+torch::nn::Sequential build_sequential_from(const nlohmann::json& spec);
 
 // The spec text as JSON; InvalidArgument (with line and column) when it is not.
 nlohmann::json parse_model_spec(const std::string& json_text);
