@@ -136,6 +136,12 @@ TEST(SpecSequenceLayers, CausalAttentionIgnoresLaterTokensAndPaddingIgnoresMaske
   at::Tensor c = output(model.forward(Named{{"x", x}, {"attention_mask", mask}}), "attn");
   at::Tensor d = output(model.forward(Named{{"x", moved}, {"attention_mask", mask}}), "attn");
   EXPECT_TRUE(at::allclose(c.select(1, 4), d.select(1, 4)));
+  // Left padding under a causal mask leaves position 0 no visible key: as in
+  // transformers, it averages instead of turning NaN (PyTorch's -inf would).
+  at::Tensor left = at::ones({1, 5}, at::kLong);
+  left.index_put_({0, 0}, 0);
+  at::Tensor e = output(model.forward(Named{{"x", x}, {"attention_mask", left}}), "attn");
+  EXPECT_TRUE(at::isfinite(e).all().item<bool>());
   EXPECT_THAT(forward_error(model, {{"x", x}, {"attention_mask", at::ones({1, 4})}}),
               AllOf(HasSubstr("node \"attn\" (MultiheadAttention)"), HasSubstr("attention_mask must have shape [1, 5]"),
                     HasSubstr("got [1, 4]")));
