@@ -6,9 +6,11 @@
 #include <gtest/gtest.h>
 #include <torch/optim/adam.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
+#include "accel/accelerator.hpp"
 #include "accel/error.hpp"
 #include "accel/model.hpp"
 #include "model/sequential_spec.hpp"
@@ -285,6 +287,21 @@ TEST(SpecGraph, BadGraphsNameTheNodeAndTheValue) {
               HasSubstr("unknown key \"extra\""));
   // The old forms still parse as chains.
   EXPECT_NO_THROW(accel::Model::from_json(R"({"layers": [{)" + lin + R"(}]})"));
+}
+
+TEST(SpecGraph, PreparedGptRunsMaskedAttentionUnderBf16Autocast) {
+  accel::AcceleratorOptions options;
+  options.mixed_precision = accel::MixedPrecision::Bf16;
+  accel::Accelerator accelerator(options);
+  accel::Model model = accel::Model::from_json(gpt_spec());
+  accelerator.prepare(model);
+  at::Tensor ids = at::randint(0, 32, {2, 10}, at::kLong);
+  at::Tensor mask = at::ones({2, 10}, at::kLong);
+  mask.index_put_({1, at::indexing::Slice(0, 3)}, 0);  // left padding: masked bf16 scores
+  Named out = model.forward(Named{{"input_ids", ids}, {"attention_mask", mask}, {"labels", ids}});
+  EXPECT_EQ(output(out, "logits").scalar_type(), at::kFloat);
+  EXPECT_TRUE(at::isfinite(output(out, "logits")).all().item<bool>());
+  EXPECT_TRUE(std::isfinite(output(out, "loss").item<double>()));
 }
 
 TEST(SpecGraph, JsonGptLearnsAShortByteSequence) {
