@@ -438,17 +438,56 @@ typedef struct accel_model accel_model;
 /* Loads a TorchScript module saved by PyTorch (torch.jit.save); its parameters
    are trainable. Errors: IO (missing or unreadable file, named). New handle. */
 ACCEL_API accel_status accel_model_from_torchscript(const char* path, accel_model** out);
-/* Builds a model from a JSON "sequential" spec: an array of layers (or
-   {"layers": [...]}) such as [{"type": "Conv2d", "in_channels": 1,
-   "out_channels": 32, "kernel_size": 3}, {"type": "ReLU"}, ...]. Arguments use
-   PyTorch's keyword names and defaults. Layer types: Linear, Conv2d, MaxPool2d,
-   AvgPool2d, AdaptiveMaxPool2d, AdaptiveAvgPool2d, Dropout, Dropout2d, Flatten,
-   ReLU, LeakyReLU, GELU, Tanh, Sigmoid, BatchNorm1d, BatchNorm2d, LayerNorm,
-   Embedding, LogSoftmax and Softmax (both need "dim", as PyTorch recommends).
-   Parameters are named as in PyTorch ("0.weight").
-   Errors: INVALID_ARGUMENT naming the layer index, type and argument; for text
-   that is not JSON (with line and column) or that nests arrays and objects
-   more than 256 levels deep (like every JSON libaccel reads). New handle. */
+/* Builds a model from a JSON spec (docs/models.md has the full guide). Two forms:
+
+   A chain: an array of layers (or {"layers": [...]}) such as
+   [{"type": "Conv2d", "in_channels": 1, "out_channels": 32, "kernel_size": 3},
+   {"type": "ReLU"}, ...], run one after the other as torch.nn.Sequential, with
+   parameters named as PyTorch's ("0.weight").
+
+   A graph: {"inputs": [...], "nodes": [...], "outputs": [...]}.
+   - "inputs": names, or {"name": "labels", "optional": true}. Optional inputs
+     may be left out of a named forward; what depends on them is then left out
+     too (no "loss" without "labels"), except masks, which then mask nothing.
+   - "nodes": layer objects with a "name" (a submodule name: parameters are
+     "wte.weight", "h.0.self_attn.in_proj_weight") and an "input": a name (a
+     graph input or another node), or a list whose first entry is transformed
+     and the rest are side inputs (masks, an encoder's memory). Without
+     "input" a node reads the node above it (the first, the first input).
+     Nodes run in dependency order; registration follows the spec's order.
+   - "outputs": node names; each output tensor carries its node's name.
+   Graph-only types: "Sequential" and "Residual" ({"layers": [...]}, each
+   layer optionally with a "name", else "0", "1", ...; a Residual adds its
+   input to its chain's output; side inputs reach the layers that take them),
+   "Add" (sums 2+ inputs), "Concat" (torch.cat, "dim" default 0) and
+   "CausalLMLoss" (input [logits, labels]: transformers' GPT-2 loss, logits
+   [N, L, V] at t predict labels at t+1, cross entropy with "ignore_index"
+   -100 and "label_smoothing" 0, the mean over labels that are not ignored).
+   A Linear's "weight" may name an earlier node's parameter ("wte.weight"):
+   the weight is tied and listed once, under that name, as PyTorch's
+   named_parameters() does.
+   A graph with one required input also runs through accel_model_forward,
+   returning its first output; otherwise use the named forward.
+
+   Layer types (both forms), with PyTorch's keyword names and defaults: Linear,
+   Conv1d, Conv2d, MaxPool2d, AvgPool2d, AdaptiveMaxPool2d, AdaptiveAvgPool2d,
+   Dropout, Dropout2d, Flatten, ReLU, LeakyReLU, GELU, Tanh, Sigmoid,
+   BatchNorm1d, BatchNorm2d, LayerNorm, Embedding, LogSoftmax and Softmax (both
+   need "dim", as PyTorch recommends), LSTM and GRU (they return the output
+   sequence), MultiheadAttention (self-attention; returns the attention output),
+   TransformerEncoderLayer and TransformerDecoderLayer (PyTorch 1.13's
+   arguments) and PositionalEmbedding ("num_positions", "embedding_dim",
+   "batch_first": adds weight[:L] to its input). The attention layers take
+   "causal": true (a token sees no later token) and, as a side input, a
+   Hugging Face attention_mask [N, S] (1 attend, 0 padding).
+   Errors: INVALID_ARGUMENT naming the layer index (chain) or node, its type and
+   the argument or value: unknown types, arguments, node or input names, a
+   cycle (listed), an output naming no node, a tie to a missing parameter or
+   one of another shape; for text that is not JSON (with line and column) or
+   that nests arrays and objects more than 256 levels deep (like every JSON
+   libaccel reads). Forward errors name the node: a sequence longer than
+   num_positions (length and maximum), ids that are not integers or lie outside
+   an Embedding, a mask or labels of the wrong shape. Not collective. New handle. */
 ACCEL_API accel_status accel_model_from_json(const char* spec, accel_model** out);
 ACCEL_API void accel_model_free(accel_model* model);
 

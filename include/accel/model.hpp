@@ -32,9 +32,11 @@ class Model {
 
   // A TorchScript module saved with torch.jit.save. Throws IO naming the path.
   static Model from_torchscript(const std::string& path);
-  // A torch::nn::Sequential from a JSON spec (see accel.h, accel_model_from_json).
-  // Throws InvalidArgument naming the layer and argument, or for a spec that is
-  // not JSON or nests arrays and objects more than 256 levels deep.
+  // A model from a JSON spec (see accel.h, accel_model_from_json): a
+  // torch::nn::Sequential for a list of layers, a graph with named inputs and
+  // outputs for {"inputs", "nodes", "outputs"}. Throws InvalidArgument naming
+  // the layer or node and the argument, or for a spec that is not JSON or nests
+  // arrays and objects more than 256 levels deep.
   static Model from_json(const std::string& spec);
   // Any torch::nn::Module with the forward to call on it.
   static Model from_module(std::shared_ptr<torch::nn::Module> module, ForwardFn forward);

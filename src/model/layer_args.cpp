@@ -1,6 +1,7 @@
 #include "model/layer_args.hpp"
 
 #include <cmath>
+#include <utility>
 
 #include "accel/error.hpp"
 #include "core/json.hpp"
@@ -19,6 +20,8 @@ std::string quoted_list(const std::vector<std::string>& names) {
 
 LayerArgs::LayerArgs(const nlohmann::json& layer, size_t index, const std::string& type)
     : layer_(layer), where_("layer " + std::to_string(index) + " (" + type + ")") {}
+
+LayerArgs::LayerArgs(const nlohmann::json& layer, std::string where) : layer_(layer), where_(std::move(where)) {}
 
 void LayerArgs::fail_argument(const char* key, const std::string& problem) const {
   fail(ErrorCode::InvalidArgument, where_ + ": argument \"" + key + "\" " + problem);

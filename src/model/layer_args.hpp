@@ -45,6 +45,10 @@ class LayerArgs {
  public:
   // `layer` must outlive this object.
   LayerArgs(const nlohmann::json& layer, size_t index, const std::string& type);
+  // `where` names the layer in errors, e.g. node "h" layer 0 (TransformerEncoderLayer).
+  LayerArgs(const nlohmann::json& layer, std::string where);
+
+  const std::string& where() const { return where_; }
 
   int64_t required_int(const char* key, IntRange range);
   int64_t int_or(const char* key, int64_t fallback, IntRange range);

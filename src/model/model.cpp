@@ -9,6 +9,7 @@
 #include "accel/error.hpp"
 #include "model/model_impl.hpp"
 #include "model/sequential_spec.hpp"
+#include "model/spec/graph.hpp"
 #include "precision/autocast.hpp"
 #include "state/accelerator_state.hpp"
 #include "state/collectives.hpp"
@@ -224,7 +225,15 @@ Model Model::from_torchscript(const std::string& path) {
   }
 }
 
-Model Model::from_json(const std::string& spec) { return from_module(detail::build_sequential(spec)); }
+Model Model::from_json(const std::string& spec) {
+  nlohmann::json parsed = detail::parse_model_spec(spec);
+  if (!detail::is_graph_spec(parsed)) return from_module(detail::build_sequential_from(parsed));
+  detail::GraphModule graph(parsed);
+  auto impl = graph.ptr();
+  ForwardFn forward;
+  if (impl->takes_one_tensor()) forward = [impl](const at::Tensor& input) { return impl->forward(input); };
+  return from_module(impl, forward, [impl](const NamedTensors& inputs) { return impl->forward_named(inputs); });
+}
 
 Model Model::from_module(std::shared_ptr<torch::nn::Module> module, ForwardFn forward) {
   require_arg(static_cast<bool>(forward), "from_module: the forward function is empty");

@@ -16,16 +16,13 @@
 #include "accel/error.hpp"
 #include "core/json.hpp"
 #include "model/layer_args.hpp"
+#include "model/spec/sequence_layers.hpp"
 
 namespace accel::detail {
 
 namespace {
 
 using torch::nn::AnyModule;
-
-// Every argument is read and validated by the builder before the module is
-// constructed, so LibTorch never sees a value it would assert on.
-using LayerBuilder = AnyModule (*)(LayerArgs&);
 
 torch::ExpandingArray<2> expanding(const std::array<int64_t, 2>& pair) {
   return torch::ExpandingArray<2>(std::vector<int64_t>{pair[0], pair[1]});
@@ -280,13 +277,19 @@ const std::map<std::string, LayerBuilder>& layer_builders() {
   return builders;
 }
 
-nlohmann::json parse_spec(const std::string& json_text) {
-  // The parser's message carries the line and column.
-  return parse_json(json_text, "model spec", ErrorCode::InvalidArgument);
+// The table's types, then those for sequences (attention, recurrent layers).
+const LayerBuilder* find_builder(const std::string& type) {
+  for (const auto* table : {&layer_builders(), &sequence_layer_builders()}) {
+    auto it = table->find(type);
+    if (it != table->end()) return &it->second;
+  }
+  return nullptr;
 }
 
 const nlohmann::json& layer_list(const nlohmann::json& spec) {
-  const std::string expected = "model spec must be a JSON array of layers or an object {\"layers\": [...]}";
+  const std::string expected =
+      "model spec must be a JSON array of layers, an object {\"layers\": [...]} or a graph {\"inputs\": [...], "
+      "\"nodes\": [...], \"outputs\": [...]}";
   const nlohmann::json* layers = &spec;
   if (spec.is_object()) {
     auto it = spec.find("layers");
@@ -305,8 +308,14 @@ const nlohmann::json& layer_list(const nlohmann::json& spec) {
   return *layers;
 }
 
-AnyModule build_layer(const nlohmann::json& layer, size_t index) {
-  const std::string where = "layer " + std::to_string(index);
+}  // namespace
+
+nlohmann::json parse_model_spec(const std::string& json_text) {
+  // The parser's message carries the line and column.
+  return parse_json(json_text, "model spec", ErrorCode::InvalidArgument);
+}
+
+AnyModule build_layer(const nlohmann::json& layer, const std::string& where) {
   if (!layer.is_object()) {
     fail(ErrorCode::InvalidArgument, where + ": must be an object with a \"type\", got " + describe_json(layer));
   }
@@ -316,18 +325,16 @@ AnyModule build_layer(const nlohmann::json& layer, size_t index) {
     fail(ErrorCode::InvalidArgument, where + ": \"type\" must be a string, got " + describe_json(*type_it));
   }
   const std::string& type = type_it->get_ref<const std::string&>();
-  auto builder = layer_builders().find(type);
-  if (builder == layer_builders().end()) {
-    fail(ErrorCode::InvalidArgument, where + ": unknown layer type \"" + type + "\"");
-  }
+  const LayerBuilder* builder = find_builder(type);
+  if (builder == nullptr) fail(ErrorCode::InvalidArgument, where + ": unknown layer type \"" + type + "\"");
 
-  LayerArgs args(layer, index, type);
-  const std::string context = where + " (" + type + "): ";
+  LayerArgs args(layer, where + " (" + type + ")");
+  const std::string context = args.where() + ": ";
   AnyModule module;
   // The builders validate every argument first; these handlers keep anything
   // LibTorch or the allocator still throws from escaping untranslated.
   try {
-    module = builder->second(args);
+    module = (*builder)(args);
   } catch (const Error&) {
     throw;
   } catch (const c10::Error& e) {
@@ -341,15 +348,16 @@ AnyModule build_layer(const nlohmann::json& layer, size_t index) {
   return module;
 }
 
-}  // namespace
-
 torch::nn::Sequential build_sequential(const std::string& json_text) {
-  const nlohmann::json spec = parse_spec(json_text);
+  return build_sequential_from(parse_model_spec(json_text));
+}
+
+torch::nn::Sequential build_sequential_from(const nlohmann::json& spec) {
   const nlohmann::json& layers = layer_list(spec);
   torch::nn::Sequential sequential;
   // push_back without a name numbers submodules "0", "1", ... as Python's
   // nn.Sequential does, so state-dict keys match PyTorch's.
-  for (size_t index = 0; index < layers.size(); ++index) sequential->push_back(build_layer(layers[index], index));
+  for (size_t index = 0; index < layers.size(); ++index) sequential->push_back(build_layer(layers[index], "layer " + std::to_string(index)));
   return sequential;
 }
 

@@ -9,6 +9,8 @@
 // Python's nn.Sequential, so parameter names ("0.weight") match PyTorch's.
 #pragma once
 
+#include <nlohmann/json.hpp>
+#include <torch/nn/modules/container/any.h>
 #include <torch/nn/modules/container/sequential.h>
 
 #include <string>
@@ -18,5 +20,13 @@ namespace accel::detail {
 // Throws accel::Error (InvalidArgument) naming the layer index, its type and
 // the offending argument; no nlohmann or c10 exception escapes.
 torch::nn::Sequential build_sequential(const std::string& json_text);
+torch::nn::Sequential build_sequential_from(const nlohmann::json& spec);
+
+// The spec text as JSON; InvalidArgument (with line and column) when it is not.
+nlohmann::json parse_model_spec(const std::string& json_text);
+
+// One layer object {"type": ..., args}; `where` starts its errors ("layer 3",
+// "node \"h\" layer 0"). Every type of the table, including the sequence layers.
+torch::nn::AnyModule build_layer(const nlohmann::json& layer, const std::string& where);
 
 }  // namespace accel::detail

@@ -1,0 +1,242 @@
+#include "model/spec/attention.hpp"
+
+#include <ATen/ATen.h>
+#include <torch/nn/init.h>
+
+#include <cmath>
+#include <limits>
+
+#include "accel/error.hpp"
+
+namespace accel::detail {
+
+namespace {
+
+std::string shape_text(const at::Tensor& t) { return c10::str(t.sizes()); }
+
+// A batch-first 3-D view of x ([N, L, E]); `unbatched` says x was [L, E].
+struct BatchFirst {
+  at::Tensor x;
+  bool unbatched;
+};
+
+BatchFirst to_batch_first(const at::Tensor& x, bool batch_first, int64_t embed_dim, const std::string& where,
+                          const char* what) {
+  require_arg(x.defined(), where + ": the " + std::string(what) + " is missing");
+  require_arg(x.dim() == 2 || x.dim() == 3, where + ": the " + std::string(what) +
+                                                " must be [L, E] or a batch [N, L, E] / [L, N, E], got shape " +
+                                                shape_text(x));
+  require_arg(x.size(-1) == embed_dim, where + ": the " + std::string(what) + "'s last dim must be the model width " +
+                                           std::to_string(embed_dim) + ", got shape " + shape_text(x));
+  require_arg(at::isFloatingType(x.scalar_type()),
+              where + ": the " + std::string(what) + " must be floating point, got " + c10::toString(x.scalar_type()));
+  if (x.dim() == 2) return {x.unsqueeze(0), true};
+  return {batch_first ? x : x.transpose(0, 1), false};
+}
+
+at::Tensor from_batch_first(const at::Tensor& x, bool batch_first, bool unbatched) {
+  if (unbatched) return x.squeeze(0);
+  return batch_first ? x : x.transpose(0, 1);
+}
+
+// A Hugging Face attention_mask (nonzero = attend) as bool [N, S], checked against the batch.
+at::Tensor key_mask(const at::Tensor& mask, int64_t batch, int64_t length, bool unbatched, const std::string& where,
+                    const char* what) {
+  if (!mask.defined()) return mask;
+  at::Tensor m = unbatched && mask.dim() == 1 ? mask.unsqueeze(0) : mask;
+  require_arg(m.dim() == 2 && m.size(0) == batch && m.size(1) == length,
+              where + ": the " + std::string(what) + " must have shape [" + std::to_string(batch) + ", " +
+                  std::to_string(length) + "] (batch, sequence), got " + shape_text(mask));
+  return m.to(at::kBool);
+}
+
+torch::nn::LayerNorm layer_norm(int64_t width, double eps) {
+  return torch::nn::LayerNorm(torch::nn::LayerNormOptions({width}).eps(eps));
+}
+
+// The most negative value of the scores' dtype: float's lowest would overflow
+// half precision under autocast (masked_fill refuses it).
+c10::Scalar lowest_of(at::ScalarType type) {
+  switch (type) {
+    case at::kHalf: return std::numeric_limits<c10::Half>::lowest();
+    case at::kBFloat16: return std::numeric_limits<c10::BFloat16>::lowest();
+    case at::kDouble: return std::numeric_limits<double>::lowest();
+    default: return std::numeric_limits<float>::lowest();
+  }
+}
+
+at::Tensor activate(const at::Tensor& x, const std::string& activation) {
+  return activation == "gelu" ? at::gelu(x) : at::relu(x);
+}
+
+}  // namespace
+
+PositionalEmbeddingImpl::PositionalEmbeddingImpl(int64_t num_positions, int64_t embedding_dim, bool batch_first,
+                                                 std::string where)
+    : num_positions_(num_positions), embedding_dim_(embedding_dim), batch_first_(batch_first), where_(std::move(where)) {
+  // nn.Embedding's initialisation, as transformers' GPT-2 wpe before its own init.
+  weight = register_parameter("weight", at::empty({num_positions, embedding_dim}));
+  torch::NoGradGuard no_grad;
+  weight.normal_();
+}
+
+at::Tensor PositionalEmbeddingImpl::forward(const at::Tensor& input) {
+  BatchFirst in = to_batch_first(input, batch_first_, embedding_dim_, where_, "input");
+  const int64_t length = in.x.size(1);
+  require_arg(length <= num_positions_, where_ + ": the sequence length " + std::to_string(length) +
+                                            " is longer than the maximum, num_positions " +
+                                            std::to_string(num_positions_));
+  at::Tensor out = in.x + weight.slice(0, 0, length).unsqueeze(0);
+  return from_batch_first(out, batch_first_, in.unbatched);
+}
+
+MultiheadAttentionImpl::MultiheadAttentionImpl(AttentionOptions options, std::string where)
+    : options_(options), where_(std::move(where)) {
+  const int64_t e = options.embed_dim;
+  in_proj_weight = register_parameter("in_proj_weight", at::empty({3 * e, e}));
+  if (options.bias) in_proj_bias = register_parameter("in_proj_bias", at::empty({3 * e}));
+  out_proj = register_module("out_proj", torch::nn::Linear(torch::nn::LinearOptions(e, e).bias(options.bias)));
+  // nn.MultiheadAttention._reset_parameters.
+  torch::NoGradGuard no_grad;
+  torch::nn::init::xavier_uniform_(in_proj_weight);
+  if (options.bias) {
+    in_proj_bias.zero_();
+    out_proj->bias.zero_();
+  }
+}
+
+at::Tensor MultiheadAttentionImpl::attend(const at::Tensor& query, const at::Tensor& memory, const at::Tensor& mask,
+                                          bool causal) {
+  const int64_t e = options_.embed_dim, heads = options_.num_heads, head_dim = e / heads;
+  const int64_t n = query.size(0), l = query.size(1);
+  at::Tensor q, k, v;
+  if (!memory.defined()) {
+    auto qkv = at::linear(query, in_proj_weight, in_proj_bias).chunk(3, -1);
+    q = qkv[0], k = qkv[1], v = qkv[2];
+  } else {
+    // Cross-attention: the query rows of the packed projection on the query,
+    // the key and value rows on the memory, as PyTorch's in_projection_packed.
+    at::Tensor b = in_proj_bias.defined() ? in_proj_bias : at::Tensor();
+    q = at::linear(query, in_proj_weight.slice(0, 0, e), b.defined() ? b.slice(0, 0, e) : b);
+    auto kv = at::linear(memory, in_proj_weight.slice(0, e), b.defined() ? b.slice(0, e) : b).chunk(2, -1);
+    k = kv[0], v = kv[1];
+  }
+  const int64_t s = k.size(1);
+  auto heads_first = [&](const at::Tensor& t, int64_t len) { return t.reshape({n, len, heads, head_dim}).transpose(1, 2); };
+  q = heads_first(q, l) / std::sqrt(static_cast<double>(head_dim));
+  at::Tensor scores = at::matmul(q, heads_first(k, s).transpose(-2, -1));  // [N, H, L, S]
+  at::Tensor hidden;
+  if (causal) hidden = at::ones({l, s}, scores.options().dtype(at::kBool)).triu(1);
+  if (mask.defined()) {
+    at::Tensor padding = mask.logical_not().reshape({n, 1, 1, s});
+    hidden = hidden.defined() ? hidden.logical_or(padding) : padding;
+  }
+  if (hidden.defined()) scores = scores.masked_fill(hidden, lowest_of(scores.scalar_type()));
+  at::Tensor weights = at::dropout(at::softmax(scores, -1), options_.dropout, is_training());
+  at::Tensor out = at::matmul(weights, heads_first(v, s)).transpose(1, 2).reshape({n, l, e});
+  return out_proj(out);
+}
+
+at::Tensor MultiheadAttentionImpl::forward(const at::Tensor& input) { return forward_with(input, {}); }
+
+at::Tensor MultiheadAttentionImpl::forward_with(const at::Tensor& input, const std::vector<at::Tensor>& side) {
+  BatchFirst in = to_batch_first(input, options_.batch_first, options_.embed_dim, where_, "input");
+  at::Tensor mask = key_mask(side.empty() ? at::Tensor() : side[0], in.x.size(0), in.x.size(1), in.unbatched, where_,
+                             "attention_mask");
+  return from_batch_first(attend(in.x, at::Tensor(), mask, options_.causal), options_.batch_first, in.unbatched);
+}
+
+TransformerEncoderLayerImpl::TransformerEncoderLayerImpl(TransformerLayerOptions options, std::string where)
+    : options_(options), where_(std::move(where)) {
+  // Registered in nn.TransformerEncoderLayer's order, so state dicts list the same keys in the same order.
+  self_attn = register_module("self_attn", MultiheadAttention(AttentionOptions{options.d_model, options.nhead,
+                                                                               options.dropout, true, true, false},
+                                                              where_ + " self_attn"));
+  linear1 = register_module("linear1", torch::nn::Linear(options.d_model, options.dim_feedforward));
+  dropout = register_module("dropout", torch::nn::Dropout(options.dropout));
+  linear2 = register_module("linear2", torch::nn::Linear(options.dim_feedforward, options.d_model));
+  norm1 = register_module("norm1", layer_norm(options.d_model, options.layer_norm_eps));
+  norm2 = register_module("norm2", layer_norm(options.d_model, options.layer_norm_eps));
+  dropout1 = register_module("dropout1", torch::nn::Dropout(options.dropout));
+  dropout2 = register_module("dropout2", torch::nn::Dropout(options.dropout));
+}
+
+at::Tensor TransformerEncoderLayerImpl::feed_forward(const at::Tensor& x) {
+  return dropout2(linear2(dropout(activate(linear1(x), options_.activation))));
+}
+
+at::Tensor TransformerEncoderLayerImpl::forward(const at::Tensor& input) { return forward_with(input, {}); }
+
+at::Tensor TransformerEncoderLayerImpl::forward_with(const at::Tensor& input, const std::vector<at::Tensor>& side) {
+  BatchFirst in = to_batch_first(input, options_.batch_first, options_.d_model, where_, "input");
+  at::Tensor mask = key_mask(side.empty() ? at::Tensor() : side[0], in.x.size(0), in.x.size(1), in.unbatched, where_,
+                             "attention_mask");
+  auto self_attention = [&](const at::Tensor& x) {
+    return dropout1(self_attn->attend(x, at::Tensor(), mask, options_.causal));
+  };
+  at::Tensor x = in.x;
+  if (options_.norm_first) {
+    x = x + self_attention(norm1(x));
+    x = x + feed_forward(norm2(x));
+  } else {
+    x = norm1(x + self_attention(x));
+    x = norm2(x + feed_forward(x));
+  }
+  return from_batch_first(x, options_.batch_first, in.unbatched);
+}
+
+TransformerDecoderLayerImpl::TransformerDecoderLayerImpl(TransformerLayerOptions options, std::string where)
+    : options_(options), where_(std::move(where)) {
+  AttentionOptions attention{options.d_model, options.nhead, options.dropout, true, true, false};
+  self_attn = register_module("self_attn", MultiheadAttention(attention, where_ + " self_attn"));
+  multihead_attn = register_module("multihead_attn", MultiheadAttention(attention, where_ + " multihead_attn"));
+  linear1 = register_module("linear1", torch::nn::Linear(options.d_model, options.dim_feedforward));
+  dropout = register_module("dropout", torch::nn::Dropout(options.dropout));
+  linear2 = register_module("linear2", torch::nn::Linear(options.dim_feedforward, options.d_model));
+  norm1 = register_module("norm1", layer_norm(options.d_model, options.layer_norm_eps));
+  norm2 = register_module("norm2", layer_norm(options.d_model, options.layer_norm_eps));
+  norm3 = register_module("norm3", layer_norm(options.d_model, options.layer_norm_eps));
+  dropout1 = register_module("dropout1", torch::nn::Dropout(options.dropout));
+  dropout2 = register_module("dropout2", torch::nn::Dropout(options.dropout));
+  dropout3 = register_module("dropout3", torch::nn::Dropout(options.dropout));
+}
+
+at::Tensor TransformerDecoderLayerImpl::feed_forward(const at::Tensor& x) {
+  return dropout3(linear2(dropout(activate(linear1(x), options_.activation))));
+}
+
+at::Tensor TransformerDecoderLayerImpl::forward(const at::Tensor& input) { return forward_with(input, {}); }
+
+at::Tensor TransformerDecoderLayerImpl::forward_with(const at::Tensor& input, const std::vector<at::Tensor>& side) {
+  require_arg(!side.empty() && side[0].defined(),
+              where_ + ": needs the encoder's memory as its second input (\"input\": [target, memory, ...])");
+  BatchFirst tgt = to_batch_first(input, options_.batch_first, options_.d_model, where_, "target");
+  BatchFirst memory = to_batch_first(side[0], options_.batch_first, options_.d_model, where_, "memory");
+  require_arg(tgt.unbatched == memory.unbatched && tgt.x.size(0) == memory.x.size(0),
+              where_ + ": the target " + shape_text(input) + " and the memory " + shape_text(side[0]) +
+                  " must have the same batch size");
+  const int64_t n = tgt.x.size(0);
+  at::Tensor tgt_mask =
+      key_mask(side.size() > 1 ? side[1] : at::Tensor(), n, tgt.x.size(1), tgt.unbatched, where_, "target attention_mask");
+  at::Tensor memory_mask = key_mask(side.size() > 2 ? side[2] : at::Tensor(), n, memory.x.size(1), tgt.unbatched,
+                                    where_, "memory attention_mask");
+  auto self_attention = [&](const at::Tensor& x) {
+    return dropout1(self_attn->attend(x, at::Tensor(), tgt_mask, options_.causal));
+  };
+  auto cross_attention = [&](const at::Tensor& x) {
+    return dropout2(multihead_attn->attend(x, memory.x, memory_mask, false));
+  };
+  at::Tensor x = tgt.x;
+  if (options_.norm_first) {
+    x = x + self_attention(norm1(x));
+    x = x + cross_attention(norm2(x));
+    x = x + feed_forward(norm3(x));
+  } else {
+    x = norm1(x + self_attention(x));
+    x = norm2(x + cross_attention(x));
+    x = norm3(x + feed_forward(x));
+  }
+  return from_batch_first(x, options_.batch_first, tgt.unbatched);
+}
+
+}  // namespace accel::detail

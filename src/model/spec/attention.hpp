@@ -1,0 +1,138 @@
+// The attention layers of the JSON model spec, with PyTorch 1.13's parameter
+// names and initialisation (nn.MultiheadAttention, nn.TransformerEncoderLayer,
+// nn.TransformerDecoderLayer), plus a learned positional embedding.
+//
+// LibTorch's C++ versions of these modules lack batch_first and norm_first and
+// take PyTorch's inverted key_padding_mask, so these are written here over ATen.
+// Masks follow Hugging Face: an attention_mask holds 1 (or true) for tokens to
+// attend to and 0 for padding; `causal` hides later positions (a GPT block).
+// Masked scores are filled with the dtype's lowest value, as transformers does,
+// not -inf: a row with no visible key then averages instead of turning NaN.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <torch/nn/module.h>
+#include <torch/nn/modules/dropout.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
+#include <torch/nn/pimpl.h>
+
+#include <string>
+#include <vector>
+
+namespace accel::detail {
+
+// A layer that takes extra inputs beside the tensor it transforms (masks, an
+// encoder's memory). Chains and graph nodes hand it their side inputs;
+// undefined tensors stand for inputs not given.
+class SideInputs {
+ public:
+  virtual ~SideInputs() = default;
+  virtual at::Tensor forward_with(const at::Tensor& input, const std::vector<at::Tensor>& side) = 0;
+  // How many side inputs the layer reads, and what they are (for errors and docs).
+  virtual size_t max_side_inputs() const = 0;
+};
+
+// Adds weight[arange(L)] to its input: [N, L, E] (batch_first), [L, N, E] or [L, E].
+class PositionalEmbeddingImpl : public torch::nn::Module {
+ public:
+  PositionalEmbeddingImpl(int64_t num_positions, int64_t embedding_dim, bool batch_first, std::string where);
+  at::Tensor forward(const at::Tensor& input);
+
+  at::Tensor weight;
+
+ private:
+  int64_t num_positions_;
+  int64_t embedding_dim_;
+  bool batch_first_;
+  std::string where_;
+};
+TORCH_MODULE(PositionalEmbedding);
+
+struct AttentionOptions {
+  int64_t embed_dim;
+  int64_t num_heads;
+  double dropout = 0.0;
+  bool bias = true;
+  bool batch_first = false;
+  bool causal = false;
+};
+
+// Self-attention (query = key = value) with nn.MultiheadAttention's parameters:
+// in_proj_weight [3E, E], in_proj_bias [3E], out_proj.{weight,bias}. Side input:
+// the attention_mask [N, S]. Returns the attention output only (no weights).
+class MultiheadAttentionImpl : public torch::nn::Module, public SideInputs {
+ public:
+  MultiheadAttentionImpl(AttentionOptions options, std::string where);
+  at::Tensor forward(const at::Tensor& input);
+  at::Tensor forward_with(const at::Tensor& input, const std::vector<at::Tensor>& side) override;
+  size_t max_side_inputs() const override { return 1; }
+
+  // The core on batch-first 3-D tensors: query [N, L, E] attends to memory
+  // [N, S, E] (undefined: to itself); key_mask [N, S] (undefined: all keys).
+  at::Tensor attend(const at::Tensor& query, const at::Tensor& memory, const at::Tensor& key_mask, bool causal);
+
+  at::Tensor in_proj_weight;
+  at::Tensor in_proj_bias;
+  torch::nn::Linear out_proj{nullptr};
+
+ private:
+  AttentionOptions options_;
+  std::string where_;
+};
+TORCH_MODULE(MultiheadAttention);
+
+struct TransformerLayerOptions {
+  int64_t d_model;
+  int64_t nhead;
+  int64_t dim_feedforward = 2048;
+  double dropout = 0.1;
+  std::string activation = "relu";
+  double layer_norm_eps = 1e-5;
+  bool batch_first = false;
+  bool norm_first = false;
+  bool causal = false;
+};
+
+// nn.TransformerEncoderLayer. Side input: the attention_mask [N, S].
+class TransformerEncoderLayerImpl : public torch::nn::Module, public SideInputs {
+ public:
+  TransformerEncoderLayerImpl(TransformerLayerOptions options, std::string where);
+  at::Tensor forward(const at::Tensor& input);
+  at::Tensor forward_with(const at::Tensor& input, const std::vector<at::Tensor>& side) override;
+  size_t max_side_inputs() const override { return 1; }
+
+ private:
+  at::Tensor feed_forward(const at::Tensor& x);
+
+  TransformerLayerOptions options_;
+  std::string where_;
+  MultiheadAttention self_attn{nullptr};
+  torch::nn::Linear linear1{nullptr}, linear2{nullptr};
+  torch::nn::Dropout dropout{nullptr}, dropout1{nullptr}, dropout2{nullptr};
+  torch::nn::LayerNorm norm1{nullptr}, norm2{nullptr};
+};
+TORCH_MODULE(TransformerEncoderLayer);
+
+// nn.TransformerDecoderLayer. Side inputs: memory [N, S, E] (required), the
+// target's attention_mask [N, L], the memory's attention_mask [N, S].
+class TransformerDecoderLayerImpl : public torch::nn::Module, public SideInputs {
+ public:
+  TransformerDecoderLayerImpl(TransformerLayerOptions options, std::string where);
+  at::Tensor forward(const at::Tensor& input);
+  at::Tensor forward_with(const at::Tensor& input, const std::vector<at::Tensor>& side) override;
+  size_t max_side_inputs() const override { return 3; }
+
+ private:
+  at::Tensor feed_forward(const at::Tensor& x);
+
+  TransformerLayerOptions options_;
+  std::string where_;
+  MultiheadAttention self_attn{nullptr}, multihead_attn{nullptr};
+  torch::nn::Linear linear1{nullptr}, linear2{nullptr};
+  torch::nn::Dropout dropout{nullptr}, dropout1{nullptr}, dropout2{nullptr}, dropout3{nullptr};
+  torch::nn::LayerNorm norm1{nullptr}, norm2{nullptr}, norm3{nullptr};
+};
+TORCH_MODULE(TransformerDecoderLayer);
+
+}  // namespace accel::detail

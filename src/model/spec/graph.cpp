@@ -1,0 +1,327 @@
+#include "model/spec/graph.hpp"
+
+#include <ATen/ATen.h>
+#include <torch/nn/modules/embedding.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "accel/error.hpp"
+#include "core/json.hpp"
+#include "model/layer_args.hpp"
+#include "model/spec/chain.hpp"
+
+namespace accel::detail {
+
+namespace {
+
+using Node = GraphModuleImpl::Node;
+using Kind = GraphModuleImpl::Kind;
+
+std::string in_quotes(const std::string& name) { return "\"" + name + "\""; }
+
+void require_name(const nlohmann::json& value, const std::string& where, const char* what) {
+  require_arg(value.is_string(), where + ": " + what + " must be a string, got " + describe_json(value));
+  const auto& name = value.get_ref<const std::string&>();
+  // Node names become submodule names, and "." separates those in parameter names.
+  require_arg(!name.empty() && name.find('.') == std::string::npos,
+              where + ": " + what + " must be non-empty and contain no \".\", got " + in_quotes(name));
+}
+
+std::string shape_of(const at::Tensor& t) { return c10::str(t.sizes()); }
+
+// The ids an Embedding reads must be integers inside its table: out of range,
+// LibTorch throws on the CPU and asserts on a GPU, killing the process.
+void check_ids(const Node& node, const at::Tensor& ids) {
+  const auto* embedding = dynamic_cast<const torch::nn::EmbeddingImpl*>(node.module.ptr().get());
+  if (embedding == nullptr) return;
+  const std::string& input = node.inputs.front();
+  require_arg(at::isIntegralType(ids.scalar_type(), false), node.where + ": input " + in_quotes(input) +
+                                                                 " must hold integer ids, got " +
+                                                                 c10::toString(ids.scalar_type()));
+  if (ids.numel() == 0) return;
+  const int64_t rows = embedding->options.num_embeddings();
+  const int64_t low = ids.min().item<int64_t>(), high = ids.max().item<int64_t>();
+  require_arg(low >= 0 && high < rows, node.where + ": input " + in_quotes(input) + " must hold ids in [0, " +
+                                           std::to_string(rows) + "), got " +
+                                           std::to_string(low < 0 ? low : high));
+}
+
+// Hugging Face's causal LM loss (GPT2LMHeadModel): position t predicts label
+// t + 1, and the mean runs over the labels that are not ignore_index.
+at::Tensor causal_lm_loss(const Node& node, const at::Tensor& logits, const at::Tensor& labels) {
+  require_arg(logits.dim() >= 2 && at::isFloatingType(logits.scalar_type()),
+              node.where + ": the logits must be floating point [N, L, V] or [L, V], got " +
+                  c10::toString(logits.scalar_type()) + " " + shape_of(logits));
+  require_arg(at::isIntegralType(labels.scalar_type(), false),
+              node.where + ": the labels must hold integer token ids, got " + c10::toString(labels.scalar_type()));
+  require_arg(labels.sizes() == logits.sizes().slice(0, logits.dim() - 1),
+              node.where + ": the labels must have shape " + c10::str(logits.sizes().slice(0, logits.dim() - 1)) +
+                  " (the logits' without the vocabulary), got " + shape_of(labels));
+  const int64_t vocab = logits.size(-1), length = logits.size(-2);
+  at::Tensor shifted_logits = logits.narrow(-2, 0, length - 1).reshape({-1, vocab});
+  at::Tensor shifted_labels = labels.narrow(-1, 1, length - 1).reshape({-1}).to(at::kLong);
+  return at::cross_entropy_loss(shifted_logits, shifted_labels, {}, at::Reduction::Mean, node.ignore_index,
+                                node.label_smoothing);
+}
+
+}  // namespace
+
+bool is_graph_spec(const nlohmann::json& spec) { return spec.is_object() && spec.contains("nodes"); }
+
+GraphModuleImpl::GraphModuleImpl(const nlohmann::json& spec) {
+  for (const auto& item : spec.items()) {
+    require_arg(item.key() == "inputs" || item.key() == "nodes" || item.key() == "outputs",
+                "model graph: unknown key " + in_quotes(item.key()) + " (a graph has \"inputs\", \"nodes\" and \"outputs\")");
+  }
+  for (const char* key : {"inputs", "nodes", "outputs"}) {
+    auto it = spec.find(key);
+    require_arg(it != spec.end() && it->is_array() && !it->empty(),
+                std::string("model graph: \"") + key + "\" must be a non-empty list, got " +
+                    (it == spec.end() ? std::string("nothing") : describe_json(*it)));
+  }
+  parse_inputs(spec["inputs"]);
+  parse_nodes(spec["nodes"]);
+  parse_outputs(spec["outputs"]);
+  sort_nodes();
+}
+
+void GraphModuleImpl::parse_inputs(const nlohmann::json& inputs) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const std::string where = "model graph: input " + std::to_string(i);
+    Input input;
+    if (inputs[i].is_object()) {
+      for (const auto& item : inputs[i].items()) {
+        require_arg(item.key() == "name" || item.key() == "optional",
+                    where + ": unknown key " + in_quotes(item.key()) + " (an input has \"name\" and \"optional\")");
+      }
+      require_arg(inputs[i].contains("name"), where + ": missing \"name\"");
+      require_name(inputs[i]["name"], where, "\"name\"");
+      input.name = inputs[i]["name"].get<std::string>();
+      if (inputs[i].contains("optional")) {
+        const auto& optional = inputs[i]["optional"];
+        require_arg(optional.is_boolean(), where + ": \"optional\" must be true or false, got " + describe_json(optional));
+        input.optional = optional.get<bool>();
+      }
+    } else {
+      require_name(inputs[i], where, "an input");
+      input.name = inputs[i].get<std::string>();
+    }
+    for (const auto& other : inputs_) {
+      require_arg(other.name != input.name, where + ": the name " + in_quotes(input.name) + " is used twice");
+    }
+    inputs_.push_back(input);
+  }
+}
+
+void GraphModuleImpl::parse_nodes(const nlohmann::json& nodes) {
+  std::string previous = inputs_.front().name;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    Node node = parse_node(nodes[i], i, previous);
+    // Registered in spec order, as a PyTorch __init__ assigns attributes, so
+    // the state dict lists the nodes in the order the spec writes them.
+    if (node.kind == Kind::Layer) register_module(node.name, node.module.ptr());
+    previous = node.name;
+    nodes_.push_back(std::move(node));
+  }
+}
+
+Node GraphModuleImpl::parse_node(const nlohmann::json& spec, size_t index, const std::string& previous) {
+  const std::string at = "model graph: node " + std::to_string(index);
+  require_arg(spec.is_object(), at + ": must be an object with \"name\" and \"type\", got " + describe_json(spec));
+  require_arg(spec.contains("name"), at + ": missing \"name\"");
+  require_name(spec["name"], at, "\"name\"");
+  Node node;
+  node.name = spec["name"].get<std::string>();
+  const std::string where = "node " + in_quotes(node.name);
+  for (const auto& input : inputs_) {
+    require_arg(input.name != node.name, where + ": the name is also a graph input's");
+  }
+  for (const auto& other : nodes_) require_arg(other.name != node.name, where + ": the name is used twice");
+  require_arg(spec.contains("type") && spec["type"].is_string(),
+              where + ": \"type\" must be a string, got " + (spec.contains("type") ? describe_json(spec["type"]) : "nothing"));
+  const std::string type = spec["type"].get<std::string>();
+  node.where = where + " (" + type + ")";
+
+  auto input = spec.find("input");
+  if (input == spec.end()) {
+    node.inputs = {previous};  // like a chain: the node above, or the first graph input
+  } else if (input->is_string()) {
+    node.inputs = {input->get<std::string>()};
+  } else {
+    require_arg(input->is_array() && !input->empty(),
+                node.where + ": \"input\" must be a name or a non-empty list of names, got " + describe_json(*input));
+    for (const auto& name : *input) {
+      require_arg(name.is_string(), node.where + ": \"input\" must list names, got " + describe_json(name));
+      node.inputs.push_back(name.get<std::string>());
+    }
+  }
+
+  nlohmann::json layer = spec;
+  layer.erase("name");
+  layer.erase("input");
+  const size_t count = node.inputs.size();
+  if (type == "Add" || type == "Concat" || type == "CausalLMLoss") {
+    LayerArgs args(layer, node.where);
+    if (type == "Add") node.kind = Kind::Add;
+    if (type == "Concat") {
+      node.kind = Kind::Concat;
+      node.dim = args.int_or("dim", 0, kAnyInt);  // torch.cat's default
+    }
+    if (type == "CausalLMLoss") {
+      node.kind = Kind::CausalLMLoss;
+      node.ignore_index = args.int_or("ignore_index", -100, kAnyInt);
+      node.label_smoothing = args.real_or("label_smoothing", 0.0, kProbability);
+    }
+    args.reject_unknown_keys();
+    if (node.kind == Kind::CausalLMLoss) {
+      require_arg(count == 2, node.where + ": \"input\" must name the logits and the labels, got " +
+                                  std::to_string(count) + " name(s)");
+    } else {
+      require_arg(count >= 2, node.where + ": \"input\" must list at least 2 names to merge, got " + std::to_string(count));
+    }
+    return node;
+  }
+  node.module = build_graph_layer(layer, where, *this);
+  const size_t side = side_inputs_of(node.module);
+  require_arg(count <= 1 + side, node.where + ": takes at most " + std::to_string(1 + side) + " input(s), got " +
+                                     std::to_string(count) + " in \"input\"");
+  return node;
+}
+
+void GraphModuleImpl::parse_outputs(const nlohmann::json& outputs) {
+  for (const auto& output : outputs) {
+    require_name(output, "model graph: \"outputs\"", "an output");
+    const std::string name = output.get<std::string>();
+    bool known = std::any_of(nodes_.begin(), nodes_.end(), [&](const Node& n) { return n.name == name; });
+    require_arg(known, "model graph: output " + in_quotes(name) + " names no node");
+    require_arg(std::find(outputs_.begin(), outputs_.end(), name) == outputs_.end(),
+                "model graph: output " + in_quotes(name) + " is listed twice");
+    outputs_.push_back(name);
+  }
+}
+
+// Dependency order (Kahn's algorithm, spec order among ready nodes); a node
+// left over waits on a cycle, which is found by following its inputs.
+void GraphModuleImpl::sort_nodes() {
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < nodes_.size(); ++i) index[nodes_[i].name] = i;
+  std::set<std::string> known;
+  for (const auto& input : inputs_) known.insert(input.name);
+  for (const auto& node : nodes_) {
+    for (const auto& name : node.inputs) {
+      require_arg(known.count(name) || index.count(name),
+                  node.where + ": input " + in_quotes(name) + " names no graph input and no node");
+    }
+  }
+  std::vector<Node> sorted;
+  std::vector<bool> done(nodes_.size(), false);
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (done[i]) continue;
+      bool ready = std::all_of(nodes_[i].inputs.begin(), nodes_[i].inputs.end(), [&](const std::string& name) {
+        return known.count(name) > 0;
+      });
+      if (!ready) continue;
+      done[i] = progress = true;
+      known.insert(nodes_[i].name);
+      sorted.push_back(nodes_[i]);
+    }
+  }
+  if (sorted.size() == nodes_.size()) {
+    nodes_ = std::move(sorted);
+    return;
+  }
+  size_t at = static_cast<size_t>(std::find(done.begin(), done.end(), false) - done.begin());
+  std::vector<size_t> path;
+  while (std::find(path.begin(), path.end(), at) == path.end()) {
+    path.push_back(at);
+    for (const auto& name : nodes_[at].inputs) {
+      if (!known.count(name)) {
+        at = index.at(name);
+        break;
+      }
+    }
+  }
+  std::string cycle;
+  for (auto it = std::find(path.begin(), path.end(), at); it != path.end(); ++it) cycle += in_quotes(nodes_[*it].name) + " -> ";
+  fail(ErrorCode::InvalidArgument, "model graph: the nodes form a cycle: " + cycle + in_quotes(nodes_[at].name) +
+                                       " (each takes the next one's output as input)");
+}
+
+at::Tensor GraphModuleImpl::run_node(const Node& node, const std::vector<at::Tensor>& args) const {
+  switch (node.kind) {
+    case Kind::Add: {
+      at::Tensor sum = args[0];
+      for (size_t i = 1; i < args.size(); ++i) sum = sum + args[i];
+      return sum;
+    }
+    case Kind::Concat: return at::cat(args, node.dim);
+    case Kind::CausalLMLoss: return causal_lm_loss(node, args[0], args[1]);
+    case Kind::Layer: break;
+  }
+  check_ids(node, args[0]);
+  auto module = node.module;  // AnyModule::forward is not const; the copy shares the module
+  return call_layer(module, args[0], std::vector<at::Tensor>(args.begin() + 1, args.end()));
+}
+
+GraphModuleImpl::NamedTensors GraphModuleImpl::forward_named(const NamedTensors& given) {
+  std::map<std::string, at::Tensor> values;
+  std::string expected;
+  for (const auto& input : inputs_) {
+    expected += (expected.empty() ? "" : ", ") + input.name + (input.optional ? " (optional)" : "");
+  }
+  for (const auto& [name, tensor] : given) {
+    bool known = std::any_of(inputs_.begin(), inputs_.end(), [&](const Input& i) { return i.name == name; });
+    require_arg(known, "forward: unknown input " + in_quotes(name) + "; this model takes " + expected);
+    values[name] = tensor;
+  }
+  for (const auto& input : inputs_) {
+    require_arg(input.optional || values.count(input.name),
+                "forward: missing input " + in_quotes(input.name) + "; this model takes " + expected);
+  }
+  for (const auto& node : nodes_) {
+    std::vector<at::Tensor> args;
+    for (const auto& name : node.inputs) args.push_back(values[name]);
+    // An absent optional input leaves out what depends on it: the layer's
+    // input, a merge's operand, the loss's labels. Absent masks just mask nothing.
+    bool all_needed = node.kind == Kind::Layer
+                          ? args[0].defined()
+                          : std::all_of(args.begin(), args.end(), [](const at::Tensor& t) { return t.defined(); });
+    if (!all_needed) continue;
+    try {
+      values[node.name] = run_node(node, args);
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      std::string message = e.what();
+      std::string shapes;
+      for (size_t i = 0; i < args.size(); ++i) {
+        if (args[i].defined()) shapes += (shapes.empty() ? "" : ", ") + node.inputs[i] + " " + shape_of(args[i]);
+      }
+      fail(ErrorCode::InvalidArgument,
+           node.where + " failed for inputs " + shapes + ": " + message.substr(0, message.find('\n')));
+    }
+  }
+  NamedTensors outputs;
+  for (const auto& name : outputs_) {
+    if (values[name].defined()) outputs.emplace_back(name, values[name]);
+  }
+  return outputs;
+}
+
+bool GraphModuleImpl::takes_one_tensor() const {
+  return std::count_if(inputs_.begin(), inputs_.end(), [](const Input& i) { return !i.optional; }) == 1;
+}
+
+at::Tensor GraphModuleImpl::forward(const at::Tensor& input) {
+  require_arg(takes_one_tensor(), "forward: this model takes named inputs; call forward with named tensors");
+  auto required = std::find_if(inputs_.begin(), inputs_.end(), [](const Input& i) { return !i.optional; });
+  NamedTensors outputs = forward_named({{required->name, input}});
+  require_arg(!outputs.empty(), "forward: the model produced no output from input " + in_quotes(required->name));
+  return outputs.front().second;
+}
+
+}  // namespace accel::detail

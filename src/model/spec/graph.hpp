@@ -1,0 +1,72 @@
+// A JSON model spec that is a small graph rather than a chain:
+//   {"inputs": ["input_ids", {"name": "labels", "optional": true}],
+//    "nodes": [{"name": "wte", "type": "Embedding", "input": "input_ids", ...}, ...],
+//    "outputs": ["logits", "loss"]}
+// Nodes are submodules named as in the spec, so parameters are "wte.weight",
+// "h.0.self_attn.in_proj_weight"; nodes run in dependency order. The full
+// schema is documented at accel_model_from_json (include/accel/accel.h).
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <nlohmann/json.hpp>
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/any.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace accel::detail {
+
+// True for a JSON object with "nodes" (the graph form); arrays and
+// {"layers": [...]} are chains (build_sequential).
+bool is_graph_spec(const nlohmann::json& spec);
+
+class GraphModuleImpl : public torch::nn::Module {
+ public:
+  using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
+
+  struct Input {
+    std::string name;
+    bool optional = false;
+  };
+  enum class Kind { Layer, Add, Concat, CausalLMLoss };
+  struct Node {
+    std::string name;
+    std::string where;  // node "name" (Type), for errors
+    Kind kind = Kind::Layer;
+    torch::nn::AnyModule module;  // Kind::Layer only
+    std::vector<std::string> inputs;
+    int64_t dim = 0;              // Concat
+    int64_t ignore_index = -100;  // CausalLMLoss
+    double label_smoothing = 0.0;
+  };
+
+  // Throws InvalidArgument naming the node and the value for every bad spec.
+  explicit GraphModuleImpl(const nlohmann::json& spec);
+
+  // Inputs by name; optional ones may be left out, and outputs that depend on
+  // an absent input are left out of the result (no "loss" without "labels").
+  // Throws InvalidArgument naming an unknown or missing input, or the node whose
+  // layer refused its input (wrong shape, dtype, ids out of range, too long).
+  NamedTensors forward_named(const NamedTensors& inputs);
+  // Only for a graph with one required input: the first output.
+  bool takes_one_tensor() const;
+  at::Tensor forward(const at::Tensor& input);
+
+ private:
+  void parse_inputs(const nlohmann::json& inputs);
+  void parse_nodes(const nlohmann::json& nodes);
+  void parse_outputs(const nlohmann::json& outputs);
+  Node parse_node(const nlohmann::json& node, size_t index, const std::string& previous);
+  void sort_nodes();
+  at::Tensor run_node(const Node& node, const std::vector<at::Tensor>& args) const;
+
+  std::vector<Input> inputs_;
+  std::vector<Node> nodes_;  // in dependency order after construction
+  std::vector<std::string> outputs_;
+};
+TORCH_MODULE(GraphModule);
+
+}  // namespace accel::detail
