@@ -56,7 +56,7 @@ TEST(Model, NamedForwardOfAOneTensorModelTakesOneInputAndNamesTheOutput) {
 TEST(Model, NamedForwardChecksTheInputsBeforeRunning) {
   torch::nn::Linear linear(3, 2);
   int calls = 0;
-  accel::Model model = accel::Model::from_module(linear, nullptr, [&](const accel::Model::NamedTensors& in) {
+  accel::Model model = accel::Model::from_module(linear.ptr(), nullptr, [&](const accel::Model::NamedTensors& in) {
     ++calls;
     return accel::Model::NamedTensors{{"sum", in[0].second + in[1].second}};
   });
