@@ -1,7 +1,9 @@
 package accel
 
 import (
+	"encoding/binary"
 	"math"
+	"os"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -105,4 +107,66 @@ func equalFloats(a, b []float32) bool {
 		}
 	}
 	return true
+}
+
+// readInt64s reads a raw little-endian int64 file of tests/hf/export_hf_models.py.
+func readInt64s(t *testing.T, path string) []int64 {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]int64, len(raw)/8)
+	for i := range out {
+		out[i] = int64(binary.LittleEndian.Uint64(raw[8*i:]))
+	}
+	return out
+}
+
+// The GPT-2 that tests/hf exports with transformers (CTest go_hf_gpt2_step sets
+// ACCEL_HF_GPT2 to its folder): named forward and AdamW steps from Go.
+func TestExportedGPT2NamedForwardAndSteps(t *testing.T) {
+	dir := os.Getenv("ACCEL_HF_GPT2")
+	if dir == "" {
+		t.Skip("ACCEL_HF_GPT2 is not set (CTest go_hf_gpt2_step sets it)")
+	}
+	const rows, length = 2, 16
+	batch := map[string]*Tensor{}
+	for _, name := range []string{"input_ids", "attention_mask", "labels"} {
+		values := readInt64s(t, filepath.Join(dir, name+".bin"))[:rows*length]
+		batch[name] = must[*Tensor](t)(NewTensor(values, rows, length))
+	}
+	acc := must[*Accelerator](t)(NewAccelerator(AcceleratorOptions{CPU: true}))
+	defer acc.Close()
+	model := must[*Model](t)(ModelFromTorchScript(filepath.Join(dir, "model.pt")))
+	defer model.Close()
+	opt := must[*Optimizer](t)(NewOptimizer(model, OptimizerOptions{Kind: AdamW, LR: 3e-3}))
+	defer opt.Close()
+	if err := acc.Prepare(model, opt); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range must[[]NamedTensor](t)(model.NamedParameters()) {
+		if p.Name == "lm_head.weight" {
+			t.Fatal("the tied lm_head.weight is listed beside transformer.wte.weight")
+		}
+	}
+	var losses []float64
+	for step := 0; step < 3; step++ {
+		out := must[map[string]*Tensor](t)(model.ForwardNamed(batch))
+		if shape := must[[]int64](t)(out["logits"].Shape()); !equal(shape, []int64{rows, length, 256}) {
+			t.Fatalf("logits shape %v", shape)
+		}
+		losses = append(losses, must[float64](t)(out["loss"].Item()))
+		if err := acc.Backward(out["loss"]); err != nil {
+			t.Fatal(err)
+		}
+		if err := opt.Step(); err != nil {
+			t.Fatal(err)
+		}
+		if err := opt.ZeroGrad(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !(losses[2] < losses[0]) {
+		t.Fatalf("losses %v do not fall", losses)
+	}
 }
