@@ -59,6 +59,44 @@ class NamedForwardTest {
     }
   }
 
+  /** The GPT-2 tests/hf exports with transformers (set by CTest java_hf_gpt2_step). */
+  @Test
+  void exportedGpt2NamedForwardAndSteps() throws java.io.IOException {
+    String dir = System.getProperty("accel.hf.gpt2");
+    org.junit.jupiter.api.Assumptions.assumeTrue(dir != null, "accel.hf.gpt2 is not set");
+    int rows = 2, length = 16;
+    Map<String, Tensor> batch = new LinkedHashMap<>();
+    for (String name : List.of("input_ids", "attention_mask", "labels")) {
+      java.nio.LongBuffer values = java.nio.ByteBuffer.wrap(java.nio.file.Files.readAllBytes(
+          java.nio.file.Path.of(dir, name + ".bin"))).order(java.nio.ByteOrder.LITTLE_ENDIAN).asLongBuffer();
+      long[] first = new long[rows * length];
+      values.get(first);
+      batch.put(name, Tensor.of(first, rows, length));
+    }
+    try (Accelerator acc = new AcceleratorBuilder().cpu(true).build();
+         Model model = Model.fromTorchscript(dir + "/model.pt");
+         Optimizer opt = Optimizer.adamW(model, 3e-3)) {
+      acc.prepare(model, opt);
+      LinkedHashMap<String, Tensor> params = model.parameters();
+      assertTrue(params.containsKey("transformer.wte.weight"));
+      assertFalse(params.containsKey("lm_head.weight"), "the tied copy is listed once");
+      for (Tensor t : params.values()) t.close();
+      double[] losses = new double[3];
+      for (int step = 0; step < 3; ++step) {
+        LinkedHashMap<String, Tensor> out = model.forward(batch);
+        assertArrayEqualsShape(new long[] {rows, length, 256}, out.get("logits").shape());
+        losses[step] = out.get("loss").item();
+        acc.backward(out.get("loss"));
+        opt.step();
+        opt.zeroGrad();
+        for (Tensor t : out.values()) t.close();
+      }
+      assertTrue(losses[2] < losses[0], Arrays.toString(losses));
+    } finally {
+      for (Tensor t : batch.values()) t.close();
+    }
+  }
+
   static void assertArrayEqualsShape(long[] expected, long[] actual) {
     assertEquals(Arrays.toString(expected), Arrays.toString(actual));
   }
