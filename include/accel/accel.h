@@ -457,7 +457,8 @@ ACCEL_API void accel_model_free(accel_model* model);
 ACCEL_API accel_status accel_model_forward(accel_model* model, const accel_tensor* input, accel_tensor** out);
 /* training != 0: training mode (dropout on, batch-norm statistics updated); 0: eval mode. */
 ACCEL_API accel_status accel_model_train(accel_model* model, int training);
-/* Number of scalar parameters (trainable_only != 0: only those requiring grad). */
+/* Number of scalar parameters (trainable_only != 0: only those requiring grad);
+   a tensor shared by two modules (tied weights) counts once. */
 ACCEL_API accel_status accel_model_num_parameters(const accel_model* model, int trainable_only, int64_t* out);
 
 /* Tensors by name, in insertion order: a named forward's inputs and outputs

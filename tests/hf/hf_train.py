@@ -42,6 +42,15 @@ def main():
         optimizer.zero_grad()
     last, logits = eval_loss()
 
+    # A sequence longer than the position table: an AccelError naming the inputs' shapes.
+    too_long = {name: np.zeros((1, 65), np.int64) for name in ("input_ids", "attention_mask", "labels")}
+    if "gpt2" in open(os.path.join(data_dir, "config.json")).read():
+        try:
+            model(**too_long)
+            sys.exit("a 65-token sequence into 64 positions was accepted")
+        except accel.AccelError as error:
+            assert error.code == accel.core.ERR_INVALID_ARGUMENT and "input_ids [1, 65] Long" in str(error), error
+
     checksum = sum(float(p.numpy().astype(np.float64).sum()) for _, p in model.named_parameters())
     everyone = acc.gather(accel.tensor(np.array([checksum]))).numpy()
     print(f"rank {acc.process_index}: eval loss {first:.5f} -> {last:.5f}, parameter checksum {checksum:.9g}")
