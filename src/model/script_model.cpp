@@ -44,6 +44,17 @@ NamedTensors unique_tensors(NamedTensors all) {
   return out;
 }
 
+// The interpreter's message starts with "The following operation failed in
+// the TorchScript interpreter" and a traceback; the cause (an embedding index
+// out of range, float ids) is its last line.
+std::string interpreter_cause(const std::string& message) {
+  if (message.find("TorchScript interpreter") == std::string::npos) return message;
+  size_t end = message.find_last_not_of(" \n");
+  if (end == std::string::npos) return message;
+  size_t start = message.rfind('\n', end);
+  return message.substr(start == std::string::npos ? 0 : start + 1, end + 1 - (start == std::string::npos ? 0 : start + 1));
+}
+
 class ScriptModel final : public ModelImpl {
  public:
   ScriptModel(torch::jit::Module module, std::vector<std::string> output_names,
@@ -91,7 +102,14 @@ class ScriptModel final : public ModelImpl {
   }
   NamedTensors run_named(const NamedTensors& inputs) override {
     torch::jit::GraphOptimizerEnabledGuard unoptimized(optimize_);
-    return name_outputs(module_.get_method("forward")(bind_inputs(inputs)));
+    std::vector<c10::IValue> stack = bind_inputs(inputs);
+    c10::IValue output;
+    try {
+      output = module_.get_method("forward")(std::move(stack));
+    } catch (const std::exception& e) {
+      throw std::runtime_error(interpreter_cause(e.what()));
+    }
+    return name_outputs(output);
   }
   void move_to(const c10::Device& device) override { module_.to(device); }
 

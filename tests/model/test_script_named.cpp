@@ -65,6 +65,8 @@ TEST(ScriptNamedForward, RefusesMissingUnknownAndMistypedInputsNamingThem) {
   std::string float_ids = invalid_argument(
       [&] { lm.forward(Named{{"input_ids", at::ones({2, 3})}, {"labels", at::zeros({2, 3}, at::kLong)}}); });
   EXPECT_NE(float_ids.find("input_ids [2, 3] Float"), std::string::npos) << float_ids;
+  // The interpreter's cause, not its "The following operation failed" header.
+  EXPECT_NE(float_ids.find("indices"), std::string::npos) << float_ids;
 }
 
 TEST(ScriptNamedForward, NamesNamedTupleFieldsAndPlainTuplesByPositionOrLoadTimeNames) {
