@@ -24,6 +24,7 @@ typedef accel_dataset AccelDataset;
 typedef accel_dataloader AccelDataLoader;
 typedef accel_sequences AccelSequences;
 typedef accel_progress AccelProgress;
+typedef accel_tensor_map AccelTensorMap;
 
 /* Trackers added through the bindings belong to their accelerator: the C API
    borrows them until end_training or accel_accelerator_free, so they are
@@ -93,6 +94,7 @@ struct AccelBatch {
 %ignore accel_sequences;
 %ignore accel_collate_fn;
 %ignore accel_progress;
+%ignore accel_tensor_map;
 %ignore accel_profile;
 %ignore accel_bytes_writer;
 %ignore accel_field_spec;
@@ -234,6 +236,7 @@ static AccelBatch* accel_list_result(AccelBatch* batch, accel_status status) {
 %rename(Profile) AccelProfileRun;
 %rename(NamedTensors) AccelNamedTensors;
 %rename(TensorList) AccelTensorList;
+%rename(TensorMap) AccelTensorMap;
 struct AccelTensor {};
 struct AccelBatch {};
 struct AccelAccelerator {};
@@ -247,6 +250,7 @@ struct AccelProgress {};
 struct AccelProfileRun {};
 struct AccelNamedTensors {};
 struct AccelTensorList {};
+struct AccelTensorMap {};
 
 %newobject AccelTensor::from_buffer;
 %newobject AccelTensor::argmax;
@@ -380,6 +384,65 @@ struct AccelTensorList {};
     int64_t n = 0;
     accel_check(accel_model_num_parameters($self, trainable_only, &n));
     return n;
+  }
+}
+
+/* Named tensors in and out of a model (accel_tensor_map): the language layers
+   turn them into a dict/Map/map. */
+%newobject AccelTensorMap::get;
+%extend AccelTensorMap {
+  AccelTensorMap() {
+    accel_tensor_map* out = 0;
+    accel_check(accel_tensor_map_create(&out));
+    return out;
+  }
+  ~AccelTensorMap() { accel_tensor_map_free($self); }
+  void set(const std::string& name, const AccelTensor* tensor) {
+    accel_check(accel_tensor_map_set($self, name.c_str(), tensor));
+  }
+  size_t count() const {
+    size_t n = 0;
+    accel_check(accel_tensor_map_count($self, &n));
+    return n;
+  }
+  std::string name_at(size_t index) const {
+    const char* name = 0;
+    accel_check(accel_tensor_map_name_at($self, index, &name));
+    return name;
+  }
+  AccelTensor* get(const std::string& name) const {
+    accel_tensor* out = 0;
+    accel_check(accel_tensor_map_get($self, name.c_str(), &out));
+    return out;
+  }
+}
+
+%newobject AccelModel::from_torchscript_outputs;
+%newobject AccelModel::forward_named;
+%newobject AccelModel::named_parameters;
+%newobject AccelModel::named_buffers;
+%extend AccelModel {
+  static AccelModel* from_torchscript_outputs(const std::string& path, const std::vector<std::string>& output_names) {
+    std::vector<const char*> names;
+    for (const auto& name : output_names) names.push_back(name.c_str());
+    accel_model* out = 0;
+    accel_check(accel_model_from_torchscript_outputs(path.c_str(), names.data(), names.size(), &out));
+    return out;
+  }
+  AccelTensorMap* forward_named(const AccelTensorMap* inputs) {
+    accel_tensor_map* out = 0;
+    accel_check(accel_model_forward_named($self, inputs, &out));
+    return out;
+  }
+  AccelTensorMap* named_parameters() const {
+    accel_tensor_map* out = 0;
+    accel_check(accel_model_named_parameters($self, &out));
+    return out;
+  }
+  AccelTensorMap* named_buffers() const {
+    accel_tensor_map* out = 0;
+    accel_check(accel_model_named_buffers($self, &out));
+    return out;
   }
 }
 

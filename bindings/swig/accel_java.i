@@ -590,6 +590,70 @@ import java.nio.LongBuffer;
   public void eval() {
     train(false);
   }
+
+  /**
+   * Named inputs (a Hugging Face model's input_ids, attention_mask, labels) to named outputs
+   * in the model's order (loss, logits). A TorchScript model binds each input to the forward
+   * argument of that name; outputs are named by the dict's keys, the NamedTuple's fields, the
+   * names given to fromTorchscriptOutputs, "0", "1", ... or "output". A missing, unknown or
+   * mistyped input is an AccelException naming it. The caller closes the outputs.
+   */
+  public java.util.LinkedHashMap<String, Tensor> forward(java.util.Map<String, Tensor> inputs) {
+    try (TensorMap in = TensorMap.of(inputs)) {
+      return forwardNamed(in).drain();
+    }
+  }
+
+  /**
+   * The parameters by PyTorch name, each tensor once (tied weights under their first name).
+   * The tensors are the parameters themselves, not copies; the caller closes the handles.
+   */
+  public java.util.LinkedHashMap<String, Tensor> parameters() {
+    return namedParameters().drain();
+  }
+
+  /** The buffers by name, as parameters() lists the parameters. */
+  public java.util.LinkedHashMap<String, Tensor> buffers() {
+    return namedBuffers().drain();
+  }
+%}
+
+%typemap(javainterfaces) AccelTensorMap "AutoCloseable"
+%typemap(javacode) AccelTensorMap %{
+  @Override
+  public void close() {
+    delete();
+  }
+
+  /** A map holding the tensors of entries (references, not copies). */
+  public static TensorMap of(java.util.Map<String, Tensor> entries) {
+    TensorMap map = new TensorMap();
+    try {
+      for (java.util.Map.Entry<String, Tensor> e : entries.entrySet()) map.set(e.getKey(), e.getValue());
+    } catch (RuntimeException e) {
+      map.delete();
+      throw e;
+    }
+    return map;
+  }
+
+  /** Every entry as a new Tensor handle, in order; frees this map. */
+  java.util.LinkedHashMap<String, Tensor> drain() {
+    java.util.LinkedHashMap<String, Tensor> out = new java.util.LinkedHashMap<>();
+    try {
+      long n = count();
+      for (long i = 0; i < n; ++i) {
+        String name = nameAt(i);
+        out.put(name, get(name));
+      }
+      return out;
+    } catch (RuntimeException e) {
+      for (Tensor t : out.values()) t.close();
+      throw e;
+    } finally {
+      delete();
+    }
+  }
 %}
 
 %typemap(javacode) AccelOptimizer %{

@@ -496,8 +496,60 @@ ACCEL_API void accel_model_free(accel_model* model);
 ACCEL_API accel_status accel_model_forward(accel_model* model, const accel_tensor* input, accel_tensor** out);
 /* training != 0: training mode (dropout on, batch-norm statistics updated); 0: eval mode. */
 ACCEL_API accel_status accel_model_train(accel_model* model, int training);
-/* Number of scalar parameters (trainable_only != 0: only those requiring grad). */
+/* Number of scalar parameters (trainable_only != 0: only those requiring grad);
+   a tensor shared by two modules (tied weights) counts once. */
 ACCEL_API accel_status accel_model_num_parameters(const accel_model* model, int trainable_only, int64_t* out);
+
+/* Tensors by name, in insertion order: a named forward's inputs and outputs
+   (input_ids, attention_mask, labels -> loss, logits) and a model's named
+   parameters. The map holds references, not copies: a tensor read from it
+   shares storage with the tensor that was set (for named_parameters, writing
+   through a handle changes the model). One thread at a time per map. */
+typedef struct accel_tensor_map accel_tensor_map;
+
+/* An empty map. New handle in *out, freed with accel_tensor_map_free. */
+ACCEL_API accel_status accel_tensor_map_create(accel_tensor_map** out);
+ACCEL_API void accel_tensor_map_free(accel_tensor_map* map);
+/* Sets name (UTF-8, copied) to tensor: appended when new, replaced in place
+   otherwise. Borrows tensor (the map keeps its own reference; the handle may be
+   freed at once). Errors: INVALID_ARGUMENT (NULL or empty name, bad handle). */
+ACCEL_API accel_status accel_tensor_map_set(accel_tensor_map* map, const char* name, const accel_tensor* tensor);
+ACCEL_API accel_status accel_tensor_map_count(const accel_tensor_map* map, size_t* out);
+/* The index-th name. The string is owned by the map and stays valid until the
+   map is freed. Errors: INVALID_ARGUMENT when index >= count (both named). */
+ACCEL_API accel_status accel_tensor_map_name_at(const accel_tensor_map* map, size_t index, const char** out);
+/* The tensor under name, as a new handle the caller frees with
+   accel_tensor_free. Errors: INVALID_ARGUMENT naming the name and the names held. */
+ACCEL_API accel_status accel_tensor_map_get(const accel_tensor_map* map, const char* name, accel_tensor** out);
+
+/* accel_model_from_torchscript, naming the outputs of a forward that returns a
+   plain tuple (or one tensor) for accel_model_forward_named: count names
+   (UTF-8, copied). Errors: as accel_model_from_torchscript; INVALID_ARGUMENT
+   for a NULL names array with count > 0, a NULL, empty or repeated name. */
+ACCEL_API accel_status accel_model_from_torchscript_outputs(const char* path, const char* const* output_names,
+                                                            size_t count, accel_model** out);
+/* Runs the model on named inputs and returns its named outputs in a new map
+   (*out, freed with accel_tensor_map_free). Not collective; a training
+   forward of a prepared model arms gradient sync as accel_model_forward does.
+   A TorchScript model binds each input to the forward argument of that name;
+   arguments with defaults may be omitted. Its outputs are named by the dict's
+   keys (trace with strict=False), the NamedTuple's fields, the names given to
+   accel_model_from_torchscript_outputs for a plain tuple (else "0", "1", ...),
+   or "output" for one tensor; None outputs are left out. A JSON model takes
+   one input of any name and returns "output".
+   Errors: INVALID_ARGUMENT naming a missing, unknown, repeated or undefined
+   input or one of the wrong type or device, with the forward's argument names
+   and the given ones; or naming the inputs' shapes and dtypes when the model
+   fails on them (float ids, a sequence longer than the model's maximum). */
+ACCEL_API accel_status accel_model_forward_named(accel_model* model, const accel_tensor_map* inputs,
+                                                 accel_tensor_map** out);
+/* The model's parameters by PyTorch name, each tensor once: a tensor shared by
+   two modules (tied weights such as GPT-2's lm_head.weight and
+   transformer.wte.weight) appears under its first name only. The tensors are
+   the parameters themselves (see accel_tensor_map). New map in *out. */
+ACCEL_API accel_status accel_model_named_parameters(const accel_model* model, accel_tensor_map** out);
+/* The model's buffers (BatchNorm statistics, attention masks) the same way. */
+ACCEL_API accel_status accel_model_named_buffers(const accel_model* model, accel_tensor_map** out);
 
 typedef enum accel_loss_kind {
   ACCEL_LOSS_CROSS_ENTROPY = 1,  /* logits [N,C], int64 class targets [N] */

@@ -32,6 +32,9 @@ class Model {
 
   // A TorchScript module saved with torch.jit.save. Throws IO naming the path.
   static Model from_torchscript(const std::string& path);
+  // The same, naming the outputs of a forward that returns a plain tuple (or
+  // one tensor) for the named forward; see forward(const NamedTensors&).
+  static Model from_torchscript(const std::string& path, std::vector<std::string> output_names);
   // A model from a JSON spec (see accel.h, accel_model_from_json): a
   // torch::nn::Sequential for a list of layers, a graph with named inputs and
   // outputs for {"inputs", "nodes", "outputs"}. Throws InvalidArgument naming
@@ -53,8 +56,13 @@ class Model {
   at::Tensor forward(const at::Tensor& input);
   // Named inputs to named outputs (see NamedTensors). A model with one tensor
   // in and out takes exactly one input, of any name, and returns "output".
+  // A TorchScript model binds inputs to its forward's argument names (omitted
+  // ones take their defaults) and names its outputs: a dict by its keys, a
+  // NamedTuple by its fields, a plain tuple or list by the output names given
+  // at load time or "0", "1", ..., a tensor "output"; None outputs are left out.
   // Throws InvalidArgument naming a missing, unknown, repeated or undefined
-  // input, or one on another device.
+  // input, one of the wrong type or on another device, with the expected and
+  // the given names.
   NamedTensors forward(const NamedTensors& inputs);
   void train(bool training = true);
   bool is_training() const;

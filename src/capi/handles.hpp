@@ -7,6 +7,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -29,6 +30,10 @@ struct accel_accelerator {
 };
 struct accel_model {
   accel::Model model;
+};
+// A deque: names handed out by accel_tensor_map_name_at keep their address.
+struct accel_tensor_map {
+  std::deque<std::pair<std::string, at::Tensor>> entries;
 };
 struct accel_optimizer {
   std::shared_ptr<accel::Optimizer> optimizer;
@@ -62,7 +67,7 @@ struct accel_bytes_writer {
 
 namespace accel::capi {
 
-enum class HandleKind { Tensor, Accelerator, Model, Optimizer, Scheduler, Dataset, DataLoader, Progress, Profile, BytesWriter, Sequences };
+enum class HandleKind { Tensor, Accelerator, Model, Optimizer, Scheduler, Dataset, DataLoader, Progress, Profile, BytesWriter, Sequences, TensorMap };
 
 template <class H>
 struct KindOf;
@@ -75,6 +80,7 @@ template <> struct KindOf<accel_dataset> { static constexpr HandleKind value = H
 template <> struct KindOf<accel_dataloader> { static constexpr HandleKind value = HandleKind::DataLoader; static constexpr const char* name = "accel_dataloader"; };
 template <> struct KindOf<accel_progress> { static constexpr HandleKind value = HandleKind::Progress; static constexpr const char* name = "accel_progress"; };
 template <> struct KindOf<accel_profile> { static constexpr HandleKind value = HandleKind::Profile; static constexpr const char* name = "accel_profile"; };
+template <> struct KindOf<accel_tensor_map> { static constexpr HandleKind value = HandleKind::TensorMap; static constexpr const char* name = "accel_tensor_map"; };
 template <> struct KindOf<accel_bytes_writer> { static constexpr HandleKind value = HandleKind::BytesWriter; static constexpr const char* name = "accel_bytes_writer (valid only inside its save callback)"; };
 template <> struct KindOf<accel_sequences> { static constexpr HandleKind value = HandleKind::Sequences; static constexpr const char* name = "accel_sequences"; };
 

@@ -51,3 +51,112 @@ ACCEL_API accel_status accel_loss(accel_loss_kind kind, const accel_tensor* inpu
 }
 
 }  // extern "C"
+
+namespace {
+
+// A new map holding named's tensors (references, not copies).
+void publish_named(accel::Model::NamedTensors named, accel_tensor_map** out) {
+  auto map = std::make_unique<accel_tensor_map>();
+  for (auto& entry : named) map->entries.push_back(std::move(entry));
+  publish(std::move(map), out);
+}
+
+}  // namespace
+
+extern "C" {
+
+ACCEL_API accel_status accel_tensor_map_create(accel_tensor_map** out) {
+  return guarded([&] { publish(std::make_unique<accel_tensor_map>(), &out_param(out, "out")); });
+}
+
+ACCEL_API void accel_tensor_map_free(accel_tensor_map* map) { release(map); }
+
+ACCEL_API accel_status accel_tensor_map_set(accel_tensor_map* map, const char* name, const accel_tensor* tensor) {
+  return guarded([&] {
+    auto& entries = deref(map, "map").entries;
+    accel::require_arg(name != nullptr, "name is NULL");
+    accel::require_arg(*name != '\0', "name is empty");
+    const at::Tensor& value = deref(tensor, "tensor").tensor;
+    for (auto& entry : entries) {
+      if (entry.first == name) {
+        entry.second = value;
+        return;
+      }
+    }
+    entries.emplace_back(name, value);
+  });
+}
+
+ACCEL_API accel_status accel_tensor_map_count(const accel_tensor_map* map, size_t* out) {
+  return guarded([&] {
+    auto& result = out_param(out, "out");
+    result = deref(map, "map").entries.size();
+  });
+}
+
+ACCEL_API accel_status accel_tensor_map_name_at(const accel_tensor_map* map, size_t index, const char** out) {
+  return guarded([&] {
+    auto& result = out_param(out, "out");
+    const auto& entries = deref(map, "map").entries;
+    accel::require_arg(index < entries.size(), "index " + std::to_string(index) + " is out of range: the map holds " +
+                                                   std::to_string(entries.size()) + " tensors");
+    result = entries[index].first.c_str();
+  });
+}
+
+ACCEL_API accel_status accel_tensor_map_get(const accel_tensor_map* map, const char* name, accel_tensor** out) {
+  return guarded([&] {
+    auto& result = out_param(out, "out");
+    const auto& entries = deref(map, "map").entries;
+    accel::require_arg(name != nullptr, "name is NULL");
+    std::string held;
+    for (const auto& entry : entries) {
+      if (entry.first == name) return publish_tensor(entry.second, &result);
+      held += (held.empty() ? "" : ", ") + entry.first;
+    }
+    accel::fail(accel::ErrorCode::InvalidArgument, "no tensor named \"" + std::string(name) + "\" (the map holds " +
+                                                       (held.empty() ? std::string("none") : held) + ")");
+  });
+}
+
+ACCEL_API accel_status accel_model_from_torchscript_outputs(const char* path, const char* const* output_names,
+                                                            size_t count, accel_model** out) {
+  return guarded([&] {
+    auto& result = out_param(out, "out");
+    accel::require_arg(path != nullptr, "path is NULL");
+    accel::require_arg(output_names != nullptr || count == 0,
+                       "output_names is NULL but count is " + std::to_string(count));
+    std::vector<std::string> names;
+    for (size_t i = 0; i < count; ++i) {
+      accel::require_arg(output_names[i] != nullptr, "output_names[" + std::to_string(i) + "] is NULL");
+      names.emplace_back(output_names[i]);
+    }
+    publish(std::make_unique<accel_model>(accel_model{accel::Model::from_torchscript(path, std::move(names))}), &result);
+  });
+}
+
+ACCEL_API accel_status accel_model_forward_named(accel_model* model, const accel_tensor_map* inputs,
+                                                 accel_tensor_map** out) {
+  return guarded([&] {
+    auto& result = out_param(out, "out");
+    accel::Model& m = deref(model, "model").model;
+    const auto& entries = deref(inputs, "inputs").entries;
+    publish_named(m.forward(accel::Model::NamedTensors(entries.begin(), entries.end())), &result);
+  });
+}
+
+ACCEL_API accel_status accel_model_named_parameters(const accel_model* model, accel_tensor_map** out) {
+  return guarded([&] {
+    auto& result = out_param(out, "out");
+    publish_named(deref(model, "model").model.named_parameters(), &result);
+  });
+}
+
+ACCEL_API accel_status accel_model_named_buffers(const accel_model* model, accel_tensor_map** out) {
+  return guarded([&] {
+    auto& result = out_param(out, "out");
+    publish_named(deref(model, "model").model.named_buffers(), &result);
+  });
+}
+
+}  // extern "C"

@@ -1,8 +1,6 @@
 #include "accel/model.hpp"
 
 #include <ATen/ATen.h>
-#include <torch/csrc/jit/api/module.h>
-#include <torch/csrc/jit/serialization/import.h>
 
 #include <fstream>
 
@@ -63,44 +61,6 @@ class NnModel final : public ModelImpl {
   std::shared_ptr<torch::nn::Module> module_;
   Model::ForwardFn forward_;
   Model::NamedForwardFn named_forward_;
-};
-
-class ScriptModel final : public ModelImpl {
- public:
-  explicit ScriptModel(torch::jit::Module module) : module_(std::move(module)) {}
-
-  NamedTensors named_parameters() const override {
-    NamedTensors out;
-    for (const auto& item : module_.named_parameters(true)) out.emplace_back(item.name, item.value);
-    return out;
-  }
-  NamedTensors named_buffers() const override {
-    NamedTensors out;
-    for (const auto& item : module_.named_buffers(true)) out.emplace_back(item.name, item.value);
-    return out;
-  }
-  NamedTensors state_dict() const override {
-    NamedTensors out;
-    for (const auto& module : module_.named_modules()) {
-      for (const auto& item : module.value.named_parameters(false)) out.emplace_back(join(module.name, item.name), item.value);
-      for (const auto& item : module.value.named_buffers(false)) out.emplace_back(join(module.name, item.name), item.value);
-    }
-    return out;
-  }
-  void set_training(bool training) override { module_.train(training); }
-  bool training() const override { return module_.is_training(); }
-
- protected:
-  at::Tensor run(const at::Tensor& input) override {
-    c10::IValue output = module_.forward({input});
-    require(output.isTensor(), ErrorCode::InvalidArgument,
-            "the TorchScript model's forward returned " + output.tagKind() + ", not a tensor");
-    return output.toTensor();
-  }
-  void move_to(const c10::Device& device) override { module_.to(device); }
-
- private:
-  mutable torch::jit::Module module_;
 };
 
 }  // namespace
@@ -171,7 +131,9 @@ NamedTensors ModelImpl::forward_named(const NamedTensors& inputs) {
     throw;
   } catch (const std::exception& e) {
     std::string shapes;
-    for (const auto& [name, tensor] : inputs) shapes += (shapes.empty() ? "" : ", ") + name + " " + c10::str(tensor.sizes());
+    for (const auto& [name, tensor] : inputs) {
+      shapes += (shapes.empty() ? "" : ", ") + name + " " + c10::str(tensor.sizes()) + " " + c10::toString(tensor.scalar_type());
+    }
     std::string message = e.what();
     fail(ErrorCode::InvalidArgument, "forward failed for inputs " + shapes + ": " + message.substr(0, message.find('\n')));
   }
@@ -214,11 +176,15 @@ void ModelImpl::prepare(const std::shared_ptr<AcceleratorState>& state) {
 
 }  // namespace detail
 
-Model Model::from_torchscript(const std::string& path) {
+Model Model::from_torchscript(const std::string& path) { return from_torchscript(path, {}); }
+
+Model Model::from_torchscript(const std::string& path, std::vector<std::string> output_names) {
   require_arg(!path.empty(), "from_torchscript: the path is empty");
   require(std::ifstream(path).good(), ErrorCode::IO, "TorchScript file \"" + path + "\" cannot be opened");
   try {
-    return Model(std::make_shared<detail::ScriptModel>(torch::jit::load(path)));
+    return Model(detail::load_script_model(path, std::move(output_names)));
+  } catch (const Error&) {
+    throw;
   } catch (const std::exception& e) {
     std::string message = e.what();
     fail(ErrorCode::IO, "TorchScript file \"" + path + "\" could not be loaded: " + message.substr(0, message.find('\n')));

@@ -63,4 +63,8 @@ class ModelImpl : public std::enable_shared_from_this<ModelImpl> {
   c10::Device device_{c10::kCPU};
 };
 
+// A TorchScript file as a model (see Model::from_torchscript). Throws what
+// torch::jit::load throws; InvalidArgument for empty or repeated output names.
+std::shared_ptr<ModelImpl> load_script_model(const std::string& path, std::vector<std::string> output_names);
+
 }  // namespace accel::detail

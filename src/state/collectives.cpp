@@ -212,7 +212,9 @@ void broadcast_in_place(AcceleratorState& state, const std::vector<at::Tensor>& 
   for (auto& [dtype, group] : by_dtype) {
     std::vector<at::Tensor> flat_parts;
     for (const auto& t : group) flat_parts.push_back(t.detach().reshape(-1));
-    std::vector<at::Tensor> flat{at::cat(flat_parts).to(state.device)};
+    // Gloo in LibTorch 1.13 cannot send bool tensors (GPT-2's causal-mask
+    // buffers): they travel as uint8 and copy_ converts them back.
+    std::vector<at::Tensor> flat{at::cat(flat_parts).to(state.device, dtype == at::kBool ? at::kByte : dtype)};
     state.process_group->broadcast(flat, root, "broadcast " + what);
     int64_t offset = 0;
     for (auto& t : group) {

@@ -567,6 +567,69 @@ static void models(void) {
   accel_model_free(NULL);
 }
 
+/* accel_tensor_map and the named model calls. Its out-parameter is checked
+   here, beside outs_untouched's. */
+static accel_tensor_map* nt_out;
+#define NT_ARG(call)                                             \
+  do {                                                           \
+    nt_out = (accel_tensor_map*)SENTINEL;                     \
+    ARG(call);                                                   \
+    if (nt_out != SENTINEL) EXPECT(!"an accel_tensor_map** out-parameter was written"); \
+  } while (0)
+
+static void named_tensors(void) {
+  accel_tensor_map *map, *freed, *outputs;
+  const char* names[2] = {"loss", NULL};
+  FIXTURE(accel_tensor_map_create(&map));
+  FIXTURE(accel_tensor_map_create(&freed));
+  accel_tensor_map_free(freed);
+  {
+    void* bad_maps[4] = {NULL, freed, tx, garbage};
+    for (int i = 0; i < 4; ++i) {
+      accel_tensor_map* m = (accel_tensor_map*)bad_maps[i];
+      ARG(accel_tensor_map_set(m, "x", tx));
+      ARG(accel_tensor_map_count(m, &sz_out));
+      ARG(accel_tensor_map_name_at(m, 0, &s_out));
+      ARG(accel_tensor_map_get(m, "x", &t_out));
+      NT_ARG(accel_model_forward_named(model, m, &nt_out));
+      accel_tensor_map_free(m); /* ignored */
+    }
+  }
+  NT_ARG(accel_tensor_map_create(NULL));
+  ARG(accel_tensor_map_set(map, NULL, tx));
+  ARG(accel_tensor_map_set(map, "", tx));
+  EACH_BAD(K_TENSOR, accel_tensor, t) { ARG(accel_tensor_map_set(map, "x", t)); }
+  ARG(accel_tensor_map_count(map, NULL));
+  ARG(accel_tensor_map_name_at(map, 0, &s_out)); /* empty */
+  ARG(accel_tensor_map_get(map, "x", &t_out));   /* empty: names "none" */
+  ARG(accel_tensor_map_get(map, NULL, &t_out));
+  FIXTURE(accel_tensor_map_set(map, "x", tx));
+  ARG(accel_tensor_map_name_at(map, 1, &s_out));
+  ARG(accel_tensor_map_name_at(map, 0, NULL));
+  ARG(accel_tensor_map_get(map, "y", &t_out));
+  ARG(accel_tensor_map_get(map, "x", NULL));
+  EACH_BAD(K_MODEL, accel_model, m) {
+    NT_ARG(accel_model_forward_named(m, map, &nt_out));
+    NT_ARG(accel_model_named_parameters(m, &nt_out));
+    NT_ARG(accel_model_named_buffers(m, &nt_out));
+  }
+  NT_ARG(accel_model_forward_named(model, map, NULL));
+  NT_ARG(accel_model_named_parameters(model, NULL));
+  NT_ARG(accel_model_named_buffers(model, NULL));
+  FIXTURE(accel_tensor_map_set(map, "x2", tx));
+  NT_ARG(accel_model_forward_named(model, map, &nt_out)); /* a JSON model takes one input */
+  FIXTURE(accel_tensor_map_create(&outputs));
+  NT_ARG(accel_model_forward_named(model, outputs, &nt_out)); /* no inputs */
+  accel_tensor_map_free(outputs);
+  ARG(accel_model_from_torchscript_outputs(NULL, names, 1, &model_out));
+  ARG(accel_model_from_torchscript_outputs("model.pt", names, 1, NULL));
+  ARG(accel_model_from_torchscript_outputs("model.pt", NULL, 1, &model_out));
+  ARG(accel_model_from_torchscript_outputs("model.pt", names, 2, &model_out)); /* names[1] is NULL */
+  IO(accel_model_from_torchscript_outputs("/nonexistent/model.pt", names, 1, &model_out));
+  accel_tensor_map_free(map);
+  accel_tensor_map_free(NULL);
+}
+
 static void optimizers(void) {
   accel_optimizer_options o;
   accel_optimizer_options_init(NULL, ACCEL_OPTIM_SGD);
@@ -1275,6 +1338,7 @@ int main(void) {
   accelerator();
   collective_lists();
   models();
+  named_tensors();
   optimizers();
   schedulers();
   datasets();

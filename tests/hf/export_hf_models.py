@@ -1,0 +1,78 @@
+"""Builds small random-initialised Hugging Face models offline and exports them
+as TorchScript for libaccel, with the data the training programs read.
+
+    export_hf_models.py gpt2|bert OUT_DIR
+
+OUT_DIR gets model.pt (traced through forward(input_ids, attention_mask,
+labels) -> {"loss", "logits"}; the extra file accel/state_dict_keys.json lists
+the model's state_dict() names so save_model leaves out the buffers
+transformers does not save), config.json, and the batches as raw little-endian
+int64 arrays input_ids.bin, attention_mask.bin, labels.bin (N rows; shapes in
+data.json).
+"""
+import json
+import os
+import sys
+
+import torch
+from transformers import BertConfig, BertForSequenceClassification, GPT2Config, GPT2LMHeadModel
+
+ROWS, LENGTH, VOCAB = 8, 16, 256
+
+
+def thin(base):
+    """base with the positional forward a trace needs, returning a dict."""
+
+    class Exported(base):
+        def forward(self, input_ids, attention_mask, labels):
+            out = super().forward(input_ids=input_ids, attention_mask=attention_mask, labels=labels, return_dict=True)
+            return {"loss": out.loss, "logits": out.logits}
+
+    return Exported
+
+
+def build(kind):
+    if kind == "gpt2":
+        # torchscript=False keeps lm_head.weight and transformer.wte.weight one tensor.
+        config = GPT2Config(n_layer=2, n_embd=64, n_head=2, n_positions=64, vocab_size=VOCAB, resid_pdrop=0.0,
+                            embd_pdrop=0.0, attn_pdrop=0.0, torchscript=False)
+        return thin(GPT2LMHeadModel)(config)
+    config = BertConfig(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=128, max_position_embeddings=64, num_labels=4, hidden_dropout_prob=0.0,
+                        attention_probs_dropout_prob=0.0, torchscript=False)
+    return thin(BertForSequenceClassification)(config)
+
+
+def batches(kind):
+    generator = torch.Generator().manual_seed(1)
+    input_ids = torch.randint(0, VOCAB, (ROWS, LENGTH), generator=generator)
+    lengths = torch.randint(LENGTH // 2, LENGTH + 1, (ROWS,), generator=generator)
+    attention_mask = (torch.arange(LENGTH)[None, :] < lengths[:, None]).long()
+    input_ids = input_ids * attention_mask  # padding id 0
+    if kind == "gpt2":
+        labels = input_ids.masked_fill(attention_mask == 0, -100)  # padding ignored by the loss
+    else:
+        labels = input_ids[:, 0] % 4
+    return {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels}
+
+
+def main():
+    kind, out = sys.argv[1], sys.argv[2]
+    os.makedirs(out, exist_ok=True)
+    torch.manual_seed(0)
+    model = build(kind)
+    data = batches(kind)
+    keys = json.dumps(list(model.state_dict().keys()))
+    traced = torch.jit.trace(model, (data["input_ids"], data["attention_mask"], data["labels"]), strict=False)
+    torch.jit.save(traced, os.path.join(out, "model.pt"), _extra_files={"accel/state_dict_keys.json": keys})
+    model.config.save_pretrained(out)
+    shapes = {}
+    for name, tensor in data.items():
+        tensor.contiguous().numpy().astype("<i8").tofile(os.path.join(out, name + ".bin"))
+        shapes[name] = list(tensor.shape)
+    with open(os.path.join(out, "data.json"), "w") as f:
+        json.dump(shapes, f)
+
+
+if __name__ == "__main__":
+    main()
