@@ -77,7 +77,12 @@ void ModelImpl::before_forward() {
     for (auto& [name, b] : named_buffers()) buffers.push_back(b);
     broadcast_from_main(*state_, buffers, "buffers");
   }
-  if (gradient_sync_ && training_step) gradient_sync_->arm();
+}
+
+void ModelImpl::after_forward() {
+  // Armed only once the forward succeeded: a failed forward leaves the next
+  // backward as it was (no half-applied state).
+  if (gradient_sync_ && training() && at::GradMode::is_enabled()) gradient_sync_->arm();
 }
 
 at::Tensor ModelImpl::to_output_precision(at::Tensor output) const {
@@ -107,6 +112,7 @@ at::Tensor ModelImpl::forward(const at::Tensor& input) {
     fail(ErrorCode::InvalidArgument, "forward failed for input of shape " + c10::str(input.sizes()) + ": " +
                                          message.substr(0, message.find('\n')));
   }
+  after_forward();
   return to_output_precision(std::move(output));
 }
 
@@ -137,6 +143,7 @@ NamedTensors ModelImpl::forward_named(const NamedTensors& inputs) {
     std::string message = e.what();
     fail(ErrorCode::InvalidArgument, "forward failed for inputs " + shapes + ": " + message.substr(0, message.find('\n')));
   }
+  after_forward();
   for (auto& [name, tensor] : outputs) tensor = to_output_precision(std::move(tensor));
   return outputs;
 }

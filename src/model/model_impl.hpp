@@ -54,8 +54,9 @@ class ModelImpl : public std::enable_shared_from_this<ModelImpl> {
 
  private:
   // What every training forward does before the module runs: buffers from
-  // process 0 (broadcast_buffers) and arming gradient sync.
+  // process 0 (broadcast_buffers); and after it succeeded: arming gradient sync.
   void before_forward();
+  void after_forward();
   at::Tensor to_output_precision(at::Tensor output) const;
 
   std::shared_ptr<AcceleratorState> state_;

@@ -141,6 +141,17 @@ int main(int argc, char** argv) {
     auto* sync = model.impl().gradient_sync();
     check(sync != nullptr && sync->bucket_count() > 1, "a tiny bucket cap gives several buckets");
   }
+  {
+    // A forward that fails (wrong input width) leaves gradient sync unarmed.
+    auto* sync = model.impl().gradient_sync();
+    bool threw = false;
+    try {
+      model.forward(at::ones({2, 3}));
+    } catch (const accel::Error&) {
+      threw = true;
+    }
+    check(threw && sync != nullptr && !sync->armed(), "a failed forward does not arm gradient sync");
+  }
 
   // The reference: one process, same weights, the concatenated batch.
   at::manual_seed(7);
