@@ -216,9 +216,13 @@ TEST(Checkpoint, SaveStateWithoutSafeSerializationResumesFromPytorchModelBin) {
 
   // The manifest covers the pickle: a flipped byte is named, nothing applied.
   auto before = resumed.model.parameters()[0].clone();
+  // (inverted, not overwritten: the zip's padding is already 'Z' bytes).
   std::fstream file(dir + "/pytorch_model.bin", std::ios::in | std::ios::out | std::ios::binary);
-  file.seekp(static_cast<std::streamoff>(fs::file_size(dir + "/pytorch_model.bin") / 2));
-  file.put('\x5a');
+  const auto middle = static_cast<std::streamoff>(fs::file_size(dir + "/pytorch_model.bin") / 2);
+  file.seekg(middle);
+  const char byte = static_cast<char>(file.get());
+  file.seekp(middle);
+  file.put(static_cast<char>(~byte));
   file.close();
   std::string message = error_of([&] { resumed.accelerator.load_state(dir); });
   EXPECT_NE(message.find("pytorch_model.bin is corrupt"), std::string::npos) << message;
