@@ -946,8 +946,9 @@ struct AccelTensorMap {};
 
   /* ---- checkpoints ---- */
   /* Returns the directory written (dir, or the automatic checkpoint_{i}). */
-  std::string save_state(const std::string& dir = "") {
-    accel_check(accel_accelerator_save_state($self, dir.c_str()));
+  /* safe_serialization=false: pytorch_model.bin instead of model.safetensors (Accelerate 0.22 reads it). */
+  std::string save_state(const std::string& dir = "", bool safe_serialization = true) {
+    accel_check(accel_accelerator_save_state_ext($self, dir.c_str(), safe_serialization));
     const char* written = "";
     accel_check(accel_accelerator_last_checkpoint_dir($self, &written));
     return written;

@@ -29,6 +29,15 @@ extern "C" {
    Collective. Errors: STATE (no dir and no automatic naming), INVALID_ARGUMENT
    (the automatic directory exists), IO (named path). */
 ACCEL_API accel_status accel_accelerator_save_state(accel_accelerator* acc, const char* dir);
+/* accel_accelerator_save_state with Accelerate's safe_serialization:
+   nonzero writes each model as model.safetensors (model_{i}.safetensors), as
+   accel_accelerator_save_state does; 0 writes pytorch_model.bin
+   (pytorch_model_{i}.bin), a torch.save zip pickle of the state dict (data
+   only), which Accelerate 0.22's load_state reads (it knows no safetensors).
+   load_state reads either; the manifest covers the file. Collective; errors
+   and ownership as accel_accelerator_save_state. */
+ACCEL_API accel_status accel_accelerator_save_state_ext(accel_accelerator* acc, const char* dir,
+                                                        int safe_serialization);
 /* *out = the directory the last successful save_state of acc wrote (dir as
    given, or the automatic checkpoint_{i}); "" before any. The string is owned
    by acc and valid until its next save_state or accel_accelerator_free. Not
@@ -51,8 +60,10 @@ ACCEL_API accel_status accel_accelerator_last_checkpoint_dir(const accel_acceler
    dict's vocabulary is an IO error naming the file and the global): models,
    optimizers (PyTorch's state_dict mapped onto ours), schedulers, scaler.pt
    and custom_checkpoint_{i}.pkl; its random_states_N.pkl files must number the
-   running processes, but the generator states, dataloader positions and
-   accumulation step are not restored (see docs/checkpointing.md). */
+   running processes, and this process's restores the torch generators (NumPy's
+   state in it is read as inert data, never used; Python's is skipped) and the
+   accumulation step where saved; dataloader positions are not restored (see
+   docs/checkpointing.md). */
 ACCEL_API accel_status accel_accelerator_load_state(accel_accelerator* acc, const char* dir);
 /* The number the next automatic checkpoint gets. */
 ACCEL_API accel_status accel_accelerator_save_iteration(const accel_accelerator* acc, int64_t* out);
@@ -70,7 +81,10 @@ ACCEL_API accel_status accel_accelerator_set_save_iteration(accel_accelerator* a
    tensors in PyTorch's state_dict order fill the current shard while the next
    fits (one larger than the limit gets its own); the index's keys are sorted.
    Only the main process writes.
-   safe_serialization = 0 is UNSUPPORTED (no pickle). Collective. */
+   safe_serialization = 0 writes torch.save zip pickles (data only) with
+   Hugging Face's names instead: pytorch_model.bin, or shards
+   pytorch_model-0000i-of-0000N.bin plus pytorch_model.bin.index.json.
+   Collective. */
 ACCEL_API accel_status accel_accelerator_save_model(accel_accelerator* acc, const accel_model* model,
                                                     const char* dir, const char* max_shard_size,
                                                     int safe_serialization);

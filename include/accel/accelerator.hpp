@@ -308,7 +308,10 @@ class Accelerator {
   // ValueError), raised before anything is written. load_state also reads a
   // directory Python Accelerate saved (no manifest.json; data only, see
   // accel_accelerator_load_state in accel_checkpoint.h for what it restores).
-  std::string save_state(const std::string& dir = "");
+  // safe_serialization = false writes each model as pytorch_model.bin
+  // (pytorch_model_{i}.bin), a torch.save pickle of its state dict, instead of
+  // model.safetensors: the layout Accelerate 0.22's load_state reads.
+  std::string save_state(const std::string& dir = "", bool safe_serialization = true);
   void load_state(const std::string& dir = "");
   void register_for_checkpointing(CheckpointObject object);
   // Hooks run before save_state writes / load_state reads; the id removes them.

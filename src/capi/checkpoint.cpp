@@ -30,6 +30,14 @@ ACCEL_API accel_status accel_accelerator_save_state(accel_accelerator* acc, cons
   });
 }
 
+ACCEL_API accel_status accel_accelerator_save_state_ext(accel_accelerator* acc, const char* dir,
+                                                        int safe_serialization) {
+  return guarded([&] {
+    accel_accelerator& handle = deref(acc, "acc");
+    handle.last_checkpoint_dir = handle.accelerator->save_state(or_empty(dir), safe_serialization != 0);
+  });
+}
+
 ACCEL_API accel_status accel_accelerator_last_checkpoint_dir(const accel_accelerator* acc, const char** out) {
   return guarded([&] { out_param(out, "out") = deref(acc, "acc").last_checkpoint_dir.c_str(); });
 }

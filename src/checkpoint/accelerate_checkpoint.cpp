@@ -1,14 +1,17 @@
 #include "checkpoint/accelerate_checkpoint.hpp"
 
 #include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
 
 #include <cmath>
+#include <optional>
 #include <filesystem>
 #include <regex>
 #include <set>
 
 #include "accel/error.hpp"
 #include "checkpoint/model_weights.hpp"
+#include "checkpoint/random_states.hpp"
 #include "checkpoint/state_files.hpp"
 #include "checkpoint/torch_pickle.hpp"
 #include "core/file_io.hpp"
@@ -73,6 +76,31 @@ double scaler_number(const c10::impl::GenericDict& dict, const std::string& path
 
 }  // namespace
 
+ModelLoadPlan plan_model_load(const ModelWeights& weights, const NamedTensors& state_dict, const std::string& path,
+                              size_t i) {
+  ModelLoadPlan plan;
+  std::set<std::string> expected;
+  for (const auto& [name, tensor] : state_dict) {
+    expected.insert(name);
+    auto it = weights.tensors().find(name);
+    require(it != weights.tensors().end(), ErrorCode::IO,
+            "load_state: " + path + " lacks \"" + name + "\" of model " + std::to_string(i));
+    const ModelWeights::Tensor& stored = it->second;
+    require(stored.shape == tensor.sizes().vec(), ErrorCode::InvalidArgument,
+            "load_state: " + path + ": \"" + name + "\" has shape " + c10::str(at::IntArrayRef(stored.shape)) +
+                ", the model's has " + c10::str(tensor.sizes()));
+    require(weights.scalar_type(stored) == tensor.scalar_type(), ErrorCode::InvalidArgument,
+            "load_state: " + path + ": \"" + name + "\" is stored as " + stored.dtype + ", the model's is " +
+                c10::toString(tensor.scalar_type()));
+    plan.emplace_back(tensor, &stored);
+  }
+  for (const auto& [name, stored] : weights.tensors()) {
+    require(expected.count(name) == 1, ErrorCode::InvalidArgument,
+            "load_state: " + stored.file + " holds \"" + name + "\", which model " + std::to_string(i) + " lacks");
+  }
+  return plan;
+}
+
 bool is_accelerate_checkpoint(const std::string& dir) {
   return !exists(dir + "/" + kManifestName) &&
          (!model_file(dir, 0).empty() || exists(dir + "/optimizer.bin") || exists(dir + "/random_states_0.pkl"));
@@ -93,7 +121,7 @@ void load_accelerate_checkpoint(AcceleratorState& st, const std::string& dir) {
           "load_state: " + dir + " holds " + no_more + ": more models than the " +
               std::to_string(targets.models.size()) + " prepared now");
   std::vector<ModelWeights> weights;
-  std::vector<std::vector<std::pair<at::Tensor, const ModelWeights::Tensor*>>> plans;
+  std::vector<ModelLoadPlan> plans;
   weights.reserve(targets.models.size());
   for (size_t i = 0; i < targets.models.size(); ++i) {
     const std::string path = model_file(dir, i);
@@ -101,27 +129,7 @@ void load_accelerate_checkpoint(AcceleratorState& st, const std::string& dir) {
             "load_state: " + dir + " has no weights for model " + std::to_string(i) + " (" +
                 numbered_file("model", i, ".safetensors") + " or " + numbered_file("pytorch_model", i, ".bin") + ")");
     weights.push_back(ModelWeights::open(path));
-    std::vector<std::pair<at::Tensor, const ModelWeights::Tensor*>> plan;
-    std::set<std::string> expected;
-    for (auto& [name, tensor] : model_state_dict(*targets.models[i])) {
-      expected.insert(name);
-      auto it = weights.back().tensors().find(name);
-      require(it != weights.back().tensors().end(), ErrorCode::IO,
-              "load_state: " + path + " lacks \"" + name + "\" of model " + std::to_string(i));
-      const ModelWeights::Tensor& stored = it->second;
-      require(stored.shape == tensor.sizes().vec(), ErrorCode::InvalidArgument,
-              "load_state: " + path + ": \"" + name + "\" has shape " + c10::str(at::IntArrayRef(stored.shape)) +
-                  ", the model's has " + c10::str(tensor.sizes()));
-      require(weights.back().scalar_type(stored) == tensor.scalar_type(), ErrorCode::InvalidArgument,
-              "load_state: " + path + ": \"" + name + "\" is stored as " + stored.dtype + ", the model's is " +
-                  c10::toString(tensor.scalar_type()));
-      plan.emplace_back(tensor, &stored);
-    }
-    for (const auto& [name, stored] : weights.back().tensors()) {
-      require(expected.count(name) == 1, ErrorCode::InvalidArgument,
-              "load_state: " + stored.file + " holds \"" + name + "\", which model " + std::to_string(i) + " lacks");
-    }
-    plans.push_back(std::move(plan));
+    plans.push_back(plan_model_load(weights.back(), model_state_dict(*targets.models[i]), path, i));
   }
   expect_files(dir, "optimizers", "optimizer", ".bin", targets.optimizers.size());
   expect_files(dir, "schedulers", "scheduler", ".bin", targets.schedulers.size());
@@ -148,6 +156,13 @@ void load_accelerate_checkpoint(AcceleratorState& st, const std::string& dir) {
     require(std::isfinite(scale) && scale > 0 && growth_tracker >= 0, ErrorCode::IO,
             "load_state: " + scaler_path + ": scale " + std::to_string(scale) + " or _growth_tracker " +
                 std::to_string(growth_tracker) + " out of range");
+  }
+
+  // This process's generator states (Python's own generators are not ours to restore).
+  std::optional<RandomStates> rng;
+  const std::string rng_path = dir + "/" + random_states_file(st.rank());
+  if (exists(rng_path)) {
+    rng = read_random_states(read_regular_file(rng_path), targets.loaders.size(), "load_state: " + rng_path);
   }
 
   // 2. Apply: the loads that can still refuse first, rolled back together.
@@ -187,6 +202,18 @@ void load_accelerate_checkpoint(AcceleratorState& st, const std::string& dir) {
     for (auto& [tensor, stored] : plans[i]) tensor.copy_(weights[i].values(*stored));
   }
   if (st.scaler) st.scaler->restore(scale, static_cast<int64_t>(growth_tracker));
+  if (rng) {  // checked against the live generators above: cannot fail
+    {
+      at::Generator gen = at::detail::getDefaultCPUGenerator();
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      gen.set_state(rng->cpu);
+    }
+    for (auto& [gen, state] : rng->cuda) {
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      gen.set_state(state);
+    }
+    if (rng->has_step) st.gradient_state->step = rng->step;
+  }
 }
 
 }  // namespace accel::detail

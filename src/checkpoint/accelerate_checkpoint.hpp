@@ -6,7 +6,11 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "checkpoint/model_weights.hpp"
+#include "model/model_impl.hpp"
 #include "state/accelerator_state.hpp"
 
 namespace accel::detail {
@@ -15,10 +19,18 @@ namespace accel::detail {
 // save_state always writes (a model file, optimizer.bin or random_states_0.pkl).
 bool is_accelerate_checkpoint(const std::string& dir);
 
+// Model i's state-dict tensors paired with their stored values, for both
+// kinds of directory: every name present with the same shape and dtype, and no
+// name the model lacks, else an error naming path, the tensor and the mismatch.
+using ModelLoadPlan = std::vector<std::pair<at::Tensor, const ModelWeights::Tensor*>>;
+ModelLoadPlan plan_model_load(const ModelWeights& weights, const NamedTensors& state_dict, const std::string& path,
+                              size_t i);
+
 // Reads and checks everything, then applies it (the optimizers', schedulers'
-// and custom objects' loads rolled back together if one fails). Not restored:
-// the generators (random_states_{rank}.pkl holds Python's and NumPy's states
-// too), dataloader positions and the accumulation step (Accelerate 0.22 does
+// and custom objects' loads rolled back together if one fails). This
+// process's random_states_{rank}.pkl, when present, restores the torch CPU and
+// CUDA generators (and "step" where saved); Python's and NumPy's generator
+// states are skipped. Not restored: dataloader positions (Accelerate 0.22 does
 // not save them; resume mid-epoch with skip_first_batches, as there).
 void load_accelerate_checkpoint(AcceleratorState& state, const std::string& dir);
 

@@ -16,6 +16,7 @@
 #include "checkpoint/model_weights.hpp"
 #include "checkpoint/safetensors.hpp"
 #include "checkpoint/tensor_io.hpp"
+#include "checkpoint/torch_pickle.hpp"
 #include "model/model_impl.hpp"
 #include "state/accelerator_state.hpp"
 
@@ -25,9 +26,12 @@ namespace accel {
 
 namespace {
 
-std::string shard_name(size_t index, size_t count) {
+// Hugging Face's names: model-00001-of-00002.safetensors, or
+// pytorch_model-00001-of-00002.bin for pickles.
+std::string shard_name(size_t index, size_t count, bool safe) {
   char name[64];
-  std::snprintf(name, sizeof name, "model-%05zu-of-%05zu.safetensors", index, count);
+  std::snprintf(name, sizeof name, safe ? "model-%05zu-of-%05zu.safetensors" : "pytorch_model-%05zu-of-%05zu.bin",
+                index, count);
   return name;
 }
 
@@ -74,8 +78,6 @@ TensorDict Accelerator::get_state_dict(const Model& model) const {
 
 void Accelerator::save_model(const Model& model, const std::string& dir, const std::string& max_shard_size,
                              bool safe_serialization) {
-  require(safe_serialization, ErrorCode::Unsupported,
-          "save_model: safe_serialization=false would need PyTorch's pickle format; libaccel writes safetensors");
   const int64_t limit = parse_size(max_shard_size);
   if (is_main_process()) {
     make_directories(dir);
@@ -93,21 +95,29 @@ void Accelerator::save_model(const Model& model, const std::string& dir, const s
       shard_bytes += bytes;
       total += bytes;
     }
-    const std::map<std::string, std::string> metadata{{"format", "pt"}};
+    // safe_serialization=false: torch.save's format (pytorch_model.bin), data only.
+    auto write = [&](const std::string& path, const TensorDict& shard) {
+      if (safe_serialization) {
+        save_safetensors(path, shard, {{"format", "pt"}});
+      } else {
+        detail::write_file_atomically(path, detail::pickle_tensors(shard));
+      }
+    };
+    const std::string single = safe_serialization ? "model.safetensors" : "pytorch_model.bin";
     if (shards.size() == 1) {
-      save_safetensors(dir + "/model.safetensors", shards[0], metadata);
+      write(dir + "/" + single, shards[0]);
     } else {
       // nlohmann::json keeps keys sorted, as Accelerate's json.dumps(sort_keys=True).
       nlohmann::json index;
       index["metadata"]["total_size"] = total;
       nlohmann::json weight_map = nlohmann::json::object();
       for (size_t s = 0; s < shards.size(); ++s) {
-        std::string name = shard_name(s + 1, shards.size());
-        save_safetensors(dir + "/" + name, shards[s], metadata);
+        std::string name = shard_name(s + 1, shards.size(), safe_serialization);
+        write(dir + "/" + name, shards[s]);
         for (auto& [key, tensor] : shards[s]) weight_map[key] = name;
       }
       index["weight_map"] = weight_map;
-      detail::write_file_atomically(dir + "/model.safetensors.index.json", index.dump(2, ' ', true) + "\n");
+      detail::write_file_atomically(dir + "/" + single + ".index.json", index.dump(2, ' ', true) + "\n");
     }
   }
   wait_for_everyone();

@@ -110,7 +110,8 @@ std::string pickle_random_states(int64_t step, const std::vector<DataLoader::Pos
 }
 
 RandomStates read_random_states(const std::string& bytes, size_t loaders, const std::string& label) {
-  const c10::IValue value = unpickle_state_dict(bytes, label);
+  // Python's file holds NumPy's state too: read as inert, never used.
+  const c10::IValue value = unpickle_state_dict(bytes, label, PickleVocabulary::RandomStates);
   require(value.isGenericDict(), ErrorCode::IO, label + " is a " + value.tagKind() + ", not a dict");
   const Dict d = value.toGenericDict();
   auto field = [&](const std::string& key) -> const c10::IValue& {
@@ -120,7 +121,10 @@ RandomStates read_random_states(const std::string& bytes, size_t loaders, const 
   };
   RandomStates out;
   // Accelerate 0.22 writes no step (later versions do): the window then starts afresh.
-  if (d.find("step") != d.end()) out.step = non_negative(field("step"), label + ": \"step\"");
+  if (d.find("step") != d.end()) {
+    out.step = non_negative(field("step"), label + ": \"step\"");
+    out.has_step = true;
+  }
   out.cpu = checked_state(field("torch_manual_seed"), at::detail::getDefaultCPUGenerator(),
                           label + ": \"torch_manual_seed\"");
   if (d.find("torch_cuda_manual_seed") != d.end()) {

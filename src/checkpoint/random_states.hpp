@@ -25,6 +25,7 @@ namespace accel::detail {
 
 struct RandomStates {
   int64_t step = 0;
+  bool has_step = false;  // Accelerate 0.22 saves no step
   at::Tensor cpu;
   std::vector<std::pair<at::Generator, at::Tensor>> cuda;  // filled by the reader; the writer reads the live ones
   std::vector<DataLoader::Position> positions;  // empty when the file has none (Accelerate's)
@@ -37,7 +38,8 @@ std::string pickle_random_states(int64_t step, const std::vector<DataLoader::Pos
 // dtype and size; CUDA devices this machine lacks are skipped) and `loaders`
 // prepared loaders. "step", "torch_cuda_manual_seed" and "libaccel_dataloaders"
 // may be absent (Accelerate's files); the Python generator states are not
-// read. Throws IO naming label and the key.
+// used (NumPy's is read as inert data, see read_torch_save). Throws IO naming
+// label and the key.
 RandomStates read_random_states(const std::string& bytes, size_t loaders, const std::string& label);
 
 // MT19937's 624 words after Python's random.seed(seed) (init_by_array over

@@ -19,6 +19,7 @@
 #include "checkpoint/random_states.hpp"
 #include "checkpoint/state_files.hpp"
 #include "checkpoint/tensor_io.hpp"
+#include "checkpoint/torch_pickle.hpp"
 #include "model/model_impl.hpp"
 #include "state/accelerator_state.hpp"
 #include "state/environment.hpp"
@@ -34,7 +35,8 @@ std::string numbered_file(const std::string& base, size_t i, const std::string& 
 std::string random_states_file(int rank) { return "random_states_" + std::to_string(rank) + ".pkl"; }
 std::string legacy_random_states_file(int rank) { return "random_states_" + std::to_string(rank) + ".safetensors"; }
 
-std::string custom_object_file(size_t i) { return "custom_checkpoint_" + std::to_string(i) + ".bin"; }
+std::string custom_object_file(size_t i) { return "custom_checkpoint_" + std::to_string(i) + ".pkl"; }
+std::string legacy_custom_object_file(size_t i) { return "custom_checkpoint_" + std::to_string(i) + ".bin"; }
 
 std::string project_root(const AcceleratorState& state) {
   return state.project.project_dir.empty() ? std::string(".") : state.project.project_dir;
@@ -161,7 +163,7 @@ void Accelerator::set_save_iteration(int64_t iteration) {
   state_->project.iteration = iteration;
 }
 
-std::string Accelerator::save_state(const std::string& requested_dir) {
+std::string Accelerator::save_state(const std::string& requested_dir, bool safe_serialization) {
   detail::AcceleratorState& st = *state_;
   std::string dir = requested_dir;
   const bool automatic = dir.empty();
@@ -208,8 +210,12 @@ std::string Accelerator::save_state(const std::string& requested_dir) {
       maybe_die_after(name);
     };
     for (size_t i = 0; i < targets.models.size(); ++i) {
-      put(detail::numbered_file("model", i, ".safetensors"),
-          detail::serialize_tensors(detail::model_state_dict(*targets.models[i]), {{"format", "pt"}}));
+      const detail::NamedTensors dict = detail::model_state_dict(*targets.models[i]);
+      if (safe_serialization) {
+        put(detail::numbered_file("model", i, ".safetensors"), detail::serialize_tensors(dict, {{"format", "pt"}}));
+      } else {  // what Accelerate 0.22's load_state reads: torch.load of pytorch_model.bin
+        put(detail::numbered_file("pytorch_model", i, ".bin"), detail::pickle_tensors(dict));
+      }
     }
     for (size_t i = 0; i < targets.optimizers.size(); ++i) {
       put(detail::numbered_file("optimizer", i, ".bin"), targets.optimizers[i].save());
@@ -222,7 +228,8 @@ std::string Accelerator::save_state(const std::string& requested_dir) {
                            .dump());
     }
     for (size_t i = 0; i < st.checkpoint_objects.size(); ++i) {
-      put(detail::custom_object_file(i), st.checkpoint_objects[i].save());
+      // Accelerate's torch.load of it returns the bytes.
+      put(detail::custom_object_file(i), detail::pickle_bytes(st.checkpoint_objects[i].save()));
     }
     for (size_t r = 0; r < rng_digests.size(); ++r) {
       nlohmann::json digest = nlohmann::json::parse(rng_digests[r]);

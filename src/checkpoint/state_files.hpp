@@ -27,7 +27,11 @@ std::string numbered_file(const std::string& base, size_t i, const std::string& 
 // written before libaccel used that format hold "random_states_{rank}.safetensors".
 std::string random_states_file(int rank);
 std::string legacy_random_states_file(int rank);
+// "custom_checkpoint_{i}.pkl" (Accelerate's name): the object's bytes as a
+// pickled Python bytes object; checkpoints written before hold the raw bytes
+// in "custom_checkpoint_{i}.bin".
 std::string custom_object_file(size_t i);
+std::string legacy_custom_object_file(size_t i);
 std::string project_root(const AcceleratorState& state);
 std::string checkpoints_root(const AcceleratorState& state);
 

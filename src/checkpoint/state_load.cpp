@@ -20,6 +20,7 @@
 #include "checkpoint/safetensors.hpp"
 #include "checkpoint/state_files.hpp"
 #include "checkpoint/tensor_io.hpp"
+#include "checkpoint/torch_pickle.hpp"
 #include "core/file_io.hpp"
 #include "core/json.hpp"
 
@@ -284,35 +285,22 @@ void Accelerator::load_state(const std::string& requested_dir) {
                                                             " holds fp16 loss scaler state but fp16 is off"));
   const int64_t iteration = manifest.integer("iteration");
 
-  std::vector<safetensors::File> model_files;
-  std::vector<std::vector<std::pair<at::Tensor, const safetensors::Entry*>>> model_plans;
+  // Each model as model.safetensors, or pytorch_model.bin when saved with
+  // safe_serialization=false (Accelerate's names); the manifest covers either.
+  std::vector<detail::ModelWeights> model_files;
+  std::vector<detail::ModelLoadPlan> model_plans;
+  model_files.reserve(targets.models.size());
   for (size_t i = 0; i < targets.models.size(); ++i) {
-    const std::string name = detail::numbered_file("model", i, ".safetensors");
+    std::string name = detail::numbered_file("model", i, ".safetensors");
+    const std::string pickled = detail::numbered_file("pytorch_model", i, ".bin");
+    std::error_code error;
+    if (!std::filesystem::exists(reader.path(name), error) && std::filesystem::exists(reader.path(pickled), error)) {
+      name = pickled;
+    }
     reader.verify(name);
-    model_files.push_back(safetensors::File::open(reader.path(name)));
-    const safetensors::File& file = model_files.back();
-    std::vector<std::pair<at::Tensor, const safetensors::Entry*>> plan;
-    std::set<std::string> expected;
-    for (auto& [tensor_name, tensor] : detail::model_state_dict(*targets.models[i])) {
-      expected.insert(tensor_name);
-      const safetensors::Entry* entry = file.find(tensor_name);
-      require(entry != nullptr, ErrorCode::IO,
-              "load_state: " + file.label() + " lacks \"" + tensor_name + "\" of model " + std::to_string(i));
-      require(entry->shape == tensor.sizes().vec(), ErrorCode::InvalidArgument,
-              "load_state: " + file.label() + ": \"" + tensor_name + "\" has shape " +
-                  c10::str(at::IntArrayRef(entry->shape)) + ", the model's has " + c10::str(tensor.sizes()));
-      const std::string wanted = detail::safetensors_dtype(tensor.scalar_type());
-      require(entry->dtype == wanted, ErrorCode::InvalidArgument,
-              "load_state: " + file.label() + ": \"" + tensor_name + "\" is stored as " + entry->dtype +
-                  ", the model's is " + wanted);
-      plan.emplace_back(tensor, entry);
-    }
-    for (const auto& entry : file.entries()) {
-      require(expected.count(entry.name) == 1, ErrorCode::InvalidArgument,
-              "load_state: " + file.label() + " holds \"" + entry.name + "\", which model " + std::to_string(i) +
-                  " lacks");
-    }
-    model_plans.push_back(std::move(plan));
+    model_files.push_back(detail::ModelWeights::open(reader.path(name)));
+    model_plans.push_back(
+        detail::plan_model_load(model_files.back(), detail::model_state_dict(*targets.models[i]), reader.path(name), i));
   }
   std::vector<std::string> optimizer_bytes, scheduler_bytes, custom_bytes;
   for (size_t i = 0; i < targets.optimizers.size(); ++i) {
@@ -322,7 +310,16 @@ void Accelerator::load_state(const std::string& requested_dir) {
     scheduler_bytes.push_back(reader.bytes(detail::numbered_file("scheduler", i, ".bin")));
   }
   for (size_t i = 0; i < st.checkpoint_objects.size(); ++i) {
-    custom_bytes.push_back(reader.bytes(detail::custom_object_file(i)));
+    const std::string name = detail::custom_object_file(i), legacy = detail::legacy_custom_object_file(i);
+    std::error_code error;
+    if (!std::filesystem::exists(reader.path(name), error) && std::filesystem::exists(reader.path(legacy), error)) {
+      custom_bytes.push_back(reader.bytes(legacy));  // written before the pickle: the raw bytes
+      continue;
+    }
+    const c10::IValue value = detail::read_torch_save(reader.bytes(name), "load_state: " + reader.path(name));
+    require(value.isString(), ErrorCode::IO,
+            "load_state: " + reader.path(name) + " holds a " + value.tagKind() + ", not the object's bytes");
+    custom_bytes.push_back(value.toStringRef());
   }
   double scale = 0;
   int64_t growth_tracker = 0;
@@ -375,7 +372,7 @@ void Accelerator::load_state(const std::string& requested_dir) {
   {
     at::NoGradGuard no_grad;
     for (size_t i = 0; i < targets.models.size(); ++i) {
-      for (auto& [tensor, entry] : model_plans[i]) tensor.copy_(detail::mapped_tensor(model_files[i], *entry));
+      for (auto& [tensor, stored] : model_plans[i]) tensor.copy_(model_files[i].values(*stored));
     }
   }
   if (st.scaler) st.scaler->restore(scale, growth_tracker);

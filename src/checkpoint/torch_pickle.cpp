@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <caffe2/serialize/in_memory_adapter.h>
 #include <caffe2/serialize/inline_container.h>
+#include <torch/csrc/jit/serialization/pickle.h>
 
 #include <cstring>
 #include <map>
@@ -18,7 +19,8 @@ namespace {
 // pickle handles on the way to its values (an allowed global, a storage, a
 // tuple that still holds either).
 struct Item {
-  enum class Kind { Value, Global, Storage, RawTuple } kind = Kind::Value;
+  // Inert: what an inert global (NumPy's, in random states) would build; never built.
+  enum class Kind { Value, Global, Storage, RawTuple, Inert } kind = Kind::Value;
   c10::IValue value;         // Value; Storage: a 1-D tensor over the whole storage
   std::string name;          // Global: "module.name"
   std::vector<Item> items;   // RawTuple
@@ -34,14 +36,44 @@ const std::map<std::string, at::ScalarType>& storage_types() {
 }
 
 bool allowed_global(const std::string& name) {
+  // restore_type_tag(value, "Dict[str, Tensor]"): LibTorch's pickler (torch::pickle_save,
+  // libaccel's own pytorch_model.bin) tags typed dicts with it; it returns value.
   return name == "collections.OrderedDict" || name == "torch._utils._rebuild_tensor_v2" ||
-         name == "torch._utils._rebuild_parameter" || storage_types().count(name) == 1;
+         name == "torch._utils._rebuild_parameter" || name == "torch.jit._pickle.restore_type_tag" ||
+         storage_types().count(name) == 1;
+}
+
+// NumPy's generator state in Accelerate's random_states_{rank}.pkl (an ndarray
+// of uint32 words; its bytes through _codecs.encode under protocol 2). Named
+// only, never imported or called.
+bool numpy_global(const std::string& name) {
+  return name == "numpy.core.multiarray._reconstruct" || name == "numpy.ndarray" || name == "numpy.dtype" ||
+         name == "_codecs.encode";
+}
+
+// torch 1.13's OneCycleLR.state_dict() holds anneal_func, a bound method,
+// which pickle writes as getattr(<the scheduler object>, name), the object
+// with its optimizer. Named only, never imported or called.
+bool scheduler_object_global(const std::string& name) {
+  static const char* const names[] = {
+      "builtins.getattr", "__builtin__.getattr", "torch.optim.lr_scheduler.OneCycleLR", "collections.defaultdict",
+      "builtins.dict", "__builtin__.dict", "torch.optim.sgd.SGD", "torch.optim.adam.Adam", "torch.optim.adamw.AdamW",
+      "torch.optim.rmsprop.RMSprop", "torch.optim.adagrad.Adagrad"};
+  for (const char* n : names) {
+    if (name == n) return true;
+  }
+  return false;
+}
+
+bool inert_global(const std::string& name, PickleVocabulary vocabulary) {
+  return (vocabulary == PickleVocabulary::RandomStates && numpy_global(name)) ||
+         (vocabulary == PickleVocabulary::Scheduler && scheduler_object_global(name));
 }
 
 class Machine {
  public:
-  Machine(caffe2::serialize::PyTorchStreamReader& archive, std::string label)
-      : archive_(archive), label_(std::move(label)) {}
+  Machine(caffe2::serialize::PyTorchStreamReader& archive, std::string label, PickleVocabulary vocabulary)
+      : archive_(archive), label_(std::move(label)), vocabulary_(vocabulary) {}
 
   c10::IValue run(const uint8_t* data, size_t size) {
     data_ = data;
@@ -100,6 +132,7 @@ class Machine {
   }
   void push(c10::IValue v) { stack_.push_back(Item{Item::Kind::Value, std::move(v), {}, {}}); }
   c10::IValue value(Item item, const char* where) {
+    if (item.kind == Item::Kind::Inert) return c10::IValue();  // skipped data (NumPy's): None
     if (item.kind != Item::Kind::Value) bad(std::string("data.pkl holds a ") + describe(item) + " as " + where);
     return std::move(item.value);
   }
@@ -108,19 +141,20 @@ class Machine {
       case Item::Kind::Global: return "global " + item.name;
       case Item::Kind::Storage: return "bare storage";
       case Item::Kind::RawTuple: return "tuple holding a storage or global";
+      case Item::Kind::Inert: return "NumPy object";
       default: return item.value.tagKind();
     }
   }
 
   void make_tuple(std::vector<Item> items) {
     bool plain = true;
-    for (const Item& i : items) plain = plain && i.kind == Item::Kind::Value;
+    for (const Item& i : items) plain = plain && (i.kind == Item::Kind::Value || i.kind == Item::Kind::Inert);
     if (!plain) {
       stack_.push_back(Item{Item::Kind::RawTuple, {}, {}, std::move(items)});
       return;
     }
     std::vector<c10::IValue> values;
-    for (Item& i : items) values.push_back(std::move(i.value));
+    for (Item& i : items) values.push_back(value(std::move(i), "a tuple element"));
     push(c10::ivalue::Tuple::create(std::move(values)));
   }
   static std::vector<Item> tuple_items(const Item& item) {
@@ -133,6 +167,7 @@ class Machine {
   }
 
   void set_items(std::vector<Item> items) {
+    if (!stack_.empty() && stack_.back().kind == Item::Kind::Inert) return;  // an inert object's content: skipped
     if (stack_.empty() || stack_.back().kind != Item::Kind::Value || !stack_.back().value.isGenericDict()) {
       bad("data.pkl sets items on something that is not a dict");
     }
@@ -147,6 +182,7 @@ class Machine {
     }
   }
   void append(std::vector<Item> items) {
+    if (!stack_.empty() && stack_.back().kind == Item::Kind::Inert) return;  // an inert object's content: skipped
     if (stack_.empty() || stack_.back().kind != Item::Kind::Value || !stack_.back().value.isList()) {
       bad("data.pkl appends to something that is not a list");
     }
@@ -156,7 +192,8 @@ class Machine {
 
   void global(const std::string& module, const std::string& name) {
     const std::string full = module + "." + name;
-    if (!allowed_global(full)) {
+    const bool counter = vocabulary_ == PickleVocabulary::Scheduler && full == "collections.Counter";
+    if (!allowed_global(full) && !inert_global(full, vocabulary_) && !counter) {
       bad("the pickle names the global " + full.substr(0, 200) +
           ", which is not part of a state dict's data; refusing to read it (it could run code)");
     }
@@ -229,8 +266,23 @@ class Machine {
     Item args = pop();
     Item callable = pop();
     if (callable.kind != Item::Kind::Global) bad("data.pkl calls a " + describe(callable));
+    if (inert_global(callable.name, vocabulary_)) {  // allowed by the vocabulary: never called, its result skipped
+      stack_.push_back(Item{Item::Kind::Inert, {}, {}, {}});
+      return;
+    }
     std::vector<Item> a = tuple_items(args);
-    if (callable.name == "collections.OrderedDict") {
+    if (callable.name == "collections.Counter") {  // MultiStepLR's milestones: the counts, as the dict they are
+      if (a.empty()) {
+        push(c10::impl::GenericDict(c10::AnyType::get(), c10::AnyType::get()));
+      } else if (a.size() == 1 && a[0].kind == Item::Kind::Value && a[0].value.isGenericDict()) {
+        push(a[0].value);
+      } else {
+        bad("data.pkl builds a Counter from something other than a dict");
+      }
+    } else if (callable.name == "torch.jit._pickle.restore_type_tag") {  // the value, its type tag dropped
+      if (a.size() != 2 || a[0].kind != Item::Kind::Value) bad("data.pkl tags the type of something that is not data");
+      push(a[0].value);
+    } else if (callable.name == "collections.OrderedDict") {
       if (!a.empty()) bad("data.pkl builds an OrderedDict from arguments");
       push(c10::impl::GenericDict(c10::AnyType::get(), c10::AnyType::get()));
     } else if (callable.name == "torch._utils._rebuild_tensor_v2") {
@@ -277,6 +329,10 @@ class Machine {
         return;
       }
       case 'X': push(text(little(4))); return;     // BINUNICODE
+      // BINBYTES, SHORT_BINBYTES, BINBYTES8: Python bytes (protocol 3+), read as a string.
+      case 'B': push(text(little(4))); return;
+      case 'C': push(text(byte())); return;
+      case 0x8e: push(text(little(8))); return;
       case 0x8c: push(text(byte())); return;       // SHORT_BINUNICODE
       case 0x8d: push(text(little(8))); return;    // BINUNICODE8
       case '}': push(c10::impl::GenericDict(c10::AnyType::get(), c10::AnyType::get())); return;
@@ -308,11 +364,22 @@ class Machine {
         return;
       }
       case 'R': reduce(); return;
+      case 0x81: {  // NEWOBJ: cls.__new__(cls, *args), only for an inert class (never called)
+        pop();
+        Item cls = pop();
+        if (cls.kind != Item::Kind::Global || !inert_global(cls.name, vocabulary_)) {
+          bad("data.pkl creates an object of a " + describe(cls));
+        }
+        stack_.push_back(Item{Item::Kind::Inert, {}, {}, {}});
+        return;
+      }
       case 'Q': persistent_load(pop()); return;    // BINPERSID
       case 'b': {                                  // BUILD
         Item state = pop();
         // A state dict is an OrderedDict with a _metadata attribute (module
-        // versions), which the values do not need.
+        // versions), which the values do not need; an inert object's state
+        // (an ndarray's words, a dtype's flags) is skipped with it.
+        if (!stack_.empty() && stack_.back().kind == Item::Kind::Inert) return;
         if (stack_.empty() || stack_.back().kind != Item::Kind::Value || !stack_.back().value.isGenericDict()) {
           bad("data.pkl sets attributes of a " + (stack_.empty() ? std::string("nothing") : describe(stack_.back())));
         }
@@ -338,6 +405,7 @@ class Machine {
 
   caffe2::serialize::PyTorchStreamReader& archive_;
   std::string label_;
+  PickleVocabulary vocabulary_;
   const uint8_t* data_ = nullptr;
   size_t size_ = 0, pos_ = 0;
   std::vector<Item> stack_;
@@ -348,9 +416,38 @@ class Machine {
 
 }  // namespace
 
+std::string pickle_tensors(const std::vector<std::pair<std::string, at::Tensor>>& tensors) {
+  c10::Dict<std::string, at::Tensor> dict;
+  for (const auto& [name, tensor] : tensors) dict.insert(name, tensor.detach().cpu());
+  std::vector<char> bytes = torch::jit::pickle_save(dict);
+  return std::string(bytes.begin(), bytes.end());
+}
+
+std::string pickle_bytes(const std::string& bytes) {
+  std::string pickle("\x80\x03", 2);  // PROTO 3, the first with BINBYTES
+  if (bytes.size() <= 0xffffffffu) {
+    pickle += 'B';
+    for (int i = 0; i < 4; ++i) pickle += static_cast<char>((bytes.size() >> (8 * i)) & 0xff);
+  } else {
+    pickle = std::string("\x80\x04\x8e", 3);  // BINBYTES8 needs protocol 4
+    for (int i = 0; i < 8; ++i) pickle += static_cast<char>((static_cast<uint64_t>(bytes.size()) >> (8 * i)) & 0xff);
+  }
+  pickle += bytes;
+  pickle += '.';
+  std::string out;
+  caffe2::serialize::PyTorchStreamWriter writer([&out](const void* data, size_t n) {
+    out.append(static_cast<const char*>(data), n);
+    return n;
+  });
+  writer.writeRecord("data.pkl", pickle.data(), pickle.size());
+  writer.writeRecord("byteorder", "little", 6);
+  writer.writeEndOfFile();
+  return out;
+}
+
 bool is_zip_archive(const std::string& bytes) { return bytes.size() >= 4 && bytes.compare(0, 4, "PK\x03\x04") == 0; }
 
-c10::IValue read_torch_save(const std::string& bytes, const std::string& label) {
+c10::IValue read_torch_save(const std::string& bytes, const std::string& label, PickleVocabulary vocabulary) {
   if (!is_zip_archive(bytes)) {
     fail(ErrorCode::IO, label + ": not a torch.save zip archive (the legacy format of torch.save before "
                                 "PyTorch 1.6 is not read)");
@@ -372,7 +469,7 @@ c10::IValue read_torch_save(const std::string& bytes, const std::string& label) 
     std::string message = e.what();
     fail(ErrorCode::IO, label + ": not a readable torch.save archive (" + message.substr(0, message.find('\n')) + ")");
   }
-  Machine machine(*archive, label);
+  Machine machine(*archive, label, vocabulary);
   try {
     return machine.run(static_cast<const uint8_t*>(std::get<0>(pickle).get()), std::get<1>(pickle));
   } catch (const Error&) {

@@ -11,15 +11,46 @@
 #include <ATen/core/ivalue.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace accel::detail {
 
 // The object stored, as IValues: dicts (OrderedDict included, in order),
-// lists, tuples, None, bools, ints, floats, strings and CPU tensors. Allowed
-// globals: collections.OrderedDict, torch._utils._rebuild_tensor_v2 and
-// _rebuild_parameter, torch.<Type>Storage. Throws IO naming label for a file
+// lists, tuples, None, bools, ints, floats, strings (Python's bytes too) and
+// CPU tensors. Allowed globals: collections.OrderedDict,
+// torch._utils._rebuild_tensor_v2 and _rebuild_parameter, torch.<Type>Storage,
+// and torch.jit._pickle.restore_type_tag (LibTorch's pickler's type tag: the
+// value is kept, the tag dropped). Throws IO naming label for a file
 // that is not such an archive, a malformed pickle, or any other global (named).
-c10::IValue read_torch_save(const std::string& bytes, const std::string& label);
+//
+// PickleVocabulary::RandomStates (random_states_{rank}.pkl) also accepts
+// numpy.core.multiarray._reconstruct, numpy.ndarray, numpy.dtype and
+// _codecs.encode, with which Python's pickle writes NumPy's generator state.
+// They are inert: never called; what they would build reads as None, so a
+// caller that needs a value there still refuses it by type.
+//
+// PickleVocabulary::Scheduler (scheduler.bin) also reads what torch 1.13's own
+// OneCycleLR and MultiStepLR state dicts hold: collections.Counter as the dict
+// it is built from, and the bound method anneal_func (builtins.getattr over
+// the pickled OneCycleLR with its optimizer: torch.optim.lr_scheduler.OneCycleLR,
+// torch.optim.<kind>.<Optimizer>, collections.defaultdict, builtins.dict) as
+// inert, None, like NumPy's objects above: nothing is imported or called.
+enum class PickleVocabulary { StateDict, RandomStates, Scheduler };
+c10::IValue read_torch_save(const std::string& bytes, const std::string& label,
+                            PickleVocabulary vocabulary = PickleVocabulary::StateDict);
+
+// A state dict {name: tensor} as torch.save would write it (a zip archive
+// with data.pkl and one storage record per tensor, written by LibTorch's
+// pickler: data only), for pytorch_model.bin. Tensors are detached and copied
+// to the CPU so that torch.load works without a GPU; torch.load returns a
+// dict that nn.Module.load_state_dict takes.
+std::string pickle_tensors(const std::vector<std::pair<std::string, at::Tensor>>& tensors);
+
+// Bytes as torch.save would write a Python bytes object (a zip archive whose
+// data.pkl is one BINBYTES opcode, protocol 3), for custom_checkpoint_{i}.pkl:
+// torch.load returns the bytes. read_torch_save reads them back as a string.
+std::string pickle_bytes(const std::string& bytes);
 
 // True for a zip archive (torch.save's format since PyTorch 1.6); the legacy
 // non-zip format is not read.

@@ -389,7 +389,7 @@ std::string pickle_state_dict(const c10::IValue& state_dict) {
   return std::string(bytes.begin(), bytes.end());
 }
 
-c10::IValue unpickle_state_dict(const std::string& bytes, const std::string& label) {
+c10::IValue unpickle_state_dict(const std::string& bytes, const std::string& label, PickleVocabulary vocabulary) {
   try {
     return torch::jit::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
   } catch (const std::exception& e) {
@@ -400,7 +400,7 @@ c10::IValue unpickle_state_dict(const std::string& bytes, const std::string& lab
     // Python's torch.save (Accelerate's optimizer.bin) uses opcodes LibTorch's
     // unpickler lacks. The reader for those allows the same data-only
     // vocabulary and names what it refuses.
-    return read_torch_save(bytes, label);
+    return read_torch_save(bytes, label, vocabulary);
   }
 }
 

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "accel/optimizer.hpp"
+#include "checkpoint/torch_pickle.hpp"
 
 namespace accel::detail {
 
@@ -25,9 +26,11 @@ c10::IValue optimizer_state_dict(torch::optim::Optimizer& optimizer, OptimizerKi
 void load_optimizer_state_dict(torch::optim::Optimizer& optimizer, OptimizerKind kind, const c10::IValue& state_dict,
                                const std::string& label);
 
-// A state dict as pickle bytes, and back (refusing anything but plain data).
+// A state dict as pickle bytes, and back (refusing anything but plain data;
+// vocabulary: see read_torch_save).
 std::string pickle_state_dict(const c10::IValue& state_dict);
-c10::IValue unpickle_state_dict(const std::string& bytes, const std::string& label);
+c10::IValue unpickle_state_dict(const std::string& bytes, const std::string& label,
+                                PickleVocabulary vocabulary = PickleVocabulary::StateDict);
 
 // True for the LibTorch archives (TorchScript modules) libaccel wrote before
 // it used PyTorch's format.

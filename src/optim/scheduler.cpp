@@ -303,8 +303,9 @@ void Scheduler::load_bytes(Impl& impl, const std::string& bytes) {
   // Checkpoints written before libaccel used PyTorch's format hold JSON.
   if (!detail::is_pickle(bytes)) return load_json(impl, bytes);
   const std::string label = std::string("scheduler state (") + detail::torch_scheduler_class(impl.options.kind) + ")";
-  impl.restore(detail::read_scheduler_state_dict(impl.options, detail::unpickle_state_dict(bytes, label),
-                                                 impl.groups().size(), label));
+  // PyTorch 1.13's own OneCycleLR and MultiStepLR states need the scheduler vocabulary (read_torch_save).
+  const c10::IValue state = detail::unpickle_state_dict(bytes, label, detail::PickleVocabulary::Scheduler);
+  impl.restore(detail::read_scheduler_state_dict(impl.options, state, impl.groups().size(), label));
 }
 
 std::string Scheduler::state_json() const { return save_json(*impl_); }

@@ -67,7 +67,7 @@ int main(void) {
   EXPECT_OK(accel_accelerator_register_save_state_pre_hook(acc, count_hook, NULL, NULL, &hook));
 
   EXPECT_ERROR(accel_accelerator_save_state(acc, NULL), ACCEL_ERR_STATE, "automatic_checkpoint_naming is off");
-  EXPECT(system("rm -rf ckpt_c ckpt_c_model") == 0);
+  EXPECT(system("rm -rf ckpt_c ckpt_c_bin ckpt_c_model ckpt_c_model_bin") == 0);
   EXPECT_OK(accel_accelerator_save_state(acc, "ckpt_c"));
   EXPECT(hook_calls == 1);
   EXPECT_OK(accel_accelerator_remove_hook(acc, hook));
@@ -80,6 +80,10 @@ int main(void) {
   EXPECT_ERROR(accel_accelerator_load_state(acc, "ckpt_c"), ACCEL_ERR_STATE,
                "checkpoint object load callback failed: the counter refuses");
   c.fail_load = 0;
+  /* safe_serialization = 0: the model as pytorch_model.bin, which load_state reads back. */
+  EXPECT_OK(accel_accelerator_save_state_ext(acc, "ckpt_c_bin", 0));
+  EXPECT(system("test -f ckpt_c_bin/pytorch_model.bin && test ! -e ckpt_c_bin/model.safetensors") == 0);
+  EXPECT_OK(accel_accelerator_load_state(acc, "ckpt_c_bin"));
   EXPECT_ERROR(accel_accelerator_load_state(acc, "no_such_ckpt"), ACCEL_ERR_IO, "no_such_ckpt/manifest.json is missing");
   EXPECT_OK(accel_accelerator_save_iteration(acc, &iteration));
   EXPECT(iteration == 0);
@@ -88,8 +92,11 @@ int main(void) {
   EXPECT_OK(accel_accelerator_save_model(acc, model, "ckpt_c_model", NULL, 1));
   EXPECT_ERROR(accel_accelerator_save_model(acc, model, "ckpt_c_model", "12XB", 1), ACCEL_ERR_INVALID_ARGUMENT,
                "unknown unit \"XB\"");
-  EXPECT_ERROR(accel_accelerator_save_model(acc, model, "ckpt_c_model", NULL, 0), ACCEL_ERR_UNSUPPORTED,
-               "safe_serialization");
+  /* safe_serialization = 0: Hugging Face's pytorch_model.bin, read back by load_checkpoint_in_model. */
+  EXPECT_OK(accel_accelerator_save_model(acc, model, "ckpt_c_model_bin", NULL, 0));
+  EXPECT_OK(accel_accelerator_load_checkpoint_in_model(acc, model, "ckpt_c_model_bin/pytorch_model.bin", 1, &missing,
+                                                       &unexpected));
+  EXPECT(missing == 0 && unexpected == 0);
   EXPECT_OK(accel_model_from_json("[{\"type\": \"Linear\", \"in_features\": 3, \"out_features\": 2}, {\"type\": \"ReLU\"},"
                                   " {\"type\": \"Linear\", \"in_features\": 2, \"out_features\": 2}]",
                                   &other));
@@ -114,6 +121,6 @@ int main(void) {
   EXPECT(c.released == 0);
   accel_accelerator_free(acc);
   EXPECT(c.released == 1);
-  EXPECT(system("rm -rf ckpt_c ckpt_c_model") == 0);
+  EXPECT(system("rm -rf ckpt_c ckpt_c_bin ckpt_c_model ckpt_c_model_bin") == 0);
   return capi_report("test_checkpoint_api");
 }

@@ -4,6 +4,7 @@
 // state dict, so that each test controls what the file holds; the real thing
 // is tested end to end by bindings/python/tests/test_accelerate_checkpoint.py.
 #include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
 #include <caffe2/serialize/inline_container.h>
 #include <gtest/gtest.h>
 
@@ -13,6 +14,7 @@
 #include <map>
 
 #include "accel/accel.hpp"
+#include "checkpoint/random_states.hpp"
 #include "checkpoint/torch_pickle.hpp"
 #include "checkpoint/training_run.hpp"
 
@@ -200,7 +202,10 @@ TEST(AccelerateCheckpoint, LoadStateReadsAnAccelerateDirectory) {
   std::filesystem::create_directories(dir);
   write_file(dir + "/pytorch_model.bin", linear_state_dict(7, {1, 2}));
   write_file(dir + "/optimizer.bin", sgd_state_dict(2, 0.125f));
-  write_file(dir + "/random_states_0.pkl", "Accelerate's RNG states (not read)");
+  at::manual_seed(11);
+  const at::Tensor saved_rng = at::detail::getDefaultCPUGenerator().get_state();
+  write_file(dir + "/random_states_0.pkl", accel::detail::pickle_random_states(0, {}));
+  at::manual_seed(12);
   accel::Accelerator accelerator;
   accel::Model model = accel::Model::from_json(kLinear);
   accel::Optimizer optimizer(model, sgd_momentum());
@@ -209,6 +214,7 @@ TEST(AccelerateCheckpoint, LoadStateReadsAnAccelerateDirectory) {
   accelerator.load_state(dir);
   EXPECT_TRUE(at::equal(model.named_parameters()[0].second, at::tensor({1.0f, 2.0f}).reshape({1, 2})));
   EXPECT_DOUBLE_EQ(optimizer.lr(), 0.125);
+  EXPECT_TRUE(at::equal(at::detail::getDefaultCPUGenerator().get_state(), saved_rng));  // torch_manual_seed
   // One step with zero gradients: p -= lr * (0.9 * buffer).
   for (auto& p : model.parameters()) p.mutable_grad() = at::zeros_like(p);
   optimizer.step();
@@ -220,7 +226,7 @@ TEST(AccelerateCheckpoint, AMismatchNamesFileKeyAndShapesAndAppliesNothing) {
   std::filesystem::create_directories(dir);
   write_file(dir + "/pytorch_model.bin", linear_state_dict(7, {1, 2}));
   write_file(dir + "/optimizer.bin", sgd_state_dict(3, 0.125f));  // momentum for a [3] weight
-  write_file(dir + "/random_states_0.pkl", "");
+  write_file(dir + "/random_states_0.pkl", accel::detail::pickle_random_states(0, {}));
   accel::Accelerator accelerator;
   accel::Model model = accel::Model::from_json(kLinear);
   accel::Optimizer optimizer(model, sgd_momentum());

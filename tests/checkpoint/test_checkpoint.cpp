@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "accel/accel.hpp"
+#include "checkpoint/checkpoint_dir.hpp"
+#include "checkpoint/torch_pickle.hpp"
 #include "checkpoint/training_run.hpp"
 
 namespace fs = std::filesystem;
@@ -35,10 +37,35 @@ TEST(Checkpoint, ResumeIsBitwiseEqualToAnUninterruptedRun) {
   for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(at::equal(a[i], b[i])) << "parameter " << i;
   EXPECT_EQ(reference.scheduler.last_lr(), resumed.scheduler.last_lr());
   for (const char* name : {"model.safetensors", "optimizer.bin", "scheduler.bin", "random_states_0.pkl",
-                           "custom_checkpoint_0.bin", "manifest.json"}) {
+                           "custom_checkpoint_0.pkl", "manifest.json"}) {
     EXPECT_TRUE(fs::exists(dir + "/" + name)) << name;
   }
   EXPECT_FALSE(fs::exists(::testing::TempDir() + ".ckpt_resume.partial"));
+}
+
+TEST(Checkpoint, CustomObjectsArePickledBytesAndOldBinFilesStillLoad) {
+  std::string dir = fresh_dir("custom_pkl");
+  at::manual_seed(1);
+  TrainingRun run;
+  run.train(4);
+  run.accelerator.save_state(dir);
+  // custom_checkpoint_0.pkl: torch.load returns the object's bytes ("4").
+  std::ifstream in(dir + "/custom_checkpoint_0.pkl", std::ios::binary);
+  const std::string pickled((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const c10::IValue value = accel::detail::read_torch_save(pickled, "custom_checkpoint_0.pkl");
+  ASSERT_TRUE(value.isString());
+  EXPECT_EQ(value.toStringRef(), "4");
+
+  // A checkpoint written before: custom_checkpoint_0.bin with the raw bytes.
+  fs::remove(dir + "/custom_checkpoint_0.pkl");
+  std::ofstream(dir + "/custom_checkpoint_0.bin", std::ios::binary) << "3";
+  nlohmann::json manifest = nlohmann::json::parse(std::ifstream(dir + "/manifest.json"));
+  manifest["files"].erase("custom_checkpoint_0.pkl");
+  const accel::detail::FileDigest digest = accel::detail::digest_of("3");
+  manifest["files"]["custom_checkpoint_0.bin"] = {{"bytes", digest.bytes}, {"xxh3", digest.xxh3}};
+  std::ofstream(dir + "/manifest.json") << manifest.dump();
+  run.accelerator.load_state(dir);
+  EXPECT_EQ(run.steps, 3);
 }
 
 TEST(Checkpoint, LoadChecksEverythingBeforeApplyingAnything) {
@@ -140,8 +167,66 @@ TEST(Checkpoint, SaveModelShardsInHuggingFaceLayout) {
   EXPECT_NE(error_of([&] { accelerator.load_checkpoint_in_model(mismatched, single + "/model.safetensors"); })
                 .find("\"0.weight\" has shape [16, 6], the model's has [16, 5]"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { accelerator.save_model(model, single, "10GB", false); }).find("safe_serialization=false"),
-            std::string::npos);
+}
+
+TEST(Checkpoint, SaveModelWithoutSafeSerializationWritesPytorchModelBin) {
+  // Hugging Face's pickle layout: pytorch_model.bin, or pytorch_model-0000i-of-0000N.bin
+  // shards and pytorch_model.bin.index.json; load_checkpoint_in_model reads both back.
+  std::string dir = fresh_dir("model_bin");
+  accel::Accelerator accelerator;
+  at::manual_seed(4);
+  accel::Model model = accel::Model::from_json(kSpec);
+  accelerator.save_model(model, dir + "/single", "10GB", false);
+  EXPECT_TRUE(fs::exists(dir + "/single/pytorch_model.bin"));
+  EXPECT_FALSE(fs::exists(dir + "/single/model.safetensors"));
+  accelerator.save_model(model, dir + "/sharded", "400B", false);
+  nlohmann::json index = nlohmann::json::parse(std::ifstream(dir + "/sharded/pytorch_model.bin.index.json"));
+  EXPECT_EQ(index["weight_map"]["0.weight"], "pytorch_model-00001-of-00002.bin");
+  EXPECT_EQ(index["weight_map"]["2.bias"], "pytorch_model-00002-of-00002.bin");
+  for (const char* path : {"/single/pytorch_model.bin", "/sharded/pytorch_model.bin.index.json"}) {
+    accel::Model other = accel::Model::from_json(kSpec);
+    accel::LoadReport report = accelerator.load_checkpoint_in_model(other, dir + path, true);
+    EXPECT_TRUE(report.missing_keys.empty() && report.unexpected_keys.empty()) << path;
+    auto a = model.parameters(), b = other.parameters();
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(at::equal(a[i], b[i])) << path << " parameter " << i;
+  }
+}
+
+TEST(Checkpoint, SaveStateWithoutSafeSerializationResumesFromPytorchModelBin) {
+  std::string dir = fresh_dir("resume_bin");
+  at::manual_seed(1);
+  TrainingRun reference;
+  reference.train(17);
+  at::manual_seed(1);
+  {
+    TrainingRun first;
+    first.train(10);
+    first.accelerator.save_state(dir, /*safe_serialization=*/false);
+  }
+  EXPECT_TRUE(fs::exists(dir + "/pytorch_model.bin"));
+  EXPECT_FALSE(fs::exists(dir + "/model.safetensors"));
+  nlohmann::json manifest = nlohmann::json::parse(std::ifstream(dir + "/manifest.json"));
+  EXPECT_TRUE(manifest["files"].contains("pytorch_model.bin"));
+  at::manual_seed(99);
+  TrainingRun resumed;
+  resumed.accelerator.load_state(dir);
+  resumed.train(17);
+  auto a = reference.model.parameters(), b = resumed.model.parameters();
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(at::equal(a[i], b[i])) << "parameter " << i;
+
+  // The manifest covers the pickle: a flipped byte is named, nothing applied.
+  auto before = resumed.model.parameters()[0].clone();
+  // (inverted, not overwritten: the zip's padding is already 'Z' bytes).
+  std::fstream file(dir + "/pytorch_model.bin", std::ios::in | std::ios::out | std::ios::binary);
+  const auto middle = static_cast<std::streamoff>(fs::file_size(dir + "/pytorch_model.bin") / 2);
+  file.seekg(middle);
+  const char byte = static_cast<char>(file.get());
+  file.seekp(middle);
+  file.put(static_cast<char>(~byte));
+  file.close();
+  std::string message = error_of([&] { resumed.accelerator.load_state(dir); });
+  EXPECT_NE(message.find("pytorch_model.bin is corrupt"), std::string::npos) << message;
+  EXPECT_TRUE(at::equal(before, resumed.model.parameters()[0]));
 }
 
 TEST(Checkpoint, AnAccumulationWindowResumesAligned) {

@@ -16,6 +16,14 @@ func (a *Accelerator) SaveState(dir string) (string, error) {
 	return accelValue(a, func(h core.Accelerator) string { return h.Save_state(dir) })
 }
 
+// SaveStateWith is SaveState with Accelerate's safe_serialization: false
+// writes each model as pytorch_model.bin (a torch.save pickle of its state
+// dict, data only) instead of model.safetensors, the layout Accelerate 0.22's
+// load_state reads. LoadState reads either. Collective.
+func (a *Accelerator) SaveStateWith(dir string, safeSerialization bool) (string, error) {
+	return accelValue(a, func(h core.Accelerator) string { return h.Save_state(dir, safeSerialization) })
+}
+
 // LoadState restores what SaveState wrote ("": the latest automatic checkpoint). Collective.
 func (a *Accelerator) LoadState(dir string) error {
 	return a.do(func(h core.Accelerator) { h.Load_state(dir) })

@@ -1291,10 +1291,13 @@ class Accelerator(core.Accelerator):
                         "pass a Tensor, list, tuple or dict of them")
 
     # -- checkpoints -----------------------------------------------------
-    def save_state(self, output_dir: Optional[str] = None) -> Any:
+    def save_state(self, output_dir: Optional[str] = None, safe_serialization: bool = True) -> Any:
         """Accelerate's save_state: everything prepared and registered, into output_dir (None:
-        project_dir/checkpoints/checkpoint_{i} under automatic_checkpoint_naming). Collective."""
-        return core.Accelerator.save_state(self, "" if output_dir is None else os.fspath(output_dir))
+        project_dir/checkpoints/checkpoint_{i} under automatic_checkpoint_naming). Collective.
+        safe_serialization=False writes the models as pytorch_model.bin (torch.save's format,
+        data only) instead of model.safetensors: what Accelerate 0.22's load_state reads."""
+        return core.Accelerator.save_state(self, "" if output_dir is None else os.fspath(output_dir),
+                                           bool(safe_serialization))
 
     def load_state(self, input_dir: Optional[str] = None) -> None:
         """Accelerate's load_state: restores what save_state wrote (None: the newest automatic
@@ -1305,7 +1308,9 @@ class Accelerator(core.Accelerator):
                    safe_serialization: bool = True) -> None:
         """Accelerate's save_model: the weights as safetensors in save_directory, in shards of at
         most max_shard_size (bytes, or "10GB", "500MB", "1GiB") with an index when there are
-        several. safe_serialization=False (PyTorch's pickle format) is not supported. Collective."""
+        several. safe_serialization=False writes pytorch_model.bin (shards
+        pytorch_model-0000i-of-0000N.bin, pytorch_model.bin.index.json), torch.save's format,
+        data only. Collective."""
         limit = _shard_size_bytes(max_shard_size)
         core.Accelerator.save_model(self, model, os.fspath(save_directory), str(limit), bool(safe_serialization))
 

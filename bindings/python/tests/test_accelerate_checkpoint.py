@@ -38,6 +38,11 @@ def test_libaccel_continues_an_accelerate_checkpoint(tmp_path, kind, options):
     acc.prepare(model, opt)
     acc.load_state(str(checkpoint))
     assert opt.lr == pytest.approx(options["lr"])
+    # The CPU generator comes from Accelerate's random_states_0.pkl (NumPy's
+    # state in it read as inert data): what libaccel saves now is what Python saved.
+    acc.save_state(str(tmp_path / "ours"))
+    python_rng = torch.load(checkpoint / "random_states_0.pkl")["torch_manual_seed"]
+    assert torch.equal(torch.load(tmp_path / "ours" / "random_states_0.pkl")["torch_manual_seed"], python_rng)
     for x, y in data(STEPS)[STEPS:]:
         loss = model(accel.tensor(x)).loss("mse", accel.tensor(y))
         acc.backward(loss)
@@ -129,7 +134,7 @@ def test_an_accelerate_checkpoint_of_another_shape_or_world_size_applies_nothing
     state = opt.state_dict()
     state["state"][2]["momentum_buffer"] = torch.zeros(3, 8)  # 2.weight is [2, 8]
     torch.save(state, checkpoint / "optimizer.bin")
-    (checkpoint / "random_states_0.pkl").write_bytes(b"")
+    torch.save({"torch_manual_seed": torch.get_rng_state()}, checkpoint / "random_states_0.pkl")
     acc = accel.Accelerator(cpu=True)
     model = accel.Model.from_json(SPEC)
     ours = accel.Optimizer(model, "sgd", lr=0.5, momentum=0.9)
@@ -145,3 +150,25 @@ def test_an_accelerate_checkpoint_of_another_shape_or_world_size_applies_nothing
     for name, value in acc.get_state_dict(model).items():
         np.testing.assert_array_equal(value, before[name])
     assert ours.lr == 0.5
+
+
+def test_random_states_with_code_in_them_are_refused_naming_file_and_global(tmp_path):
+    """NumPy's globals are read as inert data in random_states_N.pkl; any other global is refused."""
+    marker = tmp_path / "ran"
+    checkpoint = tmp_path / "checkpoint"
+    checkpoint.mkdir()
+    net = _twin()
+    torch.save(net.state_dict(), checkpoint / "pytorch_model.bin")
+    import random
+    torch.save({"random_state": random.getstate(), "numpy_random_seed": np.random.get_state(),
+                "torch_manual_seed": torch.get_rng_state(), "torch_cuda_manual_seed": [],
+                "extra": _RunsCode(marker)}, checkpoint / "random_states_0.pkl")
+    acc = accel.Accelerator(cpu=True)
+    model = accel.Model.from_json(SPEC)
+    acc.prepare(model)
+    before = acc.get_state_dict(model)
+    with pytest.raises(accel.AccelError, match=r"random_states_0\.pkl: the pickle names the global posix\.system"):
+        acc.load_state(str(checkpoint))
+    assert not marker.exists()
+    for name, value in acc.get_state_dict(model).items():
+        np.testing.assert_array_equal(value, before[name])

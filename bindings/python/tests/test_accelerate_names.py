@@ -126,7 +126,7 @@ def test_bad_max_shard_size_is_named():
         accel._shard_size_bytes(True)
 
 
-def test_save_model_shards_by_max_shard_size_and_refuses_pickle(tmp_path):
+def test_save_model_shards_by_max_shard_size_and_writes_pickles(tmp_path):
     with accel.Accelerator(cpu=True) as acc:
         model = accel.Model.from_json(LINEAR)
         acc.save_model(model, tmp_path / "one", max_shard_size="10GB")
@@ -135,8 +135,18 @@ def test_save_model_shards_by_max_shard_size_and_refuses_pickle(tmp_path):
         index = json.loads((tmp_path / "two" / "model.safetensors.index.json").read_text())
         assert sorted(index["weight_map"]) == ["0.bias", "0.weight"]
         assert len(set(index["weight_map"].values())) == 2
-        with pytest.raises(accel.AccelError, match="safe_serialization"):
-            acc.save_model(model, str(tmp_path / "three"), safe_serialization=False)
+        # safe_serialization=False: Hugging Face's pytorch_model.bin, which torch.load and
+        # nn.Module.load_state_dict take.
+        acc.save_model(model, str(tmp_path / "three"), safe_serialization=False)
+        torch = pytest.importorskip("torch")
+        twin = torch.nn.Sequential(torch.nn.Linear(4, 3))
+        twin.load_state_dict(torch.load(str(tmp_path / "three" / "pytorch_model.bin")))
+        ours = acc.get_state_dict(model)
+        assert all(np.array_equal(v.numpy(), ours[k]) for k, v in twin.state_dict().items())
+        acc.save_model(model, str(tmp_path / "five"), max_shard_size=50, safe_serialization=False)
+        index = json.loads((tmp_path / "five" / "pytorch_model.bin.index.json").read_text())
+        assert sorted(set(index["weight_map"].values())) == ["pytorch_model-00001-of-00002.bin",
+                                                             "pytorch_model-00002-of-00002.bin"]
         with pytest.raises(ValueError, match="max_shard_size 'big'"):
             acc.save_model(model, str(tmp_path / "four"), max_shard_size="big")
         assert not (tmp_path / "four").exists()

@@ -190,3 +190,70 @@ def test_scheduler_state_with_code_in_it_is_refused(tmp_path):
         acc.load_state(str(ckpt))
     assert not (tmp_path / "pwned").exists()
     assert sched.last_epoch() == 1 and not math.isnan(sched.get_last_lr())
+
+
+def test_accelerate_022_load_state_reads_a_whole_directory(tmp_path):
+    """save_state(safe_serialization=False): pytorch_model.bin instead of model.safetensors,
+    so Accelerate 0.22's own Accelerator.load_state takes the whole directory (issue 20, item 1)."""
+    accelerate = pytest.importorskip("accelerate")
+    acc, sched = _run(tmp_path, "linear_warmup", **WARMUP)
+    model, opt, loader = acc.keep_alive
+    ckpt = tmp_path / "ckpt"
+    acc.save_state(str(ckpt), safe_serialization=False)
+    names = sorted(p.name for p in ckpt.iterdir())
+    assert names == ["manifest.json", "optimizer.bin", "pytorch_model.bin", "random_states_0.pkl", "scheduler.bin"]
+    weights = torch.load(str(ckpt / "pytorch_model.bin"))
+    assert {k: tuple(v.shape) for k, v in weights.items()} == {"0.weight": (3, 4), "0.bias": (3,)}
+
+    twin = torch.nn.Sequential(torch.nn.Linear(4, 3))
+    optimizer = torch.optim.AdamW(twin.parameters(), lr=0.1)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _warmup_lambda)
+    python = accelerate.Accelerator(cpu=True)
+    twin, optimizer, scheduler = python.prepare(twin, optimizer, scheduler)
+    python.load_state(str(ckpt))
+    ours = acc.get_state_dict(model)
+    for name, value in twin.state_dict().items():
+        assert torch.equal(value, torch.as_tensor(np.asarray(ours[name]))), name
+    assert scheduler.scheduler.last_epoch == 3
+    assert optimizer.optimizer.state[optimizer.optimizer.param_groups[0]["params"][0]]["step"].item() == 3
+    assert torch.equal(torch.get_rng_state(), torch.load(str(ckpt / "random_states_0.pkl"))["torch_manual_seed"])
+
+    # And libaccel reads its own pickle back (the manifest covers it).
+    before = {k: np.array(v) for k, v in ours.items()}
+    x, y = next(iter(loader))  # move away from the checkpoint
+    acc.backward(model(x).loss("cross_entropy", y))
+    opt.step()
+    assert not np.array_equal(np.asarray(acc.get_state_dict(model)["0.bias"]), before["0.bias"])
+    acc.load_state(str(ckpt))
+    for name, value in acc.get_state_dict(model).items():
+        assert np.array_equal(np.asarray(value), before[name]), name
+
+
+@pytest.mark.parametrize("kind", ["one_cycle", "multi_step"])
+def test_torch_113s_own_one_cycle_and_multi_step_states_load(tmp_path, kind):
+    """PyTorch 1.13 pickles OneCycleLR's anneal_func (a bound method: the scheduler
+    object with its optimizer) and MultiStepLR's Counter: read as inert data / a dict."""
+    if kind == "one_cycle":
+        options = dict(max_lr=0.5, total_steps=12)
+        make = lambda o: torch.optim.lr_scheduler.OneCycleLR(o, cycle_momentum=False, **options)  # noqa: E731
+    else:
+        options = dict(milestones=[2, 4, 4], gamma=0.5)
+        make = lambda o: torch.optim.lr_scheduler.MultiStepLR(o, **options)  # noqa: E731
+    acc, sched = _run(tmp_path, kind, optimizer="sgd", steps=1, **options)
+    ckpt = tmp_path / "ckpt"
+    acc.save_state(str(ckpt))
+    twin = make(_twin_optimizer("sgd"))
+    for _ in range(5):
+        twin.optimizer.step()
+        twin.step()
+    path = tmp_path / "torch_scheduler.bin"
+    torch.save(twin.state_dict(), str(path))
+    _tamper(ckpt, "scheduler.bin", path.read_bytes())
+    acc.load_state(str(ckpt))
+    assert sched.last_epoch() == 5
+    assert sched.get_last_lr() == pytest.approx(twin.get_last_lr()[0], rel=1e-12)
+    for _ in range(3):
+        twin.optimizer.step()
+        twin.step()
+        sched.step()
+        assert sched.get_last_lr() == pytest.approx(twin.get_last_lr()[0], rel=1e-12)

@@ -173,7 +173,13 @@ def test_a_planted_pickle_does_not_run_on_load(tmp_path):
         def __reduce__(self):
             return (os.system, ("touch " + str(tmp_path / "pwned"),))
 
-    _tamper(tmp_path / "ckpt", "custom_checkpoint_0.bin", pickle_module.dumps(Exploit()))
+    # custom_checkpoint_0.pkl holds the object's bytes as a pickled bytes object (torch.load returns them).
+    torch = pytest.importorskip("torch")
+    assert torch.load(str(tmp_path / "ckpt" / "custom_checkpoint_0.pkl")) == pickle_module.dumps({"count": 0})
+    import io
+    wrapped = io.BytesIO()
+    torch.save(pickle_module.dumps(Exploit()), wrapped, pickle_protocol=4)
+    _tamper(tmp_path / "ckpt", "custom_checkpoint_0.pkl", wrapped.getvalue())
     with pytest.raises(accel.AccelError, match="posix.system is not plain data"):
         acc.load_state(str(tmp_path / "ckpt"))
     assert not (tmp_path / "pwned").exists()

@@ -49,7 +49,7 @@ class CheckpointTest {
         before = y.toFloatArray();
       }
       acc.saveState(checkpoint);
-      assertTrue(Files.exists(dir.resolve("ckpt").resolve("custom_checkpoint_0.bin")));
+      assertTrue(Files.exists(dir.resolve("ckpt").resolve("custom_checkpoint_0.pkl")));
 
       counter.value = 0;
       try (Tensor y = model.forward(x); Tensor loss = y.sum()) {  // change the weights
