@@ -79,6 +79,14 @@ class Optimizer {
   // state_bytes / load_state_bytes of this optimizer, valid across moves while lifetime() has not expired.
   CheckpointObject checkpoint_object() const;
 
+  // Used by Scheduler: the entries PyTorch's schedulers add to every param
+  // group (initial_lr; OneCycleLR's max_lr and min_lr), one list per group.
+  // state_bytes writes them into param_groups as PyTorch's state_dict() has
+  // them, so a scheduler built over the optimizer in Python finds them after
+  // load_state_dict. Reading ignores them (the scheduler's own state rules).
+  using GroupEntries = std::vector<std::vector<std::pair<std::string, double>>>;
+  void set_scheduler_group_entries(GroupEntries entries);
+
   // Used by Accelerator::prepare.
   void bind(std::shared_ptr<GradientState> gradient_state, std::shared_ptr<detail::GradScaler> scaler);
   bool is_prepared() const;

@@ -166,6 +166,7 @@ struct Optimizer::Impl {
   std::shared_ptr<detail::GradScaler> scaler;      // set by prepare under fp16
   bool step_was_skipped = false;
   std::shared_ptr<int> alive = std::make_shared<int>(0);
+  GroupEntries scheduler_group_entries;
 
   bool accumulating() const { return gradient_state && !gradient_state->sync_gradients; }
 };
@@ -226,17 +227,23 @@ std::weak_ptr<const void> Optimizer::lifetime() const { return impl_->alive; }
 
 namespace {
 
-std::string save_optimizer(torch::optim::Optimizer& optimizer, OptimizerKind kind) {
-  return detail::pickle_state_dict(detail::optimizer_state_dict(optimizer, kind));
+std::string save_optimizer(torch::optim::Optimizer& optimizer, OptimizerKind kind,
+                           const Optimizer::GroupEntries& group_entries) {
+  return detail::pickle_state_dict(detail::optimizer_state_dict(optimizer, kind, group_entries));
 }
 
 }  // namespace
 
-std::string Optimizer::state_bytes() const { return save_optimizer(*impl_->optimizer, impl_->options.kind); }
+std::string Optimizer::state_bytes() const {
+  return save_optimizer(*impl_->optimizer, impl_->options.kind, impl_->scheduler_group_entries);
+}
+
+void Optimizer::set_scheduler_group_entries(GroupEntries entries) { impl_->scheduler_group_entries = std::move(entries); }
 
 CheckpointObject Optimizer::checkpoint_object() const {
   Impl* impl = impl_.get();  // heap: stays put when the Optimizer moves
-  return CheckpointObject{[impl] { return save_optimizer(*impl->optimizer, impl->options.kind); },
+  return CheckpointObject{[impl] { return save_optimizer(*impl->optimizer, impl->options.kind,
+                                                         impl->scheduler_group_entries); },
                           [impl](const std::string& bytes) { Optimizer::load_into(*impl, bytes); }};
 }
 

@@ -313,7 +313,8 @@ void read_group_options(OptimizerKind kind, const Reader& r, const Dict& g, cons
 
 }  // namespace
 
-c10::IValue optimizer_state_dict(torch::optim::Optimizer& optimizer, OptimizerKind kind) {
+c10::IValue optimizer_state_dict(torch::optim::Optimizer& optimizer, OptimizerKind kind,
+                                 const Optimizer::GroupEntries& extra_group_entries) {
   Dict state(c10::IntType::get(), c10::AnyType::get());
   c10::impl::GenericList groups(c10::AnyType::get());
   int64_t index = 0;
@@ -325,6 +326,10 @@ c10::IValue optimizer_state_dict(torch::optim::Optimizer& optimizer, OptimizerKi
       params.push_back(index++);
     }
     Dict g = group_options(kind, group.options());
+    const size_t group_index = static_cast<size_t>(groups.size());
+    if (group_index < extra_group_entries.size()) {
+      for (const auto& [key, value] : extra_group_entries[group_index]) g.insert_or_assign(key, value);
+    }
     g.insert("params", params);
     groups.push_back(g);
   }

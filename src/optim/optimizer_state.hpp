@@ -17,7 +17,10 @@
 
 namespace accel::detail {
 
-c10::IValue optimizer_state_dict(torch::optim::Optimizer& optimizer, OptimizerKind kind);
+// extra_group_entries[g]: keys a scheduler put in group g (see
+// Optimizer::set_scheduler_group_entries); may be shorter than the groups.
+c10::IValue optimizer_state_dict(torch::optim::Optimizer& optimizer, OptimizerKind kind,
+                                 const Optimizer::GroupEntries& extra_group_entries = {});
 
 // Checks state_dict against the optimizer — groups, parameter counts, tensor
 // shapes, value types — and only then applies it (per-parameter state and the

@@ -107,6 +107,24 @@ struct Scheduler::Impl {
 
   std::vector<torch::optim::OptimizerParamGroup>& groups() { return optimizer->torch_optimizer().param_groups(); }
 
+  // What PyTorch's scheduler of this kind adds to each param group, for the
+  // optimizer's state_dict: LRScheduler's initial_lr (the base lr), and
+  // OneCycleLR's max_lr and min_lr. ReduceLROnPlateau adds nothing.
+  void publish_group_entries() {
+    Optimizer::GroupEntries entries;
+    if (options.kind != SchedulerKind::ReduceOnPlateau) {
+      for (double base : base_lrs) {
+        std::vector<std::pair<std::string, double>> group{{"initial_lr", base}};
+        if (options.kind == SchedulerKind::OneCycle) {
+          group.emplace_back("max_lr", options.max_lr);
+          group.emplace_back("min_lr", base / options.final_div_factor);
+        }
+        entries.push_back(std::move(group));
+      }
+    }
+    optimizer->set_scheduler_group_entries(std::move(entries));
+  }
+
   detail::SchedulerPosition position() {
     detail::SchedulerPosition p{last_epoch, base_lrs, {}, best, bad_epochs, cooldown_counter, adjusted_steps};
     for (auto& group : groups()) p.lrs.push_back(group.options().get_lr());
@@ -116,6 +134,7 @@ struct Scheduler::Impl {
   void restore(const detail::SchedulerPosition& p) {
     last_epoch = p.last_epoch;
     if (!p.base_lrs.empty()) base_lrs = p.base_lrs;  // ReduceLROnPlateau's state has none
+    publish_group_entries();
     if (options.kind == SchedulerKind::ReduceOnPlateau) {  // the others' states carry no counters
       best = p.best;
       bad_epochs = p.bad_epochs;
@@ -246,6 +265,7 @@ Scheduler::Scheduler(Optimizer& optimizer, const SchedulerOptions& options)
     double base = options.kind == SchedulerKind::OneCycle ? options.max_lr / options.div_factor : group.options().get_lr();
     impl_->base_lrs.push_back(base);
   }
+  impl_->publish_group_entries();
   if (options.kind != SchedulerKind::ReduceOnPlateau) impl_->apply(0);
 }
 
@@ -370,6 +390,7 @@ void Scheduler::load_json(Impl& impl, const std::string& json) {
 
   impl.last_epoch = last_epoch;
   impl.base_lrs = base_lrs;
+  impl.publish_group_entries();
   impl.best = state.contains("best") && state["best"].is_number()
                   ? state["best"].get<double>()
                   : (impl.options.mode == "min" ? std::numeric_limits<double>::infinity()

@@ -58,14 +58,10 @@ def test_c_continues_an_accelerate_checkpoint(tmp_path, kind, schedule, accumula
 
 # PyTorch's OneCycleLR keeps initial_lr, max_lr and min_lr in the optimizer's
 # param_groups, and optimizer.load_state_dict replaces the groups with the saved
-# ones; libaccel's optimizer.bin does not write those keys yet, so Accelerate's
-# OneCycleLR fails (KeyError 'initial_lr') on a libaccel checkpoint. Strict: it
-# turns into a test once optimizer.bin carries them.
-ONE_CYCLE_GAP = pytest.mark.xfail(strict=True, reason="optimizer.bin lacks OneCycleLR's initial_lr/max_lr/min_lr")
-
-
+# ones: libaccel's optimizer.bin carries the keys the prepared scheduler adds,
+# or Accelerate's OneCycleLR fails with KeyError 'initial_lr'.
 @pytest.mark.parametrize("kind,schedule,accumulation", [
-    ("adamw", "warmup", 2), ("sgd", "warmup", 2), pytest.param("sgd", "onecycle", 2, marks=ONE_CYCLE_GAP)])
+    ("adamw", "warmup", 2), ("sgd", "warmup", 2), ("sgd", "onecycle", 2), ("adamw", "onecycle", 2)])
 def test_accelerate_continues_a_c_checkpoint(tmp_path, kind, schedule, accumulation):
     assert "accelerate_roundtrip save ok 2" in _launch("c", "save", kind, schedule, str(accumulation), str(STEPS),
                                                        str(tmp_path))
