@@ -25,7 +25,8 @@ losses=$(echo "$output" | sed -nE "s/^\[rank 0\] step [0-9]+: loss ($number)$/\1
 awk -v a="$(echo "$losses" | tail -n 1)" -v b="$(echo "$losses" | head -n 1)" 'BEGIN { exit !(a < b) }' ||
   fail "the training loss did not fall: $(echo $losses)"
 echo "$output" | grep -qE '^\[rank 0\] sample: ".{5,}"$' || fail "no sample from rank 0"
-echo "$output" | grep -qE '^\[rank [1-9][0-9]*\] (epoch|sample|step)' && fail "a rank other than 0 printed: print() must be main-process only"
+echo "$output" | grep -qE '^\[rank [1-9][0-9]*\] (epoch|sample|step)' &&
+  fail "a rank other than 0 printed: print() must be main-process only"
 checksums=$(echo "$output" | sed -nE 's/^\[rank [0-9]+\] rank [0-9]+: parameter checksum ([^,]+),.*/\1/p' | sort -u)
 if [ -n "$checksums" ]; then
   [ "$(echo "$output" | grep -c 'parameter checksum')" -eq "$nproc" ] || fail "not every rank printed its checksum"

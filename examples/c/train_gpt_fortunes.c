@@ -491,12 +491,12 @@ int main(int argc, char** argv) {
   free(all);
   printf("rank %d: parameter checksum %.9g, tied head error %.2g\n", rank, mine, tie_error);
   fflush(stdout);
-  int failed = 0;
-  if (s.check) {
-    if (!(last < initial) || !isfinite(last)) fprintf(stderr, "rank %d: the perplexity did not fall\n", rank), failed = 1;
-    if (!replicas_agree) fprintf(stderr, "rank %d: the replicas' parameters differ\n", rank), failed = 1;
-    if (!(tie_error < 1e-3)) fprintf(stderr, "rank %d: the lm head is no longer wte\n", rank), failed = 1;
-  }
+  const char* problem = NULL;
+  if (!(last < initial) || !isfinite(last)) problem = "the perplexity did not fall";
+  else if (!replicas_agree) problem = "the replicas' parameters differ";
+  else if (!(tie_error < 1e-3)) problem = "the lm head is no longer wte";
+  const int failed = s.check && problem != NULL;
+  if (failed) fprintf(stderr, "rank %d: %s\n", rank, problem);
 
   accel_tensor_free(gathered);
   accel_tensor_free(local);

@@ -98,8 +98,10 @@ def main():
     acc = accel.Accelerator()
     acc.set_seed(args.seed)
     train_set, eval_set = load_fortunes(args.data, args.files, max_length)
-    train_loader = accel.DataLoader(train_set, batch_size=BATCH, shuffle=True, seed=args.seed)
-    eval_loader = accel.DataLoader(eval_set, batch_size=BATCH, seed=args.seed)
+    # Batches padded to their longest sequence; labels are input_ids with the padding set to -100.
+    collator = accel.DataCollatorWithPadding(pad_id=0)
+    train_loader = accel.DataLoader(train_set, batch_size=BATCH, shuffle=True, seed=args.seed, collate_fn=collator)
+    eval_loader = accel.DataLoader(eval_set, batch_size=BATCH, seed=args.seed, collate_fn=collator)
     model = accel.Model.from_torchscript(args.model)
     optimizer = accel.Optimizer(model, "adamw", lr=3e-3)
     # Counted in unprepared batches: a prepared scheduler steps once per process per step.
