@@ -77,6 +77,14 @@ public final class TrainGpt2Fortunes {
       }
     }
     if (modelPath == null) usage();
+    for (String name : files.split(",")) {  // a first run often lacks the data: say where it comes from
+      Path path = Paths.get(data, name);
+      if (!Files.exists(path)) {
+        System.err.println(path + " is not there: install the fortunes with `sudo apt install fortunes`"
+            + " (Debian, Ubuntu) or pass --data DIR and --files NAMES");
+        System.exit(1);
+      }
+    }
     String config = Files.readString(Paths.get(modelPath).toAbsolutePath().getParent().resolve("config.json"));
     Matcher positions = Pattern.compile("\"n_positions\"\\s*:\\s*(\\d+)").matcher(config);
     if (!positions.find()) throw new IOException("no n_positions in the model's config.json");
@@ -97,11 +105,6 @@ public final class TrainGpt2Fortunes {
     int n = 0;
     for (String name : files.split(",")) {
       Path path = Paths.get(data, name);
-      if (!Files.exists(path)) {
-        System.err.println(path + " is not there: install the fortunes with `sudo apt install fortunes`"
-            + " (Debian, Ubuntu) or pass --data DIR and --files NAMES");
-        System.exit(1);
-      }
       // ISO-8859-1 maps every byte to one char and back, so the split keeps the bytes as they are.
       String text = "\n" + new String(Files.readAllBytes(path), StandardCharsets.ISO_8859_1);
       for (String fortune : text.split("\n%\n", -1)) {

@@ -31,9 +31,6 @@ def load_fortunes(data_dir, files, max_length):
     fortune = 0
     for name in files.split(","):
         path = os.path.join(data_dir, name)
-        if not os.path.exists(path):
-            sys.exit(f"{path} is not there: install the fortunes with `sudo apt install fortunes` "
-                     "(Debian, Ubuntu) or pass --data DIR and --files NAMES")
         sequences = accel.Sequences.from_text(path, accel.core.TEXT_SEPARATOR, "%")
         for i in range(len(sequences)):
             ids = sequences[i]["input_ids"]
@@ -92,6 +89,10 @@ def main():
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--check", action="store_true", help="fail unless the held-out perplexity fell")
     args = parser.parse_args()
+    for name in args.files.split(","):  # a first run often lacks the data: say where it comes from
+        if not os.path.exists(os.path.join(args.data, name)):
+            sys.exit(f"{os.path.join(args.data, name)} is not there: install the fortunes with "
+                     "`sudo apt install fortunes` (Debian, Ubuntu) or pass --data DIR and --files NAMES")
     with open(os.path.join(os.path.dirname(args.model), "config.json")) as f:
         max_length = json.load(f)["n_positions"]
 

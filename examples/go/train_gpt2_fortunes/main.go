@@ -38,8 +38,7 @@ func loadFortunes(dir, files string, maxLength int) (train, eval [][]int64, err 
 	for _, name := range strings.Split(files, ",") {
 		text, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
-			return nil, nil, fmt.Errorf("%v: install the fortunes with `sudo apt install fortunes` "+
-				"(Debian, Ubuntu) or pass --data DIR and --files NAMES", err)
+			return nil, nil, err
 		}
 		for _, fortune := range bytes.Split(append([]byte("\n"), text...), []byte("\n%\n")) {
 			fortune = bytes.TrimPrefix(fortune, []byte("\n"))
@@ -227,6 +226,12 @@ func sample(model *accel.Model, prompt string, newBytes, maxLength int) (string,
 }
 
 func run(modelPath, dataDir, files string, epochs, maxSteps int, seed uint64, check bool) error {
+	for _, name := range strings.Split(files, ",") { // a first run often lacks the data: say where it comes from
+		if _, err := os.Stat(filepath.Join(dataDir, name)); err != nil {
+			return fmt.Errorf("%v: install the fortunes with `sudo apt install fortunes` "+
+				"(Debian, Ubuntu) or pass --data DIR and --files NAMES", err)
+		}
+	}
 	var config struct {
 		NPositions int `json:"n_positions"`
 	}
