@@ -28,7 +28,7 @@ struct MlflowRetryPolicy {
 struct MlflowReply {
   long status = 0;      // the last HTTP status; 0 when the server never answered
   nlohmann::json body;  // the answer parsed as JSON (null when it was not JSON)
-  std::string problem;  // "HTTP 503 (message)" or "no answer (Connection refused)"
+  std::string problem;  // "HTTP 503 (message)" or "no answer (Failed to connect ...)"
   bool ok() const { return status == 200; }
   // MLflow's error_code ("RESOURCE_DOES_NOT_EXIST"), empty when none.
   std::string error_code() const;
