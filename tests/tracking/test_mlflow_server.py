@@ -4,7 +4,7 @@ The server listens on loopback with a SQLite store; everything the tracker sent
 is read back with MLflow's own MlflowClient. A small proxy in front of the
 server injects the faults (503 answers, a server that goes away).
 
-Run by CTest with MLFLOW_REST_WRITER (mlflow_rest_writer) and TRACKING_WRITER set."""
+Run by CTest with MLFLOW_REST_WRITER (mlflow_rest_writer), TRACKING_WRITER and ACCEL_CLI set."""
 import http.server
 import os
 import pathlib
@@ -127,6 +127,19 @@ def test_experiment_name_tags_and_run_id_from_the_environment(server, tmp_path):
     assert len(client.get_metric_history(run_id, "accuracy")) == 5 + 3
     lines, _ = run_writer(tmp_path, server, "project", steps=1, MLFLOW_RUN_ID="0123456789abcdef0123456789abcdef")
     assert status(lines, "init") == 1 and "MLFLOW_RUN_ID '0123456789abcdef0123456789abcdef'" in lines["init"][2]
+
+
+def test_only_the_main_process_talks_to_the_server(server, tmp_path):
+    env = dict(os.environ, MLFLOW_TRACKING_URI=server)
+    done = subprocess.run([os.environ["ACCEL_CLI"], "launch", "--nproc_per_node", "2", "--master_port", "0",
+                           WRITER, str(tmp_path), "two-ranks", "20"], env=env, capture_output=True, text=True,
+                          timeout=180)
+    assert done.returncode == 0, done.stderr
+    # Each rank prints its own report; only rank 0 started a run, the other's calls did nothing.
+    assert done.stdout.count("init 0") == 2 and done.stdout.count("end 0") == 2, done.stdout
+    client, runs = read_run(server, "two-ranks")
+    assert len(runs) == 1 and runs[0].info.status == "FINISHED"
+    assert_history(client, runs[0].info.run_id, 20)
 
 
 class FaultyProxy:
