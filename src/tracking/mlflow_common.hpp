@@ -12,10 +12,9 @@
 namespace accel::detail {
 
 // mlflow/utils/validation.py: a log-batch request carries at most 1000 metrics,
-// 100 params and 100 tags, 1000 entities in all.
+// 100 params and 100 tags.
 constexpr size_t kMlflowMaxMetricsPerBatch = 1000;
 constexpr size_t kMlflowMaxParamsTagsPerBatch = 100;
-constexpr size_t kMlflowMaxEntitiesPerBatch = 1000;
 constexpr size_t kMlflowMaxParamValueLength = 6000;
 constexpr size_t kMlflowMaxKeyLength = 250;
 

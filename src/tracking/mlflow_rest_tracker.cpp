@@ -145,8 +145,8 @@ class MlflowRestTracker : public Tracker {
     std::string message;
     if (lost)
       message = "mlflow: " + std::to_string(lost_metrics_) + " metrics, " + std::to_string(lost_params_) +
-                " params and " + std::to_string(lost_tags_) + " tags of run " + run_id_ + " never reached " +
-                api_.uri() + " (last answer: " + last_problem_ + ")";
+                " params and " + std::to_string(lost_tags_) + " tags of run " + run_id_ +
+                " were not recorded by " + api_.uri() + " (last answer: " + last_problem_ + ")";
     if (!update.ok())
       message += std::string(message.empty() ? "mlflow:" : ";") + " could not mark run " + run_id_ +
                  (lost ? " FAILED" : " FINISHED") + " on " + api_.uri() + ": " + update.problem;
@@ -231,11 +231,13 @@ class MlflowRestTracker : public Tracker {
         metrics_.clear(), params_.clear(), tags_.clear();
         return;
       }
-      // One request holds what the queue has, within log-batch's limits.
+      // One request holds what the queue has, within log-batch's limits. Params
+      // and tags go without metrics: a param the server refuses (a resumed run
+      // with another value) fails its whole request, and must not take metrics with it.
       std::vector<KeyValue> params, tags;
       while (!params_.empty() && params.size() < kMlflowMaxParamsTagsPerBatch) params.push_back(params_.front()), params_.pop_front();
       while (!tags_.empty() && tags.size() < kMlflowMaxParamsTagsPerBatch) tags.push_back(tags_.front()), tags_.pop_front();
-      const size_t room = std::min(kMlflowMaxMetricsPerBatch, kMlflowMaxEntitiesPerBatch - params.size() - tags.size());
+      const size_t room = params.empty() && tags.empty() ? kMlflowMaxMetricsPerBatch : 0;
       json metrics = json::array();
       for (; !metrics_.empty() && metrics.size() < room; metrics_.pop_front()) {
         const Metric& m = metrics_.front();
