@@ -23,6 +23,12 @@ size_t append_body(char* data, size_t size, size_t count, void* out) {
   return size * count;
 }
 
+// libcurl's progress callback, also called while nothing moves: a non-zero return aborts the transfer.
+int check_abort(void* abort, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  const auto& predicate = *static_cast<const std::function<bool()>*>(abort);
+  return predicate && predicate() ? 1 : 0;
+}
+
 }  // namespace
 
 HttpClient::HttpClient(HttpOptions options) : curl_(nullptr), options_(std::move(options)) {
@@ -47,7 +53,8 @@ std::string HttpClient::escape(const std::string& text) {
   return out;
 }
 
-HttpResponse HttpClient::request(const std::string& url, bool post, const std::string& body, long timeout_ms) {
+HttpResponse HttpClient::request(const std::string& url, bool post, const std::string& body, long timeout_ms,
+                                 const std::function<bool()>& abort) {
   CURL* curl = static_cast<CURL*>(curl_);
   curl_easy_reset(curl);  // keeps the open connection, forgets the previous request's options
   HttpResponse response;
@@ -66,6 +73,11 @@ HttpResponse HttpClient::request(const std::string& url, bool post, const std::s
   // Signals would interrupt the training program's own handlers; a worker thread must not raise them.
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+  if (abort) {
+    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, check_abort);
+    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, const_cast<std::function<bool()>*>(&abort));
+  }
   if (!options_.username.empty()) {
     curl_easy_setopt(curl, CURLOPT_USERNAME, options_.username.c_str());
     curl_easy_setopt(curl, CURLOPT_PASSWORD, options_.password.c_str());
@@ -77,7 +89,9 @@ HttpResponse HttpClient::request(const std::string& url, bool post, const std::s
   }
   const CURLcode code = curl_easy_perform(curl);
   if (code != CURLE_OK) {
-    response.error = error[0] != '\0' ? std::string(error) : std::string(curl_easy_strerror(code));
+    response.error = code == CURLE_ABORTED_BY_CALLBACK ? std::string("gave up waiting: the deadline passed")
+                     : error[0] != '\0'                   ? std::string(error)
+                                                           : std::string(curl_easy_strerror(code));
     response.body.clear();
     return response;
   }

@@ -1,6 +1,7 @@
 // A small blocking HTTP(S) client over libcurl, for trackers that talk to a server.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -27,10 +28,11 @@ class HttpClient {
   ~HttpClient();
   HttpClient(const HttpClient&) = delete;
   HttpClient& operator=(const HttpClient&) = delete;
-  // A GET (when body is empty and post is false) or a POST of a JSON body,
-  // giving up after timeout_ms. Never throws for network failures: they come
-  // back as status 0 with error set.
-  HttpResponse request(const std::string& url, bool post, const std::string& body, long timeout_ms);
+  // A GET (when post is false) or a POST of a JSON body, giving up after
+  // timeout_ms, or as soon as abort() returns true (polled while waiting).
+  // Never throws for network failures: they come back as status 0 with error set.
+  HttpResponse request(const std::string& url, bool post, const std::string& body, long timeout_ms,
+                       const std::function<bool()>& abort = {});
   // Percent-encodes a query-string value.
   std::string escape(const std::string& text);
 

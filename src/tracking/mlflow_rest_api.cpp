@@ -78,7 +78,9 @@ MlflowReply MlflowRestApi::call(const std::string& endpoint, const nlohmann::jso
   for (int attempt = 0;; ++attempt) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline() - SteadyClock::now()).count();
     const long timeout_ms = static_cast<long>(std::min<double>(policy_.request_timeout_s * 1000.0, std::max<int64_t>(left, 1)));
-    HttpResponse response = http_.request(url, post_body != nullptr, body, timeout_ms);
+    // end_training's deadline may arrive while a request waits on a silent server.
+    HttpResponse response = http_.request(url, post_body != nullptr, body, timeout_ms,
+                                          [&deadline] { return SteadyClock::now() >= deadline(); });
     reply.status = response.status;
     reply.body = nlohmann::json::parse(response.body, nullptr, false);
     if (reply.body.is_discarded()) reply.body = nullptr;

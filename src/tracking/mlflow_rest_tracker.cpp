@@ -86,7 +86,9 @@ class MlflowRestTracker : public Tracker {
       params.push_back({key, std::move(text)});
     }
     tags = tags_from_env();
-    const auto deadline = SteadyClock::now() + flush_timeout_;
+    // Bounded by MLflow's retry settings alone, as MLflow's own client is: a
+    // slow first answer (a server creating its tables) must not fail the run.
+    const auto deadline = SteadyClock::time_point::max();
     const std::string resume_id = env_or_empty("MLFLOW_RUN_ID");
     if (resume_id.empty()) {
       const std::string experiment_id = find_or_create_experiment(mlflow_experiment_name(project_name), deadline);

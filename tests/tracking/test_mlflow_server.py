@@ -153,9 +153,10 @@ class FaultyProxy:
     """Forwards to the real server, answering 503 to the first `fail_batches`
     log-batch requests, or vanishing (connection refused) once the run exists."""
 
-    def __init__(self, upstream, fail_batches=0, die_after_run_created=False):
+    def __init__(self, upstream, fail_batches=0, die_after_run_created=False, hang_batches=False):
         proxy = self
         self.upstream, self.fail_batches, self.die = upstream, fail_batches, die_after_run_created
+        self.hang = hang_batches
         self.batches_refused = 0
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -169,6 +170,9 @@ class FaultyProxy:
                 self.forward(self.rfile.read(int(self.headers.get("Content-Length", 0))))
 
             def forward(self, body):
+                if self.path.endswith("runs/log-batch") and proxy.hang:
+                    time.sleep(600)  # accepts the request and never answers
+                    return
                 if self.path.endswith("runs/log-batch") and proxy.batches_refused < proxy.fail_batches:
                     proxy.batches_refused += 1
                     return self.answer(503, b'{"error_code": "TEMPORARILY_UNAVAILABLE", "message": "busy"}')
@@ -190,6 +194,7 @@ class FaultyProxy:
                 self.wfile.write(data)
 
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads, self.httpd.block_on_close = True, False  # hanging handlers must not block stop()
         self.uri = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.thread.start()
@@ -230,6 +235,17 @@ def test_a_server_that_dies_fails_end_training_in_bounded_time_without_blocking_
     assert "lost" in stderr  # the library's log says what was dropped
     client, runs = read_run(server, "dead")
     assert runs[0].info.status == "RUNNING"  # the server never heard the end
+
+
+def test_a_server_that_never_answers_cannot_hold_end_training_past_the_flush_timeout(server, tmp_path):
+    proxy = FaultyProxy(server, hang_batches=True)
+    try:
+        lines, _ = run_writer(tmp_path, proxy.uri, "silent", steps=50, ACCEL_MLFLOW_FLUSH_TIMEOUT="3",
+                              MLFLOW_HTTP_REQUEST_TIMEOUT="300")
+    finally:
+        proxy.stop()
+    assert status(lines, "end") == 3 and "ACCEL_MLFLOW_FLUSH_TIMEOUT" in lines["end"][2], lines
+    assert float(lines["end"][1]) < 60_000  # 3 s of flush, 10 s for the status update, wide margin
 
 
 def test_an_unreachable_server_fails_init_trackers_naming_the_url(tmp_path):
