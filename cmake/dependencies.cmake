@@ -7,6 +7,7 @@ find_package(nlohmann_json 3.9 REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(yaml-cpp REQUIRED)  # Accelerate config files (src/cli)
 find_package(ZLIB REQUIRED)
+find_package(CURL REQUIRED)  # the MLflow tracker's REST client (src/tracking/http_client.cpp)
 # xxHash (XXH3): checkpoint file checksums in the manifest (src/checkpoint).
 find_path(ACCEL_XXHASH_INCLUDE_DIR xxhash.h REQUIRED)
 find_library(ACCEL_XXHASH_LIBRARY NAMES xxhash REQUIRED)

@@ -10,6 +10,7 @@ packages=(
   libopenblas0-openmp     # fast BLAS: without it LibTorch uses the 13x slower reference BLAS
   nlohmann-json3-dev libcli11-dev zlib1g-dev
   libxxhash-dev           # checkpoint checksums (XXH3)
+  libcurl4-openssl-dev    # the MLflow tracker talks to an MLflow tracking server over HTTP(S)
   libyaml-cpp-dev         # Accelerate config files (accel launch --config_file, accel config)
   libprotobuf-dev protobuf-compiler   # TensorBoard event files (src/tracking/proto)
   libgtest-dev libgmock-dev

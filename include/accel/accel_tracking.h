@@ -47,11 +47,18 @@ ACCEL_API accel_status accel_accelerator_add_tracker(accel_accelerator* acc, con
  * run's hyperparameters). Errors: INVALID_ARGUMENT naming an unknown tracker in
  * log_with, a bad config value, or config_json that is not JSON or nests more
  * than 256 levels deep; STATE when called twice; IO when a tracker
- * cannot write its files. */
+ * cannot write its files. The "mlflow" tracker follows MLFLOW_TRACKING_URI
+ * (an http(s) URL: an MLflow server, contacted here: IO naming the URL and
+ * the server's answer when it cannot be reached; UNSUPPORTED for other
+ * stores such as sqlite:) and MLFLOW_EXPERIMENT_NAME/_RUN_ID/_TAGS
+ * (docs/tracking.md). On error no tracker is started, so the call can be
+ * repeated once the cause is fixed. */
 ACCEL_API accel_status accel_accelerator_init_trackers(accel_accelerator* acc, const char* project_name,
                                                        const char* config_json);
 
-/* Logs count named scalars at step (step < 0: no step) to every running tracker. */
+/* Logs count named scalars at step (step < 0: no step) to every running tracker.
+ * Errors: INVALID_ARGUMENT naming a name the mlflow tracker cannot send. The
+ * mlflow server tracker only queues values here; a thread sends them. */
 ACCEL_API accel_status accel_accelerator_log(accel_accelerator* acc, const char* const* names,
                                              const double* values, size_t count, int64_t step);
 /* Logs a text value (TensorBoard text, a JSONL record); step < 0: no step. */
@@ -59,7 +66,11 @@ ACCEL_API accel_status accel_accelerator_log_text(accel_accelerator* acc, const 
                                                   int64_t step);
 /* *out = 1 when a tracker called name is running in this process, else 0. */
 ACCEL_API accel_status accel_accelerator_has_tracker(const accel_accelerator* acc, const char* name, int* out);
-/* Finishes every tracker (flushes and closes its files). Idempotent. */
+/* Finishes every tracker (flushes and closes its files). Idempotent. The
+ * mlflow server tracker waits up to ACCEL_MLFLOW_FLUSH_TIMEOUT seconds (60)
+ * for its queue to reach the server; IO naming the URL, the server's last
+ * answer and the counts lost when any value never arrived (the run is then
+ * marked FAILED). */
 ACCEL_API accel_status accel_accelerator_end_training(accel_accelerator* acc);
 
 /* ---- Logging and progress (Accelerate's get_logger and tqdm) ---- */

@@ -349,14 +349,16 @@ class Accelerator {
   // Adds a user tracker that the next init_trackers starts with the log_with ones.
   void add_tracker(std::shared_ptr<Tracker> tracker);
   // Creates the log_with trackers under logging_dir and starts a run named
-  // project_name with config as its hyperparameters. Throws State if already started.
+  // project_name with config as its hyperparameters. Throws State if already started;
+  // on any error no tracker is started, so the call can be repeated.
   void init_trackers(const std::string& project_name, const TrackerConfig& config = {});
   // Sends one step's scalars to every running tracker.
   void log(const Scalars& values, std::optional<int64_t> step = std::nullopt);
   void log_text(const std::string& tag, const std::string& text, std::optional<int64_t> step = std::nullopt);
   // The running tracker called name, or nullptr (always nullptr on other ranks).
   Tracker* get_tracker(const std::string& name) const;
-  // Finishes every tracker (flushes and closes its files); idempotent.
+  // Finishes every tracker (flushes and closes its files); idempotent. Every
+  // tracker is finished even when one fails; the first failure is thrown.
   void end_training();
 
   const std::shared_ptr<detail::AcceleratorState>& state() const { return state_; }

@@ -1,5 +1,6 @@
 // Accelerator's tracking calls: trackers exist on the main process only.
 #include <algorithm>
+#include <exception>
 
 #include "accel/accelerator.hpp"
 #include "state/accelerator_state.hpp"
@@ -67,12 +68,32 @@ void Accelerator::init_trackers(const std::string& project_name, const TrackerCo
   auto names = detail::resolve_tracker_names(state_->log_with);  // every rank reports bad names
   auto& reg = detail::registry(*state_);
   require(!reg.started, ErrorCode::State, "init_trackers called twice (project '" + project_name + "')");
-  reg.started = true;
-  if (!is_main_process()) return;
+  if (!is_main_process()) {
+    reg.started = true;
+    return;
+  }
+  // Nothing is committed until every tracker started, so a failure (a bad
+  // MLFLOW_TRACKING_URI, an unreachable server) can be fixed and retried.
   const std::string dir = detail::logging_dir(state_->project);
-  for (const auto& name : names) reg.running.push_back(make_builtin_tracker(name, dir));
-  for (const auto& tracker : reg.added) reg.running.push_back(tracker);
-  for (const auto& tracker : reg.running) tracker->init(project_name, config);
+  std::vector<std::shared_ptr<Tracker>> trackers;
+  for (const auto& name : names) trackers.push_back(make_builtin_tracker(name, dir));
+  for (const auto& tracker : reg.added) trackers.push_back(tracker);
+  for (size_t i = 0; i < trackers.size(); ++i) {
+    try {
+      trackers[i]->init(project_name, config);
+    } catch (...) {
+      for (size_t j = 0; j < i; ++j) {
+        try {
+          trackers[j]->finish();  // close the runs already opened
+        } catch (...) {
+          // The first error is the one the caller needs.
+        }
+      }
+      throw;
+    }
+  }
+  reg.running = std::move(trackers);
+  reg.started = true;
 }
 
 void Accelerator::log(const Scalars& values, std::optional<int64_t> step) {
@@ -96,7 +117,16 @@ void Accelerator::end_training() {
   if (!state_->trackers || state_->trackers->finished) return;
   auto& reg = *state_->trackers;
   reg.finished = true;
-  for (const auto& tracker : reg.running) tracker->finish();
+  // One tracker's failure (an unreachable MLflow server) must not leave the others unflushed.
+  std::exception_ptr first;
+  for (const auto& tracker : reg.running) {
+    try {
+      tracker->finish();
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
+  }
+  if (first) std::rethrow_exception(first);
 }
 
 }  // namespace accel

@@ -10,6 +10,7 @@ namespace accel::detail {
 
 std::unique_ptr<Tracker> make_jsonl_tracker(const std::string& dir);
 std::unique_ptr<Tracker> make_csv_tracker(const std::string& dir);
+// The mlflow tracker for MLFLOW_TRACKING_URI (unset: the file store dir/mlruns).
 std::unique_ptr<Tracker> make_mlflow_tracker(const std::string& dir);
 std::unique_ptr<Tracker> make_tensorboard_tracker(const std::string& dir);
 

@@ -1,18 +1,24 @@
-// MLflow's local file store (what `mlflow.set_tracking_uri("file:...")` reads):
+// MLflow's local file store (what `mlflow.set_tracking_uri("file:...")` reads;
+// MLflow 3 only with MLFLOW_ALLOW_FILE_STORE=true):
 //   mlruns/<experiment_id>/meta.yaml            the experiment, named after the project
 //   mlruns/<experiment_id>/<run_id>/meta.yaml   the run (status RUNNING, then FINISHED)
 //   .../params/<key>, .../tags/<key>             one file per value
 //   .../metrics/<key>                            "<timestamp_ms> <value> <step>" lines
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <random>
 #include <sstream>
 
 #include "accel/error.hpp"
+#include "accel/logging.hpp"
 #include "tracking/builtin_trackers.hpp"
+#include "tracking/mlflow_common.hpp"
 #include "tracking/record_file.hpp"
 
 namespace accel::detail {
@@ -20,10 +26,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
+int64_t now_ms() { return mlflow_now_ms(); }
 
 std::string yaml_quote(const std::string& text) {
   std::string out = "'";
@@ -40,26 +43,46 @@ std::string random_run_id() {
   return id;
 }
 
-std::string number(double value) {
-  std::ostringstream out;
-  out.precision(17);
-  out << value;
-  return out.str();
-}
-
 // MLflow rejects keys that climb out of their folder; everything else is kept.
 void check_key(const std::string& key) {
   require_arg(!key.empty() && key.front() != '/' && key.find("..") == std::string::npos,
               "mlflow: invalid metric or param name '" + key + "'");
 }
 
+std::string lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+  return text;
+}
+
+// MLflow 3 refuses to open a file store (FileStore raises MlflowException)
+// unless MLFLOW_ALLOW_FILE_STORE=true; say so once, before anyone is surprised.
+void warn_file_store_needs_opt_in(const std::string& root) {
+  const std::string allow = lower(env_or_empty("MLFLOW_ALLOW_FILE_STORE"));
+  if (allow == "true" || allow == "1") return;
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    const std::string message =
+        "mlflow: writing MLflow's file store at " + root +
+        "; MLflow 3 reads it only with MLFLOW_ALLOW_FILE_STORE=true (e.g. `MLFLOW_ALLOW_FILE_STORE=true mlflow ui "
+        "--backend-store-uri " + root + "`), or log to a server instead: start `mlflow server --backend-store-uri "
+        "sqlite:///mlflow.db` and set MLFLOW_TRACKING_URI=http://127.0.0.1:5000";
+    try {
+      Logger("accel.mlflow").warning(message);
+    } catch (const Error&) {  // a bad ACCELERATE_LOG_LEVEL must not hide the warning
+      Logger("accel.mlflow", LogLevel::Warning).warning(message);
+    }
+  });
+}
+
 class MlflowTracker : public Tracker {
  public:
-  explicit MlflowTracker(const std::string& dir) : root_(fs::absolute(fs::path(dir) / "mlruns")) {}
+  explicit MlflowTracker(const std::string& root) : root_(fs::absolute(fs::path(root))) {}
   std::string name() const override { return "mlflow"; }
 
   void init(const std::string& run_name, const TrackerConfig& config) override {
-    experiment_id_ = find_or_create_experiment(run_name);
+    for (const auto& entry : config) check_key(entry.first);
+    warn_file_store_needs_opt_in(root_.string());
+    experiment_id_ = find_or_create_experiment(mlflow_experiment_name(run_name));
     run_id_ = random_run_id();
     run_dir_ = (root_ / experiment_id_ / run_id_).string();
     run_name_ = run_name;
@@ -68,10 +91,7 @@ class MlflowTracker : public Tracker {
     write_run_meta(1, "null");  // RUNNING
     write_file(run_dir_ + "/tags/mlflow.runName", run_name);
     for (const auto& [key, value] : config) {
-      check_key(key);
-      std::string text = std::holds_alternative<double>(value) ? number(std::get<double>(value))
-                                                               : std::get<std::string>(value);
-      write_file(run_dir_ + "/params/" + key, text);
+      write_file(run_dir_ + "/params/" + key, mlflow_param_text(value));
     }
   }
 
@@ -81,7 +101,7 @@ class MlflowTracker : public Tracker {
       check_key(key);
       RecordFile file;
       file.open(run_dir_ + "/metrics/" + key, false);
-      file.append(std::to_string(time) + " " + number(value) + " " + std::to_string(step.value_or(0)) + "\n");
+      file.append(std::to_string(time) + " " + mlflow_number(value) + " " + std::to_string(step.value_or(0)) + "\n");
     }
   }
 
@@ -137,6 +157,59 @@ class MlflowTracker : public Tracker {
 
 }  // namespace
 
-std::unique_ptr<Tracker> make_mlflow_tracker(const std::string& dir) { return std::make_unique<MlflowTracker>(dir); }
+int64_t mlflow_now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string mlflow_number(double value) {
+  std::ostringstream out;
+  out.precision(17);
+  out << value;
+  return out.str();
+}
+
+std::string mlflow_param_text(const ConfigValue& value) {
+  return std::holds_alternative<double>(value) ? mlflow_number(std::get<double>(value)) : std::get<std::string>(value);
+}
+
+void mlflow_check_key(const std::string& key) {
+  bool valid = !key.empty() && key.size() <= kMlflowMaxKeyLength && key.front() != '/' &&
+               key.find("..") == std::string::npos;
+  for (unsigned char c : key)  // bytes >= 0x80: UTF-8 letters, which MLflow's \w accepts
+    valid = valid && (std::isalnum(c) || c >= 0x80 || std::string("_-. :/").find(static_cast<char>(c)) != std::string::npos);
+  require_arg(valid, "mlflow: invalid metric, param or tag name '" + key + "' (MLflow accepts 1 to " +
+                         std::to_string(kMlflowMaxKeyLength) + " letters, digits, '_', '-', '.', ' ', ':' and '/')");
+}
+
+std::string mlflow_experiment_name(const std::string& project_name) {
+  const std::string name = env_or_empty("MLFLOW_EXPERIMENT_NAME");
+  return name.empty() ? project_name : name;
+}
+
+// Where the mlflow tracker logs, from MLFLOW_TRACKING_URI as MLflow reads it:
+// unset: <logging_dir>/mlruns; a path or file: URI: that folder; http(s)://: a server.
+std::unique_ptr<Tracker> make_mlflow_tracker(const std::string& dir) {
+  const std::string uri = env_or_empty("MLFLOW_TRACKING_URI");
+  const std::string scheme = lower(uri.substr(0, uri.find(':') == std::string::npos ? 0 : uri.find(':')));
+  if (uri.empty()) return std::make_unique<MlflowTracker>((fs::path(dir) / "mlruns").string());
+  if (scheme == "http" || scheme == "https") return make_mlflow_rest_tracker(uri);
+  if (scheme == "file") {
+    std::string path = uri.substr(5);
+    if (path.rfind("//", 0) == 0) path = path.substr(2);  // file:///abs or file://localhost/abs
+    if (path.rfind("localhost/", 0) == 0) path = path.substr(9);
+    require_arg(!path.empty(), "MLFLOW_TRACKING_URI='" + uri + "' names no folder");
+    return std::make_unique<MlflowTracker>(path);
+  }
+  // A one-letter "scheme" is not one; a path without a scheme is a folder, as for MLflow.
+  require(scheme.empty() || uri.find("://") == std::string::npos, ErrorCode::Unsupported,
+          "MLFLOW_TRACKING_URI='" + uri + "': the mlflow tracker writes a local folder (a path or file: URI) or " +
+              "talks to an MLflow tracking server (http:// or https://); for a " + scheme +
+              " store, run `mlflow server --backend-store-uri " + uri + "` and point MLFLOW_TRACKING_URI at it");
+  require(scheme.empty() || (scheme != "sqlite" && scheme != "databricks" && scheme != "postgresql" && scheme != "mysql"),
+          ErrorCode::Unsupported, "MLFLOW_TRACKING_URI='" + uri + "': run `mlflow server --backend-store-uri " + uri +
+                                       "` and point MLFLOW_TRACKING_URI at http://<host>:<port>");
+  return std::make_unique<MlflowTracker>(uri);
+}
 
 }  // namespace accel::detail

@@ -69,4 +69,35 @@ TEST(Accelerator, LogsToBuiltinAndAddedTrackers) {
   accel::detail::remove_tree(dir);
 }
 
+struct FailingFinish : accel::Tracker {
+  std::string name() const override { return "failing"; }
+  void init(const std::string&, const accel::TrackerConfig&) override {}
+  void log(const accel::Scalars&, std::optional<int64_t>) override {}
+  void finish() override { accel::fail(accel::ErrorCode::IO, "failing: server gone"); }
+};
+
+struct Finishing : Counting {
+  bool finished = false;
+  std::string name() const override { return "finishing"; }
+  void finish() override { finished = true; }
+};
+
+TEST(Accelerator, EndTrainingFinishesEveryTrackerAndReportsTheFirstFailure) {
+  accel::AcceleratorOptions options;
+  options.cpu = true;
+  accel::Accelerator accelerator(options);
+  auto finishing = std::make_shared<Finishing>();
+  accelerator.add_tracker(std::make_shared<FailingFinish>());
+  accelerator.add_tracker(finishing);
+  accelerator.init_trackers("run");
+  try {
+    accelerator.end_training();
+    FAIL() << "no error";
+  } catch (const accel::Error& e) {
+    EXPECT_EQ(e.code(), accel::ErrorCode::IO);
+    EXPECT_NE(std::string(e.what()).find("server gone"), std::string::npos);
+  }
+  EXPECT_TRUE(finishing->finished);
+}
+
 }  // namespace

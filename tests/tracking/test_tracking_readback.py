@@ -47,8 +47,10 @@ def test_tensorboard_event_accumulator_reads_every_scalar(tmp_path):
     assert hparams["optimizer"].string_value == "adam"
 
 
-def test_mlflow_client_reads_params_and_metric_history(tmp_path):
+def test_mlflow_client_reads_params_and_metric_history(tmp_path, monkeypatch):
     from mlflow.tracking import MlflowClient
+
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # MLflow 3 opens file stores only when asked to
 
     write_run(tmp_path, "mlflow")
     write_run(tmp_path, "mlflow", steps=3)  # a second run joins the same experiment

@@ -1,0 +1,45 @@
+// What both MLflow trackers (the local file store and the REST client) share:
+// MLflow's limits, its name rules and how it writes numbers.
+#pragma once
+
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "accel/tracking.hpp"
+
+namespace accel::detail {
+
+// mlflow/utils/validation.py: a log-batch request carries at most 1000 metrics,
+// 100 params and 100 tags.
+constexpr size_t kMlflowMaxMetricsPerBatch = 1000;
+constexpr size_t kMlflowMaxParamsTagsPerBatch = 100;
+constexpr size_t kMlflowMaxParamValueLength = 6000;
+constexpr size_t kMlflowMaxKeyLength = 250;
+
+int64_t mlflow_now_ms();
+
+// A double as MLflow stores it ("0.01", "3"), 17 significant digits.
+std::string mlflow_number(double value);
+
+// A config value stringified as MLflow's log_param does.
+std::string mlflow_param_text(const ConfigValue& value);
+
+// Throws InvalidArgument naming the key unless MLflow accepts it as a metric,
+// param or tag name: 1 to 250 characters of letters, digits, '_', '-', '.',
+// ' ', ':' and '/', not climbing out of its folder ("..", a leading '/').
+void mlflow_check_key(const std::string& key);
+
+// MLFLOW_EXPERIMENT_NAME when set (Accelerate gives it priority), else the project name.
+std::string mlflow_experiment_name(const std::string& project_name);
+
+inline std::string env_or_empty(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? std::string(value) : std::string();
+}
+
+// The REST tracker for an http(s) MLFLOW_TRACKING_URI (mlflow_rest_tracker.cpp).
+std::unique_ptr<Tracker> make_mlflow_rest_tracker(const std::string& tracking_uri);
+
+}  // namespace accel::detail
