@@ -234,6 +234,11 @@ std::string newest_checkpoint(const detail::AcceleratorState& st) {
 
 void Accelerator::load_state(const std::string& requested_dir) {
   detail::AcceleratorState& st = *state_;
+  // Every rank refuses alike (a sharded optimizer holds only this rank's chunk):
+  // per-rank optimizer files are not written yet (docs/sharding.md).
+  require(!st.process_group || st.sharding_strategy == ShardingStrategy::NoShard, ErrorCode::Unsupported,
+          std::string("load_state with sharding_strategy ") + to_string(st.sharding_strategy) +
+              " is not supported yet: sharded optimizer checkpoints are not implemented");
   std::string dir = requested_dir;
   if (dir.empty()) {
     require(st.project.automatic_checkpoint_naming, ErrorCode::State,

@@ -1,0 +1,143 @@
+// ZeRO-1 (SHARD_OPTIMIZER) and ZeRO-2 (SHARD_GRAD_OP) across real processes:
+// N processes end with the parameters of one process taking every process's
+// samples as one batch (what NO_SHARD computes), each holding optimizer state
+// for its chunk of the flat parameters only.
+//
+// Arguments: strategy (none, zero1, zero2; env-zero1 / env-zero2: the option
+// unset, so it comes from the launcher's environment), optimizer (sgd, adamw), then any of clip (clip_grad_norm every
+// step, compared with the norm of the full gradient) and accum (2 micro-steps
+// per optimizer step).
+#include <ATen/ATen.h>
+#include <torch/types.h>  // clip_grad.h needs torch::Tensor first
+#include <torch/nn/utils/clip_grad.h>
+#include <torch/optim/adamw.h>
+#include <torch/optim/sgd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "accel/accel.hpp"
+
+namespace {
+
+int rank_for_messages = -1;
+
+void check(bool condition, const std::string& what) {
+  if (!condition) {
+    std::fprintf(stderr, "rank %d: check failed: %s\n", rank_for_messages, what.c_str());
+    std::exit(1);
+  }
+}
+
+bool has(int argc, char** argv, const char* word) {
+  for (int i = 3; i < argc; ++i) {
+    if (std::strcmp(argv[i], word) == 0) return true;
+  }
+  return false;
+}
+
+// 6*8+8 + 8*3+3 = 83 elements: chunks of 42 (2 ranks) or 28 (3 ranks, one of
+// padding), so a weight matrix is split between two ranks.
+const char* kSpec = R"([{"type": "Linear", "in_features": 6, "out_features": 8}, {"type": "Tanh"},
+                        {"type": "Linear", "in_features": 8, "out_features": 3}])";
+constexpr int64_t kTotal = 83;
+
+int64_t state_numel(accel::Optimizer& optimizer, bool adam) {
+  int64_t numel = 0;
+  for (auto& [key, state] : optimizer.torch_optimizer().state()) {
+    if (adam) {
+      auto& s = static_cast<torch::optim::AdamWParamState&>(*state);
+      numel += s.exp_avg().numel() + s.exp_avg_sq().numel();
+    } else {
+      numel += static_cast<torch::optim::SGDParamState&>(*state).momentum_buffer().numel();
+    }
+  }
+  return numel;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  check(argc >= 3, "usage: dist_sharding none|zero1|zero2|env-zero1|env-zero2 sgd|adamw [clip] [accum]");
+  const std::string strategy = argv[1];
+  const bool adam = std::strcmp(argv[2], "adamw") == 0, clip = has(argc, argv, "clip"),
+             accum = has(argc, argv, "accum");
+  const int64_t kMicro = accum ? 2 : 1, kBatch = 4, kUpdates = 12;
+
+  accel::AcceleratorOptions options;
+  options.timeout = std::chrono::seconds(30);
+  options.gradient_accumulation_steps = kMicro;
+  if (strategy == "none") options.sharding_strategy = accel::ShardingStrategy::NoShard;
+  if (strategy == "zero1") options.sharding_strategy = accel::ShardingStrategy::ShardOptimizer;
+  if (strategy == "zero2") options.sharding_strategy = accel::ShardingStrategy::ShardGradOp;
+  accel::Accelerator accelerator(options);
+  const int rank = accelerator.process_index(), world = accelerator.num_processes();
+  rank_for_messages = rank;
+  const accel::ShardingStrategy expected =
+      strategy == "none"                                  ? accel::ShardingStrategy::NoShard
+      : strategy == "zero1" || strategy == "env-zero1" ? accel::ShardingStrategy::ShardOptimizer
+                                                          : accel::ShardingStrategy::ShardGradOp;
+  check(accelerator.sharding_strategy() == expected,
+        std::string("sharding_strategy is ") + accel::to_string(accelerator.sharding_strategy()));
+
+  const int64_t per_update = kBatch * kMicro * world;
+  at::manual_seed(5);  // the same data everywhere
+  at::Tensor x = at::randn({kUpdates * per_update, 6}), y = at::randint(0, 3, {kUpdates * per_update}, at::kLong);
+  at::manual_seed(6);  // the same initial weights for the model and the reference
+  accel::Model model = accel::Model::from_json(kSpec);
+  at::manual_seed(6);
+  accel::Model reference = accel::Model::from_json(kSpec);
+
+  auto hyper = accel::OptimizerOptions::defaults(adam ? accel::OptimizerKind::AdamW : accel::OptimizerKind::Sgd);
+  hyper.lr = adam ? 0.01 : 0.1;
+  if (!adam) hyper.momentum = 0.9;
+  accel::Optimizer optimizer(model, hyper);
+  accel::Optimizer reference_optimizer(reference, hyper);
+  accelerator.prepare(model);
+  accelerator.prepare(optimizer);
+
+  const int64_t chunk = (kTotal + world - 1) / world;
+  const bool sharded = expected != accel::ShardingStrategy::NoShard;
+  for (int64_t u = 0; u < kUpdates; ++u) {
+    double norm = 0;
+    for (int64_t m = 0; m < kMicro; ++m) {
+      auto scope = accelerator.accumulate(model);
+      int64_t start = u * per_update + (m * world + rank) * kBatch;
+      at::Tensor loss = accel::compute_loss(accel::LossKind::CrossEntropy, model.forward(x.narrow(0, start, kBatch)),
+                                            y.narrow(0, start, kBatch));
+      accelerator.backward(loss);
+      if (expected == accel::ShardingStrategy::ShardGradOp && accelerator.sync_gradients()) {
+        for (auto& p : model.parameters()) check(!p.grad().defined(), "ZeRO-2 keeps no full gradient after backward");
+      }
+      if (clip) norm = accelerator.clip_grad_norm(model, 0.05);
+      optimizer.step();
+      optimizer.zero_grad();
+    }
+    reference_optimizer.zero_grad();
+    accel::compute_loss(accel::LossKind::CrossEntropy, reference.forward(x.narrow(0, u * per_update, per_update)),
+                        y.narrow(0, u * per_update, per_update))
+        .backward();
+    if (clip) {
+      double want = torch::nn::utils::clip_grad_norm_(reference.parameters(), 0.05);
+      check(std::abs(norm - want) <= 1e-6 * std::max(1.0, want),
+            "clip_grad_norm returns the global norm " + std::to_string(want) + ", got " + std::to_string(norm));
+    }
+    reference_optimizer.step();
+  }
+  auto got = model.parameters(), want = reference.parameters();
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, (got[i] - want[i]).abs().max().item<double>());
+  check(worst < 1e-6, "parameters equal the single-process large-batch run (worst error " + std::to_string(worst) + ")");
+
+  const int64_t per_element = adam ? 2 : 1;
+  const int64_t held = state_numel(optimizer, adam);
+  check(held == per_element * (sharded ? chunk : kTotal),
+        "optimizer state holds " + std::to_string(held) + " elements, expected " +
+            std::to_string(per_element * (sharded ? chunk : kTotal)));
+  std::printf("rank %d: %s %s ok, worst error %g, optimizer state %lld of %lld elements\n", rank,
+              accel::to_string(expected), argv[2], worst, static_cast<long long>(held),
+              static_cast<long long>(per_element * kTotal));
+  return 0;
+}
