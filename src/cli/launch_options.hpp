@@ -3,6 +3,7 @@
 // launch_settings.hpp merges the flags with the environment and config file.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -55,6 +56,9 @@ struct LaunchConfig {
   bool use_cpu = false;
   bool debug = false;  // ACCELERATE_DEBUG_MODE=true for the ranks
   std::optional<std::string> gpu_ids;  // CUDA_VISIBLE_DEVICES unless "all"
+  // The config file's fsdp_config / deepspeed_config as Accelerate's variables
+  // (ACCELERATE_USE_FSDP, FSDP_SHARDING_STRATEGY, ACCELERATE_USE_DEEPSPEED, ...).
+  std::map<std::string, std::string> sharding_env;
   int max_restarts = 0;  // times the whole group is restarted after a failure
   int restart_count = 0;  // this attempt's number of earlier attempts, set by the supervisor
   double monitor_interval_s = 5;  // torchrun's flag; exits are noticed at once regardless

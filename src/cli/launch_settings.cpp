@@ -232,6 +232,12 @@ LaunchConfig resolve_settings(const LaunchFlags& flags, const EnvLookup& lookup,
   config.gpu_ids = pick<std::string>(config, "gpu_ids", "all",
                                      {from_flag(flags.gpu_ids, "--gpu_ids"), from_file(values.gpu_ids, path, "gpu_ids")});
   if (config.gpu_ids == "all") config.gpu_ids.reset();
+  config.sharding_env = values.sharding_env;
+  for (const auto& [name, value] : config.sharding_env) {
+    config.origins.emplace_back(name, value + "  (" + path + ": " +
+                                          (values.distributed_type == "FSDP" ? "fsdp_config" : "deepspeed_config") +
+                                          ")");
+  }
   if (flags.num_cpu_threads_per_process) {
     config.omp_num_threads = static_cast<unsigned>(*flags.num_cpu_threads_per_process);
   }
