@@ -3,6 +3,12 @@
 // samples as one batch (what NO_SHARD computes), each holding optimizer state
 // for its chunk of the flat parameters only.
 //
+// Checkpoints: `dist_sharding resume DIR STRATEGY` saves mid-run into DIR (each
+// process writes its optimizer chunk), trains on, then loads DIR and trains
+// the same steps again, which must give bitwise the same parameters;
+// `dist_sharding load DIR STRATEGY` only loads DIR and expects its refusal: saved
+// by another number of processes, or sharded while STRATEGY is none.
+//
 // Arguments: strategy (none, zero1, zero2; env-zero1 / env-zero2: the option
 // unset, so it comes from the launcher's environment), optimizer (sgd, adamw), then any of clip (clip_grad_norm every
 // step, compared with the norm of the full gradient) and accum (2 micro-steps
@@ -16,6 +22,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
 
 #include "accel/accel.hpp"
@@ -57,9 +64,72 @@ int64_t state_numel(accel::Optimizer& optimizer, bool adam) {
   return numel;
 }
 
+accel::ShardingStrategy strategy_named(const std::string& name) {
+  if (name == "none") return accel::ShardingStrategy::NoShard;
+  return name == "zero1" ? accel::ShardingStrategy::ShardOptimizer : accel::ShardingStrategy::ShardGradOp;
+}
+
+// One AdamW step on the process's own 4 samples of step `step`.
+void train_step(accel::Accelerator& accelerator, accel::Model& model, accel::Optimizer& optimizer, int64_t step) {
+  at::manual_seed(100 + step * accelerator.num_processes() + accelerator.process_index());
+  at::Tensor x = at::randn({4, 6}), y = at::randint(0, 3, {4}, at::kLong);
+  accelerator.backward(accel::compute_loss(accel::LossKind::CrossEntropy, model.forward(x), y));
+  optimizer.step();
+  optimizer.zero_grad();
+}
+
+int checkpoints(const std::string& mode, const std::string& dir, const std::string& strategy) {
+  accel::AcceleratorOptions options;
+  options.timeout = std::chrono::seconds(30);
+  options.sharding_strategy = strategy_named(strategy);
+  accel::Accelerator accelerator(options);
+  rank_for_messages = accelerator.process_index();
+  at::manual_seed(6);
+  accel::Model model = accel::Model::from_json(kSpec);
+  accel::Optimizer optimizer(model, accel::OptimizerOptions::defaults(accel::OptimizerKind::AdamW));
+  accelerator.prepare(model);
+  accelerator.prepare(optimizer);
+  if (mode == "load") {
+    try {
+      accelerator.load_state(dir);
+    } catch (const accel::Error& error) {
+      const std::string message = error.what();
+      // Same size but unsharded: the sharded files do not fit a full optimizer.
+      const std::string expected = strategy == "none" ? "holds sharded optimizer state (one chunk per process) but "
+                                                        "sharding_strategy is NO_SHARD"
+                                                      : "saved by 2 processes, " +
+                                                            std::to_string(accelerator.num_processes()) + " are running";
+      check(error.code() == accel::ErrorCode::InvalidArgument && message.find(expected) != std::string::npos,
+            "load_state is refused with \"" + expected + "\", got: " + message);
+      std::printf("rank %d: refused as expected: %s\n", accelerator.process_index(), message.c_str());
+      return 0;
+    }
+    check(false, "load_state of a checkpoint saved by 2 processes succeeded");
+  }
+  for (int64_t step = 0; step < 3; ++step) train_step(accelerator, model, optimizer, step);
+  accelerator.save_state(dir);
+  const std::string mine = dir + "/optimizer_rank" + std::to_string(accelerator.process_index()) + ".bin";
+  check(std::ifstream(mine).good(), mine + " was written");
+  check(!std::ifstream(dir + "/optimizer.bin").good(), "no full optimizer.bin is written");
+  for (int64_t step = 3; step < 6; ++step) train_step(accelerator, model, optimizer, step);
+  std::vector<at::Tensor> uninterrupted;
+  for (auto& p : model.parameters()) uninterrupted.push_back(p.detach().clone());
+  accelerator.load_state(dir);
+  for (int64_t step = 3; step < 6; ++step) train_step(accelerator, model, optimizer, step);
+  auto resumed = model.parameters();
+  for (size_t i = 0; i < resumed.size(); ++i) {
+    check(at::equal(resumed[i], uninterrupted[i]), "parameter " + std::to_string(i) + " resumes bitwise");
+  }
+  std::printf("rank %d: %s resume bitwise ok\n", accelerator.process_index(), strategy.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 4 && (std::strcmp(argv[1], "resume") == 0 || std::strcmp(argv[1], "load") == 0)) {
+    return checkpoints(argv[1], argv[2], argv[3]);
+  }
   check(argc >= 3, "usage: dist_sharding none|zero1|zero2|env-zero1|env-zero2 sgd|adamw [clip] [accum]");
   const std::string strategy = argv[1];
   const bool adam = std::strcmp(argv[2], "adamw") == 0, clip = has(argc, argv, "clip"),
