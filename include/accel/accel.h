@@ -265,8 +265,11 @@ typedef struct accel_accelerator_options {
      as `accel launch` writes them from Accelerate's fsdp_config or a DeepSpeed
      config; else NO_SHARD. FULL_SHARD, HYBRID_SHARD (or ZeRO stage 3) are
      UNSUPPORTED, and so is SHARD_GRAD_OP with a comm_hook. With sharding,
-     save_state/load_state, join_uneven_inputs and fp16 are UNSUPPORTED for now
-     and accel_optimizer_step is collective (it all-gathers the parameters). */
+     join_uneven_inputs and fp16 are UNSUPPORTED for now;
+     accel_optimizer_step is collective (it all-gathers the parameters), and
+     so is clip_grad_norm under SHARD_GRAD_OP (the norm spans every rank's
+     chunk); save_state writes one optimizer file per process
+     (docs/sharding.md). */
   accel_sharding_strategy sharding_strategy;
 } accel_accelerator_options;
 
@@ -548,6 +551,9 @@ ACCEL_API void accel_optimizer_options_init(accel_optimizer_options* opts, accel
 ACCEL_API accel_status accel_optimizer_create(accel_model* model, const accel_optimizer_options* opts,
                                               accel_optimizer** out);
 ACCEL_API void accel_optimizer_free(accel_optimizer* optimizer);
+/* Steps the optimizer (nothing on accumulation micro-steps). Under
+   SHARD_OPTIMIZER / SHARD_GRAD_OP it updates this process's chunk and then
+   all-gathers the parameters: collective then. */
 ACCEL_API accel_status accel_optimizer_step(accel_optimizer* optimizer);
 /* Zeroes the gradients in place (they keep their storage). */
 ACCEL_API accel_status accel_optimizer_zero_grad(accel_optimizer* optimizer);
