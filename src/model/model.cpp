@@ -4,6 +4,7 @@
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/serialization/import.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "accel/error.hpp"
@@ -198,7 +199,9 @@ void ModelImpl::prepare(const std::shared_ptr<AcceleratorState>& state) {
   for (auto& [name, b] : named_buffers()) everything.push_back(b);
   broadcast_from_main(*state, everything, "parameters and buffers");
   std::shared_ptr<FlatShard> shard;
-  if (state->process_group && state->sharding_strategy != ShardingStrategy::NoShard) {
+  // A model with nothing to train (evaluation only) has nothing to shard.
+  const bool trainable = std::any_of(params.begin(), params.end(), [](const at::Tensor& p) { return p.requires_grad(); });
+  if (state->process_group && state->sharding_strategy != ShardingStrategy::NoShard && trainable) {
     shard = std::make_shared<FlatShard>(params, names, *state->process_group, state->sharding_strategy);
   }
   // ZeRO-2 reduce-scatters after backward instead of allreducing during it.

@@ -12,7 +12,7 @@
 // Arguments: strategy (none, zero1, zero2; env-zero1 / env-zero2: the option
 // unset, so it comes from the launcher's environment), optimizer (sgd, adamw), then any of clip (clip_grad_norm every
 // step, compared with the norm of the full gradient) and accum (2 micro-steps
-// per optimizer step).
+// per optimizer step), clipvalue (clip_grad_value every step).
 #include <ATen/ATen.h>
 #include <torch/types.h>  // clip_grad.h needs torch::Tensor first
 #include <torch/nn/utils/clip_grad.h>
@@ -133,7 +133,7 @@ int main(int argc, char** argv) {
   check(argc >= 3, "usage: dist_sharding none|zero1|zero2|env-zero1|env-zero2 sgd|adamw [clip] [accum]");
   const std::string strategy = argv[1];
   const bool adam = std::strcmp(argv[2], "adamw") == 0, clip = has(argc, argv, "clip"),
-             accum = has(argc, argv, "accum");
+             accum = has(argc, argv, "accum"), clip_value = has(argc, argv, "clipvalue");
   const int64_t kMicro = accum ? 2 : 1, kBatch = 4, kUpdates = 12;
 
   accel::AcceleratorOptions options;
@@ -167,6 +167,11 @@ int main(int argc, char** argv) {
   accel::Optimizer reference_optimizer(reference, hyper);
   accelerator.prepare(model);
   accelerator.prepare(optimizer);
+  // A model with nothing to train (evaluation only) prepares and runs under any strategy.
+  accel::Model frozen = accel::Model::from_json(kSpec);
+  for (auto& p : frozen.parameters()) p.requires_grad_(false);
+  accelerator.prepare(frozen);
+  check(frozen.forward(x.narrow(0, 0, kBatch)).size(0) == kBatch, "the frozen model runs");
 
   const int64_t chunk = (kTotal + world - 1) / world;
   const bool sharded = expected != accel::ShardingStrategy::NoShard;
@@ -182,6 +187,7 @@ int main(int argc, char** argv) {
         for (auto& p : model.parameters()) check(!p.grad().defined(), "ZeRO-2 keeps no full gradient after backward");
       }
       if (clip) norm = accelerator.clip_grad_norm(model, 0.05);
+      if (clip_value) accelerator.clip_grad_value(model, 0.01);
       optimizer.step();
       optimizer.zero_grad();
     }
@@ -194,6 +200,7 @@ int main(int argc, char** argv) {
       check(std::abs(norm - want) <= 1e-6 * std::max(1.0, want),
             "clip_grad_norm returns the global norm " + std::to_string(want) + ", got " + std::to_string(norm));
     }
+    if (clip_value) torch::nn::utils::clip_grad_value_(reference.parameters(), 0.01);
     reference_optimizer.step();
   }
   auto got = model.parameters(), want = reference.parameters();
