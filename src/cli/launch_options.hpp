@@ -27,6 +27,11 @@ struct LaunchFlags {
   bool cpu = false;
   bool debug = false;
   std::optional<std::string> gpu_ids;
+  // Accelerate's sharding flags (docs/sharding.md); they win over the config file.
+  bool use_fsdp = false;
+  std::optional<std::string> fsdp_sharding_strategy;
+  bool use_deepspeed = false;
+  std::optional<int> zero_stage;
   std::optional<int> num_cpu_threads_per_process;
   std::optional<int> max_restarts;
   std::optional<double> monitor_interval_s;

@@ -1,5 +1,6 @@
 #include "cli/sharding_config.hpp"
 
+#include <CLI/CLI.hpp>
 #include <yaml-cpp/yaml.h>
 
 #include <fstream>
@@ -174,6 +175,39 @@ std::map<std::string, std::string> read_sharding_config(const std::string& path,
   }
   Section in(path, name, section && section.IsMap() ? section : YAML::Node(YAML::NodeType::Map));
   return fsdp ? read_fsdp(in, warnings) : read_deepspeed(in, warnings);
+}
+
+std::map<std::string, std::string> sharding_env_from_flags(bool use_fsdp,
+                                                           const std::optional<std::string>& fsdp_sharding_strategy,
+                                                           bool use_deepspeed, const std::optional<int>& zero_stage) {
+  if (fsdp_sharding_strategy && !use_fsdp) {
+    throw CLI::ValidationError("--fsdp_sharding_strategy", "--fsdp_sharding_strategy needs --use_fsdp");
+  }
+  if (zero_stage && !use_deepspeed) throw CLI::ValidationError("--zero_stage", "--zero_stage needs --use_deepspeed");
+  if (use_fsdp && use_deepspeed) {
+    throw CLI::ValidationError("--use_deepspeed", "--use_fsdp and --use_deepspeed exclude each other");
+  }
+  // The config-file rules, with the flag's name in the message.
+  auto as_flag = [](const std::string& flag, auto&& read) {
+    try {
+      return read();
+    } catch (const ConfigFileError& error) {
+      std::string message = error.what();
+      throw CLI::ValidationError(flag, flag + message.substr(message.find(':', message.find("key '"))));
+    }
+  };
+  std::vector<std::string> ignored;
+  if (use_fsdp) {
+    YAML::Node section(YAML::NodeType::Map);
+    if (fsdp_sharding_strategy) section["fsdp_sharding_strategy"] = *fsdp_sharding_strategy;
+    return as_flag("--fsdp_sharding_strategy", [&] { return read_fsdp(Section("", "fsdp_config", section), ignored); });
+  }
+  if (use_deepspeed) {
+    YAML::Node section(YAML::NodeType::Map);
+    if (zero_stage) section["zero_stage"] = std::to_string(*zero_stage);
+    return as_flag("--zero_stage", [&] { return read_deepspeed(Section("", "deepspeed_config", section), ignored); });
+  }
+  return {};
 }
 
 }  // namespace accel::cli

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,5 +26,13 @@ namespace accel::cli {
 std::map<std::string, std::string> read_sharding_config(const std::string& path, const YAML::Node& root,
                                                         const std::string& distributed_type,
                                                         std::vector<std::string>& warnings);
+
+// The same variables from accel launch's flags (--use_fsdp with
+// --fsdp_sharding_strategy, --use_deepspeed with --zero_stage); empty when
+// none is given. Throws CLI::ValidationError naming the flag for a value it
+// cannot honour, a strategy without its --use_ flag, or both --use_ flags.
+std::map<std::string, std::string> sharding_env_from_flags(bool use_fsdp,
+                                                           const std::optional<std::string>& fsdp_sharding_strategy,
+                                                           bool use_deepspeed, const std::optional<int>& zero_stage);
 
 }  // namespace accel::cli

@@ -3,10 +3,10 @@
 //
 // Partition: element granularity. The parameters (in registration order,
 // shared ones once) are concatenated into T elements, padded to world_size * S
-// with S = ceil(T / world_size); rank r owns elements [r*S, (r+1)*S). Ranks
-// differ by at most world_size - 1 elements (the padding, on the last ones), a
-// parameter may span two ranks, and every chunk has the same size, so the
-// all-gather needs no per-rank sizes. The parameters become views of the flat
+// with S = ceil(T / world_size); rank r owns elements [r*S, (r+1)*S). Fewer
+// than world_size elements are padding (at the end), a parameter may span two
+// ranks, and every chunk has the same size, so the all-gather needs no
+// per-rank sizes. The parameters become views of the flat
 // buffer (as FSDP's flat parameter), so the all-gather after each step writes
 // them in place and no second copy of the parameters is held.
 //
