@@ -175,6 +175,16 @@ int main(int argc, char** argv) {
 
   const int64_t chunk = (kTotal + world - 1) / world;
   const bool sharded = expected != accel::ShardingStrategy::NoShard;
+  if (sharded) {  // not implemented yet: refused on every rank, naming the strategy, before any collective
+    try {
+      accelerator.join_uneven_inputs_begin();
+      check(false, "join_uneven_inputs_begin is refused under sharding");
+    } catch (const accel::Error& error) {
+      check(error.code() == accel::ErrorCode::Unsupported &&
+                std::string(error.what()).find(accel::to_string(expected)) != std::string::npos,
+            std::string("join_uneven_inputs is UNSUPPORTED naming the strategy, got: ") + error.what());
+    }
+  }
   for (int64_t u = 0; u < kUpdates; ++u) {
     double norm = 0;
     for (int64_t m = 0; m < kMicro; ++m) {
