@@ -118,6 +118,7 @@ struct AccelBatch {
 %rename(MixedPrecision) accel_mixed_precision;
 %rename(ReduceOp) accel_reduce_op;
 %rename(CommHook) accel_comm_hook;
+%rename(ShardingStrategy) accel_sharding_strategy;
 %rename(LossKind) accel_loss_kind;
 %rename(OptimizerKind) accel_optimizer_kind;
 %rename(SchedulerKind) accel_scheduler_kind;
@@ -767,6 +768,11 @@ struct AccelTensorMap {};
   }
   std::string device() const { const char* v = 0; accel_check(accel_accelerator_device($self, &v)); return v; }
   int64_t timeout_ms() const { int64_t v = 0; accel_check(accel_accelerator_timeout_ms($self, &v)); return v; }
+  accel_sharding_strategy sharding_strategy() const {
+    accel_sharding_strategy v;
+    accel_check(accel_accelerator_sharding_strategy($self, &v));
+    return v;
+  }
 
   void wait_for_everyone() { accel_check(accel_accelerator_wait_for_everyone($self)); }
   void print(const std::string& message) const { accel_check(accel_accelerator_print($self, message.c_str())); }

@@ -169,6 +169,23 @@ typedef enum accel_comm_hook {
   ACCEL_COMM_HOOK_BF16 = 2
 } accel_comm_hook;
 
+/* Sharded data parallel (docs/sharding.md). Values are explicit and never
+   renumbered. NO_SHARD: every rank holds everything (replicated data
+   parallel). SHARD_OPTIMIZER (DeepSpeed ZeRO-1): each rank keeps the optimizer
+   state of its chunk of the flat parameters and updates only that chunk; the
+   chunks are all-gathered after every step. SHARD_GRAD_OP (FSDP's name, ZeRO-2):
+   gradients are reduce-scattered too, so each rank keeps only its chunk's
+   gradient after backward. FULL_SHARD and HYBRID_SHARD are refused with
+   ACCEL_ERR_UNSUPPORTED naming them (not implemented yet). */
+typedef enum accel_sharding_strategy {
+  ACCEL_SHARDING_DEFAULT = -1, /* in options: from the launcher's environment, else NO_SHARD */
+  ACCEL_SHARDING_NO_SHARD = 0,
+  ACCEL_SHARDING_SHARD_OPTIMIZER = 1,
+  ACCEL_SHARDING_SHARD_GRAD_OP = 2,
+  ACCEL_SHARDING_FULL_SHARD = 3,
+  ACCEL_SHARDING_HYBRID_SHARD = 4
+} accel_sharding_strategy;
+
 typedef struct accel_accelerator_options {
   uint32_t struct_size;   /* sizeof(accel_accelerator_options); set by _init */
   int cpu;                /* nonzero: use the CPU even where a GPU is present */
@@ -242,11 +259,24 @@ typedef struct accel_accelerator_options {
      process's draw: its first next of each epoch is then collective. */
   int use_seedable_sampler;
   int64_t data_seed;           /* default -1 (none); other negatives are INVALID_ARGUMENT */
+  /* Default ACCEL_SHARDING_DEFAULT: ACCELERATE_USE_FSDP=true with
+     FSDP_SHARDING_STRATEGY (a name or FSDP's number 1-5), else
+     ACCELERATE_USE_DEEPSPEED=true with ACCELERATE_DEEPSPEED_ZERO_STAGE (0-2),
+     as `accel launch` writes them from Accelerate's fsdp_config or a DeepSpeed
+     config; else NO_SHARD. FULL_SHARD, HYBRID_SHARD (or ZeRO stage 3) are
+     UNSUPPORTED, and so is SHARD_GRAD_OP with a comm_hook. With sharding,
+     join_uneven_inputs and fp16 are UNSUPPORTED for now;
+     accel_optimizer_step is collective (it all-gathers the parameters), and
+     so is clip_grad_norm under SHARD_GRAD_OP (the norm spans every rank's
+     chunk); save_state writes one optimizer file per process
+     (docs/sharding.md). */
+  accel_sharding_strategy sharding_strategy;
 } accel_accelerator_options;
 
 #define ACCEL_ACCELERATOR_OPTIONS_INIT                                                       \
   { (uint32_t)sizeof(accel_accelerator_options), 0, 1800000, ACCEL_PRECISION_DEFAULT, 25.0, 0, 1, \
-    65536.0, 2.0, 0.5, 2000, 0, 1, -1, 1, NULL, NULL, 0, 0, 0, NULL, 1.0, 1, 0, 0, ACCEL_COMM_HOOK_NONE, 0, 0, 1, 0, -1 }
+    65536.0, 2.0, 0.5, 2000, 0, 1, -1, 1, NULL, NULL, 0, 0, 0, NULL, 1.0, 1, 0, 0, ACCEL_COMM_HOOK_NONE, 0, 0, 1, 0, -1, \
+    ACCEL_SHARDING_DEFAULT }
 
 /* Fills opts with the defaults above. */
 ACCEL_API void accel_accelerator_options_init(accel_accelerator_options* opts);
@@ -286,6 +316,11 @@ ACCEL_API accel_status accel_accelerator_mixed_precision(const accel_accelerator
 ACCEL_API accel_status accel_accelerator_device(const accel_accelerator* acc, const char** out);
 /* The effective collective timeout in milliseconds, as given to the backend. */
 ACCEL_API accel_status accel_accelerator_timeout_ms(const accel_accelerator* acc, int64_t* out);
+/* The resolved sharding strategy (the option, else the launcher's environment;
+   a single process trains as NO_SHARD whatever it says). Not collective.
+   Errors: INVALID_ARGUMENT for a NULL acc or out; *out is untouched then. */
+ACCEL_API accel_status accel_accelerator_sharding_strategy(const accel_accelerator* acc,
+                                                           accel_sharding_strategy* out);
 
 /* Blocks until every process reaches this call. Collective. */
 ACCEL_API accel_status accel_accelerator_wait_for_everyone(accel_accelerator* acc);
@@ -607,6 +642,9 @@ ACCEL_API void accel_optimizer_options_init(accel_optimizer_options* opts, accel
 ACCEL_API accel_status accel_optimizer_create(accel_model* model, const accel_optimizer_options* opts,
                                               accel_optimizer** out);
 ACCEL_API void accel_optimizer_free(accel_optimizer* optimizer);
+/* Steps the optimizer (nothing on accumulation micro-steps). Under
+   SHARD_OPTIMIZER / SHARD_GRAD_OP it updates this process's chunk and then
+   all-gathers the parameters: collective then. */
 ACCEL_API accel_status accel_optimizer_step(accel_optimizer* optimizer);
 /* Zeroes the gradients in place (they keep their storage). */
 ACCEL_API accel_status accel_optimizer_zero_grad(accel_optimizer* optimizer);

@@ -44,6 +44,20 @@ enum class ReduceOp { Sum = 0, Mean = 1, None = 2 };
 // Gradient compression for the allreduce (DDP's fp16/bf16 compress hooks):
 // buckets travel as 16-bit floats, halving the bytes, at the cost of precision.
 enum class CommHook { None = 0, Fp16 = 1, Bf16 = 2 };
+// Sharded data parallel (docs/sharding.md). NoShard: every rank holds the full
+// parameters, gradients and optimizer state. ShardOptimizer (DeepSpeed ZeRO-1):
+// each rank keeps and updates the optimizer state of its slice of the flat
+// parameters, then the slices are all-gathered. ShardGradOp (FSDP's
+// SHARD_GRAD_OP, ZeRO-2): the gradients are sharded too. FullShard and
+// HybridShard are named so that they can be refused (ErrorCode::Unsupported).
+enum class ShardingStrategy { NoShard = 0, ShardOptimizer = 1, ShardGradOp = 2, FullShard = 3, HybridShard = 4 };
+// Accepts our names (NO_SHARD, SHARD_OPTIMIZER, SHARD_GRAD_OP, FULL_SHARD,
+// HYBRID_SHARD, HYBRID_SHARD_ZERO2 as HYBRID_SHARD) and FSDP's numbers 1-5 as
+// Accelerate writes them in FSDP_SHARDING_STRATEGY (1 FULL_SHARD,
+// 2 SHARD_GRAD_OP, 3 NO_SHARD, 4 HYBRID_SHARD, 5 HYBRID_SHARD_ZERO2); throws
+// InvalidArgument naming any other value.
+ShardingStrategy parse_sharding_strategy(const std::string& text);
+const char* to_string(ShardingStrategy strategy);
 
 // Parses "no", "bf16", "fp16", "fp8" (Accelerate's spellings); throws InvalidArgument naming the value.
 MixedPrecision parse_mixed_precision(const std::string& text);
@@ -121,6 +135,11 @@ struct AcceleratorOptions {
   bool device_placement = true;  // prepared loaders move batches to device()
   ProjectConfiguration project;
   std::vector<std::string> log_with;  // tracker names; {"all"} picks every built-in one
+  // Unset: from the environment `accel launch` writes (ACCELERATE_USE_FSDP with
+  // FSDP_SHARDING_STRATEGY, or ACCELERATE_USE_DEEPSPEED with
+  // ACCELERATE_DEEPSPEED_ZERO_STAGE 0-2), else NoShard. FullShard and
+  // HybridShard (and ZeRO stage 3) throw Unsupported: not implemented yet.
+  std::optional<ShardingStrategy> sharding_strategy;
 };
 
 class Accelerator {
@@ -141,6 +160,8 @@ class Accelerator {
   MixedPrecision mixed_precision() const;
   c10::Device device() const;
   std::chrono::milliseconds timeout() const;  // the value the backend really uses
+  // The resolved strategy. A single process has nothing to shard and trains as NoShard.
+  ShardingStrategy sharding_strategy() const;
 
   // Moves the model to the device, broadcasts process 0's parameters and buffers
   // and wires overlapped, bucketed gradient averaging. Collective.

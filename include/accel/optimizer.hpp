@@ -18,6 +18,7 @@ namespace accel {
 struct GradientState;
 namespace detail {
 class GradScaler;
+class FlatShard;
 }
 
 enum class OptimizerKind { Sgd = 1, Adam = 2, AdamW = 3, RmsProp = 4, Adagrad = 5 };
@@ -87,6 +88,13 @@ class Optimizer {
   using GroupEntries = std::vector<std::vector<std::pair<std::string, double>>>;
   void set_scheduler_group_entries(GroupEntries entries);
 
+  // Used by Accelerator::prepare under SHARD_OPTIMIZER / SHARD_GRAD_OP: from
+  // then on the optimizer updates only this rank's chunk of the flat
+  // parameters (its state is allocated for that chunk only), step() ends with
+  // the parameters' all-gather and is collective, and state_bytes covers this
+  // rank's chunk. Throws State if the optimizer already holds state.
+  void shard_over(std::shared_ptr<detail::FlatShard> shard);
+  bool is_sharded() const;
   // Used by Accelerator::prepare.
   void bind(std::shared_ptr<GradientState> gradient_state, std::shared_ptr<detail::GradScaler> scaler);
   bool is_prepared() const;

@@ -73,6 +73,12 @@ accel::AcceleratorOptions to_core(const accel_accelerator_options& o) {
                      "comm_hook " + std::to_string(hook) + " is not an accel_comm_hook value");
   core.comm_hook = static_cast<accel::CommHook>(hook);
   core.broadcast_buffers = o.broadcast_buffers != 0;
+  const int sharding = enum_value(o.sharding_strategy);
+  if (sharding != ACCEL_SHARDING_DEFAULT) {
+    accel::require_arg(sharding >= ACCEL_SHARDING_NO_SHARD && sharding <= ACCEL_SHARDING_HYBRID_SHARD,
+                       "sharding_strategy " + std::to_string(sharding) + " is not an accel_sharding_strategy value");
+    core.sharding_strategy = static_cast<accel::ShardingStrategy>(sharding);
+  }
   return core;
 }
 
@@ -162,6 +168,12 @@ ACCEL_API accel_status accel_accelerator_distributed_type(const accel_accelerato
 ACCEL_API accel_status accel_accelerator_mixed_precision(const accel_accelerator* acc, accel_mixed_precision* out) {
   return query(acc, [&](const accel::Accelerator& a) {
     out_param(out, "out") = static_cast<accel_mixed_precision>(a.mixed_precision());
+  });
+}
+ACCEL_API accel_status accel_accelerator_sharding_strategy(const accel_accelerator* acc,
+                                                           accel_sharding_strategy* out) {
+  return query(acc, [&](const accel::Accelerator& a) {
+    out_param(out, "out") = static_cast<accel_sharding_strategy>(a.sharding_strategy());
   });
 }
 ACCEL_API accel_status accel_accelerator_device(const accel_accelerator* acc, const char** out) {

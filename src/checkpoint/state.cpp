@@ -33,6 +33,9 @@ std::string numbered_file(const std::string& base, size_t i, const std::string& 
 }
 
 std::string random_states_file(int rank) { return "random_states_" + std::to_string(rank) + ".pkl"; }
+std::string optimizer_shard_file(size_t i, int rank) {
+  return numbered_file("optimizer", i, "_rank" + std::to_string(rank) + ".bin");
+}
 std::string legacy_random_states_file(int rank) { return "random_states_" + std::to_string(rank) + ".safetensors"; }
 
 std::string custom_object_file(size_t i) { return "custom_checkpoint_" + std::to_string(i) + ".pkl"; }
@@ -200,7 +203,15 @@ std::string Accelerator::save_state(const std::string& requested_dir, bool safe_
   for (DataLoader* loader : targets.loaders) positions.push_back(loader->position());
   detail::FileDigest rng = detail::write_durable(partial, detail::random_states_file(st.rank()),
                                                  detail::pickle_random_states(st.gradient_state->step, positions));
-  const std::vector<std::string> rng_digests = gather_object(nlohmann::json{rng.bytes, rng.xxh3}.dump());
+  nlohmann::json digests{rng.bytes, rng.xxh3};
+  // A sharded optimizer holds this process's chunk only: each process writes its own.
+  const bool sharded = st.process_group && st.sharding_strategy != ShardingStrategy::NoShard;
+  for (size_t i = 0; sharded && i < targets.optimizers.size(); ++i) {
+    detail::FileDigest shard = detail::write_durable(partial, detail::optimizer_shard_file(i, st.rank()),
+                                                     targets.optimizers[i].save());
+    digests.push_back({shard.bytes, shard.xxh3});
+  }
+  const std::vector<std::string> rng_digests = gather_object(digests.dump());
 
   if (writer) {
     nlohmann::json files = nlohmann::json::object();
@@ -217,7 +228,7 @@ std::string Accelerator::save_state(const std::string& requested_dir, bool safe_
         put(detail::numbered_file("pytorch_model", i, ".bin"), detail::pickle_tensors(dict));
       }
     }
-    for (size_t i = 0; i < targets.optimizers.size(); ++i) {
+    for (size_t i = 0; !sharded && i < targets.optimizers.size(); ++i) {
       put(detail::numbered_file("optimizer", i, ".bin"), targets.optimizers[i].save());
     }
     for (size_t i = 0; i < targets.schedulers.size(); ++i) {
@@ -234,6 +245,10 @@ std::string Accelerator::save_state(const std::string& requested_dir, bool safe_
     for (size_t r = 0; r < rng_digests.size(); ++r) {
       nlohmann::json digest = nlohmann::json::parse(rng_digests[r]);
       files[detail::random_states_file(static_cast<int>(r))] = {{"bytes", digest[0]}, {"xxh3", digest[1]}};
+      for (size_t i = 0; i + 2 < digest.size(); ++i) {
+        files[detail::optimizer_shard_file(i, static_cast<int>(r))] = {{"bytes", digest[i + 2][0]},
+                                                                        {"xxh3", digest[i + 2][1]}};
+      }
     }
     nlohmann::json manifest;
     manifest["format"] = "libaccel-checkpoint";
@@ -246,6 +261,7 @@ std::string Accelerator::save_state(const std::string& requested_dir, bool safe_
     manifest["dataloaders"] = targets.loaders.size();
     manifest["custom_objects"] = st.checkpoint_objects.size();
     manifest["scaler"] = st.scaler != nullptr;
+    manifest["sharded_optimizers"] = sharded;
     manifest["files"] = files;
     detail::write_durable(partial, detail::kManifestName, manifest.dump(2) + "\n");
     maybe_die_after(detail::kManifestName);

@@ -26,6 +26,9 @@ std::string numbered_file(const std::string& base, size_t i, const std::string& 
 // "random_states_{rank}.pkl" (Accelerate's name and format); checkpoints
 // written before libaccel used that format hold "random_states_{rank}.safetensors".
 std::string random_states_file(int rank);
+// SHARD_OPTIMIZER / SHARD_GRAD_OP: optimizer i's chunk of process `rank`
+// (optimizer_rank1.bin, optimizer_2_rank0.bin), written by every process.
+std::string optimizer_shard_file(size_t i, int rank);
 std::string legacy_random_states_file(int rank);
 // "custom_checkpoint_{i}.pkl" (Accelerate's name): the object's bytes as a
 // pickled Python bytes object; checkpoints written before hold the raw bytes

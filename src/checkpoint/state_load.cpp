@@ -36,6 +36,7 @@ class JsonFile {
     json_ = detail::parse_json(text, "load_state: " + path_, ErrorCode::IO);
     require(json_.is_object(), ErrorCode::IO, "load_state: " + path_ + " is not a JSON object");
   }
+  bool has(const std::string& name) const { return json_.contains(name); }
   const nlohmann::json& field(const std::string& name) const {
     require(json_.contains(name), ErrorCode::IO, "load_state: " + path_ + " lacks the field \"" + name + "\"");
     return json_[name];
@@ -242,7 +243,11 @@ void Accelerator::load_state(const std::string& requested_dir) {
     dir = newest_checkpoint(st);
   }
   for (auto& [id, hook] : st.load_state_pre_hooks) hook(dir);
+  const bool sharded = st.process_group && st.sharding_strategy != ShardingStrategy::NoShard;
   if (detail::is_accelerate_checkpoint(dir)) {  // written by Python Accelerate: no manifest, its own files
+    require(!sharded, ErrorCode::Unsupported,
+            "load_state: " + dir + " is an Accelerate checkpoint with a full optimizer state; loading it with "
+            "sharding_strategy " + to_string(st.sharding_strategy) + " is not supported yet");
     detail::load_accelerate_checkpoint(st, dir);
     return;
   }
@@ -283,6 +288,13 @@ void Accelerator::load_state(const std::string& requested_dir) {
   require(manifest.boolean("scaler") == (st.scaler != nullptr), ErrorCode::InvalidArgument,
           std::string("load_state: ") + dir + (st.scaler ? " has no fp16 loss scaler state" :
                                                             " holds fp16 loss scaler state but fp16 is off"));
+  // Written before sharding existed: full optimizer files.
+  const bool saved_sharded = manifest.has("sharded_optimizers") && manifest.boolean("sharded_optimizers");
+  require(saved_sharded == sharded || targets.optimizers.empty(), ErrorCode::InvalidArgument,
+          "load_state: " + dir + (saved_sharded ? " holds sharded optimizer state (one chunk per process)"
+                                                : " holds full optimizer state") +
+              " but sharding_strategy is " + to_string(st.sharding_strategy) +
+              (st.process_group ? "" : " with one process"));
   const int64_t iteration = manifest.integer("iteration");
 
   // Each model as model.safetensors, or pytorch_model.bin when saved with
@@ -303,9 +315,10 @@ void Accelerator::load_state(const std::string& requested_dir) {
         detail::plan_model_load(model_files.back(), detail::model_state_dict(*targets.models[i]), reader.path(name), i));
   }
   std::vector<std::string> optimizer_bytes, scheduler_bytes, custom_bytes;
-  for (size_t i = 0; i < targets.optimizers.size(); ++i) {
-    optimizer_bytes.push_back(reader.bytes(detail::numbered_file("optimizer", i, ".bin")));
-  }
+  auto optimizer_file = [&](size_t i) {
+    return sharded ? detail::optimizer_shard_file(i, st.rank()) : detail::numbered_file("optimizer", i, ".bin");
+  };
+  for (size_t i = 0; i < targets.optimizers.size(); ++i) optimizer_bytes.push_back(reader.bytes(optimizer_file(i)));
   for (size_t i = 0; i < targets.schedulers.size(); ++i) {
     scheduler_bytes.push_back(reader.bytes(detail::numbered_file("scheduler", i, ".bin")));
   }
@@ -350,7 +363,7 @@ void Accelerator::load_state(const std::string& requested_dir) {
       try {
         targets.optimizers[i].load(optimizer_bytes[i]);
       } catch (const Error& e) {  // the optimizer knows its key, not its file
-        fail(e.code(), "load_state: " + reader.path(detail::numbered_file("optimizer", i, ".bin")) + ": " + e.what());
+        fail(e.code(), "load_state: " + reader.path(optimizer_file(i)) + ": " + e.what());
       }
     }
     for (size_t i = 0; i < targets.schedulers.size(); ++i) {

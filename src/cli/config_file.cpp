@@ -1,4 +1,5 @@
 #include "cli/config_file.hpp"
+#include "cli/sharding_config.hpp"
 
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
@@ -17,7 +18,6 @@ namespace {
 // Values of distributed_type and compute_environment that would make the job
 // something other than data-parallel processes: refused rather than ignored.
 const std::map<std::string, std::string> kRefusedDistributedTypes{
-    {"DEEPSPEED", "DeepSpeed"},      {"FSDP", "fully sharded data parallelism"},
     {"MEGATRON_LM", "Megatron-LM"},  {"XLA", "TPUs (XLA)"},
     {"TPU", "TPUs (XLA)"},           {"MULTI_XPU", "Intel XPUs"},
     {"MULTI_NPU", "Ascend NPUs"},    {"MULTI_MLU", "Cambricon MLUs"},
@@ -75,10 +75,12 @@ void read_honoured(const Reader& in, ConfigValues& values) {
     if (auto refused = kRefusedDistributedTypes.find(type); refused != kRefusedDistributedTypes.end()) {
       in.refuse("distributed_type", type + " (" + refused->second +
                                         ") is not supported: accel runs data-parallel processes "
-                                        "(NO, MULTI_CPU or MULTI_GPU)");
+                                        "(NO, MULTI_CPU, MULTI_GPU, or sharded: FSDP, DEEPSPEED)");
     }
-    if (type != "NO" && type != "MULTI_CPU" && type != "MULTI_GPU") {
-      in.refuse("distributed_type", "unknown value '" + type + "' (expected NO, MULTI_CPU or MULTI_GPU)");
+    // FSDP and DEEPSPEED run as sharded data parallel (read_sharding_config).
+    if (type != "NO" && type != "MULTI_CPU" && type != "MULTI_GPU" && type != "FSDP" && type != "DEEPSPEED") {
+      in.refuse("distributed_type",
+                "unknown value '" + type + "' (expected NO, MULTI_CPU, MULTI_GPU, FSDP or DEEPSPEED)");
     }
   }
   values.mixed_precision = in.get<std::string>("mixed_precision", "no, fp16 or bf16");
@@ -115,7 +117,7 @@ void read_honoured(const Reader& in, ConfigValues& values) {
 
 // Keys accel has no use for. Each is accepted silently at the value Accelerate
 // writes when the feature is off, and otherwise named in a warning.
-void read_ignored(const Reader& in, std::vector<std::string>& warnings) {
+void read_ignored(const Reader& in, const ConfigValues& values, std::vector<std::string>& warnings) {
   auto warn = [&](const std::string& key, const std::string& why) {
     warnings.push_back("ignoring key '" + key + "': " + why);
   };
@@ -134,8 +136,13 @@ void read_ignored(const Reader& in, std::vector<std::string>& warnings) {
   for (const char* key : {"tpu_name", "tpu_zone", "tpu_env", "tpu_vm", "command_file", "commands"}) {
     if (in.non_empty(key)) warn(key, "TPU only");
   }
+  const std::string type = values.distributed_type.value_or("NO");
   for (const char* key : {"deepspeed_config", "fsdp_config", "megatron_lm_config", "ipex_config", "mpirun_config"}) {
-    if (in.non_empty(key)) warn(key, "accel has no such backend; the settings are not used");
+    const bool read = (type == "FSDP" && std::string(key) == "fsdp_config") ||
+                      (type == "DEEPSPEED" && std::string(key) == "deepspeed_config");
+    if (!read && in.non_empty(key)) {
+      warn(key, "not used: distributed_type is " + type + " (FSDP and DEEPSPEED read their section)");
+    }
   }
   if (in.non_empty("dynamo_config")) warn("dynamo_config", "torch.compile (dynamo) is not supported by accel");
 }
@@ -199,7 +206,9 @@ ConfigFile load_config_file(const std::string& path) {
   if (!root.IsMap()) throw ConfigFileError(path + ": expected a mapping of settings, got " + Reader::describe(root));
   Reader in(path, root);
   read_honoured(in, file.values);
-  read_ignored(in, file.warnings);
+  read_ignored(in, file.values, file.warnings);
+  file.values.sharding_env =
+      read_sharding_config(path, root, file.values.distributed_type.value_or("NO"), file.warnings);
   for (const auto& entry : root) {
     // A key such as [1] or {a: 1} is valid YAML but no setting.
     if (!entry.first.IsScalar()) {

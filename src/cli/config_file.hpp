@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -35,6 +36,9 @@ struct ConfigValues {
   std::optional<std::string> main_process_ip;
   std::optional<int> main_process_port;
   std::optional<std::string> gpu_ids;  // "all" or "0,1,..."
+  // distributed_type FSDP / DEEPSPEED: the variables that carry the sharding
+  // strategy to the ranks (src/cli/sharding_config.hpp); else empty.
+  std::map<std::string, std::string> sharding_env;
 };
 
 struct ConfigFile {
@@ -52,9 +56,9 @@ std::optional<std::string> default_config_path(const EnvLookup& env);
 
 // Reads a configuration file written by `accelerate config` or `accel config`.
 // Throws ConfigFileError for an unreadable or malformed file, a value of the
-// wrong type, and settings accel cannot honour (distributed_type DEEPSPEED,
-// FSDP, MEGATRON_LM, XLA, ..., compute_environment AMAZON_SAGEMAKER,
-// mixed_precision fp8). Unknown keys and ignorable settings become warnings.
+// wrong type, and settings accel cannot honour (distributed_type MEGATRON_LM,
+// XLA, ..., compute_environment AMAZON_SAGEMAKER, mixed_precision fp8, and
+// the fsdp_config / deepspeed_config values read_sharding_config refuses). Unknown keys and ignorable settings become warnings.
 ConfigFile load_config_file(const std::string& path);
 
 // Writes `values` as YAML with every key Accelerate's own questionnaire writes,

@@ -3,6 +3,7 @@
 // launch_settings.hpp merges the flags with the environment and config file.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -26,6 +27,11 @@ struct LaunchFlags {
   bool cpu = false;
   bool debug = false;
   std::optional<std::string> gpu_ids;
+  // Accelerate's sharding flags (docs/sharding.md); they win over the config file.
+  bool use_fsdp = false;
+  std::optional<std::string> fsdp_sharding_strategy;
+  bool use_deepspeed = false;
+  std::optional<int> zero_stage;
   std::optional<int> num_cpu_threads_per_process;
   std::optional<int> max_restarts;
   std::optional<double> monitor_interval_s;
@@ -55,6 +61,9 @@ struct LaunchConfig {
   bool use_cpu = false;
   bool debug = false;  // ACCELERATE_DEBUG_MODE=true for the ranks
   std::optional<std::string> gpu_ids;  // CUDA_VISIBLE_DEVICES unless "all"
+  // The config file's fsdp_config / deepspeed_config as Accelerate's variables
+  // (ACCELERATE_USE_FSDP, FSDP_SHARDING_STRATEGY, ACCELERATE_USE_DEEPSPEED, ...).
+  std::map<std::string, std::string> sharding_env;
   int max_restarts = 0;  // times the whole group is restarted after a failure
   int restart_count = 0;  // this attempt's number of earlier attempts, set by the supervisor
   double monitor_interval_s = 5;  // torchrun's flag; exits are noticed at once regardless

@@ -1,4 +1,5 @@
 #include "cli/launch_settings.hpp"
+#include "cli/sharding_config.hpp"
 #include "cli/launch_program.hpp"
 
 #include <CLI/CLI.hpp>
@@ -232,6 +233,14 @@ LaunchConfig resolve_settings(const LaunchFlags& flags, const EnvLookup& lookup,
   config.gpu_ids = pick<std::string>(config, "gpu_ids", "all",
                                      {from_flag(flags.gpu_ids, "--gpu_ids"), from_file(values.gpu_ids, path, "gpu_ids")});
   if (config.gpu_ids == "all") config.gpu_ids.reset();
+  config.sharding_env = sharding_env_from_flags(flags.use_fsdp, flags.fsdp_sharding_strategy, flags.use_deepspeed,
+                                                flags.zero_stage);
+  const bool from_flags = !config.sharding_env.empty();
+  if (!from_flags) config.sharding_env = values.sharding_env;
+  for (const auto& [name, value] : config.sharding_env) {
+    const std::string section = values.distributed_type == "FSDP" ? "fsdp_config" : "deepspeed_config";
+    config.origins.emplace_back(name, value + "  (" + (from_flags ? "command line" : path + ": " + section) + ")");
+  }
   if (flags.num_cpu_threads_per_process) {
     config.omp_num_threads = static_cast<unsigned>(*flags.num_cpu_threads_per_process);
   }

@@ -18,6 +18,7 @@ namespace {
 
 void set_sync(Model& model, bool enabled) {
   if (auto* sync = model.impl().gradient_sync()) sync->set_enabled(enabled);
+  if (const auto& shard = model.impl().flat_shard()) shard->set_sync_enabled(enabled);
 }
 
 // Closes one open scope of model; an _end without its _begin is a STATE error.
@@ -77,12 +78,16 @@ void Accelerator::trigger_sync_in_backward(Model& model) {
     sync->set_enabled(true);
     sync->arm();
   }
+  if (const auto& shard = model.impl().flat_shard()) shard->set_sync_enabled(true);
 }
 
 double Accelerator::clip_grad_norm(Model& model, double max_norm, double norm_type) {
   require_arg(max_norm > 0, "clip_grad_norm: max_norm must be positive, got " + std::to_string(max_norm));
   require_arg(norm_type > 0, "clip_grad_norm: norm_type must be positive, got " + std::to_string(norm_type));
   if (!sync_gradients()) return 0.0;
+  // ZeRO-2: each rank holds only its chunk of the gradient; the norm spans all.
+  const auto& shard = model.impl().flat_shard();
+  if (shard && shard->strategy() == ShardingStrategy::ShardGradOp) return shard->clip_grad_norm(max_norm, norm_type);
   std::vector<at::Tensor> params = model.parameters();
   if (state_->scaler) state_->scaler->unscale(params);
   return torch::nn::utils::clip_grad_norm_(params, max_norm, norm_type);
@@ -91,6 +96,8 @@ double Accelerator::clip_grad_norm(Model& model, double max_norm, double norm_ty
 void Accelerator::clip_grad_value(Model& model, double clip_value) {
   require_arg(clip_value > 0, "clip_grad_value: clip_value must be positive, got " + std::to_string(clip_value));
   if (!sync_gradients()) return;
+  const auto& shard = model.impl().flat_shard();
+  if (shard && shard->strategy() == ShardingStrategy::ShardGradOp) return shard->clip_grad_value(clip_value);
   std::vector<at::Tensor> params = model.parameters();
   if (state_->scaler) state_->scaler->unscale(params);
   torch::nn::utils::clip_grad_value_(params, clip_value);

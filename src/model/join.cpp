@@ -41,6 +41,9 @@ int64_t processes_still_training(detail::AcceleratorState& state, bool me) {
 
 void Accelerator::join_uneven_inputs_begin() {
   require(!state_->joining, ErrorCode::State, "join_uneven_inputs_begin: already inside join_uneven_inputs");
+  require(!state_->process_group || state_->sharding_strategy == ShardingStrategy::NoShard, ErrorCode::Unsupported,
+          std::string("join_uneven_inputs with sharding_strategy ") + to_string(state_->sharding_strategy) +
+              " is not supported yet");
   joined_sync(*state_);  // names an unsupported setup now rather than mid-epoch
   state_->joining = true;
   state_->join_rounds = 0;

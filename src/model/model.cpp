@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "accel/error.hpp"
@@ -167,7 +168,14 @@ void ModelImpl::prepare(const std::shared_ptr<AcceleratorState>& state) {
   }
   for (auto& [name, b] : named_buffers()) everything.push_back(b);
   broadcast_from_main(*state, everything, "parameters and buffers");
-  if (state->process_group) {
+  std::shared_ptr<FlatShard> shard;
+  // A model with nothing to train (evaluation only) has nothing to shard.
+  const bool trainable = std::any_of(params.begin(), params.end(), [](const at::Tensor& p) { return p.requires_grad(); });
+  if (state->process_group && state->sharding_strategy != ShardingStrategy::NoShard && trainable) {
+    shard = std::make_shared<FlatShard>(params, names, *state->process_group, state->sharding_strategy);
+  }
+  // ZeRO-2 reduce-scatters after backward instead of allreducing during it.
+  if (state->process_group && state->sharding_strategy != ShardingStrategy::ShardGradOp) {
     GradientSyncOptions sync;
     sync.bucket_cap_bytes = static_cast<int64_t>(state->bucket_cap_mb * 1024 * 1024);
     sync.first_bucket_cap_bytes =
@@ -177,6 +185,7 @@ void ModelImpl::prepare(const std::shared_ptr<AcceleratorState>& state) {
     sync.comm_hook = state->comm_hook;
     gradient_sync_ = std::make_unique<GradientSync>(params, names, *state->process_group, sync);
   }
+  flat_shard_ = std::move(shard);
   state_ = state;
   state->prepared_models.push_back(weak_from_this());
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "model/gradient_sync.hpp"
+#include "sharding/flat_shard.hpp"
 
 namespace accel::detail {
 
@@ -44,6 +45,8 @@ class ModelImpl : public std::enable_shared_from_this<ModelImpl> {
   bool prepared() const { return state_ != nullptr; }
   c10::Device device() const { return device_; }
   GradientSync* gradient_sync() { return gradient_sync_.get(); }
+  // Set by prepare under SHARD_OPTIMIZER and SHARD_GRAD_OP with several processes.
+  const std::shared_ptr<FlatShard>& flat_shard() const { return flat_shard_; }
 
  protected:
   virtual at::Tensor run(const at::Tensor& input) = 0;
@@ -60,7 +63,8 @@ class ModelImpl : public std::enable_shared_from_this<ModelImpl> {
   at::Tensor to_output_precision(at::Tensor output) const;
 
   std::shared_ptr<AcceleratorState> state_;
-  std::unique_ptr<GradientSync> gradient_sync_;
+  std::unique_ptr<GradientSync> gradient_sync_;  // none under SHARD_GRAD_OP: the shard reduce-scatters
+  std::shared_ptr<FlatShard> flat_shard_;
   c10::Device device_{c10::kCPU};
 };
 

@@ -16,6 +16,7 @@
 #include "accel/data.hpp"
 #include "accel/error.hpp"
 #include "precision/grad_scaler.hpp"
+#include "sharding/flat_shard.hpp"
 
 namespace accel {
 
@@ -165,6 +166,7 @@ struct Optimizer::Impl {
   std::shared_ptr<GradientState> gradient_state;  // set by prepare
   std::shared_ptr<detail::GradScaler> scaler;      // set by prepare under fp16
   bool step_was_skipped = false;
+  std::shared_ptr<detail::FlatShard> shard;         // set by prepare under ZeRO-1/2
   std::shared_ptr<int> alive = std::make_shared<int>(0);
   GroupEntries scheduler_group_entries;
 
@@ -178,7 +180,7 @@ Optimizer::Optimizer(const Model& model, const OptimizerOptions& options) {
     if (p.requires_grad()) params.push_back(p);
   }
   require_arg(!params.empty(), std::string(kind_name(options.kind)) + ": the model has no trainable parameters");
-  impl_.reset(new Impl{model, options, make_optimizer(params, options), nullptr, nullptr, false});
+  impl_.reset(new Impl{model, options, make_optimizer(params, options), nullptr, nullptr, false, nullptr});
 }
 
 Optimizer::~Optimizer() = default;
@@ -195,17 +197,22 @@ void Optimizer::step() {
       impl_->scaler->update();
       return;
     }
+    if (impl_->shard) impl_->shard->before_step();
     impl_->optimizer->step();
     impl_->step_was_skipped = false;
+  } catch (const Error&) {
+    throw;
   } catch (const std::exception& e) {
     std::string message = e.what();
     fail(ErrorCode::Internal, std::string(kind_name(impl_->options.kind)) + " step failed: " +
                                   message.substr(0, message.find('\n')));
   }
+  if (impl_->shard) impl_->shard->after_step();
 }
 
 void Optimizer::zero_grad() {
   if (impl_->accumulating()) return;
+  if (impl_->shard) return impl_->shard->zero_grad();
   at::NoGradGuard no_grad;
   for (auto& group : impl_->optimizer->param_groups()) {
     for (auto& p : group.params()) {
@@ -295,5 +302,19 @@ void Optimizer::bind(std::shared_ptr<GradientState> gradient_state, std::shared_
 }
 
 bool Optimizer::is_prepared() const { return impl_->gradient_state != nullptr; }
+
+void Optimizer::shard_over(std::shared_ptr<detail::FlatShard> shard) {
+  require(!impl_->shard, ErrorCode::State, "prepare(optimizer): this optimizer is already sharded");
+  require(impl_->optimizer->state().empty(), ErrorCode::State,
+          std::string("prepare(optimizer): with sharding_strategy ") + to_string(shard->strategy()) +
+              " the optimizer must be prepared before it steps or loads state (it holds state for whole tensors)");
+  const double lr = this->lr();
+  auto sharded = make_optimizer({shard->shard()}, impl_->options);
+  for (auto& group : sharded->param_groups()) group.options().set_lr(lr);
+  impl_->optimizer = std::move(sharded);
+  impl_->shard = std::move(shard);
+}
+
+bool Optimizer::is_sharded() const { return impl_->shard != nullptr; }
 
 }  // namespace accel

@@ -21,6 +21,7 @@
 #include "checkpoint/state_files.hpp"
 #include "state/collectives.hpp"
 #include "state/host_allocator.hpp"
+#include "sharding/strategy.hpp"
 
 namespace accel {
 
@@ -97,6 +98,9 @@ AcceleratorState::AcceleratorState(const AcceleratorOptions& options)
                   options.comm_hook == CommHook::Bf16,
               "comm_hook " + std::to_string(static_cast<int>(options.comm_hook)) + " is not a CommHook value");
   check_scaler_options(options);
+  sharding_strategy = resolve_sharding_strategy(options.sharding_strategy);
+  require(comm_hook == CommHook::None || sharding_strategy != ShardingStrategy::ShardGradOp, ErrorCode::Unsupported,
+          "comm_hook with sharding_strategy SHARD_GRAD_OP: the gradient reduce-scatter sends float32 only");
   env = read_launch_environment();
   debug_mode = get_env_flag("ACCELERATE_DEBUG_MODE", false);
   tune_host_allocator();
@@ -159,6 +163,23 @@ AcceleratorState::AcceleratorState(const AcceleratorOptions& options)
   }
 }
 
+namespace {
+
+// ZeRO-2: each synced backward ends with the reduce-scatter of every prepared
+// model's gradients, the same on every rank.
+void reduce_scatter_sharded_gradients(AcceleratorState& state) {
+  for (const auto& weak : state.prepared_models) {
+    auto model = weak.lock();
+    if (!model || !model->flat_shard()) continue;
+    FlatShard& shard = *model->flat_shard();
+    if (shard.strategy() == ShardingStrategy::ShardGradOp && shard.sync_enabled()) {
+      shard.reduce_scatter_gradients();
+    }
+  }
+}
+
+}  // namespace
+
 }  // namespace detail
 
 Accelerator::Accelerator(const AcceleratorOptions& options)
@@ -180,12 +201,20 @@ DistributedType Accelerator::distributed_type() const { return state_->distribut
 MixedPrecision Accelerator::mixed_precision() const { return state_->mixed_precision; }
 c10::Device Accelerator::device() const { return state_->device; }
 std::chrono::milliseconds Accelerator::timeout() const { return state_->timeout; }
+ShardingStrategy Accelerator::sharding_strategy() const { return state_->sharding_strategy; }
 
 void Accelerator::prepare(Model& model) { model.impl().prepare(state_); }
 
 void Accelerator::prepare(Optimizer& optimizer) {
   require(optimizer.model().is_prepared(), ErrorCode::State,
           "prepare(optimizer): prepare the optimizer's model first, so the optimizer steps the prepared parameters");
+  if (const auto& shard = optimizer.model().impl().flat_shard()) {
+    // The fp16 scaler would decide to skip a step from this rank's chunk alone.
+    require(!state_->scaler, ErrorCode::Unsupported,
+            std::string("prepare(optimizer): mixed_precision fp16 with sharding_strategy ") +
+                to_string(state_->sharding_strategy) + " is not supported yet; use bf16 or NO_SHARD");
+    optimizer.shard_over(shard);
+  }
   optimizer.bind(state_->gradient_state, state_->scaler);
   state_->prepared_optimizers.emplace_back(optimizer.lifetime(), optimizer.checkpoint_object());
 }
@@ -241,6 +270,7 @@ void Accelerator::backward(const at::Tensor& loss) {
     if (state_->scaler) scaled = state_->scaler->scale_loss(scaled);
     if (state_->joining) start_join_round();
     scaled.backward();
+    detail::reduce_scatter_sharded_gradients(*state_);
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {

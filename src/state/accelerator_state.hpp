@@ -37,6 +37,7 @@ class AcceleratorState {
   // ACCELERATE_DEBUG_MODE: reduce and broadcast check shapes first (an extra collective).
   bool debug_mode = false;
   CommHook comm_hook = CommHook::None;
+  ShardingStrategy sharding_strategy = ShardingStrategy::NoShard;
   DataLoaderConfiguration dataloader_config;
   bool device_placement = true;
   bool sync_each_batch = false;   // accumulation micro-steps allreduce too

@@ -155,6 +155,35 @@ std::vector<at::Tensor> ProcessGroup::allgather(const at::Tensor& input, const s
   return outputs[0];
 }
 
+at::Tensor ProcessGroup::reduce_scatter(at::Tensor& input, const std::string& op) {
+  require(input.is_contiguous() && input.numel() % world_size_ == 0, ErrorCode::Internal,
+          op + ": reduce_scatter needs a contiguous input of world_size * n elements, got " +
+              std::to_string(input.numel()));
+  const int64_t n = input.numel() / world_size_;
+  std::vector<std::vector<at::Tensor>> chunks(world_size_);
+  std::vector<Pending> pending;
+  for (int r = 0; r < world_size_; ++r) {
+    chunks[r].push_back(input.narrow(0, r * n, n));
+    ::c10d::ReduceOptions options;
+    options.rootRank = r;
+    pending.push_back(issue(op + " (reduce to rank " + std::to_string(r) + ")",
+                            [&] { return backend_->reduce(chunks[r], options); }));
+  }
+  for (auto& p : pending) wait(p);
+  return chunks[rank_][0];
+}
+
+void ProcessGroup::all_gather_into(at::Tensor& output, const at::Tensor& chunk, const std::string& op) {
+  require(output.is_contiguous() && output.numel() == chunk.numel() * world_size_, ErrorCode::Internal,
+          op + ": all_gather_into needs an output of world_size * " + std::to_string(chunk.numel()) +
+              " elements, got " + std::to_string(output.numel()));
+  std::vector<std::vector<at::Tensor>> outputs(1);
+  for (int r = 0; r < world_size_; ++r) outputs[0].push_back(output.narrow(0, r * chunk.numel(), chunk.numel()));
+  std::vector<at::Tensor> inputs{chunk.contiguous()};
+  Pending pending = issue(op, [&] { return backend_->allgather(outputs, inputs); });
+  wait(pending);
+}
+
 void ProcessGroup::barrier(const std::string& op) {
   // Gloo's barrier is an allreduce of a single element: doing it ourselves keeps
   // one timeout path and works the same on NCCL.

@@ -45,6 +45,19 @@ class ProcessGroup {
   // One tensor per rank; every rank's input must have input's shape and dtype.
   std::vector<at::Tensor> allgather(const at::Tensor& input, const std::string& op);
   void barrier(const std::string& op);
+  // Sharded data parallel's two collectives (docs/sharding.md). LibTorch 1.13's
+  // Gloo has neither reduce_scatter nor an all-gather into one tensor, so both
+  // are composed from collectives every backend has.
+  // reduce_scatter: `input` (contiguous, world_size * n elements) is summed
+  // across ranks and this rank gets its chunk [rank * n, (rank + 1) * n) back.
+  // Composed as world_size `reduce` ops, chunk r to rank r, all in flight at
+  // once: each element crosses the wire once, as in a real reduce-scatter
+  // (allreduce + slice would move it twice). `input` is scratch afterwards.
+  at::Tensor reduce_scatter(at::Tensor& input, const std::string& op);
+  // all_gather_into: every rank's `chunk` (same numel everywhere) lands in
+  // `output` (world_size * numel, contiguous) in rank order, through one
+  // allgather into per-rank views of output.
+  void all_gather_into(at::Tensor& output, const at::Tensor& chunk, const std::string& op);
 
  private:
   uint64_t issue_sequence() { return next_sequence_++; }

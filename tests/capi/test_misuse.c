@@ -51,6 +51,7 @@ static const char* s_out;
 static accel_dtype dtype_out;
 static accel_distributed_type dist_out;
 static accel_mixed_precision mp_out;
+static accel_sharding_strategy shard_out;
 
 #define SENTINEL ((void*)(garbage + 1))
 static void reset_outs(void) {
@@ -71,12 +72,14 @@ static void reset_outs(void) {
   dtype_out = (accel_dtype)77;
   dist_out = (accel_distributed_type)77;
   mp_out = (accel_mixed_precision)77;
+  shard_out = (accel_sharding_strategy)77;
 }
 static int outs_untouched(void) {
   return t_out == SENTINEL && t_out2 == SENTINEL && acc_out == SENTINEL && model_out == SENTINEL &&
          opt_out == SENTINEL && sched_out == SENTINEL && ds_out == SENTINEL && dl_out == SENTINEL &&
          prog_out == SENTINEL && prof_out == SENTINEL && i_out == -7777 && i64_out == -7777 && sz_out == 7777 &&
-         d_out == -7777.0 && s_out == SENTINEL && (int)dtype_out == 77 && (int)dist_out == 77 && (int)mp_out == 77;
+         d_out == -7777.0 && s_out == SENTINEL && (int)dtype_out == 77 && (int)dist_out == 77 && (int)mp_out == 77 &&
+         (int)shard_out == 77;
 }
 
 static void expect_status(const char* call, int line, accel_status got, accel_status want) {
@@ -324,6 +327,17 @@ static void accelerator(void) {
   BAD_OPTION(mixed_precision, NEG_ENUM(accel_mixed_precision));
   BAD_OPTION(comm_hook, BAD_ENUM(accel_comm_hook));
   BAD_OPTION(comm_hook, NEG_ENUM(accel_comm_hook));
+  BAD_OPTION(sharding_strategy, BAD_ENUM(accel_sharding_strategy));
+  BAD_OPTION(sharding_strategy, NEG_ENUM(accel_sharding_strategy));
+  accel_accelerator_options_init(&o);
+  o.cpu = 1;
+  o.sharding_strategy = ACCEL_SHARDING_FULL_SHARD;
+  EXPECT_ERROR(accel_accelerator_create(&o, &acc_out), ACCEL_ERR_UNSUPPORTED, "FULL_SHARD");
+  o.sharding_strategy = ACCEL_SHARDING_HYBRID_SHARD;
+  EXPECT_ERROR(accel_accelerator_create(&o, &acc_out), ACCEL_ERR_UNSUPPORTED, "HYBRID_SHARD");
+  o.sharding_strategy = ACCEL_SHARDING_SHARD_GRAD_OP;
+  o.comm_hook = ACCEL_COMM_HOOK_BF16;
+  EXPECT_ERROR(accel_accelerator_create(&o, &acc_out), ACCEL_ERR_UNSUPPORTED, "SHARD_GRAD_OP");
   BAD_OPTION(bucket_cap_mb, 0.0);
   BAD_OPTION(bucket_cap_mb, -1.0);
   BAD_OPTION(bucket_cap_mb, NAN);
@@ -375,6 +389,7 @@ static void accelerator(void) {
     ARG(accel_accelerator_mixed_precision(a, &mp_out));
     ARG(accel_accelerator_device(a, &s_out));
     ARG(accel_accelerator_timeout_ms(a, &i64_out));
+    ARG(accel_accelerator_sharding_strategy(a, &shard_out));
     ARG(accel_accelerator_wait_for_everyone(a));
     ARG(accel_accelerator_print(a, "hello"));
     ARG(accel_accelerator_set_seed(a, 1));
@@ -412,6 +427,7 @@ static void accelerator(void) {
   ARG(accel_accelerator_mixed_precision(acc, NULL));
   ARG(accel_accelerator_device(acc, NULL));
   ARG(accel_accelerator_timeout_ms(acc, NULL));
+  ARG(accel_accelerator_sharding_strategy(acc, NULL));
   ARG(accel_accelerator_print(acc, NULL));
   ARG(accel_accelerator_gather(acc, tx, NULL));
   ARG(accel_accelerator_gather_for_metrics(acc, tx, NULL));

@@ -143,9 +143,8 @@ TEST_F(ConfigFileTest, RoundTripsWithAcceleratesKeys) {
 }
 
 TEST_F(ConfigFileTest, RefusesWhatWouldChangeTheJobNamingTheKey) {
-  EXPECT_NE(error_of("distributed_type: DEEPSPEED\n").find("key 'distributed_type': DEEPSPEED (DeepSpeed)"),
+  EXPECT_NE(error_of("distributed_type: MEGATRON_LM\n").find("key 'distributed_type': MEGATRON_LM (Megatron-LM)"),
             std::string::npos);
-  EXPECT_NE(error_of("distributed_type: FSDP\n").find("key 'distributed_type': FSDP"), std::string::npos);
   EXPECT_NE(error_of("distributed_type: XLA\n").find("TPUs"), std::string::npos);
   EXPECT_NE(error_of("distributed_type: WEIRD\n").find("unknown value 'WEIRD'"), std::string::npos);
   EXPECT_NE(error_of("compute_environment: AMAZON_SAGEMAKER\n").find("key 'compute_environment'"),
@@ -170,7 +169,7 @@ TEST_F(ConfigFileTest, WarnsAboutWhatItIgnoresNamingTheKey) {
   EXPECT_NE(all.find("ignoring unknown key 'future_key'"), std::string::npos) << all;
   EXPECT_NE(all.find("ignoring key 'debug'"), std::string::npos) << all;
   EXPECT_NE(all.find("ignoring key 'rdzv_backend': c10d"), std::string::npos) << all;
-  EXPECT_NE(all.find("ignoring key 'fsdp_config'"), std::string::npos) << all;
+  EXPECT_NE(all.find("ignoring key 'fsdp_config': not used: distributed_type is NO"), std::string::npos) << all;
   EXPECT_EQ(all.find("dynamo_config"), std::string::npos) << all;  // empty: nothing to ignore
   EXPECT_EQ(file.warnings.size(), 4u) << all;
   EXPECT_TRUE(load_config_file(write("")).warnings.empty());
@@ -208,6 +207,79 @@ TEST_F(ConfigFileTest, RefusesDeepNestingNamingTheDepth) {
   std::string deep_block;
   for (int i = 0; i < 1000; ++i) deep_block += std::string(static_cast<size_t>(i), ' ') + "k:\n";
   EXPECT_NE(error_of(deep_block).find("levels deep, yaml-cpp's limit"), std::string::npos);
+}
+
+// Accelerate's fsdp_config and deepspeed_config map onto the variables the
+// ranks read; each key it cannot honour is an error naming it.
+TEST_F(ConfigFileTest, FsdpConfigMapsOntoTheShardingStrategy) {
+  using Env = std::map<std::string, std::string>;
+  auto env_of = [&](const std::string& text) { return load_config_file(write(text)).values.sharding_env; };
+  EXPECT_EQ(env_of("distributed_type: FSDP\nfsdp_config:\n  fsdp_sharding_strategy: SHARD_GRAD_OP\n"),
+            (Env{{"ACCELERATE_USE_FSDP", "true"}, {"FSDP_SHARDING_STRATEGY", "2"}}));
+  EXPECT_EQ(env_of("distributed_type: FSDP\nfsdp_config:\n  fsdp_sharding_strategy: 3\n"),
+            (Env{{"ACCELERATE_USE_FSDP", "true"}, {"FSDP_SHARDING_STRATEGY", "3"}}));
+  EXPECT_TRUE(env_of("distributed_type: MULTI_CPU\n").empty());
+  // What `accelerate config` writes for SHARD_GRAD_OP: every key accepted.
+  auto file = load_config_file(write(
+      "distributed_type: FSDP\nfsdp_config:\n  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n"
+      "  fsdp_backward_prefetch_policy: BACKWARD_PRE\n  fsdp_forward_prefetch: false\n"
+      "  fsdp_min_num_params: 0\n  fsdp_transformer_layer_cls_to_wrap: BertLayer\n"
+      "  fsdp_offload_params: false\n  fsdp_sharding_strategy: 2\n  fsdp_state_dict_type: FULL_STATE_DICT\n"
+      "  fsdp_sync_module_states: true\n  fsdp_use_orig_params: true\n  fsdp_cpu_ram_efficient_loading: true\n"
+      "  fsdp_activation_checkpointing: false\n"));
+  EXPECT_EQ(file.values.sharding_env.at("FSDP_SHARDING_STRATEGY"), "2");
+  std::string all;
+  for (const auto& warning : file.warnings) all += warning + "\n";
+  EXPECT_NE(all.find("ignoring key 'fsdp_config.fsdp_auto_wrap_policy': no effect"), std::string::npos) << all;
+  EXPECT_NE(all.find("ignoring key 'fsdp_config.fsdp_transformer_layer_cls_to_wrap'"), std::string::npos) << all;
+
+  const std::string fsdp = "distributed_type: FSDP\nfsdp_config:\n";
+  EXPECT_NE(error_of(fsdp + "  fsdp_sharding_strategy: FULL_SHARD\n")
+                .find("key 'fsdp_config.fsdp_sharding_strategy': FULL_SHARD (FULL_SHARD, parameter sharding) is not "
+                      "supported yet"),
+            std::string::npos);
+  EXPECT_NE(error_of(fsdp + "  fsdp_sharding_strategy: 4\n").find("4 (HYBRID_SHARD"), std::string::npos);
+  EXPECT_NE(error_of("distributed_type: FSDP\n").find("1 (FULL_SHARD"), std::string::npos);  // FSDP's default
+  EXPECT_NE(error_of(fsdp + "  fsdp_sharding_strategy: ZERO9\n").find("unknown value 'ZERO9'"), std::string::npos);
+  const std::string grad_op = fsdp + "  fsdp_sharding_strategy: 2\n";
+  EXPECT_NE(error_of(grad_op + "  fsdp_offload_params: true\n").find("'fsdp_config.fsdp_offload_params': true"),
+            std::string::npos);
+  EXPECT_NE(error_of(grad_op + "  fsdp_activation_checkpointing: true\n").find("fsdp_activation_checkpointing"),
+            std::string::npos);
+  EXPECT_NE(error_of(grad_op + "  fsdp_state_dict_type: SHARDED_STATE_DICT\n").find("SHARDED_STATE_DICT"),
+            std::string::npos);
+  EXPECT_NE(error_of(grad_op + "  fsdp_sync_module_states: maybe\n").find("expected true or false, got 'maybe'"),
+            std::string::npos);
+  EXPECT_NE(error_of(grad_op + "  fsdp_flux: 1\n").find("'fsdp_config.fsdp_flux': unknown FSDP setting"),
+            std::string::npos);
+}
+
+TEST_F(ConfigFileTest, DeepSpeedZeroStageMapsOntoTheShardingStrategy) {
+  using Env = std::map<std::string, std::string>;
+  auto env_of = [&](const std::string& text) { return load_config_file(write(text)).values.sharding_env; };
+  const std::string ds = "distributed_type: DEEPSPEED\ndeepspeed_config:\n";
+  EXPECT_EQ(env_of(ds + "  zero_stage: 1\n  offload_optimizer_device: none\n  offload_param_device: none\n"
+                        "  gradient_accumulation_steps: 1\n  zero3_init_flag: false\n"),
+            (Env{{"ACCELERATE_USE_DEEPSPEED", "true"}, {"ACCELERATE_DEEPSPEED_ZERO_STAGE", "1"}}));
+  EXPECT_EQ(env_of("distributed_type: DEEPSPEED\n").at("ACCELERATE_DEEPSPEED_ZERO_STAGE"), "2");  // Accelerate's default
+  std::ofstream(dir_ + "/ds.json") << R"({"zero_optimization": {"stage": 1, "offload_optimizer": {"device": "none"}}})";
+  EXPECT_EQ(env_of(ds + "  deepspeed_config_file: " + dir_ + "/ds.json\n").at("ACCELERATE_DEEPSPEED_ZERO_STAGE"), "1");
+
+  EXPECT_NE(error_of(ds + "  zero_stage: 3\n").find("'deepspeed_config.zero_stage': 3 (parameter sharding"),
+            std::string::npos);
+  EXPECT_NE(error_of(ds + "  zero_stage: 7\n").find("unknown ZeRO stage '7'"), std::string::npos);
+  EXPECT_NE(error_of(ds + "  offload_optimizer_device: cpu\n").find("'deepspeed_config.offload_optimizer_device': 'cpu'"),
+            std::string::npos);
+  EXPECT_NE(error_of(ds + "  gradient_accumulation_steps: 4\n").find("--gradient_accumulation_steps"),
+            std::string::npos);
+  EXPECT_NE(error_of(ds + "  zero_magic: 1\n").find("'deepspeed_config.zero_magic': unknown DeepSpeed setting"),
+            std::string::npos);
+  std::ofstream(dir_ + "/ds3.json") << R"({"zero_optimization": {"stage": 3}})";
+  EXPECT_NE(error_of(ds + "  deepspeed_config_file: " + dir_ + "/ds3.json\n").find("deepspeed_config_file"),
+            std::string::npos);
+  std::ofstream(dir_ + "/off.json") << R"({"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}})";
+  EXPECT_NE(error_of(ds + "  deepspeed_config_file: " + dir_ + "/off.json\n").find("'cpu': offload"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -119,6 +119,48 @@ TEST_F(LaunchSettingsTest, ConfigFileFlagAndItsSettings) {
   EXPECT_THROW(resolve(flags), accel::cli::ConfigFileError);
 }
 
+// Accelerate's sharding flags and config sections reach every rank as the
+// variables Accelerate's launcher sets; the command line wins over the file.
+TEST_F(LaunchSettingsTest, ShardingFromFlagsAndConfigFile) {
+  write_default_config("distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 1\n");
+  auto from_file = accel::cli::rank_environment(resolve({}), 1);
+  EXPECT_EQ(from_file["ACCELERATE_USE_DEEPSPEED"], "true");
+  EXPECT_EQ(from_file["ACCELERATE_DEEPSPEED_ZERO_STAGE"], "1");
+
+  LaunchFlags flags;
+  flags.use_fsdp = true;
+  flags.fsdp_sharding_strategy = "SHARD_GRAD_OP";
+  auto config = resolve(flags);
+  auto env = accel::cli::rank_environment(config, 0);
+  EXPECT_EQ(env["ACCELERATE_USE_FSDP"], "true");
+  EXPECT_EQ(env["FSDP_SHARDING_STRATEGY"], "2");
+  EXPECT_EQ(env.count("ACCELERATE_USE_DEEPSPEED"), 0u);
+  EXPECT_EQ(origin_of(config, "FSDP_SHARDING_STRATEGY"), "2  (command line)");
+
+  auto error_of = [&](const LaunchFlags& bad) -> std::string {
+    try {
+      resolve(bad);
+    } catch (const CLI::ValidationError& error) {
+      return error.what();
+    }
+    return "no error";
+  };
+  flags.fsdp_sharding_strategy = "FULL_SHARD";
+  EXPECT_NE(error_of(flags).find("--fsdp_sharding_strategy: FULL_SHARD (FULL_SHARD, parameter sharding) is not "
+                                 "supported yet"),
+            std::string::npos)
+      << error_of(flags);
+  flags.use_fsdp = false;
+  EXPECT_NE(error_of(flags).find("--fsdp_sharding_strategy needs --use_fsdp"), std::string::npos);
+  LaunchFlags deepspeed;
+  deepspeed.use_deepspeed = true;
+  deepspeed.zero_stage = 3;
+  EXPECT_NE(error_of(deepspeed).find("--zero_stage: 3 (parameter sharding"), std::string::npos) << error_of(deepspeed);
+  deepspeed.zero_stage = 2;
+  deepspeed.use_fsdp = true;
+  EXPECT_NE(error_of(deepspeed).find("exclude each other"), std::string::npos);
+}
+
 TEST_F(LaunchSettingsTest, BadEnvironmentValuesAreNamed) {
   vars_["PET_NNODES"] = "many";
   try {

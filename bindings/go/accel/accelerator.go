@@ -28,6 +28,10 @@ type AcceleratorOptions struct {
 	FindUnusedParameters      bool
 	BroadcastBuffers          *bool  // nil: true (process 0's buffers at every training forward, DDP's default)
 	CommHook                  string // "", "no", "fp16", "bf16"
+	// "" (from the launcher's environment, else NO_SHARD), "NO_SHARD",
+	// "SHARD_OPTIMIZER" (ZeRO-1), "SHARD_GRAD_OP" (ZeRO-2); "FULL_SHARD" and
+	// "HYBRID_SHARD" are ErrUnsupported for now (docs/sharding.md).
+	ShardingStrategy          string
 	ScalerInitScale           float64
 	ScalerGrowthFactor        float64
 	ScalerBackoffFactor       float64
@@ -48,6 +52,9 @@ type AcceleratorOptions struct {
 
 var precisionNames = []string{"no", "bf16", "fp16", "fp8"}
 
+// In accel_sharding_strategy's order.
+var shardingNames = []string{"NO_SHARD", "SHARD_OPTIMIZER", "SHARD_GRAD_OP", "FULL_SHARD", "HYBRID_SHARD"}
+
 func (o AcceleratorOptions) native() (core.AcceleratorOptions, error) {
 	precision := -1 // ACCEL_PRECISION_DEFAULT
 	if o.MixedPrecision != "" {
@@ -60,6 +67,12 @@ func (o AcceleratorOptions) native() (core.AcceleratorOptions, error) {
 	hook, err := choice(o.CommHook, "CommHook", "no", "fp16", "bf16")
 	if err != nil {
 		return nil, err
+	}
+	sharding := -1 // ACCEL_SHARDING_DEFAULT
+	if o.ShardingStrategy != "" {
+		if sharding, err = choice(o.ShardingStrategy, "ShardingStrategy", shardingNames...); err != nil {
+			return nil, err
+		}
 	}
 	if o.Timeout < 0 {
 		return nil, &Error{Code: ErrInvalidArgument, Msg: fmt.Sprintf("Timeout %v is negative", o.Timeout)}
@@ -85,6 +98,7 @@ func (o AcceleratorOptions) native() (core.AcceleratorOptions, error) {
 		n.SetBroadcast_buffers(boolInt(*o.BroadcastBuffers))
 	}
 	n.SetComm_hook(core.Accel_comm_hook(hook))
+	n.SetSharding_strategy(core.Accel_sharding_strategy(sharding))
 	setIf(o.ScalerInitScale, n.SetScaler_init_scale)
 	setIf(o.ScalerGrowthFactor, n.SetScaler_growth_factor)
 	setIf(o.ScalerBackoffFactor, n.SetScaler_backoff_factor)
@@ -234,6 +248,15 @@ func (a *Accelerator) MixedPrecision() (string, error) {
 		return "", err
 	}
 	return precisionNames[v], nil
+}
+
+// ShardingStrategy is the resolved strategy: "NO_SHARD", "SHARD_OPTIMIZER" or "SHARD_GRAD_OP".
+func (a *Accelerator) ShardingStrategy() (string, error) {
+	v, err := accelValue(a, func(h core.Accelerator) int { return int(h.Sharding_strategy()) })
+	if err != nil || v < 0 || v >= len(shardingNames) {
+		return "", err
+	}
+	return shardingNames[v], nil
 }
 
 // Device is the device tensors are placed on ("cpu", "cuda:0").

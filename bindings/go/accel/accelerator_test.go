@@ -52,6 +52,14 @@ func TestAcceleratorRejectsBadOptions(t *testing.T) {
 	wantError(t, err, ErrInvalidArgument, `MixedPrecision "fp64"`)
 	_, err = NewAccelerator(AcceleratorOptions{CommHook: "int4"})
 	wantError(t, err, ErrInvalidArgument, `CommHook "int4"`)
+	_, err = NewAccelerator(AcceleratorOptions{ShardingStrategy: "ZERO_9"})
+	wantError(t, err, ErrInvalidArgument, `ShardingStrategy "ZERO_9"`)
+	_, err = NewAccelerator(AcceleratorOptions{CPU: true, ShardingStrategy: "FULL_SHARD"})
+	wantError(t, err, ErrUnsupported, "FULL_SHARD")
+	sharded := newCPU(t, AcceleratorOptions{ShardingStrategy: "SHARD_GRAD_OP"})
+	if s := must[string](t)(sharded.ShardingStrategy()); s != "SHARD_GRAD_OP" {
+		t.Fatalf("sharding strategy %q", s)
+	}
 	_, err = NewAccelerator(AcceleratorOptions{BucketCapMB: -1})
 	wantError(t, err, ErrInvalidArgument, "bucket_cap_mb")
 	_, err = NewAccelerator(AcceleratorOptions{Timeout: -time.Second})

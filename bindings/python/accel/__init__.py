@@ -773,6 +773,9 @@ class RemovableHandle:
 _PRECISIONS = {"no": core.PRECISION_NO, "bf16": core.PRECISION_BF16, "fp16": core.PRECISION_FP16,
                "fp8": core.PRECISION_FP8}
 _COMM_HOOKS = {"no": core.COMM_HOOK_NONE, "fp16": core.COMM_HOOK_FP16, "bf16": core.COMM_HOOK_BF16}
+_SHARDING = {"NO_SHARD": core.SHARDING_NO_SHARD, "SHARD_OPTIMIZER": core.SHARDING_SHARD_OPTIMIZER,
+             "SHARD_GRAD_OP": core.SHARDING_SHARD_GRAD_OP, "FULL_SHARD": core.SHARDING_FULL_SHARD,
+             "HYBRID_SHARD": core.SHARDING_HYBRID_SHARD}
 _REDUCTIONS = {"sum": core.REDUCE_SUM, "mean": core.REDUCE_MEAN, "none": core.REDUCE_NONE}
 
 
@@ -884,7 +887,9 @@ class Accelerator(core.Accelerator):
     data_seed, device_placement, project_dir, logging_dir,
     automatic_checkpoint_naming, total_limit, log_with ("jsonl", "csv", "tensorboard", "mlflow",
     "all", or a list), timeout_ms, comm_hook ("fp16", "bf16"), find_unused_parameters,
-    broadcast_buffers (default True: process 0's buffers at every training forward), ...
+    broadcast_buffers (default True: process 0's buffers at every training forward),
+    sharding_strategy ("NO_SHARD", "SHARD_OPTIMIZER" (ZeRO-1), "SHARD_GRAD_OP" (ZeRO-2); None: from
+    `accel launch`'s environment; "FULL_SHARD" and "HYBRID_SHARD" raise AccelError UNSUPPORTED), ...
 
     Collective where the C API says so: with several processes every process must call it."""
 
@@ -900,6 +905,12 @@ class Accelerator(core.Accelerator):
             if value not in _COMM_HOOKS:
                 raise ValueError(f"comm_hook {value!r} is not one of {sorted(_COMM_HOOKS)}")
             opts.comm_hook = _COMM_HOOKS[value]
+        if options.get("sharding_strategy") is not None:
+            value = options.pop("sharding_strategy")
+            if value not in _SHARDING:
+                raise ValueError(f"sharding_strategy {value!r} is not one of {sorted(_SHARDING)}")
+            opts.sharding_strategy = _SHARDING[value]
+        options.pop("sharding_strategy", None)
         if isinstance(options.get("log_with"), (list, tuple)):
             options["log_with"] = ",".join(options["log_with"])
         # None (Accelerate's default) is -1 in the C options: dispatch_batches
@@ -1013,6 +1024,12 @@ class Accelerator(core.Accelerator):
     def mixed_precision(self) -> str:
         value = core.Accelerator.mixed_precision(self)
         return {v: k for k, v in _PRECISIONS.items()}[value]
+
+    @property
+    def sharding_strategy(self) -> str:
+        """The resolved sharding strategy: "NO_SHARD", "SHARD_OPTIMIZER" or "SHARD_GRAD_OP"."""
+        value = core.Accelerator.sharding_strategy(self)
+        return {v: k for k, v in _SHARDING.items()}[value]
 
     @property
     def use_distributed(self) -> bool:

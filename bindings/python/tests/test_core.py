@@ -184,3 +184,15 @@ def test_accelerator_rejects_bad_options():
         accel.Accelerator(gradient_accumulation=2)
     with pytest.raises(accel.AccelError, match="bucket_cap_mb"):
         accel.Accelerator(bucket_cap_mb=-1.0)
+
+
+def test_sharding_strategy_option():
+    with pytest.raises(ValueError, match="sharding_strategy 'ZERO_9'"):
+        accel.Accelerator(cpu=True, sharding_strategy="ZERO_9")
+    with pytest.raises(accel.AccelError, match="FULL_SHARD") as info:
+        accel.Accelerator(cpu=True, sharding_strategy="FULL_SHARD")
+    assert info.value.args[1] == accel.core.ERR_UNSUPPORTED
+    with accel.Accelerator(cpu=True, sharding_strategy="SHARD_OPTIMIZER") as acc:
+        assert acc.sharding_strategy == "SHARD_OPTIMIZER"
+    with accel.Accelerator(cpu=True, sharding_strategy=None) as acc:
+        assert acc.sharding_strategy == "NO_SHARD"

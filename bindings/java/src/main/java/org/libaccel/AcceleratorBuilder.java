@@ -126,6 +126,26 @@ public final class AcceleratorBuilder {
     return this;
   }
 
+  /** Sharded data parallel (docs/sharding.md); unset: from accel launch's environment, else NO_SHARD. */
+  public AcceleratorBuilder shardingStrategy(ShardingStrategy strategy) {
+    options.setShardingStrategy(strategy);
+    return this;
+  }
+
+  /** "NO_SHARD", "SHARD_OPTIMIZER" (ZeRO-1) or "SHARD_GRAD_OP" (ZeRO-2); FULL_SHARD and HYBRID_SHARD are refused by build(). */
+  public AcceleratorBuilder shardingStrategy(String strategy) {
+    switch (strategy) {
+      case "NO_SHARD": return shardingStrategy(ShardingStrategy.SHARDING_NO_SHARD);
+      case "SHARD_OPTIMIZER": return shardingStrategy(ShardingStrategy.SHARDING_SHARD_OPTIMIZER);
+      case "SHARD_GRAD_OP": return shardingStrategy(ShardingStrategy.SHARDING_SHARD_GRAD_OP);
+      case "FULL_SHARD": return shardingStrategy(ShardingStrategy.SHARDING_FULL_SHARD);
+      case "HYBRID_SHARD": return shardingStrategy(ShardingStrategy.SHARDING_HYBRID_SHARD);
+      default:
+        throw new IllegalArgumentException("shardingStrategy \"" + strategy +
+            "\" is not one of NO_SHARD, SHARD_OPTIMIZER, SHARD_GRAD_OP, FULL_SHARD, HYBRID_SHARD");
+    }
+  }
+
   public AcceleratorBuilder findUnusedParameters(boolean find) {
     options.setFindUnusedParameters(find);
     return this;

@@ -1,0 +1,213 @@
+#include "cli/sharding_config.hpp"
+
+#include <CLI/CLI.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "cli/config_file.hpp"
+
+namespace accel::cli {
+
+namespace {
+
+// FSDP's ShardingStrategy numbers, as Accelerate 0.22 writes them.
+const std::vector<std::string> kFsdpStrategies{"FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD", "HYBRID_SHARD",
+                                               "HYBRID_SHARD_ZERO2"};
+
+class Section {
+ public:
+  Section(std::string path, std::string name, YAML::Node node)
+      : path_(std::move(path)), name_(std::move(name)), node_(std::move(node)) {}
+
+  [[noreturn]] void refuse(const std::string& key, const std::string& why) const {
+    throw ConfigFileError(path_ + ": key '" + name_ + "." + key + "': " + why);
+  }
+  std::string warning(const std::string& key, const std::string& why) const {
+    return "ignoring key '" + name_ + "." + key + "': " + why;
+  }
+  std::optional<std::string> text(const std::string& key) const {
+    YAML::Node value = node_[key];
+    if (!value || value.IsNull()) return std::nullopt;
+    if (!value.IsScalar()) refuse(key, "expected a single value");
+    return value.Scalar();
+  }
+  bool flag(const std::string& key) const {
+    auto value = text(key);
+    if (!value) return false;
+    if (*value == "true" || *value == "True") return true;
+    if (*value == "false" || *value == "False") return false;
+    refuse(key, "expected true or false, got '" + *value + "'");
+  }
+  std::vector<std::string> keys() const {
+    std::vector<std::string> out;
+    for (const auto& entry : node_) out.push_back(entry.first.Scalar());
+    return out;
+  }
+
+ private:
+  std::string path_, name_;
+  YAML::Node node_;
+};
+
+std::string fsdp_strategy_number(const Section& in) {
+  std::string value = in.text("fsdp_sharding_strategy").value_or("1");  // FSDP's and Accelerate's default
+  size_t index = kFsdpStrategies.size();
+  for (size_t i = 0; i < kFsdpStrategies.size(); ++i) {
+    if (value == kFsdpStrategies[i] || value == std::to_string(i + 1)) index = i;
+  }
+  if (index == kFsdpStrategies.size()) {
+    in.refuse("fsdp_sharding_strategy", "unknown value '" + value +
+                                            "' (expected FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD, "
+                                            "HYBRID_SHARD_ZERO2 or 1-5)");
+  }
+  const std::string& name = kFsdpStrategies[index];
+  if (name != "SHARD_GRAD_OP" && name != "NO_SHARD") {
+    in.refuse("fsdp_sharding_strategy", value + " (" + name +
+                                            ", parameter sharding) is not supported yet; use SHARD_GRAD_OP (2) or "
+                                            "NO_SHARD (3)");
+  }
+  return std::to_string(index + 1);
+}
+
+std::map<std::string, std::string> read_fsdp(const Section& in, std::vector<std::string>& warnings) {
+  const std::set<std::string> no_effect{"fsdp_auto_wrap_policy", "fsdp_min_num_params",
+                                        "fsdp_transformer_layer_cls_to_wrap", "fsdp_backward_prefetch",
+                                        "fsdp_backward_prefetch_policy", "fsdp_forward_prefetch"};
+  for (const std::string& key : in.keys()) {
+    if (key == "fsdp_sharding_strategy") continue;
+    if (no_effect.count(key)) {
+      if (in.text(key)) warnings.push_back(in.warning(key, "no effect: libaccel shards one flat buffer and "
+                                                           "parameters stay whole during forward and backward"));
+    } else if (key == "fsdp_offload_params") {
+      if (in.flag(key)) in.refuse(key, "true: CPU offload is not supported yet");
+    } else if (key == "fsdp_activation_checkpointing") {
+      if (in.flag(key)) in.refuse(key, "true: activation checkpointing is not supported yet");
+    } else if (key == "fsdp_state_dict_type") {
+      auto value = in.text(key).value_or("FULL_STATE_DICT");
+      if (value != "FULL_STATE_DICT") {
+        in.refuse(key, value + " is not supported yet: parameters are whole after every step, so save_model "
+                               "writes the full state dict (FULL_STATE_DICT)");
+      }
+    } else if (key == "fsdp_sync_module_states" || key == "fsdp_use_orig_params" ||
+               key == "fsdp_cpu_ram_efficient_loading") {
+      // What libaccel always does: rank 0's weights are broadcast at prepare,
+      // and parameters keep their names and identity.
+      in.flag(key);
+    } else {
+      in.refuse(key, "unknown FSDP setting");
+    }
+  }
+  return {{"ACCELERATE_USE_FSDP", "true"}, {"FSDP_SHARDING_STRATEGY", fsdp_strategy_number(in)}};
+}
+
+std::string checked_stage(const Section& in, const std::string& key, const std::string& value) {
+  if (value == "0" || value == "1" || value == "2") return value;
+  if (value == "3") in.refuse(key, "3 (parameter sharding, FULL_SHARD) is not supported yet; use stage 1 or 2");
+  in.refuse(key, "unknown ZeRO stage '" + value + "' (expected 0, 1, 2 or 3)");
+}
+
+void check_offload(const Section& in, const std::string& key, const std::string& device) {
+  if (device != "none") in.refuse(key, "'" + device + "': offload is not supported yet (use none)");
+}
+
+// A DeepSpeed JSON configuration: zero_optimization.stage and its offload devices.
+std::string stage_from_json(const Section& in, const std::string& file) {
+  std::ifstream stream(file);
+  if (!stream) in.refuse("deepspeed_config_file", "cannot read " + file);
+  nlohmann::json config = nlohmann::json::parse(stream, nullptr, false);
+  if (config.is_discarded() || !config.is_object()) in.refuse("deepspeed_config_file", file + " is not a JSON object");
+  const std::string where = "deepspeed_config_file " + file + ": zero_optimization";
+  auto zero = config.find("zero_optimization");
+  if (zero == config.end()) return "0";
+  if (!zero->is_object()) in.refuse("deepspeed_config_file", where + " is not an object");
+  auto stage = zero->find("stage");
+  std::string value = stage == zero->end() ? "0" : stage->is_number_integer() ? std::to_string(stage->get<int>()) : stage->dump();
+  checked_stage(in, "deepspeed_config_file", value);
+  for (const char* offload : {"offload_optimizer", "offload_param"}) {
+    auto it = zero->find(offload);
+    if (it == zero->end() || !it->is_object()) continue;
+    auto device = it->find("device");
+    if (device != it->end() && device->is_string()) check_offload(in, "deepspeed_config_file", device->get<std::string>());
+  }
+  return value;
+}
+
+std::map<std::string, std::string> read_deepspeed(const Section& in, std::vector<std::string>& warnings) {
+  std::optional<std::string> stage;
+  for (const std::string& key : in.keys()) {
+    if (key == "zero_stage") {
+      if (auto value = in.text(key)) stage = checked_stage(in, key, *value);
+    } else if (key == "deepspeed_config_file") {
+      if (auto file = in.text(key)) stage = stage_from_json(in, *file);
+    } else if (key == "offload_optimizer_device" || key == "offload_param_device") {
+      if (auto device = in.text(key)) check_offload(in, key, *device);
+    } else if (key == "zero3_init_flag") {
+      if (in.flag(key)) in.refuse(key, "true: ZeRO stage 3 is not supported yet");
+    } else if (key == "zero3_save_16bit_model" || key == "deepspeed_multinode_launcher") {
+      if (in.text(key)) warnings.push_back(in.warning(key, "no effect without ZeRO stage 3 / DeepSpeed's launcher"));
+    } else if (key == "gradient_accumulation_steps") {
+      auto value = in.text(key);
+      if (value && *value != "1") {
+        in.refuse(key, *value + ": give it to accel launch --gradient_accumulation_steps or the Accelerator options");
+      }
+    } else {
+      in.refuse(key, "unknown DeepSpeed setting");
+    }
+  }
+  // Accelerate's default when the section names no stage.
+  return {{"ACCELERATE_USE_DEEPSPEED", "true"}, {"ACCELERATE_DEEPSPEED_ZERO_STAGE", stage.value_or("2")}};
+}
+
+}  // namespace
+
+std::map<std::string, std::string> read_sharding_config(const std::string& path, const YAML::Node& root,
+                                                        const std::string& distributed_type,
+                                                        std::vector<std::string>& warnings) {
+  const bool fsdp = distributed_type == "FSDP";
+  if (!fsdp && distributed_type != "DEEPSPEED") return {};
+  const std::string name = fsdp ? "fsdp_config" : "deepspeed_config";
+  YAML::Node section = root[name];
+  if (section && !section.IsNull() && !section.IsMap()) {
+    throw ConfigFileError(path + ": key '" + name + "': expected a mapping of settings");
+  }
+  Section in(path, name, section && section.IsMap() ? section : YAML::Node(YAML::NodeType::Map));
+  return fsdp ? read_fsdp(in, warnings) : read_deepspeed(in, warnings);
+}
+
+std::map<std::string, std::string> sharding_env_from_flags(bool use_fsdp,
+                                                           const std::optional<std::string>& fsdp_sharding_strategy,
+                                                           bool use_deepspeed, const std::optional<int>& zero_stage) {
+  if (fsdp_sharding_strategy && !use_fsdp) {
+    throw CLI::ValidationError("--fsdp_sharding_strategy", "--fsdp_sharding_strategy needs --use_fsdp");
+  }
+  if (zero_stage && !use_deepspeed) throw CLI::ValidationError("--zero_stage", "--zero_stage needs --use_deepspeed");
+  if (use_fsdp && use_deepspeed) {
+    throw CLI::ValidationError("--use_deepspeed", "--use_fsdp and --use_deepspeed exclude each other");
+  }
+  // The config-file rules, with the flag's name in the message.
+  auto as_flag = [](const std::string& flag, auto&& read) {
+    try {
+      return read();
+    } catch (const ConfigFileError& error) {
+      std::string message = error.what();
+      throw CLI::ValidationError(flag, flag + message.substr(message.find(':', message.find("key '"))));
+    }
+  };
+  std::vector<std::string> ignored;
+  if (use_fsdp) {
+    YAML::Node section(YAML::NodeType::Map);
+    if (fsdp_sharding_strategy) section["fsdp_sharding_strategy"] = *fsdp_sharding_strategy;
+    return as_flag("--fsdp_sharding_strategy", [&] { return read_fsdp(Section("", "fsdp_config", section), ignored); });
+  }
+  if (use_deepspeed) {
+    YAML::Node section(YAML::NodeType::Map);
+    if (zero_stage) section["zero_stage"] = std::to_string(*zero_stage);
+    return as_flag("--zero_stage", [&] { return read_deepspeed(Section("", "deepspeed_config", section), ignored); });
+  }
+  return {};
+}
+
+}  // namespace accel::cli

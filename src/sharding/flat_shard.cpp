@@ -1,0 +1,120 @@
+#include "sharding/flat_shard.hpp"
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+#include <limits>
+#include <unordered_set>
+
+#include "accel/error.hpp"
+
+namespace accel::detail {
+
+FlatShard::FlatShard(const std::vector<at::Tensor>& parameters, const std::vector<std::string>& names,
+                     ProcessGroup& process_group, ShardingStrategy strategy)
+    : process_group_(process_group), strategy_(strategy) {
+  std::unordered_set<const void*> seen;
+  for (size_t k = 0; k < parameters.size(); ++k) {
+    const at::Tensor& p = parameters[k];
+    if (!p.requires_grad() || !seen.insert(p.unsafeGetTensorImpl()).second) continue;
+    if (!params_.empty()) {
+      const at::Tensor& first = params_.front();
+      const std::string name = k < names.size() ? names[k] : "parameter " + std::to_string(k);
+      require(p.scalar_type() == first.scalar_type() && p.device() == first.device(), ErrorCode::Unsupported,
+              std::string("sharding_strategy ") + to_string(strategy) + ": parameter " + name + " is " +
+                  c10::toString(p.scalar_type()) + " on " + p.device().str() + " but the first is " +
+                  c10::toString(first.scalar_type()) + " on " + first.device().str() +
+                  "; one flat buffer needs one dtype and device");
+    }
+    offsets_.push_back(total_);
+    total_ += p.numel();
+    params_.push_back(p);
+  }
+  require(!params_.empty(), ErrorCode::InvalidArgument,
+          std::string("sharding_strategy ") + to_string(strategy) + ": the model has no trainable parameters");
+  const int world = process_group_.world_size();
+  chunk_ = (total_ + world - 1) / world;
+  flat_ = at::zeros({chunk_ * world}, params_.front().options().requires_grad(false));
+  at::NoGradGuard no_grad;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    at::Tensor& p = params_[i];
+    flat_.narrow(0, offsets_[i], p.numel()).view(p.sizes()).copy_(p);
+    at::Tensor grad = p.grad();
+    // The parameter keeps its identity (autograd metadata, optimizer and
+    // module references) and now lives in the flat buffer.
+    p.set_(flat_.narrow(0, offsets_[i], p.numel()).view(p.sizes()));
+    if (grad.defined() && strategy_ == ShardingStrategy::ShardGradOp) p.mutable_grad().reset();
+  }
+  shard_ = flat_.narrow(0, process_group_.rank() * chunk_, chunk_);
+  shard_.mutable_grad() = at::zeros_like(shard_);
+}
+
+void FlatShard::reduce_scatter_gradients() {
+  at::NoGradGuard no_grad;
+  at::Tensor flat_grad = at::zeros_like(flat_);
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const at::Tensor& grad = params_[i].grad();
+    if (grad.defined()) flat_grad.narrow(0, offsets_[i], params_[i].numel()).copy_(grad.reshape(-1));
+  }
+  at::Tensor mine = process_group_.reduce_scatter(flat_grad, "gradient reduce-scatter");
+  // Divided after the sum, as the allreduce path divides before it: both are
+  // exact for power-of-two world sizes and agree to rounding otherwise.
+  shard_.mutable_grad().add_(mine.div_(process_group_.world_size()));
+  for (auto& p : params_) p.mutable_grad().reset();
+}
+
+void FlatShard::before_step() {
+  if (strategy_ != ShardingStrategy::ShardOptimizer) return;
+  at::NoGradGuard no_grad;
+  at::Tensor& shard_grad = shard_.mutable_grad();
+  const int64_t begin = process_group_.rank() * chunk_, end = begin + chunk_;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const int64_t lo = std::max(begin, offsets_[i]), hi = std::min(end, offsets_[i] + params_[i].numel());
+    if (lo >= hi) continue;
+    at::Tensor target = shard_grad.narrow(0, lo - begin, hi - lo);
+    const at::Tensor& grad = params_[i].grad();
+    if (grad.defined()) {
+      target.copy_(grad.reshape(-1).narrow(0, lo - offsets_[i], hi - lo));
+    } else {
+      target.zero_();
+    }
+  }
+}
+
+void FlatShard::after_step() {
+  at::NoGradGuard no_grad;
+  // Gloo gathers through its own buffer, so the chunk may alias the output.
+  process_group_.all_gather_into(flat_, shard_, "parameter all-gather");
+}
+
+void FlatShard::zero_grad() {
+  at::NoGradGuard no_grad;
+  shard_.mutable_grad().zero_();
+  for (auto& p : params_) {
+    if (p.grad().defined()) p.mutable_grad().zero_();
+  }
+}
+
+double FlatShard::clip_grad_norm(double max_norm, double norm_type) {
+  at::NoGradGuard no_grad;
+  at::Tensor& grad = shard_.mutable_grad();
+  double total = 0;
+  if (std::isinf(norm_type)) {
+    at::Tensor local = grad.abs().max().to(at::kDouble).reshape({1});
+    for (const at::Tensor& t : process_group_.allgather(local, "clip_grad_norm (max)")) {
+      total = std::max(total, t.item<double>());
+    }
+  } else {
+    at::Tensor local = grad.to(at::kDouble).abs().pow(norm_type).sum().reshape({1});
+    process_group_.allreduce(local, "clip_grad_norm (sum)");
+    total = std::pow(local.item<double>(), 1.0 / norm_type);
+  }
+  // torch.nn.utils.clip_grad_norm_'s rule: scale by max_norm / (norm + 1e-6), at most 1.
+  const double coefficient = std::min(1.0, max_norm / (total + 1e-6));
+  grad.mul_(coefficient);
+  return total;
+}
+
+void FlatShard::clip_grad_value(double clip_value) { shard_.mutable_grad().clamp_(-clip_value, clip_value); }
+
+}  // namespace accel::detail

@@ -1,0 +1,70 @@
+// ZeRO-1 and ZeRO-2 over c10d: the trainable parameters of a prepared model
+// laid out as one flat buffer, cut into world_size equal chunks.
+//
+// Partition: element granularity. The parameters (in registration order,
+// shared ones once) are concatenated into T elements, padded to world_size * S
+// with S = ceil(T / world_size); rank r owns elements [r*S, (r+1)*S). Fewer
+// than world_size elements are padding (at the end), a parameter may span two
+// ranks, and every chunk has the same size, so the all-gather needs no
+// per-rank sizes. The parameters become views of the flat
+// buffer (as FSDP's flat parameter), so the all-gather after each step writes
+// them in place and no second copy of the parameters is held.
+//
+// The optimizer is rebuilt over shard(): a view of this rank's chunk whose
+// .grad is the averaged gradient of the chunk. Every optimizer libaccel has is
+// elementwise, so updating the flat chunk computes bit for bit what updating
+// the whole tensors would, and its state (momentum, moments) is S elements.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <string>
+#include <vector>
+
+#include "accel/accelerator.hpp"
+#include "state/process_group.hpp"
+
+namespace accel::detail {
+
+class FlatShard {
+ public:
+  // Not collective: prepare has already made the parameters equal everywhere.
+  // Throws Unsupported naming a parameter whose dtype or device differs from the first's.
+  FlatShard(const std::vector<at::Tensor>& parameters, const std::vector<std::string>& names,
+            ProcessGroup& process_group, ShardingStrategy strategy);
+
+  ShardingStrategy strategy() const { return strategy_; }
+  int64_t total_numel() const { return total_; }
+  int64_t shard_numel() const { return chunk_; }
+  at::Tensor& shard() { return shard_; }
+
+  // ZeRO-2 only: whether the next backward reduce-scatters (off on accumulation micro-steps).
+  void set_sync_enabled(bool enabled) { sync_enabled_ = enabled; }
+  bool sync_enabled() const { return sync_enabled_; }
+  // ZeRO-2, after a synced backward: adds the average across ranks of this
+  // rank's chunk of the gradients to shard().grad and frees the full
+  // gradients. Collective.
+  void reduce_scatter_gradients();
+  // Before the optimizer's step. ZeRO-1: copies this rank's chunk of the
+  // (already averaged) full gradients into shard().grad.
+  void before_step();
+  // After the optimizer's step: all-gathers the chunks into the parameters. Collective.
+  void after_step();
+  void zero_grad();
+  // ZeRO-2: the norm of the gradient across every rank's chunk, and clipping by it. Collective.
+  double clip_grad_norm(double max_norm, double norm_type);
+  void clip_grad_value(double clip_value);
+
+ private:
+  std::vector<at::Tensor> params_;
+  std::vector<int64_t> offsets_;  // where each parameter starts in the flat buffer
+  ProcessGroup& process_group_;
+  ShardingStrategy strategy_;
+  int64_t total_ = 0;
+  int64_t chunk_ = 0;
+  at::Tensor flat_;   // world_size * chunk_ elements; the parameters are views of it
+  at::Tensor shard_;  // flat_'s chunk of this rank
+  bool sync_enabled_ = true;
+};
+
+}  // namespace accel::detail
