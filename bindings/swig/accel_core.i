@@ -120,6 +120,8 @@ struct AccelBatch {
 %rename(CommHook) accel_comm_hook;
 %rename(ShardingStrategy) accel_sharding_strategy;
 %rename(LossKind) accel_loss_kind;
+%rename(LossOptions) accel_loss_options;
+%rename(CompareOp) accel_compare_op;
 %rename(OptimizerKind) accel_optimizer_kind;
 %rename(SchedulerKind) accel_scheduler_kind;
 %rename(LogLevel) accel_log_level;
@@ -255,6 +257,14 @@ struct AccelTensorMap {};
 
 %newobject AccelTensor::from_buffer;
 %newobject AccelTensor::argmax;
+%newobject AccelTensor::softmax;
+%newobject AccelTensor::topk;
+%newobject AccelTensor::mean;
+%newobject AccelTensor::mean_dim;
+%newobject AccelTensor::reshape;
+%newobject AccelTensor::narrow;
+%newobject AccelTensor::compare;
+%newobject AccelTensor::loss_ext;
 %newobject AccelTensor::eq;
 %newobject AccelTensor::sum;
 %newobject AccelTensor::loss;
@@ -316,6 +326,59 @@ struct AccelTensorMap {};
   AccelTensor* loss(accel_loss_kind kind, const AccelTensor* target) const {
     accel_tensor* out = 0;
     accel_check(accel_loss(kind, $self, target, &out));
+    return out;
+  }
+  AccelTensor* loss_ext(accel_loss_kind kind, const AccelTensor* target, int64_t ignore_index = -100,
+                        double label_smoothing = 0.0) const {
+    accel_loss_options options = ACCEL_LOSS_OPTIONS_INIT;
+    options.ignore_index = ignore_index;
+    options.label_smoothing = label_smoothing;
+    accel_tensor* out = 0;
+    accel_check(accel_loss_ext(kind, $self, target, &options, &out));
+    return out;
+  }
+  AccelTensor* softmax(int64_t dim) const {
+    accel_tensor* out = 0;
+    accel_check(accel_tensor_softmax($self, dim, &out));
+    return out;
+  }
+  /* "values" and "indices" in a map: one call returns both in every language. */
+  AccelTensorMap* topk(int64_t k, int64_t dim) const {
+    accel_tensor *values = 0, *indices = 0;
+    accel_check(accel_tensor_topk($self, k, dim, &values, &indices));
+    accel_tensor_map* out = 0;
+    accel_status status = accel_tensor_map_create(&out);
+    if (status == ACCEL_OK) status = accel_tensor_map_set(out, "values", values);
+    if (status == ACCEL_OK) status = accel_tensor_map_set(out, "indices", indices);
+    accel_tensor_free(values);
+    accel_tensor_free(indices);
+    if (status != ACCEL_OK) accel_tensor_map_free(out);
+    accel_check(status);
+    return out;
+  }
+  AccelTensor* mean() const {
+    accel_tensor* out = 0;
+    accel_check(accel_tensor_mean($self, &out));
+    return out;
+  }
+  AccelTensor* mean_dim(int64_t dim) const {
+    accel_tensor* out = 0;
+    accel_check(accel_tensor_mean_dim($self, dim, &out));
+    return out;
+  }
+  AccelTensor* reshape(const std::vector<int64_t>& shape) const {
+    accel_tensor* out = 0;
+    accel_check(accel_tensor_reshape($self, shape.data(), shape.size(), &out));
+    return out;
+  }
+  AccelTensor* narrow(int64_t dim, int64_t start, int64_t length) const {
+    accel_tensor* out = 0;
+    accel_check(accel_tensor_narrow($self, dim, start, length, &out));
+    return out;
+  }
+  AccelTensor* compare(const AccelTensor* other, accel_compare_op op) const {
+    accel_tensor* out = 0;
+    accel_check(accel_tensor_compare($self, other, op, &out));
     return out;
   }
 }
@@ -444,6 +507,9 @@ struct AccelTensorMap {};
     accel_tensor_map* out = 0;
     accel_check(accel_model_named_buffers($self, &out));
     return out;
+  }
+  void load_state_dict(const AccelTensorMap* tensors, bool strict = true) {
+    accel_check(accel_model_load_state_dict($self, tensors, strict ? 1 : 0));
   }
 }
 
@@ -727,6 +793,8 @@ struct AccelTensorMap {};
 }
 
 %newobject AccelAccelerator::gather;
+%newobject AccelAccelerator::send_to_device;
+%newobject AccelAccelerator::send_map_to_device;
 %newobject AccelAccelerator::gather_for_metrics;
 %newobject AccelAccelerator::reduce;
 %newobject AccelAccelerator::broadcast;
@@ -949,6 +1017,18 @@ struct AccelTensorMap {};
   void join_uneven_inputs_end() { accel_check(accel_accelerator_join_uneven_inputs_end($self)); }
   void autocast_begin(bool enabled = true) { accel_check(accel_accelerator_autocast_begin($self, enabled)); }
   void autocast_end() { accel_check(accel_accelerator_autocast_end($self)); }
+  void no_grad_begin() { accel_check(accel_accelerator_no_grad_begin($self)); }
+  void no_grad_end() { accel_check(accel_accelerator_no_grad_end($self)); }
+  AccelTensor* send_to_device(const AccelTensor* tensor) const {
+    accel_tensor* out = 0;
+    accel_check(accel_accelerator_send_to_device($self, tensor, &out));
+    return out;
+  }
+  AccelTensorMap* send_map_to_device(const AccelTensorMap* tensors) const {
+    accel_tensor_map* out = 0;
+    accel_check(accel_accelerator_send_map_to_device($self, tensors, &out));
+    return out;
+  }
 
   /* ---- checkpoints ---- */
   /* Returns the directory written (dir, or the automatic checkpoint_{i}). */

@@ -616,6 +616,17 @@ import java.nio.LongBuffer;
   public java.util.LinkedHashMap<String, Tensor> buffers() {
     return namedBuffers().drain();
   }
+
+  /**
+   * PyTorch's load_state_dict: copies each tensor into the parameter or buffer of that name.
+   * strict: missing or unexpected names throw an AccelException listing them. Everything is
+   * checked before anything is copied.
+   */
+  public void loadStateDict(java.util.Map<String, Tensor> tensors, boolean strict) {
+    try (TensorMap in = TensorMap.of(tensors)) {
+      loadStateDict(in, strict);
+    }
+  }
 %}
 
 %typemap(javainterfaces) AccelTensorMap "AutoCloseable"
@@ -1011,6 +1022,15 @@ import java.util.Map;
   public Scope autocast(boolean enabled) {
     autocastBegin(enabled);
     return this::autocastEnd;
+  }
+
+  /**
+   * torch.no_grad() for evaluation: no autograd graph on this thread until the scope closes
+   * (close it on the thread that opened it). Scopes nest.
+   */
+  public Scope noGrad() {
+    noGradBegin();
+    return this::noGradEnd;
   }
 
   /** The main process runs the block first, the others after it. Collective. */

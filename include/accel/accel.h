@@ -136,6 +136,41 @@ ACCEL_API accel_status accel_tensor_eq(const accel_tensor* a, const accel_tensor
 ACCEL_API accel_status accel_tensor_sum(const accel_tensor* tensor, accel_tensor** out);
 /* The value of a one-element tensor, converted to double. */
 ACCEL_API accel_status accel_tensor_item(const accel_tensor* tensor, double* out);
+/* What metrics need beside argmax/eq/sum (the model does the math; these read
+   its outputs). Each returns a new handle in *out (accel_tensor_free) and
+   leaves *out untouched on failure; none is collective. A dim counts from the
+   end when negative. Errors: INVALID_ARGUMENT naming the bad dim, k, shape,
+   start or length together with the tensor's shape. */
+/* softmax along dim, in the tensor's floating dtype (integers are refused). */
+ACCEL_API accel_status accel_tensor_softmax(const accel_tensor* tensor, int64_t dim, accel_tensor** out);
+/* The k largest entries along dim, largest first: values and their int64
+   indices as two new handles. Errors also when k > the dim's size or k < 0. */
+ACCEL_API accel_status accel_tensor_topk(const accel_tensor* tensor, int64_t k, int64_t dim, accel_tensor** values,
+                                         accel_tensor** indices);
+/* Mean of all elements (0-dimensional); integer and bool tensors are averaged
+   as float32 (a bool mean is an accuracy). */
+ACCEL_API accel_status accel_tensor_mean(const accel_tensor* tensor, accel_tensor** out);
+/* Mean along dim (removed from the shape), same dtype rule. */
+ACCEL_API accel_status accel_tensor_mean_dim(const accel_tensor* tensor, int64_t dim, accel_tensor** out);
+/* The same elements in a new shape (a copy when the tensor is not contiguous);
+   one entry may be -1 (inferred). Errors name both shapes. */
+ACCEL_API accel_status accel_tensor_reshape(const accel_tensor* tensor, const int64_t* shape, size_t ndim,
+                                            accel_tensor** out);
+/* length entries from start along dim (torch.narrow); shares storage. */
+ACCEL_API accel_status accel_tensor_narrow(const accel_tensor* tensor, int64_t dim, int64_t start, int64_t length,
+                                           accel_tensor** out);
+typedef enum accel_compare_op {
+  ACCEL_COMPARE_EQ = 0,
+  ACCEL_COMPARE_NE = 1,
+  ACCEL_COMPARE_LT = 2,
+  ACCEL_COMPARE_LE = 3,
+  ACCEL_COMPARE_GT = 4,
+  ACCEL_COMPARE_GE = 5
+} accel_compare_op;
+/* Element-wise a <op> b as a bool tensor; shapes must match or broadcast (b is
+   moved to a's device). Errors name an unknown op or both shapes. */
+ACCEL_API accel_status accel_tensor_compare(const accel_tensor* a, const accel_tensor* b, accel_compare_op op,
+                                            accel_tensor** out);
 ACCEL_API void accel_tensor_free(accel_tensor* tensor);
 
 /* ------------------------------------------------------------------------- */
@@ -314,6 +349,13 @@ ACCEL_API accel_status accel_accelerator_mixed_precision(const accel_accelerator
                                                          accel_mixed_precision* out);
 /* The device as a string such as "cpu" or "cuda:0"; owned by the accelerator. */
 ACCEL_API accel_status accel_accelerator_device(const accel_accelerator* acc, const char** out);
+/* Accelerate's send_to_device for hand-built batches: tensor on the
+   accelerator's device, as a new handle in *out (accel_tensor_free); the same
+   storage when it is already there. Not collective. */
+ACCEL_API accel_status accel_accelerator_send_to_device(const accel_accelerator* acc, const accel_tensor* tensor,
+                                                        accel_tensor** out);
+/* accel_accelerator_send_map_to_device (with accel_tensor_map below) does the
+   same for every tensor of a map. */
 /* The effective collective timeout in milliseconds, as given to the backend. */
 ACCEL_API accel_status accel_accelerator_timeout_ms(const accel_accelerator* acc, int64_t* out);
 /* The resolved sharding strategy (the option, else the launcher's environment;
@@ -556,6 +598,11 @@ ACCEL_API accel_status accel_tensor_map_name_at(const accel_tensor_map* map, siz
 /* The tensor under name, as a new handle the caller frees with
    accel_tensor_free. Errors: INVALID_ARGUMENT naming the name and the names held. */
 ACCEL_API accel_status accel_tensor_map_get(const accel_tensor_map* map, const char* name, accel_tensor** out);
+/* accel_accelerator_send_to_device for every tensor of map (borrowed): a new
+   map in *out (accel_tensor_map_free) with the same names in the same order,
+   each tensor on the accelerator's device. Not collective. */
+ACCEL_API accel_status accel_accelerator_send_map_to_device(const accel_accelerator* acc, const accel_tensor_map* map,
+                                                            accel_tensor_map** out);
 
 /* accel_model_from_torchscript, naming the outputs of a forward that returns a
    plain tuple (or one tensor) for accel_model_forward_named: count names
@@ -585,12 +632,26 @@ ACCEL_API accel_status accel_model_forward_named(accel_model* model, const accel
 ACCEL_API accel_status accel_model_named_parameters(const accel_model* model, accel_tensor_map** out);
 /* The model's buffers (BatchNorm statistics, attention masks) the same way. */
 ACCEL_API accel_status accel_model_named_buffers(const accel_model* model, accel_tensor_map** out);
+/* PyTorch's model.load_state_dict: copies each tensor of the map (borrowed)
+   into the model's parameter or buffer of that name (the names of
+   accel_accelerator_get_state_dict; a tied copy writes the shared tensor).
+   Floating dtypes convert; shapes must match. strict != 0: a name the model
+   lacks or a model name the map lacks is an error; strict = 0 skips both.
+   All or nothing: everything is checked before anything is copied. Not
+   collective (load the same tensors on every process). Errors:
+   INVALID_ARGUMENT listing the missing and unexpected names, or naming a
+   tensor with its shape or dtype and the model's. */
+ACCEL_API accel_status accel_model_load_state_dict(accel_model* model, const accel_tensor_map* tensors, int strict);
 
 typedef enum accel_loss_kind {
   ACCEL_LOSS_CROSS_ENTROPY = 1,  /* logits [N,C], int64 class targets [N] */
   ACCEL_LOSS_MSE = 2,            /* same shapes */
   ACCEL_LOSS_NLL = 3,            /* log-probabilities [N,C], int64 targets [N] */
-  ACCEL_LOSS_BCE_WITH_LOGITS = 4 /* logits and float targets of the same shape */
+  ACCEL_LOSS_BCE_WITH_LOGITS = 4, /* logits and float targets of the same shape */
+  /* Hugging Face's shifted causal LM loss: logits [N, L, V], integer labels
+     [N, L]; position t predicts label t + 1, labels of -100 (ignore_index)
+     count for nothing. Equals the JSON graph's CausalLMLoss node. */
+  ACCEL_LOSS_CAUSAL_LM = 5
 } accel_loss_kind;
 
 /* The mean loss of input against target as a 0-dimensional tensor that can be
@@ -598,6 +659,28 @@ typedef enum accel_loss_kind {
    dtype or shape (named). New handle in *out. */
 ACCEL_API accel_status accel_loss(accel_loss_kind kind, const accel_tensor* input, const accel_tensor* target,
                                   accel_tensor** out);
+
+/* PyTorch's CrossEntropyLoss options for accel_loss_ext. */
+typedef struct accel_loss_options {
+  uint32_t struct_size;   /* set by ACCEL_LOSS_OPTIONS_INIT / accel_loss_options_init */
+  /* Targets equal to it count for nothing; the mean runs over the others.
+     Cross-entropy, NLL and causal LM only. Default -100 (PyTorch's). */
+  int64_t ignore_index;
+  /* In [0, 1]: the target mixes the one-hot class with the uniform
+     distribution. Cross-entropy and causal LM only. Default 0. */
+  double label_smoothing;
+} accel_loss_options;
+
+#define ACCEL_LOSS_OPTIONS_INIT { (uint32_t)sizeof(accel_loss_options), -100, 0.0 }
+ACCEL_API void accel_loss_options_init(accel_loss_options* opts);
+
+/* accel_loss with options (NULL: the defaults, i.e. accel_loss). New handle in
+   *out (accel_tensor_free); not collective. Errors: INVALID_ARGUMENT as
+   accel_loss, for a class target outside [0, C) that is not ignore_index (the
+   class named), for label_smoothing outside [0, 1] or an option the kind does
+   not take (named), or for a bad struct_size. */
+ACCEL_API accel_status accel_loss_ext(accel_loss_kind kind, const accel_tensor* input, const accel_tensor* target,
+                                      const accel_loss_options* opts, accel_tensor** out);
 
 /* ------------------------------------------------------------------------- */
 /* Optimizers                                                                 */
@@ -1183,6 +1266,13 @@ ACCEL_API accel_status accel_accelerator_join_uneven_inputs_end(accel_accelerato
    an enclosing scope. Scopes nest; _end without _begin is ACCEL_ERR_STATE. */
 ACCEL_API accel_status accel_accelerator_autocast_begin(accel_accelerator* acc, int enabled);
 ACCEL_API accel_status accel_accelerator_autocast_end(accel_accelerator* acc);
+/* torch.no_grad() for evaluation: between _begin and _end this thread records
+   no autograd graph (forward outputs cannot be passed to backward; no memory
+   is kept for one). Scopes nest; _end restores the mode _begin found. Grad
+   mode is per thread, as in PyTorch: call both on the same thread. Not
+   collective. Errors: STATE for _end without _begin. */
+ACCEL_API accel_status accel_accelerator_no_grad_begin(accel_accelerator* acc);
+ACCEL_API accel_status accel_accelerator_no_grad_end(accel_accelerator* acc);
 
 #ifdef __cplusplus
 }

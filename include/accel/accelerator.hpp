@@ -232,6 +232,13 @@ class Accelerator {
 
   void autocast_begin(bool enabled = true);
   void autocast_end();
+  // torch.no_grad() for evaluation: between _begin and _end this thread's
+  // autograd records nothing (outputs have no grad_fn, memory is not held for
+  // a backward). Scopes nest and _end restores the mode _begin found; _end
+  // without _begin throws State. Grad mode is thread-local, as in PyTorch: end
+  // a scope on the thread that began it.
+  void no_grad_begin();
+  void no_grad_end();
 
   // Concatenation along dim 0 over all processes (dim-0 sizes may differ). Collective.
   at::Tensor gather(const at::Tensor& tensor);

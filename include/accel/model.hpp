@@ -21,6 +21,7 @@ namespace accel {
 namespace detail {
 class ModelImpl;
 }
+struct LoadReport;  // checkpoint.hpp
 
 class Model {
  public:
@@ -70,6 +71,15 @@ class Model {
   std::vector<std::pair<std::string, at::Tensor>> named_parameters() const;
   std::vector<std::pair<std::string, at::Tensor>> named_buffers() const;
   int64_t num_parameters(bool trainable_only = false) const;
+  // PyTorch's load_state_dict: copies each named tensor into the parameter or
+  // buffer of that state_dict() name (tied copies name the same tensor).
+  // Floating types convert; shapes must match. strict: a name the model lacks
+  // or one of its names the dict lacks is an error; otherwise they are skipped
+  // and reported. Everything is checked before anything is copied, so a throw
+  // (InvalidArgument naming the tensors, shapes or dtypes) changes nothing.
+  // Not collective: every process of a prepared model should load the same
+  // tensors, or the replicas diverge.
+  LoadReport load_state_dict(const NamedTensors& tensors, bool strict = true);
   c10::Device device() const;
   bool is_prepared() const;
 

@@ -179,6 +179,24 @@ ACCEL_API accel_status accel_accelerator_sharding_strategy(const accel_accelerat
 ACCEL_API accel_status accel_accelerator_device(const accel_accelerator* acc, const char** out) {
   return guarded([&] { out_param(out, "out") = deref(acc, "acc").device_name.c_str(); });
 }
+ACCEL_API accel_status accel_accelerator_send_to_device(const accel_accelerator* acc, const accel_tensor* tensor,
+                                                        accel_tensor** out) {
+  return guarded([&] {
+    auto& result = out_param(out, "out");
+    const c10::Device device = deref(acc, "acc").accelerator->device();
+    publish_tensor(deref(tensor, "tensor").tensor.to(device), &result);
+  });
+}
+ACCEL_API accel_status accel_accelerator_send_map_to_device(const accel_accelerator* acc, const accel_tensor_map* map,
+                                                            accel_tensor_map** out) {
+  return guarded([&] {
+    auto& result = out_param(out, "out");
+    const c10::Device device = deref(acc, "acc").accelerator->device();
+    auto moved = std::make_unique<accel_tensor_map>();
+    for (const auto& [name, tensor] : deref(map, "map").entries) moved->entries.emplace_back(name, tensor.to(device));
+    publish(std::move(moved), &result);
+  });
+}
 ACCEL_API accel_status accel_accelerator_timeout_ms(const accel_accelerator* acc, int64_t* out) {
   return query(acc, [&](const accel::Accelerator& a) { out_param(out, "out") = a.timeout().count(); });
 }
@@ -474,6 +492,12 @@ ACCEL_API accel_status accel_accelerator_autocast_begin(accel_accelerator* acc, 
 }
 ACCEL_API accel_status accel_accelerator_autocast_end(accel_accelerator* acc) {
   return guarded([&] { deref(acc, "acc").accelerator->autocast_end(); });
+}
+ACCEL_API accel_status accel_accelerator_no_grad_begin(accel_accelerator* acc) {
+  return guarded([&] { deref(acc, "acc").accelerator->no_grad_begin(); });
+}
+ACCEL_API accel_status accel_accelerator_no_grad_end(accel_accelerator* acc) {
+  return guarded([&] { deref(acc, "acc").accelerator->no_grad_end(); });
 }
 
 ACCEL_API accel_status accel_accelerator_prepare_model(accel_accelerator* acc, accel_model* model) {

@@ -39,13 +39,33 @@ ACCEL_API accel_status accel_model_num_parameters(const accel_model* model, int 
 
 ACCEL_API accel_status accel_loss(accel_loss_kind kind, const accel_tensor* input, const accel_tensor* target,
                                   accel_tensor** out) {
+  return accel_loss_ext(kind, input, target, nullptr, out);
+}
+
+}  // extern "C"
+
+namespace {
+
+void init_loss_options(accel_loss_options* opts) { *opts = accel_loss_options ACCEL_LOSS_OPTIONS_INIT; }
+
+}  // namespace
+
+extern "C" {
+
+ACCEL_API void accel_loss_options_init(accel_loss_options* opts) {
+  if (opts != nullptr) init_loss_options(opts);
+}
+
+ACCEL_API accel_status accel_loss_ext(accel_loss_kind kind, const accel_tensor* input, const accel_tensor* target,
+                                      const accel_loss_options* opts, accel_tensor** out) {
   return guarded([&] {
     auto& result = out_param(out, "out");
     const int loss_kind = enum_value(kind);
-    accel::require_arg(loss_kind >= ACCEL_LOSS_CROSS_ENTROPY && loss_kind <= ACCEL_LOSS_BCE_WITH_LOGITS,
+    accel::require_arg(loss_kind >= ACCEL_LOSS_CROSS_ENTROPY && loss_kind <= ACCEL_LOSS_CAUSAL_LM,
                        "kind " + std::to_string(loss_kind) + " is not an accel_loss_kind");
+    const accel_loss_options o = read_options(opts, "opts", init_loss_options);
     publish_tensor(accel::compute_loss(static_cast<accel::LossKind>(loss_kind), deref(input, "input").tensor,
-                                       deref(target, "target").tensor),
+                                       deref(target, "target").tensor, accel::LossOptions{o.ignore_index, o.label_smoothing}),
                    &result);
   });
 }
@@ -156,6 +176,14 @@ ACCEL_API accel_status accel_model_named_buffers(const accel_model* model, accel
   return guarded([&] {
     auto& result = out_param(out, "out");
     publish_named(deref(model, "model").model.named_buffers(), &result);
+  });
+}
+
+ACCEL_API accel_status accel_model_load_state_dict(accel_model* model, const accel_tensor_map* tensors, int strict) {
+  return guarded([&] {
+    accel::Model& m = deref(model, "model").model;
+    const auto& entries = deref(tensors, "tensors").entries;
+    m.load_state_dict(accel::Model::NamedTensors(entries.begin(), entries.end()), strict != 0);
   });
 }
 

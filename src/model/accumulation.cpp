@@ -113,6 +113,17 @@ void Accelerator::autocast_end() {
   state_->autocast_scopes.pop_back();
 }
 
+void Accelerator::no_grad_begin() {
+  state_->grad_modes.push_back(at::GradMode::is_enabled());
+  at::GradMode::set_enabled(false);
+}
+
+void Accelerator::no_grad_end() {
+  require(!state_->grad_modes.empty(), ErrorCode::State, "no_grad_end without a matching no_grad_begin");
+  at::GradMode::set_enabled(state_->grad_modes.back());
+  state_->grad_modes.pop_back();
+}
+
 void Accelerator::unscale_gradients(Optimizer& optimizer) {
   if (state_->scaler) state_->scaler->unscale(optimizer.parameters());
 }

@@ -53,6 +53,7 @@ class AcceleratorState {
   bool joining = false;      // inside join_uneven_inputs
   int64_t join_rounds = 0;   // gradient syncs this process took part in while joining
   std::vector<std::unique_ptr<AutocastScope>> autocast_scopes;
+  std::vector<bool> grad_modes;  // what each open no_grad scope found, to restore at its end
   // Open begin/end scopes, so that an _end without its _begin is a STATE
   // error (as autocast and join are) instead of silently re-enabling sync or
   // entering a barrier the other processes never reach.

@@ -284,6 +284,14 @@ static void tensors(void) {
     ARG(accel_tensor_eq(tx, t, &t_out));
     ARG(accel_tensor_sum(t, &t_out));
     ARG(accel_tensor_item(t, &d_out));
+    ARG(accel_tensor_softmax(t, 0, &t_out));
+    ARG(accel_tensor_topk(t, 1, 0, &t_out, &t_out2));
+    ARG(accel_tensor_mean(t, &t_out));
+    ARG(accel_tensor_mean_dim(t, 0, &t_out));
+    ARG(accel_tensor_reshape(t, shape, 2, &t_out));
+    ARG(accel_tensor_narrow(t, 0, 0, 1, &t_out));
+    ARG(accel_tensor_compare(t, tx, ACCEL_COMPARE_LT, &t_out));
+    ARG(accel_tensor_compare(tx, t, ACCEL_COMPARE_LT, &t_out));
     accel_tensor_free(t); /* ignored */
   }
   ARG(accel_tensor_copy_to(tx, NULL, sizeof data));
@@ -304,6 +312,43 @@ static void tensors(void) {
   ARG(accel_tensor_sum(tx, NULL));
   ARG(accel_tensor_item(tx, &d_out)); /* 8 elements */
   ARG(accel_tensor_item(scalar, NULL));
+  /* The metric operations: NULL outs, dims out of range either way, an
+     integer softmax, k past the dim, a wrong element count, a narrow past the
+     end (and one whose start + length would overflow), an unknown op. */
+  ARG(accel_tensor_softmax(tx, 1, NULL));
+  ARG(accel_tensor_softmax(tx, 2, &t_out));
+  ARG(accel_tensor_softmax(tx, INT64_MIN, &t_out));
+  ARG(accel_tensor_softmax(ty, 0, &t_out));
+  ARG(accel_tensor_softmax(scalar, 0, &t_out));
+  ARG(accel_tensor_topk(tx, 1, 1, NULL, &t_out2));
+  ARG(accel_tensor_topk(tx, 1, 1, &t_out, NULL));
+  ARG(accel_tensor_topk(tx, 3, 1, &t_out, &t_out2));
+  ARG(accel_tensor_topk(tx, -1, 1, &t_out, &t_out2));
+  ARG(accel_tensor_topk(tx, 1, INT64_MAX, &t_out, &t_out2));
+  ARG(accel_tensor_mean(tx, NULL));
+  ARG(accel_tensor_mean_dim(tx, -3, &t_out));
+  ARG(accel_tensor_mean_dim(tx, 0, NULL));
+  {
+    const int64_t seven[2] = {7, -1}, two_infer[2] = {-1, -1}, neg[2] = {-2, -4};
+    const int64_t wraps[3] = {INT64_C(1) << 62, 4, 8}; /* the product overflows */
+    ARG(accel_tensor_reshape(tx, seven, 2, &t_out));
+    ARG(accel_tensor_reshape(tx, two_infer, 2, &t_out));
+    ARG(accel_tensor_reshape(tx, neg, 2, &t_out));
+    ARG(accel_tensor_reshape(tx, wraps, 3, &t_out));
+    ARG(accel_tensor_reshape(tx, NULL, 2, &t_out));
+    ARG(accel_tensor_reshape(tx, seven, SIZE_MAX, &t_out));
+    ARG(accel_tensor_reshape(tx, seven, 2, NULL));
+  }
+  ARG(accel_tensor_narrow(tx, 0, 3, 2, &t_out));
+  ARG(accel_tensor_narrow(tx, 0, -1, 1, &t_out));
+  ARG(accel_tensor_narrow(tx, 0, 1, -1, &t_out));
+  ARG(accel_tensor_narrow(tx, 0, 1, INT64_MAX, &t_out));
+  ARG(accel_tensor_narrow(tx, 2, 0, 1, &t_out));
+  ARG(accel_tensor_narrow(tx, 0, 0, 1, NULL));
+  ARG(accel_tensor_compare(tx, ty, ACCEL_COMPARE_EQ, &t_out));
+  ARG(accel_tensor_compare(tx, tx, BAD_ENUM(accel_compare_op), &t_out));
+  ARG(accel_tensor_compare(tx, tx, NEG_ENUM(accel_compare_op), &t_out));
+  ARG(accel_tensor_compare(tx, tx, ACCEL_COMPARE_GE, NULL));
   accel_tensor_free(NULL);
 }
 
@@ -579,6 +624,31 @@ static void models(void) {
   ARG(accel_loss(ACCEL_LOSS_CROSS_ENTROPY, tx, tx, &t_out)); /* float targets */
   ARG(accel_loss(ACCEL_LOSS_NLL, ty, ty, &t_out));
   ARG(accel_loss(ACCEL_LOSS_BCE_WITH_LOGITS, tx, ty, &t_out));
+  ARG(accel_loss(ACCEL_LOSS_CAUSAL_LM, tx, tx, &t_out)); /* float labels */
+  {
+    accel_loss_options lo;
+    accel_loss_options_init(NULL);
+    accel_loss_options_init(&lo);
+    EACH_BAD(K_TENSOR, accel_tensor, t) {
+      ARG(accel_loss_ext(ACCEL_LOSS_MSE, t, tx, &lo, &t_out));
+      ARG(accel_loss_ext(ACCEL_LOSS_MSE, tx, t, &lo, &t_out));
+    }
+    ARG(accel_loss_ext(ACCEL_LOSS_MSE, tx, tx, &lo, NULL));
+    ARG(accel_loss_ext(BAD_ENUM(accel_loss_kind), tx, tx, &lo, &t_out));
+    ARG(accel_loss_ext(NEG_ENUM(accel_loss_kind), tx, tx, &lo, &t_out));
+    lo.struct_size = 0;
+    ARG(accel_loss_ext(ACCEL_LOSS_MSE, tx, tx, &lo, &t_out));
+    lo.struct_size = UINT32_MAX;
+    ARG(accel_loss_ext(ACCEL_LOSS_MSE, tx, tx, &lo, &t_out));
+    accel_loss_options_init(&lo);
+    lo.label_smoothing = -0.5;
+    ARG(accel_loss_ext(ACCEL_LOSS_CROSS_ENTROPY, tx, ty, &lo, &t_out));
+    lo.label_smoothing = NAN; /* outside [0, 1] too */
+    ARG(accel_loss_ext(ACCEL_LOSS_CROSS_ENTROPY, tx, ty, &lo, &t_out));
+    accel_loss_options_init(&lo);
+    lo.ignore_index = 1;
+    ARG(accel_loss_ext(ACCEL_LOSS_BCE_WITH_LOGITS, tx, tx, &lo, &t_out));
+  }
   accel_tensor_free(wrong_input);
   accel_model_free(NULL);
 }
@@ -608,6 +678,8 @@ static void named_tensors(void) {
       ARG(accel_tensor_map_name_at(m, 0, &s_out));
       ARG(accel_tensor_map_get(m, "x", &t_out));
       NT_ARG(accel_model_forward_named(model, m, &nt_out));
+      ARG(accel_model_load_state_dict(model, m, 1));
+      NT_ARG(accel_accelerator_send_map_to_device(acc, m, &nt_out));
       accel_tensor_map_free(m); /* ignored */
     }
   }
@@ -628,7 +700,11 @@ static void named_tensors(void) {
     NT_ARG(accel_model_forward_named(m, map, &nt_out));
     NT_ARG(accel_model_named_parameters(m, &nt_out));
     NT_ARG(accel_model_named_buffers(m, &nt_out));
+    ARG(accel_model_load_state_dict(m, map, 0));
   }
+  EACH_BAD(K_ACC, accel_accelerator, a) NT_ARG(accel_accelerator_send_map_to_device(a, map, &nt_out));
+  NT_ARG(accel_accelerator_send_map_to_device(acc, map, NULL));
+  ARG(accel_model_load_state_dict(model, map, 1)); /* "x" is no parameter; the model's are missing */
   NT_ARG(accel_model_forward_named(model, map, NULL));
   NT_ARG(accel_model_named_parameters(model, NULL));
   NT_ARG(accel_model_named_buffers(model, NULL));
@@ -1069,6 +1145,9 @@ static void training(void) {
     ARG(accel_accelerator_join_uneven_inputs_end(a));
     ARG(accel_accelerator_autocast_begin(a, 1));
     ARG(accel_accelerator_autocast_end(a));
+    ARG(accel_accelerator_no_grad_begin(a));
+    ARG(accel_accelerator_no_grad_end(a));
+    ARG(accel_accelerator_send_to_device(a, tx, &t_out));
   }
   EACH_BAD(K_MODEL, accel_model, m) {
     ARG(accel_accelerator_prepare_model(acc, m));
@@ -1099,6 +1178,12 @@ static void training(void) {
   STATE(accel_accelerator_no_sync_end(acc, model));
   STATE(accel_accelerator_join_uneven_inputs_end(acc));
   STATE(accel_accelerator_autocast_end(acc));
+  STATE(accel_accelerator_no_grad_end(acc));
+  EXPECT_OK(accel_accelerator_no_grad_begin(acc));
+  EXPECT_OK(accel_accelerator_no_grad_end(acc));
+  STATE(accel_accelerator_no_grad_end(acc));
+  EACH_BAD(K_TENSOR, accel_tensor, t) ARG(accel_accelerator_send_to_device(acc, t, &t_out));
+  ARG(accel_accelerator_send_to_device(acc, tx, NULL));
   EXPECT_OK(accel_accelerator_accumulate_begin(acc, model));
   EXPECT_OK(accel_accelerator_accumulate_end(acc, model));
   STATE(accel_accelerator_accumulate_end(acc, model));

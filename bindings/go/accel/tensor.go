@@ -85,6 +85,7 @@ const (
 	MSE           LossKind = 2 // same shapes
 	NLL           LossKind = 3 // log-probabilities [N,C], int64 targets [N]
 	BCEWithLogits LossKind = 4 // logits and float targets of the same shape
+	CausalLM      LossKind = 5 // logits [N,L,V], labels [N,L]: Hugging Face's shifted LM loss
 )
 
 // Tensor is a libaccel tensor (CPU or the accelerator's device). Close frees it

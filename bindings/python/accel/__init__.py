@@ -96,17 +96,48 @@ def _tensor_numpy(self: Tensor) -> np.ndarray:
 
 
 _LOSSES = {"cross_entropy": core.LOSS_CROSS_ENTROPY, "mse": core.LOSS_MSE, "nll": core.LOSS_NLL,
-           "bce_with_logits": core.LOSS_BCE_WITH_LOGITS}
+           "bce_with_logits": core.LOSS_BCE_WITH_LOGITS, "causal_lm": core.LOSS_CAUSAL_LM}
 _core_loss = Tensor.loss
 
 
-def _tensor_loss(self: Tensor, kind: Any, target: Tensor) -> Tensor:
-    """The mean loss of these predictions against target: "cross_entropy", "mse", "nll", "bce_with_logits"."""
+def _tensor_loss(self: Tensor, kind: Any, target: Tensor, ignore_index: int = -100,
+                 label_smoothing: float = 0.0) -> Tensor:
+    """The mean loss of these predictions against target: "cross_entropy", "mse", "nll", "bce_with_logits",
+    or "causal_lm" (Hugging Face's shifted LM loss: logits [N, L, V], labels [N, L]). ignore_index and
+    label_smoothing are torch.nn.CrossEntropyLoss's."""
     if isinstance(kind, str):
         if kind not in _LOSSES:
             raise ValueError(f"unknown loss {kind!r}; expected one of {sorted(_LOSSES)}")
         kind = _LOSSES[kind]
-    return _core_loss(self, kind, target)
+    if ignore_index == -100 and label_smoothing == 0.0:
+        return _core_loss(self, kind, target)
+    return self.loss_ext(kind, target, ignore_index, label_smoothing)
+
+
+def _as_tensor(value: Any) -> Tensor:
+    return value if isinstance(value, Tensor) else tensor(value)
+
+
+_core_topk = Tensor.topk
+_core_mean = Tensor.mean
+_core_reshape = Tensor.reshape
+
+
+def _tensor_topk(self: Tensor, k: int, dim: int = -1) -> Tuple[Tensor, Tensor]:
+    """The k largest entries along dim, largest first: (values, indices), as torch.topk."""
+    both = _core_topk(self, k, dim)
+    return both.get("values"), both.get("indices")
+
+
+Tensor.topk = _tensor_topk
+Tensor.mean = lambda self, dim=None: _core_mean(self) if dim is None else self.mean_dim(dim)
+Tensor.mean.__doc__ = "Mean of all elements, or along dim; integers and bools average as float32."
+Tensor.reshape = lambda self, *shape: _core_reshape(
+    self, list(shape[0]) if len(shape) == 1 and not isinstance(shape[0], int) else list(shape))
+for _name, _op in (("eq", core.COMPARE_EQ), ("ne", core.COMPARE_NE), ("lt", core.COMPARE_LT),
+                   ("le", core.COMPARE_LE), ("gt", core.COMPARE_GT), ("ge", core.COMPARE_GE)):
+    # a.lt(b) with b a Tensor, an array or a number (broadcast), as torch.lt.
+    setattr(Tensor, _name, (lambda op: lambda self, other: self.compare(_as_tensor(other), op))(_op))
 
 
 Tensor.numpy = _tensor_numpy
@@ -207,6 +238,17 @@ Model.forward_named.__doc__ = "Named inputs (a dict of tensors or arrays) to a M
 # parameters themselves, as torch's named_parameters() yields them.
 Model.named_parameters = lambda self: iter(_map_items(_core_named_parameters(self)))
 Model.named_buffers = lambda self: iter(_map_items(_core_named_buffers(self)))
+_core_load_state_dict = Model.load_state_dict
+
+
+def _load_state_dict(self: Model, state_dict: Mapping[str, Any], strict: bool = True) -> None:
+    """torch's model.load_state_dict: copies each array or Tensor into the parameter or buffer of
+    that name (the names get_state_dict returns). strict: missing or unexpected names raise; all is
+    checked before anything is copied. Unlike torch it returns None (strict=False skips silently)."""
+    _core_load_state_dict(self, _tensor_map(dict(state_dict)), strict)
+
+
+Model.load_state_dict = _load_state_dict
 _core_from_torchscript = Model.from_torchscript
 Model.from_torchscript = staticmethod(
     lambda path, output_names=None: _core_from_torchscript(path) if output_names is None
@@ -1099,6 +1141,22 @@ class Accelerator(core.Accelerator):
             yield
         finally:
             self.autocast_end()
+
+    @contextlib.contextmanager
+    def no_grad(self):
+        """torch.no_grad() for evaluation: no autograd graph on this thread inside the block."""
+        self.no_grad_begin()
+        try:
+            yield
+        finally:
+            self.no_grad_end()
+
+    def send_to_device(self, data: Any) -> Any:
+        """Accelerate's send_to_device for hand-built batches: a Tensor (or array) to a Tensor on
+        this accelerator's device; a mapping to a dict of those, same names and order."""
+        if isinstance(data, Mapping):
+            return dict(_map_items(core.Accelerator.send_map_to_device(self, _tensor_map(dict(data)))))
+        return core.Accelerator.send_to_device(self, _as_tensor(data))
 
     @contextlib.contextmanager
     def main_process_first(self):

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "accel/error.hpp"
+#include "accel/loss.hpp"
 #include "core/json.hpp"
 #include "model/layer_args.hpp"
 #include "model/spec/chain.hpp"
@@ -48,22 +49,8 @@ void check_ids(const Node& node, const at::Tensor& ids) {
                                            std::to_string(low < 0 ? low : high));
 }
 
-// Hugging Face's causal LM loss (GPT2LMHeadModel): position t predicts label
-// t + 1, and the mean runs over the labels that are not ignore_index.
 at::Tensor causal_lm_loss(const Node& node, const at::Tensor& logits, const at::Tensor& labels) {
-  require_arg(logits.dim() >= 2 && at::isFloatingType(logits.scalar_type()),
-              node.where + ": the logits must be floating point [N, L, V] or [L, V], got " +
-                  c10::toString(logits.scalar_type()) + " " + shape_of(logits));
-  require_arg(at::isIntegralType(labels.scalar_type(), false),
-              node.where + ": the labels must hold integer token ids, got " + c10::toString(labels.scalar_type()));
-  require_arg(labels.sizes() == logits.sizes().slice(0, logits.dim() - 1),
-              node.where + ": the labels must have shape " + c10::str(logits.sizes().slice(0, logits.dim() - 1)) +
-                  " (the logits' without the vocabulary), got " + shape_of(labels));
-  const int64_t vocab = logits.size(-1), length = logits.size(-2);
-  at::Tensor shifted_logits = logits.narrow(-2, 0, length - 1).reshape({-1, vocab});
-  at::Tensor shifted_labels = labels.narrow(-1, 1, length - 1).reshape({-1}).to(at::kLong);
-  return at::cross_entropy_loss(shifted_logits, shifted_labels, {}, at::Reduction::Mean, node.ignore_index,
-                                node.label_smoothing);
+  return accel::causal_lm_loss(logits, labels, LossOptions{node.ignore_index, node.label_smoothing}, node.where);
 }
 
 }  // namespace
