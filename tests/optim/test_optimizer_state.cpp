@@ -133,7 +133,7 @@ TEST(OptimizerState, BadStateIsRefusedAndNothingChanges) {
          top.at("state").toGenericDict().at(int64_t{1}).toGenericDict().insert_or_assign("exp_avg", at::zeros({5}));
        }),
        "state[1][\"exp_avg\"] has shape [5], its parameter has [2]"},
-      {edited([](auto& top) { top.at("state").toGenericDict().at(int64_t{0}).toGenericDict().erase("exp_avg_sq"); }),
+      {edited([](auto& top) { (void)top.at("state").toGenericDict().at(int64_t{0}).toGenericDict().erase("exp_avg_sq"); }),
        "state[0] lacks \"exp_avg_sq\""},
       {edited([](auto& top) {
          top.at("state").toGenericDict().at(int64_t{0}).toGenericDict().insert_or_assign("step", at::scalar_tensor(-1));
