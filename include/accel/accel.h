@@ -211,7 +211,7 @@ typedef enum accel_comm_hook {
    chunks are all-gathered after every step. SHARD_GRAD_OP (FSDP's name, ZeRO-2):
    gradients are reduce-scattered too, so each rank keeps only its chunk's
    gradient after backward. FULL_SHARD and HYBRID_SHARD are refused with
-   ACCEL_ERR_UNSUPPORTED naming them (not implemented yet). */
+   ACCEL_ERR_UNSUPPORTED naming them (parameter sharding is not built yet: docs/sharding.md). */
 typedef enum accel_sharding_strategy {
   ACCEL_SHARDING_DEFAULT = -1, /* in options: from the launcher's environment, else NO_SHARD */
   ACCEL_SHARDING_NO_SHARD = 0,

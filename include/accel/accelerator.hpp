@@ -138,7 +138,7 @@ struct AcceleratorOptions {
   // Unset: from the environment `accel launch` writes (ACCELERATE_USE_FSDP with
   // FSDP_SHARDING_STRATEGY, or ACCELERATE_USE_DEEPSPEED with
   // ACCELERATE_DEEPSPEED_ZERO_STAGE 0-2), else NoShard. FullShard and
-  // HybridShard (and ZeRO stage 3) throw Unsupported: not implemented yet.
+  // HybridShard (and ZeRO stage 3) throw Unsupported: parameter sharding is not built yet (docs/sharding.md).
   std::optional<ShardingStrategy> sharding_strategy;
 };
 

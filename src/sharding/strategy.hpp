@@ -13,7 +13,7 @@ namespace accel::detail {
 // ACCELERATE_USE_DEEPSPEED=true with ACCELERATE_DEEPSPEED_ZERO_STAGE (0 NoShard,
 // 1 ShardOptimizer, 2 ShardGradOp; Accelerate's default 2), else NoShard.
 // Throws InvalidArgument naming a malformed variable and Unsupported naming
-// FULL_SHARD, HYBRID_SHARD or ZeRO stage 3, which are not implemented yet.
+// FULL_SHARD, HYBRID_SHARD or ZeRO stage 3, which libaccel does not run yet (issue 19: see docs/sharding.md).
 ShardingStrategy resolve_sharding_strategy(const std::optional<ShardingStrategy>& option);
 
 }  // namespace accel::detail
