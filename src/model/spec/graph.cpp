@@ -260,10 +260,11 @@ GraphModuleImpl::NamedTensors GraphModuleImpl::forward_named(const NamedTensors&
   for (const auto& input : inputs_) {
     expected += (expected.empty() ? "" : ", ") + input.name + (input.optional ? " (optional)" : "");
   }
-  for (const auto& [name, tensor] : given) {
+  for (const auto& entry : given) {
+    const std::string& name = entry.first;  // a structured binding cannot be captured before C++20
     bool known = std::any_of(inputs_.begin(), inputs_.end(), [&](const Input& i) { return i.name == name; });
     require_arg(known, "forward: unknown input " + in_quotes(name) + "; this model takes " + expected);
-    values[name] = tensor;
+    values[name] = entry.second;
   }
   for (const auto& input : inputs_) {
     require_arg(input.optional || values.count(input.name),
