@@ -37,27 +37,15 @@ ACCEL_API accel_status accel_model_num_parameters(const accel_model* model, int 
   return guarded([&] { out_param(out, "out") = deref(model, "model").model.num_parameters(trainable_only != 0); });
 }
 
-ACCEL_API accel_status accel_loss(accel_loss_kind kind, const accel_tensor* input, const accel_tensor* target,
-                                  accel_tensor** out) {
-  return accel_loss_ext(kind, input, target, nullptr, out);
-}
-
 }  // extern "C"
 
 namespace {
 
 void init_loss_options(accel_loss_options* opts) { *opts = accel_loss_options ACCEL_LOSS_OPTIONS_INIT; }
 
-}  // namespace
-
-extern "C" {
-
-ACCEL_API void accel_loss_options_init(accel_loss_options* opts) {
-  if (opts != nullptr) init_loss_options(opts);
-}
-
-ACCEL_API accel_status accel_loss_ext(accel_loss_kind kind, const accel_tensor* input, const accel_tensor* target,
-                                      const accel_loss_options* opts, accel_tensor** out) {
+// kind by reference: copying an out-of-range enum value is undefined (UBSan).
+accel_status compute_loss(const accel_loss_kind& kind, const accel_tensor* input, const accel_tensor* target,
+                          const accel_loss_options* opts, accel_tensor** out) {
   return guarded([&] {
     auto& result = out_param(out, "out");
     const int loss_kind = enum_value(kind);
@@ -68,6 +56,24 @@ ACCEL_API accel_status accel_loss_ext(accel_loss_kind kind, const accel_tensor* 
                                        deref(target, "target").tensor, accel::LossOptions{o.ignore_index, o.label_smoothing}),
                    &result);
   });
+}
+
+}  // namespace
+
+extern "C" {
+
+ACCEL_API accel_status accel_loss(accel_loss_kind kind, const accel_tensor* input, const accel_tensor* target,
+                                  accel_tensor** out) {
+  return compute_loss(kind, input, target, nullptr, out);
+}
+
+ACCEL_API void accel_loss_options_init(accel_loss_options* opts) {
+  if (opts != nullptr) init_loss_options(opts);
+}
+
+ACCEL_API accel_status accel_loss_ext(accel_loss_kind kind, const accel_tensor* input, const accel_tensor* target,
+                                      const accel_loss_options* opts, accel_tensor** out) {
+  return compute_loss(kind, input, target, opts, out);
 }
 
 }  // extern "C"

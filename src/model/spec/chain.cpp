@@ -51,7 +51,8 @@ AnyModule tied_linear(const nlohmann::json& layer, const std::string& where, con
   const std::string& target = layer.at("weight").get_ref<const std::string&>();
   args.choice_or("weight", target, {target});  // marks the key as read
   args.reject_unknown_keys();
-  const at::Tensor* tied = root.named_parameters(true).find(target);
+  const auto parameters = root.named_parameters(true);  // find() points into it: keep it alive
+  const at::Tensor* tied = parameters.find(target);
   if (tied == nullptr) {
     args.fail_argument("weight", "ties to \"" + target + "\", which names no parameter of an earlier node");
   }
