@@ -6,6 +6,7 @@
 
 #include "accel/data.hpp"
 #include "accel/error.hpp"
+#include "core/trace_span.hpp"
 #include "data/batch_source.hpp"
 
 namespace accel {
@@ -142,6 +143,7 @@ size_t DataLoader::next_batch_size_in_fields() {
 }
 
 std::optional<Batch> DataLoader::next() {
+  ACCEL_TRACE_SPAN("accel::loader::next");
   GradientState* gradient = placement_.gradient_state.get();
   if (!source_) next_batch_size_in_fields();  // opens the epoch and reads its first batch
   if (lookahead_error_) {

@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "accel/error.hpp"
+#include "core/trace_span.hpp"
 
 namespace accel::detail {
 
@@ -165,6 +166,7 @@ void GradientSync::on_gradient_ready(size_t param) {
 }
 
 void GradientSync::copy_into_bucket(size_t param) {
+  ACCEL_TRACE_SPAN("accel::grad_sync::bucket_copy");
   Bucket& bucket = buckets_[bucket_of_[param]];
   at::Tensor& view = bucket.views[slot_of_[param]];
   const at::Tensor& grad = params_[param].grad();
@@ -179,6 +181,7 @@ void GradientSync::copy_into_bucket(size_t param) {
 }
 
 void GradientSync::launch(size_t b) {
+  ACCEL_TRACE_SPAN("accel::grad_sync::launch");
   Bucket& bucket = buckets_[b];
   if (bucket.wire.defined()) bucket.wire.copy_(bucket.flat);
   std::vector<at::Tensor> tensors{bucket.wire.defined() ? bucket.wire : bucket.flat};
@@ -200,10 +203,14 @@ void GradientSync::finalize() {
   }
   launch_ready_buckets();
   armed_ = false;
-  for (auto& bucket : buckets_) {
-    process_group_.wait(bucket.work);
-    if (bucket.wire.defined()) bucket.flat.copy_(bucket.wire);
+  {
+    ACCEL_TRACE_SPAN("accel::grad_sync::wait");
+    for (auto& bucket : buckets_) {
+      process_group_.wait(bucket.work);
+      if (bucket.wire.defined()) bucket.flat.copy_(bucket.wire);
+    }
   }
+  ACCEL_TRACE_SPAN("accel::grad_sync::unbucket");
   at::NoGradGuard no_grad;
   for (size_t i = 0; i < params_.size(); ++i) {
     if (aliased(i)) continue;

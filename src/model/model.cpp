@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "accel/error.hpp"
+#include "core/trace_span.hpp"
 #include "model/model_impl.hpp"
 #include "model/sequential_spec.hpp"
 #include "model/spec/graph.hpp"
@@ -228,8 +229,14 @@ Model Model::from_module(std::shared_ptr<torch::nn::Module> module, ForwardFn fo
   return Model(std::make_shared<detail::NnModel>(std::move(module), std::move(forward), std::move(named_forward)));
 }
 
-at::Tensor Model::forward(const at::Tensor& input) { return impl_->forward(input); }
-Model::NamedTensors Model::forward(const NamedTensors& inputs) { return impl_->forward_named(inputs); }
+at::Tensor Model::forward(const at::Tensor& input) {
+  ACCEL_TRACE_SPAN("accel::forward");
+  return impl_->forward(input);
+}
+Model::NamedTensors Model::forward(const NamedTensors& inputs) {
+  ACCEL_TRACE_SPAN("accel::forward");
+  return impl_->forward_named(inputs);
+}
 void Model::train(bool training) { impl_->set_training(training); }
 bool Model::is_training() const { return impl_->training(); }
 

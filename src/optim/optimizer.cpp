@@ -16,6 +16,7 @@
 #include "accel/data.hpp"
 #include "accel/error.hpp"
 #include "precision/grad_scaler.hpp"
+#include "core/trace_span.hpp"
 #include "sharding/flat_shard.hpp"
 
 namespace accel {
@@ -189,6 +190,7 @@ Optimizer& Optimizer::operator=(Optimizer&&) noexcept = default;
 
 void Optimizer::step() {
   if (impl_->accumulating()) return;
+  ACCEL_TRACE_SPAN("accel::optimizer::step");
   try {
     if (impl_->scaler) {
       bool finite = impl_->scaler->should_step(parameters());
@@ -212,6 +214,7 @@ void Optimizer::step() {
 
 void Optimizer::zero_grad() {
   if (impl_->accumulating()) return;
+  ACCEL_TRACE_SPAN("accel::optimizer::zero_grad");
   if (impl_->shard) return impl_->shard->zero_grad();
   at::NoGradGuard no_grad;
   for (auto& group : impl_->optimizer->param_groups()) {

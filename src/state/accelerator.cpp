@@ -1,4 +1,5 @@
 #include "accel/accelerator.hpp"
+#include "core/trace_span.hpp"
 
 #include <ATen/ATen.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
@@ -265,6 +266,7 @@ void Accelerator::backward(const at::Tensor& loss) {
   require_arg(loss.numel() == 1, "backward: the loss must have one element, got shape " + c10::str(loss.sizes()));
   require_arg(loss.requires_grad(), "backward: the loss does not require grad (was it computed under no_grad or "
                                     "from a model in eval mode without parameters requiring grad?)");
+  ACCEL_TRACE_SPAN("accel::backward");
   try {
     at::Tensor scaled = state_->gradient_state->num_steps > 1 ? loss / state_->gradient_state->num_steps : loss;
     if (state_->scaler) scaled = state_->scaler->scale_loss(scaled);

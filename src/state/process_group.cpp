@@ -1,6 +1,8 @@
 #include "state/process_group.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <sstream>
 #include <thread>
 
@@ -43,6 +45,15 @@ ProcessGroup::ProcessGroup(const LaunchEnvironment& env, const c10::Device& devi
   const std::string where = "rendezvous at " + env.master_addr + ":" + std::to_string(env.master_port) +
                             " failed for rank " + std::to_string(env.rank) + " of " +
                             std::to_string(env.world_size) + " (timeout " + std::to_string(timeout.count()) + " ms)";
+  exchange_max_bytes_ = int64_t{16} << 20;
+  if (const char* limit = std::getenv("ACCEL_GLOO_EXCHANGE_MAX_BYTES"); limit != nullptr && *limit != '\0') {
+    char* end = nullptr;
+    errno = 0;
+    long long bytes = std::strtoll(limit, &end, 10);
+    require_arg(errno == 0 && *end == '\0' && bytes >= 0,
+                std::string("ACCEL_GLOO_EXCHANGE_MAX_BYTES: expected a byte count >= 0, got '") + limit + "'");
+    exchange_max_bytes_ = bytes;
+  }
   LauncherReport report;
   if (rank_ == 0) warn_if_store_is_exposed(env);
   const char* phase = "joining the store";
@@ -115,21 +126,69 @@ template <class Launch>
 ProcessGroup::Pending ProcessGroup::issue(const std::string& op, Launch&& launch) {
   uint64_t sequence = issue_sequence();
   try {
-    return Pending{launch(), op, sequence};
+    Pending pending;
+    pending.work = launch();
+    pending.op = op;
+    pending.sequence = sequence;
+    return pending;
   } catch (const std::exception& e) {
     fail_collective(op, sequence, first_line(e.what()));
   }
 }
 
 ProcessGroup::Pending ProcessGroup::allreduce_async(std::vector<at::Tensor>& tensors, const std::string& op) {
+  if (exchanges(tensors)) return exchange_async(tensors[0], op);
   return issue(op, [&] { return backend_->allreduce(tensors); });
+}
+
+bool ProcessGroup::exchanges(const std::vector<at::Tensor>& tensors) const {
+  if (world_size_ != 2 || device_.is_cuda() || tensors.size() != 1) return false;
+  const at::Tensor& t = tensors[0];
+  return t.device().is_cpu() && t.layout() == at::kStrided && t.is_contiguous() && t.scalar_type() != at::kBool &&
+         static_cast<int64_t>(t.nbytes()) <= exchange_max_bytes_;
+}
+
+ProcessGroup::Pending ProcessGroup::exchange_async(at::Tensor& tensor, const std::string& op) {
+  at::Tensor received;
+  for (auto it = spare_receive_buffers_.begin(); it != spare_receive_buffers_.end(); ++it) {
+    if (it->numel() == tensor.numel() && it->scalar_type() == tensor.scalar_type()) {
+      received = std::move(*it);
+      spare_receive_buffers_.erase(it);
+      break;
+    }
+  }
+  if (!received.defined()) received = at::empty_like(tensor);
+  const int peer = 1 - rank_;
+  Pending pending;
+  pending.op = op;
+  pending.sequence = issue_sequence();
+  try {
+    // Both ranks issue collectives in the same order, so the sequence number
+    // is a tag both agree on; it keeps concurrent exchanges (buckets) apart.
+    const int tag = static_cast<int>(pending.sequence % (1u << 30));
+    std::vector<at::Tensor> outgoing{tensor}, incoming{received};
+    pending.work = backend_->send(outgoing, peer, tag);
+    pending.receive = backend_->recv(incoming, peer, tag);
+  } catch (const std::exception& e) {
+    fail_collective(op, pending.sequence, first_line(e.what()));
+  }
+  pending.received = std::move(received);
+  pending.sum_into = tensor;
+  return pending;
 }
 
 void ProcessGroup::wait(Pending& pending) {
   try {
     pending.work->wait(timeout_);
+    if (pending.receive) pending.receive->wait(timeout_);
   } catch (const std::exception& e) {
     fail_collective(pending.op, pending.sequence, first_line(e.what()));
+  }
+  if (pending.receive) {
+    pending.sum_into.add_(pending.received);
+    pending.receive.reset();
+    pending.sum_into.reset();
+    if (spare_receive_buffers_.size() < 16) spare_receive_buffers_.push_back(std::move(pending.received));
   }
 }
 

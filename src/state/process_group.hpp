@@ -35,10 +35,27 @@ class ProcessGroup {
     c10d_adapter::WorkPtr work;
     std::string op;
     uint64_t sequence = 0;
+    // An allreduce done as an exchange (see allreduce_async): the receive, the
+    // peer's buffer it fills, and the tensor the sum goes into at wait().
+    c10d_adapter::WorkPtr receive;
+    at::Tensor received;
+    at::Tensor sum_into;
   };
 
+  // Sums `tensors` across ranks in place (complete after wait()). With two
+  // ranks on Gloo and one dense CPU tensor of at most exchange_max_bytes(), the
+  // ranks swap buffers with Gloo's send/recv and each adds the peer's into its
+  // own: posted from the calling thread, it skips Gloo's worker-thread handoff
+  // and the ring's extra round trip, 4x faster for a 0.4 MB bucket on loopback
+  // (docs/benchmarks.md). a + b == b + a, so both ranks hold the same bits, the
+  // same bits Gloo's two-rank ring gives.
   Pending allreduce_async(std::vector<at::Tensor>& tensors, const std::string& op);
   void wait(Pending& pending);
+  // The exchange path's size limit: 16 MiB (beyond it Gloo's own allreduce is as
+  // fast), or ACCEL_GLOO_EXCHANGE_MAX_BYTES from the environment (0 turns it off).
+  int64_t exchange_max_bytes() const { return exchange_max_bytes_; }
+  // Benchmarks compare the two paths; every rank must set the same value.
+  void set_exchange_max_bytes(int64_t bytes) { exchange_max_bytes_ = bytes; }
 
   void allreduce(at::Tensor& tensor, const std::string& op);
   void broadcast(std::vector<at::Tensor>& tensors, int root, const std::string& op);
@@ -61,6 +78,8 @@ class ProcessGroup {
 
  private:
   uint64_t issue_sequence() { return next_sequence_++; }
+  bool exchanges(const std::vector<at::Tensor>& tensors) const;
+  Pending exchange_async(at::Tensor& tensor, const std::string& op);
   template <class Launch>
   Pending issue(const std::string& op, Launch&& launch);
   [[noreturn]] void fail_collective(const std::string& op, uint64_t sequence, const std::string& cause);
@@ -75,6 +94,9 @@ class ProcessGroup {
   c10d_adapter::StorePtr store_;
   c10d_adapter::BackendPtr backend_;
   uint64_t next_sequence_ = 0;
+  int64_t exchange_max_bytes_ = 0;
+  // Receive buffers of finished exchanges, reused so a step allocates nothing.
+  std::vector<at::Tensor> spare_receive_buffers_;
 };
 
 }  // namespace accel::detail
