@@ -19,9 +19,12 @@ test ! -e "$work/src/build"
 # ccache: with the copy's build/ laid out like the tree's, paths relative to a
 # base directory holding both match a developer build's, so objects are reused.
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$(cd "$repo/.." && pwd)}
+# The compilers a plain CMake build picks (scikit-build-core would take Python's
+# x86_64-linux-gnu-g++, another command line for ccache).
+export CC=${CC:-cc} CXX=${CXX:-c++}
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2}
 (cd "$work/src" && env -u PYTHONPATH "$build_python" -m pip wheel -q --disable-pip-version-check \
-   --no-build-isolation --no-deps -C build-dir=build -w "$work/dist" .)
+   --no-build-isolation --no-deps --config-settings=build-dir=build -w "$work/dist" .)
 wheel=$(ls "$work"/dist/libaccel-*.whl)
 echo "built $(basename "$wheel")"
 
@@ -30,6 +33,11 @@ mkdir "$work/unpacked" && (cd "$work/unpacked" && python3 -m zipfile -e "$wheel"
 for f in accel/__init__.py accel/core.py accel/libaccel.so.0 accel/bin/accel accel/bin/accel-selftest; do
   test -f "$work/unpacked/$f" || { echo "wheel lacks $f" >&2; exit 1; }
 done
+# One copy of the library (a zip has no links), stripped of RelWithDebInfo's debug info.
+if ls "$work"/unpacked/accel/libaccel.so.0.* >/dev/null 2>&1; then echo "wheel holds libaccel twice" >&2; exit 1; fi
+if readelf -S "$work/unpacked/accel/libaccel.so.0" | grep -F .debug_info >/dev/null; then
+  echo "libaccel.so.0 in the wheel is not stripped" >&2; exit 1
+fi
 ext=$(ls "$work"/unpacked/accel/_core*.so)
 readelf -d "$ext" | grep -q 'RUNPATH.*\[\$ORIGIN\]' || { readelf -d "$ext" >&2; echo "no RUNPATH \$ORIGIN" >&2; exit 1; }
 if readelf -d "$work"/unpacked/accel/libaccel.so.0 "$ext" | grep -E 'R(UN)?PATH' | grep -q "$repo\|$work"; then
@@ -54,6 +62,6 @@ assert "torch" not in sys.modules, "the binding imported Python torch"
 print("accel", accel.__version__, "from", accel.__file__)
 PY
 "$work/venv/bin/accel" --version
-OMP_NUM_THREADS=1 "$work/venv/bin/accel" launch --num_processes 2 \
+OMP_NUM_THREADS=1 "$work/venv/bin/accel" launch --num_processes 2 --master_port 0 \
   "$repo/examples/python/train_fashion_mnist.py" --epochs 1 --max-steps 20 | tee "$work/train.log"
 grep -Eq 'epoch 1: loss [0-9.]+, test accuracy' "$work/train.log"
