@@ -10,15 +10,16 @@ set -euo pipefail
 repo=$1 work=$2 build_python=$3
 rm -rf "$work" && mkdir -p "$work/src"
 
-# The tracked (and new, not ignored) files, as a fresh clone has them.
-git -C "$repo" ls-files -z --cached --others --exclude-standard |
+# The tracked files (as the working tree has them), as a fresh clone has them.
+git -C "$repo" ls-files -z |
   (cd "$repo" && xargs -0 sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh) |
   tar -C "$repo" --null -T - -cf - | tar -C "$work/src" -xf -
 test ! -e "$work/src/build"
 
-# ccache: with the copy's build/ laid out like the tree's, paths relative to a
-# base directory holding both match a developer build's, so objects are reused.
-export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$(cd "$repo/.." && pwd)}
+# ccache: the copy's build/ is laid out like the tree's, so with paths relative to
+# a base directory holding both (the copy lies under the tree's build/) and the
+# build directory out of the key, scripts/build.sh's objects are reused.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$repo} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}
 # The compilers a plain CMake build picks (scikit-build-core would take Python's
 # x86_64-linux-gnu-g++, another command line for ccache).
 export CC=${CC:-cc} CXX=${CXX:-c++}
