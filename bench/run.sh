@@ -90,7 +90,7 @@ have_java=0; [ -f "$build/java/accel.jar" ] && command -v java >/dev/null && hav
 have_go=0
 go_cmd="$(command -v go || true)"; [ -x /usr/local/go/bin/go ] && go_cmd=/usr/local/go/bin/go
 if [ -n "$go_cmd" ] && [ -f "$here/../bindings/go/internal/core/core.go" ]; then
-  if (cd "$here/bindings/go" && CGO_LDFLAGS="-L$build/src -Wl,-rpath,$build/src" GOFLAGS=-mod=mod GOPROXY=off \
+  if (cd "$here/bindings/go" && PKG_CONFIG_PATH="$build/go/pkgconfig" GOFLAGS=-mod=mod GOPROXY=off \
         GOTOOLCHAIN=local GOCACHE="$build/go/cache" GOPATH="$build/go/path" "$go_cmd" build -o "$bench_go" . ); then
     have_go=1
   else

@@ -4,5 +4,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/python-env.sh
 scripts/java-deps.sh
+# ccache: paths relative to the tree, the build directory left out of the key, so
+# a copy of the tree reuses these objects (packaging_python_wheel builds one).
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
 cmake --build build -j "${ACCEL_BUILD_JOBS:-2}"

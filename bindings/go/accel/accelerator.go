@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/libaccel/libaccel/bindings/go/internal/core"
@@ -136,6 +137,10 @@ type Accelerator struct {
 	trackers []core.Tracker
 
 	projectDir, loggingDir string // as given, with Accelerate's defaults
+
+	// A ...Context call whose context ended first, still running (context.go).
+	pendingMu sync.Mutex
+	pending   *pendingCall
 }
 
 // NewAccelerator starts (or joins, under `accel launch`) the distributed run.
@@ -170,6 +175,9 @@ func (a *Accelerator) handle() (core.Accelerator, error) {
 	if a == nil || a.h == nil {
 		return nil, closedError("Accelerator")
 	}
+	if err := a.busyError(); err != nil {
+		return nil, err
+	}
 	return a.h, nil
 }
 
@@ -181,6 +189,14 @@ func (a *Accelerator) Close() error {
 	h := a.h
 	a.h = nil
 	runtime.SetFinalizer(a, nil)
+	if done := a.pendingDone(); done != nil {
+		// An abandoned ...Context call still uses it: free it when that ends.
+		go func() {
+			<-done
+			core.DeleteAccelerator(h)
+		}()
+		return nil
+	}
 	core.DeleteAccelerator(h)
 	return nil
 }
