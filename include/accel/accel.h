@@ -545,6 +545,11 @@ ACCEL_API accel_status accel_model_from_torchscript(const char* path, accel_mode
    named_parameters() does.
    A graph with one required input also runs through accel_model_forward,
    returning its first output; otherwise use the named forward.
+   Both object forms take an optional top-level "init": {"std": 0.02, "seed": 0}
+   (the defaults): Linear, Embedding, PositionalEmbedding and MultiheadAttention
+   weights ~ N(0, std) from a generator seeded with "seed", their biases 0 and
+   an Embedding's padding_idx row 0, as transformers initialises GPT-2; other
+   layers keep PyTorch's initialisation.
 
    Layer types (both forms), with PyTorch's keyword names and defaults: Linear,
    Conv1d, Conv2d, MaxPool2d, AvgPool2d, AdaptiveMaxPool2d, AdaptiveAvgPool2d,

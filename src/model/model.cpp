@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <fstream>
+#include <optional>
 
 #include "accel/error.hpp"
 #include "core/trace_span.hpp"
 #include "model/model_impl.hpp"
 #include "model/sequential_spec.hpp"
 #include "model/spec/graph.hpp"
+#include "model/spec/init.hpp"
 #include "precision/autocast.hpp"
 #include "state/accelerator_state.hpp"
 #include "state/collectives.hpp"
@@ -210,9 +212,15 @@ Model Model::from_torchscript(const std::string& path, std::vector<std::string> 
 
 Model Model::from_json(const std::string& spec) {
   nlohmann::json parsed = detail::parse_model_spec(spec);
-  if (!detail::is_graph_spec(parsed)) return from_module(detail::build_sequential_from(parsed));
+  std::optional<detail::InitSpec> init = detail::take_init_spec(parsed);
+  if (!detail::is_graph_spec(parsed)) {
+    auto sequential = detail::build_sequential_from(parsed);
+    if (init) detail::apply_init(*sequential, *init);
+    return from_module(sequential);
+  }
   detail::GraphModule graph(parsed);
   auto impl = graph.ptr();
+  if (init) detail::apply_init(*impl, *init);
   ForwardFn forward;
   if (impl->takes_one_tensor()) forward = [impl](const at::Tensor& input) { return impl->forward(input); };
   return from_module(impl, forward, [impl](const NamedTensors& inputs) { return impl->forward_named(inputs); });

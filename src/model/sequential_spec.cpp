@@ -296,7 +296,7 @@ const nlohmann::json& layer_list(const nlohmann::json& spec) {
     if (it == spec.end()) fail(ErrorCode::InvalidArgument, expected + ", got an object without \"layers\"");
     for (const auto& item : spec.items()) {
       if (item.key() != "layers") {
-        fail(ErrorCode::InvalidArgument, "model spec: unknown key \"" + item.key() + "\" (only \"layers\" is allowed)");
+        fail(ErrorCode::InvalidArgument, "model spec: unknown key \"" + item.key() + "\" (only \"layers\" and \"init\" are allowed)");
       }
     }
     layers = &*it;

@@ -129,6 +129,8 @@ at::Tensor call_layer(AnyModule& layer, const at::Tensor& input, const std::vect
   return taker->forward_with(input, std::vector<at::Tensor>(side.begin(), side.begin() + static_cast<ptrdiff_t>(n)));
 }
 
+bool is_tied_linear(const torch::nn::Module& module) { return dynamic_cast<const TiedLinearImpl*>(&module) != nullptr; }
+
 AnyModule build_graph_layer(const nlohmann::json& layer, const std::string& where, const torch::nn::Module& root) {
   auto type = layer.is_object() ? layer.find("type") : layer.end();
   if (layer.is_object() && type != layer.end() && type->is_string()) {

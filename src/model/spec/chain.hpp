@@ -45,5 +45,7 @@ size_t side_inputs_of(const torch::nn::AnyModule& layer);
 // `where` and the argument.
 torch::nn::AnyModule build_graph_layer(const nlohmann::json& layer, const std::string& where,
                                        const torch::nn::Module& root);
+// True for a Linear built with a tied "weight" (its only own parameter is the bias).
+bool is_tied_linear(const torch::nn::Module& module);
 
 }  // namespace accel::detail

@@ -60,7 +60,7 @@ bool is_graph_spec(const nlohmann::json& spec) { return spec.is_object() && spec
 GraphModuleImpl::GraphModuleImpl(const nlohmann::json& spec) {
   for (const auto& item : spec.items()) {
     require_arg(item.key() == "inputs" || item.key() == "nodes" || item.key() == "outputs",
-                "model graph: unknown key " + in_quotes(item.key()) + " (a graph has \"inputs\", \"nodes\" and \"outputs\")");
+                "model graph: unknown key " + in_quotes(item.key()) + " (a graph has \"inputs\", \"nodes\", \"outputs\" and optionally \"init\")");
   }
   for (const char* key : {"inputs", "nodes", "outputs"}) {
     auto it = spec.find(key);

@@ -1,0 +1,68 @@
+"""The Python contestants of bench/lm_bench.sh, training lm_model.py's GPT-2
+with AdamW on random ids (8 x 128 tokens per process per step):
+    lm_bench.py accelerate|torch --steps N --warmup N --threads N
+`torch` is a plain loop (DDP over Gloo when WORLD_SIZE > 1), `accelerate` is
+Python Accelerate 0.22's prepare/backward loop. Prints one BENCH_RESULT line
+per process: tokens/s over all processes and the peak RSS (VmHWM)."""
+import argparse
+import json
+import os
+import resource
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from lm_model import BATCH, LENGTH, batch, bool_buffers, build  # noqa: E402
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("contestant", choices=["accelerate", "torch"])
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--threads", type=int, default=1)
+    a = p.parse_args()
+    torch.set_num_threads(a.threads)
+    model = build().train()
+    model._ddp_params_and_buffers_to_ignore = bool_buffers(model)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
+    if a.contestant == "accelerate":
+        from accelerate import Accelerator
+        accelerator = Accelerator(cpu=True)
+        model, opt = accelerator.prepare(model, opt)
+        rank, world, backward = accelerator.process_index, accelerator.num_processes, accelerator.backward
+    else:
+        world, rank = int(os.environ.get("WORLD_SIZE", "1")), int(os.environ.get("RANK", "0"))
+        if world > 1:
+            import torch.distributed as dist
+            dist.init_process_group("gloo", rank=rank, world_size=world)
+            model = torch.nn.parallel.DistributedDataParallel(model)
+        backward = torch.Tensor.backward
+    batches = [batch(rank, i) for i in range(4)]
+
+    def step(i):
+        ids, mask, labels = batches[i % 4]
+        loss = model(input_ids=ids, attention_mask=mask, labels=labels)["loss"]
+        backward(loss)
+        opt.step()
+        opt.zero_grad()
+        return loss
+
+    for i in range(a.warmup):
+        step(i)
+    start = time.perf_counter()
+    for i in range(a.steps):
+        loss = step(i)
+    seconds = time.perf_counter() - start
+    print("BENCH_RESULT " + json.dumps({
+        "contestant": a.contestant + ("_ddp" if a.contestant == "torch" and world > 1 else ""), "rank": rank,
+        "nproc": world, "threads": torch.get_num_threads(), "steps": a.steps, "seconds": round(seconds, 3),
+        "tokens_per_s": round(a.steps * BATCH * LENGTH * world / seconds, 1),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1),
+        "loss": round(float(loss), 4)}, separators=(",", ":")), flush=True)
+
+
+if __name__ == "__main__":
+    main()
