@@ -30,6 +30,19 @@ ACCEL_API void accel_string_free(char* text);
    accel_model_free. */
 ACCEL_API accel_status accel_model_from_json_empty(const char* spec, accel_model** out);
 
+/* Gives every parameter and buffer of model (meta or not) new CPU storage
+   filled from checkpoint: a .safetensors file, a sharded
+   model.safetensors.index.json, or a directory holding either; memory-mapped
+   and copied tensor by tensor (peak: the model plus one tensor). dtype as
+   accel_model_module_sizes: casts floating tensors. Everything is checked
+   before the first tensor changes, so on error the model is as it was.
+   Errors: IO naming the path (missing, not safetensors, bad index);
+   INVALID_ARGUMENT naming the tensor the checkpoint lacks or whose shape or
+   kind (floating or not) differs, or an unknown dtype; UNSUPPORTED
+   (TorchScript). Not collective. (accel_accelerator_load_checkpoint_in_model
+   copies into existing storage and cannot fill meta tensors.) */
+ACCEL_API accel_status accel_model_materialize(accel_model* model, const char* checkpoint, const char* dtype);
+
 /* Bytes of each module's parameters and buffers (compute_module_sizes) as a
    JSON object {"": total, "h": ..., "h.0": ..., "h.0.weight": ...}. dtype: NULL
    or "" for the tensors' own dtypes, else "float32", "float16", "bfloat16",

@@ -67,6 +67,17 @@ DeviceMap infer_auto_device_map(const Model& model, const std::vector<std::pair<
 // device or uncovered tensor.
 void verify_device_map(const Model& model, const DeviceMap& device_map);
 
+// Materialises a model, e.g. an empty one (Accelerate's
+// load_checkpoint_in_model after init_empty_weights): fills every parameter
+// and buffer (meta or not; each gets new CPU storage) from checkpoint — a .safetensors file, a sharded
+// model.safetensors.index.json, or a directory holding either — memory-mapped
+// and copied tensor by tensor (peak: the model plus one tensor). dtype casts
+// floating tensors (else the model's dtype is kept). Everything is checked
+// before the first tensor is replaced, so a throw changes nothing: IO naming
+// the path (missing, not safetensors, bad index), InvalidArgument naming the
+// tensor the checkpoint lacks or whose shape or kind differs. Not collective.
+void materialize(const Model& model, const std::string& checkpoint, c10::optional<c10::ScalarType> dtype = {});
+
 // A device map as a JSON object string (in order) and back; from_json throws
 // InvalidArgument for text that is not an object of strings.
 std::string device_map_to_json(const DeviceMap& device_map);

@@ -45,6 +45,14 @@ ACCEL_API accel_status accel_model_from_json_empty(const char* spec, accel_model
   });
 }
 
+ACCEL_API accel_status accel_model_materialize(accel_model* model, const char* checkpoint, const char* dtype) {
+  return guarded([&] {
+    const auto& m = deref(model, "model").model;
+    accel::require_arg(checkpoint != nullptr, "checkpoint is NULL");
+    accel::materialize(m, checkpoint, dtype_arg(dtype));
+  });
+}
+
 ACCEL_API accel_status accel_model_module_sizes(const accel_model* model, const char* dtype, char** out) {
   return guarded([&] {
     auto& result = out_param(out, "out");

@@ -1448,6 +1448,8 @@ static void big_models(void) {
   ARG(accel_model_from_json_empty(kLinear, NULL));
   ARG(accel_model_from_json_empty("not json", &model_out));
   FIXTURE(accel_model_from_json_empty(kGraph, &empty));
+  ARG(accel_model_materialize(empty, NULL, NULL));
+  IO(accel_model_materialize(empty, "/nonexistent/model.safetensors", NULL));
   ARG(accel_model_module_sizes(empty, NULL, NULL));
   ARG(accel_model_module_sizes(empty, "float13", &text));
   EXPECT(text == NULL);
@@ -1465,6 +1467,7 @@ static void big_models(void) {
   ARG(accel_verify_device_map(empty, "{}"));
   ARG(accel_verify_device_map(empty, "{\"a\": \"cuda:9\"}"));
   EACH_BAD(K_MODEL, accel_model, m) {
+    ARG(accel_model_materialize(m, "model.safetensors", NULL));
     ARG(accel_model_module_sizes(m, NULL, &text));
     ARG(accel_infer_auto_device_map(m, "{\"cpu\": 100}", NULL, 0, NULL, &text));
     ARG(accel_verify_device_map(m, "{\"\": \"cpu\"}"));

@@ -1,5 +1,8 @@
 // Empty models, module sizes and device maps against Accelerate 0.22.
+#include <ATen/ATen.h>
 #include <gtest/gtest.h>
+
+#include <malloc.h>
 
 #include <fstream>
 #include <map>
@@ -7,6 +10,7 @@
 
 #include "accel/big_model.hpp"
 #include "accel/error.hpp"
+#include "checkpoint/tensor_io.hpp"
 
 namespace {
 
@@ -54,8 +58,9 @@ TEST(EmptyModel, ParametersAreOnMetaAndSizesMatchPyTorch) {
 }
 
 TEST(EmptyModel, BuildingAHugeSpecAllocatesNothing) {
-  // 8 layers of d_model 2048 are ~400 MB of float32 weights; empty, RSS must
-  // not grow by even one layer (~50 MB).
+  // 16 layers of d_model 1024 are ~400 MB of float32 weights; empty, what
+  // stays allocated must be under two layers (~24 MB each). malloc_trim first:
+  // glibc keeps freed layers' pages, which is not memory the model holds.
   auto rss_kb = [] {
     std::ifstream status("/proc/self/status");
     std::string line;
@@ -65,12 +70,13 @@ TEST(EmptyModel, BuildingAHugeSpecAllocatesNothing) {
     return 0L;
   };
   std::string h;
-  for (int i = 0; i < 8; ++i) {
+  for (int i = 0; i < 16; ++i) {
     h += std::string(i ? "," : "") +
-         R"({"type": "TransformerEncoderLayer", "d_model": 2048, "nhead": 8, "dim_feedforward": 2048, "batch_first": true})";
+         R"({"type": "TransformerEncoderLayer", "d_model": 1024, "nhead": 8, "dim_feedforward": 1024, "batch_first": true})";
   }
   const long before = rss_kb();
   auto model = accel::model_from_json_empty(R"({"layers": [)" + h + "]}");
+  malloc_trim(0);
   const long grown_mb = (rss_kb() - before) / 1024;
   EXPECT_GT(accel::compute_module_sizes(model).at(""), 400'000'000);
   EXPECT_LT(grown_mb, 40) << "RSS grew by " << grown_mb << " MB building an empty model";
@@ -132,6 +138,57 @@ TEST(DeviceMap, VerifyNamesTheBadEntry) {
   EXPECT_NE(message(R"({"": "cuda:7"})").find("\"cuda:7\""), std::string::npos);
   EXPECT_NE(message(R"({"": "tpu"})").find("unknown device \"tpu\""), std::string::npos);
   EXPECT_NE(message(R"({"": 3})").find("expected a device string"), std::string::npos);
+}
+
+}  // namespace
+
+namespace {
+
+std::string write_checkpoint(const accel::Model& model, const std::string& leave_out) {
+  std::vector<std::pair<std::string, at::Tensor>> tensors;
+  for (const auto& list : {model.named_parameters(), model.named_buffers()}) {
+    for (const auto& [name, t] : list) {
+      if (name != leave_out) tensors.emplace_back(name, t);
+    }
+  }
+  const std::string path = ::testing::TempDir() + "/big_model_" + (leave_out.empty() ? "full" : "partial") + ".safetensors";
+  std::ofstream(path, std::ios::binary) << accel::detail::serialize_tensors(tensors, {});
+  return path;
+}
+
+TEST(Materialize, EmptyModelFromSafetensorsGivesTheFullModelsOutputs) {
+  at::manual_seed(0);
+  auto full = accel::Model::from_json(gpt_spec(2));
+  auto empty = accel::model_from_json_empty(gpt_spec(2));
+  accel::materialize(empty, write_checkpoint(full, ""));
+  full.train(false);
+  empty.train(false);
+  for (const auto& [name, p] : empty.named_parameters()) EXPECT_FALSE(p.is_meta()) << name;
+  at::Tensor ids = at::arange(16, at::kLong).reshape({2, 8});
+  auto want = full.forward(accel::Model::NamedTensors{{"input_ids", ids}});
+  auto got = empty.forward(accel::Model::NamedTensors{{"input_ids", ids}});
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_TRUE(at::equal(got[0].second, want[0].second));
+}
+
+TEST(Materialize, AMissingTensorIsNamedAndNothingChanges) {
+  auto full = accel::Model::from_json(gpt_spec(2));
+  auto empty = accel::model_from_json_empty(gpt_spec(2));
+  try {
+    accel::materialize(empty, write_checkpoint(full, "ln_f.weight"));
+    FAIL() << "no error";
+  } catch (const accel::Error& e) {
+    EXPECT_EQ(e.code(), accel::ErrorCode::InvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("has no tensor \"ln_f.weight\""), std::string::npos) << e.what();
+  }
+  for (const auto& [name, p] : empty.named_parameters()) EXPECT_TRUE(p.is_meta()) << name;
+  try {
+    accel::materialize(empty, "/nonexistent/model.safetensors");
+    FAIL() << "no error";
+  } catch (const accel::Error& e) {
+    EXPECT_EQ(e.code(), accel::ErrorCode::IO);
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/model.safetensors"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
