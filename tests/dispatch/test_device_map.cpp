@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <malloc.h>
+#include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
@@ -188,6 +190,37 @@ TEST(Materialize, AMissingTensorIsNamedAndNothingChanges) {
   } catch (const accel::Error& e) {
     EXPECT_EQ(e.code(), accel::ErrorCode::IO);
     EXPECT_NE(std::string(e.what()).find("/nonexistent/model.safetensors"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Materialize, ReadsAShardedIndex) {
+  auto full = accel::Model::from_json(gpt_spec(1));
+  std::vector<std::pair<std::string, at::Tensor>> first, second;
+  nlohmann::json weight_map;
+  for (const auto& list : {full.named_parameters(), full.named_buffers()}) {
+    for (const auto& [name, t] : list) {
+      const bool in_first = name.rfind("h.", 0) == 0;
+      (in_first ? first : second).emplace_back(name, t);
+      weight_map[name] = in_first ? "model-00001-of-00002.safetensors" : "model-00002-of-00002.safetensors";
+    }
+  }
+  const std::string dir = ::testing::TempDir() + "/big_model_sharded";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/model-00001-of-00002.safetensors", std::ios::binary) << accel::detail::serialize_tensors(first, {});
+  std::ofstream(dir + "/model-00002-of-00002.safetensors", std::ios::binary) << accel::detail::serialize_tensors(second, {});
+  std::ofstream(dir + "/model.safetensors.index.json") << nlohmann::json{{"weight_map", weight_map}}.dump();
+  auto empty = accel::model_from_json_empty(gpt_spec(1));
+  accel::materialize(empty, dir, c10::kDouble);
+  const auto want = full.named_parameters();
+  const auto got = empty.named_parameters();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].second.scalar_type(), at::kDouble) << got[i].first;
+    EXPECT_TRUE(at::equal(got[i].second, want[i].second.to(at::kDouble))) << got[i].first;
   }
 }
 
