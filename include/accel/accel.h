@@ -1286,5 +1286,6 @@ ACCEL_API accel_status accel_accelerator_no_grad_end(accel_accelerator* acc);
 /* Further parts of the C ABI, one header per area. */
 #include "accel/accel_checkpoint.h"
 #include "accel/accel_tracking.h"
+#include "accel/big_model.h"
 
 #endif /* ACCEL_ACCEL_H */

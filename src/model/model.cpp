@@ -9,6 +9,7 @@
 #include "accel/error.hpp"
 #include "core/trace_span.hpp"
 #include "model/model_impl.hpp"
+#include "model/nn_module_of.hpp"
 #include "model/sequential_spec.hpp"
 #include "model/spec/graph.hpp"
 #include "model/spec/init.hpp"
@@ -44,6 +45,7 @@ class NnModel final : public ModelImpl {
   }
   void set_training(bool training) override { module_->train(training); }
   bool training() const override { return module_->is_training(); }
+  const std::shared_ptr<torch::nn::Module>& module() const { return module_; }
 
  protected:
   at::Tensor run(const at::Tensor& input) override {
@@ -68,6 +70,11 @@ class NnModel final : public ModelImpl {
 };
 
 }  // namespace
+
+std::shared_ptr<torch::nn::Module> nn_module_of(const ModelImpl& model) {
+  const auto* nn = dynamic_cast<const NnModel*>(&model);
+  return nn ? nn->module() : nullptr;
+}
 
 ModelImpl::~ModelImpl() = default;
 

@@ -15,6 +15,7 @@
 
 #include "accel/error.hpp"
 #include "core/json.hpp"
+#include "dispatch/meta_tensors.hpp"
 #include "model/layer_args.hpp"
 #include "model/spec/sequence_layers.hpp"
 
@@ -345,8 +346,17 @@ AnyModule build_layer(const nlohmann::json& layer, const std::string& where) {
     fail(ErrorCode::InvalidArgument, context + e.what());
   }
   args.reject_unknown_keys();
+  if (EmptyInitScope::active()) move_to_meta(*module.ptr());
   return module;
 }
+
+namespace {
+thread_local int empty_init_depth = 0;
+}
+
+EmptyInitScope::EmptyInitScope() { ++empty_init_depth; }
+EmptyInitScope::~EmptyInitScope() { --empty_init_depth; }
+bool EmptyInitScope::active() { return empty_init_depth > 0; }
 
 torch::nn::Sequential build_sequential(const std::string& json_text) {
   return build_sequential_from(parse_model_spec(json_text));

@@ -29,4 +29,17 @@ nlohmann::json parse_model_spec(const std::string& json_text);
 // "node \"h\" layer 0"). Every type of the table, including the sequence layers.
 torch::nn::AnyModule build_layer(const nlohmann::json& layer, const std::string& where);
 
+// While one is alive on this thread, build_layer moves each layer's parameters
+// and buffers to the meta device as soon as it is built (Accelerate's
+// init_empty_weights), so building a large spec holds at most one layer's
+// weights in memory at a time. Nests; see accel::model_from_json_empty.
+class EmptyInitScope {
+ public:
+  EmptyInitScope();
+  ~EmptyInitScope();
+  EmptyInitScope(const EmptyInitScope&) = delete;
+  EmptyInitScope& operator=(const EmptyInitScope&) = delete;
+  static bool active();
+};
+
 }  // namespace accel::detail

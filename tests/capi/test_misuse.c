@@ -1434,6 +1434,47 @@ static void wrong_kind_frees(void) {
   EXPECT_OK(accel_progress_update(prog, 1));
 }
 
+/* Big-model tools (big_model.h): every bad argument is refused, out untouched. */
+static void big_models(void) {
+  static const char* kGraph =
+      "{\"inputs\": [\"x\"], \"nodes\": [{\"name\": \"a\", \"type\": \"Linear\", \"in_features\": 2,"
+      " \"out_features\": 3}], \"outputs\": [\"a\"]}";
+  static const char* kSplit[1] = {"Linear"};
+  static const char* kNullSplit[1] = {NULL};
+  char* text = NULL;
+  accel_model* empty = NULL;
+  accel_string_free(NULL); /* does nothing */
+  ARG(accel_model_from_json_empty(NULL, &model_out));
+  ARG(accel_model_from_json_empty(kLinear, NULL));
+  ARG(accel_model_from_json_empty("not json", &model_out));
+  FIXTURE(accel_model_from_json_empty(kGraph, &empty));
+  ARG(accel_model_materialize(empty, NULL, NULL));
+  IO(accel_model_materialize(empty, "/nonexistent/model.safetensors", NULL));
+  ARG(accel_model_module_sizes(empty, NULL, NULL));
+  ARG(accel_model_module_sizes(empty, "float13", &text));
+  EXPECT(text == NULL);
+  ARG(accel_infer_auto_device_map(empty, NULL, NULL, 0, NULL, &text));
+  ARG(accel_infer_auto_device_map(empty, "{\"cpu\": 100}", NULL, 1, NULL, &text));
+  ARG(accel_infer_auto_device_map(empty, "{\"cpu\": 100}", kNullSplit, 1, NULL, &text));
+  ARG(accel_infer_auto_device_map(empty, "{\"cpu\": 100}", kSplit, 1, NULL, NULL));
+  ARG(accel_infer_auto_device_map(empty, "{\"tpu\": 100}", kSplit, 1, NULL, &text));
+  ARG(accel_infer_auto_device_map(empty, "{\"cpu\": \"lots\"}", kSplit, 1, NULL, &text));
+  ARG(accel_infer_auto_device_map(empty, "{\"cpu\": 10}", kSplit, 1, NULL, &text)); /* < the 36-byte layer */
+  ARG(accel_infer_auto_device_map(empty, "[]", NULL, 0, NULL, &text));
+  EXPECT(text == NULL);
+  ARG(accel_verify_device_map(empty, NULL));
+  ARG(accel_verify_device_map(empty, "{\"b\": \"cpu\"}"));
+  ARG(accel_verify_device_map(empty, "{}"));
+  ARG(accel_verify_device_map(empty, "{\"a\": \"cuda:9\"}"));
+  EACH_BAD(K_MODEL, accel_model, m) {
+    ARG(accel_model_materialize(m, "model.safetensors", NULL));
+    ARG(accel_model_module_sizes(m, NULL, &text));
+    ARG(accel_infer_auto_device_map(m, "{\"cpu\": 100}", NULL, 0, NULL, &text));
+    ARG(accel_verify_device_map(m, "{\"\": \"cpu\"}"));
+  }
+  accel_model_free(empty);
+}
+
 int main(void) {
   setup();
   version_and_errors();
@@ -1449,6 +1490,7 @@ int main(void) {
   training();
   checkpoints();
   tracking();
+  big_models();
   wrong_kind_frees();
   accel_progress_free(prog);
   accel_dataloader_free(dl);

@@ -1,0 +1,77 @@
+/*
+ * libaccel C ABI: big-model tools (included by accel/accel.h) — Accelerate's
+ * init_empty_weights, compute_module_sizes, infer_auto_device_map and
+ * check_device_map. See docs/big-models.md.
+ *
+ * A device map is a JSON object of module name to device, in order:
+ * {"wte": "cpu", "h.0": "cpu", "h.1": "disk", ...}. Names are dotted module,
+ * parameter or buffer names ("" is the whole model); devices are "cuda:N",
+ * "cpu" or "disk". No function here is collective; a model may be used from
+ * one thread at a time. Strings returned through char** are new, and the caller
+ * frees them with accel_string_free.
+ */
+#ifndef ACCEL_BIG_MODEL_H
+#define ACCEL_BIG_MODEL_H
+
+#include "accel/accel.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Frees a string returned by a function of this header; NULL does nothing. */
+ACCEL_API void accel_string_free(char* text);
+
+/* accel_model_from_json with every parameter and buffer on the meta device:
+   shapes and dtypes only, no memory (each layer is moved to meta as soon as it
+   is built, so building holds at most one layer's weights). Sizes and device
+   maps work on it; forward fails (INVALID_ARGUMENT) until weights are loaded.
+   Errors: as accel_model_from_json. Returns a new handle the caller frees with
+   accel_model_free. */
+ACCEL_API accel_status accel_model_from_json_empty(const char* spec, accel_model** out);
+
+/* Gives every parameter and buffer of model (meta or not) new CPU storage
+   filled from checkpoint: a .safetensors file, a sharded
+   model.safetensors.index.json, or a directory holding either; memory-mapped
+   and copied tensor by tensor (peak: the model plus one tensor). dtype as
+   accel_model_module_sizes: casts floating tensors. Everything is checked
+   before the first tensor changes, so on error the model is as it was.
+   Errors: IO naming the path (missing, not safetensors, bad index);
+   INVALID_ARGUMENT naming the tensor the checkpoint lacks or whose shape or
+   kind (floating or not) differs, or an unknown dtype; UNSUPPORTED
+   (TorchScript). Not collective. (accel_accelerator_load_checkpoint_in_model
+   copies into existing storage and cannot fill meta tensors.) */
+ACCEL_API accel_status accel_model_materialize(accel_model* model, const char* checkpoint, const char* dtype);
+
+/* Bytes of each module's parameters and buffers (compute_module_sizes) as a
+   JSON object {"": total, "h": ..., "h.0": ..., "h.0.weight": ...}. dtype: NULL
+   or "" for the tensors' own dtypes, else "float32", "float16", "bfloat16",
+   "int8"... (sizes as if cast, never larger than the tensor's own). Errors:
+   INVALID_ARGUMENT (NULL model/out, unknown dtype), UNSUPPORTED (TorchScript
+   model). *out: new string, free with accel_string_free; untouched on failure. */
+ACCEL_API accel_status accel_model_module_sizes(const accel_model* model, const char* dtype, char** out);
+
+/* Accelerate 0.22's infer_auto_device_map (rules in include/accel/big_model.hpp
+   and docs/big-models.md). max_memory: JSON object of device to budget, bytes
+   or sizes such as "50MB"/"1GiB": {"cpu": "50MB"}; disk is always added last.
+   no_split: count class names ("TransformerEncoderLayer") never split (NULL
+   when count is 0). dtype as accel_model_module_sizes. Errors:
+   INVALID_ARGUMENT naming the bad device or size, or the device whose budget is
+   smaller than the largest unsplittable module (naming the module);
+   UNSUPPORTED (TorchScript). *out: new JSON string, free with accel_string_free. */
+ACCEL_API accel_status accel_infer_auto_device_map(const accel_model* model, const char* max_memory,
+                                                   const char* const* no_split, size_t count, const char* dtype,
+                                                   char** out);
+
+/* Checks a user's device map (JSON object string) against the model: every key
+   names a module, parameter or buffer, no key lies inside another, devices are
+   "cpu", "disk" or an existing "cuda:N", and every tensor is covered. Errors:
+   INVALID_ARGUMENT naming the first bad key, device or uncovered tensor;
+   UNSUPPORTED (TorchScript). */
+ACCEL_API accel_status accel_verify_device_map(const accel_model* model, const char* device_map);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ACCEL_BIG_MODEL_H */

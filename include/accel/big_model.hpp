@@ -1,0 +1,86 @@
+// libaccel C++ API: big-model tools after Accelerate's big_modeling — models
+// built without memory (init_empty_weights), their per-module sizes, and
+// device maps (infer_auto_device_map, check_device_map). See docs/big-models.md.
+//
+// A device map is an ordered list of (module, device): module is a dotted name
+// from named_modules(), named_parameters() or named_buffers() ("" is the whole
+// model); device is "cuda:N", "cpu" or "disk". None of these functions is
+// collective.
+#pragma once
+
+#include <c10/core/ScalarType.h>
+#include <c10/util/Optional.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "accel/model.hpp"
+
+namespace accel {
+
+using DeviceMap = std::vector<std::pair<std::string, std::string>>;
+
+// accel_model_from_json's model with every parameter and buffer on the meta
+// device: shapes and dtypes only, so a spec larger than RAM builds. Each layer
+// is moved to meta as soon as it is built, so building holds at most one
+// layer's weights. Forward is refused until the weights are loaded. Throws
+// what Model::from_json throws.
+Model model_from_json_empty(const std::string& spec);
+
+// Bytes of each module's parameters and buffers (Accelerate's
+// compute_module_sizes): keys are "" (the model), every module prefix and every
+// tensor name. dtype: sizes as if cast to it (never larger than the tensor's
+// own element size, as Accelerate does). Works on empty (meta) models. Throws
+// Unsupported for a TorchScript model.
+std::map<std::string, int64_t> compute_module_sizes(const Model& model, c10::optional<c10::ScalarType> dtype = {});
+
+// A budget in bytes per device, as Accelerate's max_memory: device names
+// "cuda:N" (or "N"), "cpu", "disk"; sizes as JSON numbers or strings "50MB",
+// "1GiB", "500KB" (decimal kB/MB/GB, binary KiB/MiB/GiB). Devices are ordered
+// GPUs by index, then cpu, then disk, whatever the order given.
+// Throws InvalidArgument naming an unknown device or a bad size.
+std::vector<std::pair<std::string, int64_t>> parse_max_memory(const std::string& json_object);
+
+// Accelerate 0.22's infer_auto_device_map: the model's top-level parameters,
+// children and buffers in order fill the devices in order (GPUs, then cpu,
+// then disk, which is always appended); on the first GPU and the cpu the
+// largest unsplittable layer's size is held back (it must fit while an
+// offloaded layer runs); a module that does not fit is split into its
+// children unless it has none or its class ("Linear", "TransformerEncoderLayer",
+// the C++ class without namespace and "Impl") is in no_split_module_classes;
+// once a device is left it is not returned to. Modules whose children all went
+// to one device are merged back (clean_device_map).
+// Throws InvalidArgument naming the device when a cpu or GPU budget is smaller
+// than the largest unsplittable module (Accelerate would place everything on
+// disk, but that layer could never be brought into memory to run).
+DeviceMap infer_auto_device_map(const Model& model, const std::vector<std::pair<std::string, int64_t>>& max_memory,
+                                const std::vector<std::string>& no_split_module_classes = {},
+                                c10::optional<c10::ScalarType> dtype = {});
+
+// Accelerate's check_device_map, stricter: every key names a module, parameter
+// or buffer of the model, no key lies inside another key, every device is
+// "cpu", "disk" or "cuda:N" with N < the number of GPUs, and every tensor of
+// state_dict() is covered. Throws InvalidArgument naming the first bad key,
+// device or uncovered tensor.
+void verify_device_map(const Model& model, const DeviceMap& device_map);
+
+// Materialises a model, e.g. an empty one (Accelerate's
+// load_checkpoint_in_model after init_empty_weights): fills every parameter
+// and buffer (meta or not; each gets new CPU storage) from checkpoint — a .safetensors file, a sharded
+// model.safetensors.index.json, or a directory holding either — memory-mapped
+// and copied tensor by tensor (peak: the model plus one tensor). dtype casts
+// floating tensors (else the model's dtype is kept). Everything is checked
+// before the first tensor is replaced, so a throw changes nothing: IO naming
+// the path (missing, not safetensors, bad index), InvalidArgument naming the
+// tensor the checkpoint lacks or whose shape or kind differs. Not collective.
+void materialize(const Model& model, const std::string& checkpoint, c10::optional<c10::ScalarType> dtype = {});
+
+// A device map as a JSON object string (in order) and back; from_json throws
+// InvalidArgument for text that is not an object of strings.
+std::string device_map_to_json(const DeviceMap& device_map);
+DeviceMap device_map_from_json(const std::string& json_object);
+
+}  // namespace accel

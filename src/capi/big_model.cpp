@@ -1,0 +1,93 @@
+// C ABI for the big-model tools (include/accel/big_model.h): converts and forwards.
+#include <cstdlib>
+#include <cstring>
+
+#include <nlohmann/json.hpp>
+
+#include "accel/big_model.hpp"
+#include "capi/handles.hpp"
+
+using namespace accel::capi;
+
+namespace {
+
+c10::optional<c10::ScalarType> dtype_arg(const char* dtype) {
+  if (dtype == nullptr || *dtype == '\0') return c10::nullopt;
+  static const std::vector<std::pair<std::string, c10::ScalarType>> names = {
+      {"float32", c10::kFloat}, {"float64", c10::kDouble}, {"float16", c10::kHalf},
+      {"bfloat16", c10::kBFloat16}, {"int8", c10::kChar},  {"uint8", c10::kByte}};
+  for (const auto& [name, type] : names) {
+    if (name == dtype) return type;
+  }
+  accel::fail(accel::ErrorCode::InvalidArgument, std::string("dtype \"") + dtype +
+                                                     "\" is not one of float32, float64, float16, bfloat16, int8, uint8");
+}
+
+// A malloc'd copy, so accel_string_free is plain free().
+char* new_string(const std::string& text) {
+  char* copy = static_cast<char*>(std::malloc(text.size() + 1));
+  if (copy == nullptr) throw std::bad_alloc();
+  std::memcpy(copy, text.c_str(), text.size() + 1);
+  return copy;
+}
+
+}  // namespace
+
+extern "C" {
+
+ACCEL_API void accel_string_free(char* text) { std::free(text); }
+
+ACCEL_API accel_status accel_model_from_json_empty(const char* spec, accel_model** out) {
+  return guarded([&] {
+    auto& result = out_param(out, "out");
+    accel::require_arg(spec != nullptr, "spec is NULL");
+    publish(std::make_unique<accel_model>(accel_model{accel::model_from_json_empty(spec)}), &result);
+  });
+}
+
+ACCEL_API accel_status accel_model_materialize(accel_model* model, const char* checkpoint, const char* dtype) {
+  return guarded([&] {
+    const auto& m = deref(model, "model").model;
+    accel::require_arg(checkpoint != nullptr, "checkpoint is NULL");
+    accel::materialize(m, checkpoint, dtype_arg(dtype));
+  });
+}
+
+ACCEL_API accel_status accel_model_module_sizes(const accel_model* model, const char* dtype, char** out) {
+  return guarded([&] {
+    auto& result = out_param(out, "out");
+    nlohmann::ordered_json sizes = nlohmann::ordered_json::object();
+    for (const auto& [name, bytes] : accel::compute_module_sizes(deref(model, "model").model, dtype_arg(dtype))) {
+      sizes[name] = bytes;
+    }
+    result = new_string(sizes.dump());
+  });
+}
+
+ACCEL_API accel_status accel_infer_auto_device_map(const accel_model* model, const char* max_memory,
+                                                   const char* const* no_split, size_t count, const char* dtype,
+                                                   char** out) {
+  return guarded([&] {
+    auto& result = out_param(out, "out");
+    const auto& m = deref(model, "model").model;
+    accel::require_arg(max_memory != nullptr, "max_memory is NULL");
+    accel::require_arg(count == 0 || no_split != nullptr, "no_split is NULL but count is " + std::to_string(count));
+    std::vector<std::string> classes;
+    for (size_t i = 0; i < count; ++i) {
+      accel::require_arg(no_split[i] != nullptr, "no_split[" + std::to_string(i) + "] is NULL");
+      classes.emplace_back(no_split[i]);
+    }
+    auto map = accel::infer_auto_device_map(m, accel::parse_max_memory(max_memory), classes, dtype_arg(dtype));
+    result = new_string(accel::device_map_to_json(map));
+  });
+}
+
+ACCEL_API accel_status accel_verify_device_map(const accel_model* model, const char* device_map) {
+  return guarded([&] {
+    const auto& m = deref(model, "model").model;
+    accel::require_arg(device_map != nullptr, "device_map is NULL");
+    accel::verify_device_map(m, accel::device_map_from_json(device_map));
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,109 @@
+// Materialising a model (Accelerate: load_checkpoint_in_model after init_empty_weights): an empty (meta) or
+// loaded model gets its weights from a memory-mapped file or sharded index,
+// tensor by tensor, so memory holds the model plus one tensor in flight.
+#include <ATen/ops/empty.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "accel/big_model.hpp"
+#include "accel/error.hpp"
+#include "checkpoint/tensor_io.hpp"
+#include "dispatch/meta_tensors.hpp"
+#include "dispatch/module_tree.hpp"
+
+namespace accel {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Sources {
+  std::vector<safetensors::File> files;
+  std::map<std::string, size_t> file_of;  // tensor name -> index in files (from the index)
+};
+
+Sources open_checkpoint(const std::string& checkpoint) {
+  require_arg(!checkpoint.empty(), "materialize: the checkpoint path is empty");
+  fs::path path(checkpoint);
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    if (fs::exists(path / "model.safetensors.index.json", ec)) {
+      path /= "model.safetensors.index.json";
+    } else {
+      path /= "model.safetensors";
+    }
+  }
+  require(fs::exists(path, ec), ErrorCode::IO, "checkpoint \"" + path.string() + "\" does not exist");
+  Sources sources;
+  if (path.extension() != ".json") {
+    sources.files.push_back(safetensors::File::open(path.string()));
+    return sources;
+  }
+  // A sharded checkpoint: {"weight_map": {"name": "model-00001-of-00002.safetensors", ...}}.
+  nlohmann::json index;
+  try {
+    std::ifstream in(path);
+    index = nlohmann::json::parse(in);
+  } catch (const std::exception& e) {
+    fail(ErrorCode::IO, "checkpoint index \"" + path.string() + "\" is not JSON: " + e.what());
+  }
+  require(index.is_object() && index.contains("weight_map") && index["weight_map"].is_object(), ErrorCode::IO,
+          "checkpoint index \"" + path.string() + "\" has no \"weight_map\" object");
+  std::map<std::string, size_t> shard_index;
+  for (const auto& item : index["weight_map"].items()) {
+    require(item.value().is_string(), ErrorCode::IO,
+            "checkpoint index \"" + path.string() + "\": weight_map[\"" + item.key() + "\"] is not a file name");
+    const std::string shard = item.value().get<std::string>();
+    require(shard.find('/') == std::string::npos && shard != ".." && !shard.empty(), ErrorCode::IO,
+            "checkpoint index \"" + path.string() + "\": shard \"" + shard + "\" is not a file name in its directory");
+    auto [it, added] = shard_index.emplace(shard, sources.files.size());
+    if (added) sources.files.push_back(safetensors::File::open((path.parent_path() / shard).string()));
+    sources.file_of[item.key()] = it->second;
+  }
+  return sources;
+}
+
+}  // namespace
+
+void materialize(const Model& model, const std::string& checkpoint, c10::optional<c10::ScalarType> dtype) {
+  auto root = detail::module_of(model, "materialize");
+  Sources sources = open_checkpoint(checkpoint);
+  // Every tensor is found and checked before the first one is replaced.
+  struct Planned {
+    at::Tensor target;
+    const safetensors::File* file;
+    const safetensors::Entry* entry;
+    at::ScalarType type;
+  };
+  std::vector<Planned> plan;
+  for (const auto& [name, tensor] : detail::named_module_tensors(*root)) {
+    const safetensors::Entry* entry = nullptr;
+    const safetensors::File* file = nullptr;
+    if (auto it = sources.file_of.find(name); it != sources.file_of.end()) {
+      file = &sources.files[it->second];
+      entry = file->find(name);
+    } else if (sources.file_of.empty()) {
+      file = &sources.files.front();
+      entry = file->find(name);
+    }
+    require_arg(entry != nullptr, "materialize: checkpoint \"" + checkpoint + "\" has no tensor \"" + name + "\"");
+    require_arg(at::IntArrayRef(entry->shape) == tensor.sizes(),
+                "materialize: tensor \"" + name + "\" has shape " + c10::str(at::IntArrayRef(entry->shape)) +
+                    " in \"" + file->label() + "\" but " + c10::str(tensor.sizes()) + " in the model");
+    const at::ScalarType stored = detail::scalar_type_of(*entry, file->label());
+    // Like Accelerate: dtype applies to floating tensors; others keep the model's.
+    at::ScalarType type = dtype && at::isFloatingType(tensor.scalar_type()) ? *dtype : tensor.scalar_type();
+    require_arg(at::isFloatingType(stored) == at::isFloatingType(type),
+                "materialize: tensor \"" + name + "\" is " + c10::toString(stored) + " in \"" + file->label() +
+                    "\" but " + c10::toString(type) + " in the model");
+    plan.push_back({tensor, file, entry, type});
+  }
+  for (auto& step : plan) {
+    at::Tensor loaded = detail::mapped_tensor(*step.file, *step.entry).to(step.type, /*non_blocking=*/false, /*copy=*/true);
+    detail::replace_tensor_contents(step.target, loaded);
+  }
+}
+
+}  // namespace accel

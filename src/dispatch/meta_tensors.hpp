@@ -1,0 +1,20 @@
+// Parameters and buffers on the meta device: shapes and dtypes, no storage.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <torch/nn/module.h>
+
+namespace accel::detail {
+
+// Replaces the tensor's contents in place (same TensorImpl, so every handle a
+// layer keeps — Linear::weight, a tied Linear's weight — sees the change) with
+// `source`, which may live on another device. Autograd flags stay with target.
+// at::Tensor::set_data refuses a change of device kind (CPU <-> meta), which
+// is exactly what empty init and offload need.
+void replace_tensor_contents(const at::Tensor& target, const at::Tensor& source);
+
+// Every parameter and buffer of module and its descendants onto the meta
+// device; their old storage is freed once nothing else holds it.
+void move_to_meta(torch::nn::Module& module);
+
+}  // namespace accel::detail
