@@ -126,6 +126,16 @@ int train(int argc, char** argv) {
     norms.push_back(norm);
   }
   const accel::HeldBytes held = accelerator.held_bytes(model, &optimizer);
+  // accel estimate-memory's figure for this strategy is within 10% of what is held.
+  for (const accel::MemoryEstimate& e :
+       accel::estimate_memory(ACCEL_SOURCE_DIR "/bench/workloads/mlp.json", world,
+                              adam ? accel::OptimizerKind::AdamW : accel::OptimizerKind::Sgd, min_num_params)) {
+    if (e.strategy != accelerator.sharding_strategy()) continue;
+    const double estimated = static_cast<double>(e.bytes.parameters + e.bytes.gradients + e.bytes.optimizer_state);
+    const double measured = static_cast<double>(held.parameters + held.gradients + held.optimizer_state);
+    check(std::abs(estimated - measured) <= 0.1 * measured,
+          "estimate_memory says " + std::to_string(estimated) + " bytes, " + std::to_string(measured) + " are held");
+  }
   if (record) {
     accelerator.save_model(model, record);
     if (accelerator.is_main_process()) {
@@ -255,8 +265,50 @@ int checkpoints(const std::string& mode, const std::string& dir) {
 
 }  // namespace
 
+// `dist_full_shard memory SPEC STRATEGY`: two AdamW steps of SPEC (a sequential
+// spec whose first layer is a Linear) under STRATEGY (none, zero1, zero2,
+// full), then the bytes held per process, and their ratio to the replicated
+// figure estimate_memory gives (the docs/benchmarks.md memory table).
+int memory(const std::string& spec_path, const std::string& name) {
+  accel::AcceleratorOptions options = full_shard_options();
+  options.sharding_strategy = name == "none"    ? accel::ShardingStrategy::NoShard
+                              : name == "zero1" ? accel::ShardingStrategy::ShardOptimizer
+                              : name == "zero2" ? accel::ShardingStrategy::ShardGradOp
+                                                : accel::ShardingStrategy::FullShard;
+  accel::Accelerator accelerator(options);
+  rank_for_messages = accelerator.process_index();
+  accel::Model model = accel::Model::from_json(read_file(spec_path));
+  const int64_t in_features = model.parameters().front().size(1);
+  accel::Optimizer optimizer(model, accel::OptimizerOptions::defaults(accel::OptimizerKind::AdamW));
+  accelerator.prepare(model);
+  accelerator.prepare(optimizer);
+  for (int step = 0; step < 2; ++step) {
+    at::Tensor out = model.forward(at::randn({4, in_features}));
+    accelerator.backward(out.pow(2).mean());
+    optimizer.step();
+  }
+  const accel::HeldBytes held = accelerator.held_bytes(model, &optimizer);
+  const auto estimates = accel::estimate_memory(spec_path, accelerator.num_processes(), accel::OptimizerKind::AdamW);
+  const accel::HeldBytes& base = estimates.front().bytes;
+  const double replicated = static_cast<double>(base.parameters + base.gradients + base.optimizer_state);
+  const int64_t sum = held.parameters + held.gradients + held.optimizer_state;
+  for (const auto& e : estimates) {
+    if (e.strategy != options.sharding_strategy) continue;
+    const int64_t want = e.bytes.parameters + e.bytes.gradients + e.bytes.optimizer_state;
+    check(std::abs(static_cast<double>(want - sum)) <= 0.1 * static_cast<double>(sum),
+          "estimate " + std::to_string(want) + " within 10% of held " + std::to_string(sum));
+  }
+  if (accelerator.is_main_process()) {
+    std::printf("| %s | %d | %.1f | %.1f | %.1f | %.1f | %.3f |\n", accel::to_string(options.sharding_strategy),
+                accelerator.num_processes(), held.parameters / 1048576.0, held.gradients / 1048576.0,
+                held.optimizer_state / 1048576.0, sum / 1048576.0, sum / replicated);
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
-  check(argc >= 3, "usage: dist_full_shard train sgd|adamw [accum] [clip] [wrap N] | resume DIR | load DIR");
+  check(argc >= 3, "usage: dist_full_shard train sgd|adamw [accum] [clip] [wrap N] | resume DIR | load DIR | memory SPEC S");
   if (std::strcmp(argv[1], "train") == 0) return train(argc, argv);
+  if (std::strcmp(argv[1], "memory") == 0 && argc == 4) return memory(argv[2], argv[3]);
   return checkpoints(argv[1], argv[2]);
 }
