@@ -124,11 +124,9 @@ int estimate(const std::string& path, int world, const std::string& optimizer, i
   auto mib = [](int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); };
   const accel::HeldBytes& base = estimates.front().bytes;
   const double replicated = static_cast<double>(base.parameters + base.gradients + base.optimizer_state);
-  std::printf("%s, %d processes, %s: bytes per process held between steps (MiB)
-", path.c_str(), world,
+  std::printf("%s, %d processes, %s: bytes per process held between steps (MiB)\n", path.c_str(), world,
               optimizer.c_str());
-  std::printf("%-16s %12s %12s %12s %12s %8s %16s
-", "strategy", "parameters", "gradients", "optimizer", "total",
+  std::printf("%-16s %12s %12s %12s %12s %8s %16s\n", "strategy", "parameters", "gradients", "optimizer", "total",
               "ratio", "+ gathered unit");
   for (const auto& e : estimates) {
     const int64_t sum = e.bytes.parameters + e.bytes.gradients + e.bytes.optimizer_state;

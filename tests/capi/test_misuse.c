@@ -374,10 +374,10 @@ static void accelerator(void) {
   BAD_OPTION(comm_hook, NEG_ENUM(accel_comm_hook));
   BAD_OPTION(sharding_strategy, BAD_ENUM(accel_sharding_strategy));
   BAD_OPTION(sharding_strategy, NEG_ENUM(accel_sharding_strategy));
-  accel_accelerator_options_init(&o);
-  o.cpu = 1;
   BAD_OPTION(fsdp_min_num_params, -2);
   BAD_OPTION(fsdp_min_num_params, INT64_MIN);
+  accel_accelerator_options_init(&o);
+  o.cpu = 1;
   o.sharding_strategy = ACCEL_SHARDING_FULL_SHARD;
   o.comm_hook = ACCEL_COMM_HOOK_FP16;
   EXPECT_ERROR(accel_accelerator_create(&o, &acc_out), ACCEL_ERR_UNSUPPORTED, "FULL_SHARD");

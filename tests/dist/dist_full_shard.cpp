@@ -299,7 +299,7 @@ int memory(const std::string& spec_path, const std::string& name) {
           "estimate " + std::to_string(want) + " within 10% of held " + std::to_string(sum));
   }
   if (accelerator.is_main_process()) {
-    std::printf("| %s | %d | %.1f | %.1f | %.1f | %.1f | %.3f |\n", accel::to_string(options.sharding_strategy),
+    std::printf("| %s | %d | %.1f | %.1f | %.1f | %.1f | %.3f |\n", accel::to_string(*options.sharding_strategy),
                 accelerator.num_processes(), held.parameters / 1048576.0, held.gradients / 1048576.0,
                 held.optimizer_state / 1048576.0, sum / 1048576.0, sum / replicated);
   }
