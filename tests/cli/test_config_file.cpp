@@ -287,8 +287,8 @@ TEST_F(ConfigFileTest, DeepSpeedZeroStageMapsOntoTheShardingStrategy) {
   EXPECT_NE(error_of(ds + "  zero_magic: 1\n").find("'deepspeed_config.zero_magic': unknown DeepSpeed setting"),
             std::string::npos);
   std::ofstream(dir_ + "/ds3.json") << R"({"zero_optimization": {"stage": 3}})";
-  EXPECT_NE(error_of(ds + "  deepspeed_config_file: " + dir_ + "/ds3.json\n").find("deepspeed_config_file"),
-            std::string::npos);
+  EXPECT_EQ(env_of(ds + "  deepspeed_config_file: " + dir_ + "/ds3.json\n").at("ACCELERATE_DEEPSPEED_ZERO_STAGE"),
+            "3");  // ZeRO-3: FULL_SHARD
   std::ofstream(dir_ + "/off.json") << R"({"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}})";
   EXPECT_NE(error_of(ds + "  deepspeed_config_file: " + dir_ + "/off.json\n").find("'cpu': offload"),
             std::string::npos);
