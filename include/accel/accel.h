@@ -210,8 +210,10 @@ typedef enum accel_comm_hook {
    state of its chunk of the flat parameters and updates only that chunk; the
    chunks are all-gathered after every step. SHARD_GRAD_OP (FSDP's name, ZeRO-2):
    gradients are reduce-scattered too, so each rank keeps only its chunk's
-   gradient after backward. FULL_SHARD and HYBRID_SHARD are refused with
-   ACCEL_ERR_UNSUPPORTED naming them (parameter sharding is not built yet: docs/sharding.md). */
+   gradient after backward. FULL_SHARD (FSDP, ZeRO-3): the parameters too,
+   per wrap unit (fsdp_min_num_params), all-gathered for each unit's forward
+   and backward and freed after. HYBRID_SHARD is refused with
+   ACCEL_ERR_UNSUPPORTED naming it (docs/sharding.md). */
 typedef enum accel_sharding_strategy {
   ACCEL_SHARDING_DEFAULT = -1, /* in options: from the launcher's environment, else NO_SHARD */
   ACCEL_SHARDING_NO_SHARD = 0,
@@ -296,22 +298,32 @@ typedef struct accel_accelerator_options {
   int64_t data_seed;           /* default -1 (none); other negatives are INVALID_ARGUMENT */
   /* Default ACCEL_SHARDING_DEFAULT: ACCELERATE_USE_FSDP=true with
      FSDP_SHARDING_STRATEGY (a name or FSDP's number 1-5), else
-     ACCELERATE_USE_DEEPSPEED=true with ACCELERATE_DEEPSPEED_ZERO_STAGE (0-2),
+     ACCELERATE_USE_DEEPSPEED=true with ACCELERATE_DEEPSPEED_ZERO_STAGE (0-3),
      as `accel launch` writes them from Accelerate's fsdp_config or a DeepSpeed
-     config; else NO_SHARD. FULL_SHARD, HYBRID_SHARD (or ZeRO stage 3) are
-     UNSUPPORTED, and so is SHARD_GRAD_OP with a comm_hook. With sharding,
+     config; else NO_SHARD. HYBRID_SHARD is UNSUPPORTED, and so are
+     SHARD_GRAD_OP and FULL_SHARD with a comm_hook. With sharding,
      join_uneven_inputs and fp16 are UNSUPPORTED for now;
      accel_optimizer_step is collective (it all-gathers the parameters), and
-     so is clip_grad_norm under SHARD_GRAD_OP (the norm spans every rank's
-     chunk); save_state writes one optimizer file per process
-     (docs/sharding.md). */
+     so is clip_grad_norm under SHARD_GRAD_OP and FULL_SHARD (the norm spans
+     every rank's chunk); save_state writes one optimizer file per process
+     (docs/sharding.md). Under FULL_SHARD the model's forward, backward,
+     get_state_dict, save_model and checkpoint loading are collective, the
+     model must be a JSON sequential spec (else prepare is UNSUPPORTED), and
+     its parameters are empty tensors outside forward and backward. */
   accel_sharding_strategy sharding_strategy;
+  /* FULL_SHARD's wrap units. Default -1: with ACCELERATE_USE_FSDP=true,
+     Accelerate's FSDP_AUTO_WRAP_POLICY (NO_WRAP, its default: the whole model
+     is one unit; SIZE_BASED_WRAP with FSDP_MIN_NUM_PARAMS), else 0. 0: one unit
+     per top-level layer with parameters; n > 0: consecutive layers grouped
+     until they hold n parameters (size_based_auto_wrap_policy). Other
+     negatives are INVALID_ARGUMENT. */
+  int64_t fsdp_min_num_params;
 } accel_accelerator_options;
 
 #define ACCEL_ACCELERATOR_OPTIONS_INIT                                                       \
   { (uint32_t)sizeof(accel_accelerator_options), 0, 1800000, ACCEL_PRECISION_DEFAULT, 25.0, 0, 1, \
     65536.0, 2.0, 0.5, 2000, 0, 1, -1, 1, NULL, NULL, 0, 0, 0, NULL, 1.0, 1, 0, 0, ACCEL_COMM_HOOK_NONE, 0, 0, 1, 0, -1, \
-    ACCEL_SHARDING_DEFAULT }
+    ACCEL_SHARDING_DEFAULT, -1 }
 
 /* Fills opts with the defaults above. */
 ACCEL_API void accel_accelerator_options_init(accel_accelerator_options* opts);
@@ -1249,6 +1261,14 @@ ACCEL_API accel_status accel_accelerator_trigger_sync_in_backward(accel_accelera
    not sync, gradients are left alone and *total_norm is 0. */
 ACCEL_API accel_status accel_accelerator_clip_grad_norm(accel_accelerator* acc, accel_model* model, double max_norm,
                                                         double norm_type, double* total_norm);
+/* Bytes this process holds for a prepared model's parameters, gradients and
+   (optimizer non-NULL) optimizer state, counted from the tensors' storages,
+   each once (a FULL_SHARD unit's freed full storage counts 0). Not
+   collective. Borrows everything. Errors: INVALID_ARGUMENT for a NULL acc,
+   model or out pointer; the outputs are untouched then. */
+ACCEL_API accel_status accel_accelerator_held_bytes(const accel_accelerator* acc, const accel_model* model,
+                                                    const accel_optimizer* optimizer, int64_t* parameters,
+                                                    int64_t* gradients, int64_t* optimizer_state);
 /* Clamps every gradient element of the model to [-clip_value, clip_value] (sync steps only). */
 ACCEL_API accel_status accel_accelerator_clip_grad_value(accel_accelerator* acc, accel_model* model,
                                                          double clip_value);

@@ -5,6 +5,7 @@
 #include "accel/data.hpp"
 #include "accel/error.hpp"
 #include "accel/loss.hpp"
+#include "accel/memory_estimate.hpp"
 #include "accel/model.hpp"
 #include "accel/optimizer.hpp"
 #include "accel/scheduler.hpp"

@@ -48,8 +48,10 @@ enum class CommHook { None = 0, Fp16 = 1, Bf16 = 2 };
 // parameters, gradients and optimizer state. ShardOptimizer (DeepSpeed ZeRO-1):
 // each rank keeps and updates the optimizer state of its slice of the flat
 // parameters, then the slices are all-gathered. ShardGradOp (FSDP's
-// SHARD_GRAD_OP, ZeRO-2): the gradients are sharded too. FullShard and
-// HybridShard are named so that they can be refused (ErrorCode::Unsupported).
+// SHARD_GRAD_OP, ZeRO-2): the gradients are sharded too. FullShard (FSDP's
+// FULL_SHARD, ZeRO-3): the parameters too, per wrap unit, gathered for each
+// unit's forward and backward. HybridShard is named so that it can be refused
+// (ErrorCode::Unsupported).
 enum class ShardingStrategy { NoShard = 0, ShardOptimizer = 1, ShardGradOp = 2, FullShard = 3, HybridShard = 4 };
 // Accepts our names (NO_SHARD, SHARD_OPTIMIZER, SHARD_GRAD_OP, FULL_SHARD,
 // HYBRID_SHARD, HYBRID_SHARD_ZERO2 as HYBRID_SHARD) and FSDP's numbers 1-5 as
@@ -137,9 +139,23 @@ struct AcceleratorOptions {
   std::vector<std::string> log_with;  // tracker names; {"all"} picks every built-in one
   // Unset: from the environment `accel launch` writes (ACCELERATE_USE_FSDP with
   // FSDP_SHARDING_STRATEGY, or ACCELERATE_USE_DEEPSPEED with
-  // ACCELERATE_DEEPSPEED_ZERO_STAGE 0-2), else NoShard. FullShard and
-  // HybridShard (and ZeRO stage 3) throw Unsupported: parameter sharding is not built yet (docs/sharding.md).
+  // ACCELERATE_DEEPSPEED_ZERO_STAGE 0-3), else NoShard. HybridShard throws
+  // Unsupported (docs/sharding.md). FullShard needs a model whose layers can be
+  // wrap units (a JSON sequential spec); prepare(model) refuses others.
   std::optional<ShardingStrategy> sharding_strategy;
+  // FULL_SHARD's wrap units. Unset: from FSDP_AUTO_WRAP_POLICY=SIZE_BASED_WRAP
+  // with FSDP_MIN_NUM_PARAMS (as `accel launch` writes them), else 0. 0: one
+  // unit per top-level layer with parameters; n > 0: Accelerate's
+  // size_based_auto_wrap_policy, consecutive layers grouped until they hold n
+  // parameters. Negative: InvalidArgument.
+  std::optional<int64_t> fsdp_min_num_params;
+};
+
+// What Accelerator::held_bytes counts.
+struct HeldBytes {
+  int64_t parameters = 0;
+  int64_t gradients = 0;
+  int64_t optimizer_state = 0;
 };
 
 class Accelerator {
@@ -162,6 +178,11 @@ class Accelerator {
   std::chrono::milliseconds timeout() const;  // the value the backend really uses
   // The resolved strategy. A single process has nothing to shard and trains as NoShard.
   ShardingStrategy sharding_strategy() const;
+  // Bytes this process holds for a prepared model's parameters, gradients and
+  // (optimizer given) optimizer state, counted from the tensors' storages (each
+  // storage once, as allocated now; a FULL_SHARD unit's freed storage counts 0).
+  // Not collective. `optimizer` may be null.
+  HeldBytes held_bytes(const Model& model, const Optimizer* optimizer) const;
 
   // Moves the model to the device, broadcasts process 0's parameters and buffers
   // and wires overlapped, bucketed gradient averaging. Collective.
@@ -353,6 +374,7 @@ class Accelerator {
 
   // The model's state dict on the host, in PyTorch's state_dict() order
   // (modules in pre-order, each one's parameters then buffers) and names.
+  // Under FULL_SHARD it all-gathers the parameters (full state dict): collective.
   TensorDict get_state_dict(const Model& model) const;
   // Hugging Face layout in dir: model.safetensors, or model-0000i-of-0000N.safetensors
   // shards plus model.safetensors.index.json when larger than max_shard_size.
@@ -360,7 +382,8 @@ class Accelerator {
   // get_state_dict order fill the current shard while the next one fits, a
   // tensor larger than max_shard_size gets a shard of its own; the index is
   // written with sorted keys (weight_map by tensor name).
-  // Main process only writes; collective (others wait). safe_serialization =
+  // Main process only writes; collective (others wait; under FULL_SHARD all
+  // take part in gathering the parameters). safe_serialization =
   // false (pickle) is Unsupported.
   void save_model(const Model& model, const std::string& dir, const std::string& max_shard_size = "10GB",
                   bool safe_serialization = true);

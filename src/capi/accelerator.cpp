@@ -79,6 +79,11 @@ accel::AcceleratorOptions to_core(const accel_accelerator_options& o) {
                        "sharding_strategy " + std::to_string(sharding) + " is not an accel_sharding_strategy value");
     core.sharding_strategy = static_cast<accel::ShardingStrategy>(sharding);
   }
+  if (o.fsdp_min_num_params != -1) {
+    accel::require_arg(o.fsdp_min_num_params >= 0, "fsdp_min_num_params must be -1 (default) or 0 or more, got " +
+                                                       std::to_string(o.fsdp_min_num_params));
+    core.fsdp_min_num_params = o.fsdp_min_num_params;
+  }
   return core;
 }
 
@@ -174,6 +179,20 @@ ACCEL_API accel_status accel_accelerator_sharding_strategy(const accel_accelerat
                                                            accel_sharding_strategy* out) {
   return query(acc, [&](const accel::Accelerator& a) {
     out_param(out, "out") = static_cast<accel_sharding_strategy>(a.sharding_strategy());
+  });
+}
+ACCEL_API accel_status accel_accelerator_held_bytes(const accel_accelerator* acc, const accel_model* model,
+                                                    const accel_optimizer* optimizer, int64_t* parameters,
+                                                    int64_t* gradients, int64_t* optimizer_state) {
+  return guarded([&] {
+    auto& p = out_param(parameters, "parameters");
+    auto& g = out_param(gradients, "gradients");
+    auto& s = out_param(optimizer_state, "optimizer_state");
+    const accel::Optimizer* opt = optimizer ? deref(optimizer, "optimizer").optimizer.get() : nullptr;
+    const accel::HeldBytes held = deref(acc, "acc").accelerator->held_bytes(deref(model, "model").model, opt);
+    p = held.parameters;
+    g = held.gradients;
+    s = held.optimizer_state;
   });
 }
 ACCEL_API accel_status accel_accelerator_device(const accel_accelerator* acc, const char** out) {

@@ -71,14 +71,21 @@ int64_t parse_size(const std::string& text) {
 }
 
 TensorDict Accelerator::get_state_dict(const Model& model) const {
+  detail::ModelImpl::Gathered gathered(model.impl());  // FULL_SHARD: the full state dict
   TensorDict dict;
-  for (auto& [name, t] : model.impl().state_dict()) dict.emplace_back(name, t.detach().cpu());
+  // FULL_SHARD: copies, since the gathered storages are freed when this returns.
+  const bool copy = model.impl().full_shard() != nullptr;
+  for (auto& [name, t] : model.impl().state_dict()) {
+    dict.emplace_back(name, copy ? t.detach().to(at::kCPU, /*non_blocking=*/false, /*copy=*/true) : t.detach().cpu());
+  }
   return dict;
 }
 
 void Accelerator::save_model(const Model& model, const std::string& dir, const std::string& max_shard_size,
                              bool safe_serialization) {
   const int64_t limit = parse_size(max_shard_size);
+  // FULL_SHARD: every process takes part in gathering the full parameters to the writer.
+  detail::ModelImpl::Gathered gathered(model.impl());
   if (is_main_process()) {
     make_directories(dir);
     TensorDict dict = get_state_dict(model);
@@ -171,6 +178,9 @@ LoadReport Accelerator::load_checkpoint_in_model(Model& model, const std::string
     used.insert(name);
     plan.emplace_back(target, &stored);
   };
+  // FULL_SHARD: the checkpoint is full; each process loads it whole into the
+  // gathered parameters and keeps its slices (every process reads the same file).
+  detail::ModelImpl::Gathered gathered(model.impl());
   // What save_model writes: a TorchScript model's state_dict leaves out the
   // buffers its export did not save (GPT-2's attn.bias), so they are not missing.
   for (auto& [name, t] : model.impl().state_dict()) consider(name, t);
@@ -182,6 +192,7 @@ LoadReport Accelerator::load_checkpoint_in_model(Model& model, const std::string
                   join_names(report.unexpected_keys));
   at::NoGradGuard no_grad;
   for (auto& [target, stored] : plan) target.copy_(weights.values(*stored));  // safetensors: straight from the mapping
+  gathered.scattered();
   return report;
 }
 

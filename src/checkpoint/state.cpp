@@ -36,6 +36,9 @@ std::string random_states_file(int rank) { return "random_states_" + std::to_str
 std::string optimizer_shard_file(size_t i, int rank) {
   return numbered_file("optimizer", i, "_rank" + std::to_string(rank) + ".bin");
 }
+std::string model_shard_file(size_t i, int rank) {
+  return numbered_file("model", i, "_rank" + std::to_string(rank) + ".safetensors");
+}
 std::string legacy_random_states_file(int rank) { return "random_states_" + std::to_string(rank) + ".safetensors"; }
 
 std::string custom_object_file(size_t i) { return "custom_checkpoint_" + std::to_string(i) + ".pkl"; }
@@ -73,6 +76,12 @@ CheckpointTargets live_targets(AcceleratorState& state) {
 
 NamedTensors model_state_dict(const ModelImpl& model) {
   NamedTensors dict = model.named_parameters();
+  for (auto& b : model.named_buffers()) dict.push_back(b);
+  return dict;
+}
+
+NamedTensors sharded_model_state(const ModelImpl& model) {
+  NamedTensors dict{{"flat_param_shard", model.full_shard()->shard()}};
   for (auto& b : model.named_buffers()) dict.push_back(b);
   return dict;
 }
@@ -201,15 +210,29 @@ std::string Accelerator::save_state(const std::string& requested_dir, bool safe_
   // point after which all of them are on disk), so the manifest covers them.
   std::vector<DataLoader::Position> positions;
   for (DataLoader* loader : targets.loaders) positions.push_back(loader->position());
-  detail::FileDigest rng = detail::write_durable(partial, detail::random_states_file(st.rank()),
+  const std::string rng_name = detail::random_states_file(st.rank());
+  detail::FileDigest rng = detail::write_durable(partial, rng_name,
                                                  detail::pickle_random_states(st.gradient_state->step, positions));
-  nlohmann::json digests{rng.bytes, rng.xxh3};
+  nlohmann::json digests = nlohmann::json::object();  // file name -> [bytes, xxh3]
+  digests[rng_name] = nlohmann::json::array({rng.bytes, rng.xxh3});
   // A sharded optimizer holds this process's chunk only: each process writes its own.
   const bool sharded = st.process_group && st.sharding_strategy != ShardingStrategy::NoShard;
   for (size_t i = 0; sharded && i < targets.optimizers.size(); ++i) {
-    detail::FileDigest shard = detail::write_durable(partial, detail::optimizer_shard_file(i, st.rank()),
-                                                     targets.optimizers[i].save());
-    digests.push_back({shard.bytes, shard.xxh3});
+    const std::string name = detail::optimizer_shard_file(i, st.rank());
+    detail::FileDigest shard = detail::write_durable(partial, name, targets.optimizers[i].save());
+    digests[name] = nlohmann::json::array({shard.bytes, shard.xxh3});
+  }
+  // FULL_SHARD: so does the model (a sharded state dict: its parameter chunks).
+  bool sharded_models = false;
+  for (size_t i = 0; i < targets.models.size(); ++i) {
+    if (!targets.models[i]->full_shard()) continue;
+    sharded_models = true;
+    const std::string name = detail::model_shard_file(i, st.rank());
+    detail::FileDigest shard = detail::write_durable(
+        partial, name,
+        detail::serialize_tensors(detail::sharded_model_state(*targets.models[i]),
+                                  {{"format", "pt"}, {"num_processes", std::to_string(st.world_size())}}));
+    digests[name] = nlohmann::json::array({shard.bytes, shard.xxh3});
   }
   const std::vector<std::string> rng_digests = gather_object(digests.dump());
 
@@ -221,6 +244,7 @@ std::string Accelerator::save_state(const std::string& requested_dir, bool safe_
       maybe_die_after(name);
     };
     for (size_t i = 0; i < targets.models.size(); ++i) {
+      if (targets.models[i]->full_shard()) continue;  // written by every process above
       const detail::NamedTensors dict = detail::model_state_dict(*targets.models[i]);
       if (safe_serialization) {
         put(detail::numbered_file("model", i, ".safetensors"), detail::serialize_tensors(dict, {{"format", "pt"}}));
@@ -242,12 +266,10 @@ std::string Accelerator::save_state(const std::string& requested_dir, bool safe_
       // Accelerate's torch.load of it returns the bytes.
       put(detail::custom_object_file(i), detail::pickle_bytes(st.checkpoint_objects[i].save()));
     }
-    for (size_t r = 0; r < rng_digests.size(); ++r) {
-      nlohmann::json digest = nlohmann::json::parse(rng_digests[r]);
-      files[detail::random_states_file(static_cast<int>(r))] = {{"bytes", digest[0]}, {"xxh3", digest[1]}};
-      for (size_t i = 0; i + 2 < digest.size(); ++i) {
-        files[detail::optimizer_shard_file(i, static_cast<int>(r))] = {{"bytes", digest[i + 2][0]},
-                                                                        {"xxh3", digest[i + 2][1]}};
+    for (const std::string& text : rng_digests) {
+      const nlohmann::json digests_of_rank = nlohmann::json::parse(text);  // items() does not keep a temporary alive
+      for (const auto& item : digests_of_rank.items()) {
+        files[item.key()] = {{"bytes", item.value()[0]}, {"xxh3", item.value()[1]}};
       }
     }
     nlohmann::json manifest;
@@ -262,6 +284,7 @@ std::string Accelerator::save_state(const std::string& requested_dir, bool safe_
     manifest["custom_objects"] = st.checkpoint_objects.size();
     manifest["scaler"] = st.scaler != nullptr;
     manifest["sharded_optimizers"] = sharded;
+    manifest["sharded_models"] = sharded_models;
     manifest["files"] = files;
     detail::write_durable(partial, detail::kManifestName, manifest.dump(2) + "\n");
     maybe_die_after(detail::kManifestName);

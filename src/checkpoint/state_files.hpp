@@ -29,6 +29,9 @@ std::string random_states_file(int rank);
 // SHARD_OPTIMIZER / SHARD_GRAD_OP: optimizer i's chunk of process `rank`
 // (optimizer_rank1.bin, optimizer_2_rank0.bin), written by every process.
 std::string optimizer_shard_file(size_t i, int rank);
+// FULL_SHARD: model i's parameter shard of process `rank` (model_rank1.safetensors,
+// model_2_rank0.safetensors), written by every process; see sharded_model_state.
+std::string model_shard_file(size_t i, int rank);
 std::string legacy_random_states_file(int rank);
 // "custom_checkpoint_{i}.pkl" (Accelerate's name): the object's bytes as a
 // pickled Python bytes object; checkpoints written before hold the raw bytes
@@ -49,6 +52,10 @@ CheckpointTargets live_targets(AcceleratorState& state);
 
 // A model's parameters then buffers.
 NamedTensors model_state_dict(const ModelImpl& model);
+// FULL_SHARD: what model_shard_file holds: "flat_param_shard" (this process's
+// chunk of every wrap unit's flat parameter, units in forward order) then the
+// buffers by name.
+NamedTensors sharded_model_state(const ModelImpl& model);
 
 // ("cpu", state) and ("cuda_<i>", state) per CUDA device.
 std::vector<std::pair<std::string, at::Tensor>> generator_states();

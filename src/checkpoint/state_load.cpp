@@ -23,6 +23,7 @@
 #include "checkpoint/torch_pickle.hpp"
 #include "core/file_io.hpp"
 #include "core/json.hpp"
+#include "model/model_impl.hpp"
 
 namespace accel {
 
@@ -299,10 +300,30 @@ void Accelerator::load_state(const std::string& requested_dir) {
 
   // Each model as model.safetensors, or pytorch_model.bin when saved with
   // safe_serialization=false (Accelerate's names); the manifest covers either.
+  const bool saved_sharded_models = manifest.has("sharded_models") && manifest.boolean("sharded_models");
   std::vector<detail::ModelWeights> model_files;
   std::vector<detail::ModelLoadPlan> model_plans;
+  // FULL_SHARD models loaded from a full model.safetensors: gathered until the
+  // values are in, then each process keeps its slices (collective).
+  std::vector<std::unique_ptr<detail::ModelImpl::Gathered>> gathered;
   model_files.reserve(targets.models.size());
   for (size_t i = 0; i < targets.models.size(); ++i) {
+    const detail::ModelImpl& model = *targets.models[i];
+    if (saved_sharded_models) {
+      const std::string name = detail::model_shard_file(i, st.rank());
+      std::error_code error;
+      require(model.full_shard() != nullptr && std::filesystem::exists(reader.path(name), error),
+              ErrorCode::InvalidArgument,
+              "load_state: " + dir + " holds model " + std::to_string(i) +
+                  " as FULL_SHARD parameter shards (one per process) but sharding_strategy is " +
+                  to_string(st.sharding_strategy) + (st.process_group ? "" : " with one process") +
+                  "; `accel merge-weights` turns them into model.safetensors");
+      reader.verify(name);
+      model_files.push_back(detail::ModelWeights::open(reader.path(name)));
+      model_plans.push_back(
+          detail::plan_model_load(model_files.back(), detail::sharded_model_state(model), reader.path(name), i));
+      continue;
+    }
     std::string name = detail::numbered_file("model", i, ".safetensors");
     const std::string pickled = detail::numbered_file("pytorch_model", i, ".bin");
     std::error_code error;
@@ -311,8 +332,9 @@ void Accelerator::load_state(const std::string& requested_dir) {
     }
     reader.verify(name);
     model_files.push_back(detail::ModelWeights::open(reader.path(name)));
+    if (model.full_shard()) gathered.push_back(std::make_unique<detail::ModelImpl::Gathered>(model));
     model_plans.push_back(
-        detail::plan_model_load(model_files.back(), detail::model_state_dict(*targets.models[i]), reader.path(name), i));
+        detail::plan_model_load(model_files.back(), detail::model_state_dict(model), reader.path(name), i));
   }
   std::vector<std::string> optimizer_bytes, scheduler_bytes, custom_bytes;
   auto optimizer_file = [&](size_t i) {
@@ -387,6 +409,8 @@ void Accelerator::load_state(const std::string& requested_dir) {
     for (size_t i = 0; i < targets.models.size(); ++i) {
       for (auto& [tensor, stored] : model_plans[i]) tensor.copy_(model_files[i].values(*stored));
     }
+    for (auto& g : gathered) g->scattered();
+    gathered.clear();
   }
   if (st.scaler) st.scaler->restore(scale, growth_tracker);
   {

@@ -90,7 +90,7 @@ void add_launch_options(CLI::App& app, LaunchFlags& flags) {
   add_optional(app, "--gpu_ids", flags.gpu_ids, "GPUs to use, such as 0,1 (CUDA_VISIBLE_DEVICES), or all");
   app.add_flag("--use_fsdp", flags.use_fsdp, "Sharded data parallel as FSDP (ACCELERATE_USE_FSDP)");
   add_optional(app, "--fsdp_sharding_strategy", flags.fsdp_sharding_strategy,
-               "With --use_fsdp: SHARD_GRAD_OP (2) or NO_SHARD (3) (FSDP_SHARDING_STRATEGY)");
+               "With --use_fsdp: FULL_SHARD (1), SHARD_GRAD_OP (2) or NO_SHARD (3) (FSDP_SHARDING_STRATEGY)");
   app.add_flag("--use_deepspeed", flags.use_deepspeed, "Sharded data parallel as DeepSpeed ZeRO (ACCELERATE_USE_DEEPSPEED)");
   add_optional(app, "--zero_stage", flags.zero_stage,
                "With --use_deepspeed: ZeRO stage 0, 1 or 2 (ACCELERATE_DEEPSPEED_ZERO_STAGE)");

@@ -5,7 +5,11 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
 #include <exception>
+#include <stdexcept>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -125,6 +129,25 @@ int main(int argc, char** argv) {
       app.add_subcommand("test", "Run a distributed sanity check under the active config and say whether it passed");
   test_command->add_option("--config_file", test_flags.config_file, "Config file to test (default: the active one)");
 
+  // Accelerate's `accelerate estimate-memory`; the arithmetic needs LibTorch, so accel-selftest does it.
+  std::string estimate_path, estimate_optimizer = "adamw";
+  int estimate_world = 1;
+  int64_t estimate_min_num_params = 0;
+  CLI::App* estimate_command = app.add_subcommand(
+      "estimate-memory", "Bytes per process for a model's parameters, gradients and optimizer state per sharding strategy");
+  estimate_command->add_option("model", estimate_path, "model.json, a TorchScript file or a .safetensors checkpoint")
+      ->required();
+  estimate_command->add_option("--world_size", estimate_world, "Number of processes")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  estimate_command->add_option("--optimizer", estimate_optimizer, "adamw (2 state elements per parameter) or sgd (1)")
+      ->check(CLI::IsMember({"adamw", "sgd"}))
+      ->capture_default_str();
+  estimate_command->add_option("--min_num_params", estimate_min_num_params,
+                               "FULL_SHARD wrap units: 0 one per layer, else layers grouped to this size")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+
   accel::cli::CommandLine command_line = accel::cli::split_command_line(argc, argv);
   accel::cli::LaunchConfig config;
   std::vector<std::string> warnings;
@@ -174,6 +197,18 @@ int main(int argc, char** argv) {
       accel::cli::write_config_file(path, values);
       std::cout << "accel configuration saved at " << path << "\n";
       return 0;
+    }
+    if (estimate_command->parsed()) {
+      who = "accel estimate-memory";
+      const std::string selftest = accel::cli::find_selftest();
+      if (selftest.empty()) throw std::runtime_error("accel-selftest (which does the arithmetic) is not installed");
+      const std::string args[] = {selftest, "--estimate-memory", estimate_path, std::to_string(estimate_world),
+                                  estimate_optimizer, std::to_string(estimate_min_num_params)};
+      std::vector<char*> argv_out;
+      for (const auto& a : args) argv_out.push_back(const_cast<char*>(a.c_str()));
+      argv_out.push_back(nullptr);
+      ::execv(selftest.c_str(), argv_out.data());
+      throw std::runtime_error("cannot run " + selftest + ": " + std::strerror(errno));
     }
     if (env_command->parsed()) {
       who = "accel env";

@@ -3,6 +3,8 @@
 // does, and sits next to it (build/bin, or ../libexec/accel once installed).
 //   accel-selftest --env   LibTorch, CUDA and device facts, one "key: value" a line
 //   accel-selftest         the distributed sanity check, run under accel launch
+//   accel-selftest --estimate-memory PATH WORLD_SIZE OPTIMIZER MIN_NUM_PARAMS
+//                          what `accel estimate-memory` prints
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <torch/cuda.h>
@@ -10,6 +12,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <string>
@@ -113,9 +116,33 @@ int sanity() {
 
 }  // namespace
 
+// One line per strategy: bytes per process for parameters, gradients,
+// optimizer state, their sum, and the ratio to NO_SHARD's sum.
+int estimate(const std::string& path, int world, const std::string& optimizer, int64_t min_num_params) {
+  const accel::OptimizerKind kind = optimizer == "sgd" ? accel::OptimizerKind::Sgd : accel::OptimizerKind::AdamW;
+  const auto estimates = accel::estimate_memory(path, world, kind, min_num_params);
+  auto mib = [](int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); };
+  const accel::HeldBytes& base = estimates.front().bytes;
+  const double replicated = static_cast<double>(base.parameters + base.gradients + base.optimizer_state);
+  std::printf("%s, %d processes, %s: bytes per process held between steps (MiB)\n", path.c_str(), world,
+              optimizer.c_str());
+  std::printf("%-16s %12s %12s %12s %12s %8s %16s\n", "strategy", "parameters", "gradients", "optimizer", "total",
+              "ratio", "+ gathered unit");
+  for (const auto& e : estimates) {
+    const int64_t sum = e.bytes.parameters + e.bytes.gradients + e.bytes.optimizer_state;
+    std::printf("%-16s %12.2f %12.2f %12.2f %12.2f %8.3f %16.2f\n", accel::to_string(e.strategy), mib(e.bytes.parameters),
+                mib(e.bytes.gradients), mib(e.bytes.optimizer_state), mib(sum), sum / replicated,
+                mib(e.gathered_unit_bytes));
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   try {
     if (argc > 1 && std::strcmp(argv[1], "--env") == 0) return print_env();
+    if (argc == 6 && std::strcmp(argv[1], "--estimate-memory") == 0) {
+      return estimate(argv[2], std::atoi(argv[3]), argv[4], std::atoll(argv[5]));
+    }
     return sanity();
   } catch (const std::exception& error) {
     std::fprintf(stderr, "accel-selftest: %s\n", error.what());

@@ -64,33 +64,56 @@ std::string fsdp_strategy_number(const Section& in) {
                                             "HYBRID_SHARD_ZERO2 or 1-5)");
   }
   const std::string& name = kFsdpStrategies[index];
-  if (name != "SHARD_GRAD_OP" && name != "NO_SHARD") {
+  if (name == "HYBRID_SHARD" || name == "HYBRID_SHARD_ZERO2") {
     in.refuse("fsdp_sharding_strategy", value + " (" + name +
-                                            ", parameter sharding) is not supported yet; use SHARD_GRAD_OP (2) or "
-                                            "NO_SHARD (3)");
+                                            ", sharding within a node, replication across nodes) is not supported "
+                                            "yet; use FULL_SHARD (1), SHARD_GRAD_OP (2) or NO_SHARD (3)");
   }
   return std::to_string(index + 1);
 }
 
+// A non-negative parameter count, as FSDP_MIN_NUM_PARAMS carries it.
+std::string parameter_count(const Section& in, const std::string& key) {
+  const std::string value = in.text(key).value_or("0");
+  const bool digits = !value.empty() && value.size() < 19 && value.find_first_not_of("0123456789") == std::string::npos;
+  if (!digits) in.refuse(key, "'" + value + "' is not a parameter count (a whole number, 0 or more)");
+  return value;
+}
+
 std::map<std::string, std::string> read_fsdp(const Section& in, std::vector<std::string>& warnings) {
-  const std::set<std::string> no_effect{"fsdp_auto_wrap_policy", "fsdp_min_num_params",
-                                        "fsdp_transformer_layer_cls_to_wrap", "fsdp_backward_prefetch",
-                                        "fsdp_backward_prefetch_policy", "fsdp_forward_prefetch"};
+  std::map<std::string, std::string> env{{"ACCELERATE_USE_FSDP", "true"},
+                                         {"FSDP_SHARDING_STRATEGY", fsdp_strategy_number(in)}};
+  const std::set<std::string> no_prefetch{"fsdp_backward_prefetch", "fsdp_backward_prefetch_policy",
+                                          "fsdp_forward_prefetch"};
   for (const std::string& key : in.keys()) {
     if (key == "fsdp_sharding_strategy") continue;
-    if (no_effect.count(key)) {
-      if (in.text(key)) warnings.push_back(in.warning(key, "no effect: libaccel shards one flat buffer and "
-                                                           "parameters stay whole during forward and backward"));
+    if (no_prefetch.count(key)) {
+      if (in.text(key)) warnings.push_back(in.warning(key, "no effect: each unit's all-gather runs when the unit "
+                                                           "starts (no prefetch yet)"));
+    } else if (key == "fsdp_auto_wrap_policy") {
+      // FULL_SHARD's wrap units (docs/sharding.md); Accelerate's names.
+      const std::string value = in.text(key).value_or("NO_WRAP");
+      if (value == "TRANSFORMER_BASED_WRAP") in.refuse(key, value + " (by layer class) is not supported yet; use "
+                                                                    "SIZE_BASED_WRAP or NO_WRAP");
+      if (value != "SIZE_BASED_WRAP" && value != "NO_WRAP") {
+        in.refuse(key, "unknown value '" + value + "' (expected SIZE_BASED_WRAP, NO_WRAP or TRANSFORMER_BASED_WRAP)");
+      }
+      env["FSDP_AUTO_WRAP_POLICY"] = value;
+    } else if (key == "fsdp_min_num_params") {
+      env["FSDP_MIN_NUM_PARAMS"] = parameter_count(in, key);
+    } else if (key == "fsdp_transformer_layer_cls_to_wrap") {
+      if (in.text(key)) warnings.push_back(in.warning(key, "no effect: TRANSFORMER_BASED_WRAP is not supported"));
     } else if (key == "fsdp_offload_params") {
       if (in.flag(key)) in.refuse(key, "true: CPU offload is not supported yet");
     } else if (key == "fsdp_activation_checkpointing") {
       if (in.flag(key)) in.refuse(key, "true: activation checkpointing is not supported yet");
     } else if (key == "fsdp_state_dict_type") {
+      // What save_state writes for a FULL_SHARD model; save_model is always full.
       auto value = in.text(key).value_or("FULL_STATE_DICT");
-      if (value != "FULL_STATE_DICT") {
-        in.refuse(key, value + " is not supported yet: parameters are whole after every step, so save_model "
-                               "writes the full state dict (FULL_STATE_DICT)");
+      if (value != "FULL_STATE_DICT" && value != "SHARDED_STATE_DICT") {
+        in.refuse(key, value + " is not supported (expected FULL_STATE_DICT or SHARDED_STATE_DICT)");
       }
+      env["FSDP_STATE_DICT_TYPE"] = value;
     } else if (key == "fsdp_sync_module_states" || key == "fsdp_use_orig_params" ||
                key == "fsdp_cpu_ram_efficient_loading") {
       // What libaccel always does: rank 0's weights are broadcast at prepare,
@@ -100,12 +123,11 @@ std::map<std::string, std::string> read_fsdp(const Section& in, std::vector<std:
       in.refuse(key, "unknown FSDP setting");
     }
   }
-  return {{"ACCELERATE_USE_FSDP", "true"}, {"FSDP_SHARDING_STRATEGY", fsdp_strategy_number(in)}};
+  return env;
 }
 
 std::string checked_stage(const Section& in, const std::string& key, const std::string& value) {
-  if (value == "0" || value == "1" || value == "2") return value;
-  if (value == "3") in.refuse(key, "3 (parameter sharding, FULL_SHARD) is not supported yet; use stage 1 or 2");
+  if (value == "0" || value == "1" || value == "2" || value == "3") return value;
   in.refuse(key, "unknown ZeRO stage '" + value + "' (expected 0, 1, 2 or 3)");
 }
 
@@ -145,9 +167,10 @@ std::map<std::string, std::string> read_deepspeed(const Section& in, std::vector
     } else if (key == "offload_optimizer_device" || key == "offload_param_device") {
       if (auto device = in.text(key)) check_offload(in, key, *device);
     } else if (key == "zero3_init_flag") {
-      if (in.flag(key)) in.refuse(key, "true: ZeRO stage 3 is not supported yet");
+      if (in.flag(key)) in.refuse(key, "true: zero.Init is not supported (the model is built whole and sharded at prepare)");
     } else if (key == "zero3_save_16bit_model" || key == "deepspeed_multinode_launcher") {
-      if (in.text(key)) warnings.push_back(in.warning(key, "no effect without ZeRO stage 3 / DeepSpeed's launcher"));
+      if (in.text(key)) warnings.push_back(in.warning(key, "no effect: save_model always writes fp32 weights; "
+                                                           "DeepSpeed's launcher is not used"));
     } else if (key == "gradient_accumulation_steps") {
       auto value = in.text(key);
       if (value && *value != "1") {

@@ -85,9 +85,9 @@ double Accelerator::clip_grad_norm(Model& model, double max_norm, double norm_ty
   require_arg(max_norm > 0, "clip_grad_norm: max_norm must be positive, got " + std::to_string(max_norm));
   require_arg(norm_type > 0, "clip_grad_norm: norm_type must be positive, got " + std::to_string(norm_type));
   if (!sync_gradients()) return 0.0;
-  // ZeRO-2: each rank holds only its chunk of the gradient; the norm spans all.
+  // ZeRO-2 and FULL_SHARD: each rank holds only its chunk of the gradient; the norm spans all.
   const auto& shard = model.impl().flat_shard();
-  if (shard && shard->strategy() == ShardingStrategy::ShardGradOp) return shard->clip_grad_norm(max_norm, norm_type);
+  if (shard && shard->strategy() != ShardingStrategy::ShardOptimizer) return shard->clip_grad_norm(max_norm, norm_type);
   std::vector<at::Tensor> params = model.parameters();
   if (state_->scaler) state_->scaler->unscale(params);
   return torch::nn::utils::clip_grad_norm_(params, max_norm, norm_type);
@@ -97,7 +97,7 @@ void Accelerator::clip_grad_value(Model& model, double clip_value) {
   require_arg(clip_value > 0, "clip_grad_value: clip_value must be positive, got " + std::to_string(clip_value));
   if (!sync_gradients()) return;
   const auto& shard = model.impl().flat_shard();
-  if (shard && shard->strategy() == ShardingStrategy::ShardGradOp) return shard->clip_grad_value(clip_value);
+  if (shard && shard->strategy() != ShardingStrategy::ShardOptimizer) return shard->clip_grad_value(clip_value);
   std::vector<at::Tensor> params = model.parameters();
   if (state_->scaler) state_->scaler->unscale(params);
   torch::nn::utils::clip_grad_value_(params, clip_value);

@@ -39,6 +39,8 @@ LoadReport Model::load_state_dict(const NamedTensors& tensors, bool strict) {
   LoadReport report;
   std::vector<std::pair<at::Tensor, const at::Tensor*>> plan;
   std::set<std::string> used;
+  // FULL_SHARD: loaded into the gathered parameters; each process keeps its slices. Collective there.
+  detail::ModelImpl::Gathered gathered(*impl_);
   for (auto& [name, target] : impl_->state_dict()) {
     auto it = given.find(name);
     if (it == given.end()) {
@@ -64,6 +66,7 @@ LoadReport Model::load_state_dict(const NamedTensors& tensors, bool strict) {
                   "; unexpected " + join_names(report.unexpected_keys));
   at::NoGradGuard no_grad;  // parameters are leaves that require grad
   for (auto& [target, source] : plan) target.copy_(*source);
+  gathered.scattered();
   return report;
 }
 

@@ -31,6 +31,12 @@ class NnModel final : public ModelImpl {
  public:
   NnModel(std::shared_ptr<torch::nn::Module> module, Model::ForwardFn forward, Model::NamedForwardFn named_forward)
       : module_(std::move(module)), forward_(std::move(forward)), named_forward_(std::move(named_forward)) {}
+  // A sequential spec's model: its forward is the chain of its layers, which
+  // FULL_SHARD can run unit by unit.
+  explicit NnModel(torch::nn::Sequential chain)
+      : NnModel(chain.ptr(), [impl = chain.ptr()](const at::Tensor& x) { return impl->forward(x); }, nullptr) {
+    chain_ = chain.ptr();
+  }
 
   NamedTensors named_parameters() const override { return to_pairs(module_->named_parameters(true)); }
   NamedTensors named_buffers() const override { return to_pairs(module_->named_buffers(true)); }
@@ -50,8 +56,10 @@ class NnModel final : public ModelImpl {
  protected:
   at::Tensor run(const at::Tensor& input) override {
     require_arg(static_cast<bool>(forward_), "forward: this model takes named inputs; call forward with named tensors");
+    if (full_shard() && !segments_.empty()) return run_units(input);
     return forward_(input);
   }
+  std::vector<UnitLayout> wrap_units(int64_t min_num_params) override;
   NamedTensors run_named(const NamedTensors& inputs) override {
     return named_forward_ ? named_forward_(inputs) : ModelImpl::run_named(inputs);
   }
@@ -64,10 +72,72 @@ class NnModel final : public ModelImpl {
     return out;
   }
 
+  // Consecutive layers [begin, end) of the chain; unit -1 holds no parameters.
+  struct Segment {
+    size_t begin, end;
+    int unit;
+  };
+  at::Tensor run_units(const at::Tensor& input);
+
   std::shared_ptr<torch::nn::Module> module_;
   Model::ForwardFn forward_;
   Model::NamedForwardFn named_forward_;
+  std::shared_ptr<torch::nn::SequentialImpl> chain_;  // set for a sequential spec
+  std::vector<Segment> segments_;                      // FULL_SHARD's cut of chain_
 };
+
+std::vector<UnitLayout> NnModel::wrap_units(int64_t min_num_params) {
+  if (!chain_) return {};
+  std::vector<UnitLayout> units;
+  std::vector<Segment> segments;
+  int64_t held = 0;  // trainable parameters of the open unit
+  for (size_t i = 0; i < chain_->size(); ++i) {
+    std::vector<std::pair<std::string, at::Tensor>> params;
+    int64_t count = 0;
+    for (const auto& item : chain_->ptr(i)->named_parameters(true)) {
+      if (!item.value().requires_grad()) continue;
+      params.emplace_back(join(std::to_string(i), item.key()), item.value());
+      count += item.value().numel();
+    }
+    // A layer with parameters opens a unit unless the open one is still below
+    // min_num_params (size_based_auto_wrap_policy); layers without parameters
+    // join the open segment.
+    const bool open_new = count > 0 && (units.empty() || min_num_params == 0 || held >= min_num_params);
+    if (open_new) {
+      if (!segments.empty() && segments.back().unit < 0) {
+        segments.back().unit = static_cast<int>(units.size());  // leading parameterless layers join it
+      } else {
+        segments.push_back({i, i, static_cast<int>(units.size())});
+      }
+      units.push_back({std::to_string(i), {}});
+      held = 0;
+    } else if (segments.empty()) {
+      segments.push_back({i, i, -1});
+    }
+    segments.back().end = i + 1;
+    if (count > 0) {
+      UnitLayout& unit = units.back();
+      for (auto& param : params) unit.parameters.push_back(std::move(param));
+      unit.name = std::to_string(segments.back().begin) + (i > segments.back().begin ? "-" + std::to_string(i) : "");
+      held += count;
+    }
+  }
+  segments_ = std::move(segments);
+  return units;
+}
+
+at::Tensor NnModel::run_units(const at::Tensor& input) {
+  at::Tensor x = input;
+  for (const Segment& segment : segments_) {
+    FullShard::Body body = [this, segment](const at::Tensor& in) {
+      at::Tensor out = in;
+      for (auto it = chain_->begin() + segment.begin; it != chain_->begin() + segment.end; ++it) out = it->forward(out);
+      return out;
+    };
+    x = segment.unit < 0 ? body(x) : full_shard()->run_unit(static_cast<size_t>(segment.unit), x, body);
+  }
+  return x;
+}
 
 }  // namespace
 
@@ -77,6 +147,20 @@ std::shared_ptr<torch::nn::Module> nn_module_of(const ModelImpl& model) {
 }
 
 ModelImpl::~ModelImpl() = default;
+
+std::vector<UnitLayout> ModelImpl::wrap_units(int64_t) { return {}; }
+
+ModelImpl::Gathered::Gathered(const ModelImpl& model) : shard_(model.full_shard()) {
+  if (shard_) shard_->gather_all();
+}
+
+ModelImpl::Gathered::~Gathered() {
+  if (shard_) shard_->release_all();
+}
+
+void ModelImpl::Gathered::scattered() {
+  if (shard_) shard_->scatter_from_full();
+}
 
 void ModelImpl::before_forward() {
   const bool training_step = training() && at::GradMode::is_enabled();
@@ -179,13 +263,23 @@ void ModelImpl::prepare(const std::shared_ptr<AcceleratorState>& state) {
   for (auto& [name, b] : named_buffers()) everything.push_back(b);
   broadcast_from_main(*state, everything, "parameters and buffers");
   std::shared_ptr<FlatShard> shard;
+  std::shared_ptr<FullShard> full;
   // A model with nothing to train (evaluation only) has nothing to shard.
   const bool trainable = std::any_of(params.begin(), params.end(), [](const at::Tensor& p) { return p.requires_grad(); });
-  if (state->process_group && state->sharding_strategy != ShardingStrategy::NoShard && trainable) {
-    shard = std::make_shared<FlatShard>(params, names, *state->process_group, state->sharding_strategy);
+  const ShardingStrategy strategy = state->sharding_strategy;
+  if (state->process_group && strategy == ShardingStrategy::FullShard && trainable) {
+    std::vector<UnitLayout> units = wrap_units(state->fsdp_min_num_params);
+    require(!units.empty(), ErrorCode::Unsupported,
+            "prepare(model): sharding_strategy FULL_SHARD needs a model made of layers (a JSON sequential spec); "
+            "this model (a graph spec, TorchScript or C++ module) cannot be cut into wrap units yet");
+    full = std::make_shared<FullShard>(units, *state->process_group);
+    shard = full;
+  } else if (state->process_group && strategy != ShardingStrategy::NoShard && trainable) {
+    shard = std::make_shared<FlatShard>(params, names, *state->process_group, strategy);
   }
-  // ZeRO-2 reduce-scatters after backward instead of allreducing during it.
-  if (state->process_group && state->sharding_strategy != ShardingStrategy::ShardGradOp) {
+  // ZeRO-2 reduce-scatters after backward instead of allreducing during it,
+  // FULL_SHARD during it, unit by unit.
+  if (state->process_group && strategy != ShardingStrategy::ShardGradOp && strategy != ShardingStrategy::FullShard) {
     GradientSyncOptions sync;
     sync.bucket_cap_bytes = static_cast<int64_t>(state->bucket_cap_mb * 1024 * 1024);
     sync.first_bucket_cap_bytes =
@@ -196,6 +290,7 @@ void ModelImpl::prepare(const std::shared_ptr<AcceleratorState>& state) {
     gradient_sync_ = std::make_unique<GradientSync>(params, names, *state->process_group, sync);
   }
   flat_shard_ = std::move(shard);
+  full_shard_ = std::move(full);
   state_ = state;
   state->prepared_models.push_back(weak_from_this());
 }
@@ -223,7 +318,7 @@ Model Model::from_json(const std::string& spec) {
   if (!detail::is_graph_spec(parsed)) {
     auto sequential = detail::build_sequential_from(parsed);
     if (init) detail::apply_init(*sequential, *init);
-    return from_module(sequential);
+    return Model(std::make_shared<detail::NnModel>(sequential));
   }
   detail::GraphModule graph(parsed);
   auto impl = graph.ptr();

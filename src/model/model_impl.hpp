@@ -12,6 +12,7 @@
 
 #include "model/gradient_sync.hpp"
 #include "sharding/flat_shard.hpp"
+#include "sharding/full_shard.hpp"
 
 namespace accel::detail {
 
@@ -45,8 +46,27 @@ class ModelImpl : public std::enable_shared_from_this<ModelImpl> {
   bool prepared() const { return state_ != nullptr; }
   c10::Device device() const { return device_; }
   GradientSync* gradient_sync() { return gradient_sync_.get(); }
-  // Set by prepare under SHARD_OPTIMIZER and SHARD_GRAD_OP with several processes.
+  // Set by prepare under SHARD_OPTIMIZER, SHARD_GRAD_OP and FULL_SHARD with several processes.
   const std::shared_ptr<FlatShard>& flat_shard() const { return flat_shard_; }
+  // Set by prepare under FULL_SHARD with several processes (the same object as flat_shard()).
+  FullShard* full_shard() const { return full_shard_.get(); }
+
+  // Under FULL_SHARD, every unit's parameters are gathered (full) while one of
+  // these lives, so state_dict readers and writers see the whole tensors; a
+  // writer calls scattered() before it ends to copy its slices into the
+  // shards. Nothing otherwise. Construction is collective under FULL_SHARD
+  // (it all-gathers); destruction only frees.
+  class Gathered {
+   public:
+    explicit Gathered(const ModelImpl& model);
+    ~Gathered();
+    Gathered(const Gathered&) = delete;
+    Gathered& operator=(const Gathered&) = delete;
+    void scattered();
+
+   private:
+    FullShard* shard_;
+  };
 
  protected:
   virtual at::Tensor run(const at::Tensor& input) = 0;
@@ -54,6 +74,13 @@ class ModelImpl : public std::enable_shared_from_this<ModelImpl> {
   // name) and the output named "output".
   virtual NamedTensors run_named(const NamedTensors& inputs);
   virtual void move_to(const c10::Device& device) = 0;
+  // FULL_SHARD's wrap units, in forward order: each top-level layer with
+  // trainable parameters, or (min_num_params > 0, Accelerate's
+  // size_based_auto_wrap_policy) consecutive layers grouped until they hold
+  // min_num_params. Empty when the model cannot be cut into units (then
+  // FULL_SHARD is refused); a model that returns units runs them through
+  // full_shard()->run_unit.
+  virtual std::vector<UnitLayout> wrap_units(int64_t min_num_params);
 
  private:
   // What every training forward does before the module runs: buffers from
@@ -65,6 +92,7 @@ class ModelImpl : public std::enable_shared_from_this<ModelImpl> {
   std::shared_ptr<AcceleratorState> state_;
   std::unique_ptr<GradientSync> gradient_sync_;  // none under SHARD_GRAD_OP: the shard reduce-scatters
   std::shared_ptr<FlatShard> flat_shard_;
+  std::shared_ptr<FullShard> full_shard_;
   c10::Device device_{c10::kCPU};
 };
 

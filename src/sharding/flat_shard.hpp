@@ -28,6 +28,7 @@ namespace accel::detail {
 
 class FlatShard {
  public:
+  virtual ~FlatShard() = default;
   // Not collective: prepare has already made the parameters equal everywhere.
   // Throws Unsupported naming a parameter whose dtype or device differs from the first's.
   FlatShard(const std::vector<at::Tensor>& parameters, const std::vector<std::string>& names,
@@ -44,26 +45,31 @@ class FlatShard {
   // ZeRO-2, after a synced backward: adds the average across ranks of this
   // rank's chunk of the gradients to shard().grad and frees the full
   // gradients. Collective.
-  void reduce_scatter_gradients();
+  virtual void reduce_scatter_gradients();
   // Before the optimizer's step. ZeRO-1: copies this rank's chunk of the
   // (already averaged) full gradients into shard().grad.
-  void before_step();
-  // After the optimizer's step: all-gathers the chunks into the parameters. Collective.
-  void after_step();
-  void zero_grad();
+  virtual void before_step();
+  // After the optimizer's step: all-gathers the chunks into the parameters
+  // (FULL_SHARD: nothing, the units gather on use). Collective.
+  virtual void after_step();
+  virtual void zero_grad();
   // ZeRO-2: the norm of the gradient across every rank's chunk, and clipping by it. Collective.
   double clip_grad_norm(double max_norm, double norm_type);
   void clip_grad_value(double clip_value);
 
- private:
+ protected:
+  // For FullShard, which lays out its own buffers.
+  FlatShard(ProcessGroup& process_group, ShardingStrategy strategy)
+      : process_group_(process_group), strategy_(strategy) {}
+
   std::vector<at::Tensor> params_;
   std::vector<int64_t> offsets_;  // where each parameter starts in the flat buffer
   ProcessGroup& process_group_;
   ShardingStrategy strategy_;
   int64_t total_ = 0;
   int64_t chunk_ = 0;
-  at::Tensor flat_;   // world_size * chunk_ elements; the parameters are views of it
-  at::Tensor shard_;  // flat_'s chunk of this rank
+  at::Tensor flat_;   // world_size * chunk_ elements; the parameters are views of it (not FULL_SHARD)
+  at::Tensor shard_;  // flat_'s chunk of this rank (FULL_SHARD: every unit's chunk, concatenated)
   bool sync_enabled_ = true;
 };
 

@@ -1,5 +1,8 @@
 #include "sharding/strategy.hpp"
 
+#include <exception>
+#include <string>
+
 #include "accel/error.hpp"
 #include "state/environment.hpp"
 
@@ -39,10 +42,7 @@ ShardingStrategy from_zero_stage(const std::string& text) {
   if (text == "0") return ShardingStrategy::NoShard;
   if (text == "1") return ShardingStrategy::ShardOptimizer;
   if (text == "2") return ShardingStrategy::ShardGradOp;
-  if (text == "3") {
-    fail(ErrorCode::Unsupported,
-         "ACCELERATE_DEEPSPEED_ZERO_STAGE=3 (parameter sharding, FULL_SHARD) is not supported yet; use stage 1 or 2");
-  }
+  if (text == "3") return ShardingStrategy::FullShard;
   fail(ErrorCode::InvalidArgument, "environment variable ACCELERATE_DEEPSPEED_ZERO_STAGE=\"" + text +
                                        "\" is not a ZeRO stage (0, 1, 2 or 3)");
 }
@@ -67,12 +67,41 @@ ShardingStrategy resolve_sharding_strategy(const std::optional<ShardingStrategy>
   } else if (get_env_flag("ACCELERATE_USE_DEEPSPEED", false)) {
     strategy = from_zero_stage(get_env("ACCELERATE_DEEPSPEED_ZERO_STAGE").value_or("2"));
   }
-  if (strategy == ShardingStrategy::FullShard || strategy == ShardingStrategy::HybridShard) {
+  if (strategy == ShardingStrategy::HybridShard) {
     fail(ErrorCode::Unsupported, source + ": " + to_string(strategy) +
-                                     " (parameter sharding) is not supported yet; use NO_SHARD, SHARD_OPTIMIZER "
-                                     "(ZeRO-1) or SHARD_GRAD_OP (ZeRO-2)");
+                                     " (sharding within a node, replication across nodes) is not supported yet; use "
+                                     "FULL_SHARD, SHARD_GRAD_OP, SHARD_OPTIMIZER or NO_SHARD");
   }
   return strategy;
+}
+
+int64_t resolve_min_num_params(const std::optional<int64_t>& option) {
+  if (option) {
+    require_arg(*option >= 0, "fsdp_min_num_params must be 0 or more, got " + std::to_string(*option));
+    return *option;
+  }
+  if (!get_env_flag("ACCELERATE_USE_FSDP", false)) return 0;
+  // Accelerate 0.22's FullyShardedDataParallelPlugin: NO_WRAP (its default),
+  // or SIZE_BASED_WRAP with FSDP_MIN_NUM_PARAMS 0, wraps nothing but the root:
+  // the whole model is one unit.
+  const std::string policy = get_env("FSDP_AUTO_WRAP_POLICY").value_or("NO_WRAP");
+  if (policy == "NO_WRAP") return kOneUnit;
+  require(policy == "SIZE_BASED_WRAP", policy == "TRANSFORMER_BASED_WRAP" ? ErrorCode::Unsupported
+                                                                          : ErrorCode::InvalidArgument,
+          "environment variable FSDP_AUTO_WRAP_POLICY=\"" + policy +
+              "\": libaccel wraps by size (SIZE_BASED_WRAP) or the whole model (NO_WRAP); TRANSFORMER_BASED_WRAP "
+              "(by layer class) is not supported yet");
+  const std::string text = get_env("FSDP_MIN_NUM_PARAMS").value_or("0");
+  int64_t value = -1;
+  try {
+    size_t used = 0;
+    value = std::stoll(text, &used);
+    if (used != text.size()) value = -1;
+  } catch (const std::exception&) {
+    value = -1;
+  }
+  require_arg(value >= 0, "environment variable FSDP_MIN_NUM_PARAMS=\"" + text + "\" is not a parameter count");
+  return value == 0 ? kOneUnit : value;
 }
 
 }  // namespace detail

@@ -2,6 +2,7 @@
 // environment `accel launch` (and Accelerate's launcher) writes.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 
 #include "accel/accelerator.hpp"
@@ -11,9 +12,20 @@ namespace accel::detail {
 // The option when set; else ACCELERATE_USE_FSDP=true with FSDP_SHARDING_STRATEGY
 // (a name or FSDP's number 1-5; Accelerate's default 1, FULL_SHARD), else
 // ACCELERATE_USE_DEEPSPEED=true with ACCELERATE_DEEPSPEED_ZERO_STAGE (0 NoShard,
-// 1 ShardOptimizer, 2 ShardGradOp; Accelerate's default 2), else NoShard.
+// 1 ShardOptimizer, 2 ShardGradOp, 3 FullShard; Accelerate's default 2), else NoShard.
 // Throws InvalidArgument naming a malformed variable and Unsupported naming
-// FULL_SHARD, HYBRID_SHARD or ZeRO stage 3, which libaccel does not run yet (issue 19: see docs/sharding.md).
+// HYBRID_SHARD, which libaccel does not run yet (see docs/sharding.md).
 ShardingStrategy resolve_sharding_strategy(const std::optional<ShardingStrategy>& option);
+
+// A min_num_params that groups every layer into one unit.
+constexpr int64_t kOneUnit = INT64_MAX;
+
+// FULL_SHARD's min_num_params: the option when set; else, with
+// ACCELERATE_USE_FSDP=true, FSDP_MIN_NUM_PARAMS when FSDP_AUTO_WRAP_POLICY is
+// SIZE_BASED_WRAP, and kOneUnit for NO_WRAP (Accelerate's default) or a
+// minimum of 0; else 0 (one unit per layer). InvalidArgument naming a
+// negative option, a malformed variable or an unknown policy; Unsupported
+// naming TRANSFORMER_BASED_WRAP.
+int64_t resolve_min_num_params(const std::optional<int64_t>& option);
 
 }  // namespace accel::detail

@@ -100,8 +100,12 @@ AcceleratorState::AcceleratorState(const AcceleratorOptions& options)
               "comm_hook " + std::to_string(static_cast<int>(options.comm_hook)) + " is not a CommHook value");
   check_scaler_options(options);
   sharding_strategy = resolve_sharding_strategy(options.sharding_strategy);
-  require(comm_hook == CommHook::None || sharding_strategy != ShardingStrategy::ShardGradOp, ErrorCode::Unsupported,
-          "comm_hook with sharding_strategy SHARD_GRAD_OP: the gradient reduce-scatter sends float32 only");
+  fsdp_min_num_params = resolve_min_num_params(options.fsdp_min_num_params);
+  require(comm_hook == CommHook::None || (sharding_strategy != ShardingStrategy::ShardGradOp &&
+                                          sharding_strategy != ShardingStrategy::FullShard),
+          ErrorCode::Unsupported,
+          std::string("comm_hook with sharding_strategy ") + to_string(sharding_strategy) +
+              ": the gradient reduce-scatter sends float32 only");
   env = read_launch_environment();
   debug_mode = get_env_flag("ACCELERATE_DEBUG_MODE", false);
   tune_host_allocator();

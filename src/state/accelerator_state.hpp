@@ -38,6 +38,7 @@ class AcceleratorState {
   bool debug_mode = false;
   CommHook comm_hook = CommHook::None;
   ShardingStrategy sharding_strategy = ShardingStrategy::NoShard;
+  int64_t fsdp_min_num_params = 0;  // FULL_SHARD's wrap units (see AcceleratorOptions)
   DataLoaderConfiguration dataloader_config;
   bool device_placement = true;
   bool sync_each_batch = false;   // accumulation micro-steps allreduce too

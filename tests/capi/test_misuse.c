@@ -374,10 +374,14 @@ static void accelerator(void) {
   BAD_OPTION(comm_hook, NEG_ENUM(accel_comm_hook));
   BAD_OPTION(sharding_strategy, BAD_ENUM(accel_sharding_strategy));
   BAD_OPTION(sharding_strategy, NEG_ENUM(accel_sharding_strategy));
+  BAD_OPTION(fsdp_min_num_params, -2);
+  BAD_OPTION(fsdp_min_num_params, INT64_MIN);
   accel_accelerator_options_init(&o);
   o.cpu = 1;
   o.sharding_strategy = ACCEL_SHARDING_FULL_SHARD;
+  o.comm_hook = ACCEL_COMM_HOOK_FP16;
   EXPECT_ERROR(accel_accelerator_create(&o, &acc_out), ACCEL_ERR_UNSUPPORTED, "FULL_SHARD");
+  o.comm_hook = ACCEL_COMM_HOOK_NONE;
   o.sharding_strategy = ACCEL_SHARDING_HYBRID_SHARD;
   EXPECT_ERROR(accel_accelerator_create(&o, &acc_out), ACCEL_ERR_UNSUPPORTED, "HYBRID_SHARD");
   o.sharding_strategy = ACCEL_SHARDING_SHARD_GRAD_OP;
@@ -435,6 +439,7 @@ static void accelerator(void) {
     ARG(accel_accelerator_device(a, &s_out));
     ARG(accel_accelerator_timeout_ms(a, &i64_out));
     ARG(accel_accelerator_sharding_strategy(a, &shard_out));
+    ARG(accel_accelerator_held_bytes(a, model, opt, &i64_out, &i64_out, &i64_out));
     ARG(accel_accelerator_wait_for_everyone(a));
     ARG(accel_accelerator_print(a, "hello"));
     ARG(accel_accelerator_set_seed(a, 1));
@@ -473,6 +478,9 @@ static void accelerator(void) {
   ARG(accel_accelerator_device(acc, NULL));
   ARG(accel_accelerator_timeout_ms(acc, NULL));
   ARG(accel_accelerator_sharding_strategy(acc, NULL));
+  ARG(accel_accelerator_held_bytes(acc, NULL, opt, &i64_out, &i64_out, &i64_out));
+  ARG(accel_accelerator_held_bytes(acc, model, opt, NULL, &i64_out, &i64_out));
+  ARG(accel_accelerator_held_bytes(acc, model, NULL, &i64_out, &i64_out, NULL));
   ARG(accel_accelerator_print(acc, NULL));
   ARG(accel_accelerator_gather(acc, tx, NULL));
   ARG(accel_accelerator_gather_for_metrics(acc, tx, NULL));

@@ -221,32 +221,43 @@ TEST_F(ConfigFileTest, FsdpConfigMapsOntoTheShardingStrategy) {
   EXPECT_TRUE(env_of("distributed_type: MULTI_CPU\n").empty());
   // What `accelerate config` writes for SHARD_GRAD_OP: every key accepted.
   auto file = load_config_file(write(
-      "distributed_type: FSDP\nfsdp_config:\n  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n"
+      "distributed_type: FSDP\nfsdp_config:\n  fsdp_auto_wrap_policy: SIZE_BASED_WRAP\n"
       "  fsdp_backward_prefetch_policy: BACKWARD_PRE\n  fsdp_forward_prefetch: false\n"
-      "  fsdp_min_num_params: 0\n  fsdp_transformer_layer_cls_to_wrap: BertLayer\n"
+      "  fsdp_min_num_params: 2000\n  fsdp_transformer_layer_cls_to_wrap: BertLayer\n"
       "  fsdp_offload_params: false\n  fsdp_sharding_strategy: 2\n  fsdp_state_dict_type: FULL_STATE_DICT\n"
       "  fsdp_sync_module_states: true\n  fsdp_use_orig_params: true\n  fsdp_cpu_ram_efficient_loading: true\n"
       "  fsdp_activation_checkpointing: false\n"));
-  EXPECT_EQ(file.values.sharding_env.at("FSDP_SHARDING_STRATEGY"), "2");
+  EXPECT_EQ(file.values.sharding_env,
+            (Env{{"ACCELERATE_USE_FSDP", "true"}, {"FSDP_SHARDING_STRATEGY", "2"}, {"FSDP_AUTO_WRAP_POLICY", "SIZE_BASED_WRAP"},
+                 {"FSDP_MIN_NUM_PARAMS", "2000"}, {"FSDP_STATE_DICT_TYPE", "FULL_STATE_DICT"}}));
   std::string all;
   for (const auto& warning : file.warnings) all += warning + "\n";
-  EXPECT_NE(all.find("ignoring key 'fsdp_config.fsdp_auto_wrap_policy': no effect"), std::string::npos) << all;
+  EXPECT_NE(all.find("ignoring key 'fsdp_config.fsdp_backward_prefetch_policy': no effect"), std::string::npos) << all;
   EXPECT_NE(all.find("ignoring key 'fsdp_config.fsdp_transformer_layer_cls_to_wrap'"), std::string::npos) << all;
 
+  // FULL_SHARD (FSDP's default, 1) with a sharded state dict.
   const std::string fsdp = "distributed_type: FSDP\nfsdp_config:\n";
-  EXPECT_NE(error_of(fsdp + "  fsdp_sharding_strategy: FULL_SHARD\n")
-                .find("key 'fsdp_config.fsdp_sharding_strategy': FULL_SHARD (FULL_SHARD, parameter sharding) is not "
-                      "supported yet"),
-            std::string::npos);
+  EXPECT_EQ(env_of(fsdp + "  fsdp_sharding_strategy: FULL_SHARD\n  fsdp_state_dict_type: SHARDED_STATE_DICT\n"),
+            (Env{{"ACCELERATE_USE_FSDP", "true"}, {"FSDP_SHARDING_STRATEGY", "1"},
+                 {"FSDP_STATE_DICT_TYPE", "SHARDED_STATE_DICT"}}));
+  EXPECT_EQ(env_of("distributed_type: FSDP\n").at("FSDP_SHARDING_STRATEGY"), "1");
   EXPECT_NE(error_of(fsdp + "  fsdp_sharding_strategy: 4\n").find("4 (HYBRID_SHARD"), std::string::npos);
-  EXPECT_NE(error_of("distributed_type: FSDP\n").find("1 (FULL_SHARD"), std::string::npos);  // FSDP's default
+  EXPECT_NE(error_of(fsdp + "  fsdp_sharding_strategy: HYBRID_SHARD_ZERO2\n").find("HYBRID_SHARD_ZERO2"),
+            std::string::npos);
   EXPECT_NE(error_of(fsdp + "  fsdp_sharding_strategy: ZERO9\n").find("unknown value 'ZERO9'"), std::string::npos);
+  EXPECT_NE(error_of(fsdp + "  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n")
+                .find("'fsdp_config.fsdp_auto_wrap_policy': TRANSFORMER_BASED_WRAP (by layer class) is not supported"),
+            std::string::npos);
+  EXPECT_NE(error_of(fsdp + "  fsdp_auto_wrap_policy: EVERYTHING\n").find("unknown value 'EVERYTHING'"),
+            std::string::npos);
+  EXPECT_NE(error_of(fsdp + "  fsdp_min_num_params: -5\n").find("'fsdp_config.fsdp_min_num_params': '-5' is not"),
+            std::string::npos);
+  EXPECT_NE(error_of(fsdp + "  fsdp_state_dict_type: LOCAL_STATE_DICT\n").find("LOCAL_STATE_DICT is not supported"),
+            std::string::npos);
   const std::string grad_op = fsdp + "  fsdp_sharding_strategy: 2\n";
   EXPECT_NE(error_of(grad_op + "  fsdp_offload_params: true\n").find("'fsdp_config.fsdp_offload_params': true"),
             std::string::npos);
   EXPECT_NE(error_of(grad_op + "  fsdp_activation_checkpointing: true\n").find("fsdp_activation_checkpointing"),
-            std::string::npos);
-  EXPECT_NE(error_of(grad_op + "  fsdp_state_dict_type: SHARDED_STATE_DICT\n").find("SHARDED_STATE_DICT"),
             std::string::npos);
   EXPECT_NE(error_of(grad_op + "  fsdp_sync_module_states: maybe\n").find("expected true or false, got 'maybe'"),
             std::string::npos);
@@ -265,7 +276,8 @@ TEST_F(ConfigFileTest, DeepSpeedZeroStageMapsOntoTheShardingStrategy) {
   std::ofstream(dir_ + "/ds.json") << R"({"zero_optimization": {"stage": 1, "offload_optimizer": {"device": "none"}}})";
   EXPECT_EQ(env_of(ds + "  deepspeed_config_file: " + dir_ + "/ds.json\n").at("ACCELERATE_DEEPSPEED_ZERO_STAGE"), "1");
 
-  EXPECT_NE(error_of(ds + "  zero_stage: 3\n").find("'deepspeed_config.zero_stage': 3 (parameter sharding"),
+  EXPECT_EQ(env_of(ds + "  zero_stage: 3\n").at("ACCELERATE_DEEPSPEED_ZERO_STAGE"), "3");  // FULL_SHARD
+  EXPECT_NE(error_of(ds + "  zero3_init_flag: true\n").find("'deepspeed_config.zero3_init_flag': true"),
             std::string::npos);
   EXPECT_NE(error_of(ds + "  zero_stage: 7\n").find("unknown ZeRO stage '7'"), std::string::npos);
   EXPECT_NE(error_of(ds + "  offload_optimizer_device: cpu\n").find("'deepspeed_config.offload_optimizer_device': 'cpu'"),
@@ -275,8 +287,8 @@ TEST_F(ConfigFileTest, DeepSpeedZeroStageMapsOntoTheShardingStrategy) {
   EXPECT_NE(error_of(ds + "  zero_magic: 1\n").find("'deepspeed_config.zero_magic': unknown DeepSpeed setting"),
             std::string::npos);
   std::ofstream(dir_ + "/ds3.json") << R"({"zero_optimization": {"stage": 3}})";
-  EXPECT_NE(error_of(ds + "  deepspeed_config_file: " + dir_ + "/ds3.json\n").find("deepspeed_config_file"),
-            std::string::npos);
+  EXPECT_EQ(env_of(ds + "  deepspeed_config_file: " + dir_ + "/ds3.json\n").at("ACCELERATE_DEEPSPEED_ZERO_STAGE"),
+            "3");  // ZeRO-3: FULL_SHARD
   std::ofstream(dir_ + "/off.json") << R"({"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}})";
   EXPECT_NE(error_of(ds + "  deepspeed_config_file: " + dir_ + "/off.json\n").find("'cpu': offload"),
             std::string::npos);

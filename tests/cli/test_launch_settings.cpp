@@ -146,8 +146,9 @@ TEST_F(LaunchSettingsTest, ShardingFromFlagsAndConfigFile) {
     return "no error";
   };
   flags.fsdp_sharding_strategy = "FULL_SHARD";
-  EXPECT_NE(error_of(flags).find("--fsdp_sharding_strategy: FULL_SHARD (FULL_SHARD, parameter sharding) is not "
-                                 "supported yet"),
+  EXPECT_EQ(accel::cli::rank_environment(resolve(flags), 0)["FSDP_SHARDING_STRATEGY"], "1");
+  flags.fsdp_sharding_strategy = "HYBRID_SHARD";
+  EXPECT_NE(error_of(flags).find("--fsdp_sharding_strategy: HYBRID_SHARD (HYBRID_SHARD, sharding within a node"),
             std::string::npos)
       << error_of(flags);
   flags.use_fsdp = false;
@@ -155,7 +156,9 @@ TEST_F(LaunchSettingsTest, ShardingFromFlagsAndConfigFile) {
   LaunchFlags deepspeed;
   deepspeed.use_deepspeed = true;
   deepspeed.zero_stage = 3;
-  EXPECT_NE(error_of(deepspeed).find("--zero_stage: 3 (parameter sharding"), std::string::npos) << error_of(deepspeed);
+  EXPECT_EQ(accel::cli::rank_environment(resolve(deepspeed), 0)["ACCELERATE_DEEPSPEED_ZERO_STAGE"], "3");
+  deepspeed.zero_stage = 4;
+  EXPECT_NE(error_of(deepspeed).find("--zero_stage: unknown ZeRO stage '4'"), std::string::npos) << error_of(deepspeed);
   deepspeed.zero_stage = 2;
   deepspeed.use_fsdp = true;
   EXPECT_NE(error_of(deepspeed).find("exclude each other"), std::string::npos);

@@ -12,7 +12,7 @@ using accel::ShardingStrategy;
 using accel::detail::resolve_sharding_strategy;
 
 const char* const kVariables[] = {"ACCELERATE_USE_FSDP", "FSDP_SHARDING_STRATEGY", "ACCELERATE_USE_DEEPSPEED",
-                                  "ACCELERATE_DEEPSPEED_ZERO_STAGE"};
+                                  "ACCELERATE_DEEPSPEED_ZERO_STAGE", "FSDP_AUTO_WRAP_POLICY", "FSDP_MIN_NUM_PARAMS"};
 
 class ShardingStrategyTest : public ::testing::Test {
  protected:
@@ -68,33 +68,72 @@ TEST_F(ShardingStrategyTest, ReadsAccelerateLauncherVariables) {
 }
 
 TEST_F(ShardingStrategyTest, RefusesWhatIsNotImplementedNamingIt) {
-  EXPECT_NE(error_of(ShardingStrategy::FullShard, accel::ErrorCode::Unsupported).find("FULL_SHARD"),
-            std::string::npos);
   EXPECT_NE(error_of(ShardingStrategy::HybridShard, accel::ErrorCode::Unsupported).find("HYBRID_SHARD"),
             std::string::npos);
   EXPECT_NE(error_of(static_cast<ShardingStrategy>(9), accel::ErrorCode::InvalidArgument).find("sharding_strategy 9"),
             std::string::npos);
-  setenv("ACCELERATE_USE_FSDP", "true", 1);  // FSDP_SHARDING_STRATEGY unset: FSDP's default, FULL_SHARD
-  EXPECT_NE(error_of(std::nullopt, accel::ErrorCode::Unsupported).find("FSDP_SHARDING_STRATEGY=1: FULL_SHARD"),
+  setenv("ACCELERATE_USE_FSDP", "true", 1);
+  setenv("FSDP_SHARDING_STRATEGY", "4", 1);
+  EXPECT_NE(error_of(std::nullopt, accel::ErrorCode::Unsupported).find("FSDP_SHARDING_STRATEGY=4: HYBRID_SHARD"),
             std::string::npos);
   setenv("FSDP_SHARDING_STRATEGY", "ZERO", 1);
   EXPECT_NE(error_of(std::nullopt, accel::ErrorCode::InvalidArgument).find("FSDP_SHARDING_STRATEGY: sharding strategy \"ZERO\""),
             std::string::npos);
   clear();
   setenv("ACCELERATE_USE_DEEPSPEED", "true", 1);
-  setenv("ACCELERATE_DEEPSPEED_ZERO_STAGE", "3", 1);
-  EXPECT_NE(error_of(std::nullopt, accel::ErrorCode::Unsupported).find("ACCELERATE_DEEPSPEED_ZERO_STAGE=3"),
-            std::string::npos);
   setenv("ACCELERATE_DEEPSPEED_ZERO_STAGE", "x", 1);
   EXPECT_NE(error_of(std::nullopt, accel::ErrorCode::InvalidArgument).find("ACCELERATE_DEEPSPEED_ZERO_STAGE=\"x\""),
             std::string::npos);
 }
 
-TEST_F(ShardingStrategyTest, AcceleratorRefusesFullShardAndReportsTheStrategy) {
+// FULL_SHARD (1, FSDP's default) and ZeRO stage 3 from the launcher's variables.
+TEST_F(ShardingStrategyTest, FullShardFromTheEnvironment) {
+  setenv("ACCELERATE_USE_FSDP", "true", 1);  // FSDP_SHARDING_STRATEGY unset: FSDP's default
+  EXPECT_EQ(resolve_sharding_strategy(std::nullopt), ShardingStrategy::FullShard);
+  clear();
+  setenv("ACCELERATE_USE_DEEPSPEED", "true", 1);
+  setenv("ACCELERATE_DEEPSPEED_ZERO_STAGE", "3", 1);
+  EXPECT_EQ(resolve_sharding_strategy(std::nullopt), ShardingStrategy::FullShard);
+}
+
+// Wrap units: Accelerate's FSDP_AUTO_WRAP_POLICY / FSDP_MIN_NUM_PARAMS.
+TEST_F(ShardingStrategyTest, MinNumParamsFromOptionAndEnvironment) {
+  using accel::detail::kOneUnit;
+  using accel::detail::resolve_min_num_params;
+  EXPECT_EQ(resolve_min_num_params(std::nullopt), 0);  // not FSDP: one unit per layer
+  EXPECT_EQ(resolve_min_num_params(int64_t{500}), 500);
+  EXPECT_THROW(resolve_min_num_params(int64_t{-1}), accel::Error);
+  setenv("ACCELERATE_USE_FSDP", "true", 1);
+  EXPECT_EQ(resolve_min_num_params(std::nullopt), kOneUnit);  // NO_WRAP, Accelerate's default: the root only
+  setenv("FSDP_AUTO_WRAP_POLICY", "SIZE_BASED_WRAP", 1);
+  EXPECT_EQ(resolve_min_num_params(std::nullopt), kOneUnit);  // minimum 0: no policy in Accelerate either
+  setenv("FSDP_MIN_NUM_PARAMS", "2000", 1);
+  EXPECT_EQ(resolve_min_num_params(std::nullopt), 2000);
+  EXPECT_EQ(resolve_min_num_params(int64_t{0}), 0);  // the option wins
+  setenv("FSDP_MIN_NUM_PARAMS", "lots", 1);
+  try {
+    resolve_min_num_params(std::nullopt);
+    ADD_FAILURE() << "FSDP_MIN_NUM_PARAMS=lots was accepted";
+  } catch (const accel::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("FSDP_MIN_NUM_PARAMS=\"lots\""), std::string::npos) << e.what();
+  }
+  setenv("FSDP_AUTO_WRAP_POLICY", "TRANSFORMER_BASED_WRAP", 1);
+  try {
+    resolve_min_num_params(std::nullopt);
+    ADD_FAILURE() << "TRANSFORMER_BASED_WRAP was accepted";
+  } catch (const accel::Error& e) {
+    EXPECT_EQ(e.code(), accel::ErrorCode::Unsupported);
+    EXPECT_NE(std::string(e.what()).find("TRANSFORMER_BASED_WRAP"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(ShardingStrategyTest, AcceleratorReportsTheStrategy) {
   accel::AcceleratorOptions options;
   options.cpu = true;
-  options.sharding_strategy = ShardingStrategy::FullShard;
+  options.sharding_strategy = ShardingStrategy::HybridShard;
   EXPECT_THROW(accel::Accelerator{options}, accel::Error);
+  options.sharding_strategy = ShardingStrategy::FullShard;
+  EXPECT_EQ(accel::Accelerator{options}.sharding_strategy(), ShardingStrategy::FullShard);
   options.sharding_strategy = ShardingStrategy::ShardOptimizer;
   accel::Accelerator accelerator(options);
   EXPECT_EQ(accelerator.sharding_strategy(), ShardingStrategy::ShardOptimizer);

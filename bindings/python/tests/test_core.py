@@ -189,8 +189,8 @@ def test_accelerator_rejects_bad_options():
 def test_sharding_strategy_option():
     with pytest.raises(ValueError, match="sharding_strategy 'ZERO_9'"):
         accel.Accelerator(cpu=True, sharding_strategy="ZERO_9")
-    with pytest.raises(accel.AccelError, match="FULL_SHARD") as info:
-        accel.Accelerator(cpu=True, sharding_strategy="FULL_SHARD")
+    with pytest.raises(accel.AccelError, match="HYBRID_SHARD") as info:
+        accel.Accelerator(cpu=True, sharding_strategy="HYBRID_SHARD")
     assert info.value.args[1] == accel.core.ERR_UNSUPPORTED
     with accel.Accelerator(cpu=True, sharding_strategy="SHARD_OPTIMIZER") as acc:
         assert acc.sharding_strategy == "SHARD_OPTIMIZER"

@@ -1,0 +1,32 @@
+// accel estimate-memory (Accelerate's command): the bytes each process needs
+// for a model's parameters, gradients and optimizer state under each sharding
+// strategy, from the model's parameter shapes alone (nothing is allocated).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "accel/accelerator.hpp"
+#include "accel/optimizer.hpp"
+
+namespace accel {
+
+struct MemoryEstimate {
+  ShardingStrategy strategy = ShardingStrategy::NoShard;
+  HeldBytes bytes;                 // held between steps, as Accelerator::held_bytes counts it
+  int64_t gathered_unit_bytes = 0;  // FULL_SHARD: the largest unit, whole while it runs
+};
+
+// `path`: a JSON model spec (.json), a TorchScript file (.pt, .pth, .ts) or a
+// safetensors checkpoint (.safetensors, or a sharded index .json naming
+// "weight_map"). Wrap units: the top-level layers (names before the first
+// '.'), grouped as fsdp_min_num_params does (0: one per layer). Optimizer
+// state elements per parameter: Adam/AdamW 2, SGD (with momentum) 1, RMSprop
+// 1, Adagrad 1. Parameters are counted in their own dtype (fp32 for specs).
+// Throws InvalidArgument naming a world_size below 1 or a negative
+// min_num_params; IO naming a file that cannot be read.
+std::vector<MemoryEstimate> estimate_memory(const std::string& path, int world_size, OptimizerKind optimizer,
+                                            int64_t min_num_params = 0);
+
+}  // namespace accel

@@ -1,0 +1,247 @@
+#include "sharding/full_shard.hpp"
+
+#include <ATen/ATen.h>
+#include <c10/core/StorageImpl.h>
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/autograd/custom_function.h>
+
+#include <unordered_set>
+
+#include "accel/error.hpp"
+
+namespace accel::detail {
+
+namespace {
+
+// FSDP's _free_storage / _alloc_storage: the StorageImpl stays (every tensor
+// sharing it, autograd's saved views included, keeps pointing at it) while
+// its memory goes and comes back. No version counter moves.
+void free_storage(const at::Tensor& t) { t.storage().unsafeGetStorageImpl()->reset(); }
+
+void alloc_storage(const at::Tensor& t) {
+  c10::StorageImpl* storage = t.storage().unsafeGetStorageImpl();
+  const size_t nbytes = static_cast<size_t>(t.numel()) * t.element_size();
+  if (storage->nbytes() == nbytes) return;
+  storage->set_data_ptr_noswap(storage->allocator()->allocate(nbytes));
+  storage->set_nbytes(nbytes);
+}
+
+// The parameter's shape changes in place (not through set_, which would bump
+// the version counter autograd's saved views share with it).
+void set_shape(const at::Tensor& p, c10::IntArrayRef shape) { p.unsafeGetTensorImpl()->set_sizes_contiguous(shape); }
+
+struct UnitHandle : torch::CustomClassHolder {
+  std::weak_ptr<FullShard> shard;
+  size_t unit = 0;
+};
+
+// Forward: gather, run the unit recording its own graph, free. Backward:
+// gather again, backpropagate through that graph, reduce-scatter, free.
+struct UnitFunction : public torch::autograd::Function<UnitFunction> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& input, const at::Tensor& anchor,
+                            FullShard* shard, int64_t unit, const FullShard::Body* body) {
+    (void)anchor;
+    shard->gather(static_cast<size_t>(unit));
+    at::Tensor x, y;
+    try {
+      at::AutoGradMode grad(true);
+      x = input.detach().requires_grad_(input.requires_grad() && at::isFloatingType(input.scalar_type()));
+      y = (*body)(x);
+    } catch (...) {
+      shard->release(static_cast<size_t>(unit));
+      throw;
+    }
+    shard->release(static_cast<size_t>(unit));
+    auto handle = c10::make_intrusive<UnitHandle>();
+    handle->shard = shard->weak_from_this();
+    handle->unit = static_cast<size_t>(unit);
+    ctx->saved_data["handle"] = c10::IValue::make_capsule(handle);
+    ctx->saved_data["x"] = x;
+    ctx->saved_data["y"] = y;
+    return y.detach();
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad_outputs) {
+    auto handle = c10::static_intrusive_pointer_cast<UnitHandle>(ctx->saved_data["handle"].toCapsule());
+    auto shard = handle->shard.lock();
+    require(shard != nullptr, ErrorCode::State, "backward: the FULL_SHARD model was freed before its backward");
+    const size_t unit = handle->unit;
+    at::Tensor x = ctx->saved_data["x"].toTensor(), y = ctx->saved_data["y"].toTensor();
+    std::vector<at::Tensor> inputs = shard->unit_parameters(unit);
+    const bool input_grad = x.requires_grad();
+    if (input_grad) inputs.push_back(x);
+    shard->gather(unit);
+    torch::autograd::variable_list grads;
+    try {
+      grads = torch::autograd::grad({y}, inputs, {grad_outputs[0]}, /*retain_graph=*/false, /*create_graph=*/false,
+                                    /*allow_unused=*/true);
+    } catch (...) {
+      shard->release(unit);
+      throw;
+    }
+    shard->release(unit);
+    at::Tensor x_grad;
+    if (input_grad) {
+      x_grad = grads.back();
+      grads.pop_back();
+    }
+    shard->absorb_gradients(unit, grads);
+    return {x_grad, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+}  // namespace
+
+FullShard::FullShard(const std::vector<UnitLayout>& layouts, ProcessGroup& process_group)
+    : FlatShard(process_group, ShardingStrategy::FullShard) {
+  const int world = process_group_.world_size();
+  std::unordered_set<const void*> seen;
+  int64_t total_chunks = 0;
+  for (const auto& layout : layouts) {
+    Unit unit;
+    unit.name = layout.name;
+    int64_t numel = 0;
+    for (const auto& [name, p] : layout.parameters) {
+      if (!p.requires_grad()) continue;
+      require(seen.insert(p.unsafeGetTensorImpl()).second, ErrorCode::Unsupported,
+              "sharding_strategy FULL_SHARD: parameter " + name + " of unit " + layout.name +
+                  " is shared with an earlier unit (tied weights must be in one wrap unit)");
+      if (!params_.empty()) {
+        const at::Tensor& first = params_.front();
+        require(p.scalar_type() == first.scalar_type() && p.device() == first.device(), ErrorCode::Unsupported,
+                "sharding_strategy FULL_SHARD: parameter " + name + " is " + c10::toString(p.scalar_type()) + " on " +
+                    p.device().str() + " but the first is " + c10::toString(first.scalar_type()) + " on " +
+                    first.device().str() + "; one flat buffer needs one dtype and device");
+      }
+      unit.offsets.push_back(numel);
+      unit.shapes.push_back(p.sizes().vec());
+      unit.params.push_back(p);
+      params_.push_back(p);
+      numel += p.numel();
+    }
+    if (unit.params.empty()) continue;
+    unit.chunk = (numel + world - 1) / world;
+    unit.shard_offset = total_chunks;
+    total_chunks += unit.chunk;
+    total_ += numel;
+    units_.push_back(std::move(unit));
+  }
+  require(!units_.empty(), ErrorCode::InvalidArgument,
+          "sharding_strategy FULL_SHARD: the model has no trainable parameters");
+  chunk_ = total_chunks;
+  const at::TensorOptions options = params_.front().options().requires_grad(false);
+  shard_ = at::zeros({chunk_}, options);
+  shard_.mutable_grad() = at::zeros_like(shard_);
+  at::NoGradGuard no_grad;
+  const int64_t begin = process_group_.rank();
+  for (Unit& unit : units_) {
+    unit.full = at::zeros({unit.chunk * world}, options);
+    unit.anchor = at::empty({0}, options).requires_grad_(true);
+    for (size_t i = 0; i < unit.params.size(); ++i) {
+      at::Tensor& p = unit.params[i];
+      const int64_t n = p.numel();
+      unit.full.narrow(0, unit.offsets[i], n).view(p.sizes()).copy_(p);
+      if (p.grad().defined()) p.mutable_grad().reset();
+      // The parameter keeps its identity (module and name) and now lives in
+      // the unit's flat buffer.
+      p.set_(unit.full.narrow(0, unit.offsets[i], n).view(p.sizes()));
+    }
+    unit_shard(unit).copy_(unit.full.narrow(0, begin * unit.chunk, unit.chunk));
+    for (auto& p : unit.params) set_shape(p, {0});
+    free_storage(unit.full);
+  }
+}
+
+void FullShard::gather(size_t index) {
+  Unit& unit = units_.at(index);
+  if (unit.gathered++ > 0) return;
+  try {
+    at::NoGradGuard no_grad;
+    alloc_storage(unit.full);
+    process_group_.all_gather_into(unit.full, unit_shard(unit), "parameter all-gather of unit " + unit.name);
+  } catch (...) {
+    unit.gathered = 0;
+    free_storage(unit.full);
+    throw;
+  }
+  for (size_t i = 0; i < unit.params.size(); ++i) set_shape(unit.params[i], unit.shapes[i]);
+}
+
+void FullShard::release(size_t index) {
+  Unit& unit = units_.at(index);
+  if (unit.gathered == 0 || --unit.gathered > 0) return;
+  for (auto& p : unit.params) set_shape(p, {0});
+  free_storage(unit.full);
+}
+
+void FullShard::gather_all() {
+  for (size_t u = 0; u < units_.size(); ++u) gather(u);
+}
+
+void FullShard::release_all() {
+  for (size_t u = 0; u < units_.size(); ++u) release(u);
+}
+
+void FullShard::scatter_from_full() {
+  at::NoGradGuard no_grad;
+  const int64_t rank = process_group_.rank();
+  for (Unit& unit : units_) {
+    require(unit.gathered > 0, ErrorCode::Internal, "scatter_from_full: unit " + unit.name + " is not gathered");
+    unit_shard(unit).copy_(unit.full.narrow(0, rank * unit.chunk, unit.chunk));
+  }
+}
+
+at::Tensor FullShard::run_unit(size_t unit, const at::Tensor& input, const Body& body) {
+  if (!at::GradMode::is_enabled()) {
+    gather(unit);
+    at::Tensor out;
+    try {
+      out = body(input);
+    } catch (...) {
+      release(unit);
+      throw;
+    }
+    release(unit);
+    return out;
+  }
+  return UnitFunction::apply(input, units_[unit].anchor, this, static_cast<int64_t>(unit), &body);
+}
+
+void FullShard::absorb_gradients(size_t index, const std::vector<at::Tensor>& grads) {
+  Unit& unit = units_.at(index);
+  at::NoGradGuard no_grad;
+  at::Tensor flat = unit.unsynced_grad.defined() ? unit.unsynced_grad : at::zeros_like(unit.full);
+  for (size_t i = 0; i < unit.params.size() && i < grads.size(); ++i) {
+    if (grads[i].defined()) flat.narrow(0, unit.offsets[i], grads[i].numel()).add_(grads[i].reshape(-1));
+  }
+  if (!sync_enabled_) {
+    unit.unsynced_grad = flat;
+    return;
+  }
+  unit.unsynced_grad = at::Tensor();
+  // Divided before the sum, as NO_SHARD's allreduce does, so that both add the
+  // same terms (Adam turns rounding differences of near-zero gradients into
+  // full-size steps, so the order matters at 3 processes).
+  flat.div_(process_group_.world_size());
+  at::Tensor mine = process_group_.reduce_scatter(flat, "gradient reduce-scatter of unit " + unit.name);
+  at::Tensor& grad = shard_.mutable_grad();
+  if (!grad.defined()) grad = at::zeros_like(shard_);
+  grad.narrow(0, unit.shard_offset, unit.chunk).add_(mine);
+}
+
+int64_t FullShard::unsynced_gradient_bytes() const {
+  int64_t bytes = 0;
+  for (const Unit& unit : units_) {
+    if (unit.unsynced_grad.defined()) bytes += unit.unsynced_grad.numel() * unit.unsynced_grad.element_size();
+  }
+  return bytes;
+}
+
+void FullShard::zero_grad() {
+  at::NoGradGuard no_grad;
+  if (shard_.grad().defined()) shard_.mutable_grad().zero_();
+  for (Unit& unit : units_) unit.unsynced_grad = at::Tensor();
+}
+
+}  // namespace accel::detail

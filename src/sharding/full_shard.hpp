@@ -1,0 +1,101 @@
+// FULL_SHARD (ZeRO-3, FSDP) over c10d: parameters sharded too.
+//
+// The model is cut into wrap units (consecutive top-level layers); each unit's
+// trainable parameters form one flat parameter of T_u elements, padded to
+// world_size * S_u (S_u = ceil(T_u / world_size)), element-granular like
+// FlatShard. A rank keeps only its S_u elements of every unit, concatenated in
+// shard() (the optimizer steps on it, as under ZeRO-2). A unit's full flat
+// buffer has its storage allocated only while the unit runs: all-gathered just
+// before its forward, freed after it, all-gathered again just before its
+// backward, freed after it (FSDP frees by resizing the storage to 0; so do we,
+// so tensors autograd saved during the forward see the re-gathered values).
+// Outside a unit's forward or backward its parameters are empty tensors
+// (numel 0): reading them gives nothing rather than freed memory; state_dict
+// readers call gather_all() / release_all() around the read.
+//
+// The backward of a unit is a custom autograd function around it: it
+// re-gathers the unit, backpropagates through the graph its forward recorded
+// (no recomputation), reduce-scatters the unit's gradient into shard().grad
+// (so the reduce-scatter of unit u overlaps nothing but runs while the later
+// units' gradients are already freed) and frees the unit again.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sharding/flat_shard.hpp"
+
+namespace accel::detail {
+
+// One unit as prepare() found it: its name (the layers it covers) and its
+// trainable parameters, in registration order.
+struct UnitLayout {
+  std::string name;
+  std::vector<std::pair<std::string, at::Tensor>> parameters;
+};
+
+class FullShard final : public FlatShard, public std::enable_shared_from_this<FullShard> {
+ public:
+  using Body = std::function<at::Tensor(const at::Tensor&)>;
+
+  // Not collective: prepare has already made the parameters equal everywhere.
+  // Frees every unit's full storage. Throws Unsupported naming a parameter whose
+  // dtype or device differs from the first's, or one shared by two units.
+  FullShard(const std::vector<UnitLayout>& units, ProcessGroup& process_group);
+
+  size_t num_units() const { return units_.size(); }
+  const std::string& unit_name(size_t unit) const { return units_[unit].name; }
+
+  // Runs body (the unit's layers) on input with the unit's parameters
+  // gathered; with grad mode on, wraps it in the autograd function that
+  // re-gathers for backward and reduce-scatters the unit's gradient. Collective.
+  at::Tensor run_unit(size_t unit, const at::Tensor& input, const Body& body);
+
+  // Every unit's parameters full (for state_dict, save, load) / freed again. Collective.
+  void gather_all();
+  void release_all();
+  // After the full parameters were overwritten (load_state_dict, a checkpoint
+  // loaded whole): copies this rank's slice of every unit into shard(). Not
+  // collective: every rank loaded the same values.
+  void scatter_from_full();
+
+  void reduce_scatter_gradients() override {}
+  void before_step() override {}
+  void after_step() override {}
+  void zero_grad() override;
+
+  // Used by the autograd function.
+  void gather(size_t unit);
+  void release(size_t unit);
+  std::vector<at::Tensor> unit_parameters(size_t unit) const { return units_[unit].params; }
+  // The unit's parameter gradients (undefined: zero) after one backward:
+  // reduce-scattered into shard().grad, or kept whole on a micro-step that
+  // does not sync. Collective when syncing.
+  void absorb_gradients(size_t unit, const std::vector<at::Tensor>& grads);
+  // Bytes of the full local gradients kept between micro-steps that do not sync.
+  int64_t unsynced_gradient_bytes() const;
+
+ private:
+  struct Unit {
+    std::string name;
+    std::vector<at::Tensor> params;
+    std::vector<std::vector<int64_t>> shapes;
+    std::vector<int64_t> offsets;  // in the unit's flat buffer
+    int64_t chunk = 0;             // S_u
+    int64_t shard_offset = 0;      // where this unit's chunk starts in shard()
+    at::Tensor full;               // world_size * S_u elements; storage freed outside the unit's use
+    at::Tensor anchor;             // an empty leaf that requires grad, so the unit always has a backward
+    at::Tensor unsynced_grad;      // full local gradient kept between micro-steps that do not sync
+    int gathered = 0;              // nesting count of gather()
+  };
+  at::Tensor unit_shard(const Unit& unit) const { return shard_.narrow(0, unit.shard_offset, unit.chunk); }
+
+  std::vector<Unit> units_;
+};
+
+}  // namespace accel::detail

@@ -1,0 +1,127 @@
+#include "accel/memory_estimate.hpp"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+
+#include "accel/error.hpp"
+#include "accel/model.hpp"
+#include "checkpoint/model_weights.hpp"
+
+namespace accel {
+
+namespace {
+
+struct Layer {
+  std::string name;
+  int64_t numel = 0;
+  int64_t element_size = 4;
+};
+
+int64_t dtype_size(const std::string& dtype) {
+  if (dtype == "F64" || dtype == "I64") return 8;
+  if (dtype == "F16" || dtype == "BF16" || dtype == "I16") return 2;
+  if (dtype == "I8" || dtype == "U8" || dtype == "BOOL") return 1;
+  return 4;
+}
+
+// Parameters per top-level layer, in the order they first appear.
+void add(std::vector<Layer>& layers, const std::string& name, int64_t numel, int64_t element_size) {
+  const std::string top = name.substr(0, name.find('.'));
+  if (layers.empty() || layers.back().name != top) layers.push_back({top, 0, element_size});
+  layers.back().numel += numel;
+}
+
+bool ends_with(const std::string& text, const std::string& suffix) {
+  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::vector<Layer> layers_of(const std::string& path) {
+  require(std::ifstream(path).good(), ErrorCode::IO, "estimate-memory: cannot read \"" + path + "\"");
+  std::vector<Layer> layers;
+  const bool json = ends_with(path, ".json");
+  std::string head;
+  if (json) {
+    std::ifstream in(path);
+    head.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  if (json && head.find("\"weight_map\"") == std::string::npos) {
+    Model model = Model::from_json(head);
+    for (auto& [name, p] : model.named_parameters()) {
+      if (p.requires_grad()) add(layers, name, p.numel(), static_cast<int64_t>(p.element_size()));
+    }
+  } else if (ends_with(path, ".pt") || ends_with(path, ".pth") || ends_with(path, ".ts")) {
+    Model model = Model::from_torchscript(path);
+    for (auto& [name, p] : model.named_parameters()) {
+      if (p.requires_grad()) add(layers, name, p.numel(), static_cast<int64_t>(p.element_size()));
+    }
+  } else {
+    // A checkpoint: every floating tensor counts (buffers cannot be told apart
+    // by name), in the file's name order.
+    const detail::ModelWeights weights = detail::ModelWeights::open(path);
+    for (const auto& [name, t] : weights.tensors()) {
+      if (t.dtype[0] != 'F' && t.dtype != "BF16") continue;
+      int64_t numel = 1;
+      for (int64_t d : t.shape) numel *= d;
+      add(layers, name, numel, dtype_size(t.dtype));
+    }
+  }
+  require_arg(!layers.empty(), "estimate-memory: \"" + path + "\" has no trainable parameters");
+  return layers;
+}
+
+int64_t chunk(int64_t numel, int world) { return (numel + world - 1) / world; }
+
+}  // namespace
+
+std::vector<MemoryEstimate> estimate_memory(const std::string& path, int world_size, OptimizerKind optimizer,
+                                            int64_t min_num_params) {
+  require_arg(world_size >= 1, "estimate-memory: world_size must be 1 or more, got " + std::to_string(world_size));
+  require_arg(min_num_params >= 0,
+              "estimate-memory: min_num_params must be 0 or more, got " + std::to_string(min_num_params));
+  const std::vector<Layer> layers = layers_of(path);
+  const int64_t states = optimizer == OptimizerKind::Adam || optimizer == OptimizerKind::AdamW ? 2 : 1;
+  const int64_t size = layers.front().element_size;
+  int64_t total = 0;
+  for (const Layer& layer : layers) total += layer.numel;
+  // FULL_SHARD's units, grouped as the model groups them at prepare.
+  std::vector<int64_t> units;
+  for (const Layer& layer : layers) {
+    if (units.empty() || min_num_params == 0 || units.back() >= min_num_params) {
+      units.push_back(layer.numel);
+    } else {
+      units.back() += layer.numel;
+    }
+  }
+  int64_t unit_chunks = 0, largest = 0;
+  for (int64_t u : units) {
+    unit_chunks += chunk(u, world_size);
+    largest = std::max(largest, chunk(u, world_size) * world_size);
+  }
+  const int64_t n = world_size, flat = chunk(total, world_size);
+  std::vector<MemoryEstimate> out;
+  auto put = [&](ShardingStrategy s, int64_t params, int64_t grads, int64_t state, int64_t gathered) {
+    MemoryEstimate e;
+    e.strategy = s;
+    e.bytes = {params * size, grads * size, state * size};
+    e.gathered_unit_bytes = gathered * size;
+    out.push_back(e);
+  };
+  if (n == 1) {  // one process trains as NO_SHARD whatever the strategy
+    for (auto s : {ShardingStrategy::NoShard, ShardingStrategy::ShardOptimizer, ShardingStrategy::ShardGradOp,
+                   ShardingStrategy::FullShard}) {
+      put(s, total, total, states * total, 0);
+    }
+    return out;
+  }
+  put(ShardingStrategy::NoShard, total, total, states * total, 0);
+  // ZeRO-1 keeps the full averaged gradients and copies its chunk beside them.
+  put(ShardingStrategy::ShardOptimizer, flat * n, total + flat, states * flat, 0);
+  put(ShardingStrategy::ShardGradOp, flat * n, flat, states * flat, 0);
+  put(ShardingStrategy::FullShard, unit_chunks, unit_chunks, states * unit_chunks, largest);
+  return out;
+}
+
+}  // namespace accel
