@@ -4583,6 +4583,31 @@ intgo _wrap_AcceleratorOptions_sharding_strategy_get_core_a1403cbc65d2f32f(accel
 }
 
 
+void _wrap_AcceleratorOptions_fsdp_min_num_params_set_core_a1403cbc65d2f32f(accel_accelerator_options *_swig_go_0, long long _swig_go_1) {
+  accel_accelerator_options *arg1 = (accel_accelerator_options *) 0 ;
+  int64_t arg2 ;
+  
+  arg1 = *(accel_accelerator_options **)&_swig_go_0; 
+  arg2 = (int64_t)_swig_go_1; 
+  
+  if (arg1) (arg1)->fsdp_min_num_params = arg2;
+  
+}
+
+
+long long _wrap_AcceleratorOptions_fsdp_min_num_params_get_core_a1403cbc65d2f32f(accel_accelerator_options *_swig_go_0) {
+  accel_accelerator_options *arg1 = (accel_accelerator_options *) 0 ;
+  int64_t result;
+  long long _swig_go_result;
+  
+  arg1 = *(accel_accelerator_options **)&_swig_go_0; 
+  
+  result = (int64_t) ((arg1)->fsdp_min_num_params);
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
 accel_accelerator_options *_wrap_new_AcceleratorOptions_core_a1403cbc65d2f32f() {
   accel_accelerator_options *result = 0 ;
   accel_accelerator_options *_swig_go_result;
