@@ -18,4 +18,4 @@ done
 [ ${#bindings[@]} = 3 ] || echo "note: binding packages built: ${bindings[*]:-none} (a toolchain is missing?)"
 # deb_build.sh rebuilds the packages (--no-build) from the clone's build tree and checks them.
 "$here/deb_build.sh" "$work/src" "$work/src/build" "$work/debs" "$version" "$libdir" ${bindings[@]+"${bindings[@]}"}
-"$here/deb_consumer.sh" "$work/debs" "$work/consumer" "$here/consumer_c" "$cc" "$libdir" "$version"
+"$here/deb_consumer.sh" "$work/debs" "$work/consumer" "$here/consumer_c" "$cc" "$libdir" "${version%-*}"
