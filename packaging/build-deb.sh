@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Builds the Debian packages libaccel0 and libaccel-dev with CPack (packaging/cpack.cmake).
+# Builds the Debian packages with CPack (packaging/cpack.cmake, packaging/bindings.cmake):
+# libaccel0, libaccel-dev, and python3-libaccel, libaccel-java, golang-libaccel-dev for
+# the bindings this build has (a binding whose toolchain is missing has no package).
 #   packaging/build-deb.sh [--no-build] [BUILD_DIR [OUT_DIR]]
 # BUILD_DIR defaults to ./build (configured if needed), OUT_DIR to BUILD_DIR/packages.
 # --no-build packages what BUILD_DIR already holds (the test suite uses it).
@@ -15,7 +17,13 @@ if [ "$build_first" = 1 ]; then
   [ -f "$build/CMakeCache.txt" ] || cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
   # Only what the packages hold: the library, the command and the LibTorch
   # probe it runs (accel-selftest; the runtime component installs it too).
-  cmake --build "$build" --target accel accel_cli accel_selftest -j "${ACCEL_BUILD_JOBS:-2}"
+  targets=(accel accel_cli accel_selftest)
+  # The bindings' libraries, jar and generated Go files, where configure found their toolchains.
+  available=$(cmake --build "$build" --target help)
+  for t in accel_python accel_jni accel_java accel_go_swig; do
+    if grep -E "^(\.\.\. )?$t(:|$)" <<<"$available" >/dev/null; then targets+=("$t"); fi
+  done
+  cmake --build "$build" --target "${targets[@]}" -j "${ACCEL_BUILD_JOBS:-2}"
 fi
 [ -f "$build/CPackConfig.cmake" ] || { echo "build-deb.sh: $build is not a configured libaccel build" >&2; exit 1; }
 

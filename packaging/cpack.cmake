@@ -1,6 +1,7 @@
 # Debian packages, built by CPack from the install components (packaging/build-deb.sh):
 #   libaccel0     runtime: libaccel.so.0 and the `accel` command
 #   libaccel-dev  headers, the libaccel.so link, accel.pc and the CMake package
+#   python3-libaccel, libaccel-java, golang-libaccel-dev: the bindings (packaging/bindings.cmake)
 # Included by cmake/install.cmake after every install rule.
 
 set(ACCEL_DEB_MAINTAINER "libaccel developers <dev@libaccel.invalid>" CACHE STRING
@@ -88,4 +89,4 @@ over LibTorch's c10d (Gloo on CPU).
 This package contains the C headers (accel/accel.h), the C++ API headers, the
 pkg-config file accel.pc and the CMake package (find_package(accel)).")
 
-include(CPack)
+# include(CPack) comes last, in packaging/bindings.cmake (after bindings/ adds its packages).

@@ -17,6 +17,7 @@ packages=(
   clang libclang-rt-14-dev libomp-14-dev # libFuzzer for the safetensors fuzz test; OpenMP for the clang sanitizer build
   swig python3-dev python3-venv python3-numpy   # SWIG bindings; Python test environment (scripts/python-env.sh)
   openjdk-17-jdk-headless curl ca-certificates  # Java binding; JUnit from Maven Central (scripts/java-deps.sh)
+  maven                   # the Maven artifact (java_maven_install) and its consumer test
   golang-go               # the Go binding (Go 1.19 here; a newer /usr/local/go/bin/go is used when present)
   dataset-fashion-mnist   # example data in /usr/share/datasets/fashion-mnist
   fortunes                # real English text (/usr/share/games/fortunes) for the byte-level language-model examples

@@ -783,6 +783,9 @@ struct AccelTensorMap {};
     return out;
   }
   void set_epoch(uint64_t epoch) { accel_check(accel_dataloader_set_epoch($self, epoch)); }
+  /* A progress bar per epoch on rank 0 (accel_dataloader_set_progress): "" labels it
+     "epoch N"; None/null turns it off. */
+  void set_progress(const char* description = "") { accel_check(accel_dataloader_set_progress($self, description)); }
   /* The names of the batch's fields (empty when they are positional). */
   std::vector<std::string> field_names() const {
     const char* names[64];

@@ -146,20 +146,29 @@ std::vector<int64_t> read_shape(JNIEnv* env, jlongArray shape) {
 %typemap(javafinalize) SWIGTYPE ""
 %typemap(javabody) SWIGTYPE %{
   private transient long swigCPtr;
-  protected transient boolean swigCMemOwn;
+  transient boolean swigCMemOwn;
   private transient NativeCleanup swigCleanup;
 
-  protected $javaclassname(long cPtr, boolean cMemoryOwn) {
+  $javaclassname(long cPtr, boolean cMemoryOwn) {
     swigCMemOwn = cMemoryOwn;
     swigCPtr = cPtr;
     if (cMemoryOwn && cPtr != 0) swigCleanup = NativeCleanup.register(this, cPtr, $imclassname::delete_$javaclassname);
   }
 
-  protected static long getCPtr($javaclassname obj) {
+  static long getCPtr($javaclassname obj) {
     return (obj == null) ? 0 : obj.swigCPtr;
   }
 %}
-%typemap(javadestruct, methodname="delete", methodmodifiers="public synchronized", parameters="") SWIGTYPE {
+/* SWIG's delete() is package-private: users call close() (AutoCloseable), which every
+   class with native memory has (PublicApiTest checks that no SWIG internals are public). */
+%typemap(javainterfaces) SWIGTYPE "AutoCloseable"
+%typemap(javacode) SWIGTYPE %{
+  /** Frees the native object now; using it afterwards throws IllegalStateException. */
+  public void close() {  // no @Override: the std::vector helpers get it too, without AutoCloseable
+    delete();
+  }
+%}
+%typemap(javadestruct, methodname="delete", methodmodifiers="synchronized", parameters="") SWIGTYPE {
     if (swigCPtr != 0) {
       swigCPtr = 0;
       if (swigCMemOwn) {
@@ -168,22 +177,27 @@ std::vector<int64_t> read_shape(JNIEnv* env, jlongArray shape) {
       }
     }
   }
-/* Directors keep SWIG's own body: their C++ side may own them (swigReleaseOwnership). */
+/* Directors keep SWIG's own body: their C++ side may own them (swigReleaseOwnership).
+   They are package-private: the public interfaces (MapDataset, Tracker, ...) are the
+   hand-written ones, adapted in Callbacks. */
 %define ACCEL_JAVA_DIRECTOR_BODY(TYPE)
+%typemap(javaclassmodifiers) TYPE "class"
+%typemap(javainterfaces) TYPE ""
+%typemap(javacode) TYPE ""
 %typemap(javabody) TYPE %{
   private transient long swigCPtr;
-  protected transient boolean swigCMemOwn;
+  transient boolean swigCMemOwn;
 
-  protected $javaclassname(long cPtr, boolean cMemoryOwn) {
+  $javaclassname(long cPtr, boolean cMemoryOwn) {
     swigCMemOwn = cMemoryOwn;
     swigCPtr = cPtr;
   }
 
-  protected static long getCPtr($javaclassname obj) {
+  static long getCPtr($javaclassname obj) {
     return (obj == null) ? 0 : obj.swigCPtr;
   }
 %}
-%typemap(javadestruct, methodname="delete", methodmodifiers="public synchronized", parameters="") TYPE {
+%typemap(javadestruct, methodname="delete", methodmodifiers="synchronized", parameters="") TYPE {
     if (swigCPtr != 0) {
       if (swigCMemOwn) {
         swigCMemOwn = false;
@@ -267,9 +281,9 @@ ACCEL_JAVA_CLOSEABLE(StateWriter, "StateWriter")
 %javamethodmodifiers SampleWriter::jni_write_direct "protected";
 %javamethodmodifiers StateWriter::jni_write "private";
 /* The director-taking methods: the Java adapters call them and manage ownership. */
-%javamethodmodifiers AccelDataset::from_source "protected";
-%javamethodmodifiers AccelDataset::from_stream "protected";
-%javamethodmodifiers AccelDataset::from_sequences_collate "protected";
+%javamethodmodifiers AccelDataset::from_source "";
+%javamethodmodifiers AccelDataset::from_stream "";
+%javamethodmodifiers AccelDataset::from_sequences_collate "";
 %javamethodmodifiers AccelAccelerator::register_for_checkpointing "private";
 %javamethodmodifiers AccelAccelerator::register_save_state_pre_hook "private";
 %javamethodmodifiers AccelAccelerator::register_load_state_pre_hook "private";
@@ -283,6 +297,30 @@ ACCEL_JAVA_CLOSEABLE(StateWriter, "StateWriter")
 %javamethodmodifiers AccelDataset::from_safetensors "private";
 %typemap(javaclassmodifiers) AccelNamedTensors "final class";
 %typemap(javaclassmodifiers) AccelTensorList "final class";
+/* SWIG's helpers stay package-private: the public API takes and returns long[], List and Map. */
+%typemap(javaclassmodifiers) std::vector<int64_t>, std::vector<double>, std::vector<std::string>,
+                             std::vector<FieldSpec>, FieldSpec "final class";
+%javamethodmodifiers AccelAccelerator::gather_list "";
+%javamethodmodifiers AccelAccelerator::gather_for_metrics_list "";
+%javamethodmodifiers AccelAccelerator::reduce_list "";
+%javamethodmodifiers AccelAccelerator::broadcast_list "";
+%javamethodmodifiers AccelAccelerator::pad_across_processes_list "";
+%javamethodmodifiers AccelAccelerator::split_between_processes_list "";
+%javamethodmodifiers AccelAccelerator::log "";
+%javamethodmodifiers AccelAccelerator::gather_object "";
+%javamethodmodifiers AccelAccelerator::split_range "";
+%rename(nativeLoadCheckpointInModel) AccelAccelerator::load_checkpoint_in_model;
+%javamethodmodifiers AccelAccelerator::load_checkpoint_in_model "";
+%javamethodmodifiers AccelDataLoader::AccelDataLoader(AccelDataset*, const std::vector<int64_t>&, const std::vector<int64_t>&,
+                                                      const accel_dataloader_options*) "";
+%rename(nativeFieldNames) AccelDataLoader::field_names;
+%javamethodmodifiers AccelDataLoader::field_names "";
+%javamethodmodifiers AccelModel::from_torchscript_outputs "";
+%javamethodmodifiers AccelScheduler::AccelScheduler(AccelOptimizer*, const accel_scheduler_options*,
+                                                    const std::vector<int64_t>&) "";
+%javamethodmodifiers AccelSequences::from_arrays "";
+%rename(nativeReshape) AccelTensor::reshape;
+%javamethodmodifiers AccelTensor::reshape "";
 
 /* ---- Java code of the generated classes ---- */
 %typemap(javaimports) AccelTensor %{
@@ -409,6 +447,16 @@ import java.nio.LongBuffer;
       long[] out = new long[dims.size()];
       for (int i = 0; i < out.length; ++i) out[i] = dims.get(i);
       return out;
+    } finally {
+      dims.delete();
+    }
+  }
+
+  /** A tensor of the same elements with this shape (one dimension may be -1). */
+  public Tensor reshape(long... shape) {
+    Int64Vector dims = new Int64Vector(shape);
+    try {
+      return nativeReshape(dims);
     } finally {
       dims.delete();
     }
@@ -586,6 +634,16 @@ import java.nio.LongBuffer;
     delete();
   }
 
+  /** A TorchScript model whose outputs (a tuple or a single tensor) get these names, in order. */
+  public static Model fromTorchscriptOutputs(String path, java.util.List<String> outputNames) {
+    StringVector names = new StringVector(outputNames);
+    try {
+      return fromTorchscriptOutputs(path, names);
+    } finally {
+      names.delete();
+    }
+  }
+
   /** Evaluation mode (train(false)). */
   public void eval() {
     train(false);
@@ -758,6 +816,16 @@ import java.nio.LongBuffer;
     delete();
   }
 
+  /** The names of the batches' fields, in order (Batch.asMap takes them). */
+  public java.util.List<String> fieldNames() {
+    StringVector names = nativeFieldNames();
+    try {
+      return java.util.List.copyOf(names);
+    } finally {
+      names.delete();
+    }
+  }
+
   /** A loader over a Java map-style dataset. */
   public static DataLoader of(MapDataset dataset, DataLoaderOptions options) {
     try (Dataset native_ = Dataset.fromMap(dataset)) {
@@ -837,6 +905,23 @@ import java.nio.LongBuffer;
   @Override
   public void close() {
     delete();
+  }
+
+  /**
+   * Sequences in one flat array: sequence i is ids[offsets[i], offsets[i + 1]); labels (empty or
+   * one per sequence) are class labels; vocabSize &gt; 0 refuses ids &gt;= it.
+   */
+  public static Sequences fromArrays(long[] ids, long[] offsets, long[] labels, long vocabSize) {
+    Int64Vector i = new Int64Vector(ids);
+    Int64Vector o = new Int64Vector(offsets);
+    Int64Vector l = new Int64Vector(labels);
+    try {
+      return fromArrays(i, o, l, vocabSize);
+    } finally {
+      i.delete();
+      o.delete();
+      l.delete();
+    }
   }
 
   /** Sequences copied from Java arrays of ids; vocabSize &gt; 0 refuses ids &gt;= it. */
@@ -981,6 +1066,26 @@ import java.util.Map;
     return loggingDir;
   }
 
+  /**
+   * Accelerate's load_checkpoint_in_model (strict=False): loads path's tensors into model and
+   * returns {missing, unexpected}, the counts of names the file lacks or the model lacks.
+   */
+  public long[] loadCheckpointInModel(Model model, String path) {
+    return loadCheckpointInModel(model, path, false);
+  }
+
+  /** As loadCheckpointInModel(model, path); strict: a missing or unexpected name throws AccelException. */
+  public long[] loadCheckpointInModel(Model model, String path, boolean strict) {
+    Int64Vector counts = nativeLoadCheckpointInModel(model, path, strict);
+    try {
+      long[] out = new long[counts.size()];
+      for (int i = 0; i < out.length; ++i) out[i] = counts.get(i);
+      return out;
+    } finally {
+      counts.delete();
+    }
+  }
+
   /** Whether this is the highest global rank (Accelerate's is_last_process). */
   public boolean isLastProcess() {
     return processIndex() == numProcesses() - 1;
@@ -1112,7 +1217,16 @@ import java.util.Map;
     adapter.swigReleaseOwnership();
   }
 
-  /** Logs values to every tracker (main process); step < 0: no step. */
+  /**
+   * Accelerate's init_trackers(project_name, config): starts the trackers on the main process
+   * with config's values (String, Number, Boolean, null, nested Maps and Lists) as their
+   * hyperparameters. An unsupported value throws AccelException naming its type.
+   */
+  public void initTrackers(String projectName, Map<String, ?> config) {
+    initTrackers(projectName, Json.write(config));
+  }
+
+  /** Logs values to every tracker (main process); step &lt; 0: no step. */
   public void log(Map<String, ? extends Number> values, long step) {
     StringVector names = new StringVector();
     DoubleVector numbers = new DoubleVector();

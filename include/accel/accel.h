@@ -1182,6 +1182,16 @@ ACCEL_API accel_status accel_dataloader_skip_first_batches(const accel_dataloade
                                                            accel_dataloader** out);
 /* Sets the epoch of the next pass (a seeded shuffle uses seed + epoch) and restarts it. */
 ACCEL_API accel_status accel_dataloader_set_epoch(accel_dataloader* loader, uint64_t epoch);
+/* A progress bar per epoch, on stderr of the process with RANK 0 only (what
+   Accelerate users get from tqdm(loader, disable=not
+   accelerator.is_local_main_process)): on a terminal it is redrawn in place
+   with \r after every batch, elsewhere (a pipe, a file) it prints a plain line
+   at every 10%. Its total is accel_dataloader_num_batches, so a loader over an
+   iterable dataset shows none. description labels it ("" for "epoch N");
+   NULL turns it off (the default). ACCEL_DISABLE_PROGRESS_BAR set to anything
+   but "" or "0" silences it too. Not collective. Errors: INVALID_ARGUMENT for
+   a NULL loader. The string is copied. */
+ACCEL_API accel_status accel_dataloader_set_progress(accel_dataloader* loader, const char* description);
 
 /* ------------------------------------------------------------------------- */
 /* prepare and backward                                                       */

@@ -197,6 +197,8 @@ struct ShardPlacement {
   std::function<uint64_t(uint64_t)> agree_seed;
 };
 
+class ProgressBar;
+
 namespace detail {
 class BatchSource;
 }
@@ -239,6 +241,13 @@ class DataLoader {
   // Sets the epoch of the next pass and restarts iteration.
   void set_epoch(uint64_t epoch);
   uint64_t epoch() const { return epoch_; }
+
+  // A progress bar per epoch on stderr (accel::ProgressBar: redrawn in place on a
+  // terminal, a line per 10% otherwise, only on rank 0), as Accelerate users wrap the
+  // loader in tqdm(disable=not accelerator.is_local_main_process). Its total is
+  // num_batches(): a loader over an iterable dataset shows none. The bar is labelled
+  // description, or "epoch N" when it is empty; std::nullopt turns it off.
+  void set_progress(std::optional<std::string> description);
 
   // Where iteration stands, for checkpoints: the epoch being (or next to be)
   // iterated and how many of its batches this process has already taken.
@@ -287,6 +296,9 @@ class DataLoader {
   int64_t resume_skip_ = 0;                      // batches to skip when the next epoch starts
   int64_t skipped_pass_ = 0;                     // skip_first_batches: left out of num_batches() this pass
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);
+  void advance_progress();  // after a batch is handed out (dataloader_progress.cpp)
+  std::optional<std::string> progress_description_;
+  std::unique_ptr<ProgressBar> progress_;  // this epoch's bar; null between epochs
 };
 
 }  // namespace accel

@@ -310,4 +310,11 @@ ACCEL_API accel_status accel_dataloader_set_epoch(accel_dataloader* loader, uint
   return guarded([&] { deref(loader, "loader").loader->set_epoch(epoch); });
 }
 
+ACCEL_API accel_status accel_dataloader_set_progress(accel_dataloader* loader, const char* description) {
+  return guarded([&] {
+    auto& target = *deref(loader, "loader").loader;
+    target.set_progress(description ? std::optional<std::string>(description) : std::nullopt);
+  });
+}
+
 }  // extern "C"

@@ -6,6 +6,7 @@
 
 #include "accel/data.hpp"
 #include "accel/error.hpp"
+#include "accel/logging.hpp"
 #include "core/trace_span.hpp"
 #include "data/batch_source.hpp"
 
@@ -155,6 +156,7 @@ std::optional<Batch> DataLoader::next() {
     std::rethrow_exception(error);
   }
   if (!lookahead_) {
+    progress_.reset();  // ends the bar's line
     source_.reset();
     yielded_ = 0;
     skipped_pass_ = 0;
@@ -173,6 +175,7 @@ std::optional<Batch> DataLoader::next() {
     lookahead_error_ = std::current_exception();
   }
   ++yielded_;
+  advance_progress();
   if (gradient) {
     gradient->end_of_dataloader = !lookahead_.has_value() && !lookahead_error_;
     if (gradient->end_of_dataloader) {
@@ -211,6 +214,7 @@ int64_t DataLoader::num_batches() const {
 }
 
 void DataLoader::set_epoch(uint64_t epoch) {
+  progress_.reset();
   epoch_ = epoch;
   source_.reset();
   lookahead_.reset();
@@ -242,6 +246,7 @@ std::unique_ptr<DataLoader> DataLoader::skip_first_batches(int64_t num_batches) 
   copy->placement_ = placement_;
   copy->prepared_ = prepared_;
   copy->epoch_ = epoch_;
+  copy->progress_description_ = progress_description_;
   copy->resume_skip_ = num_batches;
   return copy;
 }

@@ -963,6 +963,7 @@ static void datasets(void) {
     ARG(accel_dataloader_num_batches(l, &i64_out));
     ARG(accel_dataloader_skip_first_batches(l, 0, &dl_out));
     ARG(accel_dataloader_set_epoch(l, 0));
+    ARG(accel_dataloader_set_progress(l, "epoch"));
     accel_dataloader_free(l); /* ignored */
   }
   ARG(accel_dataloader_next(dl, NULL, &t_out2));
@@ -986,6 +987,7 @@ static void datasets(void) {
     accel_tensor_free(x);
     accel_tensor_free(y);
     EXPECT_OK(accel_dataloader_set_epoch(dl, 0));
+    EXPECT_OK(accel_dataloader_set_progress(dl, NULL)); /* off, as it was */
   }
   accel_dataset_free(NULL);
   accel_dataloader_free(NULL);

@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # Builds the two Debian packages from the build tree (packaging/build-deb.sh) and checks
 # their names, contents and dependencies with dpkg-deb.
-#   deb_build.sh SOURCE_DIR BUILD_DIR OUT_DIR DEB_VERSION LIBDIR
+#   deb_build.sh SOURCE_DIR BUILD_DIR OUT_DIR DEB_VERSION LIBDIR [BINDING_PACKAGE...]
+# BINDING_PACKAGEs (python3-libaccel, libaccel-java, golang-libaccel-dev) are the ones this
+# build has bindings for; each must be there with its files.
 set -euo pipefail
 root=$1 build=$2 out=$3 version=$4 libdir=$5
+shift 5
+bindings=()
+for p in "$@"; do [ -n "$p" ] && bindings+=("$p"); done  # CMake passes "" for a binding not built
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 rm -rf "$out"
@@ -42,3 +47,31 @@ dpkg-deb --ctrl-tarfile "$runtime" | tar -xO ./shlibs | grep -x "libaccel 0 liba
   fail "libaccel0 has no shlibs entry for libaccel.so.0"
 dpkg-deb --ctrl-tarfile "$runtime" | tar -xO ./triggers | grep -x "activate-noawait ldconfig" >/dev/null ||
   fail "libaccel0 does not activate the ldconfig trigger"
+
+arch=$(dpkg --print-architecture)
+for pkg in ${bindings[@]+"${bindings[@]}"}; do
+  case $pkg in
+    python3-libaccel)
+      deb=$out/python3-libaccel_${version}_$arch.deb
+      [ -f "$deb" ] || fail "no $deb"
+      dpkg-deb -c "$deb" | awk '{print $6}' | grep -E '^\./usr/lib/python3/dist-packages/[a-z_]+/_core\.so$' >/dev/null ||
+        fail "python3-libaccel has no SWIG module in /usr/lib/python3/dist-packages"
+      has "$deb" usr/share/doc/python3-libaccel/copyright
+      grep -qF "libaccel0 (= $version)" <<<"$(dpkg-deb -f "$deb" Depends)" || fail "python3-libaccel does not depend on libaccel0" ;;
+    libaccel-java)
+      deb=$out/libaccel-java_${version}_$arch.deb
+      [ -f "$deb" ] || fail "no $deb"
+      has "$deb" usr/share/java/libaccel.jar "usr/share/java/libaccel-${version%-*}.jar" "usr/$libdir/jni/libaccel_jni.so" \
+        usr/share/doc/libaccel-java/copyright
+      grep -qF "libaccel0 (= $version)" <<<"$(dpkg-deb -f "$deb" Depends)" || fail "libaccel-java does not depend on libaccel0" ;;
+    golang-libaccel-dev)
+      deb=$out/golang-libaccel-dev_${version}_all.deb
+      [ -f "$deb" ] || fail "no $deb"
+      go=usr/share/gocode/src/github.com/libaccel/libaccel/bindings
+      has "$deb" $go/go/go.mod $go/go/accel/accelerator.go $go/go/internal/core/core.go $go/go/internal/core/core_wrap.cxx \
+        $go/swig/accel_bridge.hpp usr/share/doc/golang-libaccel-dev/copyright
+      lacks "$deb" '_test\.go$' ;;
+    *) fail "unknown binding package $pkg" ;;
+  esac
+  echo "$pkg: ok"
+done

@@ -163,7 +163,7 @@ class CheckpointTest {
     Recorder recorder = new Recorder();
     try (Accelerator acc = Accelerator.builder().cpu(true).build()) {
       acc.addTracker(recorder);
-      acc.initTrackers("run1", "{\"lr\": 0.5}");
+      acc.initTrackers("run1", Map.of("lr", 0.5));
       assertTrue(acc.hasTracker("recorder"));
       acc.log(Map.of("loss", 1.25), 3);
       acc.log(Map.of("acc", 0.5));
@@ -177,6 +177,8 @@ class CheckpointTest {
     Recorder recorder = new Recorder();
     try (Accelerator acc = Accelerator.builder().cpu(true).build()) {
       acc.addTracker(recorder);
+      AccelException bad = assertThrows(AccelException.class, () -> acc.initTrackers("run2", Map.of("x", new Object())));
+      assertTrue(bad.getMessage().contains("java.lang.Object"), bad.getMessage());
       acc.initTrackers("run2");
       acc.log(Map.of("loss", 2.0), 1);
     }
