@@ -216,12 +216,12 @@ typedef long long swig_type_186;
 typedef long long swig_type_187;
 typedef long long swig_type_188;
 typedef long long swig_type_189;
-typedef long long swig_type_190;
-typedef _gostring_ swig_type_191;
+typedef _gostring_ swig_type_190;
+typedef long long swig_type_191;
 typedef _gostring_ swig_type_192;
 typedef _gostring_ swig_type_193;
-typedef long long swig_type_194;
-typedef _gostring_ swig_type_195;
+typedef _gostring_ swig_type_194;
+typedef long long swig_type_195;
 typedef _gostring_ swig_type_196;
 typedef _gostring_ swig_type_197;
 typedef _gostring_ swig_type_198;
@@ -229,12 +229,12 @@ typedef _gostring_ swig_type_199;
 typedef _gostring_ swig_type_200;
 typedef _gostring_ swig_type_201;
 typedef _gostring_ swig_type_202;
-typedef long long swig_type_203;
+typedef _gostring_ swig_type_203;
 typedef long long swig_type_204;
-typedef _gostring_ swig_type_205;
+typedef long long swig_type_205;
 typedef _gostring_ swig_type_206;
-typedef long long swig_type_207;
-typedef _gostring_ swig_type_208;
+typedef _gostring_ swig_type_207;
+typedef long long swig_type_208;
 typedef _gostring_ swig_type_209;
 typedef _gostring_ swig_type_210;
 typedef _gostring_ swig_type_211;
@@ -242,8 +242,8 @@ typedef _gostring_ swig_type_212;
 typedef _gostring_ swig_type_213;
 typedef _gostring_ swig_type_214;
 typedef _gostring_ swig_type_215;
-typedef long long swig_type_216;
-typedef _gostring_ swig_type_217;
+typedef _gostring_ swig_type_216;
+typedef long long swig_type_217;
 typedef _gostring_ swig_type_218;
 typedef _gostring_ swig_type_219;
 typedef _gostring_ swig_type_220;
@@ -253,27 +253,28 @@ typedef _gostring_ swig_type_223;
 typedef _gostring_ swig_type_224;
 typedef _gostring_ swig_type_225;
 typedef _gostring_ swig_type_226;
-typedef long long swig_type_227;
+typedef _gostring_ swig_type_227;
 typedef long long swig_type_228;
 typedef long long swig_type_229;
 typedef long long swig_type_230;
 typedef long long swig_type_231;
 typedef long long swig_type_232;
-typedef _gostring_ swig_type_233;
-typedef long long swig_type_234;
-typedef _gostring_ swig_type_235;
-typedef long long swig_type_236;
+typedef long long swig_type_233;
+typedef _gostring_ swig_type_234;
+typedef long long swig_type_235;
+typedef _gostring_ swig_type_236;
 typedef long long swig_type_237;
-typedef _gostring_ swig_type_238;
+typedef long long swig_type_238;
 typedef _gostring_ swig_type_239;
-typedef long long swig_type_240;
+typedef _gostring_ swig_type_240;
 typedef long long swig_type_241;
-typedef _gostring_ swig_type_242;
-typedef long long swig_type_243;
-typedef _gostring_ swig_type_244;
-typedef long long swig_type_245;
-typedef _gostring_ swig_type_246;
+typedef long long swig_type_242;
+typedef _gostring_ swig_type_243;
+typedef long long swig_type_244;
+typedef _gostring_ swig_type_245;
+typedef long long swig_type_246;
 typedef _gostring_ swig_type_247;
+typedef _gostring_ swig_type_248;
 extern void _wrap_Swig_free_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Swig_malloc_core_a1403cbc65d2f32f(swig_intgo arg1);
 extern uintptr_t _wrap_new_Int64Vector__SWIG_0_core_a1403cbc65d2f32f(void);
@@ -839,53 +840,55 @@ extern uintptr_t _wrap_DataLoader_next_batch_core_a1403cbc65d2f32f(uintptr_t arg
 extern swig_type_187 _wrap_DataLoader_num_batches_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_DataLoader_skip_first_batches_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_188 arg2);
 extern void _wrap_DataLoader_set_epoch_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_189 arg2);
+extern void _wrap_DataLoader_set_progress__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_190 arg2);
+extern void _wrap_DataLoader_set_progress__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_DataLoader_field_names_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_Sequences_from_arrays__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, swig_type_190 arg4);
+extern uintptr_t _wrap_Sequences_from_arrays__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, swig_type_191 arg4);
 extern uintptr_t _wrap_Sequences_from_arrays__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3);
-extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_0_core_a1403cbc65d2f32f(swig_type_191 arg1, swig_type_192 arg2, swig_type_193 arg3, swig_type_194 arg4);
-extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_1_core_a1403cbc65d2f32f(swig_type_195 arg1, swig_type_196 arg2, swig_type_197 arg3);
-extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_2_core_a1403cbc65d2f32f(swig_type_198 arg1, swig_type_199 arg2);
-extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_3_core_a1403cbc65d2f32f(swig_type_200 arg1);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_0_core_a1403cbc65d2f32f(swig_type_201 arg1, swig_intgo arg2, swig_type_202 arg3, swig_type_203 arg4, swig_type_204 arg5);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_1_core_a1403cbc65d2f32f(swig_type_205 arg1, swig_intgo arg2, swig_type_206 arg3, swig_type_207 arg4);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_2_core_a1403cbc65d2f32f(swig_type_208 arg1, swig_intgo arg2, swig_type_209 arg3);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_3_core_a1403cbc65d2f32f(swig_type_210 arg1, swig_intgo arg2);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_4_core_a1403cbc65d2f32f(swig_type_211 arg1);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_0_core_a1403cbc65d2f32f(swig_type_212 arg1, swig_type_213 arg2, swig_type_214 arg3, swig_type_215 arg4, swig_type_216 arg5);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_1_core_a1403cbc65d2f32f(swig_type_217 arg1, swig_type_218 arg2, swig_type_219 arg3, swig_type_220 arg4);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_2_core_a1403cbc65d2f32f(swig_type_221 arg1, swig_type_222 arg2, swig_type_223 arg3);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_3_core_a1403cbc65d2f32f(swig_type_224 arg1, swig_type_225 arg2);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_4_core_a1403cbc65d2f32f(swig_type_226 arg1);
+extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_0_core_a1403cbc65d2f32f(swig_type_192 arg1, swig_type_193 arg2, swig_type_194 arg3, swig_type_195 arg4);
+extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_1_core_a1403cbc65d2f32f(swig_type_196 arg1, swig_type_197 arg2, swig_type_198 arg3);
+extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_2_core_a1403cbc65d2f32f(swig_type_199 arg1, swig_type_200 arg2);
+extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_3_core_a1403cbc65d2f32f(swig_type_201 arg1);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_0_core_a1403cbc65d2f32f(swig_type_202 arg1, swig_intgo arg2, swig_type_203 arg3, swig_type_204 arg4, swig_type_205 arg5);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_1_core_a1403cbc65d2f32f(swig_type_206 arg1, swig_intgo arg2, swig_type_207 arg3, swig_type_208 arg4);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_2_core_a1403cbc65d2f32f(swig_type_209 arg1, swig_intgo arg2, swig_type_210 arg3);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_3_core_a1403cbc65d2f32f(swig_type_211 arg1, swig_intgo arg2);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_4_core_a1403cbc65d2f32f(swig_type_212 arg1);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_0_core_a1403cbc65d2f32f(swig_type_213 arg1, swig_type_214 arg2, swig_type_215 arg3, swig_type_216 arg4, swig_type_217 arg5);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_1_core_a1403cbc65d2f32f(swig_type_218 arg1, swig_type_219 arg2, swig_type_220 arg3, swig_type_221 arg4);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_2_core_a1403cbc65d2f32f(swig_type_222 arg1, swig_type_223 arg2, swig_type_224 arg3);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_3_core_a1403cbc65d2f32f(swig_type_225 arg1, swig_type_226 arg2);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_4_core_a1403cbc65d2f32f(swig_type_227 arg1);
 extern void _wrap_delete_Sequences_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_227 _wrap_Sequences_size_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_228 _wrap_Sequences_length_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_229 arg2);
-extern uintptr_t _wrap_Sequences_ids_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_230 arg2);
-extern uintptr_t _wrap_Sequences_labels_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_231 arg2);
-extern uintptr_t _wrap_new_ProgressBar__SWIG_0_core_a1403cbc65d2f32f(swig_type_232 arg1, swig_type_233 arg2, _Bool arg3);
-extern uintptr_t _wrap_new_ProgressBar__SWIG_1_core_a1403cbc65d2f32f(swig_type_234 arg1, swig_type_235 arg2);
-extern uintptr_t _wrap_new_ProgressBar__SWIG_2_core_a1403cbc65d2f32f(swig_type_236 arg1);
+extern swig_type_228 _wrap_Sequences_size_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_229 _wrap_Sequences_length_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_230 arg2);
+extern uintptr_t _wrap_Sequences_ids_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_231 arg2);
+extern uintptr_t _wrap_Sequences_labels_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_232 arg2);
+extern uintptr_t _wrap_new_ProgressBar__SWIG_0_core_a1403cbc65d2f32f(swig_type_233 arg1, swig_type_234 arg2, _Bool arg3);
+extern uintptr_t _wrap_new_ProgressBar__SWIG_1_core_a1403cbc65d2f32f(swig_type_235 arg1, swig_type_236 arg2);
+extern uintptr_t _wrap_new_ProgressBar__SWIG_2_core_a1403cbc65d2f32f(swig_type_237 arg1);
 extern void _wrap_delete_ProgressBar_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_ProgressBar_update__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_237 arg2);
+extern void _wrap_ProgressBar_update__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_238 arg2);
 extern void _wrap_ProgressBar_update__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_Profile_begin_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_238 arg2);
+extern uintptr_t _wrap_Profile_begin_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_239 arg2);
 extern void _wrap_delete_Profile_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_Profile_end_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_NamedTensors_core_a1403cbc65d2f32f(void);
 extern void _wrap_delete_NamedTensors_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_NamedTensors_add_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_239 arg2, uintptr_t arg3);
-extern swig_type_240 _wrap_NamedTensors_size_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_NamedTensors_add_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_240 arg2, uintptr_t arg3);
+extern swig_type_241 _wrap_NamedTensors_size_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_TensorList_core_a1403cbc65d2f32f(void);
 extern void _wrap_delete_TensorList_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_TensorList_add_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern swig_type_241 _wrap_TensorList_size_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_242 _wrap_TensorList_size_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_TensorMap_core_a1403cbc65d2f32f(void);
 extern void _wrap_delete_TensorMap_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_TensorMap_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_242 arg2, uintptr_t arg3);
-extern swig_type_243 _wrap_TensorMap_count_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_244 _wrap_TensorMap_name_at_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_245 arg2);
-extern uintptr_t _wrap_TensorMap_get_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_246 arg2);
+extern void _wrap_TensorMap_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_243 arg2, uintptr_t arg3);
+extern swig_type_244 _wrap_TensorMap_count_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_245 _wrap_TensorMap_name_at_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_246 arg2);
+extern uintptr_t _wrap_TensorMap_get_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_247 arg2);
 extern swig_intgo _wrap_take_error_code_core_a1403cbc65d2f32f(void);
-extern swig_type_247 _wrap_take_error_message_core_a1403cbc65d2f32f(void);
+extern swig_type_248 _wrap_take_error_message_core_a1403cbc65d2f32f(void);
 #undef intgo
 */
 import "C"
@@ -6762,6 +6765,33 @@ func (arg1 SwigcptrDataLoader) Set_epoch(arg2 uint64) {
 	C._wrap_DataLoader_set_epoch_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_189(_swig_i_1))
 }
 
+func (arg1 SwigcptrDataLoader) Set_progress__SWIG_0(arg2 string) {
+	_swig_i_0 := arg1
+	_swig_i_1 := arg2
+	C._wrap_DataLoader_set_progress__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_190)(unsafe.Pointer(&_swig_i_1)))
+	if Swig_escape_always_false {
+		Swig_escape_val = arg2
+	}
+}
+
+func (arg1 SwigcptrDataLoader) Set_progress__SWIG_1() {
+	_swig_i_0 := arg1
+	C._wrap_DataLoader_set_progress__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0))
+}
+
+func (p SwigcptrDataLoader) Set_progress(a ...interface{}) {
+	argc := len(a)
+	if argc == 0 {
+		p.Set_progress__SWIG_1()
+		return
+	}
+	if argc == 1 {
+		p.Set_progress__SWIG_0(a[0].(string))
+		return
+	}
+	panic("No match for overloaded function call")
+}
+
 func (arg1 SwigcptrDataLoader) Field_names() (_swig_ret StringVector) {
 	var swig_r StringVector
 	_swig_i_0 := arg1
@@ -6776,6 +6806,7 @@ type DataLoader interface {
 	Num_batches() (_swig_ret int64)
 	Skip_first_batches(arg2 int64) (_swig_ret DataLoader)
 	Set_epoch(arg2 uint64)
+	Set_progress(a ...interface{})
 	Field_names() (_swig_ret StringVector)
 }
 
@@ -6794,7 +6825,7 @@ func SequencesFrom_arrays__SWIG_0(arg1 Int64Vector, arg2 Int64Vector, arg3 Int64
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := getSwigcptr(arg3)
 	_swig_i_3 := arg4
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_arrays__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.uintptr_t(_swig_i_2), C.swig_type_190(_swig_i_3))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_arrays__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.uintptr_t(_swig_i_2), C.swig_type_191(_swig_i_3))))
 	return swig_r
 }
 
@@ -6824,7 +6855,7 @@ func SequencesFrom_jsonl__SWIG_0(arg1 string, arg2 string, arg3 string, arg4 int
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_191)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_192)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_193)(unsafe.Pointer(&_swig_i_2)), C.swig_type_194(_swig_i_3))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_192)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_193)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_194)(unsafe.Pointer(&_swig_i_2)), C.swig_type_195(_swig_i_3))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -6842,7 +6873,7 @@ func SequencesFrom_jsonl__SWIG_1(arg1 string, arg2 string, arg3 string) (_swig_r
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_195)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_196)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_197)(unsafe.Pointer(&_swig_i_2)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_196)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_197)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_198)(unsafe.Pointer(&_swig_i_2)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -6859,7 +6890,7 @@ func SequencesFrom_jsonl__SWIG_2(arg1 string, arg2 string) (_swig_ret Sequences)
 	var swig_r Sequences
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_198)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_199)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_199)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_200)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -6872,7 +6903,7 @@ func SequencesFrom_jsonl__SWIG_2(arg1 string, arg2 string) (_swig_ret Sequences)
 func SequencesFrom_jsonl__SWIG_3(arg1 string) (_swig_ret Sequences) {
 	var swig_r Sequences
 	_swig_i_0 := arg1
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_200)(unsafe.Pointer(&_swig_i_0)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_201)(unsafe.Pointer(&_swig_i_0)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -6903,7 +6934,7 @@ func SequencesFrom_text__SWIG_0(arg1 string, arg2 Accel_text_split, arg3 string,
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_201)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_202)(unsafe.Pointer(&_swig_i_2)), C.swig_type_203(_swig_i_3), C.swig_type_204(_swig_i_4))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_202)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_203)(unsafe.Pointer(&_swig_i_2)), C.swig_type_204(_swig_i_3), C.swig_type_205(_swig_i_4))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -6919,7 +6950,7 @@ func SequencesFrom_text__SWIG_1(arg1 string, arg2 Accel_text_split, arg3 string,
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_205)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_206)(unsafe.Pointer(&_swig_i_2)), C.swig_type_207(_swig_i_3))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_206)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_207)(unsafe.Pointer(&_swig_i_2)), C.swig_type_208(_swig_i_3))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -6934,7 +6965,7 @@ func SequencesFrom_text__SWIG_2(arg1 string, arg2 Accel_text_split, arg3 string)
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_208)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_209)(unsafe.Pointer(&_swig_i_2)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_209)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_210)(unsafe.Pointer(&_swig_i_2)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -6948,7 +6979,7 @@ func SequencesFrom_text__SWIG_3(arg1 string, arg2 Accel_text_split) (_swig_ret S
 	var swig_r Sequences
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_210)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_211)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -6958,7 +6989,7 @@ func SequencesFrom_text__SWIG_3(arg1 string, arg2 Accel_text_split) (_swig_ret S
 func SequencesFrom_text__SWIG_4(arg1 string) (_swig_ret Sequences) {
 	var swig_r Sequences
 	_swig_i_0 := arg1
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_211)(unsafe.Pointer(&_swig_i_0)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_212)(unsafe.Pointer(&_swig_i_0)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -6992,7 +7023,7 @@ func SequencesFrom_safetensors__SWIG_0(arg1 string, arg2 string, arg3 string, ar
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_212)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_213)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_214)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_215)(unsafe.Pointer(&_swig_i_3)), C.swig_type_216(_swig_i_4))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_213)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_214)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_215)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_216)(unsafe.Pointer(&_swig_i_3)), C.swig_type_217(_swig_i_4))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7014,7 +7045,7 @@ func SequencesFrom_safetensors__SWIG_1(arg1 string, arg2 string, arg3 string, ar
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_217)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_218)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_219)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_220)(unsafe.Pointer(&_swig_i_3)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_218)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_219)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_220)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_221)(unsafe.Pointer(&_swig_i_3)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7035,7 +7066,7 @@ func SequencesFrom_safetensors__SWIG_2(arg1 string, arg2 string, arg3 string) (_
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_221)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_222)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_223)(unsafe.Pointer(&_swig_i_2)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_222)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_223)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_224)(unsafe.Pointer(&_swig_i_2)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7052,7 +7083,7 @@ func SequencesFrom_safetensors__SWIG_3(arg1 string, arg2 string) (_swig_ret Sequ
 	var swig_r Sequences
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_224)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_225)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_225)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_226)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7065,7 +7096,7 @@ func SequencesFrom_safetensors__SWIG_3(arg1 string, arg2 string) (_swig_ret Sequ
 func SequencesFrom_safetensors__SWIG_4(arg1 string) (_swig_ret Sequences) {
 	var swig_r Sequences
 	_swig_i_0 := arg1
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_226)(unsafe.Pointer(&_swig_i_0)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_227)(unsafe.Pointer(&_swig_i_0)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7108,7 +7139,7 @@ func (arg1 SwigcptrSequences) Length(arg2 int64) (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (int64)(C._wrap_Sequences_length_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_229(_swig_i_1)))
+	swig_r = (int64)(C._wrap_Sequences_length_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_230(_swig_i_1)))
 	return swig_r
 }
 
@@ -7116,7 +7147,7 @@ func (arg1 SwigcptrSequences) Ids(arg2 int64) (_swig_ret Tensor) {
 	var swig_r Tensor
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Sequences_ids_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_230(_swig_i_1))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Sequences_ids_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_231(_swig_i_1))))
 	return swig_r
 }
 
@@ -7124,7 +7155,7 @@ func (arg1 SwigcptrSequences) Labels(arg2 int64) (_swig_ret Tensor) {
 	var swig_r Tensor
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Sequences_labels_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_231(_swig_i_1))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Sequences_labels_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_232(_swig_i_1))))
 	return swig_r
 }
 
@@ -7151,7 +7182,7 @@ func NewProgressBar__SWIG_0(arg1 int64, arg2 string, arg3 bool) (_swig_ret Progr
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_0_core_a1403cbc65d2f32f(C.swig_type_232(_swig_i_0), *(*C.swig_type_233)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2))))
+	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_0_core_a1403cbc65d2f32f(C.swig_type_233(_swig_i_0), *(*C.swig_type_234)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7162,7 +7193,7 @@ func NewProgressBar__SWIG_1(arg1 int64, arg2 string) (_swig_ret ProgressBar) {
 	var swig_r ProgressBar
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_1_core_a1403cbc65d2f32f(C.swig_type_234(_swig_i_0), *(*C.swig_type_235)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_1_core_a1403cbc65d2f32f(C.swig_type_235(_swig_i_0), *(*C.swig_type_236)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7172,7 +7203,7 @@ func NewProgressBar__SWIG_1(arg1 int64, arg2 string) (_swig_ret ProgressBar) {
 func NewProgressBar__SWIG_2(arg1 int64) (_swig_ret ProgressBar) {
 	var swig_r ProgressBar
 	_swig_i_0 := arg1
-	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_2_core_a1403cbc65d2f32f(C.swig_type_236(_swig_i_0))))
+	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_2_core_a1403cbc65d2f32f(C.swig_type_237(_swig_i_0))))
 	return swig_r
 }
 
@@ -7198,7 +7229,7 @@ func DeleteProgressBar(arg1 ProgressBar) {
 func (arg1 SwigcptrProgressBar) Update__SWIG_0(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_ProgressBar_update__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_237(_swig_i_1))
+	C._wrap_ProgressBar_update__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_238(_swig_i_1))
 }
 
 func (arg1 SwigcptrProgressBar) Update__SWIG_1() {
@@ -7238,7 +7269,7 @@ func ProfileBegin(arg1 Accelerator, arg2 string) (_swig_ret Profile) {
 	var swig_r Profile
 	_swig_i_0 := getSwigcptr(arg1)
 	_swig_i_1 := arg2
-	swig_r = (Profile)(SwigcptrProfile(C._wrap_Profile_begin_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_238)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Profile)(SwigcptrProfile(C._wrap_Profile_begin_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_239)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7285,7 +7316,7 @@ func (arg1 SwigcptrNamedTensors) Add(arg2 string, arg3 Tensor) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	C._wrap_NamedTensors_add_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_239)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
+	C._wrap_NamedTensors_add_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_240)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7369,7 +7400,7 @@ func (arg1 SwigcptrTensorMap) Set(arg2 string, arg3 Tensor) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	C._wrap_TensorMap_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_242)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
+	C._wrap_TensorMap_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_243)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7386,7 +7417,7 @@ func (arg1 SwigcptrTensorMap) Name_at(arg2 int64) (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r_p := C._wrap_TensorMap_name_at_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_245(_swig_i_1))
+	swig_r_p := C._wrap_TensorMap_name_at_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_246(_swig_i_1))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -7397,7 +7428,7 @@ func (arg1 SwigcptrTensorMap) Get(arg2 string) (_swig_ret Tensor) {
 	var swig_r Tensor
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_TensorMap_get_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_246)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_TensorMap_get_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_247)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}

@@ -1173,6 +1173,7 @@ SWIGINTERN AccelDataLoader *AccelDataLoader_skip_first_batches(AccelDataLoader c
     return out;
   }
 SWIGINTERN void AccelDataLoader_set_epoch(AccelDataLoader *self,uint64_t epoch){ accel_check(accel_dataloader_set_epoch(self, epoch)); }
+SWIGINTERN void AccelDataLoader_set_progress__SWIG_0(AccelDataLoader *self,char const *description=""){ accel_check(accel_dataloader_set_progress(self, description)); }
 SWIGINTERN std::vector< std::string > AccelDataLoader_field_names(AccelDataLoader const *self){
     const char* names[64];
     int count = 0;
@@ -12930,6 +12931,53 @@ void _wrap_DataLoader_set_epoch_core_a1403cbc65d2f32f(AccelDataLoader *_swig_go_
   {
     try {
       AccelDataLoader_set_epoch(arg1,arg2);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  
+}
+
+
+void _wrap_DataLoader_set_progress__SWIG_0_core_a1403cbc65d2f32f(AccelDataLoader *_swig_go_0, _gostring_ _swig_go_1) {
+  AccelDataLoader *arg1 = (AccelDataLoader *) 0 ;
+  char *arg2 = (char *) 0 ;
+  
+  arg1 = *(AccelDataLoader **)&_swig_go_0; 
+  
+  arg2 = (char *)malloc(_swig_go_1.n + 1);
+  memcpy(arg2, _swig_go_1.p, _swig_go_1.n);
+  arg2[_swig_go_1.n] = '\0';
+  
+  
+  {
+    try {
+      AccelDataLoader_set_progress__SWIG_0(arg1,(char const *)arg2);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  
+  free(arg2); 
+}
+
+
+void _wrap_DataLoader_set_progress__SWIG_1_core_a1403cbc65d2f32f(AccelDataLoader *_swig_go_0) {
+  AccelDataLoader *arg1 = (AccelDataLoader *) 0 ;
+  
+  arg1 = *(AccelDataLoader **)&_swig_go_0; 
+  
+  {
+    try {
+      AccelDataLoader_set_progress__SWIG_0(arg1);
     } catch (const AccelFailure& e) {
       accel_go_store_error(e.code(), e.what());
     } catch (const std::exception& e) {
