@@ -786,6 +786,8 @@ struct AccelTensorMap {};
   /* A progress bar per epoch on rank 0 (accel_dataloader_set_progress): "" labels it
      "epoch N"; None/null turns it off. */
   void set_progress(const char* description = "") { accel_check(accel_dataloader_set_progress($self, description)); }
+  /* Turns the bar off (set_progress(NULL)), for languages whose strings cannot be null. */
+  void hide_progress() { accel_check(accel_dataloader_set_progress($self, 0)); }
   /* The names of the batch's fields (empty when they are positional). */
   std::vector<std::string> field_names() const {
     const char* names[64];

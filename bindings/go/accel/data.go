@@ -270,6 +270,30 @@ func (l *DataLoader) SetEpoch(epoch uint64) error {
 	return withThread(func() { h.Set_epoch(epoch) })
 }
 
+// ShowProgress draws a progress bar per epoch on stderr of rank 0 only, as
+// Accelerate users get from tqdm(loader, disable=not accelerator.is_local_main_process):
+// redrawn in place on a terminal, a line every 10% on a pipe or file. description
+// labels it; "" means "epoch N". Its total is Len, so an iterable dataset shows
+// none. ACCEL_DISABLE_PROGRESS_BAR silences it.
+func (l *DataLoader) ShowProgress(description string) error {
+	h, err := l.handle()
+	if err != nil {
+		return err
+	}
+	defer runtime.KeepAlive(l)
+	return withThread(func() { h.Set_progress(description) })
+}
+
+// HideProgress turns the progress bar off again (the default).
+func (l *DataLoader) HideProgress() error {
+	h, err := l.handle()
+	if err != nil {
+		return err
+	}
+	defer runtime.KeepAlive(l)
+	return withThread(func() { h.Hide_progress() })
+}
+
 // closeAll closes every tensor in ts (nil ones are skipped).
 func closeAll(ts []*Tensor) {
 	for _, t := range ts {

@@ -842,6 +842,7 @@ extern uintptr_t _wrap_DataLoader_skip_first_batches_core_a1403cbc65d2f32f(uintp
 extern void _wrap_DataLoader_set_epoch_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_189 arg2);
 extern void _wrap_DataLoader_set_progress__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_190 arg2);
 extern void _wrap_DataLoader_set_progress__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_DataLoader_hide_progress_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_DataLoader_field_names_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Sequences_from_arrays__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, swig_type_191 arg4);
 extern uintptr_t _wrap_Sequences_from_arrays__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3);
@@ -6792,6 +6793,11 @@ func (p SwigcptrDataLoader) Set_progress(a ...interface{}) {
 	panic("No match for overloaded function call")
 }
 
+func (arg1 SwigcptrDataLoader) Hide_progress() {
+	_swig_i_0 := arg1
+	C._wrap_DataLoader_hide_progress_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0))
+}
+
 func (arg1 SwigcptrDataLoader) Field_names() (_swig_ret StringVector) {
 	var swig_r StringVector
 	_swig_i_0 := arg1
@@ -6807,6 +6813,7 @@ type DataLoader interface {
 	Skip_first_batches(arg2 int64) (_swig_ret DataLoader)
 	Set_epoch(arg2 uint64)
 	Set_progress(a ...interface{})
+	Hide_progress()
 	Field_names() (_swig_ret StringVector)
 }
 

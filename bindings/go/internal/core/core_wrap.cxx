@@ -1174,6 +1174,7 @@ SWIGINTERN AccelDataLoader *AccelDataLoader_skip_first_batches(AccelDataLoader c
   }
 SWIGINTERN void AccelDataLoader_set_epoch(AccelDataLoader *self,uint64_t epoch){ accel_check(accel_dataloader_set_epoch(self, epoch)); }
 SWIGINTERN void AccelDataLoader_set_progress__SWIG_0(AccelDataLoader *self,char const *description=""){ accel_check(accel_dataloader_set_progress(self, description)); }
+SWIGINTERN void AccelDataLoader_hide_progress(AccelDataLoader *self){ accel_check(accel_dataloader_set_progress(self, 0)); }
 SWIGINTERN std::vector< std::string > AccelDataLoader_field_names(AccelDataLoader const *self){
     const char* names[64];
     int count = 0;
@@ -12978,6 +12979,26 @@ void _wrap_DataLoader_set_progress__SWIG_1_core_a1403cbc65d2f32f(AccelDataLoader
   {
     try {
       AccelDataLoader_set_progress__SWIG_0(arg1);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  
+}
+
+
+void _wrap_DataLoader_hide_progress_core_a1403cbc65d2f32f(AccelDataLoader *_swig_go_0) {
+  AccelDataLoader *arg1 = (AccelDataLoader *) 0 ;
+  
+  arg1 = *(AccelDataLoader **)&_swig_go_0; 
+  
+  {
+    try {
+      AccelDataLoader_hide_progress(arg1);
     } catch (const AccelFailure& e) {
       accel_go_store_error(e.code(), e.what());
     } catch (const std::exception& e) {
