@@ -36,6 +36,7 @@ def table(rows):
         ("serial bound (sum of the two)", lambda r: r["nocomm_ms"] + r["raw_allreduce_ms"]),
         ("by hand: backward, then one allreduce", lambda r: r["manual_ms"]),
         ("synced step", lambda r: r["synced_ms"]),
+        ("synced step, Gloo's allreduce for buckets", lambda r: r["synced_gloo_ms"]),
         ("  share of the serial bound", None),
         ("synced step, spans observed", lambda r: r["spanned_ms"]),
         ("  zero_grad", lambda r: span(r, "accel::optimizer::zero_grad")),

@@ -4,6 +4,7 @@
 //   raw      Gloo's own allreduce of a flat buffer with the model's parameter bytes
 //   exchange the library's allreduce of the same buffer (a send/recv exchange for 2 ranks on Gloo)
 //   synced   prepared steps, timed without anything listening
+//   synced_gloo  the same with the exchange path off (Gloo's own allreduce for the buckets)
 //   spans    prepared steps again, with a RecordFunction observer summing the library's
 //            "accel::..." spans (core/trace_span.hpp; the same spans the profiler's timeline shows)
 // and prints one BREAKDOWN line per rank (medians over rounds, ms per step). bench/breakdown.py
@@ -140,7 +141,7 @@ int main(int argc, char** argv) try {
     train(model, optimizer, true);
     train(local_model, local_optimizer, false);
   }
-  std::vector<double> nocomm, raw, exchange, manual_ms, synced, spanned;
+  std::vector<double> nocomm, raw, exchange, manual_ms, synced, synced_gloo, spanned;
   std::map<std::string, std::vector<double>> spans;
   for (int r = 0; r < rounds; ++r) {
     nocomm.push_back(train(local_model, local_optimizer, false));
@@ -148,6 +149,9 @@ int main(int argc, char** argv) try {
     exchange.push_back(allreduce(false));
     manual_ms.push_back(manual());
     synced.push_back(train(model, optimizer, true));
+    pg->set_exchange_max_bytes(0);
+    synced_gloo.push_back(train(model, optimizer, true));
+    pg->set_exchange_max_bytes(exchange_limit);
     span_seconds.clear();
     auto handle = at::addThreadLocalCallback(
         at::RecordFunctionCallback(on_span_start, on_span_end).scopes({at::RecordScope::USER_SCOPE}));
@@ -162,9 +166,9 @@ int main(int argc, char** argv) try {
   }
   std::printf(
       "BREAKDOWN {\"workload\":\"%s\",\"rank\":%d,\"nproc\":%d,\"threads\":%d,\"param_bytes\":%lld,"
-      "\"nocomm_ms\":%.4f,\"raw_allreduce_ms\":%.4f,\"exchange_ms\":%.4f,\"manual_ms\":%.4f,\"synced_ms\":%.4f,\"spanned_ms\":%.4f,\"spans\":{%s}}\n",
+      "\"nocomm_ms\":%.4f,\"raw_allreduce_ms\":%.4f,\"exchange_ms\":%.4f,\"manual_ms\":%.4f,\"synced_ms\":%.4f,\"synced_gloo_ms\":%.4f,\"spanned_ms\":%.4f,\"spans\":{%s}}\n",
       args.workload.c_str(), acc.process_index(), acc.num_processes(), at::get_num_threads(),
-      static_cast<long long>(param_numel * 4), median(nocomm), median(raw), median(exchange), median(manual_ms), median(synced), median(spanned),
+      static_cast<long long>(param_numel * 4), median(nocomm), median(raw), median(exchange), median(manual_ms), median(synced), median(synced_gloo), median(spanned),
       span_json.c_str());
   std::fflush(stdout);
   return 0;

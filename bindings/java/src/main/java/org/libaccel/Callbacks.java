@@ -232,7 +232,9 @@ final class Callbacks {
     @Override
     public String init(String runName, String configJson) {
       try {
-        tracker.start(runName, configJson);
+        @SuppressWarnings("unchecked")
+        Map<String, Object> config = (Map<String, Object>) Json.read(configJson);
+        tracker.start(runName, config);
         return "";
       } catch (Throwable error) {
         return describe(error);

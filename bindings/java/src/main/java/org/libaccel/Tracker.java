@@ -14,8 +14,11 @@ public interface Tracker {
     return "custom";
   }
 
-  /** initTrackers: the project (run) name and the configuration as JSON ("" when none). */
-  default void start(String runName, String configJson) throws Exception {}
+  /**
+   * initTrackers: the project (run) name and the configuration given there, as a map (empty when
+   * none; numbers read back as Long or Double, nested objects as maps, arrays as lists).
+   */
+  default void start(String runName, Map<String, Object> config) throws Exception {}
 
   default void log(Map<String, Double> values, OptionalLong step) throws Exception {}
 
