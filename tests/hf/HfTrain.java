@@ -20,7 +20,6 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 import org.libaccel.Accelerator;
-import org.libaccel.AcceleratorBuilder;
 import org.libaccel.Model;
 import org.libaccel.Optimizer;
 import org.libaccel.Tensor;
@@ -92,7 +91,7 @@ public final class HfTrain {
     HfTrain data = new HfTrain(dataDir);
     float[][] logits = new float[1][];
     boolean failed;
-    try (Accelerator acc = new AcceleratorBuilder().cpu(true).projectDir(outDir.toString()).build();
+    try (Accelerator acc = Accelerator.builder().cpu(true).projectDir(outDir.toString()).build();
          Model model = Model.fromTorchscript(dataDir.resolve("model.pt").toString());
          Optimizer opt = Optimizer.adamW(model, 3e-3)) {
       acc.prepare(model, opt);
