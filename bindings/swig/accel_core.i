@@ -664,6 +664,7 @@ struct AccelTensorMap {};
 %newobject AccelSequences::from_arrays;
 %newobject AccelSequences::from_jsonl;
 %newobject AccelSequences::from_text;
+%newobject AccelSequences::from_text_vocab;
 %newobject AccelSequences::from_safetensors;
 %newobject AccelSequences::ids;
 %newobject AccelSequences::labels;
@@ -686,6 +687,14 @@ struct AccelTensorMap {};
                                    int64_t stride = 0) {
     accel_sequences* out = 0;
     accel_check(accel_sequences_from_text(path.c_str(), rule, separator.c_str(), chunk_length, stride, &out));
+    return out;
+  }
+  static AccelSequences* from_text_vocab(const std::string& path, const std::string& vocab_path,
+                                         accel_text_split rule = ACCEL_TEXT_LINES, const std::string& separator = "%",
+                                         int64_t chunk_length = 128, int64_t stride = 0) {
+    accel_sequences* out = 0;
+    accel_check(accel_sequences_from_text_vocab(path.c_str(), vocab_path.c_str(), rule, separator.c_str(),
+                                                chunk_length, stride, &out));
     return out;
   }
   static AccelSequences* from_safetensors(const std::string& path, const std::string& ids_name = "input_ids",

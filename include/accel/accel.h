@@ -988,6 +988,22 @@ typedef enum accel_text_split {
    ACCEL_TEXT_CHUNKS, a negative stride, an empty separator. New handle in *out. */
 ACCEL_API accel_status accel_sequences_from_text(const char* path, accel_text_split rule, const char* separator,
                                                  int64_t chunk_length, int64_t stride, accel_sequences** out);
+/* Sequences from a text file split on whitespace into tokens, each mapped to
+   its id in the vocabulary at vocab_path: a JSON object token -> id (a file
+   starting with '{', as Hugging Face's vocab.json) or one token per line, the
+   token on line k (from 1) having id k - 1 (as BERT's vocab.txt). A token not
+   in the vocabulary becomes the id of "<unk>". rule, separator, chunk_length
+   and stride as accel_sequences_from_text, except that ACCEL_TEXT_CHUNKS
+   counts tokens, not bytes; samples without a token are skipped. No labels.
+   Not collective. Errors: IO naming the file, the line and the token: an
+   unknown token when the vocabulary has no "<unk>", an empty, duplicate or
+   whitespace-holding vocabulary token, a JSON id that is not an integer >= 0,
+   an unreadable file, no sample; INVALID_ARGUMENT for a NULL path or
+   vocab_path and as accel_sequences_from_text. New handle in *out (free with
+   accel_sequences_free); *out is untouched on error. */
+ACCEL_API accel_status accel_sequences_from_text_vocab(const char* path, const char* vocab_path,
+                                                       accel_text_split rule, const char* separator,
+                                                       int64_t chunk_length, int64_t stride, accel_sequences** out);
 /* Sequences from one safetensors file holding a flat integer ids tensor and
    its offsets tensor (N + 1 entries, as for accel_sequences_from_arrays), and
    optionally labels (labels_name NULL or "": none); integer dtypes are

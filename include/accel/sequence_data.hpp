@@ -75,6 +75,18 @@ struct TextSplit {
 // for a chunk_length < 1, a negative stride or an empty separator.
 TokenSequences load_text_sequences(const std::string& path, const TextSplit& split);
 
+// A text file split on whitespace into tokens, each mapped to its id in the
+// vocabulary at vocab_path: a JSON object token -> id (a file starting with
+// '{', Hugging Face's vocab.json) or one token per line, id = line - 1 (BERT's
+// vocab.txt). A token not in it becomes "<unk>"'s id. Samples are cut as
+// load_text_sequences does, except that Chunks counts tokens; samples without
+// a token are skipped. Throws IO naming the file, line and token: an unknown
+// token when the vocabulary has no "<unk>", an empty, duplicate or
+// whitespace-holding vocabulary token, a negative or non-integer JSON id, no
+// sample; InvalidArgument as load_text_sequences.
+TokenSequences load_vocab_text_sequences(const std::string& path, const std::string& vocab_path,
+                                         const TextSplit& split);
+
 // A safetensors file holding a flat integer ids tensor, its offsets tensor and
 // optionally labels (names as given; labels_name empty: none), checked as
 // make_token_sequences does. Integer dtypes are widened to int64. Throws IO

@@ -154,6 +154,25 @@ ACCEL_API accel_status accel_sequences_from_text(const char* path, accel_text_sp
   });
 }
 
+ACCEL_API accel_status accel_sequences_from_text_vocab(const char* path, const char* vocab_path,
+                                                       accel_text_split rule, const char* separator,
+                                                       int64_t chunk_length, int64_t stride, accel_sequences** out) {
+  return guarded([&] {
+    auto& result = out_param(out, "out");
+    accel::require_arg(path != nullptr, "path is NULL");
+    accel::require_arg(vocab_path != nullptr, "vocab_path is NULL");
+    const int raw = enum_value(rule);
+    accel::require_arg(raw >= ACCEL_TEXT_LINES && raw <= ACCEL_TEXT_CHUNKS,
+                       "rule " + std::to_string(raw) + " is not an accel_text_split");
+    accel::TextSplit split;
+    split.rule = static_cast<accel::TextSplit::Rule>(raw);
+    split.separator = optional_string(separator, "%");
+    split.chunk_length = chunk_length;
+    split.stride = stride;
+    publish_sequences(accel::load_vocab_text_sequences(path, vocab_path, split), &result);
+  });
+}
+
 ACCEL_API accel_status accel_sequences_from_safetensors(const char* path, const char* ids_name,
                                                         const char* offsets_name, const char* labels_name,
                                                         int64_t vocab_size, accel_sequences** out) {

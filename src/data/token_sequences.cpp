@@ -13,6 +13,7 @@
 #include "checkpoint/safetensors.hpp"
 #include "checkpoint/tensor_io.hpp"
 #include "core/json.hpp"
+#include "data/text_ranges.hpp"
 
 namespace accel {
 
@@ -174,9 +175,8 @@ TokenSequences load_jsonl_sequences(const std::string& path, const std::string& 
   return result;
 }
 
-namespace {
+namespace detail {
 
-// [begin, end) byte ranges of the samples of text under split.
 std::vector<std::pair<int64_t, int64_t>> text_ranges(const std::string& text, const TextSplit& split) {
   std::vector<std::pair<int64_t, int64_t>> ranges;
   const auto n = static_cast<int64_t>(text.size());
@@ -218,7 +218,7 @@ std::vector<std::pair<int64_t, int64_t>> text_ranges(const std::string& text, co
   return ranges;
 }
 
-}  // namespace
+}  // namespace detail
 
 TokenSequences load_text_sequences(const std::string& path, const TextSplit& split) {
   require_arg(split.rule != TextSplit::Rule::Chunks || split.chunk_length >= 1,
@@ -232,7 +232,7 @@ TokenSequences load_text_sequences(const std::string& path, const TextSplit& spl
   buffer << in.rdbuf();
   require(!in.bad(), ErrorCode::IO, "text sequences: error reading " + path);
   const std::string text = buffer.str();
-  auto ranges = text_ranges(text, split);
+  auto ranges = detail::text_ranges(text, split);
   require(!ranges.empty(), ErrorCode::IO, "text sequences: " + path + " yields no sample");
   std::vector<int64_t> ids, offsets{0};
   for (const auto& [begin, end] : ranges) {

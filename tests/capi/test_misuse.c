@@ -1052,6 +1052,14 @@ static void sequences(void) {
   ARG(accel_sequences_from_text("x.txt", ACCEL_TEXT_CHUNKS, NULL, 4, -1, &seq_out));
   ARG(accel_sequences_from_text("x.txt", ACCEL_TEXT_SEPARATOR, "", 0, 0, &seq_out));
   IO(accel_sequences_from_text("/nonexistent/x.txt", ACCEL_TEXT_LINES, NULL, 0, 0, &seq_out));
+  ARG(accel_sequences_from_text_vocab(NULL, "v.txt", ACCEL_TEXT_LINES, NULL, 0, 0, &seq_out));
+  ARG(accel_sequences_from_text_vocab("x.txt", NULL, ACCEL_TEXT_LINES, NULL, 0, 0, &seq_out));
+  ARG(accel_sequences_from_text_vocab("x.txt", "v.txt", ACCEL_TEXT_LINES, NULL, 0, 0, NULL));
+  ARG(accel_sequences_from_text_vocab("x.txt", "v.txt", BAD_ENUM(accel_text_split), NULL, 0, 0, &seq_out));
+  ARG(accel_sequences_from_text_vocab("x.txt", "v.txt", ACCEL_TEXT_CHUNKS, NULL, 0, 0, &seq_out));
+  ARG(accel_sequences_from_text_vocab("x.txt", "v.txt", ACCEL_TEXT_CHUNKS, NULL, 4, -1, &seq_out));
+  ARG(accel_sequences_from_text_vocab("x.txt", "v.txt", ACCEL_TEXT_SEPARATOR, "", 0, 0, &seq_out));
+  IO(accel_sequences_from_text_vocab("x.txt", "/nonexistent/v.txt", ACCEL_TEXT_LINES, NULL, 0, 0, &seq_out));
   ARG(accel_sequences_from_safetensors(NULL, NULL, NULL, NULL, 0, &seq_out));
   ARG(accel_sequences_from_safetensors("x.safetensors", NULL, NULL, NULL, 0, NULL));
   IO(accel_sequences_from_safetensors("/nonexistent/x.safetensors", NULL, NULL, NULL, 0, &seq_out));

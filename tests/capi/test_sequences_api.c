@@ -97,6 +97,43 @@ static void text_is_read_as_bytes(void) {
   accel_sequences_free(seqs);
 }
 
+static void text_is_read_with_a_vocabulary(void) {
+  accel_sequences* seqs = NULL;
+  accel_tensor *ids = NULL, *labels = NULL;
+  int64_t n = 0, len = 0;
+  char lines_vocab[128], json_vocab[128], text[128]; /* write_file keeps only its last two paths */
+  strcpy(lines_vocab, write_file("vocab.txt", "<pad>\n<unk>\nthe\ncat\nsat\r\n"));
+  strcpy(json_vocab, write_file("vocab.json", "{\"the\": 7, \"cat\": 8, \"sat\": 9}"));
+  strcpy(text, write_file("cats.txt", "the cat\n\n  the  dog sat\n"));
+  EXPECT_OK(accel_sequences_from_text_vocab(text, lines_vocab, ACCEL_TEXT_LINES, NULL, 0, 0, &seqs));
+  EXPECT_OK(accel_sequences_count(seqs, &n));
+  EXPECT(n == 2); /* the empty line is skipped */
+  EXPECT_OK(accel_sequences_get(seqs, 1, &ids, &labels));
+  EXPECT(labels == NULL);
+  EXPECT_OK(accel_tensor_numel(ids, &len));
+  EXPECT(len == 3 && at(ids, 0) == 2 && at(ids, 1) == 1 && at(ids, 2) == 4); /* dog -> <unk>; "sat\r" read as sat */
+  accel_tensor_free(ids);
+  accel_sequences_free(seqs);
+  EXPECT_OK(accel_sequences_from_text_vocab(text, lines_vocab, ACCEL_TEXT_CHUNKS, NULL, 2, 0, &seqs));
+  EXPECT_OK(accel_sequences_count(seqs, &n));
+  EXPECT(n == 3); /* 5 tokens in windows of 2 tokens */
+  accel_sequences_free(seqs);
+  seqs = NULL;
+  /* No <unk>: the unknown token is named with its line. */
+  EXPECT_ERROR(accel_sequences_from_text_vocab(text, json_vocab, ACCEL_TEXT_LINES, NULL, 0, 0, &seqs), ACCEL_ERR_IO,
+               "cats.txt:3: the token \"dog\" is not in the vocabulary");
+  EXPECT_ERROR(accel_sequences_from_text_vocab(text, write_file("dup.txt", "a\nb\na\n"), ACCEL_TEXT_LINES, NULL, 0, 0,
+                                               &seqs),
+               ACCEL_ERR_IO, "dup.txt:3: the token \"a\" was already listed at line 1");
+  EXPECT_ERROR(accel_sequences_from_text_vocab(text, write_file("neg.json", "{\"a\": -1}"), ACCEL_TEXT_LINES, NULL, 0,
+                                               0, &seqs),
+               ACCEL_ERR_IO, "the id of \"a\" is -1");
+  EXPECT_ERROR(accel_sequences_from_text_vocab(write_file("blank.txt", " \n\n"), lines_vocab, ACCEL_TEXT_LINES, NULL, 0,
+                                               0, &seqs),
+               ACCEL_ERR_IO, "blank.txt yields no sample");
+  EXPECT(seqs == NULL);
+}
+
 /* A C collate function: field "lengths" [B] and "first" [B, 1] with each sample's first id. */
 static int collate_calls = 0, released = 0;
 static accel_status collate_lengths(void* user, const accel_tensor* const* ids, const accel_tensor* const* labels,
@@ -222,6 +259,7 @@ int main(void) {
   padded_batches_have_names();
   bad_files_name_file_line_and_value();
   text_is_read_as_bytes();
+  text_is_read_with_a_vocabulary();
   c_collate_function();
   length_grouped_loader();
   return capi_report("test_sequences_api");

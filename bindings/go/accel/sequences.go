@@ -84,6 +84,17 @@ func SequencesFromText(path string, rule TextSplit, separator string, chunkLengt
 	}))
 }
 
+// SequencesFromTextVocab splits a text file on whitespace and maps each token to
+// its id in the vocabulary at vocabPath (a JSON token -> id object, or one token
+// per line, id = line - 1); unknown tokens become "<unk>"'s id, and are an error
+// naming the file, line and token when the vocabulary has none. rule as
+// SequencesFromText, except that TextChunks counts tokens.
+func SequencesFromTextVocab(path, vocabPath string, rule TextSplit, separator string, chunkLength, stride int64) (*Sequences, error) {
+	return newSequences(call(func() core.Sequences {
+		return core.SequencesFrom_text_vocab(path, vocabPath, core.Accel_text_split(rule), separator, chunkLength, stride)
+	}))
+}
+
 // SequencesFromSafetensors reads a flat ids tensor and its offsets tensor (and labels when labelsName is not "").
 func SequencesFromSafetensors(path, idsName, offsetsName, labelsName string, vocabSize int64) (*Sequences, error) {
 	return newSequences(call(func() core.Sequences {

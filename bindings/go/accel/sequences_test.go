@@ -119,6 +119,19 @@ func TestSequenceFilesAndLengthGrouping(t *testing.T) {
 		t.Fatalf("%d samples", n)
 	}
 
+	// The same text with a vocabulary: tokens, not bytes; no <unk>, so "one" is an error naming its line.
+	vocab := filepath.Join(dir, "vocab.txt")
+	ok(t, os.WriteFile(vocab, []byte("two\n"), 0o644))
+	_, err = SequencesFromTextVocab(text, vocab, TextSeparator, "%", 0, 0)
+	wantError(t, err, ErrIO, `fortunes:1: the token "one" is not in the vocabulary`)
+	ok(t, os.WriteFile(vocab, []byte("two\n<unk>\n"), 0o644))
+	// TextChunks counts tokens: "one two two" (the "%" lines are tokens too) in windows of 4.
+	words := must[*Sequences](t)(SequencesFromTextVocab(text, vocab, TextChunks, "", 4, 0))
+	defer words.Close()
+	if n := must[int64](t)(words.Len()); n != 2 {
+		t.Fatalf("%d windows of 4 tokens, want 2", n)
+	}
+
 	var ids [][]int64
 	for i := 0; i < 12; i++ {
 		ids = append(ids, make([]int64, i%5+1))

@@ -179,6 +179,9 @@ class Sequences:
     def from_text(path: str, rule: int = ..., separator: str = ..., chunk_length: int = ...,
                   stride: int = ...) -> Sequences: ...
     @staticmethod
+    def from_text_vocab(path: str, vocab_path: str, rule: int = ..., separator: str = ..., chunk_length: int = ...,
+                        stride: int = ...) -> Sequences: ...
+    @staticmethod
     def from_safetensors(path: str, ids_name: str = ..., offsets_name: str = ..., labels_name: str = ...,
                          vocab_size: int = ...) -> Sequences: ...
     @staticmethod

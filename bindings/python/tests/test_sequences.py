@@ -158,6 +158,19 @@ def test_text_bytes_split_by_fortune_separator(tmp_path):
     assert bytes(seqs[1]["input_ids"].astype(np.uint8)) == b"Two\nlines.\n"
 
 
+def test_text_with_a_vocabulary(tmp_path):
+    text = tmp_path / "cats.txt"
+    text.write_text("the cat\n\nthe dog sat\n")
+    vocab = tmp_path / "vocab.json"
+    vocab.write_text(json.dumps({"<unk>": 0, "the": 5, "cat": 6, "sat": 7}))
+    seqs = accel.Sequences.from_text_vocab(str(text), str(vocab))
+    assert len(seqs) == 2
+    assert seqs[1]["input_ids"].tolist() == [5, 0, 7]  # dog -> <unk>
+    vocab.write_text(json.dumps({"the": 5, "cat": 6, "sat": 7}))
+    with pytest.raises(accel.AccelError, match='cats.txt:3: the token "dog" is not in the vocabulary'):
+        accel.Sequences.from_text_vocab(str(text), str(vocab))
+
+
 class Rows:
     """A tokenised dataset as Hugging Face datasets yield it: dicts of lists."""
 

@@ -1197,6 +1197,12 @@ SWIGINTERN AccelSequences *AccelSequences_from_text__SWIG_0(std::string const &p
     accel_check(accel_sequences_from_text(path.c_str(), rule, separator.c_str(), chunk_length, stride, &out));
     return out;
   }
+SWIGINTERN AccelSequences *AccelSequences_from_text_vocab__SWIG_0(std::string const &path,std::string const &vocab_path,accel_text_split rule=ACCEL_TEXT_LINES,std::string const &separator="%",int64_t chunk_length=128,int64_t stride=0){
+    accel_sequences* out = 0;
+    accel_check(accel_sequences_from_text_vocab(path.c_str(), vocab_path.c_str(), rule, separator.c_str(),
+                                                chunk_length, stride, &out));
+    return out;
+  }
 SWIGINTERN AccelSequences *AccelSequences_from_safetensors__SWIG_0(std::string const &path,std::string const &ids_name="input_ids",std::string const &offsets_name="offsets",std::string const &labels_name="",int64_t vocab_size=0){
     accel_sequences* out = 0;
     accel_check(accel_sequences_from_safetensors(path.c_str(), ids_name.c_str(), offsets_name.c_str(),
@@ -13367,6 +13373,190 @@ AccelSequences *_wrap_Sequences_from_text__SWIG_4_core_a1403cbc65d2f32f(_gostrin
   {
     try {
       result = (AccelSequences *)AccelSequences_from_text__SWIG_0((std::string const &)*arg1);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  *(AccelSequences **)&_swig_go_result = (AccelSequences *)result; 
+  return _swig_go_result;
+}
+
+
+AccelSequences *_wrap_Sequences_from_text_vocab__SWIG_0_core_a1403cbc65d2f32f(_gostring_ _swig_go_0, _gostring_ _swig_go_1, intgo _swig_go_2, _gostring_ _swig_go_3, long long _swig_go_4, long long _swig_go_5) {
+  std::string *arg1 = 0 ;
+  std::string *arg2 = 0 ;
+  accel_text_split arg3 ;
+  std::string *arg4 = 0 ;
+  int64_t arg5 ;
+  int64_t arg6 ;
+  AccelSequences *result = 0 ;
+  AccelSequences *_swig_go_result;
+  
+  
+  std::string arg1_str(_swig_go_0.p, _swig_go_0.n);
+  arg1 = &arg1_str;
+  
+  
+  std::string arg2_str(_swig_go_1.p, _swig_go_1.n);
+  arg2 = &arg2_str;
+  
+  arg3 = (accel_text_split)_swig_go_2; 
+  
+  std::string arg4_str(_swig_go_3.p, _swig_go_3.n);
+  arg4 = &arg4_str;
+  
+  arg5 = (int64_t)_swig_go_4; 
+  arg6 = (int64_t)_swig_go_5; 
+  
+  {
+    try {
+      result = (AccelSequences *)AccelSequences_from_text_vocab__SWIG_0((std::string const &)*arg1,(std::string const &)*arg2,arg3,(std::string const &)*arg4,arg5,arg6);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  *(AccelSequences **)&_swig_go_result = (AccelSequences *)result; 
+  return _swig_go_result;
+}
+
+
+AccelSequences *_wrap_Sequences_from_text_vocab__SWIG_1_core_a1403cbc65d2f32f(_gostring_ _swig_go_0, _gostring_ _swig_go_1, intgo _swig_go_2, _gostring_ _swig_go_3, long long _swig_go_4) {
+  std::string *arg1 = 0 ;
+  std::string *arg2 = 0 ;
+  accel_text_split arg3 ;
+  std::string *arg4 = 0 ;
+  int64_t arg5 ;
+  AccelSequences *result = 0 ;
+  AccelSequences *_swig_go_result;
+  
+  
+  std::string arg1_str(_swig_go_0.p, _swig_go_0.n);
+  arg1 = &arg1_str;
+  
+  
+  std::string arg2_str(_swig_go_1.p, _swig_go_1.n);
+  arg2 = &arg2_str;
+  
+  arg3 = (accel_text_split)_swig_go_2; 
+  
+  std::string arg4_str(_swig_go_3.p, _swig_go_3.n);
+  arg4 = &arg4_str;
+  
+  arg5 = (int64_t)_swig_go_4; 
+  
+  {
+    try {
+      result = (AccelSequences *)AccelSequences_from_text_vocab__SWIG_0((std::string const &)*arg1,(std::string const &)*arg2,arg3,(std::string const &)*arg4,arg5);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  *(AccelSequences **)&_swig_go_result = (AccelSequences *)result; 
+  return _swig_go_result;
+}
+
+
+AccelSequences *_wrap_Sequences_from_text_vocab__SWIG_2_core_a1403cbc65d2f32f(_gostring_ _swig_go_0, _gostring_ _swig_go_1, intgo _swig_go_2, _gostring_ _swig_go_3) {
+  std::string *arg1 = 0 ;
+  std::string *arg2 = 0 ;
+  accel_text_split arg3 ;
+  std::string *arg4 = 0 ;
+  AccelSequences *result = 0 ;
+  AccelSequences *_swig_go_result;
+  
+  
+  std::string arg1_str(_swig_go_0.p, _swig_go_0.n);
+  arg1 = &arg1_str;
+  
+  
+  std::string arg2_str(_swig_go_1.p, _swig_go_1.n);
+  arg2 = &arg2_str;
+  
+  arg3 = (accel_text_split)_swig_go_2; 
+  
+  std::string arg4_str(_swig_go_3.p, _swig_go_3.n);
+  arg4 = &arg4_str;
+  
+  
+  {
+    try {
+      result = (AccelSequences *)AccelSequences_from_text_vocab__SWIG_0((std::string const &)*arg1,(std::string const &)*arg2,arg3,(std::string const &)*arg4);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  *(AccelSequences **)&_swig_go_result = (AccelSequences *)result; 
+  return _swig_go_result;
+}
+
+
+AccelSequences *_wrap_Sequences_from_text_vocab__SWIG_3_core_a1403cbc65d2f32f(_gostring_ _swig_go_0, _gostring_ _swig_go_1, intgo _swig_go_2) {
+  std::string *arg1 = 0 ;
+  std::string *arg2 = 0 ;
+  accel_text_split arg3 ;
+  AccelSequences *result = 0 ;
+  AccelSequences *_swig_go_result;
+  
+  
+  std::string arg1_str(_swig_go_0.p, _swig_go_0.n);
+  arg1 = &arg1_str;
+  
+  
+  std::string arg2_str(_swig_go_1.p, _swig_go_1.n);
+  arg2 = &arg2_str;
+  
+  arg3 = (accel_text_split)_swig_go_2; 
+  
+  {
+    try {
+      result = (AccelSequences *)AccelSequences_from_text_vocab__SWIG_0((std::string const &)*arg1,(std::string const &)*arg2,arg3);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  *(AccelSequences **)&_swig_go_result = (AccelSequences *)result; 
+  return _swig_go_result;
+}
+
+
+AccelSequences *_wrap_Sequences_from_text_vocab__SWIG_4_core_a1403cbc65d2f32f(_gostring_ _swig_go_0, _gostring_ _swig_go_1) {
+  std::string *arg1 = 0 ;
+  std::string *arg2 = 0 ;
+  AccelSequences *result = 0 ;
+  AccelSequences *_swig_go_result;
+  
+  
+  std::string arg1_str(_swig_go_0.p, _swig_go_0.n);
+  arg1 = &arg1_str;
+  
+  
+  std::string arg2_str(_swig_go_1.p, _swig_go_1.n);
+  arg2 = &arg2_str;
+  
+  
+  {
+    try {
+      result = (AccelSequences *)AccelSequences_from_text_vocab__SWIG_0((std::string const &)*arg1,(std::string const &)*arg2);
     } catch (const AccelFailure& e) {
       accel_go_store_error(e.code(), e.what());
     } catch (const std::exception& e) {
