@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <torch/cuda.h>
 
+#include <malloc.h>
+
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -149,6 +151,9 @@ void load_checkpoint_and_dispatch(const Model& model, const std::string& checkpo
         to_meta(tensor.target, tensor.type);
       }
     }
+    // Hand the layer's freed buffers back to the system now, rather than
+    // leaving them in glibc's heap (see sequential_spec.cpp).
+    if (!entering) malloc_trim(0);
   });
 }
 

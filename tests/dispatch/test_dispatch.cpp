@@ -211,10 +211,7 @@ TEST(DispatchRss, RssStaysUnderBudgetPlusLargestLayer) {
     for (const char* layer : {"wte", "h0", "logits"}) largest = std::max(largest, sizes[layer]);
   }
   const int64_t budget = model_bytes / 4;
-  // glibc raises its mmap threshold after the first large free, so later
-  // layer-sized buffers come from the heap and stay resident when freed (building
-  // the empty model alone then grows VmHWM by ~80 MB); a fixed threshold returns them.
-  const std::string command = "MALLOC_MMAP_THRESHOLD_=1048576 ACCEL_DISPATCH_RSS_DIR=" + dir + " ACCEL_DISPATCH_RSS_BUDGET=" + std::to_string(budget) +
+  const std::string command = "ACCEL_DISPATCH_RSS_DIR=" + dir + " ACCEL_DISPATCH_RSS_BUDGET=" + std::to_string(budget) +
                               " /proc/" + std::to_string(getpid()) +
                               "/exe --gtest_also_run_disabled_tests --gtest_filter=DispatchRss.DISABLED_Child";
   FILE* child = popen(command.c_str(), "r");
