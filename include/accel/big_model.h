@@ -43,6 +43,28 @@ ACCEL_API accel_status accel_model_from_json_empty(const char* spec, accel_model
    copies into existing storage and cannot fill meta tensors.) */
 ACCEL_API accel_status accel_model_materialize(accel_model* model, const char* checkpoint, const char* dtype);
 
+/* Accelerate's load_checkpoint_and_dispatch: accel_model_materialize, but each
+   tensor goes where device_map (a JSON object, checked as
+   accel_verify_device_map; NULL or "" is {"": "cpu"}) puts it: "cpu" into
+   RAM, "cuda:N" onto that GPU, "disk" left on the meta device and read in
+   (mmap + copy) just before its top-level node of a JSON graph model runs,
+   released right after. Disk tensors already stored as safetensors of the
+   final dtype are read from the checkpoint; others are written cast to
+   offload_folder/<name>.safetensors; offload_folder/offload_index.json lists
+   them all. offload_folder may be NULL when nothing goes to disk. dtype as
+   accel_model_materialize. Everything is checked before a tensor changes or a
+   file is written, so on error the model is as it was. Errors:
+   INVALID_ARGUMENT naming a bad map key or device, an uncovered tensor, a
+   tensor the checkpoint lacks or whose shape or kind differs, or disk without
+   an offload folder; IO naming the checkpoint path or an offload folder that
+   cannot be created or written; UNSUPPORTED for disk on a model that is not a
+   JSON graph, or a TorchScript model. A tied weight is brought in with its own
+   node only: keep its owner off disk. The checkpoint stays mapped (not read)
+   while the model lives. Not collective. */
+ACCEL_API accel_status accel_load_checkpoint_and_dispatch(accel_model* model, const char* checkpoint,
+                                                          const char* device_map, const char* offload_folder,
+                                                          const char* dtype);
+
 /* Bytes of each module's parameters and buffers (compute_module_sizes) as a
    JSON object {"": total, "h": ..., "h.0": ..., "h.0.weight": ...}. dtype: NULL
    or "" for the tensors' own dtypes, else "float32", "float16", "bfloat16",

@@ -78,6 +78,28 @@ void verify_device_map(const Model& model, const DeviceMap& device_map);
 // tensor the checkpoint lacks or whose shape or kind differs. Not collective.
 void materialize(const Model& model, const std::string& checkpoint, c10::optional<c10::ScalarType> dtype = {});
 
+// Accelerate's load_checkpoint_and_dispatch: materialize, but each tensor goes
+// where device_map (checked with verify_device_map first) puts it: "cpu" into
+// RAM, "cuda:N" onto that GPU, "disk" stays on meta and is read in (mmap + copy)
+// just before its top-level graph node runs and returned to meta right after
+// (a JSON graph's node hook; a Sequential node's layers come in together).
+// Disk tensors whose checkpoint bytes are safetensors of the final dtype are
+// read from the checkpoint; others are written cast to
+// offload_folder/<name>.safetensors. offload_folder/offload_index.json lists
+// every disk tensor (dtype, shape, safetensors_file, weight_name). The
+// checkpoint files stay mapped while the model lives.
+// Everything is checked before a tensor changes or a file is written, so a
+// throw leaves the model as it was: InvalidArgument naming a bad map key or
+// device, an uncovered tensor, a tensor the checkpoint lacks or whose shape or
+// kind differs, or disk without an offload folder; IO naming an offload folder
+// that cannot be created or written, or a bad checkpoint path; Unsupported for
+// disk on a model that is not a JSON graph, or a TorchScript model. A tied
+// weight (a Linear's "weight": "wte.weight") is brought in only with its own
+// node, so keep its owner off disk. Not collective.
+void load_checkpoint_and_dispatch(const Model& model, const std::string& checkpoint, const DeviceMap& device_map,
+                                  const std::string& offload_folder = "",
+                                  c10::optional<c10::ScalarType> dtype = {});
+
 // A device map as a JSON object string (in order) and back; from_json throws
 // InvalidArgument for text that is not an object of strings.
 std::string device_map_to_json(const DeviceMap& device_map);

@@ -53,6 +53,18 @@ ACCEL_API accel_status accel_model_materialize(accel_model* model, const char* c
   });
 }
 
+ACCEL_API accel_status accel_load_checkpoint_and_dispatch(accel_model* model, const char* checkpoint,
+                                                          const char* device_map, const char* offload_folder,
+                                                          const char* dtype) {
+  return guarded([&] {
+    const auto& m = deref(model, "model").model;
+    accel::require_arg(checkpoint != nullptr, "checkpoint is NULL");
+    const bool all_cpu = device_map == nullptr || *device_map == '\0';
+    accel::DeviceMap map = all_cpu ? accel::DeviceMap{{"", "cpu"}} : accel::device_map_from_json(device_map);
+    accel::load_checkpoint_and_dispatch(m, checkpoint, map, offload_folder ? offload_folder : "", dtype_arg(dtype));
+  });
+}
+
 ACCEL_API accel_status accel_model_module_sizes(const accel_model* model, const char* dtype, char** out) {
   return guarded([&] {
     auto& result = out_param(out, "out");

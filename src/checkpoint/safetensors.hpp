@@ -41,6 +41,8 @@ class File {
   const Entry* find(const std::string& name) const;
   const uint8_t* data(const Entry& entry) const { return data_ + entry.begin; }
   const std::string& label() const { return label_; }
+  // True for open(): data() points into a read-only mapping of the file.
+  bool mapped() const { return mapping_ != nullptr; }
 
  private:
   std::shared_ptr<void> mapping_;  // keeps an mmap alive (null for parse())

@@ -2,6 +2,8 @@
 // loaded model gets its weights from a memory-mapped file or sharded index,
 // tensor by tensor, so memory holds the model plus one tensor in flight.
 #include <ATen/ops/empty.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
@@ -11,20 +13,15 @@
 #include "accel/big_model.hpp"
 #include "accel/error.hpp"
 #include "checkpoint/tensor_io.hpp"
+#include "dispatch/checkpoint_plan.hpp"
 #include "dispatch/meta_tensors.hpp"
 #include "dispatch/module_tree.hpp"
 
-namespace accel {
-namespace {
+namespace accel::detail {
 
 namespace fs = std::filesystem;
 
-struct Sources {
-  std::vector<safetensors::File> files;
-  std::map<std::string, size_t> file_of;  // tensor name -> index in files (from the index)
-};
-
-Sources open_checkpoint(const std::string& checkpoint) {
+CheckpointSources open_checkpoint(const std::string& checkpoint) {
   require_arg(!checkpoint.empty(), "materialize: the checkpoint path is empty");
   fs::path path(checkpoint);
   std::error_code ec;
@@ -36,7 +33,7 @@ Sources open_checkpoint(const std::string& checkpoint) {
     }
   }
   require(fs::exists(path, ec), ErrorCode::IO, "checkpoint \"" + path.string() + "\" does not exist");
-  Sources sources;
+  CheckpointSources sources;
   if (path.extension() != ".json") {
     sources.files.push_back(safetensors::File::open(path.string()));
     return sources;
@@ -65,20 +62,11 @@ Sources open_checkpoint(const std::string& checkpoint) {
   return sources;
 }
 
-}  // namespace
 
-void materialize(const Model& model, const std::string& checkpoint, c10::optional<c10::ScalarType> dtype) {
-  auto root = detail::module_of(model, "materialize");
-  Sources sources = open_checkpoint(checkpoint);
-  // Every tensor is found and checked before the first one is replaced.
-  struct Planned {
-    at::Tensor target;
-    const safetensors::File* file;
-    const safetensors::Entry* entry;
-    at::ScalarType type;
-  };
-  std::vector<Planned> plan;
-  for (const auto& [name, tensor] : detail::named_module_tensors(*root)) {
+std::vector<PlannedTensor> plan_checkpoint(const torch::nn::Module& root, const CheckpointSources& sources,
+                                           const std::string& checkpoint, c10::optional<c10::ScalarType> dtype) {
+  std::vector<PlannedTensor> plan;
+  for (const auto& [name, tensor] : named_module_tensors(root)) {
     const safetensors::Entry* entry = nullptr;
     const safetensors::File* file = nullptr;
     if (auto it = sources.file_of.find(name); it != sources.file_of.end()) {
@@ -98,11 +86,34 @@ void materialize(const Model& model, const std::string& checkpoint, c10::optiona
     require_arg(at::isFloatingType(stored) == at::isFloatingType(type),
                 "materialize: tensor \"" + name + "\" is " + c10::toString(stored) + " in \"" + file->label() +
                     "\" but " + c10::toString(type) + " in the model");
-    plan.push_back({tensor, file, entry, type});
+    plan.push_back({name, tensor, file, entry, type});
   }
+  return plan;
+}
+
+at::Tensor load_planned(const safetensors::File& file, const safetensors::Entry& entry, at::ScalarType type) {
+  at::Tensor loaded = mapped_tensor(file, entry).to(type, /*non_blocking=*/false, /*copy=*/true);
+  // Clean file-backed pages: dropping them loses nothing (they are read again if needed).
+  if (!file.mapped()) return loaded;
+  static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  auto begin = reinterpret_cast<uintptr_t>(file.data(entry));
+  auto end = begin + (entry.end - entry.begin);
+  begin &= ~(page - 1);
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+  return loaded;
+}
+
+}  // namespace accel::detail
+
+namespace accel {
+
+void materialize(const Model& model, const std::string& checkpoint, c10::optional<c10::ScalarType> dtype) {
+  auto root = detail::module_of(model, "materialize");
+  detail::CheckpointSources sources = detail::open_checkpoint(checkpoint);
+  // Every tensor is found and checked before the first one is replaced.
+  auto plan = detail::plan_checkpoint(*root, sources, checkpoint, dtype);
   for (auto& step : plan) {
-    at::Tensor loaded = detail::mapped_tensor(*step.file, *step.entry).to(step.type, /*non_blocking=*/false, /*copy=*/true);
-    detail::replace_tensor_contents(step.target, loaded);
+    detail::replace_tensor_contents(step.target, detail::load_planned(*step.file, *step.entry, step.type));
   }
 }
 

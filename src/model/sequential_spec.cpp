@@ -1,6 +1,7 @@
 #include "model/sequential_spec.hpp"
 
 #include <c10/util/Exception.h>
+#include <malloc.h>
 #include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/conv.h>
@@ -346,7 +347,12 @@ AnyModule build_layer(const nlohmann::json& layer, const std::string& where) {
     fail(ErrorCode::InvalidArgument, context + e.what());
   }
   args.reject_unknown_keys();
-  if (EmptyInitScope::active()) move_to_meta(*module.ptr());
+  if (EmptyInitScope::active()) {
+    move_to_meta(*module.ptr());
+    // glibc keeps freed layer-sized buffers in its heap once its mmap threshold
+    // has risen; handing them back keeps building at one layer of peak RSS.
+    malloc_trim(0);
+  }
   return module;
 }
 

@@ -1484,11 +1484,17 @@ static void big_models(void) {
   ARG(accel_verify_device_map(empty, "{\"b\": \"cpu\"}"));
   ARG(accel_verify_device_map(empty, "{}"));
   ARG(accel_verify_device_map(empty, "{\"a\": \"cuda:9\"}"));
+  ARG(accel_load_checkpoint_and_dispatch(empty, NULL, NULL, NULL, NULL));
+  ARG(accel_load_checkpoint_and_dispatch(empty, "model.safetensors", "not json", NULL, NULL));
+  ARG(accel_load_checkpoint_and_dispatch(empty, "model.safetensors", "{\"b\": \"cpu\"}", NULL, NULL));
+  ARG(accel_load_checkpoint_and_dispatch(empty, "model.safetensors", NULL, NULL, "float13"));
+  IO(accel_load_checkpoint_and_dispatch(empty, "/nonexistent/model.safetensors", "{\"a\": \"disk\"}", "o", NULL));
   EACH_BAD(K_MODEL, accel_model, m) {
     ARG(accel_model_materialize(m, "model.safetensors", NULL));
     ARG(accel_model_module_sizes(m, NULL, &text));
     ARG(accel_infer_auto_device_map(m, "{\"cpu\": 100}", NULL, 0, NULL, &text));
     ARG(accel_verify_device_map(m, "{\"\": \"cpu\"}"));
+    ARG(accel_load_checkpoint_and_dispatch(m, "model.safetensors", NULL, NULL, NULL));
   }
   accel_model_free(empty);
 }

@@ -279,7 +279,17 @@ GraphModuleImpl::NamedTensors GraphModuleImpl::forward_named(const NamedTensors&
                           ? args[0].defined()
                           : std::all_of(args.begin(), args.end(), [](const at::Tensor& t) { return t.defined(); });
     if (!all_needed) continue;
+    // Releases what the hook brought in even when the layer throws.
+    struct Leave {
+      const NodeHook& hook;
+      const Node& node;
+      ~Leave() {
+        if (hook && node.kind == Kind::Layer) hook(node.name, false);
+      }
+    };
     try {
+      Leave leave{node_hook_, node};  // first, so a half-done bring-in is released too
+      if (node_hook_ && node.kind == Kind::Layer) node_hook_(node.name, true);
       values[node.name] = run_node(node, args);
     } catch (const Error&) {
       throw;

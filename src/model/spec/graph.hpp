@@ -7,6 +7,8 @@
 // schema is documented at accel_model_from_json (include/accel/accel.h).
 #pragma once
 
+#include <functional>
+
 #include <ATen/core/Tensor.h>
 #include <nlohmann/json.hpp>
 #include <torch/nn/module.h>
@@ -55,6 +57,12 @@ class GraphModuleImpl : public torch::nn::Module {
   bool takes_one_tensor() const;
   at::Tensor forward(const at::Tensor& input);
 
+  // Called with (node name, true) just before a layer node runs and (node
+  // name, false) right after, also when it throws: big-model dispatch brings a
+  // layer's offloaded weights in and releases them (src/dispatch/dispatch.cpp).
+  using NodeHook = std::function<void(const std::string& node, bool entering)>;
+  void set_node_hook(NodeHook hook) { node_hook_ = std::move(hook); }
+
  private:
   void parse_inputs(const nlohmann::json& inputs);
   void parse_nodes(const nlohmann::json& nodes);
@@ -66,6 +74,7 @@ class GraphModuleImpl : public torch::nn::Module {
   std::vector<Input> inputs_;
   std::vector<Node> nodes_;  // in dependency order after construction
   std::vector<std::string> outputs_;
+  NodeHook node_hook_;
 };
 TORCH_MODULE(GraphModule);
 
