@@ -4,7 +4,7 @@
 //   raw      Gloo's own allreduce of a flat buffer with the model's parameter bytes
 //   exchange the library's allreduce of the same buffer (a send/recv exchange for 2 ranks on Gloo)
 //   synced   prepared steps, timed without anything listening
-//   synced_gloo  the same with the exchange path off (Gloo's own allreduce for the buckets)
+//   synced_exchange  the same with the exchange path on for the buckets (ACCEL_GLOO_EXCHANGE_MAX_BYTES)
 //   spans    prepared steps again, with a RecordFunction observer summing the library's
 //            "accel::..." spans (core/trace_span.hpp; the same spans the profiler's timeline shows)
 // and prints one BREAKDOWN line per rank (medians over rounds, ms per step). bench/breakdown.py
@@ -100,14 +100,14 @@ int main(int argc, char** argv) try {
     }
     return bench::since(start) * 1e3 / static_cast<double>(args.steps);
   };
-  const int64_t exchange_limit = pg->exchange_max_bytes();
+  const int64_t default_limit = pg->exchange_max_bytes(), exchange_limit = int64_t{16} << 20;
   auto allreduce = [&](bool gloo_own) {
     pg->set_exchange_max_bytes(gloo_own ? 0 : exchange_limit);
     acc.wait_for_everyone();
     auto start = bench::Clock::now();
     for (int64_t i = 0; i < args.steps; ++i) pg->allreduce(flat, "raw allreduce");
     double ms = bench::since(start) * 1e3 / static_cast<double>(args.steps);
-    pg->set_exchange_max_bytes(exchange_limit);
+    pg->set_exchange_max_bytes(default_limit);
     return ms;
   };
 
@@ -141,7 +141,7 @@ int main(int argc, char** argv) try {
     train(model, optimizer, true);
     train(local_model, local_optimizer, false);
   }
-  std::vector<double> nocomm, raw, exchange, manual_ms, synced, synced_gloo, spanned;
+  std::vector<double> nocomm, raw, exchange, manual_ms, synced, synced_exchange, spanned;
   std::map<std::string, std::vector<double>> spans;
   for (int r = 0; r < rounds; ++r) {
     nocomm.push_back(train(local_model, local_optimizer, false));
@@ -149,9 +149,9 @@ int main(int argc, char** argv) try {
     exchange.push_back(allreduce(false));
     manual_ms.push_back(manual());
     synced.push_back(train(model, optimizer, true));
-    pg->set_exchange_max_bytes(0);
-    synced_gloo.push_back(train(model, optimizer, true));
     pg->set_exchange_max_bytes(exchange_limit);
+    synced_exchange.push_back(train(model, optimizer, true));
+    pg->set_exchange_max_bytes(default_limit);
     span_seconds.clear();
     auto handle = at::addThreadLocalCallback(
         at::RecordFunctionCallback(on_span_start, on_span_end).scopes({at::RecordScope::USER_SCOPE}));
@@ -166,9 +166,9 @@ int main(int argc, char** argv) try {
   }
   std::printf(
       "BREAKDOWN {\"workload\":\"%s\",\"rank\":%d,\"nproc\":%d,\"threads\":%d,\"param_bytes\":%lld,"
-      "\"nocomm_ms\":%.4f,\"raw_allreduce_ms\":%.4f,\"exchange_ms\":%.4f,\"manual_ms\":%.4f,\"synced_ms\":%.4f,\"synced_gloo_ms\":%.4f,\"spanned_ms\":%.4f,\"spans\":{%s}}\n",
+      "\"nocomm_ms\":%.4f,\"raw_allreduce_ms\":%.4f,\"exchange_ms\":%.4f,\"manual_ms\":%.4f,\"synced_ms\":%.4f,\"synced_exchange_ms\":%.4f,\"spanned_ms\":%.4f,\"spans\":{%s}}\n",
       args.workload.c_str(), acc.process_index(), acc.num_processes(), at::get_num_threads(),
-      static_cast<long long>(param_numel * 4), median(nocomm), median(raw), median(exchange), median(manual_ms), median(synced), median(synced_gloo), median(spanned),
+      static_cast<long long>(param_numel * 4), median(nocomm), median(raw), median(exchange), median(manual_ms), median(synced), median(synced_exchange), median(spanned),
       span_json.c_str());
   std::fflush(stdout);
   return 0;

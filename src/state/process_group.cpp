@@ -45,7 +45,7 @@ ProcessGroup::ProcessGroup(const LaunchEnvironment& env, const c10::Device& devi
   const std::string where = "rendezvous at " + env.master_addr + ":" + std::to_string(env.master_port) +
                             " failed for rank " + std::to_string(env.rank) + " of " +
                             std::to_string(env.world_size) + " (timeout " + std::to_string(timeout.count()) + " ms)";
-  exchange_max_bytes_ = int64_t{16} << 20;
+  exchange_max_bytes_ = 0;
   if (const char* limit = std::getenv("ACCEL_GLOO_EXCHANGE_MAX_BYTES"); limit != nullptr && *limit != '\0') {
     char* end = nullptr;
     errno = 0;

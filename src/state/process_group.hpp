@@ -45,14 +45,16 @@ class ProcessGroup {
   // Sums `tensors` across ranks in place (complete after wait()). With two
   // ranks on Gloo and one dense CPU tensor of at most exchange_max_bytes(), the
   // ranks swap buffers with Gloo's send/recv and each adds the peer's into its
-  // own: posted from the calling thread, it skips Gloo's worker-thread handoff
-  // and the ring's extra round trip, 4x faster for a 0.4 MB bucket on loopback
-  // (docs/benchmarks.md). a + b == b + a, so both ranks hold the same bits, the
-  // same bits Gloo's two-rank ring gives.
+  // own. a + b == b + a, so both ranks hold the same bits, the same bits Gloo's
+  // two-rank ring gives. Off by default: back to back it is 2.9x faster than
+  // Gloo's allreduce at 0.4 MB, but inside a training step, after compute, it
+  // made the step slower (tiny 2.06 vs 1.75 ms, mlp 18.4 vs 17.6 ms: the send
+  // is written from the calling thread; docs/benchmarks.md, step breakdown).
   Pending allreduce_async(std::vector<at::Tensor>& tensors, const std::string& op);
   void wait(Pending& pending);
-  // The exchange path's size limit: 16 MiB (beyond it Gloo's own allreduce is as
-  // fast), or ACCEL_GLOO_EXCHANGE_MAX_BYTES from the environment (0 turns it off).
+  // The exchange path's size limit: 0 (off), or ACCEL_GLOO_EXCHANGE_MAX_BYTES
+  // from the environment, which must be equal on every rank (16 MiB is where
+  // Gloo's own allreduce becomes as fast back to back).
   int64_t exchange_max_bytes() const { return exchange_max_bytes_; }
   // Benchmarks compare the two paths; every rank must set the same value.
   void set_exchange_max_bytes(int64_t bytes) { exchange_max_bytes_ = bytes; }

@@ -55,8 +55,10 @@ int main(int argc, char** argv) {
   auto& pg = acc.state()->process_group;
   check(pg != nullptr && pg->world_size() == 2, "two processes");
   const int rank = pg->rank(), peer = 1 - rank;
-  const int64_t limit = pg->exchange_max_bytes();
-  check(limit == int64_t{16} << 20, "the default limit is 16 MiB, got " + std::to_string(limit));
+  check(pg->exchange_max_bytes() == 0, "the exchange is off by default, got a limit of " +
+                                           std::to_string(pg->exchange_max_bytes()));
+  const int64_t limit = int64_t{16} << 20;
+  pg->set_exchange_max_bytes(limit);
 
   struct Case {
     int64_t numel;
