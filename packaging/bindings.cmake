@@ -9,7 +9,9 @@
 set(_accel_binding_packages "")
 
 # The libraries find libaccel.so.0 in the system library directory: no RUNPATH.
-if(TARGET accel_python)
+# Not for the wheel (ACCEL_PYTHON_WHEEL), which installs the module its own way,
+# with RUNPATH $ORIGIN (bindings/python/CMakeLists.txt).
+if(TARGET accel_python AND NOT ACCEL_PYTHON_WHEEL)
   get_target_property(_accel_py_package accel_python LIBRARY_OUTPUT_DIRECTORY)
   get_filename_component(_accel_py_name ${_accel_py_package} NAME)
   set(_accel_py_dest lib/python3/dist-packages/${_accel_py_name})

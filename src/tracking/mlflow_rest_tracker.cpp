@@ -263,7 +263,12 @@ class MlflowRestTracker : public Tracker {
         reply.problem = e.what();
       }
       lock.lock();
-      if (!reply.ok()) lose(metrics.size(), params.size(), tags.size(), reply.problem);
+      // A request still in flight at the flush deadline is cut off by it (its
+      // timeout is trimmed to the deadline): say so, or the user sees only curl's timeout.
+      if (!reply.ok())
+        lose(metrics.size(), params.size(), tags.size(),
+             SteadyClock::now() >= deadline_ ? "flush timed out (ACCEL_MLFLOW_FLUSH_TIMEOUT): " + reply.problem
+                                             : reply.problem);
     }
   }
 

@@ -30,8 +30,8 @@ type AcceleratorOptions struct {
 	BroadcastBuffers          *bool  // nil: true (process 0's buffers at every training forward, DDP's default)
 	CommHook                  string // "", "no", "fp16", "bf16"
 	// "" (from the launcher's environment, else NO_SHARD), "NO_SHARD",
-	// "SHARD_OPTIMIZER" (ZeRO-1), "SHARD_GRAD_OP" (ZeRO-2); "FULL_SHARD" and
-	// "HYBRID_SHARD" are ErrUnsupported for now (docs/sharding.md).
+	// "SHARD_OPTIMIZER" (ZeRO-1), "SHARD_GRAD_OP" (ZeRO-2), "FULL_SHARD" (ZeRO-3,
+	// JSON specs); "HYBRID_SHARD" is ErrUnsupported for now (docs/sharding.md).
 	ShardingStrategy          string
 	ScalerInitScale           float64
 	ScalerGrowthFactor        float64
@@ -266,7 +266,7 @@ func (a *Accelerator) MixedPrecision() (string, error) {
 	return precisionNames[v], nil
 }
 
-// ShardingStrategy is the resolved strategy: "NO_SHARD", "SHARD_OPTIMIZER" or "SHARD_GRAD_OP".
+// ShardingStrategy is the resolved strategy: "NO_SHARD", "SHARD_OPTIMIZER", "SHARD_GRAD_OP" or "FULL_SHARD".
 func (a *Accelerator) ShardingStrategy() (string, error) {
 	v, err := accelValue(a, func(h core.Accelerator) int { return int(h.Sharding_strategy()) })
 	if err != nil || v < 0 || v >= len(shardingNames) {

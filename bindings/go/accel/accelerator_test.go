@@ -54,8 +54,8 @@ func TestAcceleratorRejectsBadOptions(t *testing.T) {
 	wantError(t, err, ErrInvalidArgument, `CommHook "int4"`)
 	_, err = NewAccelerator(AcceleratorOptions{ShardingStrategy: "ZERO_9"})
 	wantError(t, err, ErrInvalidArgument, `ShardingStrategy "ZERO_9"`)
-	_, err = NewAccelerator(AcceleratorOptions{CPU: true, ShardingStrategy: "FULL_SHARD"})
-	wantError(t, err, ErrUnsupported, "FULL_SHARD")
+	_, err = NewAccelerator(AcceleratorOptions{CPU: true, ShardingStrategy: "HYBRID_SHARD"})
+	wantError(t, err, ErrUnsupported, "HYBRID_SHARD")
 	sharded := newCPU(t, AcceleratorOptions{ShardingStrategy: "SHARD_GRAD_OP"})
 	if s := must[string](t)(sharded.ShardingStrategy()); s != "SHARD_GRAD_OP" {
 		t.Fatalf("sharding strategy %q", s)

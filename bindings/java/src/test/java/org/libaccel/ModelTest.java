@@ -154,8 +154,8 @@ class ModelTest {
   void shardingStrategyOption() {
     assertThrows(IllegalArgumentException.class, () -> Accelerator.builder().shardingStrategy("ZERO_9"));
     AccelException e = assertThrows(AccelException.class,
-        () -> Accelerator.builder().cpu(true).shardingStrategy("FULL_SHARD").build());
-    assertTrue(e.getMessage().contains("FULL_SHARD"), e.getMessage());
+        () -> Accelerator.builder().cpu(true).shardingStrategy("HYBRID_SHARD").build());
+    assertTrue(e.getMessage().contains("HYBRID_SHARD"), e.getMessage());
     try (Accelerator acc = Accelerator.builder().cpu(true).shardingStrategy("SHARD_GRAD_OP").build()) {
       assertEquals(ShardingStrategy.SHARDING_SHARD_GRAD_OP, acc.shardingStrategy());
     }
