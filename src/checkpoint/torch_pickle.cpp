@@ -1,5 +1,6 @@
 #include "checkpoint/torch_pickle.hpp"
 
+#include <memory>
 #include <ATen/ATen.h>
 #include <caffe2/serialize/in_memory_adapter.h>
 #include <caffe2/serialize/inline_container.h>
@@ -23,8 +24,16 @@ struct Item {
   enum class Kind { Value, Global, Storage, RawTuple, Inert } kind = Kind::Value;
   c10::IValue value;         // Value; Storage: a 1-D tensor over the whole storage
   std::string name;          // Global: "module.name"
-  std::vector<Item> items;   // RawTuple
+  // RawTuple; shared, as the pickle shares it (DUP, the memo): a copy must not copy the tree.
+  std::shared_ptr<const std::vector<Item>> items;
+  // How many values this item is as a tree. DUP and the memo share values, so a
+  // few kilobytes of pickle can nest one tuple in itself 2^n times; whatever walks
+  // the result then never ends (found by fuzz_torch_pickle: 3 kB took 8 GB).
+  size_t weight = 1;
 };
+
+// A real state dict is about 15 values per tensor: this allows some 70,000 tensors.
+constexpr size_t kMaxPickleValues = size_t{1} << 20;
 
 const std::map<std::string, at::ScalarType>& storage_types() {
   static const std::map<std::string, at::ScalarType> types{
@@ -146,11 +155,28 @@ class Machine {
     }
   }
 
+  // The weight of a container of `items` (plus `base`), refused past kMaxPickleValues.
+  size_t weigh(const std::vector<Item>& items, size_t base) {
+    for (const Item& i : items) {
+      base += i.weight;
+      if (base > kMaxPickleValues) {
+        bad("data.pkl shares values into a structure of more than " + std::to_string(kMaxPickleValues) +
+            " values (a pickle bomb?)");
+      }
+    }
+    return base;
+  }
+
   void make_tuple(std::vector<Item> items) {
+    const size_t weight = weigh(items, 1);
+    make_unweighed_tuple(std::move(items));
+    stack_.back().weight = weight;
+  }
+  void make_unweighed_tuple(std::vector<Item> items) {
     bool plain = true;
     for (const Item& i : items) plain = plain && (i.kind == Item::Kind::Value || i.kind == Item::Kind::Inert);
     if (!plain) {
-      stack_.push_back(Item{Item::Kind::RawTuple, {}, {}, std::move(items)});
+      stack_.push_back(Item{Item::Kind::RawTuple, {}, {}, std::make_shared<const std::vector<Item>>(std::move(items))});
       return;
     }
     std::vector<c10::IValue> values;
@@ -158,7 +184,7 @@ class Machine {
     push(c10::ivalue::Tuple::create(std::move(values)));
   }
   static std::vector<Item> tuple_items(const Item& item) {
-    if (item.kind == Item::Kind::RawTuple) return item.items;
+    if (item.kind == Item::Kind::RawTuple) return *item.items;
     std::vector<Item> out;
     if (item.kind == Item::Kind::Value && item.value.isTuple()) {
       for (const auto& v : item.value.toTupleRef().elements()) out.push_back(Item{Item::Kind::Value, v, {}, {}});
@@ -172,6 +198,7 @@ class Machine {
       bad("data.pkl sets items on something that is not a dict");
     }
     if (items.size() % 2 != 0) bad("data.pkl sets a key without a value");
+    stack_.back().weight = weigh(items, stack_.back().weight);
     c10::impl::GenericDict dict = stack_.back().value.toGenericDict();
     for (size_t i = 0; i < items.size(); i += 2) {
       c10::IValue key = value(std::move(items[i]), "a dict key");
@@ -186,6 +213,7 @@ class Machine {
     if (stack_.empty() || stack_.back().kind != Item::Kind::Value || !stack_.back().value.isList()) {
       bad("data.pkl appends to something that is not a list");
     }
+    stack_.back().weight = weigh(items, stack_.back().weight);
     c10::List<c10::IValue> list = stack_.back().value.toList();
     for (Item& i : items) list.push_back(value(std::move(i), "a list element"));
   }
