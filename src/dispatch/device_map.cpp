@@ -190,11 +190,11 @@ DeviceMap infer_auto_device_map(const Model& model, const std::vector<std::pair<
   if (devices.front().rfind("cuda:", 0) == 0) main_devices.insert(devices.front());
   const auto sizes = compute_module_sizes(model, dtype);
 
-  std::vector<Item> todo;
-  for (const auto& p : root->named_parameters(false)) todo.push_back({p.key(), nullptr});
-  for (auto& [n, child] : children_of(*root)) todo.push_back({n, child});
-  for (const auto& b : root->named_buffers(false)) todo.push_back({b.key(), nullptr});
-  auto [max_size, max_names] = max_layer(todo, sizes, no_split);
+  std::vector<Item> modules_to_place;
+  for (const auto& p : root->named_parameters(false)) modules_to_place.push_back({p.key(), nullptr});
+  for (auto& [n, child] : children_of(*root)) modules_to_place.push_back({n, child});
+  for (const auto& b : root->named_buffers(false)) modules_to_place.push_back({b.key(), nullptr});
+  auto [max_size, max_names] = max_layer(modules_to_place, sizes, no_split);
   // Not in Accelerate: a layer larger than the memory it must run in.
   for (const auto& device : main_devices) {
     if (budget.count(device) && budget[device] < max_size) {
@@ -208,12 +208,12 @@ DeviceMap infer_auto_device_map(const Model& model, const std::vector<std::pair<
   DeviceMap map;
   size_t current = 0;
   int64_t used = 0;
-  while (!todo.empty()) {
-    Item item = todo.front();
-    todo.erase(todo.begin());
+  while (!modules_to_place.empty()) {
+    Item item = modules_to_place.front();
+    modules_to_place.erase(modules_to_place.begin());
     max_names.erase(std::remove_if(max_names.begin(), max_names.end(), [&](const std::string& n) { return has_prefix(n, item.name); }),
                     max_names.end());
-    if (max_names.empty()) std::tie(max_size, max_names) = max_layer(modules_only(todo), sizes, no_split);
+    if (max_names.empty()) std::tie(max_size, max_names) = max_layer(modules_only(modules_to_place), sizes, no_split);
     const int64_t size = size_of(sizes, item.name);
     const std::string& device = devices[current];
     c10::optional<int64_t> room;
@@ -222,13 +222,13 @@ DeviceMap infer_auto_device_map(const Model& model, const std::vector<std::pair<
       if (unsplittable(item, no_split)) {
         ++current;
         used = 0;
-        todo.insert(todo.begin(), item);
+        modules_to_place.insert(modules_to_place.begin(), item);
       } else {
         std::vector<Item> expanded;
         for (const auto& p : item.module->named_parameters(false)) expanded.push_back({item.name + "." + p.key(), nullptr});
         for (auto& [n, child] : children_of(*item.module)) expanded.push_back({item.name + "." + n, child});
-        todo.insert(todo.begin(), expanded.begin(), expanded.end());
-        std::tie(max_size, max_names) = max_layer(modules_only(todo), sizes, no_split);
+        modules_to_place.insert(modules_to_place.begin(), expanded.begin(), expanded.end());
+        std::tie(max_size, max_names) = max_layer(modules_only(modules_to_place), sizes, no_split);
       }
     } else {
       used += size;
