@@ -137,20 +137,26 @@ ACCEL_API accel_status accel_sequences_from_jsonl(const char* path, const char* 
   });
 }
 
+// The split rule both text readers take, checked (the rule names the bad value).
+static accel::TextSplit text_split(const accel_text_split& rule, const char* separator, int64_t chunk_length,
+                                   int64_t stride) {
+  const int raw = enum_value(rule);
+  accel::require_arg(raw >= ACCEL_TEXT_LINES && raw <= ACCEL_TEXT_CHUNKS,
+                     "rule " + std::to_string(raw) + " is not an accel_text_split");
+  accel::TextSplit split;
+  split.rule = static_cast<accel::TextSplit::Rule>(raw);
+  split.separator = optional_string(separator, "%");
+  split.chunk_length = chunk_length;
+  split.stride = stride;
+  return split;
+}
+
 ACCEL_API accel_status accel_sequences_from_text(const char* path, accel_text_split rule, const char* separator,
                                                  int64_t chunk_length, int64_t stride, accel_sequences** out) {
   return guarded([&] {
     auto& result = out_param(out, "out");
     accel::require_arg(path != nullptr, "path is NULL");
-    const int raw = enum_value(rule);
-    accel::require_arg(raw >= ACCEL_TEXT_LINES && raw <= ACCEL_TEXT_CHUNKS,
-                       "rule " + std::to_string(raw) + " is not an accel_text_split");
-    accel::TextSplit split;
-    split.rule = static_cast<accel::TextSplit::Rule>(raw);
-    split.separator = optional_string(separator, "%");
-    split.chunk_length = chunk_length;
-    split.stride = stride;
-    publish_sequences(accel::load_text_sequences(path, split), &result);
+    publish_sequences(accel::load_text_sequences(path, text_split(rule, separator, chunk_length, stride)), &result);
   });
 }
 
@@ -161,15 +167,9 @@ ACCEL_API accel_status accel_sequences_from_text_vocab(const char* path, const c
     auto& result = out_param(out, "out");
     accel::require_arg(path != nullptr, "path is NULL");
     accel::require_arg(vocab_path != nullptr, "vocab_path is NULL");
-    const int raw = enum_value(rule);
-    accel::require_arg(raw >= ACCEL_TEXT_LINES && raw <= ACCEL_TEXT_CHUNKS,
-                       "rule " + std::to_string(raw) + " is not an accel_text_split");
-    accel::TextSplit split;
-    split.rule = static_cast<accel::TextSplit::Rule>(raw);
-    split.separator = optional_string(separator, "%");
-    split.chunk_length = chunk_length;
-    split.stride = stride;
-    publish_sequences(accel::load_vocab_text_sequences(path, vocab_path, split), &result);
+    publish_sequences(
+        accel::load_vocab_text_sequences(path, vocab_path, text_split(rule, separator, chunk_length, stride)),
+        &result);
   });
 }
 
