@@ -525,7 +525,10 @@ ACCEL_API accel_status accel_accelerator_free_memory(accel_accelerator* acc);
 typedef struct accel_model accel_model;
 
 /* Loads a TorchScript module saved by PyTorch (torch.jit.save); its parameters
-   are trainable. Errors: IO (missing or unreadable file, named). New handle. */
+   are trainable. transformers' elementwise tanh-GELU (GPT-2's gelu_new) is
+   rewritten into one aten::gelu(approximate="tanh") kernel, the same formula
+   (docs/transformers.md; ACCEL_TORCHSCRIPT_REWRITES=0 keeps the graph as
+   saved). Errors: IO (missing or unreadable file, named). New handle. */
 ACCEL_API accel_status accel_model_from_torchscript(const char* path, accel_model** out);
 /* Builds a model from a JSON spec (docs/models.md has the full guide). Two forms:
 

@@ -31,7 +31,9 @@ class Model {
   using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
   using NamedForwardFn = std::function<NamedTensors(const NamedTensors&)>;
 
-  // A TorchScript module saved with torch.jit.save. Throws IO naming the path.
+  // A TorchScript module saved with torch.jit.save, its elementwise tanh-GELU
+  // chains run as one aten::gelu kernel (see accel_model_from_torchscript).
+  // Throws IO naming the path.
   static Model from_torchscript(const std::string& path);
   // The same, naming the outputs of a forward that returns a plain tuple (or
   // one tensor) for the named forward; see forward(const NamedTensors&).

@@ -6,12 +6,14 @@
 #include <torch/csrc/jit/runtime/graph_executor.h>
 #include <torch/csrc/jit/serialization/import.h>
 
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <unordered_set>
 
 #include "accel/error.hpp"
 #include "model/model_impl.hpp"
+#include "model/script_rewrites.hpp"
 
 namespace accel::detail {
 
@@ -214,6 +216,10 @@ std::shared_ptr<ModelImpl> load_script_model(const std::string& path, std::vecto
   }
   torch::jit::ExtraFilesMap extra{{kStateDictKeys, ""}};
   torch::jit::Module module = torch::jit::load(path, c10::nullopt, extra);
+  // ACCEL_TORCHSCRIPT_REWRITES=0 runs the graph exactly as exported (to compare
+  // results or speed with and without the rewrites).
+  const char* rewrites = std::getenv("ACCEL_TORCHSCRIPT_REWRITES");
+  if (rewrites == nullptr || std::string(rewrites) != "0") fuse_tanh_gelu(module);
   std::optional<std::set<std::string>> keys;
   if (!extra[kStateDictKeys].empty()) {
     nlohmann::json parsed = nlohmann::json::parse(extra[kStateDictKeys], nullptr, false);

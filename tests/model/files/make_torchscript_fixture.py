@@ -4,6 +4,7 @@ Run with a PyTorch whose TorchScript format LibTorch 1.13 reads:
     /usr/bin/python3 tests/model/files/make_torchscript_fixture.py
 """
 import json
+import math
 import os
 
 import torch
@@ -97,3 +98,23 @@ tied = Tied()
 # non-persistent buffers stay out of model.safetensors.
 keys = json.dumps(list(tied.state_dict().keys()))
 torch.jit.script(tied).save(os.path.join(here, "tied_lm.pt"), _extra_files={"accel/state_dict_keys.json": keys})
+
+
+class TanhGeluMlp(torch.nn.Module):
+    """GPT-2's MLP with transformers' NewGELUActivation written out, traced as
+    the transformers export traces it (constants become tensor constants):
+    the fixture of the load-time tanh-GELU rewrite (src/model/script_rewrites)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 16)
+        self.proj = torch.nn.Linear(16, 4)
+
+    def forward(self, x):
+        h = self.fc(x)
+        h = 0.5 * h * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (h + 0.044715 * torch.pow(h, 3.0))))
+        return self.proj(h)
+
+
+torch.manual_seed(0)
+torch.jit.trace(TanhGeluMlp(), torch.ones(2, 4)).save(os.path.join(here, "tanh_gelu_mlp.pt"))

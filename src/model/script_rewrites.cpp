@@ -1,0 +1,91 @@
+#include "model/script_rewrites.hpp"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/jit/api/module.h>
+#include <torch/csrc/jit/ir/constants.h>
+#include <torch/csrc/jit/ir/subgraph_matcher.h>
+#include <torch/csrc/jit/passes/subgraph_rewrite.h>
+
+#include <cmath>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+namespace accel::detail {
+
+namespace {
+
+// The chain as torch.jit.trace records NewGELUActivation.forward (constants
+// become graph inputs here, checked by the filter below) ...
+constexpr const char* kTanhGeluChain = R"IR(
+graph(%x, %half, %three, %kappa, %beta, %one, %alpha_inner, %alpha_outer):
+  %a = aten::mul(%x, %half)
+  %b = aten::pow(%x, %three)
+  %c = aten::mul(%b, %kappa)
+  %d = aten::add(%x, %c, %alpha_inner)
+  %e = aten::mul(%d, %beta)
+  %f = aten::tanh(%e)
+  %g = aten::add(%f, %one, %alpha_outer)
+  %h = aten::mul(%a, %g)
+  return (%h))IR";
+
+// ... and what replaces it.
+constexpr const char* kTanhGelu = R"IR(
+graph(%x, %half, %three, %kappa, %beta, %one, %alpha_inner, %alpha_outer):
+  %approximate : str = prim::Constant[value="tanh"]()
+  %h = aten::gelu(%x, %approximate)
+  return (%h))IR";
+
+// The number a graph constant holds: a Python float or int, or a one-element
+// tensor (the trace stores `0.5 * x`'s 0.5 as a tensor constant).
+std::optional<double> constant_number(torch::jit::Value* value) {
+  std::optional<c10::IValue> constant = torch::jit::toIValue(value);
+  if (!constant) return std::nullopt;
+  if (constant->isDouble()) return constant->toDouble();
+  if (constant->isInt()) return static_cast<double>(constant->toInt());
+  if (constant->isTensor()) {
+    const at::Tensor& tensor = constant->toTensor();
+    if (tensor.numel() == 1 && tensor.is_floating_point()) return tensor.item<double>();
+  }
+  return std::nullopt;
+}
+
+// True when the constant equals `expected` as a float32 constant can: the
+// trace keeps sqrt(2/pi) as 0.797884583..., a float32 rounding.
+bool holds(torch::jit::Value* value, double expected) {
+  std::optional<double> number = constant_number(value);
+  return number && std::abs(*number - expected) <= 1e-6 * std::abs(expected);
+}
+
+bool is_tanh_gelu(const torch::jit::Match& match, const std::unordered_map<std::string, torch::jit::Value*>& names) {
+  auto bound = [&](const char* name) { return match.values_map.at(names.at(name)); };
+  const double sqrt_2_over_pi = std::sqrt(2.0 / M_PI);
+  return holds(bound("half"), 0.5) && holds(bound("three"), 3.0) && holds(bound("kappa"), 0.044715) &&
+         holds(bound("beta"), sqrt_2_over_pi) && holds(bound("one"), 1.0) && holds(bound("alpha_inner"), 1.0) &&
+         holds(bound("alpha_outer"), 1.0);
+}
+
+std::size_t count_gelu(const torch::jit::Graph& graph) {
+  std::size_t count = 0;
+  for (const torch::jit::Node* node : graph.nodes()) count += node->kind() == c10::Symbol::aten("gelu") ? 1 : 0;
+  return count;
+}
+
+}  // namespace
+
+std::size_t fuse_tanh_gelu(torch::jit::Module& module) {
+  torch::jit::SubgraphRewriter rewriter;
+  rewriter.RegisterRewritePattern(kTanhGeluChain, kTanhGelu);
+  std::size_t replaced = 0;
+  for (const torch::jit::Module& submodule : module.modules()) {
+    for (const torch::jit::Method& method : submodule.get_methods()) {
+      std::shared_ptr<torch::jit::Graph> graph = method.graph();
+      const std::size_t before = count_gelu(*graph);
+      rewriter.runOnGraph(graph, is_tanh_gelu);
+      replaced += count_gelu(*graph) - before;
+    }
+  }
+  return replaced;
+}
+
+}  // namespace accel::detail

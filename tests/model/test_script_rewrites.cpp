@@ -1,0 +1,94 @@
+// The load-time rewrite of GPT-2's elementwise tanh-GELU into aten::gelu: it
+// replaces exactly the chain with exactly its constants, keeps the values and
+// gradients, and leaves a near miss alone.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/jit/api/module.h>
+#include <torch/csrc/jit/serialization/import.h>
+
+#include <string>
+
+#include "accel/model.hpp"
+#include "model/script_rewrites.hpp"
+
+namespace {
+
+// A scripted module whose forward is `body` (x is the input), with one
+// submodule doing the same, so both the root and a child method are visited.
+torch::jit::Module module_with(const std::string& body) {
+  torch::jit::Module child("Child");
+  child.define("def forward(self, x):\n    return " + body + "\n");
+  torch::jit::Module root("Root");
+  root.register_module("act", child);
+  root.define("def forward(self, x):\n    return self.act.forward(" + body + ")\n");
+  return root;
+}
+
+// transformers' NewGELUActivation as the trace records it (0.5*x first, then
+// the cubic term scaled by 0.044715, then sqrt(2/pi)).
+const std::string kNewGelu =
+    "x * 0.5 * (torch.tanh((x + torch.pow(x, 3.0) * 0.044715) * 0.7978845608028654) + 1.0)";
+
+std::size_t count(const torch::jit::Module& module, const char* kind) {
+  std::size_t n = 0;
+  for (const torch::jit::Module& sub : module.modules()) {
+    for (const torch::jit::Method& method : sub.get_methods()) {
+      for (const torch::jit::Node* node : method.graph()->nodes()) n += node->kind().toQualString() == std::string(kind);
+    }
+  }
+  return n;
+}
+
+TEST(ScriptRewrites, TanhGeluChainBecomesOneGeluWithTheSameValuesAndGradients) {
+  torch::jit::Module original = module_with(kNewGelu);
+  torch::jit::Module rewritten = original.clone();
+  EXPECT_EQ(accel::detail::fuse_tanh_gelu(rewritten), 2u);  // root and child
+  EXPECT_EQ(count(rewritten, "aten::tanh"), 0u);
+  EXPECT_EQ(count(rewritten, "aten::gelu"), 2u);
+  EXPECT_EQ(count(original, "aten::gelu"), 0u);  // clone() gave the copy its own graphs
+
+  at::manual_seed(0);
+  at::Tensor x = at::randn({4, 64}, at::kFloat).mul_(3).set_requires_grad(true);
+  at::Tensor y_original = original.forward({x}).toTensor();
+  at::Tensor grad_original = torch::autograd::grad({y_original.sum()}, {x})[0];
+  at::Tensor y_rewritten = rewritten.forward({x}).toTensor();
+  at::Tensor grad_rewritten = torch::autograd::grad({y_rewritten.sum()}, {x})[0];
+  EXPECT_TRUE(at::allclose(y_rewritten, y_original, 1e-5, 1e-6)) << (y_rewritten - y_original).abs().max();
+  EXPECT_TRUE(at::allclose(grad_rewritten, grad_original, 1e-5, 1e-6))
+      << (grad_rewritten - grad_original).abs().max();
+}
+
+TEST(ScriptRewrites, AChainWithOtherConstantsIsLeftAlone) {
+  for (const std::string& near_miss : {
+           std::string("x * 0.5 * (torch.tanh((x + torch.pow(x, 3.0) * 0.045) * 0.7978845608028654) + 1.0)"),
+           std::string("x * 0.5 * (torch.tanh((x + torch.pow(x, 2.0) * 0.044715) * 0.7978845608028654) + 1.0)"),
+           std::string("x * 0.5 * (torch.tanh((x + torch.pow(x, 3.0) * 0.044715) * 0.8) + 1.0)"),
+           std::string("x * 0.25 * (torch.tanh((x + torch.pow(x, 3.0) * 0.044715) * 0.7978845608028654) + 1.0)"),
+       }) {
+    torch::jit::Module module = module_with(near_miss);
+    EXPECT_EQ(accel::detail::fuse_tanh_gelu(module), 0u) << near_miss;
+    EXPECT_EQ(count(module, "aten::tanh"), 2u) << near_miss;
+  }
+}
+
+// A traced module (tanh_gelu_mlp.pt, make_torchscript_fixture.py): the trace
+// stores 0.5, 0.044715 and 1 as tensor constants. Loading it through
+// Model::from_torchscript rewrites the chain, and the model computes what the
+// exported graph computes (ACCEL_TORCHSCRIPT_REWRITES=0 loads it unchanged).
+TEST(ScriptRewrites, ATracedModelIsRewrittenAtLoadAndComputesTheSame) {
+  const std::string path = std::string(ACCEL_TEST_FILES) + "/model/files/tanh_gelu_mlp.pt";
+  torch::jit::Module exported = torch::jit::load(path);
+  ASSERT_EQ(count(exported, "aten::tanh"), 1u);
+  torch::jit::Module rewritten = torch::jit::load(path);
+  EXPECT_EQ(accel::detail::fuse_tanh_gelu(rewritten), 1u);
+  EXPECT_EQ(count(rewritten, "aten::tanh"), 0u);
+
+  accel::Model model = accel::Model::from_torchscript(path);
+  at::Tensor x = at::linspace(-4, 4, 24).reshape({6, 4});
+  at::Tensor expected = exported.forward({x}).toTensor();
+  at::Tensor actual = model.forward(x);
+  EXPECT_TRUE(at::allclose(actual, expected, 1e-5, 1e-6)) << (actual - expected).abs().max();
+}
+
+}  // namespace
