@@ -318,12 +318,21 @@ typedef struct accel_accelerator_options {
      until they hold n parameters (size_based_auto_wrap_policy). Other
      negatives are INVALID_ARGUMENT. */
   int64_t fsdp_min_num_params;
+  /* FSDP's activation checkpointing of FULL_SHARD's wrap units (Accelerate's
+     fsdp_activation_checkpointing): a unit's forward keeps only its input and
+     its backward runs the unit again, with the random generator's state of
+     the forward (dropout draws the same masks), so no activation inside a
+     unit outlives its forward; costs one more forward per step. Default -1:
+     with ACCELERATE_USE_FSDP=true, FSDP_ACTIVATION_CHECKPOINTING (as `accel
+     launch` writes it), else 0. 1 with a strategy other than FULL_SHARD is
+     UNSUPPORTED; values other than -1, 0 and 1 are INVALID_ARGUMENT. */
+  int fsdp_activation_checkpointing;
 } accel_accelerator_options;
 
 #define ACCEL_ACCELERATOR_OPTIONS_INIT                                                       \
   { (uint32_t)sizeof(accel_accelerator_options), 0, 1800000, ACCEL_PRECISION_DEFAULT, 25.0, 0, 1, \
     65536.0, 2.0, 0.5, 2000, 0, 1, -1, 1, NULL, NULL, 0, 0, 0, NULL, 1.0, 1, 0, 0, ACCEL_COMM_HOOK_NONE, 0, 0, 1, 0, -1, \
-    ACCEL_SHARDING_DEFAULT, -1 }
+    ACCEL_SHARDING_DEFAULT, -1, -1 }
 
 /* Fills opts with the defaults above. */
 ACCEL_API void accel_accelerator_options_init(accel_accelerator_options* opts);

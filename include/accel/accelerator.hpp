@@ -149,6 +149,12 @@ struct AcceleratorOptions {
   // size_based_auto_wrap_policy, consecutive layers grouped until they hold n
   // parameters. Negative: InvalidArgument.
   std::optional<int64_t> fsdp_min_num_params;
+  // FSDP's activation checkpointing of FULL_SHARD's wrap units: a unit's
+  // forward keeps only its input, its backward runs the unit again (same
+  // random draws) to rebuild the graph. Unset: FSDP_ACTIVATION_CHECKPOINTING
+  // when ACCELERATE_USE_FSDP=true (as `accel launch` writes them), else off.
+  // On with a strategy other than FullShard throws Unsupported.
+  std::optional<bool> fsdp_activation_checkpointing;
 };
 
 // What Accelerator::held_bytes counts.

@@ -84,6 +84,12 @@ accel::AcceleratorOptions to_core(const accel_accelerator_options& o) {
                                                        std::to_string(o.fsdp_min_num_params));
     core.fsdp_min_num_params = o.fsdp_min_num_params;
   }
+  if (o.fsdp_activation_checkpointing != -1) {
+    accel::require_arg(o.fsdp_activation_checkpointing == 0 || o.fsdp_activation_checkpointing == 1,
+                       "fsdp_activation_checkpointing must be -1 (default), 0 or 1, got " +
+                           std::to_string(o.fsdp_activation_checkpointing));
+    core.fsdp_activation_checkpointing = o.fsdp_activation_checkpointing == 1;
+  }
   return core;
 }
 

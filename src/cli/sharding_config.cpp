@@ -106,7 +106,13 @@ std::map<std::string, std::string> read_fsdp(const Section& in, std::vector<std:
     } else if (key == "fsdp_offload_params") {
       if (in.flag(key)) in.refuse(key, "true: CPU offload is not supported yet");
     } else if (key == "fsdp_activation_checkpointing") {
-      if (in.flag(key)) in.refuse(key, "true: activation checkpointing is not supported yet");
+      if (in.flag(key)) {
+        if (env["FSDP_SHARDING_STRATEGY"] != "1") {
+          in.refuse(key, "true: checkpointing runs per FULL_SHARD wrap unit, and fsdp_sharding_strategy is " +
+                             env["FSDP_SHARDING_STRATEGY"] + " (use FULL_SHARD, 1)");
+        }
+        env["FSDP_ACTIVATION_CHECKPOINTING"] = "true";
+      }
     } else if (key == "fsdp_state_dict_type") {
       // What save_state writes for a FULL_SHARD model; save_model is always full.
       auto value = in.text(key).value_or("FULL_STATE_DICT");

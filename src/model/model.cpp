@@ -273,6 +273,7 @@ void ModelImpl::prepare(const std::shared_ptr<AcceleratorState>& state) {
             "prepare(model): sharding_strategy FULL_SHARD needs a model made of layers (a JSON sequential spec); "
             "this model (a graph spec, TorchScript or C++ module) cannot be cut into wrap units yet");
     full = std::make_shared<FullShard>(units, *state->process_group);
+    full->set_activation_checkpointing(state->fsdp_activation_checkpointing);
     shard = full;
   } else if (state->process_group && strategy != ShardingStrategy::NoShard && trainable) {
     shard = std::make_shared<FlatShard>(params, names, *state->process_group, strategy);

@@ -5,6 +5,7 @@
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
 
+#include <mutex>
 #include <unordered_set>
 
 #include "accel/error.hpp"
@@ -33,31 +34,74 @@ void set_shape(const at::Tensor& p, c10::IntArrayRef shape) { p.unsafeGetTensorI
 struct UnitHandle : torch::CustomClassHolder {
   std::weak_ptr<FullShard> shard;
   size_t unit = 0;
+  // Activation checkpointing: the unit's body and the random generator's
+  // state at its forward, to run it again identically (dropout draws the same
+  // masks) in the backward.
+  FullShard::Body body;
+  at::Generator generator;
+  at::Tensor generator_state;
+  bool input_grad = false;
 };
 
-// Forward: gather, run the unit recording its own graph, free. Backward:
-// gather again, backpropagate through that graph, reduce-scatter, free.
+// Runs body with the generator in the state it had at the forward, and gives
+// the generator back its current state after (torch.utils.checkpoint's
+// preserve_rng_state).
+at::Tensor rerun(const UnitHandle& handle, const at::Tensor& x) {
+  at::Generator generator = handle.generator;  // a handle on the same generator
+  at::Tensor now;
+  {
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    now = generator.get_state();
+    generator.set_state(handle.generator_state);
+  }
+  auto restore = [&] {
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    generator.set_state(now);
+  };
+  at::Tensor y;
+  try {
+    y = handle.body(x);
+  } catch (...) {
+    restore();
+    throw;
+  }
+  restore();
+  return y;
+}
+
+// Forward: gather, run the unit recording its own graph (with activation
+// checkpointing: recording nothing), free. Backward: gather again, (run the
+// unit again, recording its graph,) backpropagate through that graph,
+// reduce-scatter, free.
 struct UnitFunction : public torch::autograd::Function<UnitFunction> {
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& input, const at::Tensor& anchor,
                             FullShard* shard, int64_t unit, const FullShard::Body* body) {
     (void)anchor;
+    const bool checkpoint = shard->activation_checkpointing();
+    auto handle = c10::make_intrusive<UnitHandle>();
+    handle->shard = shard->weak_from_this();
+    handle->unit = static_cast<size_t>(unit);
+    handle->input_grad = input.requires_grad() && at::isFloatingType(input.scalar_type());
+    if (checkpoint) {
+      handle->body = *body;
+      handle->generator = at::globalContext().defaultGenerator(input.device());
+      std::lock_guard<std::mutex> lock(handle->generator.mutex());
+      handle->generator_state = handle->generator.get_state();
+    }
     shard->gather(static_cast<size_t>(unit));
     at::Tensor x, y;
     try {
-      at::AutoGradMode grad(true);
-      x = input.detach().requires_grad_(input.requires_grad() && at::isFloatingType(input.scalar_type()));
+      at::AutoGradMode grad(!checkpoint);
+      x = input.detach().requires_grad_(handle->input_grad && !checkpoint);
       y = (*body)(x);
     } catch (...) {
       shard->release(static_cast<size_t>(unit));
       throw;
     }
     shard->release(static_cast<size_t>(unit));
-    auto handle = c10::make_intrusive<UnitHandle>();
-    handle->shard = shard->weak_from_this();
-    handle->unit = static_cast<size_t>(unit);
     ctx->saved_data["handle"] = c10::IValue::make_capsule(handle);
     ctx->saved_data["x"] = x;
-    ctx->saved_data["y"] = y;
+    if (!checkpoint) ctx->saved_data["y"] = y;
     return y.detach();
   }
 
@@ -67,13 +111,21 @@ struct UnitFunction : public torch::autograd::Function<UnitFunction> {
     auto shard = handle->shard.lock();
     require(shard != nullptr, ErrorCode::State, "backward: the FULL_SHARD model was freed before its backward");
     const size_t unit = handle->unit;
-    at::Tensor x = ctx->saved_data["x"].toTensor(), y = ctx->saved_data["y"].toTensor();
+    const bool checkpointed = static_cast<bool>(handle->body);
+    at::Tensor x = ctx->saved_data["x"].toTensor();
     std::vector<at::Tensor> inputs = shard->unit_parameters(unit);
-    const bool input_grad = x.requires_grad();
-    if (input_grad) inputs.push_back(x);
     shard->gather(unit);
     torch::autograd::variable_list grads;
     try {
+      at::Tensor y;
+      if (checkpointed) {
+        at::AutoGradMode grad(true);
+        x = x.detach().requires_grad_(handle->input_grad);
+        y = rerun(*handle, x);
+      } else {
+        y = ctx->saved_data["y"].toTensor();
+      }
+      if (handle->input_grad) inputs.push_back(x);
       grads = torch::autograd::grad({y}, inputs, {grad_outputs[0]}, /*retain_graph=*/false, /*create_graph=*/false,
                                     /*allow_unused=*/true);
     } catch (...) {
@@ -82,7 +134,7 @@ struct UnitFunction : public torch::autograd::Function<UnitFunction> {
     }
     shard->release(unit);
     at::Tensor x_grad;
-    if (input_grad) {
+    if (handle->input_grad) {
       x_grad = grads.back();
       grads.pop_back();
     }

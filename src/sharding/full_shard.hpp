@@ -15,9 +15,10 @@
 //
 // The backward of a unit is a custom autograd function around it: it
 // re-gathers the unit, backpropagates through the graph its forward recorded
-// (no recomputation), reduce-scatters the unit's gradient into shard().grad
-// (so the reduce-scatter of unit u overlaps nothing but runs while the later
-// units' gradients are already freed) and frees the unit again.
+// (with activation checkpointing: through the graph of a second run),
+// reduce-scatters the unit's gradient into shard().grad (so the
+// reduce-scatter of unit u overlaps nothing but runs while the later units'
+// gradients are already freed) and frees the unit again.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -49,6 +50,13 @@ class FullShard final : public FlatShard, public std::enable_shared_from_this<Fu
   FullShard(const std::vector<UnitLayout>& units, ProcessGroup& process_group);
 
   size_t num_units() const { return units_.size(); }
+
+  // FSDP's activation checkpointing (Accelerate's fsdp_activation_checkpointing):
+  // a unit's forward keeps only its input; its backward runs the unit again,
+  // with the random generator's state of the forward, to rebuild the graph.
+  // Costs one more forward per unit; frees every activation inside a unit.
+  void set_activation_checkpointing(bool on) { activation_checkpointing_ = on; }
+  bool activation_checkpointing() const { return activation_checkpointing_; }
   const std::string& unit_name(size_t unit) const { return units_[unit].name; }
 
   // Runs body (the unit's layers) on input with the unit's parameters
@@ -96,6 +104,7 @@ class FullShard final : public FlatShard, public std::enable_shared_from_this<Fu
   at::Tensor unit_shard(const Unit& unit) const { return shard_.narrow(0, unit.shard_offset, unit.chunk); }
 
   std::vector<Unit> units_;
+  bool activation_checkpointing_ = false;
 };
 
 }  // namespace accel::detail

@@ -104,5 +104,15 @@ int64_t resolve_min_num_params(const std::optional<int64_t>& option) {
   return value == 0 ? kOneUnit : value;
 }
 
+bool resolve_activation_checkpointing(const std::optional<bool>& option, ShardingStrategy strategy) {
+  const bool on = option ? *option
+                         : get_env_flag("ACCELERATE_USE_FSDP", false) && get_env_flag("FSDP_ACTIVATION_CHECKPOINTING", false);
+  require(!on || strategy == ShardingStrategy::FullShard, ErrorCode::Unsupported,
+          std::string("fsdp_activation_checkpointing: checkpointing runs per FULL_SHARD wrap unit, but the "
+                      "sharding_strategy is ") +
+              to_string(strategy));
+  return on;
+}
+
 }  // namespace detail
 }  // namespace accel

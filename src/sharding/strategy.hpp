@@ -28,4 +28,9 @@ constexpr int64_t kOneUnit = INT64_MAX;
 // naming TRANSFORMER_BASED_WRAP.
 int64_t resolve_min_num_params(const std::optional<int64_t>& option);
 
+// Whether FULL_SHARD's units checkpoint their activations: the option, else
+// FSDP_ACTIVATION_CHECKPOINTING under ACCELERATE_USE_FSDP. Throws Unsupported
+// when on with a strategy that has no wrap units.
+bool resolve_activation_checkpointing(const std::optional<bool>& option, ShardingStrategy strategy);
+
 }  // namespace accel::detail

@@ -101,6 +101,8 @@ AcceleratorState::AcceleratorState(const AcceleratorOptions& options)
   check_scaler_options(options);
   sharding_strategy = resolve_sharding_strategy(options.sharding_strategy);
   fsdp_min_num_params = resolve_min_num_params(options.fsdp_min_num_params);
+  fsdp_activation_checkpointing = resolve_activation_checkpointing(options.fsdp_activation_checkpointing,
+                                                                   sharding_strategy);
   require(comm_hook == CommHook::None || (sharding_strategy != ShardingStrategy::ShardGradOp &&
                                           sharding_strategy != ShardingStrategy::FullShard),
           ErrorCode::Unsupported,

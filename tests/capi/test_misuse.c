@@ -376,6 +376,13 @@ static void accelerator(void) {
   BAD_OPTION(sharding_strategy, NEG_ENUM(accel_sharding_strategy));
   BAD_OPTION(fsdp_min_num_params, -2);
   BAD_OPTION(fsdp_min_num_params, INT64_MIN);
+  BAD_OPTION(fsdp_activation_checkpointing, 2);
+  BAD_OPTION(fsdp_activation_checkpointing, -2);
+  accel_accelerator_options_init(&o);
+  o.cpu = 1;
+  o.sharding_strategy = ACCEL_SHARDING_SHARD_GRAD_OP;
+  o.fsdp_activation_checkpointing = 1;
+  EXPECT_ERROR(accel_accelerator_create(&o, &acc_out), ACCEL_ERR_UNSUPPORTED, "fsdp_activation_checkpointing");
   accel_accelerator_options_init(&o);
   o.cpu = 1;
   o.sharding_strategy = ACCEL_SHARDING_FULL_SHARD;

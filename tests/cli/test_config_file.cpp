@@ -257,8 +257,11 @@ TEST_F(ConfigFileTest, FsdpConfigMapsOntoTheShardingStrategy) {
   const std::string grad_op = fsdp + "  fsdp_sharding_strategy: 2\n";
   EXPECT_NE(error_of(grad_op + "  fsdp_offload_params: true\n").find("'fsdp_config.fsdp_offload_params': true"),
             std::string::npos);
-  EXPECT_NE(error_of(grad_op + "  fsdp_activation_checkpointing: true\n").find("fsdp_activation_checkpointing"),
+  EXPECT_NE(error_of(grad_op + "  fsdp_activation_checkpointing: true\n")
+                .find("'fsdp_config.fsdp_activation_checkpointing': true: checkpointing runs per FULL_SHARD wrap unit, "
+                      "and fsdp_sharding_strategy is 2"),
             std::string::npos);
+  EXPECT_EQ(env_of(fsdp + "  fsdp_activation_checkpointing: true\n").at("FSDP_ACTIVATION_CHECKPOINTING"), "true");
   EXPECT_NE(error_of(grad_op + "  fsdp_sync_module_states: maybe\n").find("expected true or false, got 'maybe'"),
             std::string::npos);
   EXPECT_NE(error_of(grad_op + "  fsdp_flux: 1\n").find("'fsdp_config.fsdp_flux': unknown FSDP setting"),

@@ -53,6 +53,17 @@ std::string read_file(const std::string& path) {
 
 // The mlp workload: 784-1024-1024-10, 1,863,690 parameters in 3 units.
 std::string mlp_spec() { return read_file(ACCEL_SOURCE_DIR "/bench/workloads/mlp.json"); }
+// The same layers with dropout inside the first two units, so a unit run
+// again by activation checkpointing must draw the forward's masks again.
+std::string mlp_with_dropout_spec() {
+  std::string spec = mlp_spec();
+  const std::string relu = "{\"type\": \"ReLU\"}";
+  const std::string with_dropout = relu + ", {\"type\": \"Dropout\", \"p\": 0.3}";
+  for (size_t at = spec.find(relu); at != std::string::npos; at = spec.find(relu, at + with_dropout.size())) {
+    spec.replace(at, relu.size(), with_dropout);
+  }
+  return spec;
+}
 const std::vector<int64_t> kUnitNumel = {784 * 1024 + 1024, 1024 * 1024 + 1024, 1024 * 10 + 10};
 
 accel::AcceleratorOptions full_shard_options() {
@@ -78,6 +89,8 @@ const char* arg_after(int argc, char** argv, const char* word) {
 int train(int argc, char** argv) {
   const bool adam = std::strcmp(argv[2], "adamw") == 0, clip = has(argc, argv, "clip"), accum = has(argc, argv, "accum");
   const char* wrap = arg_after(argc, argv, "wrap");
+  // FULL_SHARD with activation checkpointing / a spec with dropout (both runs).
+  const bool checkpointing = has(argc, argv, "checkpointing"), dropout = has(argc, argv, "dropout");
   const char* record = arg_after(argc, argv, "record");  // NO_SHARD: writes the run to compare with
   const char* compare = arg_after(argc, argv, "compare");
   const int64_t min_num_params = wrap ? std::atoll(wrap) : 0;
@@ -86,6 +99,7 @@ int train(int argc, char** argv) {
   if (record) options.sharding_strategy = accel::ShardingStrategy::NoShard;
   options.gradient_accumulation_steps = kMicro;
   if (min_num_params > 0) options.fsdp_min_num_params = min_num_params;
+  if (checkpointing && !record) options.fsdp_activation_checkpointing = true;
   accel::Accelerator accelerator(options);
   const int rank = accelerator.process_index(), world = accelerator.num_processes();
   rank_for_messages = rank;
@@ -94,7 +108,7 @@ int train(int argc, char** argv) {
   const int64_t per_update = kBatch * kMicro * world;
   at::manual_seed(5);  // the same data everywhere
   at::Tensor x = at::randn({kUpdates * per_update, 784}), y = at::randint(0, 10, {kUpdates * per_update}, at::kLong);
-  const std::string spec = mlp_spec();
+  const std::string spec = dropout ? mlp_with_dropout_spec() : mlp_spec();
   at::manual_seed(6);
   accel::Model model = accel::Model::from_json(spec);
   auto hyper = accel::OptimizerOptions::defaults(adam ? accel::OptimizerKind::AdamW : accel::OptimizerKind::Sgd);

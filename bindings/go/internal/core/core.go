@@ -454,6 +454,8 @@ extern void _wrap_AcceleratorOptions_sharding_strategy_set_core_a1403cbc65d2f32f
 extern swig_intgo _wrap_AcceleratorOptions_sharding_strategy_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_AcceleratorOptions_fsdp_min_num_params_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_39 arg2);
 extern swig_type_40 _wrap_AcceleratorOptions_fsdp_min_num_params_get_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_AcceleratorOptions_fsdp_activation_checkpointing_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_AcceleratorOptions_fsdp_activation_checkpointing_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_AcceleratorOptions_core_a1403cbc65d2f32f(void);
 extern void _wrap_delete_AcceleratorOptions_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_intgo _wrap_LOSS_CROSS_ENTROPY_core_a1403cbc65d2f32f(void);
@@ -2254,6 +2256,19 @@ func (arg1 SwigcptrAcceleratorOptions) GetFsdp_min_num_params() (_swig_ret int64
 	return swig_r
 }
 
+func (arg1 SwigcptrAcceleratorOptions) SetFsdp_activation_checkpointing(arg2 int) {
+	_swig_i_0 := arg1
+	_swig_i_1 := arg2
+	C._wrap_AcceleratorOptions_fsdp_activation_checkpointing_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+}
+
+func (arg1 SwigcptrAcceleratorOptions) GetFsdp_activation_checkpointing() (_swig_ret int) {
+	var swig_r int
+	_swig_i_0 := arg1
+	swig_r = (int)(C._wrap_AcceleratorOptions_fsdp_activation_checkpointing_get_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0)))
+	return swig_r
+}
+
 func NewAcceleratorOptions() (_swig_ret AcceleratorOptions) {
 	var swig_r AcceleratorOptions
 	swig_r = (AcceleratorOptions)(SwigcptrAcceleratorOptions(C._wrap_new_AcceleratorOptions_core_a1403cbc65d2f32f()))
@@ -2332,6 +2347,8 @@ type AcceleratorOptions interface {
 	GetSharding_strategy() (_swig_ret Accel_sharding_strategy)
 	SetFsdp_min_num_params(arg2 int64)
 	GetFsdp_min_num_params() (_swig_ret int64)
+	SetFsdp_activation_checkpointing(arg2 int)
+	GetFsdp_activation_checkpointing() (_swig_ret int)
 }
 
 type Accel_loss_kind int

@@ -4616,6 +4616,31 @@ long long _wrap_AcceleratorOptions_fsdp_min_num_params_get_core_a1403cbc65d2f32f
 }
 
 
+void _wrap_AcceleratorOptions_fsdp_activation_checkpointing_set_core_a1403cbc65d2f32f(accel_accelerator_options *_swig_go_0, intgo _swig_go_1) {
+  accel_accelerator_options *arg1 = (accel_accelerator_options *) 0 ;
+  int arg2 ;
+  
+  arg1 = *(accel_accelerator_options **)&_swig_go_0; 
+  arg2 = (int)_swig_go_1; 
+  
+  if (arg1) (arg1)->fsdp_activation_checkpointing = arg2;
+  
+}
+
+
+intgo _wrap_AcceleratorOptions_fsdp_activation_checkpointing_get_core_a1403cbc65d2f32f(accel_accelerator_options *_swig_go_0) {
+  accel_accelerator_options *arg1 = (accel_accelerator_options *) 0 ;
+  int result;
+  intgo _swig_go_result;
+  
+  arg1 = *(accel_accelerator_options **)&_swig_go_0; 
+  
+  result = (int) ((arg1)->fsdp_activation_checkpointing);
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
 accel_accelerator_options *_wrap_new_AcceleratorOptions_core_a1403cbc65d2f32f() {
   accel_accelerator_options *result = 0 ;
   accel_accelerator_options *_swig_go_result;
