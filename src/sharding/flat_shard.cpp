@@ -46,7 +46,9 @@ FlatShard::FlatShard(const std::vector<at::Tensor>& parameters, const std::vecto
     if (grad.defined() && strategy_ == ShardingStrategy::ShardGradOp) p.mutable_grad().reset();
   }
   shard_ = flat_.narrow(0, process_group_.rank() * chunk_, chunk_);
-  shard_.mutable_grad() = at::zeros_like(shard_);
+  // ZeRO-1 builds its chunk's gradient only for the step (before_step): the
+  // averaged full gradients already hold it between steps.
+  if (strategy_ != ShardingStrategy::ShardOptimizer) shard_.mutable_grad() = at::zeros_like(shard_);
 }
 
 void FlatShard::reduce_scatter_gradients() {
@@ -67,17 +69,14 @@ void FlatShard::before_step() {
   if (strategy_ != ShardingStrategy::ShardOptimizer) return;
   at::NoGradGuard no_grad;
   at::Tensor& shard_grad = shard_.mutable_grad();
+  shard_grad = at::zeros_like(shard_);  // padding past the last parameter stays 0
   const int64_t begin = process_group_.rank() * chunk_, end = begin + chunk_;
   for (size_t i = 0; i < params_.size(); ++i) {
     const int64_t lo = std::max(begin, offsets_[i]), hi = std::min(end, offsets_[i] + params_[i].numel());
     if (lo >= hi) continue;
     at::Tensor target = shard_grad.narrow(0, lo - begin, hi - lo);
     const at::Tensor& grad = params_[i].grad();
-    if (grad.defined()) {
-      target.copy_(grad.reshape(-1).narrow(0, lo - offsets_[i], hi - lo));
-    } else {
-      target.zero_();
-    }
+    if (grad.defined()) target.copy_(grad.reshape(-1).narrow(0, lo - offsets_[i], hi - lo));
   }
 }
 
@@ -85,11 +84,13 @@ void FlatShard::after_step() {
   at::NoGradGuard no_grad;
   // Gloo gathers through its own buffer, so the chunk may alias the output.
   process_group_.all_gather_into(flat_, shard_, "parameter all-gather");
+  // ZeRO-1: the chunk's gradient copy is not kept between steps.
+  if (strategy_ == ShardingStrategy::ShardOptimizer) shard_.mutable_grad().reset();
 }
 
 void FlatShard::zero_grad() {
   at::NoGradGuard no_grad;
-  shard_.mutable_grad().zero_();
+  if (shard_.grad().defined()) shard_.mutable_grad().zero_();
   for (auto& p : params_) {
     if (p.grad().defined()) p.mutable_grad().zero_();
   }

@@ -47,7 +47,8 @@ class FlatShard {
   // gradients. Collective.
   virtual void reduce_scatter_gradients();
   // Before the optimizer's step. ZeRO-1: copies this rank's chunk of the
-  // (already averaged) full gradients into shard().grad.
+  // (already averaged) full gradients into shard().grad, which exists only
+  // until after_step (between steps the full gradients hold those values).
   virtual void before_step();
   // After the optimizer's step: all-gathers the chunks into the parameters
   // (FULL_SHARD: nothing, the units gather on use). Collective.

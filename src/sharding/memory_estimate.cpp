@@ -117,8 +117,9 @@ std::vector<MemoryEstimate> estimate_memory(const std::string& path, int world_s
     return out;
   }
   put(ShardingStrategy::NoShard, total, total, states * total, 0);
-  // ZeRO-1 keeps the full averaged gradients and copies its chunk beside them.
-  put(ShardingStrategy::ShardOptimizer, flat * n, total + flat, states * flat, 0);
+  // ZeRO-1 keeps the full averaged gradients; its chunk's copy exists only
+  // during the optimizer step.
+  put(ShardingStrategy::ShardOptimizer, flat * n, total, states * flat, 0);
   put(ShardingStrategy::ShardGradOp, flat * n, flat, states * flat, 0);
   put(ShardingStrategy::FullShard, unit_chunks, unit_chunks, states * unit_chunks, largest);
   return out;

@@ -223,6 +223,13 @@ int main(int argc, char** argv) {
   check(held == per_element * (sharded ? chunk : kTotal),
         "optimizer state holds " + std::to_string(held) + " elements, expected " +
             std::to_string(per_element * (sharded ? chunk : kTotal)));
+  // Gradients held between steps: the full averaged ones (NO_SHARD, ZeRO-1:
+  // no copy of the chunk is kept) or the chunk alone (ZeRO-2).
+  const int64_t grad_bytes = accelerator.held_bytes(model, &optimizer).gradients;
+  const int64_t want_grad_bytes =
+      (expected == accel::ShardingStrategy::ShardGradOp ? chunk : kTotal) * static_cast<int64_t>(sizeof(float));
+  check(grad_bytes == want_grad_bytes, "gradients held: " + std::to_string(grad_bytes) + " bytes, expected " +
+                                           std::to_string(want_grad_bytes));
   std::printf("rank %d: %s %s ok, worst error %g, optimizer state %lld of %lld elements\n", rank,
               accel::to_string(expected), argv[2], worst, static_cast<long long>(held),
               static_cast<long long>(per_element * kTotal));
