@@ -1,9 +1,9 @@
 // What the composed sharding collectives cost on this backend (2+ processes
 // via `accel launch`): the median time of
-//   reduce_scatter  the library's: world_size `reduce` ops, chunk r to rank r
+//   reduce_scatter  the library's on Gloo: a ring of send/recv (_composed: world_size `reduce` ops)
 //   allreduce_slice the alternative: one allreduce of the whole buffer, keep a slice
 //   allreduce       today's NO_SHARD gradient sync of the same buffer (the peer)
-//   all_gather      the library's all-gather of equal chunks into one buffer
+//   all_gather      the library's all-gather into one buffer: a send/recv ring (_composed: Gloo's allgather)
 // alternating in blocks within one run, for 1 MiB, 16 MiB and 64 MiB of float32.
 //   build/bin/accel launch --nproc_per_node 2 --master_port 0 build/bin/sharding_collectives_bench [--reps 20]
 // Rank 0 prints one SHARD_RESULT line per op and size, with the ratio to allreduce.
@@ -54,6 +54,19 @@ int main(int argc, char** argv) try {
         at::Tensor scratch = buffer.clone();
         group.reduce_scatter(scratch, "bench reduce_scatter");
       }));
+      group.set_ring_collectives(false);
+      group.barrier("bench sync");
+      times["reduce_scatter_composed"].push_back(time_ms([&] {
+        at::Tensor scratch = buffer.clone();
+        group.reduce_scatter(scratch, "bench reduce_scatter (composed)");
+      }));
+      group.barrier("bench sync");
+      times["all_gather_composed"].push_back(time_ms([&] {
+        at::Tensor chunk = buffer.narrow(0, group.rank() * (numel / world), numel / world);
+        at::Tensor output = at::empty({numel});
+        group.all_gather_into(output, chunk, "bench all_gather (composed)");
+      }));
+      group.set_ring_collectives(true);
       group.barrier("bench sync");
       times["allreduce_slice"].push_back(time_ms([&] {
         at::Tensor scratch = buffer.clone();

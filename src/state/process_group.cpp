@@ -54,6 +54,11 @@ ProcessGroup::ProcessGroup(const LaunchEnvironment& env, const c10::Device& devi
                 std::string("ACCEL_GLOO_EXCHANGE_MAX_BYTES: expected a byte count >= 0, got '") + limit + "'");
     exchange_max_bytes_ = bytes;
   }
+  if (const char* ring = std::getenv("ACCEL_GLOO_RING"); ring != nullptr && *ring != '\0') {
+    const std::string value = ring;
+    require_arg(value == "0" || value == "1", "ACCEL_GLOO_RING: expected 0 or 1, got '" + value + "'");
+    ring_collectives_ = value == "1";
+  }
   LauncherReport report;
   if (rank_ == 0) warn_if_store_is_exposed(env);
   const char* phase = "joining the store";
@@ -214,11 +219,39 @@ std::vector<at::Tensor> ProcessGroup::allgather(const at::Tensor& input, const s
   return outputs[0];
 }
 
+void ProcessGroup::ring_step(const at::Tensor& send, at::Tensor& receive, const std::string& op) {
+  const uint64_t sequence = issue_sequence();
+  // Every rank runs the same steps in the same order: the sequence number is
+  // a tag the sender and the receiver agree on.
+  const int tag = static_cast<int>(sequence % (1u << 30));
+  const int next = (rank_ + 1) % world_size_, previous = (rank_ + world_size_ - 1) % world_size_;
+  try {
+    std::vector<at::Tensor> outgoing{send}, incoming{receive};
+    c10d_adapter::WorkPtr sent = backend_->send(outgoing, next, tag);
+    c10d_adapter::WorkPtr received = backend_->recv(incoming, previous, tag);
+    sent->wait(timeout_);
+    received->wait(timeout_);
+  } catch (const std::exception& e) {
+    fail_collective(op, sequence, first_line(e.what()));
+  }
+}
+
 at::Tensor ProcessGroup::reduce_scatter(at::Tensor& input, const std::string& op) {
   require(input.is_contiguous() && input.numel() % world_size_ == 0, ErrorCode::Internal,
           op + ": reduce_scatter needs a contiguous input of world_size * n elements, got " +
               std::to_string(input.numel()));
   const int64_t n = input.numel() / world_size_;
+  if (ring_collectives()) {
+    // Two ranks swap the halves the other owns and each adds what arrives to
+    // its own: a + b == b + a, the bits Gloo's allreduce gives replicated
+    // training. (With 3 or more, any order of our own made AdamW's parameters
+    // drift from replicated training's by 1e-4 in 100 steps: the rounding of
+    // a three-way sum depends on its order, so those keep Gloo's reduce.)
+    const int peer = 1 - rank_;
+    at::Tensor incoming = at::empty({n}, input.options());
+    ring_step(input.narrow(0, peer * n, n), incoming, op);
+    return input.narrow(0, rank_ * n, n).add_(incoming);
+  }
   std::vector<std::vector<at::Tensor>> chunks(world_size_);
   std::vector<Pending> pending;
   for (int r = 0; r < world_size_; ++r) {
@@ -236,8 +269,20 @@ void ProcessGroup::all_gather_into(at::Tensor& output, const at::Tensor& chunk, 
   require(output.is_contiguous() && output.numel() == chunk.numel() * world_size_, ErrorCode::Internal,
           op + ": all_gather_into needs an output of world_size * " + std::to_string(chunk.numel()) +
               " elements, got " + std::to_string(output.numel()));
+  const int64_t n = chunk.numel();
+  if (ring_collectives() && world_size_ > 1) {
+    auto slot = [&](int index) { return output.narrow(0, ((index % world_size_) + world_size_) % world_size_ * n, n); };
+    at::Tensor mine = slot(rank_);
+    if (mine.data_ptr() != chunk.data_ptr()) mine.copy_(chunk.reshape({n}));
+    // Step s passes on the chunk of rank-s and receives that of rank-s-1.
+    for (int step = 0; step < world_size_ - 1; ++step) {
+      at::Tensor incoming = slot(rank_ - step - 1);
+      ring_step(slot(rank_ - step), incoming, op);
+    }
+    return;
+  }
   std::vector<std::vector<at::Tensor>> outputs(1);
-  for (int r = 0; r < world_size_; ++r) outputs[0].push_back(output.narrow(0, r * chunk.numel(), chunk.numel()));
+  for (int r = 0; r < world_size_; ++r) outputs[0].push_back(output.narrow(0, r * n, n));
   std::vector<at::Tensor> inputs{chunk.contiguous()};
   Pending pending = issue(op, [&] { return backend_->allgather(outputs, inputs); });
   wait(pending);

@@ -66,22 +66,35 @@ class ProcessGroup {
   void barrier(const std::string& op);
   // Sharded data parallel's two collectives (docs/sharding.md). LibTorch 1.13's
   // Gloo has neither reduce_scatter nor an all-gather into one tensor, so both
-  // are composed from collectives every backend has.
+  // are composed from the backend's own operations. On Gloo (CPU) with 2
+  // processes they use Gloo's send/recv: every element crosses the wire once,
+  // and at 64 MiB they took 57 and 63 ms against 85 and 92 ms for the
+  // compositions below (docs/sharding.md).
+  // ACCEL_GLOO_RING=0 in the environment (the same on every rank) uses the
+  // composition below instead, which NCCL and 3+ processes always use.
   // reduce_scatter: `input` (contiguous, world_size * n elements) is summed
   // across ranks and this rank gets its chunk [rank * n, (rank + 1) * n) back.
-  // Composed as world_size `reduce` ops, chunk r to rank r, all in flight at
-  // once: each element crosses the wire once, as in a real reduce-scatter
-  // (allreduce + slice would move it twice). `input` is scratch afterwards.
+  // On Gloo with 2 processes: the ranks swap the chunk the other owns and add
+  // (bit-identical to Gloo's allreduce). Otherwise: world_size `reduce` ops,
+  // chunk r to rank r, all in flight at once. `input` is scratch afterwards.
   at::Tensor reduce_scatter(at::Tensor& input, const std::string& op);
-  // all_gather_into: every rank's `chunk` (same numel everywhere) lands in
-  // `output` (world_size * numel, contiguous) in rank order, through one
-  // allgather into per-rank views of output.
+  // all_gather_into: every rank's `chunk` (same numel everywhere; it may be
+  // this rank's slot of `output`) lands in `output` (world_size * numel,
+  // contiguous) in rank order. On Gloo with 2 processes: the ranks swap
+  // chunks with send/recv. Otherwise: one allgather into per-rank views of
+  // output.
   void all_gather_into(at::Tensor& output, const at::Tensor& chunk, const std::string& op);
+  // Whether the two above run on send/recv; benchmarks compare both
+  // (every rank must set the same value).
+  bool ring_collectives() const { return ring_collectives_ && !device_.is_cuda() && world_size_ == 2; }
+  void set_ring_collectives(bool on) { ring_collectives_ = on; }
 
  private:
   uint64_t issue_sequence() { return next_sequence_++; }
   bool exchanges(const std::vector<at::Tensor>& tensors) const;
   Pending exchange_async(at::Tensor& tensor, const std::string& op);
+  // One ring step: `send` to rank + 1 while `receive` fills from rank - 1.
+  void ring_step(const at::Tensor& send, at::Tensor& receive, const std::string& op);
   template <class Launch>
   Pending issue(const std::string& op, Launch&& launch);
   [[noreturn]] void fail_collective(const std::string& op, uint64_t sequence, const std::string& cause);
@@ -97,6 +110,7 @@ class ProcessGroup {
   c10d_adapter::BackendPtr backend_;
   uint64_t next_sequence_ = 0;
   int64_t exchange_max_bytes_ = 0;
+  bool ring_collectives_ = true;
   // Receive buffers of finished exchanges, reused so a step allocates nothing.
   std::vector<at::Tensor> spare_receive_buffers_;
 };

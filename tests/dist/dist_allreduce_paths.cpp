@@ -3,7 +3,9 @@
 // equal to a + b, for every size and dtype it takes, with several exchanges in
 // flight at once (gradient buckets) and around the size limit. A bad
 // ACCEL_GLOO_EXCHANGE_MAX_BYTES is an error naming the value.
-// Usage: dist_allreduce_paths [bad_limit]   (2 processes under accel launch)
+// `sharding`: reduce_scatter / all_gather_into over send/recv equal the
+// composed collectives bit for bit; `bad_ring`: a bad ACCEL_GLOO_RING is named.
+// Usage: dist_allreduce_paths [bad_limit|bad_ring|sharding]   (2 processes under accel launch)
 #include <ATen/ATen.h>
 
 #include <cstdio>
@@ -36,6 +38,50 @@ at::Tensor input(int rank, int k, int64_t numel, at::ScalarType dtype) {
 
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "bad_ring") {
+    setenv("ACCEL_GLOO_RING", "yes", 1);
+    try {
+      accel::Accelerator acc;
+      check(false, "a bad ACCEL_GLOO_RING was accepted");
+    } catch (const accel::Error& e) {
+      std::string message = e.what();
+      check(e.code() == accel::ErrorCode::InvalidArgument && message.find("ACCEL_GLOO_RING") != std::string::npos &&
+                message.find("'yes'") != std::string::npos,
+            "InvalidArgument naming the variable and the value, got: " + message);
+    }
+    return 0;
+  }
+  if (mode == "sharding") {
+    // reduce_scatter and all_gather_into over send/recv (the default with 2
+    // processes on Gloo) give the bits of the composed collectives.
+    accel::Accelerator acc;
+    rank_for_messages = acc.process_index();
+    auto& pg = *acc.state()->process_group;
+    check(pg.ring_collectives(), "send/recv sharding collectives are on by default with 2 processes");
+    for (int64_t n : {1, 7, 1000, 300001}) {
+      at::manual_seed(100 + pg.rank());
+      at::Tensor input = at::randn({2 * n});
+      at::Tensor a = input.clone(), b = input.clone();
+      at::Tensor ring = pg.reduce_scatter(a, "test reduce_scatter").clone();
+      pg.set_ring_collectives(false);
+      at::Tensor composed = pg.reduce_scatter(b, "test reduce_scatter (composed)").clone();
+      pg.set_ring_collectives(true);
+      check(at::equal(ring, composed), "reduce_scatter of 2 x " + std::to_string(n) + " is bitwise the composed one");
+      at::Tensor gathered = at::empty({2 * n}), gathered_composed = at::empty({2 * n});
+      pg.all_gather_into(gathered, ring, "test all_gather");
+      pg.set_ring_collectives(false);
+      pg.all_gather_into(gathered_composed, ring, "test all_gather (composed)");
+      pg.set_ring_collectives(true);
+      check(at::equal(gathered, gathered_composed), "all_gather_into of 2 x " + std::to_string(n) + " agrees");
+      // The chunk may be this rank's slot of the output (FlatShard's after_step).
+      at::Tensor in_place = gathered.clone();
+      at::Tensor slot = in_place.narrow(0, pg.rank() * n, n);
+      pg.all_gather_into(in_place, slot, "test all_gather in place");
+      check(at::equal(in_place, gathered), "all_gather_into from the output's own slot agrees");
+    }
+    std::printf("rank %d: sharding collectives over send/recv equal the composed ones\n", pg.rank());
+    return 0;
+  }
   if (mode == "bad_limit") {
     setenv("ACCEL_GLOO_EXCHANGE_MAX_BYTES", "12x", 1);
     try {
