@@ -1,6 +1,7 @@
-"""The Python Accelerate peer of the GPU comparison (bench/gpu.sh): the same
-workloads, data and AdamW as every other contestant, written the way the
-Accelerate docs write a training loop. Needs `accelerate` (the GPU image has it).
+"""The Python Accelerate contestant of bench/run.sh (CPU, 1 and 2 processes under
+`accel launch`) and of the GPU comparison (bench/gpu.sh): the same workloads,
+data and AdamW as every other contestant, written the way the Accelerate docs
+write a training loop. Needs `accelerate` (0.22 in the test venv).
     python3 bench/accelerate_bench.py --workload mlp --steps 3000 --mixed-precision bf16
 """
 import argparse
@@ -24,7 +25,10 @@ def main():
     p.add_argument("--steps", type=int, default=100)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--mixed-precision", default="no", choices=["no", "bf16"])
+    p.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: OMP_NUM_THREADS / default)")
     a = p.parse_args()
+    if a.threads > 0:
+        torch.set_num_threads(a.threads)
     accelerator = Accelerator(mixed_precision=a.mixed_precision)
     torch.manual_seed(0)
     model, shape = build(a.workload)
@@ -56,7 +60,8 @@ def main():
         "nproc": accelerator.num_processes, "threads": torch.get_num_threads(), "steps": a.steps,
         "seconds": round(seconds, 4), "steps_per_s": round(sps, 3),
         "samples_per_s": round(sps * batch * accelerator.num_processes, 1), "peak_rss_mb": round(rss, 1),
-        "device": accelerator.device.type, "precision": a.mixed_precision}, separators=(",", ":")), flush=True)
+        "device": accelerator.device.type, "precision": a.mixed_precision,
+        "distributed_type": str(accelerator.distributed_type).split(".")[-1]}, separators=(",", ":")), flush=True)
 
 
 if __name__ == "__main__":

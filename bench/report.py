@@ -7,13 +7,14 @@ import sys
 from collections import defaultdict
 
 BATCH = {"tiny": 32, "mlp": 64, "cnn": 32, "sync": 8}
-ORDER = ["accel_cpp", "accel_c", "torch_cpp", "torch_py", "torch_py_ddp", "accel_cpp_nosync"]
+ORDER = ["accel_cpp", "accel_c", "torch_cpp", "torch_py", "torch_py_ddp", "accelerate_py", "accel_cpp_nosync"]
 # (e) the bindings, when run.sh found them.
 BINDINGS = ["accel_py", "accel_java", "accel_go"]
 LABEL = {
     "accel_cpp": "(a) libaccel C++", "accel_c": "(b) libaccel C ABI", "torch_cpp": "(c) plain LibTorch C++",
     "accel_py": "(e) libaccel Python", "accel_java": "(e) libaccel Java", "accel_go": "(e) libaccel Go",
     "torch_py": "(d) PyTorch plain", "torch_py_ddp": "(d) PyTorch DDP", "accel_cpp_nosync": "no-comm bound (a, unsynced)",
+    "accelerate_py": "(f) Python Accelerate",
 }
 
 
@@ -40,8 +41,9 @@ def main(path):
         e["threads"] = ranks[0]["threads"]
     med = {k: statistics.median(v["sps"]) for k, v in per.items()}
 
-    print("| workload | procs x threads | contestant | steps/s | samples/s | peak RSS/proc MB | vs (c) | vs (d) | % of no-comm bound | runs |")
-    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| workload | procs x threads | contestant | steps/s (median, min-max) | samples/s | peak RSS/proc MB "
+          "| vs (c) | vs (d) | vs (f) | % of no-comm bound | runs |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for w in BATCH:
         for n in (1, 2):
             names = [c for c in ORDER + BINDINGS if (w, n, c) in per]
@@ -49,11 +51,14 @@ def main(path):
                 e, s = per[(w, n, c)], med[(w, n, c)]
                 vs_c = med.get((w, 1, "torch_cpp")) if n == 1 else None
                 vs_d = med.get((w, n, "torch_py" if n == 1 else "torch_py_ddp"))
+                vs_f = med.get((w, n, "accelerate_py"))
                 bound = med.get((w, n, "accel_cpp_nosync")) if n > 1 else None
                 fmt = lambda ref: f"{s / ref:.2f}x" if ref else "–"
                 share = f"{100 * s / bound:.0f}%" if bound else "–"
-                print(f"| {w} | {n} x {e['threads']} | {LABEL.get(c, c)} | {s:.2f} | {s * BATCH[w] * n:.0f} | "
-                      f"{statistics.median(e['rss']):.0f} | {fmt(vs_c)} | {fmt(vs_d)} | {share} | {len(e['sps'])} |")
+                spread = f"{min(e['sps']):.2f}-{max(e['sps']):.2f}"
+                print(f"| {w} | {n} x {e['threads']} | {LABEL.get(c, c)} | {s:.2f} ({spread}) | {s * BATCH[w] * n:.0f} | "
+                      f"{statistics.median(e['rss']):.0f} | {fmt(vs_c)} | {fmt(vs_d)} | {fmt(vs_f)} | {share} | "
+                      f"{len(e['sps'])} |")
 
 
 if __name__ == "__main__":

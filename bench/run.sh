@@ -2,7 +2,7 @@
 # Runs the benchmark suite against an existing build (it builds nothing) and
 # prints the table that docs/benchmarks.md records. Contestants alternate
 # within each repeat; the table shows medians over repeats.
-#   bench/run.sh            full run (~10 min on 2 cores)
+#   bench/run.sh            full run: 5 repeats (~25 min on 2 cores; --workloads tiny,mlp ~8 min)
 #   bench/run.sh --quick    1 repeat, short runs (< 2 min)
 #   bench/run.sh --smoke    a few steps of every contestant; fails if one prints no result (CTest bench_smoke)
 # Options: --build-dir DIR (default: build/ next to bench/), --reps N, --workloads tiny,mlp,...,
@@ -32,6 +32,13 @@ for program in accel accel_bench accel_bench_c torch_bench sync_bench; do
   [ -x "$bin/$program" ] || { echo "run.sh: $bin/$program missing: build first (ninja -C build)" >&2; exit 2; }
 done
 python="${PYTHON:-/usr/bin/python3}"
+# (f) Python Accelerate runs from the test venv (accelerate 0.22 over Debian's torch).
+accelerate_python="${ACCELERATE_PYTHON:-$here/../.venv/bin/python}"
+have_accelerate=1
+if ! "$accelerate_python" -c "import accelerate" 2>/dev/null; then
+  have_accelerate=0
+  echo "run.sh: SKIPPING the Python Accelerate contestant: '$accelerate_python' cannot import accelerate (scripts/python-env.sh)"
+fi
 have_torch_py=1
 if ! "$python" -c "import torch" 2>/dev/null; then
   have_torch_py=0
@@ -42,7 +49,7 @@ fi
 # 2 cores (cnn takes ~2-3 s a step, so it gets few but long steps).
 declare -A steps warm
 case "$mode" in
-  full)  steps=([tiny]=1500 [mlp]=60 [cnn]=2 [sync]=4); warm=([tiny]=5 [mlp]=5 [cnn]=1 [sync]=2); : "${reps:=3}" ;;
+  full)  steps=([tiny]=1500 [mlp]=60 [cnn]=2 [sync]=4); warm=([tiny]=5 [mlp]=5 [cnn]=1 [sync]=2); : "${reps:=5}" ;;
   quick) steps=([tiny]=600 [mlp]=20 [cnn]=1 [sync]=2); warm=([tiny]=2 [mlp]=2 [cnn]=1 [sync]=1); : "${reps:=1}"
          # cnn (~2.5 s a step) and sync do not fit in 2 minutes; sync_bench still measures gradient sync
          [ "$workloads" = "tiny mlp cnn sync" ] && workloads="tiny mlp" ;;
@@ -73,6 +80,12 @@ run() {
   if [ "$(printf '%s' "$lines" | grep -c contestant)" -ne "$nproc" ]; then
     echo "run.sh: FAILED $name $workload x$nproc:" >&2
     printf '%s\n' "$out" | tail -20 >&2
+    failures=$((failures + 1))
+    return
+  fi
+  # Accelerate must really run data parallel (MULTI_CPU), not 2 separate single-process runs.
+  if [ "$name" = accelerate_py ] && [ "$nproc" -gt 1 ] && ! printf '%s' "$lines" | grep -q '"distributed_type":"MULTI_CPU"'; then
+    echo "run.sh: FAILED $name $workload x$nproc: Accelerate did not run MULTI_CPU: $lines" >&2
     failures=$((failures + 1))
     return
   fi
@@ -115,6 +128,7 @@ run_contestant() {
     torch_cpp) run "$nproc" torch_cpp "$w" "$bin/torch_bench" ;;
     torch_py) [ $have_torch_py = 1 ] && run "$nproc" torch_py "$w" "$python" "$here/torch_bench.py" ;;
     torch_py_ddp) [ $have_torch_py = 1 ] && run "$nproc" torch_py_ddp "$w" "$python" "$here/torch_bench.py" ;;
+    accelerate_py) [ $have_accelerate = 1 ] && run "$nproc" accelerate_py "$w" "$accelerate_python" "$here/accelerate_bench.py" ;;
     accel_cpp_nosync) run "$nproc" accel_cpp_nosync "$w" "$bin/accel_bench" --no-sync ;;
     bindings) run_bindings "$nproc" "$w" ;;
   esac
@@ -137,9 +151,9 @@ for ((r = 1; r <= reps; ++r)); do
   echo "repeat $r/$reps"
   for w in $workloads; do
     if [ "$w" != sync ]; then   # sync is a 2-process workload
-      run_rotated 1 "$w" "$r" accel_cpp accel_c torch_cpp torch_py bindings
+      run_rotated 1 "$w" "$r" accel_cpp accel_c torch_cpp torch_py accelerate_py bindings
     fi
-    run_rotated 2 "$w" "$r" accel_cpp accel_c torch_py_ddp accel_cpp_nosync bindings
+    run_rotated 2 "$w" "$r" accel_cpp accel_c torch_py_ddp accelerate_py accel_cpp_nosync bindings
   done
 done
 
