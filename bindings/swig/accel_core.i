@@ -12,6 +12,15 @@
 
 %{
 #include "accel_bridge.hpp"
+#include "accel/big_model.h"
+
+/* Big-model calls (below): an empty string stands for NULL; returned strings are freed here. */
+static const char* accel_null_if_empty(const std::string& text) { return text.empty() ? 0 : text.c_str(); }
+static std::string accel_take_string(char* text) {
+  std::string out = text ? text : "";
+  accel_string_free(text);
+  return out;
+}
 
 /* Aliases of the opaque handles: %extend on the C names would generate
    helpers named like the C functions (accel_tensor_free ...). */
@@ -478,6 +487,45 @@ struct AccelTensorMap {};
     accel_tensor* out = 0;
     accel_check(accel_tensor_map_get($self, name.c_str(), &out));
     return out;
+  }
+}
+
+/* ---- big models (accel/big_model.h) ----
+   Device maps and sizes cross as JSON strings; the language layers turn them
+   into a dict / Map / map. An empty string stands for C's NULL (no dtype, no
+   offload folder, the default map). */
+%newobject AccelModel::from_json_empty;
+%extend AccelModel {
+  static AccelModel* from_json_empty(const std::string& spec) {
+    accel_model* out = 0;
+    accel_check(accel_model_from_json_empty(spec.c_str(), &out));
+    return out;
+  }
+  std::string module_sizes_json(const std::string& dtype = "") const {
+    char* out = 0;
+    accel_check(accel_model_module_sizes($self, accel_null_if_empty(dtype), &out));
+    return accel_take_string(out);
+  }
+  std::string infer_auto_device_map_json(const std::string& max_memory_json,
+                                         const std::vector<std::string>& no_split_module_classes,
+                                         const std::string& dtype = "") const {
+    std::vector<const char*> names;
+    for (const auto& name : no_split_module_classes) names.push_back(name.c_str());
+    char* out = 0;
+    accel_check(accel_infer_auto_device_map($self, max_memory_json.c_str(), names.empty() ? 0 : names.data(),
+                                            names.size(), accel_null_if_empty(dtype), &out));
+    return accel_take_string(out);
+  }
+  void verify_device_map_json(const std::string& device_map_json) const {
+    accel_check(accel_verify_device_map($self, device_map_json.c_str()));
+  }
+  void materialize(const std::string& checkpoint, const std::string& dtype = "") {
+    accel_check(accel_model_materialize($self, checkpoint.c_str(), accel_null_if_empty(dtype)));
+  }
+  void load_checkpoint_and_dispatch_json(const std::string& checkpoint, const std::string& device_map_json,
+                                         const std::string& offload_folder = "", const std::string& dtype = "") {
+    accel_check(accel_load_checkpoint_and_dispatch($self, checkpoint.c_str(), accel_null_if_empty(device_map_json),
+                                                   accel_null_if_empty(offload_folder), accel_null_if_empty(dtype)));
   }
 }
 

@@ -316,6 +316,11 @@ ACCEL_JAVA_CLOSEABLE(StateWriter, "StateWriter")
 %rename(nativeFieldNames) AccelDataLoader::field_names;
 %javamethodmodifiers AccelDataLoader::field_names "";
 %javamethodmodifiers AccelModel::from_torchscript_outputs "";
+/* The big-model calls cross as JSON; the Map methods of the javacode below are the API. */
+%javamethodmodifiers AccelModel::module_sizes_json "private";
+%javamethodmodifiers AccelModel::infer_auto_device_map_json "private";
+%javamethodmodifiers AccelModel::verify_device_map_json "private";
+%javamethodmodifiers AccelModel::load_checkpoint_and_dispatch_json "private";
 %javamethodmodifiers AccelScheduler::AccelScheduler(AccelOptimizer*, const accel_scheduler_options*,
                                                     const std::vector<int64_t>&) "";
 %javamethodmodifiers AccelSequences::from_arrays "";
@@ -647,6 +652,60 @@ import java.nio.LongBuffer;
   /** Evaluation mode (train(false)). */
   public void eval() {
     train(false);
+  }
+
+  // ---- big models (docs/big-models.md): maps of module name to "cpu", "disk" or "cuda:N" ----
+
+  /**
+   * Bytes of every module's parameters and buffers ("" is the whole model), as if cast to dtype
+   * (null: each tensor's own). Accelerate's compute_module_sizes.
+   */
+  public java.util.LinkedHashMap<String, Long> moduleSizes(String dtype) {
+    java.util.LinkedHashMap<String, Long> sizes = new java.util.LinkedHashMap<>();
+    Object parsed = Json.read(moduleSizesJson(dtype == null ? "" : dtype));
+    for (java.util.Map.Entry<?, ?> e : ((java.util.Map<?, ?>) parsed).entrySet()) {
+      sizes.put((String) e.getKey(), ((Number) e.getValue()).longValue());
+    }
+    return sizes;
+  }
+
+  /**
+   * Accelerate 0.22's infer_auto_device_map: modules placed over the GPUs in order, then "cpu",
+   * then "disk", within budgets such as {"cpu": "200MB"}; classes in noSplit are never split.
+   * A budget below the largest unsplittable module throws AccelException naming it.
+   */
+  public java.util.LinkedHashMap<String, String> inferAutoDeviceMap(java.util.Map<String, String> maxMemory,
+                                                                     java.util.List<String> noSplit, String dtype) {
+    StringVector classes = new StringVector(noSplit == null ? java.util.Collections.<String>emptyList() : noSplit);
+    try {
+      return deviceMapOf(inferAutoDeviceMapJson(Json.write(maxMemory), classes, dtype == null ? "" : dtype));
+    } finally {
+      classes.delete();
+    }
+  }
+
+  /** Throws AccelException naming the first key that names no module or device, or the first tensor left out. */
+  public void checkDeviceMap(java.util.Map<String, String> deviceMap) {
+    verifyDeviceMapJson(Json.write(deviceMap));
+  }
+
+  /**
+   * Loads checkpoint (a .safetensors file, a sharded index or a directory) memory-mapped, each
+   * module where deviceMap puts it ("disk": read from offloadFolder or the checkpoint just
+   * before its node runs; null map: everything on the CPU). Checked before anything is loaded.
+   */
+  public void loadCheckpointAndDispatch(String checkpoint, java.util.Map<String, String> deviceMap,
+                                        String offloadFolder, String dtype) {
+    loadCheckpointAndDispatchJson(checkpoint, deviceMap == null ? "" : Json.write(deviceMap),
+                                  offloadFolder == null ? "" : offloadFolder, dtype == null ? "" : dtype);
+  }
+
+  private static java.util.LinkedHashMap<String, String> deviceMapOf(String json) {
+    java.util.LinkedHashMap<String, String> map = new java.util.LinkedHashMap<>();
+    for (java.util.Map.Entry<?, ?> e : ((java.util.Map<?, ?>) Json.read(json)).entrySet()) {
+      map.put((String) e.getKey(), (String) e.getValue());
+    }
+    return map;
   }
 
   /**

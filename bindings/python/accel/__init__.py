@@ -38,11 +38,16 @@ from . import core
 from .core import (AccelError, AcceleratorOptions, Batch, DataLoaderOptions, OptimizerOptions,
                    SchedulerOptions, abi_version, has_feature, version)
 from ._state import AcceleratorState, GradientState, _shard_size_bytes
+from . import big_modeling
+from .big_modeling import (check_device_map, compute_module_sizes, infer_auto_device_map, init_empty_weights,
+                           load_checkpoint_and_dispatch, load_checkpoint_in_model, verify_device_map)
 
 __all__ = [
     "AccelError", "Accelerator", "AcceleratorState", "GradientState", "DistributedType", "Model", "Optimizer",
     "Scheduler", "Dataset", "DataLoader", "Tensor", "Tracker", "ProgressBar", "tensor", "get_logger", "version",
     "abi_version", "has_feature", "__version__", "Sequences", "DataCollatorWithPadding", "ModelOutput",
+    "init_empty_weights", "compute_module_sizes", "infer_auto_device_map", "check_device_map",
+    "verify_device_map", "load_checkpoint_and_dispatch", "load_checkpoint_in_model",
 ]
 
 __version__ = version()
@@ -249,6 +254,11 @@ def _load_state_dict(self: Model, state_dict: Mapping[str, Any], strict: bool = 
 
 
 Model.load_state_dict = _load_state_dict
+_core_from_json = Model.from_json
+# Inside `with accel.init_empty_weights():` a JSON model is built on the meta device.
+Model.from_json = staticmethod(
+    lambda spec: Model.from_json_empty(spec) if big_modeling._building_empty() else _core_from_json(spec))
+Model.module_sizes = lambda self, dtype=None: big_modeling.compute_module_sizes(self, dtype)
 _core_from_torchscript = Model.from_torchscript
 Model.from_torchscript = staticmethod(
     lambda path, output_names=None: _core_from_torchscript(path) if output_names is None

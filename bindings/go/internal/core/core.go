@@ -199,7 +199,7 @@ typedef _gostring_ swig_type_169;
 typedef long long swig_type_170;
 typedef long long swig_type_171;
 typedef _gostring_ swig_type_172;
-typedef long long swig_type_173;
+typedef _gostring_ swig_type_173;
 typedef _gostring_ swig_type_174;
 typedef _gostring_ swig_type_175;
 typedef _gostring_ swig_type_176;
@@ -211,13 +211,13 @@ typedef _gostring_ swig_type_181;
 typedef _gostring_ swig_type_182;
 typedef _gostring_ swig_type_183;
 typedef _gostring_ swig_type_184;
-typedef long long swig_type_185;
-typedef long long swig_type_186;
-typedef long long swig_type_187;
-typedef long long swig_type_188;
-typedef long long swig_type_189;
+typedef _gostring_ swig_type_185;
+typedef _gostring_ swig_type_186;
+typedef _gostring_ swig_type_187;
+typedef _gostring_ swig_type_188;
+typedef _gostring_ swig_type_189;
 typedef _gostring_ swig_type_190;
-typedef long long swig_type_191;
+typedef _gostring_ swig_type_191;
 typedef _gostring_ swig_type_192;
 typedef _gostring_ swig_type_193;
 typedef _gostring_ swig_type_194;
@@ -230,67 +230,89 @@ typedef _gostring_ swig_type_200;
 typedef _gostring_ swig_type_201;
 typedef _gostring_ swig_type_202;
 typedef _gostring_ swig_type_203;
-typedef long long swig_type_204;
-typedef long long swig_type_205;
+typedef _gostring_ swig_type_204;
+typedef _gostring_ swig_type_205;
 typedef _gostring_ swig_type_206;
-typedef _gostring_ swig_type_207;
+typedef long long swig_type_207;
 typedef long long swig_type_208;
-typedef _gostring_ swig_type_209;
-typedef _gostring_ swig_type_210;
-typedef _gostring_ swig_type_211;
+typedef long long swig_type_209;
+typedef long long swig_type_210;
+typedef long long swig_type_211;
 typedef _gostring_ swig_type_212;
-typedef _gostring_ swig_type_213;
+typedef long long swig_type_213;
 typedef _gostring_ swig_type_214;
 typedef _gostring_ swig_type_215;
-typedef long long swig_type_216;
+typedef _gostring_ swig_type_216;
 typedef long long swig_type_217;
 typedef _gostring_ swig_type_218;
 typedef _gostring_ swig_type_219;
 typedef _gostring_ swig_type_220;
-typedef long long swig_type_221;
+typedef _gostring_ swig_type_221;
 typedef _gostring_ swig_type_222;
 typedef _gostring_ swig_type_223;
 typedef _gostring_ swig_type_224;
 typedef _gostring_ swig_type_225;
-typedef _gostring_ swig_type_226;
-typedef _gostring_ swig_type_227;
+typedef long long swig_type_226;
+typedef long long swig_type_227;
 typedef _gostring_ swig_type_228;
 typedef _gostring_ swig_type_229;
-typedef _gostring_ swig_type_230;
+typedef long long swig_type_230;
 typedef _gostring_ swig_type_231;
 typedef _gostring_ swig_type_232;
-typedef long long swig_type_233;
+typedef _gostring_ swig_type_233;
 typedef _gostring_ swig_type_234;
 typedef _gostring_ swig_type_235;
 typedef _gostring_ swig_type_236;
 typedef _gostring_ swig_type_237;
-typedef _gostring_ swig_type_238;
-typedef _gostring_ swig_type_239;
+typedef long long swig_type_238;
+typedef long long swig_type_239;
 typedef _gostring_ swig_type_240;
 typedef _gostring_ swig_type_241;
 typedef _gostring_ swig_type_242;
-typedef _gostring_ swig_type_243;
-typedef long long swig_type_244;
-typedef long long swig_type_245;
-typedef long long swig_type_246;
-typedef long long swig_type_247;
-typedef long long swig_type_248;
-typedef long long swig_type_249;
+typedef long long swig_type_243;
+typedef _gostring_ swig_type_244;
+typedef _gostring_ swig_type_245;
+typedef _gostring_ swig_type_246;
+typedef _gostring_ swig_type_247;
+typedef _gostring_ swig_type_248;
+typedef _gostring_ swig_type_249;
 typedef _gostring_ swig_type_250;
-typedef long long swig_type_251;
+typedef _gostring_ swig_type_251;
 typedef _gostring_ swig_type_252;
-typedef long long swig_type_253;
-typedef long long swig_type_254;
-typedef _gostring_ swig_type_255;
+typedef _gostring_ swig_type_253;
+typedef _gostring_ swig_type_254;
+typedef long long swig_type_255;
 typedef _gostring_ swig_type_256;
-typedef long long swig_type_257;
-typedef long long swig_type_258;
+typedef _gostring_ swig_type_257;
+typedef _gostring_ swig_type_258;
 typedef _gostring_ swig_type_259;
-typedef long long swig_type_260;
+typedef _gostring_ swig_type_260;
 typedef _gostring_ swig_type_261;
-typedef long long swig_type_262;
+typedef _gostring_ swig_type_262;
 typedef _gostring_ swig_type_263;
 typedef _gostring_ swig_type_264;
+typedef _gostring_ swig_type_265;
+typedef long long swig_type_266;
+typedef long long swig_type_267;
+typedef long long swig_type_268;
+typedef long long swig_type_269;
+typedef long long swig_type_270;
+typedef long long swig_type_271;
+typedef _gostring_ swig_type_272;
+typedef long long swig_type_273;
+typedef _gostring_ swig_type_274;
+typedef long long swig_type_275;
+typedef long long swig_type_276;
+typedef _gostring_ swig_type_277;
+typedef _gostring_ swig_type_278;
+typedef long long swig_type_279;
+typedef long long swig_type_280;
+typedef _gostring_ swig_type_281;
+typedef long long swig_type_282;
+typedef _gostring_ swig_type_283;
+typedef long long swig_type_284;
+typedef _gostring_ swig_type_285;
+typedef _gostring_ swig_type_286;
 extern void _wrap_Swig_free_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Swig_malloc_core_a1403cbc65d2f32f(swig_intgo arg1);
 extern uintptr_t _wrap_new_Int64Vector__SWIG_0_core_a1403cbc65d2f32f(void);
@@ -813,7 +835,18 @@ extern void _wrap_Model_train__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, _Boo
 extern void _wrap_Model_train__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_type_170 _wrap_Model_num_parameters__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, _Bool arg2);
 extern swig_type_171 _wrap_Model_num_parameters__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_Model_from_torchscript_outputs_core_a1403cbc65d2f32f(swig_type_172 arg1, uintptr_t arg2);
+extern uintptr_t _wrap_Model_from_json_empty_core_a1403cbc65d2f32f(swig_type_172 arg1);
+extern swig_type_173 _wrap_Model_module_sizes_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_174 arg2);
+extern swig_type_175 _wrap_Model_module_sizes_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_176 _wrap_Model_infer_auto_device_map_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_177 arg2, uintptr_t arg3, swig_type_178 arg4);
+extern swig_type_179 _wrap_Model_infer_auto_device_map_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_180 arg2, uintptr_t arg3);
+extern void _wrap_Model_verify_device_map_json_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_181 arg2);
+extern void _wrap_Model_materialize__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_182 arg2, swig_type_183 arg3);
+extern void _wrap_Model_materialize__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_184 arg2);
+extern void _wrap_Model_load_checkpoint_and_dispatch_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_185 arg2, swig_type_186 arg3, swig_type_187 arg4, swig_type_188 arg5);
+extern void _wrap_Model_load_checkpoint_and_dispatch_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_189 arg2, swig_type_190 arg3, swig_type_191 arg4);
+extern void _wrap_Model_load_checkpoint_and_dispatch_json__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_192 arg2, swig_type_193 arg3);
+extern uintptr_t _wrap_Model_from_torchscript_outputs_core_a1403cbc65d2f32f(swig_type_194 arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Model_forward_named_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Model_named_parameters_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Model_named_buffers_core_a1403cbc65d2f32f(uintptr_t arg1);
@@ -833,21 +866,21 @@ extern void _wrap_delete_Scheduler_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_Scheduler_step_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_Scheduler_step_metric_core_a1403cbc65d2f32f(uintptr_t arg1, double arg2);
 extern double _wrap_Scheduler_get_last_lr_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_173 _wrap_Scheduler_last_epoch_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_195 _wrap_Scheduler_last_epoch_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Dataset_from_tensors_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern uintptr_t _wrap_Dataset_from_idx__SWIG_0_core_a1403cbc65d2f32f(swig_type_174 arg1, swig_type_175 arg2, double arg3, double arg4);
-extern uintptr_t _wrap_Dataset_from_idx__SWIG_1_core_a1403cbc65d2f32f(swig_type_176 arg1, swig_type_177 arg2, double arg3);
-extern uintptr_t _wrap_Dataset_from_idx__SWIG_2_core_a1403cbc65d2f32f(swig_type_178 arg1, swig_type_179 arg2);
-extern uintptr_t _wrap_Dataset_from_csv__SWIG_0_core_a1403cbc65d2f32f(swig_type_180 arg1, swig_type_181 arg2, swig_intgo arg3);
-extern uintptr_t _wrap_Dataset_from_csv__SWIG_1_core_a1403cbc65d2f32f(swig_type_182 arg1, swig_type_183 arg2);
-extern uintptr_t _wrap_Dataset_from_safetensors_core_a1403cbc65d2f32f(swig_type_184 arg1, uintptr_t arg2);
-extern uintptr_t _wrap_Dataset_from_source_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_185 arg2, uintptr_t arg3);
+extern uintptr_t _wrap_Dataset_from_idx__SWIG_0_core_a1403cbc65d2f32f(swig_type_196 arg1, swig_type_197 arg2, double arg3, double arg4);
+extern uintptr_t _wrap_Dataset_from_idx__SWIG_1_core_a1403cbc65d2f32f(swig_type_198 arg1, swig_type_199 arg2, double arg3);
+extern uintptr_t _wrap_Dataset_from_idx__SWIG_2_core_a1403cbc65d2f32f(swig_type_200 arg1, swig_type_201 arg2);
+extern uintptr_t _wrap_Dataset_from_csv__SWIG_0_core_a1403cbc65d2f32f(swig_type_202 arg1, swig_type_203 arg2, swig_intgo arg3);
+extern uintptr_t _wrap_Dataset_from_csv__SWIG_1_core_a1403cbc65d2f32f(swig_type_204 arg1, swig_type_205 arg2);
+extern uintptr_t _wrap_Dataset_from_safetensors_core_a1403cbc65d2f32f(swig_type_206 arg1, uintptr_t arg2);
+extern uintptr_t _wrap_Dataset_from_source_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_207 arg2, uintptr_t arg3);
 extern uintptr_t _wrap_Dataset_from_stream_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Dataset_from_sequences__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Dataset_from_sequences__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Dataset_from_sequences_collate_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3);
 extern void _wrap_delete_Dataset_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_186 _wrap_Dataset_size_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_208 _wrap_Dataset_size_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern _Bool _wrap_Dataset_is_iterable_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_DataLoader__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_new_DataLoader__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
@@ -855,64 +888,64 @@ extern uintptr_t _wrap_new_DataLoader__SWIG_2_core_a1403cbc65d2f32f(uintptr_t ar
 extern uintptr_t _wrap_new_DataLoader__SWIG_3_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, uintptr_t arg4);
 extern void _wrap_delete_DataLoader_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_DataLoader_next_batch_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_187 _wrap_DataLoader_num_batches_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_DataLoader_skip_first_batches_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_188 arg2);
-extern void _wrap_DataLoader_set_epoch_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_189 arg2);
-extern void _wrap_DataLoader_set_progress__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_190 arg2);
+extern swig_type_209 _wrap_DataLoader_num_batches_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern uintptr_t _wrap_DataLoader_skip_first_batches_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_210 arg2);
+extern void _wrap_DataLoader_set_epoch_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_211 arg2);
+extern void _wrap_DataLoader_set_progress__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_212 arg2);
 extern void _wrap_DataLoader_set_progress__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_DataLoader_hide_progress_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_DataLoader_field_names_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_Sequences_from_arrays__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, swig_type_191 arg4);
+extern uintptr_t _wrap_Sequences_from_arrays__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, swig_type_213 arg4);
 extern uintptr_t _wrap_Sequences_from_arrays__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3);
-extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_0_core_a1403cbc65d2f32f(swig_type_192 arg1, swig_type_193 arg2, swig_type_194 arg3, swig_type_195 arg4);
-extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_1_core_a1403cbc65d2f32f(swig_type_196 arg1, swig_type_197 arg2, swig_type_198 arg3);
-extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_2_core_a1403cbc65d2f32f(swig_type_199 arg1, swig_type_200 arg2);
-extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_3_core_a1403cbc65d2f32f(swig_type_201 arg1);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_0_core_a1403cbc65d2f32f(swig_type_202 arg1, swig_intgo arg2, swig_type_203 arg3, swig_type_204 arg4, swig_type_205 arg5);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_1_core_a1403cbc65d2f32f(swig_type_206 arg1, swig_intgo arg2, swig_type_207 arg3, swig_type_208 arg4);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_2_core_a1403cbc65d2f32f(swig_type_209 arg1, swig_intgo arg2, swig_type_210 arg3);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_3_core_a1403cbc65d2f32f(swig_type_211 arg1, swig_intgo arg2);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_4_core_a1403cbc65d2f32f(swig_type_212 arg1);
-extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_0_core_a1403cbc65d2f32f(swig_type_213 arg1, swig_type_214 arg2, swig_intgo arg3, swig_type_215 arg4, swig_type_216 arg5, swig_type_217 arg6);
-extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_1_core_a1403cbc65d2f32f(swig_type_218 arg1, swig_type_219 arg2, swig_intgo arg3, swig_type_220 arg4, swig_type_221 arg5);
-extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_2_core_a1403cbc65d2f32f(swig_type_222 arg1, swig_type_223 arg2, swig_intgo arg3, swig_type_224 arg4);
-extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_3_core_a1403cbc65d2f32f(swig_type_225 arg1, swig_type_226 arg2, swig_intgo arg3);
-extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_4_core_a1403cbc65d2f32f(swig_type_227 arg1, swig_type_228 arg2);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_0_core_a1403cbc65d2f32f(swig_type_229 arg1, swig_type_230 arg2, swig_type_231 arg3, swig_type_232 arg4, swig_type_233 arg5);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_1_core_a1403cbc65d2f32f(swig_type_234 arg1, swig_type_235 arg2, swig_type_236 arg3, swig_type_237 arg4);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_2_core_a1403cbc65d2f32f(swig_type_238 arg1, swig_type_239 arg2, swig_type_240 arg3);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_3_core_a1403cbc65d2f32f(swig_type_241 arg1, swig_type_242 arg2);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_4_core_a1403cbc65d2f32f(swig_type_243 arg1);
+extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_0_core_a1403cbc65d2f32f(swig_type_214 arg1, swig_type_215 arg2, swig_type_216 arg3, swig_type_217 arg4);
+extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_1_core_a1403cbc65d2f32f(swig_type_218 arg1, swig_type_219 arg2, swig_type_220 arg3);
+extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_2_core_a1403cbc65d2f32f(swig_type_221 arg1, swig_type_222 arg2);
+extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_3_core_a1403cbc65d2f32f(swig_type_223 arg1);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_0_core_a1403cbc65d2f32f(swig_type_224 arg1, swig_intgo arg2, swig_type_225 arg3, swig_type_226 arg4, swig_type_227 arg5);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_1_core_a1403cbc65d2f32f(swig_type_228 arg1, swig_intgo arg2, swig_type_229 arg3, swig_type_230 arg4);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_2_core_a1403cbc65d2f32f(swig_type_231 arg1, swig_intgo arg2, swig_type_232 arg3);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_3_core_a1403cbc65d2f32f(swig_type_233 arg1, swig_intgo arg2);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_4_core_a1403cbc65d2f32f(swig_type_234 arg1);
+extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_0_core_a1403cbc65d2f32f(swig_type_235 arg1, swig_type_236 arg2, swig_intgo arg3, swig_type_237 arg4, swig_type_238 arg5, swig_type_239 arg6);
+extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_1_core_a1403cbc65d2f32f(swig_type_240 arg1, swig_type_241 arg2, swig_intgo arg3, swig_type_242 arg4, swig_type_243 arg5);
+extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_2_core_a1403cbc65d2f32f(swig_type_244 arg1, swig_type_245 arg2, swig_intgo arg3, swig_type_246 arg4);
+extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_3_core_a1403cbc65d2f32f(swig_type_247 arg1, swig_type_248 arg2, swig_intgo arg3);
+extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_4_core_a1403cbc65d2f32f(swig_type_249 arg1, swig_type_250 arg2);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_0_core_a1403cbc65d2f32f(swig_type_251 arg1, swig_type_252 arg2, swig_type_253 arg3, swig_type_254 arg4, swig_type_255 arg5);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_1_core_a1403cbc65d2f32f(swig_type_256 arg1, swig_type_257 arg2, swig_type_258 arg3, swig_type_259 arg4);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_2_core_a1403cbc65d2f32f(swig_type_260 arg1, swig_type_261 arg2, swig_type_262 arg3);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_3_core_a1403cbc65d2f32f(swig_type_263 arg1, swig_type_264 arg2);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_4_core_a1403cbc65d2f32f(swig_type_265 arg1);
 extern void _wrap_delete_Sequences_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_244 _wrap_Sequences_size_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_245 _wrap_Sequences_length_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_246 arg2);
-extern uintptr_t _wrap_Sequences_ids_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_247 arg2);
-extern uintptr_t _wrap_Sequences_labels_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_248 arg2);
-extern uintptr_t _wrap_new_ProgressBar__SWIG_0_core_a1403cbc65d2f32f(swig_type_249 arg1, swig_type_250 arg2, _Bool arg3);
-extern uintptr_t _wrap_new_ProgressBar__SWIG_1_core_a1403cbc65d2f32f(swig_type_251 arg1, swig_type_252 arg2);
-extern uintptr_t _wrap_new_ProgressBar__SWIG_2_core_a1403cbc65d2f32f(swig_type_253 arg1);
+extern swig_type_266 _wrap_Sequences_size_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_267 _wrap_Sequences_length_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_268 arg2);
+extern uintptr_t _wrap_Sequences_ids_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_269 arg2);
+extern uintptr_t _wrap_Sequences_labels_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_270 arg2);
+extern uintptr_t _wrap_new_ProgressBar__SWIG_0_core_a1403cbc65d2f32f(swig_type_271 arg1, swig_type_272 arg2, _Bool arg3);
+extern uintptr_t _wrap_new_ProgressBar__SWIG_1_core_a1403cbc65d2f32f(swig_type_273 arg1, swig_type_274 arg2);
+extern uintptr_t _wrap_new_ProgressBar__SWIG_2_core_a1403cbc65d2f32f(swig_type_275 arg1);
 extern void _wrap_delete_ProgressBar_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_ProgressBar_update__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_254 arg2);
+extern void _wrap_ProgressBar_update__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_276 arg2);
 extern void _wrap_ProgressBar_update__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_Profile_begin_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_255 arg2);
+extern uintptr_t _wrap_Profile_begin_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_277 arg2);
 extern void _wrap_delete_Profile_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_Profile_end_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_NamedTensors_core_a1403cbc65d2f32f(void);
 extern void _wrap_delete_NamedTensors_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_NamedTensors_add_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_256 arg2, uintptr_t arg3);
-extern swig_type_257 _wrap_NamedTensors_size_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_NamedTensors_add_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_278 arg2, uintptr_t arg3);
+extern swig_type_279 _wrap_NamedTensors_size_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_TensorList_core_a1403cbc65d2f32f(void);
 extern void _wrap_delete_TensorList_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_TensorList_add_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern swig_type_258 _wrap_TensorList_size_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_280 _wrap_TensorList_size_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_TensorMap_core_a1403cbc65d2f32f(void);
 extern void _wrap_delete_TensorMap_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_TensorMap_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_259 arg2, uintptr_t arg3);
-extern swig_type_260 _wrap_TensorMap_count_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_261 _wrap_TensorMap_name_at_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_262 arg2);
-extern uintptr_t _wrap_TensorMap_get_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_263 arg2);
+extern void _wrap_TensorMap_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_281 arg2, uintptr_t arg3);
+extern swig_type_282 _wrap_TensorMap_count_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_283 _wrap_TensorMap_name_at_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_284 arg2);
+extern uintptr_t _wrap_TensorMap_get_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_285 arg2);
 extern swig_intgo _wrap_take_error_code_core_a1403cbc65d2f32f(void);
-extern swig_type_264 _wrap_take_error_message_core_a1403cbc65d2f32f(void);
+extern swig_type_286 _wrap_take_error_message_core_a1403cbc65d2f32f(void);
 #undef intgo
 */
 import "C"
@@ -6279,11 +6312,213 @@ func (p SwigcptrModel) Num_parameters(a ...interface{}) int64 {
 	panic("No match for overloaded function call")
 }
 
+func ModelFrom_json_empty(arg1 string) (_swig_ret Model) {
+	var swig_r Model
+	_swig_i_0 := arg1
+	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_json_empty_core_a1403cbc65d2f32f(*(*C.swig_type_172)(unsafe.Pointer(&_swig_i_0)))))
+	if Swig_escape_always_false {
+		Swig_escape_val = arg1
+	}
+	return swig_r
+}
+
+func (arg1 SwigcptrModel) Module_sizes_json__SWIG_0(arg2 string) (_swig_ret string) {
+	var swig_r string
+	_swig_i_0 := arg1
+	_swig_i_1 := arg2
+	swig_r_p := C._wrap_Model_module_sizes_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_174)(unsafe.Pointer(&_swig_i_1)))
+	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
+	if Swig_escape_always_false {
+		Swig_escape_val = arg2
+	}
+	var swig_r_1 string
+ swig_r_1 = swigCopyString(swig_r) 
+	return swig_r_1
+}
+
+func (arg1 SwigcptrModel) Module_sizes_json__SWIG_1() (_swig_ret string) {
+	var swig_r string
+	_swig_i_0 := arg1
+	swig_r_p := C._wrap_Model_module_sizes_json__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0))
+	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
+	var swig_r_1 string
+ swig_r_1 = swigCopyString(swig_r) 
+	return swig_r_1
+}
+
+func (p SwigcptrModel) Module_sizes_json(a ...interface{}) string {
+	argc := len(a)
+	if argc == 0 {
+		return p.Module_sizes_json__SWIG_1()
+	}
+	if argc == 1 {
+		return p.Module_sizes_json__SWIG_0(a[0].(string))
+	}
+	panic("No match for overloaded function call")
+}
+
+func (arg1 SwigcptrModel) Infer_auto_device_map_json__SWIG_0(arg2 string, arg3 StringVector, arg4 string) (_swig_ret string) {
+	var swig_r string
+	_swig_i_0 := arg1
+	_swig_i_1 := arg2
+	_swig_i_2 := getSwigcptr(arg3)
+	_swig_i_3 := arg4
+	swig_r_p := C._wrap_Model_infer_auto_device_map_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_177)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2), *(*C.swig_type_178)(unsafe.Pointer(&_swig_i_3)))
+	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
+	if Swig_escape_always_false {
+		Swig_escape_val = arg2
+	}
+	if Swig_escape_always_false {
+		Swig_escape_val = arg4
+	}
+	var swig_r_1 string
+ swig_r_1 = swigCopyString(swig_r) 
+	return swig_r_1
+}
+
+func (arg1 SwigcptrModel) Infer_auto_device_map_json__SWIG_1(arg2 string, arg3 StringVector) (_swig_ret string) {
+	var swig_r string
+	_swig_i_0 := arg1
+	_swig_i_1 := arg2
+	_swig_i_2 := getSwigcptr(arg3)
+	swig_r_p := C._wrap_Model_infer_auto_device_map_json__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_180)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
+	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
+	if Swig_escape_always_false {
+		Swig_escape_val = arg2
+	}
+	var swig_r_1 string
+ swig_r_1 = swigCopyString(swig_r) 
+	return swig_r_1
+}
+
+func (p SwigcptrModel) Infer_auto_device_map_json(a ...interface{}) string {
+	argc := len(a)
+	if argc == 2 {
+		return p.Infer_auto_device_map_json__SWIG_1(a[0].(string), a[1].(StringVector))
+	}
+	if argc == 3 {
+		return p.Infer_auto_device_map_json__SWIG_0(a[0].(string), a[1].(StringVector), a[2].(string))
+	}
+	panic("No match for overloaded function call")
+}
+
+func (arg1 SwigcptrModel) Verify_device_map_json(arg2 string) {
+	_swig_i_0 := arg1
+	_swig_i_1 := arg2
+	C._wrap_Model_verify_device_map_json_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_181)(unsafe.Pointer(&_swig_i_1)))
+	if Swig_escape_always_false {
+		Swig_escape_val = arg2
+	}
+}
+
+func (arg1 SwigcptrModel) Materialize__SWIG_0(arg2 string, arg3 string) {
+	_swig_i_0 := arg1
+	_swig_i_1 := arg2
+	_swig_i_2 := arg3
+	C._wrap_Model_materialize__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_182)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_183)(unsafe.Pointer(&_swig_i_2)))
+	if Swig_escape_always_false {
+		Swig_escape_val = arg2
+	}
+	if Swig_escape_always_false {
+		Swig_escape_val = arg3
+	}
+}
+
+func (arg1 SwigcptrModel) Materialize__SWIG_1(arg2 string) {
+	_swig_i_0 := arg1
+	_swig_i_1 := arg2
+	C._wrap_Model_materialize__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_184)(unsafe.Pointer(&_swig_i_1)))
+	if Swig_escape_always_false {
+		Swig_escape_val = arg2
+	}
+}
+
+func (p SwigcptrModel) Materialize(a ...interface{}) {
+	argc := len(a)
+	if argc == 1 {
+		p.Materialize__SWIG_1(a[0].(string))
+		return
+	}
+	if argc == 2 {
+		p.Materialize__SWIG_0(a[0].(string), a[1].(string))
+		return
+	}
+	panic("No match for overloaded function call")
+}
+
+func (arg1 SwigcptrModel) Load_checkpoint_and_dispatch_json__SWIG_0(arg2 string, arg3 string, arg4 string, arg5 string) {
+	_swig_i_0 := arg1
+	_swig_i_1 := arg2
+	_swig_i_2 := arg3
+	_swig_i_3 := arg4
+	_swig_i_4 := arg5
+	C._wrap_Model_load_checkpoint_and_dispatch_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_185)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_186)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_187)(unsafe.Pointer(&_swig_i_3)), *(*C.swig_type_188)(unsafe.Pointer(&_swig_i_4)))
+	if Swig_escape_always_false {
+		Swig_escape_val = arg2
+	}
+	if Swig_escape_always_false {
+		Swig_escape_val = arg3
+	}
+	if Swig_escape_always_false {
+		Swig_escape_val = arg4
+	}
+	if Swig_escape_always_false {
+		Swig_escape_val = arg5
+	}
+}
+
+func (arg1 SwigcptrModel) Load_checkpoint_and_dispatch_json__SWIG_1(arg2 string, arg3 string, arg4 string) {
+	_swig_i_0 := arg1
+	_swig_i_1 := arg2
+	_swig_i_2 := arg3
+	_swig_i_3 := arg4
+	C._wrap_Model_load_checkpoint_and_dispatch_json__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_189)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_190)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_191)(unsafe.Pointer(&_swig_i_3)))
+	if Swig_escape_always_false {
+		Swig_escape_val = arg2
+	}
+	if Swig_escape_always_false {
+		Swig_escape_val = arg3
+	}
+	if Swig_escape_always_false {
+		Swig_escape_val = arg4
+	}
+}
+
+func (arg1 SwigcptrModel) Load_checkpoint_and_dispatch_json__SWIG_2(arg2 string, arg3 string) {
+	_swig_i_0 := arg1
+	_swig_i_1 := arg2
+	_swig_i_2 := arg3
+	C._wrap_Model_load_checkpoint_and_dispatch_json__SWIG_2_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_192)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_193)(unsafe.Pointer(&_swig_i_2)))
+	if Swig_escape_always_false {
+		Swig_escape_val = arg2
+	}
+	if Swig_escape_always_false {
+		Swig_escape_val = arg3
+	}
+}
+
+func (p SwigcptrModel) Load_checkpoint_and_dispatch_json(a ...interface{}) {
+	argc := len(a)
+	if argc == 2 {
+		p.Load_checkpoint_and_dispatch_json__SWIG_2(a[0].(string), a[1].(string))
+		return
+	}
+	if argc == 3 {
+		p.Load_checkpoint_and_dispatch_json__SWIG_1(a[0].(string), a[1].(string), a[2].(string))
+		return
+	}
+	if argc == 4 {
+		p.Load_checkpoint_and_dispatch_json__SWIG_0(a[0].(string), a[1].(string), a[2].(string), a[3].(string))
+		return
+	}
+	panic("No match for overloaded function call")
+}
+
 func ModelFrom_torchscript_outputs(arg1 string, arg2 StringVector) (_swig_ret Model) {
 	var swig_r Model
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
-	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_torchscript_outputs_core_a1403cbc65d2f32f(*(*C.swig_type_172)(unsafe.Pointer(&_swig_i_0)), C.uintptr_t(_swig_i_1))))
+	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_torchscript_outputs_core_a1403cbc65d2f32f(*(*C.swig_type_194)(unsafe.Pointer(&_swig_i_0)), C.uintptr_t(_swig_i_1))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -6344,6 +6579,11 @@ type Model interface {
 	Forward(arg2 Tensor) (_swig_ret Tensor)
 	Train(a ...interface{})
 	Num_parameters(a ...interface{}) int64
+	Module_sizes_json(a ...interface{}) string
+	Infer_auto_device_map_json(a ...interface{}) string
+	Verify_device_map_json(arg2 string)
+	Materialize(a ...interface{})
+	Load_checkpoint_and_dispatch_json(a ...interface{})
 	Forward_named(arg2 TensorMap) (_swig_ret TensorMap)
 	Named_parameters() (_swig_ret TensorMap)
 	Named_buffers() (_swig_ret TensorMap)
@@ -6529,7 +6769,7 @@ func DatasetFrom_idx__SWIG_0(arg1 string, arg2 string, arg3 float64, arg4 float6
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_idx__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_174)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_175)(unsafe.Pointer(&_swig_i_1)), C.double(_swig_i_2), C.double(_swig_i_3))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_idx__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_196)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_197)(unsafe.Pointer(&_swig_i_1)), C.double(_swig_i_2), C.double(_swig_i_3))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -6544,7 +6784,7 @@ func DatasetFrom_idx__SWIG_1(arg1 string, arg2 string, arg3 float64) (_swig_ret 
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_idx__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_176)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_177)(unsafe.Pointer(&_swig_i_1)), C.double(_swig_i_2))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_idx__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_198)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_199)(unsafe.Pointer(&_swig_i_1)), C.double(_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -6558,7 +6798,7 @@ func DatasetFrom_idx__SWIG_2(arg1 string, arg2 string) (_swig_ret Dataset) {
 	var swig_r Dataset
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_idx__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_178)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_179)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_idx__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_200)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_201)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -6587,7 +6827,7 @@ func DatasetFrom_csv__SWIG_0(arg1 string, arg2 string, arg3 Accel_dtype) (_swig_
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_csv__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_180)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_181)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_csv__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_202)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_203)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -6601,7 +6841,7 @@ func DatasetFrom_csv__SWIG_1(arg1 string, arg2 string) (_swig_ret Dataset) {
 	var swig_r Dataset
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_csv__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_182)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_183)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_csv__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_204)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_205)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -6626,7 +6866,7 @@ func DatasetFrom_safetensors(arg1 string, arg2 StringVector) (_swig_ret Dataset)
 	var swig_r Dataset
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_safetensors_core_a1403cbc65d2f32f(*(*C.swig_type_184)(unsafe.Pointer(&_swig_i_0)), C.uintptr_t(_swig_i_1))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_safetensors_core_a1403cbc65d2f32f(*(*C.swig_type_206)(unsafe.Pointer(&_swig_i_0)), C.uintptr_t(_swig_i_1))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -6638,7 +6878,7 @@ func DatasetFrom_source(arg1 DatasetSource, arg2 int64, arg3 FieldSpecVector) (_
 	_swig_i_0 := getSwigcptr(arg1)
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_source_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_185(_swig_i_1), C.uintptr_t(_swig_i_2))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_source_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_207(_swig_i_1), C.uintptr_t(_swig_i_2))))
 	return swig_r
 }
 
@@ -6794,20 +7034,20 @@ func (arg1 SwigcptrDataLoader) Skip_first_batches(arg2 int64) (_swig_ret DataLoa
 	var swig_r DataLoader
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (DataLoader)(SwigcptrDataLoader(C._wrap_DataLoader_skip_first_batches_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_188(_swig_i_1))))
+	swig_r = (DataLoader)(SwigcptrDataLoader(C._wrap_DataLoader_skip_first_batches_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_210(_swig_i_1))))
 	return swig_r
 }
 
 func (arg1 SwigcptrDataLoader) Set_epoch(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_DataLoader_set_epoch_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_189(_swig_i_1))
+	C._wrap_DataLoader_set_epoch_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_211(_swig_i_1))
 }
 
 func (arg1 SwigcptrDataLoader) Set_progress__SWIG_0(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_DataLoader_set_progress__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_190)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_DataLoader_set_progress__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_212)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -6870,7 +7110,7 @@ func SequencesFrom_arrays__SWIG_0(arg1 Int64Vector, arg2 Int64Vector, arg3 Int64
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := getSwigcptr(arg3)
 	_swig_i_3 := arg4
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_arrays__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.uintptr_t(_swig_i_2), C.swig_type_191(_swig_i_3))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_arrays__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.uintptr_t(_swig_i_2), C.swig_type_213(_swig_i_3))))
 	return swig_r
 }
 
@@ -6900,7 +7140,7 @@ func SequencesFrom_jsonl__SWIG_0(arg1 string, arg2 string, arg3 string, arg4 int
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_192)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_193)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_194)(unsafe.Pointer(&_swig_i_2)), C.swig_type_195(_swig_i_3))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_214)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_215)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_216)(unsafe.Pointer(&_swig_i_2)), C.swig_type_217(_swig_i_3))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -6918,7 +7158,7 @@ func SequencesFrom_jsonl__SWIG_1(arg1 string, arg2 string, arg3 string) (_swig_r
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_196)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_197)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_198)(unsafe.Pointer(&_swig_i_2)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_218)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_219)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_220)(unsafe.Pointer(&_swig_i_2)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -6935,7 +7175,7 @@ func SequencesFrom_jsonl__SWIG_2(arg1 string, arg2 string) (_swig_ret Sequences)
 	var swig_r Sequences
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_199)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_200)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_221)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_222)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -6948,7 +7188,7 @@ func SequencesFrom_jsonl__SWIG_2(arg1 string, arg2 string) (_swig_ret Sequences)
 func SequencesFrom_jsonl__SWIG_3(arg1 string) (_swig_ret Sequences) {
 	var swig_r Sequences
 	_swig_i_0 := arg1
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_201)(unsafe.Pointer(&_swig_i_0)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_223)(unsafe.Pointer(&_swig_i_0)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -6979,7 +7219,7 @@ func SequencesFrom_text__SWIG_0(arg1 string, arg2 Accel_text_split, arg3 string,
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_202)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_203)(unsafe.Pointer(&_swig_i_2)), C.swig_type_204(_swig_i_3), C.swig_type_205(_swig_i_4))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_224)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_225)(unsafe.Pointer(&_swig_i_2)), C.swig_type_226(_swig_i_3), C.swig_type_227(_swig_i_4))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -6995,7 +7235,7 @@ func SequencesFrom_text__SWIG_1(arg1 string, arg2 Accel_text_split, arg3 string,
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_206)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_207)(unsafe.Pointer(&_swig_i_2)), C.swig_type_208(_swig_i_3))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_228)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_229)(unsafe.Pointer(&_swig_i_2)), C.swig_type_230(_swig_i_3))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7010,7 +7250,7 @@ func SequencesFrom_text__SWIG_2(arg1 string, arg2 Accel_text_split, arg3 string)
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_209)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_210)(unsafe.Pointer(&_swig_i_2)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_231)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_232)(unsafe.Pointer(&_swig_i_2)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7024,7 +7264,7 @@ func SequencesFrom_text__SWIG_3(arg1 string, arg2 Accel_text_split) (_swig_ret S
 	var swig_r Sequences
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_211)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_233)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7034,7 +7274,7 @@ func SequencesFrom_text__SWIG_3(arg1 string, arg2 Accel_text_split) (_swig_ret S
 func SequencesFrom_text__SWIG_4(arg1 string) (_swig_ret Sequences) {
 	var swig_r Sequences
 	_swig_i_0 := arg1
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_212)(unsafe.Pointer(&_swig_i_0)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_234)(unsafe.Pointer(&_swig_i_0)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7069,7 +7309,7 @@ func SequencesFrom_text_vocab__SWIG_0(arg1 string, arg2 string, arg3 Accel_text_
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
 	_swig_i_5 := arg6
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_213)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_214)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_215)(unsafe.Pointer(&_swig_i_3)), C.swig_type_216(_swig_i_4), C.swig_type_217(_swig_i_5))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_235)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_236)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_237)(unsafe.Pointer(&_swig_i_3)), C.swig_type_238(_swig_i_4), C.swig_type_239(_swig_i_5))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7089,7 +7329,7 @@ func SequencesFrom_text_vocab__SWIG_1(arg1 string, arg2 string, arg3 Accel_text_
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_218)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_219)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_220)(unsafe.Pointer(&_swig_i_3)), C.swig_type_221(_swig_i_4))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_240)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_241)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_242)(unsafe.Pointer(&_swig_i_3)), C.swig_type_243(_swig_i_4))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7108,7 +7348,7 @@ func SequencesFrom_text_vocab__SWIG_2(arg1 string, arg2 string, arg3 Accel_text_
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_222)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_223)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_224)(unsafe.Pointer(&_swig_i_3)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_244)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_245)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_246)(unsafe.Pointer(&_swig_i_3)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7126,7 +7366,7 @@ func SequencesFrom_text_vocab__SWIG_3(arg1 string, arg2 string, arg3 Accel_text_
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_225)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_226)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_247)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_248)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7140,7 +7380,7 @@ func SequencesFrom_text_vocab__SWIG_4(arg1 string, arg2 string) (_swig_ret Seque
 	var swig_r Sequences
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_227)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_228)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_249)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_250)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7177,7 +7417,7 @@ func SequencesFrom_safetensors__SWIG_0(arg1 string, arg2 string, arg3 string, ar
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_229)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_230)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_231)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_232)(unsafe.Pointer(&_swig_i_3)), C.swig_type_233(_swig_i_4))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_251)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_252)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_253)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_254)(unsafe.Pointer(&_swig_i_3)), C.swig_type_255(_swig_i_4))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7199,7 +7439,7 @@ func SequencesFrom_safetensors__SWIG_1(arg1 string, arg2 string, arg3 string, ar
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_234)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_235)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_236)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_237)(unsafe.Pointer(&_swig_i_3)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_256)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_257)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_258)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_259)(unsafe.Pointer(&_swig_i_3)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7220,7 +7460,7 @@ func SequencesFrom_safetensors__SWIG_2(arg1 string, arg2 string, arg3 string) (_
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_238)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_239)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_240)(unsafe.Pointer(&_swig_i_2)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_260)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_261)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_262)(unsafe.Pointer(&_swig_i_2)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7237,7 +7477,7 @@ func SequencesFrom_safetensors__SWIG_3(arg1 string, arg2 string) (_swig_ret Sequ
 	var swig_r Sequences
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_241)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_242)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_263)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_264)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7250,7 +7490,7 @@ func SequencesFrom_safetensors__SWIG_3(arg1 string, arg2 string) (_swig_ret Sequ
 func SequencesFrom_safetensors__SWIG_4(arg1 string) (_swig_ret Sequences) {
 	var swig_r Sequences
 	_swig_i_0 := arg1
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_243)(unsafe.Pointer(&_swig_i_0)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_265)(unsafe.Pointer(&_swig_i_0)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7293,7 +7533,7 @@ func (arg1 SwigcptrSequences) Length(arg2 int64) (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (int64)(C._wrap_Sequences_length_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_246(_swig_i_1)))
+	swig_r = (int64)(C._wrap_Sequences_length_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_268(_swig_i_1)))
 	return swig_r
 }
 
@@ -7301,7 +7541,7 @@ func (arg1 SwigcptrSequences) Ids(arg2 int64) (_swig_ret Tensor) {
 	var swig_r Tensor
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Sequences_ids_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_247(_swig_i_1))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Sequences_ids_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_269(_swig_i_1))))
 	return swig_r
 }
 
@@ -7309,7 +7549,7 @@ func (arg1 SwigcptrSequences) Labels(arg2 int64) (_swig_ret Tensor) {
 	var swig_r Tensor
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Sequences_labels_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_248(_swig_i_1))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Sequences_labels_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_270(_swig_i_1))))
 	return swig_r
 }
 
@@ -7336,7 +7576,7 @@ func NewProgressBar__SWIG_0(arg1 int64, arg2 string, arg3 bool) (_swig_ret Progr
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_0_core_a1403cbc65d2f32f(C.swig_type_249(_swig_i_0), *(*C.swig_type_250)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2))))
+	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_0_core_a1403cbc65d2f32f(C.swig_type_271(_swig_i_0), *(*C.swig_type_272)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7347,7 +7587,7 @@ func NewProgressBar__SWIG_1(arg1 int64, arg2 string) (_swig_ret ProgressBar) {
 	var swig_r ProgressBar
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_1_core_a1403cbc65d2f32f(C.swig_type_251(_swig_i_0), *(*C.swig_type_252)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_1_core_a1403cbc65d2f32f(C.swig_type_273(_swig_i_0), *(*C.swig_type_274)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7357,7 +7597,7 @@ func NewProgressBar__SWIG_1(arg1 int64, arg2 string) (_swig_ret ProgressBar) {
 func NewProgressBar__SWIG_2(arg1 int64) (_swig_ret ProgressBar) {
 	var swig_r ProgressBar
 	_swig_i_0 := arg1
-	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_2_core_a1403cbc65d2f32f(C.swig_type_253(_swig_i_0))))
+	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_2_core_a1403cbc65d2f32f(C.swig_type_275(_swig_i_0))))
 	return swig_r
 }
 
@@ -7383,7 +7623,7 @@ func DeleteProgressBar(arg1 ProgressBar) {
 func (arg1 SwigcptrProgressBar) Update__SWIG_0(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_ProgressBar_update__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_254(_swig_i_1))
+	C._wrap_ProgressBar_update__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_276(_swig_i_1))
 }
 
 func (arg1 SwigcptrProgressBar) Update__SWIG_1() {
@@ -7423,7 +7663,7 @@ func ProfileBegin(arg1 Accelerator, arg2 string) (_swig_ret Profile) {
 	var swig_r Profile
 	_swig_i_0 := getSwigcptr(arg1)
 	_swig_i_1 := arg2
-	swig_r = (Profile)(SwigcptrProfile(C._wrap_Profile_begin_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_255)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Profile)(SwigcptrProfile(C._wrap_Profile_begin_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_277)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7470,7 +7710,7 @@ func (arg1 SwigcptrNamedTensors) Add(arg2 string, arg3 Tensor) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	C._wrap_NamedTensors_add_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_256)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
+	C._wrap_NamedTensors_add_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_278)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7554,7 +7794,7 @@ func (arg1 SwigcptrTensorMap) Set(arg2 string, arg3 Tensor) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	C._wrap_TensorMap_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_259)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
+	C._wrap_TensorMap_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_281)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7571,7 +7811,7 @@ func (arg1 SwigcptrTensorMap) Name_at(arg2 int64) (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r_p := C._wrap_TensorMap_name_at_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_262(_swig_i_1))
+	swig_r_p := C._wrap_TensorMap_name_at_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_284(_swig_i_1))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -7582,7 +7822,7 @@ func (arg1 SwigcptrTensorMap) Get(arg2 string) (_swig_ret Tensor) {
 	var swig_r Tensor
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_TensorMap_get_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_263)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_TensorMap_get_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_285)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}

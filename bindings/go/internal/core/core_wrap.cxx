@@ -371,6 +371,15 @@ static void accel_go_store_error(int code, const char* message) {
 
 
 #include "accel_bridge.hpp"
+#include "accel/big_model.h"
+
+/* Big-model calls (below): an empty string stands for NULL; returned strings are freed here. */
+static const char* accel_null_if_empty(const std::string& text) { return text.empty() ? 0 : text.c_str(); }
+static std::string accel_take_string(char* text) {
+  std::string out = text ? text : "";
+  accel_string_free(text);
+  return out;
+}
 
 /* Aliases of the opaque handles: %extend on the C names would generate
    helpers named like the C functions (accel_tensor_free ...). */
@@ -977,6 +986,34 @@ SWIGINTERN int64_t AccelModel_num_parameters__SWIG_0(AccelModel const *self,bool
     int64_t n = 0;
     accel_check(accel_model_num_parameters(self, trainable_only, &n));
     return n;
+  }
+SWIGINTERN AccelModel *AccelModel_from_json_empty(std::string const &spec){
+    accel_model* out = 0;
+    accel_check(accel_model_from_json_empty(spec.c_str(), &out));
+    return out;
+  }
+SWIGINTERN std::string AccelModel_module_sizes_json__SWIG_0(AccelModel const *self,std::string const &dtype=""){
+    char* out = 0;
+    accel_check(accel_model_module_sizes(self, accel_null_if_empty(dtype), &out));
+    return accel_take_string(out);
+  }
+SWIGINTERN std::string AccelModel_infer_auto_device_map_json__SWIG_0(AccelModel const *self,std::string const &max_memory_json,std::vector< std::string > const &no_split_module_classes,std::string const &dtype=""){
+    std::vector<const char*> names;
+    for (const auto& name : no_split_module_classes) names.push_back(name.c_str());
+    char* out = 0;
+    accel_check(accel_infer_auto_device_map(self, max_memory_json.c_str(), names.empty() ? 0 : names.data(),
+                                            names.size(), accel_null_if_empty(dtype), &out));
+    return accel_take_string(out);
+  }
+SWIGINTERN void AccelModel_verify_device_map_json(AccelModel const *self,std::string const &device_map_json){
+    accel_check(accel_verify_device_map(self, device_map_json.c_str()));
+  }
+SWIGINTERN void AccelModel_materialize__SWIG_0(AccelModel *self,std::string const &checkpoint,std::string const &dtype=""){
+    accel_check(accel_model_materialize(self, checkpoint.c_str(), accel_null_if_empty(dtype)));
+  }
+SWIGINTERN void AccelModel_load_checkpoint_and_dispatch_json__SWIG_0(AccelModel *self,std::string const &checkpoint,std::string const &device_map_json,std::string const &offload_folder="",std::string const &dtype=""){
+    accel_check(accel_load_checkpoint_and_dispatch(self, checkpoint.c_str(), accel_null_if_empty(device_map_json),
+                                                   accel_null_if_empty(offload_folder), accel_null_if_empty(dtype)));
   }
 SWIGINTERN AccelModel *AccelModel_from_torchscript_outputs(std::string const &path,std::vector< std::string > const &output_names){
     std::vector<const char*> names;
@@ -11865,6 +11902,333 @@ long long _wrap_Model_num_parameters__SWIG_1_core_a1403cbc65d2f32f(AccelModel *_
   }
   _swig_go_result = result; 
   return _swig_go_result;
+}
+
+
+AccelModel *_wrap_Model_from_json_empty_core_a1403cbc65d2f32f(_gostring_ _swig_go_0) {
+  std::string *arg1 = 0 ;
+  AccelModel *result = 0 ;
+  AccelModel *_swig_go_result;
+  
+  
+  std::string arg1_str(_swig_go_0.p, _swig_go_0.n);
+  arg1 = &arg1_str;
+  
+  
+  {
+    try {
+      result = (AccelModel *)AccelModel_from_json_empty((std::string const &)*arg1);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  *(AccelModel **)&_swig_go_result = (AccelModel *)result; 
+  return _swig_go_result;
+}
+
+
+_gostring_ _wrap_Model_module_sizes_json__SWIG_0_core_a1403cbc65d2f32f(AccelModel *_swig_go_0, _gostring_ _swig_go_1) {
+  AccelModel *arg1 = (AccelModel *) 0 ;
+  std::string *arg2 = 0 ;
+  std::string result;
+  _gostring_ _swig_go_result;
+  
+  arg1 = *(AccelModel **)&_swig_go_0; 
+  
+  std::string arg2_str(_swig_go_1.p, _swig_go_1.n);
+  arg2 = &arg2_str;
+  
+  
+  {
+    try {
+      result = AccelModel_module_sizes_json__SWIG_0((AccelModel const *)arg1,(std::string const &)*arg2);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
+  return _swig_go_result;
+}
+
+
+_gostring_ _wrap_Model_module_sizes_json__SWIG_1_core_a1403cbc65d2f32f(AccelModel *_swig_go_0) {
+  AccelModel *arg1 = (AccelModel *) 0 ;
+  std::string result;
+  _gostring_ _swig_go_result;
+  
+  arg1 = *(AccelModel **)&_swig_go_0; 
+  
+  {
+    try {
+      result = AccelModel_module_sizes_json__SWIG_0((AccelModel const *)arg1);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
+  return _swig_go_result;
+}
+
+
+_gostring_ _wrap_Model_infer_auto_device_map_json__SWIG_0_core_a1403cbc65d2f32f(AccelModel *_swig_go_0, _gostring_ _swig_go_1, std::vector< std::string > *_swig_go_2, _gostring_ _swig_go_3) {
+  AccelModel *arg1 = (AccelModel *) 0 ;
+  std::string *arg2 = 0 ;
+  std::vector< std::string > *arg3 = 0 ;
+  std::string *arg4 = 0 ;
+  std::string result;
+  _gostring_ _swig_go_result;
+  
+  arg1 = *(AccelModel **)&_swig_go_0; 
+  
+  std::string arg2_str(_swig_go_1.p, _swig_go_1.n);
+  arg2 = &arg2_str;
+  
+  arg3 = *(std::vector< std::string > **)&_swig_go_2; 
+  
+  std::string arg4_str(_swig_go_3.p, _swig_go_3.n);
+  arg4 = &arg4_str;
+  
+  
+  {
+    try {
+      result = AccelModel_infer_auto_device_map_json__SWIG_0((AccelModel const *)arg1,(std::string const &)*arg2,(std::vector< std::string > const &)*arg3,(std::string const &)*arg4);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
+  return _swig_go_result;
+}
+
+
+_gostring_ _wrap_Model_infer_auto_device_map_json__SWIG_1_core_a1403cbc65d2f32f(AccelModel *_swig_go_0, _gostring_ _swig_go_1, std::vector< std::string > *_swig_go_2) {
+  AccelModel *arg1 = (AccelModel *) 0 ;
+  std::string *arg2 = 0 ;
+  std::vector< std::string > *arg3 = 0 ;
+  std::string result;
+  _gostring_ _swig_go_result;
+  
+  arg1 = *(AccelModel **)&_swig_go_0; 
+  
+  std::string arg2_str(_swig_go_1.p, _swig_go_1.n);
+  arg2 = &arg2_str;
+  
+  arg3 = *(std::vector< std::string > **)&_swig_go_2; 
+  
+  {
+    try {
+      result = AccelModel_infer_auto_device_map_json__SWIG_0((AccelModel const *)arg1,(std::string const &)*arg2,(std::vector< std::string > const &)*arg3);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
+  return _swig_go_result;
+}
+
+
+void _wrap_Model_verify_device_map_json_core_a1403cbc65d2f32f(AccelModel *_swig_go_0, _gostring_ _swig_go_1) {
+  AccelModel *arg1 = (AccelModel *) 0 ;
+  std::string *arg2 = 0 ;
+  
+  arg1 = *(AccelModel **)&_swig_go_0; 
+  
+  std::string arg2_str(_swig_go_1.p, _swig_go_1.n);
+  arg2 = &arg2_str;
+  
+  
+  {
+    try {
+      AccelModel_verify_device_map_json((AccelModel const *)arg1,(std::string const &)*arg2);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  
+}
+
+
+void _wrap_Model_materialize__SWIG_0_core_a1403cbc65d2f32f(AccelModel *_swig_go_0, _gostring_ _swig_go_1, _gostring_ _swig_go_2) {
+  AccelModel *arg1 = (AccelModel *) 0 ;
+  std::string *arg2 = 0 ;
+  std::string *arg3 = 0 ;
+  
+  arg1 = *(AccelModel **)&_swig_go_0; 
+  
+  std::string arg2_str(_swig_go_1.p, _swig_go_1.n);
+  arg2 = &arg2_str;
+  
+  
+  std::string arg3_str(_swig_go_2.p, _swig_go_2.n);
+  arg3 = &arg3_str;
+  
+  
+  {
+    try {
+      AccelModel_materialize__SWIG_0(arg1,(std::string const &)*arg2,(std::string const &)*arg3);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  
+}
+
+
+void _wrap_Model_materialize__SWIG_1_core_a1403cbc65d2f32f(AccelModel *_swig_go_0, _gostring_ _swig_go_1) {
+  AccelModel *arg1 = (AccelModel *) 0 ;
+  std::string *arg2 = 0 ;
+  
+  arg1 = *(AccelModel **)&_swig_go_0; 
+  
+  std::string arg2_str(_swig_go_1.p, _swig_go_1.n);
+  arg2 = &arg2_str;
+  
+  
+  {
+    try {
+      AccelModel_materialize__SWIG_0(arg1,(std::string const &)*arg2);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  
+}
+
+
+void _wrap_Model_load_checkpoint_and_dispatch_json__SWIG_0_core_a1403cbc65d2f32f(AccelModel *_swig_go_0, _gostring_ _swig_go_1, _gostring_ _swig_go_2, _gostring_ _swig_go_3, _gostring_ _swig_go_4) {
+  AccelModel *arg1 = (AccelModel *) 0 ;
+  std::string *arg2 = 0 ;
+  std::string *arg3 = 0 ;
+  std::string *arg4 = 0 ;
+  std::string *arg5 = 0 ;
+  
+  arg1 = *(AccelModel **)&_swig_go_0; 
+  
+  std::string arg2_str(_swig_go_1.p, _swig_go_1.n);
+  arg2 = &arg2_str;
+  
+  
+  std::string arg3_str(_swig_go_2.p, _swig_go_2.n);
+  arg3 = &arg3_str;
+  
+  
+  std::string arg4_str(_swig_go_3.p, _swig_go_3.n);
+  arg4 = &arg4_str;
+  
+  
+  std::string arg5_str(_swig_go_4.p, _swig_go_4.n);
+  arg5 = &arg5_str;
+  
+  
+  {
+    try {
+      AccelModel_load_checkpoint_and_dispatch_json__SWIG_0(arg1,(std::string const &)*arg2,(std::string const &)*arg3,(std::string const &)*arg4,(std::string const &)*arg5);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  
+}
+
+
+void _wrap_Model_load_checkpoint_and_dispatch_json__SWIG_1_core_a1403cbc65d2f32f(AccelModel *_swig_go_0, _gostring_ _swig_go_1, _gostring_ _swig_go_2, _gostring_ _swig_go_3) {
+  AccelModel *arg1 = (AccelModel *) 0 ;
+  std::string *arg2 = 0 ;
+  std::string *arg3 = 0 ;
+  std::string *arg4 = 0 ;
+  
+  arg1 = *(AccelModel **)&_swig_go_0; 
+  
+  std::string arg2_str(_swig_go_1.p, _swig_go_1.n);
+  arg2 = &arg2_str;
+  
+  
+  std::string arg3_str(_swig_go_2.p, _swig_go_2.n);
+  arg3 = &arg3_str;
+  
+  
+  std::string arg4_str(_swig_go_3.p, _swig_go_3.n);
+  arg4 = &arg4_str;
+  
+  
+  {
+    try {
+      AccelModel_load_checkpoint_and_dispatch_json__SWIG_0(arg1,(std::string const &)*arg2,(std::string const &)*arg3,(std::string const &)*arg4);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  
+}
+
+
+void _wrap_Model_load_checkpoint_and_dispatch_json__SWIG_2_core_a1403cbc65d2f32f(AccelModel *_swig_go_0, _gostring_ _swig_go_1, _gostring_ _swig_go_2) {
+  AccelModel *arg1 = (AccelModel *) 0 ;
+  std::string *arg2 = 0 ;
+  std::string *arg3 = 0 ;
+  
+  arg1 = *(AccelModel **)&_swig_go_0; 
+  
+  std::string arg2_str(_swig_go_1.p, _swig_go_1.n);
+  arg2 = &arg2_str;
+  
+  
+  std::string arg3_str(_swig_go_2.p, _swig_go_2.n);
+  arg3 = &arg3_str;
+  
+  
+  {
+    try {
+      AccelModel_load_checkpoint_and_dispatch_json__SWIG_0(arg1,(std::string const &)*arg2,(std::string const &)*arg3);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  
 }
 
 

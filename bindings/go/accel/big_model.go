@@ -1,0 +1,103 @@
+package accel
+
+import (
+	"encoding/json"
+	"runtime"
+
+	"github.com/libaccel/libaccel/bindings/go/internal/core"
+)
+
+// Big-model tools (Accelerate's init_empty_weights, compute_module_sizes,
+// infer_auto_device_map, check_device_map and load_checkpoint_and_dispatch;
+// docs/big-models.md). A device map is a map of module name to "cpu", "disk"
+// or "cuda:N"; only JSON-spec models are supported.
+
+// ModelFromJSONEmpty builds a JSON-spec model whose parameters and buffers
+// live on the meta device: shapes only, no memory. Load weights with
+// LoadCheckpointAndDispatch or Materialize before running it.
+func ModelFromJSONEmpty(spec string) (*Model, error) {
+	return newModel(call(func() core.Model { return core.ModelFrom_json_empty(spec) }))
+}
+
+// ModuleSizes returns the bytes of every module's parameters and buffers (""
+// is the whole model), as if cast to dtype ("" keeps each tensor's own).
+func (m *Model) ModuleSizes(dtype string) (map[string]int64, error) {
+	text, err := modelString(m, func(h core.Model) string { return h.Module_sizes_json(dtype) })
+	if err != nil {
+		return nil, err
+	}
+	sizes := map[string]int64{}
+	return sizes, json.Unmarshal([]byte(text), &sizes)
+}
+
+// InferAutoDeviceMap is Accelerate 0.22's infer_auto_device_map: modules
+// placed over the GPUs in order, then "cpu", then "disk", with budgets such as
+// {"cpu": "200MB"}; modules whose class is in noSplit are never split.
+func (m *Model) InferAutoDeviceMap(maxMemory map[string]string, noSplit []string, dtype string) (map[string]string, error) {
+	budgets, err := json.Marshal(maxMemory)
+	if err != nil {
+		return nil, err
+	}
+	classes := core.NewStringVector()
+	defer core.DeleteStringVector(classes)
+	for _, name := range noSplit {
+		classes.Add(name)
+	}
+	text, err := modelString(m, func(h core.Model) string {
+		return h.Infer_auto_device_map_json(string(budgets), classes, dtype)
+	})
+	if err != nil {
+		return nil, err
+	}
+	deviceMap := map[string]string{}
+	return deviceMap, json.Unmarshal([]byte(text), &deviceMap)
+}
+
+// CheckDeviceMap returns an error naming the first key that names no module,
+// lies inside another key or names an unknown device, or the first tensor the
+// map leaves out.
+func (m *Model) CheckDeviceMap(deviceMap map[string]string) error {
+	text, err := json.Marshal(deviceMap)
+	if err != nil {
+		return err
+	}
+	_, err = modelString(m, func(h core.Model) string { h.Verify_device_map_json(string(text)); return "" })
+	return err
+}
+
+// Materialize fills every parameter and buffer (empty or not) from checkpoint
+// (a .safetensors file, a sharded index or a directory) on the CPU; on error
+// the model is unchanged.
+func (m *Model) Materialize(checkpoint, dtype string) error {
+	_, err := modelString(m, func(h core.Model) string { h.Materialize(checkpoint, dtype); return "" })
+	return err
+}
+
+// LoadCheckpointAndDispatch loads checkpoint into the model, each module where
+// deviceMap puts it ("cpu" in RAM, "disk" read from offloadFolder or the
+// checkpoint just before its node runs and released after; nil: everything on
+// the CPU). Everything is checked before anything is loaded.
+func (m *Model) LoadCheckpointAndDispatch(checkpoint string, deviceMap map[string]string, offloadFolder, dtype string) error {
+	text := ""
+	if deviceMap != nil {
+		encoded, err := json.Marshal(deviceMap)
+		if err != nil {
+			return err
+		}
+		text = string(encoded)
+	}
+	_, err := modelString(m, func(h core.Model) string {
+		h.Load_checkpoint_and_dispatch_json(checkpoint, text, offloadFolder, dtype)
+		return ""
+	})
+	return err
+}
+
+func modelString(m *Model, f func(core.Model) string) (string, error) {
+	h, err := m.handle()
+	if err != nil {
+		return "", err
+	}
+	defer runtime.KeepAlive(m)
+	return call(func() string { return f(h) })
+}

@@ -1,0 +1,54 @@
+package accel
+
+import (
+	"strings"
+	"testing"
+)
+
+const bigGPT = `{"inputs": ["input_ids"], "nodes": [
+  {"name": "wte", "type": "Embedding", "num_embeddings": 256, "embedding_dim": 64},
+  {"name": "h", "type": "Sequential", "layers": [
+    {"type": "TransformerEncoderLayer", "d_model": 64, "nhead": 4, "dim_feedforward": 256, "batch_first": true},
+    {"type": "TransformerEncoderLayer", "d_model": 64, "nhead": 4, "dim_feedforward": 256, "batch_first": true},
+    {"type": "TransformerEncoderLayer", "d_model": 64, "nhead": 4, "dim_feedforward": 256, "batch_first": true},
+    {"type": "TransformerEncoderLayer", "d_model": 64, "nhead": 4, "dim_feedforward": 256, "batch_first": true}]},
+  {"name": "ln_f", "type": "LayerNorm", "normalized_shape": 64},
+  {"name": "logits", "type": "Linear", "in_features": 64, "out_features": 256, "bias": false}],
+ "outputs": ["logits"]}`
+
+// The values Accelerate 0.22 computes for the torch twin (tests/capi/test_big_model_api.c).
+func TestEmptyModelSizesAndDeviceMap(t *testing.T) {
+	model, err := ModelFromJSONEmpty(bigGPT)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer model.Close()
+	sizes, err := model.ModuleSizes("")
+	if err != nil || sizes[""] != 931328 || sizes["h.0"] != 199936 {
+		t.Fatalf("sizes %v, %v", sizes, err)
+	}
+	deviceMap, err := model.InferAutoDeviceMap(map[string]string{"cpu": "500000"}, []string{"TransformerEncoderLayer"}, "")
+	want := map[string]string{"wte": "cpu", "h.0": "cpu", "h.1": "disk", "h.2": "disk", "h.3": "disk", "ln_f": "disk", "logits": "disk"}
+	if err != nil || len(deviceMap) != len(want) {
+		t.Fatalf("device map %v, %v", deviceMap, err)
+	}
+	for k, v := range want {
+		if deviceMap[k] != v {
+			t.Fatalf("device map %v, want %v", deviceMap, want)
+		}
+	}
+	if err := model.CheckDeviceMap(deviceMap); err != nil {
+		t.Fatal(err)
+	}
+	if err := model.CheckDeviceMap(map[string]string{"wte": "cpu", "h": "disk", "lm_head": "cpu"}); err == nil ||
+		!strings.Contains(err.Error(), `"lm_head" names no module`) {
+		t.Fatalf("a map naming no module: %v", err)
+	}
+	if _, err := model.InferAutoDeviceMap(map[string]string{"cpu": "100000"}, []string{"TransformerEncoderLayer"}, ""); err == nil ||
+		!strings.Contains(err.Error(), `"h.0" (199936 bytes)`) {
+		t.Fatalf("a budget below the largest block: %v", err)
+	}
+	if err := model.Materialize(t.TempDir()+"/missing.safetensors", ""); err == nil {
+		t.Fatal("materialize from a missing file succeeded")
+	}
+}

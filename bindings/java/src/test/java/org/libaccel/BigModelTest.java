@@ -1,0 +1,44 @@
+package org.libaccel;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/** The big-model tools from Java: an empty GPT, its sizes and Accelerate 0.22's device map. */
+class BigModelTest {
+  static final String LAYER =
+      "{\"type\": \"TransformerEncoderLayer\", \"d_model\": 64, \"nhead\": 4, \"dim_feedforward\": 256, \"batch_first\": true}";
+  static final String GPT = "{\"inputs\": [\"input_ids\"], \"nodes\": ["
+      + "{\"name\": \"wte\", \"type\": \"Embedding\", \"num_embeddings\": 256, \"embedding_dim\": 64},"
+      + "{\"name\": \"h\", \"type\": \"Sequential\", \"layers\": [" + LAYER + "," + LAYER + "," + LAYER + "," + LAYER + "]},"
+      + "{\"name\": \"ln_f\", \"type\": \"LayerNorm\", \"normalized_shape\": 64},"
+      + "{\"name\": \"logits\", \"type\": \"Linear\", \"in_features\": 64, \"out_features\": 256, \"bias\": false}],"
+      + " \"outputs\": [\"logits\"]}";
+
+  @Test
+  void emptyModelSizesAndDeviceMap() {
+    try (Model model = Model.fromJsonEmpty(GPT)) {
+      Map<String, Long> sizes = model.moduleSizes(null);
+      assertEquals(931328L, sizes.get(""));
+      assertEquals(199936L, sizes.get("h.0"));
+      Map<String, String> budget = new LinkedHashMap<>();
+      budget.put("cpu", "500000");
+      Map<String, String> map = model.inferAutoDeviceMap(budget, Arrays.asList("TransformerEncoderLayer"), null);
+      assertEquals("{wte=cpu, h.0=cpu, h.1=disk, h.2=disk, h.3=disk, ln_f=disk, logits=disk}", map.toString());
+      model.checkDeviceMap(map);
+      Map<String, String> bad = new LinkedHashMap<>(map);
+      bad.put("lm_head", "cpu");
+      AccelException e = assertThrows(AccelException.class, () -> model.checkDeviceMap(bad));
+      assertTrue(e.getMessage().contains("\"lm_head\" names no module"), e.getMessage());
+      budget.put("cpu", "100000");
+      e = assertThrows(AccelException.class,
+                       () -> model.inferAutoDeviceMap(budget, Arrays.asList("TransformerEncoderLayer"), null));
+      assertTrue(e.getMessage().contains("\"h.0\" (199936 bytes)"), e.getMessage());
+    }
+  }
+}

@@ -1,0 +1,133 @@
+"""Accelerate's big-model tools (accelerate.big_modeling and accelerate.utils):
+build a model without memory, compute where its modules go, load a checkpoint
+straight into that placement with CPU and disk offload.
+
+    with accel.init_empty_weights():
+        model = accel.Model.from_json(spec)          # meta tensors: no memory
+    device_map = accel.infer_auto_device_map(model, max_memory={"cpu": "200MB"},
+                                             no_split_module_classes=["TransformerEncoderLayer"])
+    accel.load_checkpoint_and_dispatch(model, "ckpt", device_map=device_map, offload_folder="offload")
+
+Device maps are plain dicts of module name to "cpu", "disk" or "cuda:N"; sizes are
+dicts of module name to bytes. Only JSON-spec models are supported (TorchScript
+raises AccelError UNSUPPORTED). See docs/big-models.md.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+from typing import Any, Dict, Iterator, Mapping, Optional, Sequence, Union
+
+from . import core
+
+_empty = threading.local()
+
+
+@contextlib.contextmanager
+def init_empty_weights(include_buffers: bool = True) -> Iterator[None]:
+    """Within the block, Model.from_json builds models whose parameters and buffers live on the
+    meta device (shapes only, no memory), as Accelerate's init_empty_weights does for torch
+    modules. include_buffers=False is not supported: buffers are always empty too."""
+    if not include_buffers:
+        raise ValueError("init_empty_weights(include_buffers=False) is not supported: libaccel's empty "
+                         "models keep buffers on the meta device too")
+    previous = getattr(_empty, "active", False)
+    _empty.active = True
+    try:
+        yield
+    finally:
+        _empty.active = previous
+
+
+def _building_empty() -> bool:
+    return getattr(_empty, "active", False)
+
+
+def _dtype_name(dtype: Any) -> str:
+    """None, "float16", "torch.float16", numpy dtypes or core.DType names to the C name ("" = none)."""
+    if dtype is None:
+        return ""
+    name = getattr(dtype, "name", None) if not isinstance(dtype, str) else dtype
+    if name is None:
+        name = str(dtype)
+    name = str(name).replace("torch.", "")
+    return {"half": "float16", "float": "float32", "double": "float64", "bf16": "bfloat16", "fp16": "float16",
+            "fp32": "float32"}.get(name, name)
+
+
+def compute_module_sizes(model: core.Model, dtype: Any = None) -> Dict[str, int]:
+    """Bytes of every module's parameters and buffers ("" is the whole model), as if cast to
+    dtype (never larger than a tensor's own dtype)."""
+    return json.loads(model.module_sizes_json(_dtype_name(dtype)))
+
+
+def _size_value(value: Union[int, str]) -> Union[int, str]:
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise TypeError(f"max_memory values are byte counts or sizes such as '50MB', got {value!r}")
+    return value
+
+
+def _available_memory() -> Dict[str, int]:
+    # Accelerate's get_max_memory() without a GPU: the memory the system has available now.
+    return {"cpu": os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")}
+
+
+def infer_auto_device_map(model: core.Model, max_memory: Optional[Mapping[str, Union[int, str]]] = None,
+                          no_split_module_classes: Optional[Sequence[str]] = None,
+                          dtype: Any = None) -> Dict[str, str]:
+    """Accelerate 0.22's infer_auto_device_map: modules placed largest-first over the GPUs in
+    order, then "cpu", then "disk", never splitting a module whose class is in
+    no_split_module_classes. max_memory: {"cpu": "200MB", 0: "1GiB", ...} (ints are GPU
+    indices); None: the system's available memory for "cpu"."""
+    budgets = _available_memory() if max_memory is None else max_memory
+    text = {str(k) if not isinstance(k, int) else f"cuda:{k}": _size_value(v) for k, v in budgets.items()}
+    return json.loads(model.infer_auto_device_map_json(json.dumps(text), list(no_split_module_classes or []),
+                                                       _dtype_name(dtype)))
+
+
+def _map_json(device_map: Mapping[str, Union[str, int]]) -> str:
+    if not isinstance(device_map, Mapping):
+        raise TypeError(f"device_map must be a dict of module name to device, got {type(device_map).__name__}")
+    return json.dumps({str(k): (f"cuda:{v}" if isinstance(v, int) and not isinstance(v, bool) else v)
+                       for k, v in device_map.items()})
+
+
+def check_device_map(model: core.Model, device_map: Mapping[str, Union[str, int]]) -> None:
+    """Raises AccelError naming the first key that names no module, lies inside another key,
+    names an unknown device, or the first tensor the map leaves out (Accelerate's
+    check_device_map, stricter about devices)."""
+    model.verify_device_map_json(_map_json(device_map))
+
+
+verify_device_map = check_device_map
+
+
+def load_checkpoint_and_dispatch(model: core.Model, checkpoint: Union[str, os.PathLike],
+                                 device_map: Union[None, str, Mapping[str, Union[str, int]]] = None,
+                                 max_memory: Optional[Mapping[str, Union[int, str]]] = None,
+                                 no_split_module_classes: Optional[Sequence[str]] = None,
+                                 offload_folder: Optional[Union[str, os.PathLike]] = None,
+                                 dtype: Any = None) -> core.Model:
+    """Loads checkpoint (a .safetensors file, a sharded index or a directory) into model,
+    memory-mapped and tensor by tensor, each module where device_map puts it: "cpu" in RAM,
+    "cuda:N" on that GPU, "disk" read from offload_folder (or the checkpoint) just before its
+    node runs and released after. device_map="auto" computes the map with
+    infer_auto_device_map(max_memory, no_split_module_classes) first; None puts everything on
+    the CPU. Everything is checked before anything is loaded. Returns model."""
+    if isinstance(device_map, str):
+        if device_map not in ("auto", "sequential"):
+            raise ValueError(f"device_map must be a dict, 'auto' or 'sequential', got {device_map!r}")
+        device_map = infer_auto_device_map(model, max_memory, no_split_module_classes, dtype)
+    text = "" if device_map is None else _map_json(device_map)
+    model.load_checkpoint_and_dispatch_json(os.fspath(checkpoint), text,
+                                            "" if offload_folder is None else os.fspath(offload_folder),
+                                            _dtype_name(dtype))
+    return model
+
+
+def load_checkpoint_in_model(model: core.Model, checkpoint: Union[str, os.PathLike], dtype: Any = None) -> None:
+    """Fills every parameter and buffer (empty or not) from checkpoint on the CPU; on error the
+    model is unchanged."""
+    model.materialize(os.fspath(checkpoint), _dtype_name(dtype))

@@ -1,0 +1,83 @@
+"""Big-model tools from Python: an empty JSON GPT, its sizes and Accelerate's device map (the
+values the C test checks against Accelerate 0.22), a bad map named, and the GPT dispatched over
+cpu and disk generating the fully loaded model's tokens."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+import accel
+
+LAYER = {"type": "TransformerEncoderLayer", "d_model": 64, "nhead": 4, "dim_feedforward": 256, "batch_first": True}
+GPT = json.dumps({
+    "inputs": ["input_ids"],
+    "nodes": [
+        {"name": "wte", "type": "Embedding", "num_embeddings": 256, "embedding_dim": 64},
+        {"name": "h", "type": "Sequential", "layers": [LAYER] * 4},
+        {"name": "ln_f", "type": "LayerNorm", "normalized_shape": 64},
+        {"name": "logits", "type": "Linear", "in_features": 64, "out_features": 256, "bias": False},
+    ],
+    "outputs": ["logits"],
+})
+
+
+def greedy(model, prompt, steps):
+    """Greedy generation without a cache: the argmax of the last position, appended."""
+    model.eval()
+    ids = list(prompt)
+    for _ in range(steps):
+        logits = model(accel.tensor(np.array([ids], dtype=np.int64))).numpy()
+        ids.append(int(logits[0, -1].argmax()))
+    return ids[len(prompt):]
+
+
+def test_empty_model_sizes_and_device_map():
+    with accel.init_empty_weights():
+        model = accel.Model.from_json(GPT)
+    assert model.num_parameters() == 232832
+    sizes = accel.compute_module_sizes(model)
+    assert sizes[""] == 931328 and sizes["h.0"] == 199936
+    assert model.module_sizes("float16")[""] == 931328 // 2
+    device_map = accel.infer_auto_device_map(model, max_memory={"cpu": 500000},
+                                             no_split_module_classes=["TransformerEncoderLayer"])
+    # Accelerate 0.22's infer_auto_device_map on the torch twin (tests/capi/test_big_model_api.c).
+    assert device_map == {"wte": "cpu", "h.0": "cpu", "h.1": "disk", "h.2": "disk", "h.3": "disk",
+                          "ln_f": "disk", "logits": "disk"}
+    accel.check_device_map(model, device_map)
+    with pytest.raises(accel.AccelError, match='"h.0" \\(199936 bytes\\)'):
+        accel.infer_auto_device_map(model, max_memory={"cpu": "100000"},
+                                    no_split_module_classes=["TransformerEncoderLayer"])
+    with pytest.raises(accel.AccelError, match='"lm_head" names no module'):
+        accel.check_device_map(model, {"wte": "cpu", "h": "disk", "lm_head": "cpu"})
+    with pytest.raises(accel.AccelError, match='"logits.weight" is not placed'):
+        accel.verify_device_map(model, {"wte": "cpu", "h": "disk", "ln_f": "cpu"})
+    with pytest.raises(TypeError):
+        accel.check_device_map(model, ["cpu"])
+    # Outside the block models are built with memory again.
+    assert accel.compute_module_sizes(accel.Model.from_json(GPT))[""] == 931328
+
+
+def test_offloaded_generation_equals_the_loaded_model(tmp_path):
+    acc = accel.Accelerator(cpu=True)
+    full = accel.Model.from_json(GPT)
+    acc.save_model(full, str(tmp_path / "ckpt"))
+    want = greedy(full, [1, 2, 3], 6)
+
+    with accel.init_empty_weights():
+        model = accel.Model.from_json(GPT)
+    offload = tmp_path / "offload"
+    with pytest.raises(accel.AccelError, match="no offload folder"):
+        accel.load_checkpoint_and_dispatch(model, tmp_path / "ckpt", device_map={"": "disk"})
+    accel.load_checkpoint_and_dispatch(model, tmp_path / "ckpt", device_map="auto", max_memory={"cpu": 500000},
+                                       no_split_module_classes=["TransformerEncoderLayer"], offload_folder=offload)
+    assert os.path.exists(offload / "offload_index.json")
+    assert greedy(model, [1, 2, 3], 6) == want
+
+    # load_checkpoint_in_model: an empty model filled on the CPU.
+    with accel.init_empty_weights():
+        loaded = accel.Model.from_json(GPT)
+    with pytest.raises(accel.AccelError, match="nowhere.safetensors.* does not exist"):
+        accel.load_checkpoint_in_model(loaded, tmp_path / "nowhere.safetensors")
+    accel.load_checkpoint_in_model(loaded, tmp_path / "ckpt")
+    assert greedy(loaded, [1, 2, 3], 6) == want
