@@ -1065,6 +1065,13 @@ struct AccelTensorMap {};
   void no_sync_end(AccelModel* model) { accel_check(accel_accelerator_no_sync_end($self, model)); }
   void trigger_sync_in_backward(AccelModel* model) { accel_check(accel_accelerator_trigger_sync_in_backward($self, model)); }
   /* Returns the total norm before clipping. */
+  /* Bytes held for the model's parameters, gradients and the optimizer's state (optimizer may
+     be null): {parameters, gradients, optimizer_state}. */
+  std::vector<int64_t> held_bytes(const AccelModel* model, const AccelOptimizer* optimizer = 0) const {
+    int64_t parameters = 0, gradients = 0, state = 0;
+    accel_check(accel_accelerator_held_bytes($self, model, optimizer, &parameters, &gradients, &state));
+    return {parameters, gradients, state};
+  }
   double clip_grad_norm(AccelModel* model, double max_norm, double norm_type = 2.0) {
     double total = 0;
     accel_check(accel_accelerator_clip_grad_norm($self, model, max_norm, norm_type, &total));

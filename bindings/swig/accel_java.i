@@ -310,6 +310,8 @@ ACCEL_JAVA_CLOSEABLE(StateWriter, "StateWriter")
 %javamethodmodifiers AccelAccelerator::gather_object "";
 %javamethodmodifiers AccelAccelerator::split_range "";
 %rename(nativeLoadCheckpointInModel) AccelAccelerator::load_checkpoint_in_model;
+%rename(nativeHeldBytes) AccelAccelerator::held_bytes;
+%javamethodmodifiers AccelAccelerator::held_bytes "private";
 %javamethodmodifiers AccelAccelerator::load_checkpoint_in_model "";
 %javamethodmodifiers AccelDataLoader::AccelDataLoader(AccelDataset*, const std::vector<int64_t>&, const std::vector<int64_t>&,
                                                       const accel_dataloader_options*) "";
@@ -1129,6 +1131,24 @@ import java.util.Map;
    * Accelerate's load_checkpoint_in_model (strict=False): loads path's tensors into model and
    * returns {missing, unexpected}, the counts of names the file lacks or the model lacks.
    */
+  /**
+   * Bytes this process holds for the prepared model's parameters and gradients and the
+   * optimizer's state (optimizer may be null), counted from the tensors' storages: keys
+   * "parameters", "gradients", "optimizer_state". Not collective.
+   */
+  public java.util.LinkedHashMap<String, Long> heldBytes(Model model, Optimizer optimizer) {
+    Int64Vector held = nativeHeldBytes(model, optimizer);
+    try {
+      java.util.LinkedHashMap<String, Long> out = new java.util.LinkedHashMap<>();
+      out.put("parameters", held.get(0));
+      out.put("gradients", held.get(1));
+      out.put("optimizer_state", held.get(2));
+      return out;
+    } finally {
+      held.delete();
+    }
+  }
+
   public long[] loadCheckpointInModel(Model model, String path) {
     return loadCheckpointInModel(model, path, false);
   }

@@ -33,6 +33,12 @@ type AcceleratorOptions struct {
 	// "SHARD_OPTIMIZER" (ZeRO-1), "SHARD_GRAD_OP" (ZeRO-2), "FULL_SHARD" (ZeRO-3,
 	// JSON specs); "HYBRID_SHARD" is ErrUnsupported for now (docs/sharding.md).
 	ShardingStrategy          string
+	// FULL_SHARD's wrap units: nil from the launcher's FSDP settings (else 0);
+	// 0: one unit per layer; n > 0: layers grouped until they hold n parameters.
+	FSDPMinNumParams *int64
+	// FULL_SHARD units keep only their input and run again in backward; nil:
+	// from FSDP_ACTIVATION_CHECKPOINTING; true with another strategy is ErrUnsupported.
+	FSDPActivationCheckpointing *bool
 	ScalerInitScale           float64
 	ScalerGrowthFactor        float64
 	ScalerBackoffFactor       float64
@@ -100,6 +106,12 @@ func (o AcceleratorOptions) native() (core.AcceleratorOptions, error) {
 	}
 	n.SetComm_hook(core.Accel_comm_hook(hook))
 	n.SetSharding_strategy(core.Accel_sharding_strategy(sharding))
+	if o.FSDPMinNumParams != nil {
+		n.SetFsdp_min_num_params(*o.FSDPMinNumParams)
+	}
+	if o.FSDPActivationCheckpointing != nil {
+		n.SetFsdp_activation_checkpointing(boolInt(*o.FSDPActivationCheckpointing))
+	}
 	setIf(o.ScalerInitScale, n.SetScaler_init_scale)
 	setIf(o.ScalerGrowthFactor, n.SetScaler_growth_factor)
 	setIf(o.ScalerBackoffFactor, n.SetScaler_backoff_factor)

@@ -52,3 +52,33 @@ func TestEmptyModelSizesAndDeviceMap(t *testing.T) {
 		t.Fatal("materialize from a missing file succeeded")
 	}
 }
+
+func TestShardingOptionsAndHeldBytes(t *testing.T) {
+	_, err := NewAccelerator(AcceleratorOptions{CPU: true, ShardingStrategy: "SHARD_GRAD_OP",
+		FSDPActivationCheckpointing: Ptr(true)})
+	if err == nil || !strings.Contains(err.Error(), "fsdp_activation_checkpointing") {
+		t.Fatalf("checkpointing with SHARD_GRAD_OP: %v", err)
+	}
+	_, err = NewAccelerator(AcceleratorOptions{CPU: true, FSDPMinNumParams: Ptr(int64(-5))})
+	if err == nil || !strings.Contains(err.Error(), "-5") {
+		t.Fatalf("fsdp_min_num_params -5: %v", err)
+	}
+	acc, err := NewAccelerator(AcceleratorOptions{CPU: true, ShardingStrategy: "FULL_SHARD",
+		FSDPMinNumParams: Ptr(int64(1000)), FSDPActivationCheckpointing: Ptr(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer acc.Close()
+	model, err := ModelFromJSON(`[{"type": "Linear", "in_features": 4, "out_features": 3}]`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer model.Close()
+	if err := acc.PrepareModel(model); err != nil {
+		t.Fatal(err)
+	}
+	held, err := acc.HeldBytes(model, nil)
+	if err != nil || held != (HeldBytes{Parameters: 4 * 15}) {
+		t.Fatalf("held bytes %+v, %v", held, err)
+	}
+}

@@ -125,3 +125,34 @@ func (a *Accelerator) UnscaleGradients(o *Optimizer) error {
 func (a *Accelerator) LossScale() (float64, error) {
 	return accelValue(a, func(h core.Accelerator) float64 { return h.Loss_scale() })
 }
+
+// HeldBytes is what Accelerator.HeldBytes counts.
+type HeldBytes struct {
+	Parameters, Gradients, OptimizerState int64
+}
+
+// HeldBytes returns the bytes this process holds for the prepared model's
+// parameters and gradients and the optimizer's state (o may be nil), counted
+// from the tensors' storages: what sharding saves. Not collective.
+func (a *Accelerator) HeldBytes(m *Model, o *Optimizer) (HeldBytes, error) {
+	var held []int64
+	var oh core.Optimizer
+	if o != nil {
+		var err error
+		if oh, err = o.handle(); err != nil {
+			return HeldBytes{}, err
+		}
+		defer runtime.KeepAlive(o)
+	}
+	err := a.withModel(m, func(h core.Accelerator, mh core.Model) {
+		if oh != nil {
+			held = takeInt64Vector(h.Held_bytes(mh, oh))
+		} else {
+			held = takeInt64Vector(h.Held_bytes(mh))
+		}
+	})
+	if err != nil || len(held) != 3 {
+		return HeldBytes{}, err
+	}
+	return HeldBytes{Parameters: held[0], Gradients: held[1], OptimizerState: held[2]}, nil
+}

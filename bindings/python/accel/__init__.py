@@ -46,7 +46,7 @@ __all__ = [
     "AccelError", "Accelerator", "AcceleratorState", "GradientState", "DistributedType", "Model", "Optimizer",
     "Scheduler", "Dataset", "DataLoader", "Tensor", "Tracker", "ProgressBar", "tensor", "get_logger", "version",
     "abi_version", "has_feature", "__version__", "Sequences", "DataCollatorWithPadding", "ModelOutput",
-    "init_empty_weights", "compute_module_sizes", "infer_auto_device_map", "check_device_map",
+    "FullyShardedDataParallelPlugin", "init_empty_weights", "compute_module_sizes", "infer_auto_device_map", "check_device_map",
     "verify_device_map", "load_checkpoint_and_dispatch", "load_checkpoint_in_model",
 ]
 
@@ -905,6 +905,22 @@ class GradientAccumulationPlugin:
         self.sync_with_dataloader, self.sync_each_batch = sync_with_dataloader, sync_each_batch
 
 
+class FullyShardedDataParallelPlugin:
+    """Accelerate's FullyShardedDataParallelPlugin, the settings libaccel runs: sharding_strategy
+    ("FULL_SHARD" by default, as FSDP's; also "SHARD_GRAD_OP", "NO_SHARD", "SHARD_OPTIMIZER"),
+    min_num_params (0: one wrap unit per layer; n > 0: layers grouped until they hold n parameters,
+    size_based_auto_wrap_policy) and activation_checkpointing (FULL_SHARD units run again in
+    backward). Pass it as Accelerator(fsdp_plugin=...)."""
+
+    def __init__(self, sharding_strategy: str = "FULL_SHARD", min_num_params: int = 0,
+                 activation_checkpointing: bool = False) -> None:
+        if isinstance(min_num_params, bool) or not isinstance(min_num_params, int) or min_num_params < 0:
+            raise ValueError(f"min_num_params must be an int >= 0, got {min_num_params!r}")
+        self.sharding_strategy = sharding_strategy
+        self.min_num_params = min_num_params
+        self.activation_checkpointing = activation_checkpointing
+
+
 class ProjectConfiguration:
     """accelerator.project_configuration: the project layout; ``iteration`` (the number of the next
     automatic checkpoint) can be set, as in Accelerate."""
@@ -940,8 +956,9 @@ class Accelerator(core.Accelerator):
     automatic_checkpoint_naming, total_limit, log_with ("jsonl", "csv", "tensorboard", "mlflow",
     "all", or a list), timeout_ms, comm_hook ("fp16", "bf16"), find_unused_parameters,
     broadcast_buffers (default True: process 0's buffers at every training forward),
-    sharding_strategy ("NO_SHARD", "SHARD_OPTIMIZER" (ZeRO-1), "SHARD_GRAD_OP" (ZeRO-2); None: from
-    `accel launch`'s environment; "FULL_SHARD" and "HYBRID_SHARD" raise AccelError UNSUPPORTED), ...
+    sharding_strategy ("NO_SHARD", "SHARD_OPTIMIZER" (ZeRO-1), "SHARD_GRAD_OP" (ZeRO-2), "FULL_SHARD";
+    None: from `accel launch`'s environment; "HYBRID_SHARD" raises AccelError UNSUPPORTED),
+    fsdp_plugin (a FullyShardedDataParallelPlugin), fsdp_min_num_params, fsdp_activation_checkpointing, ...
 
     Collective where the C API says so: with several processes every process must call it."""
 
@@ -963,6 +980,18 @@ class Accelerator(core.Accelerator):
                 raise ValueError(f"sharding_strategy {value!r} is not one of {sorted(_SHARDING)}")
             opts.sharding_strategy = _SHARDING[value]
         options.pop("sharding_strategy", None)
+        fsdp = options.pop("fsdp_plugin", None)
+        if fsdp is not None:
+            if not isinstance(fsdp, FullyShardedDataParallelPlugin):
+                raise TypeError(f"fsdp_plugin must be a FullyShardedDataParallelPlugin, got {type(fsdp).__name__}")
+            if fsdp.sharding_strategy not in _SHARDING:
+                raise ValueError(f"fsdp_plugin.sharding_strategy {fsdp.sharding_strategy!r} is not one of "
+                                 f"{sorted(_SHARDING)}")
+            opts.sharding_strategy = _SHARDING[fsdp.sharding_strategy]
+            opts.fsdp_min_num_params = fsdp.min_num_params
+            opts.fsdp_activation_checkpointing = int(bool(fsdp.activation_checkpointing))
+        if isinstance(options.get("fsdp_activation_checkpointing"), bool):
+            options["fsdp_activation_checkpointing"] = int(options["fsdp_activation_checkpointing"])
         if isinstance(options.get("log_with"), (list, tuple)):
             options["log_with"] = ",".join(options["log_with"])
         # None (Accelerate's default) is -1 in the C options: dispatch_batches
@@ -1252,6 +1281,13 @@ class Accelerator(core.Accelerator):
         if not isinstance(parameters, Model):
             raise TypeError(f"{what} takes the Model whose gradients to clip, got {type(parameters).__name__}")
         return parameters
+
+    def held_bytes(self, model: Model, optimizer: Optional[core.Optimizer] = None) -> Dict[str, int]:
+        """Bytes this process holds for the prepared model's parameters and gradients and the
+        optimizer's state, counted from the tensors' storages (what sharding saves):
+        {"parameters": ..., "gradients": ..., "optimizer_state": ...}. Not collective."""
+        parameters, gradients, state = super().held_bytes(model, optimizer)
+        return {"parameters": parameters, "gradients": gradients, "optimizer_state": state}
 
     def clip_grad_norm_(self, parameters: Model, max_norm: float, norm_type: float = 2) -> Tensor:
         """Clips the model's gradients to total norm max_norm; returns the norm before clipping

@@ -786,6 +786,8 @@ extern swig_type_138 _wrap_Accelerator_gradient_accumulation_steps_core_a1403cbc
 extern void _wrap_Accelerator_no_sync_begin_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern void _wrap_Accelerator_no_sync_end_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern void _wrap_Accelerator_trigger_sync_in_backward_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
+extern uintptr_t _wrap_Accelerator_held_bytes__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3);
+extern uintptr_t _wrap_Accelerator_held_bytes__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern double _wrap_Accelerator_clip_grad_norm__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, double arg3, double arg4);
 extern double _wrap_Accelerator_clip_grad_norm__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, double arg3);
 extern void _wrap_Accelerator_clip_grad_value_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, double arg3);
@@ -5658,6 +5660,34 @@ func (arg1 SwigcptrAccelerator) Trigger_sync_in_backward(arg2 Model) {
 	C._wrap_Accelerator_trigger_sync_in_backward_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1))
 }
 
+func (arg1 SwigcptrAccelerator) Held_bytes__SWIG_0(arg2 Model, arg3 Optimizer) (_swig_ret Int64Vector) {
+	var swig_r Int64Vector
+	_swig_i_0 := arg1
+	_swig_i_1 := getSwigcptr(arg2)
+	_swig_i_2 := getSwigcptr(arg3)
+	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_Accelerator_held_bytes__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.uintptr_t(_swig_i_2))))
+	return swig_r
+}
+
+func (arg1 SwigcptrAccelerator) Held_bytes__SWIG_1(arg2 Model) (_swig_ret Int64Vector) {
+	var swig_r Int64Vector
+	_swig_i_0 := arg1
+	_swig_i_1 := getSwigcptr(arg2)
+	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_Accelerator_held_bytes__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1))))
+	return swig_r
+}
+
+func (p SwigcptrAccelerator) Held_bytes(a ...interface{}) Int64Vector {
+	argc := len(a)
+	if argc == 1 {
+		return p.Held_bytes__SWIG_1(a[0].(Model))
+	}
+	if argc == 2 {
+		return p.Held_bytes__SWIG_0(a[0].(Model), a[1].(Optimizer))
+	}
+	panic("No match for overloaded function call")
+}
+
 func (arg1 SwigcptrAccelerator) Clip_grad_norm__SWIG_0(arg2 Model, arg3 float64, arg4 float64) (_swig_ret float64) {
 	var swig_r float64
 	_swig_i_0 := arg1
@@ -6188,6 +6218,7 @@ type Accelerator interface {
 	No_sync_begin(arg2 Model)
 	No_sync_end(arg2 Model)
 	Trigger_sync_in_backward(arg2 Model)
+	Held_bytes(a ...interface{}) Int64Vector
 	Clip_grad_norm(a ...interface{}) float64
 	Clip_grad_value(arg2 Model, arg3 float64)
 	Unscale_gradients(arg2 Optimizer)

@@ -848,6 +848,11 @@ SWIGINTERN int64_t AccelAccelerator_gradient_accumulation_steps(AccelAccelerator
 SWIGINTERN void AccelAccelerator_no_sync_begin(AccelAccelerator *self,AccelModel *model){ accel_check(accel_accelerator_no_sync_begin(self, model)); }
 SWIGINTERN void AccelAccelerator_no_sync_end(AccelAccelerator *self,AccelModel *model){ accel_check(accel_accelerator_no_sync_end(self, model)); }
 SWIGINTERN void AccelAccelerator_trigger_sync_in_backward(AccelAccelerator *self,AccelModel *model){ accel_check(accel_accelerator_trigger_sync_in_backward(self, model)); }
+SWIGINTERN std::vector< int64_t > AccelAccelerator_held_bytes__SWIG_0(AccelAccelerator const *self,AccelModel const *model,AccelOptimizer const *optimizer=0){
+    int64_t parameters = 0, gradients = 0, state = 0;
+    accel_check(accel_accelerator_held_bytes(self, model, optimizer, &parameters, &gradients, &state));
+    return {parameters, gradients, state};
+  }
 SWIGINTERN double AccelAccelerator_clip_grad_norm__SWIG_0(AccelAccelerator *self,AccelModel *model,double max_norm,double norm_type=2.0){
     double total = 0;
     accel_check(accel_accelerator_clip_grad_norm(self, model, max_norm, norm_type, &total));
@@ -10686,6 +10691,58 @@ void _wrap_Accelerator_trigger_sync_in_backward_core_a1403cbc65d2f32f(AccelAccel
     }
   }
   
+}
+
+
+std::vector< long > *_wrap_Accelerator_held_bytes__SWIG_0_core_a1403cbc65d2f32f(AccelAccelerator *_swig_go_0, AccelModel *_swig_go_1, AccelOptimizer *_swig_go_2) {
+  AccelAccelerator *arg1 = (AccelAccelerator *) 0 ;
+  AccelModel *arg2 = (AccelModel *) 0 ;
+  AccelOptimizer *arg3 = (AccelOptimizer *) 0 ;
+  std::vector< int64_t > result;
+  std::vector< long > *_swig_go_result;
+  
+  arg1 = *(AccelAccelerator **)&_swig_go_0; 
+  arg2 = *(AccelModel **)&_swig_go_1; 
+  arg3 = *(AccelOptimizer **)&_swig_go_2; 
+  
+  {
+    try {
+      result = AccelAccelerator_held_bytes__SWIG_0((AccelAccelerator const *)arg1,(AccelModel const *)arg2,(AccelOptimizer const *)arg3);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  *(std::vector< int64_t > **)&_swig_go_result = new std::vector< int64_t >(result); 
+  return _swig_go_result;
+}
+
+
+std::vector< long > *_wrap_Accelerator_held_bytes__SWIG_1_core_a1403cbc65d2f32f(AccelAccelerator *_swig_go_0, AccelModel *_swig_go_1) {
+  AccelAccelerator *arg1 = (AccelAccelerator *) 0 ;
+  AccelModel *arg2 = (AccelModel *) 0 ;
+  std::vector< int64_t > result;
+  std::vector< long > *_swig_go_result;
+  
+  arg1 = *(AccelAccelerator **)&_swig_go_0; 
+  arg2 = *(AccelModel **)&_swig_go_1; 
+  
+  {
+    try {
+      result = AccelAccelerator_held_bytes__SWIG_0((AccelAccelerator const *)arg1,(AccelModel const *)arg2);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  *(std::vector< int64_t > **)&_swig_go_result = new std::vector< int64_t >(result); 
+  return _swig_go_result;
 }
 
 

@@ -146,6 +146,24 @@ public final class AcceleratorBuilder {
     }
   }
 
+  /**
+   * FULL_SHARD's wrap units (Accelerate's fsdp_min_num_params): 0 one unit per layer; n &gt; 0
+   * layers grouped until they hold n parameters. Unset: from accel launch's FSDP settings.
+   */
+  public AcceleratorBuilder fsdpMinNumParams(long minNumParams) {
+    options.setFsdpMinNumParams(minNumParams);
+    return this;
+  }
+
+  /**
+   * FSDP's activation checkpointing of FULL_SHARD's units: a unit keeps only its input and runs
+   * again in backward. With another strategy, build() throws AccelException (UNSUPPORTED).
+   */
+  public AcceleratorBuilder fsdpActivationCheckpointing(boolean on) {
+    options.setFsdpActivationCheckpointing(on ? 1 : 0);
+    return this;
+  }
+
   public AcceleratorBuilder findUnusedParameters(boolean find) {
     options.setFindUnusedParameters(find);
     return this;

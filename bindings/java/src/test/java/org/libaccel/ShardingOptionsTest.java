@@ -1,0 +1,27 @@
+package org.libaccel;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/** FSDP options from Java and held bytes, on one process (the dist tests shard for real). */
+class ShardingOptionsTest {
+  @Test
+  void checkpointingNeedsFullShardAndHeldBytesCountsParameters() {
+    AccelException e = assertThrows(AccelException.class, () -> new AcceleratorBuilder().cpu(true)
+        .shardingStrategy("SHARD_GRAD_OP").fsdpActivationCheckpointing(true).build());
+    assertTrue(e.getMessage().contains("fsdp_activation_checkpointing"), e.getMessage());
+    try (Accelerator acc = new AcceleratorBuilder().cpu(true).shardingStrategy("FULL_SHARD")
+             .fsdpMinNumParams(1000).fsdpActivationCheckpointing(true).build();
+         Model model = Model.fromJson("[{\"type\": \"Linear\", \"in_features\": 4, \"out_features\": 3}]")) {
+      acc.prepare(model);
+      Map<String, Long> held = acc.heldBytes(model, null);
+      assertEquals(60L, held.get("parameters"));
+      assertEquals(0L, held.get("gradients"));
+      assertEquals(0L, held.get("optimizer_state"));
+    }
+  }
+}

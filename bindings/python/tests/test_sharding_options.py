@@ -1,0 +1,45 @@
+"""Sharding options from Python as Accelerate users write them: FullyShardedDataParallelPlugin
+(sharding_strategy, min_num_params, activation_checkpointing), the keyword options, their
+errors, and held_bytes. One process here (nothing is sharded, the options are checked and
+kept); tests/dist runs the strategies on 2 and 3 processes."""
+import numpy as np
+import pytest
+
+import accel
+
+MLP = '[{"type": "Linear", "in_features": 4, "out_features": 8}, {"type": "ReLU"}, ' \
+      '{"type": "Linear", "in_features": 8, "out_features": 3}]'
+
+
+def test_fsdp_plugin_is_accepted_and_checked():
+    plugin = accel.FullyShardedDataParallelPlugin(min_num_params=1000, activation_checkpointing=True)
+    acc = accel.Accelerator(cpu=True, fsdp_plugin=plugin)
+    assert acc.num_processes == 1
+    with pytest.raises(accel.AccelError, match="fsdp_activation_checkpointing.*SHARD_GRAD_OP"):
+        accel.Accelerator(cpu=True, fsdp_plugin=accel.FullyShardedDataParallelPlugin(
+            sharding_strategy="SHARD_GRAD_OP", activation_checkpointing=True))
+    with pytest.raises(accel.AccelError, match="fsdp_activation_checkpointing.*NO_SHARD"):
+        accel.Accelerator(cpu=True, sharding_strategy="NO_SHARD", fsdp_activation_checkpointing=True)
+    with pytest.raises(accel.AccelError, match="fsdp_min_num_params.*-5"):
+        accel.Accelerator(cpu=True, fsdp_min_num_params=-5)
+    with pytest.raises(accel.AccelError, match="fsdp_activation_checkpointing.*2"):
+        accel.Accelerator(cpu=True, fsdp_activation_checkpointing=2)
+    with pytest.raises(ValueError, match="min_num_params"):
+        accel.FullyShardedDataParallelPlugin(min_num_params=-1)
+    with pytest.raises(ValueError, match="ZERO9"):
+        accel.Accelerator(cpu=True, fsdp_plugin=accel.FullyShardedDataParallelPlugin(sharding_strategy="ZERO9"))
+
+
+def test_held_bytes_counts_parameters_gradients_and_adamw_state():
+    acc = accel.Accelerator(cpu=True)
+    model = accel.Model.from_json(MLP)
+    opt = accel.Optimizer(model, "adamw", lr=0.01)
+    acc.prepare(model, opt)
+    n = model.num_parameters()
+    assert acc.held_bytes(model) == {"parameters": 4 * n, "gradients": 0, "optimizer_state": 0}
+    x = accel.tensor(np.ones((2, 4), dtype=np.float32))
+    y = accel.tensor(np.array([0, 1], dtype=np.int64))
+    acc.backward(model(x).loss("cross_entropy", y))
+    opt.step()
+    # AdamW keeps two moments per parameter.
+    assert acc.held_bytes(model, opt) == {"parameters": 4 * n, "gradients": 4 * n, "optimizer_state": 8 * n}
