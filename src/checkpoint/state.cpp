@@ -231,7 +231,9 @@ std::string Accelerator::save_state(const std::string& requested_dir, bool safe_
     detail::FileDigest shard = detail::write_durable(
         partial, name,
         detail::serialize_tensors(detail::sharded_model_state(*targets.models[i]),
-                                  {{"format", "pt"}, {"num_processes", std::to_string(st.world_size())}}));
+                                  {{"format", "pt"},
+                                   {"num_processes", std::to_string(st.world_size())},
+                                   {"accel_fsdp_units", targets.models[i]->full_shard()->layout_json()}}));
     digests[name] = nlohmann::json::array({shard.bytes, shard.xxh3});
   }
   const std::vector<std::string> rng_digests = gather_object(digests.dump());

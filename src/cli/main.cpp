@@ -148,6 +148,17 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
 
+  // Accelerate's `accelerate merge-weights`: a FULL_SHARD save_state's shards into model.safetensors.
+  std::string merge_checkpoint, merge_output;
+  bool merge_unsafe = false;
+  CLI::App* merge_command = app.add_subcommand(
+      "merge-weights", "Merge a FULL_SHARD save_state's per-process parameter shards into one model.safetensors");
+  merge_command->add_option("checkpoint_directory", merge_checkpoint, "The save_state folder (model_rank*.safetensors)")
+      ->required();
+  merge_command->add_option("output_path", merge_output, "Folder to write model.safetensors into")->required();
+  merge_command->add_flag("--unsafe_serialization", merge_unsafe,
+                          "Write pytorch_model.bin instead (not supported: libaccel writes safetensors only)");
+
   accel::cli::CommandLine command_line = accel::cli::split_command_line(argc, argv);
   accel::cli::LaunchConfig config;
   std::vector<std::string> warnings;
@@ -204,6 +215,21 @@ int main(int argc, char** argv) {
       if (selftest.empty()) throw std::runtime_error("accel-selftest (which does the arithmetic) is not installed");
       const std::string args[] = {selftest, "--estimate-memory", estimate_path, std::to_string(estimate_world),
                                   estimate_optimizer, std::to_string(estimate_min_num_params)};
+      std::vector<char*> argv_out;
+      for (const auto& a : args) argv_out.push_back(const_cast<char*>(a.c_str()));
+      argv_out.push_back(nullptr);
+      ::execv(selftest.c_str(), argv_out.data());
+      throw std::runtime_error("cannot run " + selftest + ": " + std::strerror(errno));
+    }
+    if (merge_command->parsed()) {
+      who = "accel merge-weights";
+      if (merge_unsafe) {
+        throw std::runtime_error("--unsafe_serialization (pytorch_model.bin) is not supported: libaccel writes "
+                                 "safetensors only, which transformers and torch read");
+      }
+      const std::string selftest = accel::cli::find_selftest();
+      if (selftest.empty()) throw std::runtime_error("accel-selftest (which merges the shards) is not installed");
+      const std::string args[] = {selftest, "--merge-weights", merge_checkpoint, merge_output};
       std::vector<char*> argv_out;
       for (const auto& a : args) argv_out.push_back(const_cast<char*>(a.c_str()));
       argv_out.push_back(nullptr);

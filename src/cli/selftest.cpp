@@ -5,6 +5,8 @@
 //   accel-selftest         the distributed sanity check, run under accel launch
 //   accel-selftest --estimate-memory PATH WORLD_SIZE OPTIMIZER MIN_NUM_PARAMS
 //                          what `accel estimate-memory` prints
+//   accel-selftest --merge-weights CHECKPOINT_DIR OUTPUT_DIR
+//                          what `accel merge-weights` does
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <torch/cuda.h>
@@ -17,6 +19,7 @@
 #include <exception>
 #include <string>
 
+#include "accel/merge_weights.hpp"
 #include "accel/accel.hpp"
 #include "state/c10d_adapter.hpp"
 
@@ -142,6 +145,13 @@ int main(int argc, char** argv) {
     if (argc > 1 && std::strcmp(argv[1], "--env") == 0) return print_env();
     if (argc == 6 && std::strcmp(argv[1], "--estimate-memory") == 0) {
       return estimate(argv[2], std::atoi(argv[3]), argv[4], std::atoll(argv[5]));
+    }
+    if (argc == 4 && std::strcmp(argv[1], "--merge-weights") == 0) {
+      const accel::MergedWeights merged = accel::merge_sharded_weights(argv[2], argv[3]);
+      std::printf("merged the shards of %d processes: %lld tensors, %lld bytes, written to %s\n", merged.world_size,
+                  static_cast<long long>(merged.tensors), static_cast<long long>(merged.bytes),
+                  merged.output_file.c_str());
+      return 0;
     }
     return sanity();
   } catch (const std::exception& error) {

@@ -8,6 +8,8 @@
 #include <mutex>
 #include <unordered_set>
 
+#include <nlohmann/json.hpp>
+
 #include "accel/error.hpp"
 
 namespace accel::detail {
@@ -168,6 +170,7 @@ FullShard::FullShard(const std::vector<UnitLayout>& layouts, ProcessGroup& proce
       }
       unit.offsets.push_back(numel);
       unit.shapes.push_back(p.sizes().vec());
+      unit.names.push_back(name);
       unit.params.push_back(p);
       params_.push_back(p);
       numel += p.numel();
@@ -294,6 +297,19 @@ void FullShard::zero_grad() {
   at::NoGradGuard no_grad;
   if (shard_.grad().defined()) shard_.mutable_grad().zero_();
   for (Unit& unit : units_) unit.unsynced_grad = at::Tensor();
+}
+
+std::string FullShard::layout_json() const {
+  nlohmann::json units = nlohmann::json::array();
+  for (const Unit& unit : units_) {
+    nlohmann::json params = nlohmann::json::array();
+    for (size_t i = 0; i < unit.params.size(); ++i) {
+      params.push_back({{"name", unit.names[i]}, {"shape", unit.shapes[i]}, {"offset", unit.offsets[i]}});
+    }
+    units.push_back({{"name", unit.name}, {"chunk", unit.chunk}, {"shard_offset", unit.shard_offset},
+                     {"params", std::move(params)}});
+  }
+  return units.dump();
 }
 
 }  // namespace accel::detail

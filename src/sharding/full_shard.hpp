@@ -50,6 +50,12 @@ class FullShard final : public FlatShard, public std::enable_shared_from_this<Fu
   FullShard(const std::vector<UnitLayout>& units, ProcessGroup& process_group);
 
   size_t num_units() const { return units_.size(); }
+  // Where every parameter lives in shard(), for readers without the model
+  // (accel merge-weights): a JSON array of units in forward order, each
+  // {"name", "chunk" (S_u), "shard_offset" (where the unit's chunk starts in
+  // shard()), "params": [{"name", "shape", "offset" (in the unit's flat
+  // buffer of world_size * S_u elements, rank r holding [r*S_u, (r+1)*S_u))}]}.
+  std::string layout_json() const;
 
   // FSDP's activation checkpointing (Accelerate's fsdp_activation_checkpointing):
   // a unit's forward keeps only its input; its backward runs the unit again,
@@ -92,6 +98,7 @@ class FullShard final : public FlatShard, public std::enable_shared_from_this<Fu
   struct Unit {
     std::string name;
     std::vector<at::Tensor> params;
+    std::vector<std::string> names;  // the model's parameter names
     std::vector<std::vector<int64_t>> shapes;
     std::vector<int64_t> offsets;  // in the unit's flat buffer
     int64_t chunk = 0;             // S_u

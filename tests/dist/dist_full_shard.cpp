@@ -248,6 +248,7 @@ int checkpoints(const std::string& mode, const std::string& dir) {
   }
   for (int64_t step = 0; step < 3; ++step) train_step(accelerator, model, optimizer, step);
   accelerator.save_state(dir + "/state");
+  accelerator.save_model(model, dir + "/full_at_save");  // what accel merge-weights must rebuild (check_merge_weights.py)
   const std::string rank = std::to_string(accelerator.process_index());
   for (const std::string name : {"model_rank" + rank + ".safetensors", "optimizer_rank" + rank + ".bin"}) {
     check(std::ifstream(dir + "/state/" + name).good(), name + " was written");
