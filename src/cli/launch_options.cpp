@@ -88,6 +88,8 @@ void add_launch_options(CLI::App& app, LaunchFlags& flags) {
                "Check that collectives get matching shapes on every process, at one extra collective per "
                "reduce or broadcast (ACCELERATE_DEBUG_MODE)");
   add_optional(app, "--gpu_ids", flags.gpu_ids, "GPUs to use, such as 0,1 (CUDA_VISIBLE_DEVICES), or all");
+  app.add_flag("--enable_cpu_affinity", flags.enable_cpu_affinity,
+               "Pin each process on this machine to its own share of the CPUs the launcher may use");
   app.add_flag("--use_fsdp", flags.use_fsdp, "Sharded data parallel as FSDP (ACCELERATE_USE_FSDP)");
   add_optional(app, "--fsdp_sharding_strategy", flags.fsdp_sharding_strategy,
                "With --use_fsdp: FULL_SHARD (1), SHARD_GRAD_OP (2) or NO_SHARD (3) (FSDP_SHARDING_STRATEGY)");

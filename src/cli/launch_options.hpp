@@ -26,6 +26,7 @@ struct LaunchFlags {
   std::optional<int> gradient_accumulation_steps;
   bool cpu = false;
   bool debug = false;
+  bool enable_cpu_affinity = false;
   std::optional<std::string> gpu_ids;
   // Accelerate's sharding flags (docs/sharding.md); they win over the config file.
   bool use_fsdp = false;
@@ -60,6 +61,8 @@ struct LaunchConfig {
   std::optional<int> gradient_accumulation_steps;
   bool use_cpu = false;
   bool debug = false;  // ACCELERATE_DEBUG_MODE=true for the ranks
+  // Each local rank pinned to its own share of the launcher's CPUs (rank_cpus()).
+  bool enable_cpu_affinity = false;
   std::optional<std::string> gpu_ids;  // CUDA_VISIBLE_DEVICES unless "all"
   // The config file's fsdp_config / deepspeed_config as Accelerate's variables
   // (ACCELERATE_USE_FSDP, FSDP_SHARDING_STRATEGY, ACCELERATE_USE_DEEPSPEED, ...).

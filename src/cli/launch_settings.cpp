@@ -230,6 +230,7 @@ LaunchConfig resolve_settings(const LaunchFlags& flags, const EnvLookup& lookup,
                          env.flag("ACCELERATE_USE_CPU"), from_file(values.use_cpu, path, "use_cpu"),
                          from_file(cpu_from_type, path, "distributed_type MULTI_CPU")});
   config.debug = flags.debug;
+  config.enable_cpu_affinity = flags.enable_cpu_affinity;
   config.gpu_ids = pick<std::string>(config, "gpu_ids", "all",
                                      {from_flag(flags.gpu_ids, "--gpu_ids"), from_file(values.gpu_ids, path, "gpu_ids")});
   if (config.gpu_ids == "all") config.gpu_ids.reset();

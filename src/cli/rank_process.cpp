@@ -1,6 +1,7 @@
 #include "cli/rank_process.hpp"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -97,7 +98,8 @@ std::vector<char*> null_terminated(std::vector<std::string>& strings) {
 // before fork(), so it makes system calls only (no allocation): safe even if
 // the launcher one day runs threads.
 [[noreturn]] void become_rank(char* const* argv, char* const* envp, int stdin_fd, int stdout_fd, int stderr_fd,
-                              int report_fd, int exec_error_fd, pid_t launcher, const sigset_t& launcher_mask) {
+                              int report_fd, int exec_error_fd, pid_t launcher, const sigset_t& launcher_mask,
+                              const cpu_set_t* cpus) {
   // Handlers would be reset by exec anyway; resetting them before the signals
   // are unblocked keeps a signal arriving now from running the launcher's handler.
   struct sigaction default_action {};
@@ -116,6 +118,7 @@ std::vector<char*> null_terminated(std::vector<std::string>& strings) {
   ::prctl(PR_SET_PDEATHSIG, SIGTERM);
   if (::getppid() != launcher) ::_exit(127);  // it died before prctl() took effect
   ::setpgid(0, 0);
+  if (cpus != nullptr) ::sched_setaffinity(0, sizeof(cpu_set_t), cpus);  // inherited by its threads and exec
   ::dup2(stdin_fd, STDIN_FILENO);
   ::dup2(stdout_fd, STDOUT_FILENO);
   ::dup2(stderr_fd, STDERR_FILENO);
@@ -140,6 +143,30 @@ int wait_for_exec(int exec_error_fd) {
 
 }  // namespace
 
+// --enable_cpu_affinity: local rank r of n gets the r-th of n equal runs of
+// the CPUs the launcher may use (the remainder goes unused, so every rank has
+// as many); with fewer CPUs than ranks, CPU r mod count.
+static cpu_set_t rank_cpus(int local_rank, int local_world) {
+  cpu_set_t allowed, mine;
+  CPU_ZERO(&mine);
+  if (::sched_getaffinity(0, sizeof allowed, &allowed) != 0) {
+    throw SpawnError(std::string("--enable_cpu_affinity: cannot read the launcher's CPUs: ") + std::strerror(errno), 1);
+  }
+  std::vector<int> cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &allowed)) cpus.push_back(cpu);
+  }
+  const int count = static_cast<int>(cpus.size());
+  if (count == 0) throw SpawnError("--enable_cpu_affinity: the launcher may use no CPU", 1);
+  if (count < local_world) {
+    CPU_SET(cpus[local_rank % count], &mine);
+    return mine;
+  }
+  const int share = count / local_world;
+  for (int i = local_rank * share; i < (local_rank + 1) * share; ++i) CPU_SET(cpus[i], &mine);
+  return mine;
+}
+
 RankProcess spawn_rank(const LaunchConfig& config, int local_rank) {
   std::vector<std::string> args{config.program};
   args.insert(args.end(), config.program_args.begin(), config.program_args.end());
@@ -150,6 +177,8 @@ RankProcess spawn_rank(const LaunchConfig& config, int local_rank) {
   std::vector<char*> argv = null_terminated(args);
   std::vector<char*> envp = null_terminated(env);
 
+  cpu_set_t cpus;
+  if (config.enable_cpu_affinity) cpus = rank_cpus(local_rank, config.nproc_per_node);
   UniqueFd stdin_null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (stdin_null.get() < 0) throw SpawnError(std::string("cannot open /dev/null: ") + std::strerror(errno), 1);
   Pipe out = make_pipe(), err = make_pipe(), exec_status = make_pipe();
@@ -162,7 +191,8 @@ RankProcess spawn_rank(const LaunchConfig& config, int local_rank) {
   pid_t pid = ::fork();
   if (pid == 0) {
     become_rank(argv.data(), envp.data(), stdin_null.get(), out.write_end.get(), err.write_end.get(),
-                report.rank_end.get(), exec_status.write_end.get(), launcher, launcher_mask);
+                report.rank_end.get(), exec_status.write_end.get(), launcher, launcher_mask,
+                config.enable_cpu_affinity ? &cpus : nullptr);
   }
   int fork_errno = errno;
   ::sigprocmask(SIG_SETMASK, &launcher_mask, nullptr);
