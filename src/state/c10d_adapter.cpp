@@ -6,11 +6,16 @@
 
 #include <cstdlib>
 
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+
 #if defined(USE_C10D_NCCL)  // defined by a CUDA LibTorch's torch_cuda target
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 #if defined(ACCEL_WITH_CUDA)  // src/CMakeLists.txt, for a CUDA LibTorch
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <cuda_runtime_api.h>
 #endif
 
 #include "accel/error.hpp"
@@ -112,6 +117,10 @@ std::string local_address_towards(const std::string& master_addr) {
 
 }  // namespace
 
+StorePtr make_prefix_store(const std::string& prefix, const StorePtr& store) {
+  return c10::make_intrusive<::c10d::PrefixStore>(prefix, store);
+}
+
 bool is_loopback(const std::string& addr) {
   return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
 }
@@ -150,9 +159,29 @@ BackendPtr make_nccl(const StorePtr& store, int rank, int world_size, std::chron
 #endif
 }
 
+WorkPtr reduce_scatter_tensor(Backend& backend, at::Tensor& output, at::Tensor& input) {
+  return backend._reduce_scatter_base(output, input, ::c10d::ReduceScatterOptions());
+}
+
+WorkPtr all_gather_into_tensor(Backend& backend, at::Tensor& output, at::Tensor& input) {
+  return backend._allgather_base(output, input, ::c10d::AllgatherOptions());
+}
+
 void empty_cuda_cache() {
 #if defined(ACCEL_WITH_CUDA)
   c10::cuda::CUDACachingAllocator::emptyCache();
+#endif
+}
+
+int64_t cuda_free_bytes(int device) {
+#if defined(ACCEL_WITH_CUDA)
+  c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
+  size_t free = 0, total = 0;
+  C10_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  return static_cast<int64_t>(free);
+#else
+  (void)device;
+  return 0;
 #endif
 }
 

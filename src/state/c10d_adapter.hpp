@@ -10,6 +10,7 @@
 #include <torch/version.h>
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -43,6 +44,9 @@ inline constexpr bool kStoreListensOnMasterAddrOnly = takes_listen_fd<::c10d::TC
 // not wait for the other ranks (ProcessGroup does, naming the missing ones).
 StorePtr make_tcp_store(const std::string& host, int port, bool is_server, std::chrono::milliseconds timeout);
 
+// Keys of `store` under "<prefix>/": a subgroup's own namespace on the one store.
+StorePtr make_prefix_store(const std::string& prefix, const StorePtr& store);
+
 // 127.0.0.0/8, ::1 or "localhost".
 bool is_loopback(const std::string& addr);
 
@@ -54,8 +58,19 @@ BackendPtr make_gloo(const StorePtr& store, int rank, int world_size, const std:
 BackendPtr make_nccl(const StorePtr& store, int rank, int world_size, std::chrono::milliseconds timeout);
 bool nccl_available();
 
+// The one-tensor collectives NCCL has natively (torch.distributed's
+// reduce_scatter_tensor and all_gather_into_tensor; _reduce_scatter_base and
+// _allgather_base in c10d). Gloo in LibTorch 1.13 does not implement them:
+// ProcessGroup composes them there instead. reduce_scatter_tensor sums `input`
+// (world_size * output.numel() elements) across ranks into this rank's chunk.
+WorkPtr reduce_scatter_tensor(Backend& backend, at::Tensor& output, at::Tensor& input);
+WorkPtr all_gather_into_tensor(Backend& backend, at::Tensor& output, at::Tensor& input);
+
 // Returns the CUDA caching allocator's unused blocks to the driver (PyTorch's
 // torch.cuda.empty_cache()); nothing in a build without CUDA.
 void empty_cuda_cache();
+// Bytes free on GPU `device` now (cudaMemGetInfo, PyTorch's
+// torch.cuda.mem_get_info()[0]); 0 in a build without CUDA.
+int64_t cuda_free_bytes(int device);
 
 }  // namespace accel::detail::c10d_adapter

@@ -38,7 +38,8 @@ std::string rank_list(const std::vector<int>& ranks) {
 
 ProcessGroup::ProcessGroup(const LaunchEnvironment& env, const c10::Device& device,
                            std::chrono::milliseconds timeout)
-    : rank_(env.rank), world_size_(env.world_size), timeout_(timeout), device_(device) {
+    : rank_(env.rank), world_size_(env.world_size), master_addr_(env.master_addr),
+      timeout_(timeout), device_(device) {
   // One deadline for joining the store and waiting for the others: the
   // rendezvous fails within `timeout` (plus a poll interval), not after two.
   const auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -86,6 +87,33 @@ ProcessGroup::ProcessGroup(const LaunchEnvironment& env, const c10::Device& devi
          where + " while " + phase + ": " + cause + (timed_out ? missing : ""));
   }
   report.done();
+}
+
+ProcessGroup::ProcessGroup(const ProcessGroup& parent, const std::string& name, const std::vector<int>& ranks)
+    : rank_(-1), world_size_(static_cast<int>(ranks.size())), master_addr_(parent.master_addr_),
+      timeout_(parent.timeout_), device_(parent.device_),
+      exchange_max_bytes_(parent.exchange_max_bytes_), ring_collectives_(parent.ring_collectives_) {
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i] == parent.rank_) rank_ = static_cast<int>(i);
+  }
+  const std::string where = "creating process group \"" + name + "\" of ranks " + rank_list(ranks) + " failed for rank " +
+                            std::to_string(parent.rank_) + " (timeout " + std::to_string(timeout_.count()) + " ms)";
+  require(rank_ >= 0 && std::is_sorted(ranks.begin(), ranks.end()), ErrorCode::Internal,
+          where + ": this rank is not a member, or the ranks are not ascending");
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  try {
+    store_ = c10d_adapter::make_prefix_store(name, parent.store_);
+    std::vector<int> missing = await_ranks(deadline);
+    for (int& r : missing) r = ranks[static_cast<size_t>(r)];
+    if (!missing.empty()) fail(ErrorCode::Timeout, where + ": ranks that did not arrive: " + rank_list(missing));
+    backend_ = device_.is_cuda() ? c10d_adapter::make_nccl(store_, rank_, world_size_, timeout_)
+                                 : c10d_adapter::make_gloo(store_, rank_, world_size_, master_addr_, timeout_);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    std::string cause = first_line(e.what());
+    fail(looks_like_timeout(cause) ? ErrorCode::Timeout : ErrorCode::Distributed, where + ": " + cause);
+  }
 }
 
 // Every rank posts its arrival, then polls for the others' until the deadline.
@@ -241,6 +269,12 @@ at::Tensor ProcessGroup::reduce_scatter(at::Tensor& input, const std::string& op
           op + ": reduce_scatter needs a contiguous input of world_size * n elements, got " +
               std::to_string(input.numel()));
   const int64_t n = input.numel() / world_size_;
+  if (native_tensor_collectives()) {
+    at::Tensor mine = at::empty({n}, input.options());
+    Pending pending = issue(op, [&] { return c10d_adapter::reduce_scatter_tensor(*backend_, mine, input); });
+    wait(pending);
+    return mine;
+  }
   if (ring_collectives()) {
     // Two ranks swap the halves the other owns and each adds what arrives to
     // its own: a + b == b + a, the bits Gloo's allreduce gives replicated
@@ -270,6 +304,13 @@ void ProcessGroup::all_gather_into(at::Tensor& output, const at::Tensor& chunk, 
           op + ": all_gather_into needs an output of world_size * " + std::to_string(chunk.numel()) +
               " elements, got " + std::to_string(output.numel()));
   const int64_t n = chunk.numel();
+  if (native_tensor_collectives()) {
+    at::Tensor flat_chunk = chunk.reshape({n});
+    if (flat_chunk.data_ptr() == output.narrow(0, rank_ * n, n).data_ptr()) flat_chunk = flat_chunk.clone();
+    Pending pending = issue(op, [&] { return c10d_adapter::all_gather_into_tensor(*backend_, output, flat_chunk); });
+    wait(pending);
+    return;
+  }
   if (ring_collectives() && world_size_ > 1) {
     auto slot = [&](int index) { return output.narrow(0, ((index % world_size_) + world_size_) % world_size_ * n, n); };
     at::Tensor mine = slot(rank_);

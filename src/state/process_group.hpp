@@ -23,6 +23,14 @@ class ProcessGroup {
   // not every rank joins within `timeout`.
   ProcessGroup(const LaunchEnvironment& env, const c10::Device& device, std::chrono::milliseconds timeout);
 
+  // A group of some of this group's ranks (`ranks`, in this group's numbering,
+  // ascending; this process among them), with its own backend over the same
+  // store under `name`: c10d's new_group. Only the members construct it, each
+  // with the same name and ranks; its rank() is this process's index in
+  // `ranks`. HYBRID_SHARD's shard group (the ranks of one node) and replica
+  // group (one rank per node) are two of these. Throws as the constructor.
+  ProcessGroup(const ProcessGroup& parent, const std::string& name, const std::vector<int>& ranks);
+
   int rank() const { return rank_; }
   int world_size() const { return world_size_; }
   std::chrono::milliseconds timeout() const { return timeout_; }
@@ -71,7 +79,8 @@ class ProcessGroup {
   // and at 64 MiB they took 57 and 63 ms against 85 and 92 ms for the
   // compositions below (docs/sharding.md).
   // ACCEL_GLOO_RING=0 in the environment (the same on every rank) uses the
-  // composition below instead, which NCCL and 3+ processes always use.
+  // composition below instead, which 3+ processes on Gloo always use. NCCL
+  // (CUDA) runs its own reduce_scatter_tensor / all_gather_into_tensor.
   // reduce_scatter: `input` (contiguous, world_size * n elements) is summed
   // across ranks and this rank gets its chunk [rank * n, (rank + 1) * n) back.
   // On Gloo with 2 processes: the ranks swap the chunk the other owns and add
@@ -87,6 +96,8 @@ class ProcessGroup {
   // Whether the two above run on send/recv; benchmarks compare both
   // (every rank must set the same value).
   bool ring_collectives() const { return ring_collectives_ && !device_.is_cuda() && world_size_ == 2; }
+  // Whether the two above are the backend's own one-tensor collectives (NCCL).
+  bool native_tensor_collectives() const { return device_.is_cuda(); }
   void set_ring_collectives(bool on) { ring_collectives_ = on; }
 
  private:
@@ -104,6 +115,7 @@ class ProcessGroup {
 
   int rank_;
   int world_size_;
+  std::string master_addr_;
   std::chrono::milliseconds timeout_;
   c10::Device device_;  // where this rank's collective buffers live (its GPU under NCCL)
   c10d_adapter::StorePtr store_;

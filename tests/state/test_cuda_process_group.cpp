@@ -41,8 +41,19 @@ TEST(CudaProcessGroup, NcclCarriesEveryCollective) {
   ASSERT_EQ(gathered.size(), 1u);
   EXPECT_TRUE(at::equal(gathered[0].cpu(), at::ones({2, 2})));
 
+  // Sharded data parallel's two: NCCL's own one-tensor collectives.
+  ASSERT_TRUE(group.native_tensor_collectives());
+  at::Tensor grads = at::arange(4, on_gpu.dtype(at::kFloat));
+  at::Tensor mine = group.reduce_scatter(grads, "reduce_scatter");
+  EXPECT_TRUE(at::equal(mine.cpu(), at::arange(4, at::kFloat)));
+  at::Tensor full = at::zeros({4}, on_gpu);
+  group.all_gather_into(full, full.narrow(0, 0, 4).fill_(3.0), "all_gather_into (in place)");
+  EXPECT_TRUE(at::equal(full.cpu(), at::full({4}, 3.0)));
+  group.all_gather_into(full, at::full({2, 2}, 5.0, on_gpu), "all_gather_into");
+  EXPECT_TRUE(at::equal(full.cpu(), at::full({4}, 5.0)));
+
   group.barrier("barrier");
-  EXPECT_EQ(group.collectives_issued(), 4u);
+  EXPECT_EQ(group.collectives_issued(), 7u);
 }
 
 TEST(CudaProcessGroup, MoreLocalProcessesThanGpusIsAClearError) {
