@@ -5,6 +5,9 @@
 # (they call only the C ABI, which is the same on CPU and GPU).
 #   scripts/build-cuda.sh                 # then: cd build-cuda && ctest
 #   DEPS_PREFIX=/opt/deps/usr scripts/build-cuda.sh
+#   ACCEL_BUILD_TARGETS="accel accel_cuda_tests lm_bench_c" scripts/build-cuda.sh
+# ACCEL_BUILD_TARGETS: build only these targets (a short GPU session: the
+# library, the Cuda* tests and a bench, not the whole suite).
 # DEPS_PREFIX: a prefix holding what Debian's packages give the CPU build
 # (yaml-cpp, protobuf, nlohmann-json, CLI11, GoogleTest, and Gloo's headers, which
 # pip's torch does not ship) on a machine without them.
@@ -22,4 +25,5 @@ fi
 cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_PREFIX_PATH="$prefix_path" \
   -DTorch_DIR="$torch_dir" -DACCEL_BUILD_BINDINGS=OFF \
   "${extra[@]}" "$@"
-cmake --build build-cuda -j "${ACCEL_BUILD_JOBS:-$(nproc)}"
+read -r -a targets <<<"${ACCEL_BUILD_TARGETS:-}"
+cmake --build build-cuda -j "${ACCEL_BUILD_JOBS:-$(nproc)}" ${targets[@]:+--target "${targets[@]}"}

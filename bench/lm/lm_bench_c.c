@@ -2,10 +2,11 @@
    TorchScript GPT-2 that lm_model.py exports with the named forward, AdamW and
    the prepare/backward loop, on random ids (8 x 128 tokens per process per step).
 
-     lm_bench_c MODEL_PT --steps N --warmup N [--threads N]
+     lm_bench_c MODEL_PT --steps N --warmup N [--threads N] [--gpu 1] [--mixed-precision no|bf16|fp16]
 
-   Threads come from OMP_NUM_THREADS, as for every contestant. Prints one
-   BENCH_RESULT line per process (tokens/s over all processes, peak RSS). */
+   Threads come from OMP_NUM_THREADS, as for every contestant. --gpu 1 trains
+   on the process's GPU (bench/lm_gpu.sh), batches moved there before timing.
+   Prints one BENCH_RESULT line per process (tokens/s over all processes, peak RSS). */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime under -std=c99 */
 #include <stdint.h>
 #include <stdio.h>
@@ -57,6 +58,8 @@ static accel_tensor_map* make_batch(uint64_t seed) {
 
 int main(int argc, char** argv) {
   long long steps = 20, warmup = 3;
+  int gpu = 0;
+  const char* precision = "no";
   if (argc < 2) {
     fprintf(stderr, "usage: lm_bench_c MODEL_PT --steps N --warmup N\n");
     return 2;
@@ -64,11 +67,16 @@ int main(int argc, char** argv) {
   for (int i = 2; i + 1 < argc; i += 2) {
     if (strcmp(argv[i], "--steps") == 0) steps = atoll(argv[i + 1]);
     else if (strcmp(argv[i], "--warmup") == 0) warmup = atoll(argv[i + 1]);
+    else if (strcmp(argv[i], "--gpu") == 0) gpu = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--mixed-precision") == 0) precision = argv[i + 1];
     /* --threads: set through OMP_NUM_THREADS */
   }
   accel_accelerator_options options;
   accel_accelerator_options_init(&options);
-  options.cpu = 1;
+  options.cpu = gpu ? 0 : 1;
+  options.mixed_precision = strcmp(precision, "bf16") == 0   ? ACCEL_PRECISION_BF16
+                            : strcmp(precision, "fp16") == 0 ? ACCEL_PRECISION_FP16
+                                                             : ACCEL_PRECISION_NO;
   accel_accelerator* acc;
   accel_model* model;
   accel_optimizer* optimizer;
@@ -85,7 +93,13 @@ int main(int argc, char** argv) {
   CHECK(accel_accelerator_prepare_model(acc, model));
   CHECK(accel_accelerator_prepare_optimizer(acc, optimizer));
   accel_tensor_map* batches[kBatches];
-  for (int b = 0; b < kBatches; ++b) batches[b] = make_batch(1000u * (uint64_t)rank + (uint64_t)b + 1);
+  for (int b = 0; b < kBatches; ++b) {
+    batches[b] = make_batch(1000u * (uint64_t)rank + (uint64_t)b + 1);
+    accel_tensor_map* on_device;
+    CHECK(accel_accelerator_send_map_to_device(acc, batches[b], &on_device));
+    accel_tensor_map_free(batches[b]);
+    batches[b] = on_device;
+  }
 
   double start = 0, loss_value = 0;
   for (long long i = 0; i < warmup + steps; ++i) {
@@ -97,6 +111,7 @@ int main(int argc, char** argv) {
     CHECK(accel_accelerator_backward(acc, loss));
     CHECK(accel_optimizer_step(optimizer));
     CHECK(accel_optimizer_zero_grad(optimizer));
+    /* After the step: on a GPU, reading the loss waits for everything queued. */
     if (i + 1 == warmup + steps) CHECK(accel_tensor_item(loss, &loss_value));
     accel_tensor_free(loss);
     accel_tensor_map_free(outputs);
@@ -105,9 +120,9 @@ int main(int argc, char** argv) {
   struct rusage usage;
   getrusage(RUSAGE_SELF, &usage);
   const char* threads = getenv("OMP_NUM_THREADS");
-  printf("BENCH_RESULT {\"contestant\":\"accel_c\",\"rank\":%d,\"nproc\":%d,\"threads\":%d,\"steps\":%lld,"
+  printf("BENCH_RESULT {\"contestant\":\"accel_c\",\"device\":\"%s\",\"precision\":\"%s\",\"rank\":%d,\"nproc\":%d,\"threads\":%d,\"steps\":%lld,"
          "\"seconds\":%.3f,\"tokens_per_s\":%.1f,\"peak_rss_mb\":%.1f,\"loss\":%.4f}\n",
-         rank, world, threads ? atoi(threads) : 0, steps, seconds,
+         gpu ? "cuda" : "cpu", precision, rank, world, threads ? atoi(threads) : 0, steps, seconds,
          (double)(steps * kBatch * kLength * world) / seconds, (double)usage.ru_maxrss / 1024.0, loss_value);
   for (int b = 0; b < kBatches; ++b) accel_tensor_map_free(batches[b]);
   accel_optimizer_free(optimizer);

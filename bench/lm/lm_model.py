@@ -21,11 +21,13 @@ class Exported(GPT2LMHeadModel):
         return {"loss": out.loss, "logits": out.logits}
 
 
-def build():
+def build(attn=None):
+    """attn: transformers' attn_implementation ("eager", "sdpa"); None keeps its default."""
     torch.manual_seed(0)
     # torchscript=False keeps lm_head.weight and wte.weight one tensor (tied).
+    extra = {"attn_implementation": attn} if attn else {}
     config = GPT2Config(n_layer=6, n_embd=256, n_head=4, n_positions=LENGTH, vocab_size=VOCAB, resid_pdrop=0.0,
-                        embd_pdrop=0.0, attn_pdrop=0.0, torchscript=False)
+                        embd_pdrop=0.0, attn_pdrop=0.0, torchscript=False, **extra)
     return Exported(config)
 
 

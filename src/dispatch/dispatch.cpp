@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <set>
 
 #include "accel/big_model.hpp"
 #include "accel/error.hpp"
@@ -19,6 +20,7 @@
 #include "dispatch/checkpoint_plan.hpp"
 #include "dispatch/meta_tensors.hpp"
 #include "dispatch/module_tree.hpp"
+#include "model/model_impl.hpp"
 #include "model/spec/graph.hpp"
 
 namespace accel {
@@ -55,7 +57,36 @@ struct OffloadedTensor {
   size_t file;  // index into Offload::files
   safetensors::Entry entry;
   at::ScalarType type;
+  c10::Device execution;  // where it is brought in: the main GPU of a map that has one, else the CPU
 };
+
+// The top-level graph node a tensor belongs to ("h0" of "h0.linear1.weight").
+std::string node_of(const std::string& tensor_name) { return tensor_name.substr(0, tensor_name.find('.')); }
+
+// Where each graph node runs when the map holds a GPU: on its GPU; "disk"
+// nodes on the main GPU (the map's first), their weights brought in there;
+// "cpu" nodes on the CPU, their inputs moved over (Accelerate instead copies
+// cpu weights to the main GPU for every forward). A node split between two
+// of them cannot run anywhere, so that is refused, naming both.
+detail::GraphModuleImpl::NodeDevices execution_devices(const std::vector<std::string>& names,
+                                                       const std::vector<const std::string*>& devices,
+                                                       const c10::Device& main_gpu) {
+  detail::GraphModuleImpl::NodeDevices out;
+  std::map<std::string, std::string> first_device;
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string node = node_of(names[i]);
+    const c10::Device device = *devices[i] == "disk" ? main_gpu : c10::Device(*devices[i]);
+    auto [it, inserted] = out.emplace(node, device);
+    if (inserted) {
+      first_device[node] = *devices[i];
+    } else {
+      require_arg(it->second == device, "load_checkpoint_and_dispatch: the device map puts node \"" + node + "\" on both \"" +
+                                            first_device[node] + "\" and \"" + *devices[i] +
+                                            "\"; with a GPU in the map, each node of a JSON graph runs on one device");
+    }
+  }
+  return out;
+}
 
 // What the graph's node hook needs; lives as long as the hook.
 struct Offload {
@@ -88,6 +119,22 @@ void load_checkpoint_and_dispatch(const Model& model, const std::string& checkpo
     any_disk = any_disk || *devices.back() == "disk";
   }
   auto graph = std::dynamic_pointer_cast<detail::GraphModuleImpl>(root);
+  c10::optional<c10::Device> main_gpu;
+  for (const auto& [key, device] : device_map) {
+    if (!main_gpu && device.rfind("cuda:", 0) == 0) main_gpu = c10::Device(device);
+  }
+  detail::GraphModuleImpl::NodeDevices node_devices;
+  if (main_gpu) {
+    std::set<std::string> distinct;
+    for (const auto* device : devices) distinct.insert(*device);
+    require(graph != nullptr || distinct.size() == 1, ErrorCode::Unsupported,
+            "load_checkpoint_and_dispatch: a device map spreading a model over a GPU and other devices needs a JSON "
+            "graph model, whose nodes move their inputs to where their weights are");
+    std::vector<std::string> names;
+    for (const auto& step : plan) names.push_back(step.name);
+    if (graph) node_devices = execution_devices(names, devices, *main_gpu);
+  }
+  const c10::Device execution = main_gpu.value_or(c10::Device(c10::kCPU));
   if (any_disk) {
     require(graph != nullptr, ErrorCode::Unsupported,
             "load_checkpoint_and_dispatch: disk offload needs a JSON graph model (\"inputs\"/\"nodes\"), whose nodes "
@@ -101,7 +148,7 @@ void load_checkpoint_and_dispatch(const Model& model, const std::string& checkpo
   for (size_t i = 0; i < plan.size(); ++i) {
     const auto& step = plan[i];
     if (*devices[i] != "disk") continue;
-    OffloadedTensor tensor{step.target, 0, *step.entry, step.type};
+    OffloadedTensor tensor{step.target, 0, *step.entry, step.type, execution};
     std::string file_path = step.file->label();
     if (detail::scalar_type_of(*step.entry, step.file->label()) == step.type && step.file->mapped()) {
       // Already safetensors of the right dtype: read straight from the checkpoint, nothing written.
@@ -133,9 +180,11 @@ void load_checkpoint_and_dispatch(const Model& model, const std::string& checkpo
   for (auto& tensor : offloaded) {
     to_meta(tensor.target, tensor.type);
     const std::string name = tensor.entry.name;
-    offload->by_node[name.substr(0, name.find('.'))].push_back(std::move(tensor));
+    offload->by_node[node_of(name)].push_back(std::move(tensor));
   }
   if (!graph) return;
+  if (!node_devices.empty()) model.impl().set_inputs_on_any_device();
+  graph->set_node_devices(std::move(node_devices));
   if (offload->by_node.empty()) {
     graph->set_node_hook(nullptr);
     return;
@@ -145,8 +194,9 @@ void load_checkpoint_and_dispatch(const Model& model, const std::string& checkpo
     if (it == offload->by_node.end()) return;
     for (auto& tensor : it->second) {
       if (entering) {
-        detail::replace_tensor_contents(tensor.target,
-                                        detail::load_planned(offload->file(tensor.file), tensor.entry, tensor.type));
+        at::Tensor loaded = detail::load_planned(offload->file(tensor.file), tensor.entry, tensor.type);
+        if (tensor.execution != loaded.device()) loaded = loaded.to(tensor.execution);
+        detail::replace_tensor_contents(tensor.target, loaded);
       } else {
         to_meta(tensor.target, tensor.type);
       }

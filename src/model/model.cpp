@@ -192,7 +192,7 @@ at::Tensor ModelImpl::to_output_precision(at::Tensor output) const {
 
 at::Tensor ModelImpl::forward(const at::Tensor& input) {
   require_arg(input.defined(), "forward: the input tensor is undefined");
-  require_arg(input.device() == device_, "forward: the input is on " + input.device().str() + " but the model is on " +
+  require_arg(inputs_on_any_device_ || input.device() == device_, "forward: the input is on " + input.device().str() + " but the model is on " +
                                              device_.str() + " (batches from a prepared dataloader are placed for you)");
   before_forward();
   MixedPrecision precision = state_ ? state_->mixed_precision : MixedPrecision::No;
@@ -217,7 +217,7 @@ NamedTensors ModelImpl::forward_named(const NamedTensors& inputs) {
     const auto& [name, tensor] = inputs[i];
     require_arg(!name.empty(), "forward: input " + std::to_string(i) + " has an empty name");
     require_arg(tensor.defined(), "forward: input \"" + name + "\" is undefined");
-    require_arg(tensor.device() == device_, "forward: input \"" + name + "\" is on " + tensor.device().str() +
+    require_arg(inputs_on_any_device_ || tensor.device() == device_, "forward: input \"" + name + "\" is on " + tensor.device().str() +
                                                 " but the model is on " + device_.str() +
                                                 " (batches from a prepared dataloader are placed for you)");
     for (size_t j = 0; j < i; ++j) require_arg(inputs[j].first != name, "forward: input \"" + name + "\" is given twice");

@@ -45,6 +45,10 @@ class ModelImpl : public std::enable_shared_from_this<ModelImpl> {
   void prepare(const std::shared_ptr<AcceleratorState>& state);
   bool prepared() const { return state_ != nullptr; }
   c10::Device device() const { return device_; }
+  // Set by load_checkpoint_and_dispatch for a map holding a GPU: the graph
+  // moves each node's inputs where its weights are, so inputs may come from
+  // any device (the outputs go back there), as with Accelerate's hooks.
+  void set_inputs_on_any_device() { inputs_on_any_device_ = true; }
   GradientSync* gradient_sync() { return gradient_sync_.get(); }
   // Set by prepare under SHARD_OPTIMIZER, SHARD_GRAD_OP and FULL_SHARD with several processes.
   const std::shared_ptr<FlatShard>& flat_shard() const { return flat_shard_; }
@@ -94,6 +98,7 @@ class ModelImpl : public std::enable_shared_from_this<ModelImpl> {
   std::shared_ptr<FlatShard> flat_shard_;
   std::shared_ptr<FullShard> full_shard_;
   c10::Device device_{c10::kCPU};
+  bool inputs_on_any_device_ = false;
 };
 
 // A TorchScript file as a model (see Model::from_torchscript). Throws what

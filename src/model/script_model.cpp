@@ -113,7 +113,10 @@ class ScriptModel final : public ModelImpl {
     }
     return name_outputs(output);
   }
-  void move_to(const c10::Device& device) override { module_.to(device); }
+  void move_to(const c10::Device& device) override {
+    module_.to(device);
+    retarget_constants(module_, device);  // a trace made on the CPU runs on the GPU too
+  }
 
  private:
   // The forward's arguments in schema order: every named input in its slot,

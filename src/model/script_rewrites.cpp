@@ -71,7 +71,37 @@ std::size_t count_gelu(const torch::jit::Graph& graph) {
   return count;
 }
 
+std::size_t retarget_block(torch::jit::Block* block, const c10::Device& device) {
+  std::size_t changed = 0;
+  for (torch::jit::Node* node : block->nodes()) {
+    for (torch::jit::Block* inner : node->blocks()) changed += retarget_block(inner, device);
+    if (node->kind() != c10::prim::Constant || !node->hasAttribute(c10::attr::value)) continue;
+    const c10::TypePtr& type = node->output()->type();
+    if (type->kind() == c10::TypeKind::DeviceObjType) {
+      if (c10::Device(node->s(c10::attr::value)) != device) {
+        node->s_(c10::attr::value, device.str());
+        ++changed;
+      }
+    } else if (node->kindOf(c10::attr::value) == torch::jit::AttributeKind::t) {
+      const at::Tensor& value = node->t(c10::attr::value);
+      if (value.dim() > 0 && value.device() != device) {
+        node->t_(c10::attr::value, value.to(device));
+        ++changed;
+      }
+    }
+  }
+  return changed;
+}
+
 }  // namespace
+
+std::size_t retarget_constants(torch::jit::Module& module, const c10::Device& device) {
+  std::size_t changed = 0;
+  for (const torch::jit::Module& submodule : module.modules()) {
+    for (const torch::jit::Method& method : submodule.get_methods()) changed += retarget_block(method.graph()->block(), device);
+  }
+  return changed;
+}
 
 std::size_t fuse_tanh_gelu(torch::jit::Module& module) {
   torch::jit::SubgraphRewriter rewriter;

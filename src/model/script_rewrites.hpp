@@ -5,6 +5,9 @@
 
 #include <cstddef>
 
+namespace c10 {
+struct Device;
+}
 namespace torch::jit {
 struct Module;
 }
@@ -19,5 +22,14 @@ namespace accel::detail {
 // replaced. Runs over every method of the module and its submodules, in place,
 // before the first forward; returns how many chains were replaced.
 std::size_t fuse_tanh_gelu(torch::jit::Module& module);
+
+// torch.jit.trace records the device it ran on as constants (the `device=` of
+// an arange, a zeros, a to) and keeps small tensors it made as constants, so a
+// model traced on the CPU cannot run on a GPU after Module::to. This points
+// every Device constant, and every tensor constant with elements, of every
+// method of the module and its submodules at `device`, in place; run it right
+// after moving the module (ScriptModel does), before its first forward there.
+// Returns how many constants changed.
+std::size_t retarget_constants(torch::jit::Module& module, const c10::Device& device);
 
 }  // namespace accel::detail

@@ -91,4 +91,27 @@ TEST(ScriptRewrites, ATracedModelIsRewrittenAtLoadAndComputesTheSame) {
   EXPECT_TRUE(at::allclose(actual, expected, 1e-5, 1e-6)) << (actual - expected).abs().max();
 }
 
+// A trace made on the CPU holds "cpu" as a Device constant (arange's device=)
+// and the tensor it built as a constant; after retargeting, both follow the
+// module to another device (here meta, the CPU suite's stand-in for a GPU;
+// tests/dispatch/test_cuda_dispatch.cpp and bench/lm_gpu.sh run it on CUDA).
+TEST(ScriptRewrites, TraceConstantsFollowTheModulesDevice) {
+  const std::string path = std::string(ACCEL_TEST_FILES) + "/model/files/traced_on_cpu.pt";
+  torch::jit::Module traced = torch::jit::load(path);
+  EXPECT_EQ(accel::detail::retarget_constants(traced, c10::Device(c10::kCPU)), 0u) << "traced there";
+  at::Tensor on_cpu = traced.forward({at::ones({2, 3})}).toTensor();
+  EXPECT_TRUE(at::allclose(on_cpu, at::tensor({1.5f, 3.5f, 5.5f}).expand({2, 3})));
+  // Before its first forward there (the graph executor keeps the plan it made).
+  torch::jit::Module moved = torch::jit::load(path);
+  const at::Tensor on_meta_input = at::ones({2, 3}, at::TensorOptions().device(c10::kMeta));
+  EXPECT_EQ(accel::detail::retarget_constants(moved, c10::Device(c10::kMeta)), 2u);
+  at::Tensor on_meta = moved.forward({on_meta_input}).toTensor();
+  EXPECT_TRUE(on_meta.is_meta());
+  EXPECT_EQ(on_meta.sizes(), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(accel::detail::retarget_constants(moved, c10::Device(c10::kMeta)), 0u) << "already there";
+  // Without it, the trace's "cpu" meets the meta input.
+  torch::jit::Module unmoved = torch::jit::load(path);
+  EXPECT_ANY_THROW(unmoved.forward({on_meta_input}));
+}
+
 }  // namespace

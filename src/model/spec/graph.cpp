@@ -279,6 +279,7 @@ GraphModuleImpl::NamedTensors GraphModuleImpl::forward_named(const NamedTensors&
                           ? args[0].defined()
                           : std::all_of(args.begin(), args.end(), [](const at::Tensor& t) { return t.defined(); });
     if (!all_needed) continue;
+    if (!node_devices_.empty()) move_to_node_device(node, args);
     // Releases what the hook brought in even when the layer throws.
     struct Leave {
       const NodeHook& hook;
@@ -307,7 +308,20 @@ GraphModuleImpl::NamedTensors GraphModuleImpl::forward_named(const NamedTensors&
   for (const auto& name : outputs_) {
     if (values[name].defined()) outputs.emplace_back(name, values[name]);
   }
+  if (!node_devices_.empty() && !given.empty()) {
+    for (auto& output : outputs) output.second = output.second.to(given.front().second.device());
+  }
   return outputs;
+}
+
+void GraphModuleImpl::move_to_node_device(const Node& node, std::vector<at::Tensor>& args) const {
+  auto found = node_devices_.find(node.name);
+  auto first = std::find_if(args.begin(), args.end(), [](const at::Tensor& t) { return t.defined(); });
+  if (found == node_devices_.end() && first == args.end()) return;
+  const c10::Device device = found != node_devices_.end() ? found->second : first->device();
+  for (auto& arg : args) {
+    if (arg.defined() && arg.device() != device) arg = arg.to(device);
+  }
 }
 
 bool GraphModuleImpl::takes_one_tensor() const {

@@ -15,6 +15,7 @@
 #include <torch/nn/modules/container/any.h>
 
 #include <memory>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -63,6 +64,14 @@ class GraphModuleImpl : public torch::nn::Module {
   using NodeHook = std::function<void(const std::string& node, bool entering)>;
   void set_node_hook(NodeHook hook) { node_hook_ = std::move(hook); }
 
+  // Accelerate's AlignDevicesHook for a model spread over devices: a node
+  // named here gets its inputs moved to that device before it runs; any other
+  // node (merges, parameter-free layers) gets them on its first input's device;
+  // and the outputs come back on the device of the first input given to
+  // forward. Empty (the default): nothing moves.
+  using NodeDevices = std::map<std::string, c10::Device>;
+  void set_node_devices(NodeDevices devices) { node_devices_ = std::move(devices); }
+
  private:
   void parse_inputs(const nlohmann::json& inputs);
   void parse_nodes(const nlohmann::json& nodes);
@@ -70,11 +79,13 @@ class GraphModuleImpl : public torch::nn::Module {
   Node parse_node(const nlohmann::json& node, size_t index, const std::string& previous);
   void sort_nodes();
   at::Tensor run_node(const Node& node, const std::vector<at::Tensor>& args) const;
+  void move_to_node_device(const Node& node, std::vector<at::Tensor>& args) const;
 
   std::vector<Input> inputs_;
   std::vector<Node> nodes_;  // in dependency order after construction
   std::vector<std::string> outputs_;
   NodeHook node_hook_;
+  NodeDevices node_devices_;
 };
 TORCH_MODULE(GraphModule);
 

@@ -118,3 +118,15 @@ class TanhGeluMlp(torch.nn.Module):
 
 torch.manual_seed(0)
 torch.jit.trace(TanhGeluMlp(), torch.ones(2, 4)).save(os.path.join(here, "tanh_gelu_mlp.pt"))
+
+
+class TracedOnCpu(torch.nn.Module):
+    """What a trace bakes in: the device it ran on (arange's device=) and a
+    tensor it made (a constant): the fixture of retarget_constants."""
+
+    def forward(self, x):
+        positions = torch.arange(x.shape[-1], device=x.device).to(x.dtype)
+        return x + positions + torch.tensor([0.5, 1.5, 2.5])
+
+
+torch.jit.trace(TracedOnCpu(), torch.ones(2, 3)).save(os.path.join(here, "traced_on_cpu.pt"))

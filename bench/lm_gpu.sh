@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The LM bench on one GPU (issue: real models, "On a lent GPU"): tokens/s of
+# lm_model.py's GPT-2 (6 layers, n_embd 256, seq 128, batch 8, AdamW) trained by
+#   accel_c            libaccel from C over the TorchScript export (lm_bench_c --gpu 1)
+#   accelerate         Python Accelerate on the same Hugging Face model, its default attention
+#   accelerate_eager   the same with attn_implementation="eager", the attention the export traced
+#   torch              a plain PyTorch loop (bf16 through torch.autocast)
+# in fp32 and bf16, one process, batches already on the GPU. Contestants
+# alternate within each round; the table shows medians and ratios to Accelerate.
+#   bench/lm_gpu.sh [--build-dir build-cuda] [--model model.pt] [--rounds 2] [--steps 300] [--warmup 30]
+# --model: a TorchScript export made by lm_model.py (default: exported here with $PYTHON).
+set -uo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+build="$here/../build-cuda" model="" rounds=2 steps=300 warmup=30
+python="${PYTHON:-python3}"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --build-dir) build="$2"; shift ;;
+    --model) model="$2"; shift ;;
+    --rounds) rounds="$2"; shift ;;
+    --steps) steps="$2"; shift ;;
+    --warmup) warmup="$2"; shift ;;
+    *) echo "lm_gpu.sh: unknown option '$1'" >&2; exit 2 ;;
+  esac
+  shift
+done
+bench_c="$build/bin/lm_bench_c"
+[ -x "$bench_c" ] || { echo "lm_gpu.sh: $bench_c missing: run scripts/build-cuda.sh" >&2; exit 2; }
+work="$(mktemp -d -t accel-lm-gpu.XXXXXX)"
+trap 'rm -rf "$work"' EXIT
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+if [ -z "$model" ]; then
+  "$python" "$here/lm/lm_model.py" "$work" || { echo "lm_gpu.sh: exporting the model failed" >&2; exit 1; }
+  model="$work/model.pt"
+fi
+results="$work/results"
+for round in $(seq "$rounds"); do
+  for precision in no bf16; do
+    common=(--steps "$steps" --warmup "$warmup" --gpu 1 --mixed-precision "$precision")
+    "$bench_c" "$model" "${common[@]}"
+    "$python" "$here/lm/lm_bench.py" accelerate "${common[@]}"
+    "$python" "$here/lm/lm_bench.py" accelerate --attn eager "${common[@]}"
+    "$python" "$here/lm/lm_bench.py" torch "${common[@]}"
+  done 2>&1 | grep '^BENCH_RESULT ' | sed 's/^BENCH_RESULT //' >>"$results"
+  echo "lm_gpu.sh: round $round of $rounds done" >&2
+done
+"$python" -c "import torch; print('GPU:', torch.cuda.get_device_name(0), '| torch', torch.__version__)"
+"$python" - "$results" <<'PY'
+import collections, json, statistics, sys
+runs = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    runs[(r["precision"], r["contestant"])].append(r["tokens_per_s"])
+print("| precision | contestant | tokens/s (median, min-max) | libaccel vs this | runs |")
+print("|---|---|---|---|---|")
+for (precision, name), tps in sorted(runs.items()):
+    ours = runs.get((precision, "accel_c"))
+    ratio = f"{statistics.median(ours) / statistics.median(tps):.2f}x" if ours and name != "accel_c" else "-"
+    print(f"| {'fp32' if precision == 'no' else precision} | {name} | {statistics.median(tps):.0f} "
+          f"({min(tps):.0f}-{max(tps):.0f}) | {ratio} | {len(tps)} |")
+PY
