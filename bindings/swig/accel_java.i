@@ -702,6 +702,16 @@ import java.nio.LongBuffer;
                                   offloadFolder == null ? "" : offloadFolder, dtype == null ? "" : dtype);
   }
 
+  /**
+   * Accelerate's device_map="auto" (or "sequential"): loadCheckpointAndDispatch with the map
+   * inferAutoDeviceMap makes from every GPU's free memory and the RAM the system has available.
+   * Another strategy is an AccelException naming it.
+   */
+  public void loadCheckpointAndDispatch(String checkpoint, String strategy, String offloadFolder, String dtype) {
+    loadCheckpointAndDispatchJson(checkpoint, Json.write(strategy), offloadFolder == null ? "" : offloadFolder,
+                                  dtype == null ? "" : dtype);
+  }
+
   private static java.util.LinkedHashMap<String, String> deviceMapOf(String json) {
     java.util.LinkedHashMap<String, String> map = new java.util.LinkedHashMap<>();
     for (java.util.Map.Entry<?, ?> e : ((java.util.Map<?, ?>) Json.read(json)).entrySet()) {

@@ -45,7 +45,10 @@ ACCEL_API accel_status accel_model_materialize(accel_model* model, const char* c
 
 /* Accelerate's load_checkpoint_and_dispatch: accel_model_materialize, but each
    tensor goes where device_map (a JSON object, checked as
-   accel_verify_device_map; NULL or "" is {"": "cpu"}) puts it: "cpu" into
+   accel_verify_device_map; NULL or "" is {"": "cpu"}; the JSON strings
+   "\"auto\"" and "\"sequential\"" are Accelerate's device_map="auto":
+   accel_infer_auto_device_map over every GPU's free memory and the memory
+   the system has available) puts it: "cpu" into
    RAM, "cuda:N" onto that GPU, "disk" left on the meta device and read in
    (mmap + copy) just before its top-level node of a JSON graph model runs,
    released right after. Disk tensors already stored as safetensors of the
@@ -54,7 +57,8 @@ ACCEL_API accel_status accel_model_materialize(accel_model* model, const char* c
    them all. offload_folder may be NULL when nothing goes to disk. dtype as
    accel_model_materialize. Everything is checked before a tensor changes or a
    file is written, so on error the model is as it was. Errors:
-   INVALID_ARGUMENT naming a bad map key or device, an uncovered tensor, a
+   INVALID_ARGUMENT naming a bad map key or device, another JSON string than
+   "auto" or "sequential", a budget too small for the largest layer, an uncovered tensor, a
    tensor the checkpoint lacks or whose shape or kind differs, or disk without
    an offload folder; IO naming the checkpoint path or an offload folder that
    cannot be created or written; UNSUPPORTED for disk on a model that is not a

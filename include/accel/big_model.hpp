@@ -60,6 +60,15 @@ DeviceMap infer_auto_device_map(const Model& model, const std::vector<std::pair<
                                 const std::vector<std::string>& no_split_module_classes = {},
                                 c10::optional<c10::ScalarType> dtype = {});
 
+// Accelerate's get_max_memory(): every GPU's free bytes now ("cuda:N"), then
+// the memory the system has available ("cpu"), in infer_auto_device_map's order.
+std::vector<std::pair<std::string, int64_t>> available_memory();
+
+// Accelerate's device_map="auto" (or "sequential"): infer_auto_device_map over
+// available_memory(). Several GPUs are filled in order, not balanced.
+DeviceMap auto_device_map(const Model& model, const std::vector<std::string>& no_split_module_classes = {},
+                          c10::optional<c10::ScalarType> dtype = {});
+
 // Accelerate's check_device_map, stricter: every key names a module, parameter
 // or buffer of the model, no key lies inside another key, every device is
 // "cpu", "disk" or "cuda:N" with N < the number of GPUs, and every tensor of

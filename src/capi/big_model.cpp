@@ -1,6 +1,8 @@
 // C ABI for the big-model tools (include/accel/big_model.h): converts and forwards.
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -53,6 +55,27 @@ ACCEL_API accel_status accel_model_materialize(accel_model* model, const char* c
   });
 }
 
+namespace {
+
+// A device map given as a JSON string: Accelerate's "auto" or "sequential"
+// (both fill the devices in order here); nullopt for anything but a string.
+std::optional<std::string> device_map_strategy(const char* device_map) {
+  nlohmann::json parsed;
+  try {
+    parsed = nlohmann::json::parse(device_map);
+  } catch (const std::exception&) {
+    return std::nullopt;  // device_map_from_json names the parse error
+  }
+  if (!parsed.is_string()) return std::nullopt;
+  const std::string strategy = parsed.get<std::string>();
+  accel::require_arg(strategy == "auto" || strategy == "sequential",
+                     "device_map \"" + strategy + "\" is not supported: give a JSON object of module name to "
+                     "device, \"auto\" or \"sequential\"");
+  return strategy;
+}
+
+}  // namespace
+
 ACCEL_API accel_status accel_load_checkpoint_and_dispatch(accel_model* model, const char* checkpoint,
                                                           const char* device_map, const char* offload_folder,
                                                           const char* dtype) {
@@ -60,7 +83,14 @@ ACCEL_API accel_status accel_load_checkpoint_and_dispatch(accel_model* model, co
     const auto& m = deref(model, "model").model;
     accel::require_arg(checkpoint != nullptr, "checkpoint is NULL");
     const bool all_cpu = device_map == nullptr || *device_map == '\0';
-    accel::DeviceMap map = all_cpu ? accel::DeviceMap{{"", "cpu"}} : accel::device_map_from_json(device_map);
+    accel::DeviceMap map;
+    if (all_cpu) {
+      map = {{"", "cpu"}};
+    } else if (auto strategy = device_map_strategy(device_map)) {
+      map = accel::auto_device_map(m, {}, dtype_arg(dtype));
+    } else {
+      map = accel::device_map_from_json(device_map);
+    }
     accel::load_checkpoint_and_dispatch(m, checkpoint, map, offload_folder ? offload_folder : "", dtype_arg(dtype));
   });
 }

@@ -3,6 +3,8 @@
 #include <nlohmann/json.hpp>
 #include <torch/cuda.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <set>
@@ -10,6 +12,7 @@
 #include "accel/big_model.hpp"
 #include "accel/error.hpp"
 #include "dispatch/module_tree.hpp"
+#include "state/c10d_adapter.hpp"
 
 namespace accel {
 namespace {
@@ -272,6 +275,19 @@ std::string device_map_to_json(const DeviceMap& device_map) {
   Json out = Json::object();
   for (const auto& [name, device] : device_map) out[name] = device;
   return out.dump();
+}
+
+std::vector<std::pair<std::string, int64_t>> available_memory() {
+  std::vector<std::pair<std::string, int64_t>> out;
+  const int gpus = static_cast<int>(torch::cuda::device_count());
+  for (int i = 0; i < gpus; ++i) out.emplace_back("cuda:" + std::to_string(i), detail::c10d_adapter::cuda_free_bytes(i));
+  out.emplace_back("cpu", static_cast<int64_t>(sysconf(_SC_AVPHYS_PAGES)) * static_cast<int64_t>(sysconf(_SC_PAGE_SIZE)));
+  return out;
+}
+
+DeviceMap auto_device_map(const Model& model, const std::vector<std::string>& no_split_module_classes,
+                          c10::optional<c10::ScalarType> dtype) {
+  return infer_auto_device_map(model, available_memory(), no_split_module_classes, dtype);
 }
 
 DeviceMap device_map_from_json(const std::string& json_object) {

@@ -55,6 +55,17 @@ static void dispatched(void) {
   logits_of(empty, got, 8 * 256);
   EXPECT(memcmp(want, got, sizeof want) == 0);
   accel_model_free(empty);
+
+  /* device_map="auto": the free memory of every GPU, then the RAM available;
+     this small model fits the first, whichever it is. Other strategies are named. */
+  EXPECT_OK(accel_model_from_json_empty(kGpt, &empty));
+  EXPECT_ERROR(accel_load_checkpoint_and_dispatch(empty, "big_model_c_ckpt", "\"balanced_low_0\"", NULL, NULL),
+               ACCEL_ERR_INVALID_ARGUMENT, "\"balanced_low_0\"");
+  EXPECT_OK(accel_load_checkpoint_and_dispatch(empty, "big_model_c_ckpt", "\"auto\"", NULL, NULL));
+  memset(got, 0, sizeof got);
+  logits_of(empty, got, 8 * 256);
+  EXPECT(memcmp(want, got, sizeof want) == 0);
+  accel_model_free(empty);
   accel_model_free(full);
   accel_accelerator_free(acc);
 }

@@ -93,6 +93,17 @@ func (m *Model) LoadCheckpointAndDispatch(checkpoint string, deviceMap map[strin
 	return err
 }
 
+// LoadCheckpointAndDispatchAuto is LoadCheckpointAndDispatch with Accelerate's
+// device_map="auto": the map InferAutoDeviceMap makes from every GPU's free
+// memory and the RAM the system has available now. No classes are kept whole.
+func (m *Model) LoadCheckpointAndDispatchAuto(checkpoint, offloadFolder, dtype string) error {
+	_, err := modelString(m, func(h core.Model) string {
+		h.Load_checkpoint_and_dispatch_json(checkpoint, `"auto"`, offloadFolder, dtype)
+		return ""
+	})
+	return err
+}
+
 func modelString(m *Model, f func(core.Model) string) (string, error) {
 	h, err := m.handle()
 	if err != nil {

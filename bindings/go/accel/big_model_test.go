@@ -53,6 +53,63 @@ func TestEmptyModelSizesAndDeviceMap(t *testing.T) {
 	}
 }
 
+// device_map="auto" on this machine: the small model fits the first device
+// with memory (a GPU's or the RAM), so it computes what the full model does.
+func TestLoadCheckpointAndDispatchAuto(t *testing.T) {
+	acc, err := NewAccelerator(AcceleratorOptions{CPU: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer acc.Close()
+	full, err := ModelFromJSON(bigGPT)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer full.Close()
+	dir := t.TempDir()
+	if err := acc.SaveModel(full, dir, ""); err != nil {
+		t.Fatal(err)
+	}
+	logits := func(m *Model) []float32 {
+		ids, err := NewTensor([]int64{3, 1, 4, 1, 5, 9, 2, 6}, 1, 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ids.Close()
+		if err := m.Train(false); err != nil {
+			t.Fatal(err)
+		}
+		out, err := m.Forward(ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer out.Close()
+		values, err := out.Float32s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return values
+	}
+	want := logits(full)
+	model, err := ModelFromJSONEmpty(bigGPT)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer model.Close()
+	if err := model.LoadCheckpointAndDispatchAuto(dir, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	got := logits(model)
+	if len(got) != len(want) {
+		t.Fatalf("%d logits, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("logit %d: %v, want %v", i, got[i], want[i])
+		}
+	}
+}
+
 func TestShardingOptionsAndHeldBytes(t *testing.T) {
 	_, err := NewAccelerator(AcceleratorOptions{CPU: true, ShardingStrategy: "SHARD_GRAD_OP",
 		FSDPActivationCheckpointing: Ptr(true)})

@@ -119,8 +119,13 @@ def load_checkpoint_and_dispatch(model: core.Model, checkpoint: Union[str, os.Pa
     if isinstance(device_map, str):
         if device_map not in ("auto", "sequential"):
             raise ValueError(f"device_map must be a dict, 'auto' or 'sequential', got {device_map!r}")
-        device_map = infer_auto_device_map(model, max_memory, no_split_module_classes, dtype)
-    text = "" if device_map is None else _map_json(device_map)
+        if max_memory is None and not no_split_module_classes:
+            # The library's own "auto": every GPU's free memory, then the RAM available.
+            text = json.dumps(device_map)
+        else:
+            text = _map_json(infer_auto_device_map(model, max_memory, no_split_module_classes, dtype))
+    else:
+        text = "" if device_map is None else _map_json(device_map)
     model.load_checkpoint_and_dispatch_json(os.fspath(checkpoint), text,
                                             "" if offload_folder is None else os.fspath(offload_folder),
                                             _dtype_name(dtype))

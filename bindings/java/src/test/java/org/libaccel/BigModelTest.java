@@ -1,13 +1,16 @@
 package org.libaccel;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /** The big-model tools from Java: an empty GPT, its sizes and Accelerate 0.22's device map. */
 class BigModelTest {
@@ -39,6 +42,28 @@ class BigModelTest {
       e = assertThrows(AccelException.class,
                        () -> model.inferAutoDeviceMap(budget, Arrays.asList("TransformerEncoderLayer"), null));
       assertTrue(e.getMessage().contains("\"h.0\" (199936 bytes)"), e.getMessage());
+    }
+  }
+
+  private static float[] logits(Model model) {
+    model.eval();
+    try (Tensor ids = Tensor.of(new long[] {3, 1, 4, 1, 5, 9, 2, 6}, 1, 8); Tensor out = model.forward(ids)) {
+      return out.toFloatArray();
+    }
+  }
+
+  /** device_map="auto": this small model fits the first device with memory, so it computes as the full one. */
+  @Test
+  void loadCheckpointAndDispatchAuto(@TempDir Path dir) {
+    try (Accelerator acc = Accelerator.builder().cpu(true).build();
+         Model full = Model.fromJson(GPT);
+         Model model = Model.fromJsonEmpty(GPT)) {
+      acc.saveModel(full, dir.toString());
+      AccelException e = assertThrows(AccelException.class,
+                                      () -> model.loadCheckpointAndDispatch(dir.toString(), "balanced", null, null));
+      assertTrue(e.getMessage().contains("\"balanced\""), e.getMessage());
+      model.loadCheckpointAndDispatch(dir.toString(), "auto", null, null);
+      assertArrayEquals(logits(full), logits(model));
     }
   }
 }
