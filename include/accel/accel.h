@@ -212,8 +212,10 @@ typedef enum accel_comm_hook {
    gradients are reduce-scattered too, so each rank keeps only its chunk's
    gradient after backward. FULL_SHARD (FSDP, ZeRO-3): the parameters too,
    per wrap unit (fsdp_min_num_params), all-gathered for each unit's forward
-   and backward and freed after. HYBRID_SHARD is refused with
-   ACCEL_ERR_UNSUPPORTED naming it (docs/sharding.md). */
+   and backward and freed after. HYBRID_SHARD (FSDP): FULL_SHARD within each
+   node (LOCAL_WORLD_SIZE consecutive ranks), replicated across nodes: each
+   node reduce-scatters its gradients and the chunks are then summed across
+   the nodes; with one node it is FULL_SHARD. */
 typedef enum accel_sharding_strategy {
   ACCEL_SHARDING_DEFAULT = -1, /* in options: from the launcher's environment, else NO_SHARD */
   ACCEL_SHARDING_NO_SHARD = 0,
@@ -300,8 +302,9 @@ typedef struct accel_accelerator_options {
      FSDP_SHARDING_STRATEGY (a name or FSDP's number 1-5), else
      ACCELERATE_USE_DEEPSPEED=true with ACCELERATE_DEEPSPEED_ZERO_STAGE (0-3),
      as `accel launch` writes them from Accelerate's fsdp_config or a DeepSpeed
-     config; else NO_SHARD. HYBRID_SHARD is UNSUPPORTED, and so are
-     SHARD_GRAD_OP and FULL_SHARD with a comm_hook. With sharding,
+     config; else NO_SHARD (FSDP's 5, HYBRID_SHARD_ZERO2, is UNSUPPORTED).
+     SHARD_GRAD_OP, FULL_SHARD and HYBRID_SHARD with a comm_hook are UNSUPPORTED;
+     HYBRID_SHARD needs the same number of processes on every node. With sharding,
      join_uneven_inputs and fp16 are UNSUPPORTED for now;
      accel_optimizer_step is collective (it all-gathers the parameters), and
      so is clip_grad_norm under SHARD_GRAD_OP and FULL_SHARD (the norm spans

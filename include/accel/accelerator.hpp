@@ -50,13 +50,13 @@ enum class CommHook { None = 0, Fp16 = 1, Bf16 = 2 };
 // parameters, then the slices are all-gathered. ShardGradOp (FSDP's
 // SHARD_GRAD_OP, ZeRO-2): the gradients are sharded too. FullShard (FSDP's
 // FULL_SHARD, ZeRO-3): the parameters too, per wrap unit, gathered for each
-// unit's forward and backward. HybridShard is named so that it can be refused
-// (ErrorCode::Unsupported).
+// unit's forward and backward. HybridShard (FSDP's HYBRID_SHARD): FullShard
+// within each node, replicated across nodes (gradient chunks summed across them).
 enum class ShardingStrategy { NoShard = 0, ShardOptimizer = 1, ShardGradOp = 2, FullShard = 3, HybridShard = 4 };
 // Accepts our names (NO_SHARD, SHARD_OPTIMIZER, SHARD_GRAD_OP, FULL_SHARD,
-// HYBRID_SHARD, HYBRID_SHARD_ZERO2 as HYBRID_SHARD) and FSDP's numbers 1-5 as
-// Accelerate writes them in FSDP_SHARDING_STRATEGY (1 FULL_SHARD,
-// 2 SHARD_GRAD_OP, 3 NO_SHARD, 4 HYBRID_SHARD, 5 HYBRID_SHARD_ZERO2); throws
+// HYBRID_SHARD) and FSDP's numbers 1-4 as Accelerate writes them in
+// FSDP_SHARDING_STRATEGY (1 FULL_SHARD, 2 SHARD_GRAD_OP, 3 NO_SHARD,
+// 4 HYBRID_SHARD); throws Unsupported naming HYBRID_SHARD_ZERO2 (5) and
 // InvalidArgument naming any other value.
 ShardingStrategy parse_sharding_strategy(const std::string& text);
 const char* to_string(ShardingStrategy strategy);
@@ -139,9 +139,10 @@ struct AcceleratorOptions {
   std::vector<std::string> log_with;  // tracker names; {"all"} picks every built-in one
   // Unset: from the environment `accel launch` writes (ACCELERATE_USE_FSDP with
   // FSDP_SHARDING_STRATEGY, or ACCELERATE_USE_DEEPSPEED with
-  // ACCELERATE_DEEPSPEED_ZERO_STAGE 0-3), else NoShard. HybridShard throws
-  // Unsupported (docs/sharding.md). FullShard needs a model whose layers can be
-  // wrap units (a JSON sequential spec); prepare(model) refuses others.
+  // ACCELERATE_DEEPSPEED_ZERO_STAGE 0-3), else NoShard. FullShard and
+  // HybridShard need a model whose layers can be wrap units (a JSON sequential
+  // spec); prepare(model) refuses others. HybridShard needs the same number of
+  // processes on every node (InvalidArgument otherwise).
   std::optional<ShardingStrategy> sharding_strategy;
   // FULL_SHARD's wrap units. Unset: from FSDP_AUTO_WRAP_POLICY=SIZE_BASED_WRAP
   // with FSDP_MIN_NUM_PARAMS (as `accel launch` writes them), else 0. 0: one

@@ -64,10 +64,10 @@ std::string fsdp_strategy_number(const Section& in) {
                                             "HYBRID_SHARD_ZERO2 or 1-5)");
   }
   const std::string& name = kFsdpStrategies[index];
-  if (name == "HYBRID_SHARD" || name == "HYBRID_SHARD_ZERO2") {
+  if (name == "HYBRID_SHARD_ZERO2") {
     in.refuse("fsdp_sharding_strategy", value + " (" + name +
-                                            ", sharding within a node, replication across nodes) is not supported "
-                                            "yet; use FULL_SHARD (1), SHARD_GRAD_OP (2) or NO_SHARD (3)");
+                                            ", SHARD_GRAD_OP within a node) is not supported; use HYBRID_SHARD (4), "
+                                            "FULL_SHARD (1), SHARD_GRAD_OP (2) or NO_SHARD (3)");
   }
   return std::to_string(index + 1);
 }

@@ -14,6 +14,7 @@
 #include "model/spec/graph.hpp"
 #include "model/spec/init.hpp"
 #include "precision/autocast.hpp"
+#include "sharding/strategy.hpp"
 #include "state/accelerator_state.hpp"
 #include "state/collectives.hpp"
 
@@ -192,8 +193,9 @@ at::Tensor ModelImpl::to_output_precision(at::Tensor output) const {
 
 at::Tensor ModelImpl::forward(const at::Tensor& input) {
   require_arg(input.defined(), "forward: the input tensor is undefined");
-  require_arg(inputs_on_any_device_ || input.device() == device_, "forward: the input is on " + input.device().str() + " but the model is on " +
-                                             device_.str() + " (batches from a prepared dataloader are placed for you)");
+  require_arg(inputs_on_any_device_ || input.device() == device_,
+              "forward: the input is on " + input.device().str() + " but the model is on " + device_.str() +
+                  " (batches from a prepared dataloader are placed for you)");
   before_forward();
   MixedPrecision precision = state_ ? state_->mixed_precision : MixedPrecision::No;
   at::Tensor output;
@@ -217,9 +219,9 @@ NamedTensors ModelImpl::forward_named(const NamedTensors& inputs) {
     const auto& [name, tensor] = inputs[i];
     require_arg(!name.empty(), "forward: input " + std::to_string(i) + " has an empty name");
     require_arg(tensor.defined(), "forward: input \"" + name + "\" is undefined");
-    require_arg(inputs_on_any_device_ || tensor.device() == device_, "forward: input \"" + name + "\" is on " + tensor.device().str() +
-                                                " but the model is on " + device_.str() +
-                                                " (batches from a prepared dataloader are placed for you)");
+    require_arg(inputs_on_any_device_ || tensor.device() == device_,
+                "forward: input \"" + name + "\" is on " + tensor.device().str() + " but the model is on " +
+                    device_.str() + " (batches from a prepared dataloader are placed for you)");
     for (size_t j = 0; j < i; ++j) require_arg(inputs[j].first != name, "forward: input \"" + name + "\" is given twice");
   }
   before_forward();
@@ -267,12 +269,15 @@ void ModelImpl::prepare(const std::shared_ptr<AcceleratorState>& state) {
   // A model with nothing to train (evaluation only) has nothing to shard.
   const bool trainable = std::any_of(params.begin(), params.end(), [](const at::Tensor& p) { return p.requires_grad(); });
   const ShardingStrategy strategy = state->sharding_strategy;
-  if (state->process_group && strategy == ShardingStrategy::FullShard && trainable) {
+  if (state->process_group && shards_parameters(strategy) && trainable) {
     std::vector<UnitLayout> units = wrap_units(state->fsdp_min_num_params);
     require(!units.empty(), ErrorCode::Unsupported,
-            "prepare(model): sharding_strategy FULL_SHARD needs a model made of layers (a JSON sequential spec); "
-            "this model (a graph spec, TorchScript or C++ module) cannot be cut into wrap units yet");
-    full = std::make_shared<FullShard>(units, *state->process_group);
+            std::string("prepare(model): sharding_strategy ") + to_string(strategy) +
+                " needs a model made of layers (a JSON sequential spec); this model (a graph spec, TorchScript or "
+                "C++ module) cannot be cut into wrap units yet");
+    // HYBRID_SHARD shards over the node's ranks (the whole group with one node).
+    full = std::make_shared<FullShard>(units, state->shard_group ? *state->shard_group : *state->process_group);
+    full->set_replicas(state->replica_group.get());
     full->set_activation_checkpointing(state->fsdp_activation_checkpointing);
     shard = full;
   } else if (state->process_group && strategy != ShardingStrategy::NoShard && trainable) {
@@ -280,7 +285,7 @@ void ModelImpl::prepare(const std::shared_ptr<AcceleratorState>& state) {
   }
   // ZeRO-2 reduce-scatters after backward instead of allreducing during it,
   // FULL_SHARD during it, unit by unit.
-  if (state->process_group && strategy != ShardingStrategy::ShardGradOp && strategy != ShardingStrategy::FullShard) {
+  if (state->process_group && strategy != ShardingStrategy::ShardGradOp && !shards_parameters(strategy)) {
     GradientSyncOptions sync;
     sync.bucket_cap_bytes = static_cast<int64_t>(state->bucket_cap_mb * 1024 * 1024);
     sync.first_bucket_cap_bytes =

@@ -59,9 +59,10 @@ void FlatShard::reduce_scatter_gradients() {
     if (grad.defined()) flat_grad.narrow(0, offsets_[i], params_[i].numel()).copy_(grad.reshape(-1));
   }
   at::Tensor mine = process_group_.reduce_scatter(flat_grad, "gradient reduce-scatter");
+  if (replicas_ != nullptr) replicas_->allreduce(mine, "gradient allreduce across nodes");
   // Divided after the sum, as the allreduce path divides before it: both are
   // exact for power-of-two world sizes and agree to rounding otherwise.
-  shard_.mutable_grad().add_(mine.div_(process_group_.world_size()));
+  shard_.mutable_grad().add_(mine.div_(data_parallel_size()));
   for (auto& p : params_) p.mutable_grad().reset();
 }
 

@@ -35,6 +35,14 @@ class FlatShard {
             ProcessGroup& process_group, ShardingStrategy strategy);
 
   ShardingStrategy strategy() const { return strategy_; }
+  // HYBRID_SHARD: the group of this local rank on every node. The gradient
+  // chunk each node reduce-scatters is then summed across it, and averages
+  // divide by the whole world. Null (the default): the shard group is the world.
+  void set_replicas(ProcessGroup* replicas) { replicas_ = replicas; }
+  // How many processes' gradients an average is over.
+  int data_parallel_size() const {
+    return process_group_.world_size() * (replicas_ != nullptr ? replicas_->world_size() : 1);
+  }
   int64_t total_numel() const { return total_; }
   int64_t shard_numel() const { return chunk_; }
   at::Tensor& shard() { return shard_; }
@@ -66,6 +74,7 @@ class FlatShard {
   std::vector<at::Tensor> params_;
   std::vector<int64_t> offsets_;  // where each parameter starts in the flat buffer
   ProcessGroup& process_group_;
+  ProcessGroup* replicas_ = nullptr;
   ShardingStrategy strategy_;
   int64_t total_ = 0;
   int64_t chunk_ = 0;

@@ -278,8 +278,10 @@ void FullShard::absorb_gradients(size_t index, const std::vector<at::Tensor>& gr
   // Divided before the sum, as NO_SHARD's allreduce does, so that both add the
   // same terms (Adam turns rounding differences of near-zero gradients into
   // full-size steps, so the order matters at 3 processes).
-  flat.div_(process_group_.world_size());
+  flat.div_(data_parallel_size());
   at::Tensor mine = process_group_.reduce_scatter(flat, "gradient reduce-scatter of unit " + unit.name);
+  // HYBRID_SHARD: every node holds the same chunks; sum them across nodes.
+  if (replicas_ != nullptr) replicas_->allreduce(mine, "gradient allreduce across nodes of unit " + unit.name);
   at::Tensor& grad = shard_.mutable_grad();
   if (!grad.defined()) grad = at::zeros_like(shard_);
   grad.narrow(0, unit.shard_offset, unit.chunk).add_(mine);

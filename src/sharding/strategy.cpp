@@ -13,8 +13,11 @@ ShardingStrategy parse_sharding_strategy(const std::string& text) {
   if (text == "1" || text == "FULL_SHARD") return ShardingStrategy::FullShard;
   if (text == "2" || text == "SHARD_GRAD_OP") return ShardingStrategy::ShardGradOp;
   if (text == "3" || text == "NO_SHARD") return ShardingStrategy::NoShard;
-  if (text == "4" || text == "HYBRID_SHARD" || text == "5" || text == "HYBRID_SHARD_ZERO2") {
-    return ShardingStrategy::HybridShard;
+  if (text == "4" || text == "HYBRID_SHARD") return ShardingStrategy::HybridShard;
+  if (text == "5" || text == "HYBRID_SHARD_ZERO2") {
+    fail(ErrorCode::Unsupported, "sharding strategy \"" + text +
+                                     "\" (HYBRID_SHARD_ZERO2: SHARD_GRAD_OP within a node) is not supported; "
+                                     "use HYBRID_SHARD (FULL_SHARD within a node)");
   }
   if (text == "SHARD_OPTIMIZER") return ShardingStrategy::ShardOptimizer;
   fail(ErrorCode::InvalidArgument,
@@ -51,26 +54,19 @@ ShardingStrategy from_zero_stage(const std::string& text) {
 
 ShardingStrategy resolve_sharding_strategy(const std::optional<ShardingStrategy>& option) {
   ShardingStrategy strategy = ShardingStrategy::NoShard;
-  std::string source = "sharding_strategy";
   if (option) {
     strategy = *option;
     require_arg(static_cast<int>(strategy) >= 0 && static_cast<int>(strategy) <= 4,
                 "sharding_strategy " + std::to_string(static_cast<int>(strategy)) + " is not a ShardingStrategy value");
   } else if (get_env_flag("ACCELERATE_USE_FSDP", false)) {
     std::string text = get_env("FSDP_SHARDING_STRATEGY").value_or("1");
-    source = "FSDP_SHARDING_STRATEGY=" + text;
     try {
       strategy = parse_sharding_strategy(text);
     } catch (const Error& error) {
-      fail(ErrorCode::InvalidArgument, std::string("environment variable FSDP_SHARDING_STRATEGY: ") + error.what());
+      fail(error.code(), std::string("environment variable FSDP_SHARDING_STRATEGY: ") + error.what());
     }
   } else if (get_env_flag("ACCELERATE_USE_DEEPSPEED", false)) {
     strategy = from_zero_stage(get_env("ACCELERATE_DEEPSPEED_ZERO_STAGE").value_or("2"));
-  }
-  if (strategy == ShardingStrategy::HybridShard) {
-    fail(ErrorCode::Unsupported, source + ": " + to_string(strategy) +
-                                     " (sharding within a node, replication across nodes) is not supported yet; use "
-                                     "FULL_SHARD, SHARD_GRAD_OP, SHARD_OPTIMIZER or NO_SHARD");
   }
   return strategy;
 }
@@ -107,7 +103,7 @@ int64_t resolve_min_num_params(const std::optional<int64_t>& option) {
 bool resolve_activation_checkpointing(const std::optional<bool>& option, ShardingStrategy strategy) {
   const bool on = option ? *option
                          : get_env_flag("ACCELERATE_USE_FSDP", false) && get_env_flag("FSDP_ACTIVATION_CHECKPOINTING", false);
-  require(!on || strategy == ShardingStrategy::FullShard, ErrorCode::Unsupported,
+  require(!on || shards_parameters(strategy), ErrorCode::Unsupported,
           std::string("fsdp_activation_checkpointing: checkpointing runs per FULL_SHARD wrap unit, but the "
                       "sharding_strategy is ") +
               to_string(strategy));

@@ -13,9 +13,15 @@ namespace accel::detail {
 // (a name or FSDP's number 1-5; Accelerate's default 1, FULL_SHARD), else
 // ACCELERATE_USE_DEEPSPEED=true with ACCELERATE_DEEPSPEED_ZERO_STAGE (0 NoShard,
 // 1 ShardOptimizer, 2 ShardGradOp, 3 FullShard; Accelerate's default 2), else NoShard.
-// Throws InvalidArgument naming a malformed variable and Unsupported naming
-// HYBRID_SHARD, which libaccel does not run yet (see docs/sharding.md).
+// Throws InvalidArgument naming a malformed variable (HYBRID_SHARD_ZERO2, FSDP's
+// 5, which libaccel does not run, among them).
 ShardingStrategy resolve_sharding_strategy(const std::optional<ShardingStrategy>& option);
+
+// FULL_SHARD and HYBRID_SHARD: parameters sharded in wrap units (HYBRID_SHARD
+// within each node, replicated across nodes).
+inline bool shards_parameters(ShardingStrategy strategy) {
+  return strategy == ShardingStrategy::FullShard || strategy == ShardingStrategy::HybridShard;
+}
 
 // A min_num_params that groups every layer into one unit.
 constexpr int64_t kOneUnit = INT64_MAX;

@@ -76,6 +76,28 @@ void check_scaler_options(const AcceleratorOptions& o) {
               "scaler_growth_interval must be positive, got " + std::to_string(o.scaler_growth_interval));
 }
 
+// HYBRID_SHARD's two groups, as FSDP makes them: the ranks of each node
+// (torchrun numbers a node's LOCAL_WORLD_SIZE ranks consecutively) and each
+// local rank across the nodes. Every process creates the two it belongs to.
+// With one node there is nothing to replicate: the whole group shards.
+void create_hybrid_groups(AcceleratorState& state) {
+  const int world = state.env.world_size, per_node = state.env.local_world_size, rank = state.env.rank;
+  require_arg(per_node >= 1 && world % per_node == 0 && state.env.local_rank == rank % per_node,
+              "sharding_strategy HYBRID_SHARD needs the same number of processes on every node, numbered node by "
+              "node; got world size " + std::to_string(world) + ", LOCAL_WORLD_SIZE " + std::to_string(per_node) +
+                  ", rank " + std::to_string(rank) + " with LOCAL_RANK " + std::to_string(state.env.local_rank));
+  const int nodes = world / per_node;
+  if (nodes == 1) return;
+  const int node = rank / per_node, local = rank % per_node;
+  std::vector<int> same_node, same_local;
+  for (int i = 0; i < per_node; ++i) same_node.push_back(node * per_node + i);
+  for (int n = 0; n < nodes; ++n) same_local.push_back(n * per_node + local);
+  state.shard_group = std::make_unique<ProcessGroup>(*state.process_group, "hybrid_shard/node" + std::to_string(node),
+                                                     same_node);
+  state.replica_group = std::make_unique<ProcessGroup>(*state.process_group,
+                                                       "hybrid_replicate/local" + std::to_string(local), same_local);
+}
+
 }  // namespace
 
 AcceleratorState::AcceleratorState(const AcceleratorOptions& options)
@@ -103,8 +125,8 @@ AcceleratorState::AcceleratorState(const AcceleratorOptions& options)
   fsdp_min_num_params = resolve_min_num_params(options.fsdp_min_num_params);
   fsdp_activation_checkpointing = resolve_activation_checkpointing(options.fsdp_activation_checkpointing,
                                                                    sharding_strategy);
-  require(comm_hook == CommHook::None || (sharding_strategy != ShardingStrategy::ShardGradOp &&
-                                          sharding_strategy != ShardingStrategy::FullShard),
+  require(comm_hook == CommHook::None ||
+              (sharding_strategy != ShardingStrategy::ShardGradOp && !shards_parameters(sharding_strategy)),
           ErrorCode::Unsupported,
           std::string("comm_hook with sharding_strategy ") + to_string(sharding_strategy) +
               ": the gradient reduce-scatter sends float32 only");
@@ -167,6 +189,7 @@ AcceleratorState::AcceleratorState(const AcceleratorOptions& options)
   if (env.distributed()) {
     process_group = std::make_unique<ProcessGroup>(env, device, timeout);
     distributed_type = device.is_cuda() ? DistributedType::MultiGpu : DistributedType::MultiCpu;
+    if (sharding_strategy == ShardingStrategy::HybridShard) create_hybrid_groups(*this);
   }
 }
 

@@ -49,6 +49,11 @@ class AcceleratorState {
   std::chrono::milliseconds timeout;
   // Null when the process runs alone.
   std::unique_ptr<ProcessGroup> process_group;
+  // HYBRID_SHARD with several processes: the ranks of this node, over which
+  // parameters are sharded, and this local rank on every node (null with one
+  // node), over which the gradient shards are summed.
+  std::unique_ptr<ProcessGroup> shard_group;
+  std::unique_ptr<ProcessGroup> replica_group;
   // fp16 only: shared with prepared optimizers.
   std::shared_ptr<GradScaler> scaler;
   bool trigger = false;

@@ -388,9 +388,11 @@ static void accelerator(void) {
   o.sharding_strategy = ACCEL_SHARDING_FULL_SHARD;
   o.comm_hook = ACCEL_COMM_HOOK_FP16;
   EXPECT_ERROR(accel_accelerator_create(&o, &acc_out), ACCEL_ERR_UNSUPPORTED, "FULL_SHARD");
-  o.comm_hook = ACCEL_COMM_HOOK_NONE;
   o.sharding_strategy = ACCEL_SHARDING_HYBRID_SHARD;
   EXPECT_ERROR(accel_accelerator_create(&o, &acc_out), ACCEL_ERR_UNSUPPORTED, "HYBRID_SHARD");
+  o.comm_hook = ACCEL_COMM_HOOK_NONE;
+  o.sharding_strategy = (accel_sharding_strategy)5; /* one past HYBRID_SHARD */
+  EXPECT_ERROR(accel_accelerator_create(&o, &acc_out), ACCEL_ERR_INVALID_ARGUMENT, "5");
   o.sharding_strategy = ACCEL_SHARDING_SHARD_GRAD_OP;
   o.comm_hook = ACCEL_COMM_HOOK_BF16;
   EXPECT_ERROR(accel_accelerator_create(&o, &acc_out), ACCEL_ERR_UNSUPPORTED, "SHARD_GRAD_OP");
@@ -1494,6 +1496,8 @@ static void big_models(void) {
   ARG(accel_load_checkpoint_and_dispatch(empty, NULL, NULL, NULL, NULL));
   ARG(accel_load_checkpoint_and_dispatch(empty, "model.safetensors", "not json", NULL, NULL));
   ARG(accel_load_checkpoint_and_dispatch(empty, "model.safetensors", "{\"b\": \"cpu\"}", NULL, NULL));
+  ARG(accel_load_checkpoint_and_dispatch(empty, "model.safetensors", "\"balanced\"", NULL, NULL));
+  ARG(accel_load_checkpoint_and_dispatch(empty, "model.safetensors", "[\"auto\"]", NULL, NULL));
   ARG(accel_load_checkpoint_and_dispatch(empty, "model.safetensors", NULL, NULL, "float13"));
   IO(accel_load_checkpoint_and_dispatch(empty, "/nonexistent/model.safetensors", "{\"a\": \"disk\"}", "o", NULL));
   EACH_BAD(K_MODEL, accel_model, m) {

@@ -4,11 +4,13 @@
 #   the same parameters, bitwise, as 4 processes on one node; and
 #   a missing node (either one) makes the ranks that came fail with a
 #   rendezvous timeout message within the configured timeout; the first to
-#   fail is reported and the launcher stops the others.
+#   fail is reported and the launcher stops the others; and
+#   HYBRID_SHARD (sharded within each node, replicated across the two) gives
+#   NO_SHARD's losses and parameters (tests/dist/dist_full_shard.cpp).
 # Needs root and `ip netns`; exits 77 (skipped, with the reason) otherwise.
-# Usage: run_multinode_netns.sh ACCEL PROGRAM WORKDIR
+# Usage: run_multinode_netns.sh ACCEL PROGRAM WORKDIR DIST_FULL_SHARD
 set -euo pipefail
-accel=$1 program=$2 work=$3
+accel=$1 program=$2 work=$3 full_shard=$4
 skip() { echo "SKIPPED: $*"; exit 77; }
 [ "$(id -u)" -eq 0 ] || skip "needs root to create network namespaces"
 command -v ip >/dev/null || skip "the ip command (iproute2) is not installed"
@@ -55,6 +57,20 @@ if [ $status -ne 0 ]; then
 fi
 cmp "$work/single.safetensors" "$work/multi.safetensors"
 echo "2 nodes x 2 processes over a veth pair: bitwise equal to 4 processes on one node"
+
+# HYBRID_SHARD across the two nodes against NO_SHARD on one.
+# (lr 0.01: see tests/dist/CMakeLists.txt on the order of HYBRID_SHARD's sums.)
+"$accel" launch --nproc_per_node 4 --master_port 0 "$full_shard" train sgd lr 0.01 record "$work/hybrid_ref" \
+  >"$work/hybrid_ref.log" 2>&1 || { cat "$work/hybrid_ref.log" >&2; echo "FAIL: the NO_SHARD run failed" >&2; exit 1; }
+node "$ns0" 0 "$full_shard" train sgd lr 0.01 hybrid compare "$work/hybrid_ref" >"$work/hybrid0.log" 2>&1 & n0=$!
+node "$ns1" 1 "$full_shard" train sgd lr 0.01 hybrid compare "$work/hybrid_ref" >"$work/hybrid1.log" 2>&1 & n1=$!
+status=0
+wait $n0 || status=1
+wait $n1 || status=1
+cat "$work/hybrid0.log" "$work/hybrid1.log"
+[ $status -eq 0 ] || { echo "FAIL: HYBRID_SHARD over 2 nodes failed" >&2; exit 1; }
+grep -q "HYBRID_SHARD sgd equals NO_SHARD" "$work/hybrid1.log" || { echo "FAIL: no comparison reported" >&2; exit 1; }
+echo "HYBRID_SHARD over 2 nodes x 2 processes: equal to NO_SHARD"
 
 # Node 1 never comes: node 0's ranks must give up within the 3 s timeout.
 start=$(date +%s)

@@ -241,7 +241,8 @@ TEST_F(ConfigFileTest, FsdpConfigMapsOntoTheShardingStrategy) {
             (Env{{"ACCELERATE_USE_FSDP", "true"}, {"FSDP_SHARDING_STRATEGY", "1"},
                  {"FSDP_STATE_DICT_TYPE", "SHARDED_STATE_DICT"}}));
   EXPECT_EQ(env_of("distributed_type: FSDP\n").at("FSDP_SHARDING_STRATEGY"), "1");
-  EXPECT_NE(error_of(fsdp + "  fsdp_sharding_strategy: 4\n").find("4 (HYBRID_SHARD"), std::string::npos);
+  EXPECT_EQ(env_of(fsdp + "  fsdp_sharding_strategy: HYBRID_SHARD\n").at("FSDP_SHARDING_STRATEGY"), "4");
+  EXPECT_NE(error_of(fsdp + "  fsdp_sharding_strategy: 5\n").find("5 (HYBRID_SHARD_ZERO2"), std::string::npos);
   EXPECT_NE(error_of(fsdp + "  fsdp_sharding_strategy: HYBRID_SHARD_ZERO2\n").find("HYBRID_SHARD_ZERO2"),
             std::string::npos);
   EXPECT_NE(error_of(fsdp + "  fsdp_sharding_strategy: ZERO9\n").find("unknown value 'ZERO9'"), std::string::npos);

@@ -148,7 +148,9 @@ TEST_F(LaunchSettingsTest, ShardingFromFlagsAndConfigFile) {
   flags.fsdp_sharding_strategy = "FULL_SHARD";
   EXPECT_EQ(accel::cli::rank_environment(resolve(flags), 0)["FSDP_SHARDING_STRATEGY"], "1");
   flags.fsdp_sharding_strategy = "HYBRID_SHARD";
-  EXPECT_NE(error_of(flags).find("--fsdp_sharding_strategy: HYBRID_SHARD (HYBRID_SHARD, sharding within a node"),
+  EXPECT_EQ(accel::cli::rank_environment(resolve(flags), 0)["FSDP_SHARDING_STRATEGY"], "4");
+  flags.fsdp_sharding_strategy = "HYBRID_SHARD_ZERO2";
+  EXPECT_NE(error_of(flags).find("--fsdp_sharding_strategy: HYBRID_SHARD_ZERO2 (HYBRID_SHARD_ZERO2, SHARD_GRAD_OP within a node"),
             std::string::npos)
       << error_of(flags);
   flags.use_fsdp = false;

@@ -7,7 +7,12 @@
 // and parameters to 1e-5, and between steps each process holds only its chunk
 // of every unit's parameters, gradients and optimizer state
 // (Accelerator::held_bytes). accum: 2 micro-steps per step; clip:
-// clip_grad_norm every step; wrap N: fsdp_min_num_params N (units by size).
+// clip_grad_norm every step; wrap N: fsdp_min_num_params N (units by size);
+// lr X: another learning rate (SGD's default 0.05, AdamW's 1e-3);
+// hybrid: HYBRID_SHARD instead (sharded within each node, replicated across
+// nodes), with two_nodes: this machine's processes taken as two nodes of half
+// each (LOCAL_WORLD_SIZE and LOCAL_RANK rewritten before the accelerator
+// reads them; tests/cli/run_multinode_netns.sh runs it on two real ones).
 // (A one-process large-batch reference drifts from NO_SHARD itself by up to
 // 5e-3 in 100 steps at 3 processes, so NO_SHARD is what is compared.)
 //
@@ -95,15 +100,25 @@ int train(int argc, char** argv) {
   const char* compare = arg_after(argc, argv, "compare");
   const int64_t min_num_params = wrap ? std::atoll(wrap) : 0;
   const int64_t kMicro = accum ? 2 : 1, kBatch = 8, kUpdates = 100;
+  const bool hybrid = has(argc, argv, "hybrid");
+  if (has(argc, argv, "two_nodes")) {  // torchrun numbers a node's ranks consecutively
+    const int world_size = std::atoi(std::getenv("WORLD_SIZE")), global_rank = std::atoi(std::getenv("RANK"));
+    check(world_size % 2 == 0, "two_nodes needs an even number of processes");
+    setenv("LOCAL_WORLD_SIZE", std::to_string(world_size / 2).c_str(), 1);
+    setenv("LOCAL_RANK", std::to_string(global_rank % (world_size / 2)).c_str(), 1);
+  }
+  const accel::ShardingStrategy sharded = hybrid ? accel::ShardingStrategy::HybridShard : accel::ShardingStrategy::FullShard;
   accel::AcceleratorOptions options = full_shard_options();
-  if (record) options.sharding_strategy = accel::ShardingStrategy::NoShard;
+  options.sharding_strategy = record ? accel::ShardingStrategy::NoShard : sharded;
   options.gradient_accumulation_steps = kMicro;
   if (min_num_params > 0) options.fsdp_min_num_params = min_num_params;
   if (checkpointing && !record) options.fsdp_activation_checkpointing = true;
   accel::Accelerator accelerator(options);
   const int rank = accelerator.process_index(), world = accelerator.num_processes();
   rank_for_messages = rank;
-  check(record || accelerator.sharding_strategy() == accel::ShardingStrategy::FullShard, "the strategy is FULL_SHARD");
+  check(record || accelerator.sharding_strategy() == sharded, std::string("the strategy is ") + accel::to_string(sharded));
+  // The processes one parameter is sharded over: the node's under HYBRID_SHARD.
+  const int shard_size = hybrid ? std::atoi(std::getenv("LOCAL_WORLD_SIZE")) : world;
 
   const int64_t per_update = kBatch * kMicro * world;
   at::manual_seed(5);  // the same data everywhere
@@ -113,6 +128,7 @@ int train(int argc, char** argv) {
   accel::Model model = accel::Model::from_json(spec);
   auto hyper = accel::OptimizerOptions::defaults(adam ? accel::OptimizerKind::AdamW : accel::OptimizerKind::Sgd);
   hyper.lr = adam ? 1e-3 : 0.05;
+  if (const char* lr = arg_after(argc, argv, "lr")) hyper.lr = std::atof(lr);
   if (!adam) hyper.momentum = 0.9;
   accel::Optimizer optimizer(model, hyper);
   accelerator.prepare(model);
@@ -190,16 +206,16 @@ int train(int argc, char** argv) {
   // Held between steps: this process's chunks only (fp32).
   const std::vector<int64_t> units =
       min_num_params > 0 ? std::vector<int64_t>{kUnitNumel[0] + kUnitNumel[1], kUnitNumel[2]} : kUnitNumel;
-  const int64_t mine = 4 * chunks(world, units);
+  const int64_t mine = 4 * chunks(shard_size, units);
   check(held.parameters == mine, "parameters held: " + std::to_string(held.parameters) + " bytes, expected " +
                                      std::to_string(mine));
   check(held.gradients == mine, "gradients held: " + std::to_string(held.gradients) + ", expected " + std::to_string(mine));
   check(held.optimizer_state == (adam ? 2 : 1) * mine,
         "optimizer state held: " + std::to_string(held.optimizer_state) + ", expected " +
             std::to_string((adam ? 2 : 1) * mine));
-  std::printf("rank %d: FULL_SHARD %s equals NO_SHARD over %lld steps: worst loss error %g, norm error %g, parameter "
+  std::printf("rank %d: %s %s equals NO_SHARD over %lld steps: worst loss error %g, norm error %g, parameter "
               "error %g; held %lld + %lld + %lld bytes\n",
-              rank, argv[2], static_cast<long long>(kUpdates), worst_loss, worst_norm, worst,
+              rank, accel::to_string(sharded), argv[2], static_cast<long long>(kUpdates), worst_loss, worst_norm, worst,
               static_cast<long long>(held.parameters), static_cast<long long>(held.gradients),
               static_cast<long long>(held.optimizer_state));
   return 0;

@@ -31,7 +31,8 @@ type AcceleratorOptions struct {
 	CommHook                  string // "", "no", "fp16", "bf16"
 	// "" (from the launcher's environment, else NO_SHARD), "NO_SHARD",
 	// "SHARD_OPTIMIZER" (ZeRO-1), "SHARD_GRAD_OP" (ZeRO-2), "FULL_SHARD" (ZeRO-3,
-	// JSON specs); "HYBRID_SHARD" is ErrUnsupported for now (docs/sharding.md).
+	// JSON specs), "HYBRID_SHARD" (FULL_SHARD within each node, replicated
+	// across nodes; docs/sharding.md).
 	ShardingStrategy          string
 	// FULL_SHARD's wrap units: nil from the launcher's FSDP settings (else 0);
 	// 0: one unit per layer; n > 0: layers grouped until they hold n parameters.

@@ -54,8 +54,12 @@ func TestAcceleratorRejectsBadOptions(t *testing.T) {
 	wantError(t, err, ErrInvalidArgument, `CommHook "int4"`)
 	_, err = NewAccelerator(AcceleratorOptions{ShardingStrategy: "ZERO_9"})
 	wantError(t, err, ErrInvalidArgument, `ShardingStrategy "ZERO_9"`)
-	_, err = NewAccelerator(AcceleratorOptions{CPU: true, ShardingStrategy: "HYBRID_SHARD"})
+	_, err = NewAccelerator(AcceleratorOptions{CPU: true, ShardingStrategy: "HYBRID_SHARD", CommHook: "fp16"})
 	wantError(t, err, ErrUnsupported, "HYBRID_SHARD")
+	hybrid := newCPU(t, AcceleratorOptions{ShardingStrategy: "HYBRID_SHARD"})
+	if s := must[string](t)(hybrid.ShardingStrategy()); s != "HYBRID_SHARD" {
+		t.Fatalf("ShardingStrategy() = %q", s)
+	}
 	sharded := newCPU(t, AcceleratorOptions{ShardingStrategy: "SHARD_GRAD_OP"})
 	if s := must[string](t)(sharded.ShardingStrategy()); s != "SHARD_GRAD_OP" {
 		t.Fatalf("sharding strategy %q", s)

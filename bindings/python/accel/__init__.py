@@ -956,8 +956,9 @@ class Accelerator(core.Accelerator):
     automatic_checkpoint_naming, total_limit, log_with ("jsonl", "csv", "tensorboard", "mlflow",
     "all", or a list), timeout_ms, comm_hook ("fp16", "bf16"), find_unused_parameters,
     broadcast_buffers (default True: process 0's buffers at every training forward),
-    sharding_strategy ("NO_SHARD", "SHARD_OPTIMIZER" (ZeRO-1), "SHARD_GRAD_OP" (ZeRO-2), "FULL_SHARD";
-    None: from `accel launch`'s environment; "HYBRID_SHARD" raises AccelError UNSUPPORTED),
+    sharding_strategy ("NO_SHARD", "SHARD_OPTIMIZER" (ZeRO-1), "SHARD_GRAD_OP" (ZeRO-2), "FULL_SHARD",
+    "HYBRID_SHARD" (FULL_SHARD within each node, replicated across nodes);
+    None: from `accel launch`'s environment),
     fsdp_plugin (a FullyShardedDataParallelPlugin), fsdp_min_num_params, fsdp_activation_checkpointing, ...
 
     Collective where the C API says so: with several processes every process must call it."""
@@ -1108,7 +1109,7 @@ class Accelerator(core.Accelerator):
 
     @property
     def sharding_strategy(self) -> str:
-        """The resolved sharding strategy: "NO_SHARD", "SHARD_OPTIMIZER" or "SHARD_GRAD_OP"."""
+        """The resolved sharding strategy: "NO_SHARD", "SHARD_OPTIMIZER", "SHARD_GRAD_OP", "FULL_SHARD" or "HYBRID_SHARD"."""
         value = core.Accelerator.sharding_strategy(self)
         return {v: k for k, v in _SHARDING.items()}[value]
 

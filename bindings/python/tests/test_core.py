@@ -190,8 +190,10 @@ def test_sharding_strategy_option():
     with pytest.raises(ValueError, match="sharding_strategy 'ZERO_9'"):
         accel.Accelerator(cpu=True, sharding_strategy="ZERO_9")
     with pytest.raises(accel.AccelError, match="HYBRID_SHARD") as info:
-        accel.Accelerator(cpu=True, sharding_strategy="HYBRID_SHARD")
+        accel.Accelerator(cpu=True, sharding_strategy="HYBRID_SHARD", comm_hook="fp16")
     assert info.value.args[1] == accel.core.ERR_UNSUPPORTED
+    with accel.Accelerator(cpu=True, sharding_strategy="HYBRID_SHARD") as acc:
+        assert acc.sharding_strategy == "HYBRID_SHARD"
     with accel.Accelerator(cpu=True, sharding_strategy="SHARD_OPTIMIZER") as acc:
         assert acc.sharding_strategy == "SHARD_OPTIMIZER"
     with accel.Accelerator(cpu=True, sharding_strategy=None) as acc:

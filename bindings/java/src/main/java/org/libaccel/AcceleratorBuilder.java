@@ -132,7 +132,10 @@ public final class AcceleratorBuilder {
     return this;
   }
 
-  /** "NO_SHARD", "SHARD_OPTIMIZER" (ZeRO-1) or "SHARD_GRAD_OP" (ZeRO-2); FULL_SHARD and HYBRID_SHARD are refused by build(). */
+  /**
+   * "NO_SHARD", "SHARD_OPTIMIZER" (ZeRO-1), "SHARD_GRAD_OP" (ZeRO-2), "FULL_SHARD" (ZeRO-3) or
+   * "HYBRID_SHARD" (FULL_SHARD within each node, replicated across nodes).
+   */
   public AcceleratorBuilder shardingStrategy(String strategy) {
     switch (strategy) {
       case "NO_SHARD": return shardingStrategy(ShardingStrategy.SHARDING_NO_SHARD);

@@ -154,8 +154,11 @@ class ModelTest {
   void shardingStrategyOption() {
     assertThrows(IllegalArgumentException.class, () -> Accelerator.builder().shardingStrategy("ZERO_9"));
     AccelException e = assertThrows(AccelException.class,
-        () -> Accelerator.builder().cpu(true).shardingStrategy("HYBRID_SHARD").build());
+        () -> Accelerator.builder().cpu(true).shardingStrategy("HYBRID_SHARD").commHook(CommHook.COMM_HOOK_FP16).build());
     assertTrue(e.getMessage().contains("HYBRID_SHARD"), e.getMessage());
+    try (Accelerator acc = Accelerator.builder().cpu(true).shardingStrategy("HYBRID_SHARD").build()) {
+      assertEquals(ShardingStrategy.SHARDING_HYBRID_SHARD, acc.shardingStrategy());
+    }
     try (Accelerator acc = Accelerator.builder().cpu(true).shardingStrategy("SHARD_GRAD_OP").build()) {
       assertEquals(ShardingStrategy.SHARDING_SHARD_GRAD_OP, acc.shardingStrategy());
     }
