@@ -2,6 +2,8 @@
 # The LM bench on one GPU (issue: real models, "On a lent GPU"): tokens/s of
 # lm_model.py's GPT-2 (6 layers, n_embd 256, seq 128, batch 8, AdamW) trained by
 #   accel_c            libaccel from C over the TorchScript export (lm_bench_c --gpu 1)
+#   accel_c_optimized  the same with ACCEL_TORCHSCRIPT_OPTIMIZE=1 (the graph executor's
+#                      optimisations: profiling, fusion of elementwise chains)
 #   accelerate         Python Accelerate on the same Hugging Face model, its default attention
 #   accelerate_eager   the same with attn_implementation="eager", the attention the export traced
 #   torch              a plain PyTorch loop (bf16 through torch.autocast)
@@ -38,6 +40,7 @@ for round in $(seq "$rounds"); do
   for precision in no bf16; do
     common=(--steps "$steps" --warmup "$warmup" --gpu 1 --mixed-precision "$precision")
     "$bench_c" "$model" "${common[@]}"
+    ACCEL_TORCHSCRIPT_OPTIMIZE=1 "$bench_c" "$model" "${common[@]}" | sed 's/"contestant":"accel_c"/"contestant":"accel_c_optimized"/'
     "$python" "$here/lm/lm_bench.py" accelerate "${common[@]}"
     "$python" "$here/lm/lm_bench.py" accelerate --attn eager "${common[@]}"
     "$python" "$here/lm/lm_bench.py" torch "${common[@]}"

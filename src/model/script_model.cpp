@@ -14,6 +14,7 @@
 #include "accel/error.hpp"
 #include "model/model_impl.hpp"
 #include "model/script_rewrites.hpp"
+#include "state/environment.hpp"
 
 namespace accel::detail {
 
@@ -61,7 +62,10 @@ class ScriptModel final : public ModelImpl {
  public:
   ScriptModel(torch::jit::Module module, std::vector<std::string> output_names,
               std::optional<std::set<std::string>> state_dict_keys)
-      : module_(std::move(module)), output_names_(std::move(output_names)), state_dict_keys_(std::move(state_dict_keys)) {}
+      : module_(std::move(module)),
+        optimize_(get_env_flag("ACCEL_TORCHSCRIPT_OPTIMIZE", false)),
+        output_names_(std::move(output_names)),
+        state_dict_keys_(std::move(state_dict_keys)) {}
 
   NamedTensors named_parameters() const override {
     NamedTensors out;
@@ -203,7 +207,9 @@ class ScriptModel final : public ModelImpl {
   // graphs) slow the training of a traced transformer on LibTorch 1.13's CPU.
   // Measured on the exported test GPT-2 (8 x 64 tokens, AdamW, 1 thread, torch
   // 1.13 with the same executor): on 3235/3256 tokens/s and 305 MB peak RSS,
-  // off 4217/4550 tokens/s and 276 MB.
+  // off 4217/4550 tokens/s and 276 MB. ACCEL_TORCHSCRIPT_OPTIMIZE=1 turns them
+  // on, to measure where they may pay (fusing elementwise chains on a GPU:
+  // bench/lm_gpu.sh runs both).
   bool optimize_ = false;
   std::vector<std::string> output_names_;
   std::optional<std::set<std::string>> state_dict_keys_;

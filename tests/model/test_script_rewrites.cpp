@@ -7,8 +7,10 @@
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/serialization/import.h>
 
+#include <cstdlib>
 #include <string>
 
+#include "accel/error.hpp"
 #include "accel/model.hpp"
 #include "model/script_rewrites.hpp"
 
@@ -112,6 +114,27 @@ TEST(ScriptRewrites, TraceConstantsFollowTheModulesDevice) {
   // Without it, the trace's "cpu" meets the meta input.
   torch::jit::Module unmoved = torch::jit::load(path);
   EXPECT_ANY_THROW(unmoved.forward({on_meta_input}));
+}
+
+// ACCEL_TORCHSCRIPT_OPTIMIZE=1 runs the graph executor's optimisations (off by
+// default): the same values, and a bad value is named when the model loads.
+TEST(ScriptRewrites, GraphExecutorOptimisationIsAnOptInWithTheSameResults) {
+  const std::string path = std::string(ACCEL_TEST_FILES) + "/model/files/tanh_gelu_mlp.pt";
+  at::Tensor x = at::linspace(-4, 4, 24).reshape({6, 4});
+  accel::Model plain = accel::Model::from_torchscript(path);
+  setenv("ACCEL_TORCHSCRIPT_OPTIMIZE", "1", 1);
+  accel::Model optimized = accel::Model::from_torchscript(path);
+  for (int run = 0; run < 3; ++run) {  // the profiling executor changes plans after its first runs
+    EXPECT_TRUE(at::allclose(optimized.forward(x), plain.forward(x), 1e-6, 1e-6)) << "run " << run;
+  }
+  setenv("ACCEL_TORCHSCRIPT_OPTIMIZE", "sometimes", 1);
+  try {
+    accel::Model::from_torchscript(path);
+    ADD_FAILURE() << "a bad ACCEL_TORCHSCRIPT_OPTIMIZE was accepted";
+  } catch (const accel::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("ACCEL_TORCHSCRIPT_OPTIMIZE=\"sometimes\""), std::string::npos) << e.what();
+  }
+  unsetenv("ACCEL_TORCHSCRIPT_OPTIMIZE");
 }
 
 }  // namespace
