@@ -311,7 +311,7 @@ typedef struct accel_accelerator_options {
      every rank's chunk); save_state writes one optimizer file per process
      (docs/sharding.md). Under FULL_SHARD the model's forward, backward,
      get_state_dict, save_model and checkpoint loading are collective, the
-     model must be a JSON sequential spec (else prepare is UNSUPPORTED), and
+     model must be a JSON spec, layers or graph (else prepare is UNSUPPORTED), and
      its parameters are empty tensors outside forward and backward. */
   accel_sharding_strategy sharding_strategy;
   /* FULL_SHARD's wrap units. Default -1: with ACCELERATE_USE_FSDP=true,

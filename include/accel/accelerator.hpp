@@ -140,8 +140,8 @@ struct AcceleratorOptions {
   // Unset: from the environment `accel launch` writes (ACCELERATE_USE_FSDP with
   // FSDP_SHARDING_STRATEGY, or ACCELERATE_USE_DEEPSPEED with
   // ACCELERATE_DEEPSPEED_ZERO_STAGE 0-3), else NoShard. FullShard and
-  // HybridShard need a model whose layers can be wrap units (a JSON sequential
-  // spec); prepare(model) refuses others. HybridShard needs the same number of
+  // HybridShard need a model whose layers can be wrap units (a JSON spec, a
+  // layer list or a graph); prepare(model) refuses others. HybridShard needs the same number of
   // processes on every node (InvalidArgument otherwise).
   std::optional<ShardingStrategy> sharding_strategy;
   // FULL_SHARD's wrap units. Unset: from FSDP_AUTO_WRAP_POLICY=SIZE_BASED_WRAP

@@ -11,6 +11,7 @@
 #include "model/model_impl.hpp"
 #include "model/nn_module_of.hpp"
 #include "model/sequential_spec.hpp"
+#include "model/spec/chain.hpp"
 #include "model/spec/graph.hpp"
 #include "model/spec/init.hpp"
 #include "precision/autocast.hpp"
@@ -37,6 +38,11 @@ class NnModel final : public ModelImpl {
   explicit NnModel(torch::nn::Sequential chain)
       : NnModel(chain.ptr(), [impl = chain.ptr()](const at::Tensor& x) { return impl->forward(x); }, nullptr) {
     chain_ = chain.ptr();
+  }
+  // A graph spec's model: FULL_SHARD runs each layer node inside its unit.
+  NnModel(std::shared_ptr<GraphModuleImpl> graph, Model::ForwardFn forward, Model::NamedForwardFn named_forward)
+      : NnModel(std::shared_ptr<torch::nn::Module>(graph), std::move(forward), std::move(named_forward)) {
+    graph_ = std::move(graph);
   }
 
   NamedTensors named_parameters() const override { return to_pairs(module_->named_parameters(true)); }
@@ -79,15 +85,18 @@ class NnModel final : public ModelImpl {
     int unit;
   };
   at::Tensor run_units(const at::Tensor& input);
+  std::vector<UnitLayout> graph_units(int64_t min_num_params);
 
   std::shared_ptr<torch::nn::Module> module_;
   Model::ForwardFn forward_;
   Model::NamedForwardFn named_forward_;
   std::shared_ptr<torch::nn::SequentialImpl> chain_;  // set for a sequential spec
   std::vector<Segment> segments_;                      // FULL_SHARD's cut of chain_
+  std::shared_ptr<GraphModuleImpl> graph_;             // set for a graph spec
 };
 
 std::vector<UnitLayout> NnModel::wrap_units(int64_t min_num_params) {
+  if (graph_) return graph_units(min_num_params);
   if (!chain_) return {};
   std::vector<UnitLayout> units;
   std::vector<Segment> segments;
@@ -124,6 +133,61 @@ std::vector<UnitLayout> NnModel::wrap_units(int64_t min_num_params) {
     }
   }
   segments_ = std::move(segments);
+  return units;
+}
+
+// The graph's layer nodes in dependency order, cut as the chain is: a node with
+// trainable parameters opens a unit unless the open one is below
+// min_num_params (kOneUnit: one unit for all). A tied Linear's node belongs to
+// the unit of the node that owns its weight (its bias joins that unit), so the
+// weight is gathered wherever it is used. A unit used by several nodes is
+// gathered for each of them and gets each one's gradients in backward.
+std::vector<UnitLayout> NnModel::graph_units(int64_t min_num_params) {
+  std::vector<UnitLayout> units;
+  std::map<std::string, size_t> node_units;
+  std::map<const c10::TensorImpl*, size_t> owner;  // parameter -> its unit
+  int64_t held = 0;
+  for (const GraphModuleImpl::Node& node : graph_->nodes()) {
+    if (node.kind != GraphModuleImpl::Kind::Layer) continue;
+    const std::shared_ptr<torch::nn::Module> module = node.module.ptr();
+    std::optional<size_t> tied;
+    for (const auto& m : module->modules(/*include_self=*/true)) {
+      const at::Tensor* weight = tied_weight_of(*m);
+      auto found = weight ? owner.find(weight->unsafeGetTensorImpl()) : owner.end();
+      if (found == owner.end()) continue;
+      require(!tied || *tied == found->second, ErrorCode::Unsupported,
+              node.where + ": ties weights of two FULL_SHARD units; tie them to one node");
+      tied = found->second;
+    }
+    std::vector<std::pair<std::string, at::Tensor>> params;
+    int64_t count = 0;
+    for (const auto& item : module->named_parameters(true)) {
+      if (!item.value().requires_grad()) continue;
+      params.emplace_back(join(node.name, item.key()), item.value());
+      count += item.value().numel();
+    }
+    if (params.empty() && !tied) continue;
+    size_t unit = 0;
+    if (tied) {
+      unit = *tied;
+    } else if (units.empty() || min_num_params == 0 || held >= min_num_params) {
+      unit = units.size();
+      units.push_back({node.name, {}});
+      held = 0;
+    } else {
+      unit = units.size() - 1;
+      units.back().name += "+" + node.name;
+    }
+    for (auto& param : params) {
+      owner[param.second.unsafeGetTensorImpl()] = unit;
+      units[unit].parameters.push_back(std::move(param));
+    }
+    if (!tied) held += count;
+    node_units[node.name] = unit;
+  }
+  graph_->set_unit_runner(std::move(node_units), [this](size_t unit, const at::Tensor& x, const GraphModuleImpl::Body& body) {
+    return full_shard() ? full_shard()->run_unit(unit, x, body) : body(x);
+  });
   return units;
 }
 
@@ -273,8 +337,8 @@ void ModelImpl::prepare(const std::shared_ptr<AcceleratorState>& state) {
     std::vector<UnitLayout> units = wrap_units(state->fsdp_min_num_params);
     require(!units.empty(), ErrorCode::Unsupported,
             std::string("prepare(model): sharding_strategy ") + to_string(strategy) +
-                " needs a model made of layers (a JSON sequential spec); this model (a graph spec, TorchScript or "
-                "C++ module) cannot be cut into wrap units yet");
+                " needs a model made of layers (a JSON spec, a layer list or a graph); this model (TorchScript or "
+                "a C++ module) cannot be cut into wrap units yet");
     // HYBRID_SHARD shards over the node's ranks (the whole group with one node).
     full = std::make_shared<FullShard>(units, state->shard_group ? *state->shard_group : *state->process_group);
     full->set_replicas(state->replica_group.get());
@@ -330,8 +394,10 @@ Model Model::from_json(const std::string& spec) {
   auto impl = graph.ptr();
   if (init) detail::apply_init(*impl, *init);
   ForwardFn forward;
-  if (impl->takes_one_tensor()) forward = [impl](const at::Tensor& input) { return impl->forward(input); };
-  return from_module(impl, forward, [impl](const NamedTensors& inputs) { return impl->forward_named(inputs); });
+  // Raw pointers: the model owns the graph, so the functions must not.
+  if (impl->takes_one_tensor()) forward = [raw = impl.get()](const at::Tensor& input) { return raw->forward(input); };
+  return Model(std::make_shared<detail::NnModel>(
+      impl, forward, [raw = impl.get()](const NamedTensors& inputs) { return raw->forward_named(inputs); }));
 }
 
 Model Model::from_module(std::shared_ptr<torch::nn::Module> module, ForwardFn forward) {

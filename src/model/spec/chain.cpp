@@ -29,6 +29,7 @@ class TiedLinearImpl : public torch::nn::Module {
       bias_ = register_parameter("bias", at::empty({weight_.size(0)}).uniform_(-bound, bound));
     }
   }
+  const at::Tensor& tied_weight() const { return weight_; }
   at::Tensor forward(const at::Tensor& input) {
     require_arg(input.dim() >= 1 && input.size(-1) == weight_.size(1),
                 where_ + ": the input's last dim must be in_features " + std::to_string(weight_.size(1)) +
@@ -130,6 +131,11 @@ at::Tensor call_layer(AnyModule& layer, const at::Tensor& input, const std::vect
 }
 
 bool is_tied_linear(const torch::nn::Module& module) { return dynamic_cast<const TiedLinearImpl*>(&module) != nullptr; }
+
+const at::Tensor* tied_weight_of(const torch::nn::Module& module) {
+  const auto* tied = dynamic_cast<const TiedLinearImpl*>(&module);
+  return tied ? &tied->tied_weight() : nullptr;
+}
 
 AnyModule build_graph_layer(const nlohmann::json& layer, const std::string& where, const torch::nn::Module& root) {
   auto type = layer.is_object() ? layer.find("type") : layer.end();

@@ -47,5 +47,7 @@ torch::nn::AnyModule build_graph_layer(const nlohmann::json& layer, const std::s
                                        const torch::nn::Module& root);
 // True for a Linear built with a tied "weight" (its only own parameter is the bias).
 bool is_tied_linear(const torch::nn::Module& module);
+// The parameter a tied Linear's weight is (the same tensor); null for any other module.
+const at::Tensor* tied_weight_of(const torch::nn::Module& module);
 
 }  // namespace accel::detail

@@ -251,7 +251,16 @@ at::Tensor GraphModuleImpl::run_node(const Node& node, const std::vector<at::Ten
   }
   check_ids(node, args[0]);
   auto module = node.module;  // AnyModule::forward is not const; the copy shares the module
-  return call_layer(module, args[0], std::vector<at::Tensor>(args.begin() + 1, args.end()));
+  std::vector<at::Tensor> side(args.begin() + 1, args.end());
+  auto unit = node_units_.find(node.name);
+  if (unit == node_units_.end() || !unit_runner_) return call_layer(module, args[0], side);
+  for (size_t i = 0; i < side.size(); ++i) {
+    require(!side[i].defined() || !side[i].requires_grad(), ErrorCode::Unsupported,
+            node.where + ": under FULL_SHARD a layer's gradient flows to its first input only, but input " +
+                in_quotes(node.inputs[i + 1]) + " needs one too");
+  }
+  return unit_runner_(unit->second, args[0],
+                      [module, side](const at::Tensor& x) mutable { return call_layer(module, x, side); });
 }
 
 GraphModuleImpl::NamedTensors GraphModuleImpl::forward_named(const NamedTensors& given) {

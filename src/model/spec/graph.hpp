@@ -72,6 +72,19 @@ class GraphModuleImpl : public torch::nn::Module {
   using NodeDevices = std::map<std::string, c10::Device>;
   void set_node_devices(NodeDevices devices) { node_devices_ = std::move(devices); }
 
+  // FULL_SHARD: each layer node named in `node_units` runs as
+  // runner(unit, first input, body), body running the layer on that input
+  // (the side inputs, which must not need gradients, captured), so that the
+  // runner can gather the unit's parameters around it (FullShard::run_unit).
+  using Body = std::function<at::Tensor(const at::Tensor&)>;
+  using UnitRunner = std::function<at::Tensor(size_t unit, const at::Tensor& input, const Body& body)>;
+  void set_unit_runner(std::map<std::string, size_t> node_units, UnitRunner runner) {
+    node_units_ = std::move(node_units);
+    unit_runner_ = std::move(runner);
+  }
+  // In dependency order.
+  const std::vector<Node>& nodes() const { return nodes_; }
+
  private:
   void parse_inputs(const nlohmann::json& inputs);
   void parse_nodes(const nlohmann::json& nodes);
@@ -86,6 +99,8 @@ class GraphModuleImpl : public torch::nn::Module {
   std::vector<std::string> outputs_;
   NodeHook node_hook_;
   NodeDevices node_devices_;
+  std::map<std::string, size_t> node_units_;
+  UnitRunner unit_runner_;
 };
 TORCH_MODULE(GraphModule);
 
