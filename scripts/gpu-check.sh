@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The GPU session's checks, in one call on the device machine (docs/gpu.md):
+#   run(command="bash scripts/gpu-check.sh", carry=[".deps/usr", ".lm"], timeout_s=480)
+# after scripts/gpu-prepare.sh here. Builds the library, the Cuda* tests and the
+# LM bench against the machine's pip torch (about 80 s on 16 cores), runs the
+# tests, then the LM bench against Python Accelerate (about 4 minutes).
+# Logs go to $OUT (the device tool brings them back). GPU_CHECK_BENCH=0 skips
+# the bench; LM_ROUNDS / LM_STEPS size it.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/gpu-check}
+mkdir -p "$OUT"
+{ nvidia-smi -L; nproc
+  python3 -c "import torch, transformers, accelerate; print('torch', torch.__version__, 'transformers', transformers.__version__, 'accelerate', accelerate.__version__)"
+} 2>&1 | tee "$OUT/info.txt"
+deps=$PWD/.deps/usr
+export LD_LIBRARY_PATH=$deps/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+start=$(date +%s)
+ACCEL_BUILD_TARGETS="accel accel_cuda_tests lm_bench_c" DEPS_PREFIX=$deps \
+  scripts/build-cuda.sh -DCMAKE_BUILD_TYPE=Release >"$OUT/build.log" 2>&1
+status=$?
+echo "build: exit $status in $(( $(date +%s) - start )) s" | tee -a "$OUT/info.txt"
+if [ $status -ne 0 ]; then grep -B3 -A15 -m6 -E "error|Error" "$OUT/build.log" | head -120; exit 1; fi
+timeout 150 build-cuda/tests/accel_cuda_tests 2>&1 | tee "$OUT/cuda_tests.log" | tail -45
+[ "${GPU_CHECK_BENCH:-1}" = 1 ] || exit 0
+timeout 60 build-cuda/bin/lm_bench_c .lm/model.pt --steps 20 --warmup 5 --gpu 1 2>&1 | tail -3
+[ "${PIPESTATUS[0]}" -eq 0 ] || { echo "gpu-check: lm_bench_c failed"; exit 1; }
+timeout 300 bench/lm_gpu.sh --model .lm/model.pt --rounds "${LM_ROUNDS:-2}" --steps "${LM_STEPS:-300}" 2>&1 |
+  tee "$OUT/lm_gpu.log" | tail -25
