@@ -150,6 +150,16 @@ struct AcceleratorOptions {
   // size_based_auto_wrap_policy, consecutive layers grouped until they hold n
   // parameters. Negative: InvalidArgument.
   std::optional<int64_t> fsdp_min_num_params;
+  // FSDP's transformer_auto_wrap_policy (Accelerate's
+  // fsdp_transformer_layer_cls_to_wrap): every submodule of a TorchScript
+  // model whose class name (GPT2Block) or dotted name (transformer.h.0) is
+  // listed becomes a wrap unit, and the rest of the model one root unit.
+  // Unset: FSDP_TRANSFORMER_CLS_TO_WRAP (comma-separated) when
+  // ACCELERATE_USE_FSDP=true and FSDP_AUTO_WRAP_POLICY=TRANSFORMER_BASED_WRAP,
+  // else none. An empty name is InvalidArgument; prepare(model) throws
+  // InvalidArgument naming a name that matches no submodule, and Unsupported
+  // for a JSON spec or C++ module (they wrap per layer or by size).
+  std::optional<std::vector<std::string>> fsdp_transformer_layer_cls_to_wrap;
   // FSDP's activation checkpointing of FULL_SHARD's wrap units: a unit's
   // forward keeps only its input, its backward runs the unit again (same
   // random draws) to rebuild the graph. Unset: FSDP_ACTIVATION_CHECKPOINTING

@@ -93,16 +93,19 @@ std::map<std::string, std::string> read_fsdp(const Section& in, std::vector<std:
     } else if (key == "fsdp_auto_wrap_policy") {
       // FULL_SHARD's wrap units (docs/sharding.md); Accelerate's names.
       const std::string value = in.text(key).value_or("NO_WRAP");
-      if (value == "TRANSFORMER_BASED_WRAP") in.refuse(key, value + " (by layer class) is not supported yet; use "
-                                                                    "SIZE_BASED_WRAP or NO_WRAP");
-      if (value != "SIZE_BASED_WRAP" && value != "NO_WRAP") {
+      if (value == "TRANSFORMER_BASED_WRAP" && !in.text("fsdp_transformer_layer_cls_to_wrap")) {
+        in.refuse(key, value + " needs fsdp_transformer_layer_cls_to_wrap (the layer class names, comma-separated; "
+                               "libaccel cannot read a model's _no_split_modules)");
+      }
+      if (value != "SIZE_BASED_WRAP" && value != "NO_WRAP" && value != "TRANSFORMER_BASED_WRAP") {
         in.refuse(key, "unknown value '" + value + "' (expected SIZE_BASED_WRAP, NO_WRAP or TRANSFORMER_BASED_WRAP)");
       }
       env["FSDP_AUTO_WRAP_POLICY"] = value;
     } else if (key == "fsdp_min_num_params") {
       env["FSDP_MIN_NUM_PARAMS"] = parameter_count(in, key);
     } else if (key == "fsdp_transformer_layer_cls_to_wrap") {
-      if (in.text(key)) warnings.push_back(in.warning(key, "no effect: TRANSFORMER_BASED_WRAP is not supported"));
+      // Read by the accelerator only under TRANSFORMER_BASED_WRAP, as Accelerate does.
+      if (auto value = in.text(key)) env["FSDP_TRANSFORMER_CLS_TO_WRAP"] = *value;
     } else if (key == "fsdp_offload_params") {
       if (in.flag(key)) in.refuse(key, "true: CPU offload is not supported yet");
     } else if (key == "fsdp_activation_checkpointing") {

@@ -66,7 +66,7 @@ class NnModel final : public ModelImpl {
     if (full_shard() && !segments_.empty()) return run_units(input);
     return forward_(input);
   }
-  std::vector<UnitLayout> wrap_units(int64_t min_num_params) override;
+  std::vector<UnitLayout> wrap_units(const WrapPolicy& policy) override;
   NamedTensors run_named(const NamedTensors& inputs) override {
     return named_forward_ ? named_forward_(inputs) : ModelImpl::run_named(inputs);
   }
@@ -95,9 +95,13 @@ class NnModel final : public ModelImpl {
   std::shared_ptr<GraphModuleImpl> graph_;             // set for a graph spec
 };
 
-std::vector<UnitLayout> NnModel::wrap_units(int64_t min_num_params) {
+std::vector<UnitLayout> NnModel::wrap_units(const WrapPolicy& policy) {
+  if (!graph_ && !chain_) return ModelImpl::wrap_units(policy);
+  require(policy.classes.empty(), ErrorCode::Unsupported,
+          "prepare(model): fsdp_transformer_layer_cls_to_wrap (TRANSFORMER_BASED_WRAP) names TorchScript submodules; "
+          "a JSON spec's model wraps each layer, or layers by size (fsdp_min_num_params)");
+  const int64_t min_num_params = policy.min_num_params;
   if (graph_) return graph_units(min_num_params);
-  if (!chain_) return {};
   std::vector<UnitLayout> units;
   std::vector<Segment> segments;
   int64_t held = 0;  // trainable parameters of the open unit
@@ -213,7 +217,47 @@ std::shared_ptr<torch::nn::Module> nn_module_of(const ModelImpl& model) {
 
 ModelImpl::~ModelImpl() = default;
 
-std::vector<UnitLayout> ModelImpl::wrap_units(int64_t) { return {}; }
+std::vector<UnitLayout> ModelImpl::wrap_units(const WrapPolicy& policy) {
+  require(policy.classes.empty(), ErrorCode::Unsupported,
+          "prepare(model): fsdp_transformer_layer_cls_to_wrap (TRANSFORMER_BASED_WRAP) names TorchScript submodules; "
+          "a C++ module is wrapped whole");
+  UnitLayout root{"(model)", {}, /*whole_model=*/true};
+  for (auto& [name, p] : named_parameters()) {
+    if (p.requires_grad()) root.parameters.emplace_back(name, p);
+  }
+  return {root};
+}
+
+// Under FULL_SHARD with a whole_model unit: run inside it (gathered for the
+// forward, again for the backward).
+at::Tensor ModelImpl::run_in_units(const at::Tensor& input) {
+  if (!full_shard_ || !whole_model_unit_) return run(input);
+  return full_shard_->run_unit(*whole_model_unit_, input, [this](const at::Tensor& x) { return run(x); });
+}
+
+NamedTensors ModelImpl::run_named_in_units(const NamedTensors& inputs) {
+  if (!full_shard_ || !whole_model_unit_) return run_named(inputs);
+  std::vector<at::Tensor> tensors;
+  for (const auto& [name, tensor] : inputs) tensors.push_back(tensor);
+  // The output names, from the unit's first run (a checkpointed rerun gives the same).
+  auto names = std::make_shared<std::vector<std::string>>();
+  FullShard::Bodies body = [this, inputs, names](const std::vector<at::Tensor>& x) {
+    NamedTensors named = inputs;
+    for (size_t i = 0; i < named.size(); ++i) named[i].second = x[i];
+    NamedTensors out = run_named(named);
+    names->clear();
+    std::vector<at::Tensor> tensors;
+    for (auto& [name, tensor] : out) {
+      names->push_back(name);
+      tensors.push_back(tensor);
+    }
+    return tensors;
+  };
+  std::vector<at::Tensor> out = full_shard_->run_unit(*whole_model_unit_, tensors, body);
+  NamedTensors named;
+  for (size_t i = 0; i < out.size(); ++i) named.emplace_back(names->at(i), out[i]);
+  return named;
+}
 
 ModelImpl::Gathered::Gathered(const ModelImpl& model) : shard_(model.full_shard()) {
   if (shard_) shard_->gather_all();
@@ -265,7 +309,7 @@ at::Tensor ModelImpl::forward(const at::Tensor& input) {
   at::Tensor output;
   try {
     AutocastScope autocast(precision, device_);
-    output = run(input);
+    output = run_in_units(input);
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
@@ -293,7 +337,7 @@ NamedTensors ModelImpl::forward_named(const NamedTensors& inputs) {
   NamedTensors outputs;
   try {
     AutocastScope autocast(precision, device_);
-    outputs = run_named(inputs);
+    outputs = run_named_in_units(inputs);
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
@@ -334,13 +378,13 @@ void ModelImpl::prepare(const std::shared_ptr<AcceleratorState>& state) {
   const bool trainable = std::any_of(params.begin(), params.end(), [](const at::Tensor& p) { return p.requires_grad(); });
   const ShardingStrategy strategy = state->sharding_strategy;
   if (state->process_group && shards_parameters(strategy) && trainable) {
-    std::vector<UnitLayout> units = wrap_units(state->fsdp_min_num_params);
-    require(!units.empty(), ErrorCode::Unsupported,
-            std::string("prepare(model): sharding_strategy ") + to_string(strategy) +
-                " needs a model made of layers (a JSON spec, a layer list or a graph); this model (TorchScript or "
-                "a C++ module) cannot be cut into wrap units yet");
+    std::vector<UnitLayout> units = wrap_units(WrapPolicy{state->fsdp_min_num_params, state->fsdp_wrap_classes});
     // HYBRID_SHARD shards over the node's ranks (the whole group with one node).
     full = std::make_shared<FullShard>(units, state->shard_group ? *state->shard_group : *state->process_group);
+    require(full->num_units() == units.size(), ErrorCode::Internal, "prepare(model): a wrap unit has no parameters");
+    for (size_t u = 0; u < units.size(); ++u) {
+      if (units[u].whole_model) whole_model_unit_ = u;
+    }
     full->set_replicas(state->replica_group.get());
     full->set_activation_checkpointing(state->fsdp_activation_checkpointing);
     shard = full;

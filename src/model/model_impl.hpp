@@ -6,6 +6,7 @@
 #include <c10/core/Device.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -78,25 +79,33 @@ class ModelImpl : public std::enable_shared_from_this<ModelImpl> {
   // name) and the output named "output".
   virtual NamedTensors run_named(const NamedTensors& inputs);
   virtual void move_to(const c10::Device& device) = 0;
-  // FULL_SHARD's wrap units, in forward order: each top-level layer with
-  // trainable parameters, or (min_num_params > 0, Accelerate's
-  // size_based_auto_wrap_policy) consecutive layers grouped until they hold
-  // min_num_params. Empty when the model cannot be cut into units (then
-  // FULL_SHARD is refused); a model that returns units runs them through
-  // full_shard()->run_unit.
-  virtual std::vector<UnitLayout> wrap_units(int64_t min_num_params);
+  // FULL_SHARD's wrap units, one per non-empty layout, in forward order: for a
+  // model made of layers, each top-level layer with trainable parameters, or
+  // (min_num_params > 0, Accelerate's size_based_auto_wrap_policy)
+  // consecutive layers grouped until they hold min_num_params; a model that
+  // returns such units runs them through full_shard()->run_unit. The default,
+  // for models that cannot be cut (a C++ module), is one whole_model unit of
+  // every trainable parameter, which forward() runs around run()/run_named()
+  // (FSDP wrapping the root only). Throws Unsupported for a policy the model
+  // cannot honour.
+  virtual std::vector<UnitLayout> wrap_units(const WrapPolicy& policy);
+  // Under FULL_SHARD with a whole_model unit: its index.
+  std::optional<size_t> whole_model_unit() const { return whole_model_unit_; }
 
  private:
   // What every training forward does before the module runs: buffers from
   // process 0 (broadcast_buffers); and after it succeeded: arming gradient sync.
   void before_forward();
   void after_forward();
+  at::Tensor run_in_units(const at::Tensor& input);
+  NamedTensors run_named_in_units(const NamedTensors& inputs);
   at::Tensor to_output_precision(at::Tensor output) const;
 
   std::shared_ptr<AcceleratorState> state_;
   std::unique_ptr<GradientSync> gradient_sync_;  // none under SHARD_GRAD_OP: the shard reduce-scatters
   std::shared_ptr<FlatShard> flat_shard_;
   std::shared_ptr<FullShard> full_shard_;
+  std::optional<size_t> whole_model_unit_;
   c10::Device device_{c10::kCPU};
   bool inputs_on_any_device_ = false;
 };

@@ -14,6 +14,8 @@
 #include "accel/error.hpp"
 #include "model/model_impl.hpp"
 #include "model/script_rewrites.hpp"
+#include "model/script_units.hpp"
+#include "sharding/strategy.hpp"
 #include "state/environment.hpp"
 
 namespace accel::detail {
@@ -66,6 +68,7 @@ class ScriptModel final : public ModelImpl {
         optimize_(get_env_flag("ACCEL_TORCHSCRIPT_OPTIMIZE", false)),
         output_names_(std::move(output_names)),
         state_dict_keys_(std::move(state_dict_keys)) {}
+  ~ScriptModel() override { unregister_script_units(this); }
 
   NamedTensors named_parameters() const override {
     NamedTensors out;
@@ -99,7 +102,29 @@ class ScriptModel final : public ModelImpl {
   bool training() const override { return module_.is_training(); }
 
  protected:
+  // FULL_SHARD: the whole model one unit (NO_WRAP), or the submodules named
+  // by class or path units of their own inside a root unit
+  // (TRANSFORMER_BASED_WRAP, see script_units.hpp).
+  std::vector<UnitLayout> wrap_units(const WrapPolicy& policy) override {
+    if (policy.classes.empty()) {
+      require(policy.min_num_params == 0 || policy.min_num_params == kOneUnit, ErrorCode::Unsupported,
+              "prepare(model): fsdp_min_num_params " + std::to_string(policy.min_num_params) +
+                  " (SIZE_BASED_WRAP): a TorchScript model is wrapped whole (NO_WRAP) or by submodule class "
+                  "(TRANSFORMER_BASED_WRAP, fsdp_transformer_layer_cls_to_wrap)");
+      return ModelImpl::wrap_units(policy);
+    }
+    require(!ran_, ErrorCode::Unsupported,
+            "prepare(model): fsdp_transformer_layer_cls_to_wrap rewrites the TorchScript graph, which the executor "
+            "fixes at the first forward; this model already ran one, so prepare it before running it");
+    NamedTensors trainable;
+    for (auto& [name, p] : named_parameters()) {
+      if (p.requires_grad()) trainable.emplace_back(name, p);
+    }
+    return wrap_script_units(module_, policy.classes, trainable, weak_from_this());
+  }
+
   at::Tensor run(const at::Tensor& input) override {
+    ran_ = true;
     torch::jit::GraphOptimizerEnabledGuard unoptimized(optimize_);
     c10::IValue output = module_.forward({input});
     require(output.isTensor(), ErrorCode::InvalidArgument,
@@ -107,6 +132,7 @@ class ScriptModel final : public ModelImpl {
     return output.toTensor();
   }
   NamedTensors run_named(const NamedTensors& inputs) override {
+    ran_ = true;
     torch::jit::GraphOptimizerEnabledGuard unoptimized(optimize_);
     std::vector<c10::IValue> stack = bind_inputs(inputs);
     c10::IValue output;
@@ -211,6 +237,7 @@ class ScriptModel final : public ModelImpl {
   // on, to measure where they may pay (fusing elementwise chains on a GPU:
   // bench/lm_gpu.sh runs both).
   bool optimize_ = false;
+  bool ran_ = false;  // a forward ran (the executor's plan is fixed)
   std::vector<std::string> output_names_;
   std::optional<std::set<std::string>> state_dict_keys_;
 };

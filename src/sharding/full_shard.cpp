@@ -39,16 +39,17 @@ struct UnitHandle : torch::CustomClassHolder {
   // Activation checkpointing: the unit's body and the random generator's
   // state at its forward, to run it again identically (dropout draws the same
   // masks) in the backward.
-  FullShard::Body body;
+  FullShard::Bodies body;
   at::Generator generator;
   at::Tensor generator_state;
-  bool input_grad = false;
+  std::vector<bool> input_grad;  // per input: floating and requiring grad
+  std::vector<bool> output_grad;  // per output: part of the recorded graph
 };
 
 // Runs body with the generator in the state it had at the forward, and gives
 // the generator back its current state after (torch.utils.checkpoint's
 // preserve_rng_state).
-at::Tensor rerun(const UnitHandle& handle, const at::Tensor& x) {
+std::vector<at::Tensor> rerun(const UnitHandle& handle, const std::vector<at::Tensor>& x) {
   at::Generator generator = handle.generator;  // a handle on the same generator
   at::Tensor now;
   {
@@ -60,7 +61,7 @@ at::Tensor rerun(const UnitHandle& handle, const at::Tensor& x) {
     std::lock_guard<std::mutex> lock(generator.mutex());
     generator.set_state(now);
   };
-  at::Tensor y;
+  std::vector<at::Tensor> y;
   try {
     y = handle.body(x);
   } catch (...) {
@@ -71,40 +72,64 @@ at::Tensor rerun(const UnitHandle& handle, const at::Tensor& x) {
   return y;
 }
 
+// The unit's inputs as its body sees them: detached, requiring grad where the
+// caller's do (so the recorded graph reaches them).
+std::vector<at::Tensor> detached_inputs(const std::vector<at::Tensor>& inputs, const std::vector<bool>& grad) {
+  std::vector<at::Tensor> x;
+  x.reserve(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    x.push_back(inputs[i].defined() ? inputs[i].detach().requires_grad_(grad[i]) : at::Tensor());
+  }
+  return x;
+}
+
 // Forward: gather, run the unit recording its own graph (with activation
 // checkpointing: recording nothing), free. Backward: gather again, (run the
 // unit again, recording its graph,) backpropagate through that graph,
-// reduce-scatter, free.
+// reduce-scatter, free. Any number of tensors in and out.
 struct UnitFunction : public torch::autograd::Function<UnitFunction> {
-  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& input, const at::Tensor& anchor,
-                            FullShard* shard, int64_t unit, const FullShard::Body* body) {
+  static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, at::TensorList inputs,
+                                                const at::Tensor& anchor, FullShard* shard, int64_t unit,
+                                                const FullShard::Bodies* body) {
     (void)anchor;
     const bool checkpoint = shard->activation_checkpointing();
     auto handle = c10::make_intrusive<UnitHandle>();
     handle->shard = shard->weak_from_this();
     handle->unit = static_cast<size_t>(unit);
-    handle->input_grad = input.requires_grad() && at::isFloatingType(input.scalar_type());
+    for (const at::Tensor& input : inputs) {
+      handle->input_grad.push_back(input.defined() && input.requires_grad() && at::isFloatingType(input.scalar_type()));
+    }
     if (checkpoint) {
       handle->body = *body;
-      handle->generator = at::globalContext().defaultGenerator(input.device());
+      const c10::Device device = inputs.empty() ? c10::Device(c10::kCPU) : inputs.front().device();
+      handle->generator = at::globalContext().defaultGenerator(device);
       std::lock_guard<std::mutex> lock(handle->generator.mutex());
       handle->generator_state = handle->generator.get_state();
     }
     shard->gather(static_cast<size_t>(unit));
-    at::Tensor x, y;
+    std::vector<at::Tensor> x, y;
     try {
       at::AutoGradMode grad(!checkpoint);
-      x = input.detach().requires_grad_(handle->input_grad && !checkpoint);
+      x = detached_inputs(inputs.vec(), checkpoint ? std::vector<bool>(inputs.size(), false) : handle->input_grad);
       y = (*body)(x);
     } catch (...) {
       shard->release(static_cast<size_t>(unit));
       throw;
     }
     shard->release(static_cast<size_t>(unit));
+    torch::autograd::variable_list outputs, non_differentiable;
+    for (const at::Tensor& out : y) {
+      const bool differentiable = at::isFloatingType(out.scalar_type()) || at::isComplexType(out.scalar_type());
+      handle->output_grad.push_back(differentiable && (checkpoint || out.requires_grad()));
+      outputs.push_back(out.detach());
+      if (!differentiable) non_differentiable.push_back(outputs.back());
+    }
+    if (!non_differentiable.empty()) ctx->mark_non_differentiable(non_differentiable);
+    ctx->set_materialize_grads(false);
     ctx->saved_data["handle"] = c10::IValue::make_capsule(handle);
-    ctx->saved_data["x"] = x;
-    if (!checkpoint) ctx->saved_data["y"] = y;
-    return y.detach();
+    ctx->saved_data["x"] = c10::List<at::Tensor>(x);
+    if (!checkpoint) ctx->saved_data["y"] = c10::List<at::Tensor>(y);
+    return outputs;
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
@@ -114,34 +139,49 @@ struct UnitFunction : public torch::autograd::Function<UnitFunction> {
     require(shard != nullptr, ErrorCode::State, "backward: the FULL_SHARD model was freed before its backward");
     const size_t unit = handle->unit;
     const bool checkpointed = static_cast<bool>(handle->body);
-    at::Tensor x = ctx->saved_data["x"].toTensor();
-    std::vector<at::Tensor> inputs = shard->unit_parameters(unit);
+    std::vector<at::Tensor> x = ctx->saved_data["x"].toTensorVector();
+    std::vector<at::Tensor> wrt = shard->unit_parameters(unit);
+    const size_t num_params = wrt.size();
     shard->gather(unit);
     torch::autograd::variable_list grads;
     try {
-      at::Tensor y;
+      std::vector<at::Tensor> y;
       if (checkpointed) {
         at::AutoGradMode grad(true);
-        x = x.detach().requires_grad_(handle->input_grad);
+        x = detached_inputs(x, handle->input_grad);
         y = rerun(*handle, x);
       } else {
-        y = ctx->saved_data["y"].toTensor();
+        y = ctx->saved_data["y"].toTensorVector();
       }
-      if (handle->input_grad) inputs.push_back(x);
-      grads = torch::autograd::grad({y}, inputs, {grad_outputs[0]}, /*retain_graph=*/false, /*create_graph=*/false,
-                                    /*allow_unused=*/true);
+      for (size_t i = 0; i < x.size(); ++i) {
+        if (handle->input_grad[i]) wrt.push_back(x[i]);
+      }
+      // Only the outputs that were used (a gradient came back) and that the
+      // recorded graph reaches.
+      torch::autograd::variable_list roots, root_grads;
+      for (size_t i = 0; i < y.size() && i < grad_outputs.size(); ++i) {
+        if (!handle->output_grad[i] || !grad_outputs[i].defined() || !y[i].requires_grad()) continue;
+        roots.push_back(y[i]);
+        root_grads.push_back(grad_outputs[i]);
+      }
+      if (!roots.empty()) {
+        grads = torch::autograd::grad(roots, wrt, root_grads, /*retain_graph=*/false, /*create_graph=*/false,
+                                      /*allow_unused=*/true);
+      } else {
+        grads.resize(wrt.size());
+      }
     } catch (...) {
       shard->release(unit);
       throw;
     }
     shard->release(unit);
-    at::Tensor x_grad;
-    if (handle->input_grad) {
-      x_grad = grads.back();
-      grads.pop_back();
-    }
+    torch::autograd::variable_list result;
+    size_t next = num_params;
+    for (size_t i = 0; i < x.size(); ++i) result.push_back(handle->input_grad[i] ? grads[next++] : at::Tensor());
+    grads.resize(num_params);
     shard->absorb_gradients(unit, grads);
-    return {x_grad, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    for (int i = 0; i < 4; ++i) result.emplace_back();  // anchor, shard, unit, body
+    return result;
   }
 };
 
@@ -248,11 +288,17 @@ void FullShard::scatter_from_full() {
 }
 
 at::Tensor FullShard::run_unit(size_t unit, const at::Tensor& input, const Body& body) {
+  return run_unit(unit, std::vector<at::Tensor>{input},
+                  Bodies([body](const std::vector<at::Tensor>& x) { return std::vector<at::Tensor>{body(x.at(0))}; }))
+      .at(0);
+}
+
+std::vector<at::Tensor> FullShard::run_unit(size_t unit, const std::vector<at::Tensor>& inputs, const Bodies& body) {
   if (!at::GradMode::is_enabled()) {
     gather(unit);
-    at::Tensor out;
+    std::vector<at::Tensor> out;
     try {
-      out = body(input);
+      out = body(inputs);
     } catch (...) {
       release(unit);
       throw;
@@ -260,7 +306,7 @@ at::Tensor FullShard::run_unit(size_t unit, const at::Tensor& input, const Body&
     release(unit);
     return out;
   }
-  return UnitFunction::apply(input, units_[unit].anchor, this, static_cast<int64_t>(unit), &body);
+  return UnitFunction::apply(at::TensorList(inputs), units_[unit].anchor, this, static_cast<int64_t>(unit), &body);
 }
 
 void FullShard::absorb_gradients(size_t index, const std::vector<at::Tensor>& grads) {

@@ -38,11 +38,24 @@ namespace accel::detail {
 struct UnitLayout {
   std::string name;
   std::vector<std::pair<std::string, at::Tensor>> parameters;
+  // FSDP's root unit: gathered for the model's whole forward (and its whole
+  // backward), holding what no inner unit holds. The model runs the inner
+  // units itself.
+  bool whole_model = false;
+};
+
+// How prepare cuts a model into units (Accelerate's fsdp_auto_wrap_policy):
+// by parameter count (min_num_params, kOneUnit for the whole model) or, when
+// `classes` is not empty, by submodule class or name (transformer_auto_wrap_policy).
+struct WrapPolicy {
+  int64_t min_num_params = 0;
+  std::vector<std::string> classes;
 };
 
 class FullShard final : public FlatShard, public std::enable_shared_from_this<FullShard> {
  public:
   using Body = std::function<at::Tensor(const at::Tensor&)>;
+  using Bodies = std::function<std::vector<at::Tensor>(const std::vector<at::Tensor>&)>;
 
   // Not collective: prepare has already made the parameters equal everywhere.
   // Frees every unit's full storage. Throws Unsupported naming a parameter whose
@@ -69,6 +82,10 @@ class FullShard final : public FlatShard, public std::enable_shared_from_this<Fu
   // gathered; with grad mode on, wraps it in the autograd function that
   // re-gathers for backward and reduce-scatters the unit's gradient. Collective.
   at::Tensor run_unit(size_t unit, const at::Tensor& input, const Body& body);
+  // The same with any number of tensors in and out (a TorchScript submodule's
+  // call, a model's named forward). Inputs may be undefined; gradients flow
+  // back to the floating inputs that require grad; integer outputs carry none.
+  std::vector<at::Tensor> run_unit(size_t unit, const std::vector<at::Tensor>& inputs, const Bodies& body);
 
   // Every unit's parameters full (for state_dict, save, load) / freed again. Collective.
   void gather_all();

@@ -82,11 +82,10 @@ int64_t resolve_min_num_params(const std::optional<int64_t>& option) {
   // the whole model is one unit.
   const std::string policy = get_env("FSDP_AUTO_WRAP_POLICY").value_or("NO_WRAP");
   if (policy == "NO_WRAP") return kOneUnit;
-  require(policy == "SIZE_BASED_WRAP", policy == "TRANSFORMER_BASED_WRAP" ? ErrorCode::Unsupported
-                                                                          : ErrorCode::InvalidArgument,
-          "environment variable FSDP_AUTO_WRAP_POLICY=\"" + policy +
-              "\": libaccel wraps by size (SIZE_BASED_WRAP) or the whole model (NO_WRAP); TRANSFORMER_BASED_WRAP "
-              "(by layer class) is not supported yet");
+  if (policy == "TRANSFORMER_BASED_WRAP") return 0;  // the units come from resolve_wrap_classes
+  require_arg(policy == "SIZE_BASED_WRAP", "environment variable FSDP_AUTO_WRAP_POLICY=\"" + policy +
+                                               "\" is not a policy (expected NO_WRAP, SIZE_BASED_WRAP or "
+                                               "TRANSFORMER_BASED_WRAP)");
   const std::string text = get_env("FSDP_MIN_NUM_PARAMS").value_or("0");
   int64_t value = -1;
   try {
@@ -98,6 +97,35 @@ int64_t resolve_min_num_params(const std::optional<int64_t>& option) {
   }
   require_arg(value >= 0, "environment variable FSDP_MIN_NUM_PARAMS=\"" + text + "\" is not a parameter count");
   return value == 0 ? kOneUnit : value;
+}
+
+std::vector<std::string> resolve_wrap_classes(const std::optional<std::vector<std::string>>& option) {
+  if (option) {
+    for (const auto& name : *option) {
+      require_arg(!name.empty(), "fsdp_transformer_layer_cls_to_wrap: a class name is empty");
+    }
+    return *option;
+  }
+  if (!get_env_flag("ACCELERATE_USE_FSDP", false) ||
+      get_env("FSDP_AUTO_WRAP_POLICY").value_or("NO_WRAP") != "TRANSFORMER_BASED_WRAP") {
+    return {};
+  }
+  const std::string text = get_env("FSDP_TRANSFORMER_CLS_TO_WRAP").value_or("");
+  std::vector<std::string> names;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    std::string name = text.substr(start, end - start);
+    name.erase(0, name.find_first_not_of(" \t"));
+    name.erase(name.find_last_not_of(" \t") + 1);
+    require_arg(!name.empty(), "environment variable FSDP_TRANSFORMER_CLS_TO_WRAP=\"" + text +
+                                   "\": TRANSFORMER_BASED_WRAP needs the layer class names, comma-separated "
+                                   "(libaccel cannot read a model's _no_split_modules)");
+    names.push_back(std::move(name));
+    start = end + 1;
+  }
+  return names;
 }
 
 bool resolve_activation_checkpointing(const std::optional<bool>& option, ShardingStrategy strategy) {

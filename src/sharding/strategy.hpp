@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "accel/accelerator.hpp"
 
@@ -29,10 +31,18 @@ constexpr int64_t kOneUnit = INT64_MAX;
 // FULL_SHARD's min_num_params: the option when set; else, with
 // ACCELERATE_USE_FSDP=true, FSDP_MIN_NUM_PARAMS when FSDP_AUTO_WRAP_POLICY is
 // SIZE_BASED_WRAP, and kOneUnit for NO_WRAP (Accelerate's default) or a
-// minimum of 0; else 0 (one unit per layer). InvalidArgument naming a
-// negative option, a malformed variable or an unknown policy; Unsupported
-// naming TRANSFORMER_BASED_WRAP.
+// minimum of 0; else 0 (one unit per layer; TRANSFORMER_BASED_WRAP too, whose
+// units come from resolve_wrap_classes). InvalidArgument naming a negative
+// option, a malformed variable or an unknown policy.
 int64_t resolve_min_num_params(const std::optional<int64_t>& option);
+
+// transformer_auto_wrap_policy's class or submodule names: the option when
+// set; else FSDP_TRANSFORMER_CLS_TO_WRAP (comma-separated, Accelerate's
+// variable) when ACCELERATE_USE_FSDP=true and FSDP_AUTO_WRAP_POLICY is
+// TRANSFORMER_BASED_WRAP; else none. InvalidArgument naming an empty name, or
+// TRANSFORMER_BASED_WRAP without the variable (Accelerate would read the
+// model's _no_split_modules, which a TorchScript file does not keep).
+std::vector<std::string> resolve_wrap_classes(const std::optional<std::vector<std::string>>& option);
 
 // Whether FULL_SHARD's units checkpoint their activations: the option, else
 // FSDP_ACTIVATION_CHECKPOINTING under ACCELERATE_USE_FSDP. Throws Unsupported

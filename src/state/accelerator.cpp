@@ -123,6 +123,7 @@ AcceleratorState::AcceleratorState(const AcceleratorOptions& options)
   check_scaler_options(options);
   sharding_strategy = resolve_sharding_strategy(options.sharding_strategy);
   fsdp_min_num_params = resolve_min_num_params(options.fsdp_min_num_params);
+  fsdp_wrap_classes = resolve_wrap_classes(options.fsdp_transformer_layer_cls_to_wrap);
   fsdp_activation_checkpointing = resolve_activation_checkpointing(options.fsdp_activation_checkpointing,
                                                                    sharding_strategy);
   require(comm_hook == CommHook::None ||

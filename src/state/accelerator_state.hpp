@@ -39,6 +39,7 @@ class AcceleratorState {
   CommHook comm_hook = CommHook::None;
   ShardingStrategy sharding_strategy = ShardingStrategy::NoShard;
   int64_t fsdp_min_num_params = 0;  // FULL_SHARD's wrap units (see AcceleratorOptions)
+  std::vector<std::string> fsdp_wrap_classes;  // transformer_auto_wrap_policy's names (see AcceleratorOptions)
   bool fsdp_activation_checkpointing = false;  // of FULL_SHARD's wrap units
   DataLoaderConfiguration dataloader_config;
   bool device_placement = true;

@@ -229,11 +229,11 @@ TEST_F(ConfigFileTest, FsdpConfigMapsOntoTheShardingStrategy) {
       "  fsdp_activation_checkpointing: false\n"));
   EXPECT_EQ(file.values.sharding_env,
             (Env{{"ACCELERATE_USE_FSDP", "true"}, {"FSDP_SHARDING_STRATEGY", "2"}, {"FSDP_AUTO_WRAP_POLICY", "SIZE_BASED_WRAP"},
-                 {"FSDP_MIN_NUM_PARAMS", "2000"}, {"FSDP_STATE_DICT_TYPE", "FULL_STATE_DICT"}}));
+                 {"FSDP_MIN_NUM_PARAMS", "2000"}, {"FSDP_STATE_DICT_TYPE", "FULL_STATE_DICT"},
+                 {"FSDP_TRANSFORMER_CLS_TO_WRAP", "BertLayer"}}));  // read under TRANSFORMER_BASED_WRAP only
   std::string all;
   for (const auto& warning : file.warnings) all += warning + "\n";
   EXPECT_NE(all.find("ignoring key 'fsdp_config.fsdp_backward_prefetch_policy': no effect"), std::string::npos) << all;
-  EXPECT_NE(all.find("ignoring key 'fsdp_config.fsdp_transformer_layer_cls_to_wrap'"), std::string::npos) << all;
 
   // FULL_SHARD (FSDP's default, 1) with a sharded state dict.
   const std::string fsdp = "distributed_type: FSDP\nfsdp_config:\n";
@@ -247,8 +247,13 @@ TEST_F(ConfigFileTest, FsdpConfigMapsOntoTheShardingStrategy) {
             std::string::npos);
   EXPECT_NE(error_of(fsdp + "  fsdp_sharding_strategy: ZERO9\n").find("unknown value 'ZERO9'"), std::string::npos);
   EXPECT_NE(error_of(fsdp + "  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n")
-                .find("'fsdp_config.fsdp_auto_wrap_policy': TRANSFORMER_BASED_WRAP (by layer class) is not supported"),
+                .find("'fsdp_config.fsdp_auto_wrap_policy': TRANSFORMER_BASED_WRAP needs fsdp_transformer_layer_cls_to_wrap"),
             std::string::npos);
+  const Env by_class =
+      env_of(fsdp + "  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n  fsdp_transformer_layer_cls_to_wrap: GPT2Block,"
+                    "BertLayer\n");
+  EXPECT_EQ(by_class.at("FSDP_AUTO_WRAP_POLICY"), "TRANSFORMER_BASED_WRAP");
+  EXPECT_EQ(by_class.at("FSDP_TRANSFORMER_CLS_TO_WRAP"), "GPT2Block,BertLayer");
   EXPECT_NE(error_of(fsdp + "  fsdp_auto_wrap_policy: EVERYTHING\n").find("unknown value 'EVERYTHING'"),
             std::string::npos);
   EXPECT_NE(error_of(fsdp + "  fsdp_min_num_params: -5\n").find("'fsdp_config.fsdp_min_num_params': '-5' is not"),

@@ -13,7 +13,11 @@
 // hybrid: HYBRID_SHARD instead (sharded within each node, replicated across
 // nodes), with two_nodes: this machine's processes taken as two nodes of half
 // each (LOCAL_WORLD_SIZE and LOCAL_RANK rewritten before the accelerator
-// reads them; tests/cli/run_multinode_netns.sh runs it on two real ones).
+// reads them; tests/cli/run_multinode_netns.sh runs it on two real ones);
+// script DIR: the GPT-2 that tests/hf/export_hf_models.py exported to DIR
+// (TorchScript, named inputs, loss and logits out), wrapped whole (NO_WRAP)
+// or, with classes NAME, by submodule class (TRANSFORMER_BASED_WRAP); with
+// refused: prepare must refuse NAME (matching nothing) with InvalidArgument.
 // (A one-process large-batch reference drifts from NO_SHARD itself by up to
 // 5e-3 in 100 steps at 3 processes, so NO_SHARD is what is compared.)
 //
@@ -29,6 +33,7 @@
 #include <cstring>
 #include <fstream>
 #include <iomanip>
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -122,6 +127,22 @@ const char* arg_after(int argc, char** argv, const char* word) {
   return nullptr;
 }
 
+// The exported GPT-2's units: with wrap classes, one per block
+// (transformer.h.N) and the root with the rest; else the whole model.
+constexpr int64_t kScriptVocab = 256;
+std::vector<int64_t> script_unit_numel(const accel::Model& model, bool by_block) {
+  std::map<std::string, int64_t> units;
+  for (const auto& [name, p] : model.named_parameters()) {
+    std::string unit = "(model)";
+    const std::string blocks = "transformer.h.";
+    if (by_block && name.rfind(blocks, 0) == 0) unit = name.substr(0, name.find('.', blocks.size()));
+    units[unit] += p.numel();
+  }
+  std::vector<int64_t> out;
+  for (const auto& [name, n] : units) out.push_back(n);
+  return out;
+}
+
 int train(int argc, char** argv) {
   const bool adam = std::strcmp(argv[2], "adamw") == 0, clip = has(argc, argv, "clip"), accum = has(argc, argv, "accum");
   const char* wrap = arg_after(argc, argv, "wrap");
@@ -132,6 +153,8 @@ int train(int argc, char** argv) {
   const int64_t min_num_params = wrap ? std::atoll(wrap) : 0;
   const int64_t kMicro = accum ? 2 : 1, kBatch = 8, kUpdates = 100;
   const bool hybrid = has(argc, argv, "hybrid"), gpt = has(argc, argv, "gpt");
+  const char* script = arg_after(argc, argv, "script");
+  const char* classes = arg_after(argc, argv, "classes");
   if (has(argc, argv, "two_nodes")) {  // torchrun numbers a node's ranks consecutively
     const int world_size = std::atoi(std::getenv("WORLD_SIZE")), global_rank = std::atoi(std::getenv("RANK"));
     check(world_size % 2 == 0, "two_nodes needs an even number of processes");
@@ -144,6 +167,7 @@ int train(int argc, char** argv) {
   options.gradient_accumulation_steps = kMicro;
   if (min_num_params > 0) options.fsdp_min_num_params = min_num_params;
   if (checkpointing && !record) options.fsdp_activation_checkpointing = true;
+  if (classes) options.fsdp_transformer_layer_cls_to_wrap = std::vector<std::string>{classes};
   accel::Accelerator accelerator(options);
   const int rank = accelerator.process_index(), world = accelerator.num_processes();
   rank_for_messages = rank;
@@ -154,15 +178,33 @@ int train(int argc, char** argv) {
   const int64_t per_update = kBatch * kMicro * world;
   at::manual_seed(5);  // the same data everywhere
   at::Tensor x = at::randn({kUpdates * per_update, 784}), y = at::randint(0, 10, {kUpdates * per_update}, at::kLong);
-  at::Tensor ids = at::randint(0, kGptVocab, {kUpdates * per_update, kGptLength}, at::kLong);
+  at::Tensor ids = at::randint(0, script ? kScriptVocab : kGptVocab, {kUpdates * per_update, kGptLength}, at::kLong);
   const std::string spec = gpt ? gpt_spec() : dropout ? mlp_with_dropout_spec() : mlp_spec();
   at::manual_seed(6);
-  accel::Model model = accel::Model::from_json(spec);
+  auto load = [&] {
+    return script ? accel::Model::from_torchscript(std::string(script) + "/model.pt") : accel::Model::from_json(spec);
+  };
+  accel::Model model = load();
+  const std::vector<int64_t> script_units = script ? script_unit_numel(model, classes != nullptr) : std::vector<int64_t>{};
   auto hyper = accel::OptimizerOptions::defaults(adam ? accel::OptimizerKind::AdamW : accel::OptimizerKind::Sgd);
   hyper.lr = adam ? 1e-3 : 0.05;
   if (const char* lr = arg_after(argc, argv, "lr")) hyper.lr = std::atof(lr);
   if (!adam) hyper.momentum = 0.9;
   accel::Optimizer optimizer(model, hyper);
+  if (has(argc, argv, "refused")) {  // a wrap class that matches nothing
+    try {
+      accelerator.prepare(model);
+    } catch (const accel::Error& error) {
+      const std::string message = error.what();
+      check(error.code() == accel::ErrorCode::InvalidArgument && message.find(classes) != std::string::npos &&
+                message.find("GPT2Block") != std::string::npos,
+            std::string("prepare refuses wrap class ") + classes + " naming it and the model's classes, got: " + message);
+      check(model.parameters().front().numel() > 0, "the refused prepare left the parameters whole");
+      std::printf("rank %d: refused as expected: %s\n", rank, message.c_str());
+      return 0;
+    }
+    check(false, std::string("prepare accepted wrap class ") + classes);
+  }
   accelerator.prepare(model);
   accelerator.prepare(optimizer);
   for (auto& p : model.parameters()) {
@@ -177,7 +219,13 @@ int train(int argc, char** argv) {
       auto scope = accelerator.accumulate(model);
       const int64_t start = u * per_update + (m * world + rank) * kBatch;
       at::Tensor loss;
-      if (gpt) {
+      if (script) {
+        at::Tensor batch = ids.narrow(0, start, kBatch);
+        for (const auto& [name, out] : model.forward(accel::Model::NamedTensors{
+                 {"input_ids", batch}, {"attention_mask", at::ones_like(batch)}, {"labels", batch}})) {
+          if (name == "loss") loss = out;
+        }
+      } else if (gpt) {
         at::Tensor batch = ids.narrow(0, start, kBatch);
         loss = model.forward(accel::Model::NamedTensors{{"input_ids", batch}, {"labels", batch}})[0].second;
       } else {
@@ -196,7 +244,7 @@ int train(int argc, char** argv) {
   const accel::HeldBytes held = accelerator.held_bytes(model, &optimizer);
   // accel estimate-memory's figure for this strategy is within 10% of what is held.
   for (const accel::MemoryEstimate& e :
-       gpt ? std::vector<accel::MemoryEstimate>{}  // estimate-memory sizes sequential specs' units only
+       gpt || script ? std::vector<accel::MemoryEstimate>{}  // estimate-memory sizes sequential specs' units only
            : accel::estimate_memory(ACCEL_SOURCE_DIR "/bench/workloads/mlp.json", world,
                                     adam ? accel::OptimizerKind::AdamW : accel::OptimizerKind::Sgd, min_num_params)) {
     if (e.strategy != accelerator.sharding_strategy()) continue;
@@ -234,24 +282,23 @@ int train(int argc, char** argv) {
   // grow over 100 steps (at SGD 0.05 with momentum it grows to 4e-4 in the loss).
   check(worst_norm < 1e-4, "clip_grad_norm equals NO_SHARD's to 1e-4 (worst " + std::to_string(worst_norm) + ")");
   at::manual_seed(7);
-  accel::Model replicated = accel::Model::from_json(spec);
+  accel::Model replicated = load();
   accelerator.load_checkpoint_in_model(replicated, std::string(compare) + "/model.safetensors", true);
-  accel::TensorDict got = accelerator.get_state_dict(model);
-  auto want = replicated.named_parameters();
-  check(got.size() == want.size(), "get_state_dict has every parameter");
+  std::map<std::string, at::Tensor> got;
+  for (auto& [name, tensor] : accelerator.get_state_dict(model)) got[name] = tensor;
   double worst = 0;
   std::string worst_name;
-  for (size_t i = 0; i < got.size(); ++i) {
-    check(got[i].first == want[i].first && got[i].second.sizes() == want[i].second.sizes(),
-          "get_state_dict gathers " + want[i].first + " whole");
-    const double error = (got[i].second - want[i].second).abs().max().item<double>();
-    if (error > worst) worst = error, worst_name = got[i].first;
+  for (const auto& [name, tensor] : replicated.named_parameters()) {
+    check(got.count(name) && got[name].sizes() == tensor.sizes(), "get_state_dict gathers " + name + " whole");
+    const double error = (got[name] - tensor).abs().max().item<double>();
+    if (error > worst) worst = error, worst_name = name;
   }
   check(worst < 1e-5, "parameters equal NO_SHARD's to 1e-5 (worst " + std::to_string(worst) + ", " + worst_name + ")");
 
   // Held between steps: this process's chunks only (fp32).
   const std::vector<int64_t> units =
-      gpt ? gpt_unit_numel()
+      script ? script_units
+      : gpt  ? gpt_unit_numel()
           : min_num_params > 0 ? std::vector<int64_t>{kUnitNumel[0] + kUnitNumel[1], kUnitNumel[2]} : kUnitNumel;
   const int64_t mine = 4 * chunks(shard_size, units);
   check(held.parameters == mine, "parameters held: " + std::to_string(held.parameters) + " bytes, expected " +

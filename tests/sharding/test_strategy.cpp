@@ -12,7 +12,8 @@ using accel::ShardingStrategy;
 using accel::detail::resolve_sharding_strategy;
 
 const char* const kVariables[] = {"ACCELERATE_USE_FSDP", "FSDP_SHARDING_STRATEGY", "ACCELERATE_USE_DEEPSPEED",
-                                  "ACCELERATE_DEEPSPEED_ZERO_STAGE", "FSDP_AUTO_WRAP_POLICY", "FSDP_MIN_NUM_PARAMS"};
+                                  "ACCELERATE_DEEPSPEED_ZERO_STAGE", "FSDP_AUTO_WRAP_POLICY", "FSDP_MIN_NUM_PARAMS",
+                                  "FSDP_TRANSFORMER_CLS_TO_WRAP"};
 
 class ShardingStrategyTest : public ::testing::Test {
  protected:
@@ -120,13 +121,41 @@ TEST_F(ShardingStrategyTest, MinNumParamsFromOptionAndEnvironment) {
     EXPECT_NE(std::string(e.what()).find("FSDP_MIN_NUM_PARAMS=\"lots\""), std::string::npos) << e.what();
   }
   setenv("FSDP_AUTO_WRAP_POLICY", "TRANSFORMER_BASED_WRAP", 1);
+  EXPECT_EQ(resolve_min_num_params(std::nullopt), 0);  // the units come from the class names
+  setenv("FSDP_AUTO_WRAP_POLICY", "BY_MOOD", 1);
   try {
     resolve_min_num_params(std::nullopt);
-    ADD_FAILURE() << "TRANSFORMER_BASED_WRAP was accepted";
+    ADD_FAILURE() << "FSDP_AUTO_WRAP_POLICY=BY_MOOD was accepted";
   } catch (const accel::Error& e) {
-    EXPECT_EQ(e.code(), accel::ErrorCode::Unsupported);
-    EXPECT_NE(std::string(e.what()).find("TRANSFORMER_BASED_WRAP"), std::string::npos) << e.what();
+    EXPECT_EQ(e.code(), accel::ErrorCode::InvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("BY_MOOD"), std::string::npos) << e.what();
   }
+}
+
+// transformer_auto_wrap_policy's names: the option, else FSDP_TRANSFORMER_CLS_TO_WRAP
+// under TRANSFORMER_BASED_WRAP only.
+TEST_F(ShardingStrategyTest, WrapClassesFromOptionAndEnvironment) {
+  using accel::detail::resolve_wrap_classes;
+  using Names = std::vector<std::string>;
+  EXPECT_TRUE(resolve_wrap_classes(std::nullopt).empty());
+  EXPECT_EQ(resolve_wrap_classes(Names{"GPT2Block"}), Names{"GPT2Block"});
+  EXPECT_THROW(resolve_wrap_classes(Names{"GPT2Block", ""}), accel::Error);
+  setenv("ACCELERATE_USE_FSDP", "true", 1);
+  setenv("FSDP_TRANSFORMER_CLS_TO_WRAP", "GPT2Block, BertLayer", 1);
+  EXPECT_TRUE(resolve_wrap_classes(std::nullopt).empty());  // NO_WRAP: the variable is not read
+  setenv("FSDP_AUTO_WRAP_POLICY", "TRANSFORMER_BASED_WRAP", 1);
+  EXPECT_EQ(resolve_wrap_classes(std::nullopt), (Names{"GPT2Block", "BertLayer"}));
+  EXPECT_EQ(resolve_wrap_classes(Names{"transformer.h.0"}), Names{"transformer.h.0"});  // the option wins
+  setenv("FSDP_TRANSFORMER_CLS_TO_WRAP", "GPT2Block,,BertLayer", 1);
+  try {
+    resolve_wrap_classes(std::nullopt);
+    ADD_FAILURE() << "an empty class name was accepted";
+  } catch (const accel::Error& e) {
+    EXPECT_EQ(e.code(), accel::ErrorCode::InvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("GPT2Block,,BertLayer"), std::string::npos) << e.what();
+  }
+  unsetenv("FSDP_TRANSFORMER_CLS_TO_WRAP");
+  EXPECT_THROW(resolve_wrap_classes(std::nullopt), accel::Error);  // Accelerate would read _no_split_modules
 }
 
 TEST_F(ShardingStrategyTest, AcceleratorReportsTheStrategy) {
