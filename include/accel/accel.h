@@ -330,12 +330,26 @@ typedef struct accel_accelerator_options {
      launch` writes it), else 0. 1 with a strategy other than FULL_SHARD is
      UNSUPPORTED; values other than -1, 0 and 1 are INVALID_ARGUMENT. */
   int fsdp_activation_checkpointing;
+  /* FSDP's transformer_auto_wrap_policy (Accelerate's
+     fsdp_transformer_layer_cls_to_wrap), comma-separated, copied: every
+     submodule of a TorchScript model whose class name ("GPT2Block") or dotted
+     path ("transformer.h.0") is listed becomes a FULL_SHARD wrap unit, run
+     inside its own all-gather (its calls are rewritten in the graph at
+     prepare, so prepare the model before its first forward), and the rest of
+     the model one root unit. Default NULL: with ACCELERATE_USE_FSDP=true and
+     FSDP_AUTO_WRAP_POLICY=TRANSFORMER_BASED_WRAP, FSDP_TRANSFORMER_CLS_TO_WRAP;
+     else none (a TorchScript or C++ module model is one unit). An empty name
+     is INVALID_ARGUMENT here; at accel_accelerator_prepare_model, a name that
+     matches no submodule is INVALID_ARGUMENT naming it and the model's
+     classes, a JSON spec's model or a submodule inlined at export is
+     UNSUPPORTED. */
+  const char* fsdp_transformer_layer_cls_to_wrap;
 } accel_accelerator_options;
 
 #define ACCEL_ACCELERATOR_OPTIONS_INIT                                                       \
   { (uint32_t)sizeof(accel_accelerator_options), 0, 1800000, ACCEL_PRECISION_DEFAULT, 25.0, 0, 1, \
     65536.0, 2.0, 0.5, 2000, 0, 1, -1, 1, NULL, NULL, 0, 0, 0, NULL, 1.0, 1, 0, 0, ACCEL_COMM_HOOK_NONE, 0, 0, 1, 0, -1, \
-    ACCEL_SHARDING_DEFAULT, -1, -1 }
+    ACCEL_SHARDING_DEFAULT, -1, -1, NULL }
 
 /* Fills opts with the defaults above. */
 ACCEL_API void accel_accelerator_options_init(accel_accelerator_options* opts);

@@ -90,6 +90,13 @@ accel::AcceleratorOptions to_core(const accel_accelerator_options& o) {
                            std::to_string(o.fsdp_activation_checkpointing));
     core.fsdp_activation_checkpointing = o.fsdp_activation_checkpointing == 1;
   }
+  if (o.fsdp_transformer_layer_cls_to_wrap != nullptr) {
+    const std::string text = o.fsdp_transformer_layer_cls_to_wrap;
+    std::vector<std::string> names = split_list(text);
+    accel::require_arg(!names.empty() && names.size() == static_cast<size_t>(std::count(text.begin(), text.end(), ',')) + 1,
+                       "fsdp_transformer_layer_cls_to_wrap \"" + text + "\" has an empty class name");
+    core.fsdp_transformer_layer_cls_to_wrap = std::move(names);
+  }
   return core;
 }
 

@@ -17,7 +17,8 @@
 // script DIR: the GPT-2 that tests/hf/export_hf_models.py exported to DIR
 // (TorchScript, named inputs, loss and logits out), wrapped whole (NO_WRAP)
 // or, with classes NAME, by submodule class (TRANSFORMER_BASED_WRAP); with
-// refused: prepare must refuse NAME (matching nothing) with InvalidArgument.
+// refused: prepare must refuse NAME (matching nothing) with InvalidArgument;
+// module: the mlp as a C++ module (Model::from_module), wrapped whole.
 // (A one-process large-batch reference drifts from NO_SHARD itself by up to
 // 5e-3 in 100 steps at 3 processes, so NO_SHARD is what is compared.)
 //
@@ -36,6 +37,10 @@
 #include <map>
 #include <sstream>
 #include <string>
+
+#include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/linear.h>
 
 #include "accel/accel.hpp"
 
@@ -181,8 +186,14 @@ int train(int argc, char** argv) {
   at::Tensor ids = at::randint(0, script ? kScriptVocab : kGptVocab, {kUpdates * per_update, kGptLength}, at::kLong);
   const std::string spec = gpt ? gpt_spec() : dropout ? mlp_with_dropout_spec() : mlp_spec();
   at::manual_seed(6);
+  const bool module = has(argc, argv, "module");
   auto load = [&] {
-    return script ? accel::Model::from_torchscript(std::string(script) + "/model.pt") : accel::Model::from_json(spec);
+    if (script) return accel::Model::from_torchscript(std::string(script) + "/model.pt");
+    if (!module) return accel::Model::from_json(spec);
+    // The mlp's layers as a C++ module: one unit, the whole model.
+    torch::nn::Sequential mlp(torch::nn::Linear(784, 1024), torch::nn::ReLU(), torch::nn::Linear(1024, 1024),
+                              torch::nn::ReLU(), torch::nn::Linear(1024, 10));
+    return accel::Model::from_module(mlp.ptr(), [mlp](const at::Tensor& x) mutable { return mlp->forward(x); });
   };
   accel::Model model = load();
   const std::vector<int64_t> script_units = script ? script_unit_numel(model, classes != nullptr) : std::vector<int64_t>{};
@@ -297,8 +308,9 @@ int train(int argc, char** argv) {
 
   // Held between steps: this process's chunks only (fp32).
   const std::vector<int64_t> units =
-      script ? script_units
-      : gpt  ? gpt_unit_numel()
+      script   ? script_units
+      : module ? std::vector<int64_t>{kUnitNumel[0] + kUnitNumel[1] + kUnitNumel[2]}
+      : gpt    ? gpt_unit_numel()
           : min_num_params > 0 ? std::vector<int64_t>{kUnitNumel[0] + kUnitNumel[1], kUnitNumel[2]} : kUnitNumel;
   const int64_t mine = 4 * chunks(shard_size, units);
   check(held.parameters == mine, "parameters held: " + std::to_string(held.parameters) + " bytes, expected " +

@@ -8,7 +8,8 @@ on 2 processes with `accel launch` (the trainer fails unless the loss falls by
 20% and the replicas end identical), then checks that model.safetensors holds
 transformers' names (the tied lm_head.weight and the non-persistent buffers
 left out), that from_pretrained loads it with no missing or unexpected keys,
-and that its logits equal libaccel's to 1e-5.
+and that its logits equal libaccel's to 1e-5. HF_LAUNCH_CONFIG in the
+environment: a config file for `accel launch` (FULL_SHARD per block, say).
 """
 import json
 import os
@@ -31,8 +32,15 @@ def main():
     data, out = os.path.join(work, "data"), os.path.join(work, "out")
     os.makedirs(out)
     subprocess.run([sys.executable, os.path.join(HERE, "export_hf_models.py"), kind, data], check=True)
-    subprocess.run([cli, "launch", "--nproc_per_node", "2", "--master_port", "0", *trainer, data, out, str(STEPS)],
-                   check=True, timeout=240)
+    # HF_LAUNCH_CONFIG: an `accel launch --config_file` (FULL_SHARD per block, say).
+    config = ["--config_file", os.environ["HF_LAUNCH_CONFIG"]] if os.environ.get("HF_LAUNCH_CONFIG") else []
+    run = subprocess.run([cli, "launch", *config, "--nproc_per_node", "2", "--master_port", "0", *trainer, data, out,
+                          str(STEPS)], timeout=240, stdout=subprocess.PIPE, text=True)
+    print(run.stdout, end="")
+    assert run.returncode == 0, f"the trainer failed ({run.returncode})"
+    if config:  # the config's FULL_SHARD (3) ran: each of 2 processes holds half of the 482304 parameter bytes
+        assert run.stdout.count("sharding strategy 3 holds 241152 + 241152") == 2, "FULL_SHARD did not run"
+
     first, last = map(float, open(os.path.join(out, "losses.txt")).read().split())
     assert last < first * 0.8, (first, last)
 

@@ -102,26 +102,25 @@ static double eval_loss(accel_model* model, const char* logits_path) {
   return loss;
 }
 
-/* The sum of every parameter, as a replica checksum. */
-static double checksum(const accel_model* model) {
-  accel_tensor_map* params;
+/* The sum of every tensor of get_state_dict, as a replica checksum (whole
+   tensors under FULL_SHARD too; collective there). */
+static double checksum(accel_accelerator* acc, const accel_model* model) {
   size_t count;
   double total = 0;
-  CHECK(accel_model_named_parameters(model, &params));
-  CHECK(accel_tensor_map_count(params, &count));
+  CHECK(accel_accelerator_get_state_dict(acc, model, NULL, NULL, 0, &count));
+  accel_tensor** tensors = calloc(count, sizeof *tensors);
+  if (tensors == NULL) exit(1);
+  CHECK(accel_accelerator_get_state_dict(acc, model, NULL, tensors, count, &count));
   for (size_t i = 0; i < count; ++i) {
-    const char* name;
-    accel_tensor *p, *sum;
+    accel_tensor* sum;
     double value;
-    CHECK(accel_tensor_map_name_at(params, i, &name));
-    CHECK(accel_tensor_map_get(params, name, &p));
-    CHECK(accel_tensor_sum(p, &sum));
+    CHECK(accel_tensor_sum(tensors[i], &sum));
     CHECK(accel_tensor_item(sum, &value));
     total += value;
     accel_tensor_free(sum);
-    accel_tensor_free(p);
+    accel_tensor_free(tensors[i]);
   }
-  accel_tensor_map_free(params);
+  free(tensors);
   return total;
 }
 
@@ -180,7 +179,7 @@ int main(int argc, char** argv) {
   const double last = eval_loss(model, rank == 0 ? path : NULL);
 
   /* Replicas: every process's checksum, gathered, must be identical. */
-  double mine = checksum(model), all[16];
+  double mine = checksum(acc, model), all[16];
   int64_t one = 1;
   accel_tensor *local, *gathered;
   CHECK(accel_tensor_from_buffer(&mine, sizeof mine, ACCEL_FLOAT64, &one, 1, &local));
@@ -188,7 +187,15 @@ int main(int argc, char** argv) {
   CHECK(accel_tensor_copy_to(gathered, all, sizeof(double) * (size_t)world));
   int failed = !(last < first * 0.8);
   for (int r = 1; r < world; ++r) failed |= all[r] != all[0];
-  printf("rank %d: eval loss %.5f -> %.5f, parameter checksum %.9g (rank 0: %.9g)\n", rank, first, last, mine, all[0]);
+  /* What this process holds (halved under FULL_SHARD, from the launcher's config). */
+  accel_sharding_strategy strategy;
+  int64_t held_parameters, held_gradients, held_state;
+  CHECK(accel_accelerator_sharding_strategy(acc, &strategy));
+  CHECK(accel_accelerator_held_bytes(acc, model, optimizer, &held_parameters, &held_gradients, &held_state));
+  printf("rank %d: eval loss %.5f -> %.5f, parameter checksum %.9g (rank 0: %.9g); sharding strategy %d holds "
+         "%lld + %lld + %lld bytes\n",
+         rank, first, last, mine, all[0], (int)strategy, (long long)held_parameters, (long long)held_gradients,
+         (long long)held_state);
 
   snprintf(path, sizeof path, "%s/saved", out_dir);
   CHECK(accel_accelerator_save_model(acc, model, path, "10GB", 1));
