@@ -378,6 +378,9 @@ static void accelerator(void) {
   BAD_OPTION(fsdp_min_num_params, INT64_MIN);
   BAD_OPTION(fsdp_activation_checkpointing, 2);
   BAD_OPTION(fsdp_activation_checkpointing, -2);
+  BAD_OPTION(fsdp_transformer_layer_cls_to_wrap, "");
+  BAD_OPTION(fsdp_transformer_layer_cls_to_wrap, "GPT2Block,");
+  BAD_OPTION(fsdp_transformer_layer_cls_to_wrap, ",GPT2Block");
   accel_accelerator_options_init(&o);
   o.cpu = 1;
   o.sharding_strategy = ACCEL_SHARDING_SHARD_GRAD_OP;

@@ -51,9 +51,15 @@ def main():
         except accel.AccelError as error:
             assert error.code == accel.core.ERR_INVALID_ARGUMENT and "input_ids [1, 65] Long" in str(error), error
 
-    checksum = sum(float(p.numpy().astype(np.float64).sum()) for _, p in model.named_parameters())
+    # Whole tensors under FULL_SHARD too (get_state_dict gathers them there, collectively).
+    checksum = sum(float(t.astype(np.float64).sum()) for t in acc.get_state_dict(model).values())
     everyone = acc.gather(accel.tensor(np.array([checksum]))).numpy()
-    print(f"rank {acc.process_index}: eval loss {first:.5f} -> {last:.5f}, parameter checksum {checksum:.9g}")
+    held = acc.held_bytes(model, optimizer)
+    strategy = {"NO_SHARD": 0, "SHARD_OPTIMIZER": 1, "SHARD_GRAD_OP": 2, "FULL_SHARD": 3, "HYBRID_SHARD": 4}[
+        acc.sharding_strategy]
+    print(f"rank {acc.process_index}: eval loss {first:.5f} -> {last:.5f}, parameter checksum {checksum:.9g}; "
+          f"sharding strategy {strategy} holds {held['parameters']} + {held['gradients']} + "
+          f"{held['optimizer_state']} bytes")
     acc.save_model(model, os.path.join(out_dir, "saved"))
     if acc.is_main_process:
         logits.numpy().astype("<f4").tofile(os.path.join(out_dir, "logits.bin"))

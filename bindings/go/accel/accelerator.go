@@ -30,8 +30,8 @@ type AcceleratorOptions struct {
 	BroadcastBuffers          *bool  // nil: true (process 0's buffers at every training forward, DDP's default)
 	CommHook                  string // "", "no", "fp16", "bf16"
 	// "" (from the launcher's environment, else NO_SHARD), "NO_SHARD",
-	// "SHARD_OPTIMIZER" (ZeRO-1), "SHARD_GRAD_OP" (ZeRO-2), "FULL_SHARD" (ZeRO-3,
-	// JSON specs), "HYBRID_SHARD" (FULL_SHARD within each node, replicated
+	// "SHARD_OPTIMIZER" (ZeRO-1), "SHARD_GRAD_OP" (ZeRO-2), "FULL_SHARD" (ZeRO-3),
+	// "HYBRID_SHARD" (FULL_SHARD within each node, replicated
 	// across nodes; docs/sharding.md).
 	ShardingStrategy          string
 	// FULL_SHARD's wrap units: nil from the launcher's FSDP settings (else 0);
@@ -40,6 +40,11 @@ type AcceleratorOptions struct {
 	// FULL_SHARD units keep only their input and run again in backward; nil:
 	// from FSDP_ACTIVATION_CHECKPOINTING; true with another strategy is ErrUnsupported.
 	FSDPActivationCheckpointing *bool
+	// FSDP's transformer_auto_wrap_policy (Accelerate's
+	// fsdp_transformer_layer_cls_to_wrap): the TorchScript submodules whose
+	// class ("GPT2Block") or path ("transformer.h.0") is listed become
+	// FULL_SHARD units of their own; nil: from the launcher's FSDP settings.
+	FSDPTransformerLayerClsToWrap []string
 	ScalerInitScale           float64
 	ScalerGrowthFactor        float64
 	ScalerBackoffFactor       float64
@@ -112,6 +117,9 @@ func (o AcceleratorOptions) native() (core.AcceleratorOptions, error) {
 	}
 	if o.FSDPActivationCheckpointing != nil {
 		n.SetFsdp_activation_checkpointing(boolInt(*o.FSDPActivationCheckpointing))
+	}
+	if o.FSDPTransformerLayerClsToWrap != nil {
+		n.SetFsdp_transformer_layer_cls_to_wrap(strings.Join(o.FSDPTransformerLayerClsToWrap, ","))
 	}
 	setIf(o.ScalerInitScale, n.SetScaler_init_scale)
 	setIf(o.ScalerGrowthFactor, n.SetScaler_growth_factor)

@@ -116,6 +116,16 @@ func TestShardingOptionsAndHeldBytes(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "fsdp_activation_checkpointing") {
 		t.Fatalf("checkpointing with SHARD_GRAD_OP: %v", err)
 	}
+	_, err = NewAccelerator(AcceleratorOptions{CPU: true, FSDPTransformerLayerClsToWrap: []string{"GPT2Block", ""}})
+	if err == nil || !strings.Contains(err.Error(), "fsdp_transformer_layer_cls_to_wrap") {
+		t.Fatalf("an empty wrap class: %v", err)
+	}
+	byClass, err := NewAccelerator(AcceleratorOptions{CPU: true, ShardingStrategy: "FULL_SHARD",
+		FSDPTransformerLayerClsToWrap: []string{"GPT2Block", "transformer.h.0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byClass.Close()
 	_, err = NewAccelerator(AcceleratorOptions{CPU: true, FSDPMinNumParams: Ptr(int64(-5))})
 	if err == nil || !strings.Contains(err.Error(), "-5") {
 		t.Fatalf("fsdp_min_num_params -5: %v", err)

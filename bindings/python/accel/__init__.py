@@ -909,16 +909,22 @@ class FullyShardedDataParallelPlugin:
     """Accelerate's FullyShardedDataParallelPlugin, the settings libaccel runs: sharding_strategy
     ("FULL_SHARD" by default, as FSDP's; also "SHARD_GRAD_OP", "NO_SHARD", "SHARD_OPTIMIZER"),
     min_num_params (0: one wrap unit per layer; n > 0: layers grouped until they hold n parameters,
-    size_based_auto_wrap_policy) and activation_checkpointing (FULL_SHARD units run again in
-    backward). Pass it as Accelerator(fsdp_plugin=...)."""
+    size_based_auto_wrap_policy), activation_checkpointing (FULL_SHARD units run again in
+    backward) and transformer_cls_names_to_wrap (transformer_auto_wrap_policy: the TorchScript
+    submodules of these classes, or at these paths, become units of their own). Pass it as
+    Accelerator(fsdp_plugin=...)."""
 
     def __init__(self, sharding_strategy: str = "FULL_SHARD", min_num_params: int = 0,
-                 activation_checkpointing: bool = False) -> None:
+                 activation_checkpointing: bool = False,
+                 transformer_cls_names_to_wrap: Optional[List[str]] = None) -> None:
         if isinstance(min_num_params, bool) or not isinstance(min_num_params, int) or min_num_params < 0:
             raise ValueError(f"min_num_params must be an int >= 0, got {min_num_params!r}")
+        if isinstance(transformer_cls_names_to_wrap, str):
+            transformer_cls_names_to_wrap = transformer_cls_names_to_wrap.split(",")
         self.sharding_strategy = sharding_strategy
         self.min_num_params = min_num_params
         self.activation_checkpointing = activation_checkpointing
+        self.transformer_cls_names_to_wrap = transformer_cls_names_to_wrap
 
 
 class ProjectConfiguration:
@@ -959,7 +965,8 @@ class Accelerator(core.Accelerator):
     sharding_strategy ("NO_SHARD", "SHARD_OPTIMIZER" (ZeRO-1), "SHARD_GRAD_OP" (ZeRO-2), "FULL_SHARD",
     "HYBRID_SHARD" (FULL_SHARD within each node, replicated across nodes);
     None: from `accel launch`'s environment),
-    fsdp_plugin (a FullyShardedDataParallelPlugin), fsdp_min_num_params, fsdp_activation_checkpointing, ...
+    fsdp_plugin (a FullyShardedDataParallelPlugin), fsdp_min_num_params, fsdp_activation_checkpointing,
+    fsdp_transformer_layer_cls_to_wrap (class names or submodule paths, a list or comma-separated), ...
 
     Collective where the C API says so: with several processes every process must call it."""
 
@@ -991,6 +998,10 @@ class Accelerator(core.Accelerator):
             opts.sharding_strategy = _SHARDING[fsdp.sharding_strategy]
             opts.fsdp_min_num_params = fsdp.min_num_params
             opts.fsdp_activation_checkpointing = int(bool(fsdp.activation_checkpointing))
+            if fsdp.transformer_cls_names_to_wrap is not None:
+                options.setdefault("fsdp_transformer_layer_cls_to_wrap", fsdp.transformer_cls_names_to_wrap)
+        if isinstance(options.get("fsdp_transformer_layer_cls_to_wrap"), (list, tuple)):
+            options["fsdp_transformer_layer_cls_to_wrap"] = ",".join(options["fsdp_transformer_layer_cls_to_wrap"])
         if isinstance(options.get("fsdp_activation_checkpointing"), bool):
             options["fsdp_activation_checkpointing"] = int(options["fsdp_activation_checkpointing"])
         if isinstance(options.get("log_with"), (list, tuple)):

@@ -43,3 +43,13 @@ def test_held_bytes_counts_parameters_gradients_and_adamw_state():
     opt.step()
     # AdamW keeps two moments per parameter.
     assert acc.held_bytes(model, opt) == {"parameters": 4 * n, "gradients": 4 * n, "optimizer_state": 8 * n}
+
+
+def test_transformer_layer_classes_are_checked_and_accepted():
+    # transformer_auto_wrap_policy's names: a list or comma-separated; an empty one is refused.
+    with pytest.raises(accel.AccelError, match="fsdp_transformer_layer_cls_to_wrap.*empty"):
+        accel.Accelerator(cpu=True, fsdp_transformer_layer_cls_to_wrap=["GPT2Block", ""])
+    accel.Accelerator(cpu=True, fsdp_transformer_layer_cls_to_wrap="GPT2Block,transformer.h.0")
+    plugin = accel.FullyShardedDataParallelPlugin(transformer_cls_names_to_wrap=["GPT2Block"])
+    assert plugin.transformer_cls_names_to_wrap == ["GPT2Block"]
+    assert accel.Accelerator(cpu=True, fsdp_plugin=plugin).sharding_strategy == "FULL_SHARD"

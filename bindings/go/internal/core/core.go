@@ -67,8 +67,8 @@ typedef long long swig_type_37;
 typedef long long swig_type_38;
 typedef long long swig_type_39;
 typedef long long swig_type_40;
-typedef long long swig_type_41;
-typedef long long swig_type_42;
+typedef _gostring_ swig_type_41;
+typedef _gostring_ swig_type_42;
 typedef long long swig_type_43;
 typedef long long swig_type_44;
 typedef long long swig_type_45;
@@ -96,42 +96,42 @@ typedef long long swig_type_66;
 typedef long long swig_type_67;
 typedef long long swig_type_68;
 typedef long long swig_type_69;
-typedef _goslice_ swig_type_70;
-typedef _gostring_ swig_type_71;
-typedef long long swig_type_72;
+typedef long long swig_type_70;
+typedef long long swig_type_71;
+typedef _goslice_ swig_type_72;
 typedef _gostring_ swig_type_73;
 typedef long long swig_type_74;
 typedef _gostring_ swig_type_75;
-typedef _gostring_ swig_type_76;
-typedef _goslice_ swig_type_77;
+typedef long long swig_type_76;
+typedef _gostring_ swig_type_77;
 typedef _gostring_ swig_type_78;
 typedef _goslice_ swig_type_79;
 typedef _gostring_ swig_type_80;
-typedef _gostring_ swig_type_81;
+typedef _goslice_ swig_type_81;
 typedef _gostring_ swig_type_82;
-typedef long long swig_type_83;
+typedef _gostring_ swig_type_83;
 typedef _gostring_ swig_type_84;
-typedef _gostring_ swig_type_85;
+typedef long long swig_type_85;
 typedef _gostring_ swig_type_86;
 typedef _gostring_ swig_type_87;
 typedef _gostring_ swig_type_88;
 typedef _gostring_ swig_type_89;
-typedef long long swig_type_90;
+typedef _gostring_ swig_type_90;
 typedef _gostring_ swig_type_91;
-typedef _gostring_ swig_type_92;
+typedef long long swig_type_92;
 typedef _gostring_ swig_type_93;
 typedef _gostring_ swig_type_94;
 typedef _gostring_ swig_type_95;
-typedef long long swig_type_96;
+typedef _gostring_ swig_type_96;
 typedef _gostring_ swig_type_97;
-typedef _gostring_ swig_type_98;
+typedef long long swig_type_98;
 typedef _gostring_ swig_type_99;
 typedef _gostring_ swig_type_100;
 typedef _gostring_ swig_type_101;
-typedef _goslice_ swig_type_102;
-typedef _goslice_ swig_type_103;
-typedef long long swig_type_104;
-typedef long long swig_type_105;
+typedef _gostring_ swig_type_102;
+typedef _gostring_ swig_type_103;
+typedef _goslice_ swig_type_104;
+typedef _goslice_ swig_type_105;
 typedef long long swig_type_106;
 typedef long long swig_type_107;
 typedef long long swig_type_108;
@@ -142,11 +142,11 @@ typedef long long swig_type_112;
 typedef long long swig_type_113;
 typedef long long swig_type_114;
 typedef long long swig_type_115;
-typedef _gostring_ swig_type_116;
+typedef long long swig_type_116;
 typedef long long swig_type_117;
 typedef _gostring_ swig_type_118;
 typedef long long swig_type_119;
-typedef long long swig_type_120;
+typedef _gostring_ swig_type_120;
 typedef long long swig_type_121;
 typedef long long swig_type_122;
 typedef long long swig_type_123;
@@ -157,49 +157,49 @@ typedef long long swig_type_127;
 typedef long long swig_type_128;
 typedef long long swig_type_129;
 typedef long long swig_type_130;
-typedef _gostring_ swig_type_131;
-typedef _gostring_ swig_type_132;
+typedef long long swig_type_131;
+typedef long long swig_type_132;
 typedef _gostring_ swig_type_133;
 typedef _gostring_ swig_type_134;
 typedef _gostring_ swig_type_135;
 typedef _gostring_ swig_type_136;
-typedef long long swig_type_137;
-typedef long long swig_type_138;
-typedef _gostring_ swig_type_139;
-typedef _gostring_ swig_type_140;
+typedef _gostring_ swig_type_137;
+typedef _gostring_ swig_type_138;
+typedef long long swig_type_139;
+typedef long long swig_type_140;
 typedef _gostring_ swig_type_141;
 typedef _gostring_ swig_type_142;
 typedef _gostring_ swig_type_143;
 typedef _gostring_ swig_type_144;
-typedef long long swig_type_145;
-typedef long long swig_type_146;
-typedef _gostring_ swig_type_147;
-typedef _gostring_ swig_type_148;
+typedef _gostring_ swig_type_145;
+typedef _gostring_ swig_type_146;
+typedef long long swig_type_147;
+typedef long long swig_type_148;
 typedef _gostring_ swig_type_149;
 typedef _gostring_ swig_type_150;
 typedef _gostring_ swig_type_151;
 typedef _gostring_ swig_type_152;
 typedef _gostring_ swig_type_153;
-typedef long long swig_type_154;
-typedef long long swig_type_155;
+typedef _gostring_ swig_type_154;
+typedef _gostring_ swig_type_155;
 typedef long long swig_type_156;
-typedef _gostring_ swig_type_157;
-typedef _gostring_ swig_type_158;
+typedef long long swig_type_157;
+typedef long long swig_type_158;
 typedef _gostring_ swig_type_159;
 typedef _gostring_ swig_type_160;
-typedef long long swig_type_161;
+typedef _gostring_ swig_type_161;
 typedef _gostring_ swig_type_162;
-typedef _gostring_ swig_type_163;
-typedef long long swig_type_164;
+typedef long long swig_type_163;
+typedef _gostring_ swig_type_164;
 typedef _gostring_ swig_type_165;
-typedef _gostring_ swig_type_166;
+typedef long long swig_type_166;
 typedef _gostring_ swig_type_167;
 typedef _gostring_ swig_type_168;
 typedef _gostring_ swig_type_169;
-typedef long long swig_type_170;
-typedef long long swig_type_171;
-typedef _gostring_ swig_type_172;
-typedef _gostring_ swig_type_173;
+typedef _gostring_ swig_type_170;
+typedef _gostring_ swig_type_171;
+typedef long long swig_type_172;
+typedef long long swig_type_173;
 typedef _gostring_ swig_type_174;
 typedef _gostring_ swig_type_175;
 typedef _gostring_ swig_type_176;
@@ -221,9 +221,9 @@ typedef _gostring_ swig_type_191;
 typedef _gostring_ swig_type_192;
 typedef _gostring_ swig_type_193;
 typedef _gostring_ swig_type_194;
-typedef long long swig_type_195;
+typedef _gostring_ swig_type_195;
 typedef _gostring_ swig_type_196;
-typedef _gostring_ swig_type_197;
+typedef long long swig_type_197;
 typedef _gostring_ swig_type_198;
 typedef _gostring_ swig_type_199;
 typedef _gostring_ swig_type_200;
@@ -233,45 +233,45 @@ typedef _gostring_ swig_type_203;
 typedef _gostring_ swig_type_204;
 typedef _gostring_ swig_type_205;
 typedef _gostring_ swig_type_206;
-typedef long long swig_type_207;
-typedef long long swig_type_208;
+typedef _gostring_ swig_type_207;
+typedef _gostring_ swig_type_208;
 typedef long long swig_type_209;
 typedef long long swig_type_210;
 typedef long long swig_type_211;
-typedef _gostring_ swig_type_212;
+typedef long long swig_type_212;
 typedef long long swig_type_213;
 typedef _gostring_ swig_type_214;
-typedef _gostring_ swig_type_215;
+typedef long long swig_type_215;
 typedef _gostring_ swig_type_216;
-typedef long long swig_type_217;
+typedef _gostring_ swig_type_217;
 typedef _gostring_ swig_type_218;
-typedef _gostring_ swig_type_219;
+typedef long long swig_type_219;
 typedef _gostring_ swig_type_220;
 typedef _gostring_ swig_type_221;
 typedef _gostring_ swig_type_222;
 typedef _gostring_ swig_type_223;
 typedef _gostring_ swig_type_224;
 typedef _gostring_ swig_type_225;
-typedef long long swig_type_226;
-typedef long long swig_type_227;
-typedef _gostring_ swig_type_228;
-typedef _gostring_ swig_type_229;
-typedef long long swig_type_230;
+typedef _gostring_ swig_type_226;
+typedef _gostring_ swig_type_227;
+typedef long long swig_type_228;
+typedef long long swig_type_229;
+typedef _gostring_ swig_type_230;
 typedef _gostring_ swig_type_231;
-typedef _gostring_ swig_type_232;
+typedef long long swig_type_232;
 typedef _gostring_ swig_type_233;
 typedef _gostring_ swig_type_234;
 typedef _gostring_ swig_type_235;
 typedef _gostring_ swig_type_236;
 typedef _gostring_ swig_type_237;
-typedef long long swig_type_238;
-typedef long long swig_type_239;
-typedef _gostring_ swig_type_240;
-typedef _gostring_ swig_type_241;
+typedef _gostring_ swig_type_238;
+typedef _gostring_ swig_type_239;
+typedef long long swig_type_240;
+typedef long long swig_type_241;
 typedef _gostring_ swig_type_242;
-typedef long long swig_type_243;
+typedef _gostring_ swig_type_243;
 typedef _gostring_ swig_type_244;
-typedef _gostring_ swig_type_245;
+typedef long long swig_type_245;
 typedef _gostring_ swig_type_246;
 typedef _gostring_ swig_type_247;
 typedef _gostring_ swig_type_248;
@@ -281,9 +281,9 @@ typedef _gostring_ swig_type_251;
 typedef _gostring_ swig_type_252;
 typedef _gostring_ swig_type_253;
 typedef _gostring_ swig_type_254;
-typedef long long swig_type_255;
+typedef _gostring_ swig_type_255;
 typedef _gostring_ swig_type_256;
-typedef _gostring_ swig_type_257;
+typedef long long swig_type_257;
 typedef _gostring_ swig_type_258;
 typedef _gostring_ swig_type_259;
 typedef _gostring_ swig_type_260;
@@ -292,27 +292,29 @@ typedef _gostring_ swig_type_262;
 typedef _gostring_ swig_type_263;
 typedef _gostring_ swig_type_264;
 typedef _gostring_ swig_type_265;
-typedef long long swig_type_266;
-typedef long long swig_type_267;
+typedef _gostring_ swig_type_266;
+typedef _gostring_ swig_type_267;
 typedef long long swig_type_268;
 typedef long long swig_type_269;
 typedef long long swig_type_270;
 typedef long long swig_type_271;
-typedef _gostring_ swig_type_272;
+typedef long long swig_type_272;
 typedef long long swig_type_273;
 typedef _gostring_ swig_type_274;
 typedef long long swig_type_275;
-typedef long long swig_type_276;
-typedef _gostring_ swig_type_277;
-typedef _gostring_ swig_type_278;
-typedef long long swig_type_279;
-typedef long long swig_type_280;
-typedef _gostring_ swig_type_281;
+typedef _gostring_ swig_type_276;
+typedef long long swig_type_277;
+typedef long long swig_type_278;
+typedef _gostring_ swig_type_279;
+typedef _gostring_ swig_type_280;
+typedef long long swig_type_281;
 typedef long long swig_type_282;
 typedef _gostring_ swig_type_283;
 typedef long long swig_type_284;
 typedef _gostring_ swig_type_285;
-typedef _gostring_ swig_type_286;
+typedef long long swig_type_286;
+typedef _gostring_ swig_type_287;
+typedef _gostring_ swig_type_288;
 extern void _wrap_Swig_free_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Swig_malloc_core_a1403cbc65d2f32f(swig_intgo arg1);
 extern uintptr_t _wrap_new_Int64Vector__SWIG_0_core_a1403cbc65d2f32f(void);
@@ -478,6 +480,8 @@ extern void _wrap_AcceleratorOptions_fsdp_min_num_params_set_core_a1403cbc65d2f3
 extern swig_type_40 _wrap_AcceleratorOptions_fsdp_min_num_params_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_AcceleratorOptions_fsdp_activation_checkpointing_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2);
 extern swig_intgo _wrap_AcceleratorOptions_fsdp_activation_checkpointing_get_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_AcceleratorOptions_fsdp_transformer_layer_cls_to_wrap_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_41 arg2);
+extern swig_type_42 _wrap_AcceleratorOptions_fsdp_transformer_layer_cls_to_wrap_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_AcceleratorOptions_core_a1403cbc65d2f32f(void);
 extern void _wrap_delete_AcceleratorOptions_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_intgo _wrap_LOSS_CROSS_ENTROPY_core_a1403cbc65d2f32f(void);
@@ -485,8 +489,8 @@ extern swig_intgo _wrap_LOSS_MSE_core_a1403cbc65d2f32f(void);
 extern swig_intgo _wrap_LOSS_NLL_core_a1403cbc65d2f32f(void);
 extern swig_intgo _wrap_LOSS_BCE_WITH_LOGITS_core_a1403cbc65d2f32f(void);
 extern swig_intgo _wrap_LOSS_CAUSAL_LM_core_a1403cbc65d2f32f(void);
-extern void _wrap_LossOptions_ignore_index_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_41 arg2);
-extern swig_type_42 _wrap_LossOptions_ignore_index_get_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_LossOptions_ignore_index_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_43 arg2);
+extern swig_type_44 _wrap_LossOptions_ignore_index_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_LossOptions_label_smoothing_set_core_a1403cbc65d2f32f(uintptr_t arg1, double arg2);
 extern double _wrap_LossOptions_label_smoothing_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_LossOptions_core_a1403cbc65d2f32f(void);
@@ -540,28 +544,28 @@ extern swig_intgo _wrap_SCHED_COSINE_WARMUP_core_a1403cbc65d2f32f(void);
 extern swig_intgo _wrap_SCHED_REDUCE_ON_PLATEAU_core_a1403cbc65d2f32f(void);
 extern void _wrap_SchedulerOptions_kind_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2);
 extern swig_intgo _wrap_SchedulerOptions_kind_get_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_SchedulerOptions_step_size_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_43 arg2);
-extern swig_type_44 _wrap_SchedulerOptions_step_size_get_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_SchedulerOptions_step_size_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_45 arg2);
+extern swig_type_46 _wrap_SchedulerOptions_step_size_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_SchedulerOptions_gamma_set_core_a1403cbc65d2f32f(uintptr_t arg1, double arg2);
 extern double _wrap_SchedulerOptions_gamma_get_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_SchedulerOptions_t_max_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_45 arg2);
-extern swig_type_46 _wrap_SchedulerOptions_t_max_get_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_SchedulerOptions_t_max_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_47 arg2);
+extern swig_type_48 _wrap_SchedulerOptions_t_max_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_SchedulerOptions_eta_min_set_core_a1403cbc65d2f32f(uintptr_t arg1, double arg2);
 extern double _wrap_SchedulerOptions_eta_min_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_SchedulerOptions_start_factor_set_core_a1403cbc65d2f32f(uintptr_t arg1, double arg2);
 extern double _wrap_SchedulerOptions_start_factor_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_SchedulerOptions_end_factor_set_core_a1403cbc65d2f32f(uintptr_t arg1, double arg2);
 extern double _wrap_SchedulerOptions_end_factor_get_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_SchedulerOptions_total_iters_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_47 arg2);
-extern swig_type_48 _wrap_SchedulerOptions_total_iters_get_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_SchedulerOptions_total_iters_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_49 arg2);
+extern swig_type_50 _wrap_SchedulerOptions_total_iters_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_SchedulerOptions_factor_set_core_a1403cbc65d2f32f(uintptr_t arg1, double arg2);
 extern double _wrap_SchedulerOptions_factor_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_SchedulerOptions_power_set_core_a1403cbc65d2f32f(uintptr_t arg1, double arg2);
 extern double _wrap_SchedulerOptions_power_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_SchedulerOptions_max_lr_set_core_a1403cbc65d2f32f(uintptr_t arg1, double arg2);
 extern double _wrap_SchedulerOptions_max_lr_get_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_SchedulerOptions_total_steps_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_49 arg2);
-extern swig_type_50 _wrap_SchedulerOptions_total_steps_get_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_SchedulerOptions_total_steps_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_51 arg2);
+extern swig_type_52 _wrap_SchedulerOptions_total_steps_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_SchedulerOptions_pct_start_set_core_a1403cbc65d2f32f(uintptr_t arg1, double arg2);
 extern double _wrap_SchedulerOptions_pct_start_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_SchedulerOptions_anneal_linear_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2);
@@ -572,22 +576,22 @@ extern void _wrap_SchedulerOptions_final_div_factor_set_core_a1403cbc65d2f32f(ui
 extern double _wrap_SchedulerOptions_final_div_factor_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_SchedulerOptions_three_phase_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2);
 extern swig_intgo _wrap_SchedulerOptions_three_phase_get_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_SchedulerOptions_num_warmup_steps_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_51 arg2);
-extern swig_type_52 _wrap_SchedulerOptions_num_warmup_steps_get_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_SchedulerOptions_num_training_steps_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_53 arg2);
-extern swig_type_54 _wrap_SchedulerOptions_num_training_steps_get_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_SchedulerOptions_num_warmup_steps_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_53 arg2);
+extern swig_type_54 _wrap_SchedulerOptions_num_warmup_steps_get_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_SchedulerOptions_num_training_steps_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_55 arg2);
+extern swig_type_56 _wrap_SchedulerOptions_num_training_steps_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_SchedulerOptions_num_cycles_set_core_a1403cbc65d2f32f(uintptr_t arg1, double arg2);
 extern double _wrap_SchedulerOptions_num_cycles_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_SchedulerOptions_mode_max_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2);
 extern swig_intgo _wrap_SchedulerOptions_mode_max_get_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_SchedulerOptions_patience_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_55 arg2);
-extern swig_type_56 _wrap_SchedulerOptions_patience_get_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_SchedulerOptions_patience_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_57 arg2);
+extern swig_type_58 _wrap_SchedulerOptions_patience_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_SchedulerOptions_threshold_set_core_a1403cbc65d2f32f(uintptr_t arg1, double arg2);
 extern double _wrap_SchedulerOptions_threshold_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_SchedulerOptions_threshold_abs_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2);
 extern swig_intgo _wrap_SchedulerOptions_threshold_abs_get_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_SchedulerOptions_cooldown_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_57 arg2);
-extern swig_type_58 _wrap_SchedulerOptions_cooldown_get_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_SchedulerOptions_cooldown_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_59 arg2);
+extern swig_type_60 _wrap_SchedulerOptions_cooldown_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_SchedulerOptions_min_lr_set_core_a1403cbc65d2f32f(uintptr_t arg1, double arg2);
 extern double _wrap_SchedulerOptions_min_lr_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_SchedulerOptions_eps_set_core_a1403cbc65d2f32f(uintptr_t arg1, double arg2);
@@ -600,24 +604,24 @@ extern swig_intgo _wrap_TEXT_LINES_core_a1403cbc65d2f32f(void);
 extern swig_intgo _wrap_TEXT_PARAGRAPHS_core_a1403cbc65d2f32f(void);
 extern swig_intgo _wrap_TEXT_SEPARATOR_core_a1403cbc65d2f32f(void);
 extern swig_intgo _wrap_TEXT_CHUNKS_core_a1403cbc65d2f32f(void);
-extern void _wrap_PaddingOptions_pad_id_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_59 arg2);
-extern swig_type_60 _wrap_PaddingOptions_pad_id_get_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_PaddingOptions_pad_to_multiple_of_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_61 arg2);
-extern swig_type_62 _wrap_PaddingOptions_pad_to_multiple_of_get_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_PaddingOptions_max_length_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_63 arg2);
-extern swig_type_64 _wrap_PaddingOptions_max_length_get_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_PaddingOptions_pad_id_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_61 arg2);
+extern swig_type_62 _wrap_PaddingOptions_pad_id_get_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_PaddingOptions_pad_to_multiple_of_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_63 arg2);
+extern swig_type_64 _wrap_PaddingOptions_pad_to_multiple_of_get_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_PaddingOptions_max_length_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_65 arg2);
+extern swig_type_66 _wrap_PaddingOptions_max_length_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_PaddingOptions_truncate_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2);
 extern swig_intgo _wrap_PaddingOptions_truncate_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_PaddingOptions_causal_lm_labels_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2);
 extern swig_intgo _wrap_PaddingOptions_causal_lm_labels_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_PaddingOptions_core_a1403cbc65d2f32f(void);
 extern void _wrap_delete_PaddingOptions_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_DataLoaderOptions_batch_size_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_65 arg2);
-extern swig_type_66 _wrap_DataLoaderOptions_batch_size_get_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_DataLoaderOptions_batch_size_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_67 arg2);
+extern swig_type_68 _wrap_DataLoaderOptions_batch_size_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_DataLoaderOptions_shuffle_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2);
 extern swig_intgo _wrap_DataLoaderOptions_shuffle_get_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_DataLoaderOptions_seed_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_67 arg2);
-extern swig_type_68 _wrap_DataLoaderOptions_seed_get_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_DataLoaderOptions_seed_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_69 arg2);
+extern swig_type_70 _wrap_DataLoaderOptions_seed_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_DataLoaderOptions_drop_last_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2);
 extern swig_intgo _wrap_DataLoaderOptions_drop_last_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_DataLoaderOptions_num_workers_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2);
@@ -638,78 +642,78 @@ extern uintptr_t _wrap_FieldSpec_shape_get_core_a1403cbc65d2f32f(uintptr_t arg1)
 extern uintptr_t _wrap_new_FieldSpec_core_a1403cbc65d2f32f(void);
 extern void _wrap_delete_FieldSpec_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_intgo _wrap_SampleWriter_num_fields_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_69 _wrap_SampleWriter_nbytes_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2);
-extern void _wrap_SampleWriter_write_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2, swig_type_70 arg3);
+extern swig_type_71 _wrap_SampleWriter_nbytes_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2);
+extern void _wrap_SampleWriter_write_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2, swig_type_72 arg3);
 extern void _wrap_SampleWriter_end_of_stream_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern _Bool _wrap_SampleWriter_ended_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_delete_SampleWriter_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap__swig_NewDirectorDatasetSourceDatasetSource_core_a1403cbc65d2f32f(int);
 extern void _wrap_DeleteDirectorDatasetSource_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_delete_DatasetSource_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_71 _wrap_DatasetSource_get_sample_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_72 arg2, uintptr_t arg3);
+extern swig_type_73 _wrap_DatasetSource_get_sample_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_74 arg2, uintptr_t arg3);
 extern uintptr_t _wrap__swig_NewDirectorStreamSourceStreamSource_core_a1403cbc65d2f32f(int);
 extern void _wrap_DeleteDirectorStreamSource_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_73 _wrap__swig_DirectorStreamSource_upcall_Reset_core_a1403cbc65d2f32f(uintptr_t, swig_type_74 epoch);
+extern swig_type_75 _wrap__swig_DirectorStreamSource_upcall_Reset_core_a1403cbc65d2f32f(uintptr_t, swig_type_76 epoch);
 extern void _wrap_delete_StreamSource_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_75 _wrap_StreamSource_next_sample_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern swig_type_76 _wrap_StreamSource_reset_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_74 arg2);
+extern swig_type_77 _wrap_StreamSource_next_sample_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
+extern swig_type_78 _wrap_StreamSource_reset_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_76 arg2);
 extern swig_intgo _wrap_CollateWriter_num_fields_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_CollateWriter_write_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2, swig_intgo arg3, uintptr_t arg4, swig_type_77 arg5);
+extern void _wrap_CollateWriter_write_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2, swig_intgo arg3, uintptr_t arg4, swig_type_79 arg5);
 extern void _wrap_CollateWriter_put_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2, uintptr_t arg3);
 extern void _wrap_delete_CollateWriter_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap__swig_NewDirectorCollatorCollator_core_a1403cbc65d2f32f(int);
 extern void _wrap_DeleteDirectorCollator_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_delete_Collator_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_78 _wrap_Collator_collate_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, uintptr_t arg4, swig_intgo arg5, uintptr_t arg6);
-extern void _wrap_StateWriter_write_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_79 arg2);
+extern swig_type_80 _wrap_Collator_collate_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, uintptr_t arg4, swig_intgo arg5, uintptr_t arg6);
+extern void _wrap_StateWriter_write_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_81 arg2);
 extern void _wrap_delete_StateWriter_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap__swig_NewDirectorCheckpointObjectCheckpointObject_core_a1403cbc65d2f32f(int);
 extern void _wrap_DeleteDirectorCheckpointObject_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_delete_CheckpointObject_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_80 _wrap_CheckpointObject_save_state_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern swig_type_81 _wrap_CheckpointObject_load_state_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_82 arg2, swig_type_83 arg3);
+extern swig_type_82 _wrap_CheckpointObject_save_state_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
+extern swig_type_83 _wrap_CheckpointObject_load_state_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_84 arg2, swig_type_85 arg3);
 extern uintptr_t _wrap__swig_NewDirectorStateHookStateHook_core_a1403cbc65d2f32f(int);
 extern void _wrap_DeleteDirectorStateHook_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_delete_StateHook_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_84 _wrap_StateHook_run_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_85 arg2);
+extern swig_type_86 _wrap_StateHook_run_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_87 arg2);
 extern uintptr_t _wrap__swig_NewDirectorTrackerTracker_core_a1403cbc65d2f32f(int);
 extern void _wrap_DeleteDirectorTracker_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_86 _wrap__swig_DirectorTracker_upcall_Init_core_a1403cbc65d2f32f(uintptr_t, swig_type_87 run_name, swig_type_88 config_json);
-extern swig_type_89 _wrap__swig_DirectorTracker_upcall_Log_core_a1403cbc65d2f32f(uintptr_t, uintptr_t names, uintptr_t values, swig_type_90 step);
-extern swig_type_91 _wrap__swig_DirectorTracker_upcall_Finish_core_a1403cbc65d2f32f(uintptr_t);
+extern swig_type_88 _wrap__swig_DirectorTracker_upcall_Init_core_a1403cbc65d2f32f(uintptr_t, swig_type_89 run_name, swig_type_90 config_json);
+extern swig_type_91 _wrap__swig_DirectorTracker_upcall_Log_core_a1403cbc65d2f32f(uintptr_t, uintptr_t names, uintptr_t values, swig_type_92 step);
+extern swig_type_93 _wrap__swig_DirectorTracker_upcall_Finish_core_a1403cbc65d2f32f(uintptr_t);
 extern void _wrap_delete_Tracker_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_92 _wrap_Tracker_init_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_87 arg2, swig_type_88 arg3);
-extern swig_type_93 _wrap_Tracker_log_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, swig_type_90 arg4);
-extern swig_type_94 _wrap_Tracker_finish_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_94 _wrap_Tracker_init_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_89 arg2, swig_type_90 arg3);
+extern swig_type_95 _wrap_Tracker_log_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, swig_type_92 arg4);
+extern swig_type_96 _wrap_Tracker_finish_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_Tracker_core_a1403cbc65d2f32f(void);
-extern swig_type_95 _wrap_version_core_a1403cbc65d2f32f(void);
+extern swig_type_97 _wrap_version_core_a1403cbc65d2f32f(void);
 extern swig_intgo _wrap_abi_version_core_a1403cbc65d2f32f(void);
 extern _Bool _wrap_has_feature_core_a1403cbc65d2f32f(swig_intgo arg1);
-extern swig_type_96 _wrap_dtype_size_core_a1403cbc65d2f32f(swig_intgo arg1);
-extern swig_type_97 _wrap_status_name_core_a1403cbc65d2f32f(swig_intgo arg1);
-extern void _wrap_log_message__SWIG_0_core_a1403cbc65d2f32f(swig_type_98 arg1, swig_intgo arg2, swig_type_99 arg3, _Bool arg4);
-extern void _wrap_log_message__SWIG_1_core_a1403cbc65d2f32f(swig_type_100 arg1, swig_intgo arg2, swig_type_101 arg3);
-extern uintptr_t _wrap_Tensor_from_buffer_core_a1403cbc65d2f32f(swig_type_102 arg1, swig_intgo arg2, uintptr_t arg3);
+extern swig_type_98 _wrap_dtype_size_core_a1403cbc65d2f32f(swig_intgo arg1);
+extern swig_type_99 _wrap_status_name_core_a1403cbc65d2f32f(swig_intgo arg1);
+extern void _wrap_log_message__SWIG_0_core_a1403cbc65d2f32f(swig_type_100 arg1, swig_intgo arg2, swig_type_101 arg3, _Bool arg4);
+extern void _wrap_log_message__SWIG_1_core_a1403cbc65d2f32f(swig_type_102 arg1, swig_intgo arg2, swig_type_103 arg3);
+extern uintptr_t _wrap_Tensor_from_buffer_core_a1403cbc65d2f32f(swig_type_104 arg1, swig_intgo arg2, uintptr_t arg3);
 extern void _wrap_delete_Tensor_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_Tensor_copy_to_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_103 arg2);
+extern void _wrap_Tensor_copy_to_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_105 arg2);
 extern uintptr_t _wrap_Tensor_shape_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_intgo _wrap_Tensor_dtype_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_104 _wrap_Tensor_numel_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_105 _wrap_Tensor_nbytes_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_106 _wrap_Tensor_numel_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_107 _wrap_Tensor_nbytes_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern double _wrap_Tensor_item_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_Tensor_argmax_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_106 arg2);
+extern uintptr_t _wrap_Tensor_argmax_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_108 arg2);
 extern uintptr_t _wrap_Tensor_eq_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Tensor_sum_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Tensor_loss_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2, uintptr_t arg3);
-extern uintptr_t _wrap_Tensor_loss_ext__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2, uintptr_t arg3, swig_type_107 arg4, double arg5);
-extern uintptr_t _wrap_Tensor_loss_ext__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2, uintptr_t arg3, swig_type_108 arg4);
+extern uintptr_t _wrap_Tensor_loss_ext__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2, uintptr_t arg3, swig_type_109 arg4, double arg5);
+extern uintptr_t _wrap_Tensor_loss_ext__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2, uintptr_t arg3, swig_type_110 arg4);
 extern uintptr_t _wrap_Tensor_loss_ext__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2, uintptr_t arg3);
-extern uintptr_t _wrap_Tensor_softmax_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_109 arg2);
-extern uintptr_t _wrap_Tensor_topk_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_110 arg2, swig_type_111 arg3);
+extern uintptr_t _wrap_Tensor_softmax_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_111 arg2);
+extern uintptr_t _wrap_Tensor_topk_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_112 arg2, swig_type_113 arg3);
 extern uintptr_t _wrap_Tensor_mean_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_Tensor_mean_dim_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_112 arg2);
+extern uintptr_t _wrap_Tensor_mean_dim_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_114 arg2);
 extern uintptr_t _wrap_Tensor_reshape_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern uintptr_t _wrap_Tensor_narrow_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_113 arg2, swig_type_114 arg3, swig_type_115 arg4);
+extern uintptr_t _wrap_Tensor_narrow_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_115 arg2, swig_type_116 arg3, swig_type_117 arg4);
 extern uintptr_t _wrap_Tensor_compare_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_intgo arg3);
 extern void _wrap_delete_Batch_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_intgo _wrap_Batch_size_core_a1403cbc65d2f32f(uintptr_t arg1);
@@ -724,22 +728,22 @@ extern _Bool _wrap_Accelerator_is_main_process_core_a1403cbc65d2f32f(uintptr_t a
 extern _Bool _wrap_Accelerator_is_local_main_process_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_intgo _wrap_Accelerator_distributed_type_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_intgo _wrap_Accelerator_mixed_precision_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_116 _wrap_Accelerator_device_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_117 _wrap_Accelerator_timeout_ms_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_118 _wrap_Accelerator_device_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_119 _wrap_Accelerator_timeout_ms_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_intgo _wrap_Accelerator_sharding_strategy_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_Accelerator_wait_for_everyone_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_Accelerator_print_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_118 arg2);
-extern void _wrap_Accelerator_set_seed_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_119 arg2);
-extern void _wrap_Accelerator_set_seed_ext_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_120 arg2, _Bool arg3, _Bool arg4);
+extern void _wrap_Accelerator_print_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_120 arg2);
+extern void _wrap_Accelerator_set_seed_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_121 arg2);
+extern void _wrap_Accelerator_set_seed_ext_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_122 arg2, _Bool arg3, _Bool arg4);
 extern uintptr_t _wrap_Accelerator_gather_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Accelerator_gather_for_metrics_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Accelerator_reduce__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_intgo arg3);
 extern uintptr_t _wrap_Accelerator_reduce__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Accelerator_broadcast__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_intgo arg3);
 extern uintptr_t _wrap_Accelerator_broadcast__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern uintptr_t _wrap_Accelerator_pad_across_processes__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_121 arg3, double arg4, _Bool arg5);
-extern uintptr_t _wrap_Accelerator_pad_across_processes__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_122 arg3, double arg4);
-extern uintptr_t _wrap_Accelerator_pad_across_processes__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_123 arg3);
+extern uintptr_t _wrap_Accelerator_pad_across_processes__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_123 arg3, double arg4, _Bool arg5);
+extern uintptr_t _wrap_Accelerator_pad_across_processes__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_124 arg3, double arg4);
+extern uintptr_t _wrap_Accelerator_pad_across_processes__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_125 arg3);
 extern uintptr_t _wrap_Accelerator_pad_across_processes__SWIG_3_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Accelerator_split_between_processes__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, _Bool arg3);
 extern uintptr_t _wrap_Accelerator_split_between_processes__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
@@ -750,20 +754,20 @@ extern uintptr_t _wrap_Accelerator_reduce_list__SWIG_1_core_a1403cbc65d2f32f(uin
 extern uintptr_t _wrap_Accelerator_reduce_list__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Accelerator_broadcast_list__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_intgo arg3);
 extern uintptr_t _wrap_Accelerator_broadcast_list__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern uintptr_t _wrap_Accelerator_pad_across_processes_list__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_124 arg3, double arg4, _Bool arg5);
-extern uintptr_t _wrap_Accelerator_pad_across_processes_list__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_125 arg3, double arg4);
-extern uintptr_t _wrap_Accelerator_pad_across_processes_list__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_126 arg3);
+extern uintptr_t _wrap_Accelerator_pad_across_processes_list__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_126 arg3, double arg4, _Bool arg5);
+extern uintptr_t _wrap_Accelerator_pad_across_processes_list__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_127 arg3, double arg4);
+extern uintptr_t _wrap_Accelerator_pad_across_processes_list__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_128 arg3);
 extern uintptr_t _wrap_Accelerator_pad_across_processes_list__SWIG_3_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Accelerator_split_between_processes_list__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, _Bool arg3);
 extern uintptr_t _wrap_Accelerator_split_between_processes_list__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern uintptr_t _wrap_Accelerator_split_range__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_127 arg2, _Bool arg3);
-extern uintptr_t _wrap_Accelerator_split_range__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_128 arg2);
-extern swig_type_129 _wrap_Accelerator_metrics_length_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_130 arg2);
+extern uintptr_t _wrap_Accelerator_split_range__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_129 arg2, _Bool arg3);
+extern uintptr_t _wrap_Accelerator_split_range__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_130 arg2);
+extern swig_type_131 _wrap_Accelerator_metrics_length_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_132 arg2);
 extern _Bool _wrap_Accelerator_debug_mode_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_131 _wrap_Accelerator_broadcast_object__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_132 arg2, swig_intgo arg3);
-extern swig_type_133 _wrap_Accelerator_broadcast_object__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_134 arg2);
-extern void _wrap_Accelerator_save_tensors_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_135 arg3);
-extern uintptr_t _wrap_Accelerator_gather_object_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_136 arg2);
+extern swig_type_133 _wrap_Accelerator_broadcast_object__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_134 arg2, swig_intgo arg3);
+extern swig_type_135 _wrap_Accelerator_broadcast_object__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_136 arg2);
+extern void _wrap_Accelerator_save_tensors_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_137 arg3);
+extern uintptr_t _wrap_Accelerator_gather_object_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_138 arg2);
 extern void _wrap_Accelerator_set_trigger_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern _Bool _wrap_Accelerator_check_trigger_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_Accelerator_main_process_first_begin_core_a1403cbc65d2f32f(uintptr_t arg1);
@@ -780,9 +784,9 @@ extern void _wrap_Accelerator_backward_core_a1403cbc65d2f32f(uintptr_t arg1, uin
 extern void _wrap_Accelerator_accumulate_begin_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern void _wrap_Accelerator_accumulate_end_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern _Bool _wrap_Accelerator_end_of_dataloader_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_137 _wrap_Accelerator_remainder_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_139 _wrap_Accelerator_remainder_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern _Bool _wrap_Accelerator_sync_gradients_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_138 _wrap_Accelerator_gradient_accumulation_steps_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_140 _wrap_Accelerator_gradient_accumulation_steps_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_Accelerator_no_sync_begin_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern void _wrap_Accelerator_no_sync_end_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern void _wrap_Accelerator_trigger_sync_in_backward_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
@@ -802,53 +806,53 @@ extern void _wrap_Accelerator_no_grad_begin_core_a1403cbc65d2f32f(uintptr_t arg1
 extern void _wrap_Accelerator_no_grad_end_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Accelerator_send_to_device_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Accelerator_send_map_to_device_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern swig_type_139 _wrap_Accelerator_save_state__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_140 arg2, _Bool arg3);
-extern swig_type_141 _wrap_Accelerator_save_state__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_142 arg2);
-extern swig_type_143 _wrap_Accelerator_save_state__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_Accelerator_load_state__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_144 arg2);
+extern swig_type_141 _wrap_Accelerator_save_state__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_142 arg2, _Bool arg3);
+extern swig_type_143 _wrap_Accelerator_save_state__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_144 arg2);
+extern swig_type_145 _wrap_Accelerator_save_state__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_Accelerator_load_state__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_146 arg2);
 extern void _wrap_Accelerator_load_state__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_145 _wrap_Accelerator_save_iteration_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_Accelerator_set_save_iteration_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_146 arg2);
-extern void _wrap_Accelerator_save_model__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_147 arg3, swig_type_148 arg4, _Bool arg5);
-extern void _wrap_Accelerator_save_model__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_149 arg3, swig_type_150 arg4);
-extern void _wrap_Accelerator_save_model__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_151 arg3);
+extern swig_type_147 _wrap_Accelerator_save_iteration_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_Accelerator_set_save_iteration_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_148 arg2);
+extern void _wrap_Accelerator_save_model__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_149 arg3, swig_type_150 arg4, _Bool arg5);
+extern void _wrap_Accelerator_save_model__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_151 arg3, swig_type_152 arg4);
+extern void _wrap_Accelerator_save_model__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_153 arg3);
 extern uintptr_t _wrap_Accelerator_state_dict_names_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Accelerator_state_dict_tensors_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern uintptr_t _wrap_Accelerator_load_checkpoint_in_model__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_152 arg3, _Bool arg4);
-extern uintptr_t _wrap_Accelerator_load_checkpoint_in_model__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_153 arg3);
+extern uintptr_t _wrap_Accelerator_load_checkpoint_in_model__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_154 arg3, _Bool arg4);
+extern uintptr_t _wrap_Accelerator_load_checkpoint_in_model__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_155 arg3);
 extern void _wrap_Accelerator_register_for_checkpointing_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern swig_type_154 _wrap_Accelerator_register_save_state_pre_hook_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern swig_type_155 _wrap_Accelerator_register_load_state_pre_hook_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern void _wrap_Accelerator_remove_hook_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_156 arg2);
-extern void _wrap_Accelerator_add_tracker_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_157 arg3);
-extern void _wrap_Accelerator_init_trackers__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_158 arg2, swig_type_159 arg3);
-extern void _wrap_Accelerator_init_trackers__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_160 arg2);
-extern void _wrap_Accelerator_log__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, swig_type_161 arg4);
+extern swig_type_156 _wrap_Accelerator_register_save_state_pre_hook_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
+extern swig_type_157 _wrap_Accelerator_register_load_state_pre_hook_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
+extern void _wrap_Accelerator_remove_hook_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_158 arg2);
+extern void _wrap_Accelerator_add_tracker_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_159 arg3);
+extern void _wrap_Accelerator_init_trackers__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_160 arg2, swig_type_161 arg3);
+extern void _wrap_Accelerator_init_trackers__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_162 arg2);
+extern void _wrap_Accelerator_log__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, swig_type_163 arg4);
 extern void _wrap_Accelerator_log__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3);
-extern void _wrap_Accelerator_log_text__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_162 arg2, swig_type_163 arg3, swig_type_164 arg4);
-extern void _wrap_Accelerator_log_text__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_165 arg2, swig_type_166 arg3);
-extern _Bool _wrap_Accelerator_has_tracker_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_167 arg2);
+extern void _wrap_Accelerator_log_text__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_164 arg2, swig_type_165 arg3, swig_type_166 arg4);
+extern void _wrap_Accelerator_log_text__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_167 arg2, swig_type_168 arg3);
+extern _Bool _wrap_Accelerator_has_tracker_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_169 arg2);
 extern void _wrap_Accelerator_end_training_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_Model_from_json_core_a1403cbc65d2f32f(swig_type_168 arg1);
-extern uintptr_t _wrap_Model_from_torchscript_core_a1403cbc65d2f32f(swig_type_169 arg1);
+extern uintptr_t _wrap_Model_from_json_core_a1403cbc65d2f32f(swig_type_170 arg1);
+extern uintptr_t _wrap_Model_from_torchscript_core_a1403cbc65d2f32f(swig_type_171 arg1);
 extern void _wrap_delete_Model_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Model_forward_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern void _wrap_Model_train__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, _Bool arg2);
 extern void _wrap_Model_train__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_170 _wrap_Model_num_parameters__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, _Bool arg2);
-extern swig_type_171 _wrap_Model_num_parameters__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_Model_from_json_empty_core_a1403cbc65d2f32f(swig_type_172 arg1);
-extern swig_type_173 _wrap_Model_module_sizes_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_174 arg2);
-extern swig_type_175 _wrap_Model_module_sizes_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_176 _wrap_Model_infer_auto_device_map_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_177 arg2, uintptr_t arg3, swig_type_178 arg4);
-extern swig_type_179 _wrap_Model_infer_auto_device_map_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_180 arg2, uintptr_t arg3);
-extern void _wrap_Model_verify_device_map_json_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_181 arg2);
-extern void _wrap_Model_materialize__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_182 arg2, swig_type_183 arg3);
-extern void _wrap_Model_materialize__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_184 arg2);
-extern void _wrap_Model_load_checkpoint_and_dispatch_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_185 arg2, swig_type_186 arg3, swig_type_187 arg4, swig_type_188 arg5);
-extern void _wrap_Model_load_checkpoint_and_dispatch_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_189 arg2, swig_type_190 arg3, swig_type_191 arg4);
-extern void _wrap_Model_load_checkpoint_and_dispatch_json__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_192 arg2, swig_type_193 arg3);
-extern uintptr_t _wrap_Model_from_torchscript_outputs_core_a1403cbc65d2f32f(swig_type_194 arg1, uintptr_t arg2);
+extern swig_type_172 _wrap_Model_num_parameters__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, _Bool arg2);
+extern swig_type_173 _wrap_Model_num_parameters__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern uintptr_t _wrap_Model_from_json_empty_core_a1403cbc65d2f32f(swig_type_174 arg1);
+extern swig_type_175 _wrap_Model_module_sizes_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_176 arg2);
+extern swig_type_177 _wrap_Model_module_sizes_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_178 _wrap_Model_infer_auto_device_map_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_179 arg2, uintptr_t arg3, swig_type_180 arg4);
+extern swig_type_181 _wrap_Model_infer_auto_device_map_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_182 arg2, uintptr_t arg3);
+extern void _wrap_Model_verify_device_map_json_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_183 arg2);
+extern void _wrap_Model_materialize__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_184 arg2, swig_type_185 arg3);
+extern void _wrap_Model_materialize__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_186 arg2);
+extern void _wrap_Model_load_checkpoint_and_dispatch_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_187 arg2, swig_type_188 arg3, swig_type_189 arg4, swig_type_190 arg5);
+extern void _wrap_Model_load_checkpoint_and_dispatch_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_191 arg2, swig_type_192 arg3, swig_type_193 arg4);
+extern void _wrap_Model_load_checkpoint_and_dispatch_json__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_194 arg2, swig_type_195 arg3);
+extern uintptr_t _wrap_Model_from_torchscript_outputs_core_a1403cbc65d2f32f(swig_type_196 arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Model_forward_named_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Model_named_parameters_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Model_named_buffers_core_a1403cbc65d2f32f(uintptr_t arg1);
@@ -868,21 +872,21 @@ extern void _wrap_delete_Scheduler_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_Scheduler_step_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_Scheduler_step_metric_core_a1403cbc65d2f32f(uintptr_t arg1, double arg2);
 extern double _wrap_Scheduler_get_last_lr_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_195 _wrap_Scheduler_last_epoch_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_197 _wrap_Scheduler_last_epoch_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Dataset_from_tensors_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern uintptr_t _wrap_Dataset_from_idx__SWIG_0_core_a1403cbc65d2f32f(swig_type_196 arg1, swig_type_197 arg2, double arg3, double arg4);
-extern uintptr_t _wrap_Dataset_from_idx__SWIG_1_core_a1403cbc65d2f32f(swig_type_198 arg1, swig_type_199 arg2, double arg3);
-extern uintptr_t _wrap_Dataset_from_idx__SWIG_2_core_a1403cbc65d2f32f(swig_type_200 arg1, swig_type_201 arg2);
-extern uintptr_t _wrap_Dataset_from_csv__SWIG_0_core_a1403cbc65d2f32f(swig_type_202 arg1, swig_type_203 arg2, swig_intgo arg3);
-extern uintptr_t _wrap_Dataset_from_csv__SWIG_1_core_a1403cbc65d2f32f(swig_type_204 arg1, swig_type_205 arg2);
-extern uintptr_t _wrap_Dataset_from_safetensors_core_a1403cbc65d2f32f(swig_type_206 arg1, uintptr_t arg2);
-extern uintptr_t _wrap_Dataset_from_source_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_207 arg2, uintptr_t arg3);
+extern uintptr_t _wrap_Dataset_from_idx__SWIG_0_core_a1403cbc65d2f32f(swig_type_198 arg1, swig_type_199 arg2, double arg3, double arg4);
+extern uintptr_t _wrap_Dataset_from_idx__SWIG_1_core_a1403cbc65d2f32f(swig_type_200 arg1, swig_type_201 arg2, double arg3);
+extern uintptr_t _wrap_Dataset_from_idx__SWIG_2_core_a1403cbc65d2f32f(swig_type_202 arg1, swig_type_203 arg2);
+extern uintptr_t _wrap_Dataset_from_csv__SWIG_0_core_a1403cbc65d2f32f(swig_type_204 arg1, swig_type_205 arg2, swig_intgo arg3);
+extern uintptr_t _wrap_Dataset_from_csv__SWIG_1_core_a1403cbc65d2f32f(swig_type_206 arg1, swig_type_207 arg2);
+extern uintptr_t _wrap_Dataset_from_safetensors_core_a1403cbc65d2f32f(swig_type_208 arg1, uintptr_t arg2);
+extern uintptr_t _wrap_Dataset_from_source_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_209 arg2, uintptr_t arg3);
 extern uintptr_t _wrap_Dataset_from_stream_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Dataset_from_sequences__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Dataset_from_sequences__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Dataset_from_sequences_collate_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3);
 extern void _wrap_delete_Dataset_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_208 _wrap_Dataset_size_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_210 _wrap_Dataset_size_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern _Bool _wrap_Dataset_is_iterable_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_DataLoader__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_new_DataLoader__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
@@ -890,64 +894,64 @@ extern uintptr_t _wrap_new_DataLoader__SWIG_2_core_a1403cbc65d2f32f(uintptr_t ar
 extern uintptr_t _wrap_new_DataLoader__SWIG_3_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, uintptr_t arg4);
 extern void _wrap_delete_DataLoader_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_DataLoader_next_batch_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_209 _wrap_DataLoader_num_batches_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_DataLoader_skip_first_batches_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_210 arg2);
-extern void _wrap_DataLoader_set_epoch_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_211 arg2);
-extern void _wrap_DataLoader_set_progress__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_212 arg2);
+extern swig_type_211 _wrap_DataLoader_num_batches_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern uintptr_t _wrap_DataLoader_skip_first_batches_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_212 arg2);
+extern void _wrap_DataLoader_set_epoch_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_213 arg2);
+extern void _wrap_DataLoader_set_progress__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_214 arg2);
 extern void _wrap_DataLoader_set_progress__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_DataLoader_hide_progress_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_DataLoader_field_names_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_Sequences_from_arrays__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, swig_type_213 arg4);
+extern uintptr_t _wrap_Sequences_from_arrays__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, swig_type_215 arg4);
 extern uintptr_t _wrap_Sequences_from_arrays__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3);
-extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_0_core_a1403cbc65d2f32f(swig_type_214 arg1, swig_type_215 arg2, swig_type_216 arg3, swig_type_217 arg4);
-extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_1_core_a1403cbc65d2f32f(swig_type_218 arg1, swig_type_219 arg2, swig_type_220 arg3);
-extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_2_core_a1403cbc65d2f32f(swig_type_221 arg1, swig_type_222 arg2);
-extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_3_core_a1403cbc65d2f32f(swig_type_223 arg1);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_0_core_a1403cbc65d2f32f(swig_type_224 arg1, swig_intgo arg2, swig_type_225 arg3, swig_type_226 arg4, swig_type_227 arg5);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_1_core_a1403cbc65d2f32f(swig_type_228 arg1, swig_intgo arg2, swig_type_229 arg3, swig_type_230 arg4);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_2_core_a1403cbc65d2f32f(swig_type_231 arg1, swig_intgo arg2, swig_type_232 arg3);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_3_core_a1403cbc65d2f32f(swig_type_233 arg1, swig_intgo arg2);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_4_core_a1403cbc65d2f32f(swig_type_234 arg1);
-extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_0_core_a1403cbc65d2f32f(swig_type_235 arg1, swig_type_236 arg2, swig_intgo arg3, swig_type_237 arg4, swig_type_238 arg5, swig_type_239 arg6);
-extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_1_core_a1403cbc65d2f32f(swig_type_240 arg1, swig_type_241 arg2, swig_intgo arg3, swig_type_242 arg4, swig_type_243 arg5);
-extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_2_core_a1403cbc65d2f32f(swig_type_244 arg1, swig_type_245 arg2, swig_intgo arg3, swig_type_246 arg4);
-extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_3_core_a1403cbc65d2f32f(swig_type_247 arg1, swig_type_248 arg2, swig_intgo arg3);
-extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_4_core_a1403cbc65d2f32f(swig_type_249 arg1, swig_type_250 arg2);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_0_core_a1403cbc65d2f32f(swig_type_251 arg1, swig_type_252 arg2, swig_type_253 arg3, swig_type_254 arg4, swig_type_255 arg5);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_1_core_a1403cbc65d2f32f(swig_type_256 arg1, swig_type_257 arg2, swig_type_258 arg3, swig_type_259 arg4);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_2_core_a1403cbc65d2f32f(swig_type_260 arg1, swig_type_261 arg2, swig_type_262 arg3);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_3_core_a1403cbc65d2f32f(swig_type_263 arg1, swig_type_264 arg2);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_4_core_a1403cbc65d2f32f(swig_type_265 arg1);
+extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_0_core_a1403cbc65d2f32f(swig_type_216 arg1, swig_type_217 arg2, swig_type_218 arg3, swig_type_219 arg4);
+extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_1_core_a1403cbc65d2f32f(swig_type_220 arg1, swig_type_221 arg2, swig_type_222 arg3);
+extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_2_core_a1403cbc65d2f32f(swig_type_223 arg1, swig_type_224 arg2);
+extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_3_core_a1403cbc65d2f32f(swig_type_225 arg1);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_0_core_a1403cbc65d2f32f(swig_type_226 arg1, swig_intgo arg2, swig_type_227 arg3, swig_type_228 arg4, swig_type_229 arg5);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_1_core_a1403cbc65d2f32f(swig_type_230 arg1, swig_intgo arg2, swig_type_231 arg3, swig_type_232 arg4);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_2_core_a1403cbc65d2f32f(swig_type_233 arg1, swig_intgo arg2, swig_type_234 arg3);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_3_core_a1403cbc65d2f32f(swig_type_235 arg1, swig_intgo arg2);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_4_core_a1403cbc65d2f32f(swig_type_236 arg1);
+extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_0_core_a1403cbc65d2f32f(swig_type_237 arg1, swig_type_238 arg2, swig_intgo arg3, swig_type_239 arg4, swig_type_240 arg5, swig_type_241 arg6);
+extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_1_core_a1403cbc65d2f32f(swig_type_242 arg1, swig_type_243 arg2, swig_intgo arg3, swig_type_244 arg4, swig_type_245 arg5);
+extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_2_core_a1403cbc65d2f32f(swig_type_246 arg1, swig_type_247 arg2, swig_intgo arg3, swig_type_248 arg4);
+extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_3_core_a1403cbc65d2f32f(swig_type_249 arg1, swig_type_250 arg2, swig_intgo arg3);
+extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_4_core_a1403cbc65d2f32f(swig_type_251 arg1, swig_type_252 arg2);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_0_core_a1403cbc65d2f32f(swig_type_253 arg1, swig_type_254 arg2, swig_type_255 arg3, swig_type_256 arg4, swig_type_257 arg5);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_1_core_a1403cbc65d2f32f(swig_type_258 arg1, swig_type_259 arg2, swig_type_260 arg3, swig_type_261 arg4);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_2_core_a1403cbc65d2f32f(swig_type_262 arg1, swig_type_263 arg2, swig_type_264 arg3);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_3_core_a1403cbc65d2f32f(swig_type_265 arg1, swig_type_266 arg2);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_4_core_a1403cbc65d2f32f(swig_type_267 arg1);
 extern void _wrap_delete_Sequences_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_266 _wrap_Sequences_size_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_267 _wrap_Sequences_length_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_268 arg2);
-extern uintptr_t _wrap_Sequences_ids_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_269 arg2);
-extern uintptr_t _wrap_Sequences_labels_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_270 arg2);
-extern uintptr_t _wrap_new_ProgressBar__SWIG_0_core_a1403cbc65d2f32f(swig_type_271 arg1, swig_type_272 arg2, _Bool arg3);
-extern uintptr_t _wrap_new_ProgressBar__SWIG_1_core_a1403cbc65d2f32f(swig_type_273 arg1, swig_type_274 arg2);
-extern uintptr_t _wrap_new_ProgressBar__SWIG_2_core_a1403cbc65d2f32f(swig_type_275 arg1);
+extern swig_type_268 _wrap_Sequences_size_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_269 _wrap_Sequences_length_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_270 arg2);
+extern uintptr_t _wrap_Sequences_ids_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_271 arg2);
+extern uintptr_t _wrap_Sequences_labels_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_272 arg2);
+extern uintptr_t _wrap_new_ProgressBar__SWIG_0_core_a1403cbc65d2f32f(swig_type_273 arg1, swig_type_274 arg2, _Bool arg3);
+extern uintptr_t _wrap_new_ProgressBar__SWIG_1_core_a1403cbc65d2f32f(swig_type_275 arg1, swig_type_276 arg2);
+extern uintptr_t _wrap_new_ProgressBar__SWIG_2_core_a1403cbc65d2f32f(swig_type_277 arg1);
 extern void _wrap_delete_ProgressBar_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_ProgressBar_update__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_276 arg2);
+extern void _wrap_ProgressBar_update__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_278 arg2);
 extern void _wrap_ProgressBar_update__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_Profile_begin_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_277 arg2);
+extern uintptr_t _wrap_Profile_begin_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_279 arg2);
 extern void _wrap_delete_Profile_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_Profile_end_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_NamedTensors_core_a1403cbc65d2f32f(void);
 extern void _wrap_delete_NamedTensors_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_NamedTensors_add_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_278 arg2, uintptr_t arg3);
-extern swig_type_279 _wrap_NamedTensors_size_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_NamedTensors_add_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_280 arg2, uintptr_t arg3);
+extern swig_type_281 _wrap_NamedTensors_size_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_TensorList_core_a1403cbc65d2f32f(void);
 extern void _wrap_delete_TensorList_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_TensorList_add_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern swig_type_280 _wrap_TensorList_size_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_282 _wrap_TensorList_size_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_TensorMap_core_a1403cbc65d2f32f(void);
 extern void _wrap_delete_TensorMap_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_TensorMap_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_281 arg2, uintptr_t arg3);
-extern swig_type_282 _wrap_TensorMap_count_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_283 _wrap_TensorMap_name_at_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_284 arg2);
-extern uintptr_t _wrap_TensorMap_get_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_285 arg2);
+extern void _wrap_TensorMap_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_283 arg2, uintptr_t arg3);
+extern swig_type_284 _wrap_TensorMap_count_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_285 _wrap_TensorMap_name_at_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_286 arg2);
+extern uintptr_t _wrap_TensorMap_get_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_287 arg2);
 extern swig_intgo _wrap_take_error_code_core_a1403cbc65d2f32f(void);
-extern swig_type_286 _wrap_take_error_message_core_a1403cbc65d2f32f(void);
+extern swig_type_288 _wrap_take_error_message_core_a1403cbc65d2f32f(void);
 #undef intgo
 */
 import "C"
@@ -2304,6 +2308,25 @@ func (arg1 SwigcptrAcceleratorOptions) GetFsdp_activation_checkpointing() (_swig
 	return swig_r
 }
 
+func (arg1 SwigcptrAcceleratorOptions) SetFsdp_transformer_layer_cls_to_wrap(arg2 string) {
+	_swig_i_0 := arg1
+	_swig_i_1 := arg2
+	C._wrap_AcceleratorOptions_fsdp_transformer_layer_cls_to_wrap_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_41)(unsafe.Pointer(&_swig_i_1)))
+	if Swig_escape_always_false {
+		Swig_escape_val = arg2
+	}
+}
+
+func (arg1 SwigcptrAcceleratorOptions) GetFsdp_transformer_layer_cls_to_wrap() (_swig_ret string) {
+	var swig_r string
+	_swig_i_0 := arg1
+	swig_r_p := C._wrap_AcceleratorOptions_fsdp_transformer_layer_cls_to_wrap_get_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0))
+	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
+	var swig_r_1 string
+ swig_r_1 = swigCopyString(swig_r) 
+	return swig_r_1
+}
+
 func NewAcceleratorOptions() (_swig_ret AcceleratorOptions) {
 	var swig_r AcceleratorOptions
 	swig_r = (AcceleratorOptions)(SwigcptrAcceleratorOptions(C._wrap_new_AcceleratorOptions_core_a1403cbc65d2f32f()))
@@ -2384,6 +2407,8 @@ type AcceleratorOptions interface {
 	GetFsdp_min_num_params() (_swig_ret int64)
 	SetFsdp_activation_checkpointing(arg2 int)
 	GetFsdp_activation_checkpointing() (_swig_ret int)
+	SetFsdp_transformer_layer_cls_to_wrap(arg2 string)
+	GetFsdp_transformer_layer_cls_to_wrap() (_swig_ret string)
 }
 
 type Accel_loss_kind int
@@ -2434,7 +2459,7 @@ func (p SwigcptrLossOptions) SwigIsLossOptions() {
 func (arg1 SwigcptrLossOptions) SetIgnore_index(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_LossOptions_ignore_index_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_41(_swig_i_1))
+	C._wrap_LossOptions_ignore_index_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_43(_swig_i_1))
 }
 
 func (arg1 SwigcptrLossOptions) GetIgnore_index() (_swig_ret int64) {
@@ -2869,7 +2894,7 @@ func (arg1 SwigcptrSchedulerOptions) GetKind() (_swig_ret Accel_scheduler_kind) 
 func (arg1 SwigcptrSchedulerOptions) SetStep_size(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_SchedulerOptions_step_size_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_43(_swig_i_1))
+	C._wrap_SchedulerOptions_step_size_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_45(_swig_i_1))
 }
 
 func (arg1 SwigcptrSchedulerOptions) GetStep_size() (_swig_ret int64) {
@@ -2895,7 +2920,7 @@ func (arg1 SwigcptrSchedulerOptions) GetGamma() (_swig_ret float64) {
 func (arg1 SwigcptrSchedulerOptions) SetT_max(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_SchedulerOptions_t_max_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_45(_swig_i_1))
+	C._wrap_SchedulerOptions_t_max_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_47(_swig_i_1))
 }
 
 func (arg1 SwigcptrSchedulerOptions) GetT_max() (_swig_ret int64) {
@@ -2947,7 +2972,7 @@ func (arg1 SwigcptrSchedulerOptions) GetEnd_factor() (_swig_ret float64) {
 func (arg1 SwigcptrSchedulerOptions) SetTotal_iters(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_SchedulerOptions_total_iters_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_47(_swig_i_1))
+	C._wrap_SchedulerOptions_total_iters_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_49(_swig_i_1))
 }
 
 func (arg1 SwigcptrSchedulerOptions) GetTotal_iters() (_swig_ret int64) {
@@ -2999,7 +3024,7 @@ func (arg1 SwigcptrSchedulerOptions) GetMax_lr() (_swig_ret float64) {
 func (arg1 SwigcptrSchedulerOptions) SetTotal_steps(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_SchedulerOptions_total_steps_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_49(_swig_i_1))
+	C._wrap_SchedulerOptions_total_steps_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_51(_swig_i_1))
 }
 
 func (arg1 SwigcptrSchedulerOptions) GetTotal_steps() (_swig_ret int64) {
@@ -3077,7 +3102,7 @@ func (arg1 SwigcptrSchedulerOptions) GetThree_phase() (_swig_ret int) {
 func (arg1 SwigcptrSchedulerOptions) SetNum_warmup_steps(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_SchedulerOptions_num_warmup_steps_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_51(_swig_i_1))
+	C._wrap_SchedulerOptions_num_warmup_steps_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_53(_swig_i_1))
 }
 
 func (arg1 SwigcptrSchedulerOptions) GetNum_warmup_steps() (_swig_ret int64) {
@@ -3090,7 +3115,7 @@ func (arg1 SwigcptrSchedulerOptions) GetNum_warmup_steps() (_swig_ret int64) {
 func (arg1 SwigcptrSchedulerOptions) SetNum_training_steps(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_SchedulerOptions_num_training_steps_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_53(_swig_i_1))
+	C._wrap_SchedulerOptions_num_training_steps_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_55(_swig_i_1))
 }
 
 func (arg1 SwigcptrSchedulerOptions) GetNum_training_steps() (_swig_ret int64) {
@@ -3129,7 +3154,7 @@ func (arg1 SwigcptrSchedulerOptions) GetMode_max() (_swig_ret int) {
 func (arg1 SwigcptrSchedulerOptions) SetPatience(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_SchedulerOptions_patience_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_55(_swig_i_1))
+	C._wrap_SchedulerOptions_patience_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_57(_swig_i_1))
 }
 
 func (arg1 SwigcptrSchedulerOptions) GetPatience() (_swig_ret int64) {
@@ -3168,7 +3193,7 @@ func (arg1 SwigcptrSchedulerOptions) GetThreshold_abs() (_swig_ret int) {
 func (arg1 SwigcptrSchedulerOptions) SetCooldown(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_SchedulerOptions_cooldown_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_57(_swig_i_1))
+	C._wrap_SchedulerOptions_cooldown_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_59(_swig_i_1))
 }
 
 func (arg1 SwigcptrSchedulerOptions) GetCooldown() (_swig_ret int64) {
@@ -3331,7 +3356,7 @@ func (p SwigcptrPaddingOptions) SwigIsPaddingOptions() {
 func (arg1 SwigcptrPaddingOptions) SetPad_id(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_PaddingOptions_pad_id_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_59(_swig_i_1))
+	C._wrap_PaddingOptions_pad_id_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_61(_swig_i_1))
 }
 
 func (arg1 SwigcptrPaddingOptions) GetPad_id() (_swig_ret int64) {
@@ -3344,7 +3369,7 @@ func (arg1 SwigcptrPaddingOptions) GetPad_id() (_swig_ret int64) {
 func (arg1 SwigcptrPaddingOptions) SetPad_to_multiple_of(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_PaddingOptions_pad_to_multiple_of_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_61(_swig_i_1))
+	C._wrap_PaddingOptions_pad_to_multiple_of_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_63(_swig_i_1))
 }
 
 func (arg1 SwigcptrPaddingOptions) GetPad_to_multiple_of() (_swig_ret int64) {
@@ -3357,7 +3382,7 @@ func (arg1 SwigcptrPaddingOptions) GetPad_to_multiple_of() (_swig_ret int64) {
 func (arg1 SwigcptrPaddingOptions) SetMax_length(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_PaddingOptions_max_length_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_63(_swig_i_1))
+	C._wrap_PaddingOptions_max_length_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_65(_swig_i_1))
 }
 
 func (arg1 SwigcptrPaddingOptions) GetMax_length() (_swig_ret int64) {
@@ -3431,7 +3456,7 @@ func (p SwigcptrDataLoaderOptions) SwigIsDataLoaderOptions() {
 func (arg1 SwigcptrDataLoaderOptions) SetBatch_size(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_DataLoaderOptions_batch_size_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_65(_swig_i_1))
+	C._wrap_DataLoaderOptions_batch_size_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_67(_swig_i_1))
 }
 
 func (arg1 SwigcptrDataLoaderOptions) GetBatch_size() (_swig_ret int64) {
@@ -3457,7 +3482,7 @@ func (arg1 SwigcptrDataLoaderOptions) GetShuffle() (_swig_ret int) {
 func (arg1 SwigcptrDataLoaderOptions) SetSeed(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_DataLoaderOptions_seed_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_67(_swig_i_1))
+	C._wrap_DataLoaderOptions_seed_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_69(_swig_i_1))
 }
 
 func (arg1 SwigcptrDataLoaderOptions) GetSeed() (_swig_ret uint64) {
@@ -3653,7 +3678,7 @@ func (arg1 SwigcptrSampleWriter) Write(arg2 int, arg3 []byte) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	C._wrap_SampleWriter_write_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1), *(*C.swig_type_70)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_SampleWriter_write_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1), *(*C.swig_type_72)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg3
 	}
@@ -3770,7 +3795,7 @@ func (arg1 SwigcptrDatasetSource) Get_sample(arg2 int64, arg3 SampleWriter) (_sw
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	swig_r_p := C._wrap_DatasetSource_get_sample_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_72(_swig_i_1), C.uintptr_t(_swig_i_2))
+	swig_r_p := C._wrap_DatasetSource_get_sample_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_74(_swig_i_1), C.uintptr_t(_swig_i_2))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -3855,7 +3880,7 @@ func (swig_p *_swig_DirectorStreamSource) Reset(epoch uint64) string {
 	}
 	var swig_r string
 	_swig_i_0 := epoch
-	swig_r_p := C._wrap__swig_DirectorStreamSource_upcall_Reset_core_a1403cbc65d2f32f(C.uintptr_t(swig_p.SwigcptrStreamSource), C.swig_type_74(_swig_i_0))
+	swig_r_p := C._wrap__swig_DirectorStreamSource_upcall_Reset_core_a1403cbc65d2f32f(C.uintptr_t(swig_p.SwigcptrStreamSource), C.swig_type_76(_swig_i_0))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -3865,7 +3890,7 @@ func (swig_p *_swig_DirectorStreamSource) Reset(epoch uint64) string {
 func DirectorStreamSourceReset(swig_p StreamSource, epoch uint64) string {
 	var swig_r string
 	_swig_i_0 := epoch
-	swig_r_p := C._wrap__swig_DirectorStreamSource_upcall_Reset_core_a1403cbc65d2f32f(C.uintptr_t(swig_p.(*_swig_DirectorStreamSource).SwigcptrStreamSource), C.swig_type_74(_swig_i_0))
+	swig_r_p := C._wrap__swig_DirectorStreamSource_upcall_Reset_core_a1403cbc65d2f32f(C.uintptr_t(swig_p.(*_swig_DirectorStreamSource).SwigcptrStreamSource), C.swig_type_76(_swig_i_0))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -3922,7 +3947,7 @@ func (arg1 SwigcptrStreamSource) Reset(arg2 uint64) (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r_p := C._wrap_StreamSource_reset_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_74(_swig_i_1))
+	swig_r_p := C._wrap_StreamSource_reset_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_76(_swig_i_1))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -3959,7 +3984,7 @@ func (arg1 SwigcptrCollateWriter) Write(arg2 int, arg3 Accel_dtype, arg4 Int64Ve
 	_swig_i_2 := arg3
 	_swig_i_3 := getSwigcptr(arg4)
 	_swig_i_4 := arg5
-	C._wrap_CollateWriter_write_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1), C.swig_intgo(_swig_i_2), C.uintptr_t(_swig_i_3), *(*C.swig_type_77)(unsafe.Pointer(&_swig_i_4)))
+	C._wrap_CollateWriter_write_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1), C.swig_intgo(_swig_i_2), C.uintptr_t(_swig_i_3), *(*C.swig_type_79)(unsafe.Pointer(&_swig_i_4)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg5
 	}
@@ -4098,7 +4123,7 @@ func (p SwigcptrStateWriter) SwigIsStateWriter() {
 func (arg1 SwigcptrStateWriter) Write(arg2 []byte) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_StateWriter_write_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_79)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_StateWriter_write_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_81)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -4242,7 +4267,7 @@ func (arg1 SwigcptrCheckpointObject) Load_state(arg2 string, arg3 int64) (_swig_
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r_p := C._wrap_CheckpointObject_load_state_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_82)(unsafe.Pointer(&_swig_i_1)), C.swig_type_83(_swig_i_2))
+	swig_r_p := C._wrap_CheckpointObject_load_state_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_84)(unsafe.Pointer(&_swig_i_1)), C.swig_type_85(_swig_i_2))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
@@ -4345,7 +4370,7 @@ func (arg1 SwigcptrStateHook) Run(arg2 string) (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r_p := C._wrap_StateHook_run_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_85)(unsafe.Pointer(&_swig_i_1)))
+	swig_r_p := C._wrap_StateHook_run_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_87)(unsafe.Pointer(&_swig_i_1)))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
@@ -4406,7 +4431,7 @@ func (swig_p *_swig_DirectorTracker) Init(run_name string, config_json string) s
 	var swig_r string
 	_swig_i_0 := run_name
 	_swig_i_1 := config_json
-	swig_r_p := C._wrap__swig_DirectorTracker_upcall_Init_core_a1403cbc65d2f32f(C.uintptr_t(swig_p.SwigcptrTracker), *(*C.swig_type_87)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_88)(unsafe.Pointer(&_swig_i_1)))
+	swig_r_p := C._wrap__swig_DirectorTracker_upcall_Init_core_a1403cbc65d2f32f(C.uintptr_t(swig_p.SwigcptrTracker), *(*C.swig_type_89)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_90)(unsafe.Pointer(&_swig_i_1)))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = _swig_i_0
@@ -4423,7 +4448,7 @@ func DirectorTrackerInit(swig_p Tracker, run_name string, config_json string) st
 	var swig_r string
 	_swig_i_0 := run_name
 	_swig_i_1 := config_json
-	swig_r_p := C._wrap__swig_DirectorTracker_upcall_Init_core_a1403cbc65d2f32f(C.uintptr_t(swig_p.(*_swig_DirectorTracker).SwigcptrTracker), *(*C.swig_type_87)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_88)(unsafe.Pointer(&_swig_i_1)))
+	swig_r_p := C._wrap__swig_DirectorTracker_upcall_Init_core_a1403cbc65d2f32f(C.uintptr_t(swig_p.(*_swig_DirectorTracker).SwigcptrTracker), *(*C.swig_type_89)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_90)(unsafe.Pointer(&_swig_i_1)))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = _swig_i_0
@@ -4469,7 +4494,7 @@ func (swig_p *_swig_DirectorTracker) Log(names StringVector, values DoubleVector
 	_swig_i_0 := getSwigcptr(names)
 	_swig_i_1 := getSwigcptr(values)
 	_swig_i_2 := step
-	swig_r_p := C._wrap__swig_DirectorTracker_upcall_Log_core_a1403cbc65d2f32f(C.uintptr_t(swig_p.SwigcptrTracker), C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_90(_swig_i_2))
+	swig_r_p := C._wrap__swig_DirectorTracker_upcall_Log_core_a1403cbc65d2f32f(C.uintptr_t(swig_p.SwigcptrTracker), C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_92(_swig_i_2))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -4481,7 +4506,7 @@ func DirectorTrackerLog(swig_p Tracker, names StringVector, values DoubleVector,
 	_swig_i_0 := getSwigcptr(names)
 	_swig_i_1 := getSwigcptr(values)
 	_swig_i_2 := step
-	swig_r_p := C._wrap__swig_DirectorTracker_upcall_Log_core_a1403cbc65d2f32f(C.uintptr_t(swig_p.(*_swig_DirectorTracker).SwigcptrTracker), C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_90(_swig_i_2))
+	swig_r_p := C._wrap__swig_DirectorTracker_upcall_Log_core_a1403cbc65d2f32f(C.uintptr_t(swig_p.(*_swig_DirectorTracker).SwigcptrTracker), C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_92(_swig_i_2))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -4570,7 +4595,7 @@ func (arg1 SwigcptrTracker) Init(arg2 string, arg3 string) (_swig_ret string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r_p := C._wrap_Tracker_init_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_87)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_88)(unsafe.Pointer(&_swig_i_2)))
+	swig_r_p := C._wrap_Tracker_init_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_89)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_90)(unsafe.Pointer(&_swig_i_2)))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
@@ -4589,7 +4614,7 @@ func (arg1 SwigcptrTracker) Log(arg2 StringVector, arg3 DoubleVector, arg4 int64
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := getSwigcptr(arg3)
 	_swig_i_3 := arg4
-	swig_r_p := C._wrap_Tracker_log_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.uintptr_t(_swig_i_2), C.swig_type_90(_swig_i_3))
+	swig_r_p := C._wrap_Tracker_log_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.uintptr_t(_swig_i_2), C.swig_type_92(_swig_i_3))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -4665,7 +4690,7 @@ func Log_message__SWIG_0(arg1 string, arg2 Accel_log_level, arg3 string, arg4 bo
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	C._wrap_log_message__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_98)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_99)(unsafe.Pointer(&_swig_i_2)), C._Bool(_swig_i_3))
+	C._wrap_log_message__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_100)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_101)(unsafe.Pointer(&_swig_i_2)), C._Bool(_swig_i_3))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -4678,7 +4703,7 @@ func Log_message__SWIG_1(arg1 string, arg2 Accel_log_level, arg3 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	C._wrap_log_message__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_100)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_101)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_log_message__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_102)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_103)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -4714,7 +4739,7 @@ func TensorFrom_buffer(arg1 []byte, arg2 Accel_dtype, arg3 Int64Vector) (_swig_r
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_from_buffer_core_a1403cbc65d2f32f(*(*C.swig_type_102)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), C.uintptr_t(_swig_i_2))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_from_buffer_core_a1403cbc65d2f32f(*(*C.swig_type_104)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), C.uintptr_t(_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -4729,7 +4754,7 @@ func DeleteTensor(arg1 Tensor) {
 func (arg1 SwigcptrTensor) Copy_to(arg2 []byte) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Tensor_copy_to_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_103)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Tensor_copy_to_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_105)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -4774,7 +4799,7 @@ func (arg1 SwigcptrTensor) Argmax(arg2 int64) (_swig_ret Tensor) {
 	var swig_r Tensor
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_argmax_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_106(_swig_i_1))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_argmax_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_108(_swig_i_1))))
 	return swig_r
 }
 
@@ -4809,7 +4834,7 @@ func (arg1 SwigcptrTensor) Loss_ext__SWIG_0(arg2 Accel_loss_kind, arg3 Tensor, a
 	_swig_i_2 := getSwigcptr(arg3)
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_loss_ext__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1), C.uintptr_t(_swig_i_2), C.swig_type_107(_swig_i_3), C.double(_swig_i_4))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_loss_ext__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1), C.uintptr_t(_swig_i_2), C.swig_type_109(_swig_i_3), C.double(_swig_i_4))))
 	return swig_r
 }
 
@@ -4819,7 +4844,7 @@ func (arg1 SwigcptrTensor) Loss_ext__SWIG_1(arg2 Accel_loss_kind, arg3 Tensor, a
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
 	_swig_i_3 := arg4
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_loss_ext__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1), C.uintptr_t(_swig_i_2), C.swig_type_108(_swig_i_3))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_loss_ext__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1), C.uintptr_t(_swig_i_2), C.swig_type_110(_swig_i_3))))
 	return swig_r
 }
 
@@ -4850,7 +4875,7 @@ func (arg1 SwigcptrTensor) Softmax(arg2 int64) (_swig_ret Tensor) {
 	var swig_r Tensor
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_softmax_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_109(_swig_i_1))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_softmax_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_111(_swig_i_1))))
 	return swig_r
 }
 
@@ -4859,7 +4884,7 @@ func (arg1 SwigcptrTensor) Topk(arg2 int64, arg3 int64) (_swig_ret TensorMap) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (TensorMap)(SwigcptrTensorMap(C._wrap_Tensor_topk_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_110(_swig_i_1), C.swig_type_111(_swig_i_2))))
+	swig_r = (TensorMap)(SwigcptrTensorMap(C._wrap_Tensor_topk_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_112(_swig_i_1), C.swig_type_113(_swig_i_2))))
 	return swig_r
 }
 
@@ -4874,7 +4899,7 @@ func (arg1 SwigcptrTensor) Mean_dim(arg2 int64) (_swig_ret Tensor) {
 	var swig_r Tensor
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_mean_dim_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_112(_swig_i_1))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_mean_dim_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_114(_swig_i_1))))
 	return swig_r
 }
 
@@ -4892,7 +4917,7 @@ func (arg1 SwigcptrTensor) Narrow(arg2 int64, arg3 int64, arg4 int64) (_swig_ret
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_narrow_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_113(_swig_i_1), C.swig_type_114(_swig_i_2), C.swig_type_115(_swig_i_3))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_narrow_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_115(_swig_i_1), C.swig_type_116(_swig_i_2), C.swig_type_117(_swig_i_3))))
 	return swig_r
 }
 
@@ -5083,7 +5108,7 @@ func (arg1 SwigcptrAccelerator) Wait_for_everyone() {
 func (arg1 SwigcptrAccelerator) Print(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Accelerator_print_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_118)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Accelerator_print_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_120)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -5092,7 +5117,7 @@ func (arg1 SwigcptrAccelerator) Print(arg2 string) {
 func (arg1 SwigcptrAccelerator) Set_seed(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Accelerator_set_seed_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_119(_swig_i_1))
+	C._wrap_Accelerator_set_seed_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_121(_swig_i_1))
 }
 
 func (arg1 SwigcptrAccelerator) Set_seed_ext(arg2 uint64, arg3 bool, arg4 bool) {
@@ -5100,7 +5125,7 @@ func (arg1 SwigcptrAccelerator) Set_seed_ext(arg2 uint64, arg3 bool, arg4 bool) 
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	C._wrap_Accelerator_set_seed_ext_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_120(_swig_i_1), C._Bool(_swig_i_2), C._Bool(_swig_i_3))
+	C._wrap_Accelerator_set_seed_ext_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_122(_swig_i_1), C._Bool(_swig_i_2), C._Bool(_swig_i_3))
 }
 
 func (arg1 SwigcptrAccelerator) Gather(arg2 Tensor) (_swig_ret Tensor) {
@@ -5182,7 +5207,7 @@ func (arg1 SwigcptrAccelerator) Pad_across_processes__SWIG_0(arg2 Tensor, arg3 i
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Accelerator_pad_across_processes__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_121(_swig_i_2), C.double(_swig_i_3), C._Bool(_swig_i_4))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Accelerator_pad_across_processes__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_123(_swig_i_2), C.double(_swig_i_3), C._Bool(_swig_i_4))))
 	return swig_r
 }
 
@@ -5192,7 +5217,7 @@ func (arg1 SwigcptrAccelerator) Pad_across_processes__SWIG_1(arg2 Tensor, arg3 i
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Accelerator_pad_across_processes__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_122(_swig_i_2), C.double(_swig_i_3))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Accelerator_pad_across_processes__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_124(_swig_i_2), C.double(_swig_i_3))))
 	return swig_r
 }
 
@@ -5201,7 +5226,7 @@ func (arg1 SwigcptrAccelerator) Pad_across_processes__SWIG_2(arg2 Tensor, arg3 i
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := arg3
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Accelerator_pad_across_processes__SWIG_2_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_123(_swig_i_2))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Accelerator_pad_across_processes__SWIG_2_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_125(_swig_i_2))))
 	return swig_r
 }
 
@@ -5350,7 +5375,7 @@ func (arg1 SwigcptrAccelerator) Pad_across_processes_list__SWIG_0(arg2 TensorLis
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (Batch)(SwigcptrBatch(C._wrap_Accelerator_pad_across_processes_list__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_124(_swig_i_2), C.double(_swig_i_3), C._Bool(_swig_i_4))))
+	swig_r = (Batch)(SwigcptrBatch(C._wrap_Accelerator_pad_across_processes_list__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_126(_swig_i_2), C.double(_swig_i_3), C._Bool(_swig_i_4))))
 	return swig_r
 }
 
@@ -5360,7 +5385,7 @@ func (arg1 SwigcptrAccelerator) Pad_across_processes_list__SWIG_1(arg2 TensorLis
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Batch)(SwigcptrBatch(C._wrap_Accelerator_pad_across_processes_list__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_125(_swig_i_2), C.double(_swig_i_3))))
+	swig_r = (Batch)(SwigcptrBatch(C._wrap_Accelerator_pad_across_processes_list__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_127(_swig_i_2), C.double(_swig_i_3))))
 	return swig_r
 }
 
@@ -5369,7 +5394,7 @@ func (arg1 SwigcptrAccelerator) Pad_across_processes_list__SWIG_2(arg2 TensorLis
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := arg3
-	swig_r = (Batch)(SwigcptrBatch(C._wrap_Accelerator_pad_across_processes_list__SWIG_2_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_126(_swig_i_2))))
+	swig_r = (Batch)(SwigcptrBatch(C._wrap_Accelerator_pad_across_processes_list__SWIG_2_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_128(_swig_i_2))))
 	return swig_r
 }
 
@@ -5431,7 +5456,7 @@ func (arg1 SwigcptrAccelerator) Split_range__SWIG_0(arg2 int64, arg3 bool) (_swi
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_Accelerator_split_range__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_127(_swig_i_1), C._Bool(_swig_i_2))))
+	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_Accelerator_split_range__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_129(_swig_i_1), C._Bool(_swig_i_2))))
 	return swig_r
 }
 
@@ -5439,7 +5464,7 @@ func (arg1 SwigcptrAccelerator) Split_range__SWIG_1(arg2 int64) (_swig_ret Int64
 	var swig_r Int64Vector
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_Accelerator_split_range__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_128(_swig_i_1))))
+	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_Accelerator_split_range__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_130(_swig_i_1))))
 	return swig_r
 }
 
@@ -5458,7 +5483,7 @@ func (arg1 SwigcptrAccelerator) Metrics_length(arg2 int64) (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (int64)(C._wrap_Accelerator_metrics_length_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_130(_swig_i_1)))
+	swig_r = (int64)(C._wrap_Accelerator_metrics_length_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_132(_swig_i_1)))
 	return swig_r
 }
 
@@ -5474,7 +5499,7 @@ func (arg1 SwigcptrAccelerator) Broadcast_object__SWIG_0(arg2 string, arg3 int) 
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r_p := C._wrap_Accelerator_broadcast_object__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_132)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2))
+	swig_r_p := C._wrap_Accelerator_broadcast_object__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_134)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
@@ -5488,7 +5513,7 @@ func (arg1 SwigcptrAccelerator) Broadcast_object__SWIG_1(arg2 string) (_swig_ret
 	var swig_r string
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r_p := C._wrap_Accelerator_broadcast_object__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_134)(unsafe.Pointer(&_swig_i_1)))
+	swig_r_p := C._wrap_Accelerator_broadcast_object__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_136)(unsafe.Pointer(&_swig_i_1)))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
@@ -5513,7 +5538,7 @@ func (arg1 SwigcptrAccelerator) Save_tensors(arg2 NamedTensors, arg3 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := arg3
-	C._wrap_Accelerator_save_tensors_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_135)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_Accelerator_save_tensors_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_137)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg3
 	}
@@ -5523,7 +5548,7 @@ func (arg1 SwigcptrAccelerator) Gather_object(arg2 string) (_swig_ret StringVect
 	var swig_r StringVector
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (StringVector)(SwigcptrStringVector(C._wrap_Accelerator_gather_object_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_136)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (StringVector)(SwigcptrStringVector(C._wrap_Accelerator_gather_object_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_138)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -5808,7 +5833,7 @@ func (arg1 SwigcptrAccelerator) Save_state__SWIG_0(arg2 string, arg3 bool) (_swi
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r_p := C._wrap_Accelerator_save_state__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_140)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2))
+	swig_r_p := C._wrap_Accelerator_save_state__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_142)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
@@ -5822,7 +5847,7 @@ func (arg1 SwigcptrAccelerator) Save_state__SWIG_1(arg2 string) (_swig_ret strin
 	var swig_r string
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r_p := C._wrap_Accelerator_save_state__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_142)(unsafe.Pointer(&_swig_i_1)))
+	swig_r_p := C._wrap_Accelerator_save_state__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_144)(unsafe.Pointer(&_swig_i_1)))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
@@ -5859,7 +5884,7 @@ func (p SwigcptrAccelerator) Save_state(a ...interface{}) string {
 func (arg1 SwigcptrAccelerator) Load_state__SWIG_0(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Accelerator_load_state__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_144)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Accelerator_load_state__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_146)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -5893,7 +5918,7 @@ func (arg1 SwigcptrAccelerator) Save_iteration() (_swig_ret int64) {
 func (arg1 SwigcptrAccelerator) Set_save_iteration(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Accelerator_set_save_iteration_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_146(_swig_i_1))
+	C._wrap_Accelerator_set_save_iteration_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_148(_swig_i_1))
 }
 
 func (arg1 SwigcptrAccelerator) Save_model__SWIG_0(arg2 Model, arg3 string, arg4 string, arg5 bool) {
@@ -5902,7 +5927,7 @@ func (arg1 SwigcptrAccelerator) Save_model__SWIG_0(arg2 Model, arg3 string, arg4
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	C._wrap_Accelerator_save_model__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_147)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_148)(unsafe.Pointer(&_swig_i_3)), C._Bool(_swig_i_4))
+	C._wrap_Accelerator_save_model__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_149)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_150)(unsafe.Pointer(&_swig_i_3)), C._Bool(_swig_i_4))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg3
 	}
@@ -5916,7 +5941,7 @@ func (arg1 SwigcptrAccelerator) Save_model__SWIG_1(arg2 Model, arg3 string, arg4
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	C._wrap_Accelerator_save_model__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_149)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_150)(unsafe.Pointer(&_swig_i_3)))
+	C._wrap_Accelerator_save_model__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_151)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_152)(unsafe.Pointer(&_swig_i_3)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg3
 	}
@@ -5929,7 +5954,7 @@ func (arg1 SwigcptrAccelerator) Save_model__SWIG_2(arg2 Model, arg3 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := arg3
-	C._wrap_Accelerator_save_model__SWIG_2_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_151)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_Accelerator_save_model__SWIG_2_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_153)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg3
 	}
@@ -5974,7 +5999,7 @@ func (arg1 SwigcptrAccelerator) Load_checkpoint_in_model__SWIG_0(arg2 Model, arg
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_Accelerator_load_checkpoint_in_model__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_152)(unsafe.Pointer(&_swig_i_2)), C._Bool(_swig_i_3))))
+	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_Accelerator_load_checkpoint_in_model__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_154)(unsafe.Pointer(&_swig_i_2)), C._Bool(_swig_i_3))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg3
 	}
@@ -5986,7 +6011,7 @@ func (arg1 SwigcptrAccelerator) Load_checkpoint_in_model__SWIG_1(arg2 Model, arg
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := arg3
-	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_Accelerator_load_checkpoint_in_model__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_153)(unsafe.Pointer(&_swig_i_2)))))
+	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_Accelerator_load_checkpoint_in_model__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_155)(unsafe.Pointer(&_swig_i_2)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg3
 	}
@@ -6029,14 +6054,14 @@ func (arg1 SwigcptrAccelerator) Register_load_state_pre_hook(arg2 StateHook) (_s
 func (arg1 SwigcptrAccelerator) Remove_hook(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Accelerator_remove_hook_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_156(_swig_i_1))
+	C._wrap_Accelerator_remove_hook_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_158(_swig_i_1))
 }
 
 func (arg1 SwigcptrAccelerator) Add_tracker(arg2 Tracker, arg3 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := arg3
-	C._wrap_Accelerator_add_tracker_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_157)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_Accelerator_add_tracker_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_159)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg3
 	}
@@ -6046,7 +6071,7 @@ func (arg1 SwigcptrAccelerator) Init_trackers__SWIG_0(arg2 string, arg3 string) 
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	C._wrap_Accelerator_init_trackers__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_158)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_159)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_Accelerator_init_trackers__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_160)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_161)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -6058,7 +6083,7 @@ func (arg1 SwigcptrAccelerator) Init_trackers__SWIG_0(arg2 string, arg3 string) 
 func (arg1 SwigcptrAccelerator) Init_trackers__SWIG_1(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Accelerator_init_trackers__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_160)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Accelerator_init_trackers__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_162)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -6082,7 +6107,7 @@ func (arg1 SwigcptrAccelerator) Log__SWIG_0(arg2 StringVector, arg3 DoubleVector
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := getSwigcptr(arg3)
 	_swig_i_3 := arg4
-	C._wrap_Accelerator_log__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.uintptr_t(_swig_i_2), C.swig_type_161(_swig_i_3))
+	C._wrap_Accelerator_log__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.uintptr_t(_swig_i_2), C.swig_type_163(_swig_i_3))
 }
 
 func (arg1 SwigcptrAccelerator) Log__SWIG_1(arg2 StringVector, arg3 DoubleVector) {
@@ -6110,7 +6135,7 @@ func (arg1 SwigcptrAccelerator) Log_text__SWIG_0(arg2 string, arg3 string, arg4 
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	C._wrap_Accelerator_log_text__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_162)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_163)(unsafe.Pointer(&_swig_i_2)), C.swig_type_164(_swig_i_3))
+	C._wrap_Accelerator_log_text__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_164)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_165)(unsafe.Pointer(&_swig_i_2)), C.swig_type_166(_swig_i_3))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -6123,7 +6148,7 @@ func (arg1 SwigcptrAccelerator) Log_text__SWIG_1(arg2 string, arg3 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	C._wrap_Accelerator_log_text__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_165)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_166)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_Accelerator_log_text__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_167)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_168)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -6149,7 +6174,7 @@ func (arg1 SwigcptrAccelerator) Has_tracker(arg2 string) (_swig_ret bool) {
 	var swig_r bool
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (bool)(C._wrap_Accelerator_has_tracker_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_167)(unsafe.Pointer(&_swig_i_1))))
+	swig_r = (bool)(C._wrap_Accelerator_has_tracker_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_169)(unsafe.Pointer(&_swig_i_1))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -6263,7 +6288,7 @@ func (p SwigcptrModel) SwigIsModel() {
 func ModelFrom_json(arg1 string) (_swig_ret Model) {
 	var swig_r Model
 	_swig_i_0 := arg1
-	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_json_core_a1403cbc65d2f32f(*(*C.swig_type_168)(unsafe.Pointer(&_swig_i_0)))))
+	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_json_core_a1403cbc65d2f32f(*(*C.swig_type_170)(unsafe.Pointer(&_swig_i_0)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -6273,7 +6298,7 @@ func ModelFrom_json(arg1 string) (_swig_ret Model) {
 func ModelFrom_torchscript(arg1 string) (_swig_ret Model) {
 	var swig_r Model
 	_swig_i_0 := arg1
-	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_torchscript_core_a1403cbc65d2f32f(*(*C.swig_type_169)(unsafe.Pointer(&_swig_i_0)))))
+	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_torchscript_core_a1403cbc65d2f32f(*(*C.swig_type_171)(unsafe.Pointer(&_swig_i_0)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -6346,7 +6371,7 @@ func (p SwigcptrModel) Num_parameters(a ...interface{}) int64 {
 func ModelFrom_json_empty(arg1 string) (_swig_ret Model) {
 	var swig_r Model
 	_swig_i_0 := arg1
-	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_json_empty_core_a1403cbc65d2f32f(*(*C.swig_type_172)(unsafe.Pointer(&_swig_i_0)))))
+	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_json_empty_core_a1403cbc65d2f32f(*(*C.swig_type_174)(unsafe.Pointer(&_swig_i_0)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -6357,7 +6382,7 @@ func (arg1 SwigcptrModel) Module_sizes_json__SWIG_0(arg2 string) (_swig_ret stri
 	var swig_r string
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r_p := C._wrap_Model_module_sizes_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_174)(unsafe.Pointer(&_swig_i_1)))
+	swig_r_p := C._wrap_Model_module_sizes_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_176)(unsafe.Pointer(&_swig_i_1)))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
@@ -6394,7 +6419,7 @@ func (arg1 SwigcptrModel) Infer_auto_device_map_json__SWIG_0(arg2 string, arg3 S
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
 	_swig_i_3 := arg4
-	swig_r_p := C._wrap_Model_infer_auto_device_map_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_177)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2), *(*C.swig_type_178)(unsafe.Pointer(&_swig_i_3)))
+	swig_r_p := C._wrap_Model_infer_auto_device_map_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_179)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2), *(*C.swig_type_180)(unsafe.Pointer(&_swig_i_3)))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
@@ -6412,7 +6437,7 @@ func (arg1 SwigcptrModel) Infer_auto_device_map_json__SWIG_1(arg2 string, arg3 S
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	swig_r_p := C._wrap_Model_infer_auto_device_map_json__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_180)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
+	swig_r_p := C._wrap_Model_infer_auto_device_map_json__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_182)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
@@ -6436,7 +6461,7 @@ func (p SwigcptrModel) Infer_auto_device_map_json(a ...interface{}) string {
 func (arg1 SwigcptrModel) Verify_device_map_json(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Model_verify_device_map_json_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_181)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Model_verify_device_map_json_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_183)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -6446,7 +6471,7 @@ func (arg1 SwigcptrModel) Materialize__SWIG_0(arg2 string, arg3 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	C._wrap_Model_materialize__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_182)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_183)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_Model_materialize__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_184)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_185)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -6458,7 +6483,7 @@ func (arg1 SwigcptrModel) Materialize__SWIG_0(arg2 string, arg3 string) {
 func (arg1 SwigcptrModel) Materialize__SWIG_1(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Model_materialize__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_184)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Model_materialize__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_186)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -6483,7 +6508,7 @@ func (arg1 SwigcptrModel) Load_checkpoint_and_dispatch_json__SWIG_0(arg2 string,
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	C._wrap_Model_load_checkpoint_and_dispatch_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_185)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_186)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_187)(unsafe.Pointer(&_swig_i_3)), *(*C.swig_type_188)(unsafe.Pointer(&_swig_i_4)))
+	C._wrap_Model_load_checkpoint_and_dispatch_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_187)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_188)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_189)(unsafe.Pointer(&_swig_i_3)), *(*C.swig_type_190)(unsafe.Pointer(&_swig_i_4)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -6503,7 +6528,7 @@ func (arg1 SwigcptrModel) Load_checkpoint_and_dispatch_json__SWIG_1(arg2 string,
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	C._wrap_Model_load_checkpoint_and_dispatch_json__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_189)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_190)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_191)(unsafe.Pointer(&_swig_i_3)))
+	C._wrap_Model_load_checkpoint_and_dispatch_json__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_191)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_192)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_193)(unsafe.Pointer(&_swig_i_3)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -6519,7 +6544,7 @@ func (arg1 SwigcptrModel) Load_checkpoint_and_dispatch_json__SWIG_2(arg2 string,
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	C._wrap_Model_load_checkpoint_and_dispatch_json__SWIG_2_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_192)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_193)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_Model_load_checkpoint_and_dispatch_json__SWIG_2_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_194)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_195)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -6549,7 +6574,7 @@ func ModelFrom_torchscript_outputs(arg1 string, arg2 StringVector) (_swig_ret Mo
 	var swig_r Model
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
-	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_torchscript_outputs_core_a1403cbc65d2f32f(*(*C.swig_type_194)(unsafe.Pointer(&_swig_i_0)), C.uintptr_t(_swig_i_1))))
+	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_torchscript_outputs_core_a1403cbc65d2f32f(*(*C.swig_type_196)(unsafe.Pointer(&_swig_i_0)), C.uintptr_t(_swig_i_1))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -6800,7 +6825,7 @@ func DatasetFrom_idx__SWIG_0(arg1 string, arg2 string, arg3 float64, arg4 float6
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_idx__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_196)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_197)(unsafe.Pointer(&_swig_i_1)), C.double(_swig_i_2), C.double(_swig_i_3))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_idx__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_198)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_199)(unsafe.Pointer(&_swig_i_1)), C.double(_swig_i_2), C.double(_swig_i_3))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -6815,7 +6840,7 @@ func DatasetFrom_idx__SWIG_1(arg1 string, arg2 string, arg3 float64) (_swig_ret 
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_idx__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_198)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_199)(unsafe.Pointer(&_swig_i_1)), C.double(_swig_i_2))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_idx__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_200)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_201)(unsafe.Pointer(&_swig_i_1)), C.double(_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -6829,7 +6854,7 @@ func DatasetFrom_idx__SWIG_2(arg1 string, arg2 string) (_swig_ret Dataset) {
 	var swig_r Dataset
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_idx__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_200)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_201)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_idx__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_202)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_203)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -6858,7 +6883,7 @@ func DatasetFrom_csv__SWIG_0(arg1 string, arg2 string, arg3 Accel_dtype) (_swig_
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_csv__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_202)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_203)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_csv__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_204)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_205)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -6872,7 +6897,7 @@ func DatasetFrom_csv__SWIG_1(arg1 string, arg2 string) (_swig_ret Dataset) {
 	var swig_r Dataset
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_csv__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_204)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_205)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_csv__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_206)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_207)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -6897,7 +6922,7 @@ func DatasetFrom_safetensors(arg1 string, arg2 StringVector) (_swig_ret Dataset)
 	var swig_r Dataset
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_safetensors_core_a1403cbc65d2f32f(*(*C.swig_type_206)(unsafe.Pointer(&_swig_i_0)), C.uintptr_t(_swig_i_1))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_safetensors_core_a1403cbc65d2f32f(*(*C.swig_type_208)(unsafe.Pointer(&_swig_i_0)), C.uintptr_t(_swig_i_1))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -6909,7 +6934,7 @@ func DatasetFrom_source(arg1 DatasetSource, arg2 int64, arg3 FieldSpecVector) (_
 	_swig_i_0 := getSwigcptr(arg1)
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_source_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_207(_swig_i_1), C.uintptr_t(_swig_i_2))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_source_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_209(_swig_i_1), C.uintptr_t(_swig_i_2))))
 	return swig_r
 }
 
@@ -7065,20 +7090,20 @@ func (arg1 SwigcptrDataLoader) Skip_first_batches(arg2 int64) (_swig_ret DataLoa
 	var swig_r DataLoader
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (DataLoader)(SwigcptrDataLoader(C._wrap_DataLoader_skip_first_batches_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_210(_swig_i_1))))
+	swig_r = (DataLoader)(SwigcptrDataLoader(C._wrap_DataLoader_skip_first_batches_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_212(_swig_i_1))))
 	return swig_r
 }
 
 func (arg1 SwigcptrDataLoader) Set_epoch(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_DataLoader_set_epoch_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_211(_swig_i_1))
+	C._wrap_DataLoader_set_epoch_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_213(_swig_i_1))
 }
 
 func (arg1 SwigcptrDataLoader) Set_progress__SWIG_0(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_DataLoader_set_progress__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_212)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_DataLoader_set_progress__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_214)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7141,7 +7166,7 @@ func SequencesFrom_arrays__SWIG_0(arg1 Int64Vector, arg2 Int64Vector, arg3 Int64
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := getSwigcptr(arg3)
 	_swig_i_3 := arg4
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_arrays__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.uintptr_t(_swig_i_2), C.swig_type_213(_swig_i_3))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_arrays__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.uintptr_t(_swig_i_2), C.swig_type_215(_swig_i_3))))
 	return swig_r
 }
 
@@ -7171,7 +7196,7 @@ func SequencesFrom_jsonl__SWIG_0(arg1 string, arg2 string, arg3 string, arg4 int
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_214)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_215)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_216)(unsafe.Pointer(&_swig_i_2)), C.swig_type_217(_swig_i_3))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_216)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_217)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_218)(unsafe.Pointer(&_swig_i_2)), C.swig_type_219(_swig_i_3))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7189,7 +7214,7 @@ func SequencesFrom_jsonl__SWIG_1(arg1 string, arg2 string, arg3 string) (_swig_r
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_218)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_219)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_220)(unsafe.Pointer(&_swig_i_2)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_220)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_221)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_222)(unsafe.Pointer(&_swig_i_2)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7206,7 +7231,7 @@ func SequencesFrom_jsonl__SWIG_2(arg1 string, arg2 string) (_swig_ret Sequences)
 	var swig_r Sequences
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_221)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_222)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_223)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_224)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7219,7 +7244,7 @@ func SequencesFrom_jsonl__SWIG_2(arg1 string, arg2 string) (_swig_ret Sequences)
 func SequencesFrom_jsonl__SWIG_3(arg1 string) (_swig_ret Sequences) {
 	var swig_r Sequences
 	_swig_i_0 := arg1
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_223)(unsafe.Pointer(&_swig_i_0)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_225)(unsafe.Pointer(&_swig_i_0)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7250,7 +7275,7 @@ func SequencesFrom_text__SWIG_0(arg1 string, arg2 Accel_text_split, arg3 string,
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_224)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_225)(unsafe.Pointer(&_swig_i_2)), C.swig_type_226(_swig_i_3), C.swig_type_227(_swig_i_4))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_226)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_227)(unsafe.Pointer(&_swig_i_2)), C.swig_type_228(_swig_i_3), C.swig_type_229(_swig_i_4))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7266,7 +7291,7 @@ func SequencesFrom_text__SWIG_1(arg1 string, arg2 Accel_text_split, arg3 string,
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_228)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_229)(unsafe.Pointer(&_swig_i_2)), C.swig_type_230(_swig_i_3))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_230)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_231)(unsafe.Pointer(&_swig_i_2)), C.swig_type_232(_swig_i_3))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7281,7 +7306,7 @@ func SequencesFrom_text__SWIG_2(arg1 string, arg2 Accel_text_split, arg3 string)
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_231)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_232)(unsafe.Pointer(&_swig_i_2)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_233)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_234)(unsafe.Pointer(&_swig_i_2)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7295,7 +7320,7 @@ func SequencesFrom_text__SWIG_3(arg1 string, arg2 Accel_text_split) (_swig_ret S
 	var swig_r Sequences
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_233)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_235)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7305,7 +7330,7 @@ func SequencesFrom_text__SWIG_3(arg1 string, arg2 Accel_text_split) (_swig_ret S
 func SequencesFrom_text__SWIG_4(arg1 string) (_swig_ret Sequences) {
 	var swig_r Sequences
 	_swig_i_0 := arg1
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_234)(unsafe.Pointer(&_swig_i_0)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_236)(unsafe.Pointer(&_swig_i_0)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7340,7 +7365,7 @@ func SequencesFrom_text_vocab__SWIG_0(arg1 string, arg2 string, arg3 Accel_text_
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
 	_swig_i_5 := arg6
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_235)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_236)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_237)(unsafe.Pointer(&_swig_i_3)), C.swig_type_238(_swig_i_4), C.swig_type_239(_swig_i_5))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_237)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_238)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_239)(unsafe.Pointer(&_swig_i_3)), C.swig_type_240(_swig_i_4), C.swig_type_241(_swig_i_5))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7360,7 +7385,7 @@ func SequencesFrom_text_vocab__SWIG_1(arg1 string, arg2 string, arg3 Accel_text_
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_240)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_241)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_242)(unsafe.Pointer(&_swig_i_3)), C.swig_type_243(_swig_i_4))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_242)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_243)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_244)(unsafe.Pointer(&_swig_i_3)), C.swig_type_245(_swig_i_4))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7379,7 +7404,7 @@ func SequencesFrom_text_vocab__SWIG_2(arg1 string, arg2 string, arg3 Accel_text_
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_244)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_245)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_246)(unsafe.Pointer(&_swig_i_3)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_246)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_247)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_248)(unsafe.Pointer(&_swig_i_3)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7397,7 +7422,7 @@ func SequencesFrom_text_vocab__SWIG_3(arg1 string, arg2 string, arg3 Accel_text_
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_247)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_248)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_249)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_250)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7411,7 +7436,7 @@ func SequencesFrom_text_vocab__SWIG_4(arg1 string, arg2 string) (_swig_ret Seque
 	var swig_r Sequences
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_249)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_250)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_251)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_252)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7448,7 +7473,7 @@ func SequencesFrom_safetensors__SWIG_0(arg1 string, arg2 string, arg3 string, ar
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_251)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_252)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_253)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_254)(unsafe.Pointer(&_swig_i_3)), C.swig_type_255(_swig_i_4))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_253)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_254)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_255)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_256)(unsafe.Pointer(&_swig_i_3)), C.swig_type_257(_swig_i_4))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7470,7 +7495,7 @@ func SequencesFrom_safetensors__SWIG_1(arg1 string, arg2 string, arg3 string, ar
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_256)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_257)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_258)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_259)(unsafe.Pointer(&_swig_i_3)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_258)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_259)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_260)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_261)(unsafe.Pointer(&_swig_i_3)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7491,7 +7516,7 @@ func SequencesFrom_safetensors__SWIG_2(arg1 string, arg2 string, arg3 string) (_
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_260)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_261)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_262)(unsafe.Pointer(&_swig_i_2)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_262)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_263)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_264)(unsafe.Pointer(&_swig_i_2)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7508,7 +7533,7 @@ func SequencesFrom_safetensors__SWIG_3(arg1 string, arg2 string) (_swig_ret Sequ
 	var swig_r Sequences
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_263)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_264)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_265)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_266)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7521,7 +7546,7 @@ func SequencesFrom_safetensors__SWIG_3(arg1 string, arg2 string) (_swig_ret Sequ
 func SequencesFrom_safetensors__SWIG_4(arg1 string) (_swig_ret Sequences) {
 	var swig_r Sequences
 	_swig_i_0 := arg1
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_265)(unsafe.Pointer(&_swig_i_0)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_267)(unsafe.Pointer(&_swig_i_0)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7564,7 +7589,7 @@ func (arg1 SwigcptrSequences) Length(arg2 int64) (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (int64)(C._wrap_Sequences_length_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_268(_swig_i_1)))
+	swig_r = (int64)(C._wrap_Sequences_length_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_270(_swig_i_1)))
 	return swig_r
 }
 
@@ -7572,7 +7597,7 @@ func (arg1 SwigcptrSequences) Ids(arg2 int64) (_swig_ret Tensor) {
 	var swig_r Tensor
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Sequences_ids_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_269(_swig_i_1))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Sequences_ids_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_271(_swig_i_1))))
 	return swig_r
 }
 
@@ -7580,7 +7605,7 @@ func (arg1 SwigcptrSequences) Labels(arg2 int64) (_swig_ret Tensor) {
 	var swig_r Tensor
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Sequences_labels_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_270(_swig_i_1))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Sequences_labels_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_272(_swig_i_1))))
 	return swig_r
 }
 
@@ -7607,7 +7632,7 @@ func NewProgressBar__SWIG_0(arg1 int64, arg2 string, arg3 bool) (_swig_ret Progr
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_0_core_a1403cbc65d2f32f(C.swig_type_271(_swig_i_0), *(*C.swig_type_272)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2))))
+	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_0_core_a1403cbc65d2f32f(C.swig_type_273(_swig_i_0), *(*C.swig_type_274)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7618,7 +7643,7 @@ func NewProgressBar__SWIG_1(arg1 int64, arg2 string) (_swig_ret ProgressBar) {
 	var swig_r ProgressBar
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_1_core_a1403cbc65d2f32f(C.swig_type_273(_swig_i_0), *(*C.swig_type_274)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_1_core_a1403cbc65d2f32f(C.swig_type_275(_swig_i_0), *(*C.swig_type_276)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7628,7 +7653,7 @@ func NewProgressBar__SWIG_1(arg1 int64, arg2 string) (_swig_ret ProgressBar) {
 func NewProgressBar__SWIG_2(arg1 int64) (_swig_ret ProgressBar) {
 	var swig_r ProgressBar
 	_swig_i_0 := arg1
-	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_2_core_a1403cbc65d2f32f(C.swig_type_275(_swig_i_0))))
+	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_2_core_a1403cbc65d2f32f(C.swig_type_277(_swig_i_0))))
 	return swig_r
 }
 
@@ -7654,7 +7679,7 @@ func DeleteProgressBar(arg1 ProgressBar) {
 func (arg1 SwigcptrProgressBar) Update__SWIG_0(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_ProgressBar_update__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_276(_swig_i_1))
+	C._wrap_ProgressBar_update__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_278(_swig_i_1))
 }
 
 func (arg1 SwigcptrProgressBar) Update__SWIG_1() {
@@ -7694,7 +7719,7 @@ func ProfileBegin(arg1 Accelerator, arg2 string) (_swig_ret Profile) {
 	var swig_r Profile
 	_swig_i_0 := getSwigcptr(arg1)
 	_swig_i_1 := arg2
-	swig_r = (Profile)(SwigcptrProfile(C._wrap_Profile_begin_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_277)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Profile)(SwigcptrProfile(C._wrap_Profile_begin_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_279)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7741,7 +7766,7 @@ func (arg1 SwigcptrNamedTensors) Add(arg2 string, arg3 Tensor) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	C._wrap_NamedTensors_add_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_278)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
+	C._wrap_NamedTensors_add_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_280)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7825,7 +7850,7 @@ func (arg1 SwigcptrTensorMap) Set(arg2 string, arg3 Tensor) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	C._wrap_TensorMap_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_281)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
+	C._wrap_TensorMap_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_283)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7842,7 +7867,7 @@ func (arg1 SwigcptrTensorMap) Name_at(arg2 int64) (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r_p := C._wrap_TensorMap_name_at_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_284(_swig_i_1))
+	swig_r_p := C._wrap_TensorMap_name_at_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_286(_swig_i_1))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -7853,7 +7878,7 @@ func (arg1 SwigcptrTensorMap) Get(arg2 string) (_swig_ret Tensor) {
 	var swig_r Tensor
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_TensorMap_get_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_285)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_TensorMap_get_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_287)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}

@@ -23,5 +23,12 @@ class ShardingOptionsTest {
       assertEquals(0L, held.get("gradients"));
       assertEquals(0L, held.get("optimizer_state"));
     }
+    AccelException empty = assertThrows(AccelException.class, () -> new AcceleratorBuilder().cpu(true)
+        .fsdpTransformerLayerClsToWrap("GPT2Block", "").build());
+    assertTrue(empty.getMessage().contains("fsdp_transformer_layer_cls_to_wrap"), empty.getMessage());
+    try (Accelerator acc = new AcceleratorBuilder().cpu(true).shardingStrategy("FULL_SHARD")
+             .fsdpTransformerLayerClsToWrap("GPT2Block", "transformer.h.0").build()) {
+      assertEquals(1, acc.numProcesses());
+    }
   }
 }
