@@ -93,6 +93,13 @@ void add_launch_options(CLI::App& app, LaunchFlags& flags) {
   app.add_flag("--use_fsdp", flags.use_fsdp, "Sharded data parallel as FSDP (ACCELERATE_USE_FSDP)");
   add_optional(app, "--fsdp_sharding_strategy", flags.fsdp_sharding_strategy,
                "With --use_fsdp: FULL_SHARD (1), SHARD_GRAD_OP (2) or NO_SHARD (3) (FSDP_SHARDING_STRATEGY)");
+  add_optional(app, "--fsdp_auto_wrap_policy", flags.fsdp_auto_wrap_policy,
+               "With --use_fsdp: NO_WRAP, SIZE_BASED_WRAP or TRANSFORMER_BASED_WRAP (FSDP_AUTO_WRAP_POLICY)");
+  add_optional(app, "--fsdp_min_num_params", flags.fsdp_min_num_params,
+               "With --use_fsdp and SIZE_BASED_WRAP: parameters per wrap unit (FSDP_MIN_NUM_PARAMS)");
+  add_optional(app, "--fsdp_transformer_layer_cls_to_wrap", flags.fsdp_transformer_layer_cls_to_wrap,
+               "With --use_fsdp and TRANSFORMER_BASED_WRAP: layer classes, comma-separated "
+               "(FSDP_TRANSFORMER_CLS_TO_WRAP)");
   app.add_flag("--use_deepspeed", flags.use_deepspeed, "Sharded data parallel as DeepSpeed ZeRO (ACCELERATE_USE_DEEPSPEED)");
   add_optional(app, "--zero_stage", flags.zero_stage,
                "With --use_deepspeed: ZeRO stage 0, 1 or 2 (ACCELERATE_DEEPSPEED_ZERO_STAGE)");

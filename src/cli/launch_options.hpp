@@ -31,6 +31,9 @@ struct LaunchFlags {
   // Accelerate's sharding flags (docs/sharding.md); they win over the config file.
   bool use_fsdp = false;
   std::optional<std::string> fsdp_sharding_strategy;
+  std::optional<std::string> fsdp_auto_wrap_policy;
+  std::optional<std::string> fsdp_min_num_params;
+  std::optional<std::string> fsdp_transformer_layer_cls_to_wrap;
   bool use_deepspeed = false;
   std::optional<int> zero_stage;
   std::optional<int> num_cpu_threads_per_process;

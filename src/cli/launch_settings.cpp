@@ -234,8 +234,14 @@ LaunchConfig resolve_settings(const LaunchFlags& flags, const EnvLookup& lookup,
   config.gpu_ids = pick<std::string>(config, "gpu_ids", "all",
                                      {from_flag(flags.gpu_ids, "--gpu_ids"), from_file(values.gpu_ids, path, "gpu_ids")});
   if (config.gpu_ids == "all") config.gpu_ids.reset();
-  config.sharding_env = sharding_env_from_flags(flags.use_fsdp, flags.fsdp_sharding_strategy, flags.use_deepspeed,
-                                                flags.zero_stage);
+  std::map<std::string, std::string> fsdp_settings;
+  for (const auto& [key, value] : {std::pair{"fsdp_sharding_strategy", &flags.fsdp_sharding_strategy},
+                                   std::pair{"fsdp_auto_wrap_policy", &flags.fsdp_auto_wrap_policy},
+                                   std::pair{"fsdp_min_num_params", &flags.fsdp_min_num_params},
+                                   std::pair{"fsdp_transformer_layer_cls_to_wrap", &flags.fsdp_transformer_layer_cls_to_wrap}}) {
+    if (*value) fsdp_settings[key] = **value;
+  }
+  config.sharding_env = sharding_env_from_flags(flags.use_fsdp, fsdp_settings, flags.use_deepspeed, flags.zero_stage);
   const bool from_flags = !config.sharding_env.empty();
   if (!from_flags) config.sharding_env = values.sharding_env;
   for (const auto& [name, value] : config.sharding_env) {

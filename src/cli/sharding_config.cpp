@@ -210,29 +210,34 @@ std::map<std::string, std::string> read_sharding_config(const std::string& path,
 }
 
 std::map<std::string, std::string> sharding_env_from_flags(bool use_fsdp,
-                                                           const std::optional<std::string>& fsdp_sharding_strategy,
+                                                           const std::map<std::string, std::string>& fsdp_settings,
                                                            bool use_deepspeed, const std::optional<int>& zero_stage) {
-  if (fsdp_sharding_strategy && !use_fsdp) {
-    throw CLI::ValidationError("--fsdp_sharding_strategy", "--fsdp_sharding_strategy needs --use_fsdp");
+  if (!fsdp_settings.empty() && !use_fsdp) {
+    const std::string flag = "--" + fsdp_settings.begin()->first;
+    throw CLI::ValidationError(flag, flag + " needs --use_fsdp");
   }
   if (zero_stage && !use_deepspeed) throw CLI::ValidationError("--zero_stage", "--zero_stage needs --use_deepspeed");
   if (use_fsdp && use_deepspeed) {
     throw CLI::ValidationError("--use_deepspeed", "--use_fsdp and --use_deepspeed exclude each other");
   }
   // The config-file rules, with the flag's name in the message.
-  auto as_flag = [](const std::string& flag, auto&& read) {
+  auto as_flag = [](const std::string& fallback, auto&& read) {
     try {
       return read();
     } catch (const ConfigFileError& error) {
       std::string message = error.what();
-      throw CLI::ValidationError(flag, flag + message.substr(message.find(':', message.find("key '"))));
+      const size_t key = message.find("key '");
+      const size_t dot = message.find('.', key), end = message.find('\'', key + 5);
+      std::string flag = fallback;
+      if (key != std::string::npos && dot != std::string::npos && dot < end) flag = "--" + message.substr(dot + 1, end - dot - 1);
+      throw CLI::ValidationError(flag, flag + message.substr(message.find(':', key)));
     }
   };
   std::vector<std::string> ignored;
   if (use_fsdp) {
     YAML::Node section(YAML::NodeType::Map);
-    if (fsdp_sharding_strategy) section["fsdp_sharding_strategy"] = *fsdp_sharding_strategy;
-    return as_flag("--fsdp_sharding_strategy", [&] { return read_fsdp(Section("", "fsdp_config", section), ignored); });
+    for (const auto& [key, value] : fsdp_settings) section[key] = value;
+    return as_flag("--use_fsdp", [&] { return read_fsdp(Section("", "fsdp_config", section), ignored); });
   }
   if (use_deepspeed) {
     YAML::Node section(YAML::NodeType::Map);

@@ -153,7 +153,27 @@ TEST_F(LaunchSettingsTest, ShardingFromFlagsAndConfigFile) {
   EXPECT_NE(error_of(flags).find("--fsdp_sharding_strategy: HYBRID_SHARD_ZERO2 (HYBRID_SHARD_ZERO2, SHARD_GRAD_OP within a node"),
             std::string::npos)
       << error_of(flags);
+  flags.fsdp_sharding_strategy = "FULL_SHARD";
+  // Accelerate's wrap-policy flags, as the config file's keys.
+  flags.fsdp_auto_wrap_policy = "TRANSFORMER_BASED_WRAP";
+  flags.fsdp_transformer_layer_cls_to_wrap = "GPT2Block";
+  auto wrapped = accel::cli::rank_environment(resolve(flags), 0);
+  EXPECT_EQ(wrapped["FSDP_AUTO_WRAP_POLICY"], "TRANSFORMER_BASED_WRAP");
+  EXPECT_EQ(wrapped["FSDP_TRANSFORMER_CLS_TO_WRAP"], "GPT2Block");
+  flags.fsdp_transformer_layer_cls_to_wrap.reset();
+  EXPECT_NE(error_of(flags).find("--fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP needs fsdp_transformer_layer_cls_to_wrap"),
+            std::string::npos)
+      << error_of(flags);
+  flags.fsdp_auto_wrap_policy = "SIZE_BASED_WRAP";
+  flags.fsdp_min_num_params = "many";
+  EXPECT_NE(error_of(flags).find("--fsdp_min_num_params: 'many' is not a parameter count"), std::string::npos)
+      << error_of(flags);
+  flags.fsdp_min_num_params = "2000";
+  EXPECT_EQ(accel::cli::rank_environment(resolve(flags), 0)["FSDP_MIN_NUM_PARAMS"], "2000");
   flags.use_fsdp = false;
+  EXPECT_NE(error_of(flags).find("needs --use_fsdp"), std::string::npos);
+  flags.fsdp_auto_wrap_policy.reset();
+  flags.fsdp_min_num_params.reset();
   EXPECT_NE(error_of(flags).find("--fsdp_sharding_strategy needs --use_fsdp"), std::string::npos);
   LaunchFlags deepspeed;
   deepspeed.use_deepspeed = true;
