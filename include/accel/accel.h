@@ -310,9 +310,10 @@ typedef struct accel_accelerator_options {
      so is clip_grad_norm under SHARD_GRAD_OP and FULL_SHARD (the norm spans
      every rank's chunk); save_state writes one optimizer file per process
      (docs/sharding.md). Under FULL_SHARD the model's forward, backward,
-     get_state_dict, save_model and checkpoint loading are collective, the
-     model must be a JSON spec, layers or graph (else prepare is UNSUPPORTED), and
-     its parameters are empty tensors outside forward and backward. */
+     get_state_dict, save_model and checkpoint loading are collective, and
+     its parameters are empty tensors outside forward and backward. Its wrap
+     units: a JSON spec's layers, a TorchScript model whole or by submodule
+     class (fsdp_transformer_layer_cls_to_wrap), a C++ module whole. */
   accel_sharding_strategy sharding_strategy;
   /* FULL_SHARD's wrap units. Default -1: with ACCELERATE_USE_FSDP=true,
      Accelerate's FSDP_AUTO_WRAP_POLICY (NO_WRAP, its default: the whole model

@@ -140,9 +140,10 @@ struct AcceleratorOptions {
   // Unset: from the environment `accel launch` writes (ACCELERATE_USE_FSDP with
   // FSDP_SHARDING_STRATEGY, or ACCELERATE_USE_DEEPSPEED with
   // ACCELERATE_DEEPSPEED_ZERO_STAGE 0-3), else NoShard. FullShard and
-  // HybridShard need a model whose layers can be wrap units (a JSON spec, a
-  // layer list or a graph); prepare(model) refuses others. HybridShard needs the same number of
-  // processes on every node (InvalidArgument otherwise).
+  // HybridShard cut the model into wrap units: a JSON spec's layers, a
+  // TorchScript model whole or by submodule class
+  // (fsdp_transformer_layer_cls_to_wrap), a C++ module whole. HybridShard
+  // needs the same number of processes on every node (InvalidArgument otherwise).
   std::optional<ShardingStrategy> sharding_strategy;
   // FULL_SHARD's wrap units. Unset: from FSDP_AUTO_WRAP_POLICY=SIZE_BASED_WRAP
   // with FSDP_MIN_NUM_PARAMS (as `accel launch` writes them), else 0. 0: one
