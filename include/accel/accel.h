@@ -345,12 +345,22 @@ typedef struct accel_accelerator_options {
      classes, a JSON spec's model or a submodule inlined at export is
      UNSUPPORTED. */
   const char* fsdp_transformer_layer_cls_to_wrap;
+  /* FSDP's backward_prefetch: while a FULL_SHARD unit runs its backward, the
+     all-gather of the unit whose backward comes next is already in flight
+     (costs one more unit whole in memory; +7% steps/s on the mlp bench,
+     docs/benchmarks.md). Default -1: on, unless ACCELERATE_USE_FSDP=true with
+     FSDP_BACKWARD_PREFETCH=NO_PREFETCH; 0 off, 1 on; others INVALID_ARGUMENT. */
+  int fsdp_backward_prefetch;
+  /* FSDP's forward_prefetch: the same in the forward, for the next unit.
+     Default -1: FSDP_FORWARD_PREFETCH under ACCELERATE_USE_FSDP=true, else
+     off; 0 off, 1 on; others INVALID_ARGUMENT. */
+  int fsdp_forward_prefetch;
 } accel_accelerator_options;
 
 #define ACCEL_ACCELERATOR_OPTIONS_INIT                                                       \
   { (uint32_t)sizeof(accel_accelerator_options), 0, 1800000, ACCEL_PRECISION_DEFAULT, 25.0, 0, 1, \
     65536.0, 2.0, 0.5, 2000, 0, 1, -1, 1, NULL, NULL, 0, 0, 0, NULL, 1.0, 1, 0, 0, ACCEL_COMM_HOOK_NONE, 0, 0, 1, 0, -1, \
-    ACCEL_SHARDING_DEFAULT, -1, -1, NULL }
+    ACCEL_SHARDING_DEFAULT, -1, -1, NULL, -1, -1 }
 
 /* Fills opts with the defaults above. */
 ACCEL_API void accel_accelerator_options_init(accel_accelerator_options* opts);

@@ -161,6 +161,14 @@ struct AcceleratorOptions {
   // InvalidArgument naming a name that matches no submodule, and Unsupported
   // for a JSON spec or C++ module (they wrap per layer or by size).
   std::optional<std::vector<std::string>> fsdp_transformer_layer_cls_to_wrap;
+  // FSDP's backward_prefetch: while a FULL_SHARD unit runs its backward, the
+  // all-gather of the unit whose backward comes next is in flight (one more
+  // unit whole in memory). Unset: on, unless ACCELERATE_USE_FSDP=true with
+  // FSDP_BACKWARD_PREFETCH=NO_PREFETCH (BACKWARD_PRE and BACKWARD_POST: on).
+  std::optional<bool> fsdp_backward_prefetch;
+  // FSDP's forward_prefetch: the same during the forward, for the next unit.
+  // Unset: FSDP_FORWARD_PREFETCH under ACCELERATE_USE_FSDP=true, else off.
+  std::optional<bool> fsdp_forward_prefetch;
   // FSDP's activation checkpointing of FULL_SHARD's wrap units: a unit's
   // forward keeps only its input, its backward runs the unit again (same
   // random draws) to rebuild the graph. Unset: FSDP_ACTIVATION_CHECKPOINTING

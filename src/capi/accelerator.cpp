@@ -1,6 +1,7 @@
 #include "capi/handles.hpp"
 
 #include <algorithm>
+#include <tuple>
 
 using namespace accel::capi;
 
@@ -89,6 +90,13 @@ accel::AcceleratorOptions to_core(const accel_accelerator_options& o) {
                        "fsdp_activation_checkpointing must be -1 (default), 0 or 1, got " +
                            std::to_string(o.fsdp_activation_checkpointing));
     core.fsdp_activation_checkpointing = o.fsdp_activation_checkpointing == 1;
+  }
+  for (const auto& [field, value, name] :
+       {std::tuple{&core.fsdp_backward_prefetch, o.fsdp_backward_prefetch, "fsdp_backward_prefetch"},
+        std::tuple{&core.fsdp_forward_prefetch, o.fsdp_forward_prefetch, "fsdp_forward_prefetch"}}) {
+    accel::require_arg(value >= -1 && value <= 1, std::string(name) + " must be -1 (default), 0 or 1, got " +
+                                                      std::to_string(value));
+    if (value != -1) *field = value == 1;
   }
   if (o.fsdp_transformer_layer_cls_to_wrap != nullptr) {
     const std::string text = o.fsdp_transformer_layer_cls_to_wrap;

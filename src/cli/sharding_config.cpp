@@ -83,13 +83,17 @@ std::string parameter_count(const Section& in, const std::string& key) {
 std::map<std::string, std::string> read_fsdp(const Section& in, std::vector<std::string>& warnings) {
   std::map<std::string, std::string> env{{"ACCELERATE_USE_FSDP", "true"},
                                          {"FSDP_SHARDING_STRATEGY", fsdp_strategy_number(in)}};
-  const std::set<std::string> no_prefetch{"fsdp_backward_prefetch", "fsdp_backward_prefetch_policy",
-                                          "fsdp_forward_prefetch"};
+  const std::set<std::string> backward_prefetch{"fsdp_backward_prefetch", "fsdp_backward_prefetch_policy"};
   for (const std::string& key : in.keys()) {
     if (key == "fsdp_sharding_strategy") continue;
-    if (no_prefetch.count(key)) {
-      if (in.text(key)) warnings.push_back(in.warning(key, "no effect: each unit's all-gather runs when the unit "
-                                                           "starts (no prefetch yet)"));
+    if (key == "fsdp_forward_prefetch") {
+      env["FSDP_FORWARD_PREFETCH"] = in.flag(key) ? "true" : "false";
+    } else if (backward_prefetch.count(key)) {  // fsdp_backward_prefetch(_policy)
+      const std::string value = in.text(key).value_or("BACKWARD_PRE");
+      if (value != "BACKWARD_PRE" && value != "BACKWARD_POST" && value != "NO_PREFETCH") {
+        in.refuse(key, "unknown value '" + value + "' (expected BACKWARD_PRE, BACKWARD_POST or NO_PREFETCH)");
+      }
+      env["FSDP_BACKWARD_PREFETCH"] = value;
     } else if (key == "fsdp_auto_wrap_policy") {
       // FULL_SHARD's wrap units (docs/sharding.md); Accelerate's names.
       const std::string value = in.text(key).value_or("NO_WRAP");

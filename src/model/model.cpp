@@ -387,6 +387,7 @@ void ModelImpl::prepare(const std::shared_ptr<AcceleratorState>& state) {
     }
     full->set_replicas(state->replica_group.get());
     full->set_activation_checkpointing(state->fsdp_activation_checkpointing);
+    full->set_prefetch(state->fsdp_forward_prefetch, state->fsdp_backward_prefetch);
     shard = full;
   } else if (state->process_group && strategy != ShardingStrategy::NoShard && trainable) {
     shard = std::make_shared<FlatShard>(params, names, *state->process_group, strategy);

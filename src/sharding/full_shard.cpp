@@ -109,6 +109,7 @@ struct UnitFunction : public torch::autograd::Function<UnitFunction> {
     shard->gather(static_cast<size_t>(unit));
     std::vector<at::Tensor> x, y;
     try {
+      shard->prefetch_forward(static_cast<size_t>(unit));
       at::AutoGradMode grad(!checkpoint);
       x = detached_inputs(inputs.vec(), checkpoint ? std::vector<bool>(inputs.size(), false) : handle->input_grad);
       y = (*body)(x);
@@ -145,6 +146,7 @@ struct UnitFunction : public torch::autograd::Function<UnitFunction> {
     shard->gather(unit);
     torch::autograd::variable_list grads;
     try {
+      shard->prefetch_backward(unit);
       std::vector<at::Tensor> y;
       if (checkpointed) {
         at::AutoGradMode grad(true);
@@ -253,14 +255,43 @@ void FullShard::gather(size_t index) {
   if (unit.gathered++ > 0) return;
   try {
     at::NoGradGuard no_grad;
-    alloc_storage(unit.full);
-    process_group_.all_gather_into(unit.full, unit_shard(unit), "parameter all-gather of unit " + unit.name);
+    if (unit.prefetch) {
+      std::unique_ptr<ProcessGroup::Pending> pending = std::move(unit.prefetch);
+      process_group_.wait(*pending);
+    } else {
+      alloc_storage(unit.full);
+      process_group_.all_gather_into(unit.full, unit_shard(unit), "parameter all-gather of unit " + unit.name);
+    }
   } catch (...) {
     unit.gathered = 0;
     free_storage(unit.full);
     throw;
   }
   for (size_t i = 0; i < unit.params.size(); ++i) set_shape(unit.params[i], unit.shapes[i]);
+}
+
+void FullShard::prefetch(size_t index) {
+  if (index >= units_.size()) return;
+  Unit& unit = units_[index];
+  if (unit.gathered > 0 || unit.prefetch) return;
+  at::NoGradGuard no_grad;
+  alloc_storage(unit.full);
+  try {
+    unit.prefetch = std::make_unique<ProcessGroup::Pending>(process_group_.all_gather_into_async(
+        unit.full, unit_shard(unit), "parameter all-gather (prefetched) of unit " + unit.name));
+  } catch (...) {
+    free_storage(unit.full);
+    throw;
+  }
+}
+
+void FullShard::drain_prefetches() {
+  for (Unit& unit : units_) {
+    if (!unit.prefetch) continue;
+    std::unique_ptr<ProcessGroup::Pending> pending = std::move(unit.prefetch);
+    process_group_.wait(*pending);
+    if (unit.gathered == 0) free_storage(unit.full);
+  }
 }
 
 void FullShard::release(size_t index) {
@@ -298,6 +329,7 @@ std::vector<at::Tensor> FullShard::run_unit(size_t unit, const std::vector<at::T
     gather(unit);
     std::vector<at::Tensor> out;
     try {
+      prefetch_forward(unit);
       out = body(inputs);
     } catch (...) {
       release(unit);

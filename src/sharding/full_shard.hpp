@@ -95,14 +95,33 @@ class FullShard final : public FlatShard, public std::enable_shared_from_this<Fu
   // collective: every rank loaded the same values.
   void scatter_from_full();
 
+  // FSDP's forward_prefetch / backward_prefetch (BACKWARD_PRE): while unit u
+  // runs its forward, unit u + 1's all-gather is already in flight; while it
+  // runs its backward, unit u - 1's. Costs the memory of one more unit whole.
+  void set_prefetch(bool forward, bool backward) {
+    forward_prefetch_ = forward;
+    backward_prefetch_ = backward;
+  }
+
   void reduce_scatter_gradients() override {}
-  void before_step() override {}
+  // Waits for (and frees) prefetches not consumed, before the step changes the shards.
+  void before_step() override { drain_prefetches(); }
   void after_step() override {}
   void zero_grad() override;
 
-  // Used by the autograd function.
+  // Used by the autograd function. gather() consumes a prefetch of the unit.
   void gather(size_t unit);
   void release(size_t unit);
+  // Issues the all-gather of `unit` (when it exists, is not whole and not in
+  // flight) without waiting: the prefetch of the unit that runs next, in
+  // forward order (forward) or backward order. Collective.
+  void prefetch_forward(size_t after) {
+    if (forward_prefetch_) prefetch(after + 1);
+  }
+  void prefetch_backward(size_t before) {
+    if (backward_prefetch_ && before > 0) prefetch(before - 1);
+  }
+  void drain_prefetches();
   std::vector<at::Tensor> unit_parameters(size_t unit) const { return units_[unit].params; }
   // The unit's parameter gradients (undefined: zero) after one backward:
   // reduce-scattered into shard().grad, or kept whole on a micro-step that
@@ -124,11 +143,14 @@ class FullShard final : public FlatShard, public std::enable_shared_from_this<Fu
     at::Tensor anchor;             // an empty leaf that requires grad, so the unit always has a backward
     at::Tensor unsynced_grad;      // full local gradient kept between micro-steps that do not sync
     int gathered = 0;              // nesting count of gather()
+    std::unique_ptr<ProcessGroup::Pending> prefetch;  // an all-gather in flight into `full`
   };
+  void prefetch(size_t unit);
   at::Tensor unit_shard(const Unit& unit) const { return shard_.narrow(0, unit.shard_offset, unit.chunk); }
 
   std::vector<Unit> units_;
   bool activation_checkpointing_ = false;
+  bool forward_prefetch_ = false, backward_prefetch_ = false;
 };
 
 }  // namespace accel::detail

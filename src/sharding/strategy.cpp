@@ -128,6 +128,16 @@ std::vector<std::string> resolve_wrap_classes(const std::optional<std::vector<st
   return names;
 }
 
+bool resolve_backward_prefetch(const std::optional<bool>& option) {
+  if (option) return *option;
+  if (!get_env_flag("ACCELERATE_USE_FSDP", false)) return true;
+  const std::string value = get_env("FSDP_BACKWARD_PREFETCH").value_or("BACKWARD_PRE");
+  require_arg(value == "BACKWARD_PRE" || value == "BACKWARD_POST" || value == "NO_PREFETCH",
+              "environment variable FSDP_BACKWARD_PREFETCH=\"" + value +
+                  "\" is not BACKWARD_PRE, BACKWARD_POST or NO_PREFETCH");
+  return value != "NO_PREFETCH";
+}
+
 bool resolve_activation_checkpointing(const std::optional<bool>& option, ShardingStrategy strategy) {
   const bool on = option ? *option
                          : get_env_flag("ACCELERATE_USE_FSDP", false) && get_env_flag("FSDP_ACTIVATION_CHECKPOINTING", false);

@@ -44,6 +44,11 @@ int64_t resolve_min_num_params(const std::optional<int64_t>& option);
 // model's _no_split_modules, which a TorchScript file does not keep).
 std::vector<std::string> resolve_wrap_classes(const std::optional<std::vector<std::string>>& option);
 
+// FULL_SHARD's backward prefetch: the option when set; else off only for
+// FSDP_BACKWARD_PREFETCH=NO_PREFETCH under ACCELERATE_USE_FSDP (BACKWARD_PRE,
+// BACKWARD_POST and unset: on). InvalidArgument naming another value.
+bool resolve_backward_prefetch(const std::optional<bool>& option);
+
 // Whether FULL_SHARD's units checkpoint their activations: the option, else
 // FSDP_ACTIVATION_CHECKPOINTING under ACCELERATE_USE_FSDP. Throws Unsupported
 // when on with a strategy that has no wrap units.

@@ -124,6 +124,9 @@ AcceleratorState::AcceleratorState(const AcceleratorOptions& options)
   sharding_strategy = resolve_sharding_strategy(options.sharding_strategy);
   fsdp_min_num_params = resolve_min_num_params(options.fsdp_min_num_params);
   fsdp_wrap_classes = resolve_wrap_classes(options.fsdp_transformer_layer_cls_to_wrap);
+  fsdp_backward_prefetch = resolve_backward_prefetch(options.fsdp_backward_prefetch);
+  fsdp_forward_prefetch = options.fsdp_forward_prefetch.value_or(get_env_flag("ACCELERATE_USE_FSDP", false) &&
+                                                                 get_env_flag("FSDP_FORWARD_PREFETCH", false));
   fsdp_activation_checkpointing = resolve_activation_checkpointing(options.fsdp_activation_checkpointing,
                                                                    sharding_strategy);
   require(comm_hook == CommHook::None ||

@@ -41,6 +41,7 @@ class AcceleratorState {
   int64_t fsdp_min_num_params = 0;  // FULL_SHARD's wrap units (see AcceleratorOptions)
   std::vector<std::string> fsdp_wrap_classes;  // transformer_auto_wrap_policy's names (see AcceleratorOptions)
   bool fsdp_activation_checkpointing = false;  // of FULL_SHARD's wrap units
+  bool fsdp_forward_prefetch = false, fsdp_backward_prefetch = true;  // FULL_SHARD's all-gathers (see AcceleratorOptions)
   DataLoaderConfiguration dataloader_config;
   bool device_placement = true;
   bool sync_each_batch = false;   // accumulation micro-steps allreduce too

@@ -217,12 +217,14 @@ void ProcessGroup::wait(Pending& pending) {
   } catch (const std::exception& e) {
     fail_collective(pending.op, pending.sequence, first_line(e.what()));
   }
-  if (pending.receive) {
+  if (pending.receive && pending.sum_into.defined()) {
     pending.sum_into.add_(pending.received);
     pending.receive.reset();
     pending.sum_into.reset();
     if (spare_receive_buffers_.size() < 16) spare_receive_buffers_.push_back(std::move(pending.received));
   }
+  pending.receive.reset();
+  pending.received.reset();
 }
 
 void ProcessGroup::allreduce(at::Tensor& tensor, const std::string& op) {
@@ -300,6 +302,12 @@ at::Tensor ProcessGroup::reduce_scatter(at::Tensor& input, const std::string& op
 }
 
 void ProcessGroup::all_gather_into(at::Tensor& output, const at::Tensor& chunk, const std::string& op) {
+  Pending pending = all_gather_into_async(output, chunk, op);
+  wait(pending);
+}
+
+ProcessGroup::Pending ProcessGroup::all_gather_into_async(at::Tensor& output, const at::Tensor& chunk,
+                                                          const std::string& op) {
   require(output.is_contiguous() && output.numel() == chunk.numel() * world_size_, ErrorCode::Internal,
           op + ": all_gather_into needs an output of world_size * " + std::to_string(chunk.numel()) +
               " elements, got " + std::to_string(output.numel()));
@@ -308,25 +316,33 @@ void ProcessGroup::all_gather_into(at::Tensor& output, const at::Tensor& chunk, 
     at::Tensor flat_chunk = chunk.reshape({n});
     if (flat_chunk.data_ptr() == output.narrow(0, rank_ * n, n).data_ptr()) flat_chunk = flat_chunk.clone();
     Pending pending = issue(op, [&] { return c10d_adapter::all_gather_into_tensor(*backend_, output, flat_chunk); });
-    wait(pending);
-    return;
+    pending.received = flat_chunk;  // read by the collective until it completes
+    return pending;
   }
   if (ring_collectives() && world_size_ > 1) {
-    auto slot = [&](int index) { return output.narrow(0, ((index % world_size_) + world_size_) % world_size_ * n, n); };
-    at::Tensor mine = slot(rank_);
+    // Two ranks: send this rank's slot while the peer's fills.
+    at::Tensor mine = output.narrow(0, rank_ * n, n), theirs = output.narrow(0, (1 - rank_) * n, n);
     if (mine.data_ptr() != chunk.data_ptr()) mine.copy_(chunk.reshape({n}));
-    // Step s passes on the chunk of rank-s and receives that of rank-s-1.
-    for (int step = 0; step < world_size_ - 1; ++step) {
-      at::Tensor incoming = slot(rank_ - step - 1);
-      ring_step(slot(rank_ - step), incoming, op);
+    const uint64_t sequence = issue_sequence();
+    const int tag = static_cast<int>(sequence % (1u << 30));  // every rank issues the same steps in order
+    Pending pending;
+    pending.op = op;
+    pending.sequence = sequence;
+    try {
+      std::vector<at::Tensor> outgoing{mine}, incoming{theirs};
+      pending.work = backend_->send(outgoing, 1 - rank_, tag);
+      pending.receive = backend_->recv(incoming, 1 - rank_, tag);
+    } catch (const std::exception& e) {
+      fail_collective(op, sequence, first_line(e.what()));
     }
-    return;
+    return pending;
   }
   std::vector<std::vector<at::Tensor>> outputs(1);
   for (int r = 0; r < world_size_; ++r) outputs[0].push_back(output.narrow(0, r * n, n));
   std::vector<at::Tensor> inputs{chunk.contiguous()};
   Pending pending = issue(op, [&] { return backend_->allgather(outputs, inputs); });
-  wait(pending);
+  pending.received = inputs[0];
+  return pending;
 }
 
 void ProcessGroup::barrier(const std::string& op) {

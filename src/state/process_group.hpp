@@ -44,7 +44,9 @@ class ProcessGroup {
     std::string op;
     uint64_t sequence = 0;
     // An allreduce done as an exchange (see allreduce_async): the receive, the
-    // peer's buffer it fills, and the tensor the sum goes into at wait().
+    // peer's buffer it fills, and the tensor the sum goes into at wait(); an
+    // all-gather's receive leaves sum_into undefined (nothing is added), and
+    // `received` may keep a buffer the collective reads alive until wait().
     c10d_adapter::WorkPtr receive;
     at::Tensor received;
     at::Tensor sum_into;
@@ -93,6 +95,9 @@ class ProcessGroup {
   // chunks with send/recv. Otherwise: one allgather into per-rank views of
   // output.
   void all_gather_into(at::Tensor& output, const at::Tensor& chunk, const std::string& op);
+  // The same, issued now and complete after wait() (FULL_SHARD's prefetch of
+  // the next unit): output must not be read, nor chunk written, before then.
+  Pending all_gather_into_async(at::Tensor& output, const at::Tensor& chunk, const std::string& op);
   // Whether the two above run on send/recv; benchmarks compare both
   // (every rank must set the same value).
   bool ring_collectives() const { return ring_collectives_ && !device_.is_cuda() && world_size_ == 2; }

@@ -379,6 +379,10 @@ static void accelerator(void) {
   BAD_OPTION(fsdp_activation_checkpointing, 2);
   BAD_OPTION(fsdp_activation_checkpointing, -2);
   BAD_OPTION(fsdp_transformer_layer_cls_to_wrap, "");
+  BAD_OPTION(fsdp_backward_prefetch, 2);
+  BAD_OPTION(fsdp_backward_prefetch, -2);
+  BAD_OPTION(fsdp_forward_prefetch, 2);
+  BAD_OPTION(fsdp_forward_prefetch, INT32_MIN);
   BAD_OPTION(fsdp_transformer_layer_cls_to_wrap, "GPT2Block,");
   BAD_OPTION(fsdp_transformer_layer_cls_to_wrap, ",GPT2Block");
   accel_accelerator_options_init(&o);

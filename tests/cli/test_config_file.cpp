@@ -230,10 +230,11 @@ TEST_F(ConfigFileTest, FsdpConfigMapsOntoTheShardingStrategy) {
   EXPECT_EQ(file.values.sharding_env,
             (Env{{"ACCELERATE_USE_FSDP", "true"}, {"FSDP_SHARDING_STRATEGY", "2"}, {"FSDP_AUTO_WRAP_POLICY", "SIZE_BASED_WRAP"},
                  {"FSDP_MIN_NUM_PARAMS", "2000"}, {"FSDP_STATE_DICT_TYPE", "FULL_STATE_DICT"},
-                 {"FSDP_TRANSFORMER_CLS_TO_WRAP", "BertLayer"}}));  // read under TRANSFORMER_BASED_WRAP only
+                 {"FSDP_TRANSFORMER_CLS_TO_WRAP", "BertLayer"},  // read under TRANSFORMER_BASED_WRAP only
+                 {"FSDP_BACKWARD_PREFETCH", "BACKWARD_PRE"}, {"FSDP_FORWARD_PREFETCH", "false"}}));
   std::string all;
   for (const auto& warning : file.warnings) all += warning + "\n";
-  EXPECT_NE(all.find("ignoring key 'fsdp_config.fsdp_backward_prefetch_policy': no effect"), std::string::npos) << all;
+  EXPECT_EQ(all.find("fsdp_backward_prefetch_policy"), std::string::npos) << all;  // honoured now
 
   // FULL_SHARD (FSDP's default, 1) with a sharded state dict.
   const std::string fsdp = "distributed_type: FSDP\nfsdp_config:\n";
@@ -254,6 +255,10 @@ TEST_F(ConfigFileTest, FsdpConfigMapsOntoTheShardingStrategy) {
                     "BertLayer\n");
   EXPECT_EQ(by_class.at("FSDP_AUTO_WRAP_POLICY"), "TRANSFORMER_BASED_WRAP");
   EXPECT_EQ(by_class.at("FSDP_TRANSFORMER_CLS_TO_WRAP"), "GPT2Block,BertLayer");
+  EXPECT_NE(error_of(fsdp + "  fsdp_backward_prefetch: EARLY\n").find("unknown value 'EARLY'"), std::string::npos);
+  EXPECT_EQ(env_of(fsdp + "  fsdp_backward_prefetch: NO_PREFETCH\n  fsdp_forward_prefetch: true\n")
+                .at("FSDP_FORWARD_PREFETCH"),
+            "true");
   EXPECT_NE(error_of(fsdp + "  fsdp_auto_wrap_policy: EVERYTHING\n").find("unknown value 'EVERYTHING'"),
             std::string::npos);
   EXPECT_NE(error_of(fsdp + "  fsdp_min_num_params: -5\n").find("'fsdp_config.fsdp_min_num_params': '-5' is not"),

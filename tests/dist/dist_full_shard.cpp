@@ -18,7 +18,8 @@
 // (TorchScript, named inputs, loss and logits out), wrapped whole (NO_WRAP)
 // or, with classes NAME, by submodule class (TRANSFORMER_BASED_WRAP); with
 // refused: prepare must refuse NAME (matching nothing) with InvalidArgument;
-// module: the mlp as a C++ module (Model::from_module), wrapped whole.
+// module: the mlp as a C++ module (Model::from_module), wrapped whole;
+// no_prefetch / forward_prefetch: backward prefetch off / forward prefetch on.
 // (A one-process large-batch reference drifts from NO_SHARD itself by up to
 // 5e-3 in 100 steps at 3 processes, so NO_SHARD is what is compared.)
 //
@@ -173,6 +174,9 @@ int train(int argc, char** argv) {
   if (min_num_params > 0) options.fsdp_min_num_params = min_num_params;
   if (checkpointing && !record) options.fsdp_activation_checkpointing = true;
   if (classes) options.fsdp_transformer_layer_cls_to_wrap = std::vector<std::string>{classes};
+  // Prefetch (backward on by default): off, or forward too.
+  if (has(argc, argv, "no_prefetch")) options.fsdp_backward_prefetch = false;
+  if (has(argc, argv, "forward_prefetch")) options.fsdp_forward_prefetch = true;
   accel::Accelerator accelerator(options);
   const int rank = accelerator.process_index(), world = accelerator.num_processes();
   rank_for_messages = rank;

@@ -13,7 +13,7 @@ using accel::detail::resolve_sharding_strategy;
 
 const char* const kVariables[] = {"ACCELERATE_USE_FSDP", "FSDP_SHARDING_STRATEGY", "ACCELERATE_USE_DEEPSPEED",
                                   "ACCELERATE_DEEPSPEED_ZERO_STAGE", "FSDP_AUTO_WRAP_POLICY", "FSDP_MIN_NUM_PARAMS",
-                                  "FSDP_TRANSFORMER_CLS_TO_WRAP"};
+                                  "FSDP_TRANSFORMER_CLS_TO_WRAP", "FSDP_BACKWARD_PREFETCH"};
 
 class ShardingStrategyTest : public ::testing::Test {
  protected:
@@ -171,3 +171,24 @@ TEST_F(ShardingStrategyTest, AcceleratorReportsTheStrategy) {
 }
 
 }  // namespace
+
+// FSDP's backward prefetch: on by default (FSDP's BACKWARD_PRE), off for NO_PREFETCH.
+TEST_F(ShardingStrategyTest, BackwardPrefetchFromOptionAndEnvironment) {
+  using accel::detail::resolve_backward_prefetch;
+  EXPECT_TRUE(resolve_backward_prefetch(std::nullopt));
+  EXPECT_FALSE(resolve_backward_prefetch(false));
+  setenv("FSDP_BACKWARD_PREFETCH", "NO_PREFETCH", 1);
+  EXPECT_TRUE(resolve_backward_prefetch(std::nullopt));  // read under ACCELERATE_USE_FSDP only
+  setenv("ACCELERATE_USE_FSDP", "true", 1);
+  EXPECT_FALSE(resolve_backward_prefetch(std::nullopt));
+  EXPECT_TRUE(resolve_backward_prefetch(true));
+  setenv("FSDP_BACKWARD_PREFETCH", "BACKWARD_POST", 1);
+  EXPECT_TRUE(resolve_backward_prefetch(std::nullopt));
+  setenv("FSDP_BACKWARD_PREFETCH", "SOMETIMES", 1);
+  try {
+    resolve_backward_prefetch(std::nullopt);
+    ADD_FAILURE() << "FSDP_BACKWARD_PREFETCH=SOMETIMES was accepted";
+  } catch (const accel::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("SOMETIMES"), std::string::npos) << e.what();
+  }
+}

@@ -45,6 +45,11 @@ type AcceleratorOptions struct {
 	// class ("GPT2Block") or path ("transformer.h.0") is listed become
 	// FULL_SHARD units of their own; nil: from the launcher's FSDP settings.
 	FSDPTransformerLayerClsToWrap []string
+	// FSDP's backward_prefetch (nil: on unless FSDP_BACKWARD_PREFETCH=NO_PREFETCH)
+	// and forward_prefetch (nil: FSDP_FORWARD_PREFETCH): the next FULL_SHARD
+	// unit's all-gather in flight while one runs.
+	FSDPBackwardPrefetch *bool
+	FSDPForwardPrefetch  *bool
 	ScalerInitScale           float64
 	ScalerGrowthFactor        float64
 	ScalerBackoffFactor       float64
@@ -117,6 +122,12 @@ func (o AcceleratorOptions) native() (core.AcceleratorOptions, error) {
 	}
 	if o.FSDPActivationCheckpointing != nil {
 		n.SetFsdp_activation_checkpointing(boolInt(*o.FSDPActivationCheckpointing))
+	}
+	if o.FSDPBackwardPrefetch != nil {
+		n.SetFsdp_backward_prefetch(boolInt(*o.FSDPBackwardPrefetch))
+	}
+	if o.FSDPForwardPrefetch != nil {
+		n.SetFsdp_forward_prefetch(boolInt(*o.FSDPForwardPrefetch))
 	}
 	if o.FSDPTransformerLayerClsToWrap != nil {
 		n.SetFsdp_transformer_layer_cls_to_wrap(strings.Join(o.FSDPTransformerLayerClsToWrap, ","))

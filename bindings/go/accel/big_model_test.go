@@ -121,7 +121,8 @@ func TestShardingOptionsAndHeldBytes(t *testing.T) {
 		t.Fatalf("an empty wrap class: %v", err)
 	}
 	byClass, err := NewAccelerator(AcceleratorOptions{CPU: true, ShardingStrategy: "FULL_SHARD",
-		FSDPTransformerLayerClsToWrap: []string{"GPT2Block", "transformer.h.0"}})
+		FSDPTransformerLayerClsToWrap: []string{"GPT2Block", "transformer.h.0"},
+		FSDPBackwardPrefetch: Ptr(false), FSDPForwardPrefetch: Ptr(true)})
 	if err != nil {
 		t.Fatal(err)
 	}

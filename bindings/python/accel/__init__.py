@@ -910,13 +910,19 @@ class FullyShardedDataParallelPlugin:
     ("FULL_SHARD" by default, as FSDP's; also "SHARD_GRAD_OP", "NO_SHARD", "SHARD_OPTIMIZER"),
     min_num_params (0: one wrap unit per layer; n > 0: layers grouped until they hold n parameters,
     size_based_auto_wrap_policy), activation_checkpointing (FULL_SHARD units run again in
-    backward) and transformer_cls_names_to_wrap (transformer_auto_wrap_policy: the TorchScript
-    submodules of these classes, or at these paths, become units of their own). Pass it as
+    backward), transformer_cls_names_to_wrap (transformer_auto_wrap_policy: the TorchScript
+    submodules of these classes, or at these paths, become units of their own), backward_prefetch
+    ("BACKWARD_PRE" by default as in FSDP, "BACKWARD_POST", "NO_PREFETCH" or None) and
+    forward_prefetch (the next unit's all-gather in flight while one runs). Pass it as
     Accelerator(fsdp_plugin=...)."""
 
     def __init__(self, sharding_strategy: str = "FULL_SHARD", min_num_params: int = 0,
                  activation_checkpointing: bool = False,
-                 transformer_cls_names_to_wrap: Optional[List[str]] = None) -> None:
+                 transformer_cls_names_to_wrap: Optional[List[str]] = None,
+                 backward_prefetch: Optional[str] = "BACKWARD_PRE", forward_prefetch: bool = False) -> None:
+        if backward_prefetch not in (None, "BACKWARD_PRE", "BACKWARD_POST", "NO_PREFETCH"):
+            raise ValueError(f"backward_prefetch {backward_prefetch!r} is not one of BACKWARD_PRE, BACKWARD_POST, "
+                             "NO_PREFETCH or None")
         if isinstance(min_num_params, bool) or not isinstance(min_num_params, int) or min_num_params < 0:
             raise ValueError(f"min_num_params must be an int >= 0, got {min_num_params!r}")
         if isinstance(transformer_cls_names_to_wrap, str):
@@ -925,6 +931,8 @@ class FullyShardedDataParallelPlugin:
         self.min_num_params = min_num_params
         self.activation_checkpointing = activation_checkpointing
         self.transformer_cls_names_to_wrap = transformer_cls_names_to_wrap
+        self.backward_prefetch = backward_prefetch
+        self.forward_prefetch = forward_prefetch
 
 
 class ProjectConfiguration:
@@ -966,7 +974,8 @@ class Accelerator(core.Accelerator):
     "HYBRID_SHARD" (FULL_SHARD within each node, replicated across nodes);
     None: from `accel launch`'s environment),
     fsdp_plugin (a FullyShardedDataParallelPlugin), fsdp_min_num_params, fsdp_activation_checkpointing,
-    fsdp_transformer_layer_cls_to_wrap (class names or submodule paths, a list or comma-separated), ...
+    fsdp_transformer_layer_cls_to_wrap (class names or submodule paths, a list or comma-separated),
+    fsdp_backward_prefetch, fsdp_forward_prefetch (bools), ...
 
     Collective where the C API says so: with several processes every process must call it."""
 
@@ -998,6 +1007,8 @@ class Accelerator(core.Accelerator):
             opts.sharding_strategy = _SHARDING[fsdp.sharding_strategy]
             opts.fsdp_min_num_params = fsdp.min_num_params
             opts.fsdp_activation_checkpointing = int(bool(fsdp.activation_checkpointing))
+            opts.fsdp_backward_prefetch = int(fsdp.backward_prefetch not in (None, "NO_PREFETCH"))
+            opts.fsdp_forward_prefetch = int(bool(fsdp.forward_prefetch))
             if fsdp.transformer_cls_names_to_wrap is not None:
                 options.setdefault("fsdp_transformer_layer_cls_to_wrap", fsdp.transformer_cls_names_to_wrap)
         if isinstance(options.get("fsdp_transformer_layer_cls_to_wrap"), (list, tuple)):

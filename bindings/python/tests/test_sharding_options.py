@@ -53,3 +53,11 @@ def test_transformer_layer_classes_are_checked_and_accepted():
     plugin = accel.FullyShardedDataParallelPlugin(transformer_cls_names_to_wrap=["GPT2Block"])
     assert plugin.transformer_cls_names_to_wrap == ["GPT2Block"]
     assert accel.Accelerator(cpu=True, fsdp_plugin=plugin).sharding_strategy == "FULL_SHARD"
+
+
+def test_prefetch_options():
+    accel.Accelerator(cpu=True, fsdp_backward_prefetch=False, fsdp_forward_prefetch=True)
+    plugin = accel.FullyShardedDataParallelPlugin(backward_prefetch="NO_PREFETCH", forward_prefetch=True)
+    accel.Accelerator(cpu=True, fsdp_plugin=plugin)
+    with pytest.raises(ValueError, match="backward_prefetch 'EARLY'"):
+        accel.FullyShardedDataParallelPlugin(backward_prefetch="EARLY")

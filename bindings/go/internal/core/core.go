@@ -482,6 +482,10 @@ extern void _wrap_AcceleratorOptions_fsdp_activation_checkpointing_set_core_a140
 extern swig_intgo _wrap_AcceleratorOptions_fsdp_activation_checkpointing_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_AcceleratorOptions_fsdp_transformer_layer_cls_to_wrap_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_41 arg2);
 extern swig_type_42 _wrap_AcceleratorOptions_fsdp_transformer_layer_cls_to_wrap_get_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_AcceleratorOptions_fsdp_backward_prefetch_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_AcceleratorOptions_fsdp_backward_prefetch_get_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_AcceleratorOptions_fsdp_forward_prefetch_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_AcceleratorOptions_fsdp_forward_prefetch_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_AcceleratorOptions_core_a1403cbc65d2f32f(void);
 extern void _wrap_delete_AcceleratorOptions_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_intgo _wrap_LOSS_CROSS_ENTROPY_core_a1403cbc65d2f32f(void);
@@ -2327,6 +2331,32 @@ func (arg1 SwigcptrAcceleratorOptions) GetFsdp_transformer_layer_cls_to_wrap() (
 	return swig_r_1
 }
 
+func (arg1 SwigcptrAcceleratorOptions) SetFsdp_backward_prefetch(arg2 int) {
+	_swig_i_0 := arg1
+	_swig_i_1 := arg2
+	C._wrap_AcceleratorOptions_fsdp_backward_prefetch_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+}
+
+func (arg1 SwigcptrAcceleratorOptions) GetFsdp_backward_prefetch() (_swig_ret int) {
+	var swig_r int
+	_swig_i_0 := arg1
+	swig_r = (int)(C._wrap_AcceleratorOptions_fsdp_backward_prefetch_get_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0)))
+	return swig_r
+}
+
+func (arg1 SwigcptrAcceleratorOptions) SetFsdp_forward_prefetch(arg2 int) {
+	_swig_i_0 := arg1
+	_swig_i_1 := arg2
+	C._wrap_AcceleratorOptions_fsdp_forward_prefetch_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+}
+
+func (arg1 SwigcptrAcceleratorOptions) GetFsdp_forward_prefetch() (_swig_ret int) {
+	var swig_r int
+	_swig_i_0 := arg1
+	swig_r = (int)(C._wrap_AcceleratorOptions_fsdp_forward_prefetch_get_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0)))
+	return swig_r
+}
+
 func NewAcceleratorOptions() (_swig_ret AcceleratorOptions) {
 	var swig_r AcceleratorOptions
 	swig_r = (AcceleratorOptions)(SwigcptrAcceleratorOptions(C._wrap_new_AcceleratorOptions_core_a1403cbc65d2f32f()))
@@ -2409,6 +2439,10 @@ type AcceleratorOptions interface {
 	GetFsdp_activation_checkpointing() (_swig_ret int)
 	SetFsdp_transformer_layer_cls_to_wrap(arg2 string)
 	GetFsdp_transformer_layer_cls_to_wrap() (_swig_ret string)
+	SetFsdp_backward_prefetch(arg2 int)
+	GetFsdp_backward_prefetch() (_swig_ret int)
+	SetFsdp_forward_prefetch(arg2 int)
+	GetFsdp_forward_prefetch() (_swig_ret int)
 }
 
 type Accel_loss_kind int

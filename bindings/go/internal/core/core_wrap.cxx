@@ -4720,6 +4720,56 @@ _gostring_ _wrap_AcceleratorOptions_fsdp_transformer_layer_cls_to_wrap_get_core_
 }
 
 
+void _wrap_AcceleratorOptions_fsdp_backward_prefetch_set_core_a1403cbc65d2f32f(accel_accelerator_options *_swig_go_0, intgo _swig_go_1) {
+  accel_accelerator_options *arg1 = (accel_accelerator_options *) 0 ;
+  int arg2 ;
+  
+  arg1 = *(accel_accelerator_options **)&_swig_go_0; 
+  arg2 = (int)_swig_go_1; 
+  
+  if (arg1) (arg1)->fsdp_backward_prefetch = arg2;
+  
+}
+
+
+intgo _wrap_AcceleratorOptions_fsdp_backward_prefetch_get_core_a1403cbc65d2f32f(accel_accelerator_options *_swig_go_0) {
+  accel_accelerator_options *arg1 = (accel_accelerator_options *) 0 ;
+  int result;
+  intgo _swig_go_result;
+  
+  arg1 = *(accel_accelerator_options **)&_swig_go_0; 
+  
+  result = (int) ((arg1)->fsdp_backward_prefetch);
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
+void _wrap_AcceleratorOptions_fsdp_forward_prefetch_set_core_a1403cbc65d2f32f(accel_accelerator_options *_swig_go_0, intgo _swig_go_1) {
+  accel_accelerator_options *arg1 = (accel_accelerator_options *) 0 ;
+  int arg2 ;
+  
+  arg1 = *(accel_accelerator_options **)&_swig_go_0; 
+  arg2 = (int)_swig_go_1; 
+  
+  if (arg1) (arg1)->fsdp_forward_prefetch = arg2;
+  
+}
+
+
+intgo _wrap_AcceleratorOptions_fsdp_forward_prefetch_get_core_a1403cbc65d2f32f(accel_accelerator_options *_swig_go_0) {
+  accel_accelerator_options *arg1 = (accel_accelerator_options *) 0 ;
+  int result;
+  intgo _swig_go_result;
+  
+  arg1 = *(accel_accelerator_options **)&_swig_go_0; 
+  
+  result = (int) ((arg1)->fsdp_forward_prefetch);
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
 accel_accelerator_options *_wrap_new_AcceleratorOptions_core_a1403cbc65d2f32f() {
   accel_accelerator_options *result = 0 ;
   accel_accelerator_options *_swig_go_result;

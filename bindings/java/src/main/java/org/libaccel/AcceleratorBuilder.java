@@ -179,6 +179,21 @@ public final class AcceleratorBuilder {
     return this;
   }
 
+  /**
+   * FSDP's backward_prefetch (default on unless FSDP_BACKWARD_PREFETCH=NO_PREFETCH): while a
+   * FULL_SHARD unit runs its backward, the next unit's all-gather is in flight.
+   */
+  public AcceleratorBuilder fsdpBackwardPrefetch(boolean on) {
+    options.setFsdpBackwardPrefetch(on ? 1 : 0);
+    return this;
+  }
+
+  /** FSDP's forward_prefetch (default: FSDP_FORWARD_PREFETCH, else off): the same in the forward. */
+  public AcceleratorBuilder fsdpForwardPrefetch(boolean on) {
+    options.setFsdpForwardPrefetch(on ? 1 : 0);
+    return this;
+  }
+
   public AcceleratorBuilder findUnusedParameters(boolean find) {
     options.setFindUnusedParameters(find);
     return this;

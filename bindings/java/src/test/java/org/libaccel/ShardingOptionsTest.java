@@ -27,7 +27,8 @@ class ShardingOptionsTest {
         .fsdpTransformerLayerClsToWrap("GPT2Block", "").build());
     assertTrue(empty.getMessage().contains("fsdp_transformer_layer_cls_to_wrap"), empty.getMessage());
     try (Accelerator acc = new AcceleratorBuilder().cpu(true).shardingStrategy("FULL_SHARD")
-             .fsdpTransformerLayerClsToWrap("GPT2Block", "transformer.h.0").build()) {
+             .fsdpTransformerLayerClsToWrap("GPT2Block", "transformer.h.0")
+             .fsdpBackwardPrefetch(false).fsdpForwardPrefetch(true).build()) {
       assertEquals(1, acc.numProcesses());
     }
   }
