@@ -204,6 +204,11 @@ struct AccelBatch {
 /* ---- module functions ---- */
 %inline %{
 static std::string version() { return accel_version(); }
+static std::string available_memory_json() {
+  char* out = 0;
+  accel_check(accel_available_memory(&out));
+  return accel_take_string(out);
+}
 static int abi_version() { return accel_abi_version(); }
 static bool has_feature(accel_feature feature) { return accel_has_feature(feature) != 0; }
 static size_t dtype_size(accel_dtype dtype) { return accel_dtype_size(dtype); }
@@ -512,7 +517,8 @@ struct AccelTensorMap {};
     std::vector<const char*> names;
     for (const auto& name : no_split_module_classes) names.push_back(name.c_str());
     char* out = 0;
-    accel_check(accel_infer_auto_device_map($self, max_memory_json.c_str(), names.empty() ? 0 : names.data(),
+    /* "" is NULL: every GPU's free memory and the RAM available (accel_available_memory). */
+    accel_check(accel_infer_auto_device_map($self, accel_null_if_empty(max_memory_json), names.empty() ? 0 : names.data(),
                                             names.size(), accel_null_if_empty(dtype), &out));
     return accel_take_string(out);
   }

@@ -101,6 +101,21 @@ std::vector<int64_t> read_shape(JNIEnv* env, jlongArray shape) {
   }
 %}
 %pragma(java) moduleclassmodifiers="public final class"
+%javamethodmodifiers available_memory_json "private";
+%pragma(java) modulecode=%{
+  /**
+   * Accelerate's get_max_memory(): the bytes each device can take now, in inferAutoDeviceMap's
+   * order: "cuda:N" (free memory of every GPU), then "cpu" (the RAM the system has available).
+   */
+  public static java.util.LinkedHashMap<String, Long> getMaxMemory() {
+    java.util.LinkedHashMap<String, Long> budgets = new java.util.LinkedHashMap<>();
+    Object parsed = Json.read(availableMemoryJson());
+    for (java.util.Map.Entry<?, ?> e : ((java.util.Map<?, ?>) parsed).entrySet()) {
+      budgets.put((String) e.getKey(), ((Number) e.getValue()).longValue());
+    }
+    return budgets;
+  }
+%}
 
 /* ---- names: Java conventions ---- */
 /* swig runs with -DSWIGWORDSIZE64, so int64_t is a C long, which SWIG's Java
@@ -673,14 +688,16 @@ import java.nio.LongBuffer;
 
   /**
    * Accelerate 0.22's infer_auto_device_map: modules placed over the GPUs in order, then "cpu",
-   * then "disk", within budgets such as {"cpu": "200MB"}; classes in noSplit are never split.
+   * then "disk", within budgets such as {"cpu": "200MB"} (null: Accel.getMaxMemory()); classes in
+   * noSplit are never split.
    * A budget below the largest unsplittable module throws AccelException naming it.
    */
   public java.util.LinkedHashMap<String, String> inferAutoDeviceMap(java.util.Map<String, String> maxMemory,
                                                                      java.util.List<String> noSplit, String dtype) {
     StringVector classes = new StringVector(noSplit == null ? java.util.Collections.<String>emptyList() : noSplit);
     try {
-      return deviceMapOf(inferAutoDeviceMapJson(Json.write(maxMemory), classes, dtype == null ? "" : dtype));
+      String budgets = maxMemory == null ? "" : Json.write(maxMemory);  // null: Accel.getMaxMemory()
+      return deviceMapOf(inferAutoDeviceMapJson(budgets, classes, dtype == null ? "" : dtype));
     } finally {
       classes.delete();
     }

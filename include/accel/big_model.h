@@ -79,7 +79,8 @@ ACCEL_API accel_status accel_model_module_sizes(const accel_model* model, const 
 
 /* Accelerate 0.22's infer_auto_device_map (rules in include/accel/big_model.hpp
    and docs/big-models.md). max_memory: JSON object of device to budget, bytes
-   or sizes such as "50MB"/"1GiB": {"cpu": "50MB"}; disk is always added last.
+   or sizes such as "50MB"/"1GiB": {"cpu": "50MB"}; disk is always added last;
+   NULL: accel_available_memory (Accelerate's max_memory=None).
    no_split: count class names ("TransformerEncoderLayer") never split (NULL
    when count is 0). dtype as accel_model_module_sizes. Errors:
    INVALID_ARGUMENT naming the bad device or size, or the device whose budget is
@@ -88,6 +89,12 @@ ACCEL_API accel_status accel_model_module_sizes(const accel_model* model, const 
 ACCEL_API accel_status accel_infer_auto_device_map(const accel_model* model, const char* max_memory,
                                                    const char* const* no_split, size_t count, const char* dtype,
                                                    char** out);
+
+/* Accelerate's get_max_memory(): the bytes each device can take now, as a
+   JSON object in infer_auto_device_map's order: {"cuda:0": free bytes, ...,
+   "cpu": the memory the system has available}. *out: new string, free with
+   accel_string_free. Errors: INVALID_ARGUMENT (NULL out). Not collective. */
+ACCEL_API accel_status accel_available_memory(char** out);
 
 /* Checks a user's device map (JSON object string) against the model: every key
    names a module, parameter or buffer, no key lies inside another, devices are

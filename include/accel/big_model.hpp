@@ -114,4 +114,13 @@ void load_checkpoint_and_dispatch(const Model& model, const std::string& checkpo
 std::string device_map_to_json(const DeviceMap& device_map);
 DeviceMap device_map_from_json(const std::string& json_object);
 
+// A device map as callers of load_checkpoint_and_dispatch write it: "" for
+// {"": "cpu"}, the JSON strings "\"auto\"" and "\"sequential\"" for
+// auto_device_map(model, no_split_module_classes, dtype) (Accelerate's
+// device_map="auto"; both fill the devices in order), else a JSON object
+// (device_map_from_json). Throws InvalidArgument naming another JSON string.
+DeviceMap resolve_device_map(const Model& model, const std::string& text,
+                             const std::vector<std::string>& no_split_module_classes = {},
+                             c10::optional<c10::ScalarType> dtype = {});
+
 }  // namespace accel

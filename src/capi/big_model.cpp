@@ -55,42 +55,13 @@ ACCEL_API accel_status accel_model_materialize(accel_model* model, const char* c
   });
 }
 
-namespace {
-
-// A device map given as a JSON string: Accelerate's "auto" or "sequential"
-// (both fill the devices in order here); nullopt for anything but a string.
-std::optional<std::string> device_map_strategy(const char* device_map) {
-  nlohmann::json parsed;
-  try {
-    parsed = nlohmann::json::parse(device_map);
-  } catch (const std::exception&) {
-    return std::nullopt;  // device_map_from_json names the parse error
-  }
-  if (!parsed.is_string()) return std::nullopt;
-  const std::string strategy = parsed.get<std::string>();
-  accel::require_arg(strategy == "auto" || strategy == "sequential",
-                     "device_map \"" + strategy + "\" is not supported: give a JSON object of module name to "
-                     "device, \"auto\" or \"sequential\"");
-  return strategy;
-}
-
-}  // namespace
-
 ACCEL_API accel_status accel_load_checkpoint_and_dispatch(accel_model* model, const char* checkpoint,
                                                           const char* device_map, const char* offload_folder,
                                                           const char* dtype) {
   return guarded([&] {
     const auto& m = deref(model, "model").model;
     accel::require_arg(checkpoint != nullptr, "checkpoint is NULL");
-    const bool all_cpu = device_map == nullptr || *device_map == '\0';
-    accel::DeviceMap map;
-    if (all_cpu) {
-      map = {{"", "cpu"}};
-    } else if (auto strategy = device_map_strategy(device_map)) {
-      map = accel::auto_device_map(m, {}, dtype_arg(dtype));
-    } else {
-      map = accel::device_map_from_json(device_map);
-    }
+    const accel::DeviceMap map = accel::resolve_device_map(m, device_map ? device_map : "", {}, dtype_arg(dtype));
     accel::load_checkpoint_and_dispatch(m, checkpoint, map, offload_folder ? offload_folder : "", dtype_arg(dtype));
   });
 }
@@ -112,15 +83,24 @@ ACCEL_API accel_status accel_infer_auto_device_map(const accel_model* model, con
   return guarded([&] {
     auto& result = out_param(out, "out");
     const auto& m = deref(model, "model").model;
-    accel::require_arg(max_memory != nullptr, "max_memory is NULL");
     accel::require_arg(count == 0 || no_split != nullptr, "no_split is NULL but count is " + std::to_string(count));
     std::vector<std::string> classes;
     for (size_t i = 0; i < count; ++i) {
       accel::require_arg(no_split[i] != nullptr, "no_split[" + std::to_string(i) + "] is NULL");
       classes.emplace_back(no_split[i]);
     }
-    auto map = accel::infer_auto_device_map(m, accel::parse_max_memory(max_memory), classes, dtype_arg(dtype));
+    auto map = accel::infer_auto_device_map(
+        m, max_memory ? accel::parse_max_memory(max_memory) : accel::available_memory(), classes, dtype_arg(dtype));
     result = new_string(accel::device_map_to_json(map));
+  });
+}
+
+ACCEL_API accel_status accel_available_memory(char** out) {
+  return guarded([&] {
+    auto& result = out_param(out, "out");
+    nlohmann::ordered_json budgets = nlohmann::ordered_json::object();
+    for (const auto& [device, bytes] : accel::available_memory()) budgets[device] = bytes;
+    result = new_string(budgets.dump());
   });
 }
 

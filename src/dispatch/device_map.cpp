@@ -306,4 +306,17 @@ DeviceMap device_map_from_json(const std::string& json_object) {
   return out;
 }
 
+DeviceMap resolve_device_map(const Model& model, const std::string& text,
+                             const std::vector<std::string>& no_split_module_classes,
+                             c10::optional<c10::ScalarType> dtype) {
+  if (text.empty()) return {{"", "cpu"}};
+  Json parsed = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!parsed.is_string()) return device_map_from_json(text);  // which names a parse error
+  const std::string strategy = parsed.get<std::string>();
+  require_arg(strategy == "auto" || strategy == "sequential",
+              "device_map \"" + strategy + "\" is not supported: give a JSON object of module name to device, "
+              "\"auto\" or \"sequential\"");
+  return auto_device_map(model, no_split_module_classes, dtype);
+}
+
 }  // namespace accel

@@ -92,6 +92,15 @@ int main(void) {
   EXPECT_ERROR(accel_infer_auto_device_map(model, "{\"cpu\": 100000}", no_split, 1, NULL, &map),
                ACCEL_ERR_INVALID_ARGUMENT, "\"h.0\" (199936 bytes)");
   EXPECT(map == NULL);
+  /* max_memory NULL: Accelerate's get_max_memory(), here the RAM available (far more than the model). */
+  char* budgets = NULL;
+  EXPECT_OK(accel_available_memory(&budgets));
+  EXPECT(budgets != NULL && strstr(budgets, "\"cpu\":") != NULL);
+  accel_string_free(budgets);
+  EXPECT_OK(accel_infer_auto_device_map(model, NULL, no_split, 1, NULL, &map));
+  EXPECT(map != NULL && strcmp(map, "{\"\":\"cpu\"}") == 0);
+  accel_string_free(map);
+  map = NULL;
   EXPECT_ERROR(accel_verify_device_map(model, "{\"wte\": \"cpu\", \"h\": \"disk\", \"lm_head\": \"cpu\"}"),
                ACCEL_ERR_INVALID_ARGUMENT, "\"lm_head\" names no module");
   EXPECT_ERROR(accel_verify_device_map(model, "{\"wte\": \"cpu\", \"h\": \"disk\", \"ln_f\": \"cpu\"}"),

@@ -1487,7 +1487,7 @@ static void big_models(void) {
   ARG(accel_model_module_sizes(empty, NULL, NULL));
   ARG(accel_model_module_sizes(empty, "float13", &text));
   EXPECT(text == NULL);
-  ARG(accel_infer_auto_device_map(empty, NULL, NULL, 0, NULL, &text));
+  ARG(accel_available_memory(NULL));
   ARG(accel_infer_auto_device_map(empty, "{\"cpu\": 100}", NULL, 1, NULL, &text));
   ARG(accel_infer_auto_device_map(empty, "{\"cpu\": 100}", kNullSplit, 1, NULL, &text));
   ARG(accel_infer_auto_device_map(empty, "{\"cpu\": 100}", kSplit, 1, NULL, NULL));

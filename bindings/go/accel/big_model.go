@@ -32,11 +32,15 @@ func (m *Model) ModuleSizes(dtype string) (map[string]int64, error) {
 
 // InferAutoDeviceMap is Accelerate 0.22's infer_auto_device_map: modules
 // placed over the GPUs in order, then "cpu", then "disk", with budgets such as
-// {"cpu": "200MB"}; modules whose class is in noSplit are never split.
+// {"cpu": "200MB"} (nil: GetMaxMemory()); modules whose class is in noSplit
+// are never split.
 func (m *Model) InferAutoDeviceMap(maxMemory map[string]string, noSplit []string, dtype string) (map[string]string, error) {
-	budgets, err := json.Marshal(maxMemory)
-	if err != nil {
-		return nil, err
+	budgets := []byte{} // nil maxMemory: GetMaxMemory()
+	if maxMemory != nil {
+		var err error
+		if budgets, err = json.Marshal(maxMemory); err != nil {
+			return nil, err
+		}
 	}
 	classes := core.NewStringVector()
 	defer core.DeleteStringVector(classes)
@@ -111,4 +115,16 @@ func modelString(m *Model, f func(core.Model) string) (string, error) {
 	}
 	defer runtime.KeepAlive(m)
 	return call(func() string { return f(h) })
+}
+
+// GetMaxMemory is Accelerate's get_max_memory(): the bytes each device can
+// take now, "cuda:N" (every GPU's free memory) then "cpu" (the RAM the system
+// has available).
+func GetMaxMemory() (map[string]int64, error) {
+	text, err := call(core.Available_memory_json)
+	if err != nil {
+		return nil, err
+	}
+	budgets := map[string]int64{}
+	return budgets, json.Unmarshal([]byte(text), &budgets)
 }

@@ -48,6 +48,13 @@ func TestEmptyModelSizesAndDeviceMap(t *testing.T) {
 		!strings.Contains(err.Error(), `"h.0" (199936 bytes)`) {
 		t.Fatalf("a budget below the largest block: %v", err)
 	}
+	// nil budgets: GetMaxMemory(), here the RAM available, far more than the model needs.
+	if budgets, err := GetMaxMemory(); err != nil || budgets["cpu"] <= 931328 {
+		t.Fatalf("GetMaxMemory: %v, %v", budgets, err)
+	}
+	if all, err := model.InferAutoDeviceMap(nil, nil, ""); err != nil || len(all) != 1 || all[""] != "cpu" {
+		t.Fatalf("InferAutoDeviceMap(nil): %v, %v", all, err)
+	}
 	if err := model.Materialize(t.TempDir()+"/missing.safetensors", ""); err == nil {
 		t.Fatal("materialize from a missing file succeeded")
 	}

@@ -39,15 +39,16 @@ from .core import (AccelError, AcceleratorOptions, Batch, DataLoaderOptions, Opt
                    SchedulerOptions, abi_version, has_feature, version)
 from ._state import AcceleratorState, GradientState, _shard_size_bytes
 from . import big_modeling
-from .big_modeling import (check_device_map, compute_module_sizes, infer_auto_device_map, init_empty_weights,
-                           load_checkpoint_and_dispatch, load_checkpoint_in_model, verify_device_map)
+from .big_modeling import (check_device_map, compute_module_sizes, get_max_memory, infer_auto_device_map,
+                           init_empty_weights, load_checkpoint_and_dispatch, load_checkpoint_in_model,
+                           verify_device_map)
 
 __all__ = [
     "AccelError", "Accelerator", "AcceleratorState", "GradientState", "DistributedType", "Model", "Optimizer",
     "Scheduler", "Dataset", "DataLoader", "Tensor", "Tracker", "ProgressBar", "tensor", "get_logger", "version",
     "abi_version", "has_feature", "__version__", "Sequences", "DataCollatorWithPadding", "ModelOutput",
     "FullyShardedDataParallelPlugin", "init_empty_weights", "compute_module_sizes", "infer_auto_device_map", "check_device_map",
-    "verify_device_map", "load_checkpoint_and_dispatch", "load_checkpoint_in_model",
+    "verify_device_map", "load_checkpoint_and_dispatch", "load_checkpoint_in_model", "get_max_memory",
 ]
 
 __version__ = version()

@@ -69,9 +69,11 @@ def _size_value(value: Union[int, str]) -> Union[int, str]:
     return value
 
 
-def _available_memory() -> Dict[str, int]:
-    # Accelerate's get_max_memory() without a GPU: the memory the system has available now.
-    return {"cpu": os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")}
+def get_max_memory() -> Dict[Union[int, str], int]:
+    """Accelerate's get_max_memory(): the bytes each device can take now, GPUs by index (their
+    free memory) then "cpu" (the RAM the system has available)."""
+    budgets = json.loads(core.available_memory_json())
+    return {(int(k[5:]) if k.startswith("cuda:") else k): v for k, v in budgets.items()}
 
 
 def infer_auto_device_map(model: core.Model, max_memory: Optional[Mapping[str, Union[int, str]]] = None,
@@ -80,11 +82,10 @@ def infer_auto_device_map(model: core.Model, max_memory: Optional[Mapping[str, U
     """Accelerate 0.22's infer_auto_device_map: modules placed largest-first over the GPUs in
     order, then "cpu", then "disk", never splitting a module whose class is in
     no_split_module_classes. max_memory: {"cpu": "200MB", 0: "1GiB", ...} (ints are GPU
-    indices); None: the system's available memory for "cpu"."""
-    budgets = _available_memory() if max_memory is None else max_memory
-    text = {str(k) if not isinstance(k, int) else f"cuda:{k}": _size_value(v) for k, v in budgets.items()}
-    return json.loads(model.infer_auto_device_map_json(json.dumps(text), list(no_split_module_classes or []),
-                                                       _dtype_name(dtype)))
+    indices); None: get_max_memory() (every GPU's free memory, then the RAM available)."""
+    text = "" if max_memory is None else json.dumps(
+        {str(k) if not isinstance(k, int) else f"cuda:{k}": _size_value(v) for k, v in max_memory.items()})
+    return json.loads(model.infer_auto_device_map_json(text, list(no_split_module_classes or []), _dtype_name(dtype)))
 
 
 def _map_json(device_map: Mapping[str, Union[str, int]]) -> str:

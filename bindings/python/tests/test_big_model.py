@@ -54,6 +54,10 @@ def test_empty_model_sizes_and_device_map():
         accel.verify_device_map(model, {"wte": "cpu", "h": "disk", "ln_f": "cpu"})
     with pytest.raises(TypeError):
         accel.check_device_map(model, ["cpu"])
+    # max_memory None: get_max_memory(), here the RAM available, far more than the model needs.
+    budgets = accel.get_max_memory()
+    assert list(budgets)[-1] == "cpu" and budgets["cpu"] > 931328
+    assert accel.infer_auto_device_map(model, no_split_module_classes=["TransformerEncoderLayer"]) == {"": "cpu"}
     # Outside the block models are built with memory again.
     assert accel.compute_module_sizes(accel.Model.from_json(GPT))[""] == 931328
 

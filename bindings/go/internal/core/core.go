@@ -124,15 +124,15 @@ typedef _gostring_ swig_type_94;
 typedef _gostring_ swig_type_95;
 typedef _gostring_ swig_type_96;
 typedef _gostring_ swig_type_97;
-typedef long long swig_type_98;
-typedef _gostring_ swig_type_99;
+typedef _gostring_ swig_type_98;
+typedef long long swig_type_99;
 typedef _gostring_ swig_type_100;
 typedef _gostring_ swig_type_101;
 typedef _gostring_ swig_type_102;
 typedef _gostring_ swig_type_103;
-typedef _goslice_ swig_type_104;
+typedef _gostring_ swig_type_104;
 typedef _goslice_ swig_type_105;
-typedef long long swig_type_106;
+typedef _goslice_ swig_type_106;
 typedef long long swig_type_107;
 typedef long long swig_type_108;
 typedef long long swig_type_109;
@@ -144,10 +144,10 @@ typedef long long swig_type_114;
 typedef long long swig_type_115;
 typedef long long swig_type_116;
 typedef long long swig_type_117;
-typedef _gostring_ swig_type_118;
-typedef long long swig_type_119;
-typedef _gostring_ swig_type_120;
-typedef long long swig_type_121;
+typedef long long swig_type_118;
+typedef _gostring_ swig_type_119;
+typedef long long swig_type_120;
+typedef _gostring_ swig_type_121;
 typedef long long swig_type_122;
 typedef long long swig_type_123;
 typedef long long swig_type_124;
@@ -159,48 +159,48 @@ typedef long long swig_type_129;
 typedef long long swig_type_130;
 typedef long long swig_type_131;
 typedef long long swig_type_132;
-typedef _gostring_ swig_type_133;
+typedef long long swig_type_133;
 typedef _gostring_ swig_type_134;
 typedef _gostring_ swig_type_135;
 typedef _gostring_ swig_type_136;
 typedef _gostring_ swig_type_137;
 typedef _gostring_ swig_type_138;
-typedef long long swig_type_139;
+typedef _gostring_ swig_type_139;
 typedef long long swig_type_140;
-typedef _gostring_ swig_type_141;
+typedef long long swig_type_141;
 typedef _gostring_ swig_type_142;
 typedef _gostring_ swig_type_143;
 typedef _gostring_ swig_type_144;
 typedef _gostring_ swig_type_145;
 typedef _gostring_ swig_type_146;
-typedef long long swig_type_147;
+typedef _gostring_ swig_type_147;
 typedef long long swig_type_148;
-typedef _gostring_ swig_type_149;
+typedef long long swig_type_149;
 typedef _gostring_ swig_type_150;
 typedef _gostring_ swig_type_151;
 typedef _gostring_ swig_type_152;
 typedef _gostring_ swig_type_153;
 typedef _gostring_ swig_type_154;
 typedef _gostring_ swig_type_155;
-typedef long long swig_type_156;
+typedef _gostring_ swig_type_156;
 typedef long long swig_type_157;
 typedef long long swig_type_158;
-typedef _gostring_ swig_type_159;
+typedef long long swig_type_159;
 typedef _gostring_ swig_type_160;
 typedef _gostring_ swig_type_161;
 typedef _gostring_ swig_type_162;
-typedef long long swig_type_163;
-typedef _gostring_ swig_type_164;
+typedef _gostring_ swig_type_163;
+typedef long long swig_type_164;
 typedef _gostring_ swig_type_165;
-typedef long long swig_type_166;
-typedef _gostring_ swig_type_167;
+typedef _gostring_ swig_type_166;
+typedef long long swig_type_167;
 typedef _gostring_ swig_type_168;
 typedef _gostring_ swig_type_169;
 typedef _gostring_ swig_type_170;
 typedef _gostring_ swig_type_171;
-typedef long long swig_type_172;
+typedef _gostring_ swig_type_172;
 typedef long long swig_type_173;
-typedef _gostring_ swig_type_174;
+typedef long long swig_type_174;
 typedef _gostring_ swig_type_175;
 typedef _gostring_ swig_type_176;
 typedef _gostring_ swig_type_177;
@@ -223,8 +223,8 @@ typedef _gostring_ swig_type_193;
 typedef _gostring_ swig_type_194;
 typedef _gostring_ swig_type_195;
 typedef _gostring_ swig_type_196;
-typedef long long swig_type_197;
-typedef _gostring_ swig_type_198;
+typedef _gostring_ swig_type_197;
+typedef long long swig_type_198;
 typedef _gostring_ swig_type_199;
 typedef _gostring_ swig_type_200;
 typedef _gostring_ swig_type_201;
@@ -235,18 +235,18 @@ typedef _gostring_ swig_type_205;
 typedef _gostring_ swig_type_206;
 typedef _gostring_ swig_type_207;
 typedef _gostring_ swig_type_208;
-typedef long long swig_type_209;
+typedef _gostring_ swig_type_209;
 typedef long long swig_type_210;
 typedef long long swig_type_211;
 typedef long long swig_type_212;
 typedef long long swig_type_213;
-typedef _gostring_ swig_type_214;
-typedef long long swig_type_215;
-typedef _gostring_ swig_type_216;
+typedef long long swig_type_214;
+typedef _gostring_ swig_type_215;
+typedef long long swig_type_216;
 typedef _gostring_ swig_type_217;
 typedef _gostring_ swig_type_218;
-typedef long long swig_type_219;
-typedef _gostring_ swig_type_220;
+typedef _gostring_ swig_type_219;
+typedef long long swig_type_220;
 typedef _gostring_ swig_type_221;
 typedef _gostring_ swig_type_222;
 typedef _gostring_ swig_type_223;
@@ -254,25 +254,25 @@ typedef _gostring_ swig_type_224;
 typedef _gostring_ swig_type_225;
 typedef _gostring_ swig_type_226;
 typedef _gostring_ swig_type_227;
-typedef long long swig_type_228;
+typedef _gostring_ swig_type_228;
 typedef long long swig_type_229;
-typedef _gostring_ swig_type_230;
+typedef long long swig_type_230;
 typedef _gostring_ swig_type_231;
-typedef long long swig_type_232;
-typedef _gostring_ swig_type_233;
+typedef _gostring_ swig_type_232;
+typedef long long swig_type_233;
 typedef _gostring_ swig_type_234;
 typedef _gostring_ swig_type_235;
 typedef _gostring_ swig_type_236;
 typedef _gostring_ swig_type_237;
 typedef _gostring_ swig_type_238;
 typedef _gostring_ swig_type_239;
-typedef long long swig_type_240;
+typedef _gostring_ swig_type_240;
 typedef long long swig_type_241;
-typedef _gostring_ swig_type_242;
+typedef long long swig_type_242;
 typedef _gostring_ swig_type_243;
 typedef _gostring_ swig_type_244;
-typedef long long swig_type_245;
-typedef _gostring_ swig_type_246;
+typedef _gostring_ swig_type_245;
+typedef long long swig_type_246;
 typedef _gostring_ swig_type_247;
 typedef _gostring_ swig_type_248;
 typedef _gostring_ swig_type_249;
@@ -283,8 +283,8 @@ typedef _gostring_ swig_type_253;
 typedef _gostring_ swig_type_254;
 typedef _gostring_ swig_type_255;
 typedef _gostring_ swig_type_256;
-typedef long long swig_type_257;
-typedef _gostring_ swig_type_258;
+typedef _gostring_ swig_type_257;
+typedef long long swig_type_258;
 typedef _gostring_ swig_type_259;
 typedef _gostring_ swig_type_260;
 typedef _gostring_ swig_type_261;
@@ -294,27 +294,28 @@ typedef _gostring_ swig_type_264;
 typedef _gostring_ swig_type_265;
 typedef _gostring_ swig_type_266;
 typedef _gostring_ swig_type_267;
-typedef long long swig_type_268;
+typedef _gostring_ swig_type_268;
 typedef long long swig_type_269;
 typedef long long swig_type_270;
 typedef long long swig_type_271;
 typedef long long swig_type_272;
 typedef long long swig_type_273;
-typedef _gostring_ swig_type_274;
-typedef long long swig_type_275;
-typedef _gostring_ swig_type_276;
-typedef long long swig_type_277;
+typedef long long swig_type_274;
+typedef _gostring_ swig_type_275;
+typedef long long swig_type_276;
+typedef _gostring_ swig_type_277;
 typedef long long swig_type_278;
-typedef _gostring_ swig_type_279;
+typedef long long swig_type_279;
 typedef _gostring_ swig_type_280;
-typedef long long swig_type_281;
+typedef _gostring_ swig_type_281;
 typedef long long swig_type_282;
-typedef _gostring_ swig_type_283;
-typedef long long swig_type_284;
-typedef _gostring_ swig_type_285;
-typedef long long swig_type_286;
-typedef _gostring_ swig_type_287;
+typedef long long swig_type_283;
+typedef _gostring_ swig_type_284;
+typedef long long swig_type_285;
+typedef _gostring_ swig_type_286;
+typedef long long swig_type_287;
 typedef _gostring_ swig_type_288;
+typedef _gostring_ swig_type_289;
 extern void _wrap_Swig_free_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Swig_malloc_core_a1403cbc65d2f32f(swig_intgo arg1);
 extern uintptr_t _wrap_new_Int64Vector__SWIG_0_core_a1403cbc65d2f32f(void);
@@ -691,33 +692,34 @@ extern swig_type_95 _wrap_Tracker_log_core_a1403cbc65d2f32f(uintptr_t arg1, uint
 extern swig_type_96 _wrap_Tracker_finish_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_Tracker_core_a1403cbc65d2f32f(void);
 extern swig_type_97 _wrap_version_core_a1403cbc65d2f32f(void);
+extern swig_type_98 _wrap_available_memory_json_core_a1403cbc65d2f32f(void);
 extern swig_intgo _wrap_abi_version_core_a1403cbc65d2f32f(void);
 extern _Bool _wrap_has_feature_core_a1403cbc65d2f32f(swig_intgo arg1);
-extern swig_type_98 _wrap_dtype_size_core_a1403cbc65d2f32f(swig_intgo arg1);
-extern swig_type_99 _wrap_status_name_core_a1403cbc65d2f32f(swig_intgo arg1);
-extern void _wrap_log_message__SWIG_0_core_a1403cbc65d2f32f(swig_type_100 arg1, swig_intgo arg2, swig_type_101 arg3, _Bool arg4);
-extern void _wrap_log_message__SWIG_1_core_a1403cbc65d2f32f(swig_type_102 arg1, swig_intgo arg2, swig_type_103 arg3);
-extern uintptr_t _wrap_Tensor_from_buffer_core_a1403cbc65d2f32f(swig_type_104 arg1, swig_intgo arg2, uintptr_t arg3);
+extern swig_type_99 _wrap_dtype_size_core_a1403cbc65d2f32f(swig_intgo arg1);
+extern swig_type_100 _wrap_status_name_core_a1403cbc65d2f32f(swig_intgo arg1);
+extern void _wrap_log_message__SWIG_0_core_a1403cbc65d2f32f(swig_type_101 arg1, swig_intgo arg2, swig_type_102 arg3, _Bool arg4);
+extern void _wrap_log_message__SWIG_1_core_a1403cbc65d2f32f(swig_type_103 arg1, swig_intgo arg2, swig_type_104 arg3);
+extern uintptr_t _wrap_Tensor_from_buffer_core_a1403cbc65d2f32f(swig_type_105 arg1, swig_intgo arg2, uintptr_t arg3);
 extern void _wrap_delete_Tensor_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_Tensor_copy_to_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_105 arg2);
+extern void _wrap_Tensor_copy_to_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_106 arg2);
 extern uintptr_t _wrap_Tensor_shape_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_intgo _wrap_Tensor_dtype_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_106 _wrap_Tensor_numel_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_107 _wrap_Tensor_nbytes_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_107 _wrap_Tensor_numel_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_108 _wrap_Tensor_nbytes_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern double _wrap_Tensor_item_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_Tensor_argmax_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_108 arg2);
+extern uintptr_t _wrap_Tensor_argmax_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_109 arg2);
 extern uintptr_t _wrap_Tensor_eq_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Tensor_sum_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Tensor_loss_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2, uintptr_t arg3);
-extern uintptr_t _wrap_Tensor_loss_ext__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2, uintptr_t arg3, swig_type_109 arg4, double arg5);
-extern uintptr_t _wrap_Tensor_loss_ext__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2, uintptr_t arg3, swig_type_110 arg4);
+extern uintptr_t _wrap_Tensor_loss_ext__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2, uintptr_t arg3, swig_type_110 arg4, double arg5);
+extern uintptr_t _wrap_Tensor_loss_ext__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2, uintptr_t arg3, swig_type_111 arg4);
 extern uintptr_t _wrap_Tensor_loss_ext__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2, uintptr_t arg3);
-extern uintptr_t _wrap_Tensor_softmax_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_111 arg2);
-extern uintptr_t _wrap_Tensor_topk_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_112 arg2, swig_type_113 arg3);
+extern uintptr_t _wrap_Tensor_softmax_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_112 arg2);
+extern uintptr_t _wrap_Tensor_topk_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_113 arg2, swig_type_114 arg3);
 extern uintptr_t _wrap_Tensor_mean_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_Tensor_mean_dim_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_114 arg2);
+extern uintptr_t _wrap_Tensor_mean_dim_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_115 arg2);
 extern uintptr_t _wrap_Tensor_reshape_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern uintptr_t _wrap_Tensor_narrow_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_115 arg2, swig_type_116 arg3, swig_type_117 arg4);
+extern uintptr_t _wrap_Tensor_narrow_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_116 arg2, swig_type_117 arg3, swig_type_118 arg4);
 extern uintptr_t _wrap_Tensor_compare_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_intgo arg3);
 extern void _wrap_delete_Batch_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_intgo _wrap_Batch_size_core_a1403cbc65d2f32f(uintptr_t arg1);
@@ -732,22 +734,22 @@ extern _Bool _wrap_Accelerator_is_main_process_core_a1403cbc65d2f32f(uintptr_t a
 extern _Bool _wrap_Accelerator_is_local_main_process_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_intgo _wrap_Accelerator_distributed_type_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_intgo _wrap_Accelerator_mixed_precision_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_118 _wrap_Accelerator_device_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_119 _wrap_Accelerator_timeout_ms_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_119 _wrap_Accelerator_device_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_120 _wrap_Accelerator_timeout_ms_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_intgo _wrap_Accelerator_sharding_strategy_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_Accelerator_wait_for_everyone_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_Accelerator_print_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_120 arg2);
-extern void _wrap_Accelerator_set_seed_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_121 arg2);
-extern void _wrap_Accelerator_set_seed_ext_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_122 arg2, _Bool arg3, _Bool arg4);
+extern void _wrap_Accelerator_print_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_121 arg2);
+extern void _wrap_Accelerator_set_seed_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_122 arg2);
+extern void _wrap_Accelerator_set_seed_ext_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_123 arg2, _Bool arg3, _Bool arg4);
 extern uintptr_t _wrap_Accelerator_gather_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Accelerator_gather_for_metrics_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Accelerator_reduce__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_intgo arg3);
 extern uintptr_t _wrap_Accelerator_reduce__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Accelerator_broadcast__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_intgo arg3);
 extern uintptr_t _wrap_Accelerator_broadcast__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern uintptr_t _wrap_Accelerator_pad_across_processes__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_123 arg3, double arg4, _Bool arg5);
-extern uintptr_t _wrap_Accelerator_pad_across_processes__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_124 arg3, double arg4);
-extern uintptr_t _wrap_Accelerator_pad_across_processes__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_125 arg3);
+extern uintptr_t _wrap_Accelerator_pad_across_processes__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_124 arg3, double arg4, _Bool arg5);
+extern uintptr_t _wrap_Accelerator_pad_across_processes__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_125 arg3, double arg4);
+extern uintptr_t _wrap_Accelerator_pad_across_processes__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_126 arg3);
 extern uintptr_t _wrap_Accelerator_pad_across_processes__SWIG_3_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Accelerator_split_between_processes__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, _Bool arg3);
 extern uintptr_t _wrap_Accelerator_split_between_processes__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
@@ -758,20 +760,20 @@ extern uintptr_t _wrap_Accelerator_reduce_list__SWIG_1_core_a1403cbc65d2f32f(uin
 extern uintptr_t _wrap_Accelerator_reduce_list__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Accelerator_broadcast_list__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_intgo arg3);
 extern uintptr_t _wrap_Accelerator_broadcast_list__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern uintptr_t _wrap_Accelerator_pad_across_processes_list__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_126 arg3, double arg4, _Bool arg5);
-extern uintptr_t _wrap_Accelerator_pad_across_processes_list__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_127 arg3, double arg4);
-extern uintptr_t _wrap_Accelerator_pad_across_processes_list__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_128 arg3);
+extern uintptr_t _wrap_Accelerator_pad_across_processes_list__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_127 arg3, double arg4, _Bool arg5);
+extern uintptr_t _wrap_Accelerator_pad_across_processes_list__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_128 arg3, double arg4);
+extern uintptr_t _wrap_Accelerator_pad_across_processes_list__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_129 arg3);
 extern uintptr_t _wrap_Accelerator_pad_across_processes_list__SWIG_3_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Accelerator_split_between_processes_list__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, _Bool arg3);
 extern uintptr_t _wrap_Accelerator_split_between_processes_list__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern uintptr_t _wrap_Accelerator_split_range__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_129 arg2, _Bool arg3);
-extern uintptr_t _wrap_Accelerator_split_range__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_130 arg2);
-extern swig_type_131 _wrap_Accelerator_metrics_length_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_132 arg2);
+extern uintptr_t _wrap_Accelerator_split_range__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_130 arg2, _Bool arg3);
+extern uintptr_t _wrap_Accelerator_split_range__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_131 arg2);
+extern swig_type_132 _wrap_Accelerator_metrics_length_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_133 arg2);
 extern _Bool _wrap_Accelerator_debug_mode_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_133 _wrap_Accelerator_broadcast_object__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_134 arg2, swig_intgo arg3);
-extern swig_type_135 _wrap_Accelerator_broadcast_object__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_136 arg2);
-extern void _wrap_Accelerator_save_tensors_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_137 arg3);
-extern uintptr_t _wrap_Accelerator_gather_object_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_138 arg2);
+extern swig_type_134 _wrap_Accelerator_broadcast_object__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_135 arg2, swig_intgo arg3);
+extern swig_type_136 _wrap_Accelerator_broadcast_object__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_137 arg2);
+extern void _wrap_Accelerator_save_tensors_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_138 arg3);
+extern uintptr_t _wrap_Accelerator_gather_object_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_139 arg2);
 extern void _wrap_Accelerator_set_trigger_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern _Bool _wrap_Accelerator_check_trigger_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_Accelerator_main_process_first_begin_core_a1403cbc65d2f32f(uintptr_t arg1);
@@ -788,9 +790,9 @@ extern void _wrap_Accelerator_backward_core_a1403cbc65d2f32f(uintptr_t arg1, uin
 extern void _wrap_Accelerator_accumulate_begin_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern void _wrap_Accelerator_accumulate_end_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern _Bool _wrap_Accelerator_end_of_dataloader_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_139 _wrap_Accelerator_remainder_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_140 _wrap_Accelerator_remainder_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern _Bool _wrap_Accelerator_sync_gradients_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_140 _wrap_Accelerator_gradient_accumulation_steps_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_141 _wrap_Accelerator_gradient_accumulation_steps_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_Accelerator_no_sync_begin_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern void _wrap_Accelerator_no_sync_end_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern void _wrap_Accelerator_trigger_sync_in_backward_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
@@ -810,53 +812,53 @@ extern void _wrap_Accelerator_no_grad_begin_core_a1403cbc65d2f32f(uintptr_t arg1
 extern void _wrap_Accelerator_no_grad_end_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Accelerator_send_to_device_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Accelerator_send_map_to_device_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern swig_type_141 _wrap_Accelerator_save_state__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_142 arg2, _Bool arg3);
-extern swig_type_143 _wrap_Accelerator_save_state__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_144 arg2);
-extern swig_type_145 _wrap_Accelerator_save_state__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_Accelerator_load_state__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_146 arg2);
+extern swig_type_142 _wrap_Accelerator_save_state__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_143 arg2, _Bool arg3);
+extern swig_type_144 _wrap_Accelerator_save_state__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_145 arg2);
+extern swig_type_146 _wrap_Accelerator_save_state__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_Accelerator_load_state__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_147 arg2);
 extern void _wrap_Accelerator_load_state__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_147 _wrap_Accelerator_save_iteration_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_Accelerator_set_save_iteration_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_148 arg2);
-extern void _wrap_Accelerator_save_model__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_149 arg3, swig_type_150 arg4, _Bool arg5);
-extern void _wrap_Accelerator_save_model__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_151 arg3, swig_type_152 arg4);
-extern void _wrap_Accelerator_save_model__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_153 arg3);
+extern swig_type_148 _wrap_Accelerator_save_iteration_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_Accelerator_set_save_iteration_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_149 arg2);
+extern void _wrap_Accelerator_save_model__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_150 arg3, swig_type_151 arg4, _Bool arg5);
+extern void _wrap_Accelerator_save_model__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_152 arg3, swig_type_153 arg4);
+extern void _wrap_Accelerator_save_model__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_154 arg3);
 extern uintptr_t _wrap_Accelerator_state_dict_names_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Accelerator_state_dict_tensors_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern uintptr_t _wrap_Accelerator_load_checkpoint_in_model__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_154 arg3, _Bool arg4);
-extern uintptr_t _wrap_Accelerator_load_checkpoint_in_model__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_155 arg3);
+extern uintptr_t _wrap_Accelerator_load_checkpoint_in_model__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_155 arg3, _Bool arg4);
+extern uintptr_t _wrap_Accelerator_load_checkpoint_in_model__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_156 arg3);
 extern void _wrap_Accelerator_register_for_checkpointing_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern swig_type_156 _wrap_Accelerator_register_save_state_pre_hook_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern swig_type_157 _wrap_Accelerator_register_load_state_pre_hook_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern void _wrap_Accelerator_remove_hook_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_158 arg2);
-extern void _wrap_Accelerator_add_tracker_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_159 arg3);
-extern void _wrap_Accelerator_init_trackers__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_160 arg2, swig_type_161 arg3);
-extern void _wrap_Accelerator_init_trackers__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_162 arg2);
-extern void _wrap_Accelerator_log__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, swig_type_163 arg4);
+extern swig_type_157 _wrap_Accelerator_register_save_state_pre_hook_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
+extern swig_type_158 _wrap_Accelerator_register_load_state_pre_hook_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
+extern void _wrap_Accelerator_remove_hook_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_159 arg2);
+extern void _wrap_Accelerator_add_tracker_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_160 arg3);
+extern void _wrap_Accelerator_init_trackers__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_161 arg2, swig_type_162 arg3);
+extern void _wrap_Accelerator_init_trackers__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_163 arg2);
+extern void _wrap_Accelerator_log__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, swig_type_164 arg4);
 extern void _wrap_Accelerator_log__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3);
-extern void _wrap_Accelerator_log_text__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_164 arg2, swig_type_165 arg3, swig_type_166 arg4);
-extern void _wrap_Accelerator_log_text__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_167 arg2, swig_type_168 arg3);
-extern _Bool _wrap_Accelerator_has_tracker_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_169 arg2);
+extern void _wrap_Accelerator_log_text__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_165 arg2, swig_type_166 arg3, swig_type_167 arg4);
+extern void _wrap_Accelerator_log_text__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_168 arg2, swig_type_169 arg3);
+extern _Bool _wrap_Accelerator_has_tracker_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_170 arg2);
 extern void _wrap_Accelerator_end_training_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_Model_from_json_core_a1403cbc65d2f32f(swig_type_170 arg1);
-extern uintptr_t _wrap_Model_from_torchscript_core_a1403cbc65d2f32f(swig_type_171 arg1);
+extern uintptr_t _wrap_Model_from_json_core_a1403cbc65d2f32f(swig_type_171 arg1);
+extern uintptr_t _wrap_Model_from_torchscript_core_a1403cbc65d2f32f(swig_type_172 arg1);
 extern void _wrap_delete_Model_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Model_forward_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern void _wrap_Model_train__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, _Bool arg2);
 extern void _wrap_Model_train__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_172 _wrap_Model_num_parameters__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, _Bool arg2);
-extern swig_type_173 _wrap_Model_num_parameters__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_Model_from_json_empty_core_a1403cbc65d2f32f(swig_type_174 arg1);
-extern swig_type_175 _wrap_Model_module_sizes_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_176 arg2);
-extern swig_type_177 _wrap_Model_module_sizes_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_178 _wrap_Model_infer_auto_device_map_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_179 arg2, uintptr_t arg3, swig_type_180 arg4);
-extern swig_type_181 _wrap_Model_infer_auto_device_map_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_182 arg2, uintptr_t arg3);
-extern void _wrap_Model_verify_device_map_json_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_183 arg2);
-extern void _wrap_Model_materialize__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_184 arg2, swig_type_185 arg3);
-extern void _wrap_Model_materialize__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_186 arg2);
-extern void _wrap_Model_load_checkpoint_and_dispatch_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_187 arg2, swig_type_188 arg3, swig_type_189 arg4, swig_type_190 arg5);
-extern void _wrap_Model_load_checkpoint_and_dispatch_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_191 arg2, swig_type_192 arg3, swig_type_193 arg4);
-extern void _wrap_Model_load_checkpoint_and_dispatch_json__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_194 arg2, swig_type_195 arg3);
-extern uintptr_t _wrap_Model_from_torchscript_outputs_core_a1403cbc65d2f32f(swig_type_196 arg1, uintptr_t arg2);
+extern swig_type_173 _wrap_Model_num_parameters__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, _Bool arg2);
+extern swig_type_174 _wrap_Model_num_parameters__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern uintptr_t _wrap_Model_from_json_empty_core_a1403cbc65d2f32f(swig_type_175 arg1);
+extern swig_type_176 _wrap_Model_module_sizes_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_177 arg2);
+extern swig_type_178 _wrap_Model_module_sizes_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_179 _wrap_Model_infer_auto_device_map_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_180 arg2, uintptr_t arg3, swig_type_181 arg4);
+extern swig_type_182 _wrap_Model_infer_auto_device_map_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_183 arg2, uintptr_t arg3);
+extern void _wrap_Model_verify_device_map_json_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_184 arg2);
+extern void _wrap_Model_materialize__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_185 arg2, swig_type_186 arg3);
+extern void _wrap_Model_materialize__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_187 arg2);
+extern void _wrap_Model_load_checkpoint_and_dispatch_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_188 arg2, swig_type_189 arg3, swig_type_190 arg4, swig_type_191 arg5);
+extern void _wrap_Model_load_checkpoint_and_dispatch_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_192 arg2, swig_type_193 arg3, swig_type_194 arg4);
+extern void _wrap_Model_load_checkpoint_and_dispatch_json__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_195 arg2, swig_type_196 arg3);
+extern uintptr_t _wrap_Model_from_torchscript_outputs_core_a1403cbc65d2f32f(swig_type_197 arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Model_forward_named_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Model_named_parameters_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Model_named_buffers_core_a1403cbc65d2f32f(uintptr_t arg1);
@@ -876,21 +878,21 @@ extern void _wrap_delete_Scheduler_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_Scheduler_step_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_Scheduler_step_metric_core_a1403cbc65d2f32f(uintptr_t arg1, double arg2);
 extern double _wrap_Scheduler_get_last_lr_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_197 _wrap_Scheduler_last_epoch_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_198 _wrap_Scheduler_last_epoch_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Dataset_from_tensors_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern uintptr_t _wrap_Dataset_from_idx__SWIG_0_core_a1403cbc65d2f32f(swig_type_198 arg1, swig_type_199 arg2, double arg3, double arg4);
-extern uintptr_t _wrap_Dataset_from_idx__SWIG_1_core_a1403cbc65d2f32f(swig_type_200 arg1, swig_type_201 arg2, double arg3);
-extern uintptr_t _wrap_Dataset_from_idx__SWIG_2_core_a1403cbc65d2f32f(swig_type_202 arg1, swig_type_203 arg2);
-extern uintptr_t _wrap_Dataset_from_csv__SWIG_0_core_a1403cbc65d2f32f(swig_type_204 arg1, swig_type_205 arg2, swig_intgo arg3);
-extern uintptr_t _wrap_Dataset_from_csv__SWIG_1_core_a1403cbc65d2f32f(swig_type_206 arg1, swig_type_207 arg2);
-extern uintptr_t _wrap_Dataset_from_safetensors_core_a1403cbc65d2f32f(swig_type_208 arg1, uintptr_t arg2);
-extern uintptr_t _wrap_Dataset_from_source_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_209 arg2, uintptr_t arg3);
+extern uintptr_t _wrap_Dataset_from_idx__SWIG_0_core_a1403cbc65d2f32f(swig_type_199 arg1, swig_type_200 arg2, double arg3, double arg4);
+extern uintptr_t _wrap_Dataset_from_idx__SWIG_1_core_a1403cbc65d2f32f(swig_type_201 arg1, swig_type_202 arg2, double arg3);
+extern uintptr_t _wrap_Dataset_from_idx__SWIG_2_core_a1403cbc65d2f32f(swig_type_203 arg1, swig_type_204 arg2);
+extern uintptr_t _wrap_Dataset_from_csv__SWIG_0_core_a1403cbc65d2f32f(swig_type_205 arg1, swig_type_206 arg2, swig_intgo arg3);
+extern uintptr_t _wrap_Dataset_from_csv__SWIG_1_core_a1403cbc65d2f32f(swig_type_207 arg1, swig_type_208 arg2);
+extern uintptr_t _wrap_Dataset_from_safetensors_core_a1403cbc65d2f32f(swig_type_209 arg1, uintptr_t arg2);
+extern uintptr_t _wrap_Dataset_from_source_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_210 arg2, uintptr_t arg3);
 extern uintptr_t _wrap_Dataset_from_stream_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Dataset_from_sequences__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Dataset_from_sequences__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Dataset_from_sequences_collate_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3);
 extern void _wrap_delete_Dataset_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_210 _wrap_Dataset_size_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_211 _wrap_Dataset_size_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern _Bool _wrap_Dataset_is_iterable_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_DataLoader__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_new_DataLoader__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
@@ -898,64 +900,64 @@ extern uintptr_t _wrap_new_DataLoader__SWIG_2_core_a1403cbc65d2f32f(uintptr_t ar
 extern uintptr_t _wrap_new_DataLoader__SWIG_3_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, uintptr_t arg4);
 extern void _wrap_delete_DataLoader_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_DataLoader_next_batch_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_211 _wrap_DataLoader_num_batches_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_DataLoader_skip_first_batches_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_212 arg2);
-extern void _wrap_DataLoader_set_epoch_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_213 arg2);
-extern void _wrap_DataLoader_set_progress__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_214 arg2);
+extern swig_type_212 _wrap_DataLoader_num_batches_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern uintptr_t _wrap_DataLoader_skip_first_batches_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_213 arg2);
+extern void _wrap_DataLoader_set_epoch_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_214 arg2);
+extern void _wrap_DataLoader_set_progress__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_215 arg2);
 extern void _wrap_DataLoader_set_progress__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_DataLoader_hide_progress_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_DataLoader_field_names_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_Sequences_from_arrays__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, swig_type_215 arg4);
+extern uintptr_t _wrap_Sequences_from_arrays__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, swig_type_216 arg4);
 extern uintptr_t _wrap_Sequences_from_arrays__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3);
-extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_0_core_a1403cbc65d2f32f(swig_type_216 arg1, swig_type_217 arg2, swig_type_218 arg3, swig_type_219 arg4);
-extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_1_core_a1403cbc65d2f32f(swig_type_220 arg1, swig_type_221 arg2, swig_type_222 arg3);
-extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_2_core_a1403cbc65d2f32f(swig_type_223 arg1, swig_type_224 arg2);
-extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_3_core_a1403cbc65d2f32f(swig_type_225 arg1);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_0_core_a1403cbc65d2f32f(swig_type_226 arg1, swig_intgo arg2, swig_type_227 arg3, swig_type_228 arg4, swig_type_229 arg5);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_1_core_a1403cbc65d2f32f(swig_type_230 arg1, swig_intgo arg2, swig_type_231 arg3, swig_type_232 arg4);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_2_core_a1403cbc65d2f32f(swig_type_233 arg1, swig_intgo arg2, swig_type_234 arg3);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_3_core_a1403cbc65d2f32f(swig_type_235 arg1, swig_intgo arg2);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_4_core_a1403cbc65d2f32f(swig_type_236 arg1);
-extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_0_core_a1403cbc65d2f32f(swig_type_237 arg1, swig_type_238 arg2, swig_intgo arg3, swig_type_239 arg4, swig_type_240 arg5, swig_type_241 arg6);
-extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_1_core_a1403cbc65d2f32f(swig_type_242 arg1, swig_type_243 arg2, swig_intgo arg3, swig_type_244 arg4, swig_type_245 arg5);
-extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_2_core_a1403cbc65d2f32f(swig_type_246 arg1, swig_type_247 arg2, swig_intgo arg3, swig_type_248 arg4);
-extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_3_core_a1403cbc65d2f32f(swig_type_249 arg1, swig_type_250 arg2, swig_intgo arg3);
-extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_4_core_a1403cbc65d2f32f(swig_type_251 arg1, swig_type_252 arg2);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_0_core_a1403cbc65d2f32f(swig_type_253 arg1, swig_type_254 arg2, swig_type_255 arg3, swig_type_256 arg4, swig_type_257 arg5);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_1_core_a1403cbc65d2f32f(swig_type_258 arg1, swig_type_259 arg2, swig_type_260 arg3, swig_type_261 arg4);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_2_core_a1403cbc65d2f32f(swig_type_262 arg1, swig_type_263 arg2, swig_type_264 arg3);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_3_core_a1403cbc65d2f32f(swig_type_265 arg1, swig_type_266 arg2);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_4_core_a1403cbc65d2f32f(swig_type_267 arg1);
+extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_0_core_a1403cbc65d2f32f(swig_type_217 arg1, swig_type_218 arg2, swig_type_219 arg3, swig_type_220 arg4);
+extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_1_core_a1403cbc65d2f32f(swig_type_221 arg1, swig_type_222 arg2, swig_type_223 arg3);
+extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_2_core_a1403cbc65d2f32f(swig_type_224 arg1, swig_type_225 arg2);
+extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_3_core_a1403cbc65d2f32f(swig_type_226 arg1);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_0_core_a1403cbc65d2f32f(swig_type_227 arg1, swig_intgo arg2, swig_type_228 arg3, swig_type_229 arg4, swig_type_230 arg5);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_1_core_a1403cbc65d2f32f(swig_type_231 arg1, swig_intgo arg2, swig_type_232 arg3, swig_type_233 arg4);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_2_core_a1403cbc65d2f32f(swig_type_234 arg1, swig_intgo arg2, swig_type_235 arg3);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_3_core_a1403cbc65d2f32f(swig_type_236 arg1, swig_intgo arg2);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_4_core_a1403cbc65d2f32f(swig_type_237 arg1);
+extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_0_core_a1403cbc65d2f32f(swig_type_238 arg1, swig_type_239 arg2, swig_intgo arg3, swig_type_240 arg4, swig_type_241 arg5, swig_type_242 arg6);
+extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_1_core_a1403cbc65d2f32f(swig_type_243 arg1, swig_type_244 arg2, swig_intgo arg3, swig_type_245 arg4, swig_type_246 arg5);
+extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_2_core_a1403cbc65d2f32f(swig_type_247 arg1, swig_type_248 arg2, swig_intgo arg3, swig_type_249 arg4);
+extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_3_core_a1403cbc65d2f32f(swig_type_250 arg1, swig_type_251 arg2, swig_intgo arg3);
+extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_4_core_a1403cbc65d2f32f(swig_type_252 arg1, swig_type_253 arg2);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_0_core_a1403cbc65d2f32f(swig_type_254 arg1, swig_type_255 arg2, swig_type_256 arg3, swig_type_257 arg4, swig_type_258 arg5);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_1_core_a1403cbc65d2f32f(swig_type_259 arg1, swig_type_260 arg2, swig_type_261 arg3, swig_type_262 arg4);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_2_core_a1403cbc65d2f32f(swig_type_263 arg1, swig_type_264 arg2, swig_type_265 arg3);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_3_core_a1403cbc65d2f32f(swig_type_266 arg1, swig_type_267 arg2);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_4_core_a1403cbc65d2f32f(swig_type_268 arg1);
 extern void _wrap_delete_Sequences_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_268 _wrap_Sequences_size_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_269 _wrap_Sequences_length_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_270 arg2);
-extern uintptr_t _wrap_Sequences_ids_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_271 arg2);
-extern uintptr_t _wrap_Sequences_labels_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_272 arg2);
-extern uintptr_t _wrap_new_ProgressBar__SWIG_0_core_a1403cbc65d2f32f(swig_type_273 arg1, swig_type_274 arg2, _Bool arg3);
-extern uintptr_t _wrap_new_ProgressBar__SWIG_1_core_a1403cbc65d2f32f(swig_type_275 arg1, swig_type_276 arg2);
-extern uintptr_t _wrap_new_ProgressBar__SWIG_2_core_a1403cbc65d2f32f(swig_type_277 arg1);
+extern swig_type_269 _wrap_Sequences_size_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_270 _wrap_Sequences_length_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_271 arg2);
+extern uintptr_t _wrap_Sequences_ids_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_272 arg2);
+extern uintptr_t _wrap_Sequences_labels_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_273 arg2);
+extern uintptr_t _wrap_new_ProgressBar__SWIG_0_core_a1403cbc65d2f32f(swig_type_274 arg1, swig_type_275 arg2, _Bool arg3);
+extern uintptr_t _wrap_new_ProgressBar__SWIG_1_core_a1403cbc65d2f32f(swig_type_276 arg1, swig_type_277 arg2);
+extern uintptr_t _wrap_new_ProgressBar__SWIG_2_core_a1403cbc65d2f32f(swig_type_278 arg1);
 extern void _wrap_delete_ProgressBar_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_ProgressBar_update__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_278 arg2);
+extern void _wrap_ProgressBar_update__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_279 arg2);
 extern void _wrap_ProgressBar_update__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_Profile_begin_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_279 arg2);
+extern uintptr_t _wrap_Profile_begin_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_280 arg2);
 extern void _wrap_delete_Profile_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_Profile_end_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_NamedTensors_core_a1403cbc65d2f32f(void);
 extern void _wrap_delete_NamedTensors_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_NamedTensors_add_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_280 arg2, uintptr_t arg3);
-extern swig_type_281 _wrap_NamedTensors_size_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_NamedTensors_add_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_281 arg2, uintptr_t arg3);
+extern swig_type_282 _wrap_NamedTensors_size_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_TensorList_core_a1403cbc65d2f32f(void);
 extern void _wrap_delete_TensorList_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_TensorList_add_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern swig_type_282 _wrap_TensorList_size_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_283 _wrap_TensorList_size_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_TensorMap_core_a1403cbc65d2f32f(void);
 extern void _wrap_delete_TensorMap_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_TensorMap_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_283 arg2, uintptr_t arg3);
-extern swig_type_284 _wrap_TensorMap_count_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_285 _wrap_TensorMap_name_at_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_286 arg2);
-extern uintptr_t _wrap_TensorMap_get_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_287 arg2);
+extern void _wrap_TensorMap_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_284 arg2, uintptr_t arg3);
+extern swig_type_285 _wrap_TensorMap_count_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_286 _wrap_TensorMap_name_at_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_287 arg2);
+extern uintptr_t _wrap_TensorMap_get_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_288 arg2);
 extern swig_intgo _wrap_take_error_code_core_a1403cbc65d2f32f(void);
-extern swig_type_288 _wrap_take_error_message_core_a1403cbc65d2f32f(void);
+extern swig_type_289 _wrap_take_error_message_core_a1403cbc65d2f32f(void);
 #undef intgo
 */
 import "C"
@@ -4689,6 +4691,15 @@ func Version() (_swig_ret string) {
 	return swig_r_1
 }
 
+func Available_memory_json() (_swig_ret string) {
+	var swig_r string
+	swig_r_p := C._wrap_available_memory_json_core_a1403cbc65d2f32f()
+	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
+	var swig_r_1 string
+ swig_r_1 = swigCopyString(swig_r) 
+	return swig_r_1
+}
+
 func Abi_version() (_swig_ret int) {
 	var swig_r int
 	swig_r = (int)(C._wrap_abi_version_core_a1403cbc65d2f32f())
@@ -4724,7 +4735,7 @@ func Log_message__SWIG_0(arg1 string, arg2 Accel_log_level, arg3 string, arg4 bo
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	C._wrap_log_message__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_100)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_101)(unsafe.Pointer(&_swig_i_2)), C._Bool(_swig_i_3))
+	C._wrap_log_message__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_101)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_102)(unsafe.Pointer(&_swig_i_2)), C._Bool(_swig_i_3))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -4737,7 +4748,7 @@ func Log_message__SWIG_1(arg1 string, arg2 Accel_log_level, arg3 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	C._wrap_log_message__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_102)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_103)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_log_message__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_103)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_104)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -4773,7 +4784,7 @@ func TensorFrom_buffer(arg1 []byte, arg2 Accel_dtype, arg3 Int64Vector) (_swig_r
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_from_buffer_core_a1403cbc65d2f32f(*(*C.swig_type_104)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), C.uintptr_t(_swig_i_2))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_from_buffer_core_a1403cbc65d2f32f(*(*C.swig_type_105)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), C.uintptr_t(_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -4788,7 +4799,7 @@ func DeleteTensor(arg1 Tensor) {
 func (arg1 SwigcptrTensor) Copy_to(arg2 []byte) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Tensor_copy_to_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_105)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Tensor_copy_to_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_106)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -4833,7 +4844,7 @@ func (arg1 SwigcptrTensor) Argmax(arg2 int64) (_swig_ret Tensor) {
 	var swig_r Tensor
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_argmax_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_108(_swig_i_1))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_argmax_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_109(_swig_i_1))))
 	return swig_r
 }
 
@@ -4868,7 +4879,7 @@ func (arg1 SwigcptrTensor) Loss_ext__SWIG_0(arg2 Accel_loss_kind, arg3 Tensor, a
 	_swig_i_2 := getSwigcptr(arg3)
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_loss_ext__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1), C.uintptr_t(_swig_i_2), C.swig_type_109(_swig_i_3), C.double(_swig_i_4))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_loss_ext__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1), C.uintptr_t(_swig_i_2), C.swig_type_110(_swig_i_3), C.double(_swig_i_4))))
 	return swig_r
 }
 
@@ -4878,7 +4889,7 @@ func (arg1 SwigcptrTensor) Loss_ext__SWIG_1(arg2 Accel_loss_kind, arg3 Tensor, a
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
 	_swig_i_3 := arg4
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_loss_ext__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1), C.uintptr_t(_swig_i_2), C.swig_type_110(_swig_i_3))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_loss_ext__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1), C.uintptr_t(_swig_i_2), C.swig_type_111(_swig_i_3))))
 	return swig_r
 }
 
@@ -4909,7 +4920,7 @@ func (arg1 SwigcptrTensor) Softmax(arg2 int64) (_swig_ret Tensor) {
 	var swig_r Tensor
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_softmax_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_111(_swig_i_1))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_softmax_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_112(_swig_i_1))))
 	return swig_r
 }
 
@@ -4918,7 +4929,7 @@ func (arg1 SwigcptrTensor) Topk(arg2 int64, arg3 int64) (_swig_ret TensorMap) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (TensorMap)(SwigcptrTensorMap(C._wrap_Tensor_topk_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_112(_swig_i_1), C.swig_type_113(_swig_i_2))))
+	swig_r = (TensorMap)(SwigcptrTensorMap(C._wrap_Tensor_topk_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_113(_swig_i_1), C.swig_type_114(_swig_i_2))))
 	return swig_r
 }
 
@@ -4933,7 +4944,7 @@ func (arg1 SwigcptrTensor) Mean_dim(arg2 int64) (_swig_ret Tensor) {
 	var swig_r Tensor
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_mean_dim_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_114(_swig_i_1))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_mean_dim_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_115(_swig_i_1))))
 	return swig_r
 }
 
@@ -4951,7 +4962,7 @@ func (arg1 SwigcptrTensor) Narrow(arg2 int64, arg3 int64, arg4 int64) (_swig_ret
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_narrow_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_115(_swig_i_1), C.swig_type_116(_swig_i_2), C.swig_type_117(_swig_i_3))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_narrow_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_116(_swig_i_1), C.swig_type_117(_swig_i_2), C.swig_type_118(_swig_i_3))))
 	return swig_r
 }
 
@@ -5142,7 +5153,7 @@ func (arg1 SwigcptrAccelerator) Wait_for_everyone() {
 func (arg1 SwigcptrAccelerator) Print(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Accelerator_print_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_120)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Accelerator_print_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_121)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -5151,7 +5162,7 @@ func (arg1 SwigcptrAccelerator) Print(arg2 string) {
 func (arg1 SwigcptrAccelerator) Set_seed(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Accelerator_set_seed_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_121(_swig_i_1))
+	C._wrap_Accelerator_set_seed_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_122(_swig_i_1))
 }
 
 func (arg1 SwigcptrAccelerator) Set_seed_ext(arg2 uint64, arg3 bool, arg4 bool) {
@@ -5159,7 +5170,7 @@ func (arg1 SwigcptrAccelerator) Set_seed_ext(arg2 uint64, arg3 bool, arg4 bool) 
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	C._wrap_Accelerator_set_seed_ext_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_122(_swig_i_1), C._Bool(_swig_i_2), C._Bool(_swig_i_3))
+	C._wrap_Accelerator_set_seed_ext_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_123(_swig_i_1), C._Bool(_swig_i_2), C._Bool(_swig_i_3))
 }
 
 func (arg1 SwigcptrAccelerator) Gather(arg2 Tensor) (_swig_ret Tensor) {
@@ -5241,7 +5252,7 @@ func (arg1 SwigcptrAccelerator) Pad_across_processes__SWIG_0(arg2 Tensor, arg3 i
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Accelerator_pad_across_processes__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_123(_swig_i_2), C.double(_swig_i_3), C._Bool(_swig_i_4))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Accelerator_pad_across_processes__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_124(_swig_i_2), C.double(_swig_i_3), C._Bool(_swig_i_4))))
 	return swig_r
 }
 
@@ -5251,7 +5262,7 @@ func (arg1 SwigcptrAccelerator) Pad_across_processes__SWIG_1(arg2 Tensor, arg3 i
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Accelerator_pad_across_processes__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_124(_swig_i_2), C.double(_swig_i_3))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Accelerator_pad_across_processes__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_125(_swig_i_2), C.double(_swig_i_3))))
 	return swig_r
 }
 
@@ -5260,7 +5271,7 @@ func (arg1 SwigcptrAccelerator) Pad_across_processes__SWIG_2(arg2 Tensor, arg3 i
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := arg3
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Accelerator_pad_across_processes__SWIG_2_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_125(_swig_i_2))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Accelerator_pad_across_processes__SWIG_2_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_126(_swig_i_2))))
 	return swig_r
 }
 
@@ -5409,7 +5420,7 @@ func (arg1 SwigcptrAccelerator) Pad_across_processes_list__SWIG_0(arg2 TensorLis
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (Batch)(SwigcptrBatch(C._wrap_Accelerator_pad_across_processes_list__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_126(_swig_i_2), C.double(_swig_i_3), C._Bool(_swig_i_4))))
+	swig_r = (Batch)(SwigcptrBatch(C._wrap_Accelerator_pad_across_processes_list__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_127(_swig_i_2), C.double(_swig_i_3), C._Bool(_swig_i_4))))
 	return swig_r
 }
 
@@ -5419,7 +5430,7 @@ func (arg1 SwigcptrAccelerator) Pad_across_processes_list__SWIG_1(arg2 TensorLis
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Batch)(SwigcptrBatch(C._wrap_Accelerator_pad_across_processes_list__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_127(_swig_i_2), C.double(_swig_i_3))))
+	swig_r = (Batch)(SwigcptrBatch(C._wrap_Accelerator_pad_across_processes_list__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_128(_swig_i_2), C.double(_swig_i_3))))
 	return swig_r
 }
 
@@ -5428,7 +5439,7 @@ func (arg1 SwigcptrAccelerator) Pad_across_processes_list__SWIG_2(arg2 TensorLis
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := arg3
-	swig_r = (Batch)(SwigcptrBatch(C._wrap_Accelerator_pad_across_processes_list__SWIG_2_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_128(_swig_i_2))))
+	swig_r = (Batch)(SwigcptrBatch(C._wrap_Accelerator_pad_across_processes_list__SWIG_2_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_129(_swig_i_2))))
 	return swig_r
 }
 
@@ -5490,7 +5501,7 @@ func (arg1 SwigcptrAccelerator) Split_range__SWIG_0(arg2 int64, arg3 bool) (_swi
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_Accelerator_split_range__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_129(_swig_i_1), C._Bool(_swig_i_2))))
+	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_Accelerator_split_range__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_130(_swig_i_1), C._Bool(_swig_i_2))))
 	return swig_r
 }
 
@@ -5498,7 +5509,7 @@ func (arg1 SwigcptrAccelerator) Split_range__SWIG_1(arg2 int64) (_swig_ret Int64
 	var swig_r Int64Vector
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_Accelerator_split_range__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_130(_swig_i_1))))
+	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_Accelerator_split_range__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_131(_swig_i_1))))
 	return swig_r
 }
 
@@ -5517,7 +5528,7 @@ func (arg1 SwigcptrAccelerator) Metrics_length(arg2 int64) (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (int64)(C._wrap_Accelerator_metrics_length_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_132(_swig_i_1)))
+	swig_r = (int64)(C._wrap_Accelerator_metrics_length_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_133(_swig_i_1)))
 	return swig_r
 }
 
@@ -5533,7 +5544,7 @@ func (arg1 SwigcptrAccelerator) Broadcast_object__SWIG_0(arg2 string, arg3 int) 
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r_p := C._wrap_Accelerator_broadcast_object__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_134)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2))
+	swig_r_p := C._wrap_Accelerator_broadcast_object__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_135)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
@@ -5547,7 +5558,7 @@ func (arg1 SwigcptrAccelerator) Broadcast_object__SWIG_1(arg2 string) (_swig_ret
 	var swig_r string
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r_p := C._wrap_Accelerator_broadcast_object__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_136)(unsafe.Pointer(&_swig_i_1)))
+	swig_r_p := C._wrap_Accelerator_broadcast_object__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_137)(unsafe.Pointer(&_swig_i_1)))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
@@ -5572,7 +5583,7 @@ func (arg1 SwigcptrAccelerator) Save_tensors(arg2 NamedTensors, arg3 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := arg3
-	C._wrap_Accelerator_save_tensors_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_137)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_Accelerator_save_tensors_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_138)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg3
 	}
@@ -5582,7 +5593,7 @@ func (arg1 SwigcptrAccelerator) Gather_object(arg2 string) (_swig_ret StringVect
 	var swig_r StringVector
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (StringVector)(SwigcptrStringVector(C._wrap_Accelerator_gather_object_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_138)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (StringVector)(SwigcptrStringVector(C._wrap_Accelerator_gather_object_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_139)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -5867,7 +5878,7 @@ func (arg1 SwigcptrAccelerator) Save_state__SWIG_0(arg2 string, arg3 bool) (_swi
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r_p := C._wrap_Accelerator_save_state__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_142)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2))
+	swig_r_p := C._wrap_Accelerator_save_state__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_143)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
@@ -5881,7 +5892,7 @@ func (arg1 SwigcptrAccelerator) Save_state__SWIG_1(arg2 string) (_swig_ret strin
 	var swig_r string
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r_p := C._wrap_Accelerator_save_state__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_144)(unsafe.Pointer(&_swig_i_1)))
+	swig_r_p := C._wrap_Accelerator_save_state__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_145)(unsafe.Pointer(&_swig_i_1)))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
@@ -5918,7 +5929,7 @@ func (p SwigcptrAccelerator) Save_state(a ...interface{}) string {
 func (arg1 SwigcptrAccelerator) Load_state__SWIG_0(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Accelerator_load_state__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_146)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Accelerator_load_state__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_147)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -5952,7 +5963,7 @@ func (arg1 SwigcptrAccelerator) Save_iteration() (_swig_ret int64) {
 func (arg1 SwigcptrAccelerator) Set_save_iteration(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Accelerator_set_save_iteration_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_148(_swig_i_1))
+	C._wrap_Accelerator_set_save_iteration_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_149(_swig_i_1))
 }
 
 func (arg1 SwigcptrAccelerator) Save_model__SWIG_0(arg2 Model, arg3 string, arg4 string, arg5 bool) {
@@ -5961,7 +5972,7 @@ func (arg1 SwigcptrAccelerator) Save_model__SWIG_0(arg2 Model, arg3 string, arg4
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	C._wrap_Accelerator_save_model__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_149)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_150)(unsafe.Pointer(&_swig_i_3)), C._Bool(_swig_i_4))
+	C._wrap_Accelerator_save_model__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_150)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_151)(unsafe.Pointer(&_swig_i_3)), C._Bool(_swig_i_4))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg3
 	}
@@ -5975,7 +5986,7 @@ func (arg1 SwigcptrAccelerator) Save_model__SWIG_1(arg2 Model, arg3 string, arg4
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	C._wrap_Accelerator_save_model__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_151)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_152)(unsafe.Pointer(&_swig_i_3)))
+	C._wrap_Accelerator_save_model__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_152)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_153)(unsafe.Pointer(&_swig_i_3)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg3
 	}
@@ -5988,7 +5999,7 @@ func (arg1 SwigcptrAccelerator) Save_model__SWIG_2(arg2 Model, arg3 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := arg3
-	C._wrap_Accelerator_save_model__SWIG_2_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_153)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_Accelerator_save_model__SWIG_2_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_154)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg3
 	}
@@ -6033,7 +6044,7 @@ func (arg1 SwigcptrAccelerator) Load_checkpoint_in_model__SWIG_0(arg2 Model, arg
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_Accelerator_load_checkpoint_in_model__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_154)(unsafe.Pointer(&_swig_i_2)), C._Bool(_swig_i_3))))
+	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_Accelerator_load_checkpoint_in_model__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_155)(unsafe.Pointer(&_swig_i_2)), C._Bool(_swig_i_3))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg3
 	}
@@ -6045,7 +6056,7 @@ func (arg1 SwigcptrAccelerator) Load_checkpoint_in_model__SWIG_1(arg2 Model, arg
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := arg3
-	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_Accelerator_load_checkpoint_in_model__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_155)(unsafe.Pointer(&_swig_i_2)))))
+	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_Accelerator_load_checkpoint_in_model__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_156)(unsafe.Pointer(&_swig_i_2)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg3
 	}
@@ -6088,14 +6099,14 @@ func (arg1 SwigcptrAccelerator) Register_load_state_pre_hook(arg2 StateHook) (_s
 func (arg1 SwigcptrAccelerator) Remove_hook(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Accelerator_remove_hook_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_158(_swig_i_1))
+	C._wrap_Accelerator_remove_hook_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_159(_swig_i_1))
 }
 
 func (arg1 SwigcptrAccelerator) Add_tracker(arg2 Tracker, arg3 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := arg3
-	C._wrap_Accelerator_add_tracker_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_159)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_Accelerator_add_tracker_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_160)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg3
 	}
@@ -6105,7 +6116,7 @@ func (arg1 SwigcptrAccelerator) Init_trackers__SWIG_0(arg2 string, arg3 string) 
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	C._wrap_Accelerator_init_trackers__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_160)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_161)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_Accelerator_init_trackers__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_161)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_162)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -6117,7 +6128,7 @@ func (arg1 SwigcptrAccelerator) Init_trackers__SWIG_0(arg2 string, arg3 string) 
 func (arg1 SwigcptrAccelerator) Init_trackers__SWIG_1(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Accelerator_init_trackers__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_162)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Accelerator_init_trackers__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_163)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -6141,7 +6152,7 @@ func (arg1 SwigcptrAccelerator) Log__SWIG_0(arg2 StringVector, arg3 DoubleVector
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := getSwigcptr(arg3)
 	_swig_i_3 := arg4
-	C._wrap_Accelerator_log__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.uintptr_t(_swig_i_2), C.swig_type_163(_swig_i_3))
+	C._wrap_Accelerator_log__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.uintptr_t(_swig_i_2), C.swig_type_164(_swig_i_3))
 }
 
 func (arg1 SwigcptrAccelerator) Log__SWIG_1(arg2 StringVector, arg3 DoubleVector) {
@@ -6169,7 +6180,7 @@ func (arg1 SwigcptrAccelerator) Log_text__SWIG_0(arg2 string, arg3 string, arg4 
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	C._wrap_Accelerator_log_text__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_164)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_165)(unsafe.Pointer(&_swig_i_2)), C.swig_type_166(_swig_i_3))
+	C._wrap_Accelerator_log_text__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_165)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_166)(unsafe.Pointer(&_swig_i_2)), C.swig_type_167(_swig_i_3))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -6182,7 +6193,7 @@ func (arg1 SwigcptrAccelerator) Log_text__SWIG_1(arg2 string, arg3 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	C._wrap_Accelerator_log_text__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_167)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_168)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_Accelerator_log_text__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_168)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_169)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -6208,7 +6219,7 @@ func (arg1 SwigcptrAccelerator) Has_tracker(arg2 string) (_swig_ret bool) {
 	var swig_r bool
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (bool)(C._wrap_Accelerator_has_tracker_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_169)(unsafe.Pointer(&_swig_i_1))))
+	swig_r = (bool)(C._wrap_Accelerator_has_tracker_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_170)(unsafe.Pointer(&_swig_i_1))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -6322,7 +6333,7 @@ func (p SwigcptrModel) SwigIsModel() {
 func ModelFrom_json(arg1 string) (_swig_ret Model) {
 	var swig_r Model
 	_swig_i_0 := arg1
-	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_json_core_a1403cbc65d2f32f(*(*C.swig_type_170)(unsafe.Pointer(&_swig_i_0)))))
+	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_json_core_a1403cbc65d2f32f(*(*C.swig_type_171)(unsafe.Pointer(&_swig_i_0)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -6332,7 +6343,7 @@ func ModelFrom_json(arg1 string) (_swig_ret Model) {
 func ModelFrom_torchscript(arg1 string) (_swig_ret Model) {
 	var swig_r Model
 	_swig_i_0 := arg1
-	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_torchscript_core_a1403cbc65d2f32f(*(*C.swig_type_171)(unsafe.Pointer(&_swig_i_0)))))
+	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_torchscript_core_a1403cbc65d2f32f(*(*C.swig_type_172)(unsafe.Pointer(&_swig_i_0)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -6405,7 +6416,7 @@ func (p SwigcptrModel) Num_parameters(a ...interface{}) int64 {
 func ModelFrom_json_empty(arg1 string) (_swig_ret Model) {
 	var swig_r Model
 	_swig_i_0 := arg1
-	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_json_empty_core_a1403cbc65d2f32f(*(*C.swig_type_174)(unsafe.Pointer(&_swig_i_0)))))
+	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_json_empty_core_a1403cbc65d2f32f(*(*C.swig_type_175)(unsafe.Pointer(&_swig_i_0)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -6416,7 +6427,7 @@ func (arg1 SwigcptrModel) Module_sizes_json__SWIG_0(arg2 string) (_swig_ret stri
 	var swig_r string
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r_p := C._wrap_Model_module_sizes_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_176)(unsafe.Pointer(&_swig_i_1)))
+	swig_r_p := C._wrap_Model_module_sizes_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_177)(unsafe.Pointer(&_swig_i_1)))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
@@ -6453,7 +6464,7 @@ func (arg1 SwigcptrModel) Infer_auto_device_map_json__SWIG_0(arg2 string, arg3 S
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
 	_swig_i_3 := arg4
-	swig_r_p := C._wrap_Model_infer_auto_device_map_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_179)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2), *(*C.swig_type_180)(unsafe.Pointer(&_swig_i_3)))
+	swig_r_p := C._wrap_Model_infer_auto_device_map_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_180)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2), *(*C.swig_type_181)(unsafe.Pointer(&_swig_i_3)))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
@@ -6471,7 +6482,7 @@ func (arg1 SwigcptrModel) Infer_auto_device_map_json__SWIG_1(arg2 string, arg3 S
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	swig_r_p := C._wrap_Model_infer_auto_device_map_json__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_182)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
+	swig_r_p := C._wrap_Model_infer_auto_device_map_json__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_183)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
@@ -6495,7 +6506,7 @@ func (p SwigcptrModel) Infer_auto_device_map_json(a ...interface{}) string {
 func (arg1 SwigcptrModel) Verify_device_map_json(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Model_verify_device_map_json_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_183)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Model_verify_device_map_json_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_184)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -6505,7 +6516,7 @@ func (arg1 SwigcptrModel) Materialize__SWIG_0(arg2 string, arg3 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	C._wrap_Model_materialize__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_184)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_185)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_Model_materialize__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_185)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_186)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -6517,7 +6528,7 @@ func (arg1 SwigcptrModel) Materialize__SWIG_0(arg2 string, arg3 string) {
 func (arg1 SwigcptrModel) Materialize__SWIG_1(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Model_materialize__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_186)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Model_materialize__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_187)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -6542,7 +6553,7 @@ func (arg1 SwigcptrModel) Load_checkpoint_and_dispatch_json__SWIG_0(arg2 string,
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	C._wrap_Model_load_checkpoint_and_dispatch_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_187)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_188)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_189)(unsafe.Pointer(&_swig_i_3)), *(*C.swig_type_190)(unsafe.Pointer(&_swig_i_4)))
+	C._wrap_Model_load_checkpoint_and_dispatch_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_188)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_189)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_190)(unsafe.Pointer(&_swig_i_3)), *(*C.swig_type_191)(unsafe.Pointer(&_swig_i_4)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -6562,7 +6573,7 @@ func (arg1 SwigcptrModel) Load_checkpoint_and_dispatch_json__SWIG_1(arg2 string,
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	C._wrap_Model_load_checkpoint_and_dispatch_json__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_191)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_192)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_193)(unsafe.Pointer(&_swig_i_3)))
+	C._wrap_Model_load_checkpoint_and_dispatch_json__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_192)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_193)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_194)(unsafe.Pointer(&_swig_i_3)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -6578,7 +6589,7 @@ func (arg1 SwigcptrModel) Load_checkpoint_and_dispatch_json__SWIG_2(arg2 string,
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	C._wrap_Model_load_checkpoint_and_dispatch_json__SWIG_2_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_194)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_195)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_Model_load_checkpoint_and_dispatch_json__SWIG_2_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_195)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_196)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -6608,7 +6619,7 @@ func ModelFrom_torchscript_outputs(arg1 string, arg2 StringVector) (_swig_ret Mo
 	var swig_r Model
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
-	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_torchscript_outputs_core_a1403cbc65d2f32f(*(*C.swig_type_196)(unsafe.Pointer(&_swig_i_0)), C.uintptr_t(_swig_i_1))))
+	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_torchscript_outputs_core_a1403cbc65d2f32f(*(*C.swig_type_197)(unsafe.Pointer(&_swig_i_0)), C.uintptr_t(_swig_i_1))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -6859,7 +6870,7 @@ func DatasetFrom_idx__SWIG_0(arg1 string, arg2 string, arg3 float64, arg4 float6
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_idx__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_198)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_199)(unsafe.Pointer(&_swig_i_1)), C.double(_swig_i_2), C.double(_swig_i_3))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_idx__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_199)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_200)(unsafe.Pointer(&_swig_i_1)), C.double(_swig_i_2), C.double(_swig_i_3))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -6874,7 +6885,7 @@ func DatasetFrom_idx__SWIG_1(arg1 string, arg2 string, arg3 float64) (_swig_ret 
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_idx__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_200)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_201)(unsafe.Pointer(&_swig_i_1)), C.double(_swig_i_2))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_idx__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_201)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_202)(unsafe.Pointer(&_swig_i_1)), C.double(_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -6888,7 +6899,7 @@ func DatasetFrom_idx__SWIG_2(arg1 string, arg2 string) (_swig_ret Dataset) {
 	var swig_r Dataset
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_idx__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_202)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_203)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_idx__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_203)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_204)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -6917,7 +6928,7 @@ func DatasetFrom_csv__SWIG_0(arg1 string, arg2 string, arg3 Accel_dtype) (_swig_
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_csv__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_204)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_205)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_csv__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_205)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_206)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -6931,7 +6942,7 @@ func DatasetFrom_csv__SWIG_1(arg1 string, arg2 string) (_swig_ret Dataset) {
 	var swig_r Dataset
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_csv__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_206)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_207)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_csv__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_207)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_208)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -6956,7 +6967,7 @@ func DatasetFrom_safetensors(arg1 string, arg2 StringVector) (_swig_ret Dataset)
 	var swig_r Dataset
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_safetensors_core_a1403cbc65d2f32f(*(*C.swig_type_208)(unsafe.Pointer(&_swig_i_0)), C.uintptr_t(_swig_i_1))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_safetensors_core_a1403cbc65d2f32f(*(*C.swig_type_209)(unsafe.Pointer(&_swig_i_0)), C.uintptr_t(_swig_i_1))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -6968,7 +6979,7 @@ func DatasetFrom_source(arg1 DatasetSource, arg2 int64, arg3 FieldSpecVector) (_
 	_swig_i_0 := getSwigcptr(arg1)
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_source_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_209(_swig_i_1), C.uintptr_t(_swig_i_2))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_source_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_210(_swig_i_1), C.uintptr_t(_swig_i_2))))
 	return swig_r
 }
 
@@ -7124,20 +7135,20 @@ func (arg1 SwigcptrDataLoader) Skip_first_batches(arg2 int64) (_swig_ret DataLoa
 	var swig_r DataLoader
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (DataLoader)(SwigcptrDataLoader(C._wrap_DataLoader_skip_first_batches_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_212(_swig_i_1))))
+	swig_r = (DataLoader)(SwigcptrDataLoader(C._wrap_DataLoader_skip_first_batches_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_213(_swig_i_1))))
 	return swig_r
 }
 
 func (arg1 SwigcptrDataLoader) Set_epoch(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_DataLoader_set_epoch_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_213(_swig_i_1))
+	C._wrap_DataLoader_set_epoch_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_214(_swig_i_1))
 }
 
 func (arg1 SwigcptrDataLoader) Set_progress__SWIG_0(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_DataLoader_set_progress__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_214)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_DataLoader_set_progress__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_215)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7200,7 +7211,7 @@ func SequencesFrom_arrays__SWIG_0(arg1 Int64Vector, arg2 Int64Vector, arg3 Int64
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := getSwigcptr(arg3)
 	_swig_i_3 := arg4
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_arrays__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.uintptr_t(_swig_i_2), C.swig_type_215(_swig_i_3))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_arrays__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.uintptr_t(_swig_i_2), C.swig_type_216(_swig_i_3))))
 	return swig_r
 }
 
@@ -7230,7 +7241,7 @@ func SequencesFrom_jsonl__SWIG_0(arg1 string, arg2 string, arg3 string, arg4 int
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_216)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_217)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_218)(unsafe.Pointer(&_swig_i_2)), C.swig_type_219(_swig_i_3))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_217)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_218)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_219)(unsafe.Pointer(&_swig_i_2)), C.swig_type_220(_swig_i_3))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7248,7 +7259,7 @@ func SequencesFrom_jsonl__SWIG_1(arg1 string, arg2 string, arg3 string) (_swig_r
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_220)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_221)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_222)(unsafe.Pointer(&_swig_i_2)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_221)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_222)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_223)(unsafe.Pointer(&_swig_i_2)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7265,7 +7276,7 @@ func SequencesFrom_jsonl__SWIG_2(arg1 string, arg2 string) (_swig_ret Sequences)
 	var swig_r Sequences
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_223)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_224)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_224)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_225)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7278,7 +7289,7 @@ func SequencesFrom_jsonl__SWIG_2(arg1 string, arg2 string) (_swig_ret Sequences)
 func SequencesFrom_jsonl__SWIG_3(arg1 string) (_swig_ret Sequences) {
 	var swig_r Sequences
 	_swig_i_0 := arg1
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_225)(unsafe.Pointer(&_swig_i_0)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_226)(unsafe.Pointer(&_swig_i_0)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7309,7 +7320,7 @@ func SequencesFrom_text__SWIG_0(arg1 string, arg2 Accel_text_split, arg3 string,
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_226)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_227)(unsafe.Pointer(&_swig_i_2)), C.swig_type_228(_swig_i_3), C.swig_type_229(_swig_i_4))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_227)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_228)(unsafe.Pointer(&_swig_i_2)), C.swig_type_229(_swig_i_3), C.swig_type_230(_swig_i_4))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7325,7 +7336,7 @@ func SequencesFrom_text__SWIG_1(arg1 string, arg2 Accel_text_split, arg3 string,
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_230)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_231)(unsafe.Pointer(&_swig_i_2)), C.swig_type_232(_swig_i_3))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_231)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_232)(unsafe.Pointer(&_swig_i_2)), C.swig_type_233(_swig_i_3))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7340,7 +7351,7 @@ func SequencesFrom_text__SWIG_2(arg1 string, arg2 Accel_text_split, arg3 string)
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_233)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_234)(unsafe.Pointer(&_swig_i_2)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_234)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_235)(unsafe.Pointer(&_swig_i_2)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7354,7 +7365,7 @@ func SequencesFrom_text__SWIG_3(arg1 string, arg2 Accel_text_split) (_swig_ret S
 	var swig_r Sequences
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_235)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_236)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7364,7 +7375,7 @@ func SequencesFrom_text__SWIG_3(arg1 string, arg2 Accel_text_split) (_swig_ret S
 func SequencesFrom_text__SWIG_4(arg1 string) (_swig_ret Sequences) {
 	var swig_r Sequences
 	_swig_i_0 := arg1
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_236)(unsafe.Pointer(&_swig_i_0)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_237)(unsafe.Pointer(&_swig_i_0)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7399,7 +7410,7 @@ func SequencesFrom_text_vocab__SWIG_0(arg1 string, arg2 string, arg3 Accel_text_
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
 	_swig_i_5 := arg6
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_237)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_238)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_239)(unsafe.Pointer(&_swig_i_3)), C.swig_type_240(_swig_i_4), C.swig_type_241(_swig_i_5))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_238)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_239)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_240)(unsafe.Pointer(&_swig_i_3)), C.swig_type_241(_swig_i_4), C.swig_type_242(_swig_i_5))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7419,7 +7430,7 @@ func SequencesFrom_text_vocab__SWIG_1(arg1 string, arg2 string, arg3 Accel_text_
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_242)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_243)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_244)(unsafe.Pointer(&_swig_i_3)), C.swig_type_245(_swig_i_4))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_243)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_244)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_245)(unsafe.Pointer(&_swig_i_3)), C.swig_type_246(_swig_i_4))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7438,7 +7449,7 @@ func SequencesFrom_text_vocab__SWIG_2(arg1 string, arg2 string, arg3 Accel_text_
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_246)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_247)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_248)(unsafe.Pointer(&_swig_i_3)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_247)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_248)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_249)(unsafe.Pointer(&_swig_i_3)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7456,7 +7467,7 @@ func SequencesFrom_text_vocab__SWIG_3(arg1 string, arg2 string, arg3 Accel_text_
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_249)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_250)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_250)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_251)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7470,7 +7481,7 @@ func SequencesFrom_text_vocab__SWIG_4(arg1 string, arg2 string) (_swig_ret Seque
 	var swig_r Sequences
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_251)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_252)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_252)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_253)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7507,7 +7518,7 @@ func SequencesFrom_safetensors__SWIG_0(arg1 string, arg2 string, arg3 string, ar
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_253)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_254)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_255)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_256)(unsafe.Pointer(&_swig_i_3)), C.swig_type_257(_swig_i_4))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_254)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_255)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_256)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_257)(unsafe.Pointer(&_swig_i_3)), C.swig_type_258(_swig_i_4))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7529,7 +7540,7 @@ func SequencesFrom_safetensors__SWIG_1(arg1 string, arg2 string, arg3 string, ar
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_258)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_259)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_260)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_261)(unsafe.Pointer(&_swig_i_3)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_259)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_260)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_261)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_262)(unsafe.Pointer(&_swig_i_3)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7550,7 +7561,7 @@ func SequencesFrom_safetensors__SWIG_2(arg1 string, arg2 string, arg3 string) (_
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_262)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_263)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_264)(unsafe.Pointer(&_swig_i_2)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_263)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_264)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_265)(unsafe.Pointer(&_swig_i_2)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7567,7 +7578,7 @@ func SequencesFrom_safetensors__SWIG_3(arg1 string, arg2 string) (_swig_ret Sequ
 	var swig_r Sequences
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_265)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_266)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_266)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_267)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7580,7 +7591,7 @@ func SequencesFrom_safetensors__SWIG_3(arg1 string, arg2 string) (_swig_ret Sequ
 func SequencesFrom_safetensors__SWIG_4(arg1 string) (_swig_ret Sequences) {
 	var swig_r Sequences
 	_swig_i_0 := arg1
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_267)(unsafe.Pointer(&_swig_i_0)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_268)(unsafe.Pointer(&_swig_i_0)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7623,7 +7634,7 @@ func (arg1 SwigcptrSequences) Length(arg2 int64) (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (int64)(C._wrap_Sequences_length_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_270(_swig_i_1)))
+	swig_r = (int64)(C._wrap_Sequences_length_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_271(_swig_i_1)))
 	return swig_r
 }
 
@@ -7631,7 +7642,7 @@ func (arg1 SwigcptrSequences) Ids(arg2 int64) (_swig_ret Tensor) {
 	var swig_r Tensor
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Sequences_ids_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_271(_swig_i_1))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Sequences_ids_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_272(_swig_i_1))))
 	return swig_r
 }
 
@@ -7639,7 +7650,7 @@ func (arg1 SwigcptrSequences) Labels(arg2 int64) (_swig_ret Tensor) {
 	var swig_r Tensor
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Sequences_labels_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_272(_swig_i_1))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Sequences_labels_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_273(_swig_i_1))))
 	return swig_r
 }
 
@@ -7666,7 +7677,7 @@ func NewProgressBar__SWIG_0(arg1 int64, arg2 string, arg3 bool) (_swig_ret Progr
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_0_core_a1403cbc65d2f32f(C.swig_type_273(_swig_i_0), *(*C.swig_type_274)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2))))
+	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_0_core_a1403cbc65d2f32f(C.swig_type_274(_swig_i_0), *(*C.swig_type_275)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7677,7 +7688,7 @@ func NewProgressBar__SWIG_1(arg1 int64, arg2 string) (_swig_ret ProgressBar) {
 	var swig_r ProgressBar
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_1_core_a1403cbc65d2f32f(C.swig_type_275(_swig_i_0), *(*C.swig_type_276)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_1_core_a1403cbc65d2f32f(C.swig_type_276(_swig_i_0), *(*C.swig_type_277)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7687,7 +7698,7 @@ func NewProgressBar__SWIG_1(arg1 int64, arg2 string) (_swig_ret ProgressBar) {
 func NewProgressBar__SWIG_2(arg1 int64) (_swig_ret ProgressBar) {
 	var swig_r ProgressBar
 	_swig_i_0 := arg1
-	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_2_core_a1403cbc65d2f32f(C.swig_type_277(_swig_i_0))))
+	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_2_core_a1403cbc65d2f32f(C.swig_type_278(_swig_i_0))))
 	return swig_r
 }
 
@@ -7713,7 +7724,7 @@ func DeleteProgressBar(arg1 ProgressBar) {
 func (arg1 SwigcptrProgressBar) Update__SWIG_0(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_ProgressBar_update__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_278(_swig_i_1))
+	C._wrap_ProgressBar_update__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_279(_swig_i_1))
 }
 
 func (arg1 SwigcptrProgressBar) Update__SWIG_1() {
@@ -7753,7 +7764,7 @@ func ProfileBegin(arg1 Accelerator, arg2 string) (_swig_ret Profile) {
 	var swig_r Profile
 	_swig_i_0 := getSwigcptr(arg1)
 	_swig_i_1 := arg2
-	swig_r = (Profile)(SwigcptrProfile(C._wrap_Profile_begin_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_279)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Profile)(SwigcptrProfile(C._wrap_Profile_begin_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_280)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7800,7 +7811,7 @@ func (arg1 SwigcptrNamedTensors) Add(arg2 string, arg3 Tensor) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	C._wrap_NamedTensors_add_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_280)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
+	C._wrap_NamedTensors_add_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_281)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7884,7 +7895,7 @@ func (arg1 SwigcptrTensorMap) Set(arg2 string, arg3 Tensor) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	C._wrap_TensorMap_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_283)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
+	C._wrap_TensorMap_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_284)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7901,7 +7912,7 @@ func (arg1 SwigcptrTensorMap) Name_at(arg2 int64) (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r_p := C._wrap_TensorMap_name_at_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_286(_swig_i_1))
+	swig_r_p := C._wrap_TensorMap_name_at_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_287(_swig_i_1))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -7912,7 +7923,7 @@ func (arg1 SwigcptrTensorMap) Get(arg2 string) (_swig_ret Tensor) {
 	var swig_r Tensor
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_TensorMap_get_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_287)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_TensorMap_get_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_288)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}

@@ -530,6 +530,11 @@ SWIGINTERN accel_dataloader_options *new_accel_dataloader_options(){
 SWIGINTERN void CollateWriter_put(CollateWriter *self,int field,AccelTensor const *tensor){ self->write_tensor(field, tensor); }
 
 static std::string version() { return accel_version(); }
+static std::string available_memory_json() {
+  char* out = 0;
+  accel_check(accel_available_memory(&out));
+  return accel_take_string(out);
+}
 static int abi_version() { return accel_abi_version(); }
 static bool has_feature(accel_feature feature) { return accel_has_feature(feature) != 0; }
 static size_t dtype_size(accel_dtype dtype) { return accel_dtype_size(dtype); }
@@ -1006,7 +1011,8 @@ SWIGINTERN std::string AccelModel_infer_auto_device_map_json__SWIG_0(AccelModel 
     std::vector<const char*> names;
     for (const auto& name : no_split_module_classes) names.push_back(name.c_str());
     char* out = 0;
-    accel_check(accel_infer_auto_device_map(self, max_memory_json.c_str(), names.empty() ? 0 : names.data(),
+    /* "" is NULL: every GPU's free memory and the RAM available (accel_available_memory). */
+    accel_check(accel_infer_auto_device_map(self, accel_null_if_empty(max_memory_json), names.empty() ? 0 : names.data(),
                                             names.size(), accel_null_if_empty(dtype), &out));
     return accel_take_string(out);
   }
@@ -8248,6 +8254,27 @@ _gostring_ _wrap_version_core_a1403cbc65d2f32f() {
   {
     try {
       result = version();
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
+  return _swig_go_result;
+}
+
+
+_gostring_ _wrap_available_memory_json_core_a1403cbc65d2f32f() {
+  std::string result;
+  _gostring_ _swig_go_result;
+  
+  
+  {
+    try {
+      result = available_memory_json();
     } catch (const AccelFailure& e) {
       accel_go_store_error(e.code(), e.what());
     } catch (const std::exception& e) {

@@ -42,6 +42,9 @@ class BigModelTest {
       e = assertThrows(AccelException.class,
                        () -> model.inferAutoDeviceMap(budget, Arrays.asList("TransformerEncoderLayer"), null));
       assertTrue(e.getMessage().contains("\"h.0\" (199936 bytes)"), e.getMessage());
+      // null budgets: Accel.getMaxMemory(), here the RAM available, far more than the model needs.
+      assertTrue(Accel.getMaxMemory().get("cpu") > 931328L);
+      assertEquals("{=cpu}", model.inferAutoDeviceMap(null, null, null).toString());
     }
   }
 
