@@ -3,7 +3,9 @@
 # (NO_SHARD) measured in the same run: bench/accel_bench (AdamW) under
 # `accel launch`, 2 processes x 1 thread by default, the strategy chosen as an
 # Accelerate user's launcher would (ACCELERATE_USE_DEEPSPEED + ZERO_STAGE 1/2,
-# ACCELERATE_USE_FSDP + FSDP_SHARDING_STRATEGY=FULL_SHARD). Strategies
+# ACCELERATE_USE_FSDP + FSDP_SHARDING_STRATEGY=FULL_SHARD with units of 1M
+# parameters, and FULL_SHARD_NO_WRAP: Accelerate's default policy, the whole
+# model one unit). Strategies
 # alternate within each round, starting at a different one each round; the
 # table shows medians and min-max over rounds.
 #   bench/sharding_bench.sh [--build-dir DIR] [--rounds N] [--nproc N] [--workloads mlp,sync] [--quick]
@@ -32,7 +34,7 @@ done
 threads=$(( nproc == 1 ? 2 : 1 ))
 results="$(mktemp -t accel-sharding-bench.XXXXXX)"
 trap 'rm -f "$results"' EXIT
-strategies=(NO_SHARD SHARD_OPTIMIZER SHARD_GRAD_OP FULL_SHARD)
+strategies=(NO_SHARD SHARD_OPTIMIZER SHARD_GRAD_OP FULL_SHARD FULL_SHARD_NO_WRAP)
 
 # The launcher environment of each strategy, as `accel launch` writes it from a config file.
 strategy_env() {
@@ -41,6 +43,8 @@ strategy_env() {
     SHARD_OPTIMIZER) echo "ACCELERATE_USE_DEEPSPEED=true ACCELERATE_DEEPSPEED_ZERO_STAGE=1" ;;
     SHARD_GRAD_OP) echo "ACCELERATE_USE_DEEPSPEED=true ACCELERATE_DEEPSPEED_ZERO_STAGE=2" ;;
     FULL_SHARD) echo "ACCELERATE_USE_FSDP=true FSDP_SHARDING_STRATEGY=FULL_SHARD FSDP_AUTO_WRAP_POLICY=SIZE_BASED_WRAP FSDP_MIN_NUM_PARAMS=1000000" ;;
+    # Accelerate's default policy: the whole model one unit.
+    FULL_SHARD_NO_WRAP) echo "ACCELERATE_USE_FSDP=true FSDP_SHARDING_STRATEGY=FULL_SHARD FSDP_AUTO_WRAP_POLICY=NO_WRAP" ;;
   esac
 }
 
@@ -69,8 +73,8 @@ echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$results" <<'EOF'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-order = ["NO_SHARD", "SHARD_OPTIMIZER", "SHARD_GRAD_OP", "FULL_SHARD"]
-target = {"SHARD_OPTIMIZER": 0.9, "SHARD_GRAD_OP": 0.9, "FULL_SHARD": 0.75}
+order = ["NO_SHARD", "SHARD_OPTIMIZER", "SHARD_GRAD_OP", "FULL_SHARD", "FULL_SHARD_NO_WRAP"]
+target = {"SHARD_OPTIMIZER": 0.9, "SHARD_GRAD_OP": 0.9, "FULL_SHARD": 0.75, "FULL_SHARD_NO_WRAP": 0.75}
 print("| workload | strategy | steps/s (median, min-max) | vs NO_SHARD | target | peak RSS MB/process | vs NO_SHARD | rounds |")
 print("|---|---|---|---|---|---|---|---|")
 for w in dict.fromkeys(r["workload"] for r in rows):

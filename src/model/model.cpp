@@ -231,11 +231,13 @@ std::vector<UnitLayout> ModelImpl::wrap_units(const WrapPolicy& policy) {
 // Under FULL_SHARD with a whole_model unit: run inside it (gathered for the
 // forward, again for the backward).
 at::Tensor ModelImpl::run_in_units(const at::Tensor& input) {
+  if (full_shard_) full_shard_->set_keep_after_forward(training());
   if (!full_shard_ || !whole_model_unit_) return run(input);
   return full_shard_->run_unit(*whole_model_unit_, input, [this](const at::Tensor& x) { return run(x); });
 }
 
 NamedTensors ModelImpl::run_named_in_units(const NamedTensors& inputs) {
+  if (full_shard_) full_shard_->set_keep_after_forward(training());
   if (!full_shard_ || !whole_model_unit_) return run_named(inputs);
   std::vector<at::Tensor> tensors;
   for (const auto& [name, tensor] : inputs) tensors.push_back(tensor);

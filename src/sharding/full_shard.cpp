@@ -117,7 +117,7 @@ struct UnitFunction : public torch::autograd::Function<UnitFunction> {
       shard->release(static_cast<size_t>(unit));
       throw;
     }
-    shard->release(static_cast<size_t>(unit));
+    shard->finish_forward(static_cast<size_t>(unit));
     torch::autograd::variable_list outputs, non_differentiable;
     for (const at::Tensor& out : y) {
       const bool differentiable = at::isFloatingType(out.scalar_type()) || at::isComplexType(out.scalar_type());
@@ -146,6 +146,7 @@ struct UnitFunction : public torch::autograd::Function<UnitFunction> {
     shard->gather(unit);
     torch::autograd::variable_list grads;
     try {
+      shard->start_backward();
       shard->prefetch_backward(unit);
       std::vector<at::Tensor> y;
       if (checkpointed) {
@@ -285,7 +286,24 @@ void FullShard::prefetch(size_t index) {
   }
 }
 
+void FullShard::finish_forward(size_t index) {
+  if (!keep_after_forward_ || kept_after_forward_ == static_cast<int64_t>(index)) {  // a unit run twice: keep one
+    release(index);
+    return;
+  }
+  start_backward();
+  kept_after_forward_ = static_cast<int64_t>(index);
+}
+
+void FullShard::start_backward() {
+  if (kept_after_forward_ < 0) return;
+  const size_t kept = static_cast<size_t>(kept_after_forward_);
+  kept_after_forward_ = -1;
+  release(kept);
+}
+
 void FullShard::drain_prefetches() {
+  start_backward();  // a unit kept by a forward no backward followed
   for (Unit& unit : units_) {
     if (!unit.prefetch) continue;
     std::unique_ptr<ProcessGroup::Pending> pending = std::move(unit.prefetch);

@@ -121,7 +121,19 @@ class FullShard final : public FlatShard, public std::enable_shared_from_this<Fu
   void prefetch_backward(size_t before) {
     if (backward_prefetch_ && before > 0) prefetch(before - 1);
   }
+  // Waits for prefetches not consumed and frees them, and frees the unit kept
+  // after the last forward (before a step changes the shards they hold).
   void drain_prefetches();
+  // The end of a unit's forward with grad mode on: the unit stays whole until
+  // the next unit's forward ends or a backward starts, so the unit whose
+  // forward ends last (the one whose backward runs first: FSDP's root, which
+  // it does not reshard after forward) is not all-gathered again at once.
+  void finish_forward(size_t unit);
+  // Frees the unit finish_forward kept (after the backward's unit is gathered).
+  void start_backward();
+  // Whether finish_forward keeps units: a model in training mode (an
+  // evaluation forward with grad mode on is followed by no backward).
+  void set_keep_after_forward(bool keep) { keep_after_forward_ = keep; }
   std::vector<at::Tensor> unit_parameters(size_t unit) const { return units_[unit].params; }
   // The unit's parameter gradients (undefined: zero) after one backward:
   // reduce-scattered into shard().grad, or kept whole on a micro-step that
@@ -151,6 +163,8 @@ class FullShard final : public FlatShard, public std::enable_shared_from_this<Fu
   std::vector<Unit> units_;
   bool activation_checkpointing_ = false;
   bool forward_prefetch_ = false, backward_prefetch_ = false;
+  int64_t kept_after_forward_ = -1;  // the unit finish_forward kept whole, or -1
+  bool keep_after_forward_ = true;
 };
 
 }  // namespace accel::detail
