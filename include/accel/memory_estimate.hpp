@@ -21,7 +21,9 @@ struct MemoryEstimate {
 // `path`: a JSON model spec (.json), a TorchScript file (.pt, .pth, .ts) or a
 // safetensors checkpoint (.safetensors, or a sharded index .json naming
 // "weight_map"). Wrap units: the top-level layers (names before the first
-// '.'), grouped as fsdp_min_num_params does (0: one per layer). Optimizer
+// '.'), grouped as fsdp_min_num_params does (0: one per layer); a TorchScript
+// model is one unit, as FULL_SHARD wraps it without
+// fsdp_transformer_layer_cls_to_wrap. Optimizer
 // state elements per parameter: Adam/AdamW 2, SGD (with momentum) 1, RMSprop
 // 1, Adagrad 1. Parameters are counted in their own dtype (fp32 for specs).
 // Throws InvalidArgument naming a world_size below 1 or a negative

@@ -12,7 +12,7 @@ struct MergedWeights {
   int world_size = 0;       // processes that wrote the shards
   int64_t tensors = 0;      // tensors written (parameters and buffers)
   int64_t bytes = 0;        // their data bytes
-  std::string output_file;  // output_dir/model.safetensors
+  std::string output_file;  // output_dir/model.safetensors (or pytorch_model.bin)
 };
 
 // Reads checkpoint_dir/model_rank{r}.safetensors for every rank r the files
@@ -24,6 +24,9 @@ struct MergedWeights {
 // "accel_fsdp_units" metadata: written before the layout was recorded, or not
 // by FULL_SHARD), shards of different world sizes or layouts, a flat shard
 // shorter than its layout. Not collective (run it once, on any machine).
-MergedWeights merge_sharded_weights(const std::string& checkpoint_dir, const std::string& output_dir);
+// safe_serialization false (Accelerate's --unsafe_serialization) writes
+// output_dir/pytorch_model.bin in torch.save's format instead.
+MergedWeights merge_sharded_weights(const std::string& checkpoint_dir, const std::string& output_dir,
+                                    bool safe_serialization = true);
 
 }  // namespace accel

@@ -1,6 +1,9 @@
 #include "accel/merge_weights.hpp"
 
+#include <ATen/ATen.h>
+
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -10,6 +13,8 @@
 #include "accel/error.hpp"
 #include "checkpoint/checkpoint_dir.hpp"
 #include "checkpoint/safetensors.hpp"
+#include "checkpoint/tensor_io.hpp"
+#include "checkpoint/torch_pickle.hpp"
 
 namespace accel {
 
@@ -78,7 +83,8 @@ std::vector<Unit> parse_units(const std::string& text, const std::string& path) 
 
 }  // namespace
 
-MergedWeights merge_sharded_weights(const std::string& checkpoint_dir, const std::string& output_dir) {
+MergedWeights merge_sharded_weights(const std::string& checkpoint_dir, const std::string& output_dir,
+                                    bool safe_serialization) {
   const std::string first = rank_file(checkpoint_dir, 0);
   if (!std::filesystem::is_regular_file(first)) {
     bad(first, "missing: a FULL_SHARD save_state writes model_rank0.safetensors ... model_rank{N-1}.safetensors");
@@ -162,12 +168,28 @@ MergedWeights merge_sharded_weights(const std::string& checkpoint_dir, const std
     merged.bytes += static_cast<int64_t>(view.nbytes);
   }
   merged.tensors = static_cast<int64_t>(views.size());
-  const std::string bytes = safetensors::serialize(std::move(views), {{"format", "pt"}});
+  std::string bytes;
+  const char* file_name = safe_serialization ? "model.safetensors" : "pytorch_model.bin";
+  if (safe_serialization) {
+    bytes = safetensors::serialize(std::move(views), {{"format", "pt"}});
+  } else {
+    // torch.save's format (Accelerate's --unsafe_serialization), in the
+    // safetensors order (names sorted) as torch.load returns a dict anyway.
+    std::sort(views.begin(), views.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+    std::vector<std::pair<std::string, at::Tensor>> tensors;
+    for (const auto& view : views) {
+      const safetensors::Entry entry{view.name, view.dtype, view.shape, 0, view.nbytes};
+      at::Tensor t = at::empty(view.shape, detail::scalar_type_of(entry, first));
+      if (view.nbytes > 0) std::memcpy(t.data_ptr(), view.data, view.nbytes);
+      tensors.emplace_back(view.name, std::move(t));
+    }
+    bytes = detail::pickle_tensors(tensors);
+  }
   std::error_code error;
   std::filesystem::create_directories(output_dir, error);
   if (error) fail(ErrorCode::IO, "merge-weights: cannot create " + output_dir + ": " + error.message());
-  detail::write_durable(output_dir, "model.safetensors", bytes);
-  merged.output_file = (std::filesystem::path(output_dir) / "model.safetensors").string();
+  detail::write_durable(output_dir, file_name, bytes);
+  merged.output_file = (std::filesystem::path(output_dir) / file_name).string();
   return merged;
 }
 

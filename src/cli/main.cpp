@@ -157,7 +157,7 @@ int main(int argc, char** argv) {
       ->required();
   merge_command->add_option("output_path", merge_output, "Folder to write model.safetensors into")->required();
   merge_command->add_flag("--unsafe_serialization", merge_unsafe,
-                          "Write pytorch_model.bin instead (not supported: libaccel writes safetensors only)");
+                          "Write pytorch_model.bin (torch.save's format) instead of model.safetensors");
 
   accel::cli::CommandLine command_line = accel::cli::split_command_line(argc, argv);
   accel::cli::LaunchConfig config;
@@ -223,13 +223,10 @@ int main(int argc, char** argv) {
     }
     if (merge_command->parsed()) {
       who = "accel merge-weights";
-      if (merge_unsafe) {
-        throw std::runtime_error("--unsafe_serialization (pytorch_model.bin) is not supported: libaccel writes "
-                                 "safetensors only, which transformers and torch read");
-      }
       const std::string selftest = accel::cli::find_selftest();
       if (selftest.empty()) throw std::runtime_error("accel-selftest (which merges the shards) is not installed");
-      const std::string args[] = {selftest, "--merge-weights", merge_checkpoint, merge_output};
+      std::vector<std::string> args = {selftest, "--merge-weights", merge_checkpoint, merge_output};
+      if (merge_unsafe) args.push_back("--unsafe_serialization");
       std::vector<char*> argv_out;
       for (const auto& a : args) argv_out.push_back(const_cast<char*>(a.c_str()));
       argv_out.push_back(nullptr);

@@ -5,7 +5,7 @@
 //   accel-selftest         the distributed sanity check, run under accel launch
 //   accel-selftest --estimate-memory PATH WORLD_SIZE OPTIMIZER MIN_NUM_PARAMS
 //                          what `accel estimate-memory` prints
-//   accel-selftest --merge-weights CHECKPOINT_DIR OUTPUT_DIR
+//   accel-selftest --merge-weights CHECKPOINT_DIR OUTPUT_DIR [--unsafe_serialization]
 //                          what `accel merge-weights` does
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -146,8 +146,9 @@ int main(int argc, char** argv) {
     if (argc == 6 && std::strcmp(argv[1], "--estimate-memory") == 0) {
       return estimate(argv[2], std::atoi(argv[3]), argv[4], std::atoll(argv[5]));
     }
-    if (argc == 4 && std::strcmp(argv[1], "--merge-weights") == 0) {
-      const accel::MergedWeights merged = accel::merge_sharded_weights(argv[2], argv[3]);
+    if ((argc == 4 || (argc == 5 && std::strcmp(argv[4], "--unsafe_serialization") == 0)) &&
+        std::strcmp(argv[1], "--merge-weights") == 0) {
+      const accel::MergedWeights merged = accel::merge_sharded_weights(argv[2], argv[3], argc == 4);
       std::printf("merged the shards of %d processes: %lld tensors, %lld bytes, written to %s\n", merged.world_size,
                   static_cast<long long>(merged.tensors), static_cast<long long>(merged.bytes),
                   merged.output_file.c_str());

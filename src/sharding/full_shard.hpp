@@ -9,6 +9,9 @@
 // before its forward, freed after it, all-gathered again just before its
 // backward, freed after it (FSDP frees by resizing the storage to 0; so do we,
 // so tensors autograd saved during the forward see the re-gathered values).
+// Two exceptions, as in FSDP: the next unit's all-gather may be in flight
+// already (prefetch), and in training mode the unit whose forward ends last
+// stays whole until the backward starts with it (finish_forward).
 // Outside a unit's forward or backward its parameters are empty tensors
 // (numel 0): reading them gives nothing rather than freed memory; state_dict
 // readers call gather_all() / release_all() around the read.

@@ -53,9 +53,10 @@ std::vector<Layer> layers_of(const std::string& path) {
       if (p.requires_grad()) add(layers, name, p.numel(), static_cast<int64_t>(p.element_size()));
     }
   } else if (ends_with(path, ".pt") || ends_with(path, ".pth") || ends_with(path, ".ts")) {
+    // FULL_SHARD wraps a TorchScript model whole by default: one unit.
     Model model = Model::from_torchscript(path);
     for (auto& [name, p] : model.named_parameters()) {
-      if (p.requires_grad()) add(layers, name, p.numel(), static_cast<int64_t>(p.element_size()));
+      if (p.requires_grad()) add(layers, "", p.numel(), static_cast<int64_t>(p.element_size()));
     }
   } else {
     // A checkpoint: every floating tensor counts (buffers cannot be told apart

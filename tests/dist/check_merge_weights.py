@@ -1,5 +1,6 @@
 """accel merge-weights on a real FULL_SHARD save_state (dist_full_shard resume, 2 processes):
-the merged model.safetensors holds, under the same names and bit for bit, what save_model wrote
+the merged model.safetensors (and, with --unsafe_serialization, pytorch_model.bin) holds, under
+the same names and bit for bit, what save_model wrote
 at the same step; Python's safetensors reads it; bad inputs are errors naming the file.
 Usage: check_merge_weights.py ACCEL_CLI CHECKPOINT_ROOT"""
 import os
@@ -9,6 +10,7 @@ import sys
 import tempfile
 
 import numpy as np
+import torch
 from safetensors.numpy import load_file
 
 accel, root = sys.argv[1], sys.argv[2]
@@ -43,8 +45,15 @@ try:
         bad.stderr
     bad = run(state, "/proc/no-such-dir/out")
     assert bad.returncode != 0 and "/proc/no-such-dir/out" in bad.stderr, bad.stderr
-    bad = run(state, os.path.join(work, "z"), "--unsafe_serialization")
-    assert bad.returncode != 0 and "unsafe_serialization" in bad.stderr, bad.stderr
     print("bad inputs refused, each naming the file or flag")
+
+    # --unsafe_serialization: pytorch_model.bin in torch.save's format, read by torch.load.
+    done = run(state, os.path.join(work, "unsafe"), "--unsafe_serialization")
+    assert done.returncode == 0, done.stderr
+    pickled = torch.load(os.path.join(work, "unsafe", "pytorch_model.bin"))
+    assert sorted(pickled) == sorted(want), (sorted(pickled), sorted(want))
+    for name, value in want.items():
+        assert np.array_equal(pickled[name].numpy(), value), name
+    print(f"--unsafe_serialization: torch.load reads the same {len(pickled)} tensors")
 finally:
     shutil.rmtree(work, ignore_errors=True)

@@ -259,9 +259,11 @@ int train(int argc, char** argv) {
   const accel::HeldBytes held = accelerator.held_bytes(model, &optimizer);
   // accel estimate-memory's figure for this strategy is within 10% of what is held.
   for (const accel::MemoryEstimate& e :
-       gpt || script ? std::vector<accel::MemoryEstimate>{}  // estimate-memory sizes sequential specs' units only
-           : accel::estimate_memory(ACCEL_SOURCE_DIR "/bench/workloads/mlp.json", world,
-                                    adam ? accel::OptimizerKind::AdamW : accel::OptimizerKind::Sgd, min_num_params)) {
+       gpt ? std::vector<accel::MemoryEstimate>{}  // estimate-memory sizes sequential specs' units only
+           : accel::estimate_memory(script ? std::string(script) + "/model.pt"
+                                           : std::string(ACCEL_SOURCE_DIR "/bench/workloads/mlp.json"),
+                                    world, adam ? accel::OptimizerKind::AdamW : accel::OptimizerKind::Sgd,
+                                    min_num_params)) {
     if (e.strategy != accelerator.sharding_strategy()) continue;
     const double estimated = static_cast<double>(e.bytes.parameters + e.bytes.gradients + e.bytes.optimizer_state);
     const double measured = static_cast<double>(held.parameters + held.gradients + held.optimizer_state);
