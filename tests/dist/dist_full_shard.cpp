@@ -19,6 +19,7 @@
 // or, with classes NAME, by submodule class (TRANSFORMER_BASED_WRAP); with
 // refused: prepare must refuse NAME (matching nothing) with InvalidArgument;
 // module: the mlp as a C++ module (Model::from_module), wrapped whole;
+// zero 1|2: ZeRO-1 (SHARD_OPTIMIZER) or ZeRO-2 (SHARD_GRAD_OP) instead;
 // no_prefetch / forward_prefetch: backward prefetch off / forward prefetch on.
 // (A one-process large-batch reference drifts from NO_SHARD itself by up to
 // 5e-3 in 100 steps at 3 processes, so NO_SHARD is what is compared.)
@@ -167,7 +168,11 @@ int train(int argc, char** argv) {
     setenv("LOCAL_WORLD_SIZE", std::to_string(world_size / 2).c_str(), 1);
     setenv("LOCAL_RANK", std::to_string(global_rank % (world_size / 2)).c_str(), 1);
   }
-  const accel::ShardingStrategy sharded = hybrid ? accel::ShardingStrategy::HybridShard : accel::ShardingStrategy::FullShard;
+  const char* zero = arg_after(argc, argv, "zero");  // 1 or 2: ZeRO-1/ZeRO-2 instead of FULL_SHARD
+  const accel::ShardingStrategy sharded =
+      zero ? (std::strcmp(zero, "1") == 0 ? accel::ShardingStrategy::ShardOptimizer : accel::ShardingStrategy::ShardGradOp)
+      : hybrid ? accel::ShardingStrategy::HybridShard
+               : accel::ShardingStrategy::FullShard;
   accel::AcceleratorOptions options = full_shard_options();
   options.sharding_strategy = record ? accel::ShardingStrategy::NoShard : sharded;
   options.gradient_accumulation_steps = kMicro;
@@ -223,7 +228,7 @@ int train(int argc, char** argv) {
   accelerator.prepare(model);
   accelerator.prepare(optimizer);
   for (auto& p : model.parameters()) {
-    check(record || p.numel() == 0, "outside forward a FULL_SHARD parameter is empty");
+    check(record || zero || p.numel() == 0, "outside forward a FULL_SHARD parameter is empty");
   }
 
   std::vector<double> losses, norms;  // per optimizer step: the mean loss of every process, the clipped norm
@@ -259,7 +264,7 @@ int train(int argc, char** argv) {
   const accel::HeldBytes held = accelerator.held_bytes(model, &optimizer);
   // accel estimate-memory's figure for this strategy is within 10% of what is held.
   for (const accel::MemoryEstimate& e :
-       gpt ? std::vector<accel::MemoryEstimate>{}  // estimate-memory sizes sequential specs' units only
+       gpt || zero ? std::vector<accel::MemoryEstimate>{}  // estimate-memory sizes sequential specs' units only
            : accel::estimate_memory(script ? std::string(script) + "/model.pt"
                                            : std::string(ACCEL_SOURCE_DIR "/bench/workloads/mlp.json"),
                                     world, adam ? accel::OptimizerKind::AdamW : accel::OptimizerKind::Sgd,
@@ -312,6 +317,12 @@ int train(int argc, char** argv) {
   }
   check(worst < 1e-5, "parameters equal NO_SHARD's to 1e-5 (worst " + std::to_string(worst) + ", " + worst_name + ")");
 
+  if (zero) {  // one flat chunk of parameters' optimizer state (and ZeRO-2's gradients): tests/dist/dist_sharding.cpp
+    std::printf("rank %d: %s %s equals NO_SHARD over %lld steps: worst loss error %g, norm error %g, parameter "
+                "error %g\n",
+                rank, accel::to_string(sharded), argv[2], static_cast<long long>(kUpdates), worst_loss, worst_norm, worst);
+    return 0;
+  }
   // Held between steps: this process's chunks only (fp32).
   const std::vector<int64_t> units =
       script   ? script_units
