@@ -183,7 +183,8 @@ void load_checkpoint_and_dispatch(const Model& model, const std::string& checkpo
     offload->by_node[node_of(name)].push_back(std::move(tensor));
   }
   if (!graph) return;
-  if (!node_devices.empty()) model.impl().set_inputs_on_any_device();
+  // A later dispatch with no GPU in its map makes the model strict about input devices again.
+  model.impl().set_inputs_on_any_device(!node_devices.empty());
   graph->set_node_devices(std::move(node_devices));
   if (offload->by_node.empty()) {
     graph->set_node_hook(nullptr);

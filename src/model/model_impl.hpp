@@ -48,8 +48,9 @@ class ModelImpl : public std::enable_shared_from_this<ModelImpl> {
   c10::Device device() const { return device_; }
   // Set by load_checkpoint_and_dispatch for a map holding a GPU: the graph
   // moves each node's inputs where its weights are, so inputs may come from
-  // any device (the outputs go back there), as with Accelerate's hooks.
-  void set_inputs_on_any_device() { inputs_on_any_device_ = true; }
+  // any device (the outputs go back there), as with Accelerate's hooks;
+  // cleared by a dispatch whose map holds no GPU.
+  void set_inputs_on_any_device(bool any) { inputs_on_any_device_ = any; }
   GradientSync* gradient_sync() { return gradient_sync_.get(); }
   // Set by prepare under SHARD_OPTIMIZER, SHARD_GRAD_OP and FULL_SHARD with several processes.
   const std::shared_ptr<FlatShard>& flat_shard() const { return flat_shard_; }
