@@ -108,19 +108,23 @@ public final class HfTrain {
       }
       double last = data.evalLoss(model, logits);
 
-      // Replicas: every process's parameter checksum, gathered, must be identical.
+      // Replicas: every process's checksum of get_state_dict (whole tensors under FULL_SHARD
+      // too, gathered collectively there), gathered, must be identical.
       double checksum = 0;
-      Map<String, Tensor> params = model.parameters();
-      for (Tensor p : params.values()) {
-        for (float v : p.toFloatArray()) checksum += v;
+      Map<String, Tensor> state = acc.getStateDict(model);
+      for (Tensor t : state.values()) {
+        for (float v : t.toFloatArray()) checksum += v;
       }
-      closeAll(params);
+      closeAll(state);
       double[] everyone;
       try (Tensor local = Tensor.of(new double[] {checksum}, 1); Tensor all = acc.gather(local)) {
         everyone = all.toDoubleArray();
       }
-      System.out.printf(Locale.ROOT, "rank %d: eval loss %.5f -> %.5f, parameter checksum %.9g%n", rank, first, last,
-          checksum);
+      Map<String, Long> held = acc.heldBytes(model, opt);
+      System.out.printf(Locale.ROOT,
+          "rank %d: eval loss %.5f -> %.5f, parameter checksum %.9g; sharding strategy %d holds %d + %d + %d bytes%n",
+          rank, first, last, checksum, acc.shardingStrategy().swigValue(), held.get("parameters"),
+          held.get("gradients"), held.get("optimizer_state"));
 
       acc.saveModel(model, outDir.resolve("saved").toString(), "10GB", true);
       if (rank == 0) {

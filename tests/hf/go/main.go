@@ -133,11 +133,12 @@ func main() {
 	}
 	last, logits := evalLoss()
 
-	// Replicas: every process's parameter checksum, gathered, must be identical.
-	params, err := model.NamedParameters()
+	// Replicas: every process's checksum of GetStateDict (whole tensors under
+	// FULL_SHARD too, gathered collectively there), gathered, must be identical.
+	state, err := acc.GetStateDict(model)
 	check(err)
 	checksum := 0.0
-	for _, p := range params {
+	for _, p := range state {
 		values, err := p.Tensor.Float32s()
 		check(err)
 		for _, v := range values {
@@ -151,7 +152,13 @@ func main() {
 	check(err)
 	everyone, err := gathered.Float64s()
 	check(err)
-	fmt.Printf("rank %d: eval loss %.5f -> %.5f, parameter checksum %.9g\n", rank, first, last, checksum)
+	held, err := acc.HeldBytes(model, opt)
+	check(err)
+	strategy, err := acc.ShardingStrategy()
+	check(err)
+	strategies := map[string]int{"NO_SHARD": 0, "SHARD_OPTIMIZER": 1, "SHARD_GRAD_OP": 2, "FULL_SHARD": 3, "HYBRID_SHARD": 4}
+	fmt.Printf("rank %d: eval loss %.5f -> %.5f, parameter checksum %.9g; sharding strategy %d holds %d + %d + %d bytes\n",
+		rank, first, last, checksum, strategies[strategy], held.Parameters, held.Gradients, held.OptimizerState)
 
 	check(acc.SaveModel(model, filepath.Join(outDir, "saved"), "10GB"))
 	if rank == 0 {
