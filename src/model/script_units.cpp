@@ -74,34 +74,43 @@ void register_operator_once() {
   });
 }
 
+// Types are tested by kind() and read with expectRef: Type::cast<T>() pulls in
+// c10::DynamicType's typeinfo, which libtorch does not export (UBSan's vptr
+// check then fails to link).
+bool is_tuple(const c10::TypePtr& type) { return type->kind() == c10::TypeKind::TupleType; }
+
 size_t count_tensors(const c10::TypePtr& type) {
-  if (auto tuple = type->cast<c10::TupleType>()) {
-    size_t n = 0;
-    for (const auto& element : tuple->elements()) n += count_tensors(element);
-    return n;
-  }
-  return 1;
+  if (!is_tuple(type)) return 1;
+  size_t n = 0;
+  for (const auto& element : type->expectRef<c10::TupleType>().elements()) n += count_tensors(element);
+  return n;
 }
 
+// Tensors, or plain (unnamed) tuples of them.
 bool tensors_only(const c10::TypePtr& type) {
-  if (auto tuple = type->cast<c10::TupleType>()) {
-    for (const auto& element : tuple->elements()) {
-      if (!tensors_only(element)) return false;
-    }
-    return true;
+  if (!is_tuple(type)) return type->kind() == c10::TypeKind::TensorType;
+  const auto& tuple = type->expectRef<c10::TupleType>();
+  if (tuple.schema()) return false;  // a NamedTuple
+  for (const auto& element : tuple.elements()) {
+    if (!tensors_only(element)) return false;
   }
-  return type->cast<c10::TensorType>() != nullptr;
+  return true;
 }
 
 // Rebuilds a value of `type` from the unpacked tensors, from `next` on.
 torch::jit::Value* rebuild(torch::jit::Graph& graph, const c10::TypePtr& type, at::ArrayRef<torch::jit::Value*> tensors,
                            size_t& next) {
-  if (auto tuple = type->cast<c10::TupleType>()) {
-    std::vector<torch::jit::Value*> elements;
-    for (const auto& element : tuple->elements()) elements.push_back(rebuild(graph, element, tensors, next));
-    return graph.insertNode(graph.createTuple(elements, tuple->schema() ? tuple : nullptr))->output();
+  if (!is_tuple(type)) return tensors[next++];
+  std::vector<torch::jit::Value*> elements;
+  for (const auto& element : type->expectRef<c10::TupleType>().elements()) {
+    elements.push_back(rebuild(graph, element, tensors, next));
   }
-  return tensors[next++];
+  return graph.insertNode(graph.createTuple(elements))->output();
+}
+
+const c10::ClassType* class_of(const torch::jit::Value* value) {
+  const c10::TypePtr& type = value->type();
+  return type->kind() == c10::TypeKind::ClassType ? &type->expectRef<c10::ClassType>() : nullptr;
 }
 
 void collect_calls(torch::jit::Block* block, const std::set<const c10::ClassType*>& types,
@@ -109,8 +118,8 @@ void collect_calls(torch::jit::Block* block, const std::set<const c10::ClassType
   for (torch::jit::Node* node : block->nodes()) {
     for (torch::jit::Block* inner : node->blocks()) collect_calls(inner, types, calls);
     if (node->kind() != c10::prim::CallMethod || node->s(c10::attr::name) != "forward") continue;
-    auto type = node->input(0)->type()->cast<c10::ClassType>();
-    if (type && types.count(type.get())) calls.push_back(node);
+    const c10::ClassType* type = class_of(node->input(0));
+    if (type && types.count(type)) calls.push_back(node);
   }
 }
 
@@ -187,17 +196,18 @@ std::vector<UnitLayout> wrap_script_units(torch::jit::Module& module, const std:
       std::vector<torch::jit::Node*> calls;
       collect_calls(graph->block(), types, calls);
       for (torch::jit::Node* call : calls) {
-        const auto type = call->input(0)->type()->cast<c10::ClassType>();
+        const c10::ClassType* type = class_of(call->input(0));
         const std::string where = "fsdp_transformer_layer_cls_to_wrap: the call of " + type->name()->name() +
                                   " in " + type_name(item) + "." + method.name();
         for (size_t i = 1; i < call->inputs().size(); ++i) {
-          require(call->input(i)->type()->cast<c10::TensorType>() != nullptr, ErrorCode::Unsupported,
+          require(call->input(i)->type()->kind() == c10::TypeKind::TensorType, ErrorCode::Unsupported,
                   where + " passes " + call->input(i)->type()->annotation_str() + " as argument " + std::to_string(i) +
                       "; a wrapped submodule takes tensors only");
         }
         const c10::TypePtr result = call->output()->type();
         require(tensors_only(result), ErrorCode::Unsupported,
-                where + " returns " + result->annotation_str() + "; a wrapped submodule returns tensors or tuples of them");
+                where + " returns " + result->annotation_str() +
+                    "; a wrapped submodule returns tensors or plain tuples of them");
         torch::jit::WithInsertPoint point(call);
         std::vector<torch::jit::Value*> args(call->inputs().begin() + 1, call->inputs().end());
         torch::jit::Value* list = graph->insertNode(graph->createList(c10::TensorType::get(), args))->output();
@@ -208,7 +218,7 @@ std::vector<UnitLayout> wrap_script_units(torch::jit::Module& module, const std:
         torch::jit::Value* rebuilt = rebuild(*graph, result, unpacked->outputs(), next);
         call->output()->replaceAllUsesWith(rebuilt);
         call->destroy();
-        called.insert(type.get());
+        called.insert(type);
       }
     }
   }
