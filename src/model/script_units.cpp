@@ -211,9 +211,10 @@ std::vector<UnitLayout> wrap_script_units(torch::jit::Module& module, const std:
         torch::jit::WithInsertPoint point(call);
         std::vector<torch::jit::Value*> args(call->inputs().begin() + 1, call->inputs().end());
         torch::jit::Value* list = graph->insertNode(graph->createList(c10::TensorType::get(), args))->output();
-        torch::jit::Node* run = graph->insertNode(graph->create(op, {call->input(0), list}, 1));
-        run->output()->setType(c10::ListType::ofTensors());
-        torch::jit::Node* unpacked = graph->insertNode(graph->createListUnpack(run->output(), count_tensors(result)));
+        // Graph::insert matches the operator's schema and types the output
+        // (Tensor[]); Value::setType here would need DynamicType's typeinfo.
+        torch::jit::Value* run = graph->insert(op, {call->input(0), list});
+        torch::jit::Node* unpacked = graph->insertNode(graph->createListUnpack(run, count_tensors(result)));
         size_t next = 0;
         torch::jit::Value* rebuilt = rebuild(*graph, result, unpacked->outputs(), next);
         call->output()->replaceAllUsesWith(rebuilt);
