@@ -1,4 +1,5 @@
 #include "capi/handles.hpp"
+#include "sharding/strategy.hpp"
 
 #include <algorithm>
 #include <tuple>
@@ -98,12 +99,8 @@ accel::AcceleratorOptions to_core(const accel_accelerator_options& o) {
                                                       std::to_string(value));
     if (value != -1) *field = value == 1;
   }
-  if (o.fsdp_transformer_layer_cls_to_wrap != nullptr) {
-    const std::string text = o.fsdp_transformer_layer_cls_to_wrap;
-    std::vector<std::string> names = split_list(text);
-    accel::require_arg(!names.empty() && names.size() == static_cast<size_t>(std::count(text.begin(), text.end(), ',')) + 1,
-                       "fsdp_transformer_layer_cls_to_wrap \"" + text + "\" has an empty class name");
-    core.fsdp_transformer_layer_cls_to_wrap = std::move(names);
+  if (o.fsdp_transformer_layer_cls_to_wrap != nullptr) {  // an empty name is refused with the accelerator's options
+    core.fsdp_transformer_layer_cls_to_wrap = accel::detail::split_class_names(o.fsdp_transformer_layer_cls_to_wrap);
   }
   return core;
 }

@@ -111,6 +111,16 @@ std::vector<std::string> resolve_wrap_classes(const std::optional<std::vector<st
     return {};
   }
   const std::string text = get_env("FSDP_TRANSFORMER_CLS_TO_WRAP").value_or("");
+  std::vector<std::string> names = split_class_names(text);
+  for (const auto& name : names) {
+    require_arg(!name.empty(), "environment variable FSDP_TRANSFORMER_CLS_TO_WRAP=\"" + text +
+                                   "\": TRANSFORMER_BASED_WRAP needs the layer class names, comma-separated "
+                                   "(libaccel cannot read a model's _no_split_modules)");
+  }
+  return names;
+}
+
+std::vector<std::string> split_class_names(const std::string& text) {
   std::vector<std::string> names;
   size_t start = 0;
   while (start <= text.size()) {
@@ -119,9 +129,6 @@ std::vector<std::string> resolve_wrap_classes(const std::optional<std::vector<st
     std::string name = text.substr(start, end - start);
     name.erase(0, name.find_first_not_of(" \t"));
     name.erase(name.find_last_not_of(" \t") + 1);
-    require_arg(!name.empty(), "environment variable FSDP_TRANSFORMER_CLS_TO_WRAP=\"" + text +
-                                   "\": TRANSFORMER_BASED_WRAP needs the layer class names, comma-separated "
-                                   "(libaccel cannot read a model's _no_split_modules)");
     names.push_back(std::move(name));
     start = end + 1;
   }
