@@ -1,5 +1,5 @@
 #include "capi/handles.hpp"
-#include "sharding/strategy.hpp"
+#include "state/environment.hpp"
 
 #include <algorithm>
 #include <tuple>
@@ -14,17 +14,8 @@ void init_accelerator_options(accel_accelerator_options* opts) {
 
 // "tensorboard, jsonl" → {"tensorboard", "jsonl"}; empty items dropped.
 std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> items;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    if (comma == std::string::npos) comma = text.size();
-    std::string item = text.substr(start, comma - start);
-    item.erase(0, item.find_first_not_of(" \t"));
-    item.erase(item.find_last_not_of(" \t") + 1);
-    if (!item.empty()) items.push_back(item);
-    start = comma + 1;
-  }
+  std::vector<std::string> items = accel::detail::split_comma_list(text);
+  items.erase(std::remove(items.begin(), items.end(), std::string()), items.end());
   return items;
 }
 
@@ -100,7 +91,7 @@ accel::AcceleratorOptions to_core(const accel_accelerator_options& o) {
     if (value != -1) *field = value == 1;
   }
   if (o.fsdp_transformer_layer_cls_to_wrap != nullptr) {  // an empty name is refused with the accelerator's options
-    core.fsdp_transformer_layer_cls_to_wrap = accel::detail::split_class_names(o.fsdp_transformer_layer_cls_to_wrap);
+    core.fsdp_transformer_layer_cls_to_wrap = accel::detail::split_comma_list(o.fsdp_transformer_layer_cls_to_wrap);
   }
   return core;
 }

@@ -111,26 +111,11 @@ std::vector<std::string> resolve_wrap_classes(const std::optional<std::vector<st
     return {};
   }
   const std::string text = get_env("FSDP_TRANSFORMER_CLS_TO_WRAP").value_or("");
-  std::vector<std::string> names = split_class_names(text);
+  std::vector<std::string> names = split_comma_list(text);
   for (const auto& name : names) {
     require_arg(!name.empty(), "environment variable FSDP_TRANSFORMER_CLS_TO_WRAP=\"" + text +
                                    "\": TRANSFORMER_BASED_WRAP needs the layer class names, comma-separated "
                                    "(libaccel cannot read a model's _no_split_modules)");
-  }
-  return names;
-}
-
-std::vector<std::string> split_class_names(const std::string& text) {
-  std::vector<std::string> names;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find(',', start);
-    if (end == std::string::npos) end = text.size();
-    std::string name = text.substr(start, end - start);
-    name.erase(0, name.find_first_not_of(" \t"));
-    name.erase(name.find_last_not_of(" \t") + 1);
-    names.push_back(std::move(name));
-    start = end + 1;
   }
   return names;
 }

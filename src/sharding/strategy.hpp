@@ -43,10 +43,6 @@ int64_t resolve_min_num_params(const std::optional<int64_t>& option);
 // TRANSFORMER_BASED_WRAP without the variable (Accelerate would read the
 // model's _no_split_modules, which a TorchScript file does not keep).
 std::vector<std::string> resolve_wrap_classes(const std::optional<std::vector<std::string>>& option);
-// "GPT2Block, BertLayer" -> {"GPT2Block", "BertLayer"}, trimmed; empty names
-// are kept (resolve_wrap_classes refuses them, naming the source).
-std::vector<std::string> split_class_names(const std::string& text);
-
 // FULL_SHARD's backward prefetch: the option when set; else off only for
 // FSDP_BACKWARD_PREFETCH=NO_PREFETCH under ACCELERATE_USE_FSDP (BACKWARD_PRE,
 // BACKWARD_POST and unset: on). InvalidArgument naming another value.

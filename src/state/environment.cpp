@@ -16,6 +16,21 @@ std::optional<std::string> get_env(const char* name) {
   return std::string(value);
 }
 
+std::vector<std::string> split_comma_list(const std::string& text) {
+  std::vector<std::string> items;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    std::string item = text.substr(start, end - start);
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    items.push_back(std::move(item));
+    start = end + 1;
+  }
+  return items;
+}
+
 bool get_env_flag(const char* name, bool fallback) {
   auto value = get_env(name);
   if (!value) return fallback;

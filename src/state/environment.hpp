@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace accel::detail {
 
@@ -27,6 +28,11 @@ std::optional<std::string> get_env(const char* name);
 // opposites, any case); `fallback` when unset. Throws InvalidArgument naming
 // the variable for anything else.
 bool get_env_flag(const char* name, bool fallback);
+
+// "tensorboard, jsonl" -> {"tensorboard", "jsonl"}: comma-separated items as
+// Accelerate's variables and list options carry them, each trimmed of spaces
+// and tabs; empty items are kept (callers drop or refuse them).
+std::vector<std::string> split_comma_list(const std::string& text);
 
 // Reads RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT.
 // Without WORLD_SIZE, the variables of the first of these that is present:
