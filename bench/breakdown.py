@@ -31,12 +31,12 @@ def table(rows):
     span = lambda r, name: r["spans"].get(name, 0.0)
     lines = [
         ("no-communication step", lambda r: r["nocomm_ms"]),
-        ("raw Gloo allreduce, same bytes", lambda r: r["raw_allreduce_ms"]),
-        ("send/recv exchange + add, same bytes", lambda r: r["exchange_ms"]),
+        ("raw c10d Gloo allreduce, same bytes", lambda r: r["raw_allreduce_ms"]),
+        ("library allreduce (Gloo on the calling thread), same bytes", lambda r: r["direct_ms"]),
         ("serial bound (sum of the two)", lambda r: r["nocomm_ms"] + r["raw_allreduce_ms"]),
         ("by hand: backward, then one allreduce", lambda r: r["manual_ms"]),
         ("synced step", lambda r: r["synced_ms"]),
-        ("synced step, buckets by send/recv exchange", lambda r: r["synced_exchange_ms"]),
+        ("synced step, every allreduce by c10d Gloo", lambda r: r["synced_c10d_ms"]),
         ("  share of the serial bound", None),
         ("synced step, spans observed", lambda r: r["spanned_ms"]),
         ("  zero_grad", lambda r: span(r, "accel::optimizer::zero_grad")),

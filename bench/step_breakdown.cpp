@@ -1,10 +1,11 @@
 // Where a synced step's time goes (issue: two-process speed). For one workload,
 // in one invocation and alternating within each round, every rank measures:
 //   nocomm   steps of an unprepared copy of the model (no gradient sync): the no-communication bound
-//   raw      Gloo's own allreduce of a flat buffer with the model's parameter bytes
-//   exchange the library's allreduce of the same buffer (a send/recv exchange for 2 ranks on Gloo)
-//   synced   prepared steps, timed without anything listening
-//   synced_exchange  the same with the exchange path on for the buckets (ACCEL_GLOO_EXCHANGE_MAX_BYTES)
+//   raw      c10d's Gloo allreduce of a flat buffer with the model's parameter bytes
+//   direct   the library's allreduce of the same buffer (for 2 ranks on Gloo: Gloo's
+//            synchronous pairs on the calling thread, state/gloo_direct.hpp)
+//   synced   prepared steps, timed without anything listening (the library's default)
+//   synced_c10d  the same with every allreduce handed to c10d's Gloo (ACCEL_GLOO_DIRECT=0)
 //   spans    prepared steps again, with a RecordFunction observer summing the library's
 //            "accel::..." spans (core/trace_span.hpp; the same spans the profiler's timeline shows)
 // and prints one BREAKDOWN line per rank (medians over rounds, ms per step). bench/breakdown.py
@@ -100,14 +101,14 @@ int main(int argc, char** argv) try {
     }
     return bench::since(start) * 1e3 / static_cast<double>(args.steps);
   };
-  const int64_t default_limit = pg->exchange_max_bytes(), exchange_limit = int64_t{16} << 20;
-  auto allreduce = [&](bool gloo_own) {
-    pg->set_exchange_max_bytes(gloo_own ? 0 : exchange_limit);
+  const bool default_direct = pg->gloo_direct();
+  auto allreduce = [&](bool c10d_only) {
+    pg->set_gloo_direct(!c10d_only && default_direct);
     acc.wait_for_everyone();
     auto start = bench::Clock::now();
     for (int64_t i = 0; i < args.steps; ++i) pg->allreduce(flat, "raw allreduce");
     double ms = bench::since(start) * 1e3 / static_cast<double>(args.steps);
-    pg->set_exchange_max_bytes(default_limit);
+    pg->set_gloo_direct(default_direct);
     return ms;
   };
 
@@ -141,17 +142,17 @@ int main(int argc, char** argv) try {
     train(model, optimizer, true);
     train(local_model, local_optimizer, false);
   }
-  std::vector<double> nocomm, raw, exchange, manual_ms, synced, synced_exchange, spanned;
+  std::vector<double> nocomm, raw, direct, manual_ms, synced, synced_c10d, spanned;
   std::map<std::string, std::vector<double>> spans;
   for (int r = 0; r < rounds; ++r) {
     nocomm.push_back(train(local_model, local_optimizer, false));
     raw.push_back(allreduce(true));
-    exchange.push_back(allreduce(false));
+    direct.push_back(allreduce(false));
     manual_ms.push_back(manual());
     synced.push_back(train(model, optimizer, true));
-    pg->set_exchange_max_bytes(exchange_limit);
-    synced_exchange.push_back(train(model, optimizer, true));
-    pg->set_exchange_max_bytes(default_limit);
+    pg->set_gloo_direct(false);
+    synced_c10d.push_back(train(model, optimizer, true));
+    pg->set_gloo_direct(default_direct);
     span_seconds.clear();
     auto handle = at::addThreadLocalCallback(
         at::RecordFunctionCallback(on_span_start, on_span_end).scopes({at::RecordScope::USER_SCOPE}));
@@ -166,9 +167,9 @@ int main(int argc, char** argv) try {
   }
   std::printf(
       "BREAKDOWN {\"workload\":\"%s\",\"rank\":%d,\"nproc\":%d,\"threads\":%d,\"param_bytes\":%lld,"
-      "\"nocomm_ms\":%.4f,\"raw_allreduce_ms\":%.4f,\"exchange_ms\":%.4f,\"manual_ms\":%.4f,\"synced_ms\":%.4f,\"synced_exchange_ms\":%.4f,\"spanned_ms\":%.4f,\"spans\":{%s}}\n",
+      "\"nocomm_ms\":%.4f,\"raw_allreduce_ms\":%.4f,\"direct_ms\":%.4f,\"manual_ms\":%.4f,\"synced_ms\":%.4f,\"synced_c10d_ms\":%.4f,\"spanned_ms\":%.4f,\"spans\":{%s}}\n",
       args.workload.c_str(), acc.process_index(), acc.num_processes(), at::get_num_threads(),
-      static_cast<long long>(param_numel * 4), median(nocomm), median(raw), median(exchange), median(manual_ms), median(synced), median(synced_exchange), median(spanned),
+      static_cast<long long>(param_numel * 4), median(nocomm), median(raw), median(direct), median(manual_ms), median(synced), median(synced_c10d), median(spanned),
       span_json.c_str());
   std::fflush(stdout);
   return 0;

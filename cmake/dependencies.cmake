@@ -35,3 +35,20 @@ if(ACCEL_HAS_CUDA)
   endif()
 endif()
 message(STATUS "libaccel: LibTorch ${Torch_VERSION}, CUDA ${ACCEL_HAS_CUDA}")
+
+# Gloo's synchronous pairs for the two-rank allreduce (src/state/gloo_direct.cpp):
+# only with the system's Gloo headers and library, and only when LibTorch links
+# that same libgloo (Debian's does; a pip LibTorch bundles its own Gloo, and two
+# copies of Gloo in one process must not meet). Otherwise c10d's Gloo serves.
+set(ACCEL_GLOO_DIRECT OFF)
+find_path(ACCEL_GLOO_INCLUDE_DIR gloo/transport/tcp/pair.h)
+find_library(ACCEL_GLOO_LIBRARY NAMES gloo)
+find_library(ACCEL_TORCH_CPU_LIBRARY NAMES torch_cpu HINTS "${TORCH_INSTALL_PREFIX}/lib")
+if(ACCEL_GLOO_INCLUDE_DIR AND ACCEL_GLOO_LIBRARY AND ACCEL_TORCH_CPU_LIBRARY AND CMAKE_OBJDUMP)
+  execute_process(COMMAND "${CMAKE_OBJDUMP}" -p "${ACCEL_TORCH_CPU_LIBRARY}"
+                  OUTPUT_VARIABLE ACCEL_TORCH_CPU_HEADERS ERROR_QUIET)
+  if(ACCEL_TORCH_CPU_HEADERS MATCHES "NEEDED +libgloo\\.so")
+    set(ACCEL_GLOO_DIRECT ON)
+  endif()
+endif()
+message(STATUS "libaccel: Gloo on the calling thread for two ranks: ${ACCEL_GLOO_DIRECT}")

@@ -125,15 +125,20 @@ bool is_loopback(const std::string& addr) {
   return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
 }
 
+GlooListenAddress gloo_listen_address(const std::string& master_addr) {
+  if (const char* iface = std::getenv("GLOO_SOCKET_IFNAME"); iface != nullptr && *iface != '\0') return {iface, ""};
+  if (is_loopback(master_addr)) return {"", "127.0.0.1"};
+  return {"", local_address_towards(master_addr)};
+}
+
 BackendPtr make_gloo(const StorePtr& store, int rank, int world_size, const std::string& master_addr,
                      std::chrono::milliseconds timeout) {
   auto options = ::c10d::ProcessGroupGloo::Options::create(timeout);
-  if (const char* iface = std::getenv("GLOO_SOCKET_IFNAME"); iface != nullptr && *iface != '\0') {
-    options->devices.push_back(::c10d::ProcessGroupGloo::createDeviceForInterface(iface));
-  } else if (is_loopback(master_addr)) {
-    options->devices.push_back(::c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
-  } else if (std::string local = local_address_towards(master_addr); !local.empty()) {
-    options->devices.push_back(::c10d::ProcessGroupGloo::createDeviceForHostname(local));
+  const GlooListenAddress address = gloo_listen_address(master_addr);
+  if (!address.interface.empty()) {
+    options->devices.push_back(::c10d::ProcessGroupGloo::createDeviceForInterface(address.interface));
+  } else if (!address.hostname.empty()) {
+    options->devices.push_back(::c10d::ProcessGroupGloo::createDeviceForHostname(address.hostname));
   } else {
     options->devices.push_back(::c10d::ProcessGroupGloo::createDefaultDevice());
   }

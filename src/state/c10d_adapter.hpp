@@ -50,6 +50,15 @@ StorePtr make_prefix_store(const std::string& prefix, const StorePtr& store);
 // 127.0.0.0/8, ::1 or "localhost".
 bool is_loopback(const std::string& addr);
 
+// Where a Gloo device listens: the interface GLOO_SOCKET_IFNAME names, or else
+// the local address that reaches `master_addr` (127.0.0.1 for a loopback one),
+// or else, both empty, Gloo's default (the hostname's address).
+struct GlooListenAddress {
+  std::string interface;
+  std::string hostname;
+};
+GlooListenAddress gloo_listen_address(const std::string& master_addr);
+
 // Gloo over the interface that reaches `master_addr` (GLOO_SOCKET_IFNAME wins).
 BackendPtr make_gloo(const StorePtr& store, int rank, int world_size, const std::string& master_addr,
                      std::chrono::milliseconds timeout);

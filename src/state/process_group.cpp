@@ -46,14 +46,19 @@ ProcessGroup::ProcessGroup(const LaunchEnvironment& env, const c10::Device& devi
   const std::string where = "rendezvous at " + env.master_addr + ":" + std::to_string(env.master_port) +
                             " failed for rank " + std::to_string(env.rank) + " of " +
                             std::to_string(env.world_size) + " (timeout " + std::to_string(timeout.count()) + " ms)";
-  exchange_max_bytes_ = 0;
-  if (const char* limit = std::getenv("ACCEL_GLOO_EXCHANGE_MAX_BYTES"); limit != nullptr && *limit != '\0') {
+  if (const char* direct = std::getenv("ACCEL_GLOO_DIRECT"); direct != nullptr && *direct != '\0') {
+    const std::string value = direct;
+    require_arg(value == "0" || value == "1", "ACCEL_GLOO_DIRECT: expected 0 or 1, got '" + value + "'");
+    direct_on_ = value == "1";
+  }
+  int64_t direct_max_bytes = GlooDirect::kDefaultMaxBytes;
+  if (const char* limit = std::getenv("ACCEL_GLOO_DIRECT_MAX_BYTES"); limit != nullptr && *limit != '\0') {
     char* end = nullptr;
     errno = 0;
     long long bytes = std::strtoll(limit, &end, 10);
     require_arg(errno == 0 && *end == '\0' && bytes >= 0,
-                std::string("ACCEL_GLOO_EXCHANGE_MAX_BYTES: expected a byte count >= 0, got '") + limit + "'");
-    exchange_max_bytes_ = bytes;
+                std::string("ACCEL_GLOO_DIRECT_MAX_BYTES: expected a byte count >= 0, got '") + limit + "'");
+    direct_max_bytes = bytes;
   }
   if (const char* ring = std::getenv("ACCEL_GLOO_RING"); ring != nullptr && *ring != '\0') {
     const std::string value = ring;
@@ -73,6 +78,11 @@ ProcessGroup::ProcessGroup(const LaunchEnvironment& env, const c10::Device& devi
     phase = device.is_cuda() ? "creating the NCCL process group" : "creating the Gloo process group";
     backend_ = device.is_cuda() ? c10d_adapter::make_nccl(store_, rank_, world_size_, timeout)
                                 : c10d_adapter::make_gloo(store_, rank_, world_size_, env.master_addr, timeout);
+    if (!device.is_cuda() && world_size_ == 2 && direct_on_ && GlooDirect::available()) {
+      phase = "connecting Gloo's synchronous pairs";
+      direct_ = std::make_unique<GlooDirect>(c10d_adapter::make_prefix_store("accel/gloo_direct", store_), rank_,
+                                             world_size_, env.master_addr, timeout, direct_max_bytes);
+    }
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
@@ -92,7 +102,7 @@ ProcessGroup::ProcessGroup(const LaunchEnvironment& env, const c10::Device& devi
 ProcessGroup::ProcessGroup(const ProcessGroup& parent, const std::string& name, const std::vector<int>& ranks)
     : rank_(-1), world_size_(static_cast<int>(ranks.size())), master_addr_(parent.master_addr_),
       timeout_(parent.timeout_), device_(parent.device_),
-      exchange_max_bytes_(parent.exchange_max_bytes_), ring_collectives_(parent.ring_collectives_) {
+      ring_collectives_(parent.ring_collectives_) {
   for (size_t i = 0; i < ranks.size(); ++i) {
     if (ranks[i] == parent.rank_) rank_ = static_cast<int>(i);
   }
@@ -155,6 +165,21 @@ void ProcessGroup::warn_if_store_is_exposed(const LaunchEnvironment& env) {
   }
 }
 
+bool ProcessGroup::direct_takes(const at::Tensor& tensor) const {
+  return gloo_direct() && direct_->handles(tensor);
+}
+
+template <class Run>
+uint64_t ProcessGroup::run_direct(const std::string& op, Run&& run) {
+  const uint64_t sequence = issue_sequence();
+  try {
+    run();
+  } catch (const std::exception& e) {
+    fail_collective(op, sequence, first_line(e.what()));
+  }
+  return sequence;
+}
+
 template <class Launch>
 ProcessGroup::Pending ProcessGroup::issue(const std::string& op, Launch&& launch) {
   uint64_t sequence = issue_sequence();
@@ -170,59 +195,23 @@ ProcessGroup::Pending ProcessGroup::issue(const std::string& op, Launch&& launch
 }
 
 ProcessGroup::Pending ProcessGroup::allreduce_async(std::vector<at::Tensor>& tensors, const std::string& op) {
-  if (exchanges(tensors)) return exchange_async(tensors[0], op);
+  if (tensors.size() == 1 && direct_takes(tensors[0])) {
+    Pending done;
+    done.op = op;
+    done.sequence = run_direct(op, [&] { direct_->send_and_add(tensors[0], tensors[0]); });
+    return done;
+  }
   return issue(op, [&] { return backend_->allreduce(tensors); });
-}
-
-bool ProcessGroup::exchanges(const std::vector<at::Tensor>& tensors) const {
-  if (world_size_ != 2 || device_.is_cuda() || tensors.size() != 1) return false;
-  const at::Tensor& t = tensors[0];
-  return t.device().is_cpu() && t.layout() == at::kStrided && t.is_contiguous() && t.scalar_type() != at::kBool &&
-         static_cast<int64_t>(t.nbytes()) <= exchange_max_bytes_;
-}
-
-ProcessGroup::Pending ProcessGroup::exchange_async(at::Tensor& tensor, const std::string& op) {
-  at::Tensor received;
-  for (auto it = spare_receive_buffers_.begin(); it != spare_receive_buffers_.end(); ++it) {
-    if (it->numel() == tensor.numel() && it->scalar_type() == tensor.scalar_type()) {
-      received = std::move(*it);
-      spare_receive_buffers_.erase(it);
-      break;
-    }
-  }
-  if (!received.defined()) received = at::empty_like(tensor);
-  const int peer = 1 - rank_;
-  Pending pending;
-  pending.op = op;
-  pending.sequence = issue_sequence();
-  try {
-    // Both ranks issue collectives in the same order, so the sequence number
-    // is a tag both agree on; it keeps concurrent exchanges (buckets) apart.
-    const int tag = static_cast<int>(pending.sequence % (1u << 30));
-    std::vector<at::Tensor> outgoing{tensor}, incoming{received};
-    pending.work = backend_->send(outgoing, peer, tag);
-    pending.receive = backend_->recv(incoming, peer, tag);
-  } catch (const std::exception& e) {
-    fail_collective(op, pending.sequence, first_line(e.what()));
-  }
-  pending.received = std::move(received);
-  pending.sum_into = tensor;
-  return pending;
 }
 
 void ProcessGroup::wait(Pending& pending) {
   try {
-    pending.work->wait(timeout_);
+    if (pending.work) pending.work->wait(timeout_);
     if (pending.receive) pending.receive->wait(timeout_);
   } catch (const std::exception& e) {
     fail_collective(pending.op, pending.sequence, first_line(e.what()));
   }
-  if (pending.receive && pending.sum_into.defined()) {
-    pending.sum_into.add_(pending.received);
-    pending.receive.reset();
-    pending.sum_into.reset();
-    if (spare_receive_buffers_.size() < 16) spare_receive_buffers_.push_back(std::move(pending.received));
-  }
+  pending.work.reset();
   pending.receive.reset();
   pending.received.reset();
 }
@@ -284,9 +273,14 @@ at::Tensor ProcessGroup::reduce_scatter(at::Tensor& input, const std::string& op
     // drift from replicated training's by 1e-4 in 100 steps: the rounding of
     // a three-way sum depends on its order, so those keep Gloo's reduce.)
     const int peer = 1 - rank_;
+    at::Tensor mine = input.narrow(0, rank_ * n, n);
+    if (direct_takes(mine)) {
+      run_direct(op, [&] { direct_->send_and_add(input.narrow(0, peer * n, n), mine); });
+      return mine;
+    }
     at::Tensor incoming = at::empty({n}, input.options());
     ring_step(input.narrow(0, peer * n, n), incoming, op);
-    return input.narrow(0, rank_ * n, n).add_(incoming);
+    return mine.add_(incoming);
   }
   std::vector<std::vector<at::Tensor>> chunks(world_size_);
   std::vector<Pending> pending;
@@ -323,6 +317,12 @@ ProcessGroup::Pending ProcessGroup::all_gather_into_async(at::Tensor& output, co
     // Two ranks: send this rank's slot while the peer's fills.
     at::Tensor mine = output.narrow(0, rank_ * n, n), theirs = output.narrow(0, (1 - rank_) * n, n);
     if (mine.data_ptr() != chunk.data_ptr()) mine.copy_(chunk.reshape({n}));
+    if (direct_takes(mine)) {  // done now: nothing is left in flight for wait()
+      Pending done;
+      done.op = op;
+      done.sequence = run_direct(op, [&] { direct_->swap(mine, theirs); });
+      return done;
+    }
     const uint64_t sequence = issue_sequence();
     const int tag = static_cast<int>(sequence % (1u << 30));  // every rank issues the same steps in order
     Pending pending;

@@ -8,11 +8,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "state/c10d_adapter.hpp"
 #include "state/environment.hpp"
+#include "state/gloo_direct.hpp"
 
 namespace accel::detail {
 
@@ -43,31 +45,25 @@ class ProcessGroup {
     c10d_adapter::WorkPtr work;
     std::string op;
     uint64_t sequence = 0;
-    // An allreduce done as an exchange (see allreduce_async): the receive, the
-    // peer's buffer it fills, and the tensor the sum goes into at wait(); an
-    // all-gather's receive leaves sum_into undefined (nothing is added), and
-    // `received` may keep a buffer the collective reads alive until wait().
+    // A two-rank all-gather's receive (its send is `work`), and a buffer the
+    // collective reads (an all-gather's chunk), kept alive until wait().
     c10d_adapter::WorkPtr receive;
     at::Tensor received;
-    at::Tensor sum_into;
   };
 
   // Sums `tensors` across ranks in place (complete after wait()). With two
-  // ranks on Gloo and one dense CPU tensor of at most exchange_max_bytes(), the
-  // ranks swap buffers with Gloo's send/recv and each adds the peer's into its
-  // own. a + b == b + a, so both ranks hold the same bits, the same bits Gloo's
-  // two-rank ring gives. Off by default: back to back it is 2.9x faster than
-  // Gloo's allreduce at 0.4 MB, but inside a training step, after compute, it
-  // made the step slower (tiny 2.06 vs 1.75 ms, mlp 18.4 vs 17.6 ms: the send
-  // is written from the calling thread; docs/benchmarks.md, step breakdown).
+  // ranks on Gloo and one dense CPU tensor (gloo_direct()), the sum runs now,
+  // on this thread, over Gloo's synchronous pairs (state/gloo_direct.hpp):
+  // after a step's compute that is 5x faster than handing it to c10d's Gloo
+  // threads, with the same bits. Otherwise c10d's allreduce is issued.
   Pending allreduce_async(std::vector<at::Tensor>& tensors, const std::string& op);
   void wait(Pending& pending);
-  // The exchange path's size limit: 0 (off), or ACCEL_GLOO_EXCHANGE_MAX_BYTES
-  // from the environment, which must be equal on every rank (16 MiB is where
-  // Gloo's own allreduce becomes as fast back to back).
-  int64_t exchange_max_bytes() const { return exchange_max_bytes_; }
-  // Benchmarks compare the two paths; every rank must set the same value.
-  void set_exchange_max_bytes(int64_t bytes) { exchange_max_bytes_ = bytes; }
+  // Whether two-rank CPU allreduces run on the calling thread (above): on
+  // where the build has it (GlooDirect::available()) unless ACCEL_GLOO_DIRECT=0
+  // in the environment (the same on every rank). Benchmarks and tests compare
+  // both paths; every rank must set the same value.
+  bool gloo_direct() const { return direct_ != nullptr && direct_on_; }
+  void set_gloo_direct(bool on) { direct_on_ = on; }
 
   void allreduce(at::Tensor& tensor, const std::string& op);
   void broadcast(std::vector<at::Tensor>& tensors, int root, const std::string& op);
@@ -77,9 +73,11 @@ class ProcessGroup {
   // Sharded data parallel's two collectives (docs/sharding.md). LibTorch 1.13's
   // Gloo has neither reduce_scatter nor an all-gather into one tensor, so both
   // are composed from the backend's own operations. On Gloo (CPU) with 2
-  // processes they use Gloo's send/recv: every element crosses the wire once,
-  // and at 64 MiB they took 57 and 63 ms against 85 and 92 ms for the
-  // compositions below (docs/sharding.md).
+  // processes they swap chunks: every element crosses the wire once, and at
+  // 64 MiB c10d's send/recv took 57 and 63 ms against 85 and 92 ms for the
+  // compositions below (docs/sharding.md). Where gloo_direct() takes the
+  // chunk, the swap runs on the calling thread over Gloo's synchronous pairs,
+  // and the async all-gather is then complete when it returns.
   // ACCEL_GLOO_RING=0 in the environment (the same on every rank) uses the
   // composition below instead, which 3+ processes on Gloo always use. NCCL
   // (CUDA) runs its own reduce_scatter_tensor / all_gather_into_tensor.
@@ -107,12 +105,15 @@ class ProcessGroup {
 
  private:
   uint64_t issue_sequence() { return next_sequence_++; }
-  bool exchanges(const std::vector<at::Tensor>& tensors) const;
-  Pending exchange_async(at::Tensor& tensor, const std::string& op);
   // One ring step: `send` to rank + 1 while `receive` fills from rank - 1.
   void ring_step(const at::Tensor& send, at::Tensor& receive, const std::string& op);
   template <class Launch>
   Pending issue(const std::string& op, Launch&& launch);
+  // Whether `tensor`'s collective runs on the calling thread (gloo_direct()).
+  bool direct_takes(const at::Tensor& tensor) const;
+  // Runs a GlooDirect call as collective `op`; returns its sequence number.
+  template <class Run>
+  uint64_t run_direct(const std::string& op, Run&& run);
   [[noreturn]] void fail_collective(const std::string& op, uint64_t sequence, const std::string& cause);
   std::string describe_peers(const std::string& op, uint64_t sequence);
   std::vector<int> await_ranks(std::chrono::steady_clock::time_point deadline);
@@ -126,10 +127,9 @@ class ProcessGroup {
   c10d_adapter::StorePtr store_;
   c10d_adapter::BackendPtr backend_;
   uint64_t next_sequence_ = 0;
-  int64_t exchange_max_bytes_ = 0;
   bool ring_collectives_ = true;
-  // Receive buffers of finished exchanges, reused so a step allocates nothing.
-  std::vector<at::Tensor> spare_receive_buffers_;
+  std::unique_ptr<GlooDirect> direct_;  // two ranks on Gloo, where the build has it
+  bool direct_on_ = true;
 };
 
 }  // namespace accel::detail

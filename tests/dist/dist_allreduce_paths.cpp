@@ -1,11 +1,12 @@
-// The two-rank exchange allreduce (ProcessGroup::allreduce_async on Gloo) must
-// give exactly what Gloo's own allreduce gives: the same bits on both ranks,
-// equal to a + b, for every size and dtype it takes, with several exchanges in
-// flight at once (gradient buckets) and around the size limit. A bad
-// ACCEL_GLOO_EXCHANGE_MAX_BYTES is an error naming the value.
+// The two-rank allreduce on Gloo's synchronous pairs (ProcessGroup::allreduce_async,
+// state/gloo_direct.hpp) must give exactly what c10d's Gloo allreduce gives: the
+// same bits on both ranks, equal to a + b, for every size and dtype it takes
+// (in pieces and around the size limit), with several issued before the first
+// wait (gradient buckets). Bad ACCEL_GLOO_DIRECT or ACCEL_GLOO_DIRECT_MAX_BYTES
+// values are errors naming the value.
 // `sharding`: reduce_scatter / all_gather_into over send/recv equal the
 // composed collectives bit for bit; `bad_ring`: a bad ACCEL_GLOO_RING is named.
-// Usage: dist_allreduce_paths [bad_limit|bad_ring|sharding]   (2 processes under accel launch)
+// Usage: dist_allreduce_paths [bad_limit|bad_switch|bad_ring|sharding]   (2 processes under accel launch)
 #include <ATen/ATen.h>
 
 #include <cstdio>
@@ -15,6 +16,7 @@
 
 #include "accel/accel.hpp"
 #include "state/accelerator_state.hpp"
+#include "state/gloo_direct.hpp"
 
 namespace {
 
@@ -82,57 +84,65 @@ int main(int argc, char** argv) {
     std::printf("rank %d: sharding collectives over send/recv equal the composed ones\n", pg.rank());
     return 0;
   }
-  if (mode == "bad_limit") {
-    setenv("ACCEL_GLOO_EXCHANGE_MAX_BYTES", "12x", 1);
+  if (mode == "bad_limit" || mode == "bad_switch") {
+    const std::string variable = mode == "bad_limit" ? "ACCEL_GLOO_DIRECT_MAX_BYTES" : "ACCEL_GLOO_DIRECT";
+    setenv(variable.c_str(), "12x", 1);
     try {
       accel::Accelerator acc;
-      check(false, "a bad ACCEL_GLOO_EXCHANGE_MAX_BYTES was accepted");
+      check(false, "a bad " + variable + " was accepted");
     } catch (const accel::Error& e) {
       std::string message = e.what();
       check(e.code() == accel::ErrorCode::InvalidArgument, "InvalidArgument, got: " + message);
-      check(message.find("ACCEL_GLOO_EXCHANGE_MAX_BYTES") != std::string::npos && message.find("12x") != std::string::npos,
+      check(message.find(variable) != std::string::npos && message.find("12x") != std::string::npos,
             "the message names the variable and the value: " + message);
     }
     return 0;
   }
 
+  // A small limit, so that the case one element over it stays small.
+  const int64_t limit = int64_t{1} << 20;
+  setenv("ACCEL_GLOO_DIRECT_MAX_BYTES", std::to_string(limit).c_str(), 1);
   accel::Accelerator acc;
   rank_for_messages = acc.process_index();
   auto& pg = acc.state()->process_group;
   check(pg != nullptr && pg->world_size() == 2, "two processes");
   const int rank = pg->rank(), peer = 1 - rank;
-  check(pg->exchange_max_bytes() == 0, "the exchange is off by default, got a limit of " +
-                                           std::to_string(pg->exchange_max_bytes()));
-  const int64_t limit = int64_t{16} << 20;
-  pg->set_exchange_max_bytes(limit);
+  if (!accel::detail::GlooDirect::available()) {
+    std::printf("rank %d: this build has no Gloo on the calling thread; c10d's Gloo serves every allreduce\n", rank);
+    check(!pg->gloo_direct(), "gloo_direct() is off without the system's Gloo");
+    return 0;
+  }
+  check(pg->gloo_direct(), "Gloo on the calling thread is on by default with 2 processes");
 
   struct Case {
     int64_t numel;
     at::ScalarType dtype;
   };
-  const std::vector<Case> cases = {{1, at::kFloat},      {1000, at::kFloat}, {102770, at::kFloat},
-                                   {4097, at::kDouble},   {333, at::kLong},   {5000, at::kInt},
-                                   {(16 << 20) / 4 + 1, at::kFloat}};  // one element over: Gloo's own path
+  // Pieces are at most 1 MiB: 300001 floats take two, the last one short.
+  const std::vector<Case> cases = {{1, at::kFloat},     {1000, at::kFloat}, {102770, at::kFloat},
+                                   {4097, at::kDouble},  {333, at::kLong},   {5000, at::kInt},
+                                   {2048, at::kHalf},
+                                   {limit / 4, at::kFloat}, {limit / 4 + 1, at::kFloat}};  // one over: c10d's path
   for (size_t k = 0; k < cases.size(); ++k) {
     const Case& c = cases[k];
     const std::string what = "case " + std::to_string(k) + " (" + std::to_string(c.numel) + " x " +
                              c10::toString(c.dtype) + ")";
     at::Tensor mine = input(rank, static_cast<int>(k), c.numel, c.dtype);
     at::Tensor expected = mine + input(peer, static_cast<int>(k), c.numel, c.dtype);
-    at::Tensor exchanged = mine.clone(), gloo = mine.clone();
-    pg->allreduce(exchanged, "exchange path");
-    pg->set_exchange_max_bytes(0);
-    pg->allreduce(gloo, "gloo path");
-    pg->set_exchange_max_bytes(limit);
-    check(at::equal(exchanged, expected), what + ": the exchange gives a + b exactly");
-    check(at::equal(gloo, exchanged), what + ": the exchange and Gloo's allreduce give the same bits");
+    at::Tensor direct = mine.clone(), gloo = mine.clone();
+    pg->allreduce(direct, "direct path");
+    pg->set_gloo_direct(false);
+    pg->allreduce(gloo, "c10d path");
+    pg->set_gloo_direct(true);
+    check(at::equal(direct, expected), what + ": the direct path gives a + b exactly");
+    check(at::equal(gloo, direct), what + ": the direct path and c10d's Gloo allreduce give the same bits");
     // Both ranks hold the same bits: compare through Gloo's own broadcast.
-    std::vector<at::Tensor> from_rank0{exchanged.clone()};
+    std::vector<at::Tensor> from_rank0{direct.clone()};
     pg->broadcast(from_rank0, 0, "compare");
-    check(at::equal(from_rank0[0], exchanged), what + ": both ranks hold the same result");
+    check(at::equal(from_rank0[0], direct), what + ": both ranks hold the same result");
   }
 
-  // Several exchanges in flight at once, waited in order (as gradient buckets are).
+  // Several issued before the first wait, waited in order (as gradient buckets are).
   std::vector<std::vector<at::Tensor>> in_flight;
   std::vector<at::Tensor> sums;
   std::vector<accel::detail::ProcessGroup::Pending> pending;
@@ -145,7 +155,7 @@ int main(int argc, char** argv) {
   for (auto& tensors : in_flight) pending.push_back(pg->allreduce_async(tensors, "bucket"));
   for (size_t k = 0; k < pending.size(); ++k) {
     pg->wait(pending[k]);
-    check(at::equal(in_flight[k][0], sums[k]), "in-flight exchange " + std::to_string(k) + " gives a + b");
+    check(at::equal(in_flight[k][0], sums[k]), "bucket " + std::to_string(k) + " gives a + b");
   }
   return 0;
 }
