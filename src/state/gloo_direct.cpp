@@ -95,15 +95,15 @@ struct GlooDirect::Impl {
   int rank = 0;
   int slot_base = 0;  // rank r receives into the inbox on slot_base + r, in swap() on slot_base + 2 + r
   int64_t piece_bytes = 0;
-  at::Tensor inbox;  // the peer's tensor lands here; grows to the largest seen
-  std::unique_ptr<::gloo::transport::Buffer> receive;
+  at::Tensor inbox;  // one piece of the peer's tensor, for send_and_add
+  std::unique_ptr<::gloo::transport::Buffer> receive;  // over the inbox
 };
 
 bool GlooDirect::available() { return true; }
 
 GlooDirect::GlooDirect(const c10d_adapter::StorePtr& store, int rank, int world_size, const std::string& master_addr,
-                       std::chrono::milliseconds timeout, int64_t max_bytes)
-    : impl_(std::make_unique<Impl>()), max_bytes_(max_bytes) {
+                       std::chrono::milliseconds timeout)
+    : impl_(std::make_unique<Impl>()) {
   require(world_size == 2, ErrorCode::Internal, "GlooDirect is for two ranks");
   ::gloo::transport::tcp::attr attr;
   const c10d_adapter::GlooListenAddress address = c10d_adapter::gloo_listen_address(master_addr);
@@ -132,6 +132,9 @@ GlooDirect::GlooDirect(const c10d_adapter::StorePtr& store, int rank, int world_
   int64_t theirs = mine;
   if (theirs_bytes.size() == sizeof theirs) std::copy(theirs_bytes.begin(), theirs_bytes.end(), reinterpret_cast<uint8_t*>(&theirs));
   impl_->piece_bytes = std::min(mine, theirs);
+  impl_->inbox = at::empty({impl_->piece_bytes}, at::TensorOptions().dtype(at::kByte));
+  impl_->receive = impl_->pair->createRecvBuffer(impl_->slot_base + rank, impl_->inbox.data_ptr(),
+                                                 static_cast<size_t>(impl_->piece_bytes));
 }
 
 GlooDirect::~GlooDirect() = default;
@@ -143,8 +146,7 @@ bool GlooDirect::handles(const at::Tensor& tensor) const {
     default:  // bfloat16 too: c10d's Gloo refuses it, and both paths must take the same tensors
       return false;
   }
-  return tensor.device().is_cpu() && tensor.layout() == at::kStrided && tensor.is_contiguous() &&
-         static_cast<int64_t>(tensor.nbytes()) <= max_bytes_;
+  return tensor.device().is_cpu() && tensor.layout() == at::kStrided && tensor.is_contiguous();
 }
 
 namespace {
@@ -154,7 +156,8 @@ namespace {
 // arrived(element offset, element count) runs. Both ranks cut the same pieces.
 template <class Arrived>
 void exchange_pieces(const at::Tensor& outgoing, ::gloo::transport::Pair& pair, int send_slot,
-                     ::gloo::transport::Buffer& receive, int64_t piece_bytes, Arrived&& arrived) {
+                     ::gloo::transport::Buffer& receive, bool into_piece_zero, int64_t piece_bytes,
+                     Arrived&& arrived) {
   const int64_t bytes = static_cast<int64_t>(outgoing.nbytes());
   // The send buffer takes the peer's receive slot; destroying it unregisters
   // that slot here, where nothing is registered under it.
@@ -163,7 +166,11 @@ void exchange_pieces(const at::Tensor& outgoing, ::gloo::transport::Pair& pair, 
   const int64_t piece = std::max<int64_t>(piece_bytes / element, 1) * element;
   for (int64_t offset = 0; offset < bytes; offset += piece) {
     const int64_t length = std::min(piece, bytes - offset);
-    send->send(static_cast<size_t>(offset), static_cast<size_t>(length), static_cast<size_t>(offset));
+    // Synchronous pairs read only inside waitRecv, so the peer's next piece
+    // waits in the socket until this one has been used: one piece of inbox
+    // is enough.
+    send->send(static_cast<size_t>(offset), static_cast<size_t>(length),
+               static_cast<size_t>(into_piece_zero ? 0 : offset));
     receive.waitRecv();
     send->waitSend();  // in synchronous mode the write is done; this only counts it
     arrived(offset / element, length / element);
@@ -177,17 +184,12 @@ void GlooDirect::send_and_add(const at::Tensor& outgoing, at::Tensor& sum_into) 
   const int64_t bytes = static_cast<int64_t>(outgoing.nbytes());
   if (bytes == 0) return;
   SigpipeBlocked sigpipe_blocked;
-  if (!d.inbox.defined() || d.inbox.nbytes() < static_cast<size_t>(bytes)) {
-    d.receive.reset();  // unregisters the old slot before the new buffer takes it
-    d.inbox = at::empty({bytes}, at::TensorOptions().dtype(at::kByte));
-    d.receive = d.pair->createRecvBuffer(d.slot_base + d.rank, d.inbox.data_ptr(), static_cast<size_t>(bytes));
-  }
   at::Tensor sum = sum_into.view({-1});
-  at::Tensor incoming = d.inbox.narrow(0, 0, bytes).view(outgoing.scalar_type());
-  exchange_pieces(outgoing, *d.pair, d.slot_base + (1 - d.rank), *d.receive, d.piece_bytes,
+  at::Tensor incoming = d.inbox.view(outgoing.scalar_type());
+  exchange_pieces(outgoing, *d.pair, d.slot_base + (1 - d.rank), *d.receive, /*into_piece_zero=*/true, d.piece_bytes,
                   [&](int64_t offset, int64_t count) {
                     // a + b on one rank, b + a on the other: the same bits.
-                    sum.narrow(0, offset, count).add_(incoming.narrow(0, offset, count));
+                    sum.narrow(0, offset, count).add_(incoming.narrow(0, 0, count));
                   });
 }
 
@@ -197,7 +199,8 @@ void GlooDirect::swap(const at::Tensor& outgoing, at::Tensor& incoming) {
   if (bytes == 0) return;
   SigpipeBlocked sigpipe_blocked;
   auto receive = d.pair->createRecvBuffer(d.slot_base + 2 + d.rank, incoming.data_ptr(), static_cast<size_t>(bytes));
-  exchange_pieces(outgoing, *d.pair, d.slot_base + 2 + (1 - d.rank), *receive, d.piece_bytes, [](int64_t, int64_t) {});
+  exchange_pieces(outgoing, *d.pair, d.slot_base + 2 + (1 - d.rank), *receive, /*into_piece_zero=*/false,
+                  d.piece_bytes, [](int64_t, int64_t) {});
 }
 
 #else  // built without the system's Gloo: c10d's collectives serve every call
@@ -206,9 +209,7 @@ struct GlooDirect::Impl {};
 
 bool GlooDirect::available() { return false; }
 
-GlooDirect::GlooDirect(const c10d_adapter::StorePtr&, int, int, const std::string&, std::chrono::milliseconds,
-                       int64_t)
-    : max_bytes_(0) {
+GlooDirect::GlooDirect(const c10d_adapter::StorePtr&, int, int, const std::string&, std::chrono::milliseconds) {
   fail(ErrorCode::Internal, "this libaccel was built without the system's Gloo headers (GlooDirect::available())");
 }
 

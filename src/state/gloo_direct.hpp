@@ -35,17 +35,17 @@ class GlooDirect {
 
   // Connects a second full mesh between the two ranks over `store` (its own
   // keys) and switches its pairs to synchronous mode. Collective: both ranks
-  // call it, with the same max_bytes. Throws std::exception (Gloo's) when the
+  // call it. Throws std::exception (Gloo's) when the
   // peer does not connect in `timeout`. Only world_size 2.
   GlooDirect(const c10d_adapter::StorePtr& store, int rank, int world_size, const std::string& master_addr,
-             std::chrono::milliseconds timeout, int64_t max_bytes);
+             std::chrono::milliseconds timeout);
   ~GlooDirect();
   GlooDirect(const GlooDirect&) = delete;
   GlooDirect& operator=(const GlooDirect&) = delete;
 
   // Whether send_and_add() and swap() take `tensor`: dense, contiguous, on the CPU, of a
-  // dtype c10d's Gloo also sums (float, double, half, the integers), at most
-  // max_bytes.
+  // dtype c10d's Gloo also sums (float, double, half, the integers). Any size:
+  // only one piece at a time is buffered.
   bool handles(const at::Tensor& tensor) const;
 
   // Adds the peer's `outgoing` into `sum_into` (this rank's `outgoing` goes to
@@ -53,25 +53,17 @@ class GlooDirect {
   // same size; they may be one tensor (allreduce) or two halves of one
   // (two-rank reduce-scatter). Both ranks call it for the same sizes in the
   // same order. Throws std::exception (Gloo's "Read timeout" after the
-  // timeout, "Connection closed by peer" when it dies). The peer's data lands
-  // in a receive buffer kept for the next call: a training step allocates
-  // nothing here.
+  // timeout, "Connection closed by peer" when it dies). The peer's pieces land
+  // one at a time in a one-piece buffer kept for the next call.
   void send_and_add(const at::Tensor& outgoing, at::Tensor& sum_into);
 
   // Sends `outgoing` while the peer's lands in `incoming` (same size, both
   // passing handles()): a two-rank all-gather. Throws as send_and_add.
   void swap(const at::Tensor& outgoing, at::Tensor& incoming);
 
-  // Tensors above this many bytes go to c10d instead, which keeps no receive
-  // buffer between calls: the one kept here grows to the largest tensor taken.
-  // ACCEL_GLOO_DIRECT_MAX_BYTES (read by ProcessGroup), 64 MiB by default.
-  int64_t max_bytes() const { return max_bytes_; }
-  static constexpr int64_t kDefaultMaxBytes = int64_t{64} << 20;
-
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
-  int64_t max_bytes_;
 };
 
 }  // namespace accel::detail

@@ -51,15 +51,6 @@ ProcessGroup::ProcessGroup(const LaunchEnvironment& env, const c10::Device& devi
     require_arg(value == "0" || value == "1", "ACCEL_GLOO_DIRECT: expected 0 or 1, got '" + value + "'");
     direct_on_ = value == "1";
   }
-  int64_t direct_max_bytes = GlooDirect::kDefaultMaxBytes;
-  if (const char* limit = std::getenv("ACCEL_GLOO_DIRECT_MAX_BYTES"); limit != nullptr && *limit != '\0') {
-    char* end = nullptr;
-    errno = 0;
-    long long bytes = std::strtoll(limit, &end, 10);
-    require_arg(errno == 0 && *end == '\0' && bytes >= 0,
-                std::string("ACCEL_GLOO_DIRECT_MAX_BYTES: expected a byte count >= 0, got '") + limit + "'");
-    direct_max_bytes = bytes;
-  }
   if (const char* ring = std::getenv("ACCEL_GLOO_RING"); ring != nullptr && *ring != '\0') {
     const std::string value = ring;
     require_arg(value == "0" || value == "1", "ACCEL_GLOO_RING: expected 0 or 1, got '" + value + "'");
@@ -81,7 +72,7 @@ ProcessGroup::ProcessGroup(const LaunchEnvironment& env, const c10::Device& devi
     if (!device.is_cuda() && world_size_ == 2 && direct_on_ && GlooDirect::available()) {
       phase = "connecting Gloo's synchronous pairs";
       direct_ = std::make_unique<GlooDirect>(c10d_adapter::make_prefix_store("accel/gloo_direct", store_), rank_,
-                                             world_size_, env.master_addr, timeout, direct_max_bytes);
+                                             world_size_, env.master_addr, timeout);
     }
   } catch (const Error&) {
     throw;

@@ -1,12 +1,11 @@
 // The two-rank allreduce on Gloo's synchronous pairs (ProcessGroup::allreduce_async,
 // state/gloo_direct.hpp) must give exactly what c10d's Gloo allreduce gives: the
 // same bits on both ranks, equal to a + b, for every size and dtype it takes
-// (in pieces and around the size limit), with several issued before the first
-// wait (gradient buckets). Bad ACCEL_GLOO_DIRECT or ACCEL_GLOO_DIRECT_MAX_BYTES
-// values are errors naming the value.
+// (in one piece and in several), with several issued before the first wait
+// (gradient buckets). A bad ACCEL_GLOO_DIRECT is an error naming the value.
 // `sharding`: reduce_scatter / all_gather_into over send/recv equal the
 // composed collectives bit for bit; `bad_ring`: a bad ACCEL_GLOO_RING is named.
-// Usage: dist_allreduce_paths [bad_limit|bad_switch|bad_ring|sharding]   (2 processes under accel launch)
+// Usage: dist_allreduce_paths [bad_switch|bad_ring|sharding]   (2 processes under accel launch)
 #include <ATen/ATen.h>
 
 #include <cstdio>
@@ -84,8 +83,8 @@ int main(int argc, char** argv) {
     std::printf("rank %d: sharding collectives over send/recv equal the composed ones\n", pg.rank());
     return 0;
   }
-  if (mode == "bad_limit" || mode == "bad_switch") {
-    const std::string variable = mode == "bad_limit" ? "ACCEL_GLOO_DIRECT_MAX_BYTES" : "ACCEL_GLOO_DIRECT";
+  if (mode == "bad_switch") {
+    const std::string variable = "ACCEL_GLOO_DIRECT";
     setenv(variable.c_str(), "12x", 1);
     try {
       accel::Accelerator acc;
@@ -99,9 +98,6 @@ int main(int argc, char** argv) {
     return 0;
   }
 
-  // A small limit, so that the case one element over it stays small.
-  const int64_t limit = int64_t{1} << 20;
-  setenv("ACCEL_GLOO_DIRECT_MAX_BYTES", std::to_string(limit).c_str(), 1);
   accel::Accelerator acc;
   rank_for_messages = acc.process_index();
   auto& pg = acc.state()->process_group;
@@ -118,11 +114,12 @@ int main(int argc, char** argv) {
     int64_t numel;
     at::ScalarType dtype;
   };
-  // Pieces are at most 1 MiB: 300001 floats take two, the last one short.
+  // Pieces are at most 1 MiB (a quarter of net.core.wmem_max where smaller):
+  // the last two cases take several, the last piece short.
   const std::vector<Case> cases = {{1, at::kFloat},     {1000, at::kFloat}, {102770, at::kFloat},
                                    {4097, at::kDouble},  {333, at::kLong},   {5000, at::kInt},
                                    {2048, at::kHalf},
-                                   {limit / 4, at::kFloat}, {limit / 4 + 1, at::kFloat}};  // one over: c10d's path
+                                   {(1 << 20) / 4, at::kFloat}, {3 * (1 << 20) / 8 + 5, at::kDouble}};
   for (size_t k = 0; k < cases.size(); ++k) {
     const Case& c = cases[k];
     const std::string what = "case " + std::to_string(k) + " (" + std::to_string(c.numel) + " x " +
