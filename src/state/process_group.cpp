@@ -93,7 +93,7 @@ ProcessGroup::ProcessGroup(const LaunchEnvironment& env, const c10::Device& devi
 ProcessGroup::ProcessGroup(const ProcessGroup& parent, const std::string& name, const std::vector<int>& ranks)
     : rank_(-1), world_size_(static_cast<int>(ranks.size())), master_addr_(parent.master_addr_),
       timeout_(parent.timeout_), device_(parent.device_),
-      ring_collectives_(parent.ring_collectives_) {
+      ring_collectives_(parent.ring_collectives_), direct_on_(parent.direct_on_) {
   for (size_t i = 0; i < ranks.size(); ++i) {
     if (ranks[i] == parent.rank_) rank_ = static_cast<int>(i);
   }
@@ -109,6 +109,10 @@ ProcessGroup::ProcessGroup(const ProcessGroup& parent, const std::string& name, 
     if (!missing.empty()) fail(ErrorCode::Timeout, where + ": ranks that did not arrive: " + rank_list(missing));
     backend_ = device_.is_cuda() ? c10d_adapter::make_nccl(store_, rank_, world_size_, timeout_)
                                  : c10d_adapter::make_gloo(store_, rank_, world_size_, master_addr_, timeout_);
+    if (!device_.is_cuda() && world_size_ == 2 && direct_on_ && GlooDirect::available()) {
+      direct_ = std::make_unique<GlooDirect>(c10d_adapter::make_prefix_store("accel/gloo_direct", store_), rank_,
+                                             world_size_, master_addr_, timeout_);
+    }
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
