@@ -125,13 +125,10 @@ GlooDirect::GlooDirect(const c10d_adapter::StorePtr& store, int rank, int world_
   impl_->pair->setSync(true, /*busyPoll=*/false);
   impl_->slot_base = impl_->context->nextSlot(4);
   // Both ranks must cut tensors into the same pieces: the smaller limit wins.
-  const int64_t mine = local_piece_limit();
-  store->set("piece_bytes/" + std::to_string(rank), std::vector<uint8_t>(reinterpret_cast<const uint8_t*>(&mine),
-                                                                           reinterpret_cast<const uint8_t*>(&mine + 1)));
-  std::vector<uint8_t> theirs_bytes = store->get("piece_bytes/" + std::to_string(peer));
-  int64_t theirs = mine;
-  if (theirs_bytes.size() == sizeof theirs) std::copy(theirs_bytes.begin(), theirs_bytes.end(), reinterpret_cast<uint8_t*>(&theirs));
-  impl_->piece_bytes = std::min(mine, theirs);
+  const std::string mine = std::to_string(local_piece_limit());
+  store->set("piece_bytes/" + std::to_string(rank), std::vector<uint8_t>(mine.begin(), mine.end()));
+  const std::vector<uint8_t> theirs = store->get("piece_bytes/" + std::to_string(peer));
+  impl_->piece_bytes = std::min(std::stoll(mine), std::stoll(std::string(theirs.begin(), theirs.end())));
   impl_->inbox = at::empty({impl_->piece_bytes}, at::TensorOptions().dtype(at::kByte));
   impl_->receive = impl_->pair->createRecvBuffer(impl_->slot_base + rank, impl_->inbox.data_ptr(),
                                                  static_cast<size_t>(impl_->piece_bytes));
