@@ -122,6 +122,8 @@ GlooDirect::GlooDirect(const c10d_adapter::StorePtr& store, int rank, int world_
   impl_->context->connectFullMesh(gloo_store, impl_->device);
   const int peer = 1 - rank;
   impl_->pair = impl_->context->getPair(peer).get();
+  // Blocking reads, not busy polling: spinning halved the steps/s of `tiny` on
+  // a loaded machine (1250 -> 659 steps/s with a build running beside it).
   impl_->pair->setSync(true, /*busyPoll=*/false);
   impl_->slot_base = impl_->context->nextSlot(4);
   // Both ranks must cut tensors into the same pieces: the smaller limit wins.
