@@ -69,11 +69,8 @@ ProcessGroup::ProcessGroup(const LaunchEnvironment& env, const c10::Device& devi
     phase = device.is_cuda() ? "creating the NCCL process group" : "creating the Gloo process group";
     backend_ = device.is_cuda() ? c10d_adapter::make_nccl(store_, rank_, world_size_, timeout)
                                 : c10d_adapter::make_gloo(store_, rank_, world_size_, env.master_addr, timeout);
-    if (!device.is_cuda() && world_size_ == 2 && direct_on_ && GlooDirect::available()) {
-      phase = "connecting Gloo's synchronous pairs";
-      direct_ = std::make_unique<GlooDirect>(c10d_adapter::make_prefix_store("accel/gloo_direct", store_), rank_,
-                                             world_size_, env.master_addr, timeout);
-    }
+    phase = "connecting Gloo's synchronous pairs";
+    connect_direct();
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
@@ -109,10 +106,7 @@ ProcessGroup::ProcessGroup(const ProcessGroup& parent, const std::string& name, 
     if (!missing.empty()) fail(ErrorCode::Timeout, where + ": ranks that did not arrive: " + rank_list(missing));
     backend_ = device_.is_cuda() ? c10d_adapter::make_nccl(store_, rank_, world_size_, timeout_)
                                  : c10d_adapter::make_gloo(store_, rank_, world_size_, master_addr_, timeout_);
-    if (!device_.is_cuda() && world_size_ == 2 && direct_on_ && GlooDirect::available()) {
-      direct_ = std::make_unique<GlooDirect>(c10d_adapter::make_prefix_store("accel/gloo_direct", store_), rank_,
-                                             world_size_, master_addr_, timeout_);
-    }
+    connect_direct();
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
@@ -158,6 +152,12 @@ void ProcessGroup::warn_if_store_is_exposed(const LaunchEnvironment& env) {
   } catch (const Error&) {  // a malformed ACCELERATE_LOG_LEVEL is reported where logging is asked for
     Logger("accel", LogLevel::Warning).warning(message);
   }
+}
+
+void ProcessGroup::connect_direct() {
+  if (device_.is_cuda() || world_size_ != 2 || !direct_on_ || !GlooDirect::available()) return;
+  direct_ = std::make_unique<GlooDirect>(c10d_adapter::make_prefix_store("accel/gloo_direct", store_), rank_,
+                                         world_size_, master_addr_, timeout_);
 }
 
 bool ProcessGroup::direct_takes(const at::Tensor& tensor) const {

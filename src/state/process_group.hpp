@@ -109,6 +109,9 @@ class ProcessGroup {
   void ring_step(const at::Tensor& send, at::Tensor& receive, const std::string& op);
   template <class Launch>
   Pending issue(const std::string& op, Launch&& launch);
+  // Two ranks on Gloo, where the build has it and ACCEL_GLOO_DIRECT allows:
+  // connects the calling-thread path (state/gloo_direct.hpp). Collective.
+  void connect_direct();
   // Whether `tensor`'s collective runs on the calling thread (gloo_direct()).
   bool direct_takes(const at::Tensor& tensor) const;
   // Runs a GlooDirect call as collective `op`; returns its sequence number.
