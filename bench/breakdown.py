@@ -33,7 +33,7 @@ def table(rows):
         ("no-communication step", lambda r: r["nocomm_ms"]),
         ("raw c10d Gloo allreduce, same bytes", lambda r: r["raw_allreduce_ms"]),
         ("library allreduce (Gloo on the calling thread), same bytes", lambda r: r["direct_ms"]),
-        ("serial bound (sum of the two)", lambda r: r["nocomm_ms"] + r["raw_allreduce_ms"]),
+        ("serial bound (no-comm + raw c10d allreduce)", lambda r: r["nocomm_ms"] + r["raw_allreduce_ms"]),
         ("by hand: backward, then one allreduce", lambda r: r["manual_ms"]),
         ("synced step", lambda r: r["synced_ms"]),
         ("synced step, every allreduce by c10d Gloo", lambda r: r["synced_c10d_ms"]),

@@ -2,7 +2,6 @@
 
 #include <ATen/ATen.h>
 #include <c10/core/StorageImpl.h>
-#include <c10/util/accumulate.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
 
@@ -363,29 +362,9 @@ std::vector<at::Tensor> FullShard::run_unit(size_t unit, const std::vector<at::T
 void FullShard::absorb_gradients(size_t index, const std::vector<at::Tensor>& grads) {
   Unit& unit = units_.at(index);
   at::NoGradGuard no_grad;
-  at::Tensor flat = unit.unsynced_grad;
-  if (flat.defined()) {  // accumulating without sync: add to what the last backwards left
-    for (size_t i = 0; i < unit.params.size() && i < grads.size(); ++i) {
-      if (grads[i].defined()) flat.narrow(0, unit.offsets[i], grads[i].numel()).add_(grads[i].reshape(-1));
-    }
-  } else {
-    // The parameters tile the front of the buffer in order: each range is
-    // written once (the gradient, or zeros) and the padding zeroed, rather
-    // than zeroing the whole buffer and adding (one memory pass fewer).
-    flat = at::empty_like(unit.full);
-    int64_t end = 0;
-    for (size_t i = 0; i < unit.params.size(); ++i) {
-      // From the recorded shape: a released parameter holds no storage.
-      const int64_t numel = c10::multiply_integers(unit.shapes[i]);
-      at::Tensor range = flat.narrow(0, unit.offsets[i], numel);
-      if (i < grads.size() && grads[i].defined()) {
-        range.copy_(grads[i].reshape(-1));
-      } else {
-        range.zero_();
-      }
-      end = unit.offsets[i] + numel;
-    }
-    flat.narrow(0, end, flat.numel() - end).zero_();
+  at::Tensor flat = unit.unsynced_grad.defined() ? unit.unsynced_grad : at::zeros_like(unit.full);
+  for (size_t i = 0; i < unit.params.size() && i < grads.size(); ++i) {
+    if (grads[i].defined()) flat.narrow(0, unit.offsets[i], grads[i].numel()).add_(grads[i].reshape(-1));
   }
   if (!sync_enabled_) {
     unit.unsynced_grad = flat;

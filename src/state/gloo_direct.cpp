@@ -33,7 +33,6 @@ int64_t local_piece_limit() {
   return std::clamp<int64_t>(wmem_max / 4, 4096, int64_t{1} << 20) / 64 * 64;
 }
 
-
 // Gloo writes with writev(2): on a connection the peer closed (it died) that
 // raises SIGPIPE, whose default action would end this process before Gloo's
 // error (EPIPE) could be reported. The signal is blocked on this thread for the
@@ -180,6 +179,9 @@ void exchange_pieces(const at::Tensor& outgoing, ::gloo::transport::Pair& pair, 
 
 void GlooDirect::send_and_add(const at::Tensor& outgoing, at::Tensor& sum_into) {
   Impl& d = *impl_;
+  require(handles(outgoing) && handles(sum_into) && sum_into.numel() == outgoing.numel() &&
+              sum_into.scalar_type() == outgoing.scalar_type(),
+          ErrorCode::Internal, "GlooDirect::send_and_add needs two contiguous CPU tensors of one size and dtype");
   const int64_t bytes = static_cast<int64_t>(outgoing.nbytes());
   if (bytes == 0) return;
   SigpipeBlocked sigpipe_blocked;
@@ -194,6 +196,9 @@ void GlooDirect::send_and_add(const at::Tensor& outgoing, at::Tensor& sum_into) 
 
 void GlooDirect::swap(const at::Tensor& outgoing, at::Tensor& incoming) {
   Impl& d = *impl_;
+  // The peer writes outgoing's byte count into incoming's memory.
+  require(handles(outgoing) && handles(incoming) && incoming.nbytes() == outgoing.nbytes(), ErrorCode::Internal,
+          "GlooDirect::swap needs two contiguous CPU tensors of one byte size");
   const int64_t bytes = static_cast<int64_t>(outgoing.nbytes());
   if (bytes == 0) return;
   SigpipeBlocked sigpipe_blocked;
@@ -216,9 +221,14 @@ GlooDirect::~GlooDirect() = default;
 
 bool GlooDirect::handles(const at::Tensor&) const { return false; }
 
-void GlooDirect::send_and_add(const at::Tensor&, at::Tensor&) {}
+// Unreachable: no GlooDirect can be constructed in this build.
+void GlooDirect::send_and_add(const at::Tensor&, at::Tensor&) {
+  fail(ErrorCode::Internal, "GlooDirect::send_and_add without the system's Gloo");
+}
 
-void GlooDirect::swap(const at::Tensor&, at::Tensor&) {}
+void GlooDirect::swap(const at::Tensor&, at::Tensor&) {
+  fail(ErrorCode::Internal, "GlooDirect::swap without the system's Gloo");
+}
 
 #endif
 

@@ -1,7 +1,6 @@
 #include "state/process_group.hpp"
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdlib>
 #include <sstream>
 #include <thread>
@@ -169,6 +168,8 @@ uint64_t ProcessGroup::run_direct(const std::string& op, Run&& run) {
   const uint64_t sequence = issue_sequence();
   try {
     run();
+  } catch (const Error&) {  // a broken precondition, not a failed collective
+    throw;
   } catch (const std::exception& e) {
     fail_collective(op, sequence, first_line(e.what()));
   }
