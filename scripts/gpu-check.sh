@@ -4,6 +4,8 @@
 # after scripts/gpu-prepare.sh here. Builds the library, the Cuda* tests and the
 # LM bench against the machine's pip torch (about 80 s on 16 cores), runs the
 # tests, then the LM bench against Python Accelerate (about 4 minutes).
+# Then, with GPU_CHECK_UNIT_TESTS=1 (the default), the CPU unit tests of this
+# CUDA build (accel_unit_tests with ACCELERATE_USE_CPU=1; about 2 minutes).
 # Logs go to $OUT (the device tool brings them back). GPU_CHECK_BENCH=0 skips
 # the bench; LM_ROUNDS / LM_STEPS size it.
 set -uo pipefail
@@ -22,8 +24,19 @@ status=$?
 echo "build: exit $status in $(( $(date +%s) - start )) s" | tee -a "$OUT/info.txt"
 if [ $status -ne 0 ]; then grep -B3 -A15 -m6 -E "error|Error" "$OUT/build.log" | head -120; exit 1; fi
 timeout 150 build-cuda/tests/accel_cuda_tests 2>&1 | tee "$OUT/cuda_tests.log" | tail -45
-[ "${GPU_CHECK_BENCH:-1}" = 1 ] || exit 0
-timeout 60 build-cuda/bin/lm_bench_c .lm/model.pt --steps 20 --warmup 5 --gpu 1 2>&1 | tail -3
-[ "${PIPESTATUS[0]}" -eq 0 ] || { echo "gpu-check: lm_bench_c failed"; exit 1; }
-timeout 300 bench/lm_gpu.sh --model .lm/model.pt --rounds "${LM_ROUNDS:-2}" --steps "${LM_STEPS:-300}" 2>&1 |
-  tee "$OUT/lm_gpu.log" | tail -25
+if [ "${GPU_CHECK_BENCH:-1}" = 1 ]; then
+  timeout 60 build-cuda/bin/lm_bench_c .lm/model.pt --steps 20 --warmup 5 --gpu 1 2>&1 | tail -3
+  [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "gpu-check: lm_bench_c failed"; exit 1; }
+  timeout 300 bench/lm_gpu.sh --model .lm/model.pt --rounds "${LM_ROUNDS:-2}" --steps "${LM_STEPS:-300}" 2>&1 |
+    tee "$OUT/lm_gpu.log" | tail -25
+fi
+[ "${GPU_CHECK_UNIT_TESTS:-1}" = 1 ] || exit 0
+start=$(date +%s)
+ACCEL_BUILD_TARGETS="accel_unit_tests" DEPS_PREFIX=$deps \
+  scripts/build-cuda.sh -DCMAKE_BUILD_TYPE=Release >"$OUT/build_unit_tests.log" 2>&1 ||
+  { grep -B3 -A15 -m6 -E "error|Error" "$OUT/build_unit_tests.log" | head -60; exit 1; }
+echo "unit tests build: $(( $(date +%s) - start )) s" | tee -a "$OUT/info.txt"
+(cd build-cuda/tests && ACCELERATE_USE_CPU=1 OMP_NUM_THREADS=2 timeout 240 ./accel_unit_tests --gtest_brief=1) \
+  >"$OUT/unit_tests.log" 2>&1
+echo "unit tests: exit $?" | tee -a "$OUT/info.txt"
+grep -E "FAILED|PASSED|tests ran" "$OUT/unit_tests.log" | tail -15

@@ -909,6 +909,7 @@ struct AccelTensorMap {};
     accel_check(accel_accelerator_sharding_strategy($self, &v));
     return v;
   }
+  bool cpu_offload() const { int v = 0; accel_check(accel_accelerator_cpu_offload($self, &v)); return v != 0; }
 
   void wait_for_everyone() { accel_check(accel_accelerator_wait_for_everyone($self)); }
   void print(const std::string& message) const { accel_check(accel_accelerator_print($self, message.c_str())); }

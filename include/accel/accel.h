@@ -355,12 +355,26 @@ typedef struct accel_accelerator_options {
      Default -1: FSDP_FORWARD_PREFETCH under ACCELERATE_USE_FSDP=true, else
      off; 0 off, 1 on; others INVALID_ARGUMENT. */
   int fsdp_forward_prefetch;
+  /* CPU offload (Accelerate's fsdp_offload_params, DeepSpeed's
+     offload_optimizer / offload_param device "cpu"): a sharded model's fp32
+     master chunk, gradient chunk and optimizer state live in host memory and
+     the optimizer steps there, while forward and backward run on the
+     accelerator's device, which under FULL_SHARD then holds only the units in
+     use (SHARD_OPTIMIZER and SHARD_GRAD_OP keep the full parameters there).
+     Costs a device-to-host copy of the gradient chunk and a host-to-device copy
+     of the parameter chunk per step. With one process the strategy is then
+     applied over a world of one (without offload one process runs
+     replicated). Default -1: FSDP_OFFLOAD_PARAMS under ACCELERATE_USE_FSDP=true,
+     or ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE / _PARAM_DEVICE "cpu"
+     under ACCELERATE_USE_DEEPSPEED=true, else off; 0 off, 1 on; others
+     INVALID_ARGUMENT; on with NO_SHARD is UNSUPPORTED. docs/sharding.md. */
+  int cpu_offload;
 } accel_accelerator_options;
 
 #define ACCEL_ACCELERATOR_OPTIONS_INIT                                                       \
   { (uint32_t)sizeof(accel_accelerator_options), 0, 1800000, ACCEL_PRECISION_DEFAULT, 25.0, 0, 1, \
     65536.0, 2.0, 0.5, 2000, 0, 1, -1, 1, NULL, NULL, 0, 0, 0, NULL, 1.0, 1, 0, 0, ACCEL_COMM_HOOK_NONE, 0, 0, 1, 0, -1, \
-    ACCEL_SHARDING_DEFAULT, -1, -1, NULL, -1, -1 }
+    ACCEL_SHARDING_DEFAULT, -1, -1, NULL, -1, -1, -1 }
 
 /* Fills opts with the defaults above. */
 ACCEL_API void accel_accelerator_options_init(accel_accelerator_options* opts);
@@ -408,10 +422,15 @@ ACCEL_API accel_status accel_accelerator_send_to_device(const accel_accelerator*
 /* The effective collective timeout in milliseconds, as given to the backend. */
 ACCEL_API accel_status accel_accelerator_timeout_ms(const accel_accelerator* acc, int64_t* out);
 /* The resolved sharding strategy (the option, else the launcher's environment;
-   a single process trains as NO_SHARD whatever it says). Not collective.
-   Errors: INVALID_ARGUMENT for a NULL acc or out; *out is untouched then. */
+   a single process trains replicated whatever it says, unless cpu_offload is
+   on). Not collective. Errors: INVALID_ARGUMENT for a NULL acc or out; *out is
+   untouched then. */
 ACCEL_API accel_status accel_accelerator_sharding_strategy(const accel_accelerator* acc,
                                                            accel_sharding_strategy* out);
+/* *out = 1 when sharded models offload to the CPU (the resolved cpu_offload
+   option), else 0. Not collective. Errors: INVALID_ARGUMENT for a NULL acc or
+   out; *out is untouched then. */
+ACCEL_API accel_status accel_accelerator_cpu_offload(const accel_accelerator* acc, int* out);
 
 /* Blocks until every process reaches this call. Collective. */
 ACCEL_API accel_status accel_accelerator_wait_for_everyone(accel_accelerator* acc);

@@ -175,6 +175,21 @@ struct AcceleratorOptions {
   // when ACCELERATE_USE_FSDP=true (as `accel launch` writes them), else off.
   // On with a strategy other than FullShard throws Unsupported.
   std::optional<bool> fsdp_activation_checkpointing;
+  // CPU offload (Accelerate's fsdp_offload_params, DeepSpeed's
+  // offload_optimizer / offload_param device "cpu"): a sharded model's fp32
+  // master chunk, its gradient chunk and the optimizer state live in host
+  // memory, and the optimizer steps there, while forward and backward run on
+  // the accelerator's device. Under FULL_SHARD the device then holds only the
+  // units in use; under SHARD_OPTIMIZER and SHARD_GRAD_OP it still holds the
+  // full parameters. Costs a device-to-host copy of each gradient chunk and a
+  // host-to-device copy of each parameter chunk per step. With one process,
+  // offload is the reason to shard at all: the strategy is then applied with
+  // a world of one (without offload one process runs replicated). Unset:
+  // FSDP_OFFLOAD_PARAMS under ACCELERATE_USE_FSDP=true, or
+  // ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE / _PARAM_DEVICE "cpu" under
+  // ACCELERATE_USE_DEEPSPEED=true (as `accel launch` writes them), else off.
+  // On with NoShard throws Unsupported (there is no shard to move).
+  std::optional<bool> cpu_offload;
 };
 
 // What Accelerator::held_bytes counts.
@@ -204,6 +219,8 @@ class Accelerator {
   std::chrono::milliseconds timeout() const;  // the value the backend really uses
   // The resolved strategy. A single process has nothing to shard and trains as NoShard.
   ShardingStrategy sharding_strategy() const;
+  // Whether sharded models keep master weights, gradients and optimizer state on the CPU.
+  bool cpu_offload() const;
   // Bytes this process holds for a prepared model's parameters, gradients and
   // (optimizer given) optimizer state, counted from the tensors' storages (each
   // storage once, as allocated now; a FULL_SHARD unit's freed storage counts 0).

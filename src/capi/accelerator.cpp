@@ -85,7 +85,8 @@ accel::AcceleratorOptions to_core(const accel_accelerator_options& o) {
   }
   for (const auto& [field, value, name] :
        {std::tuple{&core.fsdp_backward_prefetch, o.fsdp_backward_prefetch, "fsdp_backward_prefetch"},
-        std::tuple{&core.fsdp_forward_prefetch, o.fsdp_forward_prefetch, "fsdp_forward_prefetch"}}) {
+        std::tuple{&core.fsdp_forward_prefetch, o.fsdp_forward_prefetch, "fsdp_forward_prefetch"},
+        std::tuple{&core.cpu_offload, o.cpu_offload, "cpu_offload"}}) {
     accel::require_arg(value >= -1 && value <= 1, std::string(name) + " must be -1 (default), 0 or 1, got " +
                                                       std::to_string(value));
     if (value != -1) *field = value == 1;
@@ -189,6 +190,9 @@ ACCEL_API accel_status accel_accelerator_sharding_strategy(const accel_accelerat
   return query(acc, [&](const accel::Accelerator& a) {
     out_param(out, "out") = static_cast<accel_sharding_strategy>(a.sharding_strategy());
   });
+}
+ACCEL_API accel_status accel_accelerator_cpu_offload(const accel_accelerator* acc, int* out) {
+  return query(acc, [&](const accel::Accelerator& a) { out_param(out, "out") = a.cpu_offload() ? 1 : 0; });
 }
 ACCEL_API accel_status accel_accelerator_held_bytes(const accel_accelerator* acc, const accel_model* model,
                                                     const accel_optimizer* optimizer, int64_t* parameters,

@@ -216,7 +216,7 @@ std::string Accelerator::save_state(const std::string& requested_dir, bool safe_
   nlohmann::json digests = nlohmann::json::object();  // file name -> [bytes, xxh3]
   digests[rng_name] = nlohmann::json::array({rng.bytes, rng.xxh3});
   // A sharded optimizer holds this process's chunk only: each process writes its own.
-  const bool sharded = st.process_group && st.sharding_strategy != ShardingStrategy::NoShard;
+  const bool sharded = st.shards_models();
   for (size_t i = 0; sharded && i < targets.optimizers.size(); ++i) {
     const std::string name = detail::optimizer_shard_file(i, st.rank());
     detail::FileDigest shard = detail::write_durable(partial, name, targets.optimizers[i].save());

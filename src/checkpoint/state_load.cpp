@@ -244,7 +244,7 @@ void Accelerator::load_state(const std::string& requested_dir) {
     dir = newest_checkpoint(st);
   }
   for (auto& [id, hook] : st.load_state_pre_hooks) hook(dir);
-  const bool sharded = st.process_group && st.sharding_strategy != ShardingStrategy::NoShard;
+  const bool sharded = st.shards_models();
   if (detail::is_accelerate_checkpoint(dir)) {  // written by Python Accelerate: no manifest, its own files
     require(!sharded, ErrorCode::Unsupported,
             "load_state: " + dir + " is an Accelerate checkpoint with a full optimizer state; loading it with "
@@ -295,7 +295,7 @@ void Accelerator::load_state(const std::string& requested_dir) {
           "load_state: " + dir + (saved_sharded ? " holds sharded optimizer state (one chunk per process)"
                                                 : " holds full optimizer state") +
               " but sharding_strategy is " + to_string(st.sharding_strategy) +
-              (st.process_group ? "" : " with one process"));
+              (st.process_group ? "" : " with one process and no cpu_offload"));
   const int64_t iteration = manifest.integer("iteration");
 
   // Each model as model.safetensors, or pytorch_model.bin when saved with
@@ -316,7 +316,7 @@ void Accelerator::load_state(const std::string& requested_dir) {
               ErrorCode::InvalidArgument,
               "load_state: " + dir + " holds model " + std::to_string(i) +
                   " as FULL_SHARD parameter shards (one per process) but sharding_strategy is " +
-                  to_string(st.sharding_strategy) + (st.process_group ? "" : " with one process") +
+                  to_string(st.sharding_strategy) + (st.process_group ? "" : " with one process and no cpu_offload") +
                   "; `accel merge-weights` turns them into model.safetensors");
       reader.verify(name);
       model_files.push_back(detail::ModelWeights::open(reader.path(name)));
@@ -332,7 +332,7 @@ void Accelerator::load_state(const std::string& requested_dir) {
     }
     reader.verify(name);
     model_files.push_back(detail::ModelWeights::open(reader.path(name)));
-    if (model.full_shard()) gathered.push_back(std::make_unique<detail::ModelImpl::Gathered>(model));
+    if (model.flat_shard()) gathered.push_back(std::make_unique<detail::ModelImpl::Gathered>(model));
     model_plans.push_back(
         detail::plan_model_load(model_files.back(), detail::model_state_dict(model), reader.path(name), i));
   }

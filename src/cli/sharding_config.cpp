@@ -111,7 +111,12 @@ std::map<std::string, std::string> read_fsdp(const Section& in, std::vector<std:
       // Read by the accelerator only under TRANSFORMER_BASED_WRAP, as Accelerate does.
       if (auto value = in.text(key)) env["FSDP_TRANSFORMER_CLS_TO_WRAP"] = *value;
     } else if (key == "fsdp_offload_params") {
-      if (in.flag(key)) in.refuse(key, "true: CPU offload is not supported yet");
+      // Master weights, gradients and optimizer state of the shards on the CPU (docs/sharding.md).
+      const bool on = in.flag(key);
+      if (on && env["FSDP_SHARDING_STRATEGY"] == "3") {
+        in.refuse(key, "true: offload moves a sharded model's state, and fsdp_sharding_strategy is NO_SHARD (3)");
+      }
+      if (on) env["FSDP_OFFLOAD_PARAMS"] = "true";
     } else if (key == "fsdp_activation_checkpointing") {
       if (in.flag(key)) {
         if (env["FSDP_SHARDING_STRATEGY"] != "1") {
@@ -144,12 +149,22 @@ std::string checked_stage(const Section& in, const std::string& key, const std::
   in.refuse(key, "unknown ZeRO stage '" + value + "' (expected 0, 1, 2 or 3)");
 }
 
-void check_offload(const Section& in, const std::string& key, const std::string& device) {
-  if (device != "none") in.refuse(key, "'" + device + "': offload is not supported yet (use none)");
+// An offload device: none or cpu (NVMe is not supported).
+const std::string& checked_offload(const Section& in, const std::string& key, const std::string& device) {
+  if (device == "nvme") in.refuse(key, "'nvme': offload to NVMe is not supported (use cpu or none)");
+  if (device != "none" && device != "cpu") in.refuse(key, "unknown device '" + device + "' (expected none, cpu or nvme)");
+  return device;
 }
 
-// A DeepSpeed JSON configuration: zero_optimization.stage and its offload devices.
-std::string stage_from_json(const Section& in, const std::string& file) {
+// The launcher variable each DeepSpeed offload setting becomes.
+const char* offload_variable(const std::string& key) {
+  return key.rfind("offload_optimizer", 0) == 0 ? "ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE"
+                                                : "ACCELERATE_DEEPSPEED_OFFLOAD_PARAM_DEVICE";
+}
+
+// A DeepSpeed JSON configuration: zero_optimization.stage, and its offload
+// devices into `env`.
+std::string stage_from_json(const Section& in, const std::string& file, std::map<std::string, std::string>& env) {
   std::ifstream stream(file);
   if (!stream) in.refuse("deepspeed_config_file", "cannot read " + file);
   nlohmann::json config = nlohmann::json::parse(stream, nullptr, false);
@@ -165,20 +180,25 @@ std::string stage_from_json(const Section& in, const std::string& file) {
     auto it = zero->find(offload);
     if (it == zero->end() || !it->is_object()) continue;
     auto device = it->find("device");
-    if (device != it->end() && device->is_string()) check_offload(in, "deepspeed_config_file", device->get<std::string>());
+    if (device == it->end()) continue;
+    if (!device->is_string()) in.refuse("deepspeed_config_file", where + "." + offload + ".device is not a string");
+    if (checked_offload(in, "deepspeed_config_file", device->get<std::string>()) == "cpu") {
+      env[offload_variable(offload)] = "cpu";
+    }
   }
   return value;
 }
 
 std::map<std::string, std::string> read_deepspeed(const Section& in, std::vector<std::string>& warnings) {
   std::optional<std::string> stage;
+  std::map<std::string, std::string> env;
   for (const std::string& key : in.keys()) {
     if (key == "zero_stage") {
       if (auto value = in.text(key)) stage = checked_stage(in, key, *value);
     } else if (key == "deepspeed_config_file") {
-      if (auto file = in.text(key)) stage = stage_from_json(in, *file);
+      if (auto file = in.text(key)) stage = stage_from_json(in, *file, env);
     } else if (key == "offload_optimizer_device" || key == "offload_param_device") {
-      if (auto device = in.text(key)) check_offload(in, key, *device);
+      if (auto device = in.text(key); device && checked_offload(in, key, *device) == "cpu") env[offload_variable(key)] = "cpu";
     } else if (key == "zero3_init_flag") {
       if (in.flag(key)) in.refuse(key, "true: zero.Init is not supported (the model is built whole and sharded at prepare)");
     } else if (key == "zero3_save_16bit_model" || key == "deepspeed_multinode_launcher") {
@@ -194,7 +214,20 @@ std::map<std::string, std::string> read_deepspeed(const Section& in, std::vector
     }
   }
   // Accelerate's default when the section names no stage.
-  return {{"ACCELERATE_USE_DEEPSPEED", "true"}, {"ACCELERATE_DEEPSPEED_ZERO_STAGE", stage.value_or("2")}};
+  env["ACCELERATE_USE_DEEPSPEED"] = "true";
+  env["ACCELERATE_DEEPSPEED_ZERO_STAGE"] = stage.value_or("2");
+  // DeepSpeed's own rules: stage 0 has no shards to offload, and only stage 3
+  // shards the parameters that offload_param moves.
+  for (const char* variable : {"ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE", "ACCELERATE_DEEPSPEED_OFFLOAD_PARAM_DEVICE"}) {
+    if (env.count(variable) == 0) continue;
+    const bool params = std::string(variable).find("PARAM_DEVICE") != std::string::npos;
+    const std::string& zero = env["ACCELERATE_DEEPSPEED_ZERO_STAGE"];
+    if (zero == "0" || (params && zero != "3")) {
+      in.refuse(params ? "offload_param_device" : "offload_optimizer_device",
+                "cpu needs zero_stage " + std::string(params ? "3" : "1, 2 or 3") + ", and it is " + zero);
+    }
+  }
+  return env;
 }
 
 }  // namespace

@@ -261,7 +261,7 @@ NamedTensors ModelImpl::run_named_in_units(const NamedTensors& inputs) {
   return named;
 }
 
-ModelImpl::Gathered::Gathered(const ModelImpl& model) : shard_(model.full_shard()) {
+ModelImpl::Gathered::Gathered(const ModelImpl& model) : shard_(model.flat_shard().get()) {
   if (shard_) shard_->gather_all();
 }
 
@@ -379,10 +379,13 @@ void ModelImpl::prepare(const std::shared_ptr<AcceleratorState>& state) {
   // A model with nothing to train (evaluation only) has nothing to shard.
   const bool trainable = std::any_of(params.begin(), params.end(), [](const at::Tensor& p) { return p.requires_grad(); });
   const ShardingStrategy strategy = state->sharding_strategy;
-  if (state->process_group && shards_parameters(strategy) && trainable) {
+  // One process shards only to offload (a world of one: no process group).
+  const bool sharded = state->shards_models() && trainable;
+  if (sharded && shards_parameters(strategy)) {
     std::vector<UnitLayout> units = wrap_units(WrapPolicy{state->fsdp_min_num_params, state->fsdp_wrap_classes});
     // HYBRID_SHARD shards over the node's ranks (the whole group with one node).
-    full = std::make_shared<FullShard>(units, state->shard_group ? *state->shard_group : *state->process_group);
+    full = std::make_shared<FullShard>(units, state->shard_group ? state->shard_group.get() : state->process_group.get(),
+                                       state->cpu_offload);
     require(full->num_units() == units.size(), ErrorCode::Internal, "prepare(model): a wrap unit has no parameters");
     for (size_t u = 0; u < units.size(); ++u) {
       if (units[u].whole_model) whole_model_unit_ = u;
@@ -391,8 +394,8 @@ void ModelImpl::prepare(const std::shared_ptr<AcceleratorState>& state) {
     full->set_activation_checkpointing(state->fsdp_activation_checkpointing);
     full->set_prefetch(state->fsdp_forward_prefetch, state->fsdp_backward_prefetch);
     shard = full;
-  } else if (state->process_group && strategy != ShardingStrategy::NoShard && trainable) {
-    shard = std::make_shared<FlatShard>(params, names, *state->process_group, strategy);
+  } else if (sharded) {
+    shard = std::make_shared<FlatShard>(params, names, state->process_group.get(), strategy, state->cpu_offload);
   }
   // ZeRO-2 reduce-scatters after backward instead of allreducing during it,
   // FULL_SHARD during it, unit by unit.

@@ -60,8 +60,9 @@ class ModelImpl : public std::enable_shared_from_this<ModelImpl> {
   // Under FULL_SHARD, every unit's parameters are gathered (full) while one of
   // these lives, so state_dict readers and writers see the whole tensors; a
   // writer calls scattered() before it ends to copy its slices into the
-  // shards. Nothing otherwise. Construction is collective under FULL_SHARD
-  // (it all-gathers); destruction only frees.
+  // shards (FULL_SHARD, and any strategy's host copy under CPU offload).
+  // Construction is collective under FULL_SHARD (it all-gathers);
+  // destruction only frees.
   class Gathered {
    public:
     explicit Gathered(const ModelImpl& model);
@@ -71,7 +72,7 @@ class ModelImpl : public std::enable_shared_from_this<ModelImpl> {
     void scattered();
 
    private:
-    FullShard* shard_;
+    FlatShard* shard_;
   };
 
  protected:

@@ -11,8 +11,8 @@
 namespace accel::detail {
 
 FlatShard::FlatShard(const std::vector<at::Tensor>& parameters, const std::vector<std::string>& names,
-                     ProcessGroup& process_group, ShardingStrategy strategy)
-    : process_group_(process_group), strategy_(strategy) {
+                     ProcessGroup* process_group, ShardingStrategy strategy, bool cpu_offload)
+    : process_group_(process_group), strategy_(strategy), offload_(cpu_offload) {
   std::unordered_set<const void*> seen;
   for (size_t k = 0; k < parameters.size(); ++k) {
     const at::Tensor& p = parameters[k];
@@ -32,7 +32,7 @@ FlatShard::FlatShard(const std::vector<at::Tensor>& parameters, const std::vecto
   }
   require(!params_.empty(), ErrorCode::InvalidArgument,
           std::string("sharding_strategy ") + to_string(strategy) + ": the model has no trainable parameters");
-  const int world = process_group_.world_size();
+  const int world = world_size();
   chunk_ = (total_ + world - 1) / world;
   flat_ = at::zeros({chunk_ * world}, params_.front().options().requires_grad(false));
   at::NoGradGuard no_grad;
@@ -45,10 +45,42 @@ FlatShard::FlatShard(const std::vector<at::Tensor>& parameters, const std::vecto
     p.set_(flat_.narrow(0, offsets_[i], p.numel()).view(p.sizes()));
     if (grad.defined() && strategy_ == ShardingStrategy::ShardGradOp) p.mutable_grad().reset();
   }
-  shard_ = flat_.narrow(0, process_group_.rank() * chunk_, chunk_);
+  at::Tensor mine = flat_.narrow(0, rank() * chunk_, chunk_);
+  shard_ = offload_ ? at::empty({chunk_}, shard_options(mine)).copy_(mine) : mine;
   // ZeRO-1 builds its chunk's gradient only for the step (before_step): the
   // averaged full gradients already hold it between steps.
   if (strategy_ != ShardingStrategy::ShardOptimizer) shard_.mutable_grad() = at::zeros_like(shard_);
+}
+
+at::TensorOptions FlatShard::shard_options(const at::Tensor& like) const {
+  at::TensorOptions options = like.options().requires_grad(false);
+  if (!offload_) return options;
+  // Pinned host memory: the copies to and from a CUDA device run at full speed.
+  return options.device(at::kCPU).pinned_memory(like.is_cuda());
+}
+
+at::Tensor FlatShard::to_shard_device(const at::Tensor& t) const {
+  return t.device() == shard_.device() ? t : t.to(shard_.device());
+}
+
+at::Tensor FlatShard::reduce_scatter(const at::Tensor& flat, const std::string& what) {
+  if (process_group_ == nullptr) return flat;  // one rank: its chunk is everything
+  at::Tensor input = flat;
+  return process_group_->reduce_scatter(input, what);
+}
+
+void FlatShard::all_gather_into(at::Tensor& output, const at::Tensor& chunk, const std::string& what) {
+  if (process_group_ != nullptr) {
+    process_group_->all_gather_into(output, chunk, what);
+  } else if (output.data_ptr() != chunk.data_ptr() || output.numel() != chunk.numel()) {
+    output.copy_(chunk);  // else the chunk already is the whole buffer
+  }
+}
+
+void FlatShard::scatter_from_full() {
+  if (!offload_) return;  // shard_ is a view of the parameters
+  at::NoGradGuard no_grad;
+  shard_.copy_(flat_.narrow(0, rank() * chunk_, chunk_));
 }
 
 void FlatShard::reduce_scatter_gradients() {
@@ -58,11 +90,11 @@ void FlatShard::reduce_scatter_gradients() {
     const at::Tensor& grad = params_[i].grad();
     if (grad.defined()) flat_grad.narrow(0, offsets_[i], params_[i].numel()).copy_(grad.reshape(-1));
   }
-  at::Tensor mine = process_group_.reduce_scatter(flat_grad, "gradient reduce-scatter");
+  at::Tensor mine = reduce_scatter(flat_grad, "gradient reduce-scatter");
   if (replicas_ != nullptr) replicas_->allreduce(mine, "gradient allreduce across nodes");
   // Divided after the sum, as the allreduce path divides before it: both are
   // exact for power-of-two world sizes and agree to rounding otherwise.
-  shard_.mutable_grad().add_(mine.div_(data_parallel_size()));
+  shard_.mutable_grad().add_(to_shard_device(mine.div_(data_parallel_size())));
   for (auto& p : params_) p.mutable_grad().reset();
 }
 
@@ -71,20 +103,23 @@ void FlatShard::before_step() {
   at::NoGradGuard no_grad;
   at::Tensor& shard_grad = shard_.mutable_grad();
   shard_grad = at::zeros_like(shard_);  // padding past the last parameter stays 0
-  const int64_t begin = process_group_.rank() * chunk_, end = begin + chunk_;
+  const int64_t begin = rank() * chunk_, end = begin + chunk_;
   for (size_t i = 0; i < params_.size(); ++i) {
     const int64_t lo = std::max(begin, offsets_[i]), hi = std::min(end, offsets_[i] + params_[i].numel());
     if (lo >= hi) continue;
     at::Tensor target = shard_grad.narrow(0, lo - begin, hi - lo);
     const at::Tensor& grad = params_[i].grad();
-    if (grad.defined()) target.copy_(grad.reshape(-1).narrow(0, lo - offsets_[i], hi - lo));
+    if (grad.defined()) target.copy_(grad.reshape(-1).narrow(0, lo - offsets_[i], hi - lo));  // to the host when offloaded
   }
 }
 
 void FlatShard::after_step() {
   at::NoGradGuard no_grad;
   // Gloo gathers through its own buffer, so the chunk may alias the output.
-  process_group_.all_gather_into(flat_, shard_, "parameter all-gather");
+  at::Tensor mine = flat_.narrow(0, rank() * chunk_, chunk_);
+  // Pinned memory to the device: ordered before the all-gather on the same stream.
+  if (offload_) mine.copy_(shard_, /*non_blocking=*/true);
+  all_gather_into(flat_, mine, "parameter all-gather");
   // ZeRO-1: the chunk's gradient copy is not kept between steps.
   if (strategy_ == ShardingStrategy::ShardOptimizer) shard_.mutable_grad().reset();
 }
@@ -102,13 +137,14 @@ double FlatShard::clip_grad_norm(double max_norm, double norm_type) {
   at::Tensor& grad = shard_.mutable_grad();
   double total = 0;
   if (std::isinf(norm_type)) {
-    at::Tensor local = grad.abs().max().to(at::kDouble).reshape({1});
-    for (const at::Tensor& t : process_group_.allgather(local, "clip_grad_norm (max)")) {
-      total = std::max(total, t.item<double>());
-    }
+    // On the model's device: NCCL carries CUDA tensors only, and an offloaded shard is on the host.
+    at::Tensor local = grad.abs().max().to(at::kDouble).reshape({1}).to(flat_device());
+    std::vector<at::Tensor> maxima{local};
+    if (process_group_ != nullptr) maxima = process_group_->allgather(local, "clip_grad_norm (max)");
+    for (const at::Tensor& t : maxima) total = std::max(total, t.item<double>());
   } else {
-    at::Tensor local = grad.to(at::kDouble).abs().pow(norm_type).sum().reshape({1});
-    process_group_.allreduce(local, "clip_grad_norm (sum)");
+    at::Tensor local = grad.to(at::kDouble).abs().pow(norm_type).sum().reshape({1}).to(flat_device());
+    if (process_group_ != nullptr) process_group_->allreduce(local, "clip_grad_norm (sum)");
     total = std::pow(local.item<double>(), 1.0 / norm_type);
   }
   // torch.nn.utils.clip_grad_norm_'s rule: scale by max_norm / (norm + 1e-6), at most 1.

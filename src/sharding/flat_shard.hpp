@@ -14,6 +14,15 @@
 // .grad is the averaged gradient of the chunk. Every optimizer libaccel has is
 // elementwise, so updating the flat chunk computes bit for bit what updating
 // the whole tensors would, and its state (momentum, moments) is S elements.
+//
+// CPU offload: shard() is then a copy of the chunk in host memory (pinned when
+// the model computes on CUDA), not a view, so the optimizer and its state live
+// on the CPU. Gradient chunks are copied there after their reduce-scatter and
+// the stepped chunk back into the flat buffer before the all-gather; a writer
+// of the parameters (a checkpoint load) calls scatter_from_full() after.
+//
+// A world of one (process_group null: one process with CPU offload): the
+// collectives are local copies.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -30,9 +39,10 @@ class FlatShard {
  public:
   virtual ~FlatShard() = default;
   // Not collective: prepare has already made the parameters equal everywhere.
-  // Throws Unsupported naming a parameter whose dtype or device differs from the first's.
+  // Throws Unsupported naming a parameter whose dtype or device differs from
+  // the first's. process_group null: a world of one.
   FlatShard(const std::vector<at::Tensor>& parameters, const std::vector<std::string>& names,
-            ProcessGroup& process_group, ShardingStrategy strategy);
+            ProcessGroup* process_group, ShardingStrategy strategy, bool cpu_offload);
 
   ShardingStrategy strategy() const { return strategy_; }
   // HYBRID_SHARD: the group of this local rank on every node. The gradient
@@ -40,9 +50,8 @@ class FlatShard {
   // divide by the whole world. Null (the default): the shard group is the world.
   void set_replicas(ProcessGroup* replicas) { replicas_ = replicas; }
   // How many processes' gradients an average is over.
-  int data_parallel_size() const {
-    return process_group_.world_size() * (replicas_ != nullptr ? replicas_->world_size() : 1);
-  }
+  int data_parallel_size() const { return world_size() * (replicas_ != nullptr ? replicas_->world_size() : 1); }
+  bool cpu_offload() const { return offload_; }
   int64_t total_numel() const { return total_; }
   int64_t shard_numel() const { return chunk_; }
   at::Tensor& shard() { return shard_; }
@@ -62,24 +71,49 @@ class FlatShard {
   // (FULL_SHARD: nothing, the units gather on use). Collective.
   virtual void after_step();
   virtual void zero_grad();
+  // Every parameter full (FULL_SHARD gathers its units) for state_dict
+  // readers and writers / freed again. Collective under FULL_SHARD.
+  virtual void gather_all() {}
+  virtual void release_all() {}
+  // After the full parameters were overwritten (load_state_dict, a checkpoint
+  // loaded whole): copies this rank's slice into shard() where shard() is not
+  // a view of them (FULL_SHARD, CPU offload). Not collective: every rank
+  // loaded the same values.
+  virtual void scatter_from_full();
   // ZeRO-2: the norm of the gradient across every rank's chunk, and clipping by it. Collective.
   double clip_grad_norm(double max_norm, double norm_type);
   void clip_grad_value(double clip_value);
 
  protected:
   // For FullShard, which lays out its own buffers.
-  FlatShard(ProcessGroup& process_group, ShardingStrategy strategy)
-      : process_group_(process_group), strategy_(strategy) {}
+  FlatShard(ProcessGroup* process_group, ShardingStrategy strategy, bool cpu_offload)
+      : process_group_(process_group), strategy_(strategy), offload_(cpu_offload) {}
+
+  int rank() const { return process_group_ != nullptr ? process_group_->rank() : 0; }
+  int world_size() const { return process_group_ != nullptr ? process_group_->world_size() : 1; }
+  // The group's collectives, or their world-of-one equivalents.
+  at::Tensor reduce_scatter(const at::Tensor& flat, const std::string& what);
+  void all_gather_into(at::Tensor& output, const at::Tensor& chunk, const std::string& what);
+  // Where shard() lives: a host tensor (pinned for a CUDA model) under CPU
+  // offload, else a tensor like `like`.
+  at::TensorOptions shard_options(const at::Tensor& like) const;
+  // A tensor of the model's device moved to where shard() lives.
+  at::Tensor to_shard_device(const at::Tensor& t) const;
+  // The device the model computes on (where the collectives run).
+  c10::Device flat_device() const { return params_.front().device(); }
 
   std::vector<at::Tensor> params_;
   std::vector<int64_t> offsets_;  // where each parameter starts in the flat buffer
-  ProcessGroup& process_group_;
+  ProcessGroup* process_group_;  // null: a world of one
   ProcessGroup* replicas_ = nullptr;
   ShardingStrategy strategy_;
+  bool offload_ = false;
   int64_t total_ = 0;
   int64_t chunk_ = 0;
   at::Tensor flat_;   // world_size * chunk_ elements; the parameters are views of it (not FULL_SHARD)
-  at::Tensor shard_;  // flat_'s chunk of this rank (FULL_SHARD: every unit's chunk, concatenated)
+  // flat_'s chunk of this rank, a view of it (CPU offload: a host copy;
+  // FULL_SHARD: every unit's chunk, concatenated).
+  at::Tensor shard_;
   bool sync_enabled_ = true;
 };
 

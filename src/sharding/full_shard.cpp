@@ -190,9 +190,9 @@ struct UnitFunction : public torch::autograd::Function<UnitFunction> {
 
 }  // namespace
 
-FullShard::FullShard(const std::vector<UnitLayout>& layouts, ProcessGroup& process_group)
-    : FlatShard(process_group, ShardingStrategy::FullShard) {
-  const int world = process_group_.world_size();
+FullShard::FullShard(const std::vector<UnitLayout>& layouts, ProcessGroup* process_group, bool cpu_offload)
+    : FlatShard(process_group, ShardingStrategy::FullShard, cpu_offload) {
+  const int world = world_size();
   std::unordered_set<const void*> seen;
   int64_t total_chunks = 0;
   for (const auto& layout : layouts) {
@@ -229,10 +229,10 @@ FullShard::FullShard(const std::vector<UnitLayout>& layouts, ProcessGroup& proce
           "sharding_strategy FULL_SHARD: the model has no trainable parameters");
   chunk_ = total_chunks;
   const at::TensorOptions options = params_.front().options().requires_grad(false);
-  shard_ = at::zeros({chunk_}, options);
+  shard_ = at::zeros({chunk_}, shard_options(params_.front()));
   shard_.mutable_grad() = at::zeros_like(shard_);
   at::NoGradGuard no_grad;
-  const int64_t begin = process_group_.rank();
+  const int64_t begin = rank();
   for (Unit& unit : units_) {
     unit.full = at::zeros({unit.chunk * world}, options);
     unit.anchor = at::empty({0}, options).requires_grad_(true);
@@ -258,10 +258,9 @@ void FullShard::gather(size_t index) {
     at::NoGradGuard no_grad;
     if (unit.prefetch) {
       std::unique_ptr<ProcessGroup::Pending> pending = std::move(unit.prefetch);
-      process_group_.wait(*pending);
+      process_group_->wait(*pending);
     } else {
-      alloc_storage(unit.full);
-      process_group_.all_gather_into(unit.full, unit_shard(unit), "parameter all-gather of unit " + unit.name);
+      start_gather(unit, /*async=*/false);
     }
   } catch (...) {
     unit.gathered = 0;
@@ -274,16 +273,33 @@ void FullShard::gather(size_t index) {
 void FullShard::prefetch(size_t index) {
   if (index >= units_.size()) return;
   Unit& unit = units_[index];
-  if (unit.gathered > 0 || unit.prefetch) return;
+  // A world of one has nothing to overlap: gather() copies when the unit runs.
+  if (unit.gathered > 0 || unit.prefetch || process_group_ == nullptr) return;
   at::NoGradGuard no_grad;
-  alloc_storage(unit.full);
   try {
-    unit.prefetch = std::make_unique<ProcessGroup::Pending>(process_group_.all_gather_into_async(
-        unit.full, unit_shard(unit), "parameter all-gather (prefetched) of unit " + unit.name));
+    unit.prefetch = start_gather(unit, /*async=*/true);
   } catch (...) {
     free_storage(unit.full);
     throw;
   }
+}
+
+std::unique_ptr<ProcessGroup::Pending> FullShard::start_gather(Unit& unit, bool async) {
+  alloc_storage(unit.full);
+  at::Tensor chunk = unit_shard(unit);
+  if (offload_) {
+    // The host chunk goes to its place in the device buffer first (pinned
+    // memory: asynchronous, ordered before the all-gather), and is gathered in place.
+    at::Tensor mine = unit.full.narrow(0, rank() * unit.chunk, unit.chunk);
+    mine.copy_(chunk, /*non_blocking=*/true);
+    chunk = mine;
+  }
+  if (async) {
+    return std::make_unique<ProcessGroup::Pending>(process_group_->all_gather_into_async(
+        unit.full, chunk, "parameter all-gather (prefetched) of unit " + unit.name));
+  }
+  all_gather_into(unit.full, chunk, "parameter all-gather of unit " + unit.name);
+  return nullptr;
 }
 
 void FullShard::finish_forward(size_t index) {
@@ -307,7 +323,7 @@ void FullShard::drain_prefetches() {
   for (Unit& unit : units_) {
     if (!unit.prefetch) continue;
     std::unique_ptr<ProcessGroup::Pending> pending = std::move(unit.prefetch);
-    process_group_.wait(*pending);
+    process_group_->wait(*pending);
     if (unit.gathered == 0) free_storage(unit.full);
   }
 }
@@ -329,10 +345,10 @@ void FullShard::release_all() {
 
 void FullShard::scatter_from_full() {
   at::NoGradGuard no_grad;
-  const int64_t rank = process_group_.rank();
+  const int64_t mine = rank();
   for (Unit& unit : units_) {
     require(unit.gathered > 0, ErrorCode::Internal, "scatter_from_full: unit " + unit.name + " is not gathered");
-    unit_shard(unit).copy_(unit.full.narrow(0, rank * unit.chunk, unit.chunk));
+    unit_shard(unit).copy_(unit.full.narrow(0, mine * unit.chunk, unit.chunk));
   }
 }
 
@@ -375,12 +391,12 @@ void FullShard::absorb_gradients(size_t index, const std::vector<at::Tensor>& gr
   // same terms (Adam turns rounding differences of near-zero gradients into
   // full-size steps, so the order matters at 3 processes).
   flat.div_(data_parallel_size());
-  at::Tensor mine = process_group_.reduce_scatter(flat, "gradient reduce-scatter of unit " + unit.name);
+  at::Tensor mine = reduce_scatter(flat, "gradient reduce-scatter of unit " + unit.name);
   // HYBRID_SHARD: every node holds the same chunks; sum them across nodes.
   if (replicas_ != nullptr) replicas_->allreduce(mine, "gradient allreduce across nodes of unit " + unit.name);
   at::Tensor& grad = shard_.mutable_grad();
   if (!grad.defined()) grad = at::zeros_like(shard_);
-  grad.narrow(0, unit.shard_offset, unit.chunk).add_(mine);
+  grad.narrow(0, unit.shard_offset, unit.chunk).add_(to_shard_device(mine));
 }
 
 int64_t FullShard::unsynced_gradient_bytes() const {

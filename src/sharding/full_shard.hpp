@@ -63,7 +63,11 @@ class FullShard final : public FlatShard, public std::enable_shared_from_this<Fu
   // Not collective: prepare has already made the parameters equal everywhere.
   // Frees every unit's full storage. Throws Unsupported naming a parameter whose
   // dtype or device differs from the first's, or one shared by two units.
-  FullShard(const std::vector<UnitLayout>& units, ProcessGroup& process_group);
+  // process_group null: a world of one (one process with CPU offload).
+  // cpu_offload: shard() and its gradient live in host memory; a unit's chunk
+  // is copied to the device before its all-gather and its gradient chunk back
+  // after its reduce-scatter.
+  FullShard(const std::vector<UnitLayout>& units, ProcessGroup* process_group, bool cpu_offload);
 
   size_t num_units() const { return units_.size(); }
   // Where every parameter lives in shard(), for readers without the model
@@ -91,12 +95,10 @@ class FullShard final : public FlatShard, public std::enable_shared_from_this<Fu
   std::vector<at::Tensor> run_unit(size_t unit, const std::vector<at::Tensor>& inputs, const Bodies& body);
 
   // Every unit's parameters full (for state_dict, save, load) / freed again. Collective.
-  void gather_all();
-  void release_all();
-  // After the full parameters were overwritten (load_state_dict, a checkpoint
-  // loaded whole): copies this rank's slice of every unit into shard(). Not
-  // collective: every rank loaded the same values.
-  void scatter_from_full();
+  void gather_all() override;
+  void release_all() override;
+  // Copies this rank's slice of every (gathered) unit into shard().
+  void scatter_from_full() override;
 
   // FSDP's forward_prefetch / backward_prefetch (BACKWARD_PRE): while unit u
   // runs its forward, unit u + 1's all-gather is already in flight; while it
@@ -161,6 +163,9 @@ class FullShard final : public FlatShard, public std::enable_shared_from_this<Fu
     std::unique_ptr<ProcessGroup::Pending> prefetch;  // an all-gather in flight into `full`
   };
   void prefetch(size_t unit);
+  // Allocates the unit's full buffer and starts its all-gather (async: the
+  // pending work, else done on return).
+  std::unique_ptr<ProcessGroup::Pending> start_gather(Unit& unit, bool async);
   at::Tensor unit_shard(const Unit& unit) const { return shard_.narrow(0, unit.shard_offset, unit.chunk); }
 
   std::vector<Unit> units_;

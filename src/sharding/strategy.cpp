@@ -140,5 +140,41 @@ bool resolve_activation_checkpointing(const std::optional<bool>& option, Shardin
   return on;
 }
 
+namespace {
+
+// A DeepSpeed offload device as Accelerate's launcher writes it.
+bool offloads_to_cpu(const char* variable) {
+  const std::string device = get_env(variable).value_or("none");
+  if (device == "nvme") {
+    fail(ErrorCode::Unsupported, std::string("environment variable ") + variable +
+                                     "=\"nvme\": offload to NVMe is not supported (use cpu or none)");
+  }
+  require_arg(device == "none" || device == "cpu",
+              std::string("environment variable ") + variable + "=\"" + device + "\" is not none, cpu or nvme");
+  return device == "cpu";
+}
+
+}  // namespace
+
+bool resolve_cpu_offload(const std::optional<bool>& option, ShardingStrategy strategy) {
+  bool on = false;
+  std::string source = "cpu_offload";
+  if (option) {
+    on = *option;
+  } else if (get_env_flag("ACCELERATE_USE_FSDP", false)) {
+    on = get_env_flag("FSDP_OFFLOAD_PARAMS", false);
+    source = "FSDP_OFFLOAD_PARAMS";
+  } else if (get_env_flag("ACCELERATE_USE_DEEPSPEED", false)) {
+    const bool optimizer = offloads_to_cpu("ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE");
+    const bool params = offloads_to_cpu("ACCELERATE_DEEPSPEED_OFFLOAD_PARAM_DEVICE");
+    on = optimizer || params;
+    source = optimizer ? "ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE" : "ACCELERATE_DEEPSPEED_OFFLOAD_PARAM_DEVICE";
+  }
+  require(!on || strategy != ShardingStrategy::NoShard, ErrorCode::Unsupported,
+          source + ": CPU offload moves a sharded model's master weights, gradients and optimizer state, but the "
+                   "sharding_strategy is NO_SHARD (choose SHARD_OPTIMIZER, SHARD_GRAD_OP, FULL_SHARD or HYBRID_SHARD)");
+  return on;
+}
+
 }  // namespace detail
 }  // namespace accel

@@ -53,4 +53,11 @@ bool resolve_backward_prefetch(const std::optional<bool>& option);
 // when on with a strategy that has no wrap units.
 bool resolve_activation_checkpointing(const std::optional<bool>& option, ShardingStrategy strategy);
 
+// Whether sharded models offload to the CPU: the option, else
+// FSDP_OFFLOAD_PARAMS under ACCELERATE_USE_FSDP=true, else
+// ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE or _PARAM_DEVICE "cpu" under
+// ACCELERATE_USE_DEEPSPEED=true. InvalidArgument naming a device other than
+// none and cpu (nvme: Unsupported); Unsupported when on with NoShard.
+bool resolve_cpu_offload(const std::optional<bool>& option, ShardingStrategy strategy);
+
 }  // namespace accel::detail

@@ -129,6 +129,7 @@ AcceleratorState::AcceleratorState(const AcceleratorOptions& options)
                                                                  get_env_flag("FSDP_FORWARD_PREFETCH", false));
   fsdp_activation_checkpointing = resolve_activation_checkpointing(options.fsdp_activation_checkpointing,
                                                                    sharding_strategy);
+  cpu_offload = resolve_cpu_offload(options.cpu_offload, sharding_strategy);
   require(comm_hook == CommHook::None ||
               (sharding_strategy != ShardingStrategy::ShardGradOp && !shards_parameters(sharding_strategy)),
           ErrorCode::Unsupported,
@@ -236,6 +237,7 @@ MixedPrecision Accelerator::mixed_precision() const { return state_->mixed_preci
 c10::Device Accelerator::device() const { return state_->device; }
 std::chrono::milliseconds Accelerator::timeout() const { return state_->timeout; }
 ShardingStrategy Accelerator::sharding_strategy() const { return state_->sharding_strategy; }
+bool Accelerator::cpu_offload() const { return state_->cpu_offload; }
 
 void Accelerator::prepare(Model& model) { model.impl().prepare(state_); }
 

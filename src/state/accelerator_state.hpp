@@ -42,6 +42,13 @@ class AcceleratorState {
   std::vector<std::string> fsdp_wrap_classes;  // transformer_auto_wrap_policy's names (see AcceleratorOptions)
   bool fsdp_activation_checkpointing = false;  // of FULL_SHARD's wrap units
   bool fsdp_forward_prefetch = false, fsdp_backward_prefetch = true;  // FULL_SHARD's all-gathers (see AcceleratorOptions)
+  bool cpu_offload = false;  // sharded models' master chunks, gradients and optimizer state on the CPU
+  // Whether prepare shards models (and save_state writes per-process shards):
+  // a strategy other than NO_SHARD with several processes, or with CPU
+  // offload, which shards over a world of one.
+  bool shards_models() const {
+    return sharding_strategy != ShardingStrategy::NoShard && (process_group != nullptr || cpu_offload);
+  }
   DataLoaderConfiguration dataloader_config;
   bool device_placement = true;
   bool sync_each_batch = false;   // accumulation micro-steps allreduce too

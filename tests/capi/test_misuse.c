@@ -383,6 +383,8 @@ static void accelerator(void) {
   BAD_OPTION(fsdp_backward_prefetch, -2);
   BAD_OPTION(fsdp_forward_prefetch, 2);
   BAD_OPTION(fsdp_forward_prefetch, INT32_MIN);
+  BAD_OPTION(cpu_offload, 2);
+  BAD_OPTION(cpu_offload, -7);
   BAD_OPTION(fsdp_transformer_layer_cls_to_wrap, "GPT2Block,");
   BAD_OPTION(fsdp_transformer_layer_cls_to_wrap, ",GPT2Block");
   accel_accelerator_options_init(&o);
@@ -390,6 +392,11 @@ static void accelerator(void) {
   o.sharding_strategy = ACCEL_SHARDING_SHARD_GRAD_OP;
   o.fsdp_activation_checkpointing = 1;
   EXPECT_ERROR(accel_accelerator_create(&o, &acc_out), ACCEL_ERR_UNSUPPORTED, "fsdp_activation_checkpointing");
+  accel_accelerator_options_init(&o);
+  o.cpu = 1;
+  o.sharding_strategy = ACCEL_SHARDING_NO_SHARD;
+  o.cpu_offload = 1;
+  EXPECT_ERROR(accel_accelerator_create(&o, &acc_out), ACCEL_ERR_UNSUPPORTED, "sharding_strategy is NO_SHARD");
   accel_accelerator_options_init(&o);
   o.cpu = 1;
   o.sharding_strategy = ACCEL_SHARDING_FULL_SHARD;
@@ -455,6 +462,7 @@ static void accelerator(void) {
     ARG(accel_accelerator_device(a, &s_out));
     ARG(accel_accelerator_timeout_ms(a, &i64_out));
     ARG(accel_accelerator_sharding_strategy(a, &shard_out));
+    ARG(accel_accelerator_cpu_offload(a, &i_out));
     ARG(accel_accelerator_held_bytes(a, model, opt, &i64_out, &i64_out, &i64_out));
     ARG(accel_accelerator_wait_for_everyone(a));
     ARG(accel_accelerator_print(a, "hello"));
@@ -494,6 +502,7 @@ static void accelerator(void) {
   ARG(accel_accelerator_device(acc, NULL));
   ARG(accel_accelerator_timeout_ms(acc, NULL));
   ARG(accel_accelerator_sharding_strategy(acc, NULL));
+  ARG(accel_accelerator_cpu_offload(acc, NULL));
   ARG(accel_accelerator_held_bytes(acc, NULL, opt, &i64_out, &i64_out, &i64_out));
   ARG(accel_accelerator_held_bytes(acc, model, opt, NULL, &i64_out, &i64_out));
   ARG(accel_accelerator_held_bytes(acc, model, NULL, &i64_out, &i64_out, NULL));

@@ -266,7 +266,10 @@ TEST_F(ConfigFileTest, FsdpConfigMapsOntoTheShardingStrategy) {
   EXPECT_NE(error_of(fsdp + "  fsdp_state_dict_type: LOCAL_STATE_DICT\n").find("LOCAL_STATE_DICT is not supported"),
             std::string::npos);
   const std::string grad_op = fsdp + "  fsdp_sharding_strategy: 2\n";
-  EXPECT_NE(error_of(grad_op + "  fsdp_offload_params: true\n").find("'fsdp_config.fsdp_offload_params': true"),
+  EXPECT_EQ(env_of(grad_op + "  fsdp_offload_params: true\n").at("FSDP_OFFLOAD_PARAMS"), "true");
+  EXPECT_NE(error_of(fsdp + "  fsdp_sharding_strategy: NO_SHARD\n  fsdp_offload_params: true\n")
+                .find("'fsdp_config.fsdp_offload_params': true: offload moves a sharded model's state, and "
+                      "fsdp_sharding_strategy is NO_SHARD (3)"),
             std::string::npos);
   EXPECT_NE(error_of(grad_op + "  fsdp_activation_checkpointing: true\n")
                 .find("'fsdp_config.fsdp_activation_checkpointing': true: checkpointing runs per FULL_SHARD wrap unit, "
@@ -294,7 +297,22 @@ TEST_F(ConfigFileTest, DeepSpeedZeroStageMapsOntoTheShardingStrategy) {
   EXPECT_NE(error_of(ds + "  zero3_init_flag: true\n").find("'deepspeed_config.zero3_init_flag': true"),
             std::string::npos);
   EXPECT_NE(error_of(ds + "  zero_stage: 7\n").find("unknown ZeRO stage '7'"), std::string::npos);
-  EXPECT_NE(error_of(ds + "  offload_optimizer_device: cpu\n").find("'deepspeed_config.offload_optimizer_device': 'cpu'"),
+  // Offload to the CPU (docs/sharding.md); DeepSpeed's rules on which stage may offload what.
+  EXPECT_EQ(env_of(ds + "  offload_optimizer_device: cpu\n"),
+            (Env{{"ACCELERATE_USE_DEEPSPEED", "true"}, {"ACCELERATE_DEEPSPEED_ZERO_STAGE", "2"},
+                 {"ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE", "cpu"}}));
+  EXPECT_EQ(env_of(ds + "  zero_stage: 3\n  offload_param_device: cpu\n").at("ACCELERATE_DEEPSPEED_OFFLOAD_PARAM_DEVICE"),
+            "cpu");
+  EXPECT_NE(error_of(ds + "  zero_stage: 2\n  offload_param_device: cpu\n")
+                .find("'deepspeed_config.offload_param_device': cpu needs zero_stage 3, and it is 2"),
+            std::string::npos);
+  EXPECT_NE(error_of(ds + "  zero_stage: 0\n  offload_optimizer_device: cpu\n")
+                .find("'deepspeed_config.offload_optimizer_device': cpu needs zero_stage 1, 2 or 3, and it is 0"),
+            std::string::npos);
+  EXPECT_NE(error_of(ds + "  offload_optimizer_device: nvme\n")
+                .find("'deepspeed_config.offload_optimizer_device': 'nvme': offload to NVMe is not supported"),
+            std::string::npos);
+  EXPECT_NE(error_of(ds + "  offload_param_device: disk\n").find("unknown device 'disk' (expected none, cpu or nvme)"),
             std::string::npos);
   EXPECT_NE(error_of(ds + "  gradient_accumulation_steps: 4\n").find("--gradient_accumulation_steps"),
             std::string::npos);
@@ -304,7 +322,10 @@ TEST_F(ConfigFileTest, DeepSpeedZeroStageMapsOntoTheShardingStrategy) {
   EXPECT_EQ(env_of(ds + "  deepspeed_config_file: " + dir_ + "/ds3.json\n").at("ACCELERATE_DEEPSPEED_ZERO_STAGE"),
             "3");  // ZeRO-3: FULL_SHARD
   std::ofstream(dir_ + "/off.json") << R"({"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}})";
-  EXPECT_NE(error_of(ds + "  deepspeed_config_file: " + dir_ + "/off.json\n").find("'cpu': offload"),
+  EXPECT_EQ(env_of(ds + "  deepspeed_config_file: " + dir_ + "/off.json\n").at("ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE"),
+            "cpu");
+  std::ofstream(dir_ + "/nvme.json") << R"({"zero_optimization": {"stage": 3, "offload_param": {"device": "nvme"}}})";
+  EXPECT_NE(error_of(ds + "  deepspeed_config_file: " + dir_ + "/nvme.json\n").find("'nvme': offload to NVMe"),
             std::string::npos);
 }
 

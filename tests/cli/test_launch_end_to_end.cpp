@@ -346,12 +346,12 @@ TEST(LaunchEndToEnd, ConfigFileEnvironmentAndFlagsReachTheRanks) {
 TEST(LaunchEndToEnd, ConfigFileSettingItCannotHonourIsNamed) {
   TempDir dir;
   std::string path = dir.path() + "/ds.yaml";
-  ASSERT_EQ(std::system(("printf 'distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 2\n  offload_optimizer_device: cpu\nfuture_key: 1\n' > " +
+  ASSERT_EQ(std::system(("printf 'distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 2\n  offload_optimizer_device: nvme\nfuture_key: 1\n' > " +
                          path).c_str()), 0);
   auto result = run_accel({"launch", "--config_file", path, "sh", "-c", "touch " + dir.path() + "/started"});
   EXPECT_EQ(result.exit_code, 2);
-  EXPECT_NE(result.err.find(path + ": key 'deepspeed_config.offload_optimizer_device': 'cpu': offload is not "
-                                   "supported yet (use none)"),
+  EXPECT_NE(result.err.find(path + ": key 'deepspeed_config.offload_optimizer_device': 'nvme': offload to NVMe is "
+                                   "not supported (use cpu or none)"),
             std::string::npos)
       << result.err;
   EXPECT_FALSE(read_file(dir.path() + "/started"));

@@ -20,11 +20,13 @@
 // refused: prepare must refuse NAME (matching nothing) with InvalidArgument;
 // module: the mlp as a C++ module (Model::from_module), wrapped whole;
 // zero 1|2: ZeRO-1 (SHARD_OPTIMIZER) or ZeRO-2 (SHARD_GRAD_OP) instead;
-// no_prefetch / forward_prefetch: backward prefetch off / forward prefetch on.
+// no_prefetch / forward_prefetch: backward prefetch off / forward prefetch on;
+// offload: cpu_offload on (master chunks, gradient chunks and optimizer state
+// in host memory; on a CPU the same copies, so the same values).
 // (A one-process large-batch reference drifts from NO_SHARD itself by up to
 // 5e-3 in 100 steps at 3 processes, so NO_SHARD is what is compared.)
 //
-// `dist_full_shard resume DIR`: save_state writes each process's parameter and
+// `dist_full_shard resume DIR [offload]`: save_state writes each process's parameter and
 // optimizer shards, resume is bitwise; save_model writes the full model,
 // which loads back into a sharded model (scattered).
 // `dist_full_shard load DIR`: a sharded checkpoint saved by 2 processes is
@@ -182,9 +184,12 @@ int train(int argc, char** argv) {
   // Prefetch (backward on by default): off, or forward too.
   if (has(argc, argv, "no_prefetch")) options.fsdp_backward_prefetch = false;
   if (has(argc, argv, "forward_prefetch")) options.fsdp_forward_prefetch = true;
+  const bool offload = has(argc, argv, "offload") && !record;
+  if (offload) options.cpu_offload = true;
   accel::Accelerator accelerator(options);
   const int rank = accelerator.process_index(), world = accelerator.num_processes();
   rank_for_messages = rank;
+  check(accelerator.cpu_offload() == offload, std::string("cpu_offload is ") + (offload ? "on" : "off"));
   check(record || accelerator.sharding_strategy() == sharded, std::string("the strategy is ") + accel::to_string(sharded));
   // The processes one parameter is sharded over: the node's under HYBRID_SHARD.
   const int shard_size = hybrid ? std::atoi(std::getenv("LOCAL_WORLD_SIZE")) : world;
@@ -363,8 +368,10 @@ std::vector<at::Tensor> values(const accel::TensorDict& dict) {
   return out;
 }
 
-int checkpoints(const std::string& mode, const std::string& dir) {
-  accel::Accelerator accelerator(full_shard_options());
+int checkpoints(const std::string& mode, const std::string& dir, bool offload) {
+  accel::AcceleratorOptions options = full_shard_options();
+  options.cpu_offload = offload;
+  accel::Accelerator accelerator(options);
   rank_for_messages = accelerator.process_index();
   at::manual_seed(6);
   accel::Model model = accel::Model::from_json(kSmall);
@@ -478,5 +485,5 @@ int main(int argc, char** argv) {
   check(argc >= 3, "usage: dist_full_shard train sgd|adamw [accum] [clip] [wrap N] | resume DIR | load DIR | memory SPEC S");
   if (std::strcmp(argv[1], "train") == 0) return train(argc, argv);
   if (std::strcmp(argv[1], "memory") == 0 && argc == 4) return memory(argv[2], argv[3]);
-  return checkpoints(argv[1], argv[2]);
+  return checkpoints(argv[1], argv[2], argc > 3 && std::strcmp(argv[3], "offload") == 0);
 }

@@ -12,7 +12,9 @@
 // Arguments: strategy (none, zero1, zero2; env-zero1 / env-zero2: the option
 // unset, so it comes from the launcher's environment), optimizer (sgd, adamw), then any of clip (clip_grad_norm every
 // step, compared with the norm of the full gradient) and accum (2 micro-steps
-// per optimizer step), clipvalue (clip_grad_value every step).
+// per optimizer step), clipvalue (clip_grad_value every step), offload
+// (cpu_offload: the optimizer steps a host copy of the chunk, not a view of
+// the parameters; `resume DIR STRATEGY offload` too).
 #include <ATen/ATen.h>
 #include <torch/types.h>  // clip_grad.h needs torch::Tensor first
 #include <torch/nn/utils/clip_grad.h>
@@ -78,10 +80,11 @@ void train_step(accel::Accelerator& accelerator, accel::Model& model, accel::Opt
   optimizer.zero_grad();
 }
 
-int checkpoints(const std::string& mode, const std::string& dir, const std::string& strategy) {
+int checkpoints(const std::string& mode, const std::string& dir, const std::string& strategy, bool offload) {
   accel::AcceleratorOptions options;
   options.timeout = std::chrono::seconds(30);
   options.sharding_strategy = strategy_named(strategy);
+  options.cpu_offload = offload;
   accel::Accelerator accelerator(options);
   rank_for_messages = accelerator.process_index();
   at::manual_seed(6);
@@ -127,8 +130,8 @@ int checkpoints(const std::string& mode, const std::string& dir, const std::stri
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 4 && (std::strcmp(argv[1], "resume") == 0 || std::strcmp(argv[1], "load") == 0)) {
-    return checkpoints(argv[1], argv[2], argv[3]);
+  if (argc >= 4 && (std::strcmp(argv[1], "resume") == 0 || std::strcmp(argv[1], "load") == 0)) {
+    return checkpoints(argv[1], argv[2], argv[3], has(argc, argv, "offload"));
   }
   check(argc >= 3, "usage: dist_sharding none|zero1|zero2|env-zero1|env-zero2 sgd|adamw [clip] [accum]");
   const std::string strategy = argv[1];
@@ -142,6 +145,8 @@ int main(int argc, char** argv) {
   if (strategy == "none") options.sharding_strategy = accel::ShardingStrategy::NoShard;
   if (strategy == "zero1") options.sharding_strategy = accel::ShardingStrategy::ShardOptimizer;
   if (strategy == "zero2") options.sharding_strategy = accel::ShardingStrategy::ShardGradOp;
+  const bool offload = has(argc, argv, "offload");
+  if (offload) options.cpu_offload = true;
   accel::Accelerator accelerator(options);
   const int rank = accelerator.process_index(), world = accelerator.num_processes();
   rank_for_messages = rank;
@@ -167,6 +172,14 @@ int main(int argc, char** argv) {
   accel::Optimizer reference_optimizer(reference, hyper);
   accelerator.prepare(model);
   accelerator.prepare(optimizer);
+  check(accelerator.cpu_offload() == offload, std::string("cpu_offload is ") + (offload ? "on" : "off"));
+  if (expected != accel::ShardingStrategy::NoShard) {
+    // The optimizer steps the chunk: a view of the parameters' flat buffer,
+    // or under offload a host copy of its own.
+    const at::Tensor& stepped = optimizer.torch_optimizer().param_groups().at(0).params().at(0);
+    const bool shares = stepped.storage().is_alias_of(model.parameters().at(0).storage());
+    check(shares != offload, std::string("the optimizer's chunk ") + (offload ? "is a copy" : "is a view"));
+  }
   // A model with nothing to train (evaluation only) prepares and runs under any strategy.
   accel::Model frozen = accel::Model::from_json(kSpec);
   for (auto& p : frozen.parameters()) p.requires_grad_(false);

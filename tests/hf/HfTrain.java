@@ -122,9 +122,10 @@ public final class HfTrain {
       }
       Map<String, Long> held = acc.heldBytes(model, opt);
       System.out.printf(Locale.ROOT,
-          "rank %d: eval loss %.5f -> %.5f, parameter checksum %.9g; sharding strategy %d holds %d + %d + %d bytes%n",
+          "rank %d: eval loss %.5f -> %.5f, parameter checksum %.9g; sharding strategy %d holds %d + %d + %d bytes;"
+              + " cpu offload %d%n",
           rank, first, last, checksum, acc.shardingStrategy().swigValue(), held.get("parameters"),
-          held.get("gradients"), held.get("optimizer_state"));
+          held.get("gradients"), held.get("optimizer_state"), acc.cpuOffload() ? 1 : 0);
 
       acc.saveModel(model, outDir.resolve("saved").toString(), "10GB", true);
       if (rank == 0) {

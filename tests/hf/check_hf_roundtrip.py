@@ -40,6 +40,9 @@ def main():
     assert run.returncode == 0, f"the trainer failed ({run.returncode})"
     if config:  # the config's FULL_SHARD (3) ran: each of 2 processes holds half of the 482304 parameter bytes
         assert run.stdout.count("sharding strategy 3 holds 241152 + 241152") == 2, "FULL_SHARD did not run"
+        # fsdp_offload_params: the shards' master weights, gradients and optimizer state on the CPU.
+        offload = "fsdp_offload_params: true" in open(os.environ["HF_LAUNCH_CONFIG"]).read()
+        assert run.stdout.count(f"cpu offload {int(offload)}") == 2, "cpu_offload is not what the config says"
 
     first, last = map(float, open(os.path.join(out, "losses.txt")).read().split())
     assert last < first * 0.8, (first, last)

@@ -191,11 +191,13 @@ int main(int argc, char** argv) {
   accel_sharding_strategy strategy;
   int64_t held_parameters, held_gradients, held_state;
   CHECK(accel_accelerator_sharding_strategy(acc, &strategy));
+  int offload;
   CHECK(accel_accelerator_held_bytes(acc, model, optimizer, &held_parameters, &held_gradients, &held_state));
+  CHECK(accel_accelerator_cpu_offload(acc, &offload));
   printf("rank %d: eval loss %.5f -> %.5f, parameter checksum %.9g (rank 0: %.9g); sharding strategy %d holds "
-         "%lld + %lld + %lld bytes\n",
+         "%lld + %lld + %lld bytes; cpu offload %d\n",
          rank, first, last, mine, all[0], (int)strategy, (long long)held_parameters, (long long)held_gradients,
-         (long long)held_state);
+         (long long)held_state, offload);
 
   snprintf(path, sizeof path, "%s/saved", out_dir);
   CHECK(accel_accelerator_save_model(acc, model, path, "10GB", 1));

@@ -59,7 +59,7 @@ def main():
         acc.sharding_strategy]
     print(f"rank {acc.process_index}: eval loss {first:.5f} -> {last:.5f}, parameter checksum {checksum:.9g}; "
           f"sharding strategy {strategy} holds {held['parameters']} + {held['gradients']} + "
-          f"{held['optimizer_state']} bytes")
+          f"{held['optimizer_state']} bytes; cpu offload {int(acc.cpu_offload)}")
     acc.save_model(model, os.path.join(out_dir, "saved"))
     if acc.is_main_process:
         logits.numpy().astype("<f4").tofile(os.path.join(out_dir, "logits.bin"))

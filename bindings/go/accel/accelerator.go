@@ -50,6 +50,11 @@ type AcceleratorOptions struct {
 	// unit's all-gather in flight while one runs.
 	FSDPBackwardPrefetch *bool
 	FSDPForwardPrefetch  *bool
+	// CPU offload (Accelerate's fsdp_offload_params, DeepSpeed's offload
+	// devices "cpu"): a sharded model's master weights, gradients and
+	// optimizer state live in host memory; nil: from the launcher's
+	// environment, else off; true with NO_SHARD is ErrUnsupported.
+	CPUOffload *bool
 	ScalerInitScale           float64
 	ScalerGrowthFactor        float64
 	ScalerBackoffFactor       float64
@@ -128,6 +133,9 @@ func (o AcceleratorOptions) native() (core.AcceleratorOptions, error) {
 	}
 	if o.FSDPForwardPrefetch != nil {
 		n.SetFsdp_forward_prefetch(boolInt(*o.FSDPForwardPrefetch))
+	}
+	if o.CPUOffload != nil {
+		n.SetCpu_offload(boolInt(*o.CPUOffload))
 	}
 	if o.FSDPTransformerLayerClsToWrap != nil {
 		n.SetFsdp_transformer_layer_cls_to_wrap(strings.Join(o.FSDPTransformerLayerClsToWrap, ","))
@@ -305,6 +313,12 @@ func (a *Accelerator) ShardingStrategy() (string, error) {
 		return "", err
 	}
 	return shardingNames[v], nil
+}
+
+// CPUOffload reports whether sharded models keep master weights, gradients
+// and optimizer state on the CPU.
+func (a *Accelerator) CPUOffload() (bool, error) {
+	return accelValue(a, func(h core.Accelerator) bool { return h.Cpu_offload() })
 }
 
 // Device is the device tensors are placed on ("cpu", "cuda:0").

@@ -133,7 +133,24 @@ func TestShardingOptionsAndHeldBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	offload, err := byClass.CPUOffload()
+	if err != nil || offload {
+		t.Fatalf("CPUOffload without the option: %v %v", offload, err)
+	}
 	byClass.Close()
+	// CPU offload: one process then shards over a world of one; NO_SHARD has nothing to offload.
+	offloaded, err := NewAccelerator(AcceleratorOptions{CPU: true, ShardingStrategy: "SHARD_GRAD_OP", CPUOffload: Ptr(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if offload, err = offloaded.CPUOffload(); err != nil || !offload {
+		t.Fatalf("CPUOffload with the option: %v %v", offload, err)
+	}
+	offloaded.Close()
+	_, err = NewAccelerator(AcceleratorOptions{CPU: true, ShardingStrategy: "NO_SHARD", CPUOffload: Ptr(true)})
+	if err == nil || !strings.Contains(err.Error(), "sharding_strategy is NO_SHARD") {
+		t.Fatalf("cpu_offload with NO_SHARD: %v", err)
+	}
 	_, err = NewAccelerator(AcceleratorOptions{CPU: true, FSDPMinNumParams: Ptr(int64(-5))})
 	if err == nil || !strings.Contains(err.Error(), "-5") {
 		t.Fatalf("fsdp_min_num_params -5: %v", err)

@@ -913,14 +913,16 @@ class FullyShardedDataParallelPlugin:
     size_based_auto_wrap_policy), activation_checkpointing (FULL_SHARD units run again in
     backward), transformer_cls_names_to_wrap (transformer_auto_wrap_policy: the TorchScript
     submodules of these classes, or at these paths, become units of their own), backward_prefetch
-    ("BACKWARD_PRE" by default as in FSDP, "BACKWARD_POST", "NO_PREFETCH" or None) and
-    forward_prefetch (the next unit's all-gather in flight while one runs). Pass it as
-    Accelerator(fsdp_plugin=...)."""
+    ("BACKWARD_PRE" by default as in FSDP, "BACKWARD_POST", "NO_PREFETCH" or None),
+    forward_prefetch (the next unit's all-gather in flight while one runs) and cpu_offload (True,
+    or an object with offload_params such as torch's CPUOffload: master weights, gradients and
+    optimizer state of the shards on the CPU). Pass it as Accelerator(fsdp_plugin=...)."""
 
     def __init__(self, sharding_strategy: str = "FULL_SHARD", min_num_params: int = 0,
                  activation_checkpointing: bool = False,
                  transformer_cls_names_to_wrap: Optional[List[str]] = None,
-                 backward_prefetch: Optional[str] = "BACKWARD_PRE", forward_prefetch: bool = False) -> None:
+                 backward_prefetch: Optional[str] = "BACKWARD_PRE", forward_prefetch: bool = False,
+                 cpu_offload: Any = False) -> None:
         if backward_prefetch not in (None, "BACKWARD_PRE", "BACKWARD_POST", "NO_PREFETCH"):
             raise ValueError(f"backward_prefetch {backward_prefetch!r} is not one of BACKWARD_PRE, BACKWARD_POST, "
                              "NO_PREFETCH or None")
@@ -934,6 +936,8 @@ class FullyShardedDataParallelPlugin:
         self.transformer_cls_names_to_wrap = transformer_cls_names_to_wrap
         self.backward_prefetch = backward_prefetch
         self.forward_prefetch = forward_prefetch
+        # Accelerate passes torch's CPUOffload(offload_params=...); a bool says the same.
+        self.cpu_offload = bool(getattr(cpu_offload, "offload_params", cpu_offload))
 
 
 class ProjectConfiguration:
@@ -976,7 +980,8 @@ class Accelerator(core.Accelerator):
     None: from `accel launch`'s environment),
     fsdp_plugin (a FullyShardedDataParallelPlugin), fsdp_min_num_params, fsdp_activation_checkpointing,
     fsdp_transformer_layer_cls_to_wrap (class names or submodule paths, a list or comma-separated),
-    fsdp_backward_prefetch, fsdp_forward_prefetch (bools), ...
+    fsdp_backward_prefetch, fsdp_forward_prefetch, cpu_offload (bools; cpu_offload keeps the
+    shards' master weights, gradients and optimizer state on the CPU), ...
 
     Collective where the C API says so: with several processes every process must call it."""
 
@@ -1010,6 +1015,7 @@ class Accelerator(core.Accelerator):
             opts.fsdp_activation_checkpointing = int(bool(fsdp.activation_checkpointing))
             opts.fsdp_backward_prefetch = int(fsdp.backward_prefetch not in (None, "NO_PREFETCH"))
             opts.fsdp_forward_prefetch = int(bool(fsdp.forward_prefetch))
+            opts.cpu_offload = int(fsdp.cpu_offload)
             if fsdp.transformer_cls_names_to_wrap is not None:
                 options.setdefault("fsdp_transformer_layer_cls_to_wrap", fsdp.transformer_cls_names_to_wrap)
         if isinstance(options.get("fsdp_transformer_layer_cls_to_wrap"), (list, tuple)):
@@ -1135,6 +1141,11 @@ class Accelerator(core.Accelerator):
         """The resolved sharding strategy: "NO_SHARD", "SHARD_OPTIMIZER", "SHARD_GRAD_OP", "FULL_SHARD" or "HYBRID_SHARD"."""
         value = core.Accelerator.sharding_strategy(self)
         return {v: k for k, v in _SHARDING.items()}[value]
+
+    @property
+    def cpu_offload(self) -> bool:
+        """Whether sharded models keep master weights, gradients and optimizer state on the CPU."""
+        return core.Accelerator.cpu_offload(self)
 
     @property
     def use_distributed(self) -> bool:

@@ -61,3 +61,43 @@ def test_prefetch_options():
     accel.Accelerator(cpu=True, fsdp_plugin=plugin)
     with pytest.raises(ValueError, match="backward_prefetch 'EARLY'"):
         accel.FullyShardedDataParallelPlugin(backward_prefetch="EARLY")
+
+
+def _train(acc, steps=5):
+    np.random.seed(3)
+    model = accel.Model.from_json(MLP)
+    opt = accel.Optimizer(model, "adamw", lr=0.05)
+    acc.prepare(model, opt)
+    model.load_state_dict({k: accel.tensor(np.full(v.shape, 0.1, dtype=np.float32) * (i + 1))
+                           for i, (k, v) in enumerate(acc.get_state_dict(model).items())})
+    for step in range(steps):
+        x = accel.tensor(np.random.rand(4, 4).astype(np.float32))
+        y = accel.tensor(np.random.randint(0, 3, size=4).astype(np.int64))
+        acc.backward(model(x).loss("cross_entropy", y))
+        opt.step()
+        opt.zero_grad()
+    return {k: np.array(v) for k, v in acc.get_state_dict(model).items()}
+
+
+def test_cpu_offload_as_fsdp_plugin_and_keyword():
+    """One process with offload shards over a world of one and trains exactly as replicated."""
+    class CPUOffload:  # torch's torch.distributed.fsdp.CPUOffload, as Accelerate users pass it
+        offload_params = True
+    plugin = accel.FullyShardedDataParallelPlugin(cpu_offload=CPUOffload())
+    offloaded = accel.Accelerator(cpu=True, fsdp_plugin=plugin)
+    assert offloaded.cpu_offload and offloaded.sharding_strategy == "FULL_SHARD"
+    replicated = accel.Accelerator(cpu=True)
+    assert not replicated.cpu_offload
+    want, got = _train(replicated), _train(offloaded)
+    assert want.keys() == got.keys()
+    for name in want:
+        np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+    zero2 = accel.Accelerator(cpu=True, sharding_strategy="SHARD_GRAD_OP", cpu_offload=True)
+    assert zero2.cpu_offload
+    for name, value in _train(zero2).items():
+        np.testing.assert_array_equal(value, want[name], err_msg=name)
+    with pytest.raises(accel.AccelError, match="cpu_offload.*NO_SHARD") as error:
+        accel.Accelerator(cpu=True, sharding_strategy="NO_SHARD", cpu_offload=True)
+    assert error.value.code == accel.core.ERR_UNSUPPORTED
+    with pytest.raises(accel.AccelError, match="cpu_offload must be -1 \\(default\\), 0 or 1, got 3"):
+        accel.Accelerator(cpu=True, sharding_strategy="FULL_SHARD", cpu_offload=3)

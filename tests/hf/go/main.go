@@ -156,9 +156,11 @@ func main() {
 	check(err)
 	strategy, err := acc.ShardingStrategy()
 	check(err)
+	offload, err := acc.CPUOffload()
+	check(err)
 	strategies := map[string]int{"NO_SHARD": 0, "SHARD_OPTIMIZER": 1, "SHARD_GRAD_OP": 2, "FULL_SHARD": 3, "HYBRID_SHARD": 4}
-	fmt.Printf("rank %d: eval loss %.5f -> %.5f, parameter checksum %.9g; sharding strategy %d holds %d + %d + %d bytes\n",
-		rank, first, last, checksum, strategies[strategy], held.Parameters, held.Gradients, held.OptimizerState)
+	fmt.Printf("rank %d: eval loss %.5f -> %.5f, parameter checksum %.9g; sharding strategy %d holds %d + %d + %d bytes; cpu offload %d\n",
+		rank, first, last, checksum, strategies[strategy], held.Parameters, held.Gradients, held.OptimizerState, boolDigit(offload))
 
 	check(acc.SaveModel(model, filepath.Join(outDir, "saved"), "10GB"))
 	if rank == 0 {
@@ -177,4 +179,11 @@ func main() {
 			fail("rank %d: the replicas differ: checksums %v", rank, everyone)
 		}
 	}
+}
+
+func boolDigit(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -487,6 +487,8 @@ extern void _wrap_AcceleratorOptions_fsdp_backward_prefetch_set_core_a1403cbc65d
 extern swig_intgo _wrap_AcceleratorOptions_fsdp_backward_prefetch_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_AcceleratorOptions_fsdp_forward_prefetch_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2);
 extern swig_intgo _wrap_AcceleratorOptions_fsdp_forward_prefetch_get_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_AcceleratorOptions_cpu_offload_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_AcceleratorOptions_cpu_offload_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_AcceleratorOptions_core_a1403cbc65d2f32f(void);
 extern void _wrap_delete_AcceleratorOptions_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_intgo _wrap_LOSS_CROSS_ENTROPY_core_a1403cbc65d2f32f(void);
@@ -737,6 +739,7 @@ extern swig_intgo _wrap_Accelerator_mixed_precision_core_a1403cbc65d2f32f(uintpt
 extern swig_type_119 _wrap_Accelerator_device_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_type_120 _wrap_Accelerator_timeout_ms_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_intgo _wrap_Accelerator_sharding_strategy_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern _Bool _wrap_Accelerator_cpu_offload_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_Accelerator_wait_for_everyone_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_Accelerator_print_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_121 arg2);
 extern void _wrap_Accelerator_set_seed_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_122 arg2);
@@ -2359,6 +2362,19 @@ func (arg1 SwigcptrAcceleratorOptions) GetFsdp_forward_prefetch() (_swig_ret int
 	return swig_r
 }
 
+func (arg1 SwigcptrAcceleratorOptions) SetCpu_offload(arg2 int) {
+	_swig_i_0 := arg1
+	_swig_i_1 := arg2
+	C._wrap_AcceleratorOptions_cpu_offload_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+}
+
+func (arg1 SwigcptrAcceleratorOptions) GetCpu_offload() (_swig_ret int) {
+	var swig_r int
+	_swig_i_0 := arg1
+	swig_r = (int)(C._wrap_AcceleratorOptions_cpu_offload_get_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0)))
+	return swig_r
+}
+
 func NewAcceleratorOptions() (_swig_ret AcceleratorOptions) {
 	var swig_r AcceleratorOptions
 	swig_r = (AcceleratorOptions)(SwigcptrAcceleratorOptions(C._wrap_new_AcceleratorOptions_core_a1403cbc65d2f32f()))
@@ -2445,6 +2461,8 @@ type AcceleratorOptions interface {
 	GetFsdp_backward_prefetch() (_swig_ret int)
 	SetFsdp_forward_prefetch(arg2 int)
 	GetFsdp_forward_prefetch() (_swig_ret int)
+	SetCpu_offload(arg2 int)
+	GetCpu_offload() (_swig_ret int)
 }
 
 type Accel_loss_kind int
@@ -5145,6 +5163,13 @@ func (arg1 SwigcptrAccelerator) Sharding_strategy() (_swig_ret Accel_sharding_st
 	return swig_r
 }
 
+func (arg1 SwigcptrAccelerator) Cpu_offload() (_swig_ret bool) {
+	var swig_r bool
+	_swig_i_0 := arg1
+	swig_r = (bool)(C._wrap_Accelerator_cpu_offload_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0)))
+	return swig_r
+}
+
 func (arg1 SwigcptrAccelerator) Wait_for_everyone() {
 	_swig_i_0 := arg1
 	C._wrap_Accelerator_wait_for_everyone_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0))
@@ -6244,6 +6269,7 @@ type Accelerator interface {
 	Device() (_swig_ret string)
 	Timeout_ms() (_swig_ret int64)
 	Sharding_strategy() (_swig_ret Accel_sharding_strategy)
+	Cpu_offload() (_swig_ret bool)
 	Wait_for_everyone()
 	Print(arg2 string)
 	Set_seed(arg2 uint64)

@@ -708,6 +708,7 @@ SWIGINTERN accel_sharding_strategy AccelAccelerator_sharding_strategy(AccelAccel
     accel_check(accel_accelerator_sharding_strategy(self, &v));
     return v;
   }
+SWIGINTERN bool AccelAccelerator_cpu_offload(AccelAccelerator const *self){ int v = 0; accel_check(accel_accelerator_cpu_offload(self, &v)); return v != 0; }
 SWIGINTERN void AccelAccelerator_wait_for_everyone(AccelAccelerator *self){ accel_check(accel_accelerator_wait_for_everyone(self)); }
 SWIGINTERN void AccelAccelerator_print(AccelAccelerator const *self,std::string const &message){ accel_check(accel_accelerator_print(self, message.c_str())); }
 SWIGINTERN void AccelAccelerator_set_seed(AccelAccelerator *self,uint64_t seed){ accel_check(accel_accelerator_set_seed(self, seed)); }
@@ -4771,6 +4772,31 @@ intgo _wrap_AcceleratorOptions_fsdp_forward_prefetch_get_core_a1403cbc65d2f32f(a
   arg1 = *(accel_accelerator_options **)&_swig_go_0; 
   
   result = (int) ((arg1)->fsdp_forward_prefetch);
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
+void _wrap_AcceleratorOptions_cpu_offload_set_core_a1403cbc65d2f32f(accel_accelerator_options *_swig_go_0, intgo _swig_go_1) {
+  accel_accelerator_options *arg1 = (accel_accelerator_options *) 0 ;
+  int arg2 ;
+  
+  arg1 = *(accel_accelerator_options **)&_swig_go_0; 
+  arg2 = (int)_swig_go_1; 
+  
+  if (arg1) (arg1)->cpu_offload = arg2;
+  
+}
+
+
+intgo _wrap_AcceleratorOptions_cpu_offload_get_core_a1403cbc65d2f32f(accel_accelerator_options *_swig_go_0) {
+  accel_accelerator_options *arg1 = (accel_accelerator_options *) 0 ;
+  int result;
+  intgo _swig_go_result;
+  
+  arg1 = *(accel_accelerator_options **)&_swig_go_0; 
+  
+  result = (int) ((arg1)->cpu_offload);
   _swig_go_result = result; 
   return _swig_go_result;
 }
@@ -9358,6 +9384,29 @@ intgo _wrap_Accelerator_sharding_strategy_core_a1403cbc65d2f32f(AccelAccelerator
     }
   }
   _swig_go_result = (intgo)result; 
+  return _swig_go_result;
+}
+
+
+bool _wrap_Accelerator_cpu_offload_core_a1403cbc65d2f32f(AccelAccelerator *_swig_go_0) {
+  AccelAccelerator *arg1 = (AccelAccelerator *) 0 ;
+  bool result;
+  bool _swig_go_result;
+  
+  arg1 = *(AccelAccelerator **)&_swig_go_0; 
+  
+  {
+    try {
+      result = (bool)AccelAccelerator_cpu_offload((AccelAccelerator const *)arg1);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  _swig_go_result = result; 
   return _swig_go_result;
 }
 

@@ -194,6 +194,17 @@ public final class AcceleratorBuilder {
     return this;
   }
 
+  /**
+   * CPU offload (Accelerate's fsdp_offload_params, DeepSpeed's offload devices "cpu"): a sharded
+   * model's master weights, gradients and optimizer state live in host memory and the optimizer
+   * steps there. Default: from the launcher's environment, else off. On with NO_SHARD fails with
+   * UNSUPPORTED when the accelerator is built.
+   */
+  public AcceleratorBuilder cpuOffload(boolean on) {
+    options.setCpuOffload(on ? 1 : 0);
+    return this;
+  }
+
   public AcceleratorBuilder findUnusedParameters(boolean find) {
     options.setFindUnusedParameters(find);
     return this;

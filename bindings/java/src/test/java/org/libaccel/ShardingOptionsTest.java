@@ -1,6 +1,7 @@
 package org.libaccel;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -30,6 +31,14 @@ class ShardingOptionsTest {
              .fsdpTransformerLayerClsToWrap("GPT2Block", "transformer.h.0")
              .fsdpBackwardPrefetch(false).fsdpForwardPrefetch(true).build()) {
       assertEquals(1, acc.numProcesses());
+      assertFalse(acc.cpuOffload());
     }
+    // CPU offload: one process then shards over a world of one; NO_SHARD has nothing to offload.
+    try (Accelerator acc = new AcceleratorBuilder().cpu(true).shardingStrategy("SHARD_GRAD_OP").cpuOffload(true).build()) {
+      assertTrue(acc.cpuOffload());
+    }
+    AccelException noShard = assertThrows(AccelException.class, () -> new AcceleratorBuilder().cpu(true)
+        .shardingStrategy("NO_SHARD").cpuOffload(true).build());
+    assertTrue(noShard.getMessage().contains("sharding_strategy is NO_SHARD"), noShard.getMessage());
   }
 }
