@@ -12,6 +12,7 @@
 
 #include "cli/config_command.hpp"
 #include "cli/config_file.hpp"
+#include "core/remove_tree.hpp"
 
 namespace {
 
@@ -39,9 +40,9 @@ class ConfigDefault : public ::testing::Test {
   void SetUp() override {
     dir_ = std::filesystem::temp_directory_path() /
            ("accel_config_default_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    std::filesystem::remove_all(dir_);
+    accel::detail::remove_tree(dir_);
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void TearDown() override { accel::detail::remove_tree(dir_); }
 
   std::string write(std::optional<int> gpus, const std::string& precision = "no") {
     std::string path = (dir_ / "sub" / "default_config.yaml").string();
