@@ -337,13 +337,16 @@ typedef struct accel_accelerator_options {
      path ("transformer.h.0") is listed becomes a FULL_SHARD wrap unit, run
      inside its own all-gather (its calls are rewritten in the graph at
      prepare, so prepare the model before its first forward), and the rest of
-     the model one root unit. Default NULL: with ACCELERATE_USE_FSDP=true and
+     the model one root unit; in a JSON spec, every layer whose "type"
+     ("TransformerEncoderLayer") or name (a graph node's, a chain layer's
+     index) is listed, and the layers between two of them a unit each.
+     Default NULL: with ACCELERATE_USE_FSDP=true and
      FSDP_AUTO_WRAP_POLICY=TRANSFORMER_BASED_WRAP, FSDP_TRANSFORMER_CLS_TO_WRAP;
      else none (a TorchScript or C++ module model is one unit). An empty name
      is INVALID_ARGUMENT here; at accel_accelerator_prepare_model, a name that
-     matches no submodule is INVALID_ARGUMENT naming it and the model's
-     classes, a JSON spec's model or a submodule inlined at export is
-     UNSUPPORTED. */
+     matches no submodule or layer is INVALID_ARGUMENT naming it and the
+     model's classes or layer types; a C++ module or a submodule inlined at
+     export is UNSUPPORTED. */
   const char* fsdp_transformer_layer_cls_to_wrap;
   /* FSDP's backward_prefetch: while a FULL_SHARD unit runs its backward, the
      all-gather of the unit whose backward comes next is already in flight

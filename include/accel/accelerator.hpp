@@ -154,12 +154,14 @@ struct AcceleratorOptions {
   // FSDP's transformer_auto_wrap_policy (Accelerate's
   // fsdp_transformer_layer_cls_to_wrap): every submodule of a TorchScript
   // model whose class name (GPT2Block) or dotted name (transformer.h.0) is
-  // listed becomes a wrap unit, and the rest of the model one root unit.
-  // Unset: FSDP_TRANSFORMER_CLS_TO_WRAP (comma-separated) when
-  // ACCELERATE_USE_FSDP=true and FSDP_AUTO_WRAP_POLICY=TRANSFORMER_BASED_WRAP,
-  // else none. An empty name is InvalidArgument; prepare(model) throws
-  // InvalidArgument naming a name that matches no submodule, and Unsupported
-  // for a JSON spec or C++ module (they wrap per layer or by size).
+  // listed becomes a wrap unit, and the rest of the model one root unit; in a
+  // JSON spec, every layer whose "type" (TransformerEncoderLayer) or name (a
+  // graph node's, a chain layer's index) is listed, and the layers between
+  // two of them a unit each. Unset: FSDP_TRANSFORMER_CLS_TO_WRAP
+  // (comma-separated) when ACCELERATE_USE_FSDP=true and
+  // FSDP_AUTO_WRAP_POLICY=TRANSFORMER_BASED_WRAP, else none. An empty name is
+  // InvalidArgument; prepare(model) throws InvalidArgument naming a name that
+  // matches no submodule or layer, and Unsupported for a C++ module (wrapped whole).
   std::optional<std::vector<std::string>> fsdp_transformer_layer_cls_to_wrap;
   // FSDP's backward_prefetch: while a FULL_SHARD unit runs its backward, the
   // all-gather of the unit whose backward comes next is in flight (one more

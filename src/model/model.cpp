@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <optional>
+#include <set>
 
 #include "accel/error.hpp"
 #include "core/trace_span.hpp"
@@ -35,8 +37,10 @@ class NnModel final : public ModelImpl {
       : module_(std::move(module)), forward_(std::move(forward)), named_forward_(std::move(named_forward)) {}
   // A sequential spec's model: its forward is the chain of its layers, which
   // FULL_SHARD can run unit by unit.
-  explicit NnModel(torch::nn::Sequential chain)
+  // types: each layer's "type" in the spec (FULL_SHARD's wrap classes match them).
+  NnModel(torch::nn::Sequential chain, std::vector<std::string> types)
       : NnModel(chain.ptr(), [impl = chain.ptr()](const at::Tensor& x) { return impl->forward(x); }, nullptr) {
+    layer_types_ = std::move(types);
     chain_ = chain.ptr();
   }
   // A graph spec's model: FULL_SHARD runs each layer node inside its unit.
@@ -85,26 +89,59 @@ class NnModel final : public ModelImpl {
     int unit;
   };
   at::Tensor run_units(const at::Tensor& input);
-  std::vector<UnitLayout> graph_units(int64_t min_num_params);
+  std::vector<UnitLayout> graph_units(const WrapPolicy& policy);
 
   std::shared_ptr<torch::nn::Module> module_;
   Model::ForwardFn forward_;
   Model::NamedForwardFn named_forward_;
   std::shared_ptr<torch::nn::SequentialImpl> chain_;  // set for a sequential spec
+  std::vector<std::string> layer_types_;               // chain_'s layers' spec types
   std::vector<Segment> segments_;                      // FULL_SHARD's cut of chain_
   std::shared_ptr<GraphModuleImpl> graph_;             // set for a graph spec
 };
 
+// transformer_auto_wrap_policy on a JSON spec: which layers (by "type", or by
+// name: a graph node's, a chain layer's index) are units of their own. Every
+// class must match a layer; else InvalidArgument naming it and the model's types.
+class WrapClasses {
+ public:
+  explicit WrapClasses(const std::vector<std::string>& classes) : wanted_(classes.begin(), classes.end()) {}
+  bool empty() const { return wanted_.empty(); }
+  bool matches(const std::string& type, const std::string& name) {
+    seen_types_.insert(type);
+    const bool by_type = wanted_.count(type) > 0, by_name = wanted_.count(name) > 0;
+    if (by_type) matched_.insert(type);
+    if (by_name) matched_.insert(name);
+    return by_type || by_name;
+  }
+  void check_all_matched() const {
+    for (const std::string& name : wanted_) {
+      if (matched_.count(name)) continue;
+      std::string known;
+      for (const auto& type : seen_types_) known += (known.empty() ? "" : ", ") + type;
+      fail(ErrorCode::InvalidArgument, "fsdp_transformer_layer_cls_to_wrap: \"" + name +
+                                           "\" matches no layer of the model (its layer types: " + known + ")");
+    }
+  }
+
+ private:
+  std::set<std::string> wanted_, matched_, seen_types_;
+};
+
 std::vector<UnitLayout> NnModel::wrap_units(const WrapPolicy& policy) {
   if (!graph_ && !chain_) return ModelImpl::wrap_units(policy);
-  require(policy.classes.empty(), ErrorCode::Unsupported,
-          "prepare(model): fsdp_transformer_layer_cls_to_wrap (TRANSFORMER_BASED_WRAP) names TorchScript submodules; "
-          "a JSON spec's model wraps each layer, or layers by size (fsdp_min_num_params)");
-  const int64_t min_num_params = policy.min_num_params;
-  if (graph_) return graph_units(min_num_params);
+  if (graph_) return graph_units(policy);
+  // By size (min_num_params) or, with wrap classes, FSDP's
+  // transformer_auto_wrap_policy: each matching layer is a unit, and the
+  // layers with parameters between two of them another (FSDP keeps those in
+  // its root unit, whole for the whole forward; the values are the same and
+  // less is held at a time).
+  WrapClasses classes(policy.classes);
+  const int64_t min_num_params = classes.empty() ? policy.min_num_params : 0;
   std::vector<UnitLayout> units;
   std::vector<Segment> segments;
   int64_t held = 0;  // trainable parameters of the open unit
+  bool open_matched = false;  // the open unit is a matching layer's
   for (size_t i = 0; i < chain_->size(); ++i) {
     std::vector<std::pair<std::string, at::Tensor>> params;
     int64_t count = 0;
@@ -113,10 +150,14 @@ std::vector<UnitLayout> NnModel::wrap_units(const WrapPolicy& policy) {
       params.emplace_back(join(std::to_string(i), item.key()), item.value());
       count += item.value().numel();
     }
+    const bool matched = !classes.empty() && i < layer_types_.size() && classes.matches(layer_types_[i], std::to_string(i));
     // A layer with parameters opens a unit unless the open one is still below
-    // min_num_params (size_based_auto_wrap_policy); layers without parameters
-    // join the open segment.
-    const bool open_new = count > 0 && (units.empty() || min_num_params == 0 || held >= min_num_params);
+    // min_num_params (size_based_auto_wrap_policy) or, by class, unless both
+    // it and the open one are not matching layers; layers without
+    // parameters join the open segment.
+    const bool open_new =
+        count > 0 && (units.empty() || (classes.empty() ? min_num_params == 0 || held >= min_num_params
+                                                         : matched || open_matched));
     if (open_new) {
       if (!segments.empty() && segments.back().unit < 0) {
         segments.back().unit = static_cast<int>(units.size());  // leading parameterless layers join it
@@ -125,6 +166,7 @@ std::vector<UnitLayout> NnModel::wrap_units(const WrapPolicy& policy) {
       }
       units.push_back({std::to_string(i), {}});
       held = 0;
+      open_matched = matched;
     } else if (segments.empty()) {
       segments.push_back({i, i, -1});
     }
@@ -136,24 +178,30 @@ std::vector<UnitLayout> NnModel::wrap_units(const WrapPolicy& policy) {
       held += count;
     }
   }
+  classes.check_all_matched();
   segments_ = std::move(segments);
   return units;
 }
 
 // The graph's layer nodes in dependency order, cut as the chain is: a node with
 // trainable parameters opens a unit unless the open one is below
-// min_num_params (kOneUnit: one unit for all). A tied Linear's node belongs to
+// min_num_params (kOneUnit: one unit for all), or, with wrap classes, unless
+// neither it nor the open unit's nodes match. A tied Linear's node belongs to
 // the unit of the node that owns its weight (its bias joins that unit), so the
 // weight is gathered wherever it is used. A unit used by several nodes is
 // gathered for each of them and gets each one's gradients in backward.
-std::vector<UnitLayout> NnModel::graph_units(int64_t min_num_params) {
+std::vector<UnitLayout> NnModel::graph_units(const WrapPolicy& policy) {
+  WrapClasses classes(policy.classes);
+  const int64_t min_num_params = classes.empty() ? policy.min_num_params : 0;
   std::vector<UnitLayout> units;
   std::map<std::string, size_t> node_units;
   std::map<const c10::TensorImpl*, size_t> owner;  // parameter -> its unit
   int64_t held = 0;
+  bool open_matched = false;
   for (const GraphModuleImpl::Node& node : graph_->nodes()) {
     if (node.kind != GraphModuleImpl::Kind::Layer) continue;
     const std::shared_ptr<torch::nn::Module> module = node.module.ptr();
+    const bool matched = !classes.empty() && classes.matches(node.type, node.name);
     std::optional<size_t> tied;
     for (const auto& m : module->modules(/*include_self=*/true)) {
       const at::Tensor* weight = tied_weight_of(*m);
@@ -172,12 +220,15 @@ std::vector<UnitLayout> NnModel::graph_units(int64_t min_num_params) {
     }
     if (params.empty() && !tied) continue;
     size_t unit = 0;
+    const bool open_new = units.empty() || (classes.empty() ? min_num_params == 0 || held >= min_num_params
+                                                            : matched || open_matched);
     if (tied) {
       unit = *tied;
-    } else if (units.empty() || min_num_params == 0 || held >= min_num_params) {
+    } else if (open_new) {
       unit = units.size();
       units.push_back({node.name, {}});
       held = 0;
+      open_matched = matched;
     } else {
       unit = units.size() - 1;
       units.back().name += "+" + node.name;
@@ -189,6 +240,7 @@ std::vector<UnitLayout> NnModel::graph_units(int64_t min_num_params) {
     if (!tied) held += count;
     node_units[node.name] = unit;
   }
+  classes.check_all_matched();
   graph_->set_unit_runner(std::move(node_units), [this](size_t unit, const at::Tensor& x, const GraphModuleImpl::Body& body) {
     return full_shard() ? full_shard()->run_unit(unit, x, body) : body(x);
   });
@@ -219,7 +271,8 @@ ModelImpl::~ModelImpl() = default;
 
 std::vector<UnitLayout> ModelImpl::wrap_units(const WrapPolicy& policy) {
   require(policy.classes.empty(), ErrorCode::Unsupported,
-          "prepare(model): fsdp_transformer_layer_cls_to_wrap (TRANSFORMER_BASED_WRAP) names TorchScript submodules; "
+          "prepare(model): fsdp_transformer_layer_cls_to_wrap (TRANSFORMER_BASED_WRAP) names TorchScript submodules "
+          "or JSON layer types; "
           "a C++ module is wrapped whole");
   UnitLayout root{"(model)", {}, /*whole_model=*/true};
   for (auto& [name, p] : named_parameters()) {
@@ -438,7 +491,7 @@ Model Model::from_json(const std::string& spec) {
   if (!detail::is_graph_spec(parsed)) {
     auto sequential = detail::build_sequential_from(parsed);
     if (init) detail::apply_init(*sequential, *init);
-    return Model(std::make_shared<detail::NnModel>(sequential));
+    return Model(std::make_shared<detail::NnModel>(sequential, detail::sequential_layer_types(parsed)));
   }
   detail::GraphModule graph(parsed);
   auto impl = graph.ptr();

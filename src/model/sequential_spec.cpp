@@ -377,4 +377,10 @@ torch::nn::Sequential build_sequential_from(const nlohmann::json& spec) {
   return sequential;
 }
 
+std::vector<std::string> sequential_layer_types(const nlohmann::json& spec) {
+  std::vector<std::string> types;
+  for (const auto& layer : layer_list(spec)) types.push_back(layer.at("type").get<std::string>());
+  return types;
+}
+
 }  // namespace accel::detail

@@ -14,6 +14,7 @@
 #include <torch/nn/modules/container/sequential.h>
 
 #include <string>
+#include <vector>
 
 namespace accel::detail {
 
@@ -21,6 +22,8 @@ namespace accel::detail {
 // the offending argument; no nlohmann or c10 exception escapes.
 torch::nn::Sequential build_sequential(const std::string& json_text);
 torch::nn::Sequential build_sequential_from(const nlohmann::json& spec);
+// Each layer's "type" of a spec build_sequential_from accepted, in order.
+std::vector<std::string> sequential_layer_types(const nlohmann::json& spec);
 
 // The spec text as JSON; InvalidArgument (with line and column) when it is not.
 nlohmann::json parse_model_spec(const std::string& json_text);

@@ -16,7 +16,8 @@
 // reads them; tests/cli/run_multinode_netns.sh runs it on two real ones);
 // script DIR: the GPT-2 that tests/hf/export_hf_models.py exported to DIR
 // (TorchScript, named inputs, loss and logits out), wrapped whole (NO_WRAP)
-// or, with classes NAME, by submodule class (TRANSFORMER_BASED_WRAP); with
+// or, with classes NAME, by submodule class (TRANSFORMER_BASED_WRAP; with gpt
+// the JSON GPT's layers of type NAME); with
 // refused: prepare must refuse NAME (matching nothing) with InvalidArgument;
 // module: the mlp as a C++ module (Model::from_module), wrapped whole;
 // zero 1|2: ZeRO-1 (SHARD_OPTIMIZER) or ZeRO-2 (SHARD_GRAD_OP) instead;
@@ -113,6 +114,12 @@ int64_t gpt_block_numel() {
 }
 std::vector<int64_t> gpt_unit_numel() {
   return {kGptVocab * kGptWidth + kGptVocab, kGptLength * kGptWidth, gpt_block_numel(), gpt_block_numel(),
+          2 * kGptWidth};
+}
+// Wrapped by class TransformerEncoderLayer: each block, and the layers between
+// (wte and wpe, ln_f) as units of their own.
+std::vector<int64_t> gpt_class_unit_numel() {
+  return {kGptVocab * kGptWidth + kGptVocab + kGptLength * kGptWidth, gpt_block_numel(), gpt_block_numel(),
           2 * kGptWidth};
 }
 
@@ -221,8 +228,9 @@ int train(int argc, char** argv) {
       accelerator.prepare(model);
     } catch (const accel::Error& error) {
       const std::string message = error.what();
+      const char* known = script ? "GPT2Block" : "TransformerEncoderLayer";  // what the model has
       check(error.code() == accel::ErrorCode::InvalidArgument && message.find(classes) != std::string::npos &&
-                message.find("GPT2Block") != std::string::npos,
+                message.find(known) != std::string::npos,
             std::string("prepare refuses wrap class ") + classes + " naming it and the model's classes, got: " + message);
       check(model.parameters().front().numel() > 0, "the refused prepare left the parameters whole");
       std::printf("rank %d: refused as expected: %s\n", rank, message.c_str());
@@ -332,7 +340,7 @@ int train(int argc, char** argv) {
   const std::vector<int64_t> units =
       script   ? script_units
       : module ? std::vector<int64_t>{kUnitNumel[0] + kUnitNumel[1] + kUnitNumel[2]}
-      : gpt    ? gpt_unit_numel()
+      : gpt    ? (classes ? gpt_class_unit_numel() : gpt_unit_numel())
           : min_num_params > 0 ? std::vector<int64_t>{kUnitNumel[0] + kUnitNumel[1], kUnitNumel[2]} : kUnitNumel;
   const int64_t mine = 4 * chunks(shard_size, units);
   check(held.parameters == mine, "parameters held: " + std::to_string(held.parameters) + " bytes, expected " +

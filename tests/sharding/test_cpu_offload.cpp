@@ -93,13 +93,16 @@ struct Training {
   accel::Model model;
   accel::Optimizer optimizer;
 
-  Training(std::optional<ShardingStrategy> strategy, accel::OptimizerKind kind)
-      : accelerator(options(strategy)), model(make_model()), optimizer(model, hyper(kind)) {
+  Training(std::optional<ShardingStrategy> strategy, accel::OptimizerKind kind,
+           std::optional<std::vector<std::string>> wrap_classes = std::nullopt)
+      : accelerator(options(strategy, wrap_classes)), model(make_model()), optimizer(model, hyper(kind)) {
     accelerator.prepare(model);
     accelerator.prepare(optimizer);
   }
-  static accel::AcceleratorOptions options(std::optional<ShardingStrategy> strategy) {
+  static accel::AcceleratorOptions options(std::optional<ShardingStrategy> strategy,
+                                           std::optional<std::vector<std::string>> wrap_classes) {
     accel::AcceleratorOptions options;
+    options.fsdp_transformer_layer_cls_to_wrap = std::move(wrap_classes);
     options.cpu = true;
     options.sharding_strategy = strategy.value_or(ShardingStrategy::NoShard);
     if (strategy) options.cpu_offload = true;
@@ -191,6 +194,30 @@ TEST_P(OneProcessOffload, ResumesBitwiseAndStepsFromLoadedWeights) {
   reference.step(9);
   expect_equal(sgd.weights(), reference.weights(), "one SGD step after load_state_dict");
   accel::detail::remove_tree(dir);
+}
+
+// TRANSFORMER_BASED_WRAP on a JSON spec: layers by "type" or by index are
+// units of their own (tests/dist runs the JSON GPT's TransformerEncoderLayer
+// blocks); a class the model lacks is refused naming the types it has.
+TEST(OneProcessOffloadWrap, JsonLayersByTypeOrIndex) {
+  Training replicated(std::nullopt, accel::OptimizerKind::AdamW);
+  Training by_index(ShardingStrategy::FullShard, accel::OptimizerKind::AdamW, std::vector<std::string>{"2", "Tanh"});
+  for (int64_t s = 0; s < 5; ++s) {
+    replicated.step(s);
+    by_index.step(s);
+  }
+  expect_equal(by_index.weights(), replicated.weights(), "wrapped by index");
+  try {
+    Training refused(ShardingStrategy::FullShard, accel::OptimizerKind::AdamW, std::vector<std::string>{"Conv1d"});
+    ADD_FAILURE() << "a wrap class matching no layer was accepted";
+  } catch (const accel::Error& error) {
+    EXPECT_EQ(error.code(), accel::ErrorCode::InvalidArgument);
+    const std::string message = error.what();
+    EXPECT_NE(message.find("fsdp_transformer_layer_cls_to_wrap: \"Conv1d\" matches no layer of the model (its layer "
+                           "types: Linear, ReLU, Tanh)"),
+              std::string::npos)
+        << message;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Strategies, OneProcessOffload,

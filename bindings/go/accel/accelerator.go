@@ -43,7 +43,9 @@ type AcceleratorOptions struct {
 	// FSDP's transformer_auto_wrap_policy (Accelerate's
 	// fsdp_transformer_layer_cls_to_wrap): the TorchScript submodules whose
 	// class ("GPT2Block") or path ("transformer.h.0") is listed become
-	// FULL_SHARD units of their own; nil: from the launcher's FSDP settings.
+	// FULL_SHARD units of their own (in a JSON spec: the layers of these
+	// types, "TransformerEncoderLayer", or names); nil: from the launcher's
+	// FSDP settings.
 	FSDPTransformerLayerClsToWrap []string
 	// FSDP's backward_prefetch (nil: on unless FSDP_BACKWARD_PREFETCH=NO_PREFETCH)
 	// and forward_prefetch (nil: FSDP_FORWARD_PREFETCH): the next FULL_SHARD

@@ -912,7 +912,8 @@ class FullyShardedDataParallelPlugin:
     min_num_params (0: one wrap unit per layer; n > 0: layers grouped until they hold n parameters,
     size_based_auto_wrap_policy), activation_checkpointing (FULL_SHARD units run again in
     backward), transformer_cls_names_to_wrap (transformer_auto_wrap_policy: the TorchScript
-    submodules of these classes, or at these paths, become units of their own), backward_prefetch
+    submodules of these classes, or at these paths, become units of their own; in a JSON spec the
+    layers of these types, e.g. "TransformerEncoderLayer", or names), backward_prefetch
     ("BACKWARD_PRE" by default as in FSDP, "BACKWARD_POST", "NO_PREFETCH" or None),
     forward_prefetch (the next unit's all-gather in flight while one runs) and cpu_offload (True,
     or an object with offload_params such as torch's CPUOffload: master weights, gradients and

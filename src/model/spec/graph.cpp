@@ -130,6 +130,7 @@ Node GraphModuleImpl::parse_node(const nlohmann::json& spec, size_t index, const
               where + ": \"type\" must be a string, got " + (spec.contains("type") ? describe_json(spec["type"]) : "nothing"));
   const std::string type = spec["type"].get<std::string>();
   node.where = where + " (" + type + ")";
+  node.type = type;
 
   auto input = spec.find("input");
   if (input == spec.end()) {

@@ -38,6 +38,7 @@ class GraphModuleImpl : public torch::nn::Module {
   struct Node {
     std::string name;
     std::string where;  // node "name" (Type), for errors
+    std::string type;   // the spec's "type" (FULL_SHARD's wrap classes match it)
     Kind kind = Kind::Layer;
     torch::nn::AnyModule module;  // Kind::Layer only
     std::vector<std::string> inputs;

@@ -170,7 +170,8 @@ public final class AcceleratorBuilder {
   /**
    * FSDP's transformer_auto_wrap_policy (Accelerate's fsdp_transformer_layer_cls_to_wrap): the
    * TorchScript submodules whose class ("GPT2Block") or path ("transformer.h.0") is listed become
-   * FULL_SHARD units of their own, the rest of the model one root unit. Unset: from accel launch's
+   * FULL_SHARD units of their own, the rest of the model one root unit; in a JSON spec, the layers
+   * of these types ("TransformerEncoderLayer") or names. Unset: from accel launch's
    * FSDP settings. An empty name makes build() throw AccelException (INVALID_ARGUMENT); a name that
    * matches no submodule makes prepare throw it, naming the model's classes.
    */
