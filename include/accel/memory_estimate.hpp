@@ -16,6 +16,9 @@ struct MemoryEstimate {
   ShardingStrategy strategy = ShardingStrategy::NoShard;
   HeldBytes bytes;                 // held between steps, as Accelerator::held_bytes counts it
   int64_t gathered_unit_bytes = 0;  // FULL_SHARD: the largest unit, whole while it runs
+  // With cpu_offload: how many of `bytes` are in host memory (the master
+  // chunk, gradient chunk and optimizer state); the rest is on the device.
+  int64_t offloaded_bytes = 0;
 };
 
 // `path`: a JSON model spec (.json), a TorchScript file (.pt, .pth, .ts) or a
@@ -26,9 +29,14 @@ struct MemoryEstimate {
 // fsdp_transformer_layer_cls_to_wrap. Optimizer
 // state elements per parameter: Adam/AdamW 2, SGD (with momentum) 1, RMSprop
 // 1, Adagrad 1. Parameters are counted in their own dtype (fp32 for specs).
+// cpu_offload: the sharded strategies keep their master chunk (a second copy
+// of the parameters' chunk), gradient chunk and optimizer state in host
+// memory (AcceleratorOptions::cpu_offload); NO_SHARD cannot offload and is
+// listed as without. One process without offload trains every strategy as
+// NO_SHARD; with offload it shards over a world of one.
 // Throws InvalidArgument naming a world_size below 1 or a negative
 // min_num_params; IO naming a file that cannot be read.
 std::vector<MemoryEstimate> estimate_memory(const std::string& path, int world_size, OptimizerKind optimizer,
-                                            int64_t min_num_params = 0);
+                                            int64_t min_num_params = 0, bool cpu_offload = false);
 
 }  // namespace accel

@@ -133,6 +133,7 @@ int main(int argc, char** argv) {
   std::string estimate_path, estimate_optimizer = "adamw";
   int estimate_world = 1;
   int64_t estimate_min_num_params = 0;
+  bool estimate_cpu_offload = false;
   CLI::App* estimate_command = app.add_subcommand(
       "estimate-memory", "Bytes per process for a model's parameters, gradients and optimizer state per sharding strategy");
   estimate_command->add_option("model", estimate_path, "model.json, a TorchScript file or a .safetensors checkpoint")
@@ -147,6 +148,9 @@ int main(int argc, char** argv) {
                                "FULL_SHARD wrap units: 0 one per layer, else layers grouped to this size")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  estimate_command->add_flag("--cpu_offload", estimate_cpu_offload,
+                             "Master weights, gradients and optimizer state of the shards on the CPU: what stays on "
+                             "the device and what moves to the host");
 
   // Accelerate's `accelerate merge-weights`: a FULL_SHARD save_state's shards into model.safetensors.
   std::string merge_checkpoint, merge_output;
@@ -213,8 +217,9 @@ int main(int argc, char** argv) {
       who = "accel estimate-memory";
       const std::string selftest = accel::cli::find_selftest();
       if (selftest.empty()) throw std::runtime_error("accel-selftest (which does the arithmetic) is not installed");
-      const std::string args[] = {selftest, "--estimate-memory", estimate_path, std::to_string(estimate_world),
-                                  estimate_optimizer, std::to_string(estimate_min_num_params)};
+      std::vector<std::string> args = {selftest, "--estimate-memory", estimate_path, std::to_string(estimate_world),
+                                       estimate_optimizer, std::to_string(estimate_min_num_params)};
+      if (estimate_cpu_offload) args.push_back("--cpu_offload");
       std::vector<char*> argv_out;
       for (const auto& a : args) argv_out.push_back(const_cast<char*>(a.c_str()));
       argv_out.push_back(nullptr);

@@ -3,7 +3,7 @@
 // does, and sits next to it (build/bin, or ../libexec/accel once installed).
 //   accel-selftest --env   LibTorch, CUDA and device facts, one "key: value" a line
 //   accel-selftest         the distributed sanity check, run under accel launch
-//   accel-selftest --estimate-memory PATH WORLD_SIZE OPTIMIZER MIN_NUM_PARAMS
+//   accel-selftest --estimate-memory PATH WORLD_SIZE OPTIMIZER MIN_NUM_PARAMS [--cpu_offload]
 //                          what `accel estimate-memory` prints
 //   accel-selftest --merge-weights CHECKPOINT_DIR OUTPUT_DIR [--unsafe_serialization]
 //                          what `accel merge-weights` does
@@ -121,21 +121,25 @@ int sanity() {
 
 // One line per strategy: bytes per process for parameters, gradients,
 // optimizer state, their sum, and the ratio to NO_SHARD's sum.
-int estimate(const std::string& path, int world, const std::string& optimizer, int64_t min_num_params) {
+int estimate(const std::string& path, int world, const std::string& optimizer, int64_t min_num_params,
+             bool cpu_offload) {
   const accel::OptimizerKind kind = optimizer == "sgd" ? accel::OptimizerKind::Sgd : accel::OptimizerKind::AdamW;
-  const auto estimates = accel::estimate_memory(path, world, kind, min_num_params);
+  const auto estimates = accel::estimate_memory(path, world, kind, min_num_params, cpu_offload);
   auto mib = [](int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); };
   const accel::HeldBytes& base = estimates.front().bytes;
   const double replicated = static_cast<double>(base.parameters + base.gradients + base.optimizer_state);
-  std::printf("%s, %d processes, %s: bytes per process held between steps (MiB)\n", path.c_str(), world,
-              optimizer.c_str());
-  std::printf("%-16s %12s %12s %12s %12s %8s %16s\n", "strategy", "parameters", "gradients", "optimizer", "total",
-              "ratio", "+ gathered unit");
+  std::printf("%s, %d processes, %s%s: bytes per process held between steps (MiB)\n", path.c_str(), world,
+              optimizer.c_str(), cpu_offload ? ", CPU offload" : "");
+  std::printf("%-16s %12s %12s %12s %12s %8s %16s%s\n", "strategy", "parameters", "gradients", "optimizer", "total",
+              "ratio", "+ gathered unit", cpu_offload ? "      on device        on host" : "");
   for (const auto& e : estimates) {
     const int64_t sum = e.bytes.parameters + e.bytes.gradients + e.bytes.optimizer_state;
-    std::printf("%-16s %12.2f %12.2f %12.2f %12.2f %8.3f %16.2f\n", accel::to_string(e.strategy), mib(e.bytes.parameters),
+    std::printf("%-16s %12.2f %12.2f %12.2f %12.2f %8.3f %16.2f", accel::to_string(e.strategy), mib(e.bytes.parameters),
                 mib(e.bytes.gradients), mib(e.bytes.optimizer_state), mib(sum), sum / replicated,
                 mib(e.gathered_unit_bytes));
+    // On the device between steps: what is not offloaded (FULL_SHARD: plus a unit while it runs).
+    if (cpu_offload) std::printf(" %14.2f %14.2f", mib(sum - e.offloaded_bytes), mib(e.offloaded_bytes));
+    std::printf("\n");
   }
   return 0;
 }
@@ -143,8 +147,9 @@ int estimate(const std::string& path, int world, const std::string& optimizer, i
 int main(int argc, char** argv) {
   try {
     if (argc > 1 && std::strcmp(argv[1], "--env") == 0) return print_env();
-    if (argc == 6 && std::strcmp(argv[1], "--estimate-memory") == 0) {
-      return estimate(argv[2], std::atoi(argv[3]), argv[4], std::atoll(argv[5]));
+    if ((argc == 6 || (argc == 7 && std::strcmp(argv[6], "--cpu_offload") == 0)) &&
+        std::strcmp(argv[1], "--estimate-memory") == 0) {
+      return estimate(argv[2], std::atoi(argv[3]), argv[4], std::atoll(argv[5]), argc == 7);
     }
     if ((argc == 4 || (argc == 5 && std::strcmp(argv[4], "--unsafe_serialization") == 0)) &&
         std::strcmp(argv[1], "--merge-weights") == 0) {

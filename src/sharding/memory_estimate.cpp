@@ -78,7 +78,7 @@ int64_t chunk(int64_t numel, int world) { return (numel + world - 1) / world; }
 }  // namespace
 
 std::vector<MemoryEstimate> estimate_memory(const std::string& path, int world_size, OptimizerKind optimizer,
-                                            int64_t min_num_params) {
+                                            int64_t min_num_params, bool cpu_offload) {
   require_arg(world_size >= 1, "estimate-memory: world_size must be 1 or more, got " + std::to_string(world_size));
   require_arg(min_num_params >= 0,
               "estimate-memory: min_num_params must be 0 or more, got " + std::to_string(min_num_params));
@@ -103,13 +103,26 @@ std::vector<MemoryEstimate> estimate_memory(const std::string& path, int world_s
   }
   const int64_t n = world_size, flat = chunk(total, world_size);
   std::vector<MemoryEstimate> out;
-  auto put = [&](ShardingStrategy s, int64_t params, int64_t grads, int64_t state, int64_t gathered) {
+  auto put = [&](ShardingStrategy s, int64_t params, int64_t grads, int64_t state, int64_t gathered,
+                 int64_t offloaded = 0) {
     MemoryEstimate e;
     e.strategy = s;
     e.bytes = {params * size, grads * size, state * size};
     e.gathered_unit_bytes = gathered * size;
+    e.offloaded_bytes = offloaded * size;
     out.push_back(e);
   };
+  if (cpu_offload) {
+    // The host holds a master copy of the chunk besides the device's
+    // parameters (ZeRO-1/2), its gradient chunk (ZeRO-2, FULL_SHARD) and the
+    // optimizer state; FULL_SHARD's device holds only the units in use.
+    put(ShardingStrategy::NoShard, total, total, states * total, 0);
+    put(ShardingStrategy::ShardOptimizer, flat * n + flat, total, states * flat, 0, flat + states * flat);
+    put(ShardingStrategy::ShardGradOp, flat * n + flat, flat, states * flat, 0, 2 * flat + states * flat);
+    put(ShardingStrategy::FullShard, unit_chunks, unit_chunks, states * unit_chunks, largest,
+        (2 + states) * unit_chunks);
+    return out;
+  }
   if (n == 1) {  // one process trains as NO_SHARD whatever the strategy
     for (auto s : {ShardingStrategy::NoShard, ShardingStrategy::ShardOptimizer, ShardingStrategy::ShardGradOp,
                    ShardingStrategy::FullShard}) {

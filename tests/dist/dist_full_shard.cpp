@@ -281,7 +281,7 @@ int train(int argc, char** argv) {
            : accel::estimate_memory(script ? std::string(script) + "/model.pt"
                                            : std::string(ACCEL_SOURCE_DIR "/bench/workloads/mlp.json"),
                                     world, adam ? accel::OptimizerKind::AdamW : accel::OptimizerKind::Sgd,
-                                    min_num_params)) {
+                                    min_num_params, offload)) {
     if (e.strategy != accelerator.sharding_strategy()) continue;
     const double estimated = static_cast<double>(e.bytes.parameters + e.bytes.gradients + e.bytes.optimizer_state);
     const double measured = static_cast<double>(held.parameters + held.gradients + held.optimizer_state);
