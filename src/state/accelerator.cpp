@@ -22,6 +22,7 @@
 #include "checkpoint/state_files.hpp"
 #include "state/collectives.hpp"
 #include "state/host_allocator.hpp"
+#include "state/large_block_cache.hpp"
 #include "sharding/strategy.hpp"
 
 namespace accel {
@@ -138,6 +139,7 @@ AcceleratorState::AcceleratorState(const AcceleratorOptions& options)
   env = read_launch_environment();
   debug_mode = get_env_flag("ACCELERATE_DEBUG_MODE", false);
   tune_host_allocator();
+  install_large_block_cache();
 
   if (options.mixed_precision) {
     mixed_precision = *options.mixed_precision;
