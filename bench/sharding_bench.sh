@@ -15,7 +15,7 @@ set -uo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
 build="$here/../build" rounds=3 nproc=2 workloads="mlp sync"
-declare -A steps=([tiny]=1000 [mlp]=40 [sync]=4 [cnn]=2) warm=([tiny]=5 [mlp]=3 [sync]=1 [cnn]=1)
+declare -A steps=([tiny]=1000 [mlp]=40 [sync]=8 [cnn]=2) warm=([tiny]=5 [mlp]=3 [sync]=2 [cnn]=1)
 while [ $# -gt 0 ]; do
   case "$1" in
     --build-dir) build="$2"; shift ;;
