@@ -137,7 +137,7 @@ std::vector<UnitLayout> NnModel::wrap_units(const WrapPolicy& policy) {
   // its root unit, whole for the whole forward; the values are the same and
   // less is held at a time).
   WrapClasses classes(policy.classes);
-  const int64_t min_num_params = classes.empty() ? policy.min_num_params : 0;
+  const int64_t min_num_params = policy.min_num_params;  // by size, when no classes are given
   std::vector<UnitLayout> units;
   std::vector<Segment> segments;
   int64_t held = 0;  // trainable parameters of the open unit
@@ -192,7 +192,7 @@ std::vector<UnitLayout> NnModel::wrap_units(const WrapPolicy& policy) {
 // gathered for each of them and gets each one's gradients in backward.
 std::vector<UnitLayout> NnModel::graph_units(const WrapPolicy& policy) {
   WrapClasses classes(policy.classes);
-  const int64_t min_num_params = classes.empty() ? policy.min_num_params : 0;
+  const int64_t min_num_params = policy.min_num_params;  // by size, when no classes are given
   std::vector<UnitLayout> units;
   std::map<std::string, size_t> node_units;
   std::map<const c10::TensorImpl*, size_t> owner;  // parameter -> its unit
