@@ -51,7 +51,6 @@ class FlatShard {
   void set_replicas(ProcessGroup* replicas) { replicas_ = replicas; }
   // How many processes' gradients an average is over.
   int data_parallel_size() const { return world_size() * (replicas_ != nullptr ? replicas_->world_size() : 1); }
-  bool cpu_offload() const { return offload_; }
   int64_t total_numel() const { return total_; }
   int64_t shard_numel() const { return chunk_; }
   at::Tensor& shard() { return shard_; }
