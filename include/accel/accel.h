@@ -1383,14 +1383,17 @@ ACCEL_API accel_status accel_accelerator_join_uneven_inputs_begin(accel_accelera
 ACCEL_API accel_status accel_accelerator_join_uneven_inputs_end(accel_accelerator* acc);
 /* Code between _begin and _end runs under the accelerator's mixed precision
    (Accelerate's accelerator.autocast()); enabled = 0 turns autocast off inside
-   an enclosing scope. Scopes nest; _end without _begin is ACCEL_ERR_STATE. */
+   an enclosing scope. Scopes nest. Autocast is per thread, as in PyTorch: code
+   on this thread only. Errors: STATE for _end without _begin, or on another
+   thread than its _begin (the scope then stays open). */
 ACCEL_API accel_status accel_accelerator_autocast_begin(accel_accelerator* acc, int enabled);
 ACCEL_API accel_status accel_accelerator_autocast_end(accel_accelerator* acc);
 /* torch.no_grad() for evaluation: between _begin and _end this thread records
    no autograd graph (forward outputs cannot be passed to backward; no memory
    is kept for one). Scopes nest; _end restores the mode _begin found. Grad
    mode is per thread, as in PyTorch: call both on the same thread. Not
-   collective. Errors: STATE for _end without _begin. */
+   collective. Errors: STATE for _end without _begin, or on another thread
+   than its _begin (the scope then stays open). */
 ACCEL_API accel_status accel_accelerator_no_grad_begin(accel_accelerator* acc);
 ACCEL_API accel_status accel_accelerator_no_grad_end(accel_accelerator* acc);
 

@@ -115,8 +115,10 @@ ACCEL_API void accel_progress_free(accel_progress* progress);
  * rank's process index as pid, "rank N" as process name, thread names; files
  * of several ranks merge into one timeline (viztracer --combine). Not
  * collective. Errors: INVALID_ARGUMENT for NULL or empty arguments; STATE when
- * a profile already runs on this thread; IO when the directory or file cannot
- * be written (named). */
+ * a profile already runs on this thread, or when accel_profile_end is called on
+ * another thread than accel_profile_begin's (the handle then stays valid and
+ * the profile keeps recording: end it on its own thread); IO when the
+ * directory or file cannot be written (named). */
 typedef struct accel_profile accel_profile;
 ACCEL_API accel_status accel_profile_begin(const accel_accelerator* acc, const char* output_trace_dir,
                                            accel_profile** out);

@@ -22,9 +22,11 @@ class ProfileScope {
  public:
   ProfileScope(const Accelerator& accelerator, const std::string& output_trace_dir);
   // Stops recording and writes the trace (atomically). Throws IO naming the
-  // file when it cannot be written. Later calls do nothing.
+  // file when it cannot be written; State, leaving the profile running, when
+  // called on another thread than the constructor's. Later calls do nothing.
   void finish();
-  // Calls finish(), swallowing its error (a destructor must not throw).
+  // Calls finish(), swallowing its error (a destructor must not throw); on
+  // another thread than the constructor's the trace is lost.
   ~ProfileScope();
   ProfileScope(const ProfileScope&) = delete;
   ProfileScope& operator=(const ProfileScope&) = delete;

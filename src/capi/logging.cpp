@@ -67,6 +67,10 @@ accel_status accel_profile_end(accel_profile* profile) {
     deref(profile, "profile");
     try {
       profile->scope->finish();  // errors writing the trace reach the caller
+    } catch (const accel::Error& error) {
+      // On the wrong thread nothing was stopped: the handle stays valid for the right one.
+      if (error.code() != accel::ErrorCode::State) release(profile);
+      throw;
     } catch (...) {
       release(profile);
       throw;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <thread>
 
 #include "accel/accelerator.hpp"
 #include "accel/model.hpp"
@@ -104,23 +105,35 @@ void Accelerator::clip_grad_value(Model& model, double clip_value) {
 }
 
 void Accelerator::autocast_begin(bool enabled) {
-  state_->autocast_scopes.push_back(
-      std::make_unique<detail::AutocastScope>(state_->mixed_precision, state_->device, enabled));
+  auto scope = std::make_unique<detail::AutocastScope>(state_->mixed_precision, state_->device, enabled);
+  state_->autocast_scopes.push_back({std::this_thread::get_id(), std::move(scope)});
 }
 
+namespace {
+// Ending a thread-local mode from another thread would change that thread's mode
+// and leave the scope's own thread in it: refuse, and keep the scope open.
+template <typename Open>
+void require_own_thread(const std::vector<Open>& scopes, const char* what) {
+  require(!scopes.empty(), ErrorCode::State, std::string(what) + "_end without a matching " + what + "_begin");
+  require(scopes.back().thread == std::this_thread::get_id(), ErrorCode::State,
+          std::string(what) + "_end on another thread than its " + what +
+              "_begin (the mode belongs to a thread): end it on the thread that began it");
+}
+}  // namespace
+
 void Accelerator::autocast_end() {
-  require(!state_->autocast_scopes.empty(), ErrorCode::State, "autocast_end without a matching autocast_begin");
+  require_own_thread(state_->autocast_scopes, "autocast");
   state_->autocast_scopes.pop_back();
 }
 
 void Accelerator::no_grad_begin() {
-  state_->grad_modes.push_back(at::GradMode::is_enabled());
+  state_->grad_modes.push_back({std::this_thread::get_id(), at::GradMode::is_enabled()});
   at::GradMode::set_enabled(false);
 }
 
 void Accelerator::no_grad_end() {
-  require(!state_->grad_modes.empty(), ErrorCode::State, "no_grad_end without a matching no_grad_begin");
-  at::GradMode::set_enabled(state_->grad_modes.back());
+  require_own_thread(state_->grad_modes, "no_grad");
+  at::GradMode::set_enabled(state_->grad_modes.back().grad_was_enabled);
   state_->grad_modes.pop_back();
 }
 

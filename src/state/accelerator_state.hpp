@@ -6,6 +6,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "accel/accelerator.hpp"
@@ -68,8 +69,18 @@ class AcceleratorState {
   bool trigger = false;
   bool joining = false;      // inside join_uneven_inputs
   int64_t join_rounds = 0;   // gradient syncs this process took part in while joining
-  std::vector<std::unique_ptr<AutocastScope>> autocast_scopes;
-  std::vector<bool> grad_modes;  // what each open no_grad scope found, to restore at its end
+  // The user's open autocast and no_grad scopes. Both modes are LibTorch
+  // thread-locals, so each scope remembers its thread and ends only there.
+  struct OpenAutocast {
+    std::thread::id thread;
+    std::unique_ptr<AutocastScope> scope;
+  };
+  struct OpenNoGrad {
+    std::thread::id thread;
+    bool grad_was_enabled;  // restored at its end
+  };
+  std::vector<OpenAutocast> autocast_scopes;
+  std::vector<OpenNoGrad> grad_modes;
   // Open begin/end scopes, so that an _end without its _begin is a STATE
   // error (as autocast and join are) instead of silently re-enabling sync or
   // entering a barrier the other processes never reach.

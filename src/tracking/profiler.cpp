@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "accel/accelerator.hpp"
 #include "core/file_io.hpp"
@@ -49,6 +50,7 @@ std::string trace_event_document(const std::string& legacy_events, int process_i
 
 struct ProfileScope::Impl {
   Impl() : record(std::make_unique<torch::autograd::profiler::RecordProfile>(events)) {}
+  std::thread::id owner = std::this_thread::get_id();
   std::ostringstream events;
   std::unique_ptr<torch::autograd::profiler::RecordProfile> record;
 };
@@ -69,6 +71,11 @@ ProfileScope::ProfileScope(const Accelerator& accelerator, const std::string& ou
 
 void ProfileScope::finish() {
   if (!impl_) return;
+  // LibTorch's profiler state lives on the thread that began it: stopping it
+  // from another thread fails inside LibTorch and leaves the first thread
+  // recording, so refuse and keep the profile open for the right thread.
+  require(impl_->owner == std::this_thread::get_id(), ErrorCode::State,
+          "profile: ended on another thread than the one that began it (the profiler records per thread)");
   std::unique_ptr<Impl> impl = std::move(impl_);
   profiling = false;
   impl->record.reset();  // stops the profiler and writes its events
