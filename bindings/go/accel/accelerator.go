@@ -33,7 +33,7 @@ type AcceleratorOptions struct {
 	// "SHARD_OPTIMIZER" (ZeRO-1), "SHARD_GRAD_OP" (ZeRO-2), "FULL_SHARD" (ZeRO-3),
 	// "HYBRID_SHARD" (FULL_SHARD within each node, replicated
 	// across nodes; docs/sharding.md).
-	ShardingStrategy          string
+	ShardingStrategy string
 	// FULL_SHARD's wrap units: nil from the launcher's FSDP settings (else 0);
 	// 0: one unit per layer; n > 0: layers grouped until they hold n parameters.
 	FSDPMinNumParams *int64
@@ -56,7 +56,7 @@ type AcceleratorOptions struct {
 	// devices "cpu"): a sharded model's master weights, gradients and
 	// optimizer state live in host memory; nil: from the launcher's
 	// environment, else off; true with NO_SHARD is ErrUnsupported.
-	CPUOffload *bool
+	CPUOffload                *bool
 	ScalerInitScale           float64
 	ScalerGrowthFactor        float64
 	ScalerBackoffFactor       float64

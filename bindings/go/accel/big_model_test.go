@@ -129,7 +129,7 @@ func TestShardingOptionsAndHeldBytes(t *testing.T) {
 	}
 	byClass, err := NewAccelerator(AcceleratorOptions{CPU: true, ShardingStrategy: "FULL_SHARD",
 		FSDPTransformerLayerClsToWrap: []string{"GPT2Block", "transformer.h.0"},
-		FSDPBackwardPrefetch: Ptr(false), FSDPForwardPrefetch: Ptr(true)})
+		FSDPBackwardPrefetch:          Ptr(false), FSDPForwardPrefetch: Ptr(true)})
 	if err != nil {
 		t.Fatal(err)
 	}

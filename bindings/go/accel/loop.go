@@ -21,21 +21,12 @@ func (a *Accelerator) NoGrad(body func() error) error {
 // NoGradBegin and NoGradEnd bracket NoGrad's body (use defer). NoGradBegin
 // locks the goroutine to its OS thread until the matching NoGradEnd.
 func (a *Accelerator) NoGradBegin() error {
-	runtime.LockOSThread()
-	err := a.do(func(h core.Accelerator) { h.No_grad_begin() })
-	if err != nil {
-		runtime.UnlockOSThread()
-	}
-	return err
+	return lockedBegin(func() error { return a.do(func(h core.Accelerator) { h.No_grad_begin() }) })
 }
 
 // NoGradEnd ends what NoGradBegin started; without one it is an *Error (ErrState).
 func (a *Accelerator) NoGradEnd() error {
-	err := a.do(func(h core.Accelerator) { h.No_grad_end() })
-	if err == nil {
-		runtime.UnlockOSThread()
-	}
-	return err
+	return lockedEnd(func() error { return a.do(func(h core.Accelerator) { h.No_grad_end() }) })
 }
 
 // SendToDevice returns t on the accelerator's device (Accelerate's

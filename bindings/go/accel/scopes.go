@@ -53,13 +53,37 @@ func (a *Accelerator) Autocast(enabled bool, body func() error) error {
 	return scope(func() error { return a.AutocastBegin(enabled) }, a.AutocastEnd, body)
 }
 
-// AutocastBegin and AutocastEnd bracket Autocast's body (use defer).
+// AutocastBegin and AutocastEnd bracket Autocast's body (use defer). Autocast
+// belongs to an OS thread, so AutocastBegin locks the goroutine to its thread
+// until the matching AutocastEnd.
 func (a *Accelerator) AutocastBegin(enabled bool) error {
-	return a.do(func(h core.Accelerator) { h.Autocast_begin(enabled) })
+	return lockedBegin(func() error { return a.do(func(h core.Accelerator) { h.Autocast_begin(enabled) }) })
 }
 
-// AutocastEnd ends what AutocastBegin started.
-func (a *Accelerator) AutocastEnd() error { return a.do(func(h core.Accelerator) { h.Autocast_end() }) }
+// AutocastEnd ends what AutocastBegin started; without one it is an *Error (ErrState).
+func (a *Accelerator) AutocastEnd() error {
+	return lockedEnd(func() error { return a.do(func(h core.Accelerator) { h.Autocast_end() }) })
+}
+
+// lockedBegin runs begin with the goroutine locked to its OS thread, and
+// keeps it locked when begin succeeds: the scope's mode lives on that thread.
+func lockedBegin(begin func() error) error {
+	runtime.LockOSThread()
+	err := begin()
+	if err != nil {
+		runtime.UnlockOSThread()
+	}
+	return err
+}
+
+// lockedEnd runs end and releases lockedBegin's lock when the scope closed.
+func lockedEnd(end func() error) error {
+	err := end()
+	if err == nil {
+		runtime.UnlockOSThread()
+	}
+	return err
+}
 
 // MainProcessFirst runs body on the main process first, then on the others. Collective.
 func (a *Accelerator) MainProcessFirst(body func() error) error {

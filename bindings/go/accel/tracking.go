@@ -114,8 +114,11 @@ func (a *Accelerator) EndTraining() error {
 }
 
 // Profile records every LibTorch operator run inside body and writes a Chrome
-// trace to outputTraceDir/trace_<rank>.json.
+// trace to outputTraceDir/trace_<rank>.json. The profiler records one OS
+// thread, so the goroutine stays on its thread for the body.
 func (a *Accelerator) Profile(outputTraceDir string, body func() error) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	var run core.Profile
 	begin := func() error {
 		h, err := a.handle()
