@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync/atomic"
+	"time"
 
 	"github.com/libaccel/libaccel/bindings/go/internal/core"
 )
@@ -56,6 +58,7 @@ func closedError(what string) error { return fmt.Errorf("accel: %s is closed: %w
 // withThread runs f with the goroutine pinned to its OS thread and returns the
 // failure f's wrapper calls left in that thread's error slot (accel_go.i).
 func withThread(f func()) error {
+	yieldNowAndThen()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if core.Take_error_code() != 0 { // stale: from a wrapper call made outside withThread
@@ -102,3 +105,26 @@ func callbackResult(err error) string {
 	}
 	return "callback failed"
 }
+
+// yieldNowAndThen passes through Go's scheduler every few milliseconds of
+// wrapper calls. A training loop spends its time in cgo calls and never
+// blocks in Go, so its processor's scheduling tick stands still; after 10 ms
+// of that the runtime's monitor thread takes the processor away at the next
+// long call (the goroutine then resumes on another thread) and polls every
+// 20 us for a while. On a 2-core machine with 2 ranks that polling takes the
+// core a peer is waiting on: Go ran the 2-process `tiny` loop at about 0.75x
+// of C++. Yielding every 5 ms keeps the tick moving, and costs one scheduler
+// pass per 5 ms (docs/benchmarks.md).
+func yieldNowAndThen() {
+	now := int64(time.Since(clockBase))
+	if last := lastYield.Load(); now-last >= int64(yieldEvery) && lastYield.CompareAndSwap(last, now) {
+		runtime.Gosched()
+	}
+}
+
+const yieldEvery = 5 * time.Millisecond
+
+var (
+	clockBase = time.Now() // time.Since reads the monotonic clock
+	lastYield atomic.Int64
+)
