@@ -9,6 +9,7 @@
 #include <exception>
 
 #include "accel/accel.hpp"
+#include "accel/profiler.hpp"
 #include "bench_common.hpp"
 
 int main(int argc, char** argv) try {
@@ -54,6 +55,11 @@ int main(int argc, char** argv) try {
   double seconds = bench::since(start);
   bench::print_result(args.no_sync ? "accel_cpp_nosync" : "accel_cpp", args, acc.process_index(),
                       acc.num_processes(), args.steps, seconds, cuda ? "cuda" : "cpu");
+  if (!args.trace_dir.empty()) {  // after the timed steps: the profiler slows what it records
+    accel::ProfileScope profile(acc, args.trace_dir);
+    for (int64_t i = 0; i < args.trace_steps; ++i) step(i);
+    profile.finish();
+  }
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "accel_bench: %s\n", e.what());

@@ -62,6 +62,8 @@ struct Args {
   int threads = 0;  // 0: leave LibTorch's default (OMP_NUM_THREADS)
   bool no_sync = false;
   std::string mixed_precision = "no";  // no | bf16 | fp16 (GPU runs)
+  std::string trace_dir;                // set: profile trace_steps more steps into it (bench/crossing.py)
+  int64_t trace_steps = 50;
 };
 
 inline Args parse_args(int argc, char** argv) {
@@ -78,6 +80,8 @@ inline Args parse_args(int argc, char** argv) {
     else if (k == "--threads") a.threads = std::stoi(value());
     else if (k == "--no-sync") a.no_sync = true;
     else if (k == "--mixed-precision") a.mixed_precision = value();
+    else if (k == "--trace-dir") a.trace_dir = value();
+    else if (k == "--trace-steps") a.trace_steps = std::stoll(value());
     else throw std::invalid_argument("unknown argument '" + k + "'");
   }
   if (a.threads > 0) at::set_num_threads(a.threads);

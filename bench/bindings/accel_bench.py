@@ -21,6 +21,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--threads", type=int, default=0, help="recorded; set through OMP_NUM_THREADS")
+    parser.add_argument("--trace-dir", help="then profile --trace-steps more steps into it (bench/crossing.py)")
+    parser.add_argument("--trace-steps", type=int, default=50)
     args = parser.parse_args()
     shape = SAMPLE_SHAPE[args.workload]
     with open(os.path.join(os.path.dirname(__file__), "..", "workloads", f"{args.workload}.json")) as f:
@@ -35,17 +37,24 @@ def main() -> None:
     xs = [accel.tensor(rng.standard_normal(shape, dtype=np.float32)) for _ in range(BATCHES)]
     ys = [accel.tensor(rng.integers(0, 10, shape[0], dtype=np.int64)) for _ in range(BATCHES)]
 
-    start = 0.0
-    for step in range(-args.warmup, args.steps):
-        if step == 0:
-            acc.wait_for_everyone()
-            start = time.perf_counter()
+    def train_step(step: int) -> None:
         b = (step + args.warmup) % BATCHES
         optimizer.zero_grad()
         loss = model(xs[b]).loss("cross_entropy", ys[b])
         acc.backward(loss)
         optimizer.step()
+
+    start = 0.0
+    for step in range(-args.warmup, args.steps):
+        if step == 0:
+            acc.wait_for_everyone()
+            start = time.perf_counter()
+        train_step(step)
     seconds = time.perf_counter() - start
+    if args.trace_dir:  # after the timed steps: the profiler slows what it records
+        with acc.profile(args.trace_dir):
+            for step in range(args.trace_steps):
+                train_step(step)
     rate = args.steps / seconds
     print("BENCH_RESULT " + json.dumps({
         "contestant": "accel_py", "workload": args.workload, "rank": rank, "nproc": world,

@@ -36,6 +36,8 @@ func run() error {
 	warmup := flag.Int64("warmup", 5, "untimed steps first")
 	flag.Int("threads", 0, "recorded; set through OMP_NUM_THREADS")
 	dir := flag.String("workload-dir", "bench/workloads", "where <workload>.json lives")
+	traceDir := flag.String("trace-dir", "", "then profile --trace-steps more steps into it (bench/crossing.py)")
+	traceSteps := flag.Int64("trace-steps", 50, "steps profiled into --trace-dir")
 	flag.Parse()
 	shape, found := sampleShape[*workload]
 	if !found {
@@ -111,6 +113,19 @@ func run() error {
 		}
 	}
 	seconds := time.Since(start).Seconds()
+	if *traceDir != "" { // after the timed steps: the profiler slows what it records
+		err := acc.Profile(*traceDir, func() error {
+			for step := int64(0); step < *traceSteps; step++ {
+				if err := trainStep(acc, model, opt, xs[step%batches], ys[step%batches]); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
 	rate := float64(*steps) / seconds
 	var usage syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &usage)
