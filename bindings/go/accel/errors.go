@@ -58,9 +58,9 @@ func closedError(what string) error { return fmt.Errorf("accel: %s is closed: %w
 // withThread runs f with the goroutine pinned to its OS thread and returns the
 // failure f's wrapper calls left in that thread's error slot (accel_go.i).
 func withThread(f func()) error {
-	yieldNowAndThen()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	yieldNowAndThen()
 	if core.Take_error_code() != 0 { // stale: from a wrapper call made outside withThread
 		core.Take_error_message()
 	}
@@ -110,11 +110,13 @@ func callbackResult(err error) string {
 // wrapper calls. A training loop spends its time in cgo calls and never
 // blocks in Go, so its processor's scheduling tick stands still; after 10 ms
 // of that the runtime's monitor thread takes the processor away at the next
-// long call (the goroutine then resumes on another thread) and polls every
-// 20 us for a while. On a 2-core machine with 2 ranks that polling takes the
-// core a peer is waiting on: Go ran the 2-process `tiny` loop at about 0.75x
-// of C++. Yielding every 5 ms keeps the tick moving, and costs one scheduler
-// pass per 5 ms (docs/benchmarks.md).
+// long call and then polls every 20 us for a while. On a 2-core machine with
+// 2 ranks that polling takes the core a peer is waiting on: Go ran the
+// 2-process `tiny` loop at about 0.75x of C++. Yielding every 5 ms keeps the
+// tick moving. The caller holds its OS thread while it yields, so the
+// goroutine comes back to the same thread: moving to another one would give
+// LibTorch's OpenMP a second thread team (one per calling thread), whose
+// spinning workers halved `tiny` at 1 process x 2 threads (docs/benchmarks.md).
 func yieldNowAndThen() {
 	now := int64(time.Since(clockBase))
 	if last := lastYield.Load(); now-last >= int64(yieldEvery) && lastYield.CompareAndSwap(last, now) {
