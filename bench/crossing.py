@@ -14,6 +14,8 @@ contestant's outside time is the floor (its loop and the ABI-free calls);
 what a binding adds over it is its crossing cost.
 
   bench/crossing.py [--build-dir build] [--workloads tiny,mlp] [--rounds 3]
+  bench/crossing.py --smoke   a few steps of tiny per contestant; fails if a
+                              trace is missing or empty (CTest bench_crossing_smoke)
 
 Needs the bindings the build has (build/python, build/java/accel.jar, a Go
 toolchain); contestants that are missing are skipped and named.
@@ -66,6 +68,8 @@ def outside_share(trace_path, steps):
     with open(trace_path) as f:
         events = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
     spans = sorted((e["ts"], e["ts"] + e["dur"]) for e in events)
+    if not spans:
+        return 0.0, 0.0, 0.0
     covered, end = 0.0, None
     for start, stop in spans:
         if end is None or start > end:
@@ -78,19 +82,21 @@ def outside_share(trace_path, steps):
     return window / steps / 1e3, covered / steps / 1e3, (window - covered) / steps / 1e3
 
 
-def run(build, name, command, env_extra, workload):
+def run(build, name, command, env_extra, workload, steps, warmup, trace_steps):
     trace_dir = tempfile.mkdtemp(prefix="accel-crossing-")
     try:
         env = dict(os.environ, OMP_NUM_THREADS="1", **env_extra)
         cmd = [os.path.join(build, "bin", "accel"), "launch", "--nproc_per_node", "2", "--master_port", "0",
-               *command, "--workload", workload, "--steps", str(STEPS[workload]), "--warmup", "20",
-               "--threads", "1", "--trace-dir", trace_dir, "--trace-steps", str(TRACE_STEPS[workload])]
+               *command, "--workload", workload, "--steps", str(steps), "--warmup", str(warmup),
+               "--threads", "1", "--trace-dir", trace_dir, "--trace-steps", str(trace_steps)]
         out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
         results = [json.loads(line.split("BENCH_RESULT ", 1)[1]) for line in out.stdout.splitlines()
                    if "BENCH_RESULT " in line]
         if out.returncode != 0 or len(results) != 2:
             sys.exit(f"crossing.py: {name} {workload} failed\n{out.stdout[-2000:]}{out.stderr[-2000:]}")
-        split = [outside_share(os.path.join(trace_dir, f"trace_{r}.json"), TRACE_STEPS[workload]) for r in (0, 1)]
+        split = [outside_share(os.path.join(trace_dir, f"trace_{r}.json"), trace_steps) for r in (0, 1)]
+        if any(inside <= 0 or outside < 0 for _, inside, outside in split):
+            sys.exit(f"crossing.py: {name} {workload}: a trace holds no time inside libaccel: {split}")
         return {"steps_per_s": min(r["steps_per_s"] for r in results),
                 "window": max(s[0] for s in split), "inside": max(s[1] for s in split),
                 "outside": max(s[2] for s in split)}
@@ -104,7 +110,10 @@ def main():
     parser.add_argument("--workloads", default="tiny,mlp")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--python", default=sys.executable)
+    parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args()
+    if args.smoke:
+        args.rounds, args.workloads = 1, "tiny"
     build = os.path.abspath(args.build_dir)
     who = contestants(build, args.python)
     missing = sorted({"Python", "Java", "Go"} - who.keys())
@@ -115,7 +124,8 @@ def main():
         names = list(who)
         for r in range(args.rounds):  # contestants alternate, starting at a different one each round
             for name in names[r % len(names):] + names[:r % len(names)]:
-                rows[name].append(run(build, name, *who[name], workload))
+                counts = (5, 1, 3) if args.smoke else (STEPS[workload], 20, TRACE_STEPS[workload])
+                rows[name].append(run(build, name, *who[name], workload, *counts))
         med = {name: {k: statistics.median(x[k] for x in runs) for k in runs[0]} for name, runs in rows.items()}
         floor = med["C++"]["outside"]
         print(f"\n{workload}, 2 processes x 1 thread, medians of {args.rounds} rounds (the slower rank of each run)")
