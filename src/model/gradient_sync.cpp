@@ -6,6 +6,7 @@
 #include <torch/csrc/autograd/utils/lambda_post_hook.h>
 #include <torch/csrc/autograd/variable.h>
 
+#include <algorithm>
 #include <unordered_set>
 
 #include "accel/error.hpp"
@@ -59,7 +60,16 @@ GradientSync::GradientSync(std::vector<at::Tensor> parameters, std::vector<std::
     Bucket bucket;
     int64_t numel = 0;
     for (size_t i : assignment[b]) numel += params_[i].numel();
-    bucket.flat = at::zeros({numel}, params_[assignment[b].front()].options().requires_grad(false));
+    std::vector<at::Tensor> homes = gradient_homes(assignment[b], numel);
+    if (!homes.empty()) {
+      const at::Tensor& first = homes.front();
+      int64_t lo = first.storage_offset();
+      for (const at::Tensor& home : homes) lo = std::min(lo, home.storage_offset());
+      bucket.flat = at::empty({0}, first.options()).set_(first.storage(), lo, {numel}, {1});
+      bucket.views = homes;
+    } else {
+      bucket.flat = at::zeros({numel}, params_[assignment[b].front()].options().requires_grad(false));
+    }
     if (options_.comm_hook != CommHook::None) {
       bucket.wire = at::empty({numel}, bucket.flat.options().dtype(
                                            options_.comm_hook == CommHook::Fp16 ? at::kHalf : at::kBFloat16));
@@ -69,7 +79,9 @@ GradientSync::GradientSync(std::vector<at::Tensor> parameters, std::vector<std::
       bucket_of_[i] = b;
       slot_of_[i] = bucket.params.size();
       bucket.params.push_back(i);
-      bucket.views.push_back(bucket.flat.narrow(0, offset, params_[i].numel()).view(params_[i].sizes()));
+      if (homes.empty()) {
+        bucket.views.push_back(bucket.flat.narrow(0, offset, params_[i].numel()).view(params_[i].sizes()));
+      }
       offset += params_[i].numel();
     }
     buckets_.push_back(std::move(bucket));
@@ -84,6 +96,7 @@ GradientSync::GradientSync(std::vector<at::Tensor> parameters, std::vector<std::
     }
   }
 
+  options_.gradient_home = nullptr;  // used above only; what it captured need not outlive the constructor
   ready_.assign(params_.size(), false);
   for (size_t i = 0; i < params_.size(); ++i) {
     // The autograd metadata holds the accumulator weakly: keep it alive so the hook stays.
@@ -116,6 +129,32 @@ void GradientSync::check_wire_dtype() {
                                      " backend cannot allreduce " + c10::toString(probe.scalar_type()) + ": " +
                                      message.substr(0, message.find('\n')));
   }
+}
+
+std::vector<at::Tensor> GradientSync::gradient_homes(const std::vector<size_t>& bucket, int64_t numel) const {
+  if (!options_.gradient_home) return {};
+  std::vector<at::Tensor> homes;
+  for (size_t i : bucket) {
+    at::Tensor home = options_.gradient_home(params_[i]);
+    if (!home.defined() || !home.is_contiguous() || home.sizes() != params_[i].sizes() ||
+        home.scalar_type() != params_[i].scalar_type() ||
+        (!homes.empty() && !home.storage().is_alias_of(homes.front().storage()))) {
+      return {};
+    }
+    homes.push_back(std::move(home));
+  }
+  // The homes must tile one range exactly: no gaps, no overlaps.
+  std::vector<const at::Tensor*> by_offset;
+  for (const at::Tensor& home : homes) by_offset.push_back(&home);
+  std::sort(by_offset.begin(), by_offset.end(),
+            [](const at::Tensor* a, const at::Tensor* b) { return a->storage_offset() < b->storage_offset(); });
+  int64_t next = by_offset.front()->storage_offset();
+  for (const at::Tensor* home : by_offset) {
+    if (home->storage_offset() != next) return {};
+    next += home->numel();
+  }
+  if (next - by_offset.front()->storage_offset() != numel) return {};
+  return homes;
 }
 
 bool GradientSync::aliased(size_t param) const {

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <string>
+#include <functional>
 #include <vector>
 
 #include "accel/accelerator.hpp"
@@ -32,6 +33,12 @@ struct GradientSyncOptions {
   bool gradient_as_bucket_view = true;
   bool find_unused_parameters = false;
   CommHook comm_hook = CommHook::None;
+  // Where a parameter's gradient already lives, or an undefined tensor: a view
+  // of a larger contiguous buffer (ZeRO-1's flat gradients). A bucket whose
+  // parameters' homes tile one range of one buffer uses that range as its
+  // flat tensor instead of its own, so the buffer's owner sees the averaged
+  // gradients in place.
+  std::function<at::Tensor(const at::Tensor& parameter)> gradient_home;
 };
 
 class GradientSync {
@@ -76,6 +83,9 @@ class GradientSync {
   void launch_ready_buckets();
   void finalize();
   bool aliased(size_t param) const;
+  // The bucket's parameters' gradient homes (GradientSyncOptions), when they
+  // tile one range of one buffer exactly; else empty.
+  std::vector<at::Tensor> gradient_homes(const std::vector<size_t>& bucket, int64_t numel) const;
   void check_wire_dtype();
 
   GradientSyncOptions options_;

@@ -460,6 +460,7 @@ void ModelImpl::prepare(const std::shared_ptr<AcceleratorState>& state) {
     sync.gradient_as_bucket_view = state->gradient_as_bucket_view;
     sync.find_unused_parameters = state->find_unused_parameters;
     sync.comm_hook = state->comm_hook;
+    if (shard) sync.gradient_home = [&shard](const at::Tensor& p) { return shard->gradient_home(p); };
     gradient_sync_ = std::make_unique<GradientSync>(params, names, *state->process_group, sync);
   }
   flat_shard_ = std::move(shard);

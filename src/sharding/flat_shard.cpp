@@ -50,7 +50,40 @@ FlatShard::FlatShard(const std::vector<at::Tensor>& parameters, const std::vecto
   shard_ = offload_ ? at::empty({chunk_}, shard_options(mine)).copy_(mine) : mine;
   // ZeRO-1 builds its chunk's gradient only for the step (before_step): the
   // averaged full gradients already hold it between steps.
-  if (strategy_ != ShardingStrategy::ShardOptimizer) shard_.mutable_grad() = at::zeros_like(shard_);
+  if (strategy_ != ShardingStrategy::ShardOptimizer) {
+    shard_.mutable_grad() = at::zeros_like(shard_);
+  } else if (!offload_) {
+    // The full gradients in one buffer shaped as flat_, so that the step's
+    // chunk gradient is a view of it rather than a copy (sync: 49 of a
+    // 390 ms step, docs/benchmarks.md). Held between steps either way.
+    flat_grad_ = at::zeros_like(flat_);
+    for (size_t i = 0; i < params_.size(); ++i) {
+      at::Tensor view = flat_grad_.narrow(0, offsets_[i], params_[i].numel()).view(params_[i].sizes());
+      if (params_[i].grad().defined()) view.copy_(params_[i].grad());
+      params_[i].mutable_grad() = view;
+      grad_views_.push_back(view);
+    }
+  }
+}
+
+bool FlatShard::gradients_in_flat_buffer() const {
+  if (!flat_grad_.defined()) return false;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    // By address: with gradient_as_bucket_view the gradient is the bucket's
+    // own view of the same memory (GradientSyncOptions::gradient_home).
+    const at::Tensor& grad = params_[i].grad();
+    if (!grad.defined() || grad.data_ptr() != grad_views_[i].data_ptr() || grad.sizes() != grad_views_[i].sizes()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+at::Tensor FlatShard::gradient_home(const at::Tensor& parameter) const {
+  for (size_t i = 0; i < grad_views_.size(); ++i) {
+    if (params_[i].is_same(parameter)) return grad_views_[i];
+  }
+  return {};
 }
 
 at::TensorOptions FlatShard::shard_options(const at::Tensor& like) const {
@@ -112,6 +145,10 @@ void FlatShard::before_step() {
   if (strategy_ != ShardingStrategy::ShardOptimizer) return;
   at::NoGradGuard no_grad;
   at::Tensor& shard_grad = shard_.mutable_grad();
+  if (gradients_in_flat_buffer()) {
+    shard_grad = flat_grad_.narrow(0, rank() * chunk_, chunk_);
+    return;
+  }
   // Each parameter's part of this chunk is written once (its gradient, or
   // zeros) and the padding past the last parameter zeroed.
   shard_grad = at::empty_like(shard_);

@@ -55,6 +55,9 @@ class FlatShard {
   int64_t shard_numel() const { return chunk_; }
   at::Tensor& shard() { return shard_; }
 
+  // ZeRO-1 without offload: the view of the flat gradient buffer that is
+  // `parameter`'s .grad (GradientSyncOptions::gradient_home); else undefined.
+  at::Tensor gradient_home(const at::Tensor& parameter) const;
   // ZeRO-2 only: whether the next backward reduce-scatters (off on accumulation micro-steps).
   void set_sync_enabled(bool enabled) { sync_enabled_ = enabled; }
   bool sync_enabled() const { return sync_enabled_; }
@@ -62,9 +65,12 @@ class FlatShard {
   // rank's chunk of the gradients to shard().grad and frees the full
   // gradients. Collective.
   virtual void reduce_scatter_gradients();
-  // Before the optimizer's step. ZeRO-1: copies this rank's chunk of the
-  // (already averaged) full gradients into shard().grad, which exists only
-  // until after_step (between steps the full gradients hold those values).
+  // Before the optimizer's step. ZeRO-1: points shard().grad at this rank's
+  // chunk of the (already averaged) full gradients, which are views of one
+  // flat buffer laid out as the parameters; it exists only until after_step.
+  // Where the gradients no longer are those views (gradient_as_bucket_view
+  // moved them into buckets) or live elsewhere (CPU offload), the chunk is
+  // copied instead.
   virtual void before_step();
   // After the optimizer's step: all-gathers the chunks into the parameters
   // (FULL_SHARD: nothing, the units gather on use). Collective.
@@ -98,6 +104,8 @@ class FlatShard {
   at::TensorOptions shard_options(const at::Tensor& like) const;
   // A tensor of the model's device moved to where shard() lives.
   at::Tensor to_shard_device(const at::Tensor& t) const;
+  // ZeRO-1: whether every parameter's .grad still lives in flat_grad_.
+  bool gradients_in_flat_buffer() const;
   // The device the model computes on (where the collectives run).
   c10::Device flat_device() const { return params_.front().device(); }
 
@@ -113,6 +121,10 @@ class FlatShard {
   // flat_'s chunk of this rank, a view of it (CPU offload: a host copy;
   // FULL_SHARD: every unit's chunk, concatenated).
   at::Tensor shard_;
+  // ZeRO-1 without offload: the full gradients, laid out as flat_, and each
+  // parameter's .grad as a view of it (AccumulateGrad adds into it in place).
+  at::Tensor flat_grad_;
+  std::vector<at::Tensor> grad_views_;
   bool sync_enabled_ = true;
 };
 

@@ -237,10 +237,14 @@ int main(int argc, char** argv) {
         "optimizer state holds " + std::to_string(held) + " elements, expected " +
             std::to_string(per_element * (sharded ? chunk : kTotal)));
   // Gradients held between steps: the full averaged ones (NO_SHARD, ZeRO-1:
-  // no copy of the chunk is kept) or the chunk alone (ZeRO-2).
+  // no copy of the chunk is kept; ZeRO-1 keeps them in one buffer padded to
+  // world_size chunks, whose chunk the step reads in place) or the chunk
+  // alone (ZeRO-2).
   const int64_t grad_bytes = accelerator.held_bytes(model, &optimizer).gradients;
+  const bool flat_gradients = expected == accel::ShardingStrategy::ShardOptimizer && !offload;
   const int64_t want_grad_bytes =
-      (expected == accel::ShardingStrategy::ShardGradOp ? chunk : kTotal) * static_cast<int64_t>(sizeof(float));
+      (expected == accel::ShardingStrategy::ShardGradOp ? chunk : flat_gradients ? chunk * world : kTotal) *
+      static_cast<int64_t>(sizeof(float));
   check(grad_bytes == want_grad_bytes, "gradients held: " + std::to_string(grad_bytes) + " bytes, expected " +
                                            std::to_string(want_grad_bytes));
   std::printf("rank %d: %s %s ok, worst error %g, optimizer state %lld of %lld elements\n", rank,
