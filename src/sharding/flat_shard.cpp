@@ -1,6 +1,9 @@
 #include "sharding/flat_shard.hpp"
 
 #include <ATen/ATen.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/utils/lambda_post_hook.h>
+#include <torch/csrc/autograd/variable.h>
 
 #include <algorithm>
 #include <cmath>
@@ -50,7 +53,20 @@ FlatShard::FlatShard(const std::vector<at::Tensor>& parameters, const std::vecto
   shard_ = offload_ ? at::empty({chunk_}, shard_options(mine)).copy_(mine) : mine;
   // ZeRO-1 builds its chunk's gradient only for the step (before_step): the
   // averaged full gradients already hold it between steps.
-  if (strategy_ != ShardingStrategy::ShardOptimizer) {
+  if (strategy_ == ShardingStrategy::ShardGradOp) {
+    shard_.mutable_grad() = at::zeros_like(shard_);
+    in_flat_grad_.assign(params_.size(), false);
+    for (size_t i = 0; i < params_.size(); ++i) {
+      auto accumulator = torch::autograd::impl::grad_accumulator(params_[i]);
+      require(accumulator != nullptr, ErrorCode::Internal, "parameter has no gradient accumulator");
+      const uintptr_t key = accumulator->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
+          [this, i](const torch::autograd::variable_list& outputs, const torch::autograd::variable_list&) {
+            on_gradient_ready(i);
+            return outputs;
+          }));
+      gradient_hooks_.emplace_back(std::move(accumulator), key);
+    }
+  } else if (strategy_ != ShardingStrategy::ShardOptimizer) {
     shard_.mutable_grad() = at::zeros_like(shard_);
   } else if (!offload_) {
     // The full gradients in one buffer shaped as flat_, so that the step's
@@ -64,6 +80,26 @@ FlatShard::FlatShard(const std::vector<at::Tensor>& parameters, const std::vecto
       grad_views_.push_back(view);
     }
   }
+}
+
+FlatShard::~FlatShard() {
+  for (auto& [accumulator, key] : gradient_hooks_) accumulator->del_post_hook(key);
+}
+
+void FlatShard::begin_backward() {
+  flat_grad_ = at::Tensor();
+  std::fill(in_flat_grad_.begin(), in_flat_grad_.end(), false);
+}
+
+void FlatShard::on_gradient_ready(size_t i) {
+  if (!sync_enabled_) return;  // an accumulation micro-step: the gradients stay in .grad
+  const at::Tensor& grad = params_[i].grad();
+  if (!grad.defined()) return;
+  at::NoGradGuard no_grad;
+  if (!flat_grad_.defined()) flat_grad_ = at::empty_like(flat_);
+  flat_grad_.narrow(0, offsets_[i], params_[i].numel()).copy_(grad.reshape(-1));
+  in_flat_grad_[i] = true;
+  params_[i].mutable_grad().reset();
 }
 
 bool FlatShard::gradients_in_flat_buffer() const {
@@ -121,9 +157,15 @@ void FlatShard::reduce_scatter_gradients() {
   at::NoGradGuard no_grad;
   // Parameters tile [0, total_) in order: each range is written once (the
   // gradient, or zeros where there is none) and the padding zeroed, rather
-  // than zeroing the whole buffer first (one memory pass fewer).
-  at::Tensor flat_grad = at::empty_like(flat_);
+  // than zeroing the whole buffer first (one memory pass fewer). Most ranges
+  // were filled during the backward (on_gradient_ready).
+  at::Tensor flat_grad = flat_grad_.defined() ? std::move(flat_grad_) : at::empty_like(flat_);
+  flat_grad_ = at::Tensor();
   for (size_t i = 0; i < params_.size(); ++i) {
+    if (in_flat_grad_[i]) {
+      in_flat_grad_[i] = false;
+      continue;
+    }
     const at::Tensor& grad = params_[i].grad();
     at::Tensor range = flat_grad.narrow(0, offsets_[i], params_[i].numel());
     if (grad.defined()) {

@@ -27,7 +27,14 @@
 
 #include <ATen/core/Tensor.h>
 
+namespace torch::autograd {
+struct Node;
+}
+
+#include <cstdint>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "accel/accelerator.hpp"
@@ -37,7 +44,9 @@ namespace accel::detail {
 
 class FlatShard {
  public:
-  virtual ~FlatShard() = default;
+  virtual ~FlatShard();
+  FlatShard(const FlatShard&) = delete;
+  FlatShard& operator=(const FlatShard&) = delete;
   // Not collective: prepare has already made the parameters equal everywhere.
   // Throws Unsupported naming a parameter whose dtype or device differs from
   // the first's. process_group null: a world of one.
@@ -61,9 +70,14 @@ class FlatShard {
   // ZeRO-2 only: whether the next backward reduce-scatters (off on accumulation micro-steps).
   void set_sync_enabled(bool enabled) { sync_enabled_ = enabled; }
   bool sync_enabled() const { return sync_enabled_; }
+  // ZeRO-2, before each backward: forgets what an interrupted backward may
+  // have moved into the flat gradient buffer.
+  void begin_backward();
   // ZeRO-2, after a synced backward: adds the average across ranks of this
   // rank's chunk of the gradients to shard().grad and frees the full
-  // gradients. Collective.
+  // gradients. During a synced backward each gradient moves into one flat
+  // buffer as soon as autograd has accumulated it (its .grad is freed then),
+  // so the full gradients are held once, not twice. Collective.
   virtual void reduce_scatter_gradients();
   // Before the optimizer's step. ZeRO-1: points shard().grad at this rank's
   // chunk of the (already averaged) full gradients, which are views of one
@@ -104,6 +118,8 @@ class FlatShard {
   at::TensorOptions shard_options(const at::Tensor& like) const;
   // A tensor of the model's device moved to where shard() lives.
   at::Tensor to_shard_device(const at::Tensor& t) const;
+  // ZeRO-2: moves a synced backward's gradient of parameter i into flat_grad_.
+  void on_gradient_ready(size_t i);
   // ZeRO-1: whether every parameter's .grad still lives in flat_grad_.
   bool gradients_in_flat_buffer() const;
   // The device the model computes on (where the collectives run).
@@ -125,6 +141,10 @@ class FlatShard {
   // parameter's .grad as a view of it (AccumulateGrad adds into it in place).
   at::Tensor flat_grad_;
   std::vector<at::Tensor> grad_views_;
+  // ZeRO-2: flat_grad_ exists from a synced backward's first gradient to its
+  // reduce-scatter; which parameters' gradients are in it already.
+  std::vector<bool> in_flat_grad_;
+  std::vector<std::pair<std::shared_ptr<torch::autograd::Node>, uintptr_t>> gradient_hooks_;
   bool sync_enabled_ = true;
 };
 

@@ -215,6 +215,15 @@ void reduce_scatter_sharded_gradients(AcceleratorState& state) {
   }
 }
 
+void begin_sharded_backward(AcceleratorState& state) {
+  for (const auto& weak : state.prepared_models) {
+    auto model = weak.lock();
+    if (model && model->flat_shard() && model->flat_shard()->strategy() == ShardingStrategy::ShardGradOp) {
+      model->flat_shard()->begin_backward();
+    }
+  }
+}
+
 }  // namespace
 
 }  // namespace detail
@@ -308,6 +317,7 @@ void Accelerator::backward(const at::Tensor& loss) {
     at::Tensor scaled = state_->gradient_state->num_steps > 1 ? loss / state_->gradient_state->num_steps : loss;
     if (state_->scaler) scaled = state_->scaler->scale_loss(scaled);
     if (state_->joining) start_join_round();
+    detail::begin_sharded_backward(*state_);
     scaled.backward();
     detail::reduce_scatter_sharded_gradients(*state_);
   } catch (const Error&) {
