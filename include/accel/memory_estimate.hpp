@@ -34,9 +34,13 @@ struct MemoryEstimate {
 // memory (AcceleratorOptions::cpu_offload); NO_SHARD cannot offload and is
 // listed as without. One process without offload trains every strategy as
 // NO_SHARD; with offload it shards over a world of one.
-// Throws InvalidArgument naming a world_size below 1 or a negative
-// min_num_params; IO naming a file that cannot be read.
+// num_machines > 1 adds a HYBRID_SHARD row: FULL_SHARD within each machine's
+// world_size / num_machines processes, replicated across machines.
+// Throws InvalidArgument naming a world_size below 1, a negative
+// min_num_params or a num_machines that does not divide world_size; IO
+// naming a file that cannot be read.
 std::vector<MemoryEstimate> estimate_memory(const std::string& path, int world_size, OptimizerKind optimizer,
-                                            int64_t min_num_params = 0, bool cpu_offload = false);
+                                            int64_t min_num_params = 0, bool cpu_offload = false,
+                                            int num_machines = 1);
 
 }  // namespace accel

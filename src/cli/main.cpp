@@ -131,7 +131,7 @@ int main(int argc, char** argv) {
 
   // Accelerate's `accelerate estimate-memory`; the arithmetic needs LibTorch, so accel-selftest does it.
   std::string estimate_path, estimate_optimizer = "adamw";
-  int estimate_world = 1;
+  int estimate_world = 1, estimate_machines = 1;
   int64_t estimate_min_num_params = 0;
   bool estimate_cpu_offload = false;
   CLI::App* estimate_command = app.add_subcommand(
@@ -147,6 +147,10 @@ int main(int argc, char** argv) {
   estimate_command->add_option("--min_num_params", estimate_min_num_params,
                                "FULL_SHARD wrap units: 0 one per layer, else layers grouped to this size")
       ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  estimate_command->add_option("--num_machines", estimate_machines,
+                               "Machines the processes are spread over: adds HYBRID_SHARD (sharded within a machine)")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
   estimate_command->add_flag("--cpu_offload", estimate_cpu_offload,
                              "Master weights, gradients and optimizer state of the shards on the CPU: what stays on "
@@ -218,7 +222,8 @@ int main(int argc, char** argv) {
       const std::string selftest = accel::cli::find_selftest();
       if (selftest.empty()) throw std::runtime_error("accel-selftest (which does the arithmetic) is not installed");
       std::vector<std::string> args = {selftest, "--estimate-memory", estimate_path, std::to_string(estimate_world),
-                                       estimate_optimizer, std::to_string(estimate_min_num_params)};
+                                       estimate_optimizer, std::to_string(estimate_min_num_params),
+                                       std::to_string(estimate_machines)};
       if (estimate_cpu_offload) args.push_back("--cpu_offload");
       std::vector<char*> argv_out;
       for (const auto& a : args) argv_out.push_back(const_cast<char*>(a.c_str()));

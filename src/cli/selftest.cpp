@@ -122,14 +122,15 @@ int sanity() {
 // One line per strategy: bytes per process for parameters, gradients,
 // optimizer state, their sum, and the ratio to NO_SHARD's sum.
 int estimate(const std::string& path, int world, const std::string& optimizer, int64_t min_num_params,
-             bool cpu_offload) {
+             int num_machines, bool cpu_offload) {
   const accel::OptimizerKind kind = optimizer == "sgd" ? accel::OptimizerKind::Sgd : accel::OptimizerKind::AdamW;
-  const auto estimates = accel::estimate_memory(path, world, kind, min_num_params, cpu_offload);
+  const auto estimates = accel::estimate_memory(path, world, kind, min_num_params, cpu_offload, num_machines);
   auto mib = [](int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); };
   const accel::HeldBytes& base = estimates.front().bytes;
   const double replicated = static_cast<double>(base.parameters + base.gradients + base.optimizer_state);
-  std::printf("%s, %d processes, %s%s: bytes per process held between steps (MiB)\n", path.c_str(), world,
-              optimizer.c_str(), cpu_offload ? ", CPU offload" : "");
+  const std::string machines = num_machines > 1 ? " on " + std::to_string(num_machines) + " machines" : "";
+  std::printf("%s, %d processes%s, %s%s: bytes per process held between steps (MiB)\n", path.c_str(), world,
+              machines.c_str(), optimizer.c_str(), cpu_offload ? ", CPU offload" : "");
   std::printf("%-16s %12s %12s %12s %12s %8s %16s%s\n", "strategy", "parameters", "gradients", "optimizer", "total",
               "ratio", "+ gathered unit", cpu_offload ? "      on device        on host" : "");
   for (const auto& e : estimates) {
@@ -147,9 +148,9 @@ int estimate(const std::string& path, int world, const std::string& optimizer, i
 int main(int argc, char** argv) {
   try {
     if (argc > 1 && std::strcmp(argv[1], "--env") == 0) return print_env();
-    if ((argc == 6 || (argc == 7 && std::strcmp(argv[6], "--cpu_offload") == 0)) &&
+    if ((argc == 7 || (argc == 8 && std::strcmp(argv[7], "--cpu_offload") == 0)) &&
         std::strcmp(argv[1], "--estimate-memory") == 0) {
-      return estimate(argv[2], std::atoi(argv[3]), argv[4], std::atoll(argv[5]), argc == 7);
+      return estimate(argv[2], std::atoi(argv[3]), argv[4], std::atoll(argv[5]), std::atoi(argv[6]), argc == 8);
     }
     if ((argc == 4 || (argc == 5 && std::strcmp(argv[4], "--unsafe_serialization") == 0)) &&
         std::strcmp(argv[1], "--merge-weights") == 0) {

@@ -27,10 +27,6 @@
 
 #include <ATen/core/Tensor.h>
 
-namespace torch::autograd {
-struct Node;
-}
-
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -39,6 +35,10 @@ struct Node;
 
 #include "accel/accelerator.hpp"
 #include "state/process_group.hpp"
+
+namespace torch::autograd {
+struct Node;  // a parameter's gradient accumulator, which ZeRO-2 hooks
+}
 
 namespace accel::detail {
 
@@ -137,8 +137,9 @@ class FlatShard {
   // flat_'s chunk of this rank, a view of it (CPU offload: a host copy;
   // FULL_SHARD: every unit's chunk, concatenated).
   at::Tensor shard_;
-  // ZeRO-1 without offload: the full gradients, laid out as flat_, and each
-  // parameter's .grad as a view of it (AccumulateGrad adds into it in place).
+  // The full gradients laid out as flat_. ZeRO-1 without offload: always,
+  // each parameter's .grad a view of it (AccumulateGrad adds into it in
+  // place). ZeRO-2: during a synced backward only (see in_flat_grad_).
   at::Tensor flat_grad_;
   std::vector<at::Tensor> grad_views_;
   // ZeRO-2: flat_grad_ exists from a synced backward's first gradient to its

@@ -78,8 +78,11 @@ int64_t chunk(int64_t numel, int world) { return (numel + world - 1) / world; }
 }  // namespace
 
 std::vector<MemoryEstimate> estimate_memory(const std::string& path, int world_size, OptimizerKind optimizer,
-                                            int64_t min_num_params, bool cpu_offload) {
+                                            int64_t min_num_params, bool cpu_offload, int num_machines) {
   require_arg(world_size >= 1, "estimate-memory: world_size must be 1 or more, got " + std::to_string(world_size));
+  require_arg(num_machines >= 1 && world_size % num_machines == 0,
+              "estimate-memory: num_machines must divide world_size (" + std::to_string(world_size) +
+                  " processes), got " + std::to_string(num_machines));
   require_arg(min_num_params >= 0,
               "estimate-memory: min_num_params must be 0 or more, got " + std::to_string(min_num_params));
   const std::vector<Layer> layers = layers_of(path);
@@ -96,11 +99,19 @@ std::vector<MemoryEstimate> estimate_memory(const std::string& path, int world_s
       units.back() += layer.numel;
     }
   }
-  int64_t unit_chunks = 0, largest = 0;
-  for (int64_t u : units) {
-    unit_chunks += chunk(u, world_size);
-    largest = std::max(largest, chunk(u, world_size) * world_size);
-  }
+  // FULL_SHARD over `ranks` processes: each rank's chunks of every unit, and the largest unit whole.
+  auto unit_chunks_over = [&](int ranks) {
+    int64_t chunks = 0, largest = 0;
+    for (int64_t u : units) {
+      chunks += chunk(u, ranks);
+      largest = std::max(largest, chunk(u, ranks) * ranks);
+    }
+    return std::make_pair(chunks, largest);
+  };
+  const auto [unit_chunks, largest] = unit_chunks_over(world_size);
+  // HYBRID_SHARD shards within each machine and replicates across them.
+  const auto [node_chunks, node_largest] = unit_chunks_over(world_size / num_machines);
+  const bool hybrid_row = num_machines > 1;
   const int64_t n = world_size, flat = chunk(total, world_size);
   std::vector<MemoryEstimate> out;
   auto put = [&](ShardingStrategy s, int64_t params, int64_t grads, int64_t state, int64_t gathered,
@@ -121,6 +132,10 @@ std::vector<MemoryEstimate> estimate_memory(const std::string& path, int world_s
     put(ShardingStrategy::ShardGradOp, flat * n + flat, flat, states * flat, 0, 2 * flat + states * flat);
     put(ShardingStrategy::FullShard, unit_chunks, unit_chunks, states * unit_chunks, largest,
         (2 + states) * unit_chunks);
+    if (hybrid_row) {
+      put(ShardingStrategy::HybridShard, node_chunks, node_chunks, states * node_chunks, node_largest,
+          (2 + states) * node_chunks);
+    }
     return out;
   }
   if (n == 1) {  // one process trains as NO_SHARD whatever the strategy
@@ -136,6 +151,7 @@ std::vector<MemoryEstimate> estimate_memory(const std::string& path, int world_s
   put(ShardingStrategy::ShardOptimizer, flat * n, total, states * flat, 0);
   put(ShardingStrategy::ShardGradOp, flat * n, flat, states * flat, 0);
   put(ShardingStrategy::FullShard, unit_chunks, unit_chunks, states * unit_chunks, largest);
+  if (hybrid_row) put(ShardingStrategy::HybridShard, node_chunks, node_chunks, states * node_chunks, node_largest);
   return out;
 }
 
