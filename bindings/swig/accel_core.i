@@ -1240,8 +1240,9 @@ struct AccelTensorMap {};
   }
   void end() {
     if (!$self->handle) accel_fail(ACCEL_ERR_STATE, "the profile has already ended");
-    accel_profile* handle = $self->handle;
-    $self->handle = 0;
-    accel_check(accel_profile_end(handle));
+    // STATE (called on another thread than begin's): still running, the handle stays valid.
+    const accel_status status = accel_profile_end($self->handle);
+    if (status != ACCEL_ERR_STATE) $self->handle = 0;
+    accel_check(status);
   }
 }

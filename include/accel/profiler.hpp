@@ -25,8 +25,11 @@ class ProfileScope {
   // file when it cannot be written; State, leaving the profile running, when
   // called on another thread than the constructor's. Later calls do nothing.
   void finish();
-  // Calls finish(), swallowing its error (a destructor must not throw); on
-  // another thread than the constructor's the trace is lost.
+  // Whether it still records (not finished, or refused on another thread).
+  bool running() const { return impl_ != nullptr; }
+  // Calls finish(), swallowing its error (a destructor must not throw). On
+  // another thread than the constructor's the trace is lost and the recorder
+  // is left to its thread rather than stopped from this one.
   ~ProfileScope();
   ProfileScope(const ProfileScope&) = delete;
   ProfileScope& operator=(const ProfileScope&) = delete;

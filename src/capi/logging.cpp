@@ -67,12 +67,9 @@ accel_status accel_profile_end(accel_profile* profile) {
     deref(profile, "profile");
     try {
       profile->scope->finish();  // errors writing the trace reach the caller
-    } catch (const accel::Error& error) {
-      // On the wrong thread nothing was stopped: the handle stays valid for the right one.
-      if (error.code() != accel::ErrorCode::State) release(profile);
-      throw;
     } catch (...) {
-      release(profile);
+      // Refused on another thread, it still records: the handle stays valid for its own thread.
+      if (!profile->scope->running()) release(profile);
       throw;
     }
     release(profile);

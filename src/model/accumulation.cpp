@@ -17,6 +17,16 @@ namespace accel {
 
 namespace {
 
+// Ending a thread-local mode from another thread would change that thread's mode
+// and leave the scope's own thread in it: refuse, and keep the scope open.
+template <typename Open>
+void require_own_thread(const std::vector<Open>& scopes, const char* what) {
+  require(!scopes.empty(), ErrorCode::State, std::string(what) + "_end without a matching " + what + "_begin");
+  require(scopes.back().thread == std::this_thread::get_id(), ErrorCode::State,
+          std::string(what) + "_end on another thread than its " + what +
+              "_begin (the mode belongs to a thread): end it on the thread that began it");
+}
+
 void set_sync(Model& model, bool enabled) {
   if (auto* sync = model.impl().gradient_sync()) sync->set_enabled(enabled);
   if (const auto& shard = model.impl().flat_shard()) shard->set_sync_enabled(enabled);
@@ -108,18 +118,6 @@ void Accelerator::autocast_begin(bool enabled) {
   auto scope = std::make_unique<detail::AutocastScope>(state_->mixed_precision, state_->device, enabled);
   state_->autocast_scopes.push_back({std::this_thread::get_id(), std::move(scope)});
 }
-
-namespace {
-// Ending a thread-local mode from another thread would change that thread's mode
-// and leave the scope's own thread in it: refuse, and keep the scope open.
-template <typename Open>
-void require_own_thread(const std::vector<Open>& scopes, const char* what) {
-  require(!scopes.empty(), ErrorCode::State, std::string(what) + "_end without a matching " + what + "_begin");
-  require(scopes.back().thread == std::this_thread::get_id(), ErrorCode::State,
-          std::string(what) + "_end on another thread than its " + what +
-              "_begin (the mode belongs to a thread): end it on the thread that began it");
-}
-}  // namespace
 
 void Accelerator::autocast_end() {
   require_own_thread(state_->autocast_scopes, "autocast");

@@ -86,7 +86,9 @@ ProfileScope::~ProfileScope() {
   try {
     finish();
   } catch (...) {
-    // A destructor must not throw; the trace is incomplete.
+    // A destructor must not throw; the trace is incomplete. Stopping another
+    // thread's profiler from here would corrupt LibTorch's per-thread state.
+    if (impl_ && impl_->owner != std::this_thread::get_id()) static_cast<void>(impl_.release());
   }
 }
 

@@ -299,6 +299,28 @@ def test_profile_writes_a_trace(tmp_path):
     assert (tmp_path / "trace" / "trace_0.json").exists()
 
 
+def test_profile_ends_only_on_its_own_thread(tmp_path):
+    import threading
+    from accel import core
+    acc, model, *_ = make_run(tmp_path)
+    run = core.Profile.begin(acc, str(tmp_path / "trace"))
+    errors = []
+
+    def end_elsewhere():
+        try:
+            run.end()
+        except accel.AccelError as error:
+            errors.append(str(error))
+
+    thread = threading.Thread(target=end_elsewhere)
+    thread.start()
+    thread.join()
+    assert len(errors) == 1 and "another thread" in errors[0]
+    model(accel.tensor(np.ones((2, 4), np.float32)))  # still recording here
+    run.end()
+    assert '"accel::forward"' in (tmp_path / "trace" / "trace_0.json").read_text()
+
+
 def test_scopes_and_single_process_collectives(tmp_path):
     acc, model, *_ = make_run(tmp_path)
     with acc.main_process_first(), acc.autocast(), acc.no_sync(model):
