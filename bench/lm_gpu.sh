@@ -2,18 +2,19 @@
 # The LM bench on one GPU (issue: real models, "On a lent GPU"): tokens/s of
 # lm_model.py's GPT-2 (6 layers, n_embd 256, seq 128, batch 8, AdamW) trained by
 #   accel_c            libaccel from C over the TorchScript export (lm_bench_c --gpu 1)
-#   accel_c_optimized  the same with ACCEL_TORCHSCRIPT_OPTIMIZE=1 (the graph executor's
-#                      optimisations: profiling, fusion of elementwise chains)
+#   accel_c_optimized  with --with-optimized: the same with ACCEL_TORCHSCRIPT_OPTIMIZE=1 (the
+#                      graph executor's optimisations; measured 15% slower, docs/benchmarks.md)
 #   accelerate         Python Accelerate on the same Hugging Face model, its default attention
 #   accelerate_eager   the same with attn_implementation="eager", the attention the export traced
 #   torch              a plain PyTorch loop (bf16 through torch.autocast)
 # in fp32 and bf16, one process, batches already on the GPU. Contestants
 # alternate within each round; the table shows medians and ratios to Accelerate.
 #   bench/lm_gpu.sh [--build-dir build-cuda] [--model model.pt] [--rounds 2] [--steps 300] [--warmup 30]
+#                   [--with-optimized]
 # --model: a TorchScript export made by lm_model.py (default: exported here with $PYTHON).
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-build="$here/../build-cuda" model="" rounds=2 steps=300 warmup=30
+build="$here/../build-cuda" model="" rounds=2 steps=300 warmup=30 with_optimized=0
 python="${PYTHON:-python3}"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -22,6 +23,7 @@ while [ $# -gt 0 ]; do
     --rounds) rounds="$2"; shift ;;
     --steps) steps="$2"; shift ;;
     --warmup) warmup="$2"; shift ;;
+    --with-optimized) with_optimized=1 ;;
     *) echo "lm_gpu.sh: unknown option '$1'" >&2; exit 2 ;;
   esac
   shift
@@ -40,11 +42,14 @@ for round in $(seq "$rounds"); do
   for precision in no bf16; do
     common=(--steps "$steps" --warmup "$warmup" --gpu 1 --mixed-precision "$precision")
     "$bench_c" "$model" "${common[@]}"
-    ACCEL_TORCHSCRIPT_OPTIMIZE=1 "$bench_c" "$model" "${common[@]}" | sed 's/"contestant":"accel_c"/"contestant":"accel_c_optimized"/'
+    if [ "$with_optimized" = 1 ]; then
+      ACCEL_TORCHSCRIPT_OPTIMIZE=1 "$bench_c" "$model" "${common[@]}" |
+        sed 's/"contestant":"accel_c"/"contestant":"accel_c_optimized"/'
+    fi
     "$python" "$here/lm/lm_bench.py" accelerate "${common[@]}"
     "$python" "$here/lm/lm_bench.py" accelerate --attn eager "${common[@]}"
     "$python" "$here/lm/lm_bench.py" torch "${common[@]}"
-  done 2>&1 | grep '^BENCH_RESULT ' | sed 's/^BENCH_RESULT //' >>"$results"
+  done 2>&1 | grep '^BENCH_RESULT ' | sed 's/^BENCH_RESULT //' | tee -a "$results"  # seen as they come
   echo "lm_gpu.sh: round $round of $rounds done" >&2
 done
 "$python" -c "import torch; print('GPU:', torch.cuda.get_device_name(0), '| torch', torch.__version__)"

@@ -7,7 +7,7 @@
 # Then, with GPU_CHECK_UNIT_TESTS=1 (the default), the CPU unit tests of this
 # CUDA build (accel_unit_tests with ACCELERATE_USE_CPU=1; about 2 minutes).
 # Logs go to $OUT (the device tool brings them back). GPU_CHECK_BENCH=0 skips
-# the bench; LM_ROUNDS / LM_STEPS size it.
+# the bench; LM_ROUNDS / LM_STEPS / LM_TIMEOUT size it.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/gpu-check}
@@ -27,7 +27,7 @@ timeout 150 build-cuda/tests/accel_cuda_tests 2>&1 | tee "$OUT/cuda_tests.log" |
 if [ "${GPU_CHECK_BENCH:-1}" = 1 ]; then
   timeout 60 build-cuda/bin/lm_bench_c .lm/model.pt --steps 20 --warmup 5 --gpu 1 2>&1 | tail -3
   [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "gpu-check: lm_bench_c failed"; exit 1; }
-  timeout 300 bench/lm_gpu.sh --model .lm/model.pt --rounds "${LM_ROUNDS:-2}" --steps "${LM_STEPS:-300}" 2>&1 |
+  timeout "${LM_TIMEOUT:-300}" bench/lm_gpu.sh --model .lm/model.pt --rounds "${LM_ROUNDS:-2}" --steps "${LM_STEPS:-300}" 2>&1 |
     tee "$OUT/lm_gpu.log" | tail -25
 fi
 [ "${GPU_CHECK_UNIT_TESTS:-1}" = 1 ] || exit 0

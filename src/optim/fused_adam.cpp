@@ -99,6 +99,52 @@ bool fused_step(std::vector<torch::optim::OptimizerParamGroup>& groups,
   return true;
 }
 
+// The same step on CUDA through the multi-tensor kernels; false (nothing done)
+// when a parameter with a gradient does not fit them.
+template <class ParamState, class Options>
+bool device_step(std::vector<torch::optim::OptimizerParamGroup>& groups, OptimizerStates& states, bool decoupled,
+                 MultiTensorAdam& on_device) {
+  if (!MultiTensorAdam::available()) return false;
+  for (auto& group : groups) {
+    if (static_cast<Options&>(group.options()).amsgrad()) return false;
+    for (auto& p : group.params()) {
+      if (!p.grad().defined()) continue;
+      auto it = states.find(optimizer_state_key(p));
+      at::Tensor exp_avg, exp_avg_sq;
+      if (it != states.end()) {
+        auto& state = static_cast<ParamState&>(*it->second);
+        exp_avg = state.exp_avg();
+        exp_avg_sq = state.exp_avg_sq();
+        if (!exp_avg.defined() || !exp_avg_sq.defined()) return false;
+      }
+      if (!MultiTensorAdam::fits(p, exp_avg, exp_avg_sq)) return false;
+    }
+  }
+  at::NoGradGuard no_grad;
+  for (auto& group : groups) {
+    auto& options = static_cast<Options&>(group.options());
+    MultiTensorAdamGroup batch;
+    batch.lr = options.lr();
+    batch.beta1 = std::get<0>(options.betas());
+    batch.beta2 = std::get<1>(options.betas());
+    batch.eps = options.eps();
+    batch.weight_decay = options.weight_decay();
+    batch.decoupled = decoupled;
+    for (auto& p : group.params()) {
+      if (!p.grad().defined()) continue;
+      ParamState& state = state_of<ParamState>(states, p);
+      state.step(state.step() + 1);
+      batch.params.push_back(p);
+      batch.grads.push_back(p.grad());
+      batch.exp_avgs.push_back(state.exp_avg());
+      batch.exp_avg_sqs.push_back(state.exp_avg_sq());
+      batch.steps.push_back(state.step());
+    }
+    if (!batch.params.empty()) on_device.step(batch);
+  }
+  return true;
+}
+
 }  // namespace
 
 void fused_adam_update(float* param, const float* grad, float* exp_avg, float* exp_avg_sq, int64_t n,
@@ -114,7 +160,9 @@ at::Tensor FusedAdam::step(LossClosure closure) {
     at::AutoGradMode enable_grad(true);
     loss = closure();
   }
-  if (!fused_step<torch::optim::AdamParamState, torch::optim::AdamOptions>(param_groups_, state_, false)) {
+  if (!fused_step<torch::optim::AdamParamState, torch::optim::AdamOptions>(param_groups_, state_, false) &&
+      !device_step<torch::optim::AdamParamState, torch::optim::AdamOptions>(param_groups_, state_, false,
+                                                                             on_device_)) {
     torch::optim::Adam::step(nullptr);
   }
   return loss;
@@ -126,7 +174,9 @@ at::Tensor FusedAdamW::step(LossClosure closure) {
     at::AutoGradMode enable_grad(true);
     loss = closure();
   }
-  if (!fused_step<torch::optim::AdamWParamState, torch::optim::AdamWOptions>(param_groups_, state_, true)) {
+  if (!fused_step<torch::optim::AdamWParamState, torch::optim::AdamWOptions>(param_groups_, state_, true) &&
+      !device_step<torch::optim::AdamWParamState, torch::optim::AdamWOptions>(param_groups_, state_, true,
+                                                                              on_device_)) {
     torch::optim::AdamW::step(nullptr);
   }
   return loss;

@@ -2,12 +2,15 @@
 // (gradient, two moments, parameter) instead of LibTorch's eight element-wise
 // kernels per parameter. The optimizer state stays LibTorch's own
 // (AdamParamState / AdamWParamState), so saving and loading it is unchanged.
-// Parameters that are not dense contiguous float32 on the CPU, and amsgrad,
-// take LibTorch's own step.
+// On CUDA the step goes through LibTorch's fused multi-tensor kernels
+// (optim/multi_tensor_adam.hpp). Anything else (other dtypes or devices,
+// parameters spread over CPU and GPU, amsgrad) takes LibTorch's own step.
 #pragma once
 
 #include <torch/optim/adam.h>
 #include <torch/optim/adamw.h>
+
+#include "optim/multi_tensor_adam.hpp"
 
 namespace accel::detail {
 
@@ -15,12 +18,18 @@ class FusedAdam final : public torch::optim::Adam {
  public:
   using torch::optim::Adam::Adam;
   at::Tensor step(LossClosure closure = nullptr) override;
+
+ private:
+  MultiTensorAdam on_device_;
 };
 
 class FusedAdamW final : public torch::optim::AdamW {
  public:
   using torch::optim::AdamW::AdamW;
   at::Tensor step(LossClosure closure = nullptr) override;
+
+ private:
+  MultiTensorAdam on_device_;
 };
 
 // The fused update of n elements (exposed for tests).
