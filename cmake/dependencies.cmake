@@ -52,3 +52,22 @@ if(ACCEL_GLOO_INCLUDE_DIR AND ACCEL_GLOO_LIBRARY AND ACCEL_TORCH_CPU_LIBRARY AND
   endif()
 endif()
 message(STATUS "libaccel: Gloo on the calling thread for two ranks: ${ACCEL_GLOO_DIRECT}")
+
+# oneDNN's matmul for float32 products on the CPU (src/matmul/onednn_matmul.cpp):
+# only with the system's oneDNN headers, and only when LibTorch links that same
+# libdnnl (Debian's does; a pip LibTorch carries its own copy inside
+# libtorch_cpu, and two copies in one process must not meet). Otherwise the
+# products stay ATen's.
+set(ACCEL_ONEDNN OFF)
+find_path(ACCEL_ONEDNN_INCLUDE_DIR oneapi/dnnl/dnnl.hpp)
+find_library(ACCEL_ONEDNN_LIBRARY NAMES dnnl)
+if(ACCEL_ONEDNN_INCLUDE_DIR AND ACCEL_ONEDNN_LIBRARY AND ACCEL_TORCH_CPU_LIBRARY AND CMAKE_OBJDUMP)
+  if(NOT DEFINED ACCEL_TORCH_CPU_HEADERS)
+    execute_process(COMMAND "${CMAKE_OBJDUMP}" -p "${ACCEL_TORCH_CPU_LIBRARY}"
+                    OUTPUT_VARIABLE ACCEL_TORCH_CPU_HEADERS ERROR_QUIET)
+  endif()
+  if(ACCEL_TORCH_CPU_HEADERS MATCHES "NEEDED +libdnnl\\.so")
+    set(ACCEL_ONEDNN ON)
+  endif()
+endif()
+message(STATUS "libaccel: oneDNN matrix products on the CPU: ${ACCEL_ONEDNN}")

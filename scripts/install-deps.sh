@@ -7,6 +7,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config git
   libtorch-dev            # LibTorch 1.13.1 (CPU, Gloo, c10d)
   libgloo-dev             # Gloo headers, included by c10d's ProcessGroupGloo.hpp
+  libdnnl-dev             # oneDNN headers: float32 CPU products through the libdnnl LibTorch links (src/matmul)
   libopenblas0-openmp     # fast BLAS: without it LibTorch uses the 13x slower reference BLAS
   nlohmann-json3-dev libcli11-dev zlib1g-dev
   libxxhash-dev           # checkpoint checksums (XXH3)

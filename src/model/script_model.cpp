@@ -12,6 +12,7 @@
 #include <unordered_set>
 
 #include "accel/error.hpp"
+#include "matmul/onednn_matmul.hpp"
 #include "model/model_impl.hpp"
 #include "model/script_rewrites.hpp"
 #include "model/script_units.hpp"
@@ -255,7 +256,10 @@ std::shared_ptr<ModelImpl> load_script_model(const std::string& path, std::vecto
   // ACCEL_TORCHSCRIPT_REWRITES=0 runs the graph exactly as exported (to compare
   // results or speed with and without the rewrites).
   const char* rewrites = std::getenv("ACCEL_TORCHSCRIPT_REWRITES");
-  if (rewrites == nullptr || std::string(rewrites) != "0") fuse_tanh_gelu(module);
+  if (rewrites == nullptr || std::string(rewrites) != "0") {
+    fuse_tanh_gelu(module);
+    if (onednn::available()) onednn_products(module);
+  }
   std::optional<std::set<std::string>> keys;
   if (!extra[kStateDictKeys].empty()) {
     nlohmann::json parsed = nlohmann::json::parse(extra[kStateDictKeys], nullptr, false);

@@ -19,12 +19,13 @@ void check_precision_supported(MixedPrecision precision, const c10::Device& devi
   }
 }
 
-namespace {
-
 // LibTorch 2.4 replaced the per-device autocast calls (set_enabled for CUDA,
 // set_cpu_enabled, ...) with calls that take the device type.
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
 bool autocast_enabled(c10::DeviceType type) { return at::autocast::is_autocast_enabled(type); }
+
+namespace {
+
 c10::ScalarType autocast_dtype(c10::DeviceType type) { return at::autocast::get_autocast_dtype(type); }
 void set_autocast(c10::DeviceType type, bool enabled, c10::ScalarType dtype) {
   at::autocast::set_autocast_enabled(type, enabled);
@@ -34,6 +35,9 @@ void set_autocast(c10::DeviceType type, bool enabled, c10::ScalarType dtype) {
 bool autocast_enabled(c10::DeviceType type) {
   return type == c10::kCUDA ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled();
 }
+
+namespace {
+
 c10::ScalarType autocast_dtype(c10::DeviceType type) {
   return type == c10::kCUDA ? at::autocast::get_autocast_gpu_dtype() : at::autocast::get_autocast_cpu_dtype();
 }

@@ -12,6 +12,9 @@ namespace accel::detail {
 // (fp16 on CPU, fp8 anywhere): a clear error at creation, never a silent fallback.
 void check_precision_supported(MixedPrecision precision, const c10::Device& device);
 
+// Whether LibTorch autocast is on for `type` on this thread.
+bool autocast_enabled(c10::DeviceType type);
+
 // Enables LibTorch autocast for `device` in bf16 or fp16 while alive; does
 // nothing for MixedPrecision::No. Scopes nest; the outermost one clears the cast cache.
 class AutocastScope {

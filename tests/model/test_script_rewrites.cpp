@@ -74,6 +74,45 @@ TEST(ScriptRewrites, AChainWithOtherConstantsIsLeftAlone) {
   }
 }
 
+// The plain products of a graph become libaccel's (oneDNN on float32 CPU
+// tensors): an addmm with beta = alpha = 1, a linear with and without bias and
+// a matmul; an addmm that scales is left alone. Values and gradients stay.
+TEST(ScriptRewrites, PlainProductsBecomeLibaccelsWithTheSameValuesAndGradients) {
+  torch::jit::Module original("Products");
+  original.define(R"(
+def forward(self, x, w, b, v):
+    y = torch.addmm(b, x, w)
+    y = torch.linear(y, v, b) + torch.linear(y, v)
+    y = torch.addmm(b, y, w.t(), beta=2.0)
+    return torch.matmul(y.view(2, 3, 4), w.view(1, 4, 4).expand(2, 4, 4))
+)");
+  torch::jit::Module rewritten = original.clone();
+  EXPECT_EQ(accel::detail::onednn_products(rewritten), 4u);
+  EXPECT_EQ(count(rewritten, "aten::addmm"), 1u) << "beta = 2 stays ATen's";
+  EXPECT_EQ(count(rewritten, "libaccel::addmm"), 1u);
+  EXPECT_EQ(count(rewritten, "libaccel::linear"), 2u);
+  EXPECT_EQ(count(rewritten, "libaccel::matmul"), 1u);
+
+  at::manual_seed(1);
+  std::vector<at::Tensor> inputs{at::randn({6, 4}), at::randn({4, 4}), at::randn({4}), at::randn({4, 4})};
+  auto run = [&](torch::jit::Module& module) {
+    std::vector<at::Tensor> leaves;
+    std::vector<c10::IValue> args;
+    for (const auto& t : inputs) {
+      leaves.push_back(t.clone().requires_grad_(true));
+      args.emplace_back(leaves.back());
+    }
+    at::Tensor y = module.forward(args).toTensor();
+    auto grads = torch::autograd::grad({y.pow(2).sum()}, leaves);
+    grads.insert(grads.begin(), y);
+    return grads;
+  };
+  auto want = run(original), got = run(rewritten);
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_TRUE(at::allclose(got[i], want[i], 1e-4, 1e-4)) << i << ": " << (got[i] - want[i]).abs().max();
+  }
+}
+
 // A traced module (tanh_gelu_mlp.pt, make_torchscript_fixture.py): the trace
 // stores 0.5, 0.044715 and 1 as tensor constants. Loading it through
 // Model::from_torchscript rewrites the chain, and the model computes what the

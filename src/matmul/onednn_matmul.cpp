@@ -1,0 +1,129 @@
+#include "matmul/onednn_matmul.hpp"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+#if defined(ACCEL_WITH_ONEDNN)
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+#endif
+
+namespace accel::detail::onednn {
+
+#if defined(ACCEL_WITH_ONEDNN)
+
+namespace {
+
+using Dims = dnnl::memory::dims;
+
+// A primitive is planned for one set of shapes, strides and thread count
+// (oneDNN splits the work by the threads it sees at creation); the few a
+// model uses are kept, so planning happens once per shape.
+using PlanKey = std::tuple<Dims, Dims, Dims, Dims, bool, int>;
+
+struct Plan {
+  dnnl::matmul primitive;
+  dnnl::memory::desc a, b, bias, out, scratchpad;
+};
+
+dnnl::engine& cpu_engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+Dims dims_of(const at::Tensor& t) { return Dims(t.sizes().begin(), t.sizes().end()); }
+Dims strides_of(const at::Tensor& t) { return Dims(t.strides().begin(), t.strides().end()); }
+
+const Plan* plan_for(const at::Tensor& a, const at::Tensor& b, bool with_bias, const at::Tensor& out) {
+  static std::mutex mutex;
+  static std::map<PlanKey, std::optional<Plan>> plans;
+  PlanKey key{dims_of(a), strides_of(a), dims_of(b), strides_of(b), with_bias, at::get_num_threads()};
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = plans.find(key);
+  if (it == plans.end()) {
+    std::optional<Plan> plan;
+    try {
+      using dt = dnnl::memory::data_type;
+      dnnl::memory::desc a_desc(dims_of(a), dt::f32, strides_of(a)), b_desc(dims_of(b), dt::f32, strides_of(b));
+      dnnl::memory::desc out_desc(dims_of(out), dt::f32, strides_of(out));
+      dnnl::memory::desc bias_desc;
+      if (with_bias) {
+        Dims bias_dims(out.dim(), 1);
+        bias_dims.back() = out.size(-1);
+        Dims bias_strides(out.dim(), out.size(-1));
+        bias_strides.back() = 1;
+        bias_desc = dnnl::memory::desc(bias_dims, dt::f32, bias_strides);
+      }
+      dnnl::primitive_attr attr;
+      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // per call: concurrent calls stay apart
+      auto desc = with_bias ? dnnl::matmul::desc(a_desc, b_desc, bias_desc, out_desc)
+                            : dnnl::matmul::desc(a_desc, b_desc, out_desc);
+      dnnl::matmul::primitive_desc pd(desc, attr, cpu_engine());
+      plan = Plan{dnnl::matmul(pd), a_desc, b_desc, bias_desc, out_desc, pd.scratchpad_desc()};
+    } catch (const dnnl::error&) {
+      plan.reset();  // a layout oneDNN does not take: ATen computes it, every time
+    }
+    it = plans.emplace(std::move(key), std::move(plan)).first;
+  }
+  return it->second ? &*it->second : nullptr;
+}
+
+bool positive_strides(const at::Tensor& t) {
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (t.size(d) != 1 && t.stride(d) <= 0) return false;
+  }
+  return true;
+}
+
+bool fits(const at::Tensor& t) {
+  return t.defined() && t.device().is_cpu() && t.scalar_type() == at::kFloat && t.layout() == at::kStrided &&
+         !t.is_conj() && !t.is_neg() && t.numel() > 0 && positive_strides(t);
+}
+
+}  // namespace
+
+bool available() { return true; }
+
+std::optional<at::Tensor> matmul(const at::Tensor& a, const at::Tensor& b, const at::Tensor& bias) {
+  if (!fits(a) || !fits(b) || a.dim() < 2 || a.dim() != b.dim() || a.dim() > 6) return std::nullopt;
+  const int64_t n = a.dim();
+  if (a.size(n - 1) != b.size(n - 2) || a.sizes().slice(0, n - 2) != b.sizes().slice(0, n - 2)) return std::nullopt;
+  const bool with_bias = bias.defined();
+  if (with_bias && (!fits(bias) || bias.dim() != 1 || bias.size(0) != b.size(n - 1) || !bias.is_contiguous())) {
+    return std::nullopt;
+  }
+  std::vector<int64_t> out_sizes(a.sizes().begin(), a.sizes().end());
+  out_sizes.back() = b.size(n - 1);
+  at::Tensor out = at::empty(out_sizes, a.options());
+  const Plan* plan = plan_for(a, b, with_bias, out);
+  if (plan == nullptr) return std::nullopt;
+  dnnl::engine& engine = cpu_engine();
+  thread_local dnnl::stream stream(engine);
+  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, dnnl::memory(plan->a, engine, a.data_ptr())},
+                                             {DNNL_ARG_WEIGHTS, dnnl::memory(plan->b, engine, b.data_ptr())},
+                                             {DNNL_ARG_DST, dnnl::memory(plan->out, engine, out.data_ptr())}};
+  at::Tensor scratch;
+  if (const auto bytes = static_cast<int64_t>(plan->scratchpad.get_size()); bytes > 0) {
+    scratch = at::empty({bytes}, a.options().dtype(at::kByte));
+    args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(plan->scratchpad, engine, scratch.data_ptr()));
+  }
+  if (with_bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(plan->bias, engine, bias.data_ptr()));
+  plan->primitive.execute(stream, args);
+  stream.wait();
+  return out;
+}
+
+#else
+
+bool available() { return false; }
+
+std::optional<at::Tensor> matmul(const at::Tensor&, const at::Tensor&, const at::Tensor&) { return std::nullopt; }
+
+#endif
+
+}  // namespace accel::detail::onednn

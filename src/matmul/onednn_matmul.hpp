@@ -1,0 +1,30 @@
+// Float32 matrix products on the CPU through oneDNN's matmul primitive (the
+// oneDNN LibTorch itself links), where LibTorch 1.13 calls OpenBLAS. On the
+// bench machine (AVX-512) oneDNN's kernels are about 2x OpenBLAS's on a
+// transformer's linear layers and 2.5-3x on its attention products, because
+// OpenBLAS 0.3.21 runs its AVX2 kernels there and LibTorch's bmm loops over the
+// batch (docs/benchmarks.md, "LM"). Operands are read through their strides,
+// so transposed and permuted views cost no copy.
+//
+// Built only when the system's oneDNN headers are found and LibTorch links that
+// same libdnnl (cmake/dependencies.cmake: Debian's does; a pip LibTorch carries
+// its own copy, and two copies in one process must not meet). Otherwise
+// available() is false and matmul() always declines.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <optional>
+
+namespace accel::detail::onednn {
+
+bool available();
+
+// a @ b (+ bias), a: [..., M, K], b: [..., K, N] with the same number of
+// dimensions and equal batch dimensions; bias: undefined or [N]. The result is
+// a new contiguous [..., M, N] tensor. Declines (nullopt, nothing computed)
+// unless every operand is a float32 CPU tensor with positive strides that
+// oneDNN accepts; the caller then computes with ATen.
+std::optional<at::Tensor> matmul(const at::Tensor& a, const at::Tensor& b, const at::Tensor& bias = {});
+
+}  // namespace accel::detail::onednn

@@ -1,0 +1,135 @@
+// libaccel's matrix products (matmul/matmul_ops.hpp): through oneDNN they give
+// ATen's values and gradients to float rounding, for the layouts a transformer
+// hands them (transposed weights, permuted attention heads, 3-D inputs); what
+// oneDNN does not take is ATen's own op, bit for bit; and they run under
+// inference mode and autocast as ATen's ops do.
+#include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
+#include <gtest/gtest.h>
+#include <torch/csrc/autograd/autograd.h>
+
+#include <vector>
+
+#include "matmul/matmul_ops.hpp"
+#include "matmul/onednn_matmul.hpp"
+#include "precision/autocast.hpp"
+
+namespace {
+
+using accel::detail::accel_addmm;
+using accel::detail::accel_linear;
+using accel::detail::accel_matmul;
+
+at::Tensor leaf(at::Tensor t) { return t.detach().requires_grad_(true); }
+
+double worst(const at::Tensor& a, const at::Tensor& b) { return (a - b).abs().max().item<double>(); }
+
+// Runs `op` on copies of `inputs` and `reference` on others, backpropagates the
+// same random gradient through both and compares outputs and input gradients.
+template <class Op, class Reference>
+void expect_same_values_and_gradients(const std::vector<at::Tensor>& inputs, Op op, Reference reference,
+                                      double tolerance = 1e-4) {
+  std::vector<at::Tensor> ours, theirs;
+  for (const auto& t : inputs) {
+    ours.push_back(leaf(t.clone()));
+    theirs.push_back(leaf(t.clone()));
+  }
+  at::Tensor y = op(ours), want = reference(theirs);
+  ASSERT_EQ(y.sizes(), want.sizes());
+  EXPECT_LT(worst(y, want), tolerance);
+  at::Tensor g = at::randn(want.sizes());
+  auto grads = torch::autograd::grad({y}, ours, {g});
+  auto want_grads = torch::autograd::grad({want}, theirs, {g});
+  for (size_t i = 0; i < grads.size(); ++i) EXPECT_LT(worst(grads[i], want_grads[i]), tolerance) << "input " << i;
+}
+
+class MatmulOps : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!accel::detail::onednn::available()) GTEST_SKIP() << "built without oneDNN: the ops are ATen's";
+    at::manual_seed(3);
+  }
+};
+
+// The layouts above reach oneDNN itself (not ATen's fallback), with no copy.
+TEST_F(MatmulOps, OneDnnTakesTheLayoutsATransformerHandsIt) {
+  namespace onednn = accel::detail::onednn;
+  at::Tensor x = at::randn({64, 48}), w = at::randn({96, 48}), bias = at::randn({96});
+  EXPECT_TRUE(onednn::matmul(x, w.t(), bias).has_value()) << "x @ w^T + bias";
+  EXPECT_TRUE(onednn::matmul(x.t(), at::randn({64, 8})).has_value()) << "x^T @ g";
+  at::Tensor qkv = at::randn({2, 16, 96});
+  auto heads = [&](int i) { return qkv.narrow(2, 32 * i, 32).view({2, 16, 4, 8}).permute({0, 2, 1, 3}); };
+  auto scores = onednn::matmul(heads(0), heads(1).transpose(-1, -2));
+  ASSERT_TRUE(scores.has_value()) << "permuted heads";
+  EXPECT_LT(worst(*scores, at::matmul(heads(0), heads(1).transpose(-1, -2))), 1e-4);
+  EXPECT_FALSE(onednn::matmul(x.to(at::kDouble), w.t().to(at::kDouble)).has_value()) << "float64 is ATen's";
+  EXPECT_FALSE(onednn::matmul(at::randn({2, 3, 4}), at::randn({4, 5})).has_value()) << "broadcasting is ATen's";
+}
+
+TEST_F(MatmulOps, AddmmAsTransformersConv1dCallsIt) {
+  expect_same_values_and_gradients(
+      {at::randn({96}), at::randn({64, 48}), at::randn({48, 96})},
+      [](auto& t) { return accel_addmm(t[0], t[1], t[2]); }, [](auto& t) { return at::addmm(t[0], t[1], t[2]); });
+}
+
+TEST_F(MatmulOps, LinearOnThreeDimensionalAndTransposedInputs) {
+  expect_same_values_and_gradients(
+      {at::randn({4, 16, 32}), at::randn({24, 32}), at::randn({24})},
+      [](auto& t) { return accel_linear(t[0], t[1], t[2]); }, [](auto& t) { return at::linear(t[0], t[1], t[2]); });
+  expect_same_values_and_gradients(  // no bias (GPT-2's tied head); an input that is a transposed view
+      {at::randn({32, 40}), at::randn({24, 32})},
+      [](auto& t) { return accel_linear(t[0].t(), t[1], at::Tensor()); },
+      [](auto& t) { return at::linear(t[0].t(), t[1]); });
+}
+
+TEST_F(MatmulOps, MatmulOnPermutedAttentionHeads) {
+  // q, k, v as GPT-2 makes them: one [B, T, 3C] projection split and permuted to [B, H, T, C/H].
+  expect_same_values_and_gradients(
+      {at::randn({2, 16, 3 * 32})},
+      [](auto& t) {
+        auto heads = [&](int i) { return t[0].narrow(2, 32 * i, 32).view({2, 16, 4, 8}).permute({0, 2, 1, 3}); };
+        at::Tensor weights = accel_matmul(heads(0), heads(1).transpose(-1, -2)).softmax(-1);
+        return accel_matmul(weights, heads(2));
+      },
+      [](auto& t) {
+        auto heads = [&](int i) { return t[0].narrow(2, 32 * i, 32).view({2, 16, 4, 8}).permute({0, 2, 1, 3}); };
+        at::Tensor weights = at::matmul(heads(0), heads(1).transpose(-1, -2)).softmax(-1);
+        return at::matmul(weights, heads(2));
+      });
+}
+
+TEST_F(MatmulOps, WhatOneDnnDoesNotTakeIsAtensOwnOpBitForBit) {
+  at::Tensor a = at::randn({3, 5, 4}, at::kDouble), b = at::randn({4, 6}, at::kDouble);
+  EXPECT_TRUE(at::equal(accel_matmul(a, b), at::matmul(a, b))) << "float64";
+  at::Tensor af = a.to(at::kFloat), bf = b.to(at::kFloat);
+  EXPECT_TRUE(at::equal(accel_matmul(af, bf), at::matmul(af, bf))) << "broadcast [3,5,4] @ [4,6]";
+  at::Tensor v = at::randn({4});
+  EXPECT_TRUE(at::equal(accel_matmul(af, v.to(at::kFloat)), at::matmul(af, v.to(at::kFloat)))) << "matrix @ vector";
+  at::Tensor bias = at::randn({1, 6}), x = at::randn({5, 4}), w = at::randn({4, 6});
+  EXPECT_TRUE(at::equal(accel_addmm(bias, x, w), at::addmm(bias, x, w))) << "a 2-D bias";
+  // A mismatch is ATen's error, raised by ATen.
+  EXPECT_ANY_THROW(accel_matmul(at::randn({2, 3}), at::randn({4, 5})));
+}
+
+TEST_F(MatmulOps, InferenceModeAndAutocast) {
+  at::Tensor x = at::randn({8, 16}), w = at::randn({12, 16}), b = at::randn({12});
+  {
+    c10::InferenceMode inference;
+    at::Tensor y = accel_linear(x, w, b);
+    EXPECT_LT(worst(y, at::linear(x, w, b)), 1e-4);
+  }
+  {
+    // Under CPU autocast the op is ATen's, so autocast casts it to bf16 as it casts aten::linear.
+    at::Tensor y, want;
+    {
+      accel::detail::AutocastScope autocast(accel::MixedPrecision::Bf16, c10::Device(c10::kCPU));
+      y = accel_linear(x, w, b);
+      want = at::linear(x, w, b);
+    }
+    EXPECT_EQ(y.scalar_type(), at::kBFloat16);
+    EXPECT_EQ(y.scalar_type(), want.scalar_type());
+    EXPECT_TRUE(at::equal(y, want));
+  }
+}
+
+}  // namespace
