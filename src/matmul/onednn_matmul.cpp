@@ -6,6 +6,7 @@
 #if defined(ACCEL_WITH_ONEDNN)
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <list>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -39,13 +40,27 @@ dnnl::engine& cpu_engine() {
 Dims dims_of(const at::Tensor& t) { return Dims(t.sizes().begin(), t.sizes().end()); }
 Dims strides_of(const at::Tensor& t) { return Dims(t.strides().begin(), t.strides().end()); }
 
-const Plan* plan_for(const at::Tensor& a, const at::Tensor& b, bool with_bias, const at::Tensor& out) {
-  static std::mutex mutex;
-  static std::map<PlanKey, std::optional<Plan>> plans;
+// Variable-length batches bring a new shape per sequence length, so the plans
+// are bounded: the least recently used goes beyond this many (oneDNN's own
+// primitive cache then makes re-planning it cheap).
+constexpr size_t kMaxPlans = 512;
+
+struct Plans {
+  std::mutex mutex;
+  std::list<PlanKey> recency;  // most recent first
+  std::map<PlanKey, std::pair<std::optional<Plan>, std::list<PlanKey>::iterator>> by_key;
+};
+
+// The returned plan stays valid while the caller holds `lock`.
+const Plan* plan_for(const at::Tensor& a, const at::Tensor& b, bool with_bias, const at::Tensor& out,
+                     std::unique_lock<std::mutex>& lock) {
+  static Plans plans;
   PlanKey key{dims_of(a), strides_of(a), dims_of(b), strides_of(b), with_bias, at::get_num_threads()};
-  std::lock_guard<std::mutex> lock(mutex);
-  auto it = plans.find(key);
-  if (it == plans.end()) {
+  lock = std::unique_lock<std::mutex>(plans.mutex);
+  auto it = plans.by_key.find(key);
+  if (it != plans.by_key.end()) {
+    plans.recency.splice(plans.recency.begin(), plans.recency, it->second.second);
+  } else {
     std::optional<Plan> plan;
     try {
       using dt = dnnl::memory::data_type;
@@ -68,9 +83,14 @@ const Plan* plan_for(const at::Tensor& a, const at::Tensor& b, bool with_bias, c
     } catch (const dnnl::error&) {
       plan.reset();  // a layout oneDNN does not take: ATen computes it, every time
     }
-    it = plans.emplace(std::move(key), std::move(plan)).first;
+    if (plans.by_key.size() >= kMaxPlans) {
+      plans.by_key.erase(plans.recency.back());
+      plans.recency.pop_back();
+    }
+    plans.recency.push_front(key);
+    it = plans.by_key.emplace(std::move(key), std::make_pair(std::move(plan), plans.recency.begin())).first;
   }
-  return it->second ? &*it->second : nullptr;
+  return it->second.first ? &*it->second.first : nullptr;
 }
 
 bool positive_strides(const at::Tensor& t) {
@@ -100,8 +120,13 @@ std::optional<at::Tensor> matmul(const at::Tensor& a, const at::Tensor& b, const
   std::vector<int64_t> out_sizes(a.sizes().begin(), a.sizes().end());
   out_sizes.back() = b.size(n - 1);
   at::Tensor out = at::empty(out_sizes, a.options());
-  const Plan* plan = plan_for(a, b, with_bias, out);
-  if (plan == nullptr) return std::nullopt;
+  std::unique_lock<std::mutex> lock;
+  const Plan* found = plan_for(a, b, with_bias, out, lock);
+  if (found == nullptr) return std::nullopt;
+  // A copy (primitives are reference-counted handles), so the lock is not held while it runs.
+  const Plan plan_copy = *found;
+  lock.unlock();
+  const Plan* plan = &plan_copy;
   dnnl::engine& engine = cpu_engine();
   thread_local dnnl::stream stream(engine);
   std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, dnnl::memory(plan->a, engine, a.data_ptr())},

@@ -66,6 +66,20 @@ TEST_F(MatmulOps, OneDnnTakesTheLayoutsATransformerHandsIt) {
   EXPECT_FALSE(onednn::matmul(at::randn({2, 3, 4}), at::randn({4, 5})).has_value()) << "broadcasting is ATen's";
 }
 
+// Variable-length batches: more shapes than the plans kept (512), each still
+// computed right after the oldest plans were dropped.
+TEST_F(MatmulOps, ManyShapesOutliveThePlanCache) {
+  at::Tensor w = at::randn({16, 8});
+  for (int64_t rows = 1; rows <= 600; ++rows) {
+    at::Tensor x = at::randn({rows, 16});
+    auto out = accel::detail::onednn::matmul(x, w);
+    ASSERT_TRUE(out.has_value()) << rows;
+    ASSERT_LT(worst(*out, at::mm(x, w)), 1e-4) << rows;
+  }
+  at::Tensor x = at::randn({3, 16});
+  EXPECT_LT(worst(*accel::detail::onednn::matmul(x, w), at::mm(x, w)), 1e-4) << "a dropped shape, planned again";
+}
+
 TEST_F(MatmulOps, AddmmAsTransformersConv1dCallsIt) {
   expect_same_values_and_gradients(
       {at::randn({96}), at::randn({64, 48}), at::randn({48, 96})},
