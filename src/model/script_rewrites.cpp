@@ -122,7 +122,9 @@ std::size_t onednn_products(torch::jit::Module& module) {
         std::vector<torch::jit::Value*> inputs(node->inputs().begin(), node->inputs().begin() + (op == "addmm" ? 3 : node->inputs().size()));
         torch::jit::WithInsertPoint insert_before(node);
         torch::jit::Node* product = graph->create(c10::Symbol::fromQualString("libaccel::" + op), inputs, 1);
-        product->output()->setType(node->output()->type());
+        // The traced type. Not setType: it is inline, and UBSan's vptr check
+        // then needs a typeinfo LibTorch does not export.
+        product->output()->copyMetadata(node->output());
         graph->insertNode(product);
         node->output()->replaceAllUsesWith(product->output());
         node->destroy();
