@@ -89,7 +89,9 @@ struct LinearNoBias : torch::autograd::Function<LinearNoBias> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& input, const at::Tensor& weight) {
     return linear_forward(ctx, input, weight, at::Tensor());
   }
-  static variable_list backward(AutogradContext* ctx, variable_list grads) { return linear_backward(ctx, grads, false); }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    return linear_backward(ctx, grads, false);
+  }
 };
 
 struct Matmul : torch::autograd::Function<Matmul> {

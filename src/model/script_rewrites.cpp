@@ -119,7 +119,9 @@ std::size_t onednn_products(torch::jit::Module& module) {
       collect_products(graph->block(), found);
       for (torch::jit::Node* node : found) {
         const std::string op = node->kind().toUnqualString();
-        std::vector<torch::jit::Value*> inputs(node->inputs().begin(), node->inputs().begin() + (op == "addmm" ? 3 : node->inputs().size()));
+        // addmm's beta and alpha (both 1) are not libaccel::addmm's arguments.
+        const std::size_t arity = op == "addmm" ? 3 : node->inputs().size();
+        std::vector<torch::jit::Value*> inputs(node->inputs().begin(), node->inputs().begin() + arity);
         torch::jit::WithInsertPoint insert_before(node);
         torch::jit::Node* product = graph->create(c10::Symbol::fromQualString("libaccel::" + op), inputs, 1);
         // The traced type. Not setType: it is inline, and UBSan's vptr check
