@@ -17,9 +17,12 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// a @ b through oneDNN, else ATen (a backward's operands: views of saved tensors).
+// A backward's a @ b: through oneDNN, else ATen. When the backward itself is
+// recorded (create_graph), ATen's op, so the gradient is differentiable again.
 at::Tensor product(const at::Tensor& a, const at::Tensor& b) {
-  if (auto out = onednn::matmul(a, b)) return *out;
+  if (!at::GradMode::is_enabled()) {
+    if (auto out = onednn::matmul(a, b)) return *out;
+  }
   return at::matmul(a, b);
 }
 
@@ -82,7 +85,9 @@ struct Linear : torch::autograd::Function<Linear> {
                             const at::Tensor& bias) {
     return linear_forward(ctx, input, weight, bias);
   }
-  static variable_list backward(AutogradContext* ctx, variable_list grads) { return linear_backward(ctx, grads, true); }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    return linear_backward(ctx, grads, true);
+  }
 };
 
 struct LinearNoBias : torch::autograd::Function<LinearNoBias> {

@@ -4,8 +4,8 @@
 // When the operands fit onednn::matmul (float32, CPU, no autocast) the forward
 // and the backward's two products run there; otherwise each is exactly the
 // ATen op, with ATen's autograd (GPU tensors, other dtypes, autocast,
-// broadcasting, any shape the oneDNN path does not take). The backward of the
-// oneDNN path is not itself differentiable (no double backward).
+// broadcasting, any shape the oneDNN path does not take). A backward recorded
+// for a second derivative (create_graph) computes with ATen's ops instead.
 #pragma once
 
 #include <ATen/core/Tensor.h>

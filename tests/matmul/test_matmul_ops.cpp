@@ -125,6 +125,18 @@ TEST_F(MatmulOps, WhatOneDnnDoesNotTakeIsAtensOwnOpBitForBit) {
   EXPECT_ANY_THROW(accel_matmul(at::randn({2, 3}), at::randn({4, 5})));
 }
 
+// A gradient taken with create_graph is differentiable again, as ATen's is.
+TEST_F(MatmulOps, SecondDerivativesAreAtens) {
+  at::Tensor x0 = at::randn({6, 8}), w0 = at::randn({5, 8});
+  auto second = [&](bool ours) {
+    at::Tensor x = leaf(x0.clone()), w = leaf(w0.clone());
+    at::Tensor y = ours ? accel_linear(x, w, at::Tensor()) : at::linear(x, w);
+    at::Tensor gx = torch::autograd::grad({y.pow(2).sum()}, {x}, {}, true, true)[0];
+    return torch::autograd::grad({gx.pow(2).sum()}, {w})[0];
+  };
+  EXPECT_LT(worst(second(true), second(false)), 1e-3);
+}
+
 TEST_F(MatmulOps, InferenceModeAndAutocast) {
   at::Tensor x = at::randn({8, 16}), w = at::randn({12, 16}), b = at::randn({12});
   {
