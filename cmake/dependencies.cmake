@@ -2,7 +2,26 @@
 # Protobuf before Torch: a LibTorch built without protobuf (pip's) defines
 # protobuf::libprotobuf as an empty stand-in unless the real target exists.
 find_package(Protobuf REQUIRED)  # TensorBoard event files (src/tracking)
-find_package(Torch REQUIRED)
+# LibTorch: Debian's libtorch-dev (1.13, the system-package configuration) through
+# its TorchConfig, or the LibTorch inside PyPI's torch wheel (2.x): with CUDA through
+# its TorchConfig (scripts/build-cuda.sh), on the CPU through its CPU libraries
+# alone (-DACCEL_TORCH_WHEEL=$(scripts/torch2-env.sh), cmake/torch-wheel-cpu.cmake).
+set(ACCEL_TORCH_WHEEL "" CACHE PATH "A torch wheel's package directory: build against its CPU libraries")
+if(ACCEL_TORCH_WHEEL)
+  include(${CMAKE_CURRENT_LIST_DIR}/torch-wheel-cpu.cmake)
+else()
+  find_package(Torch REQUIRED)
+endif()
+# The configurations CI and the GPU sessions build; another LibTorch may compile
+# but has never been tested, so it is refused unless asked for.
+set(ACCEL_SUPPORTED_LIBTORCH "1.13 (Debian's libtorch-dev) and 2.11 to 2.15 (PyPI's torch wheel)")
+option(ACCEL_ALLOW_UNTESTED_LIBTORCH "Build against a LibTorch outside ${ACCEL_SUPPORTED_LIBTORCH}" OFF)
+if(NOT ACCEL_ALLOW_UNTESTED_LIBTORCH AND NOT Torch_VERSION MATCHES "^1\\.13\\."
+   AND NOT Torch_VERSION MATCHES "^2\\.1[1-5]\\.")
+  message(FATAL_ERROR "LibTorch ${Torch_VERSION} found (${TORCH_INSTALL_PREFIX}); libaccel supports "
+                      "${ACCEL_SUPPORTED_LIBTORCH}. Point Torch_DIR or ACCEL_TORCH_WHEEL at one of those, or "
+                      "pass -DACCEL_ALLOW_UNTESTED_LIBTORCH=ON to try this one.")
+endif()
 find_package(nlohmann_json 3.9 REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(yaml-cpp REQUIRED)  # Accelerate config files (src/cli)
