@@ -1,7 +1,18 @@
 #!/usr/bin/env bash
 # Installs every system package libaccel needs to build, test and run its demo on Debian 12.
 # Idempotent: packages already present are skipped by apt. Run as root (or with sudo available).
+#   scripts/install-deps.sh           everything: the library, tests, bindings, packaging, benchmarks
+#   scripts/install-deps.sh --demo    only what scripts/demo.sh builds and runs (library, CLI, examples)
 set -euo pipefail
+
+# The library, the `accel` command and the C examples, with their data.
+demo_packages=(
+  build-essential cmake ninja-build ccache pkg-config
+  libtorch-dev libgloo-dev libdnnl-dev libopenblas0-openmp
+  nlohmann-json3-dev libcli11-dev zlib1g-dev libxxhash-dev libcurl4-openssl-dev libyaml-cpp-dev
+  libprotobuf-dev protobuf-compiler
+  dataset-fashion-mnist fortunes
+)
 
 packages=(
   build-essential cmake ninja-build ccache pkg-config git
@@ -25,6 +36,13 @@ packages=(
   dpkg-dev file lintian   # packaging/build-deb.sh (CPack's dpkg-shlibdeps) and its lintian test
   python3-torch           # bench/run.sh peer, and the tests read our optimizer.bin with torch.load
 )
+
+if [ "${1:-}" = --demo ]; then
+  packages=("${demo_packages[@]}")
+elif [ $# -gt 0 ]; then
+  echo "install-deps: unknown argument '$1' (use --demo, or nothing for everything)" >&2
+  exit 2
+fi
 
 missing=()
 for p in "${packages[@]}"; do
