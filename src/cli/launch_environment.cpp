@@ -51,6 +51,9 @@ std::map<std::string, std::string> rank_environment(const LaunchConfig& config, 
   // torchrun's names: a program can tell a restarted attempt from the first.
   env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(config.restart_count);
   env["TORCHELASTIC_MAX_RESTARTS"] = std::to_string(config.max_restarts);
+  // The launcher starts every line a rank writes with "[rank N] " (supervisor.cpp),
+  // so the library's logger leaves its own prefix out (src/tracking/logging.cpp).
+  env["ACCEL_LAUNCH_PREFIXES_LINES"] = "1";
   return env;
 }
 

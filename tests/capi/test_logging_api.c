@@ -53,6 +53,13 @@ static void test_levels_and_ranks(void) {
   EXPECT_OK(accel_log("train", ACCEL_LOG_WARNING, "every rank", 0));
   out = capture_end();
   EXPECT(strcmp(out, "[rank 1] WARNING train: every rank\n") == 0);
+  /* Under accel launch, whose relay starts each line with "[rank 1] " already. */
+  setenv("ACCEL_LAUNCH_PREFIXES_LINES", "1", 1);
+  capture_begin();
+  EXPECT_OK(accel_log("train", ACCEL_LOG_WARNING, "once", 0));
+  out = capture_end();
+  unsetenv("ACCEL_LAUNCH_PREFIXES_LINES");
+  EXPECT(strcmp(out, "WARNING train: once\n") == 0);
 
   setenv("ACCELERATE_LOG_LEVEL", "loud", 1);
   EXPECT_ERROR(accel_log("train", ACCEL_LOG_ERROR, "x", 1), ACCEL_ERR_INVALID_ARGUMENT, "loud");
