@@ -59,7 +59,7 @@ set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY ">=")
 
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME libaccel0)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_SECTION libs)
-# Without OpenBLAS LibTorch falls back to the reference BLAS, 13x slower (DEVELOPERS.md).
+# Without OpenBLAS LibTorch falls back to the reference BLAS, 13x slower (CONTRIBUTING.md).
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_DEPENDS "libopenblas0-openmp")
 # dpkg >= 1.16 runs ldconfig on this trigger; without it lintian reports an error.
 file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/packaging/triggers "activate-noawait ldconfig\n")
