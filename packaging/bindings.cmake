@@ -4,7 +4,7 @@
 #                        /usr/lib/<triplet>/jni (on Debian's JDK's java.library.path)
 #   golang-libaccel-dev  the Go module's sources in /usr/share/gocode/src/<module path>, as the
 #                        Debian Go team installs them (the generated SWIG files included)
-# Each is added when its binding is built here. Included from CMakeLists.txt after
+# Python and Java are added when their binding is built here, Go always (sources only). Included from CMakeLists.txt after
 # bindings/, because CPack reads the components when include(CPack) runs, at the end.
 set(_accel_binding_packages "")
 
@@ -63,27 +63,40 @@ language with a C FFI. This package contains its Java library (package
 org.libaccel, /usr/share/java/libaccel.jar) and the JNI library it loads.")
 endif()
 
-if(TARGET accel_go_swig)
+# The Go package holds sources only (the SWIG output is committed, bindings/go/internal/core),
+# so it needs no Go toolchain here: it is built whenever the bindings are.
+if(ACCEL_BUILD_BINDINGS AND NOT ACCEL_PYTHON_WHEEL)
   file(STRINGS ${PROJECT_SOURCE_DIR}/bindings/go/go.mod _accel_go_module REGEX "^module ")
-  string(REGEX REPLACE "^module +([^ ]+)/bindings/go.*" "\\1" _accel_go_root "${_accel_go_module}")
-  # The module (bindings/go) and the header its cgo package includes from ../swig.
-  set(_accel_go_dest ${CMAKE_INSTALL_DATAROOTDIR}/gocode/src/${_accel_go_root}/bindings)
-  install(DIRECTORY ${PROJECT_SOURCE_DIR}/bindings/go DESTINATION ${_accel_go_dest} COMPONENT go
-    FILES_MATCHING PATTERN "*.go" PATTERN "*.cxx" PATTERN "*.h" PATTERN "go.mod" PATTERN "go.sum"
-    PATTERN "*_test.go" EXCLUDE)
-  install(FILES ${PROJECT_SOURCE_DIR}/bindings/swig/accel_bridge.hpp DESTINATION ${_accel_go_dest}/swig COMPONENT go)
+  string(REGEX REPLACE "^module +([^ ]+).*" "\\1" _accel_go_module "${_accel_go_module}")
+  # Where the Debian Go team puts a module's sources: /usr/share/gocode/src/<module path>.
+  install(DIRECTORY ${PROJECT_SOURCE_DIR}/bindings/go/
+    DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/gocode/src/${_accel_go_module} COMPONENT go
+    FILES_MATCHING PATTERN "*.go" PATTERN "*.cxx" PATTERN "*.h" PATTERN "*.hpp" PATTERN "go.mod" PATTERN "go.sum"
+    PATTERN "*_test.go" EXCLUDE PATTERN "testdata" EXCLUDE)
   list(APPEND _accel_binding_packages go:golang-libaccel-dev)
   set(CPACK_DEBIAN_GO_PACKAGE_NAME golang-libaccel-dev)
   set(CPACK_DEBIAN_GO_PACKAGE_SECTION golang)
   set(CPACK_DEBIAN_GO_PACKAGE_ARCHITECTURE all)
   set(CPACK_DEBIAN_GO_PACKAGE_SHLIBDEPS OFF)
-  set(CPACK_DEBIAN_GO_PACKAGE_DEPENDS "libaccel-dev (>= ${ACCEL_DEB_VERSION}), golang-go")
+  set(CPACK_DEBIAN_GO_PACKAGE_DEPENDS "libaccel-dev (>= ${ACCEL_DEB_VERSION}), golang-go, pkg-config")
   set(CPACK_COMPONENT_GO_DESCRIPTION
 "Accelerate's distributed training model over LibTorch (Go sources)
 libaccel brings the training model of Hugging Face Accelerate to C and every
 language with a C FFI. This package contains the sources of its Go module
-${_accel_go_root}/bindings/go, built with cgo against libaccel-dev.")
+${_accel_go_module}, built with cgo against libaccel-dev.")
 endif()
+
+# The binding packages this configuration cannot build, and why, for the packaging test
+# (tests/packaging/deb_build.sh), which holds the built .debs to the list docs/packaging.md
+# promises: a package is excused only for a missing toolchain, never for a missing target.
+set(_accel_skipped_packages "")
+if(NOT ACCEL_BUILD_BINDINGS)
+  string(APPEND _accel_skipped_packages "python3-libaccel ACCEL_BUILD_BINDINGS is OFF\n"
+    "libaccel-java ACCEL_BUILD_BINDINGS is OFF\ngolang-libaccel-dev ACCEL_BUILD_BINDINGS is OFF\n")
+elseif(NOT Java_JAVAC_EXECUTABLE OR NOT JAVA_INCLUDE_PATH OR NOT JAVA_INCLUDE_PATH2)
+  string(APPEND _accel_skipped_packages "libaccel-java no JDK >= 17 with JNI headers found at configure time\n")
+endif()
+file(WRITE ${CMAKE_BINARY_DIR}/packaging/skipped-packages.txt "${_accel_skipped_packages}")
 
 foreach(_component_package IN LISTS _accel_binding_packages)
   string(REPLACE ":" ";" _component_package "${_component_package}")

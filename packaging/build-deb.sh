@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the Debian packages with CPack (packaging/cpack.cmake, packaging/bindings.cmake):
-# libaccel0, libaccel-dev, and python3-libaccel, libaccel-java, golang-libaccel-dev for
-# the bindings this build has (a binding whose toolchain is missing has no package).
+# libaccel0, libaccel-dev, golang-libaccel-dev (the Go module's committed sources), and
+# python3-libaccel, libaccel-java where configure found their toolchains.
 #   packaging/build-deb.sh [--no-build] [BUILD_DIR [OUT_DIR]]
 # BUILD_DIR defaults to ./build (configured if needed), OUT_DIR to BUILD_DIR/packages.
 # --no-build packages what BUILD_DIR already holds (the test suite uses it).
@@ -18,9 +18,10 @@ if [ "$build_first" = 1 ]; then
   # Only what the packages hold: the library, the command and the LibTorch
   # probe it runs (accel-selftest; the runtime component installs it too).
   targets=(accel accel_cli accel_selftest)
-  # The bindings' libraries, jar and generated Go files, where configure found their toolchains.
+  # The bindings' libraries and jar, where configure found their toolchains (the Go
+  # package needs no build: its sources, SWIG's output included, are committed).
   available=$(cmake --build "$build" --target help)
-  for t in accel_python accel_jni accel_java accel_go_swig; do
+  for t in accel_python accel_jni accel_java; do
     if grep -E "^(\.\.\. )?$t(:|$)" <<<"$available" >/dev/null; then targets+=("$t"); fi
   done
   cmake --build "$build" --target "${targets[@]}" -j "${ACCEL_BUILD_JOBS:-2}"

@@ -38,7 +38,10 @@ struct MemoryEstimate {
 // world_size / num_machines processes, replicated across machines.
 // Throws InvalidArgument naming a world_size below 1, a negative
 // min_num_params or a num_machines that does not divide world_size; IO
-// naming a file that cannot be read.
+// naming a file that cannot be read, or a path that does not exist (saying
+// that Hub model names are not supported and what to pass instead). A folder
+// stands for the first of model.safetensors.index.json, model.safetensors,
+// pytorch_model.bin.index.json, pytorch_model.bin and model.pt it holds.
 std::vector<MemoryEstimate> estimate_memory(const std::string& path, int world_size, OptimizerKind optimizer,
                                             int64_t min_num_params = 0, bool cpu_offload = false,
                                             int num_machines = 1);

@@ -86,6 +86,11 @@ std::vector<Unit> parse_units(const std::string& text, const std::string& path) 
 MergedWeights merge_sharded_weights(const std::string& checkpoint_dir, const std::string& output_dir,
                                     bool safe_serialization) {
   const std::string first = rank_file(checkpoint_dir, 0);
+  if (!std::filesystem::is_directory(checkpoint_dir)) {
+    fail(ErrorCode::IO, "merge-weights: no folder \"" + checkpoint_dir +
+                            "\": pass the folder a FULL_SHARD save_state wrote (model_rank0.safetensors, ...); "
+                            "Hugging Face Hub names are not supported");
+  }
   if (!std::filesystem::is_regular_file(first)) {
     bad(first, "missing: a FULL_SHARD save_state writes model_rank0.safetensors ... model_rank{N-1}.safetensors");
   }

@@ -136,13 +136,15 @@ void add_launch_options(CLI::App& app, LaunchFlags& flags) {
   app.add_flag("--no_python,--no-python", flags.no_python,
                "Run PROGRAM as is, even a .py script (which otherwise runs with Python)");
   add_optional(app, "--python", flags.python,
-               "Python interpreter for a .py PROGRAM or -m (default: $VIRTUAL_ENV/bin/python, else python3 on PATH)");
+               "Python interpreter for a .py PROGRAM or -m (default: the one accel was installed with: "
+               "$ACCEL_PYTHON or python3 beside accel; else $VIRTUAL_ENV/bin/python, else python3 on PATH)");
   // Parsing stops at PROGRAM: it and everything after it, dashes included,
   // belong to the program. take_program() picks them up.
   app.prefix_command();
   app.formatter(std::make_shared<ProgramUsageFormatter>());
   app.footer("PROGRAM is looked up on PATH; it and ARGS are passed to every rank unchanged. A PROGRAM ending in .py\n"
-             "runs with Python (--python, else the active venv's, else python3 on PATH), as torchrun does.\n"
+             "runs with Python (--python, else the one accel was installed with, else the active venv's, else python3\n"
+             "on PATH), as torchrun and accelerate launch run sys.executable.\n"
              "Precedence: command line > environment (PET_*, ACCELERATE_*) > config file > defaults.");
 }
 

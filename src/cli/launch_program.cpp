@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <optional>
 #include <string>
 
@@ -39,12 +40,38 @@ bool ends_with(const std::string& text, const std::string& suffix) {
   return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-std::string interpreter(const LaunchFlags& flags, const EnvLookup& env) {
+// The Python the accel command was installed with, as Accelerate runs
+// sys.executable: that is the one whose accel package matches this command.
+// ACCEL_PYTHON names it where it is not beside the command (the wheel's
+// console script sets it to its sys.executable); beside it is python3 of the
+// Debian package (/usr/bin) or of a venv (venv/bin).
+std::optional<std::string> installed_python(const EnvLookup& env, const std::string& command_dir,
+                                            std::string& origin) {
+  if (auto named = env("ACCEL_PYTHON"); named && !named->empty()) {
+    auto found = find_executable(*named, env);
+    if (!found) {
+      throw CLI::ValidationError("ACCEL_PYTHON", "environment variable ACCEL_PYTHON=" + *named +
+                                                     " is not an executable file (nor on PATH); give --python PATH");
+    }
+    origin = "ACCEL_PYTHON";
+    return found;
+  }
+  if (!command_dir.empty() && is_executable_file(command_dir + "/python3")) {
+    origin = "beside the accel command";
+    return command_dir + "/python3";
+  }
+  return std::nullopt;
+}
+
+std::string interpreter(const LaunchFlags& flags, const EnvLookup& env, const std::string& command_dir,
+                        std::string& origin) {
   if (flags.python) {
     auto found = find_executable(*flags.python, env);
     if (!found) throw CLI::ValidationError("--python", *flags.python + " is not an executable file (nor on PATH)");
+    origin = "--python";
     return *found;
   }
+  if (auto installed = installed_python(env, command_dir, origin)) return *installed;
   // The venv's own python, not the one it links to: only through it does
   // Python find the venv's packages.
   if (auto venv = env("VIRTUAL_ENV"); venv && !venv->empty()) {
@@ -53,8 +80,10 @@ std::string interpreter(const LaunchFlags& flags, const EnvLookup& env) {
       throw CLI::ValidationError("VIRTUAL_ENV", "environment variable VIRTUAL_ENV=" + *venv +
                                                     " has no bin/python; give --python PATH");
     }
+    origin = "VIRTUAL_ENV";
     return python;
   }
+  origin = "python3 on PATH";
   auto found = find_executable("python3", env);
   if (!found) {
     throw CLI::ValidationError("--python", "no python3 on PATH to run " + flags.program +
@@ -65,7 +94,18 @@ std::string interpreter(const LaunchFlags& flags, const EnvLookup& env) {
 
 }  // namespace
 
+std::string command_folder() {
+  std::error_code error;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", error);
+  return error ? std::string() : self.parent_path().string();
+}
+
 void resolve_program(const LaunchFlags& flags, const EnvLookup& env, LaunchConfig& config) {
+  resolve_program(flags, env, config, command_folder());
+}
+
+void resolve_program(const LaunchFlags& flags, const EnvLookup& env, LaunchConfig& config,
+                     const std::string& command_dir) {
   if (flags.no_python && flags.module) {
     throw CLI::ValidationError("--no_python", "cannot go with -m/--module: a module runs with Python");
   }
@@ -85,12 +125,13 @@ void resolve_program(const LaunchFlags& flags, const EnvLookup& env, LaunchConfi
       throw CLI::ValidationError("PROGRAM", "Python script " + flags.program + " is not a file");
     }
   }
-  config.program = interpreter(flags, env);
+  std::string origin;
+  config.program = interpreter(flags, env, command_dir, origin);
   config.program_args.clear();
   if (flags.module) config.program_args.emplace_back("-m");
   config.program_args.push_back(flags.program);
   config.program_args.insert(config.program_args.end(), flags.program_args.begin(), flags.program_args.end());
-  config.origins.emplace_back("python", config.program + (flags.python ? "  (--python)" : ""));
+  config.origins.emplace_back("python", config.program + "  (" + origin + ")");
 }
 
 }  // namespace accel::cli

@@ -145,7 +145,20 @@ int estimate(const std::string& path, int world, const std::string& optimizer, i
   return 0;
 }
 
+// Errors are shown under the command the user typed (`accel estimate-memory`),
+// not this internal program's name; the library's messages already start with
+// the command's name ("estimate-memory: ..."), so it is not said twice.
+static void report(const char* mode, const std::string& message) {
+  std::string command = mode == nullptr ? "" : std::string(mode).substr(2);  // "--merge-weights" -> "merge-weights"
+  std::string text = message;
+  if (!command.empty() && text.rfind(command + ": ", 0) == 0) text = text.substr(command.size() + 2);
+  std::fprintf(stderr, "%s: %s\n", command.empty() ? "accel-selftest" : ("accel " + command).c_str(), text.c_str());
+}
+
 int main(int argc, char** argv) {
+  const char* mode = nullptr;
+  if (argc > 1 && (std::strcmp(argv[1], "--estimate-memory") == 0 || std::strcmp(argv[1], "--merge-weights") == 0))
+    mode = argv[1];
   try {
     if (argc > 1 && std::strcmp(argv[1], "--env") == 0) return print_env();
     if ((argc == 7 || (argc == 8 && std::strcmp(argv[7], "--cpu_offload") == 0)) &&
@@ -162,7 +175,7 @@ int main(int argc, char** argv) {
     }
     return sanity();
   } catch (const std::exception& error) {
-    std::fprintf(stderr, "accel-selftest: %s\n", error.what());
+    report(mode, error.what());
     return 1;
   }
 }

@@ -8,13 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "core/closest_name.hpp"
+
 namespace accel::cli {
 
-// The candidate closest to `given` by edit distance (insertions, deletions,
-// substitutions and swaps of neighbours), if it is close enough to be a typo:
-// at most a third of the longer name's length, and at least 1. Ties go to the
-// first candidate.
-std::optional<std::string> closest_name(const std::string& given, const std::vector<std::string>& candidates);
+// The closest candidate if it is close enough to be a typo (core/closest_name.hpp).
+using accel::detail::closest_name;
 
 // What `given`, an argument `command` did not understand, was probably meant
 // to be among its flags ("--name" and "-n" forms) and subcommands.

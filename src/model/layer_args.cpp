@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "accel/error.hpp"
+#include "core/closest_name.hpp"
 #include "core/json.hpp"
 
 namespace accel::detail {
@@ -32,7 +33,16 @@ void LayerArgs::fail_expected(const char* key, const std::string& expected, cons
 }
 
 void LayerArgs::fail_missing(const char* key) const {
-  fail(ErrorCode::InvalidArgument, where_ + ": missing required argument \"" + key + "\"");
+  // A typo ("in_feature") shows up as the real key missing; name the key that is
+  // there instead when it is very close (2 edits: "out_features" is 3 from
+  // "in_features" and may well be read later), as the other readers have not run yet.
+  std::string hint;
+  for (const auto& item : layer_.items()) {
+    if (read_keys_.count(item.key()) || !closest_name(item.key(), {key}, 2)) continue;
+    hint = " (unknown argument \"" + item.key() + "\": did you mean \"" + key + "\"?)";
+    break;
+  }
+  fail(ErrorCode::InvalidArgument, where_ + ": missing required argument \"" + key + "\"" + hint);
 }
 
 const nlohmann::json* LayerArgs::find(const char* key) {
@@ -170,7 +180,11 @@ std::vector<int64_t> LayerArgs::required_int_list(const char* key, IntRange rang
 void LayerArgs::reject_unknown_keys() const {
   for (const auto& item : layer_.items()) {
     if (!read_keys_.count(item.key())) {
-      fail(ErrorCode::InvalidArgument, where_ + ": unknown argument \"" + item.key() + "\"");
+      // Every key the layer takes has been asked for by now: the candidates for a typo.
+      const std::vector<std::string> known(read_keys_.begin(), read_keys_.end());
+      const auto meant = closest_name(item.key(), known);
+      fail(ErrorCode::InvalidArgument, where_ + ": unknown argument \"" + item.key() + "\"" +
+                                           (meant ? " (did you mean \"" + *meant + "\"?)" : std::string()));
     }
   }
 }

@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <map>
 
@@ -38,8 +39,42 @@ bool ends_with(const std::string& text, const std::string& suffix) {
   return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-std::vector<Layer> layers_of(const std::string& path) {
+// What a model folder (save_pretrained's, or save_model's) holds, in the order looked for.
+constexpr const char* kFolderModelFiles[] = {"model.safetensors.index.json", "model.safetensors",
+                                             "pytorch_model.bin.index.json", "pytorch_model.bin", "model.pt"};
+constexpr const char* kWhatToPass =
+    "pass a local model: a model.json spec, a TorchScript .pt file, a .safetensors or .bin checkpoint (or its "
+    "index .json), or a folder holding one of ";
+
+std::string folder_model_names() {
+  std::string names;
+  for (const char* name : kFolderModelFiles) names += std::string(names.empty() ? "" : ", ") + name;
+  return names;
+}
+
+// A folder stands for the model file in it; a path that is not there is most
+// often a Hugging Face Hub name, which Accelerate's estimate-memory downloads
+// and libaccel does not (nothing is downloaded at run time).
+std::string model_file(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) {
+    for (const char* name : kFolderModelFiles) {
+      const std::filesystem::path file = std::filesystem::path(path) / name;
+      if (std::filesystem::is_regular_file(file, error)) return file.string();
+    }
+    fail(ErrorCode::IO, "estimate-memory: the folder \"" + path + "\" holds none of " + folder_model_names());
+  }
+  if (!std::filesystem::exists(path, error)) {
+    fail(ErrorCode::IO, "estimate-memory: no file or folder \"" + path +
+                            "\" (Hugging Face Hub model names are not supported: libaccel downloads nothing); " +
+                            kWhatToPass + folder_model_names());
+  }
   require(std::ifstream(path).good(), ErrorCode::IO, "estimate-memory: cannot read \"" + path + "\"");
+  return path;
+}
+
+std::vector<Layer> layers_of(const std::string& given) {
+  const std::string path = model_file(given);
   std::vector<Layer> layers;
   const bool json = ends_with(path, ".json");
   std::string head;

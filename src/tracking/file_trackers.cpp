@@ -1,9 +1,8 @@
 // jsonl and csv trackers: one record per log() call under logging_dir/<run>/.
 #include <nlohmann/json.hpp>
 
-#include <sstream>
-
 #include "accel/error.hpp"
+#include "core/number_text.hpp"
 #include "tracking/builtin_trackers.hpp"
 #include "tracking/record_file.hpp"
 
@@ -59,20 +58,19 @@ class CsvTracker : public Tracker {
   void init(const std::string& run_name, const TrackerConfig& config) override {
     std::string params = "name,value\n";
     for (const auto& [key, value] : config) {
-      std::ostringstream v;
-      std::visit([&](const auto& x) { v.precision(17); v << x; }, value);
-      params += csv_field(key) + "," + csv_field(v.str()) + "\n";
+      const std::string text =
+          std::holds_alternative<double>(value) ? shortest_number_text(std::get<double>(value)) : std::get<std::string>(value);
+      params += csv_field(key) + "," + csv_field(text) + "\n";
     }
     write_file(dir_ + "/" + run_name + "/params.csv", params);
     file_.open(dir_ + "/" + run_name + "/metrics.csv", true);
     file_.append("step,tag,value\n");
   }
   void log(const Scalars& values, std::optional<int64_t> step) override {
-    std::ostringstream rows;
-    rows.precision(17);
+    std::string rows;
     for (const auto& [key, value] : values)
-      rows << (step ? std::to_string(*step) : std::string()) << ',' << csv_field(key) << ',' << value << '\n';
-    file_.append(rows.str());
+      rows += (step ? std::to_string(*step) : std::string()) + ',' + csv_field(key) + ',' + shortest_number_text(value) + '\n';
+    file_.append(rows);
   }
   void finish() override { file_.close(); }
 

@@ -20,7 +20,9 @@ constexpr size_t kMlflowMaxKeyLength = 250;
 
 int64_t mlflow_now_ms();
 
-// A double as MLflow stores it ("0.01", "3"), 17 significant digits.
+// A double as Python's str() writes it for MLflow ("0.01", "0.0003", "1e-05"),
+// so a run logged from Python and resumed from C keeps the same param text;
+// whole numbers without ".0" ("3"): see core/number_text.hpp.
 std::string mlflow_number(double value);
 
 // A config value stringified as MLflow's log_param does.

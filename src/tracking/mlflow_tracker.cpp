@@ -13,10 +13,10 @@
 #include <fstream>
 #include <mutex>
 #include <random>
-#include <sstream>
 
 #include "accel/error.hpp"
 #include "accel/logging.hpp"
+#include "core/number_text.hpp"
 #include "tracking/builtin_trackers.hpp"
 #include "tracking/mlflow_common.hpp"
 #include "tracking/record_file.hpp"
@@ -162,12 +162,7 @@ int64_t mlflow_now_ms() {
       .count();
 }
 
-std::string mlflow_number(double value) {
-  std::ostringstream out;
-  out.precision(17);
-  out << value;
-  return out.str();
-}
+std::string mlflow_number(double value) { return shortest_number_text(value); }
 
 std::string mlflow_param_text(const ConfigValue& value) {
   return std::holds_alternative<double>(value) ? mlflow_number(std::get<double>(value)) : std::get<std::string>(value);

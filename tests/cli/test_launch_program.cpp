@@ -45,7 +45,7 @@ class LaunchProgram : public ::testing::Test {
       auto it = env_.find(name);
       return it == env_.end() ? std::nullopt : std::optional<std::string>(it->second);
     };
-    accel::cli::resolve_program(flags, env, config);
+    accel::cli::resolve_program(flags, env, config, command_dir_);
     return config;
   }
 
@@ -66,6 +66,7 @@ class LaunchProgram : public ::testing::Test {
   }
 
   std::string dir_;
+  std::string command_dir_;  // the accel command's folder: none by default
   std::map<std::string, std::string> env_;
 };
 
@@ -84,6 +85,34 @@ TEST_F(LaunchProgram, TheActiveVirtualEnvironmentsPythonComesFirst) {
   env_["VIRTUAL_ENV"] = dir_ + "/nowhere";
   EXPECT_NE(error_of(flags_for(dir_ + "/train.py")).find("VIRTUAL_ENV=" + dir_ + "/nowhere has no bin/python"),
             std::string::npos);
+}
+
+// As Accelerate runs sys.executable: the Python the accel command was installed
+// with wins over an active venv and PATH (its accel package matches the command).
+TEST_F(LaunchProgram, ThePythonInstalledWithTheCommandComesBeforeVenvAndPath) {
+  ASSERT_EQ(::mkdir((dir_ + "/usr").c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir((dir_ + "/usr/bin").c_str(), 0755), 0);
+  write(dir_ + "/usr/bin/python3", 0755);
+  command_dir_ = dir_ + "/usr/bin";  // /usr/bin/accel of the Debian package, beside /usr/bin/python3
+  env_["VIRTUAL_ENV"] = dir_ + "/venv";
+  auto config = resolve(flags_for(dir_ + "/train.py"));
+  EXPECT_EQ(config.program, dir_ + "/usr/bin/python3");
+  EXPECT_EQ(config.origins.back().second, dir_ + "/usr/bin/python3  (beside the accel command)");
+
+  env_["ACCEL_PYTHON"] = dir_ + "/venv/bin/python";  // the wheel's console script: its sys.executable
+  EXPECT_EQ(resolve(flags_for(dir_ + "/train.py")).program, dir_ + "/venv/bin/python");
+
+  auto flags = flags_for(dir_ + "/train.py");
+  flags.python = "python3";  // --python still wins
+  EXPECT_EQ(resolve(flags).program, dir_ + "/bin/python3");
+  EXPECT_EQ(resolve(flags).origins.back().second, dir_ + "/bin/python3  (--python)");
+
+  env_["ACCEL_PYTHON"] = dir_ + "/gone/python";
+  EXPECT_NE(error_of(flags_for(dir_ + "/train.py")).find("ACCEL_PYTHON=" + dir_ + "/gone/python is not an executable"),
+            std::string::npos);
+  env_.erase("ACCEL_PYTHON");
+  command_dir_ = dir_;  // no python3 beside the command: the venv's, as before
+  EXPECT_EQ(resolve(flags_for(dir_ + "/train.py")).program, dir_ + "/venv/bin/python");
 }
 
 TEST_F(LaunchProgram, ModuleRunsAsPythonDashM) {

@@ -21,6 +21,7 @@ namespace {
 using accel::detail::build_sequential;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using Shape = std::vector<int64_t>;
 
 // The message of the accel::Error that building `spec` throws; any other
@@ -300,7 +301,16 @@ TEST(SequentialSpec, BadArgumentsNameTheLayerTypeAndValue) {
   EXPECT_THAT(error_of(R"([{"type": "ReLU"}, {"type": "ReLU", "inplace_x": true}])"),
               HasSubstr("layer 1 (ReLU): unknown argument \"inplace_x\""));
   EXPECT_THAT(error_of(R"([{"type": "Linear", "in_features": 2, "out_feature": 2}])"),
-              HasSubstr("missing required argument \"out_features\""));
+              HasSubstr("missing required argument \"out_features\" (unknown argument \"out_feature\": did you mean "
+                        "\"out_features\"?)"));
+  EXPECT_THAT(error_of(R"([{"type": "Linear", "in_feature": 2, "out_features": 2}])"),
+              HasSubstr("layer 0 (Linear): missing required argument \"in_features\" (unknown argument \"in_feature\""));
+  EXPECT_THAT(error_of(R"([{"type": "Linear", "out_features": 2}])"),  // a real key is not taken for a typo
+              AllOf(HasSubstr("missing required argument \"in_features\""), Not(HasSubstr("did you mean"))));
+  EXPECT_THAT(error_of(R"([{"type": "Linear", "in_features": 2, "out_features": 2, "bais": false}])"),
+              HasSubstr("layer 0 (Linear): unknown argument \"bais\" (did you mean \"bias\"?)"));
+  EXPECT_THAT(error_of(R"([{"type": "Linear", "in_features": 2, "out_features": 2, "colour": 1}])"),
+              AllOf(HasSubstr("unknown argument \"colour\""), Not(HasSubstr("did you mean"))));
   EXPECT_THAT(error_of(R"([{"type": "GELU", "approximate": "fast"}])"),
               HasSubstr("argument \"approximate\" must be one of \"none\", \"tanh\", got \"fast\""));
   EXPECT_THAT(error_of(R"([{"type": "LayerNorm", "normalized_shape": []}])"),

@@ -1,19 +1,36 @@
 #!/usr/bin/env bash
-# Builds the two Debian packages from the build tree (packaging/build-deb.sh) and checks
-# their names, contents and dependencies with dpkg-deb.
-#   deb_build.sh SOURCE_DIR BUILD_DIR OUT_DIR DEB_VERSION LIBDIR [BINDING_PACKAGE...]
-# BINDING_PACKAGEs (python3-libaccel, libaccel-java, golang-libaccel-dev) are the ones this
-# build has bindings for; each must be there with its files.
+# Builds the Debian packages from the build tree (packaging/build-deb.sh) and checks that
+# they are the ones docs/packaging.md promises (its package table), then their contents
+# and dependencies with dpkg-deb.
+#   deb_build.sh SOURCE_DIR BUILD_DIR OUT_DIR DEB_VERSION LIBDIR
+# A promised package may be missing only when BUILD_DIR/packaging/skipped-packages.txt
+# (packaging/bindings.cmake) names it with the toolchain configure did not find.
 set -euo pipefail
 root=$1 build=$2 out=$3 version=$4 libdir=$5
-shift 5
-bindings=()
-for p in "$@"; do [ -n "$p" ] && bindings+=("$p"); done  # CMake passes "" for a binding not built
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 rm -rf "$out"
 "$root/packaging/build-deb.sh" --no-build "$build" "$out"
 arch=$(dpkg --print-architecture)
+
+# The table's rows start "| `package` (section ...": the list README and the docs promise.
+promised=$(sed -nE 's/^\| `([a-z0-9.+-]+)` \(section .*/\1/p' "$root/docs/packaging.md" | sort)
+[ "$(wc -l <<<"$promised")" -ge 2 ] || fail "no package table found in $root/docs/packaging.md"
+skipped=""
+if [ -s "$build/packaging/skipped-packages.txt" ]; then
+  while read -r pkg why; do
+    echo "not built here: $pkg ($why)"
+    skipped+="$pkg"$'\n'
+  done <"$build/packaging/skipped-packages.txt"
+fi
+expected=$(comm -23 <(echo "$promised") <(printf '%s' "$skipped" | sort))
+built=$(for deb in "$out"/*.deb; do dpkg-deb -f "$deb" Package; done | sort)
+missing=$(comm -23 <(echo "$expected") <(echo "$built"))
+extra=$(comm -13 <(echo "$promised") <(echo "$built"))
+[ -z "$missing" ] || fail "promised in docs/packaging.md but not built: $(echo $missing)"
+[ -z "$extra" ] || fail "built but not in docs/packaging.md's table: $(echo $extra)"
+echo "packages: $(echo $built)"
+bindings=($(comm -23 <(echo "$built") <(printf 'libaccel-dev\nlibaccel0\n')))
 runtime=$out/libaccel0_${version}_$arch.deb
 dev=$out/libaccel-dev_${version}_$arch.deb
 [ -f "$runtime" ] && [ -f "$dev" ] || fail "expected $runtime and $dev; got: $(ls "$out")"
@@ -48,7 +65,6 @@ dpkg-deb --ctrl-tarfile "$runtime" | tar -xO ./shlibs | grep -x "libaccel 0 liba
 dpkg-deb --ctrl-tarfile "$runtime" | tar -xO ./triggers | grep -x "activate-noawait ldconfig" >/dev/null ||
   fail "libaccel0 does not activate the ldconfig trigger"
 
-arch=$(dpkg --print-architecture)
 for pkg in ${bindings[@]+"${bindings[@]}"}; do
   case $pkg in
     python3-libaccel)
@@ -67,10 +83,12 @@ for pkg in ${bindings[@]+"${bindings[@]}"}; do
     golang-libaccel-dev)
       deb=$out/golang-libaccel-dev_${version}_all.deb
       [ -f "$deb" ] || fail "no $deb"
-      go=usr/share/gocode/src/github.com/libaccel/libaccel/bindings
-      has "$deb" $go/go/go.mod $go/go/accel/accelerator.go $go/go/internal/core/core.go $go/go/internal/core/core_wrap.cxx \
-        $go/swig/accel_bridge.hpp usr/share/doc/golang-libaccel-dev/copyright
-      lacks "$deb" '_test\.go$' ;;
+      module=$(sed -nE 's/^module +([^ ]+).*/\1/p' "$root/bindings/go/go.mod")
+      go=usr/share/gocode/src/$module
+      has "$deb" $go/go.mod $go/accel/accelerator.go $go/internal/core/core.go $go/internal/core/core_wrap.cxx \
+        $go/internal/core/accel_bridge.hpp $go/internal/core/cgoflags.go usr/share/doc/golang-libaccel-dev/copyright
+      lacks "$deb" '_test\.go$'
+      grep -qE '(^|, )libaccel-dev \(>= ' <<<"$(dpkg-deb -f "$deb" Depends)" || fail "golang-libaccel-dev does not depend on libaccel-dev" ;;
     *) fail "unknown binding package $pkg" ;;
   esac
   echo "$pkg: ok"

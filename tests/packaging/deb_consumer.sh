@@ -70,8 +70,11 @@ JAVA
   [ "$output" = "java 1 6.0" ] || fail "libaccel-java: unexpected output"
 fi
 if ls "$out"/golang-libaccel-dev_*.deb >/dev/null 2>&1; then
-  mod=$work/root/usr/share/gocode/src/github.com/libaccel/libaccel/bindings/go
-  grep -x "module github.com/libaccel/libaccel/bindings/go" "$mod/go.mod" >/dev/null ||
-    fail "golang-libaccel-dev: no go.mod of the module under /usr/share/gocode/src"
-  echo "go: $mod"
+  # Under /usr/share/gocode/src/<module path>, the path its go.mod names.
+  mod=$(find "$work/root/usr/share/gocode/src" -name go.mod -print -quit)
+  [ -n "$mod" ] || fail "golang-libaccel-dev: no go.mod under /usr/share/gocode/src"
+  module=$(sed -nE 's/^module +([^ ]+).*/\1/p' "$mod")
+  [ "$mod" = "$work/root/usr/share/gocode/src/$module/go.mod" ] ||
+    fail "golang-libaccel-dev: $mod is not at /usr/share/gocode/src/$module"
+  echo "go: $module in ${mod%/go.mod}"
 fi

@@ -3,13 +3,17 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <limits>
 #include <string>
 
 #include "accel/accelerator.hpp"
 #include "tracking/crc32c.hpp"
 #include "tracking/tracker_registry.hpp"
+#include "core/number_text.hpp"
 #include "core/remove_tree.hpp"
 
 namespace {
@@ -30,6 +34,58 @@ TEST(TrackerNames, AllExpandsAndUnknownNamesAreReported) {
     EXPECT_EQ(e.code(), accel::ErrorCode::InvalidArgument);
     EXPECT_NE(std::string(e.what()).find("'comet'"), std::string::npos);
   }
+}
+
+// Expected texts are Python's str(v) (whole numbers without ".0", see number_text.hpp).
+TEST(TrackerNumbers, ShortestTextThatRoundTripsLaidOutAsPython) {
+  using accel::detail::shortest_number_text;
+  EXPECT_EQ(shortest_number_text(0.1), "0.1");
+  EXPECT_EQ(shortest_number_text(3e-4), "0.0003");
+  EXPECT_EQ(shortest_number_text(1e-4), "0.0001");
+  EXPECT_EQ(shortest_number_text(1e-5), "1e-05");
+  EXPECT_EQ(shortest_number_text(1.0 / 3), "0.3333333333333333");
+  EXPECT_EQ(shortest_number_text(-2.5e-300), "-2.5e-300");
+  EXPECT_EQ(shortest_number_text(123456.789), "123456.789");
+  EXPECT_EQ(shortest_number_text(3.0), "3");
+  EXPECT_EQ(shortest_number_text(1e15), "1000000000000000");
+  EXPECT_EQ(shortest_number_text(1e16), "1e+16");
+  EXPECT_EQ(shortest_number_text(1.5e16), "1.5e+16");
+  EXPECT_EQ(shortest_number_text(0.0), "0");
+  EXPECT_EQ(shortest_number_text(std::numeric_limits<double>::infinity()), "inf");
+  EXPECT_EQ(shortest_number_text(std::nan("")), "nan");
+  EXPECT_EQ(shortest_number_text(std::numeric_limits<double>::max()), "1.7976931348623157e+308");
+  EXPECT_EQ(shortest_number_text(std::numeric_limits<double>::denorm_min()), "5e-324");
+}
+
+std::string read_all(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST(TrackerNumbers, CsvAndMlflowWriteParamsAsPythonDoes) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("accel_tracking_numbers_" + std::to_string(::getpid()));
+  accel::detail::remove_tree(dir);
+  accel::AcceleratorOptions options;
+  options.cpu = true;
+  options.log_with = {"csv", "mlflow"};
+  options.project.project_dir = dir.string();
+  accel::Accelerator accelerator(options);
+  accelerator.init_trackers("run", {{"lr", 0.1}, {"wd", 3e-4}});
+  accelerator.log({{"loss", 0.3}}, 1);
+  accelerator.end_training();
+  EXPECT_EQ(read_all(dir / "logs" / "run" / "params.csv"), "name,value\nlr,0.1\nwd,0.0003\n");
+  EXPECT_EQ(read_all(dir / "logs" / "run" / "metrics.csv"), "step,tag,value\n1,loss,0.3\n");
+  int runs = 0;
+  for (const auto& experiment : fs::directory_iterator(dir / "logs" / "mlruns"))
+    for (const auto& run : fs::directory_iterator(experiment.path()))
+      if (fs::exists(run.path() / "params" / "lr")) {
+        ++runs;
+        EXPECT_EQ(read_all(run.path() / "params" / "lr"), "0.1");
+        EXPECT_EQ(read_all(run.path() / "params" / "wd"), "0.0003");
+      }
+  EXPECT_EQ(runs, 1);
+  accel::detail::remove_tree(dir);
 }
 
 struct Counting : accel::Tracker {

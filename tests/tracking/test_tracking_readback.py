@@ -14,8 +14,21 @@ WRITER = os.environ["TRACKING_WRITER"]
 STEPS = 25
 
 
-def write_run(tmp_path, log_with, steps=STEPS):
-    subprocess.run([WRITER, log_with, str(tmp_path), "demo", str(steps)], check=True, timeout=60)
+def write_run(tmp_path, log_with, steps=STEPS, config=None):
+    extra = [json.dumps(config)] if config is not None else []
+    subprocess.run([WRITER, log_with, str(tmp_path), "demo", str(steps)] + extra, check=True, timeout=60)
+
+
+def python_text(value):
+    """str(value) as Accelerate logs it, but a whole number without ".0" (libaccel's
+    numbers do not say whether they were ints; see src/core/number_text.hpp)."""
+    text = str(value)
+    return text[:-2] if isinstance(value, float) and text.endswith(".0") else text
+
+
+# Values whose 17-digit text differs from the shortest one that round-trips.
+AWKWARD = {"lr": 0.1, "weight_decay": 3e-4, "eps": 1e-5, "third": 1 / 3, "big": 1.5e16, "tiny": -2.5e-300,
+           "epochs": 3, "optimizer": "adam"}
 
 
 def expected(step):
@@ -68,6 +81,28 @@ def test_mlflow_client_reads_params_and_metric_history(tmp_path, monkeypatch):
         assert [m.step for m in history] == list(range(STEPS))
         for m in history:
             assert m.value == pytest.approx(expected(m.step)[key])
+
+
+def test_mlflow_params_read_back_as_pythons_str(tmp_path, monkeypatch):
+    from mlflow.tracking import MlflowClient
+
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    write_run(tmp_path, "mlflow", steps=4, config=AWKWARD)
+    client = MlflowClient(tracking_uri=(tmp_path / "mlruns").as_uri())
+    run = client.search_runs([client.get_experiment_by_name("demo").experiment_id])[0]
+    assert run.data.params == {key: python_text(value) for key, value in AWKWARD.items()}
+    history = client.get_metric_history(run.info.run_id, "accuracy")
+    assert [m.value for m in history] == [expected(step)["accuracy"] for step in range(4)]  # exact, not approx
+
+
+def test_csv_writes_params_and_values_as_pythons_str(tmp_path):
+    write_run(tmp_path, "csv", steps=4, config=AWKWARD)
+    with open(tmp_path / "demo" / "params.csv", newline="") as f:
+        assert {row["name"]: row["value"] for row in csv.DictReader(f)} == {
+            key: python_text(value) for key, value in AWKWARD.items()}
+    with open(tmp_path / "demo" / "metrics.csv", newline="") as f:
+        for row in csv.DictReader(f):
+            assert row["value"] == python_text(expected(int(row["step"]))[row["tag"]]), row
 
 
 def test_jsonl_and_csv_hold_one_record_per_log_call(tmp_path):

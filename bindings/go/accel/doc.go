@@ -37,6 +37,10 @@
 // workers); an error they return, or a panic, becomes the error of the
 // libaccel call that invoked them.
 //
-// libaccel is linked with cgo (-laccel): when it is not installed, pass its
-// directory in CGO_LDFLAGS, e.g. CGO_LDFLAGS="-L$PWD/build/src -Wl,-rpath,$PWD/build/src".
+// libaccel is linked with cgo through pkg-config (#cgo pkg-config: accel, in
+// internal/core): with libaccel-dev installed nothing is needed; for another
+// prefix or a build tree, put the folder holding its accel.pc on
+// PKG_CONFIG_PATH, e.g. PKG_CONFIG_PATH=$PWD/build/go/pkgconfig (the build
+// tree's accel.pc, which also sets an rpath to build/src). CGO_LDFLAGS is not
+// needed.
 package accel

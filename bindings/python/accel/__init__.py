@@ -363,9 +363,13 @@ def _as_fields(sample: Any) -> Tuple[Any, ...]:
     return tuple(sample) if isinstance(sample, (tuple, list)) else (sample,)
 
 
-def _field_specs(sample: Any) -> Tuple[core.FieldSpecVector, Tuple[np.dtype, ...]]:
+# Each field's dtype and shape, as the first sample fixed them.
+_Layout = Tuple[Tuple[np.dtype, Tuple[int, ...]], ...]
+
+
+def _field_specs(sample: Any) -> Tuple[core.FieldSpecVector, _Layout]:
     specs = core.FieldSpecVector()
-    dtypes = []
+    layout = []
     for i, value in enumerate(_as_fields(sample)):
         array = _to_array(value)
         if array.dtype not in _NUMPY_TO_DTYPE:
@@ -374,28 +378,34 @@ def _field_specs(sample: Any) -> Tuple[core.FieldSpecVector, Tuple[np.dtype, ...
         spec.dtype = _NUMPY_TO_DTYPE[array.dtype]
         spec.shape = core.Int64Vector([int(d) for d in array.shape])
         specs.append(spec)
-        dtypes.append(array.dtype)
-    return specs, tuple(dtypes)
+        layout.append((array.dtype, tuple(int(d) for d in array.shape)))
+    return specs, tuple(layout)
 
 
-def _write_sample(sample: Any, dtypes: Sequence[np.dtype], out: core.SampleWriter) -> None:
+def _write_sample(sample: Any, layout: _Layout, out: core.SampleWriter) -> None:
     fields = _as_fields(sample)
-    if len(fields) != len(dtypes):
-        raise ValueError(f"sample has {len(fields)} fields, the first one had {len(dtypes)}")
-    for i, (value, dtype) in enumerate(zip(fields, dtypes)):
-        out.write(i, np.ascontiguousarray(_to_array(value), dtype=dtype))
+    if len(fields) != len(layout):
+        raise ValueError(f"sample has {len(fields)} fields, the first one had {len(layout)}")
+    for i, (value, (dtype, expected)) in enumerate(zip(fields, layout)):
+        array = np.ascontiguousarray(_to_array(value), dtype=dtype)
+        # Checked here, where the shapes are known: the writer below sees only bytes.
+        if array.shape != expected:
+            raise ValueError(f"field {i} has shape {tuple(array.shape)}, the first sample's has shape {expected}: "
+                             f"every sample must have the same shapes (pad or crop ragged samples, or batch "
+                             f"them yourself with a collate_fn)")
+        out.write(i, array)
 
 
 class _MapSource(core.DatasetSource):
     """Reads samples from a Python object with __len__ and __getitem__ (called from loader threads)."""
 
-    def __init__(self, data: Any, dtypes: Sequence[np.dtype]) -> None:
+    def __init__(self, data: Any, layout: _Layout) -> None:
         super().__init__()
-        self.data, self.dtypes = data, dtypes
+        self.data, self.layout = data, layout
 
     def get_sample(self, index: int, out: core.SampleWriter) -> str:
         try:
-            _write_sample(self.data[index], self.dtypes, out)
+            _write_sample(self.data[index], self.layout, out)
             return ""
         except BaseException as error:  # reported as the loader call's AccelError
             return _error_text(error)
@@ -404,9 +414,9 @@ class _MapSource(core.DatasetSource):
 class _StreamSource(core.StreamSource):
     """Reads samples from a Python iterable; set_epoch(epoch) is called on it when it has one."""
 
-    def __init__(self, data: Iterable[Any], dtypes: Sequence[np.dtype], first: Any, iterator: Iterator[Any]) -> None:
+    def __init__(self, data: Iterable[Any], layout: _Layout, first: Any, iterator: Iterator[Any]) -> None:
         super().__init__()
-        self.data, self.dtypes = data, dtypes
+        self.data, self.layout = data, layout
         self.pending, self.iterator = [first], iterator
 
     def reset(self, epoch: int) -> str:
@@ -427,7 +437,7 @@ class _StreamSource(core.StreamSource):
             if sample is _END:
                 out.end_of_stream()
             else:
-                _write_sample(sample, self.dtypes, out)
+                _write_sample(sample, self.layout, out)
             return ""
         except BaseException as error:
             return _error_text(error)
@@ -444,16 +454,16 @@ def _from_python(data: Any) -> Dataset:
     if hasattr(data, "__len__") and hasattr(data, "__getitem__"):
         if len(data) == 0:
             raise ValueError("the dataset is empty")
-        specs, dtypes = _field_specs(data[0])
-        source = _MapSource(data, dtypes)
+        specs, layout = _field_specs(data[0])
+        source = _MapSource(data, layout)
         dataset = Dataset.from_source(source.__disown__(), len(data), specs)
     elif hasattr(data, "__iter__"):
         iterator = iter(data)
         first = next(iterator, _END)
         if first is _END:
             raise ValueError("the iterable dataset is empty")
-        specs, dtypes = _field_specs(first)
-        source = _StreamSource(data, dtypes, first, iterator)
+        specs, layout = _field_specs(first)
+        source = _StreamSource(data, layout, first, iterator)
         dataset = Dataset.from_stream(source.__disown__(), specs)
     else:
         raise TypeError(f"{type(data).__name__} is neither map-style (__len__, __getitem__) nor iterable")

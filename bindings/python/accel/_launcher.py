@@ -10,12 +10,10 @@ def main() -> None:
         # A build-tree package (PYTHONPATH=build/python) has no bundled program.
         sys.exit(f"accel: {program} is missing: this accel package was not installed from the wheel; "
                  "use build/bin/accel")
-    env = os.environ
-    if sys.prefix != sys.base_prefix and not env.get("VIRTUAL_ENV"):
-        # Run from a venv's bin without activating it: `accel launch` picks the
-        # interpreter from VIRTUAL_ENV, so the ranks use this venv's Python (and
-        # its accel) rather than the first python3 on PATH.
-        env = dict(env, VIRTUAL_ENV=sys.prefix)
+    # `accel launch train.py` runs the ranks with ACCEL_PYTHON: this Python, the one
+    # this accel package is installed in (as Accelerate runs sys.executable), not the
+    # first python3 on PATH nor another venv that happens to be active.
+    env = dict(os.environ, ACCEL_PYTHON=sys.executable)
     os.execve(program, [program] + sys.argv[1:], env)
 
 

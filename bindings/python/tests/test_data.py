@@ -65,8 +65,22 @@ def test_sample_of_the_wrong_shape_is_an_error():
         def __getitem__(self, i):
             return np.zeros(2 if i < 3 else 3, np.float32), 0
 
-    with pytest.raises(accel.AccelError, match="field 0 takes 8 bytes, got 12"):
+    with pytest.raises(accel.AccelError, match=r"field 0 has shape \(3,\), the first sample's has shape \(2,\)"):
         collect(accel.DataLoader(Ragged(6), batch_size=2))
+
+    class Transposed(Squares):  # as many bytes, another shape: refused too, not reinterpreted
+        def __getitem__(self, i):
+            return np.zeros((2, 3) if i < 3 else (3, 2), np.float32), 0
+
+    with pytest.raises(accel.AccelError, match=r"field 0 has shape \(3, 2\), the first sample's has shape \(2, 3\)"):
+        collect(accel.DataLoader(Transposed(6), batch_size=2))
+
+    def stream():
+        for n in (4, 4, 5):
+            yield np.zeros(n, np.int64)
+
+    with pytest.raises(accel.AccelError, match=r"field 0 has shape \(5,\), the first sample's has shape \(4,\)"):
+        collect(accel.DataLoader(stream(), batch_size=1))
 
 
 def test_iterable_dataset_with_set_epoch():

@@ -41,6 +41,12 @@ if readelf -S "$work/unpacked/accel/libaccel.so.0" | grep -F .debug_info >/dev/n
 fi
 ext=$(ls "$work"/unpacked/accel/_core*.so)
 readelf -d "$ext" | grep -q 'RUNPATH.*\[\$ORIGIN\]' || { readelf -d "$ext" >&2; echo "no RUNPATH \$ORIGIN" >&2; exit 1; }
+# As docs/packaging.md says: accel-selftest finds libaccel.so.0 one folder up; accel links none.
+readelf -d "$work/unpacked/accel/bin/accel-selftest" | grep -q 'RUNPATH.*\[\$ORIGIN/\.\.\]' ||
+  { echo "accel-selftest has no RUNPATH \$ORIGIN/.." >&2; exit 1; }
+if readelf -d "$work/unpacked/accel/bin/accel" | grep -E 'R(UN)?PATH' >/dev/null; then
+  echo "accel has a RUNPATH, though it links no libaccel" >&2; exit 1
+fi
 if readelf -d "$work"/unpacked/accel/libaccel.so.0 "$ext" | grep -E 'R(UN)?PATH' | grep -q "$repo\|$work"; then
   echo "a RUNPATH points into the build" >&2; exit 1
 fi
