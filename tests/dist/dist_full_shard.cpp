@@ -173,20 +173,21 @@ std::vector<int64_t> script_unit_numel(const accel::Model& model, bool by_block)
 struct Tolerance {
   double loss, norm, parameter;  // absolute, relative (to max(1, norm)), absolute
 };
-// float32 (u = 6.0e-8): measured worst errors on an AMD EPYC (AVX-512, no
-// AMX), loss / parameter: SGD runs at most 2.4e-7 / 1.9e-8 (1 ulp of the
-// loss: amplification ~4 u), AdamW runs up to 4.8e-7 / 1.5e-7 (~8 u); an
-// Intel Xeon with AMX measured 2.5e-5 in the loss for HYBRID AdamW with
-// accumulation (~420 u), which is why that run is float64 below. 1e-5 leaves
-// the float32 runs kept here 20x or more on the EPYC. NO_SHARD's norm is
+// float32 (u = 6.0e-8): at 2 processes the sums are a + b == b + a and the
+// runs are bitwise equal; the float32 runs at 3 and 4 processes that stay
+// float32 (SGD, tests/dist/CMakeLists.txt) measured at most 9.5e-7 in the loss
+// and 7.7e-8 in the parameters on an AMD EPYC (AVX-512, no AMX): 10x or more.
+// Those that measured less (AdamW at 3: 4.9e-6; clipping with accumulation at
+// 3: 1.8e-4; the JSON GPT: 1.9e-6; HYBRID AdamW: 4.8e-7 here and 2.5e-5 on an
+// Intel Xeon with AMX, ~420 u) run in float64. NO_SHARD's norm is
 // LibTorch's clip_grad_norm_ (float32 norms of float32 norms, 1e-5 relative
 // from exact on this 1.9M-parameter model) against the shards' sum of squares
 // in double: hence 1e-4 (relative), and the clipping runs use learning rates
 // at which a 1e-5 difference in the clip factor does not grow over 100 steps
 // (at SGD 0.05 with momentum it grows to 4e-4 in the loss).
 constexpr Tolerance kFloat32Tolerance{1e-5, 1e-4, 1e-5};
-// float64 (u = 1.1e-16): the same runs measured 9e-16 (loss) and 2e-16
-// (parameters), amplification ~8 u as in float32; even the worst float32
+// float64 (u = 1.1e-16): every float64 run measured at most 3.6e-15 in the
+// loss and 5.2e-15 in the parameters (norms 2e-14 relative); even the worst float32
 // amplification seen anywhere (AdamW at lr 1e-3: 1.05e-4 in the parameters,
 // ~1800 u) gives 2e-13 in float64. 1e-9 is 5000x above that, and 1e4 or more
 // below what a real difference leaves (a missing division, another
