@@ -22,25 +22,50 @@ using accel::detail::accel_matmul;
 
 at::Tensor leaf(at::Tensor t) { return t.detach().requires_grad_(true); }
 
-double worst(const at::Tensor& a, const at::Tensor& b) { return (a - b).abs().max().item<double>(); }
+// oneDNN and ATen (OpenBLAS) sum a product's K terms in orders of their own,
+// which depend on the CPU's kernels (AVX2, AVX-512, AMX blocking, FMA or not).
+// Whatever the order, |fl(a.b) - a.b| <= gamma_K |a|.|b| with gamma_K =
+// K u / (1 - K u), u = 2^-24 (Higham, Accuracy and Stability of Numerical
+// Algorithms, 3.1), so two kernels differ by at most 2 gamma_K |a|.|b| per
+// element. These bounds hold on any CPU; a wrong layout, stride or operand
+// misses them by orders of magnitude.
+constexpr double kUnitRoundoff = 5.960464477539063e-8;  // float32: 2^-24
+double product_bound(int64_t depth) { return 2 * depth * kUnitRoundoff / (1 - depth * kUnitRoundoff); }
+
+// The largest |got - want| / (|a|.|b|) over the elements (where |a|.|b| > 0).
+double worst_relative(const at::Tensor& got, const at::Tensor& want, const at::Tensor& magnitude) {
+  at::Tensor scale = magnitude.to(at::kDouble);
+  at::Tensor error = (got.to(at::kDouble) - want.to(at::kDouble)).abs();
+  return (error / scale.clamp_min(1e-30)).max().item<double>();
+}
 
 // Runs `op` on copies of `inputs` and `reference` on others, backpropagates the
-// same random gradient through both and compares outputs and input gradients.
+// same random gradient through both and compares outputs and input gradients
+// per element against 2 gamma_depth |a|.|b|, where depth is the longest sum
+// an element of the output or of a gradient goes through (a product's inner
+// size, one more with a bias). The op must be a sum of products of its inputs
+// (linear, addmm, matmul): then `reference` on |inputs| in float64, with |g|
+// backpropagated, gives exactly the |a|.|b| of every output and gradient.
 template <class Op, class Reference>
 void expect_same_values_and_gradients(const std::vector<at::Tensor>& inputs, Op op, Reference reference,
-                                      double tolerance = 1e-4) {
-  std::vector<at::Tensor> ours, theirs;
+                                      int64_t depth) {
+  std::vector<at::Tensor> ours, theirs, magnitudes;
   for (const auto& t : inputs) {
     ours.push_back(leaf(t.clone()));
     theirs.push_back(leaf(t.clone()));
+    magnitudes.push_back(leaf(t.abs().to(at::kDouble)));
   }
-  at::Tensor y = op(ours), want = reference(theirs);
+  at::Tensor y = op(ours), want = reference(theirs), size = reference(magnitudes);
   ASSERT_EQ(y.sizes(), want.sizes());
-  EXPECT_LT(worst(y, want), tolerance);
+  const double bound = product_bound(depth);
+  EXPECT_LT(worst_relative(y, want, size), bound) << "output";
   at::Tensor g = at::randn(want.sizes());
   auto grads = torch::autograd::grad({y}, ours, {g});
   auto want_grads = torch::autograd::grad({want}, theirs, {g});
-  for (size_t i = 0; i < grads.size(); ++i) EXPECT_LT(worst(grads[i], want_grads[i]), tolerance) << "input " << i;
+  auto sizes = torch::autograd::grad({size}, magnitudes, {g.abs().to(at::kDouble)});
+  for (size_t i = 0; i < grads.size(); ++i) {
+    EXPECT_LT(worst_relative(grads[i], want_grads[i], sizes[i]), bound) << "input " << i;
+  }
 }
 
 class MatmulOps : public ::testing::Test {
@@ -61,7 +86,9 @@ TEST_F(MatmulOps, OneDnnTakesTheLayoutsATransformerHandsIt) {
   auto heads = [&](int i) { return qkv.narrow(2, 32 * i, 32).view({2, 16, 4, 8}).permute({0, 2, 1, 3}); };
   auto scores = onednn::matmul(heads(0), heads(1).transpose(-1, -2));
   ASSERT_TRUE(scores.has_value()) << "permuted heads";
-  EXPECT_LT(worst(*scores, at::matmul(heads(0), heads(1).transpose(-1, -2))), 1e-4);
+  EXPECT_LT(worst_relative(*scores, at::matmul(heads(0), heads(1).transpose(-1, -2)),
+                           at::matmul(heads(0).abs(), heads(1).abs().transpose(-1, -2))),
+            product_bound(8));
   EXPECT_FALSE(onednn::matmul(x.to(at::kDouble), w.t().to(at::kDouble)).has_value()) << "float64 is ATen's";
   EXPECT_FALSE(onednn::matmul(at::randn({2, 3, 4}), at::randn({4, 5})).has_value()) << "broadcasting is ATen's";
 }
@@ -74,42 +101,49 @@ TEST_F(MatmulOps, ManyShapesOutliveThePlanCache) {
     at::Tensor x = at::randn({rows, 16});
     auto out = accel::detail::onednn::matmul(x, w);
     ASSERT_TRUE(out.has_value()) << rows;
-    ASSERT_LT(worst(*out, at::mm(x, w)), 1e-4) << rows;
+    ASSERT_LT(worst_relative(*out, at::mm(x, w), at::mm(x.abs(), w.abs())), product_bound(16)) << rows;
   }
   at::Tensor x = at::randn({3, 16});
-  EXPECT_LT(worst(*accel::detail::onednn::matmul(x, w), at::mm(x, w)), 1e-4) << "a dropped shape, planned again";
+  EXPECT_LT(worst_relative(*accel::detail::onednn::matmul(x, w), at::mm(x, w), at::mm(x.abs(), w.abs())),
+            product_bound(16))
+      << "a dropped shape, planned again";
 }
 
 TEST_F(MatmulOps, AddmmAsTransformersConv1dCallsIt) {
   expect_same_values_and_gradients(
       {at::randn({96}), at::randn({64, 48}), at::randn({48, 96})},
-      [](auto& t) { return accel_addmm(t[0], t[1], t[2]); }, [](auto& t) { return at::addmm(t[0], t[1], t[2]); });
+      [](auto& t) { return accel_addmm(t[0], t[1], t[2]); }, [](auto& t) { return at::addmm(t[0], t[1], t[2]); },
+      /*depth: grad_x sums over 96 columns*/ 96);
 }
 
 TEST_F(MatmulOps, LinearOnThreeDimensionalAndTransposedInputs) {
   expect_same_values_and_gradients(
       {at::randn({4, 16, 32}), at::randn({24, 32}), at::randn({24})},
-      [](auto& t) { return accel_linear(t[0], t[1], t[2]); }, [](auto& t) { return at::linear(t[0], t[1], t[2]); });
+      [](auto& t) { return accel_linear(t[0], t[1], t[2]); }, [](auto& t) { return at::linear(t[0], t[1], t[2]); },
+      /*depth: grad_w and grad_bias sum over 4 * 16 rows*/ 64);
   expect_same_values_and_gradients(  // no bias (GPT-2's tied head); an input that is a transposed view
       {at::randn({32, 40}), at::randn({24, 32})},
       [](auto& t) { return accel_linear(t[0].t(), t[1], at::Tensor()); },
-      [](auto& t) { return at::linear(t[0].t(), t[1]); });
+      [](auto& t) { return at::linear(t[0].t(), t[1]); }, /*depth: grad_w sums over 40 rows*/ 40);
 }
 
+// q, k, v as GPT-2 makes them: one [B, T, 3C] projection split and permuted to [B, H, T, C/H].
+at::Tensor head(const at::Tensor& qkv, int i) {
+  return qkv.narrow(2, 32 * i, 32).view({2, 16, 4, 8}).permute({0, 2, 1, 3});
+}
+
+// Both products of attention, each checked on its own so that each is a sum
+// of products (the softmax between them is ATen's either way).
 TEST_F(MatmulOps, MatmulOnPermutedAttentionHeads) {
-  // q, k, v as GPT-2 makes them: one [B, T, 3C] projection split and permuted to [B, H, T, C/H].
-  expect_same_values_and_gradients(
+  expect_same_values_and_gradients(  // scores = q k^T
       {at::randn({2, 16, 3 * 32})},
-      [](auto& t) {
-        auto heads = [&](int i) { return t[0].narrow(2, 32 * i, 32).view({2, 16, 4, 8}).permute({0, 2, 1, 3}); };
-        at::Tensor weights = accel_matmul(heads(0), heads(1).transpose(-1, -2)).softmax(-1);
-        return accel_matmul(weights, heads(2));
-      },
-      [](auto& t) {
-        auto heads = [&](int i) { return t[0].narrow(2, 32 * i, 32).view({2, 16, 4, 8}).permute({0, 2, 1, 3}); };
-        at::Tensor weights = at::matmul(heads(0), heads(1).transpose(-1, -2)).softmax(-1);
-        return at::matmul(weights, heads(2));
-      });
+      [](auto& t) { return accel_matmul(head(t[0], 0), head(t[0], 1).transpose(-1, -2)); },
+      [](auto& t) { return at::matmul(head(t[0], 0), head(t[0], 1).transpose(-1, -2)); },
+      /*depth: the gradients sum over 16 positions*/ 16);
+  expect_same_values_and_gradients(  // weights v, the weights' rows summing to 1
+      {at::randn({2, 4, 16, 16}).softmax(-1), at::randn({2, 16, 3 * 32})},
+      [](auto& t) { return accel_matmul(t[0], head(t[1], 2)); },
+      [](auto& t) { return at::matmul(t[0], head(t[1], 2)); }, /*depth: 16 positions*/ 16);
 }
 
 TEST_F(MatmulOps, WhatOneDnnDoesNotTakeIsAtensOwnOpBitForBit) {
@@ -128,13 +162,19 @@ TEST_F(MatmulOps, WhatOneDnnDoesNotTakeIsAtensOwnOpBitForBit) {
 // A gradient taken with create_graph is differentiable again, as ATen's is.
 TEST_F(MatmulOps, SecondDerivativesAreAtens) {
   at::Tensor x0 = at::randn({6, 8}), w0 = at::randn({5, 8});
-  auto second = [&](bool ours) {
-    at::Tensor x = leaf(x0.clone()), w = leaf(w0.clone());
+  auto second = [&](bool ours, const at::Tensor& x_value, const at::Tensor& w_value) {
+    at::Tensor x = leaf(x_value.clone()), w = leaf(w_value.clone());
     at::Tensor y = ours ? accel_linear(x, w, at::Tensor()) : at::linear(x, w);
     at::Tensor gx = torch::autograd::grad({y.pow(2).sum()}, {x}, {}, true, true)[0];
     return torch::autograd::grad({gx.pow(2).sum()}, {w})[0];
   };
-  EXPECT_LT(worst(second(true), second(false)), 1e-3);
+  // Only products and sums: the same on |x|, |w| in float64 bounds every term.
+  // Depth: the roundings on the longest chain, a product adding its factors':
+  // y (8) -> dy = 2y (1) -> gx = dy w (5) -> 2 gx (1) -> back through both
+  // uses of w (5 + 6) and their sum (1): 27; 48 leaves room for how autograd
+  // groups them.
+  at::Tensor size = second(false, x0.abs().to(at::kDouble), w0.abs().to(at::kDouble));
+  EXPECT_LT(worst_relative(second(true, x0, w0), second(false, x0, w0), size), product_bound(48));
 }
 
 TEST_F(MatmulOps, InferenceModeAndAutocast) {
@@ -142,7 +182,7 @@ TEST_F(MatmulOps, InferenceModeAndAutocast) {
   {
     c10::InferenceMode inference;
     at::Tensor y = accel_linear(x, w, b);
-    EXPECT_LT(worst(y, at::linear(x, w, b)), 1e-4);
+    EXPECT_LT(worst_relative(y, at::linear(x, w, b), at::linear(x.abs(), w.abs(), b.abs())), product_bound(17));
   }
   {
     // Under CPU autocast the op is ATen's, so autocast casts it to bf16 as it casts aten::linear.
