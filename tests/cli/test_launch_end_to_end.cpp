@@ -247,8 +247,8 @@ TEST(LaunchEndToEnd, DryRunPrintsEachRankAndStartsNothing) {
                           {{"OMP_NUM_THREADS", "1"}});
   EXPECT_EQ(result.exit_code, 0) << result.err;
   EXPECT_TRUE(has_line(result.out,
-                       "rank 1: ACCELERATE_MIXED_PRECISION=no ACCELERATE_USE_CPU=false GROUP_RANK=0 GROUP_WORLD_SIZE=1 "
-                       "LOCAL_RANK=1 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=1234 RANK=1 "
+                       "rank 1: ACCELERATE_MIXED_PRECISION=no ACCELERATE_USE_CPU=false ACCEL_LAUNCH_PREFIXES_LINES=1 "
+                       "GROUP_RANK=0 GROUP_WORLD_SIZE=1 LOCAL_RANK=1 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=1234 RANK=1 "
                        "TORCHELASTIC_MAX_RESTARTS=0 TORCHELASTIC_RESTART_COUNT=0 WORLD_SIZE=2 sh -c 'touch " +
                            dir.path() + "/started'"))
       << result.out;

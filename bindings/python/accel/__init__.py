@@ -388,8 +388,10 @@ def _write_sample(sample: Any, layout: _Layout, out: core.SampleWriter) -> None:
         raise ValueError(f"sample has {len(fields)} fields, the first one had {len(layout)}")
     for i, (value, (dtype, expected)) in enumerate(zip(fields, layout)):
         array = np.ascontiguousarray(_to_array(value), dtype=dtype)
-        # Checked here, where the shapes are known: the writer below sees only bytes.
-        if array.shape != expected:
+        # Checked here, where the shapes are known: the writer below sees only bytes. Axes of
+        # length 1 do not change the layout (a label 3 and [3] are the same bytes in the same
+        # order), so only the other axes must match; (3, 2) against (2, 3) would reorder data.
+        if tuple(d for d in array.shape if d != 1) != tuple(d for d in expected if d != 1):
             raise ValueError(f"field {i} has shape {tuple(array.shape)}, the first sample's has shape {expected}: "
                              f"every sample must have the same shapes (pad or crop ragged samples, or batch "
                              f"them yourself with a collate_fn)")

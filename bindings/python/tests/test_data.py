@@ -80,7 +80,7 @@ def test_sample_of_the_wrong_shape_is_an_error():
             yield np.zeros(n, np.int64)
 
     with pytest.raises(accel.AccelError, match=r"field 0 has shape \(5,\), the first sample's has shape \(4,\)"):
-        collect(accel.DataLoader(stream(), batch_size=1))
+        list(accel.DataLoader(stream(), batch_size=1))  # batches of one field each
 
 
 def test_iterable_dataset_with_set_epoch():
