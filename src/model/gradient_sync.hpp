@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "accel/accelerator.hpp"
+#include "core/autograd_node_ptr.hpp"
 #include "state/process_group.hpp"
 
 namespace torch::autograd {
@@ -95,7 +96,7 @@ class GradientSync {
   std::vector<size_t> slot_of_;    // param -> index within its bucket
   std::vector<Bucket> buckets_;
   ProcessGroup& process_group_;
-  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
+  std::vector<AutogradNodePtr> accumulators_;
   std::vector<uintptr_t> hook_keys_;
   std::vector<bool> ready_;        // got its gradient in this backward
   size_t next_to_launch_ = 0;

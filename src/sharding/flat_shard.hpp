@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "accel/accelerator.hpp"
+#include "core/autograd_node_ptr.hpp"
 #include "state/process_group.hpp"
 
 namespace torch::autograd {
@@ -145,7 +146,7 @@ class FlatShard {
   // ZeRO-2: flat_grad_ exists from a synced backward's first gradient to its
   // reduce-scatter; which parameters' gradients are in it already.
   std::vector<bool> in_flat_grad_;
-  std::vector<std::pair<std::shared_ptr<torch::autograd::Node>, uintptr_t>> gradient_hooks_;
+  std::vector<std::pair<AutogradNodePtr, uintptr_t>> gradient_hooks_;
   bool sync_enabled_ = true;
 };
 
