@@ -74,6 +74,22 @@ double scaler_number(const c10::impl::GenericDict& dict, const std::string& path
   return it->value().isDouble() ? it->value().toDouble() : static_cast<double>(it->value().toInt());
 }
 
+// What a custom object's load function receives. libaccel writes the
+// object's bytes as a pickled Python bytes object (pickle_bytes): a libaccel
+// checkpoint whose manifest is gone (read as Accelerate's) gave the objects
+// that archive instead of their bytes, which no Python object could load.
+// Anything else (Accelerate's torch.save of a state dict) goes as the file is.
+std::string custom_object_bytes(const std::string& path) {
+  std::string bytes = read_regular_file(path);
+  if (!is_zip_archive(bytes)) return bytes;
+  try {
+    c10::IValue value = read_torch_save(bytes, "load_state: " + path);
+    if (value.isString()) return value.toStringRef();
+  } catch (const Error&) {  // not libaccel's pickled bytes: the object reads the file itself
+  }
+  return bytes;
+}
+
 }  // namespace
 
 ModelLoadPlan plan_model_load(const ModelWeights& weights, const NamedTensors& state_dict, const std::string& path,
@@ -141,7 +157,7 @@ void load_accelerate_checkpoint(AcceleratorState& st, const std::string& dir) {
     scheduler_bytes.push_back(read_regular_file(dir + "/" + numbered_file("scheduler", i, ".bin")));
   }
   for (size_t i = 0; i < st.checkpoint_objects.size(); ++i) {
-    custom_bytes.push_back(read_regular_file(dir + "/custom_checkpoint_" + std::to_string(i) + ".pkl"));
+    custom_bytes.push_back(custom_object_bytes(dir + "/" + custom_object_file(i)));
   }
   const std::string scaler_path = dir + "/scaler.pt";
   require(exists(scaler_path) == (st.scaler != nullptr), ErrorCode::InvalidArgument,
