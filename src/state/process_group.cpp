@@ -33,11 +33,11 @@ c10d_adapter::StorePtr join_store(const LaunchEnvironment& env, std::chrono::mil
     try {
       return c10d_adapter::make_tcp_store(env.master_addr, env.master_port, env.rank == 0, timeout);
     } catch (const std::exception& e) {
-      auto left = std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
-      if (env.rank == 0 || !looks_like_timeout(first_line(e.what())) || left <= milliseconds(0)) throw;
-      std::this_thread::sleep_for(std::min(left, milliseconds(50)));
-      left = std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
-      timeout = std::max(left, milliseconds(1));
+      const auto left = deadline - std::chrono::steady_clock::now();
+      if (env.rank == 0 || !looks_like_timeout(first_line(e.what())) || left <= left.zero()) throw;
+      // A pause between attempts: each failed one logs a line (c10d's).
+      std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(left, milliseconds(250)));
+      timeout = std::max(std::chrono::ceil<milliseconds>(deadline - std::chrono::steady_clock::now()), milliseconds(1));
     }
   }
 }
