@@ -409,6 +409,24 @@ class Machine {
     return at::empty({0}, whole.options()).set_(whole.storage(), offset, sizes, strides);
   }
 
+  // List[int], List[float], List[bool] or List[Tensor] from the items torch's
+  // pickler wrote for one, refusing an item of another type.
+  c10::IValue typed_list(const std::string& builder, c10::ArrayRef<c10::IValue> items) const {
+    auto fill = [&](auto list, bool (c10::IValue::*is)() const, const char* type) {
+      for (const c10::IValue& v : items) {
+        if (!(v.*is)()) bad("data.pkl builds a list of " + std::string(type) + " from a " + v.tagKind());
+        list.push_back(v.to<typename decltype(list)::value_type>());
+      }
+      return c10::IValue(std::move(list));
+    };
+    if (builder == "torch.jit._pickle.build_intlist") return fill(c10::List<int64_t>(), &c10::IValue::isInt, "int");
+    if (builder == "torch.jit._pickle.build_doublelist") {
+      return fill(c10::List<double>(), &c10::IValue::isDouble, "float");
+    }
+    if (builder == "torch.jit._pickle.build_boollist") return fill(c10::List<bool>(), &c10::IValue::isBool, "bool");
+    return fill(c10::List<at::Tensor>(), &c10::IValue::isTensor, "Tensor");
+  }
+
   void reduce() {
     Item args = pop();
     Item callable = pop();
@@ -429,11 +447,11 @@ class Machine {
     } else if (callable.name == "torch.jit._pickle.restore_type_tag") {  // the value, its type tag dropped
       if (a.size() != 2 || a[0].kind != Item::Kind::Value) bad("data.pkl tags the type of something that is not data");
       push(a[0].value);
-    } else if (list_builder(callable.name)) {  // the typed list, as the list it wraps
+    } else if (list_builder(callable.name)) {  // the typed list, as LibTorch's unpickler builds it
       if (a.size() != 1 || a[0].kind != Item::Kind::Value || !a[0].value.isList()) {
         bad("data.pkl calls " + callable.name + " on something that is not a list");
       }
-      push(a[0].value);
+      push(typed_list(callable.name, a[0].value.toListRef()));
     } else if (callable.name == "collections.OrderedDict") {
       if (!a.empty()) bad("data.pkl builds an OrderedDict from arguments");
       push(c10::impl::GenericDict(c10::AnyType::get(), c10::AnyType::get()));
