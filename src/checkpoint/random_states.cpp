@@ -7,7 +7,6 @@
 #include <torch/cuda.h>
 
 #include <algorithm>
-#include <mutex>
 
 #include "accel/error.hpp"
 #include "checkpoint/state_files.hpp"
@@ -53,13 +52,13 @@ at::Tensor checked_state(const c10::IValue& v, const at::Generator& live, const 
 void validate_generator_state(at::Generator live, const at::Tensor& state, const std::string& where) {
   // Bytes of the right size can still be refused by set_state (an mt19937
   // state that is not seeded, or whose position lies outside its 624 words):
-  // tried on a copy, so that the refusal comes before anything is applied, and
-  // never after the model and optimizers were (a half-restored run).
-  at::Generator trial;
-  {
-    std::lock_guard<std::mutex> lock(live.mutex());
-    trial = live.clone();
-  }
+  // tried on a fresh generator, so that the refusal comes before anything is
+  // applied, and never after the model and optimizers were (a half-restored
+  // run). Not on a clone of the live one: LibTorch 1.13's Generator::clone
+  // leaks the copy. A CUDA generator's set_state checks the size only, which
+  // the caller did.
+  if (live.device().type() != c10::DeviceType::CPU) return;
+  at::Generator trial = at::make_generator<at::CPUGeneratorImpl>();
   try {
     trial.set_state(state);
   } catch (const std::exception& e) {
