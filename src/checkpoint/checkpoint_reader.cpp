@@ -108,20 +108,20 @@ void CheckpointReader::verify(const std::string& name) const {
   check(name, digest.bytes, digest.xxh3);
 }
 
-void CheckpointReader::check_inside(const std::string& name) const {
-  // A checkpoint's file that is a symlink leading elsewhere would make
-  // load_state read (and the checksum vouch for) any file the process can:
-  // as for shard indexes (model_weights.cpp), the real file must lie in the
-  // checkpoint's own directory. A symlink within it is harmless.
+void require_inside_checkpoint(const std::string& dir, const std::string& path) {
+  // As for shard indexes (model_weights.cpp), the real file must lie in the
+  // checkpoint's own directory.
   std::error_code error;
-  if (!fs::is_symlink(path(name), error)) return;
-  const fs::path real = fs::canonical(path(name), error);
-  require(!error, ErrorCode::IO, "load_state: cannot open " + path(name) + ": " + error.message());
-  const fs::path real_dir = fs::canonical(dir_, error);
+  if (!fs::is_symlink(path, error)) return;
+  const fs::path real = fs::canonical(path, error);
+  require(!error, ErrorCode::IO, "load_state: cannot open " + path + ": " + error.message());
+  const fs::path real_dir = fs::canonical(dir, error);
   require(!error && real.parent_path() == real_dir, ErrorCode::IO,
-          "load_state: " + path(name) + " is a symlink leading outside the checkpoint directory (to " +
-              real.string() + "); refusing to read it");
+          "load_state: " + path + " is a symlink leading outside the checkpoint directory (to " + real.string() +
+              "); refusing to read it");
 }
+
+void CheckpointReader::check_inside(const std::string& name) const { require_inside_checkpoint(dir_, path(name)); }
 
 void CheckpointReader::check(const std::string& name, uint64_t bytes, const std::string& xxh3) const {
   auto it = expected_.find(name);

@@ -33,6 +33,11 @@ class JsonFile {
   nlohmann::json json_;
 };
 
+// Refuses (IO) a file of checkpoint directory dir that is a symlink leading
+// out of it: load_state would read (and a checksum vouch for) any file the
+// process can. A symlink within the directory is harmless.
+void require_inside_checkpoint(const std::string& dir, const std::string& path);
+
 class CheckpointReader {
  public:
   // manifest's "files"; version: its format version (1: sizes only).

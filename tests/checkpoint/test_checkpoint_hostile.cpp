@@ -108,6 +108,13 @@ TEST(CheckpointHostile, AFileThatIsASymlinkLeadingOutsideIsRefused) {
   EXPECT_NE(message.find("model.safetensors is a symlink leading outside the checkpoint directory"),
             std::string::npos)
       << message;
+  // So is it when the directory is read as Accelerate's (no manifest).
+  fs::rename(saved.dir + "/manifest.json", saved.dir + "/manifest.json.away");
+  const std::string accelerate = saved.refused();
+  EXPECT_NE(accelerate.find("model.safetensors is a symlink leading outside the checkpoint directory"),
+            std::string::npos)
+      << accelerate;
+  fs::rename(saved.dir + "/manifest.json.away", saved.dir + "/manifest.json");
   // A symlink within the directory is harmless.
   fs::remove(saved.dir + "/model.safetensors");
   fs::copy_file(outside, saved.dir + "/weights.safetensors");
