@@ -9,7 +9,10 @@
 static PyObject* accel_py_error = 0;
 
 static void accel_py_raise(int code, const char* message) {
-  PyObject* args = Py_BuildValue("(si)", message, code);
+  /* libaccel's messages are UTF-8; were one not, "(si)" would fail and leave an
+     AccelError with no message and the wrong code. */
+  PyObject* text = PyUnicode_DecodeUTF8(message, (Py_ssize_t)strlen(message), "backslashreplace");
+  PyObject* args = text ? Py_BuildValue("(Ni)", text, code) : NULL;
   PyErr_SetObject(accel_py_error, args);
   Py_XDECREF(args);
 }

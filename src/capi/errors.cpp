@@ -1,3 +1,4 @@
+#include <cstdio>
 #include <mutex>
 #include <unordered_map>
 
@@ -13,6 +14,37 @@ std::mutex registry_mutex;
 std::unordered_map<const void*, HandleKind>& registry() {
   static auto* live = new std::unordered_map<const void*, HandleKind>();  // outlives static destructors
   return *live;
+}
+
+// Messages quote what a file holds (a safetensors header's bytes, a pickle's
+// strings); the bindings decode them as UTF-8, and Python's raise failed on a
+// non-UTF-8 message, leaving a bare "libaccel error" with the internal code
+// instead of the message. Bytes that are not well-formed UTF-8 are shown as \xNN.
+std::string valid_utf8(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  for (size_t i = 0; i < n;) {
+    const unsigned char c = p[i];
+    size_t length = c < 0x80 ? 1 : (c >= 0xc2 && c <= 0xdf) ? 2 : (c >= 0xe0 && c <= 0xef) ? 3
+                                 : (c >= 0xf0 && c <= 0xf4) ? 4 : 0;
+    bool ok = length > 0 && i + length <= n;
+    for (size_t k = 1; ok && k < length; ++k) ok = (p[i + k] & 0xc0) == 0x80;
+    // Overlong three- and four-byte forms, surrogates and code points past U+10FFFF.
+    if (ok && length == 3) ok = !(c == 0xe0 && p[i + 1] < 0xa0) && !(c == 0xed && p[i + 1] >= 0xa0);
+    if (ok && length == 4) ok = !(c == 0xf0 && p[i + 1] < 0x90) && !(c == 0xf4 && p[i + 1] >= 0x90);
+    if (!ok) {
+      char escaped[5];
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", c);
+      out += escaped;
+      ++i;
+      continue;
+    }
+    out.append(text, i, length);
+    i += length;
+  }
+  return out;
 }
 
 }  // namespace
@@ -37,7 +69,7 @@ bool is_live(const void* handle, HandleKind kind) {
 }
 
 accel_status record_error(accel_status status, const std::string& message) {
-  last_error = message;
+  last_error = valid_utf8(message);
   return status;
 }
 

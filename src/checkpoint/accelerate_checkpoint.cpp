@@ -10,6 +10,7 @@
 #include <set>
 
 #include "accel/error.hpp"
+#include "checkpoint/checkpoint_reader.hpp"
 #include "checkpoint/model_weights.hpp"
 #include "checkpoint/random_states.hpp"
 #include "checkpoint/state_files.hpp"
@@ -74,6 +75,28 @@ double scaler_number(const c10::impl::GenericDict& dict, const std::string& path
   return it->value().isDouble() ? it->value().toDouble() : static_cast<double>(it->value().toInt());
 }
 
+// A file of the checkpoint, confined to its directory as libaccel's own are.
+std::string read_inside(const std::string& dir, const std::string& path) {
+  require_inside_checkpoint(dir, path);
+  return read_regular_file(path);
+}
+
+// What a custom object's load function receives. libaccel writes the
+// object's bytes as a pickled Python bytes object (pickle_bytes): a libaccel
+// checkpoint whose manifest is gone (read as Accelerate's) gave the objects
+// that archive instead of their bytes, which no Python object could load.
+// Anything else (Accelerate's torch.save of a state dict) goes as the file is.
+std::string custom_object_bytes(const std::string& dir, const std::string& path) {
+  std::string bytes = read_inside(dir, path);
+  if (!is_zip_archive(bytes)) return bytes;
+  try {
+    c10::IValue value = read_torch_save(bytes, "load_state: " + path);
+    if (value.isString()) return value.toStringRef();
+  } catch (const Error&) {  // not libaccel's pickled bytes: the object reads the file itself
+  }
+  return bytes;
+}
+
 }  // namespace
 
 ModelLoadPlan plan_model_load(const ModelWeights& weights, const NamedTensors& state_dict, const std::string& path,
@@ -128,6 +151,7 @@ void load_accelerate_checkpoint(AcceleratorState& st, const std::string& dir) {
     require(!path.empty(), ErrorCode::InvalidArgument,
             "load_state: " + dir + " has no weights for model " + std::to_string(i) + " (" +
                 numbered_file("model", i, ".safetensors") + " or " + numbered_file("pytorch_model", i, ".bin") + ")");
+    require_inside_checkpoint(dir, path);
     weights.push_back(ModelWeights::open(path));
     plans.push_back(plan_model_load(weights.back(), model_state_dict(*targets.models[i]), path, i));
   }
@@ -135,13 +159,13 @@ void load_accelerate_checkpoint(AcceleratorState& st, const std::string& dir) {
   expect_files(dir, "schedulers", "scheduler", ".bin", targets.schedulers.size());
   std::vector<std::string> optimizer_bytes, scheduler_bytes, custom_bytes;
   for (size_t i = 0; i < targets.optimizers.size(); ++i) {
-    optimizer_bytes.push_back(read_regular_file(dir + "/" + numbered_file("optimizer", i, ".bin")));
+    optimizer_bytes.push_back(read_inside(dir, dir + "/" + numbered_file("optimizer", i, ".bin")));
   }
   for (size_t i = 0; i < targets.schedulers.size(); ++i) {
-    scheduler_bytes.push_back(read_regular_file(dir + "/" + numbered_file("scheduler", i, ".bin")));
+    scheduler_bytes.push_back(read_inside(dir, dir + "/" + numbered_file("scheduler", i, ".bin")));
   }
   for (size_t i = 0; i < st.checkpoint_objects.size(); ++i) {
-    custom_bytes.push_back(read_regular_file(dir + "/custom_checkpoint_" + std::to_string(i) + ".pkl"));
+    custom_bytes.push_back(custom_object_bytes(dir, dir + "/" + custom_object_file(i)));
   }
   const std::string scaler_path = dir + "/scaler.pt";
   require(exists(scaler_path) == (st.scaler != nullptr), ErrorCode::InvalidArgument,
@@ -149,7 +173,7 @@ void load_accelerate_checkpoint(AcceleratorState& st, const std::string& dir) {
                                             : " holds fp16 loss scaler state (scaler.pt) but fp16 is off"));
   double scale = 0, growth_tracker = 0;
   if (st.scaler) {
-    const c10::IValue state = read_torch_save(read_regular_file(scaler_path), scaler_path);
+    const c10::IValue state = read_torch_save(read_inside(dir, scaler_path), scaler_path);
     require(state.isGenericDict(), ErrorCode::IO, "load_state: " + scaler_path + " is not GradScaler's state dict");
     scale = scaler_number(state.toGenericDict(), scaler_path, "scale");
     growth_tracker = scaler_number(state.toGenericDict(), scaler_path, "_growth_tracker");
@@ -162,7 +186,7 @@ void load_accelerate_checkpoint(AcceleratorState& st, const std::string& dir) {
   std::optional<RandomStates> rng;
   const std::string rng_path = dir + "/" + random_states_file(st.rank());
   if (exists(rng_path)) {
-    rng = read_random_states(read_regular_file(rng_path), targets.loaders.size(), "load_state: " + rng_path);
+    rng = read_random_states(read_inside(dir, rng_path), targets.loaders.size(), "load_state: " + rng_path);
   }
 
   // 2. Apply: the loads that can still refuse first, rolled back together.

@@ -42,8 +42,32 @@ at::Tensor checked_state(const c10::IValue& v, const at::Generator& live, const 
           where + " has dtype " + std::string(c10::toString(t.scalar_type())) + ", expected uint8");
   require(t.sizes() == current.sizes(), ErrorCode::IO,
           where + " has shape " + c10::str(t.sizes()) + ", this generator's has " + c10::str(current.sizes()));
-  return t.contiguous();
+  at::Tensor state = t.contiguous();
+  validate_generator_state(live, state, where);
+  return state;
 }
+
+}  // namespace
+
+void validate_generator_state(at::Generator live, const at::Tensor& state, const std::string& where) {
+  // Bytes of the right size can still be refused by set_state (an mt19937
+  // state that is not seeded, or whose position lies outside its 624 words):
+  // tried on a fresh generator, so that the refusal comes before anything is
+  // applied, and never after the model and optimizers were (a half-restored
+  // run). Not on a clone of the live one: LibTorch 1.13's Generator::clone
+  // leaks the copy. A CUDA generator's set_state checks the size only, which
+  // the caller did.
+  if (live.device().type() != c10::DeviceType::CPU) return;
+  at::Generator trial = at::make_generator<at::CPUGeneratorImpl>();
+  try {
+    trial.set_state(state);
+  } catch (const std::exception& e) {
+    const std::string message = e.what();
+    fail(ErrorCode::IO, where + " is not a valid generator state (" + message.substr(0, message.find('\n')) + ")");
+  }
+}
+
+namespace {
 
 int64_t non_negative(const c10::IValue& v, const std::string& where) {
   require(v.isInt() && v.toInt() >= 0, ErrorCode::IO, where + " is " + describe(v) + ", not a non-negative integer");

@@ -42,6 +42,10 @@ std::string pickle_random_states(int64_t step, const std::vector<DataLoader::Pos
 // label and the key.
 RandomStates read_random_states(const std::string& bytes, size_t loaders, const std::string& label);
 
+// Refuses (IO, naming where) a state of the right dtype and size that
+// live.set_state would still refuse, by setting it on a copy of live.
+void validate_generator_state(at::Generator live, const at::Tensor& state, const std::string& where);
+
 // MT19937's 624 words after Python's random.seed(seed) (init_by_array over
 // the seed's 32-bit words) and after numpy's np.random.seed(seed) (init_genrand).
 std::array<uint32_t, 624> python_mt_state(uint64_t seed);

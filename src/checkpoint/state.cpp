@@ -286,6 +286,8 @@ std::string Accelerator::save_state(const std::string& requested_dir, bool safe_
     manifest["custom_objects"] = st.checkpoint_objects.size();
     manifest["scaler"] = st.scaler != nullptr;
     manifest["sharded_optimizers"] = sharded;
+    // Which strategy laid the shards out: load_state refuses another (check_strategy).
+    manifest["sharding_strategy"] = to_string(st.sharding_strategy);
     manifest["sharded_models"] = sharded_models;
     manifest["files"] = files;
     detail::write_durable(partial, detail::kManifestName, manifest.dump(2) + "\n");

@@ -16,6 +16,7 @@
 #include "accel/error.hpp"
 #include "checkpoint/accelerate_checkpoint.hpp"
 #include "checkpoint/checkpoint_dir.hpp"
+#include "checkpoint/checkpoint_reader.hpp"
 #include "checkpoint/random_states.hpp"
 #include "checkpoint/safetensors.hpp"
 #include "checkpoint/state_files.hpp"
@@ -29,118 +30,8 @@ namespace accel {
 
 namespace {
 
-// A parsed JSON file whose fields are read with their types checked; errors
-// name the file, the field and what was found.
-class JsonFile {
- public:
-  JsonFile(std::string path, const std::string& text) : path_(std::move(path)) {
-    json_ = detail::parse_json(text, "load_state: " + path_, ErrorCode::IO);
-    require(json_.is_object(), ErrorCode::IO, "load_state: " + path_ + " is not a JSON object");
-  }
-  bool has(const std::string& name) const { return json_.contains(name); }
-  const nlohmann::json& field(const std::string& name) const {
-    require(json_.contains(name), ErrorCode::IO, "load_state: " + path_ + " lacks the field \"" + name + "\"");
-    return json_[name];
-  }
-  int64_t integer(const std::string& name) const {
-    const nlohmann::json& value = field(name);
-    require(value.is_number_integer(), ErrorCode::IO,
-            "load_state: " + path_ + ": \"" + name + "\" is " + describe(value) + ", not an integer");
-    return value.get<int64_t>();
-  }
-  uint64_t count(const std::string& name) const {
-    const nlohmann::json& value = field(name);
-    require(value.is_number_unsigned(), ErrorCode::IO,
-            "load_state: " + path_ + ": \"" + name + "\" is " + describe(value) + ", not a count");
-    return value.get<uint64_t>();
-  }
-  bool boolean(const std::string& name) const {
-    const nlohmann::json& value = field(name);
-    require(value.is_boolean(), ErrorCode::IO,
-            "load_state: " + path_ + ": \"" + name + "\" is " + describe(value) + ", not true or false");
-    return value.get<bool>();
-  }
-  std::string string(const std::string& name) const {
-    const nlohmann::json& value = field(name);
-    require(value.is_string(), ErrorCode::IO,
-            "load_state: " + path_ + ": \"" + name + "\" is " + describe(value) + ", not a string");
-    return value.get<std::string>();
-  }
-  const std::string& path() const { return path_; }
-
-  // A short description of a value for messages: scalars as written, containers by kind.
-  static std::string describe(const nlohmann::json& value) {
-    if (value.is_object()) return "an object";
-    if (value.is_array()) return "an array";
-    return detail::describe_json(value, 40);
-  }
-
- private:
-  std::string path_;
-  nlohmann::json json_;
-};
-
-// The manifest's record of one file.
-struct Expected {
-  uint64_t bytes = 0;
-  std::string xxh3;  // empty in version-1 checkpoints
-};
-
-class CheckpointReader {
- public:
-  CheckpointReader(std::string dir, const JsonFile& manifest, int version) : dir_(std::move(dir)) {
-    const nlohmann::json& files = manifest.field("files");
-    require(files.is_object(), ErrorCode::IO, "load_state: " + manifest.path() + ": \"files\" is not an object");
-    for (auto it = files.begin(); it != files.end(); ++it) {
-      const nlohmann::json& entry = it.value();
-      Expected expected;
-      if (version == 1 && entry.is_number_unsigned()) {
-        expected.bytes = entry.get<uint64_t>();
-      } else {
-        require(entry.is_object() && entry.contains("bytes") && entry["bytes"].is_number_unsigned() &&
-                    entry.contains("xxh3") && entry["xxh3"].is_string(),
-                ErrorCode::IO,
-                "load_state: " + manifest.path() + ": files[\"" + it.key() + "\"] is not {\"bytes\": N, \"xxh3\": \"...\"}");
-        expected.bytes = entry["bytes"].get<uint64_t>();
-        expected.xxh3 = entry["xxh3"].get<std::string>();
-      }
-      expected_[it.key()] = expected;
-    }
-    checksummed_ = version >= 2;
-  }
-
-  std::string path(const std::string& name) const { return dir_ + "/" + name; }
-
-  // The file's bytes, after checking them against the manifest.
-  std::string bytes(const std::string& name) const {
-    std::string content = detail::read_regular_file(path(name));
-    check(name, detail::digest_of(content));
-    return content;
-  }
-  // Checks a file against the manifest without keeping it in memory.
-  void verify(const std::string& name) const { check(name, detail::digest_file(path(name))); }
-
- private:
-  void check(const std::string& name, const detail::FileDigest& actual) const {
-    auto it = expected_.find(name);
-    if (it == expected_.end()) {
-      // Version 1 listed only the main process's files.
-      require(!checksummed_, ErrorCode::IO,
-              "load_state: " + path(name) + " is not listed in the manifest (a file added after the save)");
-      return;
-    }
-    require(actual.bytes == it->second.bytes, ErrorCode::IO,
-            "load_state: " + path(name) + " has " + std::to_string(actual.bytes) + " bytes, the manifest says " +
-                std::to_string(it->second.bytes) + " (a truncated or replaced file)");
-    require(it->second.xxh3.empty() || actual.xxh3 == it->second.xxh3, ErrorCode::IO,
-            "load_state: " + path(name) + " is corrupt: its XXH3 checksum is " + actual.xxh3 +
-                ", the manifest says " + it->second.xxh3);
-  }
-
-  std::string dir_;
-  std::map<std::string, Expected> expected_;
-  bool checksummed_ = false;
-};
+using detail::CheckpointReader;
+using detail::JsonFile;
 
 // A generator state from the RNG file, checked against the live generator's
 // (same dtype and size), so that set_state cannot fail once applying begins.
@@ -154,7 +45,9 @@ at::Tensor checked_generator_state(const safetensors::File& file, const std::str
   require(entry->shape == current.sizes().vec(), ErrorCode::IO,
           "load_state: " + file.label() + ": generator state \"" + name + "\" has shape " +
               c10::str(at::IntArrayRef(entry->shape)) + ", this generator's has " + c10::str(current.sizes()));
-  return detail::read_tensor(file, *entry);
+  at::Tensor state = detail::read_tensor(file, *entry);
+  detail::validate_generator_state(live, state, "load_state: " + file.label() + ": generator state \"" + name + "\"");
+  return state;
 }
 
 // The loaders' saved positions: [[epoch, batches_consumed], ...].
@@ -215,13 +108,58 @@ detail::RandomStates legacy_random_states(const CheckpointReader& reader, const 
   return out;
 }
 
-detail::RandomStates random_states(const CheckpointReader& reader, int rank, size_t loaders) {
+// The positions must lie within a pass of the loaders prepared now: a position
+// of 10^12 batches was taken, and the next pass then yielded nothing.
+void check_positions(const detail::RandomStates& rng, const std::vector<DataLoader*>& loaders,
+                     const std::string& path) {
+  for (size_t i = 0; i < rng.positions.size() && i < loaders.size(); ++i) {
+    if (loaders[i]->is_iterable()) continue;  // a stream's length is unknown: read past what it yields
+    // A whole pass: a loader from skip_first_batches reports fewer until its
+    // first pass ends, while a resumed position counts from the pass's start.
+    const int64_t pass = loaders[i]->skip_first_batches(0)->num_batches();
+    require(rng.positions[i].batches_consumed <= pass, ErrorCode::IO,
+            "load_state: " + path + ": dataloaders[" + std::to_string(i) + "]: batches_consumed " +
+                std::to_string(rng.positions[i].batches_consumed) + " exceeds the " + std::to_string(pass) +
+                " batches of a pass of the dataloader prepared now");
+  }
+}
+
+detail::RandomStates random_states(const CheckpointReader& reader, int rank, const std::vector<DataLoader*>& loaders) {
   const std::string name = detail::random_states_file(rank), legacy = detail::legacy_random_states_file(rank);
   std::error_code error;
   if (!std::filesystem::exists(reader.path(name), error) && std::filesystem::exists(reader.path(legacy), error)) {
-    return legacy_random_states(reader, legacy, loaders);
+    detail::RandomStates rng = legacy_random_states(reader, legacy, loaders.size());
+    check_positions(rng, loaders, reader.path(legacy));
+    return rng;
   }
-  return detail::read_random_states(reader.bytes(name), loaders, "load_state: " + reader.path(name));
+  detail::RandomStates rng =
+      detail::read_random_states(reader.bytes(name), loaders.size(), "load_state: " + reader.path(name));
+  check_positions(rng, loaders, reader.path(name));
+  return rng;
+}
+
+// Sharded optimizer state is laid out by the strategy that wrote it (which
+// parameters' chunks each process holds, in which order): a SHARD_GRAD_OP
+// checkpoint loaded under FULL_SHARD mapped chunks to the wrong parameters,
+// silently. Until resharding exists, only the saving strategy loads it.
+void check_strategy(const JsonFile& manifest, const detail::AcceleratorState& st, const std::string& dir) {
+  const std::string now = to_string(st.sharding_strategy);
+  std::string saved;
+  if (manifest.has("sharding_strategy")) {
+    saved = manifest.string("sharding_strategy");
+  } else {
+    // Written before the manifest named the strategy: FULL_SHARD (and
+    // HYBRID_SHARD) also shard the models, the others do not.
+    const bool saved_full = manifest.has("sharded_models") && manifest.boolean("sharded_models");
+    const bool now_full = st.sharding_strategy == ShardingStrategy::FullShard ||
+                          st.sharding_strategy == ShardingStrategy::HybridShard;
+    if (saved_full == now_full) return;
+    saved = saved_full ? "FULL_SHARD or HYBRID_SHARD" : "SHARD_OPTIMIZER or SHARD_GRAD_OP";
+  }
+  require(saved == now, ErrorCode::InvalidArgument,
+          "load_state: " + dir + " holds optimizer state sharded by sharding_strategy " + saved +
+              ", but sharding_strategy is " + now + "; loading it under another strategy is not supported (it "
+              "would map the chunks to the wrong parameters)");
 }
 
 std::string newest_checkpoint(const detail::AcceleratorState& st) {
@@ -296,6 +234,7 @@ void Accelerator::load_state(const std::string& requested_dir) {
                                                 : " holds full optimizer state") +
               " but sharding_strategy is " + to_string(st.sharding_strategy) +
               (st.process_group ? "" : " with one process and no cpu_offload"));
+  if (saved_sharded && sharded && !targets.optimizers.empty()) check_strategy(manifest, st, dir);
   const int64_t iteration = manifest.integer("iteration");
 
   // Each model as model.safetensors, or pytorch_model.bin when saved with
@@ -336,7 +275,7 @@ void Accelerator::load_state(const std::string& requested_dir) {
     model_plans.push_back(
         detail::plan_model_load(model_files.back(), detail::model_state_dict(model), reader.path(name), i));
   }
-  std::vector<std::string> optimizer_bytes, scheduler_bytes, custom_bytes;
+  std::vector<std::string> optimizer_bytes, scheduler_bytes, custom_bytes, custom_files;
   auto optimizer_file = [&](size_t i) {
     return sharded ? detail::optimizer_shard_file(i, st.rank()) : detail::numbered_file("optimizer", i, ".bin");
   };
@@ -349,8 +288,10 @@ void Accelerator::load_state(const std::string& requested_dir) {
     std::error_code error;
     if (!std::filesystem::exists(reader.path(name), error) && std::filesystem::exists(reader.path(legacy), error)) {
       custom_bytes.push_back(reader.bytes(legacy));  // written before the pickle: the raw bytes
+      custom_files.push_back(legacy);
       continue;
     }
+    custom_files.push_back(name);
     const c10::IValue value = detail::read_torch_save(reader.bytes(name), "load_state: " + reader.path(name));
     require(value.isString(), ErrorCode::IO,
             "load_state: " + reader.path(name) + " holds a " + value.tagKind() + ", not the object's bytes");
@@ -370,7 +311,7 @@ void Accelerator::load_state(const std::string& requested_dir) {
             "load_state: " + scaler.path() + ": \"growth_tracker\" is " + std::to_string(growth_tracker) +
                 ", not a non-negative count");
   }
-  const detail::RandomStates rng = random_states(reader, st.rank(), targets.loaders.size());
+  const detail::RandomStates rng = random_states(reader, st.rank(), targets.loaders);
 
   // 2. Apply. Optimizers, schedulers and the user's objects first, rolled back
   // if one of them fails (their load functions can reject what the checks
@@ -396,7 +337,11 @@ void Accelerator::load_state(const std::string& requested_dir) {
       }
     }
     for (; custom_loaded < st.checkpoint_objects.size(); ++custom_loaded) {
-      st.checkpoint_objects[custom_loaded].load(custom_bytes[custom_loaded]);
+      try {
+        st.checkpoint_objects[custom_loaded].load(custom_bytes[custom_loaded]);
+      } catch (const Error& e) {  // the object's load function knows nothing of files
+        fail(e.code(), "load_state: " + reader.path(custom_files[custom_loaded]) + ": " + e.what());
+      }
     }
   } catch (...) {
     for (size_t i = 0; i < targets.optimizers.size(); ++i) targets.optimizers[i].load(optimizer_backup[i]);

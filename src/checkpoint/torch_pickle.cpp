@@ -4,8 +4,8 @@
 #include <ATen/ATen.h>
 #include <caffe2/serialize/in_memory_adapter.h>
 #include <caffe2/serialize/inline_container.h>
-#include <torch/csrc/jit/serialization/pickle.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <unordered_map>
@@ -30,10 +30,38 @@ struct Item {
   // few kilobytes of pickle can nest one tuple in itself 2^n times; whatever walks
   // the result then never ends (found by fuzz_torch_pickle: 3 kB took 8 GB).
   size_t weight = 1;
+  // RawTuple: how deep its items nest (1 + the deepest). A value's depth is
+  // kept per container by the machine (Machine::Container), since containers
+  // are shared and grow after they are pushed.
+  size_t depth = 0;
 };
 
 // A real state dict is about 15 values per tensor: this allows some 70,000 tensors.
 constexpr size_t kMaxPickleValues = size_t{1} << 20;
+
+// How many items the machine's stack and memo may hold. torch's pickler sets
+// a dict's items in one batch (two stack items each), so 2^18 allows a state
+// dict of 131,072 tensors; pickle.py memoizes every container and string, a
+// dozen per tensor, within kMaxPickleValues. Each item is under 256 bytes with
+// the value it holds, so the machine's own memory stays below
+// (2^18 + 2^20) * 256 B = 320 MiB whatever the file declares, and below 256
+// bytes per byte of data.pkl (each item costs at least one opcode byte).
+constexpr size_t kMaxStackItems = size_t{1} << 18;
+constexpr size_t kMaxMemoEntries = kMaxPickleValues;
+
+// How deep containers may nest. A state dict nests 4 or 5 levels (optimizer
+// state: dict, "state", index, key, tensor); 256 matches the JSON parser's
+// limit (core/json.hpp). Unbounded, a 2 MB pickle nesting a list a million
+// deep overflowed the stack when the value was destroyed (recursively, by
+// c10's refcounting), so the bound also bounds that recursion.
+constexpr size_t kMaxPickleDepth = 256;
+
+// Torch's pickler writes typed lists (List[int], ...) as these calls on a list,
+// which they return as it is: pure data, nothing to import.
+bool list_builder(const std::string& name) {
+  return name == "torch.jit._pickle.build_intlist" || name == "torch.jit._pickle.build_doublelist" ||
+         name == "torch.jit._pickle.build_boollist" || name == "torch.jit._pickle.build_tensorlist";
+}
 
 const std::map<std::string, at::ScalarType>& storage_types() {
   static const std::map<std::string, at::ScalarType> types{
@@ -49,7 +77,7 @@ bool allowed_global(const std::string& name) {
   // libaccel's own pytorch_model.bin) tags typed dicts with it; it returns value.
   return name == "collections.OrderedDict" || name == "torch._utils._rebuild_tensor_v2" ||
          name == "torch._utils._rebuild_parameter" || name == "torch.jit._pickle.restore_type_tag" ||
-         storage_types().count(name) == 1;
+         list_builder(name) || storage_types().count(name) == 1;
 }
 
 // NumPy's generator state in Accelerate's random_states_{rank}.pkl (an ndarray
@@ -92,6 +120,7 @@ class Machine {
       const uint8_t op = byte();
       if (op == '.') break;  // STOP
       step(op, at);
+      check_bounds();
     }
     if (stack_.size() != 1 || stack_[0].kind != Item::Kind::Value) bad("data.pkl does not end with one value");
     return stack_[0].value;
@@ -140,6 +169,14 @@ class Machine {
     return items;
   }
   void push(c10::IValue v) { stack_.push_back(Item{Item::Kind::Value, std::move(v), {}, {}}); }
+  void check_bounds() const {
+    if (stack_.size() > kMaxStackItems) {
+      bad("data.pkl stacks more than " + std::to_string(kMaxStackItems) + " items at once");
+    }
+    if (memo_.size() > kMaxMemoEntries) {
+      bad("data.pkl memoizes more than " + std::to_string(kMaxMemoEntries) + " values");
+    }
+  }
   c10::IValue value(Item item, const char* where) {
     if (item.kind == Item::Kind::Inert) return c10::IValue();  // skipped data (NumPy's): None
     if (item.kind != Item::Kind::Value) bad(std::string("data.pkl holds a ") + describe(item) + " as " + where);
@@ -167,21 +204,69 @@ class Machine {
     return base;
   }
 
+  // Containers: their depth, and whether they were placed inside another. A
+  // placed container never changes again: a state dict's pickle fills each
+  // container before placing it (pickle.py and torch's pickler both do), and
+  // refusing later changes keeps every depth final once it counts towards a
+  // parent's, and makes cycles (a list appended to itself) impossible.
+  struct Container {
+    c10::IValue keep;  // keeps the address from being reused while it is a key
+    size_t depth = 1;
+    bool placed = false;
+  };
+  static bool is_container(const c10::IValue& v) { return v.isList() || v.isGenericDict() || v.isTuple(); }
+  Container& container(const c10::IValue& v) {
+    auto [it, fresh] = containers_.try_emplace(v.internalToPointer());
+    if (fresh) it->second.keep = v;  // first seen: as made, empty
+    return it->second;
+  }
+  size_t depth_of(const Item& item) {
+    if (item.kind == Item::Kind::RawTuple) return item.depth;
+    if (item.kind != Item::Kind::Value || !is_container(item.value)) return 0;
+    return container(item.value).depth;
+  }
+  // Marks items as placed in a container and returns the depth that container
+  // needs (1 + the deepest item), refused past kMaxPickleDepth.
+  size_t place(const std::vector<Item>& items) {
+    size_t deepest = 0;
+    for (const Item& i : items) {
+      deepest = std::max(deepest, depth_of(i));
+      if (i.kind == Item::Kind::Value && is_container(i.value)) container(i.value).placed = true;
+    }
+    if (deepest + 1 > kMaxPickleDepth) {
+      bad("data.pkl nests containers more than " + std::to_string(kMaxPickleDepth) +
+          " levels deep, which no state dict does");
+    }
+    return deepest + 1;
+  }
+  // Before items go into the container on top of the stack.
+  void grow(const std::vector<Item>& items) {
+    const size_t needed = place(items);
+    Container& target = container(stack_.back().value);
+    if (target.placed) {
+      bad("data.pkl changes a " + stack_.back().value.tagKind() +
+          " after placing it inside another (a shared or self-referencing structure, which no state dict holds)");
+    }
+    target.depth = std::max(target.depth, needed);
+  }
+
   void make_tuple(std::vector<Item> items) {
     const size_t weight = weigh(items, 1);
-    make_unweighed_tuple(std::move(items));
-    stack_.back().weight = weight;
-  }
-  void make_unweighed_tuple(std::vector<Item> items) {
+    const size_t depth = place(items);
     bool plain = true;
     for (const Item& i : items) plain = plain && (i.kind == Item::Kind::Value || i.kind == Item::Kind::Inert);
     if (!plain) {
-      stack_.push_back(Item{Item::Kind::RawTuple, {}, {}, std::make_shared<const std::vector<Item>>(std::move(items))});
+      Item raw{Item::Kind::RawTuple, {}, {}, std::make_shared<const std::vector<Item>>(std::move(items))};
+      raw.weight = weight;
+      raw.depth = depth;
+      stack_.push_back(std::move(raw));
       return;
     }
     std::vector<c10::IValue> values;
     for (Item& i : items) values.push_back(value(std::move(i), "a tuple element"));
     push(c10::ivalue::Tuple::create(std::move(values)));
+    stack_.back().weight = weight;
+    container(stack_.back().value).depth = depth;
   }
   static std::vector<Item> tuple_items(const Item& item) {
     if (item.kind == Item::Kind::RawTuple) return *item.items;
@@ -199,6 +284,7 @@ class Machine {
     }
     if (items.size() % 2 != 0) bad("data.pkl sets a key without a value");
     stack_.back().weight = weigh(items, stack_.back().weight);
+    grow(items);
     c10::impl::GenericDict dict = stack_.back().value.toGenericDict();
     for (size_t i = 0; i < items.size(); i += 2) {
       c10::IValue key = value(std::move(items[i]), "a dict key");
@@ -214,6 +300,7 @@ class Machine {
       bad("data.pkl appends to something that is not a list");
     }
     stack_.back().weight = weigh(items, stack_.back().weight);
+    grow(items);
     c10::List<c10::IValue> list = stack_.back().value.toList();
     for (Item& i : items) list.push_back(value(std::move(i), "a list element"));
   }
@@ -240,6 +327,10 @@ class Machine {
     if (type == storage_types().end()) bad("data.pkl uses " + f[1].name + " as a storage type");
     const std::string key = f[2].value.toStringRef();
     auto seen = storages_.find(key);
+    if (seen != storages_.end() && (seen->second.scalar_type() != type->second || !f[4].value.isInt() ||
+                                    seen->second.numel() != f[4].value.toInt())) {
+      bad("data.pkl names the storage \"" + key.substr(0, 100) + "\" twice with different types or sizes");
+    }
     if (seen == storages_.end()) {
       const std::string record = "data/" + key;
       if (key.empty() || key.find('/') != std::string::npos || !archive_.hasRecord(record)) {
@@ -268,6 +359,43 @@ class Machine {
     return true;
   }
 
+  // A view must lie inside its storage, in bytes: a view past the end read the
+  // heap (and the next save_state wrote it to disk), and a stride of 2^40
+  // wrapped the old element arithmetic and crashed. Every product and sum is
+  // checked for overflow. A view with more elements than its storage (strides
+  // that overlap) is refused too: a state dict never holds one, and copying it
+  // (contiguous()) would allocate by its size rather than by the file's bytes.
+  void check_view(const at::Tensor& whole, int64_t offset, const std::vector<int64_t>& sizes,
+                  const std::vector<int64_t>& strides) {
+    const std::string shape = c10::str(at::IntArrayRef(sizes)) + " with strides " +
+                              c10::str(at::IntArrayRef(strides)) + " at offset " + std::to_string(offset);
+    const int64_t storage_bytes = static_cast<int64_t>(whole.storage().nbytes());
+    const int64_t item = static_cast<int64_t>(whole.element_size());
+    if (offset < 0) bad("data.pkl has a tensor of size " + shape + ", a negative offset");
+    int64_t numel = 1;
+    bool overflow = false;
+    for (int64_t size : sizes) overflow = overflow || __builtin_mul_overflow(size, numel, &numel);
+    if (overflow) bad("data.pkl has a tensor of size " + shape + ", more elements than 64 bits count");
+    if (numel == 0) return;  // an empty view reads nothing
+    int64_t last = offset;  // the last element the view reaches
+    for (size_t d = 0; d < sizes.size(); ++d) {
+      int64_t span = 0;
+      overflow = overflow || __builtin_mul_overflow(sizes[d] - 1, strides[d], &span) ||
+                 __builtin_add_overflow(last, span, &last);
+    }
+    int64_t end_byte = 0;
+    overflow = overflow || __builtin_add_overflow(last, int64_t{1}, &end_byte) ||
+               __builtin_mul_overflow(end_byte, item, &end_byte);
+    if (overflow || end_byte > storage_bytes) {
+      bad("data.pkl has a tensor of size " + shape + ", which reaches beyond its storage of " +
+          std::to_string(storage_bytes) + " bytes");
+    }
+    if (numel > whole.numel()) {
+      bad("data.pkl has a tensor of size " + shape + ", more elements than its storage's " +
+          std::to_string(whole.numel()) + " (overlapping strides)");
+    }
+  }
+
   // _rebuild_tensor_v2(storage, offset, size, stride, requires_grad, hooks[, metadata]).
   at::Tensor rebuild_tensor(const std::vector<Item>& args) {
     std::vector<int64_t> sizes, strides;
@@ -277,17 +405,26 @@ class Machine {
     }
     const at::Tensor& whole = args[0].value.toTensor();
     const int64_t offset = args[1].value.toInt();
-    int64_t last = offset;  // the last element the view reaches
-    bool empty = false;
-    for (size_t d = 0; d < sizes.size(); ++d) {
-      empty = empty || sizes[d] == 0;
-      if (sizes[d] > 0) last += (sizes[d] - 1) * strides[d];
-    }
-    if (offset < 0 || (!empty && last >= whole.numel())) {
-      bad("data.pkl has a tensor of size " + c10::str(at::IntArrayRef(sizes)) + " at offset " +
-          std::to_string(offset) + " beyond its storage of " + std::to_string(whole.numel()) + " elements");
-    }
+    check_view(whole, offset, sizes, strides);
     return at::empty({0}, whole.options()).set_(whole.storage(), offset, sizes, strides);
+  }
+
+  // List[int], List[float], List[bool] or List[Tensor] from the items torch's
+  // pickler wrote for one, refusing an item of another type.
+  c10::IValue typed_list(const std::string& builder, c10::ArrayRef<c10::IValue> items) const {
+    auto fill = [&](auto list, bool (c10::IValue::*is)() const, const char* type) {
+      for (const c10::IValue& v : items) {
+        if (!(v.*is)()) bad("data.pkl builds a list of " + std::string(type) + " from a " + v.tagKind());
+        list.push_back(v.to<typename decltype(list)::value_type>());
+      }
+      return c10::IValue(std::move(list));
+    };
+    if (builder == "torch.jit._pickle.build_intlist") return fill(c10::List<int64_t>(), &c10::IValue::isInt, "int");
+    if (builder == "torch.jit._pickle.build_doublelist") {
+      return fill(c10::List<double>(), &c10::IValue::isDouble, "float");
+    }
+    if (builder == "torch.jit._pickle.build_boollist") return fill(c10::List<bool>(), &c10::IValue::isBool, "bool");
+    return fill(c10::List<at::Tensor>(), &c10::IValue::isTensor, "Tensor");
   }
 
   void reduce() {
@@ -310,6 +447,11 @@ class Machine {
     } else if (callable.name == "torch.jit._pickle.restore_type_tag") {  // the value, its type tag dropped
       if (a.size() != 2 || a[0].kind != Item::Kind::Value) bad("data.pkl tags the type of something that is not data");
       push(a[0].value);
+    } else if (list_builder(callable.name)) {  // the typed list, as LibTorch's unpickler builds it
+      if (a.size() != 1 || a[0].kind != Item::Kind::Value || !a[0].value.isList()) {
+        bad("data.pkl calls " + callable.name + " on something that is not a list");
+      }
+      push(typed_list(callable.name, a[0].value.toListRef()));
     } else if (callable.name == "collections.OrderedDict") {
       if (!a.empty()) bad("data.pkl builds an OrderedDict from arguments");
       push(c10::impl::GenericDict(c10::AnyType::get(), c10::AnyType::get()));
@@ -440,46 +582,17 @@ class Machine {
   std::vector<size_t> marks_;
   std::unordered_map<uint64_t, Item> memo_;
   std::map<std::string, at::Tensor> storages_;
+  std::unordered_map<const void*, Container> containers_;
 };
 
 }  // namespace
-
-std::string pickle_tensors(const std::vector<std::pair<std::string, at::Tensor>>& tensors) {
-  c10::Dict<std::string, at::Tensor> dict;
-  for (const auto& [name, tensor] : tensors) dict.insert(name, tensor.detach().cpu());
-  std::vector<char> bytes = torch::jit::pickle_save(dict);
-  return std::string(bytes.begin(), bytes.end());
-}
-
-std::string pickle_bytes(const std::string& bytes) {
-  std::string pickle("\x80\x03", 2);  // PROTO 3, the first with BINBYTES
-  if (bytes.size() <= 0xffffffffu) {
-    pickle += 'B';
-    for (int i = 0; i < 4; ++i) pickle += static_cast<char>((bytes.size() >> (8 * i)) & 0xff);
-  } else {
-    pickle = std::string("\x80\x04\x8e", 3);  // BINBYTES8 needs protocol 4
-    for (int i = 0; i < 8; ++i) pickle += static_cast<char>((static_cast<uint64_t>(bytes.size()) >> (8 * i)) & 0xff);
-  }
-  pickle += bytes;
-  pickle += '.';
-  std::string out;
-  caffe2::serialize::PyTorchStreamWriter writer([&out](const void* data, size_t n) {
-    out.append(static_cast<const char*>(data), n);
-    return n;
-  });
-  writer.writeRecord("data.pkl", pickle.data(), pickle.size());
-  writer.writeRecord("byteorder", "little", 6);
-  writer.writeEndOfFile();
-  return out;
-}
-
-bool is_zip_archive(const std::string& bytes) { return bytes.size() >= 4 && bytes.compare(0, 4, "PK\x03\x04") == 0; }
 
 c10::IValue read_torch_save(const std::string& bytes, const std::string& label, PickleVocabulary vocabulary) {
   if (!is_zip_archive(bytes)) {
     fail(ErrorCode::IO, label + ": not a torch.save zip archive (the legacy format of torch.save before "
                                 "PyTorch 1.6 is not read)");
   }
+  require_stored_records(bytes, label);
   std::unique_ptr<caffe2::serialize::PyTorchStreamReader> archive;
   std::tuple<at::DataPtr, size_t> pickle;
   try {

@@ -56,4 +56,9 @@ std::string pickle_bytes(const std::string& bytes);
 // non-zip format is not read.
 bool is_zip_archive(const std::string& bytes);
 
+// Refuses (IO, naming label) a zip archive with a compressed record or one
+// larger than the archive, before LibTorch's reader allocates what a record
+// declares (torch_archive.cpp). read_torch_save calls it.
+void require_stored_records(const std::string& bytes, const std::string& label);
+
 }  // namespace accel::detail

@@ -1,7 +1,7 @@
 #include "optim/optimizer_state.hpp"
 
 #include <ATen/ATen.h>
-#include <torch/csrc/jit/serialization/pickle.h>
+#include <torch/csrc/jit/serialization/pickle.h>  // pickle_save: writing only
 #include <torch/optim/adagrad.h>
 #include <torch/optim/adam.h>
 #include <torch/optim/adamw.h>
@@ -395,18 +395,17 @@ std::string pickle_state_dict(const c10::IValue& state_dict) {
 }
 
 c10::IValue unpickle_state_dict(const std::string& bytes, const std::string& label, PickleVocabulary vocabulary) {
-  try {
-    return torch::jit::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
-  } catch (const std::exception& e) {
-    if (!is_zip_archive(bytes)) {
-      std::string message = e.what();
-      fail(ErrorCode::IO, label + ": not a PyTorch pickle of plain data (" + message.substr(0, message.find('\n')) + ")");
-    }
-    // Python's torch.save (Accelerate's optimizer.bin) uses opcodes LibTorch's
-    // unpickler lacks. The reader for those allows the same data-only
-    // vocabulary and names what it refuses.
-    return read_torch_save(bytes, label, vocabulary);
+  // Only libaccel's own reader sees these bytes, never LibTorch's unpickler:
+  // LibTorch 1.13's is not hardened against malformed pickles (a REDUCE on an
+  // empty stack, a BINPERSID with nothing to load, a TUPLE2 of one item crash
+  // the process), and it allocates whatever length a string declares. The
+  // reader reads what torch::pickle_save writes (libaccel's own files) and
+  // what Python's torch.save writes (Accelerate's), data only.
+  if (!is_zip_archive(bytes)) {
+    fail(ErrorCode::IO, label + ": not a PyTorch pickle of plain data (not a torch.save zip archive; the format "
+                                "of torch.save before PyTorch 1.6 is not read)");
   }
+  return read_torch_save(bytes, label, vocabulary);
 }
 
 bool is_legacy_optimizer_archive(const std::string& bytes) {

@@ -3,8 +3,9 @@
 //   {"state": {index: {"exp_avg": tensor, ...}}, "param_groups": [{"lr": ..., "params": [index, ...]}]}
 // with parameters numbered across groups in order and PyTorch's key names per
 // optimizer. Stored as a PyTorch pickle (torch::pickle_save), which
-// `torch.load` reads and which LibTorch's unpickler reads back without
-// running code: it only rebuilds tensors, lists, dicts and scalars.
+// `torch.load` reads, and read back by libaccel's own data-only reader
+// (read_torch_save), never by LibTorch's unpickler, which is not safe on
+// untrusted bytes.
 #pragma once
 
 #include <ATen/core/ivalue.h>

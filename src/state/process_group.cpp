@@ -22,6 +22,26 @@ bool looks_like_timeout(const std::string& message) {
 // c10::Error::what() carries a C++ backtrace; the first line is the message.
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
+// c10d 1.13's client stops trying to reach the store once less than its
+// one-second retry delay is left: at a timeout of 1 s it gave up at once, at
+// T s after T - 1. The attempt is repeated with what is left until the
+// deadline, so that a rank waits its whole timeout for rank 0's store.
+c10d_adapter::StorePtr join_store(const LaunchEnvironment& env, std::chrono::milliseconds timeout,
+                                  std::chrono::steady_clock::time_point deadline) {
+  using std::chrono::milliseconds;
+  for (;;) {
+    try {
+      return c10d_adapter::make_tcp_store(env.master_addr, env.master_port, env.rank == 0, timeout);
+    } catch (const std::exception& e) {
+      const auto left = deadline - std::chrono::steady_clock::now();
+      if (env.rank == 0 || !looks_like_timeout(first_line(e.what())) || left <= left.zero()) throw;
+      // A pause between attempts: each failed one logs a line (c10d's).
+      std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(left, milliseconds(250)));
+      timeout = std::max(std::chrono::ceil<milliseconds>(deadline - std::chrono::steady_clock::now()), milliseconds(1));
+    }
+  }
+}
+
 std::string stall_key(int rank) { return "accel/stall/" + std::to_string(rank); }
 std::string arrival_key(int rank) { return "accel/arrived/" + std::to_string(rank); }
 
@@ -59,7 +79,7 @@ ProcessGroup::ProcessGroup(const LaunchEnvironment& env, const c10::Device& devi
   if (rank_ == 0) warn_if_store_is_exposed(env);
   const char* phase = "joining the store";
   try {
-    store_ = c10d_adapter::make_tcp_store(env.master_addr, env.master_port, env.rank == 0, timeout);
+    store_ = join_store(env, timeout, deadline);
     phase = "waiting for the other ranks";
     std::vector<int> missing = await_ranks(deadline);
     if (!missing.empty()) {

@@ -5,9 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <fstream>
 #include <string>
 
 #include "accel/accel.h"
+#include "accel/accel_checkpoint.h"
 #include "accel/accel_tracking.h"
 
 namespace {
@@ -69,6 +71,30 @@ TEST(HostileInput, TensorShapesWhoseByteCountOverflowsAreRefused) {
   EXPECT_EQ(accel_tensor_numel(tensor, &numel), ACCEL_OK);
   EXPECT_EQ(numel, 0);
   accel_tensor_free(tensor);
+}
+
+// A safetensors header that is not UTF-8: the message quoted its bytes, which
+// the bindings could not decode (Python showed "libaccel error", code 7). The
+// file and the cause are named, and the message is UTF-8 (bad bytes as \xNN).
+TEST(HostileInput, ANonUtf8SafetensorsHeaderNamesTheFileAndTheCause) {
+  const std::string path = ::testing::TempDir() + "not_utf8.safetensors";
+  const std::string header = "{\"0.weight\xff\xfe\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}";
+  std::string bytes(8, '\0');
+  for (size_t i = 0; i < 8; ++i) bytes[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  bytes += header + std::string(4, '\0');
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+  accel_accelerator* acc = nullptr;
+  accel_model* model = nullptr;
+  ASSERT_EQ(accel_accelerator_create(nullptr, &acc), ACCEL_OK) << accel_last_error();
+  ASSERT_EQ(accel_model_from_json(R"([{"type": "Linear", "in_features": 1, "out_features": 1}])", &model), ACCEL_OK);
+  EXPECT_EQ(accel_accelerator_load_checkpoint_in_model(acc, model, path.c_str(), 0, nullptr, nullptr), ACCEL_ERR_IO);
+  const std::string message = accel_last_error();
+  EXPECT_THAT(message, HasSubstr(path + ": not a valid safetensors file: header is not valid JSON"));
+  EXPECT_THAT(message, HasSubstr("UTF-8"));
+  EXPECT_THAT(message, HasSubstr("\\xff"));
+  EXPECT_EQ(message.find('\xff'), std::string::npos);
+  accel_model_free(model);
+  accel_accelerator_free(acc);
 }
 
 }  // namespace

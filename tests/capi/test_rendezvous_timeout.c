@@ -74,6 +74,24 @@ int main(void) {
   expect_missing_ranks("0", "3", "ranks that did not arrive: [1, 2]");
   expect_missing_ranks("1", "2", "ranks that did not arrive: [0]");
 
+  /* A rank that finds no store waits its whole timeout for one: at 1 s it
+     gave up at once (c10d 1.13 stops retrying once less than its one-second
+     retry delay is left). The deadline is set inside the call, so the time
+     measured around it cannot be shorter than the timeout. */
+  {
+    double start, elapsed;
+    snprintf(port, sizeof port, "%d", free_port());
+    setenv("RANK", "1", 1);
+    setenv("MASTER_PORT", port, 1);
+    opts.timeout_ms = 1000;
+    start = now_seconds();
+    EXPECT_ERROR(accel_accelerator_create(&opts, &acc), ACCEL_ERR_TIMEOUT, "ranks that did not arrive: [0]");
+    elapsed = now_seconds() - start;
+    fprintf(stderr, "rank 1 of 2 at a 1 s timeout gave up after %.2f s\n", elapsed);
+    EXPECT(elapsed >= 1.0);
+    EXPECT(acc == NULL);
+  }
+
   setenv("WORLD_SIZE", "two", 1);
   EXPECT_ERROR(accel_accelerator_create(&opts, &acc), ACCEL_ERR_INVALID_ARGUMENT, "WORLD_SIZE=\"two\"");
   setenv("WORLD_SIZE", "2", 1);

@@ -15,60 +15,13 @@
 #include "accel/accel.hpp"
 #include "checkpoint/checkpoint_dir.hpp"
 #include "optim/optimizer_state.hpp"
+#include "checkpoint/tamper.hpp"
 #include "checkpoint/training_run.hpp"
 
 namespace fs = std::filesystem;
 using namespace accel::test;
 
 namespace {
-
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-void write_all(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-}
-
-// Replaces a checkpoint file and records its new size and checksum in the
-// manifest, as someone who can write the directory could: what load_state
-// checks beyond the checksums.
-void tamper(const std::string& dir, const std::string& name, const std::string& bytes) {
-  write_all(dir + "/" + name, bytes);
-  nlohmann::json manifest = nlohmann::json::parse(read_all(dir + "/manifest.json"));
-  accel::detail::FileDigest digest = accel::detail::digest_of(bytes);
-  manifest["files"][name] = {{"bytes", digest.bytes}, {"xxh3", digest.xxh3}};
-  write_all(dir + "/manifest.json", manifest.dump());
-}
-
-// Everything load_state may change, to compare before and after a failed load.
-struct Snapshot {
-  std::vector<at::Tensor> parameters;
-  std::string optimizer, scheduler;
-  at::Tensor generator;
-  accel::DataLoader::Position position;
-  int64_t steps;
-
-  explicit Snapshot(TrainingRun& run)
-      : optimizer(run.optimizer.state_bytes()),
-        scheduler(run.scheduler.state_json()),
-        generator(at::detail::getDefaultCPUGenerator().get_state()),
-        position(run.loader.position()),
-        steps(run.steps) {
-    for (auto& p : run.model.parameters()) parameters.push_back(p.detach().clone());
-  }
-  void expect_equal(const Snapshot& other) const {
-    ASSERT_EQ(parameters.size(), other.parameters.size());
-    for (size_t i = 0; i < parameters.size(); ++i) EXPECT_TRUE(at::equal(parameters[i], other.parameters[i]));
-    EXPECT_EQ(optimizer, other.optimizer);
-    EXPECT_EQ(scheduler, other.scheduler);
-    EXPECT_TRUE(at::equal(generator, other.generator));
-    EXPECT_EQ(position.epoch, other.position.epoch);
-    EXPECT_EQ(position.batches_consumed, other.position.batches_consumed);
-    EXPECT_EQ(steps, other.steps);
-  }
-};
 
 accel::AcceleratorOptions automatic(const std::string& project, int64_t total_limit) {
   accel::AcceleratorOptions options;
