@@ -16,6 +16,7 @@
 #include "checkpoint/state_files.hpp"
 #include "checkpoint/torch_pickle.hpp"
 #include "core/file_io.hpp"
+#include "optim/optimizer_state.hpp"
 
 namespace fs = std::filesystem;
 
@@ -160,6 +161,11 @@ void load_accelerate_checkpoint(AcceleratorState& st, const std::string& dir) {
   std::vector<std::string> optimizer_bytes, scheduler_bytes, custom_bytes;
   for (size_t i = 0; i < targets.optimizers.size(); ++i) {
     optimizer_bytes.push_back(read_inside(dir, dir + "/" + numbered_file("optimizer", i, ".bin")));
+    // Accelerate writes torch.save pickles; a LibTorch (TorchScript) archive is no
+    // Accelerate file and would reach LibTorch's unhardened unpickler.
+    require(!is_legacy_optimizer_archive(optimizer_bytes.back()), ErrorCode::IO,
+            "load_state: " + dir + "/" + numbered_file("optimizer", i, ".bin") +
+                " is a LibTorch (TorchScript) archive, not the torch.save pickle Accelerate writes");
   }
   for (size_t i = 0; i < targets.schedulers.size(); ++i) {
     scheduler_bytes.push_back(read_inside(dir, dir + "/" + numbered_file("scheduler", i, ".bin")));

@@ -23,6 +23,7 @@
 #include "checkpoint/tensor_io.hpp"
 #include "checkpoint/torch_pickle.hpp"
 #include "core/file_io.hpp"
+#include "optim/optimizer_state.hpp"
 #include "core/json.hpp"
 #include "model/model_impl.hpp"
 
@@ -279,7 +280,16 @@ void Accelerator::load_state(const std::string& requested_dir) {
   auto optimizer_file = [&](size_t i) {
     return sharded ? detail::optimizer_shard_file(i, st.rank()) : detail::numbered_file("optimizer", i, ".bin");
   };
-  for (size_t i = 0; i < targets.optimizers.size(); ++i) optimizer_bytes.push_back(reader.bytes(optimizer_file(i)));
+  for (size_t i = 0; i < targets.optimizers.size(); ++i) {
+    optimizer_bytes.push_back(reader.bytes(optimizer_file(i)));
+    // Only format-1 checkpoints held LibTorch archives (TorchScript, read by LibTorch's
+    // own unpickler); from format 2 optimizer.bin is a plain pickle that libaccel's
+    // hardened reader reads, so an archive there is refused before LibTorch sees it.
+    require(version == 1 || !detail::is_legacy_optimizer_archive(optimizer_bytes.back()), ErrorCode::IO,
+            "load_state: " + reader.path(optimizer_file(i)) + " is a LibTorch (TorchScript) archive, which only "
+            "format-1 checkpoints hold; this checkpoint's manifest says format " + std::to_string(version) +
+            ", whose optimizer state is a plain pickle");
+  }
   for (size_t i = 0; i < targets.schedulers.size(); ++i) {
     scheduler_bytes.push_back(reader.bytes(detail::numbered_file("scheduler", i, ".bin")));
   }

@@ -5,11 +5,14 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
+#include <torch/optim/optimizer.h>
+#include <torch/serialize/output-archive.h>
 
 #include <caffe2/serialize/inline_container.h>
 
 #include <filesystem>
 #include <functional>
+#include <sstream>
 
 #include "accel/accel.hpp"
 #include "checkpoint/tamper.hpp"
@@ -281,4 +284,21 @@ TEST(CheckpointHostile, ShardedOptimizerStateUnderAnotherStrategyIsRefused) {
   Sharded loading(ShardingStrategy::ShardGradOp);
   loading.accelerator.load_state(dir);
   expect_same(loading.weights(), saved);
+}
+
+// Item 1: a LibTorch (TorchScript) archive in place of a format-2 optimizer.bin
+// would reach LibTorch's own unpickler, which malformed pickles crash; only
+// format-1 checkpoints held such archives, so here it is refused unread.
+TEST(CheckpointHostile, ATorchScriptArchiveInAFormat2CheckpointIsRefusedUnread) {
+  Saved saved("torchscript_optimizer");
+  torch::serialize::OutputArchive archive;
+  saved.run.optimizer.torch_optimizer().save(archive);
+  std::ostringstream out;
+  archive.save_to(out);
+  ASSERT_TRUE(accel::detail::is_legacy_optimizer_archive(out.str())) << "the archive carries TorchScript code";
+  tamper(saved.dir, "optimizer.bin", out.str());
+  const std::string message = saved.refused();
+  EXPECT_NE(message.find("optimizer.bin is a LibTorch (TorchScript) archive, which only format-1 checkpoints hold"),
+            std::string::npos)
+      << message;
 }
