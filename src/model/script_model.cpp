@@ -52,9 +52,14 @@ NamedTensors unique_tensors(NamedTensors all) {
 
 // The interpreter's message starts with "The following operation failed in
 // the TorchScript interpreter" and a traceback; the cause (an embedding index
-// out of range, float ids) is its last line.
-std::string interpreter_cause(const std::string& message) {
+// out of range, float ids) is its last line. LibTorch 2.x appends the C++
+// backtrace ("Exception raised from ...", "frame #N: ...") after the cause,
+// so that is cut off first.
+std::string interpreter_cause(std::string message) {
   if (message.find("TorchScript interpreter") == std::string::npos) return message;
+  for (const char* backtrace : {"\nException raised from ", "\nframe #0: "}) {
+    if (size_t at = message.find(backtrace); at != std::string::npos) message.resize(at);
+  }
   size_t end = message.find_last_not_of(" \n");
   if (end == std::string::npos) return message;
   size_t start = message.rfind('\n', end);

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <stdexcept>
+#include <thread>
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
@@ -70,9 +72,44 @@ void listen_on_master_addr([[maybe_unused]] Options& options, [[maybe_unused]] c
   }
 }
 
+// Waits until something accepts TCP connections at host:port, trying every 50 ms
+// until `timeout` has passed; false if nothing did. c10d's own client retries
+// with a jittered backoff it sleeps out even past the deadline (2.15 slept
+// 4.4 s after a 3 s attempt), so the client is only made once the store is
+// there, and a rank joining a store that never comes gives up on time.
+[[maybe_unused]] bool wait_for_listener(const std::string& host, int port, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  for (;;) {
+    addrinfo* found = nullptr;
+    if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) == 0) {
+      for (addrinfo* candidate = found; candidate != nullptr; candidate = candidate->ai_next) {
+        int fd = ::socket(candidate->ai_family, candidate->ai_socktype | SOCK_CLOEXEC, candidate->ai_protocol);
+        if (fd < 0) continue;
+        const bool connected = ::connect(fd, candidate->ai_addr, candidate->ai_addrlen) == 0;
+        ::close(fd);
+        if (connected) {
+          ::freeaddrinfo(found);
+          return true;
+        }
+      }
+      ::freeaddrinfo(found);
+    }
+    const auto left = deadline - std::chrono::steady_clock::now();
+    if (left <= left.zero()) return false;
+    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(left, std::chrono::milliseconds(50)));
+  }
+}
+
 }  // namespace
 
 StorePtr make_tcp_store(const std::string& host, int port, bool is_server, std::chrono::milliseconds timeout) {
+  if (!is_server && !wait_for_listener(host, port, timeout)) {
+    throw std::runtime_error("The client socket has timed out after " + std::to_string(timeout.count()) +
+                             "ms while trying to connect to (" + host + ", " + std::to_string(port) + ")");
+  }
   ::c10d::TCPStoreOptions options;
   options.port = static_cast<std::uint16_t>(port);
   options.isServer = is_server;
