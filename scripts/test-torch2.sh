@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 torch=$(scripts/torch2-env.sh)
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}
 cmake -S . -B build-torch2 -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DACCEL_TORCH_WHEEL="$torch" \
-  -DACCEL_BUILD_BENCH=OFF -DACCEL_BUILD_FUZZERS=OFF -DACCEL_BINDING_LANGUAGES=go >/dev/null
+  -DACCEL_BUILD_BENCH=OFF -DACCEL_BUILD_FUZZERS=OFF -DACCEL_BUILD_BINDINGS=ON -DACCEL_BINDING_LANGUAGES=go >/dev/null
 cmake --build build-torch2 -j "${ACCEL_BUILD_JOBS:-2}"
 cd build-torch2
 exec ctest --output-on-failure -j "${ACCEL_TEST_JOBS:-2}" \
