@@ -113,10 +113,10 @@ def test_logits_and_loss_equal_the_pytorch_twin(tmp_path, with_padding):
     assert outputs["logits"].dtype == torch.float64
     # The float32 comparison (atol 1e-5 + rtol 1e-6, about 3 ulps at the
     # logits' 60) held only while both sides ran the same kernels: on an AMD
-    # EPYC 7B13 with Debian's LibTorch 1.13 on both sides they agreed bitwise
+    # EPYC (AVX-512) with Debian's LibTorch 1.13 on both sides they agreed bitwise
     # (5 draws; the weights change every run, LibTorch seeds at random), but
     # two float32 networks of 2 blocks (products over 64 to 256 terms, softmax,
-    # LayerNorm) summed in other orders differ by 1e-6 relative and more, with
+    # LayerNorm) summed in other orders may differ by many ulps, with
     # no bound that holds for every kernel. In float64 (u = 1.1e-16) the two
     # sides take different kernels here and measured 1.1e-14 at most; 1e-9 is
     # 1e5 above that and 1e5 below what a wrong network leaves (a missed mask or
