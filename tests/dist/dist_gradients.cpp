@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
   // the data widened exactly from their float32 draws): the processes' batch
   // means averaged by an allreduce against one mean over the concatenated
   // batch differ only in summation order, which in float32 left 1.6e-7 on an
-  // AMD EPYC 7B13 (~3 u) but has no bound independent of the kernels' order
+  // AMD EPYC (AVX-512) (~3 u) but has no bound independent of the kernels' order
   // and of cancellation across samples; in float64 the same leaves ~1e-15, and
   // 1e-10 is 1e5 over that and 1e9 below a real difference (a missing division
   // by the world size: 0.5 or more).
@@ -122,7 +122,7 @@ int main(int argc, char** argv) {
   // ||error|| <= half_u * sum_r ||g_r||, computed below from the processes'
   // own gradients (cancellation across processes makes it larger than
   // half_u ||g||), plus float32 rounding (1e-5 relative: ~100x the float32
-  // difference measured above). Measured on an AMD EPYC 7B13: fp16 6.3e-4
+  // difference measured above). Measured on an AMD EPYC (AVX-512): fp16 6.3e-4
   // relative; Gloo on LibTorch 1.13 refuses bf16.
   double relative = 1e-10, half_u = 0;
   at::ScalarType dtype = at::kDouble;

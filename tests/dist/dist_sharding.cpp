@@ -71,7 +71,7 @@ int64_t state_numel(accel::Optimizer& optimizer, bool adam) {
 // sums, but ZeRO averages each process's batch mean through a reduce-scatter
 // while the reference takes one large-batch mean, so in float32 they differ by
 // rounding, which AdamW amplifies by a factor that depends on the CPU's
-// kernels (in float32 on an AMD EPYC 7B13: worst 6.3e-8 in the parameters
+// kernels (in float32 on an AMD EPYC (AVX-512): worst 6.3e-8 in the parameters
 // after 12 updates, ~1 u; dist_full_shard measured 50x more on an Intel Xeon
 // with AMX for the same kind of comparison). In float64 (u = 1.1e-16) the
 // same amplification leaves ~1e-15; kTolerance = 1e-11 is 100x over even the
