@@ -42,7 +42,14 @@ def _assert_close(out):
     expected = np.load(out / "final.npz")
     ours = load_file(str(out / "c_final" / "model.safetensors"))
     assert sorted(ours) == sorted(expected.files)
+    # Not yet within CONTRIBUTING's policy: 50 steps trained by Accelerate
+    # and 50 by libaccel, against 100 by one of them, in float32 to 1e-6.
+    # Measured on an AMD EPYC (AVX-512): SGD 0 (all four runs), AdamW 1.2e-7
+    # to 2.4e-7: a 4x margin that AdamW's amplification of rounding can take on
+    # another CPU's kernels. The fix is float64 on both sides, which needs a
+    # model dtype in the C ABI (issue 36); until then the worst error is printed.
     for name in expected.files:
+        print(f"{name}: worst difference {float(np.abs(ours[name] - expected[name]).max()):.3g}")  # pytest -s
         np.testing.assert_allclose(ours[name], expected[name], rtol=0, atol=1e-6, err_msg=name)
 
 

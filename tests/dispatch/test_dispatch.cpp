@@ -67,10 +67,28 @@ TEST(Dispatch, ACastIsWrittenToTheOffloadFolder) {
   at::Tensor ids = at::arange(8, at::kLong).unsqueeze(0);
   empty.train(false);
   full.train(false);
+  // The reference is the full model widened to float64 too (its float32
+  // weights, exactly): the same network in the same precision. Against the
+  // float32 model the difference would be the float32 model's own rounding
+  // (3 blocks of products over 64 to 256 terms), which depends on the CPU's
+  // kernels and has no bound as simple as the old rtol 1e-4 / atol 1e-5. In
+  // float64 the sides measured 0 on an AMD EPYC (AVX-512); 1e-9 is far above
+  // float64 rounding (u = 1.1e-16 over sums of at most 256 terms) and far
+  // below a wrong weight or cast (1e-4 and up).
+  {
+    at::NoGradGuard no_grad;
+    for (auto& p : full.parameters()) p.set_data(p.to(at::kDouble));
+    for (auto& [name, b] : full.named_buffers()) {
+      if (b.is_floating_point()) b.set_data(b.to(at::kDouble));
+    }
+  }
   at::Tensor got = empty.forward(accel::Model::NamedTensors{{"input_ids", ids}})[0].second;
   at::Tensor want = full.forward(accel::Model::NamedTensors{{"input_ids", ids}})[0].second;
   EXPECT_EQ(got.scalar_type(), at::kDouble);
-  EXPECT_TRUE(at::allclose(got.to(at::kFloat), want, 1e-4, 1e-5));
+  EXPECT_EQ(want.scalar_type(), at::kDouble);
+  const double worst = (got - want).abs().max().item<double>();
+  std::printf("float64 dispatched vs float64 full model: worst error %g\n", worst);
+  EXPECT_LE(worst, 1e-9);
 }
 
 // Runs fn, expecting an accel::Error of code whose message contains needle.

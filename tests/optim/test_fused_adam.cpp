@@ -2,6 +2,7 @@
 // several steps (to float rounding), same state layout, and LibTorch's path for
 // what the fused loop does not cover.
 #include <ATen/ATen.h>
+#include <cstdio>
 #include <gtest/gtest.h>
 
 #include "optim/fused_adam.hpp"
@@ -32,6 +33,13 @@ void expect_same_trajectory(const Options& options, at::ScalarType dtype = at::k
   }
   for (size_t i = 0; i < fused_params.size(); ++i) {
     double err = (fused_params[i] - reference_params[i]).abs().max().item<double>();
+    // Not yet within CONTRIBUTING's policy: measured on an AMD EPYC
+    // (AVX-512) up to 7.2e-7 (Adam with L2 decay; AdamW 4.8e-7), a 2.8x
+    // margin: 1.5 ulps of parameters near 4, and more where g + wd p cancels
+    // (Adam's L2 decay feeds the parameters back into m and v). A bound of
+    // 4 u steps |p| plus the update's rounding is not enough for that case;
+    // a per-step comparison from a shared state is the likely fix (issue 36).
+    std::printf("parameter %zu: worst error %g (tolerance 2e-6)\n", i, err);
     EXPECT_LT(err, 2e-6) << "parameter " << i;
   }
 }

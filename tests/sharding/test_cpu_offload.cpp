@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
+
+#include <algorithm>
+#include <cstdio>
 #include <torch/optim/optimizer.h>
 
 #include <cstdlib>
@@ -138,6 +141,13 @@ struct Training {
 // misplaced host copy is off by far more.
 void expect_equal(const std::vector<at::Tensor>& got, const std::vector<at::Tensor>& want, const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
+  double worst = 0, share = 0;  // printed: the margin of a passing run
+  for (size_t i = 0; i < got.size(); ++i) {
+    const at::Tensor error = (got[i] - want[i]).abs().to(at::kDouble);
+    worst = std::max(worst, error.max().item<double>());
+    share = std::max(share, (error / (1e-7 + 1e-6 * want[i].abs().to(at::kDouble))).max().item<double>());
+  }
+  std::printf("%s: worst error %g, %.3g of the tolerance\n", what.c_str(), worst, share);
   for (size_t i = 0; i < got.size(); ++i) {
     EXPECT_TRUE(at::allclose(got[i], want[i], /*rtol=*/1e-6, /*atol=*/1e-7))
         << what << ": tensor " << i << " differs by " << (got[i] - want[i]).abs().max().item<double>();

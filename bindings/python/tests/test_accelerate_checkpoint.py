@@ -52,7 +52,13 @@ def test_libaccel_continues_an_accelerate_checkpoint(tmp_path, kind, options):
     expected = np.load(tmp_path / "final.npz")
     ours = acc.get_state_dict(model)
     assert sorted(ours) == sorted(expected.files)
+    # Not yet within CONTRIBUTING's policy: 50 steps of training by two
+    # implementations in float32, compared to 1e-6. Measured on an AMD EPYC
+    # (AVX-512): SGD 0, AdamW 2.4e-7 (0.bias), a 4x margin that AdamW's
+    # amplification of rounding can take on another CPU's kernels. The fix is
+    # float64 on both sides (issue 36); until then the worst error is printed.
     for name in expected.files:
+        print(f"{name}: worst difference {float(np.abs(ours[name] - expected[name]).max()):.3g}")  # pytest -s
         np.testing.assert_allclose(ours[name], expected[name], rtol=0, atol=1e-6, err_msg=name)
 
 
@@ -69,6 +75,7 @@ def test_two_libaccel_processes_continue_two_accelerate_processes(tmp_path, kind
     result = subprocess.run(launch + [str(TRAINER.parent / "accelerate_resume_worker.py"), kind, str(STEPS),
                                       str(tmp_path)], capture_output=True, text=True, timeout=240)
     assert result.returncode == 0, result.stdout + result.stderr
+    print(result.stdout)  # the worst differences (pytest -s)
     assert "[rank 0] accelerate resume ok 2" in result.stdout
     assert "[rank 1] accelerate resume ok 2" in result.stdout
 

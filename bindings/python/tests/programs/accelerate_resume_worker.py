@@ -33,6 +33,9 @@ def main():
     ours = acc.get_state_dict(model)
     assert sorted(ours) == sorted(expected.files)
     worst = max(float(np.abs(ours[k] - expected[k]).max()) for k in expected.files)
+    # Not yet within CONTRIBUTING's policy: 50 + 50 float32 steps by two
+    # implementations to 1e-6. Measured on an AMD EPYC (AVX-512): SGD 0,
+    # AdamW 1.2e-7 (8x); float64 on both sides is the fix (issue 36).
     assert worst <= 1e-6, f"rank {acc.process_index}: largest difference {worst}"
     print(f"[rank {acc.process_index}] accelerate resume ok {acc.num_processes} {worst:.1e}", flush=True)
 
