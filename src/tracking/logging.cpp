@@ -53,9 +53,8 @@ void Logger::log(LogLevel level, const std::string& message, bool main_process_o
   if (main_process_only && ranks.rank != 0) return;
   // Under `accel launch` the launcher already starts each of this rank's lines with
   // "[rank N] "; elsewhere (torchrun, srun, mpirun) the logger says which rank speaks.
-  const char* launcher_prefixes = std::getenv("ACCEL_LAUNCH_PREFIXES_LINES");
-  const bool prefixed = launcher_prefixes != nullptr && std::string(launcher_prefixes) == "1";
-  std::string line = ranks.world_size > 1 && !prefixed ? "[rank " + std::to_string(ranks.rank) + "] " : std::string();
+  const bool own_prefix = ranks.world_size > 1 && !ranks.launcher_prefixes_lines;
+  std::string line = own_prefix ? "[rank " + std::to_string(ranks.rank) + "] " : std::string();
   line += std::string(level_name(level)) + " " + name_ + ": " + message + "\n";
   // One write per line, so lines of concurrent ranks do not interleave mid-line.
   std::fwrite(line.data(), 1, line.size(), out_);

@@ -9,6 +9,9 @@ namespace accel::detail {
 struct RankEnv {
   int rank = 0;
   int world_size = 1;
+  // ACCEL_LAUNCH_PREFIXES_LINES=1: `accel launch` starts each of this rank's
+  // output lines with "[rank N] " itself (src/cli/supervisor.cpp).
+  bool launcher_prefixes_lines = false;
 };
 
 inline RankEnv rank_from_env() {
@@ -22,6 +25,7 @@ inline RankEnv rank_from_env() {
   };
   out.rank = read("RANK", 0);
   out.world_size = read("WORLD_SIZE", 1);
+  out.launcher_prefixes_lines = read("ACCEL_LAUNCH_PREFIXES_LINES", 0) == 1;
   return out;
 }
 
