@@ -10,11 +10,14 @@ set -euo pipefail
 root=$1 lib=$2 command=$3
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
+# ldconfig's cache read once: piping `ldconfig -p` into an awk that exits at the first
+# match let ldconfig die of SIGPIPE, which pipefail turned into a silent exit of this script.
+cache=$(ldconfig -p)
 documented=$(sed -n '/^    sudo apt install libtorch/,/^$/p' "$root/docs/packaging.md" | tr -s ' \\\n' '\n')
 [ -n "$documented" ] || fail "no 'sudo apt install libtorch...' line in docs/packaging.md"
 for binary in "$lib" "$command"; do
   for soname in $(readelf -d "$binary" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p'); do
-    path=$(ldconfig -p | awk -v l="$soname" '$1 == l { print $NF; exit }')
+    path=$(awk -v l="$soname" '$1 == l && !found { print $NF; found = 1 }' <<<"$cache")
     [ -n "$path" ] || fail "$soname ($binary) is not in ldconfig's cache"
     package=$(dpkg -S "$(readlink -f "$path")" 2>/dev/null | head -1 | cut -d: -f1) || true
     case $package in "" | libc6 | libstdc++6 | libgcc-s1) continue ;; esac
