@@ -6,14 +6,27 @@
 # skip with ACCEL_TORCH2_TESTS=0). Arguments go to the main suite's ctest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
-scripts/build.sh
+# Each phase's wall time goes to stderr and into the summary at the end, so a CI log
+# shows where its minutes went (the budget is 40 minutes on 2 cores).
+summary=""
+phase() {
+  local name=$1 start=$SECONDS rc=0
+  shift
+  "$@" || rc=$?
+  summary+="$(printf '  %-22s %5d s  exit %d' "$name" $((SECONDS - start)) "$rc")"$'\n'
+  echo "test.sh: $name took $((SECONDS - start)) s (exit $rc)" >&2
+  return "$rc"
+}
+suite() { (cd build && ctest --output-on-failure -j "${ACCEL_TEST_JOBS:-2}" "$@"); }
+phase install-deps scripts/install-deps.sh
+phase build scripts/build.sh
 status=0
-(cd build && ctest --output-on-failure -j "${ACCEL_TEST_JOBS:-2}" "$@") || status=$?
+phase "tests (LibTorch 1.13)" suite "$@" || status=$?
 if [ "${ACCEL_SANITIZER_TESTS:-1}" != 0 ]; then
-  scripts/test-sanitizers.sh || status=$?
+  phase sanitizers scripts/test-sanitizers.sh || status=$?
 fi
 if [ "${ACCEL_TORCH2_TESTS:-1}" != 0 ]; then
-  scripts/test-torch2.sh || status=$?
+  phase "LibTorch 2.x" scripts/test-torch2.sh || status=$?
 fi
+printf 'test.sh: wall time per phase\n%s  %-22s %5d s\n' "$summary" total "$SECONDS"
 exit "$status"
