@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "accel/accel.hpp"
-#include "state/accelerator_state.hpp"
+#include "accelerator/accelerator_state.hpp"
 
 namespace {
 

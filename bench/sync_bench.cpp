@@ -25,7 +25,7 @@
 
 #include "accel/accel.hpp"
 #include "bench_common.hpp"
-#include "state/accelerator_state.hpp"
+#include "accelerator/accelerator_state.hpp"
 
 namespace {
 

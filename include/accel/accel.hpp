@@ -6,6 +6,7 @@
 #include "accel/error.hpp"
 #include "accel/loss.hpp"
 #include "accel/memory_estimate.hpp"
+#include "accel/options.hpp"
 #include "accel/model.hpp"
 #include "accel/optimizer.hpp"
 #include "accel/scheduler.hpp"

@@ -22,8 +22,7 @@ std::vector<std::string> split_list(const std::string& text) {
 accel::AcceleratorOptions to_core(const accel_accelerator_options& o) {
   accel::AcceleratorOptions core;
   core.cpu = o.cpu != 0;
-  accel::require_arg(o.timeout_ms > 0, "timeout_ms must be positive, got " + std::to_string(o.timeout_ms));
-  core.timeout = std::chrono::milliseconds(o.timeout_ms);
+  core.timeout = std::chrono::milliseconds(o.timeout_ms);  // checked once, with the rest, by resolve_options
   const int precision = enum_value(o.mixed_precision);
   if (precision != ACCEL_PRECISION_DEFAULT) {
     accel::require_arg(precision >= ACCEL_PRECISION_NO && precision <= ACCEL_PRECISION_FP8,
@@ -61,10 +60,7 @@ accel::AcceleratorOptions to_core(const accel_accelerator_options& o) {
   core.gradient_as_bucket_view = o.gradient_as_bucket_view != 0;
   core.static_graph = o.static_graph != 0;
   core.find_unused_parameters = o.find_unused_parameters != 0;
-  const int hook = enum_value(o.comm_hook);
-  accel::require_arg(hook >= ACCEL_COMM_HOOK_NONE && hook <= ACCEL_COMM_HOOK_BF16,
-                     "comm_hook " + std::to_string(hook) + " is not an accel_comm_hook value");
-  core.comm_hook = static_cast<accel::CommHook>(hook);
+  core.comm_hook = static_cast<accel::CommHook>(enum_value(o.comm_hook));  // checked by resolve_options
   core.broadcast_buffers = o.broadcast_buffers != 0;
   const int sharding = enum_value(o.sharding_strategy);
   if (sharding != ACCEL_SHARDING_DEFAULT) {

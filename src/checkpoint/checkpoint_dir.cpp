@@ -15,7 +15,7 @@
 
 #include "accel/error.hpp"
 #include "core/file_io.hpp"
-#include "checkpoint/safetensors.hpp"
+#include "formats/safetensors.hpp"
 #include "core/remove_tree.hpp"
 
 namespace fs = std::filesystem;

@@ -12,9 +12,9 @@
 
 #include "accel/error.hpp"
 #include "checkpoint/checkpoint_dir.hpp"
-#include "checkpoint/safetensors.hpp"
-#include "checkpoint/tensor_io.hpp"
-#include "checkpoint/torch_pickle.hpp"
+#include "formats/safetensors.hpp"
+#include "formats/tensor_io.hpp"
+#include "formats/torch_pickle.hpp"
 
 namespace accel {
 

@@ -7,12 +7,29 @@
 #include <torch/cuda.h>
 
 #include <algorithm>
+#include <mutex>
 
 #include "accel/error.hpp"
-#include "checkpoint/state_files.hpp"
 #include "optim/optimizer_state.hpp"
 
 namespace accel::detail {
+
+std::vector<std::pair<std::string, at::Tensor>> generator_states() {
+  std::vector<std::pair<std::string, at::Tensor>> states;
+  {
+    at::Generator gen = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    states.emplace_back("cpu", gen.get_state());
+  }
+  if (torch::cuda::is_available()) {
+    for (int i = 0, n = static_cast<int>(torch::cuda::device_count()); i < n; ++i) {
+      at::Generator gen = at::globalContext().defaultGenerator(c10::Device(c10::kCUDA, static_cast<int8_t>(i)));
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      states.emplace_back("cuda_" + std::to_string(i), gen.get_state());
+    }
+  }
+  return states;
+}
 
 namespace {
 

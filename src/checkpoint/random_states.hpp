@@ -23,6 +23,9 @@
 
 namespace accel::detail {
 
+// ("cpu", state) and ("cuda_<i>", state) per CUDA device.
+std::vector<std::pair<std::string, at::Tensor>> generator_states();
+
 struct RandomStates {
   int64_t step = 0;
   bool has_step = false;  // Accelerate 0.22 saves no step

@@ -7,7 +7,7 @@
 #include <optional>
 
 #include "accel/data.hpp"
-#include "data/sharding.hpp"
+#include "data/loader_sharding.hpp"
 
 namespace accel::detail {
 

@@ -7,8 +7,8 @@
 
 #include "accel/data.hpp"
 #include "accel/error.hpp"
-#include "checkpoint/safetensors.hpp"
-#include "checkpoint/tensor_io.hpp"
+#include "formats/safetensors.hpp"
+#include "formats/tensor_io.hpp"
 
 namespace accel {
 

@@ -10,8 +10,8 @@
 
 #include "accel/error.hpp"
 #include "accel/sequence_data.hpp"
-#include "checkpoint/safetensors.hpp"
-#include "checkpoint/tensor_io.hpp"
+#include "formats/safetensors.hpp"
+#include "formats/tensor_io.hpp"
 #include "core/json.hpp"
 #include "data/text_ranges.hpp"
 

@@ -18,7 +18,7 @@
 #include <functional>
 #include <vector>
 
-#include "accel/accelerator.hpp"
+#include "accel/options.hpp"
 #include "core/autograd_node_ptr.hpp"
 #include "state/process_group.hpp"
 

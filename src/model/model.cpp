@@ -18,7 +18,7 @@
 #include "model/spec/init.hpp"
 #include "precision/autocast.hpp"
 #include "sharding/strategy.hpp"
-#include "state/accelerator_state.hpp"
+#include "state/runtime_context.hpp"
 #include "state/collectives.hpp"
 
 namespace accel {
@@ -414,7 +414,7 @@ NamedTensors ModelImpl::run_named(const NamedTensors& inputs) {
   return {{"output", run(inputs.front().second)}};
 }
 
-void ModelImpl::prepare(const std::shared_ptr<AcceleratorState>& state) {
+void ModelImpl::prepare(const std::shared_ptr<RuntimeContext>& state) {
   require(state_ == nullptr, ErrorCode::State, "prepare(model): this model is already prepared");
   move_to(state->device);
   device_ = state->device;
@@ -466,7 +466,6 @@ void ModelImpl::prepare(const std::shared_ptr<AcceleratorState>& state) {
   flat_shard_ = std::move(shard);
   full_shard_ = std::move(full);
   state_ = state;
-  state->prepared_models.push_back(weak_from_this());
 }
 
 }  // namespace detail

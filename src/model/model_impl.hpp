@@ -17,7 +17,7 @@
 
 namespace accel::detail {
 
-class AcceleratorState;
+struct RuntimeContext;
 
 using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
 
@@ -43,7 +43,7 @@ class ModelImpl : public std::enable_shared_from_this<ModelImpl> {
   NamedTensors forward_named(const NamedTensors& inputs);
 
   // Moves to the device, broadcasts rank 0's weights, installs gradient sync. Collective.
-  void prepare(const std::shared_ptr<AcceleratorState>& state);
+  void prepare(const std::shared_ptr<RuntimeContext>& state);
   bool prepared() const { return state_ != nullptr; }
   c10::Device device() const { return device_; }
   // Set by load_checkpoint_and_dispatch for a map holding a GPU: the graph
@@ -103,7 +103,7 @@ class ModelImpl : public std::enable_shared_from_this<ModelImpl> {
   NamedTensors run_named_in_units(const NamedTensors& inputs);
   at::Tensor to_output_precision(at::Tensor output) const;
 
-  std::shared_ptr<AcceleratorState> state_;
+  std::shared_ptr<RuntimeContext> state_;
   std::unique_ptr<GradientSync> gradient_sync_;  // none under SHARD_GRAD_OP: the shard reduce-scatters
   std::shared_ptr<FlatShard> flat_shard_;
   std::shared_ptr<FullShard> full_shard_;

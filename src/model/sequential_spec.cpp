@@ -16,7 +16,7 @@
 
 #include "accel/error.hpp"
 #include "core/json.hpp"
-#include "dispatch/meta_tensors.hpp"
+#include "model/meta_tensors.hpp"
 #include "model/layer_args.hpp"
 #include "model/spec/sequence_layers.hpp"
 

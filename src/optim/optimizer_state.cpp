@@ -14,7 +14,7 @@
 #include <set>
 
 #include "accel/error.hpp"
-#include "checkpoint/torch_pickle.hpp"
+#include "formats/torch_pickle.hpp"
 #include "optim/state_key.hpp"
 
 namespace accel::detail {

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "accel/optimizer.hpp"
-#include "checkpoint/torch_pickle.hpp"
+#include "formats/torch_pickle.hpp"
 
 namespace accel::detail {
 

@@ -4,7 +4,7 @@
 
 #include <c10/core/Device.h>
 
-#include "accel/accelerator.hpp"
+#include "accel/options.hpp"
 
 namespace accel::detail {
 

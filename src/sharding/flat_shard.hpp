@@ -33,7 +33,7 @@
 #include <utility>
 #include <vector>
 
-#include "accel/accelerator.hpp"
+#include "accel/options.hpp"
 #include "core/autograd_node_ptr.hpp"
 #include "state/process_group.hpp"
 

@@ -9,7 +9,7 @@
 
 #include "accel/error.hpp"
 #include "accel/model.hpp"
-#include "checkpoint/model_weights.hpp"
+#include "formats/model_weights.hpp"
 
 namespace accel {
 

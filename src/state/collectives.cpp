@@ -28,7 +28,7 @@ using Signature = std::vector<int64_t>;  // as shape_signature
 // per_rank[r][i]: rank r's signature of tensor i. One allgather for the whole
 // list; in debug mode a first one checks that every rank passed as many tensors
 // (the second needs equal sizes).
-std::vector<std::vector<Signature>> exchange_signatures(AcceleratorState& state, const std::vector<at::Tensor>& tensors,
+std::vector<std::vector<Signature>> exchange_signatures(RuntimeContext& state, const std::vector<at::Tensor>& tensors,
                                                         const std::string& op) {
   const int64_t count = static_cast<int64_t>(tensors.size());
   if (state.debug_mode) {
@@ -89,7 +89,7 @@ void check_all(const std::vector<std::vector<Signature>>& per_rank, const std::s
 
 // The inputs on the wire: defined, contiguous, on the device, cloned when asked
 // (results must not alias the caller's tensors).
-std::vector<at::Tensor> on_device(AcceleratorState& state, const std::vector<at::Tensor>& inputs, const std::string& op,
+std::vector<at::Tensor> on_device(RuntimeContext& state, const std::vector<at::Tensor>& inputs, const std::string& op,
                                   bool clone) {
   std::vector<at::Tensor> out;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -100,7 +100,7 @@ std::vector<at::Tensor> on_device(AcceleratorState& state, const std::vector<at:
   return out;
 }
 
-at::Tensor gather_one(AcceleratorState& state, const at::Tensor& tensor, const std::vector<Signature>& sigs) {
+at::Tensor gather_one(RuntimeContext& state, const at::Tensor& tensor, const std::vector<Signature>& sigs) {
   int64_t max_rows = 0, total_rows = 0;
   for (const auto& sig : sigs) {
     max_rows = std::max(max_rows, sig[2]);
@@ -126,7 +126,7 @@ at::Tensor gather_one(AcceleratorState& state, const at::Tensor& tensor, const s
 
 }  // namespace
 
-std::vector<at::Tensor> gather_tensors(AcceleratorState& state, const std::vector<at::Tensor>& inputs) {
+std::vector<at::Tensor> gather_tensors(RuntimeContext& state, const std::vector<at::Tensor>& inputs) {
   std::vector<at::Tensor> tensors;
   for (size_t i = 0; i < inputs.size(); ++i) {
     require_arg(inputs[i].defined(), "gather: tensor " + std::to_string(i) + " is undefined");
@@ -146,7 +146,7 @@ std::vector<at::Tensor> gather_tensors(AcceleratorState& state, const std::vecto
   return out;
 }
 
-std::vector<at::Tensor> reduce_tensors(AcceleratorState& state, const std::vector<at::Tensor>& inputs, ReduceOp op,
+std::vector<at::Tensor> reduce_tensors(RuntimeContext& state, const std::vector<at::Tensor>& inputs, ReduceOp op,
                                        double scale) {
   require_arg(op == ReduceOp::Sum || op == ReduceOp::Mean || op == ReduceOp::None,
               "reduce: op " + std::to_string(static_cast<int>(op)) + " is not sum, mean or none");
@@ -186,7 +186,7 @@ std::vector<at::Tensor> reduce_tensors(AcceleratorState& state, const std::vecto
   return results;
 }
 
-std::vector<at::Tensor> broadcast_tensors(AcceleratorState& state, const std::vector<at::Tensor>& inputs, int from) {
+std::vector<at::Tensor> broadcast_tensors(RuntimeContext& state, const std::vector<at::Tensor>& inputs, int from) {
   std::vector<at::Tensor> results = on_device(state, inputs, "broadcast", /*clone=*/true);
   if (!state.process_group) return results;
   if (state.debug_mode) check_all(exchange_signatures(state, results, "broadcast"), "broadcast", /*ignore_dim0=*/false);
@@ -198,11 +198,11 @@ std::vector<at::Tensor> broadcast_tensors(AcceleratorState& state, const std::ve
   return results;
 }
 
-void broadcast_from_main(AcceleratorState& state, const std::vector<at::Tensor>& tensors, const std::string& what) {
+void broadcast_from_main(RuntimeContext& state, const std::vector<at::Tensor>& tensors, const std::string& what) {
   broadcast_in_place(state, tensors, 0, what);
 }
 
-void broadcast_in_place(AcceleratorState& state, const std::vector<at::Tensor>& tensors, int root,
+void broadcast_in_place(RuntimeContext& state, const std::vector<at::Tensor>& tensors, int root,
                         const std::string& what) {
   if (!state.process_group || tensors.empty()) return;
   // One flat buffer per dtype: one collective each instead of one per tensor.
@@ -234,7 +234,7 @@ constexpr int64_t kMaxBatchDims = 8;
 constexpr int64_t kFieldHeader = 2 + kMaxBatchDims;  // dtype, ndim, dims
 }  // namespace
 
-std::optional<std::vector<at::Tensor>> broadcast_batch(AcceleratorState& state,
+std::optional<std::vector<at::Tensor>> broadcast_batch(RuntimeContext& state,
                                                        std::optional<std::vector<at::Tensor>> batch) {
   if (!state.process_group) return batch;
   const bool main = state.rank() == 0;

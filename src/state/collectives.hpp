@@ -6,8 +6,8 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "accel/accelerator.hpp"
-#include "state/accelerator_state.hpp"
+#include "accel/options.hpp"
+#include "state/runtime_context.hpp"
 
 namespace accel::detail {
 
@@ -15,21 +15,21 @@ namespace accel::detail {
 // Concatenation along dim 0 in rank order; a 0-dim tensor counts as [1]. The
 // dim-0 sizes travel first (one collective for the whole list), so they may
 // differ; the other dims and dtypes are checked on every rank alike.
-std::vector<at::Tensor> gather_tensors(AcceleratorState& state, const std::vector<at::Tensor>& tensors);
+std::vector<at::Tensor> gather_tensors(RuntimeContext& state, const std::vector<at::Tensor>& tensors);
 // scale * element-wise sum over ranks, divided by the world size for Mean; one
 // allreduce per dtype. Shapes are checked (an extra collective) in debug mode only.
-std::vector<at::Tensor> reduce_tensors(AcceleratorState& state, const std::vector<at::Tensor>& tensors, ReduceOp op,
+std::vector<at::Tensor> reduce_tensors(RuntimeContext& state, const std::vector<at::Tensor>& tensors, ReduceOp op,
                                        double scale);
 // from's tensors on every process; shapes are checked in debug mode only.
-std::vector<at::Tensor> broadcast_tensors(AcceleratorState& state, const std::vector<at::Tensor>& tensors, int from);
+std::vector<at::Tensor> broadcast_tensors(RuntimeContext& state, const std::vector<at::Tensor>& tensors, int from);
 // Copies process 0's parameters and buffers into every replica.
-void broadcast_from_main(AcceleratorState& state, const std::vector<at::Tensor>& tensors, const std::string& what);
+void broadcast_from_main(RuntimeContext& state, const std::vector<at::Tensor>& tensors, const std::string& what);
 // The same from process `root`.
-void broadcast_in_place(AcceleratorState& state, const std::vector<at::Tensor>& tensors, int root,
+void broadcast_in_place(RuntimeContext& state, const std::vector<at::Tensor>& tensors, int root,
                         const std::string& what);
 // The main process's batch (nullopt: none) on every process, on the host; the
 // others pass nullopt. Shapes and dtypes travel first, so nothing is assumed.
-std::optional<std::vector<at::Tensor>> broadcast_batch(AcceleratorState& state,
+std::optional<std::vector<at::Tensor>> broadcast_batch(RuntimeContext& state,
                                                        std::optional<std::vector<at::Tensor>> batch);
 
 }  // namespace accel::detail

@@ -14,7 +14,7 @@
 // Memory: every declared length is checked against the bytes that remain, and
 // every record against the archive, before anything is allocated; the pickle
 // reader holds at most 2^18 stack items and 2^20 memo entries (under 256 bytes
-// each with their values, src/checkpoint/torch_pickle.cpp). The largest file
+// each with their values, src/formats/torch_pickle.cpp). The largest file
 // here is 2 MB, so one load needs at most a few copies of the checkpoint's
 // files plus 256 bytes per pickle byte, about 520 MB for the 2 MB pickles;
 // the test allows peak RSS to grow by 768 MiB over the whole corpus (the

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "accel/error.hpp"
-#include "checkpoint/safetensors.hpp"
+#include "formats/safetensors.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

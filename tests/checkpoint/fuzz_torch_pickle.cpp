@@ -13,7 +13,7 @@
 #include <string>
 
 #include "accel/error.hpp"
-#include "checkpoint/torch_pickle.hpp"
+#include "formats/torch_pickle.hpp"
 
 namespace {
 

@@ -15,7 +15,7 @@
 
 #include "accel/accel.hpp"
 #include "checkpoint/random_states.hpp"
-#include "checkpoint/torch_pickle.hpp"
+#include "formats/torch_pickle.hpp"
 #include "checkpoint/training_run.hpp"
 
 using namespace accel::test;

@@ -9,7 +9,7 @@
 
 #include "accel/accel.hpp"
 #include "checkpoint/checkpoint_dir.hpp"
-#include "checkpoint/torch_pickle.hpp"
+#include "formats/torch_pickle.hpp"
 #include "checkpoint/training_run.hpp"
 
 namespace fs = std::filesystem;

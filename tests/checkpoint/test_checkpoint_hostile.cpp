@@ -16,7 +16,7 @@
 
 #include "accel/accel.hpp"
 #include "checkpoint/tamper.hpp"
-#include "checkpoint/torch_pickle.hpp"
+#include "formats/torch_pickle.hpp"
 #include "checkpoint/training_run.hpp"
 #include "optim/optimizer_state.hpp"
 

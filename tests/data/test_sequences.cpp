@@ -8,7 +8,7 @@
 
 #include "accel/error.hpp"
 #include "accel/sequence_data.hpp"
-#include "checkpoint/safetensors.hpp"
+#include "formats/safetensors.hpp"
 
 namespace {
 

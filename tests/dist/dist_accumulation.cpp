@@ -10,7 +10,7 @@
 #include <string>
 
 #include "accel/accel.hpp"
-#include "state/accelerator_state.hpp"
+#include "accelerator/accelerator_state.hpp"
 
 namespace {
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "accel/accel.hpp"
-#include "state/accelerator_state.hpp"
+#include "accelerator/accelerator_state.hpp"
 #include "state/gloo_direct.hpp"
 
 namespace {

@@ -21,7 +21,7 @@
 
 #include "accel/accel.hpp"
 #include "model/model_impl.hpp"
-#include "state/accelerator_state.hpp"
+#include "accelerator/accelerator_state.hpp"
 
 namespace {
 

@@ -204,7 +204,7 @@ TEST(ScriptRewrites, ATracedModelIsRewrittenAtLoadAndComputesTheSame) {
 // A trace made on the CPU holds "cpu" as a Device constant (arange's device=)
 // and the tensor it built as a constant; after retargeting, both follow the
 // module to another device (here meta, the CPU suite's stand-in for a GPU;
-// tests/dispatch/test_cuda_dispatch.cpp and bench/lm_gpu.sh run it on CUDA).
+// tests/big_model/test_cuda_dispatch.cpp and bench/lm_gpu.sh run it on CUDA).
 TEST(ScriptRewrites, TraceConstantsFollowTheModulesDevice) {
   const std::string path = std::string(ACCEL_TEST_FILES) + "/model/files/traced_on_cpu.pt";
   torch::jit::Module traced = torch::jit::load(path);

@@ -16,6 +16,7 @@
 
 #include "accel/accel.hpp"
 #include "core/remove_tree.hpp"
+#include "accelerator/resolved_options.hpp"
 #include "sharding/strategy.hpp"
 
 namespace {

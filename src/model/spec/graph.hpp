@@ -61,7 +61,7 @@ class GraphModuleImpl : public torch::nn::Module {
 
   // Called with (node name, true) just before a layer node runs and (node
   // name, false) right after, also when it throws: big-model dispatch brings a
-  // layer's offloaded weights in and releases them (src/dispatch/dispatch.cpp).
+  // layer's offloaded weights in and releases them (src/big_model/dispatch.cpp).
   using NodeHook = std::function<void(const std::string& node, bool entering)>;
   void set_node_hook(NodeHook hook) { node_hook_ = std::move(hook); }
 

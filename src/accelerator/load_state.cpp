@@ -1,0 +1,385 @@
+// load_state: every file of a checkpoint is read, checksummed and checked
+// against what is prepared now before anything is applied, so a bad
+// checkpoint leaves the run exactly as it was.
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/cuda.h>
+
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "accel/accelerator.hpp"
+#include "accel/error.hpp"
+#include "accelerator/load_accelerate_state.hpp"
+#include "checkpoint/checkpoint_dir.hpp"
+#include "checkpoint/checkpoint_reader.hpp"
+#include "checkpoint/random_states.hpp"
+#include "formats/safetensors.hpp"
+#include "accelerator/checkpoint_files.hpp"
+#include "formats/tensor_io.hpp"
+#include "formats/torch_pickle.hpp"
+#include "core/file_io.hpp"
+#include "optim/optimizer_state.hpp"
+#include "core/json.hpp"
+#include "model/model_impl.hpp"
+
+namespace accel {
+
+namespace {
+
+using detail::CheckpointReader;
+using detail::JsonFile;
+
+// A generator state from the RNG file, checked against the live generator's
+// (same dtype and size), so that set_state cannot fail once applying begins.
+at::Tensor checked_generator_state(const safetensors::File& file, const std::string& name, const at::Generator& live) {
+  const safetensors::Entry* entry = file.find(name);
+  require(entry != nullptr, ErrorCode::IO, "load_state: " + file.label() + " lacks the " + name + " generator state");
+  at::Tensor current = live.get_state();
+  require(entry->dtype == "U8", ErrorCode::IO,
+          "load_state: " + file.label() + ": generator state \"" + name + "\" has dtype " + entry->dtype +
+              ", expected U8 bytes");
+  require(entry->shape == current.sizes().vec(), ErrorCode::IO,
+          "load_state: " + file.label() + ": generator state \"" + name + "\" has shape " +
+              c10::str(at::IntArrayRef(entry->shape)) + ", this generator's has " + c10::str(current.sizes()));
+  at::Tensor state = detail::read_tensor(file, *entry);
+  detail::validate_generator_state(live, state, "load_state: " + file.label() + ": generator state \"" + name + "\"");
+  return state;
+}
+
+// The loaders' saved positions: [[epoch, batches_consumed], ...].
+std::vector<DataLoader::Position> checked_positions(const safetensors::File& file, size_t loaders) {
+  auto it = file.metadata().find("dataloaders");
+  require(it != file.metadata().end(), ErrorCode::IO,
+          "load_state: " + file.label() + " lacks the dataloader positions (metadata \"dataloaders\")");
+  nlohmann::json positions =
+      detail::parse_json(it->second, "load_state: " + file.label() + ": metadata \"dataloaders\"", ErrorCode::IO);
+  require(positions.is_array() && positions.size() == loaders, ErrorCode::IO,
+          "load_state: " + file.label() + ": metadata \"dataloaders\" does not hold the positions of " +
+              std::to_string(loaders) + " dataloaders");
+  std::vector<DataLoader::Position> out;
+  for (size_t i = 0; i < positions.size(); ++i) {
+    const nlohmann::json& p = positions[i];
+    const std::string where = "load_state: " + file.label() + ": dataloaders[" + std::to_string(i) + "]";
+    require(p.is_array() && p.size() == 2, ErrorCode::IO, where + " is not [epoch, batches_consumed]");
+    require(p[0].is_number_unsigned(), ErrorCode::IO,
+            where + ": epoch " + JsonFile::describe(p[0]) + " is not a non-negative integer");
+    require(p[1].is_number_integer() && p[1].get<int64_t>() >= 0, ErrorCode::IO,
+            where + ": batches_consumed " + JsonFile::describe(p[1]) + " is not a non-negative integer");
+    out.push_back({p[0].get<uint64_t>(), p[1].get<int64_t>()});
+  }
+  return out;
+}
+
+// Micro-steps into the accumulation window at the save (metadata "step"; 0 in
+// checkpoints written before it was saved).
+int64_t checked_step(const safetensors::File& file) {
+  auto it = file.metadata().find("step");
+  if (it == file.metadata().end()) return 0;
+  int64_t step = -1;
+  const char* end = it->second.data() + it->second.size();
+  auto [ptr, error] = std::from_chars(it->second.data(), end, step);
+  require(error == std::errc() && ptr == end && step >= 0, ErrorCode::IO,
+          "load_state: " + file.label() + ": metadata \"step\" is \"" + it->second.substr(0, 40) +
+              "\", not a non-negative integer");
+  return step;
+}
+
+// Checkpoints written before libaccel used Accelerate's format: the states as
+// safetensors tensors ("cpu", "cuda_<i>"), positions and step as metadata.
+detail::RandomStates legacy_random_states(const CheckpointReader& reader, const std::string& name, size_t loaders) {
+  reader.verify(name);
+  safetensors::File file = safetensors::File::open(reader.path(name));
+  detail::RandomStates out;
+  out.cpu = checked_generator_state(file, "cpu", at::detail::getDefaultCPUGenerator());
+  if (torch::cuda::is_available()) {
+    for (int i = 0, n = static_cast<int>(torch::cuda::device_count()); i < n; ++i) {
+      const std::string device = "cuda_" + std::to_string(i);
+      if (!file.find(device)) continue;  // saved on a machine with fewer GPUs
+      at::Generator gen = at::globalContext().defaultGenerator(c10::Device(c10::kCUDA, static_cast<int8_t>(i)));
+      out.cuda.emplace_back(gen, checked_generator_state(file, device, gen));
+    }
+  }
+  out.positions = checked_positions(file, loaders);
+  out.step = checked_step(file);
+  return out;
+}
+
+// The positions must lie within a pass of the loaders prepared now: a position
+// of 10^12 batches was taken, and the next pass then yielded nothing.
+void check_positions(const detail::RandomStates& rng, const std::vector<DataLoader*>& loaders,
+                     const std::string& path) {
+  for (size_t i = 0; i < rng.positions.size() && i < loaders.size(); ++i) {
+    if (loaders[i]->is_iterable()) continue;  // a stream's length is unknown: read past what it yields
+    // A whole pass: a loader from skip_first_batches reports fewer until its
+    // first pass ends, while a resumed position counts from the pass's start.
+    const int64_t pass = loaders[i]->skip_first_batches(0)->num_batches();
+    require(rng.positions[i].batches_consumed <= pass, ErrorCode::IO,
+            "load_state: " + path + ": dataloaders[" + std::to_string(i) + "]: batches_consumed " +
+                std::to_string(rng.positions[i].batches_consumed) + " exceeds the " + std::to_string(pass) +
+                " batches of a pass of the dataloader prepared now");
+  }
+}
+
+detail::RandomStates random_states(const CheckpointReader& reader, int rank, const std::vector<DataLoader*>& loaders) {
+  const std::string name = detail::random_states_file(rank), legacy = detail::legacy_random_states_file(rank);
+  std::error_code error;
+  if (!std::filesystem::exists(reader.path(name), error) && std::filesystem::exists(reader.path(legacy), error)) {
+    detail::RandomStates rng = legacy_random_states(reader, legacy, loaders.size());
+    check_positions(rng, loaders, reader.path(legacy));
+    return rng;
+  }
+  detail::RandomStates rng =
+      detail::read_random_states(reader.bytes(name), loaders.size(), "load_state: " + reader.path(name));
+  check_positions(rng, loaders, reader.path(name));
+  return rng;
+}
+
+// Sharded optimizer state is laid out by the strategy that wrote it (which
+// parameters' chunks each process holds, in which order): a SHARD_GRAD_OP
+// checkpoint loaded under FULL_SHARD mapped chunks to the wrong parameters,
+// silently. Until resharding exists, only the saving strategy loads it.
+void check_strategy(const JsonFile& manifest, const detail::AcceleratorState& st, const std::string& dir) {
+  const std::string now = to_string(st.sharding_strategy);
+  std::string saved;
+  if (manifest.has("sharding_strategy")) {
+    saved = manifest.string("sharding_strategy");
+  } else {
+    // Written before the manifest named the strategy: FULL_SHARD (and
+    // HYBRID_SHARD) also shard the models, the others do not.
+    const bool saved_full = manifest.has("sharded_models") && manifest.boolean("sharded_models");
+    const bool now_full = st.sharding_strategy == ShardingStrategy::FullShard ||
+                          st.sharding_strategy == ShardingStrategy::HybridShard;
+    if (saved_full == now_full) return;
+    saved = saved_full ? "FULL_SHARD or HYBRID_SHARD" : "SHARD_OPTIMIZER or SHARD_GRAD_OP";
+  }
+  require(saved == now, ErrorCode::InvalidArgument,
+          "load_state: " + dir + " holds optimizer state sharded by sharding_strategy " + saved +
+              ", but sharding_strategy is " + now + "; loading it under another strategy is not supported (it "
+              "would map the chunks to the wrong parameters)");
+}
+
+std::string newest_checkpoint(const detail::AcceleratorState& st) {
+  // Interrupted saves are cleaned by every process before looking, so that
+  // all of them see the same checkpoints.
+  detail::remove_interrupted_saves(st);
+  auto existing = detail::numbered_checkpoints(detail::checkpoints_root(st));
+  require(!existing.empty(), ErrorCode::IO, "load_state: no checkpoint in " + detail::checkpoints_root(st));
+  return existing.back().second;
+}
+
+}  // namespace
+
+void Accelerator::load_state(const std::string& requested_dir) {
+  detail::AcceleratorState& st = *state_;
+  std::string dir = requested_dir;
+  if (dir.empty()) {
+    require(st.project.automatic_checkpoint_naming, ErrorCode::State,
+            "load_state: no directory given and automatic_checkpoint_naming is off");
+    dir = newest_checkpoint(st);
+  }
+  for (auto& [id, hook] : st.load_state_pre_hooks) hook(dir);
+  const bool sharded = st.shards_models();
+  if (detail::is_accelerate_checkpoint(dir)) {  // written by Python Accelerate: no manifest, its own files
+    require(!sharded, ErrorCode::Unsupported,
+            "load_state: " + dir + " is an Accelerate checkpoint with a full optimizer state; loading it with "
+            "sharding_strategy " + to_string(st.sharding_strategy) + " is not supported yet");
+    detail::load_accelerate_checkpoint(st, dir);
+    return;
+  }
+
+  // 1. Read and check everything.
+  const std::string manifest_path = dir + "/" + detail::kManifestName;
+  std::error_code missing;
+  require(std::filesystem::exists(manifest_path, missing), ErrorCode::IO,
+          "load_state: " + manifest_path + " is missing: " + dir + " is not a complete libaccel checkpoint");
+  JsonFile manifest(manifest_path, detail::read_regular_file(manifest_path));
+  require(manifest.string("format") == "libaccel-checkpoint", ErrorCode::IO,
+          "load_state: " + manifest_path + " is not a libaccel checkpoint manifest (format \"" +
+              manifest.string("format") + "\")");
+  const int64_t version = manifest.integer("version");
+  require(version >= detail::kOldestReadableCheckpointVersion && version <= detail::kCheckpointFormatVersion,
+          ErrorCode::Unsupported,
+          "load_state: " + manifest_path + " has format version " + std::to_string(version) +
+              ", this libaccel reads versions " + std::to_string(detail::kOldestReadableCheckpointVersion) + " to " +
+              std::to_string(detail::kCheckpointFormatVersion));
+  const CheckpointReader reader(dir, manifest, static_cast<int>(version));
+
+  detail::CheckpointTargets targets = detail::live_targets(st);
+  auto expect_count = [&](const char* what, size_t have) {
+    uint64_t saved = manifest.count(what);
+    require(saved == have, ErrorCode::InvalidArgument,
+            "load_state: " + dir + " holds " + std::to_string(saved) + " " + what + ", " + std::to_string(have) +
+                " are prepared (registered) now");
+  };
+  expect_count("models", targets.models.size());
+  expect_count("optimizers", targets.optimizers.size());
+  expect_count("schedulers", targets.schedulers.size());
+  expect_count("dataloaders", targets.loaders.size());
+  expect_count("custom_objects", st.checkpoint_objects.size());
+  const int64_t saved_processes = manifest.integer("num_processes");
+  require(saved_processes == st.world_size(), ErrorCode::InvalidArgument,
+          "load_state: " + dir + " was saved by " + std::to_string(saved_processes) + " processes, " +
+              std::to_string(st.world_size()) + " are running");
+  require(manifest.boolean("scaler") == (st.scaler != nullptr), ErrorCode::InvalidArgument,
+          std::string("load_state: ") + dir + (st.scaler ? " has no fp16 loss scaler state" :
+                                                            " holds fp16 loss scaler state but fp16 is off"));
+  // Written before sharding existed: full optimizer files.
+  const bool saved_sharded = manifest.has("sharded_optimizers") && manifest.boolean("sharded_optimizers");
+  require(saved_sharded == sharded || targets.optimizers.empty(), ErrorCode::InvalidArgument,
+          "load_state: " + dir + (saved_sharded ? " holds sharded optimizer state (one chunk per process)"
+                                                : " holds full optimizer state") +
+              " but sharding_strategy is " + to_string(st.sharding_strategy) +
+              (st.process_group ? "" : " with one process and no cpu_offload"));
+  if (saved_sharded && sharded && !targets.optimizers.empty()) check_strategy(manifest, st, dir);
+  const int64_t iteration = manifest.integer("iteration");
+
+  // Each model as model.safetensors, or pytorch_model.bin when saved with
+  // safe_serialization=false (Accelerate's names); the manifest covers either.
+  const bool saved_sharded_models = manifest.has("sharded_models") && manifest.boolean("sharded_models");
+  std::vector<detail::ModelWeights> model_files;
+  std::vector<detail::ModelLoadPlan> model_plans;
+  // FULL_SHARD models loaded from a full model.safetensors: gathered until the
+  // values are in, then each process keeps its slices (collective).
+  std::vector<std::unique_ptr<detail::ModelImpl::Gathered>> gathered;
+  model_files.reserve(targets.models.size());
+  for (size_t i = 0; i < targets.models.size(); ++i) {
+    const detail::ModelImpl& model = *targets.models[i];
+    if (saved_sharded_models) {
+      const std::string name = detail::model_shard_file(i, st.rank());
+      std::error_code error;
+      require(model.full_shard() != nullptr && std::filesystem::exists(reader.path(name), error),
+              ErrorCode::InvalidArgument,
+              "load_state: " + dir + " holds model " + std::to_string(i) +
+                  " as FULL_SHARD parameter shards (one per process) but sharding_strategy is " +
+                  to_string(st.sharding_strategy) + (st.process_group ? "" : " with one process and no cpu_offload") +
+                  "; `accel merge-weights` turns them into model.safetensors");
+      reader.verify(name);
+      model_files.push_back(detail::ModelWeights::open(reader.path(name)));
+      model_plans.push_back(
+          detail::plan_model_load(model_files.back(), detail::sharded_model_state(model), reader.path(name), i));
+      continue;
+    }
+    std::string name = detail::numbered_file("model", i, ".safetensors");
+    const std::string pickled = detail::numbered_file("pytorch_model", i, ".bin");
+    std::error_code error;
+    if (!std::filesystem::exists(reader.path(name), error) && std::filesystem::exists(reader.path(pickled), error)) {
+      name = pickled;
+    }
+    reader.verify(name);
+    model_files.push_back(detail::ModelWeights::open(reader.path(name)));
+    if (model.flat_shard()) gathered.push_back(std::make_unique<detail::ModelImpl::Gathered>(model));
+    model_plans.push_back(
+        detail::plan_model_load(model_files.back(), detail::model_state_dict(model), reader.path(name), i));
+  }
+  std::vector<std::string> optimizer_bytes, scheduler_bytes, custom_bytes, custom_files;
+  auto optimizer_file = [&](size_t i) {
+    return sharded ? detail::optimizer_shard_file(i, st.rank()) : detail::numbered_file("optimizer", i, ".bin");
+  };
+  for (size_t i = 0; i < targets.optimizers.size(); ++i) {
+    optimizer_bytes.push_back(reader.bytes(optimizer_file(i)));
+    // Only format-1 checkpoints held LibTorch archives (TorchScript, read by LibTorch's
+    // own unpickler); from format 2 optimizer.bin is a plain pickle that libaccel's
+    // hardened reader reads, so an archive there is refused before LibTorch sees it.
+    require(version == 1 || !detail::is_legacy_optimizer_archive(optimizer_bytes.back()), ErrorCode::IO,
+            "load_state: " + reader.path(optimizer_file(i)) + " is a LibTorch (TorchScript) archive, which only "
+            "format-1 checkpoints hold; this checkpoint's manifest says format " + std::to_string(version) +
+            ", whose optimizer state is a plain pickle");
+  }
+  for (size_t i = 0; i < targets.schedulers.size(); ++i) {
+    scheduler_bytes.push_back(reader.bytes(detail::numbered_file("scheduler", i, ".bin")));
+  }
+  for (size_t i = 0; i < st.checkpoint_objects.size(); ++i) {
+    const std::string name = detail::custom_object_file(i), legacy = detail::legacy_custom_object_file(i);
+    std::error_code error;
+    if (!std::filesystem::exists(reader.path(name), error) && std::filesystem::exists(reader.path(legacy), error)) {
+      custom_bytes.push_back(reader.bytes(legacy));  // written before the pickle: the raw bytes
+      custom_files.push_back(legacy);
+      continue;
+    }
+    custom_files.push_back(name);
+    const c10::IValue value = detail::read_torch_save(reader.bytes(name), "load_state: " + reader.path(name));
+    require(value.isString(), ErrorCode::IO,
+            "load_state: " + reader.path(name) + " holds a " + value.tagKind() + ", not the object's bytes");
+    custom_bytes.push_back(value.toStringRef());
+  }
+  double scale = 0;
+  int64_t growth_tracker = 0;
+  if (st.scaler) {
+    JsonFile scaler(reader.path("scaler.pt"), reader.bytes("scaler.pt"));
+    const nlohmann::json& value = scaler.field("scale");
+    require(value.is_number() && std::isfinite(value.get<double>()) && value.get<double>() > 0, ErrorCode::IO,
+            "load_state: " + scaler.path() + ": \"scale\" is " + JsonFile::describe(value) +
+                ", not a positive number");
+    scale = value.get<double>();
+    growth_tracker = scaler.integer("growth_tracker");
+    require(growth_tracker >= 0, ErrorCode::IO,
+            "load_state: " + scaler.path() + ": \"growth_tracker\" is " + std::to_string(growth_tracker) +
+                ", not a non-negative count");
+  }
+  const detail::RandomStates rng = random_states(reader, st.rank(), targets.loaders);
+
+  // 2. Apply. Optimizers, schedulers and the user's objects first, rolled back
+  // if one of them fails (their load functions can reject what the checks
+  // above could not judge); everything after them was checked and cannot fail.
+  std::vector<std::string> optimizer_backup, scheduler_backup, custom_backup;
+  for (auto& o : targets.optimizers) optimizer_backup.push_back(o.save());
+  for (auto& s : targets.schedulers) scheduler_backup.push_back(s.save());
+  for (auto& c : st.checkpoint_objects) custom_backup.push_back(c.save());
+  size_t custom_loaded = 0;
+  try {
+    for (size_t i = 0; i < targets.optimizers.size(); ++i) {
+      try {
+        targets.optimizers[i].load(optimizer_bytes[i]);
+      } catch (const Error& e) {  // the optimizer knows its key, not its file
+        fail(e.code(), "load_state: " + reader.path(optimizer_file(i)) + ": " + e.what());
+      }
+    }
+    for (size_t i = 0; i < targets.schedulers.size(); ++i) {
+      try {
+        targets.schedulers[i].load(scheduler_bytes[i]);
+      } catch (const Error& e) {  // the scheduler knows its key, not its file
+        fail(e.code(), "load_state: " + reader.path(detail::numbered_file("scheduler", i, ".bin")) + ": " + e.what());
+      }
+    }
+    for (; custom_loaded < st.checkpoint_objects.size(); ++custom_loaded) {
+      try {
+        st.checkpoint_objects[custom_loaded].load(custom_bytes[custom_loaded]);
+      } catch (const Error& e) {  // the object's load function knows nothing of files
+        fail(e.code(), "load_state: " + reader.path(custom_files[custom_loaded]) + ": " + e.what());
+      }
+    }
+  } catch (...) {
+    for (size_t i = 0; i < targets.optimizers.size(); ++i) targets.optimizers[i].load(optimizer_backup[i]);
+    for (size_t i = 0; i < targets.schedulers.size(); ++i) targets.schedulers[i].load(scheduler_backup[i]);
+    for (size_t i = 0; i < custom_loaded; ++i) st.checkpoint_objects[i].load(custom_backup[i]);
+    throw;
+  }
+  {
+    at::NoGradGuard no_grad;
+    for (size_t i = 0; i < targets.models.size(); ++i) {
+      for (auto& [tensor, stored] : model_plans[i]) tensor.copy_(model_files[i].values(*stored));
+    }
+    for (auto& g : gathered) g->scattered();
+    gathered.clear();
+  }
+  if (st.scaler) st.scaler->restore(scale, growth_tracker);
+  {
+    at::Generator gen = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    gen.set_state(rng.cpu);
+  }
+  for (auto [gen, state] : rng.cuda) {
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    gen.set_state(state);
+  }
+  for (size_t i = 0; i < rng.positions.size(); ++i) targets.loaders[i]->resume_from(rng.positions[i]);
+  st.gradient_state->step = rng.step;
+  if (st.project.automatic_checkpoint_naming) st.project.iteration = iteration + 1;
+}
+
+}  // namespace accel

@@ -1,0 +1,132 @@
+// Accelerator's tracking calls: trackers exist on the main process only.
+#include <algorithm>
+#include <exception>
+
+#include "accel/accelerator.hpp"
+#include "accelerator/accelerator_state.hpp"
+#include "tracking/tracker_registry.hpp"
+
+namespace accel {
+namespace detail {
+
+TrackerRegistry::~TrackerRegistry() {
+  if (!started || finished) return;
+  for (auto& tracker : running) {
+    try {
+      tracker->finish();
+    } catch (...) {
+      // A destructor must not throw; end_training() reports these errors.
+    }
+  }
+}
+
+std::vector<std::string> resolve_tracker_names(const std::vector<std::string>& log_with) {
+  std::vector<std::string> names;
+  const auto builtins = builtin_tracker_names();
+  for (const auto& name : log_with) {
+    if (name == "all") {
+      for (const auto& builtin : builtins)
+        if (std::find(names.begin(), names.end(), builtin) == names.end()) names.push_back(builtin);
+      continue;
+    }
+    if (std::find(builtins.begin(), builtins.end(), name) == builtins.end()) {
+      std::string known;
+      for (const auto& builtin : builtins) known += (known.empty() ? "" : ", ") + builtin;
+      fail(ErrorCode::InvalidArgument, "unknown tracker '" + name + "' in log_with (known: " + known + ", all)");
+    }
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  }
+  return names;
+}
+
+namespace {
+
+TrackerRegistry& registry(AcceleratorState& state) {
+  if (!state.trackers) state.trackers = std::make_shared<TrackerRegistry>();
+  return *state.trackers;
+}
+
+std::string logging_dir(const ProjectConfiguration& project) {
+  if (!project.logging_dir.empty()) return project.logging_dir;
+  return (project.project_dir.empty() ? std::string(".") : project.project_dir) + "/logs";
+}
+
+}  // namespace
+}  // namespace detail
+
+void Accelerator::add_tracker(std::shared_ptr<Tracker> tracker) {
+  require_arg(tracker != nullptr, "add_tracker: tracker is null");
+  auto& reg = detail::registry(*state_);
+  require(!reg.started, ErrorCode::State, "add_tracker('" + tracker->name() + "') after init_trackers");
+  for (const auto& other : reg.added)
+    require_arg(other->name() != tracker->name(), "a tracker named '" + tracker->name() + "' was already added");
+  reg.added.push_back(std::move(tracker));
+}
+
+void Accelerator::init_trackers(const std::string& project_name, const TrackerConfig& config) {
+  require_arg(!project_name.empty(), "init_trackers: project_name is empty");
+  auto names = detail::resolve_tracker_names(state_->log_with);  // every rank reports bad names
+  auto& reg = detail::registry(*state_);
+  require(!reg.started, ErrorCode::State, "init_trackers called twice (project '" + project_name + "')");
+  if (!is_main_process()) {
+    reg.started = true;
+    return;
+  }
+  // Nothing is committed until every tracker started, so a failure (a bad
+  // MLFLOW_TRACKING_URI, an unreachable server) can be fixed and retried.
+  const std::string dir = detail::logging_dir(state_->project);
+  std::vector<std::shared_ptr<Tracker>> trackers;
+  for (const auto& name : names) trackers.push_back(make_builtin_tracker(name, dir));
+  for (const auto& tracker : reg.added) trackers.push_back(tracker);
+  for (size_t i = 0; i < trackers.size(); ++i) {
+    try {
+      trackers[i]->init(project_name, config);
+    } catch (...) {
+      for (size_t j = 0; j < i; ++j) {
+        try {
+          trackers[j]->finish();  // close the runs already opened
+        } catch (...) {
+          // The first error is the one the caller needs.
+        }
+      }
+      throw;
+    }
+  }
+  reg.running = std::move(trackers);
+  reg.started = true;
+}
+
+void Accelerator::log(const Scalars& values, std::optional<int64_t> step) {
+  if (!state_->trackers || state_->trackers->finished) return;
+  for (const auto& tracker : state_->trackers->running) tracker->log(values, step);
+}
+
+void Accelerator::log_text(const std::string& tag, const std::string& text, std::optional<int64_t> step) {
+  if (!state_->trackers || state_->trackers->finished) return;
+  for (const auto& tracker : state_->trackers->running) tracker->log_text(tag, text, step);
+}
+
+Tracker* Accelerator::get_tracker(const std::string& name) const {
+  if (!state_->trackers) return nullptr;
+  for (const auto& tracker : state_->trackers->running)
+    if (tracker->name() == name) return tracker.get();
+  return nullptr;
+}
+
+void Accelerator::end_training() {
+  if (!state_->trackers || state_->trackers->finished) return;
+  auto& reg = *state_->trackers;
+  reg.finished = true;
+  // One tracker's failure (an unreachable MLflow server) must not leave the others unflushed.
+  std::exception_ptr first;
+  for (const auto& tracker : reg.running) {
+    try {
+      tracker->finish();
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
+  }
+  if (first) std::rethrow_exception(first);
+}
+
+}  // namespace accel

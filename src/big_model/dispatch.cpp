@@ -1,0 +1,211 @@
+// load_checkpoint_and_dispatch (Accelerate: big_modeling.load_checkpoint_and_dispatch
+// + dispatch_model's AlignDevicesHook): tensors go where the device map says;
+// "disk" tensors stay on meta and are read in just before their layer runs.
+#include <ATen/ops/empty.h>
+#include <nlohmann/json.hpp>
+#include <torch/cuda.h>
+
+#include <malloc.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "accel/big_model.hpp"
+#include "accel/error.hpp"
+#include "formats/tensor_io.hpp"
+#include "core/file_io.hpp"
+#include "big_model/checkpoint_plan.hpp"
+#include "model/meta_tensors.hpp"
+#include "big_model/module_tree.hpp"
+#include "model/model_impl.hpp"
+#include "model/spec/graph.hpp"
+
+namespace accel {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The device of the map's key that covers name (the key itself or a dotted prefix; "" covers all).
+const std::string& device_of(const DeviceMap& map, const std::string& name) {
+  const std::string* best = nullptr;
+  size_t best_length = 0;
+  for (const auto& [key, device] : map) {
+    bool covers = key.empty() || key == name || name.rfind(key + ".", 0) == 0;
+    if (covers && (best == nullptr || key.size() >= best_length)) best = &device, best_length = key.size();
+  }
+  require_arg(best != nullptr, "load_checkpoint_and_dispatch: the device map does not cover tensor \"" + name + "\"");
+  return *best;
+}
+
+// Fails with IO naming the folder unless a file can be created in it.
+void require_writable(const std::string& folder) {
+  require_arg(!folder.empty(), "load_checkpoint_and_dispatch: the device map puts tensors on \"disk\" but no offload folder was given");
+  std::error_code ec;
+  fs::create_directories(folder, ec);
+  require(!ec, ErrorCode::IO, "offload folder \"" + folder + "\" cannot be created: " + ec.message());
+  const fs::path probe = fs::path(folder) / ".accel_write_probe";
+  bool ok = static_cast<bool>(std::ofstream(probe) << "");
+  fs::remove(probe, ec);
+  require(ok, ErrorCode::IO, "offload folder \"" + folder + "\" is not writable");
+}
+
+struct OffloadedTensor {
+  at::Tensor target;
+  size_t file;  // index into Offload::files
+  safetensors::Entry entry;
+  at::ScalarType type;
+  c10::Device execution;  // where it is brought in: the main GPU of a map that has one, else the CPU
+};
+
+// The top-level graph node a tensor belongs to ("h0" of "h0.linear1.weight").
+std::string node_of(const std::string& tensor_name) { return tensor_name.substr(0, tensor_name.find('.')); }
+
+// Where each graph node runs when the map holds a GPU: on its GPU; "disk"
+// nodes on the main GPU (the map's first), their weights brought in there;
+// "cpu" nodes on the CPU, their inputs moved over (Accelerate instead copies
+// cpu weights to the main GPU for every forward). A node split between two
+// of them cannot run anywhere, so that is refused, naming both.
+detail::GraphModuleImpl::NodeDevices execution_devices(const std::vector<std::string>& names,
+                                                       const std::vector<const std::string*>& devices,
+                                                       const c10::Device& main_gpu) {
+  detail::GraphModuleImpl::NodeDevices out;
+  std::map<std::string, std::string> first_device;
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string node = node_of(names[i]);
+    const c10::Device device = *devices[i] == "disk" ? main_gpu : c10::Device(*devices[i]);
+    auto [it, inserted] = out.emplace(node, device);
+    if (inserted) {
+      first_device[node] = *devices[i];
+    } else {
+      require_arg(it->second == device, "load_checkpoint_and_dispatch: the device map puts node \"" + node + "\" on both \"" +
+                                            first_device[node] + "\" and \"" + *devices[i] +
+                                            "\"; with a GPU in the map, each node of a JSON graph runs on one device");
+    }
+  }
+  return out;
+}
+
+// What the graph's node hook needs; lives as long as the hook.
+struct Offload {
+  detail::CheckpointSources checkpoint;
+  std::vector<safetensors::File> written;  // cast copies in the offload folder
+  std::map<std::string, std::vector<OffloadedTensor>> by_node;
+  const safetensors::File& file(size_t i) const {
+    return i < checkpoint.files.size() ? checkpoint.files[i] : written[i - checkpoint.files.size()];
+  }
+};
+
+void to_meta(const at::Tensor& tensor, at::ScalarType type) {
+  detail::replace_tensor_contents(tensor, at::empty(tensor.sizes(), tensor.options().dtype(type).device(c10::kMeta)));
+}
+
+}  // namespace
+
+void load_checkpoint_and_dispatch(const Model& model, const std::string& checkpoint, const DeviceMap& device_map,
+                                  const std::string& offload_folder, c10::optional<c10::ScalarType> dtype) {
+  auto root = detail::module_of(model, "load_checkpoint_and_dispatch");
+  verify_device_map(model, device_map);
+  auto offload = std::make_shared<Offload>();
+  offload->checkpoint = detail::open_checkpoint(checkpoint);
+  // Everything is checked before the first tensor changes: presence, shapes, kinds, devices, the folder.
+  auto plan = detail::plan_checkpoint(*root, offload->checkpoint, checkpoint, dtype);
+  std::vector<const std::string*> devices;
+  bool any_disk = false;
+  for (const auto& step : plan) {
+    devices.push_back(&device_of(device_map, step.name));
+    any_disk = any_disk || *devices.back() == "disk";
+  }
+  auto graph = std::dynamic_pointer_cast<detail::GraphModuleImpl>(root);
+  c10::optional<c10::Device> main_gpu;
+  for (const auto& [key, device] : device_map) {
+    if (!main_gpu && device.rfind("cuda:", 0) == 0) main_gpu = c10::Device(device);
+  }
+  detail::GraphModuleImpl::NodeDevices node_devices;
+  if (main_gpu) {
+    std::set<std::string> distinct;
+    for (const auto* device : devices) distinct.insert(*device);
+    require(graph != nullptr || distinct.size() == 1, ErrorCode::Unsupported,
+            "load_checkpoint_and_dispatch: a device map spreading a model over a GPU and other devices needs a JSON "
+            "graph model, whose nodes move their inputs to where their weights are");
+    std::vector<std::string> names;
+    for (const auto& step : plan) names.push_back(step.name);
+    if (graph) node_devices = execution_devices(names, devices, *main_gpu);
+  }
+  const c10::Device execution = main_gpu.value_or(c10::Device(c10::kCPU));
+  if (any_disk) {
+    require(graph != nullptr, ErrorCode::Unsupported,
+            "load_checkpoint_and_dispatch: disk offload needs a JSON graph model (\"inputs\"/\"nodes\"), whose nodes "
+            "bring their weights in before they run");
+    require_writable(offload_folder);
+  }
+  // Disk tensors first (writing cast copies and the index changes no tensor), then the model.
+  // Accelerate's offload_index.json: tensor -> dtype, shape and where its bytes are.
+  nlohmann::ordered_json index = nlohmann::ordered_json::object();
+  std::vector<OffloadedTensor> offloaded;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const auto& step = plan[i];
+    if (*devices[i] != "disk") continue;
+    OffloadedTensor tensor{step.target, 0, *step.entry, step.type, execution};
+    std::string file_path = step.file->label();
+    if (detail::scalar_type_of(*step.entry, step.file->label()) == step.type && step.file->mapped()) {
+      // Already safetensors of the right dtype: read straight from the checkpoint, nothing written.
+      tensor.file = static_cast<size_t>(step.file - offload->checkpoint.files.data());
+    } else {
+      file_path = (fs::path(offload_folder) / (step.name + ".safetensors")).string();
+      detail::write_file_atomically(
+          file_path, detail::serialize_tensors({{step.name, detail::load_planned(*step.file, *step.entry, step.type)}}, {}));
+      offload->written.push_back(safetensors::File::open(file_path));
+      tensor.file = offload->checkpoint.files.size() + offload->written.size() - 1;
+      tensor.entry = *offload->written.back().find(step.name);
+    }
+    index[step.name] = {{"dtype", detail::safetensors_dtype(step.type)},
+                        {"shape", step.target.sizes().vec()},
+                        {"safetensors_file", file_path},
+                        {"weight_name", step.name}};
+    offloaded.push_back(std::move(tensor));
+  }
+  if (any_disk) {
+    detail::write_file_atomically((fs::path(offload_folder) / "offload_index.json").string(), index.dump(2));
+  }
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const auto& step = plan[i];
+    if (*devices[i] == "disk") continue;
+    at::Tensor loaded = detail::load_planned(*step.file, *step.entry, step.type);
+    if (*devices[i] != "cpu") loaded = loaded.to(c10::Device(*devices[i]));  // verify_device_map checked the GPU
+    detail::replace_tensor_contents(step.target, loaded);
+  }
+  for (auto& tensor : offloaded) {
+    to_meta(tensor.target, tensor.type);
+    const std::string name = tensor.entry.name;
+    offload->by_node[node_of(name)].push_back(std::move(tensor));
+  }
+  if (!graph) return;
+  // A later dispatch with no GPU in its map makes the model strict about input devices again.
+  model.impl().set_inputs_on_any_device(!node_devices.empty());
+  graph->set_node_devices(std::move(node_devices));
+  if (offload->by_node.empty()) {
+    graph->set_node_hook(nullptr);
+    return;
+  }
+  graph->set_node_hook([offload](const std::string& node, bool entering) {
+    auto it = offload->by_node.find(node);
+    if (it == offload->by_node.end()) return;
+    for (auto& tensor : it->second) {
+      if (entering) {
+        at::Tensor loaded = detail::load_planned(offload->file(tensor.file), tensor.entry, tensor.type);
+        if (tensor.execution != loaded.device()) loaded = loaded.to(tensor.execution);
+        detail::replace_tensor_contents(tensor.target, loaded);
+      } else {
+        to_meta(tensor.target, tensor.type);
+      }
+    }
+    // Hand the layer's freed buffers back to the system now, rather than
+    // leaving them in glibc's heap (see sequential_spec.cpp).
+    if (!entering) malloc_trim(0);
+  });
+}
+
+}  // namespace accel

@@ -1,0 +1,24 @@
+// at::Tensor <-> safetensors.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <string>
+
+#include "formats/safetensors.hpp"
+
+namespace accel::detail {
+
+std::string safetensors_dtype(at::ScalarType type);
+at::ScalarType scalar_type_of(const safetensors::Entry& entry, const std::string& label);
+// The entry's bytes as an owning CPU tensor.
+at::Tensor read_tensor(const safetensors::File& file, const safetensors::Entry& entry);
+// A tensor over the file's mapped bytes (no copy) when they are aligned for
+// the dtype, else an owning copy. Read-only: only for copying from; valid
+// while file lives.
+at::Tensor mapped_tensor(const safetensors::File& file, const safetensors::Entry& entry);
+// Safetensors bytes of (name, tensor) pairs.
+std::string serialize_tensors(const std::vector<std::pair<std::string, at::Tensor>>& tensors,
+                              const std::map<std::string, std::string>& metadata);
+
+}  // namespace accel::detail

@@ -1,0 +1,71 @@
+// How this process computes and communicates: its launch environment, device,
+// process groups, precision, and the data-parallel and sharding settings that
+// prepared models read. The Accelerator owns one (src/accelerator/
+// accelerator_state.hpp adds what it has prepared and registered); models,
+// collectives and optimizers share it, and need nothing above this floor.
+#pragma once
+
+#include <c10/core/Device.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "accel/options.hpp"
+#include "accel/data.hpp"
+#include "precision/grad_scaler.hpp"
+#include "state/environment.hpp"
+#include "state/process_group.hpp"
+
+namespace accel::detail {
+
+struct RuntimeContext {
+  LaunchEnvironment env;
+  c10::Device device{c10::kCPU};
+  DistributedType distributed_type = DistributedType::No;
+  MixedPrecision mixed_precision = MixedPrecision::No;
+  double bucket_cap_mb = 25.0;
+  double first_bucket_cap_mb = 1.0;
+  bool gradient_as_bucket_view = true;
+  bool find_unused_parameters = false;
+  bool broadcast_buffers = true;  // DDP's: process 0's buffers at every training forward
+  // ACCELERATE_DEBUG_MODE: reduce and broadcast check shapes first (an extra collective).
+  bool debug_mode = false;
+  CommHook comm_hook = CommHook::None;
+  ShardingStrategy sharding_strategy = ShardingStrategy::NoShard;
+  int64_t fsdp_min_num_params = 0;  // FULL_SHARD's wrap units (see AcceleratorOptions)
+  std::vector<std::string> fsdp_wrap_classes;  // transformer_auto_wrap_policy's names (see AcceleratorOptions)
+  bool fsdp_activation_checkpointing = false;  // of FULL_SHARD's wrap units
+  bool fsdp_forward_prefetch = false, fsdp_backward_prefetch = true;  // FULL_SHARD's all-gathers (see AcceleratorOptions)
+  bool cpu_offload = false;  // sharded models' master chunks, gradients and optimizer state on the CPU
+  // Whether prepare shards models (and save_state writes per-process shards):
+  // a strategy other than NO_SHARD with several processes, or with CPU
+  // offload, which shards over a world of one.
+  bool shards_models() const {
+    return sharding_strategy != ShardingStrategy::NoShard && (process_group != nullptr || cpu_offload);
+  }
+  std::chrono::milliseconds timeout{0};
+  // Null when the process runs alone.
+  std::unique_ptr<ProcessGroup> process_group;
+  // HYBRID_SHARD with several processes: the ranks of this node, over which
+  // parameters are sharded, and this local rank on every node (null with one
+  // node), over which the gradient shards are summed.
+  std::unique_ptr<ProcessGroup> shard_group;
+  std::unique_ptr<ProcessGroup> replica_group;
+  // fp16 only: shared with prepared optimizers.
+  std::shared_ptr<GradScaler> scaler;
+  // Shared with prepared dataloaders, optimizers and schedulers.
+  std::shared_ptr<GradientState> gradient_state = std::make_shared<GradientState>();
+  bool joining = false;      // inside join_uneven_inputs
+  int64_t join_rounds = 0;   // gradient syncs this process took part in while joining
+
+  int rank() const { return env.rank; }
+  int world_size() const { return env.world_size; }
+
+ protected:
+  RuntimeContext() = default;
+  ~RuntimeContext() = default;
+};
+
+}  // namespace accel::detail
