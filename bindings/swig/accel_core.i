@@ -137,6 +137,7 @@ struct AccelBatch {
 %rename(Feature) accel_feature;
 %warnfilter(451) accel_accelerator_options;  /* const char* fields are copied; old values leak a few bytes */
 #define ACCEL_API
+%include "accel/types.h"
 %include "accel/accel.h"
 %include "accel/accel_checkpoint.h"
 %include "accel/accel_tracking.h"

@@ -31,14 +31,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "accel/types.h"
+
 #ifdef __cplusplus
 extern "C" {
-#endif
-
-#if defined(ACCEL_BUILDING_LIBRARY)
-#define ACCEL_API __attribute__((visibility("default")))
-#else
-#define ACCEL_API
 #endif
 
 /* ------------------------------------------------------------------------- */
@@ -73,17 +69,7 @@ ACCEL_API int accel_has_feature(accel_feature feature);
 /* Errors                                                                     */
 /* ------------------------------------------------------------------------- */
 
-typedef enum accel_status {
-  ACCEL_OK = 0,
-  ACCEL_ERR_INVALID_ARGUMENT = 1, /* a bad value from the caller */
-  ACCEL_ERR_STATE = 2,            /* the call is not valid now */
-  ACCEL_ERR_IO = 3,               /* a file could not be read or written, or is malformed */
-  ACCEL_ERR_DISTRIBUTED = 4,      /* a process group or collective failed */
-  ACCEL_ERR_TIMEOUT = 5,          /* a collective or rendezvous timed out */
-  ACCEL_ERR_UNSUPPORTED = 6,      /* the build or device cannot do it */
-  ACCEL_ERR_INTERNAL = 7,         /* a bug in libaccel or LibTorch */
-  ACCEL_ERR_RESOURCE = 8          /* the system refused a resource (e.g. a thread): retry with less */
-} accel_status;
+/* accel_status, the result of every fallible call, is in accel/types.h. */
 
 /* The message of the last failed call on this thread ("" if none). Owned by the
    library; valid until the next libaccel call on this thread. */
@@ -95,7 +81,6 @@ ACCEL_API const char* accel_status_name(accel_status status);
 /* Tensors                                                                    */
 /* ------------------------------------------------------------------------- */
 
-typedef struct accel_tensor accel_tensor;
 
 typedef enum accel_dtype {
   ACCEL_FLOAT32 = 1,
@@ -177,7 +162,6 @@ ACCEL_API void accel_tensor_free(accel_tensor* tensor);
 /* Accelerator                                                                */
 /* ------------------------------------------------------------------------- */
 
-typedef struct accel_accelerator accel_accelerator;
 
 typedef enum accel_distributed_type {
   ACCEL_DISTRIBUTED_NO = 0,
@@ -588,7 +572,6 @@ ACCEL_API accel_status accel_accelerator_free_memory(accel_accelerator* acc);
 /* Models and losses                                                          */
 /* ------------------------------------------------------------------------- */
 
-typedef struct accel_model accel_model;
 
 /* Loads a TorchScript module saved by PyTorch (torch.jit.save); its parameters
    are trainable. transformers' elementwise tanh-GELU (GPT-2's gelu_new) is
@@ -668,7 +651,6 @@ ACCEL_API accel_status accel_model_num_parameters(const accel_model* model, int 
    parameters. The map holds references, not copies: a tensor read from it
    shares storage with the tensor that was set (for named_parameters, writing
    through a handle changes the model). One thread at a time per map. */
-typedef struct accel_tensor_map accel_tensor_map;
 
 /* An empty map. New handle in *out, freed with accel_tensor_map_free. */
 ACCEL_API accel_status accel_tensor_map_create(accel_tensor_map** out);
@@ -772,7 +754,6 @@ ACCEL_API accel_status accel_loss_ext(accel_loss_kind kind, const accel_tensor* 
 /* Optimizers                                                                 */
 /* ------------------------------------------------------------------------- */
 
-typedef struct accel_optimizer accel_optimizer;
 
 typedef enum accel_optimizer_kind {
   ACCEL_OPTIM_SGD = 1,
@@ -830,7 +811,6 @@ ACCEL_API accel_status accel_optimizer_step_was_skipped(const accel_optimizer* o
 /* Learning-rate schedulers                                                   */
 /* ------------------------------------------------------------------------- */
 
-typedef struct accel_scheduler accel_scheduler;
 
 typedef enum accel_scheduler_kind {
   ACCEL_SCHED_STEP = 1,              /* step_size, gamma */
@@ -899,8 +879,6 @@ ACCEL_API accel_status accel_scheduler_last_epoch(const accel_scheduler* schedul
 /* Datasets and dataloaders                                                   */
 /* ------------------------------------------------------------------------- */
 
-typedef struct accel_dataset accel_dataset;
-typedef struct accel_dataloader accel_dataloader;
 
 /* A dataset of (inputs[i], targets[i]) pairs over two tensors with the same
    size on dim 0. The dataset keeps its own reference to the tensors; the
@@ -1014,7 +992,6 @@ ACCEL_API accel_status accel_dataset_from_stream(const accel_field_spec* fields,
    function (accel_dataset_from_sequences_collate); its fields have names
    (accel_dataloader_field_names). Read-only after creation: may be shared
    between threads and datasets. */
-typedef struct accel_sequences accel_sequences;
 
 /* Sequences from flat arrays: sequence i is ids[offsets[i] .. offsets[i+1]),
    num_offsets = N + 1 (offsets[0] = 0, never decreasing, offsets[N] =

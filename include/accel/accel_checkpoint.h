@@ -5,7 +5,7 @@
 #ifndef ACCEL_ACCEL_CHECKPOINT_H
 #define ACCEL_ACCEL_CHECKPOINT_H
 
-#include "accel/accel.h"
+#include "accel/types.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "accel/accel.h"
+#include "accel/types.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -13,7 +13,7 @@
 #ifndef ACCEL_BIG_MODEL_H
 #define ACCEL_BIG_MODEL_H
 
-#include "accel/accel.h"
+#include "accel/types.h"
 
 #ifdef __cplusplus
 extern "C" {

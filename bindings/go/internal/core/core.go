@@ -366,10 +366,6 @@ extern void _wrap_FieldSpecVector_add_core_a1403cbc65d2f32f(uintptr_t arg1, uint
 extern uintptr_t _wrap_FieldSpecVector_get_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2);
 extern void _wrap_FieldSpecVector_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2, uintptr_t arg3);
 extern void _wrap_delete_FieldSpecVector_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_intgo _wrap_ACCEL_VERSION_NUMBER_core_a1403cbc65d2f32f(void);
-extern swig_intgo _wrap_FEATURE_GLOO_core_a1403cbc65d2f32f(void);
-extern swig_intgo _wrap_FEATURE_CUDA_core_a1403cbc65d2f32f(void);
-extern swig_intgo _wrap_FEATURE_NCCL_core_a1403cbc65d2f32f(void);
 extern swig_intgo _wrap_OK_core_a1403cbc65d2f32f(void);
 extern swig_intgo _wrap_ERR_INVALID_ARGUMENT_core_a1403cbc65d2f32f(void);
 extern swig_intgo _wrap_ERR_STATE_core_a1403cbc65d2f32f(void);
@@ -379,6 +375,10 @@ extern swig_intgo _wrap_ERR_TIMEOUT_core_a1403cbc65d2f32f(void);
 extern swig_intgo _wrap_ERR_UNSUPPORTED_core_a1403cbc65d2f32f(void);
 extern swig_intgo _wrap_ERR_INTERNAL_core_a1403cbc65d2f32f(void);
 extern swig_intgo _wrap_ERR_RESOURCE_core_a1403cbc65d2f32f(void);
+extern swig_intgo _wrap_ACCEL_VERSION_NUMBER_core_a1403cbc65d2f32f(void);
+extern swig_intgo _wrap_FEATURE_GLOO_core_a1403cbc65d2f32f(void);
+extern swig_intgo _wrap_FEATURE_CUDA_core_a1403cbc65d2f32f(void);
+extern swig_intgo _wrap_FEATURE_NCCL_core_a1403cbc65d2f32f(void);
 extern swig_intgo _wrap_FLOAT32_core_a1403cbc65d2f32f(void);
 extern swig_intgo _wrap_FLOAT64_core_a1403cbc65d2f32f(void);
 extern swig_intgo _wrap_INT32_core_a1403cbc65d2f32f(void);
@@ -1505,39 +1505,6 @@ type FieldSpecVector interface {
 	Set(arg2 int, arg3 FieldSpec)
 }
 
-const ACCEL_VERSION_MAJOR int = 0
-const ACCEL_VERSION_MINOR int = 1
-const ACCEL_VERSION_PATCH int = 0
-const ACCEL_ABI_VERSION int = 0
-func _swig_getACCEL_VERSION_NUMBER() (_swig_ret int) {
-	var swig_r int
-	swig_r = (int)(C._wrap_ACCEL_VERSION_NUMBER_core_a1403cbc65d2f32f())
-	return swig_r
-}
-
-var ACCEL_VERSION_NUMBER int = _swig_getACCEL_VERSION_NUMBER()
-type Accel_feature int
-func _swig_getFEATURE_GLOO() (_swig_ret Accel_feature) {
-	var swig_r Accel_feature
-	swig_r = (Accel_feature)(C._wrap_FEATURE_GLOO_core_a1403cbc65d2f32f())
-	return swig_r
-}
-
-var FEATURE_GLOO Accel_feature = _swig_getFEATURE_GLOO()
-func _swig_getFEATURE_CUDA() (_swig_ret Accel_feature) {
-	var swig_r Accel_feature
-	swig_r = (Accel_feature)(C._wrap_FEATURE_CUDA_core_a1403cbc65d2f32f())
-	return swig_r
-}
-
-var FEATURE_CUDA Accel_feature = _swig_getFEATURE_CUDA()
-func _swig_getFEATURE_NCCL() (_swig_ret Accel_feature) {
-	var swig_r Accel_feature
-	swig_r = (Accel_feature)(C._wrap_FEATURE_NCCL_core_a1403cbc65d2f32f())
-	return swig_r
-}
-
-var FEATURE_NCCL Accel_feature = _swig_getFEATURE_NCCL()
 type Accel_status int
 func _swig_getOK() (_swig_ret Accel_status) {
 	var swig_r Accel_status
@@ -1602,6 +1569,39 @@ func _swig_getERR_RESOURCE() (_swig_ret Accel_status) {
 }
 
 var ERR_RESOURCE Accel_status = _swig_getERR_RESOURCE()
+const ACCEL_VERSION_MAJOR int = 0
+const ACCEL_VERSION_MINOR int = 1
+const ACCEL_VERSION_PATCH int = 0
+const ACCEL_ABI_VERSION int = 0
+func _swig_getACCEL_VERSION_NUMBER() (_swig_ret int) {
+	var swig_r int
+	swig_r = (int)(C._wrap_ACCEL_VERSION_NUMBER_core_a1403cbc65d2f32f())
+	return swig_r
+}
+
+var ACCEL_VERSION_NUMBER int = _swig_getACCEL_VERSION_NUMBER()
+type Accel_feature int
+func _swig_getFEATURE_GLOO() (_swig_ret Accel_feature) {
+	var swig_r Accel_feature
+	swig_r = (Accel_feature)(C._wrap_FEATURE_GLOO_core_a1403cbc65d2f32f())
+	return swig_r
+}
+
+var FEATURE_GLOO Accel_feature = _swig_getFEATURE_GLOO()
+func _swig_getFEATURE_CUDA() (_swig_ret Accel_feature) {
+	var swig_r Accel_feature
+	swig_r = (Accel_feature)(C._wrap_FEATURE_CUDA_core_a1403cbc65d2f32f())
+	return swig_r
+}
+
+var FEATURE_CUDA Accel_feature = _swig_getFEATURE_CUDA()
+func _swig_getFEATURE_NCCL() (_swig_ret Accel_feature) {
+	var swig_r Accel_feature
+	swig_r = (Accel_feature)(C._wrap_FEATURE_NCCL_core_a1403cbc65d2f32f())
+	return swig_r
+}
+
+var FEATURE_NCCL Accel_feature = _swig_getFEATURE_NCCL()
 type Accel_dtype int
 func _swig_getFLOAT32() (_swig_ret Accel_dtype) {
 	var swig_r Accel_dtype

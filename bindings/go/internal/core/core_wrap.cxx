@@ -2763,83 +2763,6 @@ void _wrap_delete_FieldSpecVector_core_a1403cbc65d2f32f(std::vector< FieldSpec >
 }
 
 
-intgo _wrap_ACCEL_VERSION_NUMBER_core_a1403cbc65d2f32f() {
-  int result;
-  intgo _swig_go_result;
-  
-  
-  result = (int)((0*10000+1*100+0));
-  _swig_go_result = result; 
-  return _swig_go_result;
-}
-
-
-intgo _wrap_FEATURE_GLOO_core_a1403cbc65d2f32f() {
-  accel_feature result;
-  intgo _swig_go_result;
-  
-  
-  {
-    try {
-      result = ACCEL_FEATURE_GLOO;
-      
-    } catch (const AccelFailure& e) {
-      accel_go_store_error(e.code(), e.what());
-    } catch (const std::exception& e) {
-      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
-    } catch (...) {
-      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
-    }
-  }
-  _swig_go_result = (intgo)result; 
-  return _swig_go_result;
-}
-
-
-intgo _wrap_FEATURE_CUDA_core_a1403cbc65d2f32f() {
-  accel_feature result;
-  intgo _swig_go_result;
-  
-  
-  {
-    try {
-      result = ACCEL_FEATURE_CUDA;
-      
-    } catch (const AccelFailure& e) {
-      accel_go_store_error(e.code(), e.what());
-    } catch (const std::exception& e) {
-      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
-    } catch (...) {
-      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
-    }
-  }
-  _swig_go_result = (intgo)result; 
-  return _swig_go_result;
-}
-
-
-intgo _wrap_FEATURE_NCCL_core_a1403cbc65d2f32f() {
-  accel_feature result;
-  intgo _swig_go_result;
-  
-  
-  {
-    try {
-      result = ACCEL_FEATURE_NCCL;
-      
-    } catch (const AccelFailure& e) {
-      accel_go_store_error(e.code(), e.what());
-    } catch (const std::exception& e) {
-      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
-    } catch (...) {
-      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
-    }
-  }
-  _swig_go_result = (intgo)result; 
-  return _swig_go_result;
-}
-
-
 intgo _wrap_OK_core_a1403cbc65d2f32f() {
   accel_status result;
   intgo _swig_go_result;
@@ -3024,6 +2947,83 @@ intgo _wrap_ERR_RESOURCE_core_a1403cbc65d2f32f() {
   {
     try {
       result = ACCEL_ERR_RESOURCE;
+      
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  _swig_go_result = (intgo)result; 
+  return _swig_go_result;
+}
+
+
+intgo _wrap_ACCEL_VERSION_NUMBER_core_a1403cbc65d2f32f() {
+  int result;
+  intgo _swig_go_result;
+  
+  
+  result = (int)((0*10000+1*100+0));
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
+intgo _wrap_FEATURE_GLOO_core_a1403cbc65d2f32f() {
+  accel_feature result;
+  intgo _swig_go_result;
+  
+  
+  {
+    try {
+      result = ACCEL_FEATURE_GLOO;
+      
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  _swig_go_result = (intgo)result; 
+  return _swig_go_result;
+}
+
+
+intgo _wrap_FEATURE_CUDA_core_a1403cbc65d2f32f() {
+  accel_feature result;
+  intgo _swig_go_result;
+  
+  
+  {
+    try {
+      result = ACCEL_FEATURE_CUDA;
+      
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  _swig_go_result = (intgo)result; 
+  return _swig_go_result;
+}
+
+
+intgo _wrap_FEATURE_NCCL_core_a1403cbc65d2f32f() {
+  accel_feature result;
+  intgo _swig_go_result;
+  
+  
+  {
+    try {
+      result = ACCEL_FEATURE_NCCL;
       
     } catch (const AccelFailure& e) {
       accel_go_store_error(e.code(), e.what());
