@@ -34,6 +34,8 @@ packages=(
   dataset-fashion-mnist   # example data in /usr/share/datasets/fashion-mnist
   fortunes                # real English text (/usr/share/games/fortunes) for the byte-level language-model examples
   dpkg-dev file lintian   # packaging/build-deb.sh (CPack's dpkg-shlibdeps) and its lintian test
+  abigail-tools           # abidw/abidiff: the ABI check against packaging/abi (packaging_abi_unchanged)
+  clang-format            # the style of .clang-format (format_check)
   python3-torch           # bench/run.sh peer, and the tests read our optimizer.bin with torch.load
 )
 
