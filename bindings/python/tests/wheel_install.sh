@@ -31,7 +31,7 @@ echo "built $(basename "$wheel")"
 
 # What the wheel holds: the extension finds libaccel beside it through $ORIGIN.
 mkdir "$work/unpacked" && (cd "$work/unpacked" && python3 -m zipfile -e "$wheel" .)
-for f in accel/__init__.py accel/core.py accel/libaccel.so.0 accel/bin/accel accel/bin/accel-selftest; do
+for f in accel/__init__.py accel/accelerator.py accel/core.py accel/libaccel.so.0 accel/bin/accel accel/bin/accel-selftest; do
   test -f "$work/unpacked/$f" || { echo "wheel lacks $f" >&2; exit 1; }
 done
 # One copy of the library (a zip has no links), stripped of RelWithDebInfo's debug info.

@@ -1,0 +1,696 @@
+"""accel.Accelerator, DistributedType and the plugins and configuration objects it takes or gives."""
+from __future__ import annotations
+
+import base64
+import contextlib
+import enum
+import functools
+import json
+import numbers
+import os
+import pickle
+import random
+import sys
+from collections.abc import Mapping
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+
+import numpy as np
+
+from . import core
+from ._helpers import _closeable, _set_fields
+from ._state import AcceleratorState, GradientState, _shard_size_bytes
+from .checkpointing import RemovableHandle, _CheckpointAdapter, _HookAdapter
+from .collectives import _apply_nested, _batch_tensors, _flatten, _tensor_list
+from .core import AccelError, AcceleratorOptions
+from .data import DataLoader
+from .models import Model, _map_items, _tensor_map
+from .tensors import Tensor, _as_tensor, tensor
+from .tracking import Tracker, _TrackerAdapter
+
+__all__ = ["Accelerator", "DistributedType", "GradientAccumulationPlugin", "FullyShardedDataParallelPlugin",
+           "ProjectConfiguration"]
+
+
+_PRECISIONS = {"no": core.PRECISION_NO, "bf16": core.PRECISION_BF16, "fp16": core.PRECISION_FP16,
+               "fp8": core.PRECISION_FP8}
+_COMM_HOOKS = {"no": core.COMM_HOOK_NONE, "fp16": core.COMM_HOOK_FP16, "bf16": core.COMM_HOOK_BF16}
+_SHARDING = {"NO_SHARD": core.SHARDING_NO_SHARD, "SHARD_OPTIMIZER": core.SHARDING_SHARD_OPTIMIZER,
+             "SHARD_GRAD_OP": core.SHARDING_SHARD_GRAD_OP, "FULL_SHARD": core.SHARDING_FULL_SHARD,
+             "HYBRID_SHARD": core.SHARDING_HYBRID_SHARD}
+_REDUCTIONS = {"sum": core.REDUCE_SUM, "mean": core.REDUCE_MEAN, "none": core.REDUCE_NONE}
+
+
+class DistributedType(str, enum.Enum):
+    """Accelerate's DistributedType names (a str, so == "MULTI_CPU" works too)."""
+
+    NO = "NO"
+    MULTI_CPU = "MULTI_CPU"
+    MULTI_GPU = "MULTI_GPU"
+
+
+_DISTRIBUTED_TYPES = {core.DISTRIBUTED_NO: DistributedType.NO, core.DISTRIBUTED_MULTI_CPU: DistributedType.MULTI_CPU,
+                      core.DISTRIBUTED_MULTI_GPU: DistributedType.MULTI_GPU}
+
+
+class GradientAccumulationPlugin:
+    """Accelerate's GradientAccumulationPlugin, passed as Accelerator(gradient_accumulation_plugin=...).
+
+    num_steps: micro-steps per optimizer step (ACCELERATE_GRADIENT_ACCUMULATION_STEPS, set by
+    ``accel launch --gradient_accumulation_steps``, still wins); sync_with_dataloader: the loader's
+    last batch ends a window; sync_each_batch: gradients are averaged on every micro-step (less
+    memory, more communication); adjust_scheduler: micro-step scheduler calls count towards
+    OneCycle's total_steps (False by default: Accelerate 0.22 drops its True default unread)."""
+
+    def __init__(self, num_steps: int = 1, adjust_scheduler: bool = False, sync_with_dataloader: bool = True,
+                 sync_each_batch: bool = False) -> None:
+        self.num_steps, self.adjust_scheduler = num_steps, adjust_scheduler
+        self.sync_with_dataloader, self.sync_each_batch = sync_with_dataloader, sync_each_batch
+
+
+class FullyShardedDataParallelPlugin:
+    """Accelerate's FullyShardedDataParallelPlugin, the settings libaccel runs: sharding_strategy
+    ("FULL_SHARD" by default, as FSDP's; also "SHARD_GRAD_OP", "NO_SHARD", "SHARD_OPTIMIZER"),
+    min_num_params (0: one wrap unit per layer; n > 0: layers grouped until they hold n parameters,
+    size_based_auto_wrap_policy), activation_checkpointing (FULL_SHARD units run again in
+    backward), transformer_cls_names_to_wrap (transformer_auto_wrap_policy: the TorchScript
+    submodules of these classes, or at these paths, become units of their own; in a JSON spec the
+    layers of these types, e.g. "TransformerEncoderLayer", or names), backward_prefetch
+    ("BACKWARD_PRE" by default as in FSDP, "BACKWARD_POST", "NO_PREFETCH" or None),
+    forward_prefetch (the next unit's all-gather in flight while one runs) and cpu_offload (True,
+    or an object with offload_params such as torch's CPUOffload: master weights, gradients and
+    optimizer state of the shards on the CPU). Pass it as Accelerator(fsdp_plugin=...)."""
+
+    def __init__(self, sharding_strategy: str = "FULL_SHARD", min_num_params: int = 0,
+                 activation_checkpointing: bool = False,
+                 transformer_cls_names_to_wrap: Optional[List[str]] = None,
+                 backward_prefetch: Optional[str] = "BACKWARD_PRE", forward_prefetch: bool = False,
+                 cpu_offload: Any = False) -> None:
+        if backward_prefetch not in (None, "BACKWARD_PRE", "BACKWARD_POST", "NO_PREFETCH"):
+            raise ValueError(f"backward_prefetch {backward_prefetch!r} is not one of BACKWARD_PRE, BACKWARD_POST, "
+                             "NO_PREFETCH or None")
+        if isinstance(min_num_params, bool) or not isinstance(min_num_params, int) or min_num_params < 0:
+            raise ValueError(f"min_num_params must be an int >= 0, got {min_num_params!r}")
+        if isinstance(transformer_cls_names_to_wrap, str):
+            transformer_cls_names_to_wrap = transformer_cls_names_to_wrap.split(",")
+        self.sharding_strategy = sharding_strategy
+        self.min_num_params = min_num_params
+        self.activation_checkpointing = activation_checkpointing
+        self.transformer_cls_names_to_wrap = transformer_cls_names_to_wrap
+        self.backward_prefetch = backward_prefetch
+        self.forward_prefetch = forward_prefetch
+        # Accelerate passes torch's CPUOffload(offload_params=...); a bool says the same.
+        self.cpu_offload = bool(getattr(cpu_offload, "offload_params", cpu_offload))
+
+
+class ProjectConfiguration:
+    """accelerator.project_configuration: the project layout; ``iteration`` (the number of the next
+    automatic checkpoint) can be set, as in Accelerate."""
+
+    def __init__(self, accelerator: "Accelerator") -> None:
+        self._accelerator = accelerator
+
+    @property
+    def project_dir(self) -> str:
+        return self._accelerator.project_dir
+
+    @property
+    def logging_dir(self) -> str:
+        return self._accelerator.logging_dir
+
+    @property
+    def iteration(self) -> int:
+        return core.Accelerator.save_iteration(self._accelerator)
+
+    @iteration.setter
+    def iteration(self, value: int) -> None:
+        core.Accelerator.set_save_iteration(self._accelerator, value)
+
+
+class Accelerator(core.Accelerator):
+    """Accelerate's Accelerator. Keyword options use Accelerate's names:
+    cpu, mixed_precision ("no", "fp16", "bf16"), gradient_accumulation_steps, split_batches,
+    even_batches, dispatch_batches (None: iterable datasets are dispatched), use_seedable_sampler,
+    data_seed, device_placement, project_dir, logging_dir,
+    automatic_checkpoint_naming, total_limit, log_with ("jsonl", "csv", "tensorboard", "mlflow",
+    "all", or a list), timeout_ms, comm_hook ("fp16", "bf16"), find_unused_parameters,
+    broadcast_buffers (default True: process 0's buffers at every training forward),
+    sharding_strategy ("NO_SHARD", "SHARD_OPTIMIZER" (ZeRO-1), "SHARD_GRAD_OP" (ZeRO-2), "FULL_SHARD",
+    "HYBRID_SHARD" (FULL_SHARD within each node, replicated across nodes);
+    None: from `accel launch`'s environment),
+    fsdp_plugin (a FullyShardedDataParallelPlugin), fsdp_min_num_params, fsdp_activation_checkpointing,
+    fsdp_transformer_layer_cls_to_wrap (class names or submodule paths, a list or comma-separated),
+    fsdp_backward_prefetch, fsdp_forward_prefetch, cpu_offload (bools; cpu_offload keeps the
+    shards' master weights, gradients and optimizer state on the CPU), ...
+
+    Collective where the C API says so: with several processes every process must call it."""
+
+    def __init__(self, **options: Any) -> None:
+        opts = AcceleratorOptions()
+        if "mixed_precision" in options:
+            value = options.pop("mixed_precision")
+            if value not in _PRECISIONS:
+                raise ValueError(f"mixed_precision {value!r} is not one of {sorted(_PRECISIONS)}")
+            opts.mixed_precision = _PRECISIONS[value]
+        if "comm_hook" in options:
+            value = options.pop("comm_hook")
+            if value not in _COMM_HOOKS:
+                raise ValueError(f"comm_hook {value!r} is not one of {sorted(_COMM_HOOKS)}")
+            opts.comm_hook = _COMM_HOOKS[value]
+        if options.get("sharding_strategy") is not None:
+            value = options.pop("sharding_strategy")
+            if value not in _SHARDING:
+                raise ValueError(f"sharding_strategy {value!r} is not one of {sorted(_SHARDING)}")
+            opts.sharding_strategy = _SHARDING[value]
+        options.pop("sharding_strategy", None)
+        fsdp = options.pop("fsdp_plugin", None)
+        if fsdp is not None:
+            if not isinstance(fsdp, FullyShardedDataParallelPlugin):
+                raise TypeError(f"fsdp_plugin must be a FullyShardedDataParallelPlugin, got {type(fsdp).__name__}")
+            if fsdp.sharding_strategy not in _SHARDING:
+                raise ValueError(f"fsdp_plugin.sharding_strategy {fsdp.sharding_strategy!r} is not one of "
+                                 f"{sorted(_SHARDING)}")
+            opts.sharding_strategy = _SHARDING[fsdp.sharding_strategy]
+            opts.fsdp_min_num_params = fsdp.min_num_params
+            opts.fsdp_activation_checkpointing = int(bool(fsdp.activation_checkpointing))
+            opts.fsdp_backward_prefetch = int(fsdp.backward_prefetch not in (None, "NO_PREFETCH"))
+            opts.fsdp_forward_prefetch = int(bool(fsdp.forward_prefetch))
+            opts.cpu_offload = int(fsdp.cpu_offload)
+            if fsdp.transformer_cls_names_to_wrap is not None:
+                options.setdefault("fsdp_transformer_layer_cls_to_wrap", fsdp.transformer_cls_names_to_wrap)
+        if isinstance(options.get("fsdp_transformer_layer_cls_to_wrap"), (list, tuple)):
+            options["fsdp_transformer_layer_cls_to_wrap"] = ",".join(options["fsdp_transformer_layer_cls_to_wrap"])
+        if isinstance(options.get("fsdp_activation_checkpointing"), bool):
+            options["fsdp_activation_checkpointing"] = int(options["fsdp_activation_checkpointing"])
+        if isinstance(options.get("log_with"), (list, tuple)):
+            options["log_with"] = ",".join(options["log_with"])
+        # None (Accelerate's default) is -1 in the C options: dispatch_batches
+        # then follows the dataset (iterable: dispatched); data_seed is unset.
+        for key in ("dispatch_batches", "data_seed"):
+            if key in options and options[key] is None:
+                options[key] = -1
+        plugin = options.pop("gradient_accumulation_plugin", None)
+        if plugin is not None:
+            if options.get("gradient_accumulation_steps", 1) != 1:
+                raise ValueError("You can only pass one of `gradient_accumulation_steps` and "
+                                 "`gradient_accumulation_plugin`")
+            options.update(gradient_accumulation_steps=plugin.num_steps, adjust_scheduler=plugin.adjust_scheduler,
+                           sync_with_dataloader=plugin.sync_with_dataloader, sync_each_batch=plugin.sync_each_batch)
+        _set_fields(opts, options, "Accelerator")
+        super().__init__(opts)
+        self._project_dir = opts.project_dir or "."
+        self._logging_dir = opts.logging_dir or os.path.join(self._project_dir, "logs")
+        self._optimizers: List[Any] = []
+        self._trackers: Dict[str, Any] = {}
+
+    # -- prepare ---------------------------------------------------------
+    def prepare(self, *objects: Any) -> Any:
+        """Prepares models, optimizers, dataloaders and schedulers (in any order; models first
+        internally, as Accelerate does) and returns them."""
+        order = [Model, core.Optimizer, core.DataLoader, core.Scheduler]
+        for kind in order:
+            for obj in objects:
+                if isinstance(obj, kind):
+                    self._prepare_one(obj)
+        unknown = [o for o in objects if not isinstance(o, tuple(order))]
+        if unknown:
+            raise TypeError(f"cannot prepare {type(unknown[0]).__name__}")
+        return objects[0] if len(objects) == 1 else objects
+
+    def _prepare_one(self, obj: Any) -> None:
+        if isinstance(obj, Model):
+            self.prepare_model(obj)
+        elif isinstance(obj, core.Optimizer):
+            self.prepare_optimizer(obj)
+            self._optimizers.append(obj)
+        elif isinstance(obj, core.DataLoader):
+            self.prepare_dataloader(obj)
+        else:
+            self.prepare_scheduler(obj)
+
+    def print(self, *values: Any, sep: str = " ") -> None:
+        """print() on the main process only."""
+        core.Accelerator._print(self, sep.join(str(v) for v in values))
+
+    # -- what this process is: properties, as in Accelerate ---------------
+    # (Methods here would make `if acc.is_main_process:` true on every rank.)
+    @property
+    def device(self) -> str:
+        return core.Accelerator.device(self)
+
+    @property
+    def num_processes(self) -> int:
+        return core.Accelerator.num_processes(self)
+
+    @property
+    def process_index(self) -> int:
+        return core.Accelerator.process_index(self)
+
+    @property
+    def local_process_index(self) -> int:
+        return core.Accelerator.local_process_index(self)
+
+    @property
+    def is_main_process(self) -> bool:
+        return core.Accelerator.is_main_process(self)
+
+    @property
+    def is_local_main_process(self) -> bool:
+        return core.Accelerator.is_local_main_process(self)
+
+    @property
+    def is_last_process(self) -> bool:
+        return self.process_index == self.num_processes - 1
+
+    @property
+    def distributed_type(self) -> DistributedType:
+        return _DISTRIBUTED_TYPES[core.Accelerator.distributed_type(self)]
+
+    @property
+    def sync_gradients(self) -> bool:
+        return core.Accelerator.sync_gradients(self)
+
+    @property
+    def gradient_accumulation_steps(self) -> int:
+        return core.Accelerator.gradient_accumulation_steps(self)
+
+    @property
+    def project_dir(self) -> str:
+        return self._project_dir
+
+    @property
+    def logging_dir(self) -> str:
+        return self._logging_dir
+
+    @property
+    def save_iteration(self) -> int:
+        """The number of the next automatic checkpoint (set it with project_configuration.iteration)."""
+        return core.Accelerator.save_iteration(self)
+
+    @property
+    def project_configuration(self) -> ProjectConfiguration:
+        return ProjectConfiguration(self)
+
+    @property
+    def mixed_precision(self) -> str:
+        value = core.Accelerator.mixed_precision(self)
+        return {v: k for k, v in _PRECISIONS.items()}[value]
+
+    @property
+    def sharding_strategy(self) -> str:
+        """The resolved sharding strategy: "NO_SHARD", "SHARD_OPTIMIZER", "SHARD_GRAD_OP", "FULL_SHARD" or "HYBRID_SHARD"."""
+        value = core.Accelerator.sharding_strategy(self)
+        return {v: k for k, v in _SHARDING.items()}[value]
+
+    @property
+    def cpu_offload(self) -> bool:
+        """Whether sharded models keep master weights, gradients and optimizer state on the CPU."""
+        return core.Accelerator.cpu_offload(self)
+
+    @property
+    def use_distributed(self) -> bool:
+        return self.num_processes > 1
+
+    @property
+    def state(self) -> AcceleratorState:
+        """Accelerate's accelerator.state (AcceleratorState): the same facts, as one object."""
+        core.Accelerator.num_processes(self)  # a closed accelerator raises ValueError now, not later
+        return AcceleratorState(self)
+
+    @property
+    def gradient_state(self) -> GradientState:
+        core.Accelerator.num_processes(self)
+        return GradientState(self)
+
+    @property
+    def optimizer_step_was_skipped(self) -> bool:
+        """Whether the last step of any prepared optimizer was skipped (fp16 loss scaler: inf/NaN gradients)."""
+        return any(core.Optimizer.step_was_skipped(o) for o in self._optimizers)
+
+    # -- seeding -----------------------------------------------------------
+    def set_seed(self, seed: int, device_specific: bool = False, deterministic: bool = False) -> None:
+        """Accelerate's set_seed: seeds LibTorch (CPU and CUDA), Python's random, numpy's
+        global generator and, when the program has imported it, torch. device_specific adds
+        the process index (ranks differ, reproducibly); deterministic makes LibTorch use
+        deterministic algorithms from now on. Not collective."""
+        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+            raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+        effective = int(seed) + (self.process_index if device_specific else 0)
+        # numpy's limit, checked before anything is seeded (Accelerate fails there, half-seeded).
+        if not 0 <= effective < 2**32:
+            raise ValueError(f"seed {seed} (plus process index {effective - int(seed)}) is outside numpy's range "
+                             f"0 to 2**32 - 1")
+        core.Accelerator.set_seed_ext(self, int(seed), bool(device_specific), bool(deterministic))
+        random.seed(effective)
+        np.random.seed(effective)
+        # Only a torch the program imported itself: importing one here could load a second LibTorch.
+        torch = sys.modules.get("torch")
+        if torch is not None and hasattr(torch, "manual_seed"):
+            torch.manual_seed(effective)
+            if deterministic:
+                torch.use_deterministic_algorithms(True)
+
+    # -- scopes ----------------------------------------------------------
+    @contextlib.contextmanager
+    def accumulate(self, model: Model):
+        """Gradient accumulation: gradients sync and the optimizer steps every N-th micro-step."""
+        self.accumulate_begin(model)
+        try:
+            yield
+        finally:
+            self.accumulate_end(model)
+
+    @contextlib.contextmanager
+    def no_sync(self, model: Model):
+        self.no_sync_begin(model)
+        try:
+            yield
+        finally:
+            self.no_sync_end(model)
+
+    @contextlib.contextmanager
+    def autocast(self, enabled: bool = True):
+        self.autocast_begin(enabled)
+        try:
+            yield
+        finally:
+            self.autocast_end()
+
+    @contextlib.contextmanager
+    def no_grad(self):
+        """torch.no_grad() for evaluation: no autograd graph on this thread inside the block."""
+        self.no_grad_begin()
+        try:
+            yield
+        finally:
+            self.no_grad_end()
+
+    def send_to_device(self, data: Any) -> Any:
+        """Accelerate's send_to_device for hand-built batches: a Tensor (or array) to a Tensor on
+        this accelerator's device; a mapping to a dict of those, same names and order."""
+        if isinstance(data, Mapping):
+            return dict(_map_items(core.Accelerator.send_map_to_device(self, _tensor_map(dict(data)))))
+        return core.Accelerator.send_to_device(self, _as_tensor(data))
+
+    @contextlib.contextmanager
+    def main_process_first(self):
+        self.main_process_first_begin()
+        try:
+            yield
+        finally:
+            self.main_process_first_end()
+
+    @contextlib.contextmanager
+    def local_main_process_first(self):
+        self.local_main_process_first_begin()
+        try:
+            yield
+        finally:
+            self.local_main_process_first_end()
+
+    @contextlib.contextmanager
+    def join_uneven_inputs(self):
+        self.join_uneven_inputs_begin()
+        try:
+            yield
+        finally:
+            self.join_uneven_inputs_end()
+
+    @contextlib.contextmanager
+    def profile(self, output_trace_dir: str):
+        """Records every LibTorch operator in the block; writes output_trace_dir/trace_<rank>.json."""
+        run = core.Profile.begin(self, output_trace_dir)
+        try:
+            yield
+        finally:
+            run.end()
+
+    # -- process decorators (Accelerate's on_main_process, ...) -------------
+    # The check happens at each call, as in Accelerate: the function runs where
+    # the condition holds and returns None elsewhere; on one process it always runs.
+    def _only_where(self, function: Callable[..., Any], condition: Callable[[], bool]) -> Callable[..., Any]:
+        if not callable(function):
+            raise TypeError(f"expected a function to decorate, got {type(function).__name__}")
+
+        @functools.wraps(function)
+        def run_here(*args: Any, **kwargs: Any) -> Any:
+            if condition() or not self.use_distributed:
+                return function(*args, **kwargs)
+            return None
+        return run_here
+
+    def on_main_process(self, function: Callable[..., Any]) -> Callable[..., Any]:
+        """Decorator: function runs on the main process only."""
+        return self._only_where(function, lambda: self.is_main_process)
+
+    def on_local_main_process(self, function: Callable[..., Any]) -> Callable[..., Any]:
+        """Decorator: function runs on each machine's local main process only."""
+        return self._only_where(function, lambda: self.is_local_main_process)
+
+    def on_last_process(self, function: Callable[..., Any]) -> Callable[..., Any]:
+        """Decorator: function runs on the last process only."""
+        return self._only_where(function, lambda: self.is_last_process)
+
+    def on_process(self, function: Optional[Callable[..., Any]] = None, process_index: Optional[int] = None) -> Any:
+        """Decorator: function runs on process process_index only; @acc.on_process(process_index=1)."""
+        if isinstance(process_index, bool) or not isinstance(process_index, numbers.Integral) or process_index < 0:
+            raise TypeError(f"on_process needs process_index, a process index >= 0, got {process_index!r}")
+        if function is None:
+            return functools.partial(self.on_process, process_index=process_index)
+        return self._only_where(function, lambda: self.process_index == process_index)
+
+    def on_local_process(self, function: Optional[Callable[..., Any]] = None,
+                         local_process_index: Optional[int] = None) -> Any:
+        """Decorator: function runs on local process local_process_index of each machine only."""
+        if (isinstance(local_process_index, bool) or not isinstance(local_process_index, numbers.Integral)
+                or local_process_index < 0):
+            raise TypeError(f"on_local_process needs local_process_index >= 0, got {local_process_index!r}")
+        if function is None:
+            return functools.partial(self.on_local_process, local_process_index=local_process_index)
+        return self._only_where(function, lambda: self.local_process_index == local_process_index)
+
+    # -- gradients, models (Accelerate's names) ------------------------------
+    @staticmethod
+    def _model_of(parameters: Any, what: str) -> Model:
+        # Accelerate takes model.parameters(); here the prepared Model itself stands for them.
+        if not isinstance(parameters, Model):
+            raise TypeError(f"{what} takes the Model whose gradients to clip, got {type(parameters).__name__}")
+        return parameters
+
+    def held_bytes(self, model: Model, optimizer: Optional[core.Optimizer] = None) -> Dict[str, int]:
+        """Bytes this process holds for the prepared model's parameters and gradients and the
+        optimizer's state, counted from the tensors' storages (what sharding saves):
+        {"parameters": ..., "gradients": ..., "optimizer_state": ...}. Not collective."""
+        parameters, gradients, state = super().held_bytes(model, optimizer)
+        return {"parameters": parameters, "gradients": gradients, "optimizer_state": state}
+
+    def clip_grad_norm_(self, parameters: Model, max_norm: float, norm_type: float = 2) -> Tensor:
+        """Clips the model's gradients to total norm max_norm; returns the norm before clipping
+        (a scalar Tensor, as torch does). Call it where gradients are synced (sync_gradients)."""
+        norm = core.Accelerator.clip_grad_norm(self, self._model_of(parameters, "clip_grad_norm_"), max_norm,
+                                               norm_type)
+        return tensor(np.float32(norm))
+
+    def clip_grad_value_(self, parameters: Model, clip_value: float) -> None:
+        """Clamps every gradient of the model to [-clip_value, clip_value]."""
+        core.Accelerator.clip_grad_value(self, self._model_of(parameters, "clip_grad_value_"), clip_value)
+
+    def unwrap_model(self, model: Model, keep_fp32_wrapper: bool = True) -> Model:
+        """The model as the user built it: prepare() wraps nothing here, so this is model itself."""
+        if not isinstance(model, Model):
+            raise TypeError(f"unwrap_model takes a Model, got {type(model).__name__}")
+        return model
+
+    def get_state_dict(self, model: Model, unwrap: bool = True) -> Dict[str, np.ndarray]:
+        """The model's parameters and buffers as {name: numpy array} (CPU copies), in the model's order."""
+        if not isinstance(model, Model):
+            raise TypeError(f"get_state_dict takes a Model, got {type(model).__name__}")
+        names = list(core.Accelerator.state_dict_names(self, model))
+        with core.Accelerator.state_dict_tensors(self, model) as batch:
+            if batch.size() != len(names):  # the model cannot change between the calls; a bug if it did
+                raise AccelError(f"state dict has {len(names)} names but {batch.size()} tensors", core.ERR_INTERNAL)
+            return {name: batch.take(i).numpy() for i, name in enumerate(names)}
+
+    def skip_first_batches(self, dataloader: Any, num_batches: int = 0) -> Any:
+        """A loader over the same data that starts num_batches into this epoch (resuming mid-epoch)."""
+        if not isinstance(dataloader, core.DataLoader):
+            raise TypeError(f"skip_first_batches takes a DataLoader, got {type(dataloader).__name__}")
+        if isinstance(dataloader, DataLoader):
+            return dataloader.skip_first_batches(num_batches)
+        return core.DataLoader.skip_first_batches(dataloader, num_batches)
+
+    # -- collectives -----------------------------------------------------
+    # Each takes a Tensor or nested lists, tuples and dicts of them, and returns
+    # the same structure (Accelerate's operations); collective.
+    def gather(self, tensor: Any) -> Any:
+        """Every process's tensors concatenated along dim 0, in rank order."""
+        return _apply_nested(tensor, "gather", lambda tl: core.Accelerator.gather_list(self, tl))
+
+    def gather_for_metrics(self, input_data: Any, use_gather_object: bool = False) -> Any:
+        """gather(), minus the samples repeated to complete the last round of a prepared loader.
+
+        Objects that are not tensors (or any input with use_gather_object=True)
+        travel with gather_object: each process's list is concatenated in rank
+        order, then cut the same way."""
+        leaves: list = []
+        try:
+            _flatten(input_data, leaves, "gather_for_metrics")
+            all_tensors = True
+        except TypeError:
+            all_tensors = False
+        if all_tensors and not use_gather_object:
+            return _apply_nested(input_data, "gather_for_metrics",
+                                 lambda tl: core.Accelerator.gather_for_metrics_list(self, tl))
+        parts = self.gather_object(input_data)
+        if all(isinstance(p, (list, tuple)) for p in parts):
+            items = [item for part in parts for item in part]
+        else:
+            items = list(parts)
+        return items[:core.Accelerator.metrics_length(self, len(items))]
+
+    def reduce(self, tensor: Any, reduction: str = "sum", scale: float = 1.0) -> Any:
+        """scale * the sum over processes ("sum", "none") or its mean ("mean")."""
+        if reduction not in _REDUCTIONS:
+            raise ValueError(f"reduction {reduction!r} is not one of {sorted(_REDUCTIONS)}")
+        op = _REDUCTIONS[reduction]
+        return _apply_nested(tensor, "reduce", lambda tl: core.Accelerator.reduce_list(self, tl, op, float(scale)))
+
+    def broadcast(self, tensor: Any, from_process: int = 0) -> Any:
+        """Process from_process's tensors on every process."""
+        return _apply_nested(tensor, "broadcast", lambda tl: core.Accelerator.broadcast_list(self, tl, from_process))
+
+    def pad_across_processes(self, tensor: Any, dim: int = 0, pad_index: float = 0, pad_first: bool = False) -> Any:
+        """Pads each tensor along dim to the largest size any process has (tensors without dim unchanged)."""
+        return _apply_nested(tensor, "pad_across_processes",
+                             lambda tl: core.Accelerator.pad_across_processes_list(self, tl, dim, float(pad_index),
+                                                                                   pad_first))
+
+    def gather_object(self, obj: Any) -> list:
+        """Every process's picklable obj, in rank order. Collective."""
+        parts = core.Accelerator.gather_object(self, base64.b64encode(pickle.dumps(obj)).decode("ascii"))
+        return [pickle.loads(base64.b64decode(p)) for p in parts]
+
+    def broadcast_object_list(self, object_list: list, from_process: int = 0) -> list:
+        """Replaces object_list's items with from_process's (picklable) ones, in place, and returns it.
+        Collective; the list is unpickled on every process, so it must come from a trusted process."""
+        data = base64.b64encode(pickle.dumps(list(object_list))).decode("ascii") \
+            if self.process_index == from_process else ""
+        received = pickle.loads(base64.b64decode(core.Accelerator.broadcast_object(self, data, from_process)))
+        object_list[:] = received
+        return object_list
+
+    @contextlib.contextmanager
+    def split_between_processes(self, inputs: Any, apply_padding: bool = False):
+        """Yields this process's share of inputs: a Tensor (rows), a list or tuple, or a dict
+        of them with equal lengths. The first len % num_processes processes get one more;
+        surplus processes get an empty share; apply_padding repeats the last item so that
+        every process gets as many. Not collective."""
+        yield self._split(inputs, apply_padding)
+
+    def _split(self, inputs: Any, apply_padding: bool) -> Any:
+        if isinstance(inputs, dict):
+            lengths = {key: len(value) for key, value in inputs.items()}
+            if len(set(lengths.values())) > 1:
+                raise ValueError(f"split_between_processes: all values of the dict must have the same length, "
+                                 f"got {lengths}")
+            return type(inputs)((key, self._split(value, apply_padding)) for key, value in inputs.items())
+        if isinstance(inputs, Tensor):
+            return _batch_tensors(core.Accelerator.split_between_processes_list(self, _tensor_list([inputs]),
+                                                                                apply_padding))[0]
+        if isinstance(inputs, (list, tuple)):
+            start, end, padded = core.Accelerator.split_range(self, len(inputs), apply_padding)
+            share = list(inputs[start:end])
+            if padded > len(share):  # then inputs is not empty
+                share += [inputs[-1]] * (padded - len(share))
+            return share if isinstance(inputs, list) else type(inputs)(share)
+        raise TypeError(f"split_between_processes: cannot split {type(inputs).__name__}; "
+                        "pass a Tensor, list, tuple or dict of them")
+
+    # -- checkpoints -----------------------------------------------------
+    def save_state(self, output_dir: Optional[str] = None, safe_serialization: bool = True) -> Any:
+        """Accelerate's save_state: everything prepared and registered, into output_dir (None:
+        project_dir/checkpoints/checkpoint_{i} under automatic_checkpoint_naming). Collective.
+        safe_serialization=False writes the models as pytorch_model.bin (torch.save's format,
+        data only) instead of model.safetensors: what Accelerate 0.22's load_state reads."""
+        return core.Accelerator.save_state(self, "" if output_dir is None else os.fspath(output_dir),
+                                           bool(safe_serialization))
+
+    def load_state(self, input_dir: Optional[str] = None) -> None:
+        """Accelerate's load_state: restores what save_state wrote (None: the newest automatic
+        checkpoint). Collective."""
+        core.Accelerator.load_state(self, "" if input_dir is None else os.fspath(input_dir))
+
+    def save_model(self, model: Model, save_directory: str, max_shard_size: Union[int, str] = "10GB",
+                   safe_serialization: bool = True) -> None:
+        """Accelerate's save_model: the weights as safetensors in save_directory, in shards of at
+        most max_shard_size (bytes, or "10GB", "500MB", "1GiB") with an index when there are
+        several. safe_serialization=False writes pytorch_model.bin (shards
+        pytorch_model-0000i-of-0000N.bin, pytorch_model.bin.index.json), torch.save's format,
+        data only. Collective."""
+        limit = _shard_size_bytes(max_shard_size)
+        core.Accelerator.save_model(self, model, os.fspath(save_directory), str(limit), bool(safe_serialization))
+
+    def register_for_checkpointing(self, *objects: Any, allow_pickle: bool = False) -> None:
+        """Objects with state_dict()/load_state_dict() saved with every save_state.
+
+        Their state is pickled; by default it must be plain data and is loaded
+        without running code. allow_pickle=True saves any picklable state, and
+        loading it can run code named in the file: trusted checkpoints only."""
+        for obj in objects:
+            if not (hasattr(obj, "state_dict") and hasattr(obj, "load_state_dict")):
+                raise TypeError(f"{type(obj).__name__} has no state_dict()/load_state_dict()")
+        for obj in objects:
+            core.Accelerator.register_for_checkpointing(self, _CheckpointAdapter(obj, allow_pickle).__disown__())
+
+    def register_save_state_pre_hook(self, hook: Any) -> RemovableHandle:
+        """hook(directory) runs before save_state writes."""
+        return RemovableHandle(self, core.Accelerator.register_save_state_pre_hook(self, _HookAdapter(hook).__disown__()))
+
+    def register_load_state_pre_hook(self, hook: Any) -> RemovableHandle:
+        """hook(directory) runs before load_state reads."""
+        return RemovableHandle(self, core.Accelerator.register_load_state_pre_hook(self, _HookAdapter(hook).__disown__()))
+
+    def save(self, tensors: Dict[str, Any], path: str) -> None:
+        """Accelerate's accelerator.save for a dict of tensors (or array-likes): a
+        safetensors file, written by the main process."""
+        named = core.NamedTensors()
+        values = [(name, t if isinstance(t, Tensor) else tensor(t)) for name, t in tensors.items()]
+        for name, value in values:
+            named.add(name, value)
+        core.Accelerator.save_tensors(self, named, path)
+
+    def load_checkpoint_in_model(self, model: Model, path: str, strict: bool = False) -> Tuple[int, int]:
+        """Returns (missing, unexpected) tensor counts. strict=False by default, as Accelerate's
+        (which loads with strict=False); strict=True makes either an error naming them."""
+        missing, unexpected = core.Accelerator.load_checkpoint_in_model(self, model, path, strict)
+        return missing, unexpected
+
+    # -- tracking --------------------------------------------------------
+    def add_tracker(self, tracker: Any) -> None:
+        """A custom tracker (see Tracker), started by init_trackers on the main process."""
+        adapter = _TrackerAdapter(tracker)
+        name = getattr(tracker, "name", type(tracker).__name__)
+        core.Accelerator.add_tracker(self, adapter, name)
+        adapter.__disown__()  # the accelerator owns it now
+        self._trackers.setdefault(name, tracker)
+
+    def get_tracker(self, name: str, unwrap: bool = False) -> Any:
+        """Accelerate's get_tracker: the custom tracker added under name (unwrap: its .tracker
+        attribute when it has one). Built-in trackers and unknown names give a Tracker that
+        does nothing, as Accelerate gives for a name it lacks."""
+        tracker = self._trackers.get(name)
+        if tracker is None:
+            return Tracker()
+        return getattr(tracker, "tracker", tracker) if unwrap else tracker
+
+    def init_trackers(self, project_name: str, config: Optional[Dict[str, Any]] = None) -> None:
+        core.Accelerator.init_trackers(self, project_name, json.dumps(config) if config else "")
+
+    def log(self, values: Dict[str, float], step: Optional[int] = None) -> None:
+        names = list(values)
+        core.Accelerator.log(self, names, [float(values[n]) for n in names], -1 if step is None else step)
+
+    def log_text(self, tag: str, text: str, step: Optional[int] = None) -> None:
+        core.Accelerator.log_text(self, tag, text, -1 if step is None else step)
+
+
+_closeable(Accelerator, core.close_accelerator)
