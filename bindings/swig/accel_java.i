@@ -287,11 +287,11 @@ ACCEL_JAVA_CLOSEABLE(StateWriter, "StateWriter")
 %ignore CollateWriter::write;
 %ignore StateWriter::write;
 %rename(nativeShape) AccelTensor::shape;
-%javamethodmodifiers AccelTensor::shape "private";
-%javamethodmodifiers AccelTensor::jni_from_array "private";
-%javamethodmodifiers AccelTensor::jni_from_direct "private";
-%javamethodmodifiers AccelTensor::jni_copy_to_array "private";
-%javamethodmodifiers AccelTensor::jni_copy_to_direct "private";
+%javamethodmodifiers AccelTensor::shape "";
+%javamethodmodifiers AccelTensor::jni_from_array "";
+%javamethodmodifiers AccelTensor::jni_from_direct "";
+%javamethodmodifiers AccelTensor::jni_copy_to_array "";
+%javamethodmodifiers AccelTensor::jni_copy_to_direct "";
 %javamethodmodifiers SampleWriter::jni_write_array "protected";
 %javamethodmodifiers SampleWriter::jni_write_direct "protected";
 %javamethodmodifiers StateWriter::jni_write "private";
@@ -347,7 +347,6 @@ ACCEL_JAVA_CLOSEABLE(StateWriter, "StateWriter")
 /* ---- Java code of the generated classes ---- */
 %typemap(javaimports) AccelTensor %{
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.DoubleBuffer;
 import java.nio.FloatBuffer;
 import java.nio.IntBuffer;
@@ -362,126 +361,72 @@ import java.nio.LongBuffer;
 
   /** A float32 tensor copied from data; shape defaults to {data.length}. */
   public static Tensor of(float[] data, long... shape) {
-    return fromArray(data, 4, DType.FLOAT32, data.length, shape);
+    return TensorSupport.of(data, shape);
   }
 
   /** A float64 tensor copied from data; shape defaults to {data.length}. */
   public static Tensor of(double[] data, long... shape) {
-    return fromArray(data, 8, DType.FLOAT64, data.length, shape);
+    return TensorSupport.of(data, shape);
   }
 
   /** An int64 tensor copied from data; shape defaults to {data.length}. */
   public static Tensor of(long[] data, long... shape) {
-    return fromArray(data, 8, DType.INT64, data.length, shape);
+    return TensorSupport.of(data, shape);
   }
 
   /** An int32 tensor copied from data; shape defaults to {data.length}. */
   public static Tensor of(int[] data, long... shape) {
-    return fromArray(data, 4, DType.INT32, data.length, shape);
+    return TensorSupport.of(data, shape);
   }
 
   /** A bool tensor copied from data; shape defaults to {data.length}. */
   public static Tensor of(boolean[] data, long... shape) {
-    return fromArray(data, 1, DType.BOOL, data.length, shape);
+    return TensorSupport.of(data, shape);
   }
 
   /** A tensor of dtype whose raw bytes (native byte order) are data, e.g. uint8 images. */
   public static Tensor ofBytes(byte[] data, DType dtype, long... shape) {
-    return fromArray(data, 1, dtype, -1, shape);
+    return TensorSupport.ofBytes(data, dtype, shape);
   }
 
   /** A 0-dimensional float64 tensor. */
   public static Tensor scalar(double value) {
-    return jniFromArray(new double[] {value}, 8, DType.FLOAT64, new long[0]);
+    return TensorSupport.scalar(value);
   }
 
   /** A float32 tensor copied from the buffer's remaining elements (direct buffers without an extra copy). */
   public static Tensor fromBuffer(FloatBuffer data, long... shape) {
-    if (!data.isDirect()) {
-      float[] copy = new float[data.remaining()];
-      data.duplicate().get(copy);
-      return of(copy, shape);
-    }
-    Buffers.requireNativeOrder(data.order(), "FloatBuffer");
-    return fromDirect(data, 4, data.position(), data.remaining(), DType.FLOAT32, shape);
+    return TensorSupport.fromBuffer(data, shape);
   }
 
   /** A float64 tensor copied from the buffer's remaining elements. */
   public static Tensor fromBuffer(DoubleBuffer data, long... shape) {
-    if (!data.isDirect()) {
-      double[] copy = new double[data.remaining()];
-      data.duplicate().get(copy);
-      return of(copy, shape);
-    }
-    Buffers.requireNativeOrder(data.order(), "DoubleBuffer");
-    return fromDirect(data, 8, data.position(), data.remaining(), DType.FLOAT64, shape);
+    return TensorSupport.fromBuffer(data, shape);
   }
 
   /** An int64 tensor copied from the buffer's remaining elements. */
   public static Tensor fromBuffer(LongBuffer data, long... shape) {
-    if (!data.isDirect()) {
-      long[] copy = new long[data.remaining()];
-      data.duplicate().get(copy);
-      return of(copy, shape);
-    }
-    Buffers.requireNativeOrder(data.order(), "LongBuffer");
-    return fromDirect(data, 8, data.position(), data.remaining(), DType.INT64, shape);
+    return TensorSupport.fromBuffer(data, shape);
   }
 
   /** An int32 tensor copied from the buffer's remaining elements. */
   public static Tensor fromBuffer(IntBuffer data, long... shape) {
-    if (!data.isDirect()) {
-      int[] copy = new int[data.remaining()];
-      data.duplicate().get(copy);
-      return of(copy, shape);
-    }
-    Buffers.requireNativeOrder(data.order(), "IntBuffer");
-    return fromDirect(data, 4, data.position(), data.remaining(), DType.INT32, shape);
+    return TensorSupport.fromBuffer(data, shape);
   }
 
   /** A tensor of dtype whose bytes are the buffer's remaining bytes; multi-byte dtypes need ByteOrder.nativeOrder(). */
   public static Tensor fromBuffer(ByteBuffer data, DType dtype, long... shape) {
-    if (!data.isDirect()) {
-      byte[] copy = new byte[data.remaining()];
-      data.duplicate().get(copy);
-      return ofBytes(copy, dtype, shape);
-    }
-    if (Accel.dtypeSize(dtype) > 1) Buffers.requireNativeOrder(data.order(), "ByteBuffer");
-    return fromDirect(data, 1, data.position(), data.remaining(), dtype, shape);
-  }
-
-  private static Tensor fromArray(Object data, int itemSize, DType dtype, long length, long[] shape) {
-    java.util.Objects.requireNonNull(data, "data");
-    long[] dims = shape.length == 0 && length >= 0 ? new long[] {length} : shape;
-    return jniFromArray(data, itemSize, dtype, dims);
-  }
-
-  private static Tensor fromDirect(java.nio.Buffer data, int itemSize, long position, long count, DType dtype,
-                                   long[] shape) {
-    long[] dims = shape.length == 0 ? new long[] {count * itemSize / Accel.dtypeSize(dtype)} : shape;
-    return jniFromDirect(data, itemSize, position * itemSize, count * itemSize, dtype, dims);
+    return TensorSupport.fromBuffer(data, dtype, shape);
   }
 
   /** The sizes of the dimensions ({} for a scalar). */
   public long[] shape() {
-    Int64Vector dims = nativeShape();
-    try {
-      long[] out = new long[dims.size()];
-      for (int i = 0; i < out.length; ++i) out[i] = dims.get(i);
-      return out;
-    } finally {
-      dims.delete();
-    }
+    return TensorSupport.shape(this);
   }
 
   /** A tensor of the same elements with this shape (one dimension may be -1). */
   public Tensor reshape(long... shape) {
-    Int64Vector dims = new Int64Vector(shape);
-    try {
-      return nativeReshape(dims);
-    } finally {
-      dims.delete();
-    }
+    return TensorSupport.reshape(this, shape);
   }
 
   /** The number of dimensions. */
@@ -491,28 +436,23 @@ import java.nio.LongBuffer;
 
   /** Copies the elements (row-major) into out, which must hold exactly numel() floats of a float32 tensor. */
   public void copyTo(float[] out) {
-    requireDType(DType.FLOAT32, "float[]");
-    jniCopyToArray(out, 4);
+    TensorSupport.copyTo(this, out);
   }
 
   public void copyTo(double[] out) {
-    requireDType(DType.FLOAT64, "double[]");
-    jniCopyToArray(out, 8);
+    TensorSupport.copyTo(this, out);
   }
 
   public void copyTo(long[] out) {
-    requireDType(DType.INT64, "long[]");
-    jniCopyToArray(out, 8);
+    TensorSupport.copyTo(this, out);
   }
 
   public void copyTo(int[] out) {
-    requireDType(DType.INT32, "int[]");
-    jniCopyToArray(out, 4);
+    TensorSupport.copyTo(this, out);
   }
 
   public void copyTo(boolean[] out) {
-    requireDType(DType.BOOL, "boolean[]");
-    jniCopyToArray(out, 1);
+    TensorSupport.copyTo(this, out);
   }
 
   /** Copies the raw bytes (any dtype, native byte order); out holds exactly nbytes(). */
@@ -522,66 +462,37 @@ import java.nio.LongBuffer;
 
   /** Copies the elements into the buffer's remaining space (exactly numel() floats) without moving its position. */
   public void copyTo(FloatBuffer out) {
-    requireDType(DType.FLOAT32, "FloatBuffer");
-    if (!out.isDirect()) {
-      float[] copy = toFloatArray();
-      out.duplicate().put(copy);
-      return;
-    }
-    Buffers.requireNativeOrder(out.order(), "FloatBuffer");
-    jniCopyToDirect(out, 4, out.position() * 4L, out.remaining() * 4L);
+    TensorSupport.copyTo(this, out);
   }
 
   /** Copies the raw bytes into the buffer's remaining space (exactly nbytes()) without moving its position. */
   public void copyTo(ByteBuffer out) {
-    if (!out.isDirect()) {
-      out.duplicate().put(toByteArray());
-      return;
-    }
-    if (Accel.dtypeSize(dtype()) > 1) Buffers.requireNativeOrder(out.order(), "ByteBuffer");
-    jniCopyToDirect(out, 1, out.position(), out.remaining());
+    TensorSupport.copyTo(this, out);
   }
 
   public float[] toFloatArray() {
-    requireDType(DType.FLOAT32, "float[]");
-    float[] out = new float[Buffers.checkedLength(numel())];
-    jniCopyToArray(out, 4);
-    return out;
+    return TensorSupport.toFloatArray(this);
   }
 
   public double[] toDoubleArray() {
-    requireDType(DType.FLOAT64, "double[]");
-    double[] out = new double[Buffers.checkedLength(numel())];
-    jniCopyToArray(out, 8);
-    return out;
+    return TensorSupport.toDoubleArray(this);
   }
 
   public long[] toLongArray() {
-    requireDType(DType.INT64, "long[]");
-    long[] out = new long[Buffers.checkedLength(numel())];
-    jniCopyToArray(out, 8);
-    return out;
+    return TensorSupport.toLongArray(this);
   }
 
   public int[] toIntArray() {
-    requireDType(DType.INT32, "int[]");
-    int[] out = new int[Buffers.checkedLength(numel())];
-    jniCopyToArray(out, 4);
-    return out;
+    return TensorSupport.toIntArray(this);
   }
 
   public boolean[] toBooleanArray() {
-    requireDType(DType.BOOL, "boolean[]");
-    boolean[] out = new boolean[Buffers.checkedLength(numel())];
-    jniCopyToArray(out, 1);
-    return out;
+    return TensorSupport.toBooleanArray(this);
   }
 
   /** The raw bytes of the elements in native byte order. */
   public byte[] toByteArray() {
-    byte[] out = new byte[Buffers.checkedLength(nbytes())];
-    jniCopyToArray(out, 1);
-    return out;
+    return TensorSupport.toByteArray(this);
   }
 
   /** The mean loss of these predictions against target. */
@@ -589,56 +500,30 @@ import java.nio.LongBuffer;
     return loss(LossKind.LOSS_CROSS_ENTROPY, target);
   }
 
-  private void requireDType(DType expected, String what) {
-    DType actual = dtype();
-    if (actual != expected) {
-      throw new AccelException(Status.ERR_INVALID_ARGUMENT.swigValue(),
-          "the tensor has dtype " + actual + "; " + what + " needs " + expected);
-    }
-  }
-
   @Override
   public String toString() {
-    if (swigCPtr == 0) return "Tensor(closed)";
-    return "Tensor(shape=" + java.util.Arrays.toString(shape()) + ", dtype=" + dtype() + ")";
+    return TensorSupport.describe(this);
   }
 %}
 
 %typemap(javacode) AccelBatch %{
-  private Tensor[] taken;
+  private final BatchFields fields = new BatchFields();
 
   /** Frees the batch and every tensor taken from it with get(). */
   @Override
   public void close() {
-    if (taken != null) {
-      for (Tensor t : taken) {
-        if (t != null) t.close();
-      }
-      taken = null;
-    }
+    fields.close();
     delete();
   }
 
   /** Field i of the batch (inputs = 0, targets = 1), owned by the batch: close() frees it. */
   public Tensor get(int i) {
-    if (taken == null) taken = new Tensor[size()];
-    if (i < 0 || i >= taken.length) {
-      throw new AccelException(Status.ERR_INVALID_ARGUMENT.swigValue(),
-          "batch index " + i + " out of range [0, " + taken.length + ")");
-    }
-    if (taken[i] == null) taken[i] = take(i);
-    return taken[i];
+    return fields.get(this, i);
   }
 
   /** The fields by name (loader.fieldNames()), owned by the batch as get(i)'s are. */
   public java.util.Map<String, Tensor> asMap(java.util.List<String> names) {
-    if (names.size() != size()) {
-      throw new AccelException(Status.ERR_INVALID_ARGUMENT.swigValue(),
-          names.size() + " names for a batch of " + size() + " fields");
-    }
-    java.util.Map<String, Tensor> map = new java.util.LinkedHashMap<>();
-    for (int i = 0; i < names.size(); ++i) map.put(names.get(i), get(i));
-    return map;
+    return fields.asMap(this, names);
   }
 
   public Tensor inputs() {
