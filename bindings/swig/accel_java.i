@@ -108,12 +108,7 @@ std::vector<int64_t> read_shape(JNIEnv* env, jlongArray shape) {
    * order: "cuda:N" (free memory of every GPU), then "cpu" (the RAM the system has available).
    */
   public static java.util.LinkedHashMap<String, Long> getMaxMemory() {
-    java.util.LinkedHashMap<String, Long> budgets = new java.util.LinkedHashMap<>();
-    Object parsed = Json.read(availableMemoryJson());
-    for (java.util.Map.Entry<?, ?> e : ((java.util.Map<?, ?>) parsed).entrySet()) {
-      budgets.put((String) e.getKey(), ((Number) e.getValue()).longValue());
-    }
-    return budgets;
+    return ModelSupport.byteCounts(availableMemoryJson());
   }
 %}
 
@@ -309,7 +304,7 @@ ACCEL_JAVA_CLOSEABLE(StateWriter, "StateWriter")
 %javamethodmodifiers AccelAccelerator::set_seed_ext "private";
 %javamethodmodifiers AccelAccelerator::state_dict_names "private";
 %javamethodmodifiers AccelAccelerator::state_dict_tensors "private";
-%javamethodmodifiers AccelDataset::from_safetensors "private";
+%javamethodmodifiers AccelDataset::from_safetensors "";
 %typemap(javaclassmodifiers) AccelNamedTensors "final class";
 %typemap(javaclassmodifiers) AccelTensorList "final class";
 /* SWIG's helpers stay package-private: the public API takes and returns long[], List and Map. */
@@ -334,10 +329,10 @@ ACCEL_JAVA_CLOSEABLE(StateWriter, "StateWriter")
 %javamethodmodifiers AccelDataLoader::field_names "";
 %javamethodmodifiers AccelModel::from_torchscript_outputs "";
 /* The big-model calls cross as JSON; the Map methods of the javacode below are the API. */
-%javamethodmodifiers AccelModel::module_sizes_json "private";
-%javamethodmodifiers AccelModel::infer_auto_device_map_json "private";
+%javamethodmodifiers AccelModel::module_sizes_json "";
+%javamethodmodifiers AccelModel::infer_auto_device_map_json "";
 %javamethodmodifiers AccelModel::verify_device_map_json "private";
-%javamethodmodifiers AccelModel::load_checkpoint_and_dispatch_json "private";
+%javamethodmodifiers AccelModel::load_checkpoint_and_dispatch_json "";
 %javamethodmodifiers AccelScheduler::AccelScheduler(AccelOptimizer*, const accel_scheduler_options*,
                                                     const std::vector<int64_t>&) "";
 %javamethodmodifiers AccelSequences::from_arrays "";
@@ -543,12 +538,7 @@ import java.nio.LongBuffer;
 
   /** A TorchScript model whose outputs (a tuple or a single tensor) get these names, in order. */
   public static Model fromTorchscriptOutputs(String path, java.util.List<String> outputNames) {
-    StringVector names = new StringVector(outputNames);
-    try {
-      return fromTorchscriptOutputs(path, names);
-    } finally {
-      names.delete();
-    }
+    return ModelSupport.fromTorchscriptOutputs(path, outputNames);
   }
 
   /** Evaluation mode (train(false)). */
@@ -563,12 +553,7 @@ import java.nio.LongBuffer;
    * (null: each tensor's own). Accelerate's compute_module_sizes.
    */
   public java.util.LinkedHashMap<String, Long> moduleSizes(String dtype) {
-    java.util.LinkedHashMap<String, Long> sizes = new java.util.LinkedHashMap<>();
-    Object parsed = Json.read(moduleSizesJson(dtype == null ? "" : dtype));
-    for (java.util.Map.Entry<?, ?> e : ((java.util.Map<?, ?>) parsed).entrySet()) {
-      sizes.put((String) e.getKey(), ((Number) e.getValue()).longValue());
-    }
-    return sizes;
+    return ModelSupport.moduleSizes(this, dtype);
   }
 
   /**
@@ -579,13 +564,7 @@ import java.nio.LongBuffer;
    */
   public java.util.LinkedHashMap<String, String> inferAutoDeviceMap(java.util.Map<String, String> maxMemory,
                                                                      java.util.List<String> noSplit, String dtype) {
-    StringVector classes = new StringVector(noSplit == null ? java.util.Collections.<String>emptyList() : noSplit);
-    try {
-      String budgets = maxMemory == null ? "" : Json.write(maxMemory);  // null: Accel.getMaxMemory()
-      return deviceMapOf(inferAutoDeviceMapJson(budgets, classes, dtype == null ? "" : dtype));
-    } finally {
-      classes.delete();
-    }
+    return ModelSupport.inferAutoDeviceMap(this, maxMemory, noSplit, dtype);
   }
 
   /** Throws AccelException naming the first key that names no module or device, or the first tensor left out. */
@@ -600,8 +579,7 @@ import java.nio.LongBuffer;
    */
   public void loadCheckpointAndDispatch(String checkpoint, java.util.Map<String, String> deviceMap,
                                         String offloadFolder, String dtype) {
-    loadCheckpointAndDispatchJson(checkpoint, deviceMap == null ? "" : Json.write(deviceMap),
-                                  offloadFolder == null ? "" : offloadFolder, dtype == null ? "" : dtype);
+    ModelSupport.loadCheckpointAndDispatch(this, checkpoint, deviceMap, offloadFolder, dtype);
   }
 
   /**
@@ -610,16 +588,7 @@ import java.nio.LongBuffer;
    * Another strategy is an AccelException naming it.
    */
   public void loadCheckpointAndDispatch(String checkpoint, String strategy, String offloadFolder, String dtype) {
-    loadCheckpointAndDispatchJson(checkpoint, Json.write(strategy), offloadFolder == null ? "" : offloadFolder,
-                                  dtype == null ? "" : dtype);
-  }
-
-  private static java.util.LinkedHashMap<String, String> deviceMapOf(String json) {
-    java.util.LinkedHashMap<String, String> map = new java.util.LinkedHashMap<>();
-    for (java.util.Map.Entry<?, ?> e : ((java.util.Map<?, ?>) Json.read(json)).entrySet()) {
-      map.put((String) e.getKey(), (String) e.getValue());
-    }
-    return map;
+    ModelSupport.loadCheckpointAndDispatch(this, checkpoint, strategy, offloadFolder, dtype);
   }
 
   /**
@@ -630,9 +599,7 @@ import java.nio.LongBuffer;
    * mistyped input is an AccelException naming it. The caller closes the outputs.
    */
   public java.util.LinkedHashMap<String, Tensor> forward(java.util.Map<String, Tensor> inputs) {
-    try (TensorMap in = TensorMap.of(inputs)) {
-      return forwardNamed(in).drain();
-    }
+    return ModelSupport.forward(this, inputs);
   }
 
   /**
@@ -640,12 +607,12 @@ import java.nio.LongBuffer;
    * The tensors are the parameters themselves, not copies; the caller closes the handles.
    */
   public java.util.LinkedHashMap<String, Tensor> parameters() {
-    return namedParameters().drain();
+    return TensorMaps.drain(namedParameters());
   }
 
   /** The buffers by name, as parameters() lists the parameters. */
   public java.util.LinkedHashMap<String, Tensor> buffers() {
-    return namedBuffers().drain();
+    return TensorMaps.drain(namedBuffers());
   }
 
   /**
@@ -654,9 +621,7 @@ import java.nio.LongBuffer;
    * checked before anything is copied.
    */
   public void loadStateDict(java.util.Map<String, Tensor> tensors, boolean strict) {
-    try (TensorMap in = TensorMap.of(tensors)) {
-      loadStateDict(in, strict);
-    }
+    ModelSupport.loadStateDict(this, tensors, strict);
   }
 %}
 
@@ -669,32 +634,7 @@ import java.nio.LongBuffer;
 
   /** A map holding the tensors of entries (references, not copies). */
   public static TensorMap of(java.util.Map<String, Tensor> entries) {
-    TensorMap map = new TensorMap();
-    try {
-      for (java.util.Map.Entry<String, Tensor> e : entries.entrySet()) map.set(e.getKey(), e.getValue());
-    } catch (RuntimeException e) {
-      map.delete();
-      throw e;
-    }
-    return map;
-  }
-
-  /** Every entry as a new Tensor handle, in order; frees this map. */
-  java.util.LinkedHashMap<String, Tensor> drain() {
-    java.util.LinkedHashMap<String, Tensor> out = new java.util.LinkedHashMap<>();
-    try {
-      long n = count();
-      for (long i = 0; i < n; ++i) {
-        String name = nameAt(i);
-        out.put(name, get(name));
-      }
-      return out;
-    } catch (RuntimeException e) {
-      for (Tensor t : out.values()) t.close();
-      throw e;
-    } finally {
-      delete();
-    }
+    return TensorMaps.of(entries);
   }
 %}
 
@@ -706,25 +646,12 @@ import java.nio.LongBuffer;
 
   /** AdamW with learning rate lr and PyTorch's other defaults. */
   public static Optimizer adamW(Model model, double lr) {
-    OptimizerOptions options = new OptimizerOptions(OptimizerKind.OPTIM_ADAMW);
-    try {
-      options.setLr(lr);
-      return new Optimizer(model, options);
-    } finally {
-      options.delete();
-    }
+    return OptimizerSupport.adamW(model, lr);
   }
 
   /** SGD with learning rate lr and momentum. */
   public static Optimizer sgd(Model model, double lr, double momentum) {
-    OptimizerOptions options = new OptimizerOptions(OptimizerKind.OPTIM_SGD);
-    try {
-      options.setLr(lr);
-      options.setMomentum(momentum);
-      return new Optimizer(model, options);
-    } finally {
-      options.delete();
-    }
+    return OptimizerSupport.sgd(model, lr, momentum);
   }
 %}
 
@@ -736,12 +663,7 @@ import java.nio.LongBuffer;
 
   /** A scheduler with milestones (multi-step); the options carry the rest. */
   public static Scheduler create(Optimizer optimizer, SchedulerOptions options, long... milestones) {
-    Int64Vector list = new Int64Vector(milestones);
-    try {
-      return new Scheduler(optimizer, options, list);
-    } finally {
-      list.delete();
-    }
+    return OptimizerSupport.scheduler(optimizer, options, milestones);
   }
 %}
 
@@ -774,12 +696,7 @@ import java.nio.LongBuffer;
    * fields becomes one field of a sample (rows on dim 0).
    */
   public static Dataset fromSafetensors(String directory, String... fields) {
-    StringVector names = new StringVector(java.util.Arrays.asList(fields));
-    try {
-      return fromSafetensors(directory, names);
-    } finally {
-      names.delete();
-    }
+    return DataSupport.fromSafetensors(directory, fields);
   }
 %}
 
@@ -791,26 +708,17 @@ import java.nio.LongBuffer;
 
   /** The names of the batches' fields, in order (Batch.asMap takes them). */
   public java.util.List<String> fieldNames() {
-    StringVector names = nativeFieldNames();
-    try {
-      return java.util.List.copyOf(names);
-    } finally {
-      names.delete();
-    }
+    return DataSupport.fieldNames(this);
   }
 
   /** A loader over a Java map-style dataset. */
   public static DataLoader of(MapDataset dataset, DataLoaderOptions options) {
-    try (Dataset native_ = Dataset.fromMap(dataset)) {
-      return new DataLoader(native_, options);  // the loader keeps the dataset alive
-    }
+    return DataSupport.of(dataset, options);
   }
 
   /** A loader over a Java iterable dataset. */
   public static DataLoader of(IterableDataset dataset, DataLoaderOptions options) {
-    try (Dataset native_ = Dataset.fromIterable(dataset)) {
-      return new DataLoader(native_, options);
-    }
+    return DataSupport.of(dataset, options);
   }
 
   /**
@@ -822,26 +730,13 @@ import java.nio.LongBuffer;
    */
   public static DataLoader ofBatches(MapDataset dataset, Iterable<? extends java.util.List<Long>> batches,
                                      DataLoaderOptions options) {
-    try (Dataset native_ = Dataset.fromMap(dataset)) {
-      return ofBatches(native_, batches, options);
-    }
+    return DataSupport.ofBatches(dataset, batches, options);
   }
 
   /** As {@link #ofBatches(MapDataset, Iterable, DataLoaderOptions)} over a native dataset. */
   public static DataLoader ofBatches(Dataset dataset, Iterable<? extends java.util.List<Long>> batches,
                                      DataLoaderOptions options) {
-    Int64Vector indices = new Int64Vector();
-    Int64Vector lengths = new Int64Vector();
-    try {
-      for (java.util.List<Long> batch : batches) {
-        for (Long index : batch) indices.add(index);
-        lengths.add((long) batch.size());
-      }
-      return new DataLoader(dataset, indices, lengths, options);
-    } finally {
-      indices.delete();
-      lengths.delete();
-    }
+    return DataSupport.ofBatches(dataset, batches, options);
   }
 
   /**
@@ -850,27 +745,7 @@ import java.nio.LongBuffer;
    */
   @Override
   public java.util.Iterator<Batch> iterator() {
-    return new java.util.Iterator<Batch>() {
-      private Batch next;
-      private boolean done;
-
-      @Override
-      public boolean hasNext() {
-        if (next == null && !done) {
-          next = nextBatch();
-          done = next == null;
-        }
-        return next != null;
-      }
-
-      @Override
-      public Batch next() {
-        if (!hasNext()) throw new java.util.NoSuchElementException("the epoch has ended");
-        Batch batch = next;
-        next = null;
-        return batch;
-      }
-    };
+    return DataSupport.epoch(this);
   }
 %}
 
@@ -885,35 +760,12 @@ import java.nio.LongBuffer;
    * one per sequence) are class labels; vocabSize &gt; 0 refuses ids &gt;= it.
    */
   public static Sequences fromArrays(long[] ids, long[] offsets, long[] labels, long vocabSize) {
-    Int64Vector i = new Int64Vector(ids);
-    Int64Vector o = new Int64Vector(offsets);
-    Int64Vector l = new Int64Vector(labels);
-    try {
-      return fromArrays(i, o, l, vocabSize);
-    } finally {
-      i.delete();
-      o.delete();
-      l.delete();
-    }
+    return DataSupport.fromArrays(ids, offsets, labels, vocabSize);
   }
 
   /** Sequences copied from Java arrays of ids; vocabSize &gt; 0 refuses ids &gt;= it. */
   public static Sequences of(long vocabSize, long[]... sequences) {
-    Int64Vector ids = new Int64Vector();
-    Int64Vector offsets = new Int64Vector();
-    Int64Vector labels = new Int64Vector();
-    try {
-      offsets.add(0L);
-      for (long[] sequence : sequences) {
-        for (long id : sequence) ids.add(id);
-        offsets.add((long) ids.size());
-      }
-      return fromArrays(ids, offsets, labels, vocabSize);
-    } finally {
-      ids.delete();
-      offsets.delete();
-      labels.delete();
-    }
+    return DataSupport.of(vocabSize, sequences);
   }
 %}
 
