@@ -1,8 +1,9 @@
 /* Java: package org.libaccel, JNI library libaccel_jni.so. The generated
- * classes (Accelerator, Model, Tensor, ...) are the public API; the javacode
- * blocks below and the hand-written classes in bindings/java/src/main/java
- * add the Java idioms (AutoCloseable, scopes, builders, arrays, interfaces
- * for datasets, trackers and checkpoint objects).
+ * classes (Accelerator, Model, Tensor, ...) are the public API; the hand-written
+ * classes in bindings/java/src/main/java add the Java idioms (AutoCloseable,
+ * scopes, builders, arrays, interfaces for datasets, trackers and checkpoint
+ * objects), and the javacode blocks below declare the generated classes' Java
+ * methods, delegating to package-private classes there.
  *
  * Errors: a non-OK status becomes org.libaccel.AccelException (unchecked,
  * getStatus()/getCode(), message = the C message); a closed object throws
@@ -275,7 +276,9 @@ ACCEL_JAVA_CLOSEABLE(StateWriter, "StateWriter")
 %typemap(in, numinputs=0) JNIEnv* JENV "$1 = jenv;"
 /* Checkpoint state reaches Java as byte[]. */
 %apply (const char* STRING, size_t LENGTH) { (const char* data, size_t size) };
-/* The raw-pointer versions are replaced by the array and buffer natives below. */
+/* The raw-pointer versions are replaced by the array and buffer natives below.
+   Natives modified "" (package-private) are called by the hand-written classes
+   (TensorSupport, AcceleratorSupport, ...); "private" ones only by the javacode here. */
 %ignore AccelTensor::from_buffer;
 %ignore AccelTensor::copy_to;
 %ignore SampleWriter::write;
@@ -294,16 +297,16 @@ ACCEL_JAVA_CLOSEABLE(StateWriter, "StateWriter")
 %javamethodmodifiers AccelDataset::from_source "";
 %javamethodmodifiers AccelDataset::from_stream "";
 %javamethodmodifiers AccelDataset::from_sequences_collate "";
-%javamethodmodifiers AccelAccelerator::register_for_checkpointing "private";
-%javamethodmodifiers AccelAccelerator::register_save_state_pre_hook "private";
-%javamethodmodifiers AccelAccelerator::register_load_state_pre_hook "private";
-%javamethodmodifiers AccelAccelerator::add_tracker "private";
-%javamethodmodifiers AccelAccelerator::save_tensors "private";
+%javamethodmodifiers AccelAccelerator::register_for_checkpointing "";
+%javamethodmodifiers AccelAccelerator::register_save_state_pre_hook "";
+%javamethodmodifiers AccelAccelerator::register_load_state_pre_hook "";
+%javamethodmodifiers AccelAccelerator::add_tracker "";
+%javamethodmodifiers AccelAccelerator::save_tensors "";
 /* setSeed below also reseeds Accelerator.random(). */
 %ignore AccelAccelerator::set_seed;
-%javamethodmodifiers AccelAccelerator::set_seed_ext "private";
-%javamethodmodifiers AccelAccelerator::state_dict_names "private";
-%javamethodmodifiers AccelAccelerator::state_dict_tensors "private";
+%javamethodmodifiers AccelAccelerator::set_seed_ext "";
+%javamethodmodifiers AccelAccelerator::state_dict_names "";
+%javamethodmodifiers AccelAccelerator::state_dict_tensors "";
 %javamethodmodifiers AccelDataset::from_safetensors "";
 %typemap(javaclassmodifiers) AccelNamedTensors "final class";
 %typemap(javaclassmodifiers) AccelTensorList "final class";
@@ -321,7 +324,7 @@ ACCEL_JAVA_CLOSEABLE(StateWriter, "StateWriter")
 %javamethodmodifiers AccelAccelerator::split_range "";
 %rename(nativeLoadCheckpointInModel) AccelAccelerator::load_checkpoint_in_model;
 %rename(nativeHeldBytes) AccelAccelerator::held_bytes;
-%javamethodmodifiers AccelAccelerator::held_bytes "private";
+%javamethodmodifiers AccelAccelerator::held_bytes "";
 %javamethodmodifiers AccelAccelerator::load_checkpoint_in_model "";
 %javamethodmodifiers AccelDataLoader::AccelDataLoader(AccelDataset*, const std::vector<int64_t>&, const std::vector<int64_t>&,
                                                       const accel_dataloader_options*) "";
@@ -339,7 +342,12 @@ ACCEL_JAVA_CLOSEABLE(StateWriter, "StateWriter")
 %rename(nativeReshape) AccelTensor::reshape;
 %javamethodmodifiers AccelTensor::reshape "";
 
-/* ---- Java code of the generated classes ---- */
+/* ---- Java code of the generated classes ----
+ * The public methods that must be members of a generated class, with their doc comments; each
+ * body is one statement, delegating to a package-private class in
+ * bindings/java/src/main/java/org/libaccel (TensorSupport, BatchFields, ModelSupport,
+ * TensorMaps, OptimizerSupport, DataSupport, AcceleratorSupport) where there is more to do.
+ * Every class that replaces SWIGTYPE's javacode declares close() itself. */
 %typemap(javaimports) AccelTensor %{
 import java.nio.ByteBuffer;
 import java.nio.DoubleBuffer;
@@ -811,7 +819,6 @@ import java.nio.LongBuffer;
 %}
 
 %typemap(javaimports) AccelAccelerator %{
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 %}
@@ -827,15 +834,13 @@ import java.util.Map;
     return new AcceleratorBuilder();
   }
 
-  private static final java.util.Random RANDOM = new java.util.Random();
-
   /**
    * The java.util.Random that setSeed reseeds: Java's counterpart of the random and numpy
    * generators Accelerate's set_seed seeds in Python. Draw shuffles, augmentation or
    * dropout masks made in Java from it and a seeded run repeats exactly. Thread-safe.
    */
   public static java.util.Random random() {
-    return RANDOM;
+    return AcceleratorSupport.RANDOM;
   }
 
   /** setSeed(seed, false, false). */
@@ -850,9 +855,7 @@ import java.util.Map;
    * (false leaves that setting as it is). Not collective. The seed is unsigned 64-bit.
    */
   public void setSeed(long seed, boolean deviceSpecific, boolean deterministic) {
-    long effective = deviceSpecific ? seed + processIndex() : seed;
-    setSeedExt(seed, deviceSpecific, deterministic);
-    RANDOM.setSeed(effective);
+    AcceleratorSupport.setSeed(this, seed, deviceSpecific, deterministic);
   }
 
   /**
@@ -860,17 +863,7 @@ import java.util.Map;
    * the model's order. The caller closes the tensors. Not collective.
    */
   public java.util.LinkedHashMap<String, Tensor> getStateDict(Model model) {
-    StringVector names = stateDictNames(model);
-    Batch batch = null;
-    try {
-      batch = stateDictTensors(model);
-      java.util.LinkedHashMap<String, Tensor> out = new java.util.LinkedHashMap<>();
-      for (int i = 0; i < batch.size(); ++i) out.put(names.get(i), batch.take(i));
-      return out;
-    } finally {
-      names.delete();
-      if (batch != null) batch.delete();
-    }
+    return AcceleratorSupport.getStateDict(this, model);
   }
 
   private String projectDir = ".";
@@ -892,41 +885,25 @@ import java.util.Map;
   }
 
   /**
-   * Accelerate's load_checkpoint_in_model (strict=False): loads path's tensors into model and
-   * returns {missing, unexpected}, the counts of names the file lacks or the model lacks.
-   */
-  /**
    * Bytes this process holds for the prepared model's parameters and gradients and the
    * optimizer's state (optimizer may be null), counted from the tensors' storages: keys
    * "parameters", "gradients", "optimizer_state". Not collective.
    */
   public java.util.LinkedHashMap<String, Long> heldBytes(Model model, Optimizer optimizer) {
-    Int64Vector held = nativeHeldBytes(model, optimizer);
-    try {
-      java.util.LinkedHashMap<String, Long> out = new java.util.LinkedHashMap<>();
-      out.put("parameters", held.get(0));
-      out.put("gradients", held.get(1));
-      out.put("optimizer_state", held.get(2));
-      return out;
-    } finally {
-      held.delete();
-    }
+    return AcceleratorSupport.heldBytes(this, model, optimizer);
   }
 
+  /**
+   * Accelerate's load_checkpoint_in_model (strict=False): loads path's tensors into model and
+   * returns {missing, unexpected}, the counts of names the file lacks or the model lacks.
+   */
   public long[] loadCheckpointInModel(Model model, String path) {
     return loadCheckpointInModel(model, path, false);
   }
 
   /** As loadCheckpointInModel(model, path); strict: a missing or unexpected name throws AccelException. */
   public long[] loadCheckpointInModel(Model model, String path, boolean strict) {
-    Int64Vector counts = nativeLoadCheckpointInModel(model, path, strict);
-    try {
-      long[] out = new long[counts.size()];
-      for (int i = 0; i < out.length; ++i) out[i] = counts.get(i);
-      return out;
-    } finally {
-      counts.delete();
-    }
+    return AcceleratorSupport.loadCheckpointInModel(this, model, path, strict);
   }
 
   /** Whether this is the highest global rank (Accelerate's is_last_process). */
@@ -939,27 +916,17 @@ import java.util.Map;
    * as Accelerate does). Collective with several processes.
    */
   public void prepare(Object... objects) {
-    for (Object o : objects) {
-      if (!(o instanceof Model || o instanceof Optimizer || o instanceof DataLoader || o instanceof Scheduler)) {
-        throw new IllegalArgumentException("cannot prepare " + (o == null ? "null" : o.getClass().getName()));
-      }
-    }
-    for (Object o : objects) if (o instanceof Model) prepareModel((Model) o);
-    for (Object o : objects) if (o instanceof Optimizer) prepareOptimizer((Optimizer) o);
-    for (Object o : objects) if (o instanceof DataLoader) prepareDataloader((DataLoader) o);
-    for (Object o : objects) if (o instanceof Scheduler) prepareScheduler((Scheduler) o);
+    AcceleratorSupport.prepare(this, objects);
   }
 
   /** Gradient accumulation: {@code try (Scope s = acc.accumulate(model)) { ... }}. */
   public Scope accumulate(Model model) {
-    accumulateBegin(model);
-    return () -> accumulateEnd(model);
+    return AcceleratorSupport.accumulate(this, model);
   }
 
   /** Local gradient accumulation without synchronisation. */
   public Scope noSync(Model model) {
-    noSyncBegin(model);
-    return () -> noSyncEnd(model);
+    return AcceleratorSupport.noSync(this, model);
   }
 
   /** Mixed-precision autocast per the accelerator's mixed_precision. */
@@ -968,8 +935,7 @@ import java.util.Map;
   }
 
   public Scope autocast(boolean enabled) {
-    autocastBegin(enabled);
-    return this::autocastEnd;
+    return AcceleratorSupport.autocast(this, enabled);
   }
 
   /**
@@ -977,25 +943,21 @@ import java.util.Map;
    * (close it on the thread that opened it). Scopes nest.
    */
   public Scope noGrad() {
-    noGradBegin();
-    return this::noGradEnd;
+    return AcceleratorSupport.noGrad(this);
   }
 
   /** The main process runs the block first, the others after it. Collective. */
   public Scope mainProcessFirst() {
-    mainProcessFirstBegin();
-    return this::mainProcessFirstEnd;
+    return AcceleratorSupport.mainProcessFirst(this);
   }
 
   /** Each node's local main process first. Collective. */
   public Scope localMainProcessFirst() {
-    localMainProcessFirstBegin();
-    return this::localMainProcessFirstEnd;
+    return AcceleratorSupport.localMainProcessFirst(this);
   }
 
   public Scope joinUnevenInputs() {
-    joinUnevenInputsBegin();
-    return this::joinUnevenInputsEnd;
+    return AcceleratorSupport.joinUnevenInputs(this);
   }
 
   /** Records LibTorch operators until closed; writes outputTraceDir/trace_<rank>.json. */
@@ -1005,59 +967,22 @@ import java.util.Map;
 
   /** Java objects saved and restored with every saveState (see Checkpointable). */
   public void registerForCheckpointing(Checkpointable... objects) {
-    for (Checkpointable o : objects) {
-      java.util.Objects.requireNonNull(o, "checkpoint object");
-      CheckpointObject adapter = new Callbacks.CheckpointAdapter(o);
-      try {
-        registerForCheckpointing(adapter);
-      } catch (RuntimeException e) {
-        adapter.delete();
-        throw e;
-      }
-      adapter.swigReleaseOwnership();  // the accelerator deletes it
-    }
+    AcceleratorSupport.registerForCheckpointing(this, objects);
   }
 
   /** hook(directory) runs before saveState writes. */
   public RemovableHandle registerSaveStatePreHook(DirectoryHook hook) {
-    StateHook adapter = new Callbacks.HookAdapter(hook);
-    long id;
-    try {
-      id = registerSaveStatePreHook(adapter);
-    } catch (RuntimeException e) {
-      adapter.delete();
-      throw e;
-    }
-    adapter.swigReleaseOwnership();
-    return new RemovableHandle(this, id);
+    return AcceleratorSupport.registerSaveStatePreHook(this, hook);
   }
 
   /** hook(directory) runs before loadState reads. */
   public RemovableHandle registerLoadStatePreHook(DirectoryHook hook) {
-    StateHook adapter = new Callbacks.HookAdapter(hook);
-    long id;
-    try {
-      id = registerLoadStatePreHook(adapter);
-    } catch (RuntimeException e) {
-      adapter.delete();
-      throw e;
-    }
-    adapter.swigReleaseOwnership();
-    return new RemovableHandle(this, id);
+    return AcceleratorSupport.registerLoadStatePreHook(this, hook);
   }
 
   /** A custom tracker, started by initTrackers on the main process; kept until the accelerator is freed. */
   public void addTracker(Tracker tracker) {
-    Callbacks.TrackerAdapter adapter = new Callbacks.TrackerAdapter(tracker);
-    try {
-      addTracker(adapter, tracker.name());
-    } catch (RuntimeException e) {
-      adapter.delete();
-      throw e;
-    }
-    // The accelerator owns it from now on and deletes it after its last call (end of
-    // training, then free); until then the native side holds the adapter strongly.
-    adapter.swigReleaseOwnership();
+    AcceleratorSupport.addTracker(this, tracker);
   }
 
   /**
@@ -1071,18 +996,7 @@ import java.util.Map;
 
   /** Logs values to every tracker (main process); step &lt; 0: no step. */
   public void log(Map<String, ? extends Number> values, long step) {
-    StringVector names = new StringVector();
-    DoubleVector numbers = new DoubleVector();
-    try {
-      for (Map.Entry<String, ? extends Number> e : values.entrySet()) {
-        names.add(e.getKey());
-        numbers.add(e.getValue().doubleValue());
-      }
-      log(names, numbers, step);
-    } finally {
-      names.delete();
-      numbers.delete();
-    }
+    AcceleratorSupport.log(this, values, step);
   }
 
   public void log(Map<String, ? extends Number> values) {
@@ -1094,25 +1008,12 @@ import java.util.Map;
    * main process. Borrows the tensors.
    */
   public void save(Map<String, Tensor> tensors, String path) {
-    NamedTensors named = new NamedTensors();
-    try {
-      for (Map.Entry<String, Tensor> e : tensors.entrySet()) {
-        named.add(e.getKey(), e.getValue());
-      }
-      saveTensors(named, path);
-    } finally {
-      named.delete();
-    }
+    AcceleratorSupport.save(this, tensors, path);
   }
 
   /** Every process's string, in rank order. Collective. */
   public List<String> gatherObjects(String data) {
-    StringVector all = gatherObject(data);
-    try {
-      return new ArrayList<>(all);
-    } finally {
-      all.delete();
-    }
+    return AcceleratorSupport.gatherObjects(this, data);
   }
 
   /*
@@ -1157,19 +1058,7 @@ import java.util.Map;
 
   /** The same share of every list of inputs (Accelerate's dict input); the lists must have equal sizes. */
   public <K, T> Map<K, List<T>> splitBetweenProcesses(Map<K, ? extends List<T>> inputs, boolean applyPadding) {
-    int size = -1;
-    for (Map.Entry<K, ? extends List<T>> e : inputs.entrySet()) {
-      if (size >= 0 && e.getValue().size() != size) {
-        throw new AccelException(Status.ERR_INVALID_ARGUMENT.swigValue(), "splitBetweenProcesses: all lists must have "
-            + "the same size; " + e.getKey() + " has " + e.getValue().size() + ", another " + size);
-      }
-      size = e.getValue().size();
-    }
-    Map<K, List<T>> out = new java.util.LinkedHashMap<>();
-    if (size < 0) return out;
-    long[] range = Nested.range(this, size, applyPadding);
-    for (Map.Entry<K, ? extends List<T>> e : inputs.entrySet()) out.put(e.getKey(), Nested.split(e.getValue(), range));
-    return out;
+    return AcceleratorSupport.splitBetweenProcesses(this, inputs, applyPadding);
   }
 
   /**
@@ -1178,10 +1067,7 @@ import java.util.Map;
    * Items travel with Java serialization: the peer processes are trusted. Collective.
    */
   public <T extends java.io.Serializable> List<T> gatherForMetricsObjects(List<T> items) {
-    List<String> parts = gatherObjects(Nested.encode(new ArrayList<>(items)));
-    List<T> all = new ArrayList<>();
-    for (int rank = 0; rank < parts.size(); ++rank) all.addAll(Nested.<T>decodeList(parts.get(rank), rank));
-    return new ArrayList<>(all.subList(0, (int) metricsLength(all.size())));
+    return AcceleratorSupport.gatherForMetricsObjects(this, items);
   }
 
   /**
@@ -1189,11 +1075,7 @@ import java.util.Map;
    * returns it (Java serialization; the peers are trusted). Collective.
    */
   public <T extends java.io.Serializable> List<T> broadcastObjectList(List<T> list, int fromProcess) {
-    String data = processIndex() == fromProcess ? Nested.encode(new ArrayList<>(list)) : "";
-    List<T> received = Nested.decodeList(broadcastObject(data, fromProcess), fromProcess);
-    list.clear();
-    list.addAll(received);
-    return list;
+    return AcceleratorSupport.broadcastObjectList(this, list, fromProcess);
   }
 %}
 
