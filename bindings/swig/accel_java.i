@@ -1,8 +1,9 @@
 /* Java: package org.libaccel, JNI library libaccel_jni.so. The generated
- * classes (Accelerator, Model, Tensor, ...) are the public API; the javacode
- * blocks below and the hand-written classes in bindings/java/src/main/java
- * add the Java idioms (AutoCloseable, scopes, builders, arrays, interfaces
- * for datasets, trackers and checkpoint objects).
+ * classes (Accelerator, Model, Tensor, ...) are the public API; the hand-written
+ * classes in bindings/java/src/main/java add the Java idioms (AutoCloseable,
+ * scopes, builders, arrays, interfaces for datasets, trackers and checkpoint
+ * objects), and the javacode blocks below declare the generated classes' Java
+ * methods, delegating to package-private classes there.
  *
  * Errors: a non-OK status becomes org.libaccel.AccelException (unchecked,
  * getStatus()/getCode(), message = the C message); a closed object throws
@@ -108,12 +109,7 @@ std::vector<int64_t> read_shape(JNIEnv* env, jlongArray shape) {
    * order: "cuda:N" (free memory of every GPU), then "cpu" (the RAM the system has available).
    */
   public static java.util.LinkedHashMap<String, Long> getMaxMemory() {
-    java.util.LinkedHashMap<String, Long> budgets = new java.util.LinkedHashMap<>();
-    Object parsed = Json.read(availableMemoryJson());
-    for (java.util.Map.Entry<?, ?> e : ((java.util.Map<?, ?>) parsed).entrySet()) {
-      budgets.put((String) e.getKey(), ((Number) e.getValue()).longValue());
-    }
-    return budgets;
+    return ModelSupport.byteCounts(availableMemoryJson());
   }
 %}
 
@@ -280,18 +276,20 @@ ACCEL_JAVA_CLOSEABLE(StateWriter, "StateWriter")
 %typemap(in, numinputs=0) JNIEnv* JENV "$1 = jenv;"
 /* Checkpoint state reaches Java as byte[]. */
 %apply (const char* STRING, size_t LENGTH) { (const char* data, size_t size) };
-/* The raw-pointer versions are replaced by the array and buffer natives below. */
+/* The raw-pointer versions are replaced by the array and buffer natives below.
+   Natives modified "" (package-private) are called by the hand-written classes
+   (TensorSupport, AcceleratorSupport, ...); "private" ones only by the javacode here. */
 %ignore AccelTensor::from_buffer;
 %ignore AccelTensor::copy_to;
 %ignore SampleWriter::write;
 %ignore CollateWriter::write;
 %ignore StateWriter::write;
 %rename(nativeShape) AccelTensor::shape;
-%javamethodmodifiers AccelTensor::shape "private";
-%javamethodmodifiers AccelTensor::jni_from_array "private";
-%javamethodmodifiers AccelTensor::jni_from_direct "private";
-%javamethodmodifiers AccelTensor::jni_copy_to_array "private";
-%javamethodmodifiers AccelTensor::jni_copy_to_direct "private";
+%javamethodmodifiers AccelTensor::shape "";
+%javamethodmodifiers AccelTensor::jni_from_array "";
+%javamethodmodifiers AccelTensor::jni_from_direct "";
+%javamethodmodifiers AccelTensor::jni_copy_to_array "";
+%javamethodmodifiers AccelTensor::jni_copy_to_direct "";
 %javamethodmodifiers SampleWriter::jni_write_array "protected";
 %javamethodmodifiers SampleWriter::jni_write_direct "protected";
 %javamethodmodifiers StateWriter::jni_write "private";
@@ -299,17 +297,17 @@ ACCEL_JAVA_CLOSEABLE(StateWriter, "StateWriter")
 %javamethodmodifiers AccelDataset::from_source "";
 %javamethodmodifiers AccelDataset::from_stream "";
 %javamethodmodifiers AccelDataset::from_sequences_collate "";
-%javamethodmodifiers AccelAccelerator::register_for_checkpointing "private";
-%javamethodmodifiers AccelAccelerator::register_save_state_pre_hook "private";
-%javamethodmodifiers AccelAccelerator::register_load_state_pre_hook "private";
-%javamethodmodifiers AccelAccelerator::add_tracker "private";
-%javamethodmodifiers AccelAccelerator::save_tensors "private";
+%javamethodmodifiers AccelAccelerator::register_for_checkpointing "";
+%javamethodmodifiers AccelAccelerator::register_save_state_pre_hook "";
+%javamethodmodifiers AccelAccelerator::register_load_state_pre_hook "";
+%javamethodmodifiers AccelAccelerator::add_tracker "";
+%javamethodmodifiers AccelAccelerator::save_tensors "";
 /* setSeed below also reseeds Accelerator.random(). */
 %ignore AccelAccelerator::set_seed;
-%javamethodmodifiers AccelAccelerator::set_seed_ext "private";
-%javamethodmodifiers AccelAccelerator::state_dict_names "private";
-%javamethodmodifiers AccelAccelerator::state_dict_tensors "private";
-%javamethodmodifiers AccelDataset::from_safetensors "private";
+%javamethodmodifiers AccelAccelerator::set_seed_ext "";
+%javamethodmodifiers AccelAccelerator::state_dict_names "";
+%javamethodmodifiers AccelAccelerator::state_dict_tensors "";
+%javamethodmodifiers AccelDataset::from_safetensors "";
 %typemap(javaclassmodifiers) AccelNamedTensors "final class";
 %typemap(javaclassmodifiers) AccelTensorList "final class";
 /* SWIG's helpers stay package-private: the public API takes and returns long[], List and Map. */
@@ -326,7 +324,7 @@ ACCEL_JAVA_CLOSEABLE(StateWriter, "StateWriter")
 %javamethodmodifiers AccelAccelerator::split_range "";
 %rename(nativeLoadCheckpointInModel) AccelAccelerator::load_checkpoint_in_model;
 %rename(nativeHeldBytes) AccelAccelerator::held_bytes;
-%javamethodmodifiers AccelAccelerator::held_bytes "private";
+%javamethodmodifiers AccelAccelerator::held_bytes "";
 %javamethodmodifiers AccelAccelerator::load_checkpoint_in_model "";
 %javamethodmodifiers AccelDataLoader::AccelDataLoader(AccelDataset*, const std::vector<int64_t>&, const std::vector<int64_t>&,
                                                       const accel_dataloader_options*) "";
@@ -334,20 +332,24 @@ ACCEL_JAVA_CLOSEABLE(StateWriter, "StateWriter")
 %javamethodmodifiers AccelDataLoader::field_names "";
 %javamethodmodifiers AccelModel::from_torchscript_outputs "";
 /* The big-model calls cross as JSON; the Map methods of the javacode below are the API. */
-%javamethodmodifiers AccelModel::module_sizes_json "private";
-%javamethodmodifiers AccelModel::infer_auto_device_map_json "private";
+%javamethodmodifiers AccelModel::module_sizes_json "";
+%javamethodmodifiers AccelModel::infer_auto_device_map_json "";
 %javamethodmodifiers AccelModel::verify_device_map_json "private";
-%javamethodmodifiers AccelModel::load_checkpoint_and_dispatch_json "private";
+%javamethodmodifiers AccelModel::load_checkpoint_and_dispatch_json "";
 %javamethodmodifiers AccelScheduler::AccelScheduler(AccelOptimizer*, const accel_scheduler_options*,
                                                     const std::vector<int64_t>&) "";
 %javamethodmodifiers AccelSequences::from_arrays "";
 %rename(nativeReshape) AccelTensor::reshape;
 %javamethodmodifiers AccelTensor::reshape "";
 
-/* ---- Java code of the generated classes ---- */
+/* ---- Java code of the generated classes ----
+ * The public methods that must be members of a generated class, with their doc comments; each
+ * body is one statement, delegating to a package-private class in
+ * bindings/java/src/main/java/org/libaccel (TensorSupport, BatchFields, ModelSupport,
+ * TensorMaps, OptimizerSupport, DataSupport, AcceleratorSupport) where there is more to do.
+ * Every class that replaces SWIGTYPE's javacode declares close() itself. */
 %typemap(javaimports) AccelTensor %{
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.DoubleBuffer;
 import java.nio.FloatBuffer;
 import java.nio.IntBuffer;
@@ -362,126 +364,72 @@ import java.nio.LongBuffer;
 
   /** A float32 tensor copied from data; shape defaults to {data.length}. */
   public static Tensor of(float[] data, long... shape) {
-    return fromArray(data, 4, DType.FLOAT32, data.length, shape);
+    return TensorSupport.of(data, shape);
   }
 
   /** A float64 tensor copied from data; shape defaults to {data.length}. */
   public static Tensor of(double[] data, long... shape) {
-    return fromArray(data, 8, DType.FLOAT64, data.length, shape);
+    return TensorSupport.of(data, shape);
   }
 
   /** An int64 tensor copied from data; shape defaults to {data.length}. */
   public static Tensor of(long[] data, long... shape) {
-    return fromArray(data, 8, DType.INT64, data.length, shape);
+    return TensorSupport.of(data, shape);
   }
 
   /** An int32 tensor copied from data; shape defaults to {data.length}. */
   public static Tensor of(int[] data, long... shape) {
-    return fromArray(data, 4, DType.INT32, data.length, shape);
+    return TensorSupport.of(data, shape);
   }
 
   /** A bool tensor copied from data; shape defaults to {data.length}. */
   public static Tensor of(boolean[] data, long... shape) {
-    return fromArray(data, 1, DType.BOOL, data.length, shape);
+    return TensorSupport.of(data, shape);
   }
 
   /** A tensor of dtype whose raw bytes (native byte order) are data, e.g. uint8 images. */
   public static Tensor ofBytes(byte[] data, DType dtype, long... shape) {
-    return fromArray(data, 1, dtype, -1, shape);
+    return TensorSupport.ofBytes(data, dtype, shape);
   }
 
   /** A 0-dimensional float64 tensor. */
   public static Tensor scalar(double value) {
-    return jniFromArray(new double[] {value}, 8, DType.FLOAT64, new long[0]);
+    return TensorSupport.scalar(value);
   }
 
   /** A float32 tensor copied from the buffer's remaining elements (direct buffers without an extra copy). */
   public static Tensor fromBuffer(FloatBuffer data, long... shape) {
-    if (!data.isDirect()) {
-      float[] copy = new float[data.remaining()];
-      data.duplicate().get(copy);
-      return of(copy, shape);
-    }
-    Buffers.requireNativeOrder(data.order(), "FloatBuffer");
-    return fromDirect(data, 4, data.position(), data.remaining(), DType.FLOAT32, shape);
+    return TensorSupport.fromBuffer(data, shape);
   }
 
   /** A float64 tensor copied from the buffer's remaining elements. */
   public static Tensor fromBuffer(DoubleBuffer data, long... shape) {
-    if (!data.isDirect()) {
-      double[] copy = new double[data.remaining()];
-      data.duplicate().get(copy);
-      return of(copy, shape);
-    }
-    Buffers.requireNativeOrder(data.order(), "DoubleBuffer");
-    return fromDirect(data, 8, data.position(), data.remaining(), DType.FLOAT64, shape);
+    return TensorSupport.fromBuffer(data, shape);
   }
 
   /** An int64 tensor copied from the buffer's remaining elements. */
   public static Tensor fromBuffer(LongBuffer data, long... shape) {
-    if (!data.isDirect()) {
-      long[] copy = new long[data.remaining()];
-      data.duplicate().get(copy);
-      return of(copy, shape);
-    }
-    Buffers.requireNativeOrder(data.order(), "LongBuffer");
-    return fromDirect(data, 8, data.position(), data.remaining(), DType.INT64, shape);
+    return TensorSupport.fromBuffer(data, shape);
   }
 
   /** An int32 tensor copied from the buffer's remaining elements. */
   public static Tensor fromBuffer(IntBuffer data, long... shape) {
-    if (!data.isDirect()) {
-      int[] copy = new int[data.remaining()];
-      data.duplicate().get(copy);
-      return of(copy, shape);
-    }
-    Buffers.requireNativeOrder(data.order(), "IntBuffer");
-    return fromDirect(data, 4, data.position(), data.remaining(), DType.INT32, shape);
+    return TensorSupport.fromBuffer(data, shape);
   }
 
   /** A tensor of dtype whose bytes are the buffer's remaining bytes; multi-byte dtypes need ByteOrder.nativeOrder(). */
   public static Tensor fromBuffer(ByteBuffer data, DType dtype, long... shape) {
-    if (!data.isDirect()) {
-      byte[] copy = new byte[data.remaining()];
-      data.duplicate().get(copy);
-      return ofBytes(copy, dtype, shape);
-    }
-    if (Accel.dtypeSize(dtype) > 1) Buffers.requireNativeOrder(data.order(), "ByteBuffer");
-    return fromDirect(data, 1, data.position(), data.remaining(), dtype, shape);
-  }
-
-  private static Tensor fromArray(Object data, int itemSize, DType dtype, long length, long[] shape) {
-    java.util.Objects.requireNonNull(data, "data");
-    long[] dims = shape.length == 0 && length >= 0 ? new long[] {length} : shape;
-    return jniFromArray(data, itemSize, dtype, dims);
-  }
-
-  private static Tensor fromDirect(java.nio.Buffer data, int itemSize, long position, long count, DType dtype,
-                                   long[] shape) {
-    long[] dims = shape.length == 0 ? new long[] {count * itemSize / Accel.dtypeSize(dtype)} : shape;
-    return jniFromDirect(data, itemSize, position * itemSize, count * itemSize, dtype, dims);
+    return TensorSupport.fromBuffer(data, dtype, shape);
   }
 
   /** The sizes of the dimensions ({} for a scalar). */
   public long[] shape() {
-    Int64Vector dims = nativeShape();
-    try {
-      long[] out = new long[dims.size()];
-      for (int i = 0; i < out.length; ++i) out[i] = dims.get(i);
-      return out;
-    } finally {
-      dims.delete();
-    }
+    return TensorSupport.shape(this);
   }
 
   /** A tensor of the same elements with this shape (one dimension may be -1). */
   public Tensor reshape(long... shape) {
-    Int64Vector dims = new Int64Vector(shape);
-    try {
-      return nativeReshape(dims);
-    } finally {
-      dims.delete();
-    }
+    return TensorSupport.reshape(this, shape);
   }
 
   /** The number of dimensions. */
@@ -491,28 +439,23 @@ import java.nio.LongBuffer;
 
   /** Copies the elements (row-major) into out, which must hold exactly numel() floats of a float32 tensor. */
   public void copyTo(float[] out) {
-    requireDType(DType.FLOAT32, "float[]");
-    jniCopyToArray(out, 4);
+    TensorSupport.copyTo(this, out);
   }
 
   public void copyTo(double[] out) {
-    requireDType(DType.FLOAT64, "double[]");
-    jniCopyToArray(out, 8);
+    TensorSupport.copyTo(this, out);
   }
 
   public void copyTo(long[] out) {
-    requireDType(DType.INT64, "long[]");
-    jniCopyToArray(out, 8);
+    TensorSupport.copyTo(this, out);
   }
 
   public void copyTo(int[] out) {
-    requireDType(DType.INT32, "int[]");
-    jniCopyToArray(out, 4);
+    TensorSupport.copyTo(this, out);
   }
 
   public void copyTo(boolean[] out) {
-    requireDType(DType.BOOL, "boolean[]");
-    jniCopyToArray(out, 1);
+    TensorSupport.copyTo(this, out);
   }
 
   /** Copies the raw bytes (any dtype, native byte order); out holds exactly nbytes(). */
@@ -522,66 +465,37 @@ import java.nio.LongBuffer;
 
   /** Copies the elements into the buffer's remaining space (exactly numel() floats) without moving its position. */
   public void copyTo(FloatBuffer out) {
-    requireDType(DType.FLOAT32, "FloatBuffer");
-    if (!out.isDirect()) {
-      float[] copy = toFloatArray();
-      out.duplicate().put(copy);
-      return;
-    }
-    Buffers.requireNativeOrder(out.order(), "FloatBuffer");
-    jniCopyToDirect(out, 4, out.position() * 4L, out.remaining() * 4L);
+    TensorSupport.copyTo(this, out);
   }
 
   /** Copies the raw bytes into the buffer's remaining space (exactly nbytes()) without moving its position. */
   public void copyTo(ByteBuffer out) {
-    if (!out.isDirect()) {
-      out.duplicate().put(toByteArray());
-      return;
-    }
-    if (Accel.dtypeSize(dtype()) > 1) Buffers.requireNativeOrder(out.order(), "ByteBuffer");
-    jniCopyToDirect(out, 1, out.position(), out.remaining());
+    TensorSupport.copyTo(this, out);
   }
 
   public float[] toFloatArray() {
-    requireDType(DType.FLOAT32, "float[]");
-    float[] out = new float[Buffers.checkedLength(numel())];
-    jniCopyToArray(out, 4);
-    return out;
+    return TensorSupport.toFloatArray(this);
   }
 
   public double[] toDoubleArray() {
-    requireDType(DType.FLOAT64, "double[]");
-    double[] out = new double[Buffers.checkedLength(numel())];
-    jniCopyToArray(out, 8);
-    return out;
+    return TensorSupport.toDoubleArray(this);
   }
 
   public long[] toLongArray() {
-    requireDType(DType.INT64, "long[]");
-    long[] out = new long[Buffers.checkedLength(numel())];
-    jniCopyToArray(out, 8);
-    return out;
+    return TensorSupport.toLongArray(this);
   }
 
   public int[] toIntArray() {
-    requireDType(DType.INT32, "int[]");
-    int[] out = new int[Buffers.checkedLength(numel())];
-    jniCopyToArray(out, 4);
-    return out;
+    return TensorSupport.toIntArray(this);
   }
 
   public boolean[] toBooleanArray() {
-    requireDType(DType.BOOL, "boolean[]");
-    boolean[] out = new boolean[Buffers.checkedLength(numel())];
-    jniCopyToArray(out, 1);
-    return out;
+    return TensorSupport.toBooleanArray(this);
   }
 
   /** The raw bytes of the elements in native byte order. */
   public byte[] toByteArray() {
-    byte[] out = new byte[Buffers.checkedLength(nbytes())];
-    jniCopyToArray(out, 1);
-    return out;
+    return TensorSupport.toByteArray(this);
   }
 
   /** The mean loss of these predictions against target. */
@@ -589,56 +503,30 @@ import java.nio.LongBuffer;
     return loss(LossKind.LOSS_CROSS_ENTROPY, target);
   }
 
-  private void requireDType(DType expected, String what) {
-    DType actual = dtype();
-    if (actual != expected) {
-      throw new AccelException(Status.ERR_INVALID_ARGUMENT.swigValue(),
-          "the tensor has dtype " + actual + "; " + what + " needs " + expected);
-    }
-  }
-
   @Override
   public String toString() {
-    if (swigCPtr == 0) return "Tensor(closed)";
-    return "Tensor(shape=" + java.util.Arrays.toString(shape()) + ", dtype=" + dtype() + ")";
+    return TensorSupport.describe(this);
   }
 %}
 
 %typemap(javacode) AccelBatch %{
-  private Tensor[] taken;
+  private final BatchFields fields = new BatchFields();
 
   /** Frees the batch and every tensor taken from it with get(). */
   @Override
   public void close() {
-    if (taken != null) {
-      for (Tensor t : taken) {
-        if (t != null) t.close();
-      }
-      taken = null;
-    }
+    fields.close();
     delete();
   }
 
   /** Field i of the batch (inputs = 0, targets = 1), owned by the batch: close() frees it. */
   public Tensor get(int i) {
-    if (taken == null) taken = new Tensor[size()];
-    if (i < 0 || i >= taken.length) {
-      throw new AccelException(Status.ERR_INVALID_ARGUMENT.swigValue(),
-          "batch index " + i + " out of range [0, " + taken.length + ")");
-    }
-    if (taken[i] == null) taken[i] = take(i);
-    return taken[i];
+    return fields.get(this, i);
   }
 
   /** The fields by name (loader.fieldNames()), owned by the batch as get(i)'s are. */
   public java.util.Map<String, Tensor> asMap(java.util.List<String> names) {
-    if (names.size() != size()) {
-      throw new AccelException(Status.ERR_INVALID_ARGUMENT.swigValue(),
-          names.size() + " names for a batch of " + size() + " fields");
-    }
-    java.util.Map<String, Tensor> map = new java.util.LinkedHashMap<>();
-    for (int i = 0; i < names.size(); ++i) map.put(names.get(i), get(i));
-    return map;
+    return fields.asMap(this, names);
   }
 
   public Tensor inputs() {
@@ -658,12 +546,7 @@ import java.nio.LongBuffer;
 
   /** A TorchScript model whose outputs (a tuple or a single tensor) get these names, in order. */
   public static Model fromTorchscriptOutputs(String path, java.util.List<String> outputNames) {
-    StringVector names = new StringVector(outputNames);
-    try {
-      return fromTorchscriptOutputs(path, names);
-    } finally {
-      names.delete();
-    }
+    return ModelSupport.fromTorchscriptOutputs(path, outputNames);
   }
 
   /** Evaluation mode (train(false)). */
@@ -678,12 +561,7 @@ import java.nio.LongBuffer;
    * (null: each tensor's own). Accelerate's compute_module_sizes.
    */
   public java.util.LinkedHashMap<String, Long> moduleSizes(String dtype) {
-    java.util.LinkedHashMap<String, Long> sizes = new java.util.LinkedHashMap<>();
-    Object parsed = Json.read(moduleSizesJson(dtype == null ? "" : dtype));
-    for (java.util.Map.Entry<?, ?> e : ((java.util.Map<?, ?>) parsed).entrySet()) {
-      sizes.put((String) e.getKey(), ((Number) e.getValue()).longValue());
-    }
-    return sizes;
+    return ModelSupport.moduleSizes(this, dtype);
   }
 
   /**
@@ -694,13 +572,7 @@ import java.nio.LongBuffer;
    */
   public java.util.LinkedHashMap<String, String> inferAutoDeviceMap(java.util.Map<String, String> maxMemory,
                                                                      java.util.List<String> noSplit, String dtype) {
-    StringVector classes = new StringVector(noSplit == null ? java.util.Collections.<String>emptyList() : noSplit);
-    try {
-      String budgets = maxMemory == null ? "" : Json.write(maxMemory);  // null: Accel.getMaxMemory()
-      return deviceMapOf(inferAutoDeviceMapJson(budgets, classes, dtype == null ? "" : dtype));
-    } finally {
-      classes.delete();
-    }
+    return ModelSupport.inferAutoDeviceMap(this, maxMemory, noSplit, dtype);
   }
 
   /** Throws AccelException naming the first key that names no module or device, or the first tensor left out. */
@@ -715,8 +587,7 @@ import java.nio.LongBuffer;
    */
   public void loadCheckpointAndDispatch(String checkpoint, java.util.Map<String, String> deviceMap,
                                         String offloadFolder, String dtype) {
-    loadCheckpointAndDispatchJson(checkpoint, deviceMap == null ? "" : Json.write(deviceMap),
-                                  offloadFolder == null ? "" : offloadFolder, dtype == null ? "" : dtype);
+    ModelSupport.loadCheckpointAndDispatch(this, checkpoint, deviceMap, offloadFolder, dtype);
   }
 
   /**
@@ -725,16 +596,7 @@ import java.nio.LongBuffer;
    * Another strategy is an AccelException naming it.
    */
   public void loadCheckpointAndDispatch(String checkpoint, String strategy, String offloadFolder, String dtype) {
-    loadCheckpointAndDispatchJson(checkpoint, Json.write(strategy), offloadFolder == null ? "" : offloadFolder,
-                                  dtype == null ? "" : dtype);
-  }
-
-  private static java.util.LinkedHashMap<String, String> deviceMapOf(String json) {
-    java.util.LinkedHashMap<String, String> map = new java.util.LinkedHashMap<>();
-    for (java.util.Map.Entry<?, ?> e : ((java.util.Map<?, ?>) Json.read(json)).entrySet()) {
-      map.put((String) e.getKey(), (String) e.getValue());
-    }
-    return map;
+    ModelSupport.loadCheckpointAndDispatch(this, checkpoint, strategy, offloadFolder, dtype);
   }
 
   /**
@@ -745,9 +607,7 @@ import java.nio.LongBuffer;
    * mistyped input is an AccelException naming it. The caller closes the outputs.
    */
   public java.util.LinkedHashMap<String, Tensor> forward(java.util.Map<String, Tensor> inputs) {
-    try (TensorMap in = TensorMap.of(inputs)) {
-      return forwardNamed(in).drain();
-    }
+    return ModelSupport.forward(this, inputs);
   }
 
   /**
@@ -755,12 +615,12 @@ import java.nio.LongBuffer;
    * The tensors are the parameters themselves, not copies; the caller closes the handles.
    */
   public java.util.LinkedHashMap<String, Tensor> parameters() {
-    return namedParameters().drain();
+    return TensorMaps.drain(namedParameters());
   }
 
   /** The buffers by name, as parameters() lists the parameters. */
   public java.util.LinkedHashMap<String, Tensor> buffers() {
-    return namedBuffers().drain();
+    return TensorMaps.drain(namedBuffers());
   }
 
   /**
@@ -769,9 +629,7 @@ import java.nio.LongBuffer;
    * checked before anything is copied.
    */
   public void loadStateDict(java.util.Map<String, Tensor> tensors, boolean strict) {
-    try (TensorMap in = TensorMap.of(tensors)) {
-      loadStateDict(in, strict);
-    }
+    ModelSupport.loadStateDict(this, tensors, strict);
   }
 %}
 
@@ -784,32 +642,7 @@ import java.nio.LongBuffer;
 
   /** A map holding the tensors of entries (references, not copies). */
   public static TensorMap of(java.util.Map<String, Tensor> entries) {
-    TensorMap map = new TensorMap();
-    try {
-      for (java.util.Map.Entry<String, Tensor> e : entries.entrySet()) map.set(e.getKey(), e.getValue());
-    } catch (RuntimeException e) {
-      map.delete();
-      throw e;
-    }
-    return map;
-  }
-
-  /** Every entry as a new Tensor handle, in order; frees this map. */
-  java.util.LinkedHashMap<String, Tensor> drain() {
-    java.util.LinkedHashMap<String, Tensor> out = new java.util.LinkedHashMap<>();
-    try {
-      long n = count();
-      for (long i = 0; i < n; ++i) {
-        String name = nameAt(i);
-        out.put(name, get(name));
-      }
-      return out;
-    } catch (RuntimeException e) {
-      for (Tensor t : out.values()) t.close();
-      throw e;
-    } finally {
-      delete();
-    }
+    return TensorMaps.of(entries);
   }
 %}
 
@@ -821,25 +654,12 @@ import java.nio.LongBuffer;
 
   /** AdamW with learning rate lr and PyTorch's other defaults. */
   public static Optimizer adamW(Model model, double lr) {
-    OptimizerOptions options = new OptimizerOptions(OptimizerKind.OPTIM_ADAMW);
-    try {
-      options.setLr(lr);
-      return new Optimizer(model, options);
-    } finally {
-      options.delete();
-    }
+    return OptimizerSupport.adamW(model, lr);
   }
 
   /** SGD with learning rate lr and momentum. */
   public static Optimizer sgd(Model model, double lr, double momentum) {
-    OptimizerOptions options = new OptimizerOptions(OptimizerKind.OPTIM_SGD);
-    try {
-      options.setLr(lr);
-      options.setMomentum(momentum);
-      return new Optimizer(model, options);
-    } finally {
-      options.delete();
-    }
+    return OptimizerSupport.sgd(model, lr, momentum);
   }
 %}
 
@@ -851,12 +671,7 @@ import java.nio.LongBuffer;
 
   /** A scheduler with milestones (multi-step); the options carry the rest. */
   public static Scheduler create(Optimizer optimizer, SchedulerOptions options, long... milestones) {
-    Int64Vector list = new Int64Vector(milestones);
-    try {
-      return new Scheduler(optimizer, options, list);
-    } finally {
-      list.delete();
-    }
+    return OptimizerSupport.scheduler(optimizer, options, milestones);
   }
 %}
 
@@ -889,12 +704,7 @@ import java.nio.LongBuffer;
    * fields becomes one field of a sample (rows on dim 0).
    */
   public static Dataset fromSafetensors(String directory, String... fields) {
-    StringVector names = new StringVector(java.util.Arrays.asList(fields));
-    try {
-      return fromSafetensors(directory, names);
-    } finally {
-      names.delete();
-    }
+    return DataSupport.fromSafetensors(directory, fields);
   }
 %}
 
@@ -906,26 +716,17 @@ import java.nio.LongBuffer;
 
   /** The names of the batches' fields, in order (Batch.asMap takes them). */
   public java.util.List<String> fieldNames() {
-    StringVector names = nativeFieldNames();
-    try {
-      return java.util.List.copyOf(names);
-    } finally {
-      names.delete();
-    }
+    return DataSupport.fieldNames(this);
   }
 
   /** A loader over a Java map-style dataset. */
   public static DataLoader of(MapDataset dataset, DataLoaderOptions options) {
-    try (Dataset native_ = Dataset.fromMap(dataset)) {
-      return new DataLoader(native_, options);  // the loader keeps the dataset alive
-    }
+    return DataSupport.of(dataset, options);
   }
 
   /** A loader over a Java iterable dataset. */
   public static DataLoader of(IterableDataset dataset, DataLoaderOptions options) {
-    try (Dataset native_ = Dataset.fromIterable(dataset)) {
-      return new DataLoader(native_, options);
-    }
+    return DataSupport.of(dataset, options);
   }
 
   /**
@@ -937,26 +738,13 @@ import java.nio.LongBuffer;
    */
   public static DataLoader ofBatches(MapDataset dataset, Iterable<? extends java.util.List<Long>> batches,
                                      DataLoaderOptions options) {
-    try (Dataset native_ = Dataset.fromMap(dataset)) {
-      return ofBatches(native_, batches, options);
-    }
+    return DataSupport.ofBatches(dataset, batches, options);
   }
 
   /** As {@link #ofBatches(MapDataset, Iterable, DataLoaderOptions)} over a native dataset. */
   public static DataLoader ofBatches(Dataset dataset, Iterable<? extends java.util.List<Long>> batches,
                                      DataLoaderOptions options) {
-    Int64Vector indices = new Int64Vector();
-    Int64Vector lengths = new Int64Vector();
-    try {
-      for (java.util.List<Long> batch : batches) {
-        for (Long index : batch) indices.add(index);
-        lengths.add((long) batch.size());
-      }
-      return new DataLoader(dataset, indices, lengths, options);
-    } finally {
-      indices.delete();
-      lengths.delete();
-    }
+    return DataSupport.ofBatches(dataset, batches, options);
   }
 
   /**
@@ -965,27 +753,7 @@ import java.nio.LongBuffer;
    */
   @Override
   public java.util.Iterator<Batch> iterator() {
-    return new java.util.Iterator<Batch>() {
-      private Batch next;
-      private boolean done;
-
-      @Override
-      public boolean hasNext() {
-        if (next == null && !done) {
-          next = nextBatch();
-          done = next == null;
-        }
-        return next != null;
-      }
-
-      @Override
-      public Batch next() {
-        if (!hasNext()) throw new java.util.NoSuchElementException("the epoch has ended");
-        Batch batch = next;
-        next = null;
-        return batch;
-      }
-    };
+    return DataSupport.epoch(this);
   }
 %}
 
@@ -1000,35 +768,12 @@ import java.nio.LongBuffer;
    * one per sequence) are class labels; vocabSize &gt; 0 refuses ids &gt;= it.
    */
   public static Sequences fromArrays(long[] ids, long[] offsets, long[] labels, long vocabSize) {
-    Int64Vector i = new Int64Vector(ids);
-    Int64Vector o = new Int64Vector(offsets);
-    Int64Vector l = new Int64Vector(labels);
-    try {
-      return fromArrays(i, o, l, vocabSize);
-    } finally {
-      i.delete();
-      o.delete();
-      l.delete();
-    }
+    return DataSupport.fromArrays(ids, offsets, labels, vocabSize);
   }
 
   /** Sequences copied from Java arrays of ids; vocabSize &gt; 0 refuses ids &gt;= it. */
   public static Sequences of(long vocabSize, long[]... sequences) {
-    Int64Vector ids = new Int64Vector();
-    Int64Vector offsets = new Int64Vector();
-    Int64Vector labels = new Int64Vector();
-    try {
-      offsets.add(0L);
-      for (long[] sequence : sequences) {
-        for (long id : sequence) ids.add(id);
-        offsets.add((long) ids.size());
-      }
-      return fromArrays(ids, offsets, labels, vocabSize);
-    } finally {
-      ids.delete();
-      offsets.delete();
-      labels.delete();
-    }
+    return DataSupport.of(vocabSize, sequences);
   }
 %}
 
@@ -1074,7 +819,6 @@ import java.nio.LongBuffer;
 %}
 
 %typemap(javaimports) AccelAccelerator %{
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 %}
@@ -1090,15 +834,13 @@ import java.util.Map;
     return new AcceleratorBuilder();
   }
 
-  private static final java.util.Random RANDOM = new java.util.Random();
-
   /**
    * The java.util.Random that setSeed reseeds: Java's counterpart of the random and numpy
    * generators Accelerate's set_seed seeds in Python. Draw shuffles, augmentation or
    * dropout masks made in Java from it and a seeded run repeats exactly. Thread-safe.
    */
   public static java.util.Random random() {
-    return RANDOM;
+    return AcceleratorSupport.RANDOM;
   }
 
   /** setSeed(seed, false, false). */
@@ -1113,9 +855,7 @@ import java.util.Map;
    * (false leaves that setting as it is). Not collective. The seed is unsigned 64-bit.
    */
   public void setSeed(long seed, boolean deviceSpecific, boolean deterministic) {
-    long effective = deviceSpecific ? seed + processIndex() : seed;
-    setSeedExt(seed, deviceSpecific, deterministic);
-    RANDOM.setSeed(effective);
+    AcceleratorSupport.setSeed(this, seed, deviceSpecific, deterministic);
   }
 
   /**
@@ -1123,17 +863,7 @@ import java.util.Map;
    * the model's order. The caller closes the tensors. Not collective.
    */
   public java.util.LinkedHashMap<String, Tensor> getStateDict(Model model) {
-    StringVector names = stateDictNames(model);
-    Batch batch = null;
-    try {
-      batch = stateDictTensors(model);
-      java.util.LinkedHashMap<String, Tensor> out = new java.util.LinkedHashMap<>();
-      for (int i = 0; i < batch.size(); ++i) out.put(names.get(i), batch.take(i));
-      return out;
-    } finally {
-      names.delete();
-      if (batch != null) batch.delete();
-    }
+    return AcceleratorSupport.getStateDict(this, model);
   }
 
   private String projectDir = ".";
@@ -1155,41 +885,25 @@ import java.util.Map;
   }
 
   /**
-   * Accelerate's load_checkpoint_in_model (strict=False): loads path's tensors into model and
-   * returns {missing, unexpected}, the counts of names the file lacks or the model lacks.
-   */
-  /**
    * Bytes this process holds for the prepared model's parameters and gradients and the
    * optimizer's state (optimizer may be null), counted from the tensors' storages: keys
    * "parameters", "gradients", "optimizer_state". Not collective.
    */
   public java.util.LinkedHashMap<String, Long> heldBytes(Model model, Optimizer optimizer) {
-    Int64Vector held = nativeHeldBytes(model, optimizer);
-    try {
-      java.util.LinkedHashMap<String, Long> out = new java.util.LinkedHashMap<>();
-      out.put("parameters", held.get(0));
-      out.put("gradients", held.get(1));
-      out.put("optimizer_state", held.get(2));
-      return out;
-    } finally {
-      held.delete();
-    }
+    return AcceleratorSupport.heldBytes(this, model, optimizer);
   }
 
+  /**
+   * Accelerate's load_checkpoint_in_model (strict=False): loads path's tensors into model and
+   * returns {missing, unexpected}, the counts of names the file lacks or the model lacks.
+   */
   public long[] loadCheckpointInModel(Model model, String path) {
     return loadCheckpointInModel(model, path, false);
   }
 
   /** As loadCheckpointInModel(model, path); strict: a missing or unexpected name throws AccelException. */
   public long[] loadCheckpointInModel(Model model, String path, boolean strict) {
-    Int64Vector counts = nativeLoadCheckpointInModel(model, path, strict);
-    try {
-      long[] out = new long[counts.size()];
-      for (int i = 0; i < out.length; ++i) out[i] = counts.get(i);
-      return out;
-    } finally {
-      counts.delete();
-    }
+    return AcceleratorSupport.loadCheckpointInModel(this, model, path, strict);
   }
 
   /** Whether this is the highest global rank (Accelerate's is_last_process). */
@@ -1202,27 +916,17 @@ import java.util.Map;
    * as Accelerate does). Collective with several processes.
    */
   public void prepare(Object... objects) {
-    for (Object o : objects) {
-      if (!(o instanceof Model || o instanceof Optimizer || o instanceof DataLoader || o instanceof Scheduler)) {
-        throw new IllegalArgumentException("cannot prepare " + (o == null ? "null" : o.getClass().getName()));
-      }
-    }
-    for (Object o : objects) if (o instanceof Model) prepareModel((Model) o);
-    for (Object o : objects) if (o instanceof Optimizer) prepareOptimizer((Optimizer) o);
-    for (Object o : objects) if (o instanceof DataLoader) prepareDataloader((DataLoader) o);
-    for (Object o : objects) if (o instanceof Scheduler) prepareScheduler((Scheduler) o);
+    AcceleratorSupport.prepare(this, objects);
   }
 
   /** Gradient accumulation: {@code try (Scope s = acc.accumulate(model)) { ... }}. */
   public Scope accumulate(Model model) {
-    accumulateBegin(model);
-    return () -> accumulateEnd(model);
+    return AcceleratorSupport.accumulate(this, model);
   }
 
   /** Local gradient accumulation without synchronisation. */
   public Scope noSync(Model model) {
-    noSyncBegin(model);
-    return () -> noSyncEnd(model);
+    return AcceleratorSupport.noSync(this, model);
   }
 
   /** Mixed-precision autocast per the accelerator's mixed_precision. */
@@ -1231,8 +935,7 @@ import java.util.Map;
   }
 
   public Scope autocast(boolean enabled) {
-    autocastBegin(enabled);
-    return this::autocastEnd;
+    return AcceleratorSupport.autocast(this, enabled);
   }
 
   /**
@@ -1240,25 +943,21 @@ import java.util.Map;
    * (close it on the thread that opened it). Scopes nest.
    */
   public Scope noGrad() {
-    noGradBegin();
-    return this::noGradEnd;
+    return AcceleratorSupport.noGrad(this);
   }
 
   /** The main process runs the block first, the others after it. Collective. */
   public Scope mainProcessFirst() {
-    mainProcessFirstBegin();
-    return this::mainProcessFirstEnd;
+    return AcceleratorSupport.mainProcessFirst(this);
   }
 
   /** Each node's local main process first. Collective. */
   public Scope localMainProcessFirst() {
-    localMainProcessFirstBegin();
-    return this::localMainProcessFirstEnd;
+    return AcceleratorSupport.localMainProcessFirst(this);
   }
 
   public Scope joinUnevenInputs() {
-    joinUnevenInputsBegin();
-    return this::joinUnevenInputsEnd;
+    return AcceleratorSupport.joinUnevenInputs(this);
   }
 
   /** Records LibTorch operators until closed; writes outputTraceDir/trace_<rank>.json. */
@@ -1268,59 +967,22 @@ import java.util.Map;
 
   /** Java objects saved and restored with every saveState (see Checkpointable). */
   public void registerForCheckpointing(Checkpointable... objects) {
-    for (Checkpointable o : objects) {
-      java.util.Objects.requireNonNull(o, "checkpoint object");
-      CheckpointObject adapter = new Callbacks.CheckpointAdapter(o);
-      try {
-        registerForCheckpointing(adapter);
-      } catch (RuntimeException e) {
-        adapter.delete();
-        throw e;
-      }
-      adapter.swigReleaseOwnership();  // the accelerator deletes it
-    }
+    AcceleratorSupport.registerForCheckpointing(this, objects);
   }
 
   /** hook(directory) runs before saveState writes. */
   public RemovableHandle registerSaveStatePreHook(DirectoryHook hook) {
-    StateHook adapter = new Callbacks.HookAdapter(hook);
-    long id;
-    try {
-      id = registerSaveStatePreHook(adapter);
-    } catch (RuntimeException e) {
-      adapter.delete();
-      throw e;
-    }
-    adapter.swigReleaseOwnership();
-    return new RemovableHandle(this, id);
+    return AcceleratorSupport.registerSaveStatePreHook(this, hook);
   }
 
   /** hook(directory) runs before loadState reads. */
   public RemovableHandle registerLoadStatePreHook(DirectoryHook hook) {
-    StateHook adapter = new Callbacks.HookAdapter(hook);
-    long id;
-    try {
-      id = registerLoadStatePreHook(adapter);
-    } catch (RuntimeException e) {
-      adapter.delete();
-      throw e;
-    }
-    adapter.swigReleaseOwnership();
-    return new RemovableHandle(this, id);
+    return AcceleratorSupport.registerLoadStatePreHook(this, hook);
   }
 
   /** A custom tracker, started by initTrackers on the main process; kept until the accelerator is freed. */
   public void addTracker(Tracker tracker) {
-    Callbacks.TrackerAdapter adapter = new Callbacks.TrackerAdapter(tracker);
-    try {
-      addTracker(adapter, tracker.name());
-    } catch (RuntimeException e) {
-      adapter.delete();
-      throw e;
-    }
-    // The accelerator owns it from now on and deletes it after its last call (end of
-    // training, then free); until then the native side holds the adapter strongly.
-    adapter.swigReleaseOwnership();
+    AcceleratorSupport.addTracker(this, tracker);
   }
 
   /**
@@ -1334,18 +996,7 @@ import java.util.Map;
 
   /** Logs values to every tracker (main process); step &lt; 0: no step. */
   public void log(Map<String, ? extends Number> values, long step) {
-    StringVector names = new StringVector();
-    DoubleVector numbers = new DoubleVector();
-    try {
-      for (Map.Entry<String, ? extends Number> e : values.entrySet()) {
-        names.add(e.getKey());
-        numbers.add(e.getValue().doubleValue());
-      }
-      log(names, numbers, step);
-    } finally {
-      names.delete();
-      numbers.delete();
-    }
+    AcceleratorSupport.log(this, values, step);
   }
 
   public void log(Map<String, ? extends Number> values) {
@@ -1357,25 +1008,12 @@ import java.util.Map;
    * main process. Borrows the tensors.
    */
   public void save(Map<String, Tensor> tensors, String path) {
-    NamedTensors named = new NamedTensors();
-    try {
-      for (Map.Entry<String, Tensor> e : tensors.entrySet()) {
-        named.add(e.getKey(), e.getValue());
-      }
-      saveTensors(named, path);
-    } finally {
-      named.delete();
-    }
+    AcceleratorSupport.save(this, tensors, path);
   }
 
   /** Every process's string, in rank order. Collective. */
   public List<String> gatherObjects(String data) {
-    StringVector all = gatherObject(data);
-    try {
-      return new ArrayList<>(all);
-    } finally {
-      all.delete();
-    }
+    return AcceleratorSupport.gatherObjects(this, data);
   }
 
   /*
@@ -1420,19 +1058,7 @@ import java.util.Map;
 
   /** The same share of every list of inputs (Accelerate's dict input); the lists must have equal sizes. */
   public <K, T> Map<K, List<T>> splitBetweenProcesses(Map<K, ? extends List<T>> inputs, boolean applyPadding) {
-    int size = -1;
-    for (Map.Entry<K, ? extends List<T>> e : inputs.entrySet()) {
-      if (size >= 0 && e.getValue().size() != size) {
-        throw new AccelException(Status.ERR_INVALID_ARGUMENT.swigValue(), "splitBetweenProcesses: all lists must have "
-            + "the same size; " + e.getKey() + " has " + e.getValue().size() + ", another " + size);
-      }
-      size = e.getValue().size();
-    }
-    Map<K, List<T>> out = new java.util.LinkedHashMap<>();
-    if (size < 0) return out;
-    long[] range = Nested.range(this, size, applyPadding);
-    for (Map.Entry<K, ? extends List<T>> e : inputs.entrySet()) out.put(e.getKey(), Nested.split(e.getValue(), range));
-    return out;
+    return AcceleratorSupport.splitBetweenProcesses(this, inputs, applyPadding);
   }
 
   /**
@@ -1441,10 +1067,7 @@ import java.util.Map;
    * Items travel with Java serialization: the peer processes are trusted. Collective.
    */
   public <T extends java.io.Serializable> List<T> gatherForMetricsObjects(List<T> items) {
-    List<String> parts = gatherObjects(Nested.encode(new ArrayList<>(items)));
-    List<T> all = new ArrayList<>();
-    for (int rank = 0; rank < parts.size(); ++rank) all.addAll(Nested.<T>decodeList(parts.get(rank), rank));
-    return new ArrayList<>(all.subList(0, (int) metricsLength(all.size())));
+    return AcceleratorSupport.gatherForMetricsObjects(this, items);
   }
 
   /**
@@ -1452,11 +1075,7 @@ import java.util.Map;
    * returns it (Java serialization; the peers are trusted). Collective.
    */
   public <T extends java.io.Serializable> List<T> broadcastObjectList(List<T> list, int fromProcess) {
-    String data = processIndex() == fromProcess ? Nested.encode(new ArrayList<>(list)) : "";
-    List<T> received = Nested.decodeList(broadcastObject(data, fromProcess), fromProcess);
-    list.clear();
-    list.addAll(received);
-    return list;
+    return AcceleratorSupport.broadcastObjectList(this, list, fromProcess);
   }
 %}
 
