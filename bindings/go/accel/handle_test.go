@@ -1,6 +1,10 @@
 package accel
 
-import "testing"
+import (
+	"runtime"
+	"testing"
+	"time"
+)
 
 // A nil wrapper behaves as a closed one: Close is a no-op and every other
 // method returns ErrClosed naming the type (no panic), for every type that
@@ -71,5 +75,34 @@ func TestClosedWrappersStayClosed(t *testing.T) {
 	wantClosed(t, bar.Update(1), "ProgressBar")
 	if s := x.String(); s != "Tensor(closed)" {
 		t.Fatalf("closed tensor prints as %q", s)
+	}
+}
+
+// finishSignal is a Tracker that says when it is finished.
+type finishSignal struct{ finished chan struct{} }
+
+func (f *finishSignal) StoreInitConfiguration(string, map[string]any) error { return nil }
+func (f *finishSignal) Log(map[string]float64, int64) error                 { return nil }
+func (f *finishSignal) Finish() error                                       { close(f.finished); return nil }
+
+// A wrapper dropped unclosed is closed by its finalizer: an accelerator's
+// Close finishes its Go trackers, so the tracker sees it.
+func TestADroppedWrapperIsClosedByItsFinalizer(t *testing.T) {
+	finished := make(chan struct{})
+	func() {
+		acc := must[*Accelerator](t)(NewAccelerator(AcceleratorOptions{CPU: true, ProjectDir: t.TempDir()}))
+		ok(t, acc.AddTracker("signal", &finishSignal{finished}))
+		ok(t, acc.InitTrackers("project", nil))
+	}()
+	deadline := time.After(30 * time.Second)
+	for {
+		runtime.GC()
+		select {
+		case <-finished:
+			return
+		case <-deadline:
+			t.Fatal("the dropped accelerator was not closed by its finalizer")
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 }
