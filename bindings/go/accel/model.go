@@ -19,17 +19,17 @@ func boolInt(b bool) int {
 
 // Model is a network: built from a JSON layer list or a TorchScript file.
 type Model struct {
-	h           core.Model
+	owned[core.Model]
 	accelerator *Accelerator // once prepared
 }
+
+var modelKind = handleKind[core.Model]{name: "Model", free: core.DeleteModel}
 
 func newModel(h core.Model, err error) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{h: h}
-	runtime.SetFinalizer(m, (*Model).Close)
-	return m, nil
+	return own(&Model{}, h), nil
 }
 
 // ModelFromJSON builds a model from a JSON list of PyTorch-named layers:
@@ -43,23 +43,14 @@ func ModelFromTorchScript(path string) (*Model, error) {
 	return newModel(call(func() core.Model { return core.ModelFrom_torchscript(path) }))
 }
 
-func (m *Model) handle() (core.Model, error) {
-	if m == nil || m.h == nil {
-		return nil, closedError("Model")
-	}
-	return m.h, nil
-}
+func (m *Model) handle() (core.Model, error) { return live(m, &modelKind) }
 
 // Close frees the model now (objects built on it keep what they need); closing twice is fine.
 func (m *Model) Close() error {
-	if m == nil || m.h == nil {
-		return nil
+	if m != nil {
+		m.accelerator = nil
 	}
-	h := m.h
-	m.h, m.accelerator = nil, nil
-	runtime.SetFinalizer(m, nil)
-	core.DeleteModel(h)
-	return nil
+	return release(m, &modelKind)
 }
 
 // Forward runs the model on input.
@@ -163,7 +154,7 @@ func setIf[T comparable](v T, set func(T)) {
 
 // Optimizer updates a model's parameters. It keeps its model alive.
 type Optimizer struct {
-	h           core.Optimizer
+	owned[core.Optimizer]
 	model       *Model
 	accelerator *Accelerator // once prepared
 }
@@ -181,28 +172,19 @@ func NewOptimizer(model *Model, options OptimizerOptions) (*Optimizer, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &Optimizer{h: h, model: model}
-	runtime.SetFinalizer(o, (*Optimizer).Close)
-	return o, nil
+	return own(&Optimizer{model: model}, h), nil
 }
 
-func (o *Optimizer) handle() (core.Optimizer, error) {
-	if o == nil || o.h == nil {
-		return nil, closedError("Optimizer")
-	}
-	return o.h, nil
-}
+var optimizerKind = handleKind[core.Optimizer]{name: "Optimizer", free: core.DeleteOptimizer}
+
+func (o *Optimizer) handle() (core.Optimizer, error) { return live(o, &optimizerKind) }
 
 // Close frees the optimizer now; closing twice is fine.
 func (o *Optimizer) Close() error {
-	if o == nil || o.h == nil {
-		return nil
+	if o != nil {
+		o.model, o.accelerator = nil, nil
 	}
-	h := o.h
-	o.h, o.model, o.accelerator = nil, nil, nil
-	runtime.SetFinalizer(o, nil)
-	core.DeleteOptimizer(h)
-	return nil
+	return release(o, &optimizerKind)
 }
 
 func (o *Optimizer) do(f func(core.Optimizer)) error {
@@ -363,7 +345,7 @@ func (o SchedulerOptions) native() (core.SchedulerOptions, error) {
 
 // Scheduler changes an optimizer's learning rate each step. It keeps its optimizer alive.
 type Scheduler struct {
-	h           core.Scheduler
+	owned[core.Scheduler]
 	optimizer   *Optimizer
 	accelerator *Accelerator // once prepared
 }
@@ -386,28 +368,19 @@ func NewScheduler(optimizer *Optimizer, options SchedulerOptions) (*Scheduler, e
 	if err != nil {
 		return nil, err
 	}
-	s := &Scheduler{h: h, optimizer: optimizer}
-	runtime.SetFinalizer(s, (*Scheduler).Close)
-	return s, nil
+	return own(&Scheduler{optimizer: optimizer}, h), nil
 }
 
-func (s *Scheduler) handle() (core.Scheduler, error) {
-	if s == nil || s.h == nil {
-		return nil, closedError("Scheduler")
-	}
-	return s.h, nil
-}
+var schedulerKind = handleKind[core.Scheduler]{name: "Scheduler", free: core.DeleteScheduler}
+
+func (s *Scheduler) handle() (core.Scheduler, error) { return live(s, &schedulerKind) }
 
 // Close frees the scheduler now; closing twice is fine.
 func (s *Scheduler) Close() error {
-	if s == nil || s.h == nil {
-		return nil
+	if s != nil {
+		s.optimizer, s.accelerator = nil, nil
 	}
-	h := s.h
-	s.h, s.optimizer, s.accelerator = nil, nil, nil
-	runtime.SetFinalizer(s, nil)
-	core.DeleteScheduler(h)
-	return nil
+	return release(s, &schedulerKind)
 }
 
 func (s *Scheduler) do(f func(core.Scheduler)) error {
