@@ -244,14 +244,7 @@ func (a *Accelerator) Close() error {
 }
 
 // do runs f on the accelerator's handle on a pinned thread.
-func (a *Accelerator) do(f func(core.Accelerator)) error {
-	h, err := a.handle()
-	if err != nil {
-		return err
-	}
-	defer runtime.KeepAlive(a)
-	return withThread(func() { f(h) })
-}
+func (a *Accelerator) do(f func(core.Accelerator)) error { return run(a, a.handle, f) }
 
 func accelValue[T any](a *Accelerator, f func(core.Accelerator) T) (T, error) {
 	var v T

@@ -10,7 +10,9 @@ import "runtime"
 //   - live is its handle() method: the SWIG object, or, for a closed or nil
 //     wrapper, an error wrapping ErrClosed that names the type;
 //   - release is its Close: frees the object once; closing twice, or a nil
-//     wrapper, is fine.
+//     wrapper, is fine;
+//   - run is its do method, where it has one: a call on the SWIG object on a
+//     pinned thread, the wrapper kept alive meanwhile.
 // The wrapper keeps only what is its own: the objects it keeps alive, and
 // what its Close does besides (the Accelerator's waits for an abandoned call).
 
@@ -78,4 +80,16 @@ func release[W any, H swigObject, P wrapper[W, H]](w P, kind *handleKind[H]) err
 		kind.free(h)
 	}
 	return nil
+}
+
+// run calls f with w's SWIG object on a pinned thread (withThread), keeping w
+// alive until f returns; handle is w's handle method. It is the do method of
+// the wrappers that have one.
+func run[H swigObject](w any, handle func() (H, error), f func(H)) error {
+	h, err := handle()
+	if err != nil {
+		return err
+	}
+	defer runtime.KeepAlive(w)
+	return withThread(func() { f(h) })
 }

@@ -187,14 +187,7 @@ func (o *Optimizer) Close() error {
 	return release(o, &optimizerKind)
 }
 
-func (o *Optimizer) do(f func(core.Optimizer)) error {
-	h, err := o.handle()
-	if err != nil {
-		return err
-	}
-	defer runtime.KeepAlive(o)
-	return withThread(func() { f(h) })
-}
+func (o *Optimizer) do(f func(core.Optimizer)) error { return run(o, o.handle, f) }
 
 // Step updates the parameters (skipped inside an accumulation window, or on fp16 overflow).
 func (o *Optimizer) Step() error { return o.do(func(h core.Optimizer) { h.Step() }) }
@@ -383,14 +376,7 @@ func (s *Scheduler) Close() error {
 	return release(s, &schedulerKind)
 }
 
-func (s *Scheduler) do(f func(core.Scheduler)) error {
-	h, err := s.handle()
-	if err != nil {
-		return err
-	}
-	defer runtime.KeepAlive(s)
-	return withThread(func() { f(h) })
-}
+func (s *Scheduler) do(f func(core.Scheduler)) error { return run(s, s.handle, f) }
 
 // Step advances the schedule by one step.
 func (s *Scheduler) Step() error { return s.do(func(h core.Scheduler) { h.Step() }) }
