@@ -173,7 +173,7 @@ func (o AcceleratorOptions) native() (core.AcceleratorOptions, error) {
 // distributed run, and what prepares models, optimizers and loaders for it.
 // Methods documented as collective must be called by every process.
 type Accelerator struct {
-	owned[core.Accelerator]
+	acceleratorHandle
 	// Tracker directors handed over to the accelerator, which deletes them when
 	// freed (tests check that through their cleared pointers).
 	trackers []core.Tracker
@@ -205,6 +205,8 @@ func NewAccelerator(options AcceleratorOptions) (*Accelerator, error) {
 	}
 	return own(a, h), nil
 }
+
+type acceleratorHandle = owned[core.Accelerator]
 
 var acceleratorKind = handleKind[core.Accelerator]{name: "Accelerator", free: core.DeleteAccelerator}
 

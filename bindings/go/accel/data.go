@@ -10,7 +10,7 @@ import (
 // Dataset is a source of samples: files (IDX, CSV), tensors, or Go code
 // (NewMapDataset, NewIterableDataset).
 type Dataset struct {
-	owned[core.Dataset]
+	datasetHandle
 	// The director of a Go dataset, which libaccel owns and deletes with the
 	// dataset (its Swigcptr is then 0: tests check that).
 	source interface{ Swigcptr() uintptr }
@@ -22,6 +22,8 @@ func newDataset(h core.Dataset, err error) (*Dataset, error) {
 	}
 	return own(&Dataset{}, h), nil
 }
+
+type datasetHandle = owned[core.Dataset]
 
 var datasetKind = handleKind[core.Dataset]{name: "Dataset", free: core.DeleteDataset}
 
@@ -104,7 +106,7 @@ type DataLoaderOptions struct {
 // DataLoader yields batches of a dataset; Prepare it to shard it across processes.
 // It keeps its dataset alive.
 type DataLoader struct {
-	owned[core.DataLoader]
+	dataLoaderHandle
 	dataset     *Dataset
 	accelerator *Accelerator // once prepared
 }
@@ -167,6 +169,8 @@ func newDataLoader(h core.DataLoader, err error, dataset *Dataset) (*DataLoader,
 	}
 	return own(&DataLoader{dataset: dataset}, h), nil
 }
+
+type dataLoaderHandle = owned[core.DataLoader]
 
 var dataLoaderKind = handleKind[core.DataLoader]{name: "DataLoader", free: core.DeleteDataLoader}
 

@@ -4,8 +4,10 @@ import "runtime"
 
 // Every wrapper of a SWIG object (Tensor, Model, Optimizer, Scheduler,
 // Dataset, DataLoader, Sequences, ProgressBar, Accelerator) follows the one
-// pattern written here once. It embeds owned[H], the SWIG object it owns, and
-// names its handleKind; then
+// pattern written here once. It embeds owned[H], the SWIG object it owns,
+// through an alias (type tensorHandle = owned[core.Tensor]: go doc lists an
+// embedded generic instantiation among a struct's fields, an unexported name
+// it hides), and names its handleKind; then
 //   - own registers its Close as the finalizer, for a wrapper dropped unclosed;
 //   - live is its handle() method: the SWIG object, or, for a closed or nil
 //     wrapper, an error wrapping ErrClosed that names the type;

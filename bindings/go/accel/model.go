@@ -19,9 +19,11 @@ func boolInt(b bool) int {
 
 // Model is a network: built from a JSON layer list or a TorchScript file.
 type Model struct {
-	owned[core.Model]
+	modelHandle
 	accelerator *Accelerator // once prepared
 }
+
+type modelHandle = owned[core.Model]
 
 var modelKind = handleKind[core.Model]{name: "Model", free: core.DeleteModel}
 
@@ -154,7 +156,7 @@ func setIf[T comparable](v T, set func(T)) {
 
 // Optimizer updates a model's parameters. It keeps its model alive.
 type Optimizer struct {
-	owned[core.Optimizer]
+	optimizerHandle
 	model       *Model
 	accelerator *Accelerator // once prepared
 }
@@ -174,6 +176,8 @@ func NewOptimizer(model *Model, options OptimizerOptions) (*Optimizer, error) {
 	}
 	return own(&Optimizer{model: model}, h), nil
 }
+
+type optimizerHandle = owned[core.Optimizer]
 
 var optimizerKind = handleKind[core.Optimizer]{name: "Optimizer", free: core.DeleteOptimizer}
 
@@ -338,7 +342,7 @@ func (o SchedulerOptions) native() (core.SchedulerOptions, error) {
 
 // Scheduler changes an optimizer's learning rate each step. It keeps its optimizer alive.
 type Scheduler struct {
-	owned[core.Scheduler]
+	schedulerHandle
 	optimizer   *Optimizer
 	accelerator *Accelerator // once prepared
 }
@@ -363,6 +367,8 @@ func NewScheduler(optimizer *Optimizer, options SchedulerOptions) (*Scheduler, e
 	}
 	return own(&Scheduler{optimizer: optimizer}, h), nil
 }
+
+type schedulerHandle = owned[core.Scheduler]
 
 var schedulerKind = handleKind[core.Scheduler]{name: "Scheduler", free: core.DeleteScheduler}
 

@@ -12,8 +12,10 @@ import (
 // DatasetFromSequences (dynamic padding) or DatasetFromSequencesCollate (a Go
 // collate function).
 type Sequences struct {
-	owned[core.Sequences]
+	sequencesHandle
 }
+
+type sequencesHandle = owned[core.Sequences]
 
 var sequencesKind = handleKind[core.Sequences]{name: "Sequences", free: core.DeleteSequences}
 

@@ -91,8 +91,10 @@ const (
 // Tensor is a libaccel tensor (CPU or the accelerator's device). Close frees it
 // at once; otherwise the garbage collector does. A closed tensor returns ErrClosed.
 type Tensor struct {
-	owned[core.Tensor]
+	tensorHandle
 }
+
+type tensorHandle = owned[core.Tensor]
 
 var tensorKind = handleKind[core.Tensor]{name: "Tensor", free: core.DeleteTensor}
 

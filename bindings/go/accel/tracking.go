@@ -137,7 +137,9 @@ func (a *Accelerator) Profile(outputTraceDir string, body func() error) error {
 }
 
 // ProgressBar is a terminal progress bar (on the main process only, by default).
-type ProgressBar struct{ owned[core.ProgressBar] }
+type ProgressBar struct{ progressBarHandle }
+
+type progressBarHandle = owned[core.ProgressBar]
 
 var progressBarKind = handleKind[core.ProgressBar]{name: "ProgressBar", free: core.DeleteProgressBar}
 
