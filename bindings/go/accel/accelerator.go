@@ -173,7 +173,7 @@ func (o AcceleratorOptions) native() (core.AcceleratorOptions, error) {
 // distributed run, and what prepares models, optimizers and loaders for it.
 // Methods documented as collective must be called by every process.
 type Accelerator struct {
-	h core.Accelerator
+	acceleratorHandle
 	// Tracker directors handed over to the accelerator, which deletes them when
 	// freed (tests check that through their cleared pointers).
 	trackers []core.Tracker
@@ -196,16 +196,19 @@ func NewAccelerator(options AcceleratorOptions) (*Accelerator, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Accelerator{h: h, projectDir: options.ProjectDir, loggingDir: options.LoggingDir}
+	a := &Accelerator{projectDir: options.ProjectDir, loggingDir: options.LoggingDir}
 	if a.projectDir == "" {
 		a.projectDir = "."
 	}
 	if a.loggingDir == "" {
 		a.loggingDir = filepath.Join(a.projectDir, "logs")
 	}
-	runtime.SetFinalizer(a, (*Accelerator).Close)
-	return a, nil
+	return own(a, h), nil
 }
+
+type acceleratorHandle = owned[core.Accelerator]
+
+var acceleratorKind = handleKind[core.Accelerator]{name: "Accelerator", free: core.DeleteAccelerator}
 
 // ProjectDir is Accelerate's project_dir: where checkpoints and logs go ("." by default).
 func (a *Accelerator) ProjectDir() string { return a.projectDir }
@@ -214,44 +217,36 @@ func (a *Accelerator) ProjectDir() string { return a.projectDir }
 func (a *Accelerator) LoggingDir() string { return a.loggingDir }
 
 func (a *Accelerator) handle() (core.Accelerator, error) {
-	if a == nil || a.h == nil {
-		return nil, closedError("Accelerator")
+	h, err := live(a, &acceleratorKind)
+	if err != nil {
+		return nil, err
 	}
 	if err := a.busyError(); err != nil {
 		return nil, err
 	}
-	return a.h, nil
+	return h, nil
 }
 
 // Close ends training if Go trackers were added, then frees the accelerator; closing twice is fine.
 func (a *Accelerator) Close() error {
-	if a == nil || a.h == nil {
+	h, ok := take[Accelerator, core.Accelerator](a)
+	if !ok {
 		return nil
 	}
-	h := a.h
-	a.h = nil
-	runtime.SetFinalizer(a, nil)
 	if done := a.pendingDone(); done != nil {
 		// An abandoned ...Context call still uses it: free it when that ends.
 		go func() {
 			<-done
-			core.DeleteAccelerator(h)
+			acceleratorKind.free(h)
 		}()
 		return nil
 	}
-	core.DeleteAccelerator(h)
+	acceleratorKind.free(h)
 	return nil
 }
 
 // do runs f on the accelerator's handle on a pinned thread.
-func (a *Accelerator) do(f func(core.Accelerator)) error {
-	h, err := a.handle()
-	if err != nil {
-		return err
-	}
-	defer runtime.KeepAlive(a)
-	return withThread(func() { f(h) })
-}
+func (a *Accelerator) do(f func(core.Accelerator)) error { return run(a, a.handle, f) }
 
 func accelValue[T any](a *Accelerator, f func(core.Accelerator) T) (T, error) {
 	var v T

@@ -10,7 +10,7 @@ import (
 // Dataset is a source of samples: files (IDX, CSV), tensors, or Go code
 // (NewMapDataset, NewIterableDataset).
 type Dataset struct {
-	h core.Dataset
+	datasetHandle
 	// The director of a Go dataset, which libaccel owns and deletes with the
 	// dataset (its Swigcptr is then 0: tests check that).
 	source interface{ Swigcptr() uintptr }
@@ -20,10 +20,12 @@ func newDataset(h core.Dataset, err error) (*Dataset, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Dataset{h: h}
-	runtime.SetFinalizer(d, (*Dataset).Close)
-	return d, nil
+	return own(&Dataset{}, h), nil
 }
+
+type datasetHandle = owned[core.Dataset]
+
+var datasetKind = handleKind[core.Dataset]{name: "Dataset", free: core.DeleteDataset}
 
 // DatasetFromTensors pairs inputs[i] with targets[i] (first dimensions must match).
 func DatasetFromTensors(inputs, targets *Tensor) (*Dataset, error) {
@@ -65,24 +67,10 @@ func DatasetFromSafetensors(dir string, fields ...string) (*Dataset, error) {
 	return newDataset(call(func() core.Dataset { return core.DatasetFrom_safetensors(dir, names) }))
 }
 
-func (d *Dataset) handle() (core.Dataset, error) {
-	if d == nil || d.h == nil {
-		return nil, closedError("Dataset")
-	}
-	return d.h, nil
-}
+func (d *Dataset) handle() (core.Dataset, error) { return live(d, &datasetKind) }
 
 // Close frees the dataset now (loaders over it keep what they need); closing twice is fine.
-func (d *Dataset) Close() error {
-	if d == nil || d.h == nil {
-		return nil
-	}
-	h := d.h
-	d.h = nil
-	runtime.SetFinalizer(d, nil)
-	core.DeleteDataset(h)
-	return nil
-}
+func (d *Dataset) Close() error { return release(d, &datasetKind) }
 
 // Len is the number of samples (an error for an iterable dataset).
 func (d *Dataset) Len() (int64, error) {
@@ -118,7 +106,7 @@ type DataLoaderOptions struct {
 // DataLoader yields batches of a dataset; Prepare it to shard it across processes.
 // It keeps its dataset alive.
 type DataLoader struct {
-	h           core.DataLoader
+	dataLoaderHandle
 	dataset     *Dataset
 	accelerator *Accelerator // once prepared
 }
@@ -179,28 +167,21 @@ func newDataLoader(h core.DataLoader, err error, dataset *Dataset) (*DataLoader,
 	if err != nil {
 		return nil, err
 	}
-	l := &DataLoader{h: h, dataset: dataset}
-	runtime.SetFinalizer(l, (*DataLoader).Close)
-	return l, nil
+	return own(&DataLoader{dataset: dataset}, h), nil
 }
 
-func (l *DataLoader) handle() (core.DataLoader, error) {
-	if l == nil || l.h == nil {
-		return nil, closedError("DataLoader")
-	}
-	return l.h, nil
-}
+type dataLoaderHandle = owned[core.DataLoader]
+
+var dataLoaderKind = handleKind[core.DataLoader]{name: "DataLoader", free: core.DeleteDataLoader}
+
+func (l *DataLoader) handle() (core.DataLoader, error) { return live(l, &dataLoaderKind) }
 
 // Close frees the loader now (and stops its worker threads); closing twice is fine.
 func (l *DataLoader) Close() error {
-	if l == nil || l.h == nil {
-		return nil
+	if l != nil {
+		l.dataset, l.accelerator = nil, nil
 	}
-	h := l.h
-	l.h, l.dataset, l.accelerator = nil, nil, nil
-	runtime.SetFinalizer(l, nil)
-	core.DeleteDataLoader(h)
-	return nil
+	return release(l, &dataLoaderKind)
 }
 
 // Dataset is the dataset the loader reads.

@@ -19,17 +19,19 @@ func boolInt(b bool) int {
 
 // Model is a network: built from a JSON layer list or a TorchScript file.
 type Model struct {
-	h           core.Model
+	modelHandle
 	accelerator *Accelerator // once prepared
 }
+
+type modelHandle = owned[core.Model]
+
+var modelKind = handleKind[core.Model]{name: "Model", free: core.DeleteModel}
 
 func newModel(h core.Model, err error) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{h: h}
-	runtime.SetFinalizer(m, (*Model).Close)
-	return m, nil
+	return own(&Model{}, h), nil
 }
 
 // ModelFromJSON builds a model from a JSON list of PyTorch-named layers:
@@ -43,23 +45,14 @@ func ModelFromTorchScript(path string) (*Model, error) {
 	return newModel(call(func() core.Model { return core.ModelFrom_torchscript(path) }))
 }
 
-func (m *Model) handle() (core.Model, error) {
-	if m == nil || m.h == nil {
-		return nil, closedError("Model")
-	}
-	return m.h, nil
-}
+func (m *Model) handle() (core.Model, error) { return live(m, &modelKind) }
 
 // Close frees the model now (objects built on it keep what they need); closing twice is fine.
 func (m *Model) Close() error {
-	if m == nil || m.h == nil {
-		return nil
+	if m != nil {
+		m.accelerator = nil
 	}
-	h := m.h
-	m.h, m.accelerator = nil, nil
-	runtime.SetFinalizer(m, nil)
-	core.DeleteModel(h)
-	return nil
+	return release(m, &modelKind)
 }
 
 // Forward runs the model on input.
@@ -163,7 +156,7 @@ func setIf[T comparable](v T, set func(T)) {
 
 // Optimizer updates a model's parameters. It keeps its model alive.
 type Optimizer struct {
-	h           core.Optimizer
+	optimizerHandle
 	model       *Model
 	accelerator *Accelerator // once prepared
 }
@@ -181,38 +174,24 @@ func NewOptimizer(model *Model, options OptimizerOptions) (*Optimizer, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &Optimizer{h: h, model: model}
-	runtime.SetFinalizer(o, (*Optimizer).Close)
-	return o, nil
+	return own(&Optimizer{model: model}, h), nil
 }
 
-func (o *Optimizer) handle() (core.Optimizer, error) {
-	if o == nil || o.h == nil {
-		return nil, closedError("Optimizer")
-	}
-	return o.h, nil
-}
+type optimizerHandle = owned[core.Optimizer]
+
+var optimizerKind = handleKind[core.Optimizer]{name: "Optimizer", free: core.DeleteOptimizer}
+
+func (o *Optimizer) handle() (core.Optimizer, error) { return live(o, &optimizerKind) }
 
 // Close frees the optimizer now; closing twice is fine.
 func (o *Optimizer) Close() error {
-	if o == nil || o.h == nil {
-		return nil
+	if o != nil {
+		o.model, o.accelerator = nil, nil
 	}
-	h := o.h
-	o.h, o.model, o.accelerator = nil, nil, nil
-	runtime.SetFinalizer(o, nil)
-	core.DeleteOptimizer(h)
-	return nil
+	return release(o, &optimizerKind)
 }
 
-func (o *Optimizer) do(f func(core.Optimizer)) error {
-	h, err := o.handle()
-	if err != nil {
-		return err
-	}
-	defer runtime.KeepAlive(o)
-	return withThread(func() { f(h) })
-}
+func (o *Optimizer) do(f func(core.Optimizer)) error { return run(o, o.handle, f) }
 
 // Step updates the parameters (skipped inside an accumulation window, or on fp16 overflow).
 func (o *Optimizer) Step() error { return o.do(func(h core.Optimizer) { h.Step() }) }
@@ -363,7 +342,7 @@ func (o SchedulerOptions) native() (core.SchedulerOptions, error) {
 
 // Scheduler changes an optimizer's learning rate each step. It keeps its optimizer alive.
 type Scheduler struct {
-	h           core.Scheduler
+	schedulerHandle
 	optimizer   *Optimizer
 	accelerator *Accelerator // once prepared
 }
@@ -386,38 +365,24 @@ func NewScheduler(optimizer *Optimizer, options SchedulerOptions) (*Scheduler, e
 	if err != nil {
 		return nil, err
 	}
-	s := &Scheduler{h: h, optimizer: optimizer}
-	runtime.SetFinalizer(s, (*Scheduler).Close)
-	return s, nil
+	return own(&Scheduler{optimizer: optimizer}, h), nil
 }
 
-func (s *Scheduler) handle() (core.Scheduler, error) {
-	if s == nil || s.h == nil {
-		return nil, closedError("Scheduler")
-	}
-	return s.h, nil
-}
+type schedulerHandle = owned[core.Scheduler]
+
+var schedulerKind = handleKind[core.Scheduler]{name: "Scheduler", free: core.DeleteScheduler}
+
+func (s *Scheduler) handle() (core.Scheduler, error) { return live(s, &schedulerKind) }
 
 // Close frees the scheduler now; closing twice is fine.
 func (s *Scheduler) Close() error {
-	if s == nil || s.h == nil {
-		return nil
+	if s != nil {
+		s.optimizer, s.accelerator = nil, nil
 	}
-	h := s.h
-	s.h, s.optimizer, s.accelerator = nil, nil, nil
-	runtime.SetFinalizer(s, nil)
-	core.DeleteScheduler(h)
-	return nil
+	return release(s, &schedulerKind)
 }
 
-func (s *Scheduler) do(f func(core.Scheduler)) error {
-	h, err := s.handle()
-	if err != nil {
-		return err
-	}
-	defer runtime.KeepAlive(s)
-	return withThread(func() { f(h) })
-}
+func (s *Scheduler) do(f func(core.Scheduler)) error { return run(s, s.handle, f) }
 
 // Step advances the schedule by one step.
 func (s *Scheduler) Step() error { return s.do(func(h core.Scheduler) { h.Step() }) }

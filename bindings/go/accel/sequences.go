@@ -12,36 +12,24 @@ import (
 // DatasetFromSequences (dynamic padding) or DatasetFromSequencesCollate (a Go
 // collate function).
 type Sequences struct {
-	h core.Sequences
+	sequencesHandle
 }
+
+type sequencesHandle = owned[core.Sequences]
+
+var sequencesKind = handleKind[core.Sequences]{name: "Sequences", free: core.DeleteSequences}
 
 func newSequences(h core.Sequences, err error) (*Sequences, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Sequences{h: h}
-	runtime.SetFinalizer(s, (*Sequences).Close)
-	return s, nil
+	return own(&Sequences{}, h), nil
 }
 
-func (s *Sequences) handle() (core.Sequences, error) {
-	if s == nil || s.h == nil {
-		return nil, closedError("Sequences")
-	}
-	return s.h, nil
-}
+func (s *Sequences) handle() (core.Sequences, error) { return live(s, &sequencesKind) }
 
 // Close frees the sequences (datasets over them keep their own reference); closing twice is fine.
-func (s *Sequences) Close() error {
-	if s == nil || s.h == nil {
-		return nil
-	}
-	h := s.h
-	s.h = nil
-	runtime.SetFinalizer(s, nil)
-	core.DeleteSequences(h)
-	return nil
-}
+func (s *Sequences) Close() error { return release(s, &sequencesKind) }
 
 // SequencesFromLists copies Go slices of ids. vocabSize > 0 refuses ids >= it.
 func SequencesFromLists(ids [][]int64, vocabSize int64) (*Sequences, error) {

@@ -91,16 +91,18 @@ const (
 // Tensor is a libaccel tensor (CPU or the accelerator's device). Close frees it
 // at once; otherwise the garbage collector does. A closed tensor returns ErrClosed.
 type Tensor struct {
-	h core.Tensor
+	tensorHandle
 }
+
+type tensorHandle = owned[core.Tensor]
+
+var tensorKind = handleKind[core.Tensor]{name: "Tensor", free: core.DeleteTensor}
 
 func newTensor(h core.Tensor) *Tensor {
 	if h == nil || h.Swigcptr() == 0 {
 		return nil
 	}
-	t := &Tensor{h: h}
-	runtime.SetFinalizer(t, (*Tensor).Close)
-	return t
+	return own(&Tensor{}, h)
 }
 
 // tensorResult wraps a tensor a wrapper call returned.
@@ -114,24 +116,10 @@ func tensorResult(h core.Tensor, err error) (*Tensor, error) {
 	return nil, &Error{Code: ErrInternal, Msg: "libaccel returned no tensor"}
 }
 
-func (t *Tensor) handle() (core.Tensor, error) {
-	if t == nil || t.h == nil {
-		return nil, closedError("Tensor")
-	}
-	return t.h, nil
-}
+func (t *Tensor) handle() (core.Tensor, error) { return live(t, &tensorKind) }
 
 // Close frees the tensor now; closing twice is fine.
-func (t *Tensor) Close() error {
-	if t == nil || t.h == nil {
-		return nil
-	}
-	h := t.h
-	t.h = nil
-	runtime.SetFinalizer(t, nil)
-	core.DeleteTensor(h)
-	return nil
-}
+func (t *Tensor) Close() error { return release(t, &tensorKind) }
 
 // NewTensor copies data into a new CPU tensor of data's dtype. With no shape it
 // is 1-D; otherwise the shape's product must equal len(data).

@@ -137,7 +137,11 @@ func (a *Accelerator) Profile(outputTraceDir string, body func() error) error {
 }
 
 // ProgressBar is a terminal progress bar (on the main process only, by default).
-type ProgressBar struct{ h core.ProgressBar }
+type ProgressBar struct{ progressBarHandle }
+
+type progressBarHandle = owned[core.ProgressBar]
+
+var progressBarKind = handleKind[core.ProgressBar]{name: "ProgressBar", free: core.DeleteProgressBar}
 
 // NewProgressBar makes a bar of total steps.
 func NewProgressBar(total int64, description string, mainProcessOnly bool) (*ProgressBar, error) {
@@ -145,32 +149,21 @@ func NewProgressBar(total int64, description string, mainProcessOnly bool) (*Pro
 	if err != nil {
 		return nil, err
 	}
-	p := &ProgressBar{h: h}
-	runtime.SetFinalizer(p, (*ProgressBar).Close)
-	return p, nil
+	return own(&ProgressBar{}, h), nil
 }
 
 // Update advances the bar.
 func (p *ProgressBar) Update(steps int64) error {
-	if p == nil || p.h == nil {
-		return closedError("ProgressBar")
+	h, err := live(p, &progressBarKind)
+	if err != nil {
+		return err
 	}
 	defer runtime.KeepAlive(p)
-	h := p.h
 	return withThread(func() { h.Update(steps) })
 }
 
 // Close finishes the bar; closing twice is fine.
-func (p *ProgressBar) Close() error {
-	if p == nil || p.h == nil {
-		return nil
-	}
-	h := p.h
-	p.h = nil
-	runtime.SetFinalizer(p, nil)
-	core.DeleteProgressBar(h)
-	return nil
-}
+func (p *ProgressBar) Close() error { return release(p, &progressBarKind) }
 
 // LogLevel is a logging level (Python logging's numbers).
 type LogLevel int
