@@ -1,5 +1,5 @@
 /* Python: accel.core (_core.so), wrapped by the pure-Python package accel
- * (bindings/python/accel/__init__.py), which is what users import.
+ * (the modules of bindings/python/accel/), which is what users import.
  * threads="1": every call releases the GIL, so prefetch worker threads can
  * call back into Python datasets while the main thread waits in next(). */
 %module(package="accel", directors="1", threads="1") core
