@@ -53,8 +53,8 @@ int main(int argc, char** argv) try {
   for (int64_t i = 0; i < args.steps; ++i) step(i);
   settle();
   double seconds = bench::since(start);
-  bench::print_result(args.no_sync ? "accel_cpp_nosync" : "accel_cpp", args, acc.process_index(),
-                      acc.num_processes(), args.steps, seconds, cuda ? "cuda" : "cpu");
+  bench::print_result(args.no_sync ? "accel_cpp_nosync" : "accel_cpp", args, acc.process_index(), acc.num_processes(),
+                      args.steps, seconds, cuda ? "cuda" : "cpu");
   if (!args.trace_dir.empty()) {  // after the timed steps: the profiler slows what it records
     accel::ProfileScope profile(acc, args.trace_dir);
     for (int64_t i = 0; i < args.trace_steps; ++i) step(i);

@@ -25,19 +25,31 @@ struct workload {
   int64_t batch;
   int64_t shape[4]; /* batch first, filled in main */
   size_t ndim;
-  size_t sample;    /* floats per sample */
+  size_t sample; /* floats per sample */
   const char* json;
 };
 
 static const struct workload kWorkloads[] = {
-    {"tiny", 32, {0, 784}, 2, 784,
+    {"tiny",
+     32,
+     {0, 784},
+     2,
+     784,
      "[{\"type\":\"Linear\",\"in_features\":784,\"out_features\":128},{\"type\":\"ReLU\"},"
      "{\"type\":\"Linear\",\"in_features\":128,\"out_features\":10}]"},
-    {"mlp", 64, {0, 784}, 2, 784,
+    {"mlp",
+     64,
+     {0, 784},
+     2,
+     784,
      "[{\"type\":\"Linear\",\"in_features\":784,\"out_features\":1024},{\"type\":\"ReLU\"},"
      "{\"type\":\"Linear\",\"in_features\":1024,\"out_features\":1024},{\"type\":\"ReLU\"},"
      "{\"type\":\"Linear\",\"in_features\":1024,\"out_features\":10}]"},
-    {"cnn", 32, {0, 1, 28, 28}, 4, 784,
+    {"cnn",
+     32,
+     {0, 1, 28, 28},
+     4,
+     784,
      "[{\"type\":\"Conv2d\",\"in_channels\":1,\"out_channels\":512,\"kernel_size\":3},"
      "{\"type\":\"MaxPool2d\",\"kernel_size\":2,\"stride\":2},"
      "{\"type\":\"Conv2d\",\"in_channels\":512,\"out_channels\":256,\"kernel_size\":5},"
@@ -45,7 +57,11 @@ static const struct workload kWorkloads[] = {
      "{\"type\":\"AdaptiveMaxPool2d\",\"output_size\":[1,1]},{\"type\":\"Flatten\"},"
      "{\"type\":\"Linear\",\"in_features\":256,\"out_features\":128},{\"type\":\"ReLU\"},"
      "{\"type\":\"Linear\",\"in_features\":128,\"out_features\":10}]"},
-    {"sync", 8, {0, 4096}, 2, 4096,
+    {"sync",
+     8,
+     {0, 4096},
+     2,
+     4096,
      "[{\"type\":\"Linear\",\"in_features\":4096,\"out_features\":4096},{\"type\":\"ReLU\"},"
      "{\"type\":\"Linear\",\"in_features\":4096,\"out_features\":4096},{\"type\":\"ReLU\"},"
      "{\"type\":\"Linear\",\"in_features\":4096,\"out_features\":4096},{\"type\":\"ReLU\"},"
@@ -84,10 +100,14 @@ int main(int argc, char** argv) {
   const char* threads = getenv("OMP_NUM_THREADS");
 
   for (i = 1; i < argc; ++i) {
-    if (strcmp(argv[i], "--workload") == 0 && i + 1 < argc) name = argv[++i];
-    else if (strcmp(argv[i], "--steps") == 0 && i + 1 < argc) steps = atoll(argv[++i]);
-    else if (strcmp(argv[i], "--warmup") == 0 && i + 1 < argc) warmup = atoll(argv[++i]);
-    else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) ++i; /* set through OMP_NUM_THREADS */
+    if (strcmp(argv[i], "--workload") == 0 && i + 1 < argc)
+      name = argv[++i];
+    else if (strcmp(argv[i], "--steps") == 0 && i + 1 < argc)
+      steps = atoll(argv[++i]);
+    else if (strcmp(argv[i], "--warmup") == 0 && i + 1 < argc)
+      warmup = atoll(argv[++i]);
+    else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
+      ++i; /* set through OMP_NUM_THREADS */
     else {
       fprintf(stderr, "accel_bench_c: unknown argument '%s'\n", argv[i]);
       return 2;
@@ -149,10 +169,11 @@ int main(int argc, char** argv) {
   seconds = now() - start;
   sps = (double)steps / seconds;
   getrusage(RUSAGE_SELF, &usage);
-  printf("BENCH_RESULT {\"contestant\":\"accel_c\",\"workload\":\"%s\",\"rank\":%d,\"nproc\":%d,\"threads\":%d,"
-         "\"steps\":%lld,\"seconds\":%.4f,\"steps_per_s\":%.3f,\"samples_per_s\":%.1f,\"peak_rss_mb\":%.1f}\n",
-         w->name, rank, world, threads ? atoi(threads) : 0, steps, seconds, sps, sps * (double)w->batch * world,
-         (double)usage.ru_maxrss / 1024.0);
+  printf(
+      "BENCH_RESULT {\"contestant\":\"accel_c\",\"workload\":\"%s\",\"rank\":%d,\"nproc\":%d,\"threads\":%d,"
+      "\"steps\":%lld,\"seconds\":%.4f,\"steps_per_s\":%.3f,\"samples_per_s\":%.1f,\"peak_rss_mb\":%.1f}\n",
+      w->name, rank, world, threads ? atoi(threads) : 0, steps, seconds, sps, sps * (double)w->batch * world,
+      (double)usage.ru_maxrss / 1024.0);
   fflush(stdout);
   for (i = 0; i < kBatches; ++i) {
     accel_tensor_free(x[i]);

@@ -19,21 +19,27 @@ namespace bench {
 
 struct Workload {
   std::string name;
-  int64_t batch;                 // per process
-  std::vector<int64_t> input;    // one sample's shape
-  const char* json;              // libaccel's sequential spec
+  int64_t batch;               // per process
+  std::vector<int64_t> input;  // one sample's shape
+  const char* json;            // libaccel's sequential spec
 };
 
 inline const Workload& workload(const std::string& name) {
   static const std::vector<Workload> table = {
-      {"tiny", 32, {784},
+      {"tiny",
+       32,
+       {784},
        R"([{"type":"Linear","in_features":784,"out_features":128},{"type":"ReLU"},
            {"type":"Linear","in_features":128,"out_features":10}])"},
-      {"mlp", 64, {784},
+      {"mlp",
+       64,
+       {784},
        R"([{"type":"Linear","in_features":784,"out_features":1024},{"type":"ReLU"},
            {"type":"Linear","in_features":1024,"out_features":1024},{"type":"ReLU"},
            {"type":"Linear","in_features":1024,"out_features":10}])"},
-      {"cnn", 32, {1, 28, 28},
+      {"cnn",
+       32,
+       {1, 28, 28},
        R"([{"type":"Conv2d","in_channels":1,"out_channels":512,"kernel_size":3},
            {"type":"MaxPool2d","kernel_size":2,"stride":2},
            {"type":"Conv2d","in_channels":512,"out_channels":256,"kernel_size":5},
@@ -43,7 +49,9 @@ inline const Workload& workload(const std::string& name) {
            {"type":"Flatten"},
            {"type":"Linear","in_features":256,"out_features":128},{"type":"ReLU"},
            {"type":"Linear","in_features":128,"out_features":10}])"},
-      {"sync", 8, {4096},
+      {"sync",
+       8,
+       {4096},
        R"([{"type":"Linear","in_features":4096,"out_features":4096},{"type":"ReLU"},
            {"type":"Linear","in_features":4096,"out_features":4096},{"type":"ReLU"},
            {"type":"Linear","in_features":4096,"out_features":4096},{"type":"ReLU"},
@@ -62,7 +70,7 @@ struct Args {
   int threads = 0;  // 0: leave LibTorch's default (OMP_NUM_THREADS)
   bool no_sync = false;
   std::string mixed_precision = "no";  // no | bf16 | fp16 (GPU runs)
-  std::string trace_dir;                // set: profile trace_steps more steps into it (bench/crossing.py)
+  std::string trace_dir;               // set: profile trace_steps more steps into it (bench/crossing.py)
   int64_t trace_steps = 50;
 };
 
@@ -74,15 +82,24 @@ inline Args parse_args(int argc, char** argv) {
       if (i + 1 >= argc) throw std::invalid_argument(k + " needs a value");
       return argv[++i];
     };
-    if (k == "--workload") a.workload = value();
-    else if (k == "--steps") a.steps = std::stoll(value());
-    else if (k == "--warmup") a.warmup = std::stoll(value());
-    else if (k == "--threads") a.threads = std::stoi(value());
-    else if (k == "--no-sync") a.no_sync = true;
-    else if (k == "--mixed-precision") a.mixed_precision = value();
-    else if (k == "--trace-dir") a.trace_dir = value();
-    else if (k == "--trace-steps") a.trace_steps = std::stoll(value());
-    else throw std::invalid_argument("unknown argument '" + k + "'");
+    if (k == "--workload")
+      a.workload = value();
+    else if (k == "--steps")
+      a.steps = std::stoll(value());
+    else if (k == "--warmup")
+      a.warmup = std::stoll(value());
+    else if (k == "--threads")
+      a.threads = std::stoi(value());
+    else if (k == "--no-sync")
+      a.no_sync = true;
+    else if (k == "--mixed-precision")
+      a.mixed_precision = value();
+    else if (k == "--trace-dir")
+      a.trace_dir = value();
+    else if (k == "--trace-steps")
+      a.trace_steps = std::stoll(value());
+    else
+      throw std::invalid_argument("unknown argument '" + k + "'");
   }
   if (a.threads > 0) at::set_num_threads(a.threads);
   return a;
@@ -115,16 +132,16 @@ inline int env_int(const char* name, int fallback) {
 
 // Every rank prints one line; report.py keeps the slowest rank's rate and each
 // rank's RSS.
-inline void print_result(const char* contestant, const Args& a, int rank, int world, int64_t steps,
-                         double seconds, const char* device = "cpu") {
+inline void print_result(const char* contestant, const Args& a, int rank, int world, int64_t steps, double seconds,
+                         const char* device = "cpu") {
   const Workload& w = workload(a.workload);
   double sps = steps / seconds;
   std::printf(
       "BENCH_RESULT {\"contestant\":\"%s\",\"workload\":\"%s\",\"rank\":%d,\"nproc\":%d,\"threads\":%d,"
       "\"steps\":%lld,\"seconds\":%.4f,\"steps_per_s\":%.3f,\"samples_per_s\":%.1f,\"peak_rss_mb\":%.1f,"
       "\"device\":\"%s\",\"precision\":\"%s\"}\n",
-      contestant, a.workload.c_str(), rank, world, at::get_num_threads(), static_cast<long long>(steps), seconds,
-      sps, sps * w.batch * world, peak_rss_mb(), device, a.mixed_precision.c_str());
+      contestant, a.workload.c_str(), rank, world, at::get_num_threads(), static_cast<long long>(steps), seconds, sps,
+      sps * w.batch * world, peak_rss_mb(), device, a.mixed_precision.c_str());
   std::fflush(stdout);
 }
 

@@ -50,8 +50,10 @@ int main(int argc, char** argv) try {
         debug_mode = block % 2 == 1;
         for (int r = 0; r < reps; ++r) {
           double us = time_us([&] {
-            if (op[0] == 'r') accelerator.reduce(t, accel::ReduceOp::Mean);
-            else accelerator.broadcast(t, 0);
+            if (op[0] == 'r')
+              accelerator.reduce(t, accel::ReduceOp::Mean);
+            else
+              accelerator.broadcast(t, 0);
           });
           (debug_mode ? with : without).push_back(us);
         }

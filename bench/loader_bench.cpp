@@ -46,8 +46,8 @@ std::shared_ptr<accel::Dataset> callback_dataset(const accel::TensorDataset& idx
     *static_cast<int64_t*>(out[1]) = labels.data_ptr<int64_t>()[i];
   };
   return std::make_shared<accel::CallbackDataset>(
-      std::vector<accel::FieldSpec>{{at::kFloat, {1, 28, 28}}, {at::kLong, {}}},
-      [n = labels.size(0)] { return n; }, read);
+      std::vector<accel::FieldSpec>{{at::kFloat, {1, 28, 28}}, {at::kLong, {}}}, [n = labels.size(0)] { return n; },
+      read);
 }
 
 double loader_samples_per_s(const std::shared_ptr<accel::Dataset>& dataset, int workers, int64_t batches) {
@@ -87,8 +87,8 @@ double steps_per_s_preloaded(Trainer& trainer, const std::vector<accel::Batch>& 
   return steps / std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-double steps_per_s_loader(Trainer& trainer, const std::shared_ptr<accel::Dataset>& dataset, int workers,
-                          int64_t steps, double* wait_ms) {
+double steps_per_s_loader(Trainer& trainer, const std::shared_ptr<accel::Dataset>& dataset, int workers, int64_t steps,
+                          double* wait_ms) {
   accel::DataLoaderOptions options;
   options.batch_size = kBatch;
   options.shuffle = true;
@@ -121,8 +121,8 @@ int main(int argc, char** argv) {
   // As in any training program: creating the Accelerator also applies its
   // process settings (glibc malloc tuning; ACCEL_TUNE_MALLOC=0 turns it off).
   accel::Accelerator accelerator;
-  auto idx = accel::load_idx_dataset(data + "/train-images-idx3-ubyte.gz", data + "/train-labels-idx1-ubyte.gz",
-                                     0.2860, 0.3530);
+  auto idx = accel::load_idx_dataset(data + "/train-images-idx3-ubyte.gz", data + "/train-labels-idx1-ubyte.gz", 0.2860,
+                                     0.3530);
   auto callbacks = callback_dataset(*idx);
   std::printf("loader_bench: batch %lld, %d intra-op threads, median of %d runs\n", static_cast<long long>(kBatch),
               at::get_num_threads(), repeats);

@@ -38,9 +38,7 @@ struct SpanStart : at::ObserverContext {
   SpanClock::time_point start = SpanClock::now();
 };
 
-std::unique_ptr<at::ObserverContext> on_span_start(const at::RecordFunction&) {
-  return std::make_unique<SpanStart>();
-}
+std::unique_ptr<at::ObserverContext> on_span_start(const at::RecordFunction&) { return std::make_unique<SpanStart>(); }
 
 void on_span_end(const at::RecordFunction& fn, at::ObserverContext* context) {
   auto* start = static_cast<SpanStart*>(context);
@@ -167,10 +165,11 @@ int main(int argc, char** argv) try {
   }
   std::printf(
       "BREAKDOWN {\"workload\":\"%s\",\"rank\":%d,\"nproc\":%d,\"threads\":%d,\"param_bytes\":%lld,"
-      "\"nocomm_ms\":%.4f,\"raw_allreduce_ms\":%.4f,\"direct_ms\":%.4f,\"manual_ms\":%.4f,\"synced_ms\":%.4f,\"synced_c10d_ms\":%.4f,\"spanned_ms\":%.4f,\"spans\":{%s}}\n",
+      "\"nocomm_ms\":%.4f,\"raw_allreduce_ms\":%.4f,\"direct_ms\":%.4f,\"manual_ms\":%.4f,\"synced_ms\":%.4f,\"synced_"
+      "c10d_ms\":%.4f,\"spanned_ms\":%.4f,\"spans\":{%s}}\n",
       args.workload.c_str(), acc.process_index(), acc.num_processes(), at::get_num_threads(),
-      static_cast<long long>(param_numel * 4), median(nocomm), median(raw), median(direct), median(manual_ms), median(synced), median(synced_c10d), median(spanned),
-      span_json.c_str());
+      static_cast<long long>(param_numel * 4), median(nocomm), median(raw), median(direct), median(manual_ms),
+      median(synced), median(synced_c10d), median(spanned), span_json.c_str());
   std::fflush(stdout);
   return 0;
 } catch (const std::exception& e) {

@@ -39,8 +39,8 @@ std::string spec(int64_t d, int k) {
   std::ostringstream s;
   s << "[";
   for (int i = 0; i < k; ++i)
-    s << (i ? ",{\"type\":\"ReLU\"}," : "") << "{\"type\":\"Linear\",\"in_features\":" << d
-      << ",\"out_features\":" << d << ",\"bias\":false}";
+    s << (i ? ",{\"type\":\"ReLU\"}," : "") << "{\"type\":\"Linear\",\"in_features\":" << d << ",\"out_features\":" << d
+      << ",\"bias\":false}";
   s << "]";
   return s.str();
 }
@@ -68,10 +68,14 @@ int main(int argc, char** argv) try {
   accel::AcceleratorOptions options;
   for (int i = 1; i < argc; ++i) {
     std::string k = argv[i];
-    if (k == "--reps" && i + 1 < argc) reps = std::stoi(argv[++i]);
-    else if (k == "--threads" && i + 1 < argc) threads = std::stoi(argv[++i]);
-    else if (k == "--gradient-copies") options.gradient_as_bucket_view = false;
-    else if (k == "--bucket-cap-mb" && i + 1 < argc) options.bucket_cap_mb = std::stod(argv[++i]);
+    if (k == "--reps" && i + 1 < argc)
+      reps = std::stoi(argv[++i]);
+    else if (k == "--threads" && i + 1 < argc)
+      threads = std::stoi(argv[++i]);
+    else if (k == "--gradient-copies")
+      options.gradient_as_bucket_view = false;
+    else if (k == "--bucket-cap-mb" && i + 1 < argc)
+      options.bucket_cap_mb = std::stod(argv[++i]);
     else if (k == "--comm-hook" && i + 1 < argc && std::string(argv[i + 1]) == "fp16") {
       options.comm_hook = accel::CommHook::Fp16;
       ++i;
@@ -79,7 +83,8 @@ int main(int argc, char** argv) try {
       sizes.clear();
       std::stringstream list(argv[++i]);
       for (std::string item; std::getline(list, item, ',');) sizes.push_back(std::stoi(item));
-    } else throw std::invalid_argument("unknown argument '" + k + "'");
+    } else
+      throw std::invalid_argument("unknown argument '" + k + "'");
   }
   at::set_num_threads(threads);
   accel::Accelerator acc(options);

@@ -18,10 +18,9 @@ static nn::Sequential build(const std::string& name) {
     return nn::Sequential(Linear(784, 1024), nn::ReLU(), Linear(1024, 1024), nn::ReLU(), Linear(1024, 10));
   if (name == "cnn")
     return nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 512, 3)), nn::MaxPool2d(nn::MaxPool2dOptions(2).stride(2)),
-                          nn::Conv2d(nn::Conv2dOptions(512, 256, 5)),
-                          nn::MaxPool2d(nn::MaxPool2dOptions(2).stride(2)), nn::Dropout2d(0.1),
-                          nn::AdaptiveMaxPool2d(nn::AdaptiveMaxPool2dOptions({1, 1})), nn::Flatten(),
-                          Linear(256, 128), nn::ReLU(), Linear(128, 10));
+                          nn::Conv2d(nn::Conv2dOptions(512, 256, 5)), nn::MaxPool2d(nn::MaxPool2dOptions(2).stride(2)),
+                          nn::Dropout2d(0.1), nn::AdaptiveMaxPool2d(nn::AdaptiveMaxPool2dOptions({1, 1})),
+                          nn::Flatten(), Linear(256, 128), nn::ReLU(), Linear(128, 10));
   nn::Sequential s;
   for (int i = 0; i < 4; ++i) {
     s->push_back(Linear(4096, 4096));

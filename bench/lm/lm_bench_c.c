@@ -17,12 +17,12 @@
 
 #include "accel/accel.h"
 
-#define CHECK(call)                                                                          \
-  do {                                                                                       \
-    if ((call) != ACCEL_OK) {                                                                \
+#define CHECK(call)                                                                             \
+  do {                                                                                          \
+    if ((call) != ACCEL_OK) {                                                                   \
       fprintf(stderr, "lm_bench_c.c:%d: %s failed: %s\n", __LINE__, #call, accel_last_error()); \
-      exit(1);                                                                               \
-    }                                                                                        \
+      exit(1);                                                                                  \
+    }                                                                                           \
   } while (0)
 
 enum { kBatch = 8, kLength = 128, kVocab = 256, kBatches = 4 };
@@ -65,10 +65,14 @@ int main(int argc, char** argv) {
     return 2;
   }
   for (int i = 2; i + 1 < argc; i += 2) {
-    if (strcmp(argv[i], "--steps") == 0) steps = atoll(argv[i + 1]);
-    else if (strcmp(argv[i], "--warmup") == 0) warmup = atoll(argv[i + 1]);
-    else if (strcmp(argv[i], "--gpu") == 0) gpu = atoi(argv[i + 1]);
-    else if (strcmp(argv[i], "--mixed-precision") == 0) precision = argv[i + 1];
+    if (strcmp(argv[i], "--steps") == 0)
+      steps = atoll(argv[i + 1]);
+    else if (strcmp(argv[i], "--warmup") == 0)
+      warmup = atoll(argv[i + 1]);
+    else if (strcmp(argv[i], "--gpu") == 0)
+      gpu = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--mixed-precision") == 0)
+      precision = argv[i + 1];
     /* --threads: set through OMP_NUM_THREADS */
   }
   accel_accelerator_options options;
@@ -120,10 +124,13 @@ int main(int argc, char** argv) {
   struct rusage usage;
   getrusage(RUSAGE_SELF, &usage);
   const char* threads = getenv("OMP_NUM_THREADS");
-  printf("BENCH_RESULT {\"contestant\":\"accel_c\",\"device\":\"%s\",\"precision\":\"%s\",\"rank\":%d,\"nproc\":%d,\"threads\":%d,\"steps\":%lld,"
-         "\"seconds\":%.3f,\"tokens_per_s\":%.1f,\"peak_rss_mb\":%.1f,\"loss\":%.4f}\n",
-         gpu ? "cuda" : "cpu", precision, rank, world, threads ? atoi(threads) : 0, steps, seconds,
-         (double)(steps * kBatch * kLength * world) / seconds, (double)usage.ru_maxrss / 1024.0, loss_value);
+  printf(
+      "BENCH_RESULT "
+      "{\"contestant\":\"accel_c\",\"device\":\"%s\",\"precision\":\"%s\",\"rank\":%d,\"nproc\":%d,\"threads\":%d,"
+      "\"steps\":%lld,"
+      "\"seconds\":%.3f,\"tokens_per_s\":%.1f,\"peak_rss_mb\":%.1f,\"loss\":%.4f}\n",
+      gpu ? "cuda" : "cpu", precision, rank, world, threads ? atoi(threads) : 0, steps, seconds,
+      (double)(steps * kBatch * kLength * world) / seconds, (double)usage.ru_maxrss / 1024.0, loss_value);
   for (int b = 0; b < kBatches; ++b) accel_tensor_map_free(batches[b]);
   accel_optimizer_free(optimizer);
   accel_model_free(model);

@@ -42,7 +42,8 @@ struct FieldSpec {
 // nbytes(f) bytes (its dtype and shape), copied in by write().
 class SampleWriter {
  public:
-  SampleWriter(void* const* fields, const size_t* nbytes, int count) : fields_(fields), nbytes_(nbytes), count_(count) {}
+  SampleWriter(void* const* fields, const size_t* nbytes, int count)
+      : fields_(fields), nbytes_(nbytes), count_(count) {}
   int num_fields() const { return count_; }
   size_t nbytes(int field) const { return nbytes_[checked(field)]; }
   void write(int field, const void* data, size_t size) {
@@ -105,7 +106,8 @@ class CollateWriter {
   }
   // Copies a tensor the host language built (any dtype and shape) into the field.
   void write_tensor(int field, const accel_tensor* tensor) {
-    if (tensor == nullptr) accel_fail(ACCEL_ERR_INVALID_ARGUMENT, "field " + std::to_string(field) + ": the tensor is null");
+    if (tensor == nullptr)
+      accel_fail(ACCEL_ERR_INVALID_ARGUMENT, "field " + std::to_string(field) + ": the tensor is null");
     size_t ndim = 0;
     accel_check(accel_tensor_ndim(tensor, &ndim));
     std::vector<int64_t> shape(ndim + 1);  // never empty: dims must not be NULL
@@ -271,7 +273,8 @@ inline accel_status checkpoint_save(void* user, accel_bytes_writer* writer) {
   });
 }
 inline accel_status checkpoint_load(void* user, const void* data, size_t size) {
-  return call_back([&] { return static_cast<CheckpointObject*>(user)->load_state(static_cast<const char*>(data), size); });
+  return call_back(
+      [&] { return static_cast<CheckpointObject*>(user)->load_state(static_cast<const char*>(data), size); });
 }
 inline void checkpoint_release(void* user) { delete static_cast<CheckpointObject*>(user); }
 

@@ -17,14 +17,13 @@
 
 #include "accel/accel.h"
 
-#define TRY(call)                                                                     \
-  do {                                                                                \
-    accel_status status_ = (call);                                                    \
-    if (status_ != ACCEL_OK) {                                                        \
-      fprintf(stderr, "%s failed: %s: %s\n", #call, accel_status_name(status_),      \
-              accel_last_error());                                                    \
-      exit(1);                                                                        \
-    }                                                                                 \
+#define TRY(call)                                                                                    \
+  do {                                                                                               \
+    accel_status status_ = (call);                                                                   \
+    if (status_ != ACCEL_OK) {                                                                       \
+      fprintf(stderr, "%s failed: %s: %s\n", #call, accel_status_name(status_), accel_last_error()); \
+      exit(1);                                                                                       \
+    }                                                                                                \
   } while (0)
 
 /* Conv(1->16) -> pool -> Conv(16->32) -> pool -> 128 -> 10, PyTorch layer names. */
@@ -95,8 +94,7 @@ static accel_dataset* load_split(const char* dir, const char* split) {
   return dataset;
 }
 
-static accel_dataloader* make_loader(accel_dataset* dataset, int64_t batch_size, int shuffle,
-                                     unsigned long long seed) {
+static accel_dataloader* make_loader(accel_dataset* dataset, int64_t batch_size, int shuffle, unsigned long long seed) {
   accel_dataloader_options opts;
   accel_dataloader* loader = NULL;
   accel_dataloader_options_init(&opts);

@@ -24,14 +24,13 @@
 
 #include "accel/accel.h"
 
-#define TRY(call)                                                                     \
-  do {                                                                                \
-    accel_status status_ = (call);                                                    \
-    if (status_ != ACCEL_OK) {                                                        \
-      fprintf(stderr, "%s failed: %s: %s\n", #call, accel_status_name(status_),      \
-              accel_last_error());                                                    \
-      exit(1);                                                                        \
-    }                                                                                 \
+#define TRY(call)                                                                                    \
+  do {                                                                                               \
+    accel_status status_ = (call);                                                                   \
+    if (status_ != ACCEL_OK) {                                                                       \
+      fprintf(stderr, "%s failed: %s: %s\n", #call, accel_status_name(status_), accel_last_error()); \
+      exit(1);                                                                                       \
+    }                                                                                                \
   } while (0)
 
 enum { kMaxLength = 128, kWidth = 64, kVocab = 256, kBatch = 8 };
@@ -81,8 +80,7 @@ static struct settings parse_args(int argc, char** argv) {
     } else if (strcmp(argv[i], "--check") == 0) {
       s.check = 1;
     } else {
-      fprintf(stderr,
-              "usage: %s [--data DIR] [--files a,b] [--epochs N] [--max-steps N] [--seed S] [--check]\n",
+      fprintf(stderr, "usage: %s [--data DIR] [--files a,b] [--epochs N] [--max-steps N] [--seed S] [--check]\n",
               argv[0]);
       exit(2);
     }
@@ -158,8 +156,8 @@ static void load_fortunes(const struct settings* s, accel_sequences** train, acc
       fprintf(stderr, "too few fortunes in %s for a held-out split: add files with --files\n", s->files);
       exit(1);
     }
-    TRY(accel_sequences_from_arrays(parts[p].ids, parts[p].num_ids, parts[p].offsets, parts[p].num_offsets,
-                                    NULL, 0, kVocab, out[p]));
+    TRY(accel_sequences_from_arrays(parts[p].ids, parts[p].num_ids, parts[p].offsets, parts[p].num_offsets, NULL, 0,
+                                    kVocab, out[p]));
     free(parts[p].ids);
     free(parts[p].offsets);
   }
@@ -311,10 +309,14 @@ static void sample(accel_accelerator* acc, accel_model* model, const char* promp
   used = (size_t)snprintf(line, sizeof line, "sample: \"");
   for (int64_t i = 0; i < length; ++i) {
     const int c = (int)ids[i];
-    if (c == '\n') used += (size_t)snprintf(line + used, sizeof line - used, "\\n");
-    else if (c == '"' || c == '\\') used += (size_t)snprintf(line + used, sizeof line - used, "\\%c", c);
-    else if (c >= 32 && c < 127) line[used++] = (char)c;
-    else used += (size_t)snprintf(line + used, sizeof line - used, "\\x%02x", c);
+    if (c == '\n')
+      used += (size_t)snprintf(line + used, sizeof line - used, "\\n");
+    else if (c == '"' || c == '\\')
+      used += (size_t)snprintf(line + used, sizeof line - used, "\\%c", c);
+    else if (c >= 32 && c < 127)
+      line[used++] = (char)c;
+    else
+      used += (size_t)snprintf(line + used, sizeof line - used, "\\x%02x", c);
   }
   snprintf(line + used, sizeof line - used, "\"");
   TRY(accel_accelerator_print(acc, line));
@@ -492,9 +494,12 @@ int main(int argc, char** argv) {
   printf("rank %d: parameter checksum %.9g, tied head error %.2g\n", rank, mine, tie_error);
   fflush(stdout);
   const char* problem = NULL;
-  if (!(last < initial) || !isfinite(last)) problem = "the perplexity did not fall";
-  else if (!replicas_agree) problem = "the replicas' parameters differ";
-  else if (!(tie_error < 1e-3)) problem = "the lm head is no longer wte";
+  if (!(last < initial) || !isfinite(last))
+    problem = "the perplexity did not fall";
+  else if (!replicas_agree)
+    problem = "the replicas' parameters differ";
+  else if (!(tie_error < 1e-3))
+    problem = "the lm head is no longer wte";
   const int failed = s.check && problem != NULL;
   if (failed) fprintf(stderr, "rank %d: %s\n", rank, problem);
 

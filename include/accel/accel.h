@@ -56,11 +56,7 @@ ACCEL_API int accel_version_number(void);
 /* The library's ABI major version (compare with ACCEL_ABI_VERSION). */
 ACCEL_API int accel_abi_version(void);
 
-typedef enum accel_feature {
-  ACCEL_FEATURE_GLOO = 1,
-  ACCEL_FEATURE_CUDA = 2,
-  ACCEL_FEATURE_NCCL = 3
-} accel_feature;
+typedef enum accel_feature { ACCEL_FEATURE_GLOO = 1, ACCEL_FEATURE_CUDA = 2, ACCEL_FEATURE_NCCL = 3 } accel_feature;
 
 /* 1 when this build (and, for CUDA, this machine) has the feature, else 0. */
 ACCEL_API int accel_has_feature(accel_feature feature);
@@ -80,7 +76,6 @@ ACCEL_API const char* accel_status_name(accel_status status);
 /* ------------------------------------------------------------------------- */
 /* Tensors                                                                    */
 /* ------------------------------------------------------------------------- */
-
 
 typedef enum accel_dtype {
   ACCEL_FLOAT32 = 1,
@@ -162,7 +157,6 @@ ACCEL_API void accel_tensor_free(accel_tensor* tensor);
 /* Accelerator                                                                */
 /* ------------------------------------------------------------------------- */
 
-
 typedef enum accel_distributed_type {
   ACCEL_DISTRIBUTED_NO = 0,
   ACCEL_DISTRIBUTED_MULTI_CPU = 1,
@@ -210,8 +204,8 @@ typedef enum accel_sharding_strategy {
 } accel_sharding_strategy;
 
 typedef struct accel_accelerator_options {
-  uint32_t struct_size;   /* sizeof(accel_accelerator_options); set by _init */
-  int cpu;                /* nonzero: use the CPU even where a GPU is present */
+  uint32_t struct_size; /* sizeof(accel_accelerator_options); set by _init */
+  int cpu;              /* nonzero: use the CPU even where a GPU is present */
   /* Collective and rendezvous timeout; default 1800000 (30 min). A collective
      waits at most this long. When a rank does not arrive, the rendezvous of
      accel_accelerator_create fails within timeout_ms (plus at most about a
@@ -220,7 +214,7 @@ typedef struct accel_accelerator_options {
      (docs/launch.md). */
   int64_t timeout_ms;
   accel_mixed_precision mixed_precision; /* default ACCEL_PRECISION_DEFAULT */
-  double bucket_cap_mb;   /* gradient-sync bucket size cap in MiB; default 25 */
+  double bucket_cap_mb;                  /* gradient-sync bucket size cap in MiB; default 25 */
   /* Micro-steps per optimizer step; 0 (default): 1. ACCELERATE_GRADIENT_ACCUMULATION_STEPS
      (set by `accel launch --gradient_accumulation_steps`) wins over it, as in Accelerate. */
   int64_t gradient_accumulation_steps;
@@ -229,24 +223,24 @@ typedef struct accel_accelerator_options {
      every precision; INVALID_ARGUMENT naming the option unless init_scale is
      finite and > 0, growth_factor finite and > 1, backoff_factor in (0, 1)
      and growth_interval > 0. */
-  double scaler_init_scale;      /* default 65536 */
-  double scaler_growth_factor;   /* default 2 */
-  double scaler_backoff_factor;  /* default 0.5 */
+  double scaler_init_scale;       /* default 65536 */
+  double scaler_growth_factor;    /* default 2 */
+  double scaler_backoff_factor;   /* default 0.5 */
   int64_t scaler_growth_interval; /* default 2000 */
   /* Prepared dataloaders (Accelerate's DataLoaderConfiguration). */
-  int split_batches;      /* nonzero: each batch is cut into num_processes slices; default 0 */
-  int even_batches;       /* nonzero: the last round is completed from the start; default 1 */
+  int split_batches; /* nonzero: each batch is cut into num_processes slices; default 0 */
+  int even_batches;  /* nonzero: the last round is completed from the start; default 1 */
   /* 1: the main process reads and scatters; 0: every process reads its shard;
      -1 (default): 1 for iterable datasets when device_placement is on, else 0
      (Accelerate's default); other values are INVALID_ARGUMENT. */
   int dispatch_batches;
-  int device_placement;   /* nonzero: batches arrive on the accelerator's device; default 1 */
+  int device_placement; /* nonzero: batches arrive on the accelerator's device; default 1 */
   /* Project layout (Accelerate's ProjectConfiguration). Strings are copied. */
-  const char* project_dir;  /* checkpoints and logs go under it; NULL: current directory */
-  const char* logging_dir;  /* tracker output; NULL: project_dir/logs */
+  const char* project_dir;         /* checkpoints and logs go under it; NULL: current directory */
+  const char* logging_dir;         /* tracker output; NULL: project_dir/logs */
   int automatic_checkpoint_naming; /* save_state() without a dir writes project_dir/checkpoints/checkpoint_{i} */
-  int64_t total_limit;      /* automatic checkpoints kept (oldest removed); 0: all */
-  int save_on_each_node;    /* shared checkpoint files on every node's main process too; default 0 */
+  int64_t total_limit;             /* automatic checkpoints kept (oldest removed); 0: all */
+  int save_on_each_node;           /* shared checkpoint files on every node's main process too; default 0 */
   /* Trackers: comma-separated names ("tensorboard,jsonl"), or "all"; NULL or "": none. */
   const char* log_with;
   /* Gradient sync (Accelerate's DistributedDataParallelKwargs); see docs/gradient-sync.md. */
@@ -258,7 +252,7 @@ typedef struct accel_accelerator_options {
   /* 0 (default): a parameter that gets no gradient in a synced backward makes
      backward fail with ACCEL_ERR_STATE naming it; nonzero: allowed. */
   int find_unused_parameters;
-  accel_comm_hook comm_hook;   /* default ACCEL_COMM_HOOK_NONE; UNSUPPORTED at prepare if the backend cannot */
+  accel_comm_hook comm_hook; /* default ACCEL_COMM_HOOK_NONE; UNSUPPORTED at prepare if the backend cannot */
   /* Accelerate's GradientAccumulationPlugin (with sync_with_dataloader above).
      sync_each_batch nonzero: gradients are averaged across processes on every
      accumulation micro-step, not only at the window's end (less memory, more
@@ -281,7 +275,7 @@ typedef struct accel_accelerator_options {
      decides the order) and, with several processes, takes the main
      process's draw: its first next of each epoch is then collective. */
   int use_seedable_sampler;
-  int64_t data_seed;           /* default -1 (none); other negatives are INVALID_ARGUMENT */
+  int64_t data_seed; /* default -1 (none); other negatives are INVALID_ARGUMENT */
   /* Default ACCEL_SHARDING_DEFAULT: ACCELERATE_USE_FSDP=true with
      FSDP_SHARDING_STRATEGY (a name or FSDP's number 1-5), else
      ACCELERATE_USE_DEEPSPEED=true with ACCELERATE_DEEPSPEED_ZERO_STAGE (0-3),
@@ -358,10 +352,12 @@ typedef struct accel_accelerator_options {
   int cpu_offload;
 } accel_accelerator_options;
 
-#define ACCEL_ACCELERATOR_OPTIONS_INIT                                                       \
-  { (uint32_t)sizeof(accel_accelerator_options), 0, 1800000, ACCEL_PRECISION_DEFAULT, 25.0, 0, 1, \
-    65536.0, 2.0, 0.5, 2000, 0, 1, -1, 1, NULL, NULL, 0, 0, 0, NULL, 1.0, 1, 0, 0, ACCEL_COMM_HOOK_NONE, 0, 0, 1, 0, -1, \
-    ACCEL_SHARDING_DEFAULT, -1, -1, NULL, -1, -1, -1 }
+#define ACCEL_ACCELERATOR_OPTIONS_INIT                                                                               \
+  {                                                                                                                  \
+    (uint32_t)sizeof(accel_accelerator_options), 0, 1800000, ACCEL_PRECISION_DEFAULT, 25.0, 0, 1, 65536.0, 2.0, 0.5, \
+        2000, 0, 1, -1, 1, NULL, NULL, 0, 0, 0, NULL, 1.0, 1, 0, 0, ACCEL_COMM_HOOK_NONE, 0, 0, 1, 0, -1,            \
+        ACCEL_SHARDING_DEFAULT, -1, -1, NULL, -1, -1, -1                                                             \
+  }
 
 /* Fills opts with the defaults above. */
 ACCEL_API void accel_accelerator_options_init(accel_accelerator_options* opts);
@@ -389,8 +385,7 @@ ACCEL_API void accel_accelerator_options_init(accel_accelerator_options* opts);
    the message lists the ranks that did not arrive),
    DISTRIBUTED, UNSUPPORTED (a mixed precision mode the device cannot do).
    Returns a new handle in *out. */
-ACCEL_API accel_status accel_accelerator_create(const accel_accelerator_options* opts,
-                                                accel_accelerator** out);
+ACCEL_API accel_status accel_accelerator_create(const accel_accelerator_options* opts, accel_accelerator** out);
 /* Frees the accelerator. Models, optimizers and dataloaders prepared with it
    keep it alive internally, so they may be freed before or after it. */
 ACCEL_API void accel_accelerator_free(accel_accelerator* acc);
@@ -400,10 +395,8 @@ ACCEL_API accel_status accel_accelerator_local_process_index(const accel_acceler
 ACCEL_API accel_status accel_accelerator_num_processes(const accel_accelerator* acc, int* out);
 ACCEL_API accel_status accel_accelerator_is_main_process(const accel_accelerator* acc, int* out);
 ACCEL_API accel_status accel_accelerator_is_local_main_process(const accel_accelerator* acc, int* out);
-ACCEL_API accel_status accel_accelerator_distributed_type(const accel_accelerator* acc,
-                                                          accel_distributed_type* out);
-ACCEL_API accel_status accel_accelerator_mixed_precision(const accel_accelerator* acc,
-                                                         accel_mixed_precision* out);
+ACCEL_API accel_status accel_accelerator_distributed_type(const accel_accelerator* acc, accel_distributed_type* out);
+ACCEL_API accel_status accel_accelerator_mixed_precision(const accel_accelerator* acc, accel_mixed_precision* out);
 /* The device as a string such as "cpu" or "cuda:0"; owned by the accelerator. */
 ACCEL_API accel_status accel_accelerator_device(const accel_accelerator* acc, const char** out);
 /* Accelerate's send_to_device for hand-built batches: tensor on the
@@ -419,8 +412,7 @@ ACCEL_API accel_status accel_accelerator_timeout_ms(const accel_accelerator* acc
    a single process trains replicated whatever it says, unless cpu_offload is
    on). Not collective. Errors: INVALID_ARGUMENT for a NULL acc or out; *out is
    untouched then. */
-ACCEL_API accel_status accel_accelerator_sharding_strategy(const accel_accelerator* acc,
-                                                           accel_sharding_strategy* out);
+ACCEL_API accel_status accel_accelerator_sharding_strategy(const accel_accelerator* acc, accel_sharding_strategy* out);
 /* *out = 1 when sharded models offload to the CPU (the resolved cpu_offload
    option), else 0. Not collective. Errors: INVALID_ARGUMENT for a NULL acc or
    out; *out is untouched then. */
@@ -446,8 +438,7 @@ ACCEL_API accel_status accel_accelerator_set_seed_ext(accel_accelerator* acc, ui
    dim 0 may differ between processes; the other dims and the dtype must match,
    else every process gets INVALID_ARGUMENT naming the differing ranks.
    Collective. Returns a new handle in *out. */
-ACCEL_API accel_status accel_accelerator_gather(accel_accelerator* acc, const accel_tensor* tensor,
-                                                accel_tensor** out);
+ACCEL_API accel_status accel_accelerator_gather(accel_accelerator* acc, const accel_tensor* tensor, accel_tensor** out);
 /* Like accel_accelerator_gather, but on the last batch of a prepared dataloader
    it drops the samples that were repeated to complete the last round, so a
    metric over the result counts every sample of the dataset exactly once.
@@ -462,8 +453,8 @@ ACCEL_API accel_status accel_accelerator_gather_for_metrics(accel_accelerator* a
    (DISTRIBUTED), wait until the TIMEOUT, or abort the process (Gloo does on a
    size mismatch). Diagnose with `accel launch --debug`.
    Collective. Returns a new handle in *out. */
-ACCEL_API accel_status accel_accelerator_reduce(accel_accelerator* acc, const accel_tensor* tensor,
-                                                accel_reduce_op op, accel_tensor** out);
+ACCEL_API accel_status accel_accelerator_reduce(accel_accelerator* acc, const accel_tensor* tensor, accel_reduce_op op,
+                                                accel_tensor** out);
 /* Process `from`'s tensor, on every process; shapes and dtypes must match
    (checked in debug mode only, as for accel_accelerator_reduce).
    Collective. Returns a new handle in *out. */
@@ -571,7 +562,6 @@ ACCEL_API accel_status accel_accelerator_free_memory(accel_accelerator* acc);
 /* ------------------------------------------------------------------------- */
 /* Models and losses                                                          */
 /* ------------------------------------------------------------------------- */
-
 
 /* Loads a TorchScript module saved by PyTorch (torch.jit.save); its parameters
    are trainable. transformers' elementwise tanh-GELU (GPT-2's gelu_new) is
@@ -712,9 +702,9 @@ ACCEL_API accel_status accel_model_named_buffers(const accel_model* model, accel
 ACCEL_API accel_status accel_model_load_state_dict(accel_model* model, const accel_tensor_map* tensors, int strict);
 
 typedef enum accel_loss_kind {
-  ACCEL_LOSS_CROSS_ENTROPY = 1,  /* logits [N,C], int64 class targets [N] */
-  ACCEL_LOSS_MSE = 2,            /* same shapes */
-  ACCEL_LOSS_NLL = 3,            /* log-probabilities [N,C], int64 targets [N] */
+  ACCEL_LOSS_CROSS_ENTROPY = 1,   /* logits [N,C], int64 class targets [N] */
+  ACCEL_LOSS_MSE = 2,             /* same shapes */
+  ACCEL_LOSS_NLL = 3,             /* log-probabilities [N,C], int64 targets [N] */
   ACCEL_LOSS_BCE_WITH_LOGITS = 4, /* logits and float targets of the same shape */
   /* Hugging Face's shifted causal LM loss: logits [N, L, V], integer labels
      [N, L]; position t predicts label t + 1, labels of -100 (ignore_index)
@@ -730,7 +720,7 @@ ACCEL_API accel_status accel_loss(accel_loss_kind kind, const accel_tensor* inpu
 
 /* PyTorch's CrossEntropyLoss options for accel_loss_ext. */
 typedef struct accel_loss_options {
-  uint32_t struct_size;   /* set by ACCEL_LOSS_OPTIONS_INIT / accel_loss_options_init */
+  uint32_t struct_size; /* set by ACCEL_LOSS_OPTIONS_INIT / accel_loss_options_init */
   /* Targets equal to it count for nothing; the mean runs over the others.
      Cross-entropy, NLL and causal LM only. Default -100 (PyTorch's). */
   int64_t ignore_index;
@@ -739,7 +729,8 @@ typedef struct accel_loss_options {
   double label_smoothing;
 } accel_loss_options;
 
-#define ACCEL_LOSS_OPTIONS_INIT { (uint32_t)sizeof(accel_loss_options), -100, 0.0 }
+#define ACCEL_LOSS_OPTIONS_INIT \
+  { (uint32_t)sizeof(accel_loss_options), -100, 0.0 }
 ACCEL_API void accel_loss_options_init(accel_loss_options* opts);
 
 /* accel_loss with options (NULL: the defaults, i.e. accel_loss). New handle in
@@ -753,7 +744,6 @@ ACCEL_API accel_status accel_loss_ext(accel_loss_kind kind, const accel_tensor* 
 /* ------------------------------------------------------------------------- */
 /* Optimizers                                                                 */
 /* ------------------------------------------------------------------------- */
-
 
 typedef enum accel_optimizer_kind {
   ACCEL_OPTIM_SGD = 1,
@@ -770,15 +760,15 @@ typedef struct accel_optimizer_options {
   accel_optimizer_kind kind;
   double lr;
   double weight_decay;
-  double momentum;      /* SGD, RMSprop */
-  double dampening;     /* SGD */
-  int nesterov;         /* SGD */
-  double beta1, beta2;  /* Adam, AdamW */
-  double eps;           /* Adam, AdamW, RMSprop, Adagrad */
-  int amsgrad;          /* Adam, AdamW */
-  double alpha;         /* RMSprop */
-  int centered;         /* RMSprop */
-  double lr_decay;      /* Adagrad */
+  double momentum;                  /* SGD, RMSprop */
+  double dampening;                 /* SGD */
+  int nesterov;                     /* SGD */
+  double beta1, beta2;              /* Adam, AdamW */
+  double eps;                       /* Adam, AdamW, RMSprop, Adagrad */
+  int amsgrad;                      /* Adam, AdamW */
+  double alpha;                     /* RMSprop */
+  int centered;                     /* RMSprop */
+  double lr_decay;                  /* Adagrad */
   double initial_accumulator_value; /* Adagrad */
 } accel_optimizer_options;
 
@@ -811,16 +801,16 @@ ACCEL_API accel_status accel_optimizer_step_was_skipped(const accel_optimizer* o
 /* Learning-rate schedulers                                                   */
 /* ------------------------------------------------------------------------- */
 
-
 typedef enum accel_scheduler_kind {
-  ACCEL_SCHED_STEP = 1,              /* step_size, gamma */
-  ACCEL_SCHED_MULTI_STEP = 2,        /* milestones, num_milestones, gamma */
-  ACCEL_SCHED_EXPONENTIAL = 3,       /* gamma */
-  ACCEL_SCHED_COSINE_ANNEALING = 4,  /* t_max, eta_min */
-  ACCEL_SCHED_LINEAR = 5,            /* start_factor, end_factor, total_iters */
-  ACCEL_SCHED_CONSTANT = 6,          /* factor, total_iters */
-  ACCEL_SCHED_POLYNOMIAL = 7,        /* total_iters, power */
-  ACCEL_SCHED_ONE_CYCLE = 8,         /* max_lr, total_steps, pct_start, anneal_linear, div_factor, final_div_factor, three_phase */
+  ACCEL_SCHED_STEP = 1,             /* step_size, gamma */
+  ACCEL_SCHED_MULTI_STEP = 2,       /* milestones, num_milestones, gamma */
+  ACCEL_SCHED_EXPONENTIAL = 3,      /* gamma */
+  ACCEL_SCHED_COSINE_ANNEALING = 4, /* t_max, eta_min */
+  ACCEL_SCHED_LINEAR = 5,           /* start_factor, end_factor, total_iters */
+  ACCEL_SCHED_CONSTANT = 6,         /* factor, total_iters */
+  ACCEL_SCHED_POLYNOMIAL = 7,       /* total_iters, power */
+  ACCEL_SCHED_ONE_CYCLE =
+      8, /* max_lr, total_steps, pct_start, anneal_linear, div_factor, final_div_factor, three_phase */
   ACCEL_SCHED_LINEAR_WARMUP = 9,     /* num_warmup_steps, num_training_steps */
   ACCEL_SCHED_COSINE_WARMUP = 10,    /* num_warmup_steps, num_training_steps, num_cycles */
   ACCEL_SCHED_REDUCE_ON_PLATEAU = 11 /* mode_max, factor, patience, threshold, threshold_abs, cooldown, min_lr, eps */
@@ -850,7 +840,7 @@ typedef struct accel_scheduler_options {
   int three_phase;
   int64_t num_warmup_steps, num_training_steps;
   double num_cycles;
-  int mode_max;      /* ReduceOnPlateau: 0 "min", 1 "max" */
+  int mode_max; /* ReduceOnPlateau: 0 "min", 1 "max" */
   int64_t patience;
   double threshold;
   int threshold_abs; /* 0 "rel", 1 "abs" */
@@ -879,7 +869,6 @@ ACCEL_API accel_status accel_scheduler_last_epoch(const accel_scheduler* schedul
 /* Datasets and dataloaders                                                   */
 /* ------------------------------------------------------------------------- */
 
-
 /* A dataset of (inputs[i], targets[i]) pairs over two tensors with the same
    size on dim 0. The dataset keeps its own reference to the tensors; the
    handles stay the caller's. New handle in *out. */
@@ -892,8 +881,8 @@ ACCEL_API accel_status accel_dataset_from_tensors(const accel_tensor* inputs, co
    truncated file, image and label counts that differ) or the dimension whose
    size the file cannot hold, checked before the data is allocated. New handle
    in *out. */
-ACCEL_API accel_status accel_dataset_from_idx(const char* images_path, const char* labels_path, double mean,
-                                              double std, accel_dataset** out);
+ACCEL_API accel_status accel_dataset_from_idx(const char* images_path, const char* labels_path, double mean, double std,
+                                              accel_dataset** out);
 /* A dataset from a numeric CSV file with a header row: inputs are float32
    [N, columns - 1], targets the column named label_column as label_dtype [N].
    Cells are plain decimal numbers ("1", "-2.5", "3e-4", an optional leading
@@ -949,7 +938,8 @@ typedef struct accel_dataset_callbacks {
   void (*release)(void* user);
 } accel_dataset_callbacks;
 
-#define ACCEL_DATASET_CALLBACKS_INIT { (uint32_t)sizeof(accel_dataset_callbacks), NULL, NULL, NULL, NULL }
+#define ACCEL_DATASET_CALLBACKS_INIT \
+  { (uint32_t)sizeof(accel_dataset_callbacks), NULL, NULL, NULL, NULL }
 ACCEL_API void accel_dataset_callbacks_init(accel_dataset_callbacks* callbacks);
 
 /* A map-style dataset read through callbacks; the loader writes samples
@@ -966,14 +956,15 @@ ACCEL_API accel_status accel_dataset_from_callbacks(const accel_field_spec* fiel
 typedef struct accel_stream_callbacks {
   uint32_t struct_size;
   /* Writes the next sample into fields and sets *has_sample = 1, or sets
-     *has_sample = 0 at the end of the stream. Required. */
+   *has_sample = 0 at the end of the stream. Required. */
   accel_status (*next_sample)(void* user, void* const* fields, const size_t* nbytes, int* has_sample);
   /* Optional: starts a new pass over the stream (each epoch). */
   accel_status (*reset)(void* user, uint64_t epoch);
   void (*release)(void* user); /* optional, as for accel_dataset_callbacks */
 } accel_stream_callbacks;
 
-#define ACCEL_STREAM_CALLBACKS_INIT { (uint32_t)sizeof(accel_stream_callbacks), NULL, NULL, NULL }
+#define ACCEL_STREAM_CALLBACKS_INIT \
+  { (uint32_t)sizeof(accel_stream_callbacks), NULL, NULL, NULL }
 ACCEL_API void accel_stream_callbacks_init(accel_stream_callbacks* callbacks);
 
 /* An iterable dataset read through callbacks. Prepared loaders shard it as
@@ -1047,9 +1038,9 @@ ACCEL_API accel_status accel_sequences_from_text(const char* path, accel_text_sp
    an unreadable file, no sample; INVALID_ARGUMENT for a NULL path or
    vocab_path and as accel_sequences_from_text. New handle in *out (free with
    accel_sequences_free); *out is untouched on error. */
-ACCEL_API accel_status accel_sequences_from_text_vocab(const char* path, const char* vocab_path,
-                                                       accel_text_split rule, const char* separator,
-                                                       int64_t chunk_length, int64_t stride, accel_sequences** out);
+ACCEL_API accel_status accel_sequences_from_text_vocab(const char* path, const char* vocab_path, accel_text_split rule,
+                                                       const char* separator, int64_t chunk_length, int64_t stride,
+                                                       accel_sequences** out);
 /* Sequences from one safetensors file holding a flat integer ids tensor and
    its offsets tensor (N + 1 entries, as for accel_sequences_from_arrays), and
    optionally labels (labels_name NULL or "": none); integer dtypes are
@@ -1083,14 +1074,15 @@ typedef struct accel_padding_options {
      truncate is set, else the loader call that reads it returns
      INVALID_ARGUMENT naming the sample and its length. Default 0 (no limit). */
   int64_t max_length;
-  int truncate;               /* default 0 */
+  int truncate; /* default 0 */
   /* Without labels in the data: 1 (default) adds labels = input_ids with the
      padding set to -100 (a causal LM's labels; the model shifts them); 0 adds
      no labels field. */
   int causal_lm_labels;
 } accel_padding_options;
 
-#define ACCEL_PADDING_OPTIONS_INIT { (uint32_t)sizeof(accel_padding_options), 0, 0, 0, 0, 1 }
+#define ACCEL_PADDING_OPTIONS_INIT \
+  { (uint32_t)sizeof(accel_padding_options), 0, 0, 0, 0, 1 }
 ACCEL_API void accel_padding_options_init(accel_padding_options* opts);
 
 /* A map-style dataset over sequences (kept alive by the dataset) whose
@@ -1100,8 +1092,8 @@ ACCEL_API void accel_padding_options_init(accel_padding_options* opts);
    labels [B], or the causal LM labels (see causal_lm_labels). opts may be
    NULL. Errors: INVALID_ARGUMENT for a negative pad_id, pad_to_multiple_of or
    max_length. New handle in *out. */
-ACCEL_API accel_status accel_dataset_from_sequences(const accel_sequences* sequences,
-                                                    const accel_padding_options* opts, accel_dataset** out);
+ACCEL_API accel_status accel_dataset_from_sequences(const accel_sequences* sequences, const accel_padding_options* opts,
+                                                    accel_dataset** out);
 
 /* A collate function: turns the num_samples sequences of one batch into one
    new tensor per field name, written to fields[0..num_fields-1] (all NULL on
@@ -1113,8 +1105,8 @@ ACCEL_API accel_status accel_dataset_from_sequences(const accel_sequences* seque
    from the loader's worker threads when num_workers > 0, possibly
    concurrently. */
 typedef accel_status (*accel_collate_fn)(void* user, const accel_tensor* const* input_ids,
-                                         const accel_tensor* const* labels, size_t num_samples,
-                                         accel_tensor** fields, size_t num_fields);
+                                         const accel_tensor* const* labels, size_t num_samples, accel_tensor** fields,
+                                         size_t num_fields);
 /* A map-style dataset over sequences whose batches collate makes, with the
    field names field_names[0..num_fields-1] (copied). release (optional) is
    called once when the library no longer needs user (the dataset and every
@@ -1145,7 +1137,7 @@ typedef struct accel_dataloader_options {
      seeded by accel_accelerator_set_seed (PyTorch's RandomSampler), see
      use_seedable_sampler in accel_accelerator_options. */
   uint64_t seed;
-  int drop_last;      /* default 0 */
+  int drop_last; /* default 0 */
   /* Background threads reading batches ahead (0: read on the calling thread);
      the order of batches never depends on it. 0 to 256 (more is
      INVALID_ARGUMENT at create). They start with each epoch's first
@@ -1157,7 +1149,8 @@ typedef struct accel_dataloader_options {
   int prefetch_factor; /* batches read ahead per worker; default 2 */
 } accel_dataloader_options;
 
-#define ACCEL_DATALOADER_OPTIONS_INIT { (uint32_t)sizeof(accel_dataloader_options), 1, 0, 0, 0, 0, 2 }
+#define ACCEL_DATALOADER_OPTIONS_INIT \
+  { (uint32_t)sizeof(accel_dataloader_options), 1, 0, 0, 0, 0, 2 }
 ACCEL_API void accel_dataloader_options_init(accel_dataloader_options* opts);
 
 /* A dataloader over dataset (which it keeps alive). Before prepare it yields
@@ -1207,8 +1200,7 @@ ACCEL_API void accel_dataloader_free(accel_dataloader* loader);
    Errors: INVALID_ARGUMENT when the dataset's samples are not (input, target)
    pairs (nothing is consumed: use accel_dataloader_next_fields); RESOURCE
    when a worker thread cannot start (see num_workers). */
-ACCEL_API accel_status accel_dataloader_next(accel_dataloader* loader, accel_tensor** inputs,
-                                             accel_tensor** targets);
+ACCEL_API accel_status accel_dataloader_next(accel_dataloader* loader, accel_tensor** inputs, accel_tensor** targets);
 /* The next batch as one new tensor handle per field, written to
    fields[0..*count-1] (capacity: the array's length); *count = 0 at the end of
    the epoch. The caller frees every handle. Errors: INVALID_ARGUMENT when the
@@ -1342,8 +1334,7 @@ ACCEL_API accel_status accel_accelerator_held_bytes(const accel_accelerator* acc
                                                     const accel_optimizer* optimizer, int64_t* parameters,
                                                     int64_t* gradients, int64_t* optimizer_state);
 /* Clamps every gradient element of the model to [-clip_value, clip_value] (sync steps only). */
-ACCEL_API accel_status accel_accelerator_clip_grad_value(accel_accelerator* acc, accel_model* model,
-                                                         double clip_value);
+ACCEL_API accel_status accel_accelerator_clip_grad_value(accel_accelerator* acc, accel_model* model, double clip_value);
 /* Divides the optimizer's gradients by the fp16 loss scale now (no-op otherwise). */
 ACCEL_API accel_status accel_accelerator_unscale_gradients(accel_accelerator* acc, accel_optimizer* optimizer);
 /* The current fp16 loss scale (1 when not scaling). */

@@ -85,9 +85,8 @@ ACCEL_API accel_status accel_accelerator_set_save_iteration(accel_accelerator* a
    Hugging Face's names instead: pytorch_model.bin, or shards
    pytorch_model-0000i-of-0000N.bin plus pytorch_model.bin.index.json.
    Collective. */
-ACCEL_API accel_status accel_accelerator_save_model(accel_accelerator* acc, const accel_model* model,
-                                                    const char* dir, const char* max_shard_size,
-                                                    int safe_serialization);
+ACCEL_API accel_status accel_accelerator_save_model(accel_accelerator* acc, const accel_model* model, const char* dir,
+                                                    const char* max_shard_size, int safe_serialization);
 /* Loads a .safetensors file, a PyTorch pickle (path ending in .bin, .pt or
    .pth: Hugging Face's pytorch_model.bin, torch.save's zip format, read as data
    only: any other global than a state dict's is an IO error naming it), or a
@@ -138,7 +137,8 @@ typedef struct accel_checkpoint_callbacks {
   void (*release)(void* user);
 } accel_checkpoint_callbacks;
 
-#define ACCEL_CHECKPOINT_CALLBACKS_INIT { (uint32_t)sizeof(accel_checkpoint_callbacks), NULL, NULL, NULL }
+#define ACCEL_CHECKPOINT_CALLBACKS_INIT \
+  { (uint32_t)sizeof(accel_checkpoint_callbacks), NULL, NULL, NULL }
 ACCEL_API void accel_checkpoint_callbacks_init(accel_checkpoint_callbacks* callbacks);
 /* Registers an object: saved as custom_checkpoint_{i}.bin (i in registration
    order) by the main process, restored by load_state on every process. A
@@ -155,11 +155,9 @@ ACCEL_API accel_status accel_accelerator_register_for_checkpointing(accel_accele
    when the registration fails). */
 typedef accel_status (*accel_state_hook)(void* user, const char* dir);
 ACCEL_API accel_status accel_accelerator_register_save_state_pre_hook(accel_accelerator* acc, accel_state_hook hook,
-                                                                      void* user, void (*release)(void*),
-                                                                      int64_t* id);
+                                                                      void* user, void (*release)(void*), int64_t* id);
 ACCEL_API accel_status accel_accelerator_register_load_state_pre_hook(accel_accelerator* acc, accel_state_hook hook,
-                                                                      void* user, void (*release)(void*),
-                                                                      int64_t* id);
+                                                                      void* user, void (*release)(void*), int64_t* id);
 /* Errors: INVALID_ARGUMENT for an id that names no registered hook. */
 ACCEL_API accel_status accel_accelerator_remove_hook(accel_accelerator* acc, int64_t id);
 

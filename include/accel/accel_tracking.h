@@ -59,8 +59,8 @@ ACCEL_API accel_status accel_accelerator_init_trackers(accel_accelerator* acc, c
 /* Logs count named scalars at step (step < 0: no step) to every running tracker.
  * Errors: INVALID_ARGUMENT naming a name the mlflow tracker cannot send. The
  * mlflow server tracker only queues values here; a thread sends them. */
-ACCEL_API accel_status accel_accelerator_log(accel_accelerator* acc, const char* const* names,
-                                             const double* values, size_t count, int64_t step);
+ACCEL_API accel_status accel_accelerator_log(accel_accelerator* acc, const char* const* names, const double* values,
+                                             size_t count, int64_t step);
 /* Logs a text value (TensorBoard text, a JSONL record); step < 0: no step. */
 ACCEL_API accel_status accel_accelerator_log_text(accel_accelerator* acc, const char* tag, const char* text,
                                                   int64_t step);
@@ -89,8 +89,7 @@ typedef enum accel_log_level {
  * main_process_only nonzero only rank 0 writes. Errors: INVALID_ARGUMENT for
  * NULL strings, a level outside accel_log_level, or a bad ACCELERATE_LOG_LEVEL
  * (named). Not collective. */
-ACCEL_API accel_status accel_log(const char* name, accel_log_level level, const char* message,
-                                 int main_process_only);
+ACCEL_API accel_status accel_log(const char* name, accel_log_level level, const char* message, int main_process_only);
 
 /* A progress bar over total steps on stderr: redrawn in place on a terminal,
  * a plain line at every 10% otherwise; silent on ranks other than 0 (when

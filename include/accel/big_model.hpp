@@ -106,8 +106,7 @@ void materialize(const Model& model, const std::string& checkpoint, c10::optiona
 // weight (a Linear's "weight": "wte.weight") is brought in only with its own
 // node, so keep its owner off disk. Not collective.
 void load_checkpoint_and_dispatch(const Model& model, const std::string& checkpoint, const DeviceMap& device_map,
-                                  const std::string& offload_folder = "",
-                                  c10::optional<c10::ScalarType> dtype = {});
+                                  const std::string& offload_folder = "", c10::optional<c10::ScalarType> dtype = {});
 
 // A device map as a JSON object string (in order) and back; from_json throws
 // InvalidArgument for text that is not an object of strings.

@@ -160,10 +160,10 @@ struct GradientState {
   // dataloader's last batch): gradients are synchronised, and the prepared
   // optimizer and scheduler step. Always true without accumulation.
   bool sync_gradients = true;
-  int64_t num_steps = 1;            // gradient_accumulation_steps
-  int64_t step = 0;                 // micro-steps into the current window
-  bool sync_with_dataloader = true; // the dataloader's last batch always syncs
-  bool end_of_dataloader = false;  // the batch just yielded is the epoch's last
+  int64_t num_steps = 1;             // gradient_accumulation_steps
+  int64_t step = 0;                  // micro-steps into the current window
+  bool sync_with_dataloader = true;  // the dataloader's last batch always syncs
+  bool end_of_dataloader = false;    // the batch just yielded is the epoch's last
   // Accelerate's remainder: from the start of each epoch of a prepared
   // loader, the dataset's length modulo the total batch size (batch_size,
   // times num_processes without split_batches); at the last batch of a stream
@@ -274,7 +274,9 @@ class DataLoader {
   const DataLoaderOptions& options() const { return options_; }
   const std::shared_ptr<Dataset>& dataset() const { return dataset_; }
   // The dataset's field names (Dataset::field_names; empty for a stream).
-  std::vector<std::string> field_names() const { return dataset_ ? dataset_->field_names() : std::vector<std::string>{}; }
+  std::vector<std::string> field_names() const {
+    return dataset_ ? dataset_->field_names() : std::vector<std::string>{};
+  }
   std::weak_ptr<const void> lifetime() const { return alive_; }
 
  private:

@@ -8,7 +8,6 @@
 #include <stdexcept>
 #include <string>
 
-
 namespace accel {
 
 enum class ErrorCode : int {

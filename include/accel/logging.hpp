@@ -33,7 +33,9 @@ class Logger {
   void log(LogLevel level, const std::string& message, bool main_process_only = true) const;
   void debug(const std::string& m, bool main_process_only = true) const { log(LogLevel::Debug, m, main_process_only); }
   void info(const std::string& m, bool main_process_only = true) const { log(LogLevel::Info, m, main_process_only); }
-  void warning(const std::string& m, bool main_process_only = true) const { log(LogLevel::Warning, m, main_process_only); }
+  void warning(const std::string& m, bool main_process_only = true) const {
+    log(LogLevel::Warning, m, main_process_only);
+  }
   void error(const std::string& m, bool main_process_only = true) const { log(LogLevel::Error, m, main_process_only); }
   // Where lines go; stderr unless redirected (tests).
   void set_output(std::FILE* out) { out_ = out; }

@@ -14,7 +14,7 @@ namespace accel {
 
 struct MemoryEstimate {
   ShardingStrategy strategy = ShardingStrategy::NoShard;
-  HeldBytes bytes;                 // held between steps, as Accelerator::held_bytes counts it
+  HeldBytes bytes;                  // held between steps, as Accelerator::held_bytes counts it
   int64_t gathered_unit_bytes = 0;  // FULL_SHARD: the largest unit, whole while it runs
   // With cpu_offload: how many of `bytes` are in host memory (the master
   // chunk, gradient chunk and optimizer state); the rest is on the device.
@@ -43,7 +43,6 @@ struct MemoryEstimate {
 // stands for the first of model.safetensors.index.json, model.safetensors,
 // pytorch_model.bin.index.json, pytorch_model.bin and model.pt it holds.
 std::vector<MemoryEstimate> estimate_memory(const std::string& path, int world_size, OptimizerKind optimizer,
-                                            int64_t min_num_params = 0, bool cpu_offload = false,
-                                            int num_machines = 1);
+                                            int64_t min_num_params = 0, bool cpu_offload = false, int num_machines = 1);
 
 }  // namespace accel

@@ -19,7 +19,7 @@ struct GradientState;
 namespace detail {
 class GradScaler;
 class FlatShard;
-}
+}  // namespace detail
 
 enum class OptimizerKind { Sgd = 1, Adam = 2, AdamW = 3, RmsProp = 4, Adagrad = 5 };
 
@@ -60,8 +60,8 @@ class Optimizer {
   // prepared, does nothing on accumulation micro-steps.
   void zero_grad();
   bool step_was_skipped() const;
-  double lr() const;           // of the first parameter group
-  void set_lr(double lr);      // of every parameter group
+  double lr() const;       // of the first parameter group
+  void set_lr(double lr);  // of every parameter group
   const OptimizerOptions& options() const;
   const Model& model() const;
   torch::optim::Optimizer& torch_optimizer();

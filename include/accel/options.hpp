@@ -43,8 +43,8 @@ const char* to_string(DistributedType type);
 
 // Accelerate's DataLoaderConfiguration: how prepare(dataloader) shards.
 struct DataLoaderConfiguration {
-  bool split_batches = false;    // cut each batch into num_processes slices
-  bool even_batches = true;      // complete the last round from the start of the data
+  bool split_batches = false;  // cut each batch into num_processes slices
+  bool even_batches = true;    // complete the last round from the start of the data
   // The main process reads each batch and scatters slices. Unset: true for
   // iterable datasets with device_placement, false otherwise (Accelerate's
   // default when dispatch_batches is None).
@@ -59,11 +59,11 @@ struct DataLoaderConfiguration {
 
 // Accelerate's ProjectConfiguration: where checkpoints and logs go.
 struct ProjectConfiguration {
-  std::string project_dir;   // empty: the current directory
-  std::string logging_dir;   // empty: project_dir/logs
+  std::string project_dir;                   // empty: the current directory
+  std::string logging_dir;                   // empty: project_dir/logs
   bool automatic_checkpoint_naming = false;  // save_state() → project_dir/checkpoints/checkpoint_{iteration}
-  int64_t total_limit = 0;   // automatic checkpoints kept, oldest removed first; 0: all
-  int64_t iteration = 0;     // number of the next automatic checkpoint (saved in checkpoints)
+  int64_t total_limit = 0;                   // automatic checkpoints kept, oldest removed first; 0: all
+  int64_t iteration = 0;                     // number of the next automatic checkpoint (saved in checkpoints)
   bool save_on_each_node = false;
 };
 
@@ -76,10 +76,10 @@ struct AcceleratorOptions {
   // Unset: ACCELERATE_MIXED_PRECISION from the environment, else MixedPrecision::No.
   std::optional<MixedPrecision> mixed_precision;
   // Gradient sync (Accelerate's DistributedDataParallelKwargs).
-  double bucket_cap_mb = 25.0;        // bucket size cap
-  double first_bucket_cap_mb = 1.0;   // the first bucket, small so communication starts early
+  double bucket_cap_mb = 25.0;          // bucket size cap
+  double first_bucket_cap_mb = 1.0;     // the first bucket, small so communication starts early
   bool gradient_as_bucket_view = true;  // .grad tensors alias the buckets: no copy in or out (DDP defaults to false)
-  bool static_graph = false;          // accepted: buckets are always fixed at prepare (see docs)
+  bool static_graph = false;            // accepted: buckets are always fixed at prepare (see docs)
   bool find_unused_parameters = false;  // false: a parameter without gradient in a synced backward is an error
   // DDP's broadcast_buffers: every training-mode forward (grad enabled) of a
   // prepared model first copies process 0's buffers (BatchNorm running

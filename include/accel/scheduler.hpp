@@ -23,17 +23,17 @@ namespace accel {
 struct GradientState;
 
 enum class SchedulerKind {
-  Step = 1,             // lr * gamma^(t / step_size)
-  MultiStep = 2,        // lr * gamma^(milestones passed)
-  Exponential = 3,      // lr * gamma^t
-  CosineAnnealing = 4,  // eta_min + (lr - eta_min) (1 + cos(pi t / t_max)) / 2
-  Linear = 5,           // factor from start_factor to end_factor over total_iters
-  Constant = 6,         // lr * factor until total_iters
-  Polynomial = 7,       // lr (1 - t / total_iters)^power
-  OneCycle = 8,         // up to max_lr then down (cos or linear, two or three phases)
-  LinearWarmup = 9,     // linear warmup, then linear decay to 0 at num_training_steps
-  CosineWarmup = 10,    // linear warmup, then cosine decay with num_cycles
-  ReduceOnPlateau = 11, // lr * factor when a metric stops improving
+  Step = 1,              // lr * gamma^(t / step_size)
+  MultiStep = 2,         // lr * gamma^(milestones passed)
+  Exponential = 3,       // lr * gamma^t
+  CosineAnnealing = 4,   // eta_min + (lr - eta_min) (1 + cos(pi t / t_max)) / 2
+  Linear = 5,            // factor from start_factor to end_factor over total_iters
+  Constant = 6,          // lr * factor until total_iters
+  Polynomial = 7,        // lr (1 - t / total_iters)^power
+  OneCycle = 8,          // up to max_lr then down (cos or linear, two or three phases)
+  LinearWarmup = 9,      // linear warmup, then linear decay to 0 at num_training_steps
+  CosineWarmup = 10,     // linear warmup, then cosine decay with num_cycles
+  ReduceOnPlateau = 11,  // lr * factor when a metric stops improving
 };
 
 struct SchedulerOptions {

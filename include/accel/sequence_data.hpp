@@ -33,7 +33,7 @@ struct TokenSequences {
   at::Tensor ids;      // int64 [total]: every sequence back to back
   at::Tensor offsets;  // int64 [N + 1]: sequence i is ids[offsets[i], offsets[i + 1])
   LabelKind label_kind = LabelKind::None;
-  at::Tensor labels;   // PerSample: int64 [N]; PerToken: int64 [total], aligned with ids
+  at::Tensor labels;  // PerSample: int64 [N]; PerToken: int64 [total], aligned with ids
 
   int64_t size() const { return offsets.defined() ? offsets.size(0) - 1 : 0; }
   int64_t length(int64_t i) const;
@@ -45,8 +45,7 @@ struct TokenSequences {
 // labels (undefined, int64 [N] or int64 [total]). Ids must be >= 0 and, when
 // vocab_size > 0, below it. Throws InvalidArgument naming the bad offset or
 // the sequence, position and value of the bad id.
-TokenSequences make_token_sequences(at::Tensor ids, at::Tensor offsets, at::Tensor labels = {},
-                                    int64_t vocab_size = 0);
+TokenSequences make_token_sequences(at::Tensor ids, at::Tensor offsets, at::Tensor labels = {}, int64_t vocab_size = 0);
 
 // One JSON value per line: an object whose ids_key holds an array of integer
 // ids (or, with ids_key empty, a bare array). labels_key, when not empty,
@@ -111,9 +110,9 @@ struct PaddingOptions {
 
 // A sample as a collate function receives it.
 struct SequenceSample {
-  int64_t index = 0;    // in the dataset
-  at::Tensor input_ids; // int64 [length] (a view: do not write to it)
-  at::Tensor labels;    // undefined, int64 [] (per sample) or int64 [length] (per token)
+  int64_t index = 0;     // in the dataset
+  at::Tensor input_ids;  // int64 [length] (a view: do not write to it)
+  at::Tensor labels;     // undefined, int64 [] (per sample) or int64 [length] (per token)
 };
 
 // Collates the samples of one batch into one tensor per field name, in the

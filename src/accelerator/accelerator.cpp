@@ -67,16 +67,17 @@ void create_hybrid_groups(AcceleratorState& state) {
   const int world = state.env.world_size, per_node = state.env.local_world_size, rank = state.env.rank;
   require_arg(per_node >= 1 && world % per_node == 0 && state.env.local_rank == rank % per_node,
               "sharding_strategy HYBRID_SHARD needs the same number of processes on every node, numbered node by "
-              "node; got world size " + std::to_string(world) + ", LOCAL_WORLD_SIZE " + std::to_string(per_node) +
-                  ", rank " + std::to_string(rank) + " with LOCAL_RANK " + std::to_string(state.env.local_rank));
+              "node; got world size " +
+                  std::to_string(world) + ", LOCAL_WORLD_SIZE " + std::to_string(per_node) + ", rank " +
+                  std::to_string(rank) + " with LOCAL_RANK " + std::to_string(state.env.local_rank));
   const int nodes = world / per_node;
   if (nodes == 1) return;
   const int node = rank / per_node, local = rank % per_node;
   std::vector<int> same_node, same_local;
   for (int i = 0; i < per_node; ++i) same_node.push_back(node * per_node + i);
   for (int n = 0; n < nodes; ++n) same_local.push_back(n * per_node + local);
-  state.shard_group = std::make_unique<ProcessGroup>(*state.process_group, "hybrid_shard/node" + std::to_string(node),
-                                                     same_node);
+  state.shard_group =
+      std::make_unique<ProcessGroup>(*state.process_group, "hybrid_shard/node" + std::to_string(node), same_node);
   state.replica_group = std::make_unique<ProcessGroup>(*state.process_group,
                                                        "hybrid_replicate/local" + std::to_string(local), same_local);
 }
@@ -237,7 +238,9 @@ void Accelerator::prepare(DataLoader& loader) {
   const bool dispatch = config.dispatch_batches.value_or(loader.is_iterable() && state_->device_placement);
   std::shared_ptr<detail::AcceleratorState> state = state_;
   if (dispatch && state_->process_group) {
-    placement.dispatch = [state](std::optional<Batch> batch) { return detail::broadcast_batch(*state, std::move(batch)); };
+    placement.dispatch = [state](std::optional<Batch> batch) {
+      return detail::broadcast_batch(*state, std::move(batch));
+    };
   } else if (dispatch) {
     // One process dispatches to itself: the same last batch and remainder as with several.
     placement.dispatch = [](std::optional<Batch> batch) { return batch; };
@@ -260,8 +263,9 @@ std::unique_ptr<DataLoader> Accelerator::skip_first_batches(const DataLoader& lo
 void Accelerator::backward(const at::Tensor& loss) {
   require_arg(loss.defined(), "backward: the loss tensor is undefined");
   require_arg(loss.numel() == 1, "backward: the loss must have one element, got shape " + c10::str(loss.sizes()));
-  require_arg(loss.requires_grad(), "backward: the loss does not require grad (was it computed under no_grad or "
-                                    "from a model in eval mode without parameters requiring grad?)");
+  require_arg(loss.requires_grad(),
+              "backward: the loss does not require grad (was it computed under no_grad or "
+              "from a model in eval mode without parameters requiring grad?)");
   ACCEL_TRACE_SPAN("accel::backward");
   try {
     at::Tensor scaled = state_->gradient_state->num_steps > 1 ? loss / state_->gradient_state->num_steps : loss;
@@ -315,7 +319,6 @@ bool Accelerator::end_of_dataloader() const { return state_->gradient_state->end
 int64_t Accelerator::remainder() const { return state_->gradient_state->remainder; }
 int64_t Accelerator::gradient_accumulation_steps() const { return state_->gradient_state->num_steps; }
 double Accelerator::loss_scale() const { return state_->scaler ? state_->scaler->scale() : 1.0; }
-
 
 void Accelerator::print(const std::string& message) const {
   if (!is_main_process()) return;

@@ -32,9 +32,10 @@ bool exists(const std::string& path) {
 // The model file Accelerate wrote for model i: safetensors (0.25 and later),
 // pytorch_model.bin (0.22), or a sharded index of either.
 std::string model_file(const std::string& dir, size_t i) {
-  static const std::pair<const char*, const char*> kinds[] = {
-      {"model", ".safetensors"}, {"pytorch_model", ".bin"}, {"model", ".safetensors.index.json"},
-      {"pytorch_model", ".bin.index.json"}};
+  static const std::pair<const char*, const char*> kinds[] = {{"model", ".safetensors"},
+                                                              {"pytorch_model", ".bin"},
+                                                              {"model", ".safetensors.index.json"},
+                                                              {"pytorch_model", ".bin.index.json"}};
   for (const auto& [base, ext] : kinds) {
     const std::string path = dir + "/" + numbered_file(base, i, ext);
     if (exists(path)) return path;
@@ -138,7 +139,8 @@ void load_accelerate_checkpoint(AcceleratorState& st, const std::string& dir) {
     const int64_t saved = *ranks.rbegin() + 1;
     require(saved == st.world_size() && static_cast<int64_t>(ranks.size()) == saved, ErrorCode::InvalidArgument,
             "load_state: " + dir + " was saved by " + std::to_string(saved) + " processes (random_states_0.pkl to " +
-                "random_states_" + std::to_string(saved - 1) + ".pkl" + "), " + std::to_string(st.world_size()) + " are running");
+                "random_states_" + std::to_string(saved - 1) + ".pkl" + "), " + std::to_string(st.world_size()) +
+                " are running");
   }
   const std::string no_more = model_file(dir, targets.models.size());
   require(no_more.empty(), ErrorCode::InvalidArgument,
@@ -175,8 +177,9 @@ void load_accelerate_checkpoint(AcceleratorState& st, const std::string& dir) {
   }
   const std::string scaler_path = dir + "/scaler.pt";
   require(exists(scaler_path) == (st.scaler != nullptr), ErrorCode::InvalidArgument,
-          "load_state: " + dir + (st.scaler ? " has no fp16 loss scaler state (scaler.pt)"
-                                            : " holds fp16 loss scaler state (scaler.pt) but fp16 is off"));
+          "load_state: " + dir +
+              (st.scaler ? " has no fp16 loss scaler state (scaler.pt)"
+                         : " holds fp16 loss scaler state (scaler.pt) but fp16 is off"));
   double scale = 0, growth_tracker = 0;
   if (st.scaler) {
     const c10::IValue state = read_torch_save(read_inside(dir, scaler_path), scaler_path);

@@ -152,14 +152,15 @@ void check_strategy(const JsonFile& manifest, const detail::AcceleratorState& st
     // Written before the manifest named the strategy: FULL_SHARD (and
     // HYBRID_SHARD) also shard the models, the others do not.
     const bool saved_full = manifest.has("sharded_models") && manifest.boolean("sharded_models");
-    const bool now_full = st.sharding_strategy == ShardingStrategy::FullShard ||
-                          st.sharding_strategy == ShardingStrategy::HybridShard;
+    const bool now_full =
+        st.sharding_strategy == ShardingStrategy::FullShard || st.sharding_strategy == ShardingStrategy::HybridShard;
     if (saved_full == now_full) return;
     saved = saved_full ? "FULL_SHARD or HYBRID_SHARD" : "SHARD_OPTIMIZER or SHARD_GRAD_OP";
   }
   require(saved == now, ErrorCode::InvalidArgument,
           "load_state: " + dir + " holds optimizer state sharded by sharding_strategy " + saved +
-              ", but sharding_strategy is " + now + "; loading it under another strategy is not supported (it "
+              ", but sharding_strategy is " + now +
+              "; loading it under another strategy is not supported (it "
               "would map the chunks to the wrong parameters)");
 }
 
@@ -186,8 +187,10 @@ void Accelerator::load_state(const std::string& requested_dir) {
   const bool sharded = st.shards_models();
   if (detail::is_accelerate_checkpoint(dir)) {  // written by Python Accelerate: no manifest, its own files
     require(!sharded, ErrorCode::Unsupported,
-            "load_state: " + dir + " is an Accelerate checkpoint with a full optimizer state; loading it with "
-            "sharding_strategy " + to_string(st.sharding_strategy) + " is not supported yet");
+            "load_state: " + dir +
+                " is an Accelerate checkpoint with a full optimizer state; loading it with "
+                "sharding_strategy " +
+                to_string(st.sharding_strategy) + " is not supported yet");
     detail::load_accelerate_checkpoint(st, dir);
     return;
   }
@@ -226,15 +229,16 @@ void Accelerator::load_state(const std::string& requested_dir) {
           "load_state: " + dir + " was saved by " + std::to_string(saved_processes) + " processes, " +
               std::to_string(st.world_size()) + " are running");
   require(manifest.boolean("scaler") == (st.scaler != nullptr), ErrorCode::InvalidArgument,
-          std::string("load_state: ") + dir + (st.scaler ? " has no fp16 loss scaler state" :
-                                                            " holds fp16 loss scaler state but fp16 is off"));
+          std::string("load_state: ") + dir +
+              (st.scaler ? " has no fp16 loss scaler state" : " holds fp16 loss scaler state but fp16 is off"));
   // Written before sharding existed: full optimizer files.
   const bool saved_sharded = manifest.has("sharded_optimizers") && manifest.boolean("sharded_optimizers");
-  require(saved_sharded == sharded || targets.optimizers.empty(), ErrorCode::InvalidArgument,
-          "load_state: " + dir + (saved_sharded ? " holds sharded optimizer state (one chunk per process)"
-                                                : " holds full optimizer state") +
-              " but sharding_strategy is " + to_string(st.sharding_strategy) +
-              (st.process_group ? "" : " with one process and no cpu_offload"));
+  require(
+      saved_sharded == sharded || targets.optimizers.empty(), ErrorCode::InvalidArgument,
+      "load_state: " + dir +
+          (saved_sharded ? " holds sharded optimizer state (one chunk per process)" : " holds full optimizer state") +
+          " but sharding_strategy is " + to_string(st.sharding_strategy) +
+          (st.process_group ? "" : " with one process and no cpu_offload"));
   if (saved_sharded && sharded && !targets.optimizers.empty()) check_strategy(manifest, st, dir);
   const int64_t iteration = manifest.integer("iteration");
 
@@ -286,9 +290,10 @@ void Accelerator::load_state(const std::string& requested_dir) {
     // own unpickler); from format 2 optimizer.bin is a plain pickle that libaccel's
     // hardened reader reads, so an archive there is refused before LibTorch sees it.
     require(version == 1 || !detail::is_legacy_optimizer_archive(optimizer_bytes.back()), ErrorCode::IO,
-            "load_state: " + reader.path(optimizer_file(i)) + " is a LibTorch (TorchScript) archive, which only "
-            "format-1 checkpoints hold; this checkpoint's manifest says format " + std::to_string(version) +
-            ", whose optimizer state is a plain pickle");
+            "load_state: " + reader.path(optimizer_file(i)) +
+                " is a LibTorch (TorchScript) archive, which only "
+                "format-1 checkpoints hold; this checkpoint's manifest says format " +
+                std::to_string(version) + ", whose optimizer state is a plain pickle");
   }
   for (size_t i = 0; i < targets.schedulers.size(); ++i) {
     scheduler_bytes.push_back(reader.bytes(detail::numbered_file("scheduler", i, ".bin")));
@@ -313,8 +318,7 @@ void Accelerator::load_state(const std::string& requested_dir) {
     JsonFile scaler(reader.path("scaler.pt"), reader.bytes("scaler.pt"));
     const nlohmann::json& value = scaler.field("scale");
     require(value.is_number() && std::isfinite(value.get<double>()) && value.get<double>() > 0, ErrorCode::IO,
-            "load_state: " + scaler.path() + ": \"scale\" is " + JsonFile::describe(value) +
-                ", not a positive number");
+            "load_state: " + scaler.path() + ": \"scale\" is " + JsonFile::describe(value) + ", not a positive number");
     scale = value.get<double>();
     growth_tracker = scaler.integer("growth_tracker");
     require(growth_tracker >= 0, ErrorCode::IO,

@@ -47,13 +47,15 @@ int64_t parse_size(const std::string& text) {
   // Accelerate's convert_file_size_to_int: a decimal number, then a unit; a
   // lowercase final "b" after K/M/G means bits ("5Gb" is 625000000 bytes).
   size_t digits = 0;
-  while (digits < text.size() && (std::isdigit(static_cast<unsigned char>(text[digits])) || text[digits] == '.')) ++digits;
+  while (digits < text.size() && (std::isdigit(static_cast<unsigned char>(text[digits])) || text[digits] == '.'))
+    ++digits;
   require_arg(digits > 0 && digits <= 24 && std::isdigit(static_cast<unsigned char>(text[0])),
               "size \"" + text + "\" does not start with a number of bytes");
   const std::string unit = text.substr(digits);
   static const std::map<std::string, double> units{
-      {"", 1},       {"B", 1},       {"KB", 1e3},       {"MB", 1e6},       {"GB", 1e9},
-      {"KIB", 1024}, {"MIB", 1 << 20}, {"GIB", double(1 << 30)}, {"TB", 1e12}};
+      {"", 1},     {"B", 1},      {"KB", 1e3},      {"MB", 1e6},
+      {"GB", 1e9}, {"KIB", 1024}, {"MIB", 1 << 20}, {"GIB", double(1 << 30)},
+      {"TB", 1e12}};
   std::string upper;
   for (char c : unit) upper += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   auto it = units.find(upper);
@@ -167,14 +169,15 @@ LoadReport Accelerator::load_checkpoint_in_model(Model& model, const std::string
       return;
     }
     const detail::ModelWeights::Tensor& stored = it->second;
-    require_arg(stored.shape == target.sizes().vec(),
-                stored.file + ": tensor \"" + name + "\" has shape " + c10::str(at::IntArrayRef(stored.shape)) +
-                    ", the model's has " + c10::str(target.sizes()));
+    require_arg(stored.shape == target.sizes().vec(), stored.file + ": tensor \"" + name + "\" has shape " +
+                                                          c10::str(at::IntArrayRef(stored.shape)) +
+                                                          ", the model's has " + c10::str(target.sizes()));
     // Floating types convert (a bf16 checkpoint into an fp32 model, as
     // transformers does); integers, booleans and floats do not mix.
     require_arg(kind_of(weights.scalar_type(stored)) == kind_of(target.scalar_type()),
                 stored.file + ": tensor \"" + name + "\" is stored as " + stored.dtype + ", the model's is " +
-                    c10::toString(target.scalar_type()) + " (no conversion between integer, boolean and floating types)");
+                    c10::toString(target.scalar_type()) +
+                    " (no conversion between integer, boolean and floating types)");
     used.insert(name);
     plan.emplace_back(target, &stored);
   };

@@ -40,8 +40,8 @@ std::vector<at::Tensor> Accelerator::pad_across_processes(const std::vector<at::
       local_sizes.push_back(0);
       continue;
     }
-    require_arg(dim >= -t.dim(), "pad_across_processes: dim " + std::to_string(dim) +
-                                     " is out of range for shape " + c10::str(t.sizes()));
+    require_arg(dim >= -t.dim(), "pad_across_processes: dim " + std::to_string(dim) + " is out of range for shape " +
+                                     c10::str(t.sizes()));
     dims.push_back(dim < 0 ? dim + t.dim() : dim);
     local_sizes.push_back(t.size(dims.back()));
   }

@@ -20,8 +20,8 @@ ShardingStrategy from_zero_stage(const std::string& text) {
   if (text == "1") return ShardingStrategy::ShardOptimizer;
   if (text == "2") return ShardingStrategy::ShardGradOp;
   if (text == "3") return ShardingStrategy::FullShard;
-  fail(ErrorCode::InvalidArgument, "environment variable ACCELERATE_DEEPSPEED_ZERO_STAGE=\"" + text +
-                                       "\" is not a ZeRO stage (0, 1, 2 or 3)");
+  fail(ErrorCode::InvalidArgument,
+       "environment variable ACCELERATE_DEEPSPEED_ZERO_STAGE=\"" + text + "\" is not a ZeRO stage (0, 1, 2 or 3)");
 }
 
 }  // namespace
@@ -105,8 +105,9 @@ bool resolve_backward_prefetch(const std::optional<bool>& option) {
 }
 
 bool resolve_activation_checkpointing(const std::optional<bool>& option, ShardingStrategy strategy) {
-  const bool on = option ? *option
-                         : get_env_flag("ACCELERATE_USE_FSDP", false) && get_env_flag("FSDP_ACTIVATION_CHECKPOINTING", false);
+  const bool on =
+      option ? *option
+             : get_env_flag("ACCELERATE_USE_FSDP", false) && get_env_flag("FSDP_ACTIVATION_CHECKPOINTING", false);
   require(!on || shards_parameters(strategy), ErrorCode::Unsupported,
           std::string("fsdp_activation_checkpointing: checkpointing runs per FULL_SHARD wrap unit, but the "
                       "sharding_strategy is ") +
@@ -145,8 +146,9 @@ bool resolve_cpu_offload(const std::optional<bool>& option, ShardingStrategy str
     source = optimizer ? "ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE" : "ACCELERATE_DEEPSPEED_OFFLOAD_PARAM_DEVICE";
   }
   require(!on || strategy != ShardingStrategy::NoShard, ErrorCode::Unsupported,
-          source + ": CPU offload moves a sharded model's master weights, gradients and optimizer state, but the "
-                   "sharding_strategy is NO_SHARD (choose SHARD_OPTIMIZER, SHARD_GRAD_OP, FULL_SHARD or HYBRID_SHARD)");
+          source +
+              ": CPU offload moves a sharded model's master weights, gradients and optimizer state, but the "
+              "sharding_strategy is NO_SHARD (choose SHARD_OPTIMIZER, SHARD_GRAD_OP, FULL_SHARD or HYBRID_SHARD)");
   return on;
 }
 
@@ -182,8 +184,8 @@ int64_t resolve_accumulation_steps(const std::optional<int64_t>& option) {
     steps = std::strtoll(from_env->c_str(), &end, 10);
     require_arg(end != from_env->c_str() && *end == '\0' && errno == 0,
                 "environment variable ACCELERATE_GRADIENT_ACCUMULATION_STEPS=\"" + *from_env + "\" is not an integer");
-    require_arg(steps >= 1, "environment variable ACCELERATE_GRADIENT_ACCUMULATION_STEPS=\"" + *from_env +
-                                "\" must be >= 1");
+    require_arg(steps >= 1,
+                "environment variable ACCELERATE_GRADIENT_ACCUMULATION_STEPS=\"" + *from_env + "\" must be >= 1");
   }
   return steps;
 }
@@ -195,12 +197,13 @@ ResolvedOptions resolve_options(const AcceleratorOptions& options) {
   r.given = options;
   require_arg(options.timeout.count() > 0,
               "timeout must be positive, got " + std::to_string(options.timeout.count()) + " ms");
-  require_arg(options.bucket_cap_mb > 0, "bucket_cap_mb must be positive, got " + std::to_string(options.bucket_cap_mb));
+  require_arg(options.bucket_cap_mb > 0,
+              "bucket_cap_mb must be positive, got " + std::to_string(options.bucket_cap_mb));
   require_arg(options.first_bucket_cap_mb > 0,
               "first_bucket_cap_mb must be positive, got " + std::to_string(options.first_bucket_cap_mb));
-  require_arg(options.comm_hook == CommHook::None || options.comm_hook == CommHook::Fp16 ||
-                  options.comm_hook == CommHook::Bf16,
-              "comm_hook " + std::to_string(static_cast<int>(options.comm_hook)) + " is not a CommHook value");
+  require_arg(
+      options.comm_hook == CommHook::None || options.comm_hook == CommHook::Fp16 || options.comm_hook == CommHook::Bf16,
+      "comm_hook " + std::to_string(static_cast<int>(options.comm_hook)) + " is not a CommHook value");
   check_scaler_options(options);
   r.sharding_strategy = resolve_sharding_strategy(options.sharding_strategy);
   r.fsdp_min_num_params = resolve_min_num_params(options.fsdp_min_num_params);

@@ -19,8 +19,8 @@ struct ResolvedOptions {
   AcceleratorOptions given;  // as the caller passed them, for the fields below that are copied unchanged
   bool use_cpu = false;      // the cpu option or ACCELERATE_USE_CPU
   MixedPrecision mixed_precision = MixedPrecision::No;  // the option, else ACCELERATE_MIXED_PRECISION
-  int64_t gradient_accumulation_steps = 1;  // ACCELERATE_GRADIENT_ACCUMULATION_STEPS wins over the option
-  bool debug_mode = false;                  // ACCELERATE_DEBUG_MODE
+  int64_t gradient_accumulation_steps = 1;              // ACCELERATE_GRADIENT_ACCUMULATION_STEPS wins over the option
+  bool debug_mode = false;                              // ACCELERATE_DEBUG_MODE
   ShardingStrategy sharding_strategy = ShardingStrategy::NoShard;
   int64_t fsdp_min_num_params = 0;
   std::vector<std::string> fsdp_wrap_classes;

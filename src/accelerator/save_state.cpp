@@ -194,8 +194,8 @@ std::string Accelerator::save_state(const std::string& requested_dir, bool safe_
   std::vector<DataLoader::Position> positions;
   for (DataLoader* loader : targets.loaders) positions.push_back(loader->position());
   const std::string rng_name = detail::random_states_file(st.rank());
-  detail::FileDigest rng = detail::write_durable(partial, rng_name,
-                                                 detail::pickle_random_states(st.gradient_state->step, positions));
+  detail::FileDigest rng =
+      detail::write_durable(partial, rng_name, detail::pickle_random_states(st.gradient_state->step, positions));
   nlohmann::json digests = nlohmann::json::object();  // file name -> [bytes, xxh3]
   digests[rng_name] = nlohmann::json::array({rng.bytes, rng.xxh3});
   // A sharded optimizer holds this process's chunk only: each process writes its own.
@@ -244,8 +244,8 @@ std::string Accelerator::save_state(const std::string& requested_dir, bool safe_
       put(detail::numbered_file("scheduler", i, ".bin"), targets.schedulers[i].save());
     }
     if (st.scaler) {
-      put("scaler.pt", nlohmann::json{{"scale", st.scaler->scale()}, {"growth_tracker", st.scaler->growth_tracker()}}
-                           .dump());
+      put("scaler.pt",
+          nlohmann::json{{"scale", st.scaler->scale()}, {"growth_tracker", st.scaler->growth_tracker()}}.dump());
     }
     for (size_t i = 0; i < st.checkpoint_objects.size(); ++i) {
       // Accelerate's torch.load of it returns the bytes.

@@ -25,10 +25,10 @@ CheckpointSources open_checkpoint(const std::string& checkpoint);
 
 struct PlannedTensor {
   std::string name;
-  at::Tensor target;                  // the model's tensor (its contents get replaced)
-  const safetensors::File* file;      // points into the sources
+  at::Tensor target;              // the model's tensor (its contents get replaced)
+  const safetensors::File* file;  // points into the sources
   const safetensors::Entry* entry;
-  at::ScalarType type;                // what the model holds: dtype for floating tensors
+  at::ScalarType type;  // what the model holds: dtype for floating tensors
 };
 
 // Every parameter and buffer of root found and checked in sources; throws

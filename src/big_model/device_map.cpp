@@ -39,13 +39,21 @@ int64_t parse_size(const std::string& device, const Json& value) {
     require_arg(value.get<int64_t>() >= 0, where + ": the size must not be negative, got " + value.dump());
     return value.get<int64_t>();
   }
-  require_arg(value.is_string(), where + ": expected bytes (an integer) or a size such as \"50MB\", got " + value.dump());
+  require_arg(value.is_string(),
+              where + ": expected bytes (an integer) or a size such as \"50MB\", got " + value.dump());
   const std::string text = value.get<std::string>();
   size_t digits = 0;
-  while (digits < text.size() && (std::isdigit(static_cast<unsigned char>(text[digits])) || text[digits] == '.')) ++digits;
+  while (digits < text.size() && (std::isdigit(static_cast<unsigned char>(text[digits])) || text[digits] == '.'))
+    ++digits;
   const std::string unit = text.substr(digits);
-  static const std::vector<std::pair<std::string, double>> units = {
-      {"", 1}, {"B", 1}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"KiB", 1024.0}, {"MiB", 1024.0 * 1024}, {"GiB", 1024.0 * 1024 * 1024}};
+  static const std::vector<std::pair<std::string, double>> units = {{"", 1},
+                                                                    {"B", 1},
+                                                                    {"KB", 1e3},
+                                                                    {"MB", 1e6},
+                                                                    {"GB", 1e9},
+                                                                    {"KiB", 1024.0},
+                                                                    {"MiB", 1024.0 * 1024},
+                                                                    {"GiB", 1024.0 * 1024 * 1024}};
   auto unit_it = std::find_if(units.begin(), units.end(), [&](const auto& u) { return u.first == unit; });
   require_arg(digits > 0 && unit_it != units.end(),
               where + ": " + quote_name(text) + " is not a size (a number followed by B, KB, MB, GB, KiB, MiB or GiB)");
@@ -77,7 +85,8 @@ bool unsplittable(const Item& item, const std::vector<std::string>& no_split) {
 }
 
 // get_max_layer_size: the largest unsplittable module among items (and under them).
-std::pair<int64_t, std::vector<std::string>> max_layer(std::vector<Item> items, const std::map<std::string, int64_t>& sizes,
+std::pair<int64_t, std::vector<std::string>> max_layer(std::vector<Item> items,
+                                                       const std::map<std::string, int64_t>& sizes,
                                                        const std::vector<std::string>& no_split) {
   int64_t best = 0;
   std::vector<std::string> names;
@@ -126,7 +135,8 @@ void clean(DeviceMap& map, const std::string& module_name) {
   }
   if (values.size() == 1 && count > 1) {
     const std::string device = *values.begin();
-    map.erase(std::remove_if(map.begin(), map.end(), [&](const auto& e) { return e.first.rfind(prefix, 0) == 0; }), map.end());
+    map.erase(std::remove_if(map.begin(), map.end(), [&](const auto& e) { return e.first.rfind(prefix, 0) == 0; }),
+              map.end());
     map.emplace_back(module_name, device);
   }
   const size_t depth = module_name.empty() ? 1 : std::count(module_name.begin(), module_name.end(), '.') + 2;
@@ -166,7 +176,8 @@ std::vector<std::pair<std::string, int64_t>> parse_max_memory(const std::string&
       disk = size;
     } else {
       const int index = gpu_index(key);
-      require_arg(index >= 0, "max_memory: unknown device " + quote_name(key) + " (expected \"cuda:N\", \"cpu\" or \"disk\")");
+      require_arg(index >= 0,
+                  "max_memory: unknown device " + quote_name(key) + " (expected \"cuda:N\", \"cpu\" or \"disk\")");
       gpus.push_back({index, {"cuda:" + std::to_string(index), size}});
     }
   }
@@ -201,10 +212,10 @@ DeviceMap infer_auto_device_map(const Model& model, const std::vector<std::pair<
   // Not in Accelerate: a layer larger than the memory it must run in.
   for (const auto& device : main_devices) {
     if (budget.count(device) && budget[device] < max_size) {
-      fail(ErrorCode::InvalidArgument, "infer_auto_device_map: the budget for " + device + " (" +
-                                           std::to_string(budget[device]) + " bytes) is smaller than the largest unsplittable module " +
-                                           quote_name(max_names.front()) + " (" + std::to_string(max_size) +
-                                           " bytes), which must fit in memory when it runs");
+      fail(ErrorCode::InvalidArgument,
+           "infer_auto_device_map: the budget for " + device + " (" + std::to_string(budget[device]) +
+               " bytes) is smaller than the largest unsplittable module " + quote_name(max_names.front()) + " (" +
+               std::to_string(max_size) + " bytes), which must fit in memory when it runs");
     }
   }
 
@@ -214,7 +225,8 @@ DeviceMap infer_auto_device_map(const Model& model, const std::vector<std::pair<
   while (!modules_to_place.empty()) {
     Item item = modules_to_place.front();
     modules_to_place.erase(modules_to_place.begin());
-    max_names.erase(std::remove_if(max_names.begin(), max_names.end(), [&](const std::string& n) { return has_prefix(n, item.name); }),
+    max_names.erase(std::remove_if(max_names.begin(), max_names.end(),
+                                   [&](const std::string& n) { return has_prefix(n, item.name); }),
                     max_names.end());
     if (max_names.empty()) std::tie(max_size, max_names) = max_layer(modules_only(modules_to_place), sizes, no_split);
     const int64_t size = size_of(sizes, item.name);
@@ -228,7 +240,8 @@ DeviceMap infer_auto_device_map(const Model& model, const std::vector<std::pair<
         modules_to_place.insert(modules_to_place.begin(), item);
       } else {
         std::vector<Item> expanded;
-        for (const auto& p : item.module->named_parameters(false)) expanded.push_back({item.name + "." + p.key(), nullptr});
+        for (const auto& p : item.module->named_parameters(false))
+          expanded.push_back({item.name + "." + p.key(), nullptr});
         for (auto& [n, child] : children_of(*item.module)) expanded.push_back({item.name + "." + n, child});
         modules_to_place.insert(modules_to_place.begin(), expanded.begin(), expanded.end());
         std::tie(max_size, max_names) = max_layer(modules_only(modules_to_place), sizes, no_split);
@@ -254,19 +267,23 @@ void verify_device_map(const Model& model, const DeviceMap& device_map) {
   const int gpus = static_cast<int>(torch::cuda::device_count());
   for (size_t i = 0; i < device_map.size(); ++i) {
     const auto& [name, device] = device_map[i];
-    require_arg(known.count(name), "device_map: " + quote_name(name) + " names no module, parameter or buffer of the model");
+    require_arg(known.count(name),
+                "device_map: " + quote_name(name) + " names no module, parameter or buffer of the model");
     const int gpu = gpu_index(device);
     require_arg(device == "cpu" || device == "disk" || (device.rfind("cuda:", 0) == 0 && gpu >= 0),
-                "device_map[" + quote_name(name) + "]: unknown device " + quote_name(device) + " (expected \"cuda:N\", \"cpu\" or \"disk\")");
+                "device_map[" + quote_name(name) + "]: unknown device " + quote_name(device) +
+                    " (expected \"cuda:N\", \"cpu\" or \"disk\")");
     require_arg(gpu < gpus, "device_map[" + quote_name(name) + "]: " + quote_name(device) + " but this machine has " +
                                 std::to_string(gpus) + " GPU(s)");
     for (size_t j = 0; j < device_map.size(); ++j) {
-      require_arg(j == i || !has_prefix(name, device_map[j].first),
-                  "device_map: " + quote_name(name) + " is covered twice (also by " + quote_name(device_map[j].first) + ")");
+      require_arg(
+          j == i || !has_prefix(name, device_map[j].first),
+          "device_map: " + quote_name(name) + " is covered twice (also by " + quote_name(device_map[j].first) + ")");
     }
   }
   for (const auto& tensor : tensors) {
-    bool covered = std::any_of(device_map.begin(), device_map.end(), [&](const auto& e) { return has_prefix(tensor, e.first); });
+    bool covered =
+        std::any_of(device_map.begin(), device_map.end(), [&](const auto& e) { return has_prefix(tensor, e.first); });
     require_arg(covered, "device_map: the model's tensor " + quote_name(tensor) + " is not placed by any entry");
   }
 }
@@ -280,8 +297,10 @@ std::string device_map_to_json(const DeviceMap& device_map) {
 std::vector<std::pair<std::string, int64_t>> available_memory() {
   std::vector<std::pair<std::string, int64_t>> out;
   const int gpus = static_cast<int>(torch::cuda::device_count());
-  for (int i = 0; i < gpus; ++i) out.emplace_back("cuda:" + std::to_string(i), detail::c10d_adapter::cuda_free_bytes(i));
-  out.emplace_back("cpu", static_cast<int64_t>(sysconf(_SC_AVPHYS_PAGES)) * static_cast<int64_t>(sysconf(_SC_PAGE_SIZE)));
+  for (int i = 0; i < gpus; ++i)
+    out.emplace_back("cuda:" + std::to_string(i), detail::c10d_adapter::cuda_free_bytes(i));
+  out.emplace_back("cpu",
+                   static_cast<int64_t>(sysconf(_SC_AVPHYS_PAGES)) * static_cast<int64_t>(sysconf(_SC_PAGE_SIZE)));
   return out;
 }
 
@@ -300,7 +319,8 @@ DeviceMap device_map_from_json(const std::string& json_object) {
   require_arg(parsed.is_object(), "device_map must be a JSON object of module name to device, got " + parsed.dump());
   DeviceMap out;
   for (const auto& item : parsed.items()) {
-    require_arg(item.value().is_string(), "device_map[" + quote_name(item.key()) + "]: expected a device string, got " + item.value().dump());
+    require_arg(item.value().is_string(),
+                "device_map[" + quote_name(item.key()) + "]: expected a device string, got " + item.value().dump());
     out.emplace_back(item.key(), item.value().get<std::string>());
   }
   return out;
@@ -314,8 +334,9 @@ DeviceMap resolve_device_map(const Model& model, const std::string& text,
   if (!parsed.is_string()) return device_map_from_json(text);  // which names a parse error
   const std::string strategy = parsed.get<std::string>();
   require_arg(strategy == "auto" || strategy == "sequential",
-              "device_map \"" + strategy + "\" is not supported: give a JSON object of module name to device, "
-              "\"auto\" or \"sequential\"");
+              "device_map \"" + strategy +
+                  "\" is not supported: give a JSON object of module name to device, "
+                  "\"auto\" or \"sequential\"");
   return auto_device_map(model, no_split_module_classes, dtype);
 }
 

@@ -42,7 +42,8 @@ const std::string& device_of(const DeviceMap& map, const std::string& name) {
 
 // Fails with IO naming the folder unless a file can be created in it.
 void require_writable(const std::string& folder) {
-  require_arg(!folder.empty(), "load_checkpoint_and_dispatch: the device map puts tensors on \"disk\" but no offload folder was given");
+  require_arg(!folder.empty(),
+              "load_checkpoint_and_dispatch: the device map puts tensors on \"disk\" but no offload folder was given");
   std::error_code ec;
   fs::create_directories(folder, ec);
   require(!ec, ErrorCode::IO, "offload folder \"" + folder + "\" cannot be created: " + ec.message());
@@ -80,8 +81,8 @@ detail::GraphModuleImpl::NodeDevices execution_devices(const std::vector<std::st
     if (inserted) {
       first_device[node] = *devices[i];
     } else {
-      require_arg(it->second == device, "load_checkpoint_and_dispatch: the device map puts node \"" + node + "\" on both \"" +
-                                            first_device[node] + "\" and \"" + *devices[i] +
+      require_arg(it->second == device, "load_checkpoint_and_dispatch: the device map puts node \"" + node +
+                                            "\" on both \"" + first_device[node] + "\" and \"" + *devices[i] +
                                             "\"; with a GPU in the map, each node of a JSON graph runs on one device");
     }
   }
@@ -156,7 +157,8 @@ void load_checkpoint_and_dispatch(const Model& model, const std::string& checkpo
     } else {
       file_path = (fs::path(offload_folder) / (step.name + ".safetensors")).string();
       detail::write_file_atomically(
-          file_path, detail::serialize_tensors({{step.name, detail::load_planned(*step.file, *step.entry, step.type)}}, {}));
+          file_path,
+          detail::serialize_tensors({{step.name, detail::load_planned(*step.file, *step.entry, step.type)}}, {}));
       offload->written.push_back(safetensors::File::open(file_path));
       tensor.file = offload->checkpoint.files.size() + offload->written.size() - 1;
       tensor.entry = *offload->written.back().find(step.name);

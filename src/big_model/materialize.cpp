@@ -62,7 +62,6 @@ CheckpointSources open_checkpoint(const std::string& checkpoint) {
   return sources;
 }
 
-
 std::vector<PlannedTensor> plan_checkpoint(const torch::nn::Module& root, const CheckpointSources& sources,
                                            const std::string& checkpoint, c10::optional<c10::ScalarType> dtype) {
   std::vector<PlannedTensor> plan;
@@ -78,8 +77,8 @@ std::vector<PlannedTensor> plan_checkpoint(const torch::nn::Module& root, const 
     }
     require_arg(entry != nullptr, "materialize: checkpoint \"" + checkpoint + "\" has no tensor \"" + name + "\"");
     require_arg(at::IntArrayRef(entry->shape) == tensor.sizes(),
-                "materialize: tensor \"" + name + "\" has shape " + c10::str(at::IntArrayRef(entry->shape)) +
-                    " in \"" + file->label() + "\" but " + c10::str(tensor.sizes()) + " in the model");
+                "materialize: tensor \"" + name + "\" has shape " + c10::str(at::IntArrayRef(entry->shape)) + " in \"" +
+                    file->label() + "\" but " + c10::str(tensor.sizes()) + " in the model");
     const at::ScalarType stored = detail::scalar_type_of(*entry, file->label());
     // Like Accelerate: dtype applies to floating tensors; others keep the model's.
     at::ScalarType type = dtype && at::isFloatingType(tensor.scalar_type()) ? *dtype : tensor.scalar_type();

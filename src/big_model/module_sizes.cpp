@@ -15,7 +15,9 @@ namespace detail {
 std::shared_ptr<torch::nn::Module> module_of(const Model& model, const char* what) {
   auto module = nn_module_of(model.impl());
   require(module != nullptr, ErrorCode::Unsupported,
-          std::string(what) + ": a TorchScript model has no module tree to size or place; build it from a JSON spec or a torch::nn::Module");
+          std::string(what) +
+              ": a TorchScript model has no module tree to size or place; build it from a JSON spec or a "
+              "torch::nn::Module");
   return module;
 }
 

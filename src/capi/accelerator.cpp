@@ -30,8 +30,10 @@ accel::AcceleratorOptions to_core(const accel_accelerator_options& o) {
     core.mixed_precision = static_cast<accel::MixedPrecision>(precision);
   }
   core.bucket_cap_mb = o.bucket_cap_mb;
-  accel::require_arg(o.gradient_accumulation_steps >= 0, "gradient_accumulation_steps must be >= 1 (0: from the "
-                                                         "environment), got " + std::to_string(o.gradient_accumulation_steps));
+  accel::require_arg(o.gradient_accumulation_steps >= 0,
+                     "gradient_accumulation_steps must be >= 1 (0: from the "
+                     "environment), got " +
+                         std::to_string(o.gradient_accumulation_steps));
   if (o.gradient_accumulation_steps > 0) core.gradient_accumulation_steps = o.gradient_accumulation_steps;
   core.sync_with_dataloader = o.sync_with_dataloader != 0;
   core.sync_each_batch = o.sync_each_batch != 0;
@@ -42,8 +44,8 @@ accel::AcceleratorOptions to_core(const accel_accelerator_options& o) {
   core.scaler_growth_interval = o.scaler_growth_interval;
   core.dataloader.split_batches = o.split_batches != 0;
   core.dataloader.even_batches = o.even_batches != 0;
-  accel::require_arg(o.dispatch_batches >= -1, "dispatch_batches must be -1 (unset), 0 or 1, got " +
-                                                  std::to_string(o.dispatch_batches));
+  accel::require_arg(o.dispatch_batches >= -1,
+                     "dispatch_batches must be -1 (unset), 0 or 1, got " + std::to_string(o.dispatch_batches));
   if (o.dispatch_batches >= 0) core.dataloader.dispatch_batches = o.dispatch_batches != 0;
   core.dataloader.use_seedable_sampler = o.use_seedable_sampler != 0;
   accel::require_arg(o.data_seed >= -1, "data_seed must be >= 0, or -1 for none, got " + std::to_string(o.data_seed));
@@ -83,8 +85,8 @@ accel::AcceleratorOptions to_core(const accel_accelerator_options& o) {
        {std::tuple{&core.fsdp_backward_prefetch, o.fsdp_backward_prefetch, "fsdp_backward_prefetch"},
         std::tuple{&core.fsdp_forward_prefetch, o.fsdp_forward_prefetch, "fsdp_forward_prefetch"},
         std::tuple{&core.cpu_offload, o.cpu_offload, "cpu_offload"}}) {
-    accel::require_arg(value >= -1 && value <= 1, std::string(name) + " must be -1 (default), 0 or 1, got " +
-                                                      std::to_string(value));
+    accel::require_arg(value >= -1 && value <= 1,
+                       std::string(name) + " must be -1 (default), 0 or 1, got " + std::to_string(value));
     if (value != -1) *field = value == 1;
   }
   if (o.fsdp_transformer_layer_cls_to_wrap != nullptr) {  // an empty name is refused with the accelerator's options
@@ -125,8 +127,9 @@ void publish_list(std::vector<at::Tensor> results, accel_tensor** out) {
 // By reference: copying an out-of-range enum value is itself undefined (UBSan).
 accel::ReduceOp reduce_op_of(const accel_reduce_op& op) {
   const int value = enum_value(op);
-  accel::require_arg(value == ACCEL_REDUCE_SUM || value == ACCEL_REDUCE_MEAN || value == ACCEL_REDUCE_NONE,
-                     "op " + std::to_string(value) + " is not ACCEL_REDUCE_SUM, ACCEL_REDUCE_MEAN or ACCEL_REDUCE_NONE");
+  accel::require_arg(
+      value == ACCEL_REDUCE_SUM || value == ACCEL_REDUCE_MEAN || value == ACCEL_REDUCE_NONE,
+      "op " + std::to_string(value) + " is not ACCEL_REDUCE_SUM, ACCEL_REDUCE_MEAN or ACCEL_REDUCE_NONE");
   return static_cast<accel::ReduceOp>(value);
 }
 
@@ -181,8 +184,7 @@ ACCEL_API accel_status accel_accelerator_mixed_precision(const accel_accelerator
     out_param(out, "out") = static_cast<accel_mixed_precision>(a.mixed_precision());
   });
 }
-ACCEL_API accel_status accel_accelerator_sharding_strategy(const accel_accelerator* acc,
-                                                           accel_sharding_strategy* out) {
+ACCEL_API accel_status accel_accelerator_sharding_strategy(const accel_accelerator* acc, accel_sharding_strategy* out) {
   return query(acc, [&](const accel::Accelerator& a) {
     out_param(out, "out") = static_cast<accel_sharding_strategy>(a.sharding_strategy());
   });
@@ -249,7 +251,8 @@ ACCEL_API accel_status accel_accelerator_set_seed_ext(accel_accelerator* acc, ui
   return guarded([&] { deref(acc, "acc").accelerator->set_seed(seed, device_specific != 0, deterministic != 0); });
 }
 
-ACCEL_API accel_status accel_accelerator_gather(accel_accelerator* acc, const accel_tensor* tensor, accel_tensor** out) {
+ACCEL_API accel_status accel_accelerator_gather(accel_accelerator* acc, const accel_tensor* tensor,
+                                                accel_tensor** out) {
   return guarded([&] {
     auto& result = out_param(out, "out");
     auto& accelerator = *deref(acc, "acc").accelerator;

@@ -16,13 +16,13 @@ namespace {
 c10::optional<c10::ScalarType> dtype_arg(const char* dtype) {
   if (dtype == nullptr || *dtype == '\0') return c10::nullopt;
   static const std::vector<std::pair<std::string, c10::ScalarType>> names = {
-      {"float32", c10::kFloat}, {"float64", c10::kDouble}, {"float16", c10::kHalf},
-      {"bfloat16", c10::kBFloat16}, {"int8", c10::kChar},  {"uint8", c10::kByte}};
+      {"float32", c10::kFloat},     {"float64", c10::kDouble}, {"float16", c10::kHalf},
+      {"bfloat16", c10::kBFloat16}, {"int8", c10::kChar},      {"uint8", c10::kByte}};
   for (const auto& [name, type] : names) {
     if (name == dtype) return type;
   }
-  accel::fail(accel::ErrorCode::InvalidArgument, std::string("dtype \"") + dtype +
-                                                     "\" is not one of float32, float64, float16, bfloat16, int8, uint8");
+  accel::fail(accel::ErrorCode::InvalidArgument,
+              std::string("dtype \"") + dtype + "\" is not one of float32, float64, float16, bfloat16, int8, uint8");
 }
 
 // A malloc'd copy, so accel_string_free is plain free().

@@ -58,9 +58,9 @@ ACCEL_API accel_status accel_accelerator_save_model(accel_accelerator* acc, cons
                                                     const char* max_shard_size, int safe_serialization) {
   return guarded([&] {
     accel::require_arg(dir != nullptr && *dir != '\0', "dir is NULL or empty");
-    deref(acc, "acc").accelerator->save_model(deref(model, "model").model, dir,
-                                              max_shard_size != nullptr ? max_shard_size : "10GB",
-                                              safe_serialization != 0);
+    deref(acc, "acc")
+        .accelerator->save_model(deref(model, "model").model, dir, max_shard_size != nullptr ? max_shard_size : "10GB",
+                                 safe_serialization != 0);
   });
 }
 
@@ -162,8 +162,7 @@ ACCEL_API accel_status accel_accelerator_register_for_checkpointing(accel_accele
 }
 
 ACCEL_API accel_status accel_accelerator_register_save_state_pre_hook(accel_accelerator* acc, accel_state_hook hook,
-                                                                      void* user, void (*release)(void*),
-                                                                      int64_t* id) {
+                                                                      void* user, void (*release)(void*), int64_t* id) {
   return guarded([&] {
     auto& accelerator = *deref(acc, "acc").accelerator;
     auto& out = out_param(id, "id");
@@ -175,8 +174,7 @@ ACCEL_API accel_status accel_accelerator_register_save_state_pre_hook(accel_acce
 }
 
 ACCEL_API accel_status accel_accelerator_register_load_state_pre_hook(accel_accelerator* acc, accel_state_hook hook,
-                                                                      void* user, void (*release)(void*),
-                                                                      int64_t* id) {
+                                                                      void* user, void (*release)(void*), int64_t* id) {
   return guarded([&] {
     auto& accelerator = *deref(acc, "acc").accelerator;
     auto& out = out_param(id, "id");

@@ -75,8 +75,8 @@ ACCEL_API accel_status accel_dataset_from_tensors(const accel_tensor* inputs, co
   });
 }
 
-ACCEL_API accel_status accel_dataset_from_idx(const char* images_path, const char* labels_path, double mean,
-                                              double std, accel_dataset** out) {
+ACCEL_API accel_status accel_dataset_from_idx(const char* images_path, const char* labels_path, double mean, double std,
+                                              accel_dataset** out) {
   return guarded([&] {
     auto& result = out_param(out, "out");
     accel::require_arg(images_path != nullptr, "images_path is NULL");
@@ -142,9 +142,9 @@ ACCEL_API accel_status accel_dataset_from_callbacks(const accel_field_spec* fiel
       check_callback(fn(held.get(), &n), "dataset callback length");
       return n;
     };
-    auto dataset = std::make_shared<accel::CallbackDataset>(
-        specs, length, sample_writer(c.get_sample, held, bytes, "get_sample"),
-        sample_writer(c.transform, held, bytes, "transform"));
+    auto dataset =
+        std::make_shared<accel::CallbackDataset>(specs, length, sample_writer(c.get_sample, held, bytes, "get_sample"),
+                                                 sample_writer(c.transform, held, bytes, "transform"));
     publish(std::make_unique<accel_dataset>(accel_dataset{dataset, nullptr}), &result);
     hold.arm();
   });
@@ -254,10 +254,9 @@ ACCEL_API accel_status accel_dataloader_next(accel_dataloader* loader, accel_ten
     auto& targets_out = out_param(targets, "targets");
     accel::DataLoader& core = *deref(loader, "loader").loader;
     const size_t width = core.next_batch_size_in_fields();  // checked before the batch is consumed
-    accel::require_arg(width == 0 || width == 2, "accel_dataloader_next: the dataset yields " +
-                                                     std::to_string(width) +
-                                                       " tensors per sample, not an (input, target) pair: use "
-                                                       "accel_dataloader_next_fields");
+    accel::require_arg(width == 0 || width == 2, "accel_dataloader_next: the dataset yields " + std::to_string(width) +
+                                                     " tensors per sample, not an (input, target) pair: use "
+                                                     "accel_dataloader_next_fields");
     std::optional<accel::Batch> batch = core.next();
     if (!batch) {
       inputs_out = nullptr;
@@ -283,9 +282,9 @@ ACCEL_API accel_status accel_dataloader_next_fields(accel_dataloader* loader, ac
     accel::require_arg(capacity > 0, "capacity must be positive, got " + std::to_string(capacity));
     accel::DataLoader& core = *deref(loader, "loader").loader;
     const size_t width = core.next_batch_size_in_fields();  // checked before the batch is consumed
-    accel::require_arg(width <= static_cast<size_t>(capacity), "capacity " + std::to_string(capacity) +
-                                                                  " is less than the dataset's " +
-                                                                  std::to_string(width) + " fields");
+    accel::require_arg(
+        width <= static_cast<size_t>(capacity),
+        "capacity " + std::to_string(capacity) + " is less than the dataset's " + std::to_string(width) + " fields");
     std::optional<accel::Batch> batch = core.next();
     if (!batch) {
       count_out = 0;

@@ -27,8 +27,11 @@ std::string valid_utf8(const std::string& text) {
   const size_t n = text.size();
   for (size_t i = 0; i < n;) {
     const unsigned char c = p[i];
-    size_t length = c < 0x80 ? 1 : (c >= 0xc2 && c <= 0xdf) ? 2 : (c >= 0xe0 && c <= 0xef) ? 3
-                                 : (c >= 0xf0 && c <= 0xf4) ? 4 : 0;
+    size_t length = c < 0x80                   ? 1
+                    : (c >= 0xc2 && c <= 0xdf) ? 2
+                    : (c >= 0xe0 && c <= 0xef) ? 3
+                    : (c >= 0xf0 && c <= 0xf4) ? 4
+                                               : 0;
     bool ok = length > 0 && i + length <= n;
     for (size_t k = 1; ok && k < length; ++k) ok = (p[i + k] & 0xc0) == 0x80;
     // Overlong three- and four-byte forms, surrogates and code points past U+10FFFF.
@@ -78,8 +81,8 @@ void check_callback(const accel_status& status, const std::string& what) {
   if (code == ACCEL_OK) return;
   bool known = code >= ACCEL_ERR_INVALID_ARGUMENT && code <= ACCEL_ERR_RESOURCE;
   std::string message = !last_error.empty() ? last_error
-                        : known ? std::string("no message (status ") + accel_status_name(status) + ")"
-                                : "no message (status " + std::to_string(code) + ")";
+                        : known             ? std::string("no message (status ") + accel_status_name(status) + ")"
+                                            : "no message (status " + std::to_string(code) + ")";
   throw accel::Error(known ? static_cast<accel::ErrorCode>(code) : accel::ErrorCode::Internal,
                      what + " failed: " + message);
 }
@@ -88,9 +91,7 @@ void check_callback(const accel_status& status, const std::string& what) {
 
 extern "C" {
 
-ACCEL_API void accel_set_error(const char* message) {
-  accel::capi::last_error = message != nullptr ? message : "";
-}
+ACCEL_API void accel_set_error(const char* message) { accel::capi::last_error = message != nullptr ? message : ""; }
 
 ACCEL_API const char* accel_last_error(void) { return accel::capi::last_error.c_str(); }
 

@@ -26,7 +26,7 @@ struct accel_accelerator {
   std::unique_ptr<accel::Accelerator> accelerator;
   std::string device_name;
   std::vector<std::string> state_dict_names;  // what the last get_state_dict handed out
-  std::string last_checkpoint_dir;  // what the last successful save_state wrote
+  std::string last_checkpoint_dir;            // what the last successful save_state wrote
 };
 struct accel_model {
   accel::Model model;
@@ -43,7 +43,7 @@ struct accel_scheduler {
   std::unique_ptr<accel::Scheduler> scheduler;
 };
 struct accel_dataset {
-  std::shared_ptr<accel::Dataset> dataset;          // map-style, or
+  std::shared_ptr<accel::Dataset> dataset;         // map-style, or
   std::shared_ptr<accel::IterableDataset> stream;  // iterable
 };
 struct accel_dataloader {
@@ -67,22 +67,83 @@ struct accel_bytes_writer {
 
 namespace accel::capi {
 
-enum class HandleKind { Tensor, Accelerator, Model, Optimizer, Scheduler, Dataset, DataLoader, Progress, Profile, BytesWriter, Sequences, TensorMap };
+enum class HandleKind {
+  Tensor,
+  Accelerator,
+  Model,
+  Optimizer,
+  Scheduler,
+  Dataset,
+  DataLoader,
+  Progress,
+  Profile,
+  BytesWriter,
+  Sequences,
+  TensorMap
+};
 
 template <class H>
 struct KindOf;
-template <> struct KindOf<accel_tensor> { static constexpr HandleKind value = HandleKind::Tensor; static constexpr const char* name = "accel_tensor"; };
-template <> struct KindOf<accel_accelerator> { static constexpr HandleKind value = HandleKind::Accelerator; static constexpr const char* name = "accel_accelerator"; };
-template <> struct KindOf<accel_model> { static constexpr HandleKind value = HandleKind::Model; static constexpr const char* name = "accel_model"; };
-template <> struct KindOf<accel_optimizer> { static constexpr HandleKind value = HandleKind::Optimizer; static constexpr const char* name = "accel_optimizer"; };
-template <> struct KindOf<accel_scheduler> { static constexpr HandleKind value = HandleKind::Scheduler; static constexpr const char* name = "accel_scheduler"; };
-template <> struct KindOf<accel_dataset> { static constexpr HandleKind value = HandleKind::Dataset; static constexpr const char* name = "accel_dataset"; };
-template <> struct KindOf<accel_dataloader> { static constexpr HandleKind value = HandleKind::DataLoader; static constexpr const char* name = "accel_dataloader"; };
-template <> struct KindOf<accel_progress> { static constexpr HandleKind value = HandleKind::Progress; static constexpr const char* name = "accel_progress"; };
-template <> struct KindOf<accel_profile> { static constexpr HandleKind value = HandleKind::Profile; static constexpr const char* name = "accel_profile"; };
-template <> struct KindOf<accel_tensor_map> { static constexpr HandleKind value = HandleKind::TensorMap; static constexpr const char* name = "accel_tensor_map"; };
-template <> struct KindOf<accel_bytes_writer> { static constexpr HandleKind value = HandleKind::BytesWriter; static constexpr const char* name = "accel_bytes_writer (valid only inside its save callback)"; };
-template <> struct KindOf<accel_sequences> { static constexpr HandleKind value = HandleKind::Sequences; static constexpr const char* name = "accel_sequences"; };
+template <>
+struct KindOf<accel_tensor> {
+  static constexpr HandleKind value = HandleKind::Tensor;
+  static constexpr const char* name = "accel_tensor";
+};
+template <>
+struct KindOf<accel_accelerator> {
+  static constexpr HandleKind value = HandleKind::Accelerator;
+  static constexpr const char* name = "accel_accelerator";
+};
+template <>
+struct KindOf<accel_model> {
+  static constexpr HandleKind value = HandleKind::Model;
+  static constexpr const char* name = "accel_model";
+};
+template <>
+struct KindOf<accel_optimizer> {
+  static constexpr HandleKind value = HandleKind::Optimizer;
+  static constexpr const char* name = "accel_optimizer";
+};
+template <>
+struct KindOf<accel_scheduler> {
+  static constexpr HandleKind value = HandleKind::Scheduler;
+  static constexpr const char* name = "accel_scheduler";
+};
+template <>
+struct KindOf<accel_dataset> {
+  static constexpr HandleKind value = HandleKind::Dataset;
+  static constexpr const char* name = "accel_dataset";
+};
+template <>
+struct KindOf<accel_dataloader> {
+  static constexpr HandleKind value = HandleKind::DataLoader;
+  static constexpr const char* name = "accel_dataloader";
+};
+template <>
+struct KindOf<accel_progress> {
+  static constexpr HandleKind value = HandleKind::Progress;
+  static constexpr const char* name = "accel_progress";
+};
+template <>
+struct KindOf<accel_profile> {
+  static constexpr HandleKind value = HandleKind::Profile;
+  static constexpr const char* name = "accel_profile";
+};
+template <>
+struct KindOf<accel_tensor_map> {
+  static constexpr HandleKind value = HandleKind::TensorMap;
+  static constexpr const char* name = "accel_tensor_map";
+};
+template <>
+struct KindOf<accel_bytes_writer> {
+  static constexpr HandleKind value = HandleKind::BytesWriter;
+  static constexpr const char* name = "accel_bytes_writer (valid only inside its save callback)";
+};
+template <>
+struct KindOf<accel_sequences> {
+  static constexpr HandleKind value = HandleKind::Sequences;
+  static constexpr const char* name = "accel_sequences";
+};
 
 void register_handle(const void* handle, HandleKind kind);
 // True when handle was registered with kind and is still alive; unregisters it.

@@ -52,9 +52,10 @@ accel_status compute_loss(const accel_loss_kind& kind, const accel_tensor* input
     accel::require_arg(loss_kind >= ACCEL_LOSS_CROSS_ENTROPY && loss_kind <= ACCEL_LOSS_CAUSAL_LM,
                        "kind " + std::to_string(loss_kind) + " is not an accel_loss_kind");
     const accel_loss_options o = read_options(opts, "opts", init_loss_options);
-    publish_tensor(accel::compute_loss(static_cast<accel::LossKind>(loss_kind), deref(input, "input").tensor,
-                                       deref(target, "target").tensor, accel::LossOptions{o.ignore_index, o.label_smoothing}),
-                   &result);
+    publish_tensor(
+        accel::compute_loss(static_cast<accel::LossKind>(loss_kind), deref(input, "input").tensor,
+                            deref(target, "target").tensor, accel::LossOptions{o.ignore_index, o.label_smoothing}),
+        &result);
   });
 }
 
@@ -157,7 +158,8 @@ ACCEL_API accel_status accel_model_from_torchscript_outputs(const char* path, co
       accel::require_arg(output_names[i] != nullptr, "output_names[" + std::to_string(i) + "] is NULL");
       names.emplace_back(output_names[i]);
     }
-    publish(std::make_unique<accel_model>(accel_model{accel::Model::from_torchscript(path, std::move(names))}), &result);
+    publish(std::make_unique<accel_model>(accel_model{accel::Model::from_torchscript(path, std::move(names))}),
+            &result);
   });
 }
 

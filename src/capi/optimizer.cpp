@@ -38,8 +38,8 @@ ACCEL_API void accel_optimizer_options_init(accel_optimizer_options* opts, accel
   if (opts == nullptr) return;
   const int value = enum_value(kind);
   bool known = value >= ACCEL_OPTIM_SGD && value <= ACCEL_OPTIM_ADAGRAD;
-  accel::OptimizerOptions d = accel::OptimizerOptions::defaults(
-      known ? static_cast<accel::OptimizerKind>(value) : accel::OptimizerKind::AdamW);
+  accel::OptimizerOptions d =
+      accel::OptimizerOptions::defaults(known ? static_cast<accel::OptimizerKind>(value) : accel::OptimizerKind::AdamW);
   *opts = accel_optimizer_options{};
   opts->struct_size = sizeof(accel_optimizer_options);
   std::memcpy(&opts->kind, &kind, sizeof kind);  // an unknown kind is kept (not loaded) so create() can name it

@@ -54,7 +54,8 @@ ACCEL_API void accel_scheduler_options_init(accel_scheduler_options* opts, accel
   if (opts == nullptr) return;
   const int value = enum_value(kind);
   bool known = value >= ACCEL_SCHED_STEP && value <= ACCEL_SCHED_REDUCE_ON_PLATEAU;
-  auto d = accel::SchedulerOptions::defaults(known ? static_cast<accel::SchedulerKind>(value) : accel::SchedulerKind::Step);
+  auto d =
+      accel::SchedulerOptions::defaults(known ? static_cast<accel::SchedulerKind>(value) : accel::SchedulerKind::Step);
   *opts = accel_scheduler_options{};
   opts->struct_size = sizeof(accel_scheduler_options);
   std::memcpy(&opts->kind, &kind, sizeof kind);  // kept, not loaded: create() names an unknown kind

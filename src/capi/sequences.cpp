@@ -88,8 +88,8 @@ accel::CollateFn c_collate(accel_collate_fn fn, std::shared_ptr<void> user, std:
     }
     std::vector<accel_tensor*> written(names.size(), nullptr);
     accel_set_error("");
-    accel_status status = fn(user.get(), ids.data(), has_labels ? labels.data() : nullptr, n, written.data(),
-                             written.size());
+    accel_status status =
+        fn(user.get(), ids.data(), has_labels ? labels.data() : nullptr, n, written.data(), written.size());
     if (status != ACCEL_OK) {
       std::string message = accel_last_error();
       for (accel_tensor*& t : written) {
@@ -131,9 +131,9 @@ ACCEL_API accel_status accel_sequences_from_jsonl(const char* path, const char* 
   return guarded([&] {
     auto& result = out_param(out, "out");
     accel::require_arg(path != nullptr, "path is NULL");
-    publish_sequences(accel::load_jsonl_sequences(path, optional_string(ids_key, ""),
-                                                  optional_string(labels_key, ""), vocab_size),
-                      &result);
+    publish_sequences(
+        accel::load_jsonl_sequences(path, optional_string(ids_key, ""), optional_string(labels_key, ""), vocab_size),
+        &result);
   });
 }
 
@@ -160,16 +160,15 @@ ACCEL_API accel_status accel_sequences_from_text(const char* path, accel_text_sp
   });
 }
 
-ACCEL_API accel_status accel_sequences_from_text_vocab(const char* path, const char* vocab_path,
-                                                       accel_text_split rule, const char* separator,
-                                                       int64_t chunk_length, int64_t stride, accel_sequences** out) {
+ACCEL_API accel_status accel_sequences_from_text_vocab(const char* path, const char* vocab_path, accel_text_split rule,
+                                                       const char* separator, int64_t chunk_length, int64_t stride,
+                                                       accel_sequences** out) {
   return guarded([&] {
     auto& result = out_param(out, "out");
     accel::require_arg(path != nullptr, "path is NULL");
     accel::require_arg(vocab_path != nullptr, "vocab_path is NULL");
     publish_sequences(
-        accel::load_vocab_text_sequences(path, vocab_path, text_split(rule, separator, chunk_length, stride)),
-        &result);
+        accel::load_vocab_text_sequences(path, vocab_path, text_split(rule, separator, chunk_length, stride)), &result);
   });
 }
 
@@ -207,8 +206,8 @@ ACCEL_API accel_status accel_sequences_get(const accel_sequences* sequences, int
     accel::require_arg(labels != nullptr || !has_labels, "out-parameter labels is NULL, but the sequences have labels");
     const int64_t begin = seqs.offsets[index].item<int64_t>();
     at::Tensor label = seqs.label_kind == accel::LabelKind::PerSample ? seqs.labels[index].clone()
-                       : has_labels ? seqs.labels.narrow(0, begin, length).clone()
-                                    : at::Tensor();
+                       : has_labels                                   ? seqs.labels.narrow(0, begin, length).clone()
+                                                                      : at::Tensor();
     accel_tensor* first = nullptr;
     publish_tensor(seqs.ids.narrow(0, begin, length).clone(), &first);
     if (labels != nullptr) {
@@ -233,8 +232,8 @@ ACCEL_API void accel_padding_options_init(accel_padding_options* opts) {
   if (opts != nullptr) init_padding_options(opts);
 }
 
-ACCEL_API accel_status accel_dataset_from_sequences(const accel_sequences* sequences,
-                                                    const accel_padding_options* opts, accel_dataset** out) {
+ACCEL_API accel_status accel_dataset_from_sequences(const accel_sequences* sequences, const accel_padding_options* opts,
+                                                    accel_dataset** out) {
   return guarded([&] {
     auto& result = out_param(out, "out");
     auto seqs = sequences_of(sequences);
@@ -283,15 +282,16 @@ ACCEL_API accel_status accel_dataloader_create_length_grouped(accel_dataset* dat
                        "accel_dataloader_create_length_grouped: the dataset is not a sequence dataset "
                        "(accel_dataset_from_sequences or accel_dataset_from_sequences_collate)");
     accel_dataloader_options o = read_options(opts, "opts", init_loader_options);
-    accel::require_arg(o.shuffle == 0, "accel_dataloader_create_length_grouped: shuffle must be 0 (the grouping "
-                                       "shuffles with seed)");
+    accel::require_arg(o.shuffle == 0,
+                       "accel_dataloader_create_length_grouped: shuffle must be 0 (the grouping "
+                       "shuffles with seed)");
     accel::DataLoaderOptions core;
     core.batch_size = o.batch_size;
     core.drop_last = o.drop_last != 0;
     core.num_workers = o.num_workers;
     core.prefetch_factor = o.prefetch_factor;
-    auto batches = accel::length_grouped_batches(sequences->sequences().lengths(), o.batch_size, o.seed,
-                                                 core.drop_last);
+    auto batches =
+        accel::length_grouped_batches(sequences->sequences().lengths(), o.batch_size, o.seed, core.drop_last);
     auto handle = std::make_unique<accel_dataloader>();
     handle->loader = std::make_unique<accel::DataLoader>(ds.dataset, std::move(batches), core);
     publish(std::move(handle), &result);

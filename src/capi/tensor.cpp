@@ -70,8 +70,8 @@ ACCEL_API accel_status accel_tensor_from_buffer(const void* data, size_t nbytes,
     auto& result = out_param(out, "out");
     at::ScalarType type = to_scalar_type(enum_value(dtype));
     accel::require_arg(ndim == 0 || shape != nullptr, "shape is NULL but ndim is " + std::to_string(ndim));
-    accel::require_arg(ndim <= kMaxDims, "ndim is " + std::to_string(ndim) + ", more than " +
-                                             std::to_string(kMaxDims) + " dimensions");
+    accel::require_arg(ndim <= kMaxDims,
+                       "ndim is " + std::to_string(ndim) + ", more than " + std::to_string(kMaxDims) + " dimensions");
     std::vector<int64_t> sizes(shape, shape + ndim);
     for (size_t d = 0; d < ndim; ++d) {
       accel::require_arg(sizes[d] >= 0, "shape[" + std::to_string(d) + "] is negative: " + std::to_string(sizes[d]));
@@ -121,7 +121,8 @@ ACCEL_API accel_status accel_tensor_shape(const accel_tensor* tensor, int64_t* d
   return guarded([&] {
     const at::Tensor& t = deref(tensor, "tensor").tensor;
     accel::require_arg(dims != nullptr || capacity == 0, "dims is NULL but capacity is " + std::to_string(capacity));
-    for (size_t d = 0; d < std::min(capacity, static_cast<size_t>(t.dim())); ++d) dims[d] = t.size(static_cast<int64_t>(d));
+    for (size_t d = 0; d < std::min(capacity, static_cast<size_t>(t.dim())); ++d)
+      dims[d] = t.size(static_cast<int64_t>(d));
   });
 }
 
@@ -175,8 +176,8 @@ ACCEL_API accel_status accel_tensor_item(const accel_tensor* tensor, double* out
   return guarded([&] {
     auto& result = out_param(out, "out");
     const at::Tensor& t = deref(tensor, "tensor").tensor;
-    accel::require_arg(t.numel() == 1, "item: the tensor has " + std::to_string(t.numel()) +
-                                           " elements (shape " + c10::str(t.sizes()) + "), not one");
+    accel::require_arg(t.numel() == 1, "item: the tensor has " + std::to_string(t.numel()) + " elements (shape " +
+                                           c10::str(t.sizes()) + "), not one");
     result = t.item<double>();
   });
 }

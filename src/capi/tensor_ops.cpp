@@ -16,9 +16,9 @@ std::string shape_of(const at::Tensor& t) { return c10::str(t.sizes()); }
 
 // dim, counted from the end when negative, must name one of t's dimensions.
 void check_dim(const char* op, const at::Tensor& t, int64_t dim) {
-  accel::require_arg(t.dim() > 0 && dim >= -t.dim() && dim < t.dim(),
-                     std::string(op) + ": dim " + std::to_string(dim) + " is out of range for a tensor of shape " +
-                         shape_of(t));
+  accel::require_arg(
+      t.dim() > 0 && dim >= -t.dim() && dim < t.dim(),
+      std::string(op) + ": dim " + std::to_string(dim) + " is out of range for a tensor of shape " + shape_of(t));
 }
 
 // Integers and bools average as float32: a bool mean is an accuracy.
@@ -33,8 +33,8 @@ ACCEL_API accel_status accel_tensor_softmax(const accel_tensor* tensor, int64_t 
     auto& result = out_param(out, "out");
     const at::Tensor& t = deref(tensor, "tensor").tensor;
     check_dim("softmax", t, dim);
-    accel::require_arg(at::isFloatingType(t.scalar_type()),
-                       "softmax: the tensor must be floating point, got " + std::string(c10::toString(t.scalar_type())));
+    accel::require_arg(at::isFloatingType(t.scalar_type()), "softmax: the tensor must be floating point, got " +
+                                                                std::string(c10::toString(t.scalar_type())));
     publish_tensor(at::softmax(t, dim), &result);
   });
 }

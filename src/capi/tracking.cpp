@@ -55,12 +55,16 @@ accel::TrackerConfig parse_config(const char* config_json) {
   auto json = accel::detail::parse_json(text, label, ErrorCode::InvalidArgument);
   accel::require_arg(json.is_object(), "config_json is not a JSON object: " + accel::detail::describe_json(json));
   for (const auto& [key, value] : json.items()) {
-    if (value.is_number()) config[key] = value.get<double>();
-    else if (value.is_boolean()) config[key] = value.get<bool>() ? 1.0 : 0.0;
-    else if (value.is_string()) config[key] = value.get<std::string>();
-    else accel::fail(ErrorCode::InvalidArgument, "config_json: value of '" + key +
-                                                     "' must be a number, string or boolean, got " +
-                                                     accel::detail::describe_json(value));
+    if (value.is_number())
+      config[key] = value.get<double>();
+    else if (value.is_boolean())
+      config[key] = value.get<bool>() ? 1.0 : 0.0;
+    else if (value.is_string())
+      config[key] = value.get<std::string>();
+    else
+      accel::fail(ErrorCode::InvalidArgument, "config_json: value of '" + key +
+                                                  "' must be a number, string or boolean, got " +
+                                                  accel::detail::describe_json(value));
   }
   return config;
 }
@@ -90,7 +94,8 @@ accel_status accel_accelerator_add_tracker(accel_accelerator* acc, const accel_t
   });
 }
 
-accel_status accel_accelerator_init_trackers(accel_accelerator* acc, const char* project_name, const char* config_json) {
+accel_status accel_accelerator_init_trackers(accel_accelerator* acc, const char* project_name,
+                                             const char* config_json) {
   return guarded([&] {
     auto& accelerator = *deref(acc, "acc").accelerator;
     require_arg(project_name != nullptr, "project_name is NULL");
@@ -102,7 +107,8 @@ accel_status accel_accelerator_log(accel_accelerator* acc, const char* const* na
                                    int64_t step) {
   return guarded([&] {
     auto& accelerator = *deref(acc, "acc").accelerator;
-    require_arg(count == 0 || (names != nullptr && values != nullptr), "names or values is NULL with count " + std::to_string(count));
+    require_arg(count == 0 || (names != nullptr && values != nullptr),
+                "names or values is NULL with count " + std::to_string(count));
     accel::Scalars scalars;
     for (size_t i = 0; i < count; ++i) {
       require_arg(names[i] != nullptr, "names[" + std::to_string(i) + "] is NULL");

@@ -85,9 +85,9 @@ CheckpointReader::CheckpointReader(std::string dir, const JsonFile& manifest, in
       expected.xxh3 = entry["xxh3"].get<std::string>();
       // An empty checksum used to skip the comparison: a file rewritten with
       // its size kept would pass as the one saved.
-      require(is_xxh3(expected.xxh3), ErrorCode::IO,
-              where + ": \"xxh3\" is " + JsonFile::describe(entry["xxh3"]) +
-                  ", not an XXH3-64 checksum (16 hex digits)");
+      require(
+          is_xxh3(expected.xxh3), ErrorCode::IO,
+          where + ": \"xxh3\" is " + JsonFile::describe(entry["xxh3"]) + ", not an XXH3-64 checksum (16 hex digits)");
     }
     expected_[it.key()] = expected;
   }

@@ -34,8 +34,9 @@ std::string rank_file(const std::string& dir, int rank) {
 std::string metadata(const safetensors::File& file, const std::string& key, const std::string& path) {
   auto it = file.metadata().find(key);
   if (it == file.metadata().end()) {
-    bad(path, "no \"" + key + "\" metadata: not a sharded model checkpoint written by FULL_SHARD save_state "
-                              "(or written before libaccel recorded the unit layout)");
+    bad(path, "no \"" + key +
+                  "\" metadata: not a sharded model checkpoint written by FULL_SHARD save_state "
+                  "(or written before libaccel recorded the unit layout)");
   }
   return it->second;
 }
@@ -111,8 +112,7 @@ MergedWeights merge_sharded_weights(const std::string& checkpoint_dir, const std
     }
     files.push_back(safetensors::File::open(path));
     if (metadata(files[r], "num_processes", path) != world_text) {
-      bad(path, "saved by " + metadata(files[r], "num_processes", path) + " processes, rank 0's file by " +
-                    world_text);
+      bad(path, "saved by " + metadata(files[r], "num_processes", path) + " processes, rank 0's file by " + world_text);
     }
     if (metadata(files[r], kUnitsKey, path) != layout) bad(path, "its unit layout differs from rank 0's");
   }
@@ -145,7 +145,8 @@ MergedWeights merge_sharded_weights(const std::string& checkpoint_dir, const std
   std::vector<safetensors::TensorView> views;
   for (const Unit& unit : units) {
     for (const Param& param : unit.params) {
-      if (param.offset + param.numel > unit.chunk * world) bad(first, "parameter " + param.name + " lies past its unit");
+      if (param.offset + param.numel > unit.chunk * world)
+        bad(first, "parameter " + param.name + " lies past its unit");
       std::string& bytes = data[param.name];
       bytes.resize(static_cast<size_t>(param.numel) * element);
       for (int64_t e = param.offset; e < param.offset + param.numel;) {

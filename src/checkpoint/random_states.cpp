@@ -108,12 +108,18 @@ std::array<uint32_t, 624> python_mt_state(uint64_t seed) {
   size_t i = 1, j = 0;
   for (size_t k = std::max<size_t>(kN, key.size()); k > 0; --k) {
     mt[i] = (mt[i] ^ ((mt[i - 1] ^ (mt[i - 1] >> 30)) * 1664525u)) + key[j] + static_cast<uint32_t>(j);
-    if (++i >= kN) { mt[0] = mt[kN - 1]; i = 1; }
+    if (++i >= kN) {
+      mt[0] = mt[kN - 1];
+      i = 1;
+    }
     if (++j >= key.size()) j = 0;
   }
   for (size_t k = kN - 1; k > 0; --k) {
     mt[i] = (mt[i] ^ ((mt[i - 1] ^ (mt[i - 1] >> 30)) * 1566083941u)) - static_cast<uint32_t>(i);
-    if (++i >= kN) { mt[0] = mt[kN - 1]; i = 1; }
+    if (++i >= kN) {
+      mt[0] = mt[kN - 1];
+      i = 1;
+    }
   }
   mt[0] = 0x80000000u;
   return mt;
@@ -126,8 +132,8 @@ std::string pickle_random_states(int64_t step, const std::vector<DataLoader::Pos
   // (version 3, 624 words + the index 624 of a freshly seeded generator, no cached gauss)
   c10::impl::GenericList python = words(python_mt_state(seed));
   python.push_back(static_cast<int64_t>(kN));
-  d.insert("random_state", c10::ivalue::Tuple::create({int64_t{3}, c10::ivalue::Tuple::create(python.vec()),
-                                                       c10::IValue()}));
+  d.insert("random_state",
+           c10::ivalue::Tuple::create({int64_t{3}, c10::ivalue::Tuple::create(python.vec()), c10::IValue()}));
   // numpy keeps its words in an ndarray, a class a data-only pickle cannot
   // name; np.random.set_state takes a list as well. numpy's seeds are 32-bit.
   d.insert("numpy_random_seed",
@@ -176,8 +182,8 @@ RandomStates read_random_states(const std::string& bytes, size_t loaders, const 
     // Saved on a machine with more GPUs: the devices here take theirs.
     for (size_t i = 0; i < std::min(devices, states.size()); ++i) {
       at::Generator gen = at::globalContext().defaultGenerator(c10::Device(c10::kCUDA, static_cast<int8_t>(i)));
-      out.cuda.emplace_back(gen, checked_state(states[i], gen, label + ": \"torch_cuda_manual_seed\"[" +
-                                                                  std::to_string(i) + "]"));
+      out.cuda.emplace_back(
+          gen, checked_state(states[i], gen, label + ": \"torch_cuda_manual_seed\"[" + std::to_string(i) + "]"));
     }
   }
   // Only libaccel writes positions; Accelerate's loaders start where they
@@ -190,7 +196,8 @@ RandomStates read_random_states(const std::string& bytes, size_t loaders, const 
   const auto list = saved.toListRef();
   for (size_t i = 0; i < list.size(); ++i) {
     const std::string at = where + "[" + std::to_string(i) + "]";
-    require(list[i].isList() && list[i].toListRef().size() == 2, ErrorCode::IO, at + " is not [epoch, batches_consumed]");
+    require(list[i].isList() && list[i].toListRef().size() == 2, ErrorCode::IO,
+            at + " is not [epoch, batches_consumed]");
     const auto pair = list[i].toListRef();
     out.positions.push_back({static_cast<uint64_t>(non_negative(pair[0], at + ": epoch")),
                              non_negative(pair[1], at + ": batches_consumed")});

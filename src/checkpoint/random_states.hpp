@@ -31,7 +31,7 @@ struct RandomStates {
   bool has_step = false;  // Accelerate 0.22 saves no step
   at::Tensor cpu;
   std::vector<std::pair<at::Generator, at::Tensor>> cuda;  // filled by the reader; the writer reads the live ones
-  std::vector<DataLoader::Position> positions;  // empty when the file has none (Accelerate's)
+  std::vector<DataLoader::Position> positions;             // empty when the file has none (Accelerate's)
 };
 
 // The current generators' states, step and positions as pickle bytes.

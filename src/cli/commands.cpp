@@ -48,8 +48,8 @@ std::string find_selftest() {
   std::error_code error;
   auto self = std::filesystem::read_symlink("/proc/self/exe", error);
   if (error) return {};
-  for (const auto& candidate : {self.parent_path() / "accel-selftest",
-                                self.parent_path() / ".." / "libexec" / "accel" / "accel-selftest"}) {
+  for (const auto& candidate :
+       {self.parent_path() / "accel-selftest", self.parent_path() / ".." / "libexec" / "accel" / "accel-selftest"}) {
     if (::access(candidate.c_str(), X_OK) == 0) return candidate.lexically_normal().string();
   }
   return {};

@@ -75,16 +75,15 @@ ConfigValues ask_config_questions(std::istream& in, std::ostream& out) {
   Questionnaire q(in, out);
   ConfigValues values;
   values.compute_environment = "LOCAL_MACHINE";
-  values.distributed_type = q.choose("Which type of machine are you using?", {{"NO", "No distributed training"},
-                                                                              {"MULTI_CPU", "multi-CPU"},
-                                                                              {"MULTI_GPU", "multi-GPU"}});
+  values.distributed_type =
+      q.choose("Which type of machine are you using?",
+               {{"NO", "No distributed training"}, {"MULTI_CPU", "multi-CPU"}, {"MULTI_GPU", "multi-GPU"}});
   bool distributed = *values.distributed_type != "NO";
   values.num_machines = distributed ? q.ask_int("How many different machines will you use?", 1, 1, 1 << 16) : 1;
   if (*values.num_machines > 1) {
-    values.machine_rank =
-        q.ask_int("What is the rank of this machine?", 0, 0, *values.num_machines - 1);
-    values.main_process_ip = q.ask("What is the IP address of the machine that will host the main process?",
-                                   "127.0.0.1");
+    values.machine_rank = q.ask_int("What is the rank of this machine?", 0, 0, *values.num_machines - 1);
+    values.main_process_ip =
+        q.ask("What is the IP address of the machine that will host the main process?", "127.0.0.1");
     values.main_process_port =
         q.ask_int("What is the port you will use to communicate with the main process?", 29500, 1, 65535);
   } else {
@@ -92,8 +91,8 @@ ConfigValues ask_config_questions(std::istream& in, std::ostream& out) {
   }
   if (distributed) {
     for (;;) {
-      values.num_processes = q.ask_int("How many processes in total will you use (over all machines)?",
-                                       *values.num_machines, 1, 1 << 20);
+      values.num_processes =
+          q.ask_int("How many processes in total will you use (over all machines)?", *values.num_machines, 1, 1 << 20);
       if (*values.num_processes % *values.num_machines == 0) break;
       out << "The processes must divide evenly over the " << *values.num_machines << " machines.\n";
     }
@@ -108,13 +107,13 @@ ConfigValues ask_config_questions(std::istream& in, std::ostream& out) {
   } else {
     values.use_cpu = q.yes_no("Do you want to run your training on CPU only (even if a GPU is available)?", false);
   }
-  values.mixed_precision = q.choose("Do you wish to use mixed precision?", {{"no", "no"}, {"fp16", "fp16"},
-                                                                            {"bf16", "bf16"}});
+  values.mixed_precision =
+      q.choose("Do you wish to use mixed precision?", {{"no", "no"}, {"fp16", "fp16"}, {"bf16", "bf16"}});
   return values;
 }
 
-bool write_default_config(const std::string& path, const std::string& mixed_precision,
-                          std::optional<int> cuda_devices, std::ostream& out) {
+bool write_default_config(const std::string& path, const std::string& mixed_precision, std::optional<int> cuda_devices,
+                          std::ostream& out) {
   if (std::filesystem::exists(path)) {
     out << "Configuration already exists at " << path << ", will not override. Run `accel config` or pass another "
         << "--config_file.\n";

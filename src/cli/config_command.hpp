@@ -25,7 +25,7 @@ ConfigValues ask_config_questions(std::istream& in, std::ostream& out);
 // nullopt (could not ask LibTorch): use_cpu false, one process. Like
 // Accelerate, refuses to replace an existing file: false, with a message on
 // `out`. Throws ConfigFileError when the file cannot be written.
-bool write_default_config(const std::string& path, const std::string& mixed_precision,
-                          std::optional<int> cuda_devices, std::ostream& out);
+bool write_default_config(const std::string& path, const std::string& mixed_precision, std::optional<int> cuda_devices,
+                          std::ostream& out);
 
 }  // namespace accel::cli

@@ -18,9 +18,12 @@ namespace {
 // Values of distributed_type and compute_environment that would make the job
 // something other than data-parallel processes: refused rather than ignored.
 const std::map<std::string, std::string> kRefusedDistributedTypes{
-    {"MEGATRON_LM", "Megatron-LM"},  {"XLA", "TPUs (XLA)"},
-    {"TPU", "TPUs (XLA)"},           {"MULTI_XPU", "Intel XPUs"},
-    {"MULTI_NPU", "Ascend NPUs"},    {"MULTI_MLU", "Cambricon MLUs"},
+    {"MEGATRON_LM", "Megatron-LM"},
+    {"XLA", "TPUs (XLA)"},
+    {"TPU", "TPUs (XLA)"},
+    {"MULTI_XPU", "Intel XPUs"},
+    {"MULTI_NPU", "Ascend NPUs"},
+    {"MULTI_MLU", "Cambricon MLUs"},
     {"MULTI_MUSA", "Moore Threads MUSA devices"},
 };
 
@@ -66,8 +69,8 @@ class Reader {
 void read_honoured(const Reader& in, ConfigValues& values) {
   values.compute_environment = in.get<std::string>("compute_environment", "a string");
   if (values.compute_environment && *values.compute_environment != "LOCAL_MACHINE") {
-    in.refuse("compute_environment", *values.compute_environment +
-                                         " is not supported: accel launches on this machine (LOCAL_MACHINE) only");
+    in.refuse("compute_environment",
+              *values.compute_environment + " is not supported: accel launches on this machine (LOCAL_MACHINE) only");
   }
   values.distributed_type = in.get<std::string>("distributed_type", "a string");
   if (values.distributed_type) {
@@ -147,12 +150,36 @@ void read_ignored(const Reader& in, const ConfigValues& values, std::vector<std:
   if (in.non_empty("dynamo_config")) warn("dynamo_config", "torch.compile (dynamo) is not supported by accel");
 }
 
-const std::set<std::string> kKnownKeys{
-    "compute_environment", "distributed_type", "mixed_precision", "use_cpu", "num_processes", "num_machines",
-    "machine_rank", "main_process_ip", "main_process_port", "gpu_ids", "debug", "enable_cpu_affinity",
-    "tpu_use_cluster", "tpu_use_sudo", "downcast_bf16", "rdzv_backend", "main_training_function", "same_network",
-    "tpu_name", "tpu_zone", "tpu_env", "tpu_vm", "command_file", "commands", "deepspeed_config", "fsdp_config",
-    "megatron_lm_config", "ipex_config", "mpirun_config", "dynamo_config"};
+const std::set<std::string> kKnownKeys{"compute_environment",
+                                       "distributed_type",
+                                       "mixed_precision",
+                                       "use_cpu",
+                                       "num_processes",
+                                       "num_machines",
+                                       "machine_rank",
+                                       "main_process_ip",
+                                       "main_process_port",
+                                       "gpu_ids",
+                                       "debug",
+                                       "enable_cpu_affinity",
+                                       "tpu_use_cluster",
+                                       "tpu_use_sudo",
+                                       "downcast_bf16",
+                                       "rdzv_backend",
+                                       "main_training_function",
+                                       "same_network",
+                                       "tpu_name",
+                                       "tpu_zone",
+                                       "tpu_env",
+                                       "tpu_vm",
+                                       "command_file",
+                                       "commands",
+                                       "deepspeed_config",
+                                       "fsdp_config",
+                                       "megatron_lm_config",
+                                       "ipex_config",
+                                       "mpirun_config",
+                                       "dynamo_config"};
 
 // A string as PyYAML (YAML 1.1) reads it back as a string: quoted when it
 // would otherwise read as a boolean, null or number (NO, yes, off, 0, 1.5, ...).
@@ -227,7 +254,8 @@ void write_config_file(const std::string& path, const ConfigValues& values) {
   out << YAML::BeginMap;
   // Sorted, as PyYAML's safe_dump writes them.
   const std::string no = "no";
-  out << YAML::Key << "compute_environment" << YAML::Value << Text{values.compute_environment.value_or("LOCAL_MACHINE")};
+  out << YAML::Key << "compute_environment" << YAML::Value
+      << Text{values.compute_environment.value_or("LOCAL_MACHINE")};
   out << YAML::Key << "debug" << YAML::Value << false;
   out << YAML::Key << "distributed_type" << YAML::Value << Text{values.distributed_type.value_or("NO")};
   out << YAML::Key << "downcast_bf16" << YAML::Value << Text{no};

@@ -58,7 +58,8 @@ std::optional<std::string> default_config_path(const EnvLookup& env);
 // Throws ConfigFileError for an unreadable or malformed file, a value of the
 // wrong type, and settings accel cannot honour (distributed_type MEGATRON_LM,
 // XLA, ..., compute_environment AMAZON_SAGEMAKER, mixed_precision fp8, and
-// the fsdp_config / deepspeed_config values read_sharding_config refuses). Unknown keys and ignorable settings become warnings.
+// the fsdp_config / deepspeed_config values read_sharding_config refuses). Unknown keys and ignorable settings become
+// warnings.
 ConfigFile load_config_file(const std::string& path);
 
 // Writes `values` as YAML with every key Accelerate's own questionnaire writes,

@@ -16,8 +16,9 @@ namespace {
 
 // Quoted for a POSIX shell when needed, so a printed command line can be pasted back.
 std::string shell_quoted(const std::string& word) {
-  bool plain = !word.empty() && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                       "0123456789_-+=/.,:@%") == std::string::npos;
+  bool plain = !word.empty() && word.find_first_not_of(
+                                    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                    "0123456789_-+=/.,:@%") == std::string::npos;
   if (plain) return word;
   std::string quoted = "'";
   for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);

@@ -45,9 +45,9 @@ namespace {
 // An option that stores into an optional, so that resolution knows whether it
 // was given (command line > environment > config file > defaults).
 template <typename T>
-CLI::Option* add_optional(CLI::App& app, const std::string& names, std::optional<T>& target,
-                          const std::string& help) {
-  return app.add_option_function<T>(names, [&target](const T& value) { target = value; }, help);
+CLI::Option* add_optional(CLI::App& app, const std::string& names, std::optional<T>& target, const std::string& help) {
+  return app.add_option_function<T>(
+      names, [&target](const T& value) { target = value; }, help);
 }
 
 }  // namespace
@@ -100,14 +100,13 @@ void add_launch_options(CLI::App& app, LaunchFlags& flags) {
   add_optional(app, "--fsdp_transformer_layer_cls_to_wrap", flags.fsdp_transformer_layer_cls_to_wrap,
                "With --use_fsdp and TRANSFORMER_BASED_WRAP: layer classes, comma-separated "
                "(FSDP_TRANSFORMER_CLS_TO_WRAP)");
-  app.add_flag("--use_deepspeed", flags.use_deepspeed, "Sharded data parallel as DeepSpeed ZeRO (ACCELERATE_USE_DEEPSPEED)");
+  app.add_flag("--use_deepspeed", flags.use_deepspeed,
+               "Sharded data parallel as DeepSpeed ZeRO (ACCELERATE_USE_DEEPSPEED)");
   add_optional(app, "--zero_stage", flags.zero_stage,
                "With --use_deepspeed: ZeRO stage 0, 1 or 2 (ACCELERATE_DEEPSPEED_ZERO_STAGE)");
-  add_optional(app, "--num_cpu_threads_per_process", flags.num_cpu_threads_per_process,
-               "OMP_NUM_THREADS of every rank")
+  add_optional(app, "--num_cpu_threads_per_process", flags.num_cpu_threads_per_process, "OMP_NUM_THREADS of every rank")
       ->check(at_least(1, "POSITIVE"));
-  add_optional(app, "--max_restarts,--max-restarts", flags.max_restarts,
-               "Times to restart every rank after one fails")
+  add_optional(app, "--max_restarts,--max-restarts", flags.max_restarts, "Times to restart every rank after one fails")
       ->check(at_least(0, "NONNEGATIVE"))
       ->default_str("0");
   add_optional(app, "--monitor_interval,--monitor-interval", flags.monitor_interval_s,
@@ -142,10 +141,11 @@ void add_launch_options(CLI::App& app, LaunchFlags& flags) {
   // belong to the program. take_program() picks them up.
   app.prefix_command();
   app.formatter(std::make_shared<ProgramUsageFormatter>());
-  app.footer("PROGRAM is looked up on PATH; it and ARGS are passed to every rank unchanged. A PROGRAM ending in .py\n"
-             "runs with Python (--python, else the one accel was installed with, else the active venv's, else python3\n"
-             "on PATH), as torchrun and accelerate launch run sys.executable.\n"
-             "Precedence: command line > environment (PET_*, ACCELERATE_*) > config file > defaults.");
+  app.footer(
+      "PROGRAM is looked up on PATH; it and ARGS are passed to every rank unchanged. A PROGRAM ending in .py\n"
+      "runs with Python (--python, else the one accel was installed with, else the active venv's, else python3\n"
+      "on PATH), as torchrun and accelerate launch run sys.executable.\n"
+      "Precedence: command line > environment (PET_*, ACCELERATE_*) > config file > defaults.");
 }
 
 CommandLine split_command_line(int argc, const char* const* argv) {
@@ -176,8 +176,8 @@ void take_program(const CLI::App& app, const CommandLine& command_line, LaunchFl
 
 void validate(const LaunchConfig& config) {
   if (config.node_rank >= config.nnodes) {
-    throw CLI::ValidationError("--node_rank", std::to_string(config.node_rank) + " must be below --nnodes " +
-                                                  std::to_string(config.nnodes));
+    throw CLI::ValidationError(
+        "--node_rank", std::to_string(config.node_rank) + " must be below --nnodes " + std::to_string(config.nnodes));
   }
   // A local rank this node does not start is most likely a typo for one it does.
   auto check_local_ranks = [&config](const std::string& flag, const std::vector<int>& local_ranks) {
@@ -195,8 +195,10 @@ void validate(const LaunchConfig& config) {
   if (output.local_ranks_filter) check_local_ranks("--local_ranks_filter", *output.local_ranks_filter);
   if (config.master_port == 0 && config.nnodes > 1) {
     // Every machine would pick a different port; the ranks would never meet.
-    throw CLI::ValidationError("--master_port", "0 (pick a free port) works on one machine only; give a port for "
-                                                "--nnodes " + std::to_string(config.nnodes));
+    throw CLI::ValidationError("--master_port",
+                               "0 (pick a free port) works on one machine only; give a port for "
+                               "--nnodes " +
+                                   std::to_string(config.nnodes));
   }
 }
 

@@ -56,7 +56,7 @@ struct LaunchConfig {
   int nnodes = 1;
   int node_rank = 0;
   std::string master_addr = "127.0.0.1";
-  int master_port = 29500;  // 0 until resolved: pick a free port
+  int master_port = 29500;      // 0 until resolved: pick a free port
   double grace_period_s = 3.0;  // between SIGTERM and SIGKILL when stopping the ranks
   bool dry_run = false;
   // Reach the ranks as ACCELERATE_* variables (see rank_environment()).
@@ -70,11 +70,11 @@ struct LaunchConfig {
   // The config file's fsdp_config / deepspeed_config as Accelerate's variables
   // (ACCELERATE_USE_FSDP, FSDP_SHARDING_STRATEGY, ACCELERATE_USE_DEEPSPEED, ...).
   std::map<std::string, std::string> sharding_env;
-  int max_restarts = 0;  // times the whole group is restarted after a failure
-  int restart_count = 0;  // this attempt's number of earlier attempts, set by the supervisor
+  int max_restarts = 0;           // times the whole group is restarted after a failure
+  int restart_count = 0;          // this attempt's number of earlier attempts, set by the supervisor
   double monitor_interval_s = 5;  // torchrun's flag; exits are noticed at once regardless
-  std::string config_file;  // empty when none was read
-  OutputRouting output;  // where each rank's stdout and stderr go
+  std::string config_file;        // empty when none was read
+  OutputRouting output;           // where each rank's stdout and stderr go
   // For --dry_run: each setting with where its value came from, in order.
   std::vector<std::pair<std::string, std::string>> origins;
   // Set by resolve_defaults() when the launcher chooses it for the ranks.

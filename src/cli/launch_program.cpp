@@ -45,8 +45,7 @@ bool ends_with(const std::string& text, const std::string& suffix) {
 // ACCEL_PYTHON names it where it is not beside the command (the wheel's
 // console script sets it to its sys.executable); beside it is python3 of the
 // Debian package (/usr/bin) or of a venv (venv/bin).
-std::optional<std::string> installed_python(const EnvLookup& env, const std::string& command_dir,
-                                            std::string& origin) {
+std::optional<std::string> installed_python(const EnvLookup& env, const std::string& command_dir, std::string& origin) {
   if (auto named = env("ACCEL_PYTHON"); named && !named->empty()) {
     auto found = find_executable(*named, env);
     if (!found) {
@@ -77,8 +76,8 @@ std::string interpreter(const LaunchFlags& flags, const EnvLookup& env, const st
   if (auto venv = env("VIRTUAL_ENV"); venv && !venv->empty()) {
     std::string python = *venv + "/bin/python";
     if (!is_executable_file(python)) {
-      throw CLI::ValidationError("VIRTUAL_ENV", "environment variable VIRTUAL_ENV=" + *venv +
-                                                    " has no bin/python; give --python PATH");
+      throw CLI::ValidationError(
+          "VIRTUAL_ENV", "environment variable VIRTUAL_ENV=" + *venv + " has no bin/python; give --python PATH");
     }
     origin = "VIRTUAL_ENV";
     return python;

@@ -69,8 +69,8 @@ class Environment {
     char* end = nullptr;
     double value = std::strtod(found->c_str(), &end);
     if (*end != '\0' || end == found->c_str() || value < 0) {
-      throw CLI::ValidationError(name, "environment variable " + name + "=\"" + *found +
-                                           "\" is not a non-negative number");
+      throw CLI::ValidationError(name,
+                                 "environment variable " + name + "=\"" + *found + "\" is not a non-negative number");
     }
     return {value, "environment " + name};
   }
@@ -108,9 +108,11 @@ Candidate<T> from_file(const std::optional<T>& value, const std::string& path, c
 void resolve_process_count(const LaunchFlags& flags, const Environment& env, const ConfigFile& file,
                            LaunchConfig& config) {
   if (flags.nproc_per_node && flags.num_processes && *flags.num_processes != *flags.nproc_per_node * config.nnodes) {
-    throw CLI::ValidationError("--num_processes", std::to_string(*flags.num_processes) + " (the total) disagrees with "
-                                                  "--nproc_per_node " + std::to_string(*flags.nproc_per_node) +
-                                                  " x " + std::to_string(config.nnodes) + " node(s)");
+    throw CLI::ValidationError("--num_processes", std::to_string(*flags.num_processes) +
+                                                      " (the total) disagrees with "
+                                                      "--nproc_per_node " +
+                                                      std::to_string(*flags.nproc_per_node) + " x " +
+                                                      std::to_string(config.nnodes) + " node(s)");
   }
   auto total = [&](int processes, const std::string& origin, const std::string& name) {
     if (processes % config.nnodes != 0) {
@@ -155,12 +157,13 @@ std::optional<Parsed> pick_parsed(LaunchConfig& config, const std::string& setti
 
 void resolve_output(const LaunchFlags& flags, const Environment& env, LaunchConfig& config) {
   OutputRouting& output = config.output;
-  output.log_dir = pick<std::string>(config, "log_dir", "", {from_flag(flags.log_dir, "--log_dir"), env.text("PET_LOG_DIR")});
+  output.log_dir =
+      pick<std::string>(config, "log_dir", "", {from_flag(flags.log_dir, "--log_dir"), env.text("PET_LOG_DIR")});
   output.redirects = pick_parsed<StreamChoice>(config, "redirects", "unset",
                                                {from_flag(flags.redirects, "--redirects"), env.text("PET_REDIRECTS")},
                                                StreamChoice::parse);
-  output.tee = pick_parsed<StreamChoice>(config, "tee", "unset",
-                                         {from_flag(flags.tee, "--tee"), env.text("PET_TEE")}, StreamChoice::parse);
+  output.tee = pick_parsed<StreamChoice>(config, "tee", "unset", {from_flag(flags.tee, "--tee"), env.text("PET_TEE")},
+                                         StreamChoice::parse);
   output.local_ranks_filter = pick_parsed<std::vector<int>>(
       config, "local_ranks_filter", "every local rank",
       {from_flag(flags.local_ranks_filter, "--local_ranks_filter"), env.text("PET_LOCAL_RANKS_FILTER")},
@@ -196,10 +199,9 @@ LaunchConfig resolve_settings(const LaunchFlags& flags, const EnvLookup& lookup,
                           {from_flag(flags.node_rank, "--node_rank"), env.integer("PET_NODE_RANK", 0, 1 << 20),
                            from_file(values.machine_rank, path, "machine_rank")});
   resolve_process_count(flags, env, file, config);
-  config.master_addr = pick<std::string>(
-      config, "master_addr", "127.0.0.1",
-      {from_flag(flags.master_addr, "--master_addr"), env.text("PET_MASTER_ADDR"),
-       from_file(values.main_process_ip, path, "main_process_ip")});
+  config.master_addr = pick<std::string>(config, "master_addr", "127.0.0.1",
+                                         {from_flag(flags.master_addr, "--master_addr"), env.text("PET_MASTER_ADDR"),
+                                          from_file(values.main_process_ip, path, "main_process_ip")});
   config.master_port = pick(config, "master_port", 29500,
                             {from_flag(flags.master_port, "--master_port"), env.integer("PET_MASTER_PORT", 0, 65535),
                              from_file(values.main_process_port, path, "main_process_port")});
@@ -210,10 +212,9 @@ LaunchConfig resolve_settings(const LaunchFlags& flags, const EnvLookup& lookup,
     throw CLI::ValidationError("ACCELERATE_MIXED_PRECISION", "environment variable ACCELERATE_MIXED_PRECISION=\"" +
                                                                  *precision_env.value + "\" is not no, fp16 or bf16");
   }
-  config.mixed_precision =
-      pick<std::string>(config, "mixed_precision", "no",
-                        {from_flag(flags.mixed_precision, "--mixed_precision"), precision_env,
-                         from_file(values.mixed_precision, path, "mixed_precision")});
+  config.mixed_precision = pick<std::string>(config, "mixed_precision", "no",
+                                             {from_flag(flags.mixed_precision, "--mixed_precision"), precision_env,
+                                              from_file(values.mixed_precision, path, "mixed_precision")});
   auto steps_flag = from_flag(flags.gradient_accumulation_steps, "--gradient_accumulation_steps");
   auto steps_env = env.integer("ACCELERATE_GRADIENT_ACCUMULATION_STEPS", 1, 1 << 30);
   if (steps_flag.value || steps_env.value) {
@@ -225,20 +226,21 @@ LaunchConfig resolve_settings(const LaunchFlags& flags, const EnvLookup& lookup,
 
   std::optional<bool> cpu_from_type;
   if (values.distributed_type == "MULTI_CPU") cpu_from_type = true;
-  config.use_cpu = pick(config, "use_cpu", false,
-                        {from_flag(flags.cpu ? std::optional<bool>(true) : std::nullopt, "--cpu"),
-                         env.flag("ACCELERATE_USE_CPU"), from_file(values.use_cpu, path, "use_cpu"),
-                         from_file(cpu_from_type, path, "distributed_type MULTI_CPU")});
+  config.use_cpu =
+      pick(config, "use_cpu", false,
+           {from_flag(flags.cpu ? std::optional<bool>(true) : std::nullopt, "--cpu"), env.flag("ACCELERATE_USE_CPU"),
+            from_file(values.use_cpu, path, "use_cpu"), from_file(cpu_from_type, path, "distributed_type MULTI_CPU")});
   config.debug = flags.debug;
   config.enable_cpu_affinity = flags.enable_cpu_affinity;
-  config.gpu_ids = pick<std::string>(config, "gpu_ids", "all",
-                                     {from_flag(flags.gpu_ids, "--gpu_ids"), from_file(values.gpu_ids, path, "gpu_ids")});
+  config.gpu_ids = pick<std::string>(
+      config, "gpu_ids", "all", {from_flag(flags.gpu_ids, "--gpu_ids"), from_file(values.gpu_ids, path, "gpu_ids")});
   if (config.gpu_ids == "all") config.gpu_ids.reset();
   std::map<std::string, std::string> fsdp_settings;
-  for (const auto& [key, value] : {std::pair{"fsdp_sharding_strategy", &flags.fsdp_sharding_strategy},
-                                   std::pair{"fsdp_auto_wrap_policy", &flags.fsdp_auto_wrap_policy},
-                                   std::pair{"fsdp_min_num_params", &flags.fsdp_min_num_params},
-                                   std::pair{"fsdp_transformer_layer_cls_to_wrap", &flags.fsdp_transformer_layer_cls_to_wrap}}) {
+  for (const auto& [key, value] :
+       {std::pair{"fsdp_sharding_strategy", &flags.fsdp_sharding_strategy},
+        std::pair{"fsdp_auto_wrap_policy", &flags.fsdp_auto_wrap_policy},
+        std::pair{"fsdp_min_num_params", &flags.fsdp_min_num_params},
+        std::pair{"fsdp_transformer_layer_cls_to_wrap", &flags.fsdp_transformer_layer_cls_to_wrap}}) {
     if (*value) fsdp_settings[key] = **value;
   }
   config.sharding_env = sharding_env_from_flags(flags.use_fsdp, fsdp_settings, flags.use_deepspeed, flags.zero_stage);
@@ -251,12 +253,12 @@ LaunchConfig resolve_settings(const LaunchFlags& flags, const EnvLookup& lookup,
   if (flags.num_cpu_threads_per_process) {
     config.omp_num_threads = static_cast<unsigned>(*flags.num_cpu_threads_per_process);
   }
-  config.max_restarts = pick(config, "max_restarts", 0,
-                             {from_flag(flags.max_restarts, "--max_restarts"),
-                              env.integer("PET_MAX_RESTARTS", 0, 1 << 20)});
-  config.monitor_interval_s = pick(config, "monitor_interval", 5.0,
-                                   {from_flag(flags.monitor_interval_s, "--monitor_interval"),
-                                    env.number("PET_MONITOR_INTERVAL")});
+  config.max_restarts =
+      pick(config, "max_restarts", 0,
+           {from_flag(flags.max_restarts, "--max_restarts"), env.integer("PET_MAX_RESTARTS", 0, 1 << 20)});
+  config.monitor_interval_s =
+      pick(config, "monitor_interval", 5.0,
+           {from_flag(flags.monitor_interval_s, "--monitor_interval"), env.number("PET_MONITOR_INTERVAL")});
   config.grace_period_s = pick(config, "grace_period", 3.0, {from_flag(flags.grace_period_s, "--grace_period")});
   resolve_output(flags, env, config);
   config.dry_run = flags.dry_run;

@@ -135,7 +135,8 @@ int main(int argc, char** argv) {
   int64_t estimate_min_num_params = 0;
   bool estimate_cpu_offload = false;
   CLI::App* estimate_command = app.add_subcommand(
-      "estimate-memory", "Bytes per process for a model's parameters, gradients and optimizer state per sharding strategy");
+      "estimate-memory",
+      "Bytes per process for a model's parameters, gradients and optimizer state per sharding strategy");
   estimate_command->add_option("model", estimate_path, "model.json, a TorchScript file or a .safetensors checkpoint")
       ->required();
   estimate_command->add_option("--world_size", estimate_world, "Number of processes")
@@ -144,12 +145,14 @@ int main(int argc, char** argv) {
   estimate_command->add_option("--optimizer", estimate_optimizer, "adamw (2 state elements per parameter) or sgd (1)")
       ->check(CLI::IsMember({"adamw", "sgd"}))
       ->capture_default_str();
-  estimate_command->add_option("--min_num_params", estimate_min_num_params,
-                               "FULL_SHARD wrap units: 0 one per layer, else layers grouped to this size")
+  estimate_command
+      ->add_option("--min_num_params", estimate_min_num_params,
+                   "FULL_SHARD wrap units: 0 one per layer, else layers grouped to this size")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  estimate_command->add_option("--num_machines", estimate_machines,
-                               "Machines the processes are spread over: adds HYBRID_SHARD (sharded within a machine)")
+  estimate_command
+      ->add_option("--num_machines", estimate_machines,
+                   "Machines the processes are spread over: adds HYBRID_SHARD (sharded within a machine)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   estimate_command->add_flag("--cpu_offload", estimate_cpu_offload,
@@ -205,8 +208,9 @@ int main(int argc, char** argv) {
     if (default_command->parsed()) {
       who = "accel config default";
       const std::optional<int> gpus = accel::cli::probe_cuda_devices();
-      if (!gpus) std::cerr << "accel config default: warning: cannot ask LibTorch for GPUs (accel-selftest missing or "
-                              "failed); writing use_cpu: false\n";
+      if (!gpus)
+        std::cerr << "accel config default: warning: cannot ask LibTorch for GPUs (accel-selftest missing or "
+                     "failed); writing use_cpu: false\n";
       return accel::cli::write_default_config(config_target(config_file), mixed_precision, gpus, std::cout) ? 0 : 1;
     }
     if (config_command->parsed()) {
@@ -221,8 +225,12 @@ int main(int argc, char** argv) {
       who = "accel estimate-memory";
       const std::string selftest = accel::cli::find_selftest();
       if (selftest.empty()) throw std::runtime_error("accel-selftest (which does the arithmetic) is not installed");
-      std::vector<std::string> args = {selftest, "--estimate-memory", estimate_path, std::to_string(estimate_world),
-                                       estimate_optimizer, std::to_string(estimate_min_num_params),
+      std::vector<std::string> args = {selftest,
+                                       "--estimate-memory",
+                                       estimate_path,
+                                       std::to_string(estimate_world),
+                                       estimate_optimizer,
+                                       std::to_string(estimate_min_num_params),
                                        std::to_string(estimate_machines)};
       if (estimate_cpu_offload) args.push_back("--cpu_offload");
       std::vector<char*> argv_out;

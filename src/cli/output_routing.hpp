@@ -44,8 +44,8 @@ struct OutputRouting {
   std::string log_dir;
   // Unset: not given. With neither given, --log_dir alone sends both streams
   // of every rank to its file only, and without --log_dir to the terminal.
-  std::optional<StreamChoice> redirects;  // to the file only
-  std::optional<StreamChoice> tee;        // to the file and the terminal
+  std::optional<StreamChoice> redirects;               // to the file only
+  std::optional<StreamChoice> tee;                     // to the file and the terminal
   std::optional<std::vector<int>> local_ranks_filter;  // unset: every local rank on the terminal
 
   struct Route {

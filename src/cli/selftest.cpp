@@ -38,21 +38,22 @@ int print_env() {
   if (accel::detail::c10d_adapter::kStoreListensOnMasterAddrOnly) {
     std::printf("Rendezvous store listens on: MASTER_ADDR only\n");
   } else {
-    std::printf("Rendezvous store listens on: every interface, whatever MASTER_ADDR is (LibTorch %d.%d cannot bind "
-                "it to one address; see docs/launch.md)\n",
-                TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR);
+    std::printf(
+        "Rendezvous store listens on: every interface, whatever MASTER_ADDR is (LibTorch %d.%d cannot bind "
+        "it to one address; see docs/launch.md)\n",
+        TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR);
   }
   return 0;
 }
 
-#define EXPECT(condition, ...)                                                        \
-  do {                                                                                \
-    if (!(condition)) {                                                               \
-      std::fprintf(stderr, "rank %d: FAILED: %s: ", rank, #condition);                \
-      std::fprintf(stderr, __VA_ARGS__);                                              \
-      std::fprintf(stderr, "\n");                                                     \
-      return 1;                                                                       \
-    }                                                                                 \
+#define EXPECT(condition, ...)                                         \
+  do {                                                                 \
+    if (!(condition)) {                                                \
+      std::fprintf(stderr, "rank %d: FAILED: %s: ", rank, #condition); \
+      std::fprintf(stderr, __VA_ARGS__);                               \
+      std::fprintf(stderr, "\n");                                      \
+      return 1;                                                        \
+    }                                                                  \
   } while (0)
 
 int sanity() {
@@ -61,8 +62,8 @@ int sanity() {
   const bool main = accelerator.is_main_process();
   if (main) {
     // What the launcher's ACCELERATE_* variables made of the accelerator.
-    std::printf("accel test: %d process(es), device %s, mixed precision %s, gradient accumulation steps %lld\n",
-                world, accelerator.device().str().c_str(), accel::to_string(accelerator.mixed_precision()),
+    std::printf("accel test: %d process(es), device %s, mixed precision %s, gradient accumulation steps %lld\n", world,
+                accelerator.device().str().c_str(), accel::to_string(accelerator.mixed_precision()),
                 static_cast<long long>(accelerator.gradient_accumulation_steps()));
   }
 
@@ -110,7 +111,8 @@ int sanity() {
 
   // gather_for_metrics: each of the 37 samples once, the filler dropped.
   int64_t seen = 0;
-  while (auto batch = loader.next()) seen += accelerator.gather_for_metrics((*batch)[1].to(accelerator.device())).size(0);
+  while (auto batch = loader.next())
+    seen += accelerator.gather_for_metrics((*batch)[1].to(accelerator.device())).size(0);
   EXPECT(seen == 37, "gather_for_metrics saw %lld samples, expected 37", static_cast<long long>(seen));
   if (main) std::printf("accel test: gather_for_metrics ok\n");
   accelerator.wait_for_everyone();
@@ -121,8 +123,8 @@ int sanity() {
 
 // One line per strategy: bytes per process for parameters, gradients,
 // optimizer state, their sum, and the ratio to NO_SHARD's sum.
-int estimate(const std::string& path, int world, const std::string& optimizer, int64_t min_num_params,
-             int num_machines, bool cpu_offload) {
+int estimate(const std::string& path, int world, const std::string& optimizer, int64_t min_num_params, int num_machines,
+             bool cpu_offload) {
   const accel::OptimizerKind kind = optimizer == "sgd" ? accel::OptimizerKind::Sgd : accel::OptimizerKind::AdamW;
   const auto estimates = accel::estimate_memory(path, world, kind, min_num_params, cpu_offload, num_machines);
   auto mib = [](int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); };

@@ -98,8 +98,9 @@ std::map<std::string, std::string> read_fsdp(const Section& in, std::vector<std:
       // FULL_SHARD's wrap units (docs/sharding.md); Accelerate's names.
       const std::string value = in.text(key).value_or("NO_WRAP");
       if (value == "TRANSFORMER_BASED_WRAP" && !in.text("fsdp_transformer_layer_cls_to_wrap")) {
-        in.refuse(key, value + " needs fsdp_transformer_layer_cls_to_wrap (the layer class names, comma-separated; "
-                               "libaccel cannot read a model's _no_split_modules)");
+        in.refuse(key, value +
+                           " needs fsdp_transformer_layer_cls_to_wrap (the layer class names, comma-separated; "
+                           "libaccel cannot read a model's _no_split_modules)");
       }
       if (value != "SIZE_BASED_WRAP" && value != "NO_WRAP" && value != "TRANSFORMER_BASED_WRAP") {
         in.refuse(key, "unknown value '" + value + "' (expected SIZE_BASED_WRAP, NO_WRAP or TRANSFORMER_BASED_WRAP)");
@@ -152,7 +153,8 @@ std::string checked_stage(const Section& in, const std::string& key, const std::
 // An offload device: none or cpu (NVMe is not supported).
 const std::string& checked_offload(const Section& in, const std::string& key, const std::string& device) {
   if (device == "nvme") in.refuse(key, "'nvme': offload to NVMe is not supported (use cpu or none)");
-  if (device != "none" && device != "cpu") in.refuse(key, "unknown device '" + device + "' (expected none, cpu or nvme)");
+  if (device != "none" && device != "cpu")
+    in.refuse(key, "unknown device '" + device + "' (expected none, cpu or nvme)");
   return device;
 }
 
@@ -174,7 +176,9 @@ std::string stage_from_json(const Section& in, const std::string& file, std::map
   if (zero == config.end()) return "0";
   if (!zero->is_object()) in.refuse("deepspeed_config_file", where + " is not an object");
   auto stage = zero->find("stage");
-  std::string value = stage == zero->end() ? "0" : stage->is_number_integer() ? std::to_string(stage->get<int>()) : stage->dump();
+  std::string value = stage == zero->end()         ? "0"
+                      : stage->is_number_integer() ? std::to_string(stage->get<int>())
+                                                   : stage->dump();
   checked_stage(in, "deepspeed_config_file", value);
   for (const char* offload : {"offload_optimizer", "offload_param"}) {
     auto it = zero->find(offload);
@@ -198,12 +202,16 @@ std::map<std::string, std::string> read_deepspeed(const Section& in, std::vector
     } else if (key == "deepspeed_config_file") {
       if (auto file = in.text(key)) stage = stage_from_json(in, *file, env);
     } else if (key == "offload_optimizer_device" || key == "offload_param_device") {
-      if (auto device = in.text(key); device && checked_offload(in, key, *device) == "cpu") env[offload_variable(key)] = "cpu";
+      if (auto device = in.text(key); device && checked_offload(in, key, *device) == "cpu")
+        env[offload_variable(key)] = "cpu";
     } else if (key == "zero3_init_flag") {
-      if (in.flag(key)) in.refuse(key, "true: zero.Init is not supported (the model is built whole and sharded at prepare)");
+      if (in.flag(key))
+        in.refuse(key, "true: zero.Init is not supported (the model is built whole and sharded at prepare)");
     } else if (key == "zero3_save_16bit_model" || key == "deepspeed_multinode_launcher") {
-      if (in.text(key)) warnings.push_back(in.warning(key, "no effect: save_model always writes fp32 weights; "
-                                                           "DeepSpeed's launcher is not used"));
+      if (in.text(key))
+        warnings.push_back(in.warning(key,
+                                      "no effect: save_model always writes fp32 weights; "
+                                      "DeepSpeed's launcher is not used"));
     } else if (key == "gradient_accumulation_steps") {
       auto value = in.text(key);
       if (value && *value != "1") {
@@ -218,7 +226,8 @@ std::map<std::string, std::string> read_deepspeed(const Section& in, std::vector
   env["ACCELERATE_DEEPSPEED_ZERO_STAGE"] = stage.value_or("2");
   // DeepSpeed's own rules: stage 0 has no shards to offload, and only stage 3
   // shards the parameters that offload_param moves.
-  for (const char* variable : {"ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE", "ACCELERATE_DEEPSPEED_OFFLOAD_PARAM_DEVICE"}) {
+  for (const char* variable :
+       {"ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE", "ACCELERATE_DEEPSPEED_OFFLOAD_PARAM_DEVICE"}) {
     if (env.count(variable) == 0) continue;
     const bool params = std::string(variable).find("PARAM_DEVICE") != std::string::npos;
     const std::string& zero = env["ACCELERATE_DEEPSPEED_ZERO_STAGE"];
@@ -266,7 +275,8 @@ std::map<std::string, std::string> sharding_env_from_flags(bool use_fsdp,
       const size_t key = message.find("key '");
       const size_t dot = message.find('.', key), end = message.find('\'', key + 5);
       std::string flag = fallback;
-      if (key != std::string::npos && dot != std::string::npos && dot < end) flag = "--" + message.substr(dot + 1, end - dot - 1);
+      if (key != std::string::npos && dot != std::string::npos && dot < end)
+        flag = "--" + message.substr(dot + 1, end - dot - 1);
       throw CLI::ValidationError(flag, flag + message.substr(message.find(':', key)));
     }
   };

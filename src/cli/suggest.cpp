@@ -1,6 +1,5 @@
 #include "cli/suggest.hpp"
 
-
 namespace accel::cli {
 
 std::optional<std::string> suggest_for(const CLI::App& command, const std::string& given) {

@@ -191,7 +191,7 @@ bool Supervisor::has_work() const {
 
 void Supervisor::wait_for_events(LauncherSignals& signals) {
   std::vector<pollfd> fds{{signals.fd(), POLLIN, 0}};
-  std::vector<Relay*> relays{nullptr};  // relays[i] reads fds[i], or nullptr
+  std::vector<Relay*> relays{nullptr};    // relays[i] reads fds[i], or nullptr
   std::vector<Rank*> reporters{nullptr};  // reporters[i] is the rank whose reports fds[i] carries, or nullptr
   for (auto& rank : ranks_) {
     for (Relay* relay : {&rank.out, &rank.err}) {
@@ -240,8 +240,8 @@ void Supervisor::check_rendezvous() {
     return text;
   };
   // Without this the waiting ranks would fail only after their whole timeout.
-  say(list(stranded->gone) + " exited with code 0 before completing the rendezvous that " +
-      list(stranded->waiting) + (stranded->waiting.size() == 1 ? " is" : " are") +
+  say(list(stranded->gone) + " exited with code 0 before completing the rendezvous that " + list(stranded->waiting) +
+      (stranded->waiting.size() == 1 ? " is" : " are") +
       " waiting in, so it can never complete; stopping the other ranks");
   rank_failed_ = true;
   exit_status_ = 1;
@@ -301,8 +301,7 @@ void Supervisor::on_rank_exit(Rank& rank, int wait_status) {
   }
   if (exit_status_) return;  // later exits are the stop's consequences
   rank_failed_ = true;
-  bool others_running =
-      std::any_of(ranks_.begin(), ranks_.end(), [](const Rank& other) { return other.running; });
+  bool others_running = std::any_of(ranks_.begin(), ranks_.end(), [](const Rank& other) { return other.running; });
   say(exit.describe() + (others_running ? "; stopping the other ranks" : ""));
   exit_status_ = exit.exit_code();
   stop_ranks(SIGTERM);

@@ -42,7 +42,7 @@ class Supervisor {
     int from_fd = -1;  // -1 once at end of file
     int to_fd = -1;    // the terminal (prefixed lines), or -1 when the stream is not shown
     LinePrefixer lines;
-    int log_fd = -1;   // the rank's log file (raw output), or -1 when the stream is not logged
+    int log_fd = -1;  // the rank's log file (raw output), or -1 when the stream is not logged
   };
 
   struct Rank {
@@ -83,13 +83,13 @@ class Supervisor {
 
   LaunchConfig config_;
   std::vector<Rank> ranks_;
-  RendezvousWatch watch_;  // this attempt's
-  std::string host_;  // this machine's name, for failure messages
+  RendezvousWatch watch_;           // this attempt's
+  std::string host_;                // this machine's name, for failure messages
   std::optional<int> exit_status_;  // set by the first event that stops the job
-  bool rank_failed_ = false;  // this attempt was stopped by a failing rank
+  bool rank_failed_ = false;        // this attempt was stopped by a failing rank
   int launcher_signal_ = 0;
   std::optional<Clock::time_point> kill_deadline_;  // SIGKILL for what is left after the grace period
-  bool killed_ = false;  // SIGKILL sent: nothing stronger is left
+  bool killed_ = false;                             // SIGKILL sent: nothing stronger is left
   // Output held open by processes that left the ranks' groups is not waited for past this.
   std::optional<Clock::time_point> abandon_output_at_;
 };

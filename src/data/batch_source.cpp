@@ -41,8 +41,9 @@ class MapSource : public BatchSource {
     int64_t left = static_cast<int64_t>(plan_.batches.size() - cursor_);
     if (spec.num_workers > 0 && left > 0) {
       size_t first = cursor_;
-      prefetcher_ = std::make_unique<Prefetcher>(spec.num_workers, spec.prefetch_factor, left,
-                                                 [this, first](int64_t k) { return read(first + static_cast<size_t>(k)); });
+      prefetcher_ =
+          std::make_unique<Prefetcher>(spec.num_workers, spec.prefetch_factor, left,
+                                       [this, first](int64_t k) { return read(first + static_cast<size_t>(k)); });
     }
   }
 
@@ -173,8 +174,7 @@ class DispatchSource : public BatchSource {
         // Variable-length batches (padded per batch) cannot be completed row-wise.
         require_arg((*batch)[f].sizes().slice(1) == (*first_)[f].sizes().slice(1),
                     "dispatch_batches: field " + std::to_string(f) + " of the short last batch has shape " +
-                        c10::str((*batch)[f].sizes()) + " and of the first batch " +
-                        c10::str((*first_)[f].sizes()) +
+                        c10::str((*batch)[f].sizes()) + " and of the first batch " + c10::str((*first_)[f].sizes()) +
                         ": rows of different widths cannot complete the last batch (pad to a fixed max_length, "
                         "or use drop_last or dispatch_batches=false)");
         for (int64_t have = real; have < target;) {

@@ -13,8 +13,8 @@ void check_fields(const std::vector<FieldSpec>& fields) {
   require_arg(!fields.empty(), "callback dataset: needs at least one field");
   for (size_t f = 0; f < fields.size(); ++f) {
     for (int64_t d : fields[f].shape) {
-      require_arg(d > 0, "callback dataset: field " + std::to_string(f) + " has a non-positive dimension " +
-                             std::to_string(d));
+      require_arg(
+          d > 0, "callback dataset: field " + std::to_string(f) + " has a non-positive dimension " + std::to_string(d));
     }
   }
 }

@@ -77,8 +77,8 @@ std::shared_ptr<TensorDataset> load_csv_dataset(const std::string& path, const s
   for (size_t c = 0; c < header.size(); ++c) {
     auto [it, inserted] = seen.emplace(header[c], c);
     require(inserted, ErrorCode::IO,
-            path + ":1: column " + std::to_string(c + 1) + " is named \"" + shown(header[c]) +
-                "\" like column " + std::to_string(it->second + 1) + "; column names must differ");
+            path + ":1: column " + std::to_string(c + 1) + " is named \"" + shown(header[c]) + "\" like column " +
+                std::to_string(it->second + 1) + "; column names must differ");
   }
   auto label_it = seen.find(label_column);
   require_arg(label_it != seen.end(), path + ": no column named \"" + label_column + "\" in the header");

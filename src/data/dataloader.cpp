@@ -18,13 +18,13 @@ void check_options(const DataLoaderOptions& options, bool batch_sampler = false)
   require_arg(options.batch_size > 0 || (batch_sampler && options.batch_size == 0),
               "DataLoader: batch_size must be positive" + std::string(batch_sampler ? " or 0 (sizes vary)" : "") +
                   ", got " + std::to_string(options.batch_size));
-  require_arg(options.num_workers >= 0, "DataLoader: num_workers must be >= 0, got " +
-                                            std::to_string(options.num_workers));
-  require_arg(options.num_workers <= kMaxNumWorkers, "DataLoader: num_workers must be <= " +
-                                                         std::to_string(kMaxNumWorkers) + ", got " +
-                                                         std::to_string(options.num_workers));
-  require_arg(options.prefetch_factor >= 1, "DataLoader: prefetch_factor must be >= 1, got " +
-                                                std::to_string(options.prefetch_factor));
+  require_arg(options.num_workers >= 0,
+              "DataLoader: num_workers must be >= 0, got " + std::to_string(options.num_workers));
+  require_arg(options.num_workers <= kMaxNumWorkers,
+              "DataLoader: num_workers must be <= " + std::to_string(kMaxNumWorkers) + ", got " +
+                  std::to_string(options.num_workers));
+  require_arg(options.prefetch_factor >= 1,
+              "DataLoader: prefetch_factor must be >= 1, got " + std::to_string(options.prefetch_factor));
 }
 
 }  // namespace
@@ -52,9 +52,9 @@ DataLoader::DataLoader(std::shared_ptr<Dataset> dataset, std::vector<std::vector
   for (size_t b = 0; b < batches.size(); ++b) {
     require_arg(!batches[b].empty(), "DataLoader: batch sampler batch " + std::to_string(b) + " is empty");
     for (int64_t index : batches[b]) {
-      require_arg(index >= 0 && index < size, "DataLoader: batch sampler batch " + std::to_string(b) +
-                                                  " holds index " + std::to_string(index) +
-                                                  ", outside the dataset's [0, " + std::to_string(size) + ")");
+      require_arg(index >= 0 && index < size, "DataLoader: batch sampler batch " + std::to_string(b) + " holds index " +
+                                                  std::to_string(index) + ", outside the dataset's [0, " +
+                                                  std::to_string(size) + ")");
     }
   }
   batch_sampler_ = std::make_shared<const std::vector<std::vector<int64_t>>>(std::move(batches));
@@ -193,8 +193,8 @@ int64_t DataLoader::num_batches() const {
           "num_batches: the loader reads an iterable dataset, whose length is unknown");
   const int64_t B = options_.batch_size;
   const int64_t n = dataset_->size();
-  int64_t count = batch_sampler_ ? static_cast<int64_t>(batch_sampler_->size())
-                                 : (options_.drop_last ? n / B : (n + B - 1) / B);
+  int64_t count =
+      batch_sampler_ ? static_cast<int64_t>(batch_sampler_->size()) : (options_.drop_last ? n / B : (n + B - 1) / B);
   const int64_t P = placement_.num_processes;
   if (prepared_ && P > 1) {
     detail::ShardSpec spec;
@@ -237,10 +237,10 @@ void DataLoader::resume_from(const Position& position) {
 }
 
 std::unique_ptr<DataLoader> DataLoader::skip_first_batches(int64_t num_batches) const {
-  require_arg(num_batches >= 0, "skip_first_batches: num_batches must not be negative, got " +
-                                    std::to_string(num_batches));
-  std::unique_ptr<DataLoader> copy = dataset_ ? std::make_unique<DataLoader>(dataset_, options_)
-                                              : std::make_unique<DataLoader>(stream_, options_);
+  require_arg(num_batches >= 0,
+              "skip_first_batches: num_batches must not be negative, got " + std::to_string(num_batches));
+  std::unique_ptr<DataLoader> copy =
+      dataset_ ? std::make_unique<DataLoader>(dataset_, options_) : std::make_unique<DataLoader>(stream_, options_);
   copy->batch_sampler_ = batch_sampler_;
   copy->skipped_pass_ = num_batches;
   copy->placement_ = placement_;

@@ -131,8 +131,8 @@ at::Tensor read_idx(const std::string& path) {
   file.check_payload(nbytes, "dimensions " + c10::str(at::IntArrayRef(shape)));
   at::Tensor data = at::empty(shape, at::TensorOptions().dtype(dtype));
   file.read_exact(data.data_ptr(), static_cast<size_t>(nbytes), "the data");
-  require(file.at_end(), ErrorCode::IO, "IDX file \"" + path + "\" has extra bytes after the data, at byte " +
-                                            std::to_string(file.offset()));
+  require(file.at_end(), ErrorCode::IO,
+          "IDX file \"" + path + "\" has extra bytes after the data, at byte " + std::to_string(file.offset()));
   // IDX stores multi-byte values big-endian.
   if (data.element_size() > 1) {
     auto* bytes = static_cast<uint8_t*>(data.data_ptr());
@@ -151,10 +151,11 @@ std::shared_ptr<TensorDataset> load_idx_dataset(const std::string& images_path, 
   require_arg(std > 0, "load_idx_dataset: std must be positive, got " + std::to_string(std));
   at::Tensor images = detail::read_idx(images_path);
   at::Tensor labels = detail::read_idx(labels_path);
-  require(images.dim() == 3, ErrorCode::IO, "IDX image file \"" + images_path + "\" has shape " +
-                                                c10::str(images.sizes()) + "; expected [count, rows, cols]");
-  require(labels.dim() == 1, ErrorCode::IO, "IDX label file \"" + labels_path + "\" has shape " +
-                                                c10::str(labels.sizes()) + "; expected [count]");
+  require(images.dim() == 3, ErrorCode::IO,
+          "IDX image file \"" + images_path + "\" has shape " + c10::str(images.sizes()) +
+              "; expected [count, rows, cols]");
+  require(labels.dim() == 1, ErrorCode::IO,
+          "IDX label file \"" + labels_path + "\" has shape " + c10::str(labels.sizes()) + "; expected [count]");
   require(images.size(0) == labels.size(0), ErrorCode::IO,
           "IDX files disagree: \"" + images_path + "\" holds " + std::to_string(images.size(0)) + " images but \"" +
               labels_path + "\" holds " + std::to_string(labels.size(0)) + " labels");

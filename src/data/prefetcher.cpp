@@ -20,8 +20,8 @@ Prefetcher::Prefetcher(int workers, int depth, int64_t count, std::function<Batc
       threads_.emplace_back([this] { work(); });
     } catch (const std::exception& e) {
       // std::system_error for a thread limit (RLIMIT_NPROC, cgroup pids.max)
-      // or no address space for the stack, std::bad_alloc for its state: stop the workers already running, since a joinable
-      // std::thread destroyed by the unwinding would call std::terminate.
+      // or no address space for the stack, std::bad_alloc for its state: stop the workers already running, since a
+      // joinable std::thread destroyed by the unwinding would call std::terminate.
       stop();
       fail(ErrorCode::Resource, "DataLoader: could not start worker thread " + std::to_string(w + 1) + " of " +
                                     std::to_string(workers) + " (" + e.what() +

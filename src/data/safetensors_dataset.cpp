@@ -31,7 +31,8 @@ std::vector<std::string> shard_files(const std::string& dir) {
 
 }  // namespace
 
-std::shared_ptr<TensorDataset> load_safetensors_dataset(const std::string& dir, const std::vector<std::string>& fields) {
+std::shared_ptr<TensorDataset> load_safetensors_dataset(const std::string& dir,
+                                                        const std::vector<std::string>& fields) {
   require_arg(!fields.empty(), "safetensors dataset: no field names given");
   std::vector<std::vector<at::Tensor>> parts(fields.size());
   for (const std::string& path : shard_files(dir)) {

@@ -23,8 +23,8 @@ std::string shape_text(at::IntArrayRef shape) {
 
 void check_padding(const PaddingOptions& options) {
   require_arg(options.pad_id >= 0, "padding: pad_id must not be negative, got " + std::to_string(options.pad_id));
-  require_arg(options.pad_to_multiple_of >= 0, "padding: pad_to_multiple_of must not be negative, got " +
-                                                   std::to_string(options.pad_to_multiple_of));
+  require_arg(options.pad_to_multiple_of >= 0,
+              "padding: pad_to_multiple_of must not be negative, got " + std::to_string(options.pad_to_multiple_of));
   require_arg(options.max_length >= 0,
               "padding: max_length must not be negative, got " + std::to_string(options.max_length));
 }
@@ -66,7 +66,7 @@ Batch pad_sequences(const std::vector<SequenceSample>& samples, const PaddingOpt
   if (options.pad_to_multiple_of > 0 && padded % options.pad_to_multiple_of != 0) {
     padded += options.pad_to_multiple_of - padded % options.pad_to_multiple_of;
   }
-  const LabelKind kind = !samples[0].labels.defined()  ? LabelKind::None
+  const LabelKind kind = !samples[0].labels.defined()   ? LabelKind::None
                          : samples[0].labels.dim() == 0 ? LabelKind::PerSample
                                                         : LabelKind::PerToken;
   at::Tensor ids = at::full({batch, padded}, options.pad_id, at::kLong);
@@ -114,8 +114,8 @@ Batch SequenceDataset::get_batch(const std::vector<int64_t>& indices) const {
   samples.reserve(indices.size());
   const int64_t* off = sequences_.offsets.data_ptr<int64_t>();
   for (int64_t i : indices) {
-    require_arg(i >= 0 && i < size(), "sequence dataset: index " + std::to_string(i) + " outside [0, " +
-                                          std::to_string(size()) + ")");
+    require_arg(i >= 0 && i < size(),
+                "sequence dataset: index " + std::to_string(i) + " outside [0, " + std::to_string(size()) + ")");
     SequenceSample sample;
     sample.index = i;
     sample.input_ids = sequences_.ids.narrow(0, off[i], off[i + 1] - off[i]);
@@ -127,16 +127,15 @@ Batch SequenceDataset::get_batch(const std::vector<int64_t>& indices) const {
     samples.push_back(std::move(sample));
   }
   Batch batch = collate_(samples);
-  require_arg(batch.size() == names_.size(), "collate: returned " + std::to_string(batch.size()) +
-                                                 " tensors for the " + std::to_string(names_.size()) +
-                                                 " field names");
+  require_arg(batch.size() == names_.size(), "collate: returned " + std::to_string(batch.size()) + " tensors for the " +
+                                                 std::to_string(names_.size()) + " field names");
   const auto rows = static_cast<int64_t>(indices.size());
   for (size_t f = 0; f < batch.size(); ++f) {
     const at::Tensor& t = batch[f];
     require_arg(t.defined(), "collate: field '" + names_[f] + "' is missing (an undefined tensor)");
-    require_arg(t.dim() >= 1 && t.size(0) == rows,
-                "collate: field '" + names_[f] + "' has shape " + shape_text(t.sizes()) + ", expected [" +
-                    std::to_string(rows) + ", ...] (one row per sample of the batch)");
+    require_arg(t.dim() >= 1 && t.size(0) == rows, "collate: field '" + names_[f] + "' has shape " +
+                                                       shape_text(t.sizes()) + ", expected [" + std::to_string(rows) +
+                                                       ", ...] (one row per sample of the batch)");
   }
   return batch;
 }

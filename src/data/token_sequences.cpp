@@ -31,10 +31,10 @@ void check_ids(const at::Tensor& ids, const at::Tensor& offsets, int64_t vocab_s
   for (int64_t k = 0; k < ids.numel(); ++k) {
     if (id[k] >= 0 && (vocab_size <= 0 || id[k] < vocab_size)) continue;
     while (off[sequence + 1] <= k) ++sequence;
-    fail(ErrorCode::InvalidArgument, where + "sequence " + std::to_string(sequence) + ", position " +
-                                         std::to_string(k - off[sequence]) + ": id " + std::to_string(id[k]) +
-                                         (id[k] < 0 ? " is negative"
-                                                    : " is not below the vocab size " + std::to_string(vocab_size)));
+    fail(ErrorCode::InvalidArgument,
+         where + "sequence " + std::to_string(sequence) + ", position " + std::to_string(k - off[sequence]) + ": id " +
+             std::to_string(id[k]) +
+             (id[k] < 0 ? " is negative" : " is not below the vocab size " + std::to_string(vocab_size)));
   }
 }
 
@@ -54,8 +54,8 @@ bool json_int(const nlohmann::json& value, int64_t* out) {
 }  // namespace
 
 int64_t TokenSequences::length(int64_t i) const {
-  require_arg(i >= 0 && i < size(), "sequence index " + std::to_string(i) + " outside [0, " +
-                                        std::to_string(size()) + ")");
+  require_arg(i >= 0 && i < size(),
+              "sequence index " + std::to_string(i) + " outside [0, " + std::to_string(size()) + ")");
   const int64_t* off = offsets.data_ptr<int64_t>();
   return off[i + 1] - off[i];
 }
@@ -81,12 +81,12 @@ TokenSequences make_token_sequences(at::Tensor ids, at::Tensor offsets, at::Tens
   const int64_t* off = offsets.data_ptr<int64_t>();
   require_arg(off[0] == 0, "token sequences: offsets[0] must be 0, got " + std::to_string(off[0]));
   for (int64_t i = 1; i <= n; ++i) {
-    require_arg(off[i] >= off[i - 1], "token sequences: offsets[" + std::to_string(i) + "] = " +
-                                          std::to_string(off[i]) + " is less than offsets[" +
+    require_arg(off[i] >= off[i - 1], "token sequences: offsets[" + std::to_string(i) +
+                                          "] = " + std::to_string(off[i]) + " is less than offsets[" +
                                           std::to_string(i - 1) + "] = " + std::to_string(off[i - 1]));
   }
-  require_arg(off[n] == ids.numel(), "token sequences: the last offset is " + std::to_string(off[n]) + ", but ids has " +
-                                         std::to_string(ids.numel()) + " entries");
+  require_arg(off[n] == ids.numel(), "token sequences: the last offset is " + std::to_string(off[n]) +
+                                         ", but ids has " + std::to_string(ids.numel()) + " entries");
   check_ids(ids, offsets, vocab_size, "token sequences: ");
   TokenSequences result;
   result.ids = ids;
@@ -132,8 +132,8 @@ TokenSequences load_jsonl_sequences(const std::string& path, const std::string& 
       int64_t id = 0;
       require(json_int(item, &id), ErrorCode::IO,
               where + what + "[" + std::to_string(k) + "] = " + detail::describe_json(item) + " is not an integer id");
-      require(id >= 0, ErrorCode::IO, where + what + "[" + std::to_string(k) + "] = " + std::to_string(id) +
-                                          " is negative");
+      require(id >= 0, ErrorCode::IO,
+              where + what + "[" + std::to_string(k) + "] = " + std::to_string(id) + " is negative");
       require(vocab_size == 0 || id < vocab_size, ErrorCode::IO,
               where + what + "[" + std::to_string(k) + "] = " + std::to_string(id) + " is not below the vocab size " +
                   std::to_string(vocab_size));
@@ -150,8 +150,8 @@ TokenSequences load_jsonl_sequences(const std::string& path, const std::string& 
     kind = here;
     if (here == LabelKind::PerSample) {
       int64_t label = 0;
-      require(json_int(*it, &label), ErrorCode::IO, where + "'" + labels_key + "' = " + detail::describe_json(*it) +
-                                                        " is not an integer label");
+      require(json_int(*it, &label), ErrorCode::IO,
+              where + "'" + labels_key + "' = " + detail::describe_json(*it) + " is not an integer label");
       labels.push_back(label);
       continue;
     }
@@ -160,8 +160,9 @@ TokenSequences load_jsonl_sequences(const std::string& path, const std::string& 
                 std::to_string(array->size()) + " ids");
     for (size_t k = 0; k < it->size(); ++k) {
       int64_t label = 0;
-      require(json_int((*it)[k], &label), ErrorCode::IO, where + "'" + labels_key + "'[" + std::to_string(k) +
-                                                             "] = " + detail::describe_json((*it)[k]) + " is not an integer label");
+      require(json_int((*it)[k], &label), ErrorCode::IO,
+              where + "'" + labels_key + "'[" + std::to_string(k) + "] = " + detail::describe_json((*it)[k]) +
+                  " is not an integer label");
       labels.push_back(label);
     }
   }
@@ -199,9 +200,9 @@ std::vector<std::pair<int64_t, int64_t>> text_ranges(const std::string& text, co
     if (eol < 0) eol = n;
     int64_t content_end = eol > pos && text[static_cast<size_t>(eol - 1)] == '\r' ? eol - 1 : eol;
     std::string_view line(text.data() + pos, static_cast<size_t>(content_end - pos));
-    const bool boundary = split.rule == TextSplit::Rule::Lines       ? true
+    const bool boundary = split.rule == TextSplit::Rule::Lines        ? true
                           : split.rule == TextSplit::Rule::Paragraphs ? line.empty()
-                                                                     : line == split.separator;
+                                                                      : line == split.separator;
     if (split.rule == TextSplit::Rule::Lines) {
       sample_begin = pos;
       sample_end = content_end;
@@ -254,10 +255,12 @@ TokenSequences load_safetensors_sequences(const std::string& path, const std::st
     require(entry != nullptr, ErrorCode::IO, "safetensors sequences: " + path + " has no tensor '" + name + "'");
     at::Tensor t = detail::read_tensor(file, *entry);
     require(!at::isFloatingType(t.scalar_type()) && !at::isComplexType(t.scalar_type()) && t.scalar_type() != at::kBool,
-            ErrorCode::IO, "safetensors sequences: tensor '" + name + "' in " + path + " has dtype " +
-                               entry->dtype + "; ids, offsets and labels must be integers");
-    require(t.dim() == 1, ErrorCode::IO, "safetensors sequences: tensor '" + name + "' in " + path + " has " +
-                                             std::to_string(t.dim()) + " dimensions, expected 1");
+            ErrorCode::IO,
+            "safetensors sequences: tensor '" + name + "' in " + path + " has dtype " + entry->dtype +
+                "; ids, offsets and labels must be integers");
+    require(t.dim() == 1, ErrorCode::IO,
+            "safetensors sequences: tensor '" + name + "' in " + path + " has " + std::to_string(t.dim()) +
+                " dimensions, expected 1");
     return t.to(at::kLong).contiguous();
   };
   at::Tensor ids = read(ids_name);

@@ -79,8 +79,7 @@ ModelWeights ModelWeights::open(const std::string& path) {
 
 void ModelWeights::add(const std::string& name, Tensor t) {
   auto [it, inserted] = tensors_.emplace(name, t);
-  require(inserted, ErrorCode::IO,
-          "tensor \"" + name + "\" appears in both " + it->second.file + " and " + t.file);
+  require(inserted, ErrorCode::IO, "tensor \"" + name + "\" appears in both " + it->second.file + " and " + t.file);
 }
 
 void ModelWeights::add_safetensors(const std::string& path) {

@@ -113,8 +113,8 @@ File File::parse(const uint8_t* data, size_t size, const std::string& label) {
     }
     uint64_t expected = 0;
     if (!byte_count(entry.shape, element, &expected) || expected != entry.end - entry.begin) {
-      bad(label, "tensor \"" + name + "\": " + std::to_string(entry.end - entry.begin) + " bytes for a " +
-                     entry.dtype + " tensor of shape " + detail::describe_json(info["shape"]));
+      bad(label, "tensor \"" + name + "\": " + std::to_string(entry.end - entry.begin) + " bytes for a " + entry.dtype +
+                     " tensor of shape " + detail::describe_json(info["shape"]));
     }
     file.entries_.push_back(std::move(entry));
   }
@@ -184,9 +184,9 @@ std::string serialize(std::vector<TensorView> tensors, const std::map<std::strin
     require_arg(element != 0, "safetensors: unknown dtype \"" + t.dtype + "\" for tensor \"" + t.name + "\"");
     uint64_t expected = 0;
     const bool counted = byte_count(t.shape, element, &expected);  // before the message is built
-    require_arg(counted && expected == t.nbytes,
-                "safetensors: tensor \"" + t.name + "\" has " + std::to_string(t.nbytes) +
-                    " bytes, its shape needs " + std::to_string(expected));
+    require_arg(counted && expected == t.nbytes, "safetensors: tensor \"" + t.name + "\" has " +
+                                                     std::to_string(t.nbytes) + " bytes, its shape needs " +
+                                                     std::to_string(expected));
     header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.nbytes}}};
     offset += t.nbytes;
   }

@@ -18,7 +18,7 @@ namespace accel::safetensors {
 
 struct Entry {
   std::string name;
-  std::string dtype;            // "F32", "BF16", "I64", ...
+  std::string dtype;  // "F32", "BF16", "I64", ...
   std::vector<int64_t> shape;
   uint64_t begin = 0, end = 0;  // offsets into the data section
 };

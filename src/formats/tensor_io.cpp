@@ -32,8 +32,8 @@ at::ScalarType scalar_type_of(const safetensors::Entry& entry, const std::string
   for (const auto& [t, name] : dtype_names()) {
     if (name == entry.dtype) return t;
   }
-  fail(ErrorCode::Unsupported, label + ": tensor \"" + entry.name + "\" has dtype " + entry.dtype +
-                                   ", which LibTorch cannot hold");
+  fail(ErrorCode::Unsupported,
+       label + ": tensor \"" + entry.name + "\" has dtype " + entry.dtype + ", which LibTorch cannot hold");
 }
 
 at::Tensor read_tensor(const safetensors::File& file, const safetensors::Entry& entry) {

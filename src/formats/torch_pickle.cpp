@@ -22,8 +22,8 @@ namespace {
 struct Item {
   // Inert: what an inert global (NumPy's, in random states) would build; never built.
   enum class Kind { Value, Global, Storage, RawTuple, Inert } kind = Kind::Value;
-  c10::IValue value;         // Value; Storage: a 1-D tensor over the whole storage
-  std::string name;          // Global: "module.name"
+  c10::IValue value;  // Value; Storage: a 1-D tensor over the whole storage
+  std::string name;   // Global: "module.name"
   // RawTuple; shared, as the pickle shares it (DUP, the memo): a copy must not copy the tree.
   std::shared_ptr<const std::vector<Item>> items;
   // How many values this item is as a tree. DUP and the memo share values, so a
@@ -65,9 +65,9 @@ bool list_builder(const std::string& name) {
 
 const std::map<std::string, at::ScalarType>& storage_types() {
   static const std::map<std::string, at::ScalarType> types{
-      {"torch.FloatStorage", at::kFloat},   {"torch.DoubleStorage", at::kDouble}, {"torch.HalfStorage", at::kHalf},
-      {"torch.BFloat16Storage", at::kBFloat16}, {"torch.LongStorage", at::kLong}, {"torch.IntStorage", at::kInt},
-      {"torch.ShortStorage", at::kShort},   {"torch.CharStorage", at::kChar},     {"torch.ByteStorage", at::kByte},
+      {"torch.FloatStorage", at::kFloat},       {"torch.DoubleStorage", at::kDouble}, {"torch.HalfStorage", at::kHalf},
+      {"torch.BFloat16Storage", at::kBFloat16}, {"torch.LongStorage", at::kLong},     {"torch.IntStorage", at::kInt},
+      {"torch.ShortStorage", at::kShort},       {"torch.CharStorage", at::kChar},     {"torch.ByteStorage", at::kByte},
       {"torch.BoolStorage", at::kBool}};
   return types;
 }
@@ -92,10 +92,17 @@ bool numpy_global(const std::string& name) {
 // which pickle writes as getattr(<the scheduler object>, name), the object
 // with its optimizer. Named only, never imported or called.
 bool scheduler_object_global(const std::string& name) {
-  static const char* const names[] = {
-      "builtins.getattr", "__builtin__.getattr", "torch.optim.lr_scheduler.OneCycleLR", "collections.defaultdict",
-      "builtins.dict", "__builtin__.dict", "torch.optim.sgd.SGD", "torch.optim.adam.Adam", "torch.optim.adamw.AdamW",
-      "torch.optim.rmsprop.RMSprop", "torch.optim.adagrad.Adagrad"};
+  static const char* const names[] = {"builtins.getattr",
+                                      "__builtin__.getattr",
+                                      "torch.optim.lr_scheduler.OneCycleLR",
+                                      "collections.defaultdict",
+                                      "builtins.dict",
+                                      "__builtin__.dict",
+                                      "torch.optim.sgd.SGD",
+                                      "torch.optim.adam.Adam",
+                                      "torch.optim.adamw.AdamW",
+                                      "torch.optim.rmsprop.RMSprop",
+                                      "torch.optim.adagrad.Adagrad"};
   for (const char* n : names) {
     if (name == n) return true;
   }
@@ -367,8 +374,8 @@ class Machine {
   // (contiguous()) would allocate by its size rather than by the file's bytes.
   void check_view(const at::Tensor& whole, int64_t offset, const std::vector<int64_t>& sizes,
                   const std::vector<int64_t>& strides) {
-    const std::string shape = c10::str(at::IntArrayRef(sizes)) + " with strides " +
-                              c10::str(at::IntArrayRef(strides)) + " at offset " + std::to_string(offset);
+    const std::string shape = c10::str(at::IntArrayRef(sizes)) + " with strides " + c10::str(at::IntArrayRef(strides)) +
+                              " at offset " + std::to_string(offset);
     const int64_t storage_bytes = static_cast<int64_t>(whole.storage().nbytes());
     const int64_t item = static_cast<int64_t>(whole.element_size());
     if (offset < 0) bad("data.pkl has a tensor of size " + shape + ", a negative offset");
@@ -377,7 +384,7 @@ class Machine {
     for (int64_t size : sizes) overflow = overflow || __builtin_mul_overflow(size, numel, &numel);
     if (overflow) bad("data.pkl has a tensor of size " + shape + ", more elements than 64 bits count");
     if (numel == 0) return;  // an empty view reads nothing
-    int64_t last = offset;  // the last element the view reaches
+    int64_t last = offset;   // the last element the view reaches
     for (size_t d = 0; d < sizes.size(); ++d) {
       int64_t span = 0;
       overflow = overflow || __builtin_mul_overflow(sizes[d] - 1, strides[d], &span) ||
@@ -469,19 +476,26 @@ class Machine {
 
   void step(uint8_t op, size_t at) {
     switch (op) {
-      case 0x80: if (byte() > 5) bad("data.pkl has an unknown pickle protocol"); return;  // PROTO
-      case 0x95: take(8); return;                                                        // FRAME
-      case '(': marks_.push_back(stack_.size()); return;                                 // MARK
-      case '0': pop(); return;                                                           // POP
-      case '1': pop_to_mark(); return;                                                   // POP_MARK
-      case '2': { Item top = pop(); stack_.push_back(top); stack_.push_back(top); return; }  // DUP
+      case 0x80:
+        if (byte() > 5) bad("data.pkl has an unknown pickle protocol");
+        return;                                           // PROTO
+      case 0x95: take(8); return;                         // FRAME
+      case '(': marks_.push_back(stack_.size()); return;  // MARK
+      case '0': pop(); return;                            // POP
+      case '1': pop_to_mark(); return;                    // POP_MARK
+      case '2': {
+        Item top = pop();
+        stack_.push_back(top);
+        stack_.push_back(top);
+        return;
+      }  // DUP
       case 'N': push(c10::IValue()); return;
       case 0x88: push(true); return;
       case 0x89: push(false); return;
-      case 'K': push(static_cast<int64_t>(byte())); return;                                      // BININT1
-      case 'M': push(static_cast<int64_t>(little(2))); return;                                   // BININT2
-      case 'J': push(static_cast<int64_t>(static_cast<int32_t>(little(4)))); return;             // BININT
-      case 0x8a: {                                                                                // LONG1
+      case 'K': push(static_cast<int64_t>(byte())); return;                           // BININT1
+      case 'M': push(static_cast<int64_t>(little(2))); return;                        // BININT2
+      case 'J': push(static_cast<int64_t>(static_cast<int32_t>(little(4)))); return;  // BININT
+      case 0x8a: {                                                                    // LONG1
         const size_t n = byte();
         if (n > 8) bad("data.pkl has an integer wider than 64 bits");
         uint64_t v = little(n);
@@ -498,36 +512,67 @@ class Machine {
         push(d);
         return;
       }
-      case 'X': push(text(little(4))); return;     // BINUNICODE
+      case 'X':
+        push(text(little(4)));
+        return;  // BINUNICODE
       // BINBYTES, SHORT_BINBYTES, BINBYTES8: Python bytes (protocol 3+), read as a string.
       case 'B': push(text(little(4))); return;
       case 'C': push(text(byte())); return;
       case 0x8e: push(text(little(8))); return;
-      case 0x8c: push(text(byte())); return;       // SHORT_BINUNICODE
-      case 0x8d: push(text(little(8))); return;    // BINUNICODE8
+      case 0x8c: push(text(byte())); return;     // SHORT_BINUNICODE
+      case 0x8d: push(text(little(8))); return;  // BINUNICODE8
       case '}': push(c10::impl::GenericDict(c10::AnyType::get(), c10::AnyType::get())); return;
       case ']': push(c10::impl::GenericList(c10::AnyType::get())); return;
       case ')': make_tuple({}); return;
       case 't': make_tuple(pop_to_mark()); return;
-      case 0x85: case 0x86: case 0x87: {  // TUPLE1..3
+      case 0x85:
+      case 0x86:
+      case 0x87: {  // TUPLE1..3
         std::vector<Item> items(op - 0x84);
         for (size_t i = items.size(); i-- > 0;) items[i] = pop();
         make_tuple(std::move(items));
         return;
       }
-      case 'l': { auto items = pop_to_mark(); push(c10::impl::GenericList(c10::AnyType::get())); append(std::move(items)); return; }
-      case 'd': { auto items = pop_to_mark(); push(c10::impl::GenericDict(c10::AnyType::get(), c10::AnyType::get())); set_items(std::move(items)); return; }
-      case 's': { Item v = pop(); Item k = pop(); std::vector<Item> kv; kv.push_back(std::move(k)); kv.push_back(std::move(v)); set_items(std::move(kv)); return; }
+      case 'l': {
+        auto items = pop_to_mark();
+        push(c10::impl::GenericList(c10::AnyType::get()));
+        append(std::move(items));
+        return;
+      }
+      case 'd': {
+        auto items = pop_to_mark();
+        push(c10::impl::GenericDict(c10::AnyType::get(), c10::AnyType::get()));
+        set_items(std::move(items));
+        return;
+      }
+      case 's': {
+        Item v = pop();
+        Item k = pop();
+        std::vector<Item> kv;
+        kv.push_back(std::move(k));
+        kv.push_back(std::move(v));
+        set_items(std::move(kv));
+        return;
+      }
       case 'u': set_items(pop_to_mark()); return;
-      case 'a': { std::vector<Item> one; one.push_back(pop()); append(std::move(one)); return; }
+      case 'a': {
+        std::vector<Item> one;
+        one.push_back(pop());
+        append(std::move(one));
+        return;
+      }
       case 'e': append(pop_to_mark()); return;
-      case 'q': memo_put(byte()); return;          // BINPUT
-      case 'r': memo_put(little(4)); return;       // LONG_BINPUT
-      case 0x94: memo_put(memo_.size()); return;   // MEMOIZE
-      case 'h': memo_get(byte()); return;          // BINGET
-      case 'j': memo_get(little(4)); return;       // LONG_BINGET
-      case 'c': { std::string module = line(); global(module, line()); return; }  // GLOBAL
-      case 0x93: {                                                                // STACK_GLOBAL
+      case 'q': memo_put(byte()); return;         // BINPUT
+      case 'r': memo_put(little(4)); return;      // LONG_BINPUT
+      case 0x94: memo_put(memo_.size()); return;  // MEMOIZE
+      case 'h': memo_get(byte()); return;         // BINGET
+      case 'j': memo_get(little(4)); return;      // LONG_BINGET
+      case 'c': {
+        std::string module = line();
+        global(module, line());
+        return;
+      }             // GLOBAL
+      case 0x93: {  // STACK_GLOBAL
         c10::IValue name = value(pop(), "a global's name"), module = value(pop(), "a global's module");
         if (!name.isString() || !module.isString()) bad("data.pkl names a global with non-strings");
         global(module.toStringRef(), name.toStringRef());
@@ -543,8 +588,8 @@ class Machine {
         stack_.push_back(Item{Item::Kind::Inert, {}, {}, {}});
         return;
       }
-      case 'Q': persistent_load(pop()); return;    // BINPERSID
-      case 'b': {                                  // BUILD
+      case 'Q': persistent_load(pop()); return;  // BINPERSID
+      case 'b': {                                // BUILD
         Item state = pop();
         // A state dict is an OrderedDict with a _metadata attribute (module
         // versions), which the values do not need; an inert object's state
@@ -589,8 +634,9 @@ class Machine {
 
 c10::IValue read_torch_save(const std::string& bytes, const std::string& label, PickleVocabulary vocabulary) {
   if (!is_zip_archive(bytes)) {
-    fail(ErrorCode::IO, label + ": not a torch.save zip archive (the legacy format of torch.save before "
-                                "PyTorch 1.6 is not read)");
+    fail(ErrorCode::IO, label +
+                            ": not a torch.save zip archive (the legacy format of torch.save before "
+                            "PyTorch 1.6 is not read)");
   }
   require_stored_records(bytes, label);
   std::unique_ptr<caffe2::serialize::PyTorchStreamReader> archive;

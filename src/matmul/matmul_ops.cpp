@@ -85,9 +85,7 @@ struct Linear : torch::autograd::Function<Linear> {
                             const at::Tensor& bias) {
     return linear_forward(ctx, input, weight, bias);
   }
-  static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    return linear_backward(ctx, grads, true);
-  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) { return linear_backward(ctx, grads, true); }
 };
 
 struct LinearNoBias : torch::autograd::Function<LinearNoBias> {

@@ -18,8 +18,7 @@ namespace {
 
 // Groups parameter indices (already in launch order) into buckets of one device
 // and dtype, the first capped at first_cap bytes and the rest at cap bytes.
-std::vector<std::vector<size_t>> assign_buckets(const std::vector<at::Tensor>& params, int64_t cap,
-                                                int64_t first_cap) {
+std::vector<std::vector<size_t>> assign_buckets(const std::vector<at::Tensor>& params, int64_t cap, int64_t first_cap) {
   std::vector<std::vector<size_t>> buckets;
   int64_t bytes = 0;
   for (size_t i = 0; i < params.size(); ++i) {
@@ -71,8 +70,8 @@ GradientSync::GradientSync(std::vector<at::Tensor> parameters, std::vector<std::
       bucket.flat = at::zeros({numel}, params_[assignment[b].front()].options().requires_grad(false));
     }
     if (options_.comm_hook != CommHook::None) {
-      bucket.wire = at::empty({numel}, bucket.flat.options().dtype(
-                                           options_.comm_hook == CommHook::Fp16 ? at::kHalf : at::kBFloat16));
+      bucket.wire = at::empty(
+          {numel}, bucket.flat.options().dtype(options_.comm_hook == CommHook::Fp16 ? at::kHalf : at::kBFloat16));
     }
     int64_t offset = 0;
     for (size_t i : assignment[b]) {
@@ -113,10 +112,12 @@ GradientSync::GradientSync(std::vector<at::Tensor> parameters, std::vector<std::
 
 void GradientSync::check_wire_dtype() {
   const char* hook = options_.comm_hook == CommHook::Fp16 ? "fp16" : "bf16";
-  at::Tensor probe = at::ones({1}, buckets_.empty() ? at::TensorOptions().dtype(at::kHalf) : buckets_[0].wire.options());
+  at::Tensor probe =
+      at::ones({1}, buckets_.empty() ? at::TensorOptions().dtype(at::kHalf) : buckets_[0].wire.options());
   std::vector<at::Tensor> tensors{probe};
   try {
-    ProcessGroup::Pending pending = process_group_.allreduce_async(tensors, std::string("comm hook ") + hook + " probe");
+    ProcessGroup::Pending pending =
+        process_group_.allreduce_async(tensors, std::string("comm hook ") + hook + " probe");
     process_group_.wait(pending);
   } catch (const Error& error) {
     if (error.code() == ErrorCode::Timeout) throw;

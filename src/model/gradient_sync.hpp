@@ -71,10 +71,10 @@ class GradientSync {
  private:
   struct Bucket {
     at::Tensor flat;
-    at::Tensor wire;                 // 16-bit copy sent under a comm hook; else undefined
-    std::vector<size_t> params;      // indices into params_
-    std::vector<at::Tensor> views;   // views[k] aliases flat for params[k]
-    size_t pending = 0;              // params not yet ready in this backward
+    at::Tensor wire;                // 16-bit copy sent under a comm hook; else undefined
+    std::vector<size_t> params;     // indices into params_
+    std::vector<at::Tensor> views;  // views[k] aliases flat for params[k]
+    size_t pending = 0;             // params not yet ready in this backward
     ProcessGroup::Pending work;
   };
 
@@ -98,7 +98,7 @@ class GradientSync {
   ProcessGroup& process_group_;
   std::vector<AutogradNodePtr> accumulators_;
   std::vector<uintptr_t> hook_keys_;
-  std::vector<bool> ready_;        // got its gradient in this backward
+  std::vector<bool> ready_;  // got its gradient in this backward
   size_t next_to_launch_ = 0;
   bool enabled_ = true;
   bool armed_ = false;

@@ -19,14 +19,15 @@ const char* loss_name(LossKind kind) {
 }
 
 void check_class_targets(const char* name, const at::Tensor& input, const at::Tensor& target) {
-  require_arg(input.dim() == 2, std::string(name) + ": input must be [N, C] scores, got shape " + c10::str(input.sizes()));
+  require_arg(input.dim() == 2,
+              std::string(name) + ": input must be [N, C] scores, got shape " + c10::str(input.sizes()));
   require_arg(at::isFloatingType(input.scalar_type()),
               std::string(name) + ": input must be floating point, got " + c10::toString(input.scalar_type()));
   require_arg(target.scalar_type() == at::kLong,
               std::string(name) + ": target must be int64 class indices, got " + c10::toString(target.scalar_type()));
-  require_arg(target.dim() == 1 && target.size(0) == input.size(0),
-              std::string(name) + ": target must have shape [" + std::to_string(input.size(0)) + "], got " +
-                  c10::str(target.sizes()));
+  require_arg(target.dim() == 1 && target.size(0) == input.size(0), std::string(name) + ": target must have shape [" +
+                                                                        std::to_string(input.size(0)) + "], got " +
+                                                                        c10::str(target.sizes()));
 }
 
 void check_same_shape(const char* name, const at::Tensor& input, const at::Tensor& target) {
@@ -53,8 +54,9 @@ void check_options(const char* name, LossKind kind, const LossOptions& options) 
   require_arg(class_loss || options.ignore_index == -100,
               std::string(name) + ": ignore_index " + std::to_string(options.ignore_index) +
                   " applies to class-index losses only (cross_entropy, nll, causal_lm)");
-  require_arg(options.label_smoothing >= 0.0 && options.label_smoothing <= 1.0,
-              std::string(name) + ": label_smoothing must be in [0, 1], got " + std::to_string(options.label_smoothing));
+  require_arg(
+      options.label_smoothing >= 0.0 && options.label_smoothing <= 1.0,
+      std::string(name) + ": label_smoothing must be in [0, 1], got " + std::to_string(options.label_smoothing));
   require_arg(options.label_smoothing == 0.0 || kind == LossKind::CrossEntropy || kind == LossKind::CausalLm,
               std::string(name) + ": label_smoothing " + std::to_string(options.label_smoothing) +
                   " applies to cross_entropy and causal_lm only");
@@ -80,7 +82,8 @@ at::Tensor causal_lm_loss(const at::Tensor& logits, const at::Tensor& labels, co
                                 options.label_smoothing);
 }
 
-at::Tensor compute_loss(LossKind kind, const at::Tensor& input, const at::Tensor& target_in, const LossOptions& options) {
+at::Tensor compute_loss(LossKind kind, const at::Tensor& input, const at::Tensor& target_in,
+                        const LossOptions& options) {
   const char* name = loss_name(kind);
   require_arg(input.defined() && target_in.defined(), std::string(name) + ": input or target is undefined");
   check_options(name, kind, options);

@@ -39,7 +39,8 @@ class NnModel final : public ModelImpl {
   // FULL_SHARD can run unit by unit.
   // types: each layer's "type" in the spec (FULL_SHARD's wrap classes match them).
   NnModel(torch::nn::Sequential chain, std::vector<std::string> types)
-      : NnModel(chain.ptr(), [impl = chain.ptr()](const at::Tensor& x) { return impl->forward(x); }, nullptr) {
+      : NnModel(
+            chain.ptr(), [impl = chain.ptr()](const at::Tensor& x) { return impl->forward(x); }, nullptr) {
     layer_types_ = std::move(types);
     chain_ = chain.ptr();
   }
@@ -95,9 +96,9 @@ class NnModel final : public ModelImpl {
   Model::ForwardFn forward_;
   Model::NamedForwardFn named_forward_;
   std::shared_ptr<torch::nn::SequentialImpl> chain_;  // set for a sequential spec
-  std::vector<std::string> layer_types_;               // chain_'s layers' spec types
-  std::vector<Segment> segments_;                      // FULL_SHARD's cut of chain_
-  std::shared_ptr<GraphModuleImpl> graph_;             // set for a graph spec
+  std::vector<std::string> layer_types_;              // chain_'s layers' spec types
+  std::vector<Segment> segments_;                     // FULL_SHARD's cut of chain_
+  std::shared_ptr<GraphModuleImpl> graph_;            // set for a graph spec
 };
 
 // transformer_auto_wrap_policy on a JSON spec: which layers (by "type", or by
@@ -140,7 +141,7 @@ std::vector<UnitLayout> NnModel::wrap_units(const WrapPolicy& policy) {
   const int64_t min_num_params = policy.min_num_params;  // by size, when no classes are given
   std::vector<UnitLayout> units;
   std::vector<Segment> segments;
-  int64_t held = 0;  // trainable parameters of the open unit
+  int64_t held = 0;           // trainable parameters of the open unit
   bool open_matched = false;  // the open unit is a matching layer's
   for (size_t i = 0; i < chain_->size(); ++i) {
     std::vector<std::pair<std::string, at::Tensor>> params;
@@ -150,14 +151,15 @@ std::vector<UnitLayout> NnModel::wrap_units(const WrapPolicy& policy) {
       params.emplace_back(join(std::to_string(i), item.key()), item.value());
       count += item.value().numel();
     }
-    const bool matched = !classes.empty() && i < layer_types_.size() && classes.matches(layer_types_[i], std::to_string(i));
+    const bool matched =
+        !classes.empty() && i < layer_types_.size() && classes.matches(layer_types_[i], std::to_string(i));
     // A layer with parameters opens a unit unless the open one is still below
     // min_num_params (size_based_auto_wrap_policy) or, by class, unless both
     // it and the open one are not matching layers; layers without
     // parameters join the open segment.
     const bool open_new =
-        count > 0 && (units.empty() || (classes.empty() ? min_num_params == 0 || held >= min_num_params
-                                                         : matched || open_matched));
+        count > 0 &&
+        (units.empty() || (classes.empty() ? min_num_params == 0 || held >= min_num_params : matched || open_matched));
     if (open_new) {
       if (!segments.empty() && segments.back().unit < 0) {
         segments.back().unit = static_cast<int>(units.size());  // leading parameterless layers join it
@@ -220,8 +222,8 @@ std::vector<UnitLayout> NnModel::graph_units(const WrapPolicy& policy) {
     }
     if (params.empty() && !tied) continue;
     size_t unit = 0;
-    const bool open_new = units.empty() || (classes.empty() ? min_num_params == 0 || held >= min_num_params
-                                                            : matched || open_matched);
+    const bool open_new =
+        units.empty() || (classes.empty() ? min_num_params == 0 || held >= min_num_params : matched || open_matched);
     if (tied) {
       unit = *tied;
     } else if (open_new) {
@@ -241,9 +243,10 @@ std::vector<UnitLayout> NnModel::graph_units(const WrapPolicy& policy) {
     node_units[node.name] = unit;
   }
   classes.check_all_matched();
-  graph_->set_unit_runner(std::move(node_units), [this](size_t unit, const at::Tensor& x, const GraphModuleImpl::Body& body) {
-    return full_shard() ? full_shard()->run_unit(unit, x, body) : body(x);
-  });
+  graph_->set_unit_runner(std::move(node_units),
+                          [this](size_t unit, const at::Tensor& x, const GraphModuleImpl::Body& body) {
+                            return full_shard() ? full_shard()->run_unit(unit, x, body) : body(x);
+                          });
   return units;
 }
 
@@ -369,8 +372,8 @@ at::Tensor ModelImpl::forward(const at::Tensor& input) {
     throw;
   } catch (const std::exception& e) {
     std::string message = e.what();
-    fail(ErrorCode::InvalidArgument, "forward failed for input of shape " + c10::str(input.sizes()) + ": " +
-                                         message.substr(0, message.find('\n')));
+    fail(ErrorCode::InvalidArgument,
+         "forward failed for input of shape " + c10::str(input.sizes()) + ": " + message.substr(0, message.find('\n')));
   }
   after_forward();
   return to_output_precision(std::move(output));
@@ -385,7 +388,8 @@ NamedTensors ModelImpl::forward_named(const NamedTensors& inputs) {
     require_arg(inputs_on_any_device_ || tensor.device() == device_,
                 "forward: input \"" + name + "\" is on " + tensor.device().str() + " but the model is on " +
                     device_.str() + " (batches from a prepared dataloader are placed for you)");
-    for (size_t j = 0; j < i; ++j) require_arg(inputs[j].first != name, "forward: input \"" + name + "\" is given twice");
+    for (size_t j = 0; j < i; ++j)
+      require_arg(inputs[j].first != name, "forward: input \"" + name + "\" is given twice");
   }
   before_forward();
   MixedPrecision precision = state_ ? state_->mixed_precision : MixedPrecision::No;
@@ -398,10 +402,12 @@ NamedTensors ModelImpl::forward_named(const NamedTensors& inputs) {
   } catch (const std::exception& e) {
     std::string shapes;
     for (const auto& [name, tensor] : inputs) {
-      shapes += (shapes.empty() ? "" : ", ") + name + " " + c10::str(tensor.sizes()) + " " + c10::toString(tensor.scalar_type());
+      shapes += (shapes.empty() ? "" : ", ") + name + " " + c10::str(tensor.sizes()) + " " +
+                c10::toString(tensor.scalar_type());
     }
     std::string message = e.what();
-    fail(ErrorCode::InvalidArgument, "forward failed for inputs " + shapes + ": " + message.substr(0, message.find('\n')));
+    fail(ErrorCode::InvalidArgument,
+         "forward failed for inputs " + shapes + ": " + message.substr(0, message.find('\n')));
   }
   after_forward();
   for (auto& [name, tensor] : outputs) tensor = to_output_precision(std::move(tensor));
@@ -430,15 +436,16 @@ void ModelImpl::prepare(const std::shared_ptr<RuntimeContext>& state) {
   std::shared_ptr<FlatShard> shard;
   std::shared_ptr<FullShard> full;
   // A model with nothing to train (evaluation only) has nothing to shard.
-  const bool trainable = std::any_of(params.begin(), params.end(), [](const at::Tensor& p) { return p.requires_grad(); });
+  const bool trainable =
+      std::any_of(params.begin(), params.end(), [](const at::Tensor& p) { return p.requires_grad(); });
   const ShardingStrategy strategy = state->sharding_strategy;
   // One process shards only to offload (a world of one: no process group).
   const bool sharded = state->shards_models() && trainable;
   if (sharded && shards_parameters(strategy)) {
     std::vector<UnitLayout> units = wrap_units(WrapPolicy{state->fsdp_min_num_params, state->fsdp_wrap_classes});
     // HYBRID_SHARD shards over the node's ranks (the whole group with one node).
-    full = std::make_shared<FullShard>(units, state->shard_group ? state->shard_group.get() : state->process_group.get(),
-                                       state->cpu_offload);
+    full = std::make_shared<FullShard>(
+        units, state->shard_group ? state->shard_group.get() : state->process_group.get(), state->cpu_offload);
     require(full->num_units() == units.size(), ErrorCode::Internal, "prepare(model): a wrap unit has no parameters");
     for (size_t u = 0; u < units.size(); ++u) {
       if (units[u].whole_model) whole_model_unit_ = u;
@@ -481,7 +488,8 @@ Model Model::from_torchscript(const std::string& path, std::vector<std::string> 
     throw;
   } catch (const std::exception& e) {
     std::string message = e.what();
-    fail(ErrorCode::IO, "TorchScript file \"" + path + "\" could not be loaded: " + message.substr(0, message.find('\n')));
+    fail(ErrorCode::IO,
+         "TorchScript file \"" + path + "\" could not be loaded: " + message.substr(0, message.find('\n')));
   }
 }
 

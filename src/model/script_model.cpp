@@ -63,7 +63,8 @@ std::string interpreter_cause(std::string message) {
   size_t end = message.find_last_not_of(" \n");
   if (end == std::string::npos) return message;
   size_t start = message.rfind('\n', end);
-  return message.substr(start == std::string::npos ? 0 : start + 1, end + 1 - (start == std::string::npos ? 0 : start + 1));
+  return message.substr(start == std::string::npos ? 0 : start + 1,
+                        end + 1 - (start == std::string::npos ? 0 : start + 1));
 }
 
 class ScriptModel final : public ModelImpl {
@@ -92,8 +93,10 @@ class ScriptModel final : public ModelImpl {
   NamedTensors state_dict() const override {
     NamedTensors out;
     for (const auto& module : module_.named_modules()) {
-      for (const auto& item : module.value.named_parameters(false)) out.emplace_back(join(module.name, item.name), item.value);
-      for (const auto& item : module.value.named_buffers(false)) out.emplace_back(join(module.name, item.name), item.value);
+      for (const auto& item : module.value.named_parameters(false))
+        out.emplace_back(join(module.name, item.name), item.value);
+      for (const auto& item : module.value.named_buffers(false))
+        out.emplace_back(join(module.name, item.name), item.value);
     }
     if (state_dict_keys_) {
       NamedTensors kept;

@@ -97,7 +97,7 @@ std::size_t retarget_block(torch::jit::Block* block, const c10::Device& device) 
 // The ATen products onednn_products() swaps for libaccel's (matmul/matmul_ops.hpp).
 void collect_products(torch::jit::Block* block, std::vector<torch::jit::Node*>& found) {
   static const c10::Symbol addmm = c10::Symbol::aten("addmm"), linear = c10::Symbol::aten("linear"),
-                          matmul = c10::Symbol::aten("matmul");
+                           matmul = c10::Symbol::aten("matmul");
   for (torch::jit::Node* node : block->nodes()) {
     for (torch::jit::Block* inner : node->blocks()) collect_products(inner, found);
     const bool plain_addmm = node->kind() == addmm && node->inputs().size() == 5 && node->outputs().size() == 1 &&
@@ -140,7 +140,8 @@ std::size_t onednn_products(torch::jit::Module& module) {
 std::size_t retarget_constants(torch::jit::Module& module, const c10::Device& device) {
   std::size_t changed = 0;
   for (const torch::jit::Module& submodule : module.modules()) {
-    for (const torch::jit::Method& method : submodule.get_methods()) changed += retarget_block(method.graph()->block(), device);
+    for (const torch::jit::Method& method : submodule.get_methods())
+      changed += retarget_block(method.graph()->block(), device);
   }
   return changed;
 }

@@ -69,8 +69,9 @@ void run_unit_operator(torch::jit::Stack& stack) {
 void register_operator_once() {
   static std::once_flag once;
   std::call_once(once, [] {
-    torch::jit::registerOperator(torch::jit::Operator(std::string(kUnitOperator) + "(Any module, Tensor[] inputs) -> Tensor[]",
-                                                      run_unit_operator, c10::AliasAnalysisKind::CONSERVATIVE));
+    torch::jit::registerOperator(
+        torch::jit::Operator(std::string(kUnitOperator) + "(Any module, Tensor[] inputs) -> Tensor[]",
+                             run_unit_operator, c10::AliasAnalysisKind::CONSERVATIVE));
   });
 }
 
@@ -156,7 +157,8 @@ std::vector<UnitLayout> wrap_script_units(torch::jit::Module& module, const std:
     for (const auto& cls : seen_classes) known += (known.empty() ? "" : ", ") + cls;
     fail(ErrorCode::InvalidArgument, "fsdp_transformer_layer_cls_to_wrap: \"" + name +
                                          "\" is neither a class nor a submodule path of the TorchScript model (its "
-                                         "classes: " + known + ")");
+                                         "classes: " +
+                                         known + ")");
   }
 
   // The units, and which parameters they take from the root.
@@ -197,8 +199,8 @@ std::vector<UnitLayout> wrap_script_units(torch::jit::Module& module, const std:
       collect_calls(graph->block(), types, calls);
       for (torch::jit::Node* call : calls) {
         const c10::ClassType* type = class_of(call->input(0));
-        const std::string where = "fsdp_transformer_layer_cls_to_wrap: the call of " + type->name()->name() +
-                                  " in " + type_name(item) + "." + method.name();
+        const std::string where = "fsdp_transformer_layer_cls_to_wrap: the call of " + type->name()->name() + " in " +
+                                  type_name(item) + "." + method.name();
         for (size_t i = 1; i < call->inputs().size(); ++i) {
           require(call->input(i)->type()->kind() == c10::TypeKind::TensorType, ErrorCode::Unsupported,
                   where + " passes " + call->input(i)->type()->annotation_str() + " as argument " + std::to_string(i) +
@@ -224,9 +226,10 @@ std::vector<UnitLayout> wrap_script_units(torch::jit::Module& module, const std:
     }
   }
   for (const Child& child : children) {
-    require(called.count(child.module.type().get()) || !types.count(child.module.type().get()), ErrorCode::Unsupported,
-            "fsdp_transformer_layer_cls_to_wrap: submodule " + child.path + " (" + type_name(child.module) +
-                ") is not called as a method in the TorchScript graph (inlined at export?), so it cannot be a wrap unit");
+    require(
+        called.count(child.module.type().get()) || !types.count(child.module.type().get()), ErrorCode::Unsupported,
+        "fsdp_transformer_layer_cls_to_wrap: submodule " + child.path + " (" + type_name(child.module) +
+            ") is not called as a method in the TorchScript graph (inlined at export?), so it cannot be a wrap unit");
   }
 
   std::vector<UnitLayout> layouts;

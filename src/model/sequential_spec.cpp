@@ -44,8 +44,8 @@ Optional to_c10(const std::optional<typename Optional::value_type>& value) {
 void require_pool_padding_fits(LayerArgs& args, const std::array<int64_t, 2>& padding,
                                const std::array<int64_t, 2>& kernel) {
   if (padding[0] > kernel[0] / 2 || padding[1] > kernel[1] / 2) {
-    args.fail_argument("padding", "must be at most half of kernel_size " + pair_text(kernel) + ", got " +
-                                      pair_text(padding));
+    args.fail_argument("padding",
+                       "must be at most half of kernel_size " + pair_text(kernel) + ", got " + pair_text(padding));
   }
 }
 
@@ -174,8 +174,8 @@ AnyModule flatten(LayerArgs& args) {
   // Whether a dim exists depends on the input's rank, known only in forward;
   // an order that no rank can satisfy is caught here.
   if ((start_dim >= 0) == (end_dim >= 0) && start_dim > end_dim) {
-    args.fail_argument("start_dim", "must not come after end_dim (" + std::to_string(end_dim) + "), got " +
-                                        std::to_string(start_dim));
+    args.fail_argument(
+        "start_dim", "must not come after end_dim (" + std::to_string(end_dim) + "), got " + std::to_string(start_dim));
   }
   return AnyModule(torch::nn::Flatten(torch::nn::FlattenOptions().start_dim(start_dim).end_dim(end_dim)));
 }
@@ -187,8 +187,7 @@ AnyModule relu(LayerArgs& args) {
 AnyModule leaky_relu(LayerArgs& args) {
   double negative_slope = args.real_or("negative_slope", 0.01, kAnyReal);
   bool inplace = args.bool_or("inplace", false);
-  return AnyModule(
-      torch::nn::LeakyReLU(torch::nn::LeakyReLUOptions().negative_slope(negative_slope).inplace(inplace)));
+  return AnyModule(torch::nn::LeakyReLU(torch::nn::LeakyReLUOptions().negative_slope(negative_slope).inplace(inplace)));
 }
 
 AnyModule gelu(LayerArgs& args) {
@@ -298,7 +297,8 @@ const nlohmann::json& layer_list(const nlohmann::json& spec) {
     if (it == spec.end()) fail(ErrorCode::InvalidArgument, expected + ", got an object without \"layers\"");
     for (const auto& item : spec.items()) {
       if (item.key() != "layers") {
-        fail(ErrorCode::InvalidArgument, "model spec: unknown key \"" + item.key() + "\" (only \"layers\" and \"init\" are allowed)");
+        fail(ErrorCode::InvalidArgument,
+             "model spec: unknown key \"" + item.key() + "\" (only \"layers\" and \"init\" are allowed)");
       }
     }
     layers = &*it;
@@ -373,7 +373,8 @@ torch::nn::Sequential build_sequential_from(const nlohmann::json& spec) {
   torch::nn::Sequential sequential;
   // push_back without a name numbers submodules "0", "1", ... as Python's
   // nn.Sequential does, so state-dict keys match PyTorch's.
-  for (size_t index = 0; index < layers.size(); ++index) sequential->push_back(build_layer(layers[index], "layer " + std::to_string(index)));
+  for (size_t index = 0; index < layers.size(); ++index)
+    sequential->push_back(build_layer(layers[index], "layer " + std::to_string(index)));
   return sequential;
 }
 

@@ -16,8 +16,8 @@ namespace {
 //   p += -step_size * m / (sqrt(v) / sqrt(bc2) + eps)
 // Cloned for AVX2 and the baseline so the loop vectorises on either.
 __attribute__((target_clones("avx2", "default"))) void update_range(float* __restrict p, const float* __restrict g,
-                                                                     float* __restrict m, float* __restrict v,
-                                                                     int64_t begin, int64_t end, AdamStep s) {
+                                                                    float* __restrict m, float* __restrict v,
+                                                                    int64_t begin, int64_t end, AdamStep s) {
   const float one_minus_b1 = 1.0f - s.beta1, one_minus_b2 = 1.0f - s.beta2;
   const float step_size = static_cast<float>(s.step_size);
   const float bc2_sqrt = static_cast<float>(s.bias_correction2_sqrt);
@@ -34,13 +34,12 @@ __attribute__((target_clones("avx2", "default"))) void update_range(float* __res
 
 bool fusable(const at::Tensor& p) {
   const at::Tensor& g = p.grad();
-  return p.device().is_cpu() && p.scalar_type() == at::kFloat && p.is_contiguous() && g.defined() &&
-         !g.is_sparse() && g.scalar_type() == at::kFloat && g.is_contiguous() && g.sizes() == p.sizes();
+  return p.device().is_cpu() && p.scalar_type() == at::kFloat && p.is_contiguous() && g.defined() && !g.is_sparse() &&
+         g.scalar_type() == at::kFloat && g.is_contiguous() && g.sizes() == p.sizes();
 }
 
 template <class ParamState>
-ParamState& state_of(OptimizerStates& states,
-                     const at::Tensor& p) {
+ParamState& state_of(OptimizerStates& states, const at::Tensor& p) {
   auto key = optimizer_state_key(p);
   auto it = states.find(key);
   if (it == states.end()) {
@@ -56,9 +55,7 @@ ParamState& state_of(OptimizerStates& states,
 // Runs the fused update over every parameter with a gradient; false (nothing
 // done) when one of them needs LibTorch's general path.
 template <class ParamState, class Options>
-bool fused_step(std::vector<torch::optim::OptimizerParamGroup>& groups,
-                OptimizerStates& states,
-                bool decoupled) {
+bool fused_step(std::vector<torch::optim::OptimizerParamGroup>& groups, OptimizerStates& states, bool decoupled) {
   for (auto& group : groups) {
     if (static_cast<Options&>(group.options()).amsgrad()) return false;
     for (auto& p : group.params()) {
@@ -161,8 +158,7 @@ at::Tensor FusedAdam::step(LossClosure closure) {
     loss = closure();
   }
   if (!fused_step<torch::optim::AdamParamState, torch::optim::AdamOptions>(param_groups_, state_, false) &&
-      !device_step<torch::optim::AdamParamState, torch::optim::AdamOptions>(param_groups_, state_, false,
-                                                                             on_device_)) {
+      !device_step<torch::optim::AdamParamState, torch::optim::AdamOptions>(param_groups_, state_, false, on_device_)) {
     torch::optim::Adam::step(nullptr);
   }
   return loss;

@@ -35,9 +35,9 @@ class FusedAdamW final : public torch::optim::AdamW {
 // The fused update of n elements (exposed for tests).
 struct AdamStep {
   float beta1, beta2, eps;
-  float decay;         // AdamW: 1 - lr * weight_decay applied to the parameter first; else 1
-  float l2;            // Adam: weight_decay added to the gradient as l2 * param; else 0
-  double step_size;    // lr / bias_correction1
+  float decay;       // AdamW: 1 - lr * weight_decay applied to the parameter first; else 1
+  float l2;          // Adam: weight_decay added to the gradient as l2 * param; else 0
+  double step_size;  // lr / bias_correction1
   double bias_correction2_sqrt;
 };
 void fused_adam_update(float* param, const float* grad, float* exp_avg, float* exp_avg_sq, int64_t n,

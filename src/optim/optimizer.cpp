@@ -35,8 +35,9 @@ const char* kind_name(OptimizerKind kind) {
 }
 
 void require_at_least(const char* kind, const char* field, double value, double minimum) {
-  require_arg(std::isfinite(value) && value >= minimum, std::string(kind) + ": " + field + " must be a finite number >= " +
-                                                            std::to_string(minimum) + ", got " + std::to_string(value));
+  require_arg(std::isfinite(value) && value >= minimum, std::string(kind) + ": " + field +
+                                                            " must be a finite number >= " + std::to_string(minimum) +
+                                                            ", got " + std::to_string(value));
 }
 
 void require_beta(const char* kind, const char* field, double value) {
@@ -86,8 +87,7 @@ void require_only_own_options(const OptimizerOptions& o, const char* kind) {
 
 void validate(const OptimizerOptions& o) {
   const char* kind = kind_name(o.kind);
-  require_arg(std::string(kind) != "unknown",
-              "unknown optimizer kind " + std::to_string(static_cast<int>(o.kind)));
+  require_arg(std::string(kind) != "unknown", "unknown optimizer kind " + std::to_string(static_cast<int>(o.kind)));
   require_only_own_options(o, kind);
   require_at_least(kind, "lr", o.lr, 0.0);
   require_at_least(kind, "weight_decay", o.weight_decay, 0.0);
@@ -122,25 +122,36 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::vector<at::Te
                                                         const OptimizerOptions& o) {
   switch (o.kind) {
     case OptimizerKind::Sgd:
-      return std::make_unique<torch::optim::SGD>(
-          params, torch::optim::SGDOptions(o.lr).momentum(o.momentum).dampening(o.dampening).weight_decay(
-                      o.weight_decay).nesterov(o.nesterov));
+      return std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(o.lr)
+                                                             .momentum(o.momentum)
+                                                             .dampening(o.dampening)
+                                                             .weight_decay(o.weight_decay)
+                                                             .nesterov(o.nesterov));
     case OptimizerKind::Adam:
-      return std::make_unique<detail::FusedAdam>(
-          params, torch::optim::AdamOptions(o.lr).betas({o.beta1, o.beta2}).eps(o.eps).weight_decay(
-                      o.weight_decay).amsgrad(o.amsgrad));
+      return std::make_unique<detail::FusedAdam>(params, torch::optim::AdamOptions(o.lr)
+                                                             .betas({o.beta1, o.beta2})
+                                                             .eps(o.eps)
+                                                             .weight_decay(o.weight_decay)
+                                                             .amsgrad(o.amsgrad));
     case OptimizerKind::AdamW:
-      return std::make_unique<detail::FusedAdamW>(
-          params, torch::optim::AdamWOptions(o.lr).betas({o.beta1, o.beta2}).eps(o.eps).weight_decay(
-                      o.weight_decay).amsgrad(o.amsgrad));
+      return std::make_unique<detail::FusedAdamW>(params, torch::optim::AdamWOptions(o.lr)
+                                                              .betas({o.beta1, o.beta2})
+                                                              .eps(o.eps)
+                                                              .weight_decay(o.weight_decay)
+                                                              .amsgrad(o.amsgrad));
     case OptimizerKind::RmsProp:
-      return std::make_unique<torch::optim::RMSprop>(
-          params, torch::optim::RMSpropOptions(o.lr).alpha(o.alpha).eps(o.eps).weight_decay(o.weight_decay).momentum(
-                      o.momentum).centered(o.centered));
+      return std::make_unique<torch::optim::RMSprop>(params, torch::optim::RMSpropOptions(o.lr)
+                                                                 .alpha(o.alpha)
+                                                                 .eps(o.eps)
+                                                                 .weight_decay(o.weight_decay)
+                                                                 .momentum(o.momentum)
+                                                                 .centered(o.centered));
     case OptimizerKind::Adagrad:
-      return std::make_unique<torch::optim::Adagrad>(
-          params, torch::optim::AdagradOptions(o.lr).lr_decay(o.lr_decay).weight_decay(o.weight_decay).initial_accumulator_value(
-                      o.initial_accumulator_value).eps(o.eps));
+      return std::make_unique<torch::optim::Adagrad>(params, torch::optim::AdagradOptions(o.lr)
+                                                                 .lr_decay(o.lr_decay)
+                                                                 .weight_decay(o.weight_decay)
+                                                                 .initial_accumulator_value(o.initial_accumulator_value)
+                                                                 .eps(o.eps));
   }
   fail(ErrorCode::InvalidArgument, "unknown optimizer kind");
 }
@@ -153,9 +164,19 @@ OptimizerOptions OptimizerOptions::defaults(OptimizerKind kind) {
   switch (kind) {
     case OptimizerKind::Sgd: o.lr = 1e-3; break;
     case OptimizerKind::Adam: o.lr = 1e-3; break;
-    case OptimizerKind::AdamW: o.lr = 1e-3; o.weight_decay = 1e-2; break;
-    case OptimizerKind::RmsProp: o.lr = 1e-2; o.alpha = 0.99; o.eps = 1e-8; break;
-    case OptimizerKind::Adagrad: o.lr = 1e-2; o.eps = 1e-10; break;
+    case OptimizerKind::AdamW:
+      o.lr = 1e-3;
+      o.weight_decay = 1e-2;
+      break;
+    case OptimizerKind::RmsProp:
+      o.lr = 1e-2;
+      o.alpha = 0.99;
+      o.eps = 1e-8;
+      break;
+    case OptimizerKind::Adagrad:
+      o.lr = 1e-2;
+      o.eps = 1e-10;
+      break;
   }
   return o;
 }
@@ -165,9 +186,9 @@ struct Optimizer::Impl {
   OptimizerOptions options;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::shared_ptr<GradientState> gradient_state;  // set by prepare
-  std::shared_ptr<detail::GradScaler> scaler;      // set by prepare under fp16
+  std::shared_ptr<detail::GradScaler> scaler;     // set by prepare under fp16
   bool step_was_skipped = false;
-  std::shared_ptr<detail::FlatShard> shard;         // set by prepare under ZeRO-1/2
+  std::shared_ptr<detail::FlatShard> shard;  // set by prepare under ZeRO-1/2
   std::shared_ptr<int> alive = std::make_shared<int>(0);
   GroupEntries scheduler_group_entries;
 
@@ -206,8 +227,8 @@ void Optimizer::step() {
     throw;
   } catch (const std::exception& e) {
     std::string message = e.what();
-    fail(ErrorCode::Internal, std::string(kind_name(impl_->options.kind)) + " step failed: " +
-                                  message.substr(0, message.find('\n')));
+    fail(ErrorCode::Internal,
+         std::string(kind_name(impl_->options.kind)) + " step failed: " + message.substr(0, message.find('\n')));
   }
   if (impl_->shard) impl_->shard->after_step();
 }
@@ -258,13 +279,15 @@ std::string Optimizer::state_bytes() const {
   return save_optimizer(*impl_->optimizer, impl_->options.kind, impl_->scheduler_group_entries);
 }
 
-void Optimizer::set_scheduler_group_entries(GroupEntries entries) { impl_->scheduler_group_entries = std::move(entries); }
+void Optimizer::set_scheduler_group_entries(GroupEntries entries) {
+  impl_->scheduler_group_entries = std::move(entries);
+}
 
 CheckpointObject Optimizer::checkpoint_object() const {
   Impl* impl = impl_.get();  // heap: stays put when the Optimizer moves
-  return CheckpointObject{[impl] { return save_optimizer(*impl->optimizer, impl->options.kind,
-                                                         impl->scheduler_group_entries); },
-                          [impl](const std::string& bytes) { Optimizer::load_into(*impl, bytes); }};
+  return CheckpointObject{
+      [impl] { return save_optimizer(*impl->optimizer, impl->options.kind, impl->scheduler_group_entries); },
+      [impl](const std::string& bytes) { Optimizer::load_into(*impl, bytes); }};
 }
 
 void Optimizer::load_state_bytes(const std::string& bytes) { load_into(*impl_, bytes); }
@@ -292,7 +315,8 @@ void Optimizer::load_into(Impl& impl, const std::string& bytes) {
     impl_->optimizer->load(archive);
   } catch (const std::exception& e) {
     std::string message = e.what();
-    fail(ErrorCode::InvalidArgument, std::string(kind_name(impl_->options.kind)) + " state does not fit this optimizer (" +
+    fail(ErrorCode::InvalidArgument, std::string(kind_name(impl_->options.kind)) +
+                                         " state does not fit this optimizer (" +
                                          message.substr(0, message.find('\n')) + ")");
   }
 }

@@ -87,8 +87,8 @@ class Reader {
     if (!v.isTensor()) bad(where + "[\"" + key + "\"]", "is a " + kind(v) + ", not a tensor");
     const at::Tensor& t = v.toTensor();
     if (!at::isFloatingType(t.scalar_type())) {
-      bad(where + "[\"" + key + "\"]", std::string("has dtype ") + c10::toString(t.scalar_type()) +
-                                           ", not a floating type");
+      bad(where + "[\"" + key + "\"]",
+          std::string("has dtype ") + c10::toString(t.scalar_type()) + ", not a floating type");
     }
     if (t.sizes() != param.sizes()) {
       fail(ErrorCode::InvalidArgument, label_ + ": " + where + "[\"" + key + "\"] has shape " + c10::str(t.sizes()) +
@@ -114,8 +114,8 @@ Dict param_state(OptimizerKind kind, const torch::optim::OptimizerParamState& ba
   switch (kind) {
     case OptimizerKind::Sgd: {
       const auto& s = *state_as<torch::optim::SGDParamState>(base);
-      out.insert("momentum_buffer", s.momentum_buffer().defined() ? c10::IValue(s.momentum_buffer().detach().cpu())
-                                                                   : c10::IValue());
+      out.insert("momentum_buffer",
+                 s.momentum_buffer().defined() ? c10::IValue(s.momentum_buffer().detach().cpu()) : c10::IValue());
       break;
     }
     case OptimizerKind::Adam:
@@ -217,9 +217,8 @@ std::unique_ptr<State> read_adam_state(const Reader& r, const Dict& s, const std
   return state;
 }
 
-std::unique_ptr<torch::optim::OptimizerParamState> read_param_state(OptimizerKind kind, const Reader& r,
-                                                                     const Dict& s, const std::string& where,
-                                                                     const at::Tensor& p) {
+std::unique_ptr<torch::optim::OptimizerParamState> read_param_state(OptimizerKind kind, const Reader& r, const Dict& s,
+                                                                    const std::string& where, const at::Tensor& p) {
   switch (kind) {
     case OptimizerKind::Sgd: {
       auto state = std::make_unique<torch::optim::SGDParamState>();
@@ -227,10 +226,8 @@ std::unique_ptr<torch::optim::OptimizerParamState> read_param_state(OptimizerKin
       if (buffer.defined()) state->momentum_buffer(buffer);
       return state;
     }
-    case OptimizerKind::Adam:
-      return read_adam_state<torch::optim::AdamParamState>(r, s, where, p);
-    case OptimizerKind::AdamW:
-      return read_adam_state<torch::optim::AdamWParamState>(r, s, where, p);
+    case OptimizerKind::Adam: return read_adam_state<torch::optim::AdamParamState>(r, s, where, p);
+    case OptimizerKind::AdamW: return read_adam_state<torch::optim::AdamWParamState>(r, s, where, p);
     case OptimizerKind::RmsProp: {
       auto state = std::make_unique<torch::optim::RMSpropParamState>();
       state->step(r.step(s, where));
@@ -282,10 +279,12 @@ void read_group_options(OptimizerKind kind, const Reader& r, const Dict& g, cons
       bool amsgrad = r.boolean(g, "amsgrad", where, false);
       if (kind == OptimizerKind::Adam) {
         auto& o = static_cast<torch::optim::AdamOptions&>(base);
-        apply.push_back([&o, b, eps, weight_decay, amsgrad] { o.betas(b).eps(eps).weight_decay(weight_decay).amsgrad(amsgrad); });
+        apply.push_back(
+            [&o, b, eps, weight_decay, amsgrad] { o.betas(b).eps(eps).weight_decay(weight_decay).amsgrad(amsgrad); });
       } else {
         auto& o = static_cast<torch::optim::AdamWOptions&>(base);
-        apply.push_back([&o, b, eps, weight_decay, amsgrad] { o.betas(b).eps(eps).weight_decay(weight_decay).amsgrad(amsgrad); });
+        apply.push_back(
+            [&o, b, eps, weight_decay, amsgrad] { o.betas(b).eps(eps).weight_decay(weight_decay).amsgrad(amsgrad); });
       }
       break;
     }
@@ -402,8 +401,9 @@ c10::IValue unpickle_state_dict(const std::string& bytes, const std::string& lab
   // reader reads what torch::pickle_save writes (libaccel's own files) and
   // what Python's torch.save writes (Accelerate's), data only.
   if (!is_zip_archive(bytes)) {
-    fail(ErrorCode::IO, label + ": not a PyTorch pickle of plain data (not a torch.save zip archive; the format "
-                                "of torch.save before PyTorch 1.6 is not read)");
+    fail(ErrorCode::IO, label +
+                            ": not a PyTorch pickle of plain data (not a torch.save zip archive; the format "
+                            "of torch.save before PyTorch 1.6 is not read)");
   }
   return read_torch_save(bytes, label, vocabulary);
 }

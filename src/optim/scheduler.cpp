@@ -24,9 +24,9 @@ void check_positive(int64_t value, const char* name) {
 }
 
 void check_range(double value, double lo, double hi, const char* name) {
-  require_arg(std::isfinite(value) && value >= lo && value <= hi,
-              std::string("scheduler: ") + name + " must be in [" + std::to_string(lo) + ", " + std::to_string(hi) +
-                  "], got " + std::to_string(value));
+  require_arg(std::isfinite(value) && value >= lo && value <= hi, std::string("scheduler: ") + name + " must be in [" +
+                                                                      std::to_string(lo) + ", " + std::to_string(hi) +
+                                                                      "], got " + std::to_string(value));
 }
 
 void validate(const SchedulerOptions& o) {
@@ -57,19 +57,20 @@ void validate(const SchedulerOptions& o) {
       break;
     case SchedulerKind::LinearWarmup:
     case SchedulerKind::CosineWarmup:
-      require_arg(o.num_warmup_steps >= 0, "scheduler: num_warmup_steps must be >= 0, got " +
-                                               std::to_string(o.num_warmup_steps));
+      require_arg(o.num_warmup_steps >= 0,
+                  "scheduler: num_warmup_steps must be >= 0, got " + std::to_string(o.num_warmup_steps));
       check_positive(o.num_training_steps, "num_training_steps");
       break;
     case SchedulerKind::ReduceOnPlateau:
-      require_arg(o.mode == "min" || o.mode == "max", "scheduler: mode must be \"min\" or \"max\", got \"" + o.mode + "\"");
+      require_arg(o.mode == "min" || o.mode == "max",
+                  "scheduler: mode must be \"min\" or \"max\", got \"" + o.mode + "\"");
       require_arg(o.threshold_mode == "rel" || o.threshold_mode == "abs",
                   "scheduler: threshold_mode must be \"rel\" or \"abs\", got \"" + o.threshold_mode + "\"");
-      require_arg(o.factor < 1.0 && o.factor >= 0, "scheduler: factor must be in [0, 1), got " + std::to_string(o.factor));
+      require_arg(o.factor < 1.0 && o.factor >= 0,
+                  "scheduler: factor must be in [0, 1), got " + std::to_string(o.factor));
       require_arg(o.patience >= 0, "scheduler: patience must be >= 0");
       break;
-    default:
-      fail(ErrorCode::InvalidArgument, "scheduler: unknown kind " + std::to_string(static_cast<int>(o.kind)));
+    default: fail(ErrorCode::InvalidArgument, "scheduler: unknown kind " + std::to_string(static_cast<int>(o.kind)));
   }
 }
 
@@ -183,7 +184,9 @@ struct Scheduler::Impl {
     const SchedulerOptions& o = options;
     double initial = o.max_lr / o.div_factor, minimum = initial / o.final_div_factor;
     double total = static_cast<double>(o.total_steps);
-    struct Phase { double end_step, start_lr, end_lr; };
+    struct Phase {
+      double end_step, start_lr, end_lr;
+    };
     std::vector<Phase> phases;
     if (o.three_phase) {
       phases = {{o.pct_start * total - 1, initial, o.max_lr},
@@ -211,8 +214,8 @@ struct Scheduler::Impl {
   void raw_step() {
     if (options.kind == SchedulerKind::OneCycle) {
       require(last_epoch + 1 <= options.total_steps, ErrorCode::State,
-              "OneCycle scheduler: tried to step " + std::to_string(last_epoch + 1) +
-                  " times, but total_steps is " + std::to_string(options.total_steps));
+              "OneCycle scheduler: tried to step " + std::to_string(last_epoch + 1) + " times, but total_steps is " +
+                  std::to_string(options.total_steps));
     }
     ++last_epoch;
     apply(last_epoch);
@@ -220,7 +223,8 @@ struct Scheduler::Impl {
 
   bool is_better(double current) const {
     bool rel = options.threshold_mode == "rel";
-    if (options.mode == "min") return rel ? current < best * (1.0 - options.threshold) : current < best - options.threshold;
+    if (options.mode == "min")
+      return rel ? current < best * (1.0 - options.threshold) : current < best - options.threshold;
     return rel ? current > best * (options.threshold + 1.0) : current > best + options.threshold;
   }
 
@@ -255,14 +259,15 @@ struct Scheduler::Impl {
   }
 };
 
-Scheduler::Scheduler(Optimizer& optimizer, const SchedulerOptions& options)
-    : impl_(std::make_unique<Impl>()) {
+Scheduler::Scheduler(Optimizer& optimizer, const SchedulerOptions& options) : impl_(std::make_unique<Impl>()) {
   validate(options);
   impl_->optimizer = &optimizer;
   impl_->options = options;
-  impl_->best = options.mode == "min" ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity();
+  impl_->best =
+      options.mode == "min" ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity();
   for (auto& group : impl_->groups()) {
-    double base = options.kind == SchedulerKind::OneCycle ? options.max_lr / options.div_factor : group.options().get_lr();
+    double base =
+        options.kind == SchedulerKind::OneCycle ? options.max_lr / options.div_factor : group.options().get_lr();
     impl_->base_lrs.push_back(base);
   }
   impl_->publish_group_entries();
@@ -340,7 +345,8 @@ std::string Scheduler::save_json(Impl& impl) {
   std::vector<double> lrs;
   for (auto& group : impl_->groups()) lrs.push_back(group.options().get_lr());
   state["lrs"] = lrs;
-  state["best"] = std::isfinite(impl_->best) ? nlohmann::json(impl_->best) : nlohmann::json(nullptr);  // JSON has no inf
+  state["best"] =
+      std::isfinite(impl_->best) ? nlohmann::json(impl_->best) : nlohmann::json(nullptr);  // JSON has no inf
   state["bad_epochs"] = impl_->bad_epochs;
   state["cooldown_counter"] = impl_->cooldown_counter;
   state["adjusted_steps"] = impl_->adjusted_steps;
@@ -375,9 +381,9 @@ void Scheduler::load_json(Impl& impl, const std::string& json) {
     return out;
   };
   const int64_t kind = integer("kind", false);
-  require_arg(kind == static_cast<int>(impl.options.kind),
-              "scheduler state: saved by a scheduler of kind " + std::to_string(kind) + ", this one is of kind " +
-                  std::to_string(static_cast<int>(impl.options.kind)));
+  require_arg(kind == static_cast<int>(impl.options.kind), "scheduler state: saved by a scheduler of kind " +
+                                                               std::to_string(kind) + ", this one is of kind " +
+                                                               std::to_string(static_cast<int>(impl.options.kind)));
   const int64_t last_epoch = integer("last_epoch", false);
   const std::vector<double> base_lrs = numbers("base_lrs"), lrs = numbers("lrs");
   auto& groups = impl.groups();

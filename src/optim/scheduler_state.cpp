@@ -65,10 +65,14 @@ std::vector<std::pair<std::string, c10::IValue>> hyperparameters(const Scheduler
     case SchedulerKind::LinearWarmup:
     case SchedulerKind::CosineWarmup: return {};
     case SchedulerKind::ReduceOnPlateau:
-      return {{"factor", o.factor},       {"min_lrs", doubles(std::vector<double>(groups, o.min_lr))},
-              {"patience", o.patience},   {"cooldown", o.cooldown},
-              {"mode", o.mode},           {"threshold", o.threshold},
-              {"threshold_mode", o.threshold_mode}, {"eps", o.eps}};
+      return {{"factor", o.factor},
+              {"min_lrs", doubles(std::vector<double>(groups, o.min_lr))},
+              {"patience", o.patience},
+              {"cooldown", o.cooldown},
+              {"mode", o.mode},
+              {"threshold", o.threshold},
+              {"threshold_mode", o.threshold_mode},
+              {"eps", o.eps}};
   }
   return {};
 }
@@ -76,7 +80,10 @@ std::vector<std::pair<std::string, c10::IValue>> hyperparameters(const Scheduler
 // OneCycleLR's phases as PyTorch lists them (learning rates and momenta by
 // the param-group key PyTorch reads them from).
 c10::impl::GenericList one_cycle_phases(const SchedulerOptions& o) {
-  struct Phase { c10::IValue end_step; const char *start_lr, *end_lr, *start_m, *end_m; };
+  struct Phase {
+    c10::IValue end_step;
+    const char *start_lr, *end_lr, *start_m, *end_m;
+  };
   const double total = static_cast<double>(o.total_steps);
   const c10::IValue last(o.total_steps - 1);
   std::vector<Phase> phases;
@@ -111,7 +118,8 @@ std::string describe(const c10::IValue& v) {
 
 // Equal as PyTorch would compare them: numbers by value, containers element-wise.
 bool same(const c10::IValue& a, const c10::IValue& b) {
-  if ((a.isInt() || a.isDouble()) && (b.isInt() || b.isDouble())) return a.toScalar().toDouble() == b.toScalar().toDouble();
+  if ((a.isInt() || a.isDouble()) && (b.isInt() || b.isDouble()))
+    return a.toScalar().toDouble() == b.toScalar().toDouble();
   if (a.isString() && b.isString()) return a.toStringRef() == b.toStringRef();
   if (a.isList() && b.isList()) {
     auto x = a.toListRef(), y = b.toListRef();
@@ -136,7 +144,8 @@ bool same(const c10::IValue& a, const c10::IValue& b) {
 class Reader {
  public:
   Reader(const c10::IValue& value, std::string label) : label_(std::move(label)) {
-    if (!value.isGenericDict()) fail(ErrorCode::IO, label_ + ": the state dict is a " + value.tagKind() + ", not a dict");
+    if (!value.isGenericDict())
+      fail(ErrorCode::IO, label_ + ": the state dict is a " + value.tagKind() + ", not a dict");
     dict_ = value.toGenericDict();
     for (const auto& e : dict_) {
       if (!e.key().isString()) fail(ErrorCode::IO, label_ + ": the state dict has a key that is not a string");
@@ -272,8 +281,8 @@ SchedulerPosition read_scheduler_state_dict(const SchedulerOptions& o, const c10
   }
   for (auto& [key, expected] : hyperparameters(o, groups)) {
     const c10::IValue& saved = r.field(key);
-    require_arg(same(saved, expected), label + ": \"" + key + "\" is " + describe(saved) + ", this scheduler's is " +
-                                           describe(expected));
+    require_arg(same(saved, expected),
+                label + ": \"" + key + "\" is " + describe(saved) + ", this scheduler's is " + describe(expected));
   }
   if (o.kind == SchedulerKind::OneCycle) {
     const c10::IValue& phases = r.field("_schedule_phases");

@@ -11,17 +11,15 @@ namespace accel::detail {
 GradScaler::GradScaler(const GradScalerOptions& options) : options_(options), scale_(options.init_scale) {
   require_arg(options.init_scale > 0 && std::isfinite(options.init_scale),
               "GradScaler: init_scale must be positive, got " + std::to_string(options.init_scale));
-  require_arg(options.growth_factor > 1.0, "GradScaler: growth_factor must be > 1, got " +
-                                               std::to_string(options.growth_factor));
+  require_arg(options.growth_factor > 1.0,
+              "GradScaler: growth_factor must be > 1, got " + std::to_string(options.growth_factor));
   require_arg(options.backoff_factor > 0 && options.backoff_factor < 1.0,
               "GradScaler: backoff_factor must be in (0, 1), got " + std::to_string(options.backoff_factor));
-  require_arg(options.growth_interval > 0, "GradScaler: growth_interval must be positive, got " +
-                                               std::to_string(options.growth_interval));
+  require_arg(options.growth_interval > 0,
+              "GradScaler: growth_interval must be positive, got " + std::to_string(options.growth_interval));
 }
 
-at::Tensor GradScaler::scale_loss(const at::Tensor& loss) const {
-  return options_.enabled ? loss * scale_ : loss;
-}
+at::Tensor GradScaler::scale_loss(const at::Tensor& loss) const { return options_.enabled ? loss * scale_ : loss; }
 
 void GradScaler::unscale(const std::vector<at::Tensor>& params) {
   if (!options_.enabled || unscaled_) return;

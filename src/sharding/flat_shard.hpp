@@ -128,13 +128,13 @@ class FlatShard {
 
   std::vector<at::Tensor> params_;
   std::vector<int64_t> offsets_;  // where each parameter starts in the flat buffer
-  ProcessGroup* process_group_;  // null: a world of one
+  ProcessGroup* process_group_;   // null: a world of one
   ProcessGroup* replicas_ = nullptr;
   ShardingStrategy strategy_;
   bool offload_ = false;
   int64_t total_ = 0;
   int64_t chunk_ = 0;
-  at::Tensor flat_;   // world_size * chunk_ elements; the parameters are views of it (not FULL_SHARD)
+  at::Tensor flat_;  // world_size * chunk_ elements; the parameters are views of it (not FULL_SHARD)
   // flat_'s chunk of this rank, a view of it (CPU offload: a host copy;
   // FULL_SHARD: every unit's chunk, concatenated).
   at::Tensor shard_;

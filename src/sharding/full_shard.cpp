@@ -42,7 +42,7 @@ struct UnitHandle : torch::CustomClassHolder {
   FullShard::Bodies body;
   at::Generator generator;
   at::Tensor generator_state;
-  std::vector<bool> input_grad;  // per input: floating and requiring grad
+  std::vector<bool> input_grad;   // per input: floating and requiring grad
   std::vector<bool> output_grad;  // per output: part of the recorded graph
 };
 
@@ -420,7 +420,9 @@ std::string FullShard::layout_json() const {
     for (size_t i = 0; i < unit.params.size(); ++i) {
       params.push_back({{"name", unit.names[i]}, {"shape", unit.shapes[i]}, {"offset", unit.offsets[i]}});
     }
-    units.push_back({{"name", unit.name}, {"chunk", unit.chunk}, {"shard_offset", unit.shard_offset},
+    units.push_back({{"name", unit.name},
+                     {"chunk", unit.chunk},
+                     {"shard_offset", unit.shard_offset},
                      {"params", std::move(params)}});
   }
   return units.dump();

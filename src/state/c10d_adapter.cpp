@@ -158,9 +158,7 @@ StorePtr make_prefix_store(const std::string& prefix, const StorePtr& store) {
   return c10::make_intrusive<::c10d::PrefixStore>(prefix, store);
 }
 
-bool is_loopback(const std::string& addr) {
-  return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
-}
+bool is_loopback(const std::string& addr) { return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1"; }
 
 GlooListenAddress gloo_listen_address(const std::string& master_addr) {
   if (const char* iface = std::getenv("GLOO_SOCKET_IFNAME"); iface != nullptr && *iface != '\0') return {iface, ""};

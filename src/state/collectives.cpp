@@ -33,7 +33,8 @@ std::vector<std::vector<Signature>> exchange_signatures(RuntimeContext& state, c
   const int64_t count = static_cast<int64_t>(tensors.size());
   if (state.debug_mode) {
     at::Tensor counts = at::cat(state.process_group->allgather(at::tensor({count}, at::kLong).to(state.device),
-                                                                op + " (tensor count exchange)")).cpu();
+                                                               op + " (tensor count exchange)"))
+                            .cpu();
     for (int64_t r = 0; r < counts.size(0); ++r) {
       require_arg(counts[r].item<int64_t>() == count,
                   op + ": rank " + std::to_string(r) + " passed " + std::to_string(counts[r].item<int64_t>()) +
@@ -60,7 +61,8 @@ std::vector<std::vector<Signature>> exchange_signatures(RuntimeContext& state, c
 std::string describe(const Signature& signature) {
   std::ostringstream out;
   out << c10::toString(static_cast<c10::ScalarType>(signature[1])) << "[";
-  for (int64_t d = 0; d < std::min<int64_t>(signature[0], kMaxGatherDims); ++d) out << (d ? ", " : "") << signature[2 + d];
+  for (int64_t d = 0; d < std::min<int64_t>(signature[0], kMaxGatherDims); ++d)
+    out << (d ? ", " : "") << signature[2 + d];
   out << "]";
   return out.str();
 }
@@ -152,8 +154,9 @@ std::vector<at::Tensor> reduce_tensors(RuntimeContext& state, const std::vector<
               "reduce: op " + std::to_string(static_cast<int>(op)) + " is not sum, mean or none");
   require_arg(std::isfinite(scale), "reduce: scale " + std::to_string(scale) + " is not finite");
   for (size_t i = 0; i < inputs.size(); ++i) {
-    require_arg(!inputs[i].defined() || inputs[i].scalar_type() != at::kBool,
-                "reduce: tensor " + std::to_string(i) + " is bool and cannot be summed; convert it to an integer dtype");
+    require_arg(
+        !inputs[i].defined() || inputs[i].scalar_type() != at::kBool,
+        "reduce: tensor " + std::to_string(i) + " is bool and cannot be summed; convert it to an integer dtype");
   }
   std::vector<at::Tensor> results = on_device(state, inputs, "reduce", /*clone=*/true);
   // Accelerate scales before summing, so the sum is of scaled values.

@@ -157,20 +157,21 @@ LaunchEnvironment read_launch_environment() {
     int node = int_env_or("SLURM_NODEID", 0, 0, kMaxInt);
     std::optional<int> tasks = per_node ? slurm_tasks_on_node(*per_node, node) : std::nullopt;
     require_arg(!per_node || tasks.has_value(), std::string("environment variable ") + local_size_name + "=\"" +
-                                                    *per_node + "\" names no task count for SLURM_NODEID=" +
-                                                    std::to_string(node));
+                                                    *per_node +
+                                                    "\" names no task count for SLURM_NODEID=" + std::to_string(node));
     env.local_world_size = tasks.value_or(env.world_size);
   }
   env.local_rank = int_env_or(scheme->local_rank, env.rank % env.local_world_size, 0, kMaxInt);
-  require_arg(env.local_rank < env.local_world_size,
-              std::string("environment variable ") + scheme->local_rank + "=" + std::to_string(env.local_rank) +
-                  " is not below " + local_size_name + "=" + std::to_string(env.local_world_size));
+  require_arg(env.local_rank < env.local_world_size, std::string("environment variable ") + scheme->local_rank + "=" +
+                                                         std::to_string(env.local_rank) + " is not below " +
+                                                         local_size_name + "=" + std::to_string(env.local_world_size));
   if (env.distributed()) {
     bool slurm = std::string(scheme->name) == "SLURM";
     auto addr = get_env("MASTER_ADDR");
     if (!addr && slurm) {
       // Rank 0 runs on the step's first node (srun's block distribution).
-      if (auto nodes = get_env("SLURM_STEP_NODELIST") ? get_env("SLURM_STEP_NODELIST") : get_env("SLURM_JOB_NODELIST")) {
+      if (auto nodes =
+              get_env("SLURM_STEP_NODELIST") ? get_env("SLURM_STEP_NODELIST") : get_env("SLURM_JOB_NODELIST")) {
         addr = slurm_first_host(*nodes);
       } else {
         addr = get_env("SLURM_LAUNCH_NODE_IPADDR");
@@ -178,8 +179,8 @@ LaunchEnvironment read_launch_environment() {
     }
     // Every process on one machine: the rendezvous is local.
     if (!addr && env.local_world_size == env.world_size && !slurm && scheme != &kSchemes[0]) addr = "127.0.0.1";
-    require_arg(addr.has_value(), std::string("environment variable MASTER_ADDR is not set but ") + scheme->size +
-                                      "=" + std::to_string(env.world_size) + " asks for a process group");
+    require_arg(addr.has_value(), std::string("environment variable MASTER_ADDR is not set but ") + scheme->size + "=" +
+                                      std::to_string(env.world_size) + " asks for a process group");
     env.master_addr = *addr;
     auto port = get_env("MASTER_PORT");
     if (!port && slurm) {
@@ -188,8 +189,8 @@ LaunchEnvironment read_launch_environment() {
         port = std::to_string(20000 + parse_int_env("SLURM_JOB_ID", *job, 0, kMaxInt) % 10000);
       }
     }
-    require_arg(port.has_value(), std::string("environment variable MASTER_PORT is not set but ") + scheme->size +
-                                      "=" + std::to_string(env.world_size) + " asks for a process group");
+    require_arg(port.has_value(), std::string("environment variable MASTER_PORT is not set but ") + scheme->size + "=" +
+                                      std::to_string(env.world_size) + " asks for a process group");
     env.master_port = parse_int_env("MASTER_PORT", *port, 1, 65535);
   }
   return env;

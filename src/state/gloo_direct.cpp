@@ -94,7 +94,7 @@ struct GlooDirect::Impl {
   int rank = 0;
   int slot_base = 0;  // rank r receives into the inbox on slot_base + r, in swap() on slot_base + 2 + r
   int64_t piece_bytes = 0;
-  at::Tensor inbox;  // one piece of the peer's tensor, for send_and_add
+  at::Tensor inbox;                                    // one piece of the peer's tensor, for send_and_add
   std::unique_ptr<::gloo::transport::Buffer> receive;  // over the inbox
 };
 
@@ -139,8 +139,13 @@ GlooDirect::~GlooDirect() = default;
 
 bool GlooDirect::handles(const at::Tensor& tensor) const {
   switch (tensor.scalar_type()) {
-    case at::kFloat: case at::kDouble: case at::kHalf: case at::kByte: case at::kChar: case at::kInt: case at::kLong:
-      break;
+    case at::kFloat:
+    case at::kDouble:
+    case at::kHalf:
+    case at::kByte:
+    case at::kChar:
+    case at::kInt:
+    case at::kLong: break;
     default:  // bfloat16 too: c10d's Gloo refuses it, and both paths must take the same tensors
       return false;
   }
@@ -154,8 +159,7 @@ namespace {
 // arrived(element offset, element count) runs. Both ranks cut the same pieces.
 template <class Arrived>
 void exchange_pieces(const at::Tensor& outgoing, ::gloo::transport::Pair& pair, int send_slot,
-                     ::gloo::transport::Buffer& receive, bool into_piece_zero, int64_t piece_bytes,
-                     Arrived&& arrived) {
+                     ::gloo::transport::Buffer& receive, bool into_piece_zero, int64_t piece_bytes, Arrived&& arrived) {
   const int64_t bytes = static_cast<int64_t>(outgoing.nbytes());
   // The send buffer takes the peer's receive slot; destroying it unregisters
   // that slot here, where nothing is registered under it.
@@ -203,8 +207,8 @@ void GlooDirect::swap(const at::Tensor& outgoing, at::Tensor& incoming) {
   if (bytes == 0) return;
   SigpipeBlocked sigpipe_blocked;
   auto receive = d.pair->createRecvBuffer(d.slot_base + 2 + d.rank, incoming.data_ptr(), static_cast<size_t>(bytes));
-  exchange_pieces(outgoing, *d.pair, d.slot_base + 2 + (1 - d.rank), *receive, /*into_piece_zero=*/false,
-                  d.piece_bytes, [](int64_t, int64_t) {});
+  exchange_pieces(outgoing, *d.pair, d.slot_base + 2 + (1 - d.rank), *receive, /*into_piece_zero=*/false, d.piece_bytes,
+                  [](int64_t, int64_t) {});
 }
 
 #else  // built without the system's Gloo: c10d's collectives serve every call

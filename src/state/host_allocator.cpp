@@ -18,7 +18,8 @@ constexpr int kTrimThreshold = 256 << 20;
 bool apply() {
 #if defined(__GLIBC__)
   if (!get_env_flag("ACCEL_TUNE_MALLOC", true)) return false;
-  if (get_env("MALLOC_MMAP_THRESHOLD_") || get_env("MALLOC_TRIM_THRESHOLD_") || get_env("MALLOC_TOP_PAD_")) return false;
+  if (get_env("MALLOC_MMAP_THRESHOLD_") || get_env("MALLOC_TRIM_THRESHOLD_") || get_env("MALLOC_TOP_PAD_"))
+    return false;
   // Setting either threshold also turns glibc's adjustment of both off, so
   // both are set: a fixed trim threshold with the default 128 KiB mmap
   // threshold would send every buffer to mmap(), the opposite of the aim.

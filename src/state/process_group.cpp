@@ -55,16 +55,14 @@ std::string rank_list(const std::vector<int>& ranks) {
 
 }  // namespace
 
-ProcessGroup::ProcessGroup(const LaunchEnvironment& env, const c10::Device& device,
-                           std::chrono::milliseconds timeout)
-    : rank_(env.rank), world_size_(env.world_size), master_addr_(env.master_addr),
-      timeout_(timeout), device_(device) {
+ProcessGroup::ProcessGroup(const LaunchEnvironment& env, const c10::Device& device, std::chrono::milliseconds timeout)
+    : rank_(env.rank), world_size_(env.world_size), master_addr_(env.master_addr), timeout_(timeout), device_(device) {
   // One deadline for joining the store and waiting for the others: the
   // rendezvous fails within `timeout` (plus a poll interval), not after two.
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   const std::string where = "rendezvous at " + env.master_addr + ":" + std::to_string(env.master_port) +
-                            " failed for rank " + std::to_string(env.rank) + " of " +
-                            std::to_string(env.world_size) + " (timeout " + std::to_string(timeout.count()) + " ms)";
+                            " failed for rank " + std::to_string(env.rank) + " of " + std::to_string(env.world_size) +
+                            " (timeout " + std::to_string(timeout.count()) + " ms)";
   if (const char* direct = std::getenv("ACCEL_GLOO_DIRECT"); direct != nullptr && *direct != '\0') {
     const std::string value = direct;
     require_arg(value == "0" || value == "1", "ACCEL_GLOO_DIRECT: expected 0 or 1, got '" + value + "'");
@@ -107,14 +105,19 @@ ProcessGroup::ProcessGroup(const LaunchEnvironment& env, const c10::Device& devi
 }
 
 ProcessGroup::ProcessGroup(const ProcessGroup& parent, const std::string& name, const std::vector<int>& ranks)
-    : rank_(-1), world_size_(static_cast<int>(ranks.size())), master_addr_(parent.master_addr_),
-      timeout_(parent.timeout_), device_(parent.device_),
-      ring_collectives_(parent.ring_collectives_), direct_on_(parent.direct_on_) {
+    : rank_(-1),
+      world_size_(static_cast<int>(ranks.size())),
+      master_addr_(parent.master_addr_),
+      timeout_(parent.timeout_),
+      device_(parent.device_),
+      ring_collectives_(parent.ring_collectives_),
+      direct_on_(parent.direct_on_) {
   for (size_t i = 0; i < ranks.size(); ++i) {
     if (ranks[i] == parent.rank_) rank_ = static_cast<int>(i);
   }
-  const std::string where = "creating process group \"" + name + "\" of ranks " + rank_list(ranks) + " failed for rank " +
-                            std::to_string(parent.rank_) + " (timeout " + std::to_string(timeout_.count()) + " ms)";
+  const std::string where = "creating process group \"" + name + "\" of ranks " + rank_list(ranks) +
+                            " failed for rank " + std::to_string(parent.rank_) + " (timeout " +
+                            std::to_string(timeout_.count()) + " ms)";
   require(rank_ >= 0 && std::is_sorted(ranks.begin(), ranks.end()), ErrorCode::Internal,
           where + ": this rank is not a member, or the ranks are not ascending");
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
@@ -161,9 +164,9 @@ std::vector<int> ProcessGroup::await_ranks(std::chrono::steady_clock::time_point
 void ProcessGroup::warn_if_store_is_exposed(const LaunchEnvironment& env) {
   if (c10d_adapter::kStoreListensOnMasterAddrOnly || !c10d_adapter::is_loopback(env.master_addr)) return;
   std::string message = "MASTER_ADDR is " + env.master_addr + ", but the rendezvous store (rank 0, port " +
-                        std::to_string(env.master_port) +
-                        ") listens on every network interface: LibTorch " + std::to_string(TORCH_VERSION_MAJOR) + "." +
-                        std::to_string(TORCH_VERSION_MINOR) + " cannot bind it to one address, and "
+                        std::to_string(env.master_port) + ") listens on every network interface: LibTorch " +
+                        std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) +
+                        " cannot bind it to one address, and "
                         "the store has no authentication. Other hosts that can reach port " +
                         std::to_string(env.master_port) + " can reach it; block the port or use a trusted network";
   try {
@@ -179,9 +182,7 @@ void ProcessGroup::connect_direct() {
                                          world_size_, master_addr_, timeout_);
 }
 
-bool ProcessGroup::direct_takes(const at::Tensor& tensor) const {
-  return gloo_direct() && direct_->handles(tensor);
-}
+bool ProcessGroup::direct_takes(const at::Tensor& tensor) const { return gloo_direct() && direct_->handles(tensor); }
 
 template <class Run>
 uint64_t ProcessGroup::run_direct(const std::string& op, Run&& run) {
@@ -370,8 +371,8 @@ void ProcessGroup::barrier(const std::string& op) {
 
 void ProcessGroup::fail_collective(const std::string& op, uint64_t sequence, const std::string& cause) {
   std::ostringstream message;
-  message << "collective " << op << " #" << sequence << " failed on rank " << rank_ << " (timeout "
-          << timeout_.count() << " ms): " << cause << "; " << describe_peers(op, sequence);
+  message << "collective " << op << " #" << sequence << " failed on rank " << rank_ << " (timeout " << timeout_.count()
+          << " ms): " << cause << "; " << describe_peers(op, sequence);
   fail(looks_like_timeout(cause) ? ErrorCode::Timeout : ErrorCode::Distributed, message.str());
 }
 

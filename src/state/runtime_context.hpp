@@ -34,11 +34,12 @@ struct RuntimeContext {
   bool debug_mode = false;
   CommHook comm_hook = CommHook::None;
   ShardingStrategy sharding_strategy = ShardingStrategy::NoShard;
-  int64_t fsdp_min_num_params = 0;  // FULL_SHARD's wrap units (see AcceleratorOptions)
+  int64_t fsdp_min_num_params = 0;             // FULL_SHARD's wrap units (see AcceleratorOptions)
   std::vector<std::string> fsdp_wrap_classes;  // transformer_auto_wrap_policy's names (see AcceleratorOptions)
   bool fsdp_activation_checkpointing = false;  // of FULL_SHARD's wrap units
-  bool fsdp_forward_prefetch = false, fsdp_backward_prefetch = true;  // FULL_SHARD's all-gathers (see AcceleratorOptions)
-  bool cpu_offload = false;  // sharded models' master chunks, gradients and optimizer state on the CPU
+  bool fsdp_forward_prefetch = false,
+       fsdp_backward_prefetch = true;  // FULL_SHARD's all-gathers (see AcceleratorOptions)
+  bool cpu_offload = false;            // sharded models' master chunks, gradients and optimizer state on the CPU
   // Whether prepare shards models (and save_state writes per-process shards):
   // a strategy other than NO_SHARD with several processes, or with CPU
   // offload, which shards over a world of one.
@@ -57,8 +58,8 @@ struct RuntimeContext {
   std::shared_ptr<GradScaler> scaler;
   // Shared with prepared dataloaders, optimizers and schedulers.
   std::shared_ptr<GradientState> gradient_state = std::make_shared<GradientState>();
-  bool joining = false;      // inside join_uneven_inputs
-  int64_t join_rounds = 0;   // gradient syncs this process took part in while joining
+  bool joining = false;     // inside join_uneven_inputs
+  int64_t join_rounds = 0;  // gradient syncs this process took part in while joining
 
   int rank() const { return env.rank; }
   int world_size() const { return env.world_size; }

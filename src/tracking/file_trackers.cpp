@@ -11,8 +11,7 @@ namespace {
 
 nlohmann::json to_json(const TrackerConfig& config) {
   nlohmann::json out = nlohmann::json::object();
-  for (const auto& [key, value] : config)
-    std::visit([&, &k = key](const auto& v) { out[k] = v; }, value);
+  for (const auto& [key, value] : config) std::visit([&, &k = key](const auto& v) { out[k] = v; }, value);
   return out;
 }
 
@@ -58,8 +57,8 @@ class CsvTracker : public Tracker {
   void init(const std::string& run_name, const TrackerConfig& config) override {
     std::string params = "name,value\n";
     for (const auto& [key, value] : config) {
-      const std::string text =
-          std::holds_alternative<double>(value) ? shortest_number_text(std::get<double>(value)) : std::get<std::string>(value);
+      const std::string text = std::holds_alternative<double>(value) ? shortest_number_text(std::get<double>(value))
+                                                                     : std::get<std::string>(value);
       params += csv_field(key) + "," + csv_field(text) + "\n";
     }
     write_file(dir_ + "/" + run_name + "/params.csv", params);
@@ -69,7 +68,8 @@ class CsvTracker : public Tracker {
   void log(const Scalars& values, std::optional<int64_t> step) override {
     std::string rows;
     for (const auto& [key, value] : values)
-      rows += (step ? std::to_string(*step) : std::string()) + ',' + csv_field(key) + ',' + shortest_number_text(value) + '\n';
+      rows += (step ? std::to_string(*step) : std::string()) + ',' + csv_field(key) + ',' +
+              shortest_number_text(value) + '\n';
     file_.append(rows);
   }
   void finish() override { file_.close(); }

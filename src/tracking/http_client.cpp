@@ -90,8 +90,8 @@ HttpResponse HttpClient::request(const std::string& url, bool post, const std::s
   const CURLcode code = curl_easy_perform(curl);
   if (code != CURLE_OK) {
     response.error = code == CURLE_ABORTED_BY_CALLBACK ? std::string("gave up waiting: the deadline passed")
-                     : error[0] != '\0'                   ? std::string(error)
-                                                           : std::string(curl_easy_strerror(code));
+                     : error[0] != '\0'                ? std::string(error)
+                                                       : std::string(curl_easy_strerror(code));
     response.body.clear();
     return response;
   }

@@ -47,7 +47,8 @@ bool retryable(long status) { return status == 0 || status == 429 || (status >= 
 
 MlflowRetryPolicy MlflowRetryPolicy::from_env() {
   MlflowRetryPolicy policy;
-  policy.max_retries = static_cast<int>(std::min(100.0, env_number("MLFLOW_HTTP_REQUEST_MAX_RETRIES", policy.max_retries)));
+  policy.max_retries =
+      static_cast<int>(std::min(100.0, env_number("MLFLOW_HTTP_REQUEST_MAX_RETRIES", policy.max_retries)));
   policy.backoff_factor = std::min(120.0, env_number("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", policy.backoff_factor));
   policy.backoff_jitter = env_number("MLFLOW_HTTP_REQUEST_BACKOFF_JITTER", policy.backoff_jitter);
   policy.request_timeout_s = env_number("MLFLOW_HTTP_REQUEST_TIMEOUT", policy.request_timeout_s);
@@ -77,7 +78,8 @@ MlflowReply MlflowRestApi::call(const std::string& endpoint, const nlohmann::jso
   MlflowReply reply;
   for (int attempt = 0;; ++attempt) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline() - SteadyClock::now()).count();
-    const long timeout_ms = static_cast<long>(std::min<double>(policy_.request_timeout_s * 1000.0, std::max<int64_t>(left, 1)));
+    const long timeout_ms =
+        static_cast<long>(std::min<double>(policy_.request_timeout_s * 1000.0, std::max<int64_t>(left, 1)));
     // end_training's deadline may arrive while a request waits on a silent server.
     HttpResponse response = http_.request(url, post_body != nullptr, body, timeout_ms,
                                           [&deadline] { return SteadyClock::now() >= deadline(); });
@@ -91,9 +93,10 @@ MlflowReply MlflowRestApi::call(const std::string& endpoint, const nlohmann::jso
     if (response.status == 0) {
       reply.problem = "no answer (" + response.error + ")";
     } else {
-      std::string message = reply.body.is_object() && reply.body.contains("message") && reply.body["message"].is_string()
-                                ? reply.body["message"].get<std::string>()
-                                : response.body.substr(0, 200);
+      std::string message =
+          reply.body.is_object() && reply.body.contains("message") && reply.body["message"].is_string()
+              ? reply.body["message"].get<std::string>()
+              : response.body.substr(0, 200);
       reply.problem = "HTTP " + std::to_string(response.status) + (message.empty() ? "" : " (" + message + ")");
     }
     if (!retryable(response.status) || attempt >= policy_.max_retries) return reply;

@@ -96,8 +96,11 @@ class MlflowRestTracker : public Tracker {
       tag_list.push_back({{"key", "mlflow.runName"}, {"value", project_name}});
       const std::string user = env_or_empty("USER");
       tag_list.push_back({{"key", "mlflow.user"}, {"value", user.empty() ? "libaccel" : user}});
-      json body = {{"experiment_id", experiment_id}, {"run_name", project_name}, {"start_time", mlflow_now_ms()},
-                   {"user_id", user.empty() ? "libaccel" : user}, {"tags", tag_list}};
+      json body = {{"experiment_id", experiment_id},
+                   {"run_name", project_name},
+                   {"start_time", mlflow_now_ms()},
+                   {"user_id", user.empty() ? "libaccel" : user},
+                   {"tags", tag_list}};
       const MlflowReply reply = api_.call_now("runs/create", &body, "", deadline);
       expect(reply, "could not create a run in experiment " + experiment_id);
       run_id_ = field(reply, {"run", "info", "run_id"}, "runs/create");
@@ -142,13 +145,12 @@ class MlflowRestTracker : public Tracker {
     const bool lost = lost_metrics_ + lost_params_ + lost_tags_ > 0;
     json body = {{"run_id", run_id_}, {"status", lost ? "FAILED" : "FINISHED"}, {"end_time", mlflow_now_ms()}};
     // The status update gets a few seconds of its own even when the flush used up its time.
-    const MlflowReply update =
-        api_.call_now("runs/update", &body, "", SteadyClock::now() + std::chrono::seconds(10));
+    const MlflowReply update = api_.call_now("runs/update", &body, "", SteadyClock::now() + std::chrono::seconds(10));
     std::string message;
     if (lost)
       message = "mlflow: " + std::to_string(lost_metrics_) + " metrics, " + std::to_string(lost_params_) +
-                " params and " + std::to_string(lost_tags_) + " tags of run " + run_id_ +
-                " were not recorded by " + api_.uri() + " (last answer: " + last_problem_ + ")";
+                " params and " + std::to_string(lost_tags_) + " tags of run " + run_id_ + " were not recorded by " +
+                api_.uri() + " (last answer: " + last_problem_ + ")";
     if (!update.ok())
       message += std::string(message.empty() ? "mlflow:" : ";") + " could not mark run " + run_id_ +
                  (lost ? " FAILED" : " FINISHED") + " on " + api_.uri() + ": " + update.problem;
@@ -180,7 +182,8 @@ class MlflowRestTracker : public Tracker {
       node = &(*node)[key];
     }
     require(node != nullptr && node->is_string(), ErrorCode::IO,
-            "mlflow: unexpected answer from " + api_.uri() + " to " + what + ": " + reply.body.dump(-1, ' ', false, json::error_handler_t::replace).substr(0, 200));
+            "mlflow: unexpected answer from " + api_.uri() + " to " + what + ": " +
+                reply.body.dump(-1, ' ', false, json::error_handler_t::replace).substr(0, 200));
     return node->get<std::string>();
   }
 
@@ -237,28 +240,32 @@ class MlflowRestTracker : public Tracker {
       // and tags go without metrics: a param the server refuses (a resumed run
       // with another value) fails its whole request, and must not take metrics with it.
       std::vector<KeyValue> params, tags;
-      while (!params_.empty() && params.size() < kMlflowMaxParamsTagsPerBatch) params.push_back(params_.front()), params_.pop_front();
-      while (!tags_.empty() && tags.size() < kMlflowMaxParamsTagsPerBatch) tags.push_back(tags_.front()), tags_.pop_front();
+      while (!params_.empty() && params.size() < kMlflowMaxParamsTagsPerBatch)
+        params.push_back(params_.front()), params_.pop_front();
+      while (!tags_.empty() && tags.size() < kMlflowMaxParamsTagsPerBatch)
+        tags.push_back(tags_.front()), tags_.pop_front();
       const size_t room = params.empty() && tags.empty() ? kMlflowMaxMetricsPerBatch : 0;
       json metrics = json::array();
       for (; !metrics_.empty() && metrics.size() < room; metrics_.pop_front()) {
         const Metric& m = metrics_.front();
-        metrics.push_back({{"key", m.key}, {"value", metric_value(m.value)}, {"timestamp", m.timestamp}, {"step", m.step}});
+        metrics.push_back(
+            {{"key", m.key}, {"value", metric_value(m.value)}, {"timestamp", m.timestamp}, {"step", m.step}});
       }
       lock.unlock();
-      const json body = {{"run_id", run_id_}, {"metrics", metrics}, {"params", key_values(params)}, {"tags", key_values(tags)}};
+      const json body = {
+          {"run_id", run_id_}, {"metrics", metrics}, {"params", key_values(params)}, {"tags", key_values(tags)}};
       MlflowReply reply;
       try {
         reply = api_.call(
-          "runs/log-batch", &body, "",
-          [this] {
-            std::lock_guard<std::mutex> guard(mutex_);
-            return deadline_;
-          },
-          [this](SteadyClock::time_point until) {
-            std::unique_lock<std::mutex> guard(mutex_);
-            wake_.wait_until(guard, until, [&] { return deadline_ < until; });  // end_training cuts the backoff short
-          });
+            "runs/log-batch", &body, "",
+            [this] {
+              std::lock_guard<std::mutex> guard(mutex_);
+              return deadline_;
+            },
+            [this](SteadyClock::time_point until) {
+              std::unique_lock<std::mutex> guard(mutex_);
+              wake_.wait_until(guard, until, [&] { return deadline_ < until; });  // end_training cuts the backoff short
+            });
       } catch (const std::exception& e) {  // nothing may escape a thread: count the batch as lost
         reply.problem = e.what();
       }

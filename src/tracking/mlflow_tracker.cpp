@@ -64,7 +64,9 @@ void warn_file_store_needs_opt_in(const std::string& root) {
     const std::string message =
         "mlflow: writing MLflow's file store at " + root +
         "; MLflow 3 reads it only with MLFLOW_ALLOW_FILE_STORE=true (e.g. `MLFLOW_ALLOW_FILE_STORE=true mlflow ui "
-        "--backend-store-uri " + root + "`), or log to a server instead: start `mlflow server --backend-store-uri "
+        "--backend-store-uri " +
+        root +
+        "`), or log to a server instead: start `mlflow server --backend-store-uri "
         "sqlite:///mlflow.db` and set MLFLOW_TRACKING_URI=http://127.0.0.1:5000";
     try {
       Logger("accel.mlflow").warning(message);
@@ -169,10 +171,11 @@ std::string mlflow_param_text(const ConfigValue& value) {
 }
 
 void mlflow_check_key(const std::string& key) {
-  bool valid = !key.empty() && key.size() <= kMlflowMaxKeyLength && key.front() != '/' &&
-               key.find("..") == std::string::npos;
+  bool valid =
+      !key.empty() && key.size() <= kMlflowMaxKeyLength && key.front() != '/' && key.find("..") == std::string::npos;
   for (unsigned char c : key)  // bytes >= 0x80: UTF-8 letters, which MLflow's \w accepts
-    valid = valid && (std::isalnum(c) || c >= 0x80 || std::string("_-. :/").find(static_cast<char>(c)) != std::string::npos);
+    valid = valid &&
+            (std::isalnum(c) || c >= 0x80 || std::string("_-. :/").find(static_cast<char>(c)) != std::string::npos);
   require_arg(valid, "mlflow: invalid metric, param or tag name '" + key + "' (MLflow accepts 1 to " +
                          std::to_string(kMlflowMaxKeyLength) + " letters, digits, '_', '-', '.', ' ', ':' and '/')");
 }
@@ -201,9 +204,11 @@ std::unique_ptr<Tracker> make_mlflow_tracker(const std::string& dir) {
           "MLFLOW_TRACKING_URI='" + uri + "': the mlflow tracker writes a local folder (a path or file: URI) or " +
               "talks to an MLflow tracking server (http:// or https://); for a " + scheme +
               " store, run `mlflow server --backend-store-uri " + uri + "` and point MLFLOW_TRACKING_URI at it");
-  require(scheme.empty() || (scheme != "sqlite" && scheme != "databricks" && scheme != "postgresql" && scheme != "mysql"),
-          ErrorCode::Unsupported, "MLFLOW_TRACKING_URI='" + uri + "': run `mlflow server --backend-store-uri " + uri +
-                                       "` and point MLFLOW_TRACKING_URI at http://<host>:<port>");
+  require(
+      scheme.empty() || (scheme != "sqlite" && scheme != "databricks" && scheme != "postgresql" && scheme != "mysql"),
+      ErrorCode::Unsupported,
+      "MLFLOW_TRACKING_URI='" + uri + "': run `mlflow server --backend-store-uri " + uri +
+          "` and point MLFLOW_TRACKING_URI at http://<host>:<port>");
   return std::make_unique<MlflowTracker>(uri);
 }
 

@@ -42,8 +42,7 @@ std::string trace_event_document(const std::string& legacy_events, int process_i
   }
   nlohmann::json document = {{"traceEvents", std::move(out)},
                              {"displayTimeUnit", "ms"},
-                             {"otherData", {{"producer", "libaccel"},
-                                            {"process_index", process_index}}}};
+                             {"otherData", {{"producer", "libaccel"}, {"process_index", process_index}}}};
   return document.dump();
 }
 }  // namespace

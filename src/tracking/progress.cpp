@@ -25,8 +25,8 @@ bool disabled_by_env() {
 
 ProgressBar::ProgressBar(int64_t total, std::string description, bool main_process_only, std::FILE* out)
     : total_(total), description_(std::move(description)), out_(out) {
-  active_ = out_ != nullptr && total_ > 0 && !disabled_by_env() &&
-            (!main_process_only || detail::rank_from_env().rank == 0);
+  active_ =
+      out_ != nullptr && total_ > 0 && !disabled_by_env() && (!main_process_only || detail::rank_from_env().rank == 0);
   tty_ = active_ && isatty(fileno(out_));
   start_seconds_ = now_seconds();
   if (active_ && tty_) draw();
@@ -37,8 +37,8 @@ ProgressBar::~ProgressBar() { close(); }
 void ProgressBar::update(int64_t steps) {
   if (closed_) return;
   // Saturates: a huge total or step count must not overflow (undefined behaviour).
-  position_ = steps > std::numeric_limits<int64_t>::max() - position_ ? std::numeric_limits<int64_t>::max()
-                                                                       : position_ + steps;
+  position_ =
+      steps > std::numeric_limits<int64_t>::max() - position_ ? std::numeric_limits<int64_t>::max() : position_ + steps;
   if (!active_) return;
   if (tty_) {
     draw();

@@ -96,8 +96,10 @@ class TensorBoardTracker : public Tracker {
     start->set_start_time_secs(now);
     for (const auto& [key, value] : config) {
       auto& out = (*start->mutable_hparams())[key];
-      if (std::holds_alternative<double>(value)) out.set_number_value(std::get<double>(value));
-      else out.set_string_value(std::get<std::string>(value));
+      if (std::holds_alternative<double>(value))
+        out.set_number_value(std::get<double>(value));
+      else
+        out.set_string_value(std::get<std::string>(value));
     }
     tb::Event event = new_event(0);
     auto* summary_value = event.mutable_summary()->add_value();

@@ -10,7 +10,7 @@ namespace accel::detail {
 
 class TrackerRegistry {
  public:
-  ~TrackerRegistry();  // finishes running trackers when end_training was never called
+  ~TrackerRegistry();                             // finishes running trackers when end_training was never called
   std::vector<std::shared_ptr<Tracker>> added;    // add_tracker(), waiting for init_trackers
   std::vector<std::shared_ptr<Tracker>> running;  // started by init_trackers
   bool started = false;

@@ -12,8 +12,9 @@ namespace {
 using accel::ShardingStrategy;
 using accel::detail::resolve_sharding_strategy;
 
-const char* const kVariables[] = {"ACCELERATE_USE_FSDP", "FSDP_SHARDING_STRATEGY", "ACCELERATE_USE_DEEPSPEED",
-                                  "ACCELERATE_DEEPSPEED_ZERO_STAGE", "FSDP_AUTO_WRAP_POLICY", "FSDP_MIN_NUM_PARAMS",
+const char* const kVariables[] = {"ACCELERATE_USE_FSDP",          "FSDP_SHARDING_STRATEGY",
+                                  "ACCELERATE_USE_DEEPSPEED",     "ACCELERATE_DEEPSPEED_ZERO_STAGE",
+                                  "FSDP_AUTO_WRAP_POLICY",        "FSDP_MIN_NUM_PARAMS",
                                   "FSDP_TRANSFORMER_CLS_TO_WRAP", "FSDP_BACKWARD_PREFETCH"};
 
 class ShardingStrategyTest : public ::testing::Test {
@@ -78,10 +79,12 @@ TEST_F(ShardingStrategyTest, RefusesWhatIsNotImplementedNamingIt) {
   EXPECT_EQ(resolve_sharding_strategy(std::nullopt), ShardingStrategy::HybridShard);
   // FSDP's 5: SHARD_GRAD_OP within a node, which libaccel does not run.
   setenv("FSDP_SHARDING_STRATEGY", "5", 1);
-  EXPECT_NE(error_of(std::nullopt, accel::ErrorCode::Unsupported).find("FSDP_SHARDING_STRATEGY: sharding strategy \"5\" (HYBRID_SHARD_ZERO2"),
+  EXPECT_NE(error_of(std::nullopt, accel::ErrorCode::Unsupported)
+                .find("FSDP_SHARDING_STRATEGY: sharding strategy \"5\" (HYBRID_SHARD_ZERO2"),
             std::string::npos);
   setenv("FSDP_SHARDING_STRATEGY", "ZERO", 1);
-  EXPECT_NE(error_of(std::nullopt, accel::ErrorCode::InvalidArgument).find("FSDP_SHARDING_STRATEGY: sharding strategy \"ZERO\""),
+  EXPECT_NE(error_of(std::nullopt, accel::ErrorCode::InvalidArgument)
+                .find("FSDP_SHARDING_STRATEGY: sharding strategy \"ZERO\""),
             std::string::npos);
   clear();
   setenv("ACCELERATE_USE_DEEPSPEED", "true", 1);

@@ -23,8 +23,8 @@ namespace fs = std::filesystem;
 inline std::string gpt_spec(int layers, int d_model, int vocab) {
   const std::string d = std::to_string(d_model), v = std::to_string(vocab);
   std::string nodes = R"({"name": "wte", "type": "Embedding", "num_embeddings": )" + v + R"(, "embedding_dim": )" + d +
-                      R"(}, {"name": "wpe", "type": "PositionalEmbedding", "num_positions": 64, "embedding_dim": )" + d +
-                      R"(, "batch_first": true})";
+                      R"(}, {"name": "wpe", "type": "PositionalEmbedding", "num_positions": 64, "embedding_dim": )" +
+                      d + R"(, "batch_first": true})";
   for (int i = 0; i < layers; ++i) {
     nodes += R"(, {"name": "h)" + std::to_string(i) + R"(", "type": "TransformerEncoderLayer", "d_model": )" + d +
              R"(, "nhead": 4, "dim_feedforward": )" + std::to_string(4 * d_model) +
@@ -33,7 +33,8 @@ inline std::string gpt_spec(int layers, int d_model, int vocab) {
   nodes += R"(, {"name": "ln_f", "type": "LayerNorm", "normalized_shape": )" + d +
            R"(}, {"name": "logits", "type": "Linear", "in_features": )" + d + R"(, "out_features": )" + v +
            R"(, "bias": false})";
-  return R"({"inputs": ["input_ids"], "init": {"std": 0.02, "seed": 0}, "nodes": [)" + nodes + R"(], "outputs": ["logits"]})";
+  return R"({"inputs": ["input_ids"], "init": {"std": 0.02, "seed": 0}, "nodes": [)" + nodes +
+         R"(], "outputs": ["logits"]})";
 }
 
 inline std::string save(const accel::Model& model, const std::string& path) {

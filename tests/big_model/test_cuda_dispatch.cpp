@@ -20,7 +20,7 @@ using dispatch_fixture::gpt_spec;
 using dispatch_fixture::save;
 using dispatch_fixture::temp_dir;
 
-#define SKIP_WITHOUT_GPU()                                    \
+#define SKIP_WITHOUT_GPU()                                               \
   if (!torch::cuda::is_available() || std::getenv("ACCELERATE_USE_CPU")) \
   GTEST_SKIP() << "no CUDA device (or ACCELERATE_USE_CPU set): GPU dispatch needs a GPU"
 
@@ -30,14 +30,17 @@ TEST(CudaDispatch, GpuCpuAndDiskMapMatchesTheCpuModel) {
   auto full = accel::Model::from_json(gpt_spec(3, 64, 256));
   const std::string checkpoint = save(full, dir + "/model.safetensors");
   auto spread = accel::model_from_json_empty(gpt_spec(3, 64, 256));
-  const accel::DeviceMap map = {{"wte", "cuda:0"}, {"wpe", "cuda:0"}, {"h0", "cuda:0"}, {"h1", "cpu"},
+  const accel::DeviceMap map = {{"wte", "cuda:0"}, {"wpe", "cuda:0"},  {"h0", "cuda:0"},  {"h1", "cpu"},
                                 {"h2", "disk"},    {"ln_f", "cuda:0"}, {"logits", "disk"}};
   accel::load_checkpoint_and_dispatch(spread, checkpoint, map, dir + "/offload");
   for (const auto& [name, p] : spread.named_parameters()) {
     const std::string node = name.substr(0, name.find('.'));
-    if (node == "h1") EXPECT_TRUE(p.device().is_cpu()) << name;
-    else if (node == "h2" || node == "logits") EXPECT_TRUE(p.is_meta()) << name;  // brought in per forward
-    else EXPECT_TRUE(p.device().is_cuda()) << name;
+    if (node == "h1")
+      EXPECT_TRUE(p.device().is_cpu()) << name;
+    else if (node == "h2" || node == "logits")
+      EXPECT_TRUE(p.is_meta()) << name;  // brought in per forward
+    else
+      EXPECT_TRUE(p.device().is_cuda()) << name;
   }
   spread.train(false);
   full.train(false);
@@ -73,7 +76,7 @@ TEST(CudaDispatch, ANodeSplitAcrossDevicesIsRefusedBeforeAnythingLoads) {
   const std::string checkpoint = save(full, dir + "/model.safetensors");
   auto empty = accel::model_from_json_empty(gpt_spec(2, 64, 256));
   // h0's attention and first linear on the GPU, the rest of h0 on the CPU.
-  const accel::DeviceMap map = {{"wte", "cuda:0"},      {"wpe", "cuda:0"},   {"h0.self_attn", "cuda:0"},
+  const accel::DeviceMap map = {{"wte", "cuda:0"},        {"wpe", "cuda:0"},     {"h0.self_attn", "cuda:0"},
                                 {"h0.linear1", "cuda:0"}, {"h0.linear2", "cpu"}, {"h0.norm1", "cpu"},
                                 {"h0.norm2", "cpu"},      {"h1", "cpu"},         {"ln_f", "cpu"},
                                 {"logits", "cpu"}};

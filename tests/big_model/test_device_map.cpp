@@ -29,12 +29,14 @@ using accel::DeviceMap;
 std::string gpt_spec(int layers) {
   std::string h;
   for (int i = 0; i < layers; ++i) {
-    h += std::string(i ? "," : "") +
-         R"({"type": "TransformerEncoderLayer", "d_model": 64, "nhead": 4, "dim_feedforward": 256, "batch_first": true})";
+    h +=
+        std::string(i ? "," : "") +
+        R"({"type": "TransformerEncoderLayer", "d_model": 64, "nhead": 4, "dim_feedforward": 256, "batch_first": true})";
   }
   return R"({"inputs": ["input_ids"], "nodes": [
     {"name": "wte", "type": "Embedding", "num_embeddings": 256, "embedding_dim": 64},
-    {"name": "h", "type": "Sequential", "layers": [)" + h + R"(]},
+    {"name": "h", "type": "Sequential", "layers": [)" +
+         h + R"(]},
     {"name": "ln_f", "type": "LayerNorm", "normalized_shape": 64},
     {"name": "logits", "type": "Linear", "in_features": 64, "out_features": 256, "bias": false}],
     "outputs": ["logits"]})";
@@ -73,8 +75,9 @@ TEST(EmptyModel, BuildingAHugeSpecAllocatesNothing) {
   };
   std::string h;
   for (int i = 0; i < 16; ++i) {
-    h += std::string(i ? "," : "") +
-         R"({"type": "TransformerEncoderLayer", "d_model": 1024, "nhead": 8, "dim_feedforward": 1024, "batch_first": true})";
+    h +=
+        std::string(i ? "," : "") +
+        R"({"type": "TransformerEncoderLayer", "d_model": 1024, "nhead": 8, "dim_feedforward": 1024, "batch_first": true})";
   }
   const long before = rss_kb();
   auto model = accel::model_from_json_empty(R"({"layers": [)" + h + "]}");
@@ -86,19 +89,32 @@ TEST(EmptyModel, BuildingAHugeSpecAllocatesNothing) {
 
 TEST(DeviceMap, InferMatchesAccelerate) {
   // {"cpu": 300000}, no_split []: the cpu keeps room for the largest leaf (h.0.self_attn).
-  EXPECT_EQ(as_map(infer(R"({"cpu": 300000})")),
-            (std::map<std::string, std::string>{{"wte", "cpu"}, {"h.0.self_attn", "cpu"}, {"h.0.linear1", "cpu"},
-                                                {"h.0.dropout", "cpu"}, {"h.0.linear2", "disk"}, {"h.0.norm1", "disk"},
-                                                {"h.0.norm2", "disk"}, {"h.0.dropout1", "disk"}, {"h.0.dropout2", "disk"},
-                                                {"h.1", "disk"}, {"h.2", "disk"}, {"h.3", "disk"}, {"ln_f", "disk"},
-                                                {"logits", "disk"}}));
+  EXPECT_EQ(as_map(infer(R"({"cpu": 300000})")), (std::map<std::string, std::string>{{"wte", "cpu"},
+                                                                                     {"h.0.self_attn", "cpu"},
+                                                                                     {"h.0.linear1", "cpu"},
+                                                                                     {"h.0.dropout", "cpu"},
+                                                                                     {"h.0.linear2", "disk"},
+                                                                                     {"h.0.norm1", "disk"},
+                                                                                     {"h.0.norm2", "disk"},
+                                                                                     {"h.0.dropout1", "disk"},
+                                                                                     {"h.0.dropout2", "disk"},
+                                                                                     {"h.1", "disk"},
+                                                                                     {"h.2", "disk"},
+                                                                                     {"h.3", "disk"},
+                                                                                     {"ln_f", "disk"},
+                                                                                     {"logits", "disk"}}));
   // {"cpu": 300000}, ["TransformerEncoderLayer"]: wte cpu, ln_f disk, logits disk, h disk (cleaned last).
   EXPECT_EQ(infer(R"({"cpu": 300000})", {"TransformerEncoderLayer"}),
             (DeviceMap{{"wte", "cpu"}, {"ln_f", "disk"}, {"logits", "disk"}, {"h", "disk"}}));
   // {"cpu": 500000}, ["TransformerEncoderLayer"].
   EXPECT_EQ(as_map(infer(R"({"cpu": "500KB"})", {"TransformerEncoderLayer"})),
-            (std::map<std::string, std::string>{{"wte", "cpu"}, {"h.0", "cpu"}, {"h.1", "disk"}, {"h.2", "disk"},
-                                                {"h.3", "disk"}, {"ln_f", "disk"}, {"logits", "disk"}}));
+            (std::map<std::string, std::string>{{"wte", "cpu"},
+                                                {"h.0", "cpu"},
+                                                {"h.1", "disk"},
+                                                {"h.2", "disk"},
+                                                {"h.3", "disk"},
+                                                {"ln_f", "disk"},
+                                                {"logits", "disk"}}));
   // {"cpu": 10**9}: everything fits, so the whole model is one entry.
   EXPECT_EQ(infer(R"({"cpu": "1GB"})"), (DeviceMap{{"", "cpu"}}));
 }
@@ -133,10 +149,13 @@ TEST(DeviceMap, VerifyNamesTheBadEntry) {
   };
   EXPECT_EQ(message(R"({"wte": "cpu", "h": "disk", "ln_f": "cpu", "logits": "cpu"})"), "no error");
   EXPECT_EQ(message(R"({"": "cpu"})"), "no error");
-  EXPECT_NE(message(R"({"wte": "cpu", "h.7": "disk", "ln_f": "cpu", "logits": "cpu"})").find("\"h.7\" names no module"), std::string::npos);
-  EXPECT_NE(message(R"({"wte": "cpu", "h": "disk", "logits": "cpu"})").find("\"ln_f.weight\" is not placed"), std::string::npos);
-  EXPECT_NE(message(R"({"wte": "cpu", "h": "disk", "h.0": "cpu", "ln_f": "cpu", "logits": "cpu"})").find("covered twice"),
+  EXPECT_NE(message(R"({"wte": "cpu", "h.7": "disk", "ln_f": "cpu", "logits": "cpu"})").find("\"h.7\" names no module"),
             std::string::npos);
+  EXPECT_NE(message(R"({"wte": "cpu", "h": "disk", "logits": "cpu"})").find("\"ln_f.weight\" is not placed"),
+            std::string::npos);
+  EXPECT_NE(
+      message(R"({"wte": "cpu", "h": "disk", "h.0": "cpu", "ln_f": "cpu", "logits": "cpu"})").find("covered twice"),
+      std::string::npos);
   EXPECT_NE(message(R"({"": "cuda:7"})").find("\"cuda:7\""), std::string::npos);
   EXPECT_NE(message(R"({"": "tpu"})").find("unknown device \"tpu\""), std::string::npos);
   EXPECT_NE(message(R"({"": 3})").find("expected a device string"), std::string::npos);
@@ -153,7 +172,8 @@ std::string write_checkpoint(const accel::Model& model, const std::string& leave
       if (name != leave_out) tensors.emplace_back(name, t);
     }
   }
-  const std::string path = ::testing::TempDir() + "/big_model_" + (leave_out.empty() ? "full" : "partial") + ".safetensors";
+  const std::string path =
+      ::testing::TempDir() + "/big_model_" + (leave_out.empty() ? "full" : "partial") + ".safetensors";
   std::ofstream(path, std::ios::binary) << accel::detail::serialize_tensors(tensors, {});
   return path;
 }
@@ -210,8 +230,10 @@ TEST(Materialize, ReadsAShardedIndex) {
   }
   const std::string dir = ::testing::TempDir() + "/big_model_sharded";
   std::filesystem::create_directories(dir);
-  std::ofstream(dir + "/model-00001-of-00002.safetensors", std::ios::binary) << accel::detail::serialize_tensors(first, {});
-  std::ofstream(dir + "/model-00002-of-00002.safetensors", std::ios::binary) << accel::detail::serialize_tensors(second, {});
+  std::ofstream(dir + "/model-00001-of-00002.safetensors", std::ios::binary)
+      << accel::detail::serialize_tensors(first, {});
+  std::ofstream(dir + "/model-00002-of-00002.safetensors", std::ios::binary)
+      << accel::detail::serialize_tensors(second, {});
   std::ofstream(dir + "/model.safetensors.index.json") << nlohmann::json{{"weight_map", weight_map}}.dump();
   auto empty = accel::model_from_json_empty(gpt_spec(1));
   accel::materialize(empty, dir, c10::kDouble);

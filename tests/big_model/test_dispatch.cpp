@@ -32,7 +32,7 @@ using dispatch_fixture::gpt_spec;
 using dispatch_fixture::save;
 using dispatch_fixture::temp_dir;
 
-const accel::DeviceMap kHalfOnDisk = {{"wte", "cpu"}, {"wpe", "cpu"}, {"h0", "cpu"}, {"h1", "disk"},
+const accel::DeviceMap kHalfOnDisk = {{"wte", "cpu"}, {"wpe", "cpu"},   {"h0", "cpu"},     {"h1", "disk"},
                                       {"h2", "disk"}, {"ln_f", "disk"}, {"logits", "disk"}};
 
 TEST(Dispatch, CpuAndDiskOffloadGenerateTheFullModelsTokens) {
@@ -115,8 +115,9 @@ TEST(Dispatch, BadInputIsRefusedBeforeAnythingIsLoadedOrWritten) {
   std::ofstream(dir + "/a_file") << "x";
   auto empty = accel::model_from_json_empty(gpt_spec(3, 64, 256));
   using accel::ErrorCode;
-  expect_error([&] { accel::load_checkpoint_and_dispatch(empty, dir + "/partial.safetensors", kHalfOnDisk, dir + "/o1"); },
-               ErrorCode::InvalidArgument, "has no tensor \"h2.linear2.weight\"");
+  expect_error(
+      [&] { accel::load_checkpoint_and_dispatch(empty, dir + "/partial.safetensors", kHalfOnDisk, dir + "/o1"); },
+      ErrorCode::InvalidArgument, "has no tensor \"h2.linear2.weight\"");
   expect_error([&] { accel::load_checkpoint_and_dispatch(empty, checkpoint, kHalfOnDisk, dir + "/a_file/offload"); },
                ErrorCode::IO, "offload folder \"" + dir + "/a_file/offload\"");
   expect_error([&] { accel::load_checkpoint_and_dispatch(empty, checkpoint, kHalfOnDisk, ""); },
@@ -132,8 +133,11 @@ TEST(Dispatch, BadInputIsRefusedBeforeAnythingIsLoadedOrWritten) {
   auto seq_full = accel::Model::from_json(seq);
   auto seq_empty = accel::model_from_json_empty(seq);
   save(seq_full, dir + "/seq.safetensors");
-  expect_error([&] { accel::load_checkpoint_and_dispatch(seq_empty, dir + "/seq.safetensors", {{"", "disk"}}, dir + "/o3"); },
-               ErrorCode::Unsupported, "JSON graph");
+  expect_error(
+      [&] {
+        accel::load_checkpoint_and_dispatch(seq_empty, dir + "/seq.safetensors", {{"", "disk"}}, dir + "/o3");
+      },
+      ErrorCode::Unsupported, "JSON graph");
   accel::load_checkpoint_and_dispatch(seq_empty, dir + "/seq.safetensors", {{"", "cpu"}});
   EXPECT_TRUE(at::equal(seq_empty.named_parameters()[0].second, seq_full.named_parameters()[0].second));
 }
@@ -162,10 +166,12 @@ TEST(DispatchRss, DISABLED_Child) {
   auto model = accel::model_from_json_empty(gpt_spec(kLayers, kDModel, kVocab));
   const int64_t built = status_kb("VmHWM:");
   auto map = accel::infer_auto_device_map(model, {{"cpu", budget}}, {"TransformerEncoderLayer"});
-  accel::load_checkpoint_and_dispatch(model, std::string(dir) + "/model.safetensors", map, std::string(dir) + "/offload");
+  accel::load_checkpoint_and_dispatch(model, std::string(dir) + "/model.safetensors", map,
+                                      std::string(dir) + "/offload");
   const int64_t dispatched = status_kb("VmHWM:");
   auto tokens = generate(model);
-  std::printf("built_kb: %lld\ndispatched_kb: %lld\n", static_cast<long long>(built), static_cast<long long>(dispatched));
+  std::printf("built_kb: %lld\ndispatched_kb: %lld\n", static_cast<long long>(built),
+              static_cast<long long>(dispatched));
   std::printf("map: %s\nbaseline_kb: %lld\npeak_kb: %lld\ntokens:", accel::device_map_to_json(map).c_str(),
               static_cast<long long>(baseline), static_cast<long long>(status_kb("VmHWM:")));
   for (int64_t t : tokens) std::printf(" %lld", static_cast<long long>(t));

@@ -10,22 +10,21 @@
 static int capi_checks = 0;
 static int capi_failures = 0;
 
-#define EXPECT(cond)                                                                         \
-  do {                                                                                       \
-    ++capi_checks;                                                                           \
-    if (!(cond)) {                                                                           \
-      ++capi_failures;                                                                       \
-      fprintf(stderr, "%s:%d: expected %s (last error: %s)\n", __FILE__, __LINE__, #cond,    \
-              accel_last_error());                                                           \
-    }                                                                                        \
+#define EXPECT(cond)                                                                                           \
+  do {                                                                                                         \
+    ++capi_checks;                                                                                             \
+    if (!(cond)) {                                                                                             \
+      ++capi_failures;                                                                                         \
+      fprintf(stderr, "%s:%d: expected %s (last error: %s)\n", __FILE__, __LINE__, #cond, accel_last_error()); \
+    }                                                                                                          \
   } while (0)
 
 #define EXPECT_OK(call) EXPECT((call) == ACCEL_OK)
 /* The call fails with `status` and the message mentions `needle`. */
-#define EXPECT_ERROR(call, status, needle) \
-  do {                                     \
-    accel_status got_ = (call);            \
-    EXPECT(got_ == (status));              \
+#define EXPECT_ERROR(call, status, needle)                \
+  do {                                                    \
+    accel_status got_ = (call);                           \
+    EXPECT(got_ == (status));                             \
     EXPECT(strstr(accel_last_error(), (needle)) != NULL); \
   } while (0)
 

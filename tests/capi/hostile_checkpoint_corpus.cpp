@@ -57,8 +57,7 @@ void tamper(const fs::path& dir, const std::string& name, const std::string& byt
   write_all(dir / name, bytes);
   nlohmann::json manifest = nlohmann::json::parse(read_all(dir / "manifest.json"));
   char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx",
-                static_cast<unsigned long long>(XXH3_64bits(bytes.data(), bytes.size())));
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(XXH3_64bits(bytes.data(), bytes.size())));
   manifest["files"][name] = {{"bytes", bytes.size()}, {"xxh3", hex}};
   write_all(dir / "manifest.json", manifest.dump());
 }

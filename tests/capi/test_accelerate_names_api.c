@@ -67,13 +67,13 @@ static void state_dict(accel_accelerator* acc) {
   accel_model_free(model);
 }
 
-#define REFUSED(kind, field, value, needle)                                               \
-  do {                                                                                    \
-    accel_optimizer* opt_ = NULL;                                                         \
-    accel_optimizer_options_init(&o, kind);                                               \
-    o.field = value;                                                                      \
+#define REFUSED(kind, field, value, needle)                                                     \
+  do {                                                                                          \
+    accel_optimizer* opt_ = NULL;                                                               \
+    accel_optimizer_options_init(&o, kind);                                                     \
+    o.field = value;                                                                            \
     EXPECT_ERROR(accel_optimizer_create(model, &o, &opt_), ACCEL_ERR_INVALID_ARGUMENT, needle); \
-    EXPECT(opt_ == NULL);                                                                 \
+    EXPECT(opt_ == NULL);                                                                       \
   } while (0)
 
 static void optimizer_options(void) {

@@ -9,10 +9,14 @@ static const char* kGpt =
     "{\"inputs\": [\"input_ids\"], \"nodes\": ["
     "  {\"name\": \"wte\", \"type\": \"Embedding\", \"num_embeddings\": 256, \"embedding_dim\": 64},"
     "  {\"name\": \"h\", \"type\": \"Sequential\", \"layers\": ["
-    "    {\"type\": \"TransformerEncoderLayer\", \"d_model\": 64, \"nhead\": 4, \"dim_feedforward\": 256, \"batch_first\": true},"
-    "    {\"type\": \"TransformerEncoderLayer\", \"d_model\": 64, \"nhead\": 4, \"dim_feedforward\": 256, \"batch_first\": true},"
-    "    {\"type\": \"TransformerEncoderLayer\", \"d_model\": 64, \"nhead\": 4, \"dim_feedforward\": 256, \"batch_first\": true},"
-    "    {\"type\": \"TransformerEncoderLayer\", \"d_model\": 64, \"nhead\": 4, \"dim_feedforward\": 256, \"batch_first\": true}]},"
+    "    {\"type\": \"TransformerEncoderLayer\", \"d_model\": 64, \"nhead\": 4, \"dim_feedforward\": 256, "
+    "\"batch_first\": true},"
+    "    {\"type\": \"TransformerEncoderLayer\", \"d_model\": 64, \"nhead\": 4, \"dim_feedforward\": 256, "
+    "\"batch_first\": true},"
+    "    {\"type\": \"TransformerEncoderLayer\", \"d_model\": 64, \"nhead\": 4, \"dim_feedforward\": 256, "
+    "\"batch_first\": true},"
+    "    {\"type\": \"TransformerEncoderLayer\", \"d_model\": 64, \"nhead\": 4, \"dim_feedforward\": 256, "
+    "\"batch_first\": true}]},"
     "  {\"name\": \"ln_f\", \"type\": \"LayerNorm\", \"normalized_shape\": 64},"
     "  {\"name\": \"logits\", \"type\": \"Linear\", \"in_features\": 64, \"out_features\": 256, \"bias\": false}],"
     " \"outputs\": [\"logits\"]}";
@@ -84,8 +88,9 @@ int main(void) {
   accel_string_free(sizes);
   /* Accelerate 0.22: infer_auto_device_map(m, {"cpu": 500000}, ["TransformerEncoderLayer"]). */
   EXPECT_OK(accel_infer_auto_device_map(model, "{\"cpu\": 500000}", no_split, 1, NULL, &map));
-  EXPECT(map != NULL && strcmp(map, "{\"wte\":\"cpu\",\"h.0\":\"cpu\",\"h.1\":\"disk\",\"h.2\":\"disk\",\"h.3\":\"disk\","
-                                    "\"ln_f\":\"disk\",\"logits\":\"disk\"}") == 0);
+  EXPECT(map != NULL && strcmp(map,
+                               "{\"wte\":\"cpu\",\"h.0\":\"cpu\",\"h.1\":\"disk\",\"h.2\":\"disk\",\"h.3\":\"disk\","
+                               "\"ln_f\":\"disk\",\"logits\":\"disk\"}") == 0);
   EXPECT_OK(accel_verify_device_map(model, map));
   accel_string_free(map);
   map = NULL;

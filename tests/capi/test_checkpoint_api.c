@@ -84,7 +84,8 @@ int main(void) {
   EXPECT_OK(accel_accelerator_save_state_ext(acc, "ckpt_c_bin", 0));
   EXPECT(system("test -f ckpt_c_bin/pytorch_model.bin && test ! -e ckpt_c_bin/model.safetensors") == 0);
   EXPECT_OK(accel_accelerator_load_state(acc, "ckpt_c_bin"));
-  EXPECT_ERROR(accel_accelerator_load_state(acc, "no_such_ckpt"), ACCEL_ERR_IO, "no_such_ckpt/manifest.json is missing");
+  EXPECT_ERROR(accel_accelerator_load_state(acc, "no_such_ckpt"), ACCEL_ERR_IO,
+               "no_such_ckpt/manifest.json is missing");
   EXPECT_OK(accel_accelerator_save_iteration(acc, &iteration));
   EXPECT(iteration == 0);
 
@@ -97,17 +98,18 @@ int main(void) {
   EXPECT_OK(accel_accelerator_load_checkpoint_in_model(acc, model, "ckpt_c_model_bin/pytorch_model.bin", 1, &missing,
                                                        &unexpected));
   EXPECT(missing == 0 && unexpected == 0);
-  EXPECT_OK(accel_model_from_json("[{\"type\": \"Linear\", \"in_features\": 3, \"out_features\": 2}, {\"type\": \"ReLU\"},"
-                                  " {\"type\": \"Linear\", \"in_features\": 2, \"out_features\": 2}]",
-                                  &other));
+  EXPECT_OK(
+      accel_model_from_json("[{\"type\": \"Linear\", \"in_features\": 3, \"out_features\": 2}, {\"type\": \"ReLU\"},"
+                            " {\"type\": \"Linear\", \"in_features\": 2, \"out_features\": 2}]",
+                            &other));
   EXPECT_OK(accel_accelerator_load_checkpoint_in_model(acc, other, "ckpt_c_model/model.safetensors", 0, &missing,
                                                        &unexpected));
   EXPECT(missing == 2 && unexpected == 0);
   EXPECT_ERROR(accel_accelerator_load_checkpoint_in_model(acc, other, "ckpt_c_model/model.safetensors", 1, NULL, NULL),
                ACCEL_ERR_INVALID_ARGUMENT, "missing 2.weight, 2.bias");
-  EXPECT_ERROR(accel_accelerator_load_checkpoint_in_model(acc, other, "ckpt_c_model/nothing.safetensors", 0, NULL,
-                                                          NULL),
-               ACCEL_ERR_IO, "nothing.safetensors");
+  EXPECT_ERROR(
+      accel_accelerator_load_checkpoint_in_model(acc, other, "ckpt_c_model/nothing.safetensors", 0, NULL, NULL),
+      ACCEL_ERR_IO, "nothing.safetensors");
 
   EXPECT_OK(accel_tensor_from_buffer(ones, sizeof ones, ACCEL_FLOAT32, shape, 1, &t));
   tensors[0] = t;

@@ -11,7 +11,7 @@
 
 typedef struct squares {
   int64_t length;
-  int64_t fail_at;   /* get_sample fails for this index (-1: never) */
+  int64_t fail_at; /* get_sample fails for this index (-1: never) */
   int released;
 } squares;
 
@@ -36,7 +36,9 @@ static accel_status squares_get(void* user, int64_t index, void* const* fields, 
 
 static accel_status negate(void* user, int64_t index, void* const* fields, const size_t* nbytes) {
   float* x = (float*)fields[0];
-  (void)user; (void)index; (void)nbytes;
+  (void)user;
+  (void)index;
+  (void)nbytes;
   x[1] = -x[1];
   return ACCEL_OK;
 }
@@ -241,8 +243,8 @@ static void test_safetensors_directory(void) {
   dataset = NULL;
   EXPECT_ERROR(accel_dataset_from_safetensors("test_data_api_shards", wrong, 2, &dataset), ACCEL_ERR_IO,
                "part-0.safetensors has no tensor 'label'");
-  EXPECT_ERROR(accel_dataset_from_safetensors("test_data_api_shards", names, 0, &dataset),
-               ACCEL_ERR_INVALID_ARGUMENT, "num_fields = 0");
+  EXPECT_ERROR(accel_dataset_from_safetensors("test_data_api_shards", names, 0, &dataset), ACCEL_ERR_INVALID_ARGUMENT,
+               "num_fields = 0");
   EXPECT_ERROR(accel_dataset_from_safetensors(NULL, names, 2, &dataset), ACCEL_ERR_INVALID_ARGUMENT, "dir is NULL");
   EXPECT(dataset == NULL);
   accel_tensor_free(tensors[0]);

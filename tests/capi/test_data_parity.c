@@ -168,7 +168,8 @@ static void test_iterable_datasets_dispatch_by_default(void) {
     EXPECT(epoch(acc, loader, labels, sizes, remainders) == 3);
     EXPECT(sizes[0] == 4 && sizes[1] == 4 && sizes[2] == 2 && labels[9] == 9);
     EXPECT(remainders[0] == -1 && remainders[1] == -1);
-    /* Dispatched (the default), the dispatcher reports the observed last batch; not dispatched, a stream has no length. */
+    /* Dispatched (the default), the dispatcher reports the observed last batch; not dispatched, a stream has no length.
+     */
     EXPECT(remainders[2] == (dispatch == -1 ? 2 : -1));
     accel_dataloader_free(loader);
     accel_dataset_free(s);

@@ -71,11 +71,13 @@ int main(void) {
 
   model = NULL;
   EXPECT_ERROR(accel_model_from_json("{\"inputs\": [\"x\"], \"nodes\": [{\"name\": \"a\", \"type\": \"ReLU\","
-                                     " \"input\": \"y\"}], \"outputs\": [\"a\"]}", &model),
+                                     " \"input\": \"y\"}], \"outputs\": [\"a\"]}",
+                                     &model),
                ACCEL_ERR_INVALID_ARGUMENT, "input \"y\" names no graph input");
   EXPECT(model == NULL);
   EXPECT_ERROR(accel_model_from_json("{\"inputs\": [\"x\"], \"nodes\": [{\"name\": \"a\", \"type\": \"ReLU\"}],"
-                                     " \"outputs\": [\"b\"]}", &model),
+                                     " \"outputs\": [\"b\"]}",
+                                     &model),
                ACCEL_ERR_INVALID_ARGUMENT, "output \"b\" names no node");
   return capi_report("test_graph_api");
 }

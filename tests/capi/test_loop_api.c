@@ -137,10 +137,11 @@ static void test_causal_lm_loss(void) {
   EXPECT_OK(accel_loss_ext(ACCEL_LOSS_CAUSAL_LM, logits, labels, &opts, &out));
   EXPECT(fabs(item_of(out) - 1.558852195739746) < 1e-5);
 
-  EXPECT_OK(accel_model_from_json("{\"inputs\": [\"logits\", \"labels\"], \"nodes\": [{\"name\": \"loss\", "
-                                  "\"type\": \"CausalLMLoss\", \"input\": [\"logits\", \"labels\"]}], "
-                                  "\"outputs\": [\"loss\"]}",
-                                  &graph));
+  EXPECT_OK(
+      accel_model_from_json("{\"inputs\": [\"logits\", \"labels\"], \"nodes\": [{\"name\": \"loss\", "
+                            "\"type\": \"CausalLMLoss\", \"input\": [\"logits\", \"labels\"]}], "
+                            "\"outputs\": [\"loss\"]}",
+                            &graph));
   EXPECT_OK(accel_tensor_map_create(&inputs));
   EXPECT_OK(accel_tensor_map_set(inputs, "logits", logits));
   EXPECT_OK(accel_tensor_map_set(inputs, "labels", labels));

@@ -27,9 +27,9 @@ static const char* const bad_names[NBAD] = {"NULL", "freed", "wrong kind", "garb
 static unsigned char garbage[4096];
 static int bad_index = -1; /* the variant EACH_BAD is running, for failure messages */
 
-#define EACH_BAD(kind, type, var)                                            \
-  for (int var##_i = 0; var##_i < NBAD; ++var##_i)                           \
-    for (type *var = (type*)bad[kind][bad_index = var##_i], *var##_once = (type*)garbage; var##_once; \
+#define EACH_BAD(kind, type, var)                                                                     \
+  for (int var##_i = 0; var##_i < NBAD; ++var##_i)                                                    \
+    for (type* var = (type*)bad[kind][bad_index = var##_i], *var##_once = (type*)garbage; var##_once; \
          var##_once = NULL, bad_index = -1)
 
 /* ---- out-parameters: sentinels that a failing call must leave alone ------ */
@@ -127,15 +127,19 @@ static accel_status remember_writer(void* user, accel_bytes_writer* writer) {
   return ACCEL_OK;
 }
 static accel_status ignore_load(void* user, const void* data, size_t size) {
-  (void)user; (void)data; (void)size;
+  (void)user;
+  (void)data;
+  (void)size;
   return ACCEL_OK;
 }
 static accel_status ok_hook(void* user, const char* d) {
-  (void)user; (void)d;
+  (void)user;
+  (void)d;
   return ACCEL_OK;
 }
 static accel_status bogus_status_hook(void* user, const char* d) {
-  (void)user; (void)d;
+  (void)user;
+  (void)d;
   return (accel_status)12345; /* not an accel_status: must become an error, not undefined behaviour */
 }
 static accel_status never_length(void* user, int64_t* out) {
@@ -144,11 +148,16 @@ static accel_status never_length(void* user, int64_t* out) {
   return ACCEL_OK;
 }
 static accel_status never_sample(void* user, int64_t index, void* const* fields, const size_t* nbytes) {
-  (void)user; (void)index; (void)fields; (void)nbytes;
+  (void)user;
+  (void)index;
+  (void)fields;
+  (void)nbytes;
   return ACCEL_OK;
 }
 static accel_status never_next(void* user, void* const* fields, const size_t* nbytes, int* has_sample) {
-  (void)user; (void)fields; (void)nbytes;
+  (void)user;
+  (void)fields;
+  (void)nbytes;
   *has_sample = 0;
   return ACCEL_OK;
 }
@@ -165,12 +174,12 @@ static accel_tensor* make_tensor(const int64_t* shape, size_t ndim) {
   return t;
 }
 
-#define FIXTURE(call)                                                         \
-  do {                                                                        \
-    if ((call) != ACCEL_OK) {                                                 \
+#define FIXTURE(call)                                                        \
+  do {                                                                       \
+    if ((call) != ACCEL_OK) {                                                \
       fprintf(stderr, "fixture %s failed: %s\n", #call, accel_last_error()); \
-      exit(2);                                                                \
-    }                                                                         \
+      exit(2);                                                               \
+    }                                                                        \
   } while (0)
 
 static const char* kLinear = "[{\"type\": \"Linear\", \"in_features\": 2, \"out_features\": 3}]";
@@ -356,11 +365,11 @@ static void accelerator(void) {
   accel_accelerator_options o;
   accel_accelerator_options_init(NULL);
   ARG(accel_accelerator_create(NULL, NULL));
-#define BAD_OPTION(field, value)              \
-  do {                                        \
-    accel_accelerator_options_init(&o);       \
-    o.cpu = 1;                                \
-    o.field = value;                          \
+#define BAD_OPTION(field, value)                 \
+  do {                                           \
+    accel_accelerator_options_init(&o);          \
+    o.cpu = 1;                                   \
+    o.field = value;                             \
     ARG(accel_accelerator_create(&o, &acc_out)); \
   } while (0)
   BAD_OPTION(struct_size, 0);
@@ -689,10 +698,10 @@ static void models(void) {
 /* accel_tensor_map and the named model calls. Its out-parameter is checked
    here, beside outs_untouched's. */
 static accel_tensor_map* nt_out;
-#define NT_ARG(call)                                             \
-  do {                                                           \
-    nt_out = (accel_tensor_map*)SENTINEL;                     \
-    ARG(call);                                                   \
+#define NT_ARG(call)                                                                    \
+  do {                                                                                  \
+    nt_out = (accel_tensor_map*)SENTINEL;                                               \
+    ARG(call);                                                                          \
     if (nt_out != SENTINEL) EXPECT(!"an accel_tensor_map** out-parameter was written"); \
   } while (0)
 
@@ -766,10 +775,10 @@ static void optimizers(void) {
   EACH_BAD(K_MODEL, accel_model, m) ARG(accel_optimizer_create(m, &o, &opt_out));
   ARG(accel_optimizer_create(model, NULL, &opt_out));
   ARG(accel_optimizer_create(model, &o, NULL));
-#define BAD_OPTION(kind, field, value)     \
-  do {                                     \
-    accel_optimizer_options_init(&o, kind); \
-    o.field = value;                       \
+#define BAD_OPTION(kind, field, value)                \
+  do {                                                \
+    accel_optimizer_options_init(&o, kind);           \
+    o.field = value;                                  \
     ARG(accel_optimizer_create(model, &o, &opt_out)); \
   } while (0)
   BAD_OPTION(ACCEL_OPTIM_ADAM, struct_size, 0);
@@ -812,10 +821,10 @@ static void schedulers(void) {
   EACH_BAD(K_OPT, accel_optimizer, p) ARG(accel_scheduler_create(p, &o, &sched_out));
   ARG(accel_scheduler_create(opt, NULL, &sched_out));
   ARG(accel_scheduler_create(opt, &o, NULL));
-#define BAD_OPTION(kind, field, value)      \
-  do {                                      \
-    accel_scheduler_options_init(&o, kind); \
-    o.field = value;                        \
+#define BAD_OPTION(kind, field, value)                \
+  do {                                                \
+    accel_scheduler_options_init(&o, kind);           \
+    o.field = value;                                  \
     ARG(accel_scheduler_create(opt, &o, &sched_out)); \
   } while (0)
   BAD_OPTION(ACCEL_SCHED_STEP, struct_size, 0);
@@ -935,10 +944,10 @@ static void datasets(void) {
   ARG(accel_dataset_size(ds, NULL));
   ARG(accel_dataset_is_iterable(ds, NULL));
   ARG(accel_dataloader_create(ds, NULL, NULL));
-#define BAD_OPTION(field_name, value)        \
-  do {                                       \
-    accel_dataloader_options_init(&lo);      \
-    lo.field_name = value;                   \
+#define BAD_OPTION(field_name, value)               \
+  do {                                              \
+    accel_dataloader_options_init(&lo);             \
+    lo.field_name = value;                          \
     ARG(accel_dataloader_create(ds, &lo, &dl_out)); \
   } while (0)
   BAD_OPTION(struct_size, 0);
@@ -958,19 +967,17 @@ static void datasets(void) {
   EXPECT_ERROR(accel_dataloader_create(ds, &lo, &dl_out), ACCEL_ERR_INVALID_ARGUMENT, "1000000");
   {
     const int64_t idx[3] = {0, 1, 1000000}, lens[2] = {2, 1}, zero_len[2] = {2, 0}, neg_len[1] = {-3};
-    EACH_BAD(K_DATASET, accel_dataset, d) {
-      ARG(accel_dataloader_create_from_batches(d, idx, lens, 1, NULL, &dl_out));
-    }
+    EACH_BAD(K_DATASET, accel_dataset, d) { ARG(accel_dataloader_create_from_batches(d, idx, lens, 1, NULL, &dl_out)); }
     ARG(accel_dataloader_create_from_batches(ds, idx, lens, 1, NULL, NULL));
     ARG(accel_dataloader_create_from_batches(ds, NULL, lens, 1, NULL, &dl_out));
     ARG(accel_dataloader_create_from_batches(ds, idx, NULL, 1, NULL, &dl_out));
     ARG(accel_dataloader_create_from_batches(ds, idx, lens, -1, NULL, &dl_out));
     ARG(accel_dataloader_create_from_batches(ds, idx, lens, INT64_MIN, NULL, &dl_out));
     ARG(accel_dataloader_create_from_batches(ds, idx, zero_len, 2, NULL, &dl_out));
-    EXPECT_ERROR(accel_dataloader_create_from_batches(ds, idx, neg_len, 1, NULL, &dl_out),
-                 ACCEL_ERR_INVALID_ARGUMENT, "-3");
-    EXPECT_ERROR(accel_dataloader_create_from_batches(ds, idx, lens, 2, NULL, &dl_out),
-                 ACCEL_ERR_INVALID_ARGUMENT, "1000000"); /* index outside the dataset */
+    EXPECT_ERROR(accel_dataloader_create_from_batches(ds, idx, neg_len, 1, NULL, &dl_out), ACCEL_ERR_INVALID_ARGUMENT,
+                 "-3");
+    EXPECT_ERROR(accel_dataloader_create_from_batches(ds, idx, lens, 2, NULL, &dl_out), ACCEL_ERR_INVALID_ARGUMENT,
+                 "1000000"); /* index outside the dataset */
     accel_dataloader_options_init(&lo);
     lo.shuffle = 1;
     ARG(accel_dataloader_create_from_batches(ds, idx, lens, 1, &lo, &dl_out));
@@ -1021,7 +1028,12 @@ static void datasets(void) {
 /* Token sequences, padding and collate datasets, length-grouped loaders, field names. */
 static accel_status collate_nothing(void* user, const accel_tensor* const* ids, const accel_tensor* const* labels,
                                     size_t n, accel_tensor** fields, size_t num_fields) {
-  (void)user; (void)ids; (void)labels; (void)n; (void)fields; (void)num_fields;
+  (void)user;
+  (void)ids;
+  (void)labels;
+  (void)n;
+  (void)fields;
+  (void)num_fields;
   accel_set_error("collate_nothing refuses");
   return ACCEL_ERR_INVALID_ARGUMENT;
 }

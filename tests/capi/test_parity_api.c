@@ -8,9 +8,10 @@
 
 #include "capi_test.h"
 
-static const char* kSpec = "[{\"type\": \"Linear\", \"in_features\": 4, \"out_features\": 8},"
-                           " {\"type\": \"BatchNorm1d\", \"num_features\": 8},"
-                           " {\"type\": \"Linear\", \"in_features\": 8, \"out_features\": 2}]";
+static const char* kSpec =
+    "[{\"type\": \"Linear\", \"in_features\": 4, \"out_features\": 8},"
+    " {\"type\": \"BatchNorm1d\", \"num_features\": 8},"
+    " {\"type\": \"Linear\", \"in_features\": 8, \"out_features\": 2}]";
 
 static int split = 0;
 static int num_processes = 1;
@@ -119,15 +120,16 @@ static void checkpoints(void) {
   snprintf(path, sizeof path, "%s/model", project);
   EXPECT_OK(accel_accelerator_save_model(acc, model, path, "130B", 1));
   snprintf(path, sizeof path, "%s/model/model.safetensors.index.json", project);
-  EXPECT(strstr(read_text(path), "\"weight_map\": {\n    \"0.bias\": \"model-00002-of-00003.safetensors\",\n"
-                                  "    \"0.weight\": \"model-00001-of-00003.safetensors\",\n") != NULL);
+  EXPECT(strstr(read_text(path),
+                "\"weight_map\": {\n    \"0.bias\": \"model-00002-of-00003.safetensors\",\n"
+                "    \"0.weight\": \"model-00001-of-00003.safetensors\",\n") != NULL);
   EXPECT(strstr(read_text(path), "\"1.running_var\": \"model-00003-of-00003.safetensors\"") != NULL);
   /* Item 18: C has no defaults; strict 0 (Accelerate's) reports, strict 1 refuses. */
   snprintf(path, sizeof path, "%s/model/model-00001-of-00003.safetensors", project);
   EXPECT_OK(accel_accelerator_load_checkpoint_in_model(acc, model, path, 0, &missing, &unexpected));
   EXPECT(missing == 8 && unexpected == 0);
-  EXPECT_ERROR(accel_accelerator_load_checkpoint_in_model(acc, model, path, 1, NULL, NULL),
-               ACCEL_ERR_INVALID_ARGUMENT, "0.bias");
+  EXPECT_ERROR(accel_accelerator_load_checkpoint_in_model(acc, model, path, 1, NULL, NULL), ACCEL_ERR_INVALID_ARGUMENT,
+               "0.bias");
 
   /* Item 19: free_memory forgets the prepared model; save_state saves none. */
   EXPECT_OK(accel_accelerator_free_memory(acc));

@@ -122,12 +122,12 @@ static void text_is_read_with_a_vocabulary(void) {
   /* No <unk>: the unknown token is named with its line. */
   EXPECT_ERROR(accel_sequences_from_text_vocab(text, json_vocab, ACCEL_TEXT_LINES, NULL, 0, 0, &seqs), ACCEL_ERR_IO,
                "cats.txt:3: the token \"dog\" is not in the vocabulary");
-  EXPECT_ERROR(accel_sequences_from_text_vocab(text, write_file("dup.txt", "a\nb\na\n"), ACCEL_TEXT_LINES, NULL, 0, 0,
-                                               &seqs),
-               ACCEL_ERR_IO, "dup.txt:3: the token \"a\" was already listed at line 1");
-  EXPECT_ERROR(accel_sequences_from_text_vocab(text, write_file("neg.json", "{\"a\": -1}"), ACCEL_TEXT_LINES, NULL, 0,
-                                               0, &seqs),
-               ACCEL_ERR_IO, "the id of \"a\" is -1");
+  EXPECT_ERROR(
+      accel_sequences_from_text_vocab(text, write_file("dup.txt", "a\nb\na\n"), ACCEL_TEXT_LINES, NULL, 0, 0, &seqs),
+      ACCEL_ERR_IO, "dup.txt:3: the token \"a\" was already listed at line 1");
+  EXPECT_ERROR(
+      accel_sequences_from_text_vocab(text, write_file("neg.json", "{\"a\": -1}"), ACCEL_TEXT_LINES, NULL, 0, 0, &seqs),
+      ACCEL_ERR_IO, "the id of \"a\" is -1");
   EXPECT_ERROR(accel_sequences_from_text_vocab(write_file("blank.txt", " \n\n"), lines_vocab, ACCEL_TEXT_LINES, NULL, 0,
                                                0, &seqs),
                ACCEL_ERR_IO, "blank.txt yields no sample");

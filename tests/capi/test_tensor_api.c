@@ -66,8 +66,8 @@ static void test_bad_input(void) {
   EXPECT(t == NULL);
   EXPECT_ERROR(accel_tensor_from_buffer(data, sizeof data, (accel_dtype)42, shape, 2, &t), ACCEL_ERR_INVALID_ARGUMENT,
                "accel_dtype 42");
-  EXPECT_ERROR(accel_tensor_from_buffer(data, sizeof data, ACCEL_FLOAT32, bad_shape, 2, &t),
-               ACCEL_ERR_INVALID_ARGUMENT, "shape[1] is negative");
+  EXPECT_ERROR(accel_tensor_from_buffer(data, sizeof data, ACCEL_FLOAT32, bad_shape, 2, &t), ACCEL_ERR_INVALID_ARGUMENT,
+               "shape[1] is negative");
   EXPECT_ERROR(accel_tensor_from_buffer(data, sizeof data, ACCEL_FLOAT32, shape, 2, NULL), ACCEL_ERR_INVALID_ARGUMENT,
                "out");
   EXPECT_ERROR(accel_tensor_numel(NULL, NULL), ACCEL_ERR_INVALID_ARGUMENT, "tensor is NULL");

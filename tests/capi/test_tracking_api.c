@@ -104,8 +104,7 @@ static void test_error_paths_name_the_bad_value(void) {
   EXPECT_ERROR(accel_accelerator_init_trackers(NULL, "p", NULL), ACCEL_ERR_INVALID_ARGUMENT, "acc");
   EXPECT_ERROR(accel_accelerator_init_trackers(acc, NULL, NULL), ACCEL_ERR_INVALID_ARGUMENT, "project_name");
   EXPECT_ERROR(accel_accelerator_init_trackers(acc, "p", "{not json"), ACCEL_ERR_INVALID_ARGUMENT, "{not json");
-  EXPECT_ERROR(accel_accelerator_init_trackers(acc, "p", "{\"layers\": [1, 2]}"), ACCEL_ERR_INVALID_ARGUMENT,
-               "layers");
+  EXPECT_ERROR(accel_accelerator_init_trackers(acc, "p", "{\"layers\": [1, 2]}"), ACCEL_ERR_INVALID_ARGUMENT, "layers");
   EXPECT_ERROR(accel_accelerator_add_tracker(acc, NULL), ACCEL_ERR_INVALID_ARGUMENT, "callbacks");
   accel_tracker_callbacks_init(&cb);
   EXPECT_ERROR(accel_accelerator_add_tracker(acc, &cb), ACCEL_ERR_INVALID_ARGUMENT, "name");

@@ -178,8 +178,8 @@ static void test_bad_construction(void) {
   EXPECT_ERROR(accel_accelerator_create(&aopts, &acc), ACCEL_ERR_UNSUPPORTED, "fp16");
   EXPECT(acc == NULL);
 
-  EXPECT_ERROR(accel_dataset_from_idx("/nonexistent/images.gz", "/nonexistent/labels.gz", 0, 1, &dataset),
-               ACCEL_ERR_IO, "/nonexistent/images.gz");
+  EXPECT_ERROR(accel_dataset_from_idx("/nonexistent/images.gz", "/nonexistent/labels.gz", 0, 1, &dataset), ACCEL_ERR_IO,
+               "/nonexistent/images.gz");
   dataset = make_dataset();
   accel_dataloader_options_init(&lopts);
   lopts.batch_size = 0;

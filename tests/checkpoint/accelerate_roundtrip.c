@@ -97,10 +97,10 @@ int main(int argc, char** argv) {
     CHECK(warmup || strcmp(schedule, "onecycle") == 0);
     accel_scheduler_options s;
     accel_scheduler_options_init(&s, warmup ? ACCEL_SCHED_LINEAR_WARMUP : ACCEL_SCHED_ONE_CYCLE);
-    if (warmup) {  /* transformers' get_linear_schedule_with_warmup(opt, 10, kTotalSteps) */
+    if (warmup) { /* transformers' get_linear_schedule_with_warmup(opt, 10, kTotalSteps) */
       s.num_warmup_steps = 10;
       s.num_training_steps = kTotalSteps;
-    } else {  /* OneCycleLR(opt, max_lr=2 * lr, total_steps=kTotalSteps, cycle_momentum=False) */
+    } else { /* OneCycleLR(opt, max_lr=2 * lr, total_steps=kTotalSteps, cycle_momentum=False) */
       s.max_lr = 2 * opt_options.lr;
       s.total_steps = kTotalSteps;
     }

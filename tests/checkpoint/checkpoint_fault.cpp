@@ -102,11 +102,12 @@ int run(const std::string& mode, const std::string& dir, int64_t steps, const st
     resumed = true;
   }
   const auto committed = lines_of(dir + "/committed");
-  if (!resumed && !committed.empty()) fail("no checkpoint to resume from, but step " + committed.back() + " was committed");
+  if (!resumed && !committed.empty())
+    fail("no checkpoint to resume from, but step " + committed.back() + " was committed");
   if (resumed) {
     int64_t last = committed.empty() ? -1 : std::stoll(committed.back());
-    if (step < last) fail("resumed at step " + std::to_string(step) + ", but step " + std::to_string(last) +
-                          " was committed");
+    if (step < last)
+      fail("resumed at step " + std::to_string(step) + ", but step " + std::to_string(last) + " was committed");
     if (fingerprint(model) != expected[static_cast<size_t>(step)]) {
       fail("parameters after load_state differ from the reference at step " + std::to_string(step));
     }

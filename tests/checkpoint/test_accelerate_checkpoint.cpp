@@ -27,7 +27,10 @@ const char* kLinear = R"([{"type": "Linear", "in_features": 2, "out_features": 1
 // Protocol-2 pickle text, the opcodes Python's pickler writes for a state dict.
 struct Pickle {
   std::string bytes = "\x80\x02";
-  Pickle& op(const std::string& code) { bytes += code; return *this; }
+  Pickle& op(const std::string& code) {
+    bytes += code;
+    return *this;
+  }
   Pickle& global(const std::string& module, const std::string& name) { return op("c" + module + "\n" + name + "\n"); }
   Pickle& str(const std::string& s) {
     bytes += 'X';
@@ -198,7 +201,8 @@ TEST(AccelerateCheckpoint, LoadCheckpointInModelReadsPytorchModelBinAndItsIndex)
   // A wrong shape is refused before anything changes.
   accel::Model wide = accel::Model::from_json(R"([{"type": "Linear", "in_features": 3, "out_features": 1}])");
   at::Tensor before = wide.named_parameters()[1].second.clone();
-  std::string message = error_of([&] { accelerator.load_checkpoint_in_model(wide, dir + "/pytorch_model.bin.index.json"); });
+  std::string message =
+      error_of([&] { accelerator.load_checkpoint_in_model(wide, dir + "/pytorch_model.bin.index.json"); });
   EXPECT_NE(message.find("\"0.weight\" has shape [1, 2], the model's has [1, 3]"), std::string::npos) << message;
   EXPECT_TRUE(at::equal(before, wide.named_parameters()[1].second));
 }
@@ -242,8 +246,8 @@ TEST(AccelerateCheckpoint, AMismatchNamesFileKeyAndShapesAndAppliesNothing) {
   const std::string state = optimizer.state_bytes();
   std::string message = error_of([&] { accelerator.load_state(dir); });
   EXPECT_NE(message.find(dir + "/optimizer.bin"), std::string::npos) << message;
-  EXPECT_NE(message.find("state[0][\"momentum_buffer\"] has shape [1, 3], its parameter has [1, 2]"),
-            std::string::npos) << message;
+  EXPECT_NE(message.find("state[0][\"momentum_buffer\"] has shape [1, 3], its parameter has [1, 2]"), std::string::npos)
+      << message;
   EXPECT_TRUE(at::equal(weight, model.named_parameters()[0].second));
   EXPECT_EQ(state, optimizer.state_bytes());
   EXPECT_DOUBLE_EQ(optimizer.lr(), 0.5);

@@ -164,8 +164,9 @@ TEST(Checkpoint, SaveModelShardsInHuggingFaceLayout) {
   EXPECT_TRUE(report.missing_keys.empty());
   EXPECT_EQ(report.unexpected_keys, (std::vector<std::string>{"2.bias", "2.weight"}));
   accel::Model mismatched = accel::Model::from_json(R"([{"type": "Linear", "in_features": 5, "out_features": 16}])");
-  EXPECT_NE(error_of([&] { accelerator.load_checkpoint_in_model(mismatched, single + "/model.safetensors"); })
-                .find("\"0.weight\" has shape [16, 6], the model's has [16, 5]"),
+  EXPECT_NE(error_of([&] {
+              accelerator.load_checkpoint_in_model(mismatched, single + "/model.safetensors");
+            }).find("\"0.weight\" has shape [16, 6], the model's has [16, 5]"),
             std::string::npos);
 }
 

@@ -108,8 +108,7 @@ TEST(CheckpointHostile, AFileThatIsASymlinkLeadingOutsideIsRefused) {
   fs::remove(saved.dir + "/model.safetensors");
   fs::create_symlink(outside, saved.dir + "/model.safetensors");
   const std::string message = saved.refused();
-  EXPECT_NE(message.find("model.safetensors is a symlink leading outside the checkpoint directory"),
-            std::string::npos)
+  EXPECT_NE(message.find("model.safetensors is a symlink leading outside the checkpoint directory"), std::string::npos)
       << message;
   // So is it when the directory is read as Accelerate's (no manifest).
   fs::rename(saved.dir + "/manifest.json", saved.dir + "/manifest.json.away");
@@ -151,12 +150,13 @@ TEST(CheckpointHostile, ACustomObjectsLoadFailureNamesTheFile) {
   Saved saved("custom_refuses");
   bool refuse = false;
   int64_t value = 5;
-  saved.run.accelerator.register_for_checkpointing(
-      {[&] { return std::to_string(value); },
-       [&](const std::string& bytes) {
-         if (refuse) accel::fail(accel::ErrorCode::IO, "the object refuses \"" + bytes + "\"");
-         value = std::stoll(bytes);
-       }});
+  saved.run.accelerator.register_for_checkpointing({[&] { return std::to_string(value); },
+                                                    [&](const std::string& bytes) {
+                                                      if (refuse)
+                                                        accel::fail(accel::ErrorCode::IO,
+                                                                    "the object refuses \"" + bytes + "\"");
+                                                      value = std::stoll(bytes);
+                                                    }});
   saved.run.accelerator.save_state(saved.dir);
   saved.run.train(8);
   refuse = true;

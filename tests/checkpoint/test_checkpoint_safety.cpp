@@ -40,7 +40,8 @@ TEST(CheckpointSafety, AFailedSaveWithTotalLimitOneKeepsTheLastCheckpoint) {
   run.accelerator.save_state();
   bool fail_next = true;
   run.accelerator.register_for_checkpointing({[&]() -> std::string {
-                                                if (fail_next) accel::fail(accel::ErrorCode::IO, "disk full (simulated)");
+                                                if (fail_next)
+                                                  accel::fail(accel::ErrorCode::IO, "disk full (simulated)");
                                                 return "x";
                                               },
                                               [](const std::string&) {}});
@@ -104,15 +105,21 @@ TEST(CheckpointSafety, ABadRandomStateFileAppliesNothing) {
     std::string bytes, expected;
   };
   std::vector<Case> cases{
-      {variant([&](Dict& d) { d.insert_or_assign("libaccel_dataloaders", positions({int64_t{0}, int64_t{-3}})); }),
+      {variant([&](Dict& d) {
+         d.insert_or_assign("libaccel_dataloaders", positions({int64_t{0}, int64_t{-3}}));
+       }),
        "[0]: batches_consumed is -3, not a non-negative integer"},
-      {variant([&](Dict& d) { d.insert_or_assign("libaccel_dataloaders", positions({std::string("one"), int64_t{2}})); }),
+      {variant([&](Dict& d) {
+         d.insert_or_assign("libaccel_dataloaders", positions({std::string("one"), int64_t{2}}));
+       }),
        "[0]: epoch is a String, not a non-negative integer"},
       {variant([](Dict& d) { d.insert_or_assign("libaccel_dataloaders", int64_t{1}); }),
        "does not hold the positions of 1 dataloaders"},
       {variant([](Dict& d) { d.insert_or_assign("torch_manual_seed", at::zeros({16}, at::kByte)); }),
        "\"torch_manual_seed\" has shape [16], this generator's has"},
-      {variant([](Dict& d) { d.insert_or_assign("torch_manual_seed", d.at("torch_manual_seed").toTensor().to(at::kFloat)); }),
+      {variant([](Dict& d) {
+         d.insert_or_assign("torch_manual_seed", d.at("torch_manual_seed").toTensor().to(at::kFloat));
+       }),
        "\"torch_manual_seed\" has dtype Float, expected uint8"},
       {variant([](Dict& d) { (void)d.erase("torch_manual_seed"); }), "lacks \"torch_manual_seed\""},
       {variant([](Dict& d) { d.insert_or_assign("step", int64_t{-1}); }), "\"step\" is -1, not a non-negative integer"},
@@ -260,8 +267,9 @@ TEST(CheckpointSafety, WritesNeverFollowAPlantedTemporary) {
   EXPECT_TRUE(at::equal(accel::load_safetensors(dir + "/out.safetensors")[0].second, at::ones({2})));
   // A failed write leaves no temporary behind: the target is a directory.
   fs::create_directories(dir + "/taken.safetensors");
-  EXPECT_NE(error_of([&] { accel::save_safetensors(dir + "/taken.safetensors", {{"w", at::ones({2})}}); })
-                .find("cannot rename"),
+  EXPECT_NE(error_of([&] {
+              accel::save_safetensors(dir + "/taken.safetensors", {{"w", at::ones({2})}});
+            }).find("cannot rename"),
             std::string::npos);
   for (const auto& entry : fs::directory_iterator(dir)) {
     EXPECT_EQ(entry.path().filename().string().find(".tmp."), std::string::npos) << entry.path();
@@ -282,22 +290,24 @@ TEST(CheckpointSafety, ShardIndexesStayInTheirDirectoryAndTypesMatch) {
   accel::save_safetensors(dir + "/model/b.safetensors", {{"0.bias", at::zeros({2})}});
 
   write_index({{"0.weight", "../outside.safetensors"}, {"0.bias", "a.safetensors"}});
-  EXPECT_NE(error_of([&] { accelerator.load_checkpoint_in_model(model, index); })
-                .find("names \"../outside.safetensors\", which is not a file name in the index's directory"),
+  EXPECT_NE(error_of([&] {
+              accelerator.load_checkpoint_in_model(model, index);
+            }).find("names \"../outside.safetensors\", which is not a file name in the index's directory"),
             std::string::npos);
   fs::create_symlink("../outside.safetensors", dir + "/model/link.safetensors");
   write_index({{"0.weight", "link.safetensors"}});
   EXPECT_NE(error_of([&] { accelerator.load_checkpoint_in_model(model, index); }).find("leads outside the directory"),
             std::string::npos);
   write_index({{"0.weight", "a.safetensors"}, {"0.bias", "b.safetensors"}});
-  EXPECT_NE(error_of([&] { accelerator.load_checkpoint_in_model(model, index); })
-                .find("tensor \"0.bias\" appears in both"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([&] { accelerator.load_checkpoint_in_model(model, index); }).find("tensor \"0.bias\" appears in both"),
+      std::string::npos);
 
   accel::save_safetensors(dir + "/ints.safetensors",
                           {{"0.weight", at::ones({2, 2}, at::kInt)}, {"0.bias", at::ones({2})}});
-  EXPECT_NE(error_of([&] { accelerator.load_checkpoint_in_model(model, dir + "/ints.safetensors"); })
-                .find("tensor \"0.weight\" is stored as I32, the model's is Float"),
+  EXPECT_NE(error_of([&] {
+              accelerator.load_checkpoint_in_model(model, dir + "/ints.safetensors");
+            }).find("tensor \"0.weight\" is stored as I32, the model's is Float"),
             std::string::npos);
   // Floating types convert, as transformers loads a bf16 checkpoint into fp32.
   accel::save_safetensors(dir + "/half.safetensors",
@@ -316,7 +326,8 @@ TEST(CheckpointSafety, ATensorNamedTwiceInOneFileIsRefused) {
   for (int i = 0; i < 8; ++i) bytes[static_cast<size_t>(i)] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
   bytes += header + std::string(8, '\0');
   write_all(dir + "/dup.safetensors", bytes);
-  EXPECT_NE(error_of([&] { accel::load_safetensors(dir + "/dup.safetensors"); })
-                .find("names the key \"w\" twice in one object"),
+  EXPECT_NE(error_of([&] {
+              accel::load_safetensors(dir + "/dup.safetensors");
+            }).find("names the key \"w\" twice in one object"),
             std::string::npos);
 }

@@ -44,9 +44,7 @@ std::string error_of(const std::function<void()>& fn) {
 
 std::string nested_arrays(size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
 
-void write(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
+void write(const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
 
 // A safetensors file whose tensor "0.weight" has a shape nested depth arrays deep.
 void write_deep_shape(const std::string& path, size_t depth) {

@@ -95,9 +95,7 @@ TempDir::TempDir() {
   path_ = directory;
 }
 
-TempDir::~TempDir() {
-  accel::detail::remove_tree(path_);
-}
+TempDir::~TempDir() { accel::detail::remove_tree(path_); }
 
 std::optional<std::string> read_file(const std::string& path) {
   std::ifstream file(path);

@@ -28,7 +28,7 @@ class TempDir {
 
 struct LauncherResult {
   bool finished = false;  // false: still running at the time limit, then killed
-  int exit_code = -1;  // 128 + signal when the launcher itself was killed
+  int exit_code = -1;     // 128 + signal when the launcher itself was killed
   std::string out, err;
   std::chrono::duration<double> elapsed{};
 };

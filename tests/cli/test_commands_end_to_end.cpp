@@ -183,7 +183,9 @@ TEST(Commands, TestRunsTheSanityCheckUnderTheConfig) {
   TempDir dir;
   std::string path = dir.path() + "/c.yaml";
   ASSERT_EQ(std::system(("printf 'distributed_type: MULTI_CPU\nnum_processes: 2\nuse_cpu: true\n"
-                          "mixed_precision: bf16\n' > " + path).c_str()),
+                         "mixed_precision: bf16\n' > " +
+                         path)
+                            .c_str()),
             0);
   // The file's precision and the environment's accumulation reach the library.
   auto result = run_accel({"test", "--config_file", path},
@@ -191,16 +193,16 @@ TEST(Commands, TestRunsTheSanityCheckUnderTheConfig) {
   ASSERT_TRUE(result.finished);
   EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
   EXPECT_NE(result.out.find("running accel-selftest on 2 process(es) with " + path), std::string::npos) << result.out;
-  for (const char* expected : {"2 process(es), device cpu, mixed precision bf16, gradient accumulation steps 2",
-                               "collectives ok", "training ok", "gather_for_metrics ok",
-                               "Test is a success! You are ready for your distributed training!"}) {
+  for (const char* expected :
+       {"2 process(es), device cpu, mixed precision bf16, gradient accumulation steps 2", "collectives ok",
+        "training ok", "gather_for_metrics ok", "Test is a success! You are ready for your distributed training!"}) {
     EXPECT_NE(result.out.find(expected), std::string::npos) << expected << " missing from:\n" << result.out;
   }
 }
 
 TEST(Commands, HelpForEveryCommandAndShortUsageErrors) {
-  for (std::vector<std::string> command : {std::vector<std::string>{"config"}, {"config", "default"}, {"env"},
-                                           {"test"}, {"launch"}}) {
+  for (std::vector<std::string> command :
+       {std::vector<std::string>{"config"}, {"config", "default"}, {"env"}, {"test"}, {"launch"}}) {
     std::string name = "accel";
     for (const auto& word : command) name += " " + word;
     auto args = command;

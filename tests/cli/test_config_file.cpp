@@ -147,22 +147,21 @@ TEST_F(ConfigFileTest, RefusesWhatWouldChangeTheJobNamingTheKey) {
             std::string::npos);
   EXPECT_NE(error_of("distributed_type: XLA\n").find("TPUs"), std::string::npos);
   EXPECT_NE(error_of("distributed_type: WEIRD\n").find("unknown value 'WEIRD'"), std::string::npos);
-  EXPECT_NE(error_of("compute_environment: AMAZON_SAGEMAKER\n").find("key 'compute_environment'"),
-            std::string::npos);
+  EXPECT_NE(error_of("compute_environment: AMAZON_SAGEMAKER\n").find("key 'compute_environment'"), std::string::npos);
   EXPECT_NE(error_of("mixed_precision: fp8\n").find("key 'mixed_precision': fp8"), std::string::npos);
   EXPECT_NE(error_of("num_processes: two\n").find("key 'num_processes': expected an integer, got 'two'"),
             std::string::npos);
   EXPECT_NE(error_of("num_machines: 0\n").find("key 'num_machines': must be at least 1"), std::string::npos);
-  EXPECT_NE(error_of("use_cpu: [1]\n").find("key 'use_cpu': expected true or false, got a list"),
-            std::string::npos);
+  EXPECT_NE(error_of("use_cpu: [1]\n").find("key 'use_cpu': expected true or false, got a list"), std::string::npos);
   EXPECT_NE(error_of("a: [\n").find("not valid YAML"), std::string::npos);
   EXPECT_NE(error_of("- just\n- a list\n").find("expected a mapping"), std::string::npos);
   EXPECT_THROW(load_config_file(dir_ + "/missing.yaml"), ConfigFileError);
 }
 
 TEST_F(ConfigFileTest, WarnsAboutWhatItIgnoresNamingTheKey) {
-  auto file = load_config_file(write("num_processes: -1\nfuture_key: 3\ndebug: true\nrdzv_backend: c10d\n"
-                                     "fsdp_config:\n  fsdp_sharding_strategy: FULL_SHARD\ndynamo_config: {}\n"));
+  auto file =
+      load_config_file(write("num_processes: -1\nfuture_key: 3\ndebug: true\nrdzv_backend: c10d\n"
+                             "fsdp_config:\n  fsdp_sharding_strategy: FULL_SHARD\ndynamo_config: {}\n"));
   EXPECT_FALSE(file.values.num_processes.has_value());  // Accelerate's "unset"
   std::string all;
   for (const auto& warning : file.warnings) all += warning + "\n";
@@ -196,8 +195,7 @@ TEST_F(ConfigFileTest, RefusesDeepNestingNamingTheDepth) {
   const std::string deep_flow = std::string(100000, '[') + std::string(100000, ']');
   for (const std::string& text : {deep_flow + "\n", "num_processes: " + deep_flow + "\n"}) {
     std::string error = error_of(text);
-    EXPECT_NE(error.find("config.yaml: not valid YAML: nested more than 499 levels deep"), std::string::npos)
-        << error;
+    EXPECT_NE(error.find("config.yaml: not valid YAML: nested more than 499 levels deep"), std::string::npos) << error;
   }
   // Found by fuzz_config_yaml: a key that is a list escaped as yaml-cpp's exception.
   const std::string mapping_key = error_of("num_processes: 2\n{[1]: 2}: 3\n");
@@ -220,18 +218,22 @@ TEST_F(ConfigFileTest, FsdpConfigMapsOntoTheShardingStrategy) {
             (Env{{"ACCELERATE_USE_FSDP", "true"}, {"FSDP_SHARDING_STRATEGY", "3"}}));
   EXPECT_TRUE(env_of("distributed_type: MULTI_CPU\n").empty());
   // What `accelerate config` writes for SHARD_GRAD_OP: every key accepted.
-  auto file = load_config_file(write(
-      "distributed_type: FSDP\nfsdp_config:\n  fsdp_auto_wrap_policy: SIZE_BASED_WRAP\n"
-      "  fsdp_backward_prefetch_policy: BACKWARD_PRE\n  fsdp_forward_prefetch: false\n"
-      "  fsdp_min_num_params: 2000\n  fsdp_transformer_layer_cls_to_wrap: BertLayer\n"
-      "  fsdp_offload_params: false\n  fsdp_sharding_strategy: 2\n  fsdp_state_dict_type: FULL_STATE_DICT\n"
-      "  fsdp_sync_module_states: true\n  fsdp_use_orig_params: true\n  fsdp_cpu_ram_efficient_loading: true\n"
-      "  fsdp_activation_checkpointing: false\n"));
+  auto file = load_config_file(
+      write("distributed_type: FSDP\nfsdp_config:\n  fsdp_auto_wrap_policy: SIZE_BASED_WRAP\n"
+            "  fsdp_backward_prefetch_policy: BACKWARD_PRE\n  fsdp_forward_prefetch: false\n"
+            "  fsdp_min_num_params: 2000\n  fsdp_transformer_layer_cls_to_wrap: BertLayer\n"
+            "  fsdp_offload_params: false\n  fsdp_sharding_strategy: 2\n  fsdp_state_dict_type: FULL_STATE_DICT\n"
+            "  fsdp_sync_module_states: true\n  fsdp_use_orig_params: true\n  fsdp_cpu_ram_efficient_loading: true\n"
+            "  fsdp_activation_checkpointing: false\n"));
   EXPECT_EQ(file.values.sharding_env,
-            (Env{{"ACCELERATE_USE_FSDP", "true"}, {"FSDP_SHARDING_STRATEGY", "2"}, {"FSDP_AUTO_WRAP_POLICY", "SIZE_BASED_WRAP"},
-                 {"FSDP_MIN_NUM_PARAMS", "2000"}, {"FSDP_STATE_DICT_TYPE", "FULL_STATE_DICT"},
+            (Env{{"ACCELERATE_USE_FSDP", "true"},
+                 {"FSDP_SHARDING_STRATEGY", "2"},
+                 {"FSDP_AUTO_WRAP_POLICY", "SIZE_BASED_WRAP"},
+                 {"FSDP_MIN_NUM_PARAMS", "2000"},
+                 {"FSDP_STATE_DICT_TYPE", "FULL_STATE_DICT"},
                  {"FSDP_TRANSFORMER_CLS_TO_WRAP", "BertLayer"},  // read under TRANSFORMER_BASED_WRAP only
-                 {"FSDP_BACKWARD_PREFETCH", "BACKWARD_PRE"}, {"FSDP_FORWARD_PREFETCH", "false"}}));
+                 {"FSDP_BACKWARD_PREFETCH", "BACKWARD_PRE"},
+                 {"FSDP_FORWARD_PREFETCH", "false"}}));
   std::string all;
   for (const auto& warning : file.warnings) all += warning + "\n";
   EXPECT_EQ(all.find("fsdp_backward_prefetch_policy"), std::string::npos) << all;  // honoured now
@@ -239,7 +241,8 @@ TEST_F(ConfigFileTest, FsdpConfigMapsOntoTheShardingStrategy) {
   // FULL_SHARD (FSDP's default, 1) with a sharded state dict.
   const std::string fsdp = "distributed_type: FSDP\nfsdp_config:\n";
   EXPECT_EQ(env_of(fsdp + "  fsdp_sharding_strategy: FULL_SHARD\n  fsdp_state_dict_type: SHARDED_STATE_DICT\n"),
-            (Env{{"ACCELERATE_USE_FSDP", "true"}, {"FSDP_SHARDING_STRATEGY", "1"},
+            (Env{{"ACCELERATE_USE_FSDP", "true"},
+                 {"FSDP_SHARDING_STRATEGY", "1"},
                  {"FSDP_STATE_DICT_TYPE", "SHARDED_STATE_DICT"}}));
   EXPECT_EQ(env_of("distributed_type: FSDP\n").at("FSDP_SHARDING_STRATEGY"), "1");
   EXPECT_EQ(env_of(fsdp + "  fsdp_sharding_strategy: HYBRID_SHARD\n").at("FSDP_SHARDING_STRATEGY"), "4");
@@ -247,12 +250,14 @@ TEST_F(ConfigFileTest, FsdpConfigMapsOntoTheShardingStrategy) {
   EXPECT_NE(error_of(fsdp + "  fsdp_sharding_strategy: HYBRID_SHARD_ZERO2\n").find("HYBRID_SHARD_ZERO2"),
             std::string::npos);
   EXPECT_NE(error_of(fsdp + "  fsdp_sharding_strategy: ZERO9\n").find("unknown value 'ZERO9'"), std::string::npos);
-  EXPECT_NE(error_of(fsdp + "  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n")
-                .find("'fsdp_config.fsdp_auto_wrap_policy': TRANSFORMER_BASED_WRAP needs fsdp_transformer_layer_cls_to_wrap"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of(fsdp + "  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n")
+          .find("'fsdp_config.fsdp_auto_wrap_policy': TRANSFORMER_BASED_WRAP needs fsdp_transformer_layer_cls_to_wrap"),
+      std::string::npos);
   const Env by_class =
-      env_of(fsdp + "  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n  fsdp_transformer_layer_cls_to_wrap: GPT2Block,"
-                    "BertLayer\n");
+      env_of(fsdp +
+             "  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n  fsdp_transformer_layer_cls_to_wrap: GPT2Block,"
+             "BertLayer\n");
   EXPECT_EQ(by_class.at("FSDP_AUTO_WRAP_POLICY"), "TRANSFORMER_BASED_WRAP");
   EXPECT_EQ(by_class.at("FSDP_TRANSFORMER_CLS_TO_WRAP"), "GPT2Block,BertLayer");
   EXPECT_NE(error_of(fsdp + "  fsdp_backward_prefetch: EARLY\n").find("unknown value 'EARLY'"), std::string::npos);
@@ -289,7 +294,8 @@ TEST_F(ConfigFileTest, DeepSpeedZeroStageMapsOntoTheShardingStrategy) {
   EXPECT_EQ(env_of(ds + "  zero_stage: 1\n  offload_optimizer_device: none\n  offload_param_device: none\n"
                         "  gradient_accumulation_steps: 1\n  zero3_init_flag: false\n"),
             (Env{{"ACCELERATE_USE_DEEPSPEED", "true"}, {"ACCELERATE_DEEPSPEED_ZERO_STAGE", "1"}}));
-  EXPECT_EQ(env_of("distributed_type: DEEPSPEED\n").at("ACCELERATE_DEEPSPEED_ZERO_STAGE"), "2");  // Accelerate's default
+  EXPECT_EQ(env_of("distributed_type: DEEPSPEED\n").at("ACCELERATE_DEEPSPEED_ZERO_STAGE"),
+            "2");  // Accelerate's default
   std::ofstream(dir_ + "/ds.json") << R"({"zero_optimization": {"stage": 1, "offload_optimizer": {"device": "none"}}})";
   EXPECT_EQ(env_of(ds + "  deepspeed_config_file: " + dir_ + "/ds.json\n").at("ACCELERATE_DEEPSPEED_ZERO_STAGE"), "1");
 
@@ -299,10 +305,12 @@ TEST_F(ConfigFileTest, DeepSpeedZeroStageMapsOntoTheShardingStrategy) {
   EXPECT_NE(error_of(ds + "  zero_stage: 7\n").find("unknown ZeRO stage '7'"), std::string::npos);
   // Offload to the CPU (docs/sharding.md); DeepSpeed's rules on which stage may offload what.
   EXPECT_EQ(env_of(ds + "  offload_optimizer_device: cpu\n"),
-            (Env{{"ACCELERATE_USE_DEEPSPEED", "true"}, {"ACCELERATE_DEEPSPEED_ZERO_STAGE", "2"},
+            (Env{{"ACCELERATE_USE_DEEPSPEED", "true"},
+                 {"ACCELERATE_DEEPSPEED_ZERO_STAGE", "2"},
                  {"ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE", "cpu"}}));
-  EXPECT_EQ(env_of(ds + "  zero_stage: 3\n  offload_param_device: cpu\n").at("ACCELERATE_DEEPSPEED_OFFLOAD_PARAM_DEVICE"),
-            "cpu");
+  EXPECT_EQ(
+      env_of(ds + "  zero_stage: 3\n  offload_param_device: cpu\n").at("ACCELERATE_DEEPSPEED_OFFLOAD_PARAM_DEVICE"),
+      "cpu");
   EXPECT_NE(error_of(ds + "  zero_stage: 2\n  offload_param_device: cpu\n")
                 .find("'deepspeed_config.offload_param_device': cpu needs zero_stage 3, and it is 2"),
             std::string::npos);
@@ -322,7 +330,8 @@ TEST_F(ConfigFileTest, DeepSpeedZeroStageMapsOntoTheShardingStrategy) {
   EXPECT_EQ(env_of(ds + "  deepspeed_config_file: " + dir_ + "/ds3.json\n").at("ACCELERATE_DEEPSPEED_ZERO_STAGE"),
             "3");  // ZeRO-3: FULL_SHARD
   std::ofstream(dir_ + "/off.json") << R"({"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}})";
-  EXPECT_EQ(env_of(ds + "  deepspeed_config_file: " + dir_ + "/off.json\n").at("ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE"),
+  EXPECT_EQ(env_of(ds + "  deepspeed_config_file: " + dir_ + "/off.json\n")
+                .at("ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE"),
             "cpu");
   std::ofstream(dir_ + "/nvme.json") << R"({"zero_optimization": {"stage": 3, "offload_param": {"device": "nvme"}}})";
   EXPECT_NE(error_of(ds + "  deepspeed_config_file: " + dir_ + "/nvme.json\n").find("'nvme': offload to NVMe"),

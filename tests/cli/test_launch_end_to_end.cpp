@@ -59,11 +59,11 @@ std::string record_pid(const TempDir& dir) { return "echo $$ > " + dir.path() + 
 std::string await_rank0(const TempDir& dir) { return "until [ -s " + dir.path() + "/pid.0 ]; do sleep 0.01; done; "; }
 
 TEST(LaunchEndToEnd, EnvironmentContract) {
-  auto result = run_accel(
-      {"launch", "--nproc_per_node", "2", "--master_addr", "127.0.0.1", "--master_port", "29555", "sh", "-c",
-       "echo \"rank=$RANK world=$WORLD_SIZE local=$LOCAL_RANK/$LOCAL_WORLD_SIZE group=$GROUP_RANK "
-       "master=$MASTER_ADDR:$MASTER_PORT omp=$OMP_NUM_THREADS\""},
-      {{"OMP_NUM_THREADS", "3"}});
+  auto result =
+      run_accel({"launch", "--nproc_per_node", "2", "--master_addr", "127.0.0.1", "--master_port", "29555", "sh", "-c",
+                 "echo \"rank=$RANK world=$WORLD_SIZE local=$LOCAL_RANK/$LOCAL_WORLD_SIZE group=$GROUP_RANK "
+                 "master=$MASTER_ADDR:$MASTER_PORT omp=$OMP_NUM_THREADS\""},
+                {{"OMP_NUM_THREADS", "3"}});
   ASSERT_TRUE(result.finished);
   EXPECT_EQ(result.exit_code, 0) << result.err;
   EXPECT_TRUE(has_line(result.out, "[rank 0] rank=0 world=2 local=0/2 group=0 master=127.0.0.1:29555 omp=3"))
@@ -130,7 +130,8 @@ TEST(LaunchEndToEnd, OutputIsRelayedWholeLinesWithRankPrefix) {
 
 TEST(LaunchEndToEnd, ManyLinesFromAllRanksStayWhole) {
   const std::string payload(100, 'x');  // long lines make cut ones likelier
-  const std::string loop = "i=0; while [ $i -lt 2000 ]; do echo \"rank $RANK line $i " + payload + "\"; i=$((i+1)); done";
+  const std::string loop =
+      "i=0; while [ $i -lt 2000 ]; do echo \"rank $RANK line $i " + payload + "\"; i=$((i+1)); done";
   auto result = run_accel({"launch", "--nproc_per_node", "2", "sh", "-c", loop});
   ASSERT_TRUE(result.finished);
   EXPECT_EQ(result.exit_code, 0) << result.err;
@@ -167,7 +168,8 @@ TEST(LaunchEndToEnd, RankKilledBySignalIsNamed) {
   ASSERT_TRUE(result.finished);
   EXPECT_LT(result.elapsed, kPromptly);
   EXPECT_EQ(result.exit_code, 128 + SIGKILL);
-  EXPECT_TRUE(std::regex_search(result.err, std::regex(R"(rank 0 \(pid [0-9]+ on [^)]+\) was killed by signal 9 \(SIGKILL\))")))
+  EXPECT_TRUE(
+      std::regex_search(result.err, std::regex(R"(rank 0 \(pid [0-9]+ on [^)]+\) was killed by signal 9 \(SIGKILL\))")))
       << result.err;
 }
 
@@ -246,11 +248,12 @@ TEST(LaunchEndToEnd, DryRunPrintsEachRankAndStartsNothing) {
                            "touch " + dir.path() + "/started"},
                           {{"OMP_NUM_THREADS", "1"}});
   EXPECT_EQ(result.exit_code, 0) << result.err;
-  EXPECT_TRUE(has_line(result.out,
-                       "rank 1: ACCELERATE_MIXED_PRECISION=no ACCELERATE_USE_CPU=false ACCEL_LAUNCH_PREFIXES_LINES=1 "
-                       "GROUP_RANK=0 GROUP_WORLD_SIZE=1 LOCAL_RANK=1 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=1234 RANK=1 "
-                       "TORCHELASTIC_MAX_RESTARTS=0 TORCHELASTIC_RESTART_COUNT=0 WORLD_SIZE=2 sh -c 'touch " +
-                           dir.path() + "/started'"))
+  EXPECT_TRUE(has_line(
+      result.out,
+      "rank 1: ACCELERATE_MIXED_PRECISION=no ACCELERATE_USE_CPU=false ACCEL_LAUNCH_PREFIXES_LINES=1 "
+      "GROUP_RANK=0 GROUP_WORLD_SIZE=1 LOCAL_RANK=1 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=1234 RANK=1 "
+      "TORCHELASTIC_MAX_RESTARTS=0 TORCHELASTIC_RESTART_COUNT=0 WORLD_SIZE=2 sh -c 'touch " +
+          dir.path() + "/started'"))
       << result.out;
   EXPECT_FALSE(read_file(dir.path() + "/started"));
 }
@@ -260,9 +263,9 @@ TEST(LaunchEndToEnd, DryRunPrintsEachRankAndStartsNothing) {
 TEST(LaunchEndToEnd, LogDirWritesEachRanksOutputToItsFile) {
   TempDir dir;
   const std::string speak = "echo out-$RANK; echo err-$RANK >&2";
-  auto quiet = run_accel({"launch", "--nproc_per_node", "2", "--master_port", "0", "--log_dir", dir.path() + "/logs",
-                          "sh", "-c", speak},
-                         {{"OMP_NUM_THREADS", "1"}});
+  auto quiet = run_accel(
+      {"launch", "--nproc_per_node", "2", "--master_port", "0", "--log_dir", dir.path() + "/logs", "sh", "-c", speak},
+      {{"OMP_NUM_THREADS", "1"}});
   EXPECT_EQ(quiet.exit_code, 0) << quiet.err;
   for (int rank : {0, 1}) {
     auto log = read_file(dir.path() + "/logs/rank_" + std::to_string(rank) + ".log");
@@ -289,8 +292,8 @@ TEST(LaunchEndToEnd, LogDirWritesEachRanksOutputToItsFile) {
 // redirected, and only local rank 0 on the terminal.
 TEST(LaunchEndToEnd, StreamsGoWhereRedirectsTeeAndFilterSay) {
   TempDir dir;
-  auto result = run_accel({"launch", "--nproc_per_node", "2", "--master_port", "0", "--tee", "0:1", "--redirects",
-                           "2", "--local_ranks_filter", "0", "sh", "-c", "echo out-$RANK; echo err-$RANK >&2"},
+  auto result = run_accel({"launch", "--nproc_per_node", "2", "--master_port", "0", "--tee", "0:1", "--redirects", "2",
+                           "--local_ranks_filter", "0", "sh", "-c", "echo out-$RANK; echo err-$RANK >&2"},
                           {{"OMP_NUM_THREADS", "1"}, {"TMPDIR", dir.path()}});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_TRUE(has_line(result.out, "[rank 0] out-0")) << result.out;
@@ -315,13 +318,15 @@ TEST(LaunchEndToEnd, StreamsGoWhereRedirectsTeeAndFilterSay) {
 // command line: the ranks see the resolved settings as ACCELERATE_* variables.
 TEST(LaunchEndToEnd, ConfigFileEnvironmentAndFlagsReachTheRanks) {
   TempDir dir;
-  ASSERT_EQ(std::system(("mkdir -p " + dir.path() + "/accelerate && printf '"
+  ASSERT_EQ(std::system(("mkdir -p " + dir.path() +
+                         "/accelerate && printf '"
                          "distributed_type: MULTI_CPU\nnum_processes: 2\nmixed_precision: fp16\nuse_cpu: true\n' > " +
                          dir.path() + "/accelerate/default_config.yaml")
                             .c_str()),
             0);
-  std::string show = "echo $WORLD_SIZE $ACCELERATE_MIXED_PRECISION $ACCELERATE_USE_CPU "
-                     "${ACCELERATE_GRADIENT_ACCUMULATION_STEPS:-unset}";
+  std::string show =
+      "echo $WORLD_SIZE $ACCELERATE_MIXED_PRECISION $ACCELERATE_USE_CPU "
+      "${ACCELERATE_GRADIENT_ACCUMULATION_STEPS:-unset}";
   auto from_file = run_accel({"launch", "--master_port", "0", "sh", "-c", show},
                              {{"HF_HOME", dir.path()}, {"ACCELERATE_MIXED_PRECISION", std::nullopt}});
   EXPECT_EQ(from_file.exit_code, 0) << from_file.err;
@@ -337,8 +342,8 @@ TEST(LaunchEndToEnd, ConfigFileEnvironmentAndFlagsReachTheRanks) {
   EXPECT_TRUE(has_line(from_flags.out, "[rank 2] 3 no true 2")) << from_flags.out;
 
   auto dry = run_accel({"launch", "--dry_run", "--master_port", "1234", "prog"}, {{"HF_HOME", dir.path()}});
-  EXPECT_TRUE(has_line(dry.out, "  mixed_precision = fp16  (" + dir.path() +
-                                    "/accelerate/default_config.yaml: mixed_precision)"))
+  EXPECT_TRUE(has_line(
+      dry.out, "  mixed_precision = fp16  (" + dir.path() + "/accelerate/default_config.yaml: mixed_precision)"))
       << dry.out;
   EXPECT_TRUE(has_line(dry.out, "  master_port = 1234  (command line --master_port)")) << dry.out;
 }
@@ -346,8 +351,11 @@ TEST(LaunchEndToEnd, ConfigFileEnvironmentAndFlagsReachTheRanks) {
 TEST(LaunchEndToEnd, ConfigFileSettingItCannotHonourIsNamed) {
   TempDir dir;
   std::string path = dir.path() + "/ds.yaml";
-  ASSERT_EQ(std::system(("printf 'distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 2\n  offload_optimizer_device: nvme\nfuture_key: 1\n' > " +
-                         path).c_str()), 0);
+  ASSERT_EQ(std::system(("printf 'distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 2\n  "
+                         "offload_optimizer_device: nvme\nfuture_key: 1\n' > " +
+                         path)
+                            .c_str()),
+            0);
   auto result = run_accel({"launch", "--config_file", path, "sh", "-c", "touch " + dir.path() + "/started"});
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_NE(result.err.find(path + ": key 'deepspeed_config.offload_optimizer_device': 'nvme': offload to NVMe is "
@@ -361,11 +369,11 @@ TEST(LaunchEndToEnd, ConfigFileSettingItCannotHonourIsNamed) {
 // job succeeds; each restart is announced with the failure that caused it.
 TEST(LaunchEndToEnd, MaxRestartsRestartsTheWholeGroup) {
   TempDir dir;
-  auto result = run_accel(
-      {"launch", "--nproc_per_node", "2", "--master_port", "0", "--max_restarts", "2", "sh", "-c",
-       "echo attempt $TORCHELASTIC_RESTART_COUNT >> " + dir.path() + "/log.$RANK; " +
-           "if [ $RANK = 1 ] && [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then exit 5; fi; "
-           "if [ $RANK = 0 ] && [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then sleep 60; fi; echo done"});
+  auto result =
+      run_accel({"launch", "--nproc_per_node", "2", "--master_port", "0", "--max_restarts", "2", "sh", "-c",
+                 "echo attempt $TORCHELASTIC_RESTART_COUNT >> " + dir.path() + "/log.$RANK; " +
+                     "if [ $RANK = 1 ] && [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then exit 5; fi; "
+                     "if [ $RANK = 0 ] && [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then sleep 60; fi; echo done"});
   ASSERT_TRUE(result.finished);
   EXPECT_EQ(result.exit_code, 0) << result.err;
   EXPECT_TRUE(std::regex_search(result.err, std::regex(R"(rank 1 \(pid [0-9]+ on [^)]+\) exited with code 5)")))

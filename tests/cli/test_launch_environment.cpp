@@ -41,9 +41,9 @@ TEST(LaunchEnvironment, SharesHardwareThreadsLikeTorchrun) {
   using accel::cli::default_omp_num_threads;
   EXPECT_EQ(default_omp_num_threads(4, false, 16), 4u);
   EXPECT_EQ(default_omp_num_threads(3, false, 16), 5u);
-  EXPECT_EQ(default_omp_num_threads(8, false, 2), 1u);  // never zero
+  EXPECT_EQ(default_omp_num_threads(8, false, 2), 1u);             // never zero
   EXPECT_EQ(default_omp_num_threads(1, false, 16), std::nullopt);  // one rank owns the machine
-  EXPECT_EQ(default_omp_num_threads(4, true, 16), std::nullopt);  // the user's choice stands
+  EXPECT_EQ(default_omp_num_threads(4, true, 16), std::nullopt);   // the user's choice stands
 }
 
 // Numeric only: a name would depend on the machine's resolver.

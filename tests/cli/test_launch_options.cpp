@@ -103,10 +103,27 @@ TEST(LaunchOptions, RejectsInconsistentNodes) {
 }
 
 TEST(LaunchOptions, AccelerateNamesForTheSameSettings) {
-  auto config = parse_launch({"--num_machines", "2", "--machine_rank", "1", "--main_process_ip", "10.0.0.9",
-                              "--main_process_port", "4100", "--num_processes", "6", "--mixed_precision", "bf16",
-                              "--gradient_accumulation_steps", "4", "--cpu", "--max_restarts", "2",
-                              "--monitor_interval", "1", "--multi_gpu", "train"});
+  auto config = parse_launch({"--num_machines",
+                              "2",
+                              "--machine_rank",
+                              "1",
+                              "--main_process_ip",
+                              "10.0.0.9",
+                              "--main_process_port",
+                              "4100",
+                              "--num_processes",
+                              "6",
+                              "--mixed_precision",
+                              "bf16",
+                              "--gradient_accumulation_steps",
+                              "4",
+                              "--cpu",
+                              "--max_restarts",
+                              "2",
+                              "--monitor_interval",
+                              "1",
+                              "--multi_gpu",
+                              "train"});
   EXPECT_EQ(config.nnodes, 2);
   EXPECT_EQ(config.node_rank, 1);
   EXPECT_EQ(config.master_addr, "10.0.0.9");
@@ -121,9 +138,11 @@ TEST(LaunchOptions, AccelerateNamesForTheSameSettings) {
 }
 
 TEST(LaunchOptions, ProcessCountsMustAgree) {
-  EXPECT_NO_THROW(parse_launch({"--nnodes", "2", "--master_port", "9", "--nproc_per_node", "2", "--num_processes", "4", "t"}));
+  EXPECT_NO_THROW(
+      parse_launch({"--nnodes", "2", "--master_port", "9", "--nproc_per_node", "2", "--num_processes", "4", "t"}));
   EXPECT_THROW(parse_launch({"--nproc_per_node", "2", "--num_processes", "3", "t"}), CLI::ValidationError);
-  EXPECT_THROW(parse_launch({"--nnodes", "2", "--master_port", "9", "--num_processes", "3", "t"}), CLI::ValidationError);
+  EXPECT_THROW(parse_launch({"--nnodes", "2", "--master_port", "9", "--num_processes", "3", "t"}),
+               CLI::ValidationError);
   EXPECT_THROW(parse_launch({"--mixed_precision", "fp8", "t"}), CLI::ValidationError);
   EXPECT_THROW(parse_launch({"--gradient_accumulation_steps", "0", "t"}), CLI::ValidationError);
   EXPECT_THROW(parse_launch({"--max_restarts", "-1", "t"}), CLI::ValidationError);
@@ -131,8 +150,8 @@ TEST(LaunchOptions, ProcessCountsMustAgree) {
 
 // torchrun's and Accelerate's spellings: `-t 3` must not take PROGRAM for its value.
 TEST(LaunchOptions, OutputStreamChoices) {
-  auto config = parse_launch({"--nproc_per_node", "2", "--log-dir", "logs", "-r", "2", "-t", "0:1",
-                              "--local-ranks-filter", "0", "train"});
+  auto config = parse_launch(
+      {"--nproc_per_node", "2", "--log-dir", "logs", "-r", "2", "-t", "0:1", "--local-ranks-filter", "0", "train"});
   EXPECT_EQ(config.output.log_dir, "logs");
   ASSERT_TRUE(config.output.redirects && config.output.tee && config.output.local_ranks_filter);
   EXPECT_EQ(config.output.redirects->streams_of(1), 2u);

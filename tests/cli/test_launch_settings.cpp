@@ -60,8 +60,9 @@ TEST_F(LaunchSettingsTest, DefaultsWithoutAConfigFile) {
 }
 
 TEST_F(LaunchSettingsTest, CommandLineBeatsEnvironmentBeatsConfigFile) {
-  write_default_config("num_processes: 4\nnum_machines: 2\nmixed_precision: fp16\nmain_process_port: 1111\n"
-                       "use_cpu: false\nunknown_thing: 1\n");
+  write_default_config(
+      "num_processes: 4\nnum_machines: 2\nmixed_precision: fp16\nmain_process_port: 1111\n"
+      "use_cpu: false\nunknown_thing: 1\n");
   auto from_file = resolve({});
   std::string file = dir_ + "/accelerate/default_config.yaml";
   EXPECT_EQ(from_file.config_file, file);
@@ -150,7 +151,8 @@ TEST_F(LaunchSettingsTest, ShardingFromFlagsAndConfigFile) {
   flags.fsdp_sharding_strategy = "HYBRID_SHARD";
   EXPECT_EQ(accel::cli::rank_environment(resolve(flags), 0)["FSDP_SHARDING_STRATEGY"], "4");
   flags.fsdp_sharding_strategy = "HYBRID_SHARD_ZERO2";
-  EXPECT_NE(error_of(flags).find("--fsdp_sharding_strategy: HYBRID_SHARD_ZERO2 (HYBRID_SHARD_ZERO2, SHARD_GRAD_OP within a node"),
+  EXPECT_NE(error_of(flags).find(
+                "--fsdp_sharding_strategy: HYBRID_SHARD_ZERO2 (HYBRID_SHARD_ZERO2, SHARD_GRAD_OP within a node"),
             std::string::npos)
       << error_of(flags);
   flags.fsdp_sharding_strategy = "FULL_SHARD";
@@ -161,8 +163,9 @@ TEST_F(LaunchSettingsTest, ShardingFromFlagsAndConfigFile) {
   EXPECT_EQ(wrapped["FSDP_AUTO_WRAP_POLICY"], "TRANSFORMER_BASED_WRAP");
   EXPECT_EQ(wrapped["FSDP_TRANSFORMER_CLS_TO_WRAP"], "GPT2Block");
   flags.fsdp_transformer_layer_cls_to_wrap.reset();
-  EXPECT_NE(error_of(flags).find("--fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP needs fsdp_transformer_layer_cls_to_wrap"),
-            std::string::npos)
+  EXPECT_NE(
+      error_of(flags).find("--fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP needs fsdp_transformer_layer_cls_to_wrap"),
+      std::string::npos)
       << error_of(flags);
   flags.fsdp_auto_wrap_policy = "SIZE_BASED_WRAP";
   flags.fsdp_min_num_params = "many";

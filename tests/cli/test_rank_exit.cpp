@@ -18,8 +18,12 @@ int wait_status_of_child(void (*child)()) {
   ::waitpid(pid, &status, 0);
   return status;
 }
-int exited_with_0() { return wait_status_of_child([] { ::_exit(0); }); }
-int exited_with_3() { return wait_status_of_child([] { ::_exit(3); }); }
+int exited_with_0() {
+  return wait_status_of_child([] { ::_exit(0); });
+}
+int exited_with_3() {
+  return wait_status_of_child([] { ::_exit(3); });
+}
 int killed_by_sigkill() {
   return wait_status_of_child([] {
     ::raise(SIGKILL);

@@ -7,8 +7,8 @@ namespace {
 using accel::cli::closest_name;
 
 TEST(Suggest, TyposFindTheirFlag) {
-  const std::vector<std::string> flags = {"--nproc_per_node", "--nnodes", "--node_rank", "--num_processes",
-                                          "--master_port", "--mixed_precision"};
+  const std::vector<std::string> flags = {"--nproc_per_node", "--nnodes",      "--node_rank",
+                                          "--num_processes",  "--master_port", "--mixed_precision"};
   EXPECT_EQ(closest_name("--nproc_per_nod", flags), "--nproc_per_node");
   EXPECT_EQ(closest_name("--nprocs_per_node", flags), "--nproc_per_node");
   EXPECT_EQ(closest_name("--master_prot", flags), "--master_port");  // swapped neighbours count once

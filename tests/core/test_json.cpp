@@ -38,8 +38,8 @@ TEST(ParseJson, RefusesNestingBeyondTheLimitNamingLabelAndDepth) {
             "the input nests arrays and objects 100000 levels deep; the limit is 256");
   EXPECT_THAT(error_of(nested_objects(100000)), HasSubstr("100000 levels deep"));
   // Unclosed: the syntax error is found without recursion too.
-  EXPECT_THAT(error_of(std::string(100000, '[')), AllOf(HasSubstr("the input is not valid JSON"),
-                                                         HasSubstr("column 100001")));
+  EXPECT_THAT(error_of(std::string(100000, '[')),
+              AllOf(HasSubstr("the input is not valid JSON"), HasSubstr("column 100001")));
 }
 
 TEST(ParseJson, ReportsSyntaxErrorsWithThePosition) {

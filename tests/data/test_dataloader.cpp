@@ -33,10 +33,10 @@ TEST(DataLoader, ShuffleIsSeededPerEpochAndCoversEverySample) {
   accel::DataLoader a(numbers(10), options), b(numbers(10), options);
   auto first = epoch_labels(a), second = epoch_labels(a);
   EXPECT_EQ(std::set<int64_t>(first.begin(), first.end()).size(), 10u);
-  EXPECT_NE(first, second);             // epoch 1 reshuffles
-  EXPECT_EQ(first, epoch_labels(b));    // same seed, same order
+  EXPECT_NE(first, second);           // epoch 1 reshuffles
+  EXPECT_EQ(first, epoch_labels(b));  // same seed, same order
   b.set_epoch(1);
-  EXPECT_EQ(second, epoch_labels(b));   // set_epoch reproduces epoch 1
+  EXPECT_EQ(second, epoch_labels(b));  // set_epoch reproduces epoch 1
 }
 
 TEST(DataLoader, ShardedLoadersPartitionTheEpochAndReportTheRemainder) {

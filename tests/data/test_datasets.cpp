@@ -47,8 +47,9 @@ TEST(CsvDataset, ErrorsNameTheFileLineAndColumn) {
   EXPECT_NE(error_of([&] { accel::load_csv_dataset(short_row, "label"); }).find("no column named \"label\""),
             std::string::npos);
   auto fractional = write_temp("frac.csv", "x,y\n1,0.5\n");
-  EXPECT_NE(error_of([&] { accel::load_csv_dataset(fractional, "y"); })
-                .find("frac.csv:2: column \"y\" holds \"0.5\", not an integer"),
+  EXPECT_NE(error_of([&] {
+              accel::load_csv_dataset(fractional, "y");
+            }).find("frac.csv:2: column \"y\" holds \"0.5\", not an integer"),
             std::string::npos);
   EXPECT_NE(error_of([] { accel::load_csv_dataset("/nonexistent/data.csv", "y"); }).find("/nonexistent/data.csv"),
             std::string::npos);
@@ -86,8 +87,9 @@ TEST(CsvDataset, NumbersAreDecimalAndWholeCells) {
     EXPECT_NE(error.find(message), std::string::npos) << cell << ": " << error;
   }
   auto hex_label = write_temp("strict_label.csv", "x,label\n1,0x10\n");
-  EXPECT_NE(error_of([&] { accel::load_csv_dataset(hex_label, "label"); })
-                .find("strict_label.csv:2: column \"label\" holds \"0x10\", not an integer"),
+  EXPECT_NE(error_of([&] {
+              accel::load_csv_dataset(hex_label, "label");
+            }).find("strict_label.csv:2: column \"label\" holds \"0x10\", not an integer"),
             std::string::npos);
   auto float_label = write_temp("strict_label.csv", "x,label\n1,2.0\n");
   EXPECT_NE(error_of([&] { accel::load_csv_dataset(float_label, "label"); }).find("holds \"2.0\", not an integer"),
@@ -100,8 +102,9 @@ TEST(CsvDataset, HeaderWithByteOrderMarkAndDuplicateNames) {
   auto dataset = accel::load_csv_dataset(bom, "label");
   EXPECT_TRUE(at::equal(dataset->fields()[1], at::tensor({int64_t{1}})));
   auto duplicate = write_temp("dup.csv", "x,label,x\n1,2,3\n");
-  EXPECT_NE(error_of([&] { accel::load_csv_dataset(duplicate, "label"); })
-                .find("dup.csv:1: column 3 is named \"x\" like column 1; column names must differ"),
+  EXPECT_NE(error_of([&] {
+              accel::load_csv_dataset(duplicate, "label");
+            }).find("dup.csv:1: column 3 is named \"x\" like column 1; column names must differ"),
             std::string::npos);
 }
 
@@ -117,7 +120,8 @@ TEST(CallbackDataset, WritesSamplesStraightIntoBatchesAndTransforms) {
     float* x = static_cast<float*>(out[0]);
     x[0] *= 2;
   };
-  accel::CallbackDataset dataset(fields, [] { return int64_t{5}; }, read, double_x);
+  accel::CallbackDataset dataset(
+      fields, [] { return int64_t{5}; }, read, double_x);
   EXPECT_EQ(dataset.size(), 5);
   accel::Batch batch = dataset.get_batch({3, 1});
   EXPECT_TRUE(at::equal(batch[0], at::tensor({6.0f, -3.0f, 2.0f, -1.0f}).view({2, 2})));
@@ -128,9 +132,12 @@ TEST(CallbackDataset, RejectsBadSpecs) {
   auto read = [](int64_t, const std::vector<void*>&) {};
   auto length = [] { return int64_t{1}; };
   EXPECT_NE(error_of([&] { accel::CallbackDataset({}, length, read); }).find("at least one field"), std::string::npos);
-  EXPECT_NE(error_of([&] { accel::CallbackDataset({{at::kFloat, {0}}}, length, read); }).find("non-positive dimension 0"),
+  EXPECT_NE(error_of([&] {
+              accel::CallbackDataset({{at::kFloat, {0}}}, length, read);
+            }).find("non-positive dimension 0"),
             std::string::npos);
-  accel::CallbackDataset negative({{at::kFloat, {}}}, [] { return int64_t{-2}; }, read);
+  accel::CallbackDataset negative(
+      {{at::kFloat, {}}}, [] { return int64_t{-2}; }, read);
   EXPECT_NE(error_of([&] { negative.size(); }).find("returned -2"), std::string::npos);
 }
 

@@ -89,12 +89,12 @@ TEST_F(IdxTest, BadFilesNameTheFileAndOffset) {
   auto extra = labels({1, 2});
   extra.push_back(9);
   write_raw("extra", extra);
-  EXPECT_THAT(error_of([&] { accel::detail::read_idx(path("extra")); }), HasSubstr("extra bytes after the data, at byte 10"));
+  EXPECT_THAT(error_of([&] { accel::detail::read_idx(path("extra")); }),
+              HasSubstr("extra bytes after the data, at byte 10"));
   EXPECT_THAT(error_of([&] { accel::detail::read_idx(path("missing")); }), HasSubstr("cannot be opened"));
   write_raw("img", images(2, {0, 0, 0, 0, 0, 0, 0, 0}));
   write_raw("lbl", labels({1, 2, 3}));
-  EXPECT_THAT(error_of([&] { accel::load_idx_dataset(path("img"), path("lbl")); }),
-              HasSubstr("holds 2 images but"));
+  EXPECT_THAT(error_of([&] { accel::load_idx_dataset(path("img"), path("lbl")); }), HasSubstr("holds 2 images but"));
 }
 
 // The header is checked against the file before anything is allocated: a

@@ -41,8 +41,8 @@ accel::ShardPlacement placement(int P, int p, std::shared_ptr<accel::GradientSta
 
 // The batches every process of a dispatched loader gets: the main process runs
 // first and records what it broadcasts; the others replay it.
-std::vector<Batches> dispatched(const std::function<std::unique_ptr<accel::DataLoader>()>& make, int P,
-                                bool split, std::vector<int64_t>* last_remainders) {
+std::vector<Batches> dispatched(const std::function<std::unique_ptr<accel::DataLoader>()>& make, int P, bool split,
+                                std::vector<int64_t>* last_remainders) {
   std::vector<std::optional<accel::Batch>> sent;
   std::vector<Batches> out;
   for (int p = 0; p < P; ++p) {
@@ -77,7 +77,7 @@ TEST(LoaderParity, SkipFirstBatchesShortensTheLengthOfThatPass) {
     auto skipped = loader.skip_first_batches(1);
     EXPECT_EQ(skipped->num_batches(), 2);
     EXPECT_EQ(epoch(*skipped).size(), 2u);
-    EXPECT_EQ(skipped->num_batches(), 3);  // later passes are whole
+    EXPECT_EQ(skipped->num_batches(), 3);                       // later passes are whole
     EXPECT_EQ(loader.skip_first_batches(7)->num_batches(), 0);  // never negative
   }
   accel::DataLoader stream(std::make_shared<accel_test::CountingStream>(10), options);
@@ -128,7 +128,9 @@ TEST(LoaderParity, DispatchSplitsTheLastBatchWithoutPadding) {
   options.batch_size = 4;
   std::vector<int64_t> remainders;
   // The example: range(10), batch 4, 2 processes.
-  auto stream = [&] { return std::make_unique<accel::DataLoader>(std::make_shared<accel_test::CountingStream>(10), options); };
+  auto stream = [&] {
+    return std::make_unique<accel::DataLoader>(std::make_shared<accel_test::CountingStream>(10), options);
+  };
   EXPECT_EQ(dispatched(stream, 2, false, &remainders),
             (std::vector<Batches>{{{0, 1, 2, 3}, {8}}, {{4, 5, 6, 7}, {9}}}));
   EXPECT_EQ(remainders, (std::vector<int64_t>{2, 2}));

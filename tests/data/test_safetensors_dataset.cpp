@@ -59,18 +59,24 @@ TEST(SafetensorsDataset, ErrorsNameTheDirectoryFileAndTensor) {
 
   std::string dir = fresh_dir("shards_bad");
   write_shard(dir + "/a.safetensors", 0, 2);
-  EXPECT_NE(error_of([&] { accel::load_safetensors_dataset(dir, {"inputs", "labels"}); })
-                .find("a.safetensors has no tensor 'labels'"),
+  EXPECT_NE(error_of([&] {
+              accel::load_safetensors_dataset(dir, {"inputs", "labels"});
+            }).find("a.safetensors has no tensor 'labels'"),
             std::string::npos);
 
-  accel::save_safetensors(dir + "/b.safetensors", {{"inputs", at::zeros({2, 4})}, {"targets", at::zeros({2}, at::kLong)}});
-  EXPECT_NE(error_of([&] { accel::load_safetensors_dataset(dir, {"inputs", "targets"}); }).find("b.safetensors"),
+  accel::save_safetensors(dir + "/b.safetensors",
+                          {{"inputs", at::zeros({2, 4})}, {"targets", at::zeros({2}, at::kLong)}});
+  EXPECT_NE(error_of([&] {
+              accel::load_safetensors_dataset(dir, {"inputs", "targets"});
+            }).find("b.safetensors"),
             std::string::npos);
 
   std::string uneven = fresh_dir("shards_uneven");
-  accel::save_safetensors(uneven + "/a.safetensors", {{"inputs", at::zeros({3, 2})}, {"targets", at::zeros({2}, at::kLong)}});
-  EXPECT_NE(error_of([&] { accel::load_safetensors_dataset(uneven, {"inputs", "targets"}); })
-                .find("'targets' has 2 rows but 'inputs' has 3"),
+  accel::save_safetensors(uneven + "/a.safetensors",
+                          {{"inputs", at::zeros({3, 2})}, {"targets", at::zeros({2}, at::kLong)}});
+  EXPECT_NE(error_of([&] {
+              accel::load_safetensors_dataset(uneven, {"inputs", "targets"});
+            }).find("'targets' has 2 rows but 'inputs' has 3"),
             std::string::npos);
 }
 

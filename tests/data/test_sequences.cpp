@@ -49,8 +49,7 @@ accel::TokenSequences three() {  // lengths 3, 1, 2
 
 TEST(TokenSequences, JsonlReadsIdsUnderTheKeyOrBareArrays) {
   auto path = write_temp("ids.jsonl", "{\"input_ids\": [1, 2, 3], \"x\": 1}\n\n[4]\n");
-  EXPECT_NE(error_of([&] { accel::load_jsonl_sequences(path); }).find(":3: expected a JSON object"),
-            std::string::npos);
+  EXPECT_NE(error_of([&] { accel::load_jsonl_sequences(path); }).find(":3: expected a JSON object"), std::string::npos);
   auto keyed = accel::load_jsonl_sequences(write_temp("k.jsonl", "{\"input_ids\": [1, 2, 3]}\n{\"input_ids\": []}\n"));
   EXPECT_EQ(keyed.lengths(), (std::vector<int64_t>{3, 0}));
   auto bare = accel::load_jsonl_sequences(write_temp("bare.jsonl", "[4, 5]\r\n[6]\n"), "");
@@ -64,8 +63,8 @@ TEST(TokenSequences, JsonlLabelsPerSampleOrPerToken) {
       "input_ids", "label");
   EXPECT_EQ(per_sample.label_kind, accel::LabelKind::PerSample);
   EXPECT_EQ(as_vector(per_sample.labels), (std::vector<int64_t>{1, 0}));
-  auto per_token = accel::load_jsonl_sequences(
-      write_temp("pt.jsonl", "{\"input_ids\": [1, 2], \"tags\": [3, 4]}\n"), "input_ids", "tags");
+  auto per_token = accel::load_jsonl_sequences(write_temp("pt.jsonl", "{\"input_ids\": [1, 2], \"tags\": [3, 4]}\n"),
+                                               "input_ids", "tags");
   EXPECT_EQ(per_token.label_kind, accel::LabelKind::PerToken);
   EXPECT_EQ(as_vector(per_token.labels), (std::vector<int64_t>{3, 4}));
 }
@@ -86,13 +85,12 @@ TEST(TokenSequences, JsonlErrorsNameFileLineAndValue) {
   EXPECT_NE(bad("{\"input_ids\": [1,").find("bad.jsonl:2 is not valid JSON"), std::string::npos);
   EXPECT_NE(bad("{\"input_ids\": [1], \"y\": [1, 2]}", 0, "y").find(":1: no key 'y'"), std::string::npos);
   auto path = write_temp("len.jsonl", "{\"input_ids\": [1], \"y\": [1, 2]}\n");
-  EXPECT_NE(error_of([&] { accel::load_jsonl_sequences(path, "input_ids", "y"); })
-                .find(":1: 'y' has 2 labels for 1 ids"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([&] { accel::load_jsonl_sequences(path, "input_ids", "y"); }).find(":1: 'y' has 2 labels for 1 ids"),
+      std::string::npos);
   EXPECT_NE(error_of([&] { accel::load_jsonl_sequences(write_temp("empty.jsonl", "\n")); }).find("holds no sequence"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { accel::load_jsonl_sequences(::testing::TempDir() + "missing.jsonl"); })
-                .find("cannot open"),
+  EXPECT_NE(error_of([&] { accel::load_jsonl_sequences(::testing::TempDir() + "missing.jsonl"); }).find("cannot open"),
             std::string::npos);
 }
 
@@ -109,13 +107,22 @@ std::vector<std::string> texts(const accel::TokenSequences& s) {
 }
 
 TEST(TokenSequences, TextSplitRules) {
-  auto path = write_temp("text.txt", "ab\r\n\ncd\n%\n\xff" "e\n%\n");
+  auto path = write_temp("text.txt",
+                         "ab\r\n\ncd\n%\n\xff"
+                         "e\n%\n");
   accel::TextSplit split;
-  EXPECT_EQ(texts(accel::load_text_sequences(path, split)), (std::vector<std::string>{"ab", "cd", "%", "\xff" "e", "%"}));
+  EXPECT_EQ(texts(accel::load_text_sequences(path, split)), (std::vector<std::string>{"ab", "cd", "%",
+                                                                                      "\xff"
+                                                                                      "e",
+                                                                                      "%"}));
   split.rule = accel::TextSplit::Rule::Paragraphs;
-  EXPECT_EQ(texts(accel::load_text_sequences(path, split)), (std::vector<std::string>{"ab\r\n", "cd\n%\n\xff" "e\n%\n"}));
+  EXPECT_EQ(texts(accel::load_text_sequences(path, split)), (std::vector<std::string>{"ab\r\n",
+                                                                                      "cd\n%\n\xff"
+                                                                                      "e\n%\n"}));
   split.rule = accel::TextSplit::Rule::Separator;
-  EXPECT_EQ(texts(accel::load_text_sequences(path, split)), (std::vector<std::string>{"ab\r\n\ncd\n", "\xff" "e\n"}));
+  EXPECT_EQ(texts(accel::load_text_sequences(path, split)), (std::vector<std::string>{"ab\r\n\ncd\n",
+                                                                                      "\xff"
+                                                                                      "e\n"}));
   EXPECT_EQ(accel::load_text_sequences(path, split).ids[8].item<int64_t>(), 255);  // bytes are unsigned ids
   split.rule = accel::TextSplit::Rule::Chunks;
   split.chunk_length = 4;
@@ -128,9 +135,9 @@ TEST(TokenSequences, TextSplitRules) {
   split.chunk_length = 0;
   EXPECT_EQ(code_of([&] { accel::load_text_sequences(path, split); }), accel::ErrorCode::InvalidArgument);
   split.rule = accel::TextSplit::Rule::Lines;
-  EXPECT_NE(error_of([&] { accel::load_text_sequences(write_temp("blank.txt", "\n\n"), split); })
-                .find("yields no sample"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([&] { accel::load_text_sequences(write_temp("blank.txt", "\n\n"), split); }).find("yields no sample"),
+      std::string::npos);
 }
 
 TEST(TokenSequences, SafetensorsFlatIdsAndOffsets) {
@@ -148,18 +155,20 @@ TEST(TokenSequences, SafetensorsFlatIdsAndOffsets) {
   EXPECT_EQ(s.lengths(), (std::vector<int64_t>{1, 3}));
   EXPECT_EQ(s.ids.scalar_type(), at::kLong);
   auto bad_offsets = write("bad.safetensors", {0, 3, 2});
-  EXPECT_NE(error_of([&] { accel::load_safetensors_sequences(bad_offsets); })
-                .find("bad.safetensors: token sequences: offsets[2] = 2 is less than offsets[1] = 3"),
+  EXPECT_NE(error_of([&] {
+              accel::load_safetensors_sequences(bad_offsets);
+            }).find("bad.safetensors: token sequences: offsets[2] = 2 is less than offsets[1] = 3"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { accel::load_safetensors_sequences(write("v.safetensors", offsets), "input_ids",
-                                                             "offsets", "", 6); })
-                .find("sequence 1, position 2: id 6 is not below the vocab size 6"),
+  EXPECT_NE(error_of([&] {
+              accel::load_safetensors_sequences(write("v.safetensors", offsets), "input_ids", "offsets", "", 6);
+            }).find("sequence 1, position 2: id 6 is not below the vocab size 6"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { accel::load_safetensors_sequences(write("f.safetensors", offsets), "f"); })
-                .find("tensor 'f' in "),
-            std::string::npos);
-  EXPECT_NE(error_of([&] { accel::load_safetensors_sequences(write("m.safetensors", offsets), "nope"); })
-                .find("has no tensor 'nope'"),
+  EXPECT_NE(
+      error_of([&] { accel::load_safetensors_sequences(write("f.safetensors", offsets), "f"); }).find("tensor 'f' in "),
+      std::string::npos);
+  EXPECT_NE(error_of([&] {
+              accel::load_safetensors_sequences(write("m.safetensors", offsets), "nope");
+            }).find("has no tensor 'nope'"),
             std::string::npos);
 }
 
@@ -187,8 +196,9 @@ TEST(Padding, MaxLengthTruncatesOrRefuses) {
   options.max_length = 2;
   accel::SequenceDataset refusing(three(), options);
   EXPECT_EQ(refusing.get_batch({1, 2})[0].size(1), 2);
-  EXPECT_NE(error_of([&] { refusing.get_batch({1, 0}); })
-                .find("sample 0 has 3 tokens, more than max_length 2"),
+  EXPECT_NE(error_of([&] {
+              refusing.get_batch({1, 0});
+            }).find("sample 0 has 3 tokens, more than max_length 2"),
             std::string::npos);
   options.truncate = true;
   accel::SequenceDataset cutting(three(), options);
@@ -210,15 +220,21 @@ TEST(Padding, DatasetLabelsArePaddedWithIgnoreIndex) {
 }
 
 TEST(TokenSequences, MakeRefusesBadOffsetsAndIds) {
-  EXPECT_NE(error_of([] { accel::make_token_sequences(longs({1, -2}), longs({0, 2})); })
-                .find("sequence 0, position 1: id -2 is negative"),
+  EXPECT_NE(error_of([] {
+              accel::make_token_sequences(longs({1, -2}), longs({0, 2}));
+            }).find("sequence 0, position 1: id -2 is negative"),
             std::string::npos);
-  EXPECT_NE(error_of([] { accel::make_token_sequences(longs({1}), longs({0, 2})); }).find("the last offset is 2"),
+  EXPECT_NE(error_of([] {
+              accel::make_token_sequences(longs({1}), longs({0, 2}));
+            }).find("the last offset is 2"),
             std::string::npos);
-  EXPECT_NE(error_of([] { accel::make_token_sequences(at::ones({2}), longs({0, 2})); }).find("1-D int64"),
+  EXPECT_NE(error_of([] {
+              accel::make_token_sequences(at::ones({2}), longs({0, 2}));
+            }).find("1-D int64"),
             std::string::npos);
-  EXPECT_NE(error_of([] { accel::make_token_sequences(longs({1}), longs({0, 1}), longs({1, 2, 3})); })
-                .find("labels has 3 entries"),
+  EXPECT_NE(error_of([] {
+              accel::make_token_sequences(longs({1}), longs({0, 1}), longs({1, 2, 3}));
+            }).find("labels has 3 entries"),
             std::string::npos);
 }
 
@@ -239,15 +255,18 @@ TEST(Collate, CallerFunctionGetsTheSamplesAndItsShapesAreChecked) {
   accel::SequenceDataset ragged(three(), {"input_ids"}, [](const std::vector<accel::SequenceSample>&) {
     return accel::Batch{at::zeros({3, 4}, at::kLong)};
   });
-  EXPECT_NE(error_of([&] { ragged.get_batch({0, 1}); })
-                .find("field 'input_ids' has shape [3, 4], expected [2, ...]"),
+  EXPECT_NE(error_of([&] {
+              ragged.get_batch({0, 1});
+            }).find("field 'input_ids' has shape [3, 4], expected [2, ...]"),
             std::string::npos);
   accel::SequenceDataset short_of(three(), {"a", "b"}, [](const std::vector<accel::SequenceSample>& s) {
     return accel::Batch{at::zeros({static_cast<int64_t>(s.size())})};
   });
   EXPECT_NE(error_of([&] { short_of.get_batch({0}); }).find("returned 1 tensors for the 2 field names"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { accel::SequenceDataset(three(), {"a", "a"}, collate); }).find("'a' repeats"),
+  EXPECT_NE(error_of([&] {
+              accel::SequenceDataset(three(), {"a", "a"}, collate);
+            }).find("'a' repeats"),
             std::string::npos);
 }
 
@@ -255,8 +274,8 @@ TEST(LengthGrouped, MatchesTransformersGetLengthGroupedIndices) {
   std::vector<int64_t> lengths;
   for (int64_t i = 0; i < 37; ++i) lengths.push_back((i * 7) % 13 + 1);
   // transformers 4.49 get_length_grouped_indices(lengths, 4, generator=torch.Generator().manual_seed(5))
-  std::vector<int64_t> expected{24, 27, 12, 10, 8,  4,  30, 0,  20, 33, 1,  25, 23, 21, 26, 13, 22, 16, 34,
-                                19, 32, 17, 15, 28, 31, 35, 9,  7,  18, 3,  36, 6,  11, 5,  29, 14, 2};
+  std::vector<int64_t> expected{24, 27, 12, 10, 8,  4,  30, 0, 20, 33, 1, 25, 23, 21, 26, 13, 22, 16, 34,
+                                19, 32, 17, 15, 28, 31, 35, 9, 7,  18, 3, 36, 6,  11, 5,  29, 14, 2};
   auto batches = accel::length_grouped_batches(lengths, 4, 5);
   ASSERT_EQ(batches.size(), 10u);
   std::vector<int64_t> flat;

@@ -114,7 +114,7 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < got.size(); ++i) {
     double err = (got[i] - want[i]).abs().max().item<double>();
     check(err < kTolerance, "parameter " + std::to_string(i) + " equals the single-process large-batch run (err " +
-                          std::to_string(err) + ")");
+                                std::to_string(err) + ")");
   }
   std::printf("rank %d: accumulation ok over %d micro-steps, %d syncs\n", rank, micro, synced);
   return 0;

@@ -116,14 +116,19 @@ int main(int argc, char** argv) {
   };
   // Pieces are at most 1 MiB (a quarter of net.core.wmem_max where smaller):
   // the last two cases take several, the last piece short.
-  const std::vector<Case> cases = {{1, at::kFloat},     {1000, at::kFloat}, {102770, at::kFloat},
-                                   {4097, at::kDouble},  {333, at::kLong},   {5000, at::kInt},
+  const std::vector<Case> cases = {{1, at::kFloat},
+                                   {1000, at::kFloat},
+                                   {102770, at::kFloat},
+                                   {4097, at::kDouble},
+                                   {333, at::kLong},
+                                   {5000, at::kInt},
                                    {2048, at::kHalf},
-                                   {(1 << 20) / 4, at::kFloat}, {3 * (1 << 20) / 8 + 5, at::kDouble}};
+                                   {(1 << 20) / 4, at::kFloat},
+                                   {3 * (1 << 20) / 8 + 5, at::kDouble}};
   for (size_t k = 0; k < cases.size(); ++k) {
     const Case& c = cases[k];
-    const std::string what = "case " + std::to_string(k) + " (" + std::to_string(c.numel) + " x " +
-                             c10::toString(c.dtype) + ")";
+    const std::string what =
+        "case " + std::to_string(k) + " (" + std::to_string(c.numel) + " x " + c10::toString(c.dtype) + ")";
     at::Tensor mine = input(rank, static_cast<int>(k), c.numel, c.dtype);
     at::Tensor expected = mine + input(peer, static_cast<int>(k), c.numel, c.dtype);
     at::Tensor direct = mine.clone(), gloo = mine.clone();

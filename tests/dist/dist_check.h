@@ -10,13 +10,13 @@
 
 static int dist_check_rank = -1;
 
-#define CHECK(cond)                                                                                \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      fprintf(stderr, "rank %d: %s:%d: check failed: %s (last error: %s)\n", dist_check_rank, __FILE__, \
-              __LINE__, #cond, accel_last_error());                                                \
-      exit(1);                                                                                     \
-    }                                                                                              \
+#define CHECK(cond)                                                                                               \
+  do {                                                                                                            \
+    if (!(cond)) {                                                                                                \
+      fprintf(stderr, "rank %d: %s:%d: check failed: %s (last error: %s)\n", dist_check_rank, __FILE__, __LINE__, \
+              #cond, accel_last_error());                                                                         \
+      exit(1);                                                                                                    \
+    }                                                                                                             \
   } while (0)
 
 #define CHECK_OK(call) CHECK((call) == ACCEL_OK)

@@ -14,8 +14,8 @@ static accel_tensor* make(const float* data, int64_t rows, int64_t cols) {
   /* cols 0: a vector of rows elements */
   int64_t shape[2] = {rows, cols};
   accel_tensor* t = NULL;
-  CHECK_OK(accel_tensor_from_buffer(data, sizeof(float) * (size_t)(cols > 0 ? rows * cols : rows), ACCEL_FLOAT32,
-                                    shape, cols > 0 ? 2 : 1, &t));
+  CHECK_OK(accel_tensor_from_buffer(data, sizeof(float) * (size_t)(cols > 0 ? rows * cols : rows), ACCEL_FLOAT32, shape,
+                                    cols > 0 ? 2 : 1, &t));
   return t;
 }
 
@@ -47,8 +47,10 @@ int main(int argc, char** argv) {
   { /* split_range: fewer items than processes leaves the last one empty. */
     int64_t start = -1, end = -1, padded = -1;
     CHECK_OK(accel_accelerator_split_range(acc, world - 1, 0, &start, &end, &padded));
-    if (rank < world - 1) CHECK(start == rank && end == rank + 1 && padded == 1);
-    else CHECK(start == world - 1 && end == world - 1 && padded == 0);
+    if (rank < world - 1)
+      CHECK(start == rank && end == rank + 1 && padded == 1);
+    else
+      CHECK(start == world - 1 && end == world - 1 && padded == 0);
     CHECK_OK(accel_accelerator_split_range(acc, world - 1, 1, &start, &end, &padded));
     CHECK(padded == 1); /* the surplus process gets a copy of the last item */
     /* Accelerate's test_split_between_processes_list: 3P-1 items padded, 3 each. */
@@ -154,8 +156,10 @@ int main(int argc, char** argv) {
     accel_tensor* bytes = NULL;
     int64_t n = 0;
     snprintf(text, sizeof text, "hello from %d", world - 1);
-    if (rank == world - 1) CHECK_OK(accel_accelerator_broadcast_object(acc, text, strlen(text), world - 1, &bytes));
-    else CHECK_OK(accel_accelerator_broadcast_object(acc, NULL, 0, world - 1, &bytes));
+    if (rank == world - 1)
+      CHECK_OK(accel_accelerator_broadcast_object(acc, text, strlen(text), world - 1, &bytes));
+    else
+      CHECK_OK(accel_accelerator_broadcast_object(acc, NULL, 0, world - 1, &bytes));
     CHECK_OK(accel_tensor_numel(bytes, &n));
     CHECK(n == (int64_t)strlen(text));
     CHECK_OK(accel_tensor_copy_to(bytes, got, (size_t)n));

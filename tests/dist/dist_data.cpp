@@ -82,8 +82,8 @@ int main(int argc, char** argv) {
             if (options.dataloader.even_batches) {
               check(counts.min().item<int64_t>() == counts.max().item<int64_t>(), name + ": batch counts differ");
             } else {
-              auto everyone = accelerator.gather_object(std::string(reinterpret_cast<const char*>(own.data()),
-                                                                    own.size() * sizeof(int64_t)));
+              auto everyone = accelerator.gather_object(
+                  std::string(reinterpret_cast<const char*>(own.data()), own.size() * sizeof(int64_t)));
               gathered.clear();
               for (const auto& bytes : everyone) {
                 const int64_t* v = reinterpret_cast<const int64_t*>(bytes.data());

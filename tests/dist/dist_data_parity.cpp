@@ -110,8 +110,10 @@ int main(int argc, char** argv) {
       int64_t last_remainder = -2;
       while (auto batch = loader.next()) {
         mine.push_back(as_vector((*batch)[1]));
-        if (accelerator.end_of_dataloader()) last_remainder = accelerator.remainder();
-        else check(accelerator.remainder() == -1, name + ": a stream's remainder is unknown before its end");
+        if (accelerator.end_of_dataloader())
+          last_remainder = accelerator.remainder();
+        else
+          check(accelerator.remainder() == -1, name + ": a stream's remainder is unknown before its end");
         auto all = as_vector(accelerator.gather_for_metrics((*batch)[1]));
         gathered.insert(gathered.end(), all.begin(), all.end());
       }

@@ -101,12 +101,16 @@ std::string gpt_spec() {
                       R"(, "nhead": 4, "dim_feedforward": 64, "dropout": 0.0, "activation": "gelu",
                       "batch_first": true, "norm_first": true, "causal": true)";
   return R"({"inputs": ["input_ids", {"name": "labels", "optional": true}], "nodes": [
-    {"name": "wte", "type": "Embedding", "num_embeddings": )" + std::to_string(kGptVocab) + R"(, "embedding_dim": )" + w + R"(},
-    {"name": "wpe", "type": "PositionalEmbedding", "num_positions": )" + std::to_string(kGptLength) +
-         R"(, "embedding_dim": )" + w + R"(, "batch_first": true},
-    {"name": "h0", )" + block + R"(}, {"name": "h1", )" + block + R"(},
-    {"name": "ln_f", "type": "LayerNorm", "normalized_shape": )" + w + R"(},
-    {"name": "logits", "type": "Linear", "in_features": )" + w + R"(, "out_features": )" + std::to_string(kGptVocab) +
+    {"name": "wte", "type": "Embedding", "num_embeddings": )" +
+         std::to_string(kGptVocab) + R"(, "embedding_dim": )" + w + R"(},
+    {"name": "wpe", "type": "PositionalEmbedding", "num_positions": )" +
+         std::to_string(kGptLength) + R"(, "embedding_dim": )" + w + R"(, "batch_first": true},
+    {"name": "h0", )" +
+         block + R"(}, {"name": "h1", )" + block + R"(},
+    {"name": "ln_f", "type": "LayerNorm", "normalized_shape": )" +
+         w + R"(},
+    {"name": "logits", "type": "Linear", "in_features": )" +
+         w + R"(, "out_features": )" + std::to_string(kGptVocab) +
          R"(, "bias": true, "weight": "wte.weight"},
     {"name": "loss", "type": "CausalLMLoss", "input": ["logits", "labels"]}], "outputs": ["loss"]})";
 }
@@ -196,7 +200,8 @@ constexpr Tolerance kFloat32Tolerance{1e-5, 1e-4, 1e-5};
 constexpr Tolerance kFloat64Tolerance{1e-9, 1e-9, 1e-9};
 
 int train(int argc, char** argv) {
-  const bool adam = std::strcmp(argv[2], "adamw") == 0, clip = has(argc, argv, "clip"), accum = has(argc, argv, "accum");
+  const bool adam = std::strcmp(argv[2], "adamw") == 0, clip = has(argc, argv, "clip"),
+             accum = has(argc, argv, "accum");
   const char* wrap = arg_after(argc, argv, "wrap");
   // FULL_SHARD with activation checkpointing / a spec with dropout (both runs).
   const bool checkpointing = has(argc, argv, "checkpointing"), dropout = has(argc, argv, "dropout");
@@ -216,10 +221,10 @@ int train(int argc, char** argv) {
     setenv("LOCAL_RANK", std::to_string(global_rank % (world_size / 2)).c_str(), 1);
   }
   const char* zero = arg_after(argc, argv, "zero");  // 1 or 2: ZeRO-1/ZeRO-2 instead of FULL_SHARD
-  const accel::ShardingStrategy sharded =
-      zero ? (std::strcmp(zero, "1") == 0 ? accel::ShardingStrategy::ShardOptimizer : accel::ShardingStrategy::ShardGradOp)
-      : hybrid ? accel::ShardingStrategy::HybridShard
-               : accel::ShardingStrategy::FullShard;
+  const accel::ShardingStrategy sharded = zero ? (std::strcmp(zero, "1") == 0 ? accel::ShardingStrategy::ShardOptimizer
+                                                                              : accel::ShardingStrategy::ShardGradOp)
+                                          : hybrid ? accel::ShardingStrategy::HybridShard
+                                                   : accel::ShardingStrategy::FullShard;
   accel::AcceleratorOptions options = full_shard_options();
   options.sharding_strategy = record ? accel::ShardingStrategy::NoShard : sharded;
   options.gradient_accumulation_steps = kMicro;
@@ -235,13 +240,15 @@ int train(int argc, char** argv) {
   const int rank = accelerator.process_index(), world = accelerator.num_processes();
   rank_for_messages = rank;
   check(accelerator.cpu_offload() == offload, std::string("cpu_offload is ") + (offload ? "on" : "off"));
-  check(record || accelerator.sharding_strategy() == sharded, std::string("the strategy is ") + accel::to_string(sharded));
+  check(record || accelerator.sharding_strategy() == sharded,
+        std::string("the strategy is ") + accel::to_string(sharded));
   // The processes one parameter is sharded over: the node's under HYBRID_SHARD.
   const int shard_size = hybrid ? std::atoi(std::getenv("LOCAL_WORLD_SIZE")) : world;
 
   const int64_t per_update = kBatch * kMicro * world;
   at::manual_seed(5);  // the same data everywhere
-  at::Tensor x = at::randn({kUpdates * per_update, 784}).to(dtype), y = at::randint(0, 10, {kUpdates * per_update}, at::kLong);
+  at::Tensor x = at::randn({kUpdates * per_update, 784}).to(dtype),
+             y = at::randint(0, 10, {kUpdates * per_update}, at::kLong);
   at::Tensor ids = at::randint(0, script ? kScriptVocab : kGptVocab, {kUpdates * per_update, kGptLength}, at::kLong);
   const std::string spec = gpt ? gpt_spec() : dropout ? mlp_with_dropout_spec() : mlp_spec();
   at::manual_seed(6);
@@ -266,7 +273,8 @@ int train(int argc, char** argv) {
   };
   accel::Model model = load();
   widen(model);
-  const std::vector<int64_t> script_units = script ? script_unit_numel(model, classes != nullptr) : std::vector<int64_t>{};
+  const std::vector<int64_t> script_units =
+      script ? script_unit_numel(model, classes != nullptr) : std::vector<int64_t>{};
   auto hyper = accel::OptimizerOptions::defaults(adam ? accel::OptimizerKind::AdamW : accel::OptimizerKind::Sgd);
   hyper.lr = adam ? 1e-3 : 0.05;
   if (const char* lr = arg_after(argc, argv, "lr")) hyper.lr = std::atof(lr);
@@ -278,9 +286,10 @@ int train(int argc, char** argv) {
     } catch (const accel::Error& error) {
       const std::string message = error.what();
       const char* known = script ? "GPT2Block" : "TransformerEncoderLayer";  // what the model has
-      check(error.code() == accel::ErrorCode::InvalidArgument && message.find(classes) != std::string::npos &&
-                message.find(known) != std::string::npos,
-            std::string("prepare refuses wrap class ") + classes + " naming it and the model's classes, got: " + message);
+      check(
+          error.code() == accel::ErrorCode::InvalidArgument && message.find(classes) != std::string::npos &&
+              message.find(known) != std::string::npos,
+          std::string("prepare refuses wrap class ") + classes + " naming it and the model's classes, got: " + message);
       check(model.parameters().front().numel() > 0, "the refused prepare left the parameters whole");
       std::printf("rank %d: refused as expected: %s\n", rank, message.c_str());
       return 0;
@@ -326,15 +335,15 @@ int train(int argc, char** argv) {
   const accel::HeldBytes held = accelerator.held_bytes(model, &optimizer);
   // accel estimate-memory's figure for this strategy is within 10% of what is held.
   for (const accel::MemoryEstimate& e :
-       gpt || zero ? std::vector<accel::MemoryEstimate>{}  // estimate-memory sizes sequential specs' units only
-           : accel::estimate_memory(script ? std::string(script) + "/model.pt"
-                                           : std::string(ACCEL_SOURCE_DIR "/bench/workloads/mlp.json"),
-                                    world, adam ? accel::OptimizerKind::AdamW : accel::OptimizerKind::Sgd,
-                                    min_num_params, offload)) {
+       gpt || zero
+           ? std::vector<accel::MemoryEstimate>{}  // estimate-memory sizes sequential specs' units only
+           : accel::estimate_memory(
+                 script ? std::string(script) + "/model.pt" : std::string(ACCEL_SOURCE_DIR "/bench/workloads/mlp.json"),
+                 world, adam ? accel::OptimizerKind::AdamW : accel::OptimizerKind::Sgd, min_num_params, offload)) {
     if (e.strategy != accelerator.sharding_strategy()) continue;
     // The estimate sizes the spec's float32 tensors; f64 holds twice the bytes.
-    const double estimated = (f64 ? 2.0 : 1.0) *
-                             static_cast<double>(e.bytes.parameters + e.bytes.gradients + e.bytes.optimizer_state);
+    const double estimated =
+        (f64 ? 2.0 : 1.0) * static_cast<double>(e.bytes.parameters + e.bytes.gradients + e.bytes.optimizer_state);
     const double measured = static_cast<double>(held.parameters + held.gradients + held.optimizer_state);
     check(std::abs(estimated - measured) <= 0.1 * measured,
           "estimate_memory says " + std::to_string(estimated) + " bytes, " + std::to_string(measured) + " are held");
@@ -374,41 +383,45 @@ int train(int argc, char** argv) {
     if (error > worst) worst = error, worst_name = name;
   }
   // Printed before the checks, so a log shows the margin of a passing run too.
-  std::printf("rank %d: %s %s %s vs NO_SHARD over %lld steps: worst loss error %g, norm error %g, parameter error %g (%s)\n",
-              rank, accel::to_string(sharded), argv[2], f64 ? "float64" : "float32", static_cast<long long>(kUpdates),
-              worst_loss, worst_norm, worst, worst_name.c_str());
+  std::printf(
+      "rank %d: %s %s %s vs NO_SHARD over %lld steps: worst loss error %g, norm error %g, parameter error %g (%s)\n",
+      rank, accel::to_string(sharded), argv[2], f64 ? "float64" : "float32", static_cast<long long>(kUpdates),
+      worst_loss, worst_norm, worst, worst_name.c_str());
   const Tolerance tol = f64 ? kFloat64Tolerance : kFloat32Tolerance;
-  check(worst_loss < tol.loss, "losses equal NO_SHARD's to " + std::to_string(tol.loss) + " (worst " +
-                                   std::to_string(worst_loss) + ")");
+  check(worst_loss < tol.loss,
+        "losses equal NO_SHARD's to " + std::to_string(tol.loss) + " (worst " + std::to_string(worst_loss) + ")");
   check(worst_norm < tol.norm, "clip_grad_norm equals NO_SHARD's to " + std::to_string(tol.norm) + " (worst " +
                                    std::to_string(worst_norm) + ")");
   check(worst < tol.parameter, "parameters equal NO_SHARD's to " + std::to_string(tol.parameter) + " (worst " +
                                    std::to_string(worst) + ", " + worst_name + ")");
 
   if (zero) {  // one flat chunk of parameters' optimizer state (and ZeRO-2's gradients): tests/dist/dist_sharding.cpp
-    std::printf("rank %d: %s %s equals NO_SHARD over %lld steps: worst loss error %g, norm error %g, parameter "
-                "error %g\n",
-                rank, accel::to_string(sharded), argv[2], static_cast<long long>(kUpdates), worst_loss, worst_norm, worst);
+    std::printf(
+        "rank %d: %s %s equals NO_SHARD over %lld steps: worst loss error %g, norm error %g, parameter "
+        "error %g\n",
+        rank, accel::to_string(sharded), argv[2], static_cast<long long>(kUpdates), worst_loss, worst_norm, worst);
     return 0;
   }
   // Held between steps: this process's chunks only, of the training dtype.
-  const std::vector<int64_t> units =
-      script   ? script_units
-      : module ? std::vector<int64_t>{kUnitNumel[0] + kUnitNumel[1] + kUnitNumel[2]}
-      : gpt    ? (classes ? gpt_class_unit_numel() : gpt_unit_numel())
-          : min_num_params > 0 ? std::vector<int64_t>{kUnitNumel[0] + kUnitNumel[1], kUnitNumel[2]} : kUnitNumel;
+  const std::vector<int64_t> units = script   ? script_units
+                                     : module ? std::vector<int64_t>{kUnitNumel[0] + kUnitNumel[1] + kUnitNumel[2]}
+                                     : gpt    ? (classes ? gpt_class_unit_numel() : gpt_unit_numel())
+                                     : min_num_params > 0
+                                         ? std::vector<int64_t>{kUnitNumel[0] + kUnitNumel[1], kUnitNumel[2]}
+                                         : kUnitNumel;
   const int64_t mine = (f64 ? 8 : 4) * chunks(shard_size, units);
-  check(held.parameters == mine, "parameters held: " + std::to_string(held.parameters) + " bytes, expected " +
-                                     std::to_string(mine));
-  check(held.gradients == mine, "gradients held: " + std::to_string(held.gradients) + ", expected " + std::to_string(mine));
-  check(held.optimizer_state == (adam ? 2 : 1) * mine,
-        "optimizer state held: " + std::to_string(held.optimizer_state) + ", expected " +
-            std::to_string((adam ? 2 : 1) * mine));
-  std::printf("rank %d: %s %s equals NO_SHARD over %lld steps: worst loss error %g, norm error %g, parameter "
-              "error %g; held %lld + %lld + %lld bytes\n",
-              rank, accel::to_string(sharded), argv[2], static_cast<long long>(kUpdates), worst_loss, worst_norm, worst,
-              static_cast<long long>(held.parameters), static_cast<long long>(held.gradients),
-              static_cast<long long>(held.optimizer_state));
+  check(held.parameters == mine,
+        "parameters held: " + std::to_string(held.parameters) + " bytes, expected " + std::to_string(mine));
+  check(held.gradients == mine,
+        "gradients held: " + std::to_string(held.gradients) + ", expected " + std::to_string(mine));
+  check(held.optimizer_state == (adam ? 2 : 1) * mine, "optimizer state held: " + std::to_string(held.optimizer_state) +
+                                                           ", expected " + std::to_string((adam ? 2 : 1) * mine));
+  std::printf(
+      "rank %d: %s %s equals NO_SHARD over %lld steps: worst loss error %g, norm error %g, parameter "
+      "error %g; held %lld + %lld + %lld bytes\n",
+      rank, accel::to_string(sharded), argv[2], static_cast<long long>(kUpdates), worst_loss, worst_norm, worst,
+      static_cast<long long>(held.parameters), static_cast<long long>(held.gradients),
+      static_cast<long long>(held.optimizer_state));
   return 0;
 }
 
@@ -471,7 +484,8 @@ int checkpoints(const std::string& mode, const std::string& dir, bool offload) {
   }
   for (int64_t step = 0; step < 3; ++step) train_step(accelerator, model, optimizer, step);
   accelerator.save_state(dir + "/state");
-  accelerator.save_model(model, dir + "/full_at_save");  // what accel merge-weights must rebuild (check_merge_weights.py)
+  accelerator.save_model(model,
+                         dir + "/full_at_save");  // what accel merge-weights must rebuild (check_merge_weights.py)
   const std::string rank = std::to_string(accelerator.process_index());
   for (const std::string name : {"model_rank" + rank + ".safetensors", "optimizer_rank" + rank + ".bin"}) {
     check(std::ifstream(dir + "/state/" + name).good(), name + " was written");
@@ -545,7 +559,8 @@ int memory(const std::string& spec_path, const std::string& name) {
 }
 
 int main(int argc, char** argv) {
-  check(argc >= 3, "usage: dist_full_shard train sgd|adamw [accum] [clip] [wrap N] | resume DIR | load DIR | memory SPEC S");
+  check(argc >= 3,
+        "usage: dist_full_shard train sgd|adamw [accum] [clip] [wrap N] | resume DIR | load DIR | memory SPEC S");
   if (std::strcmp(argv[1], "train") == 0) return train(argc, argv);
   if (std::strcmp(argv[1], "memory") == 0 && argc == 4) return memory(argv[2], argv[3]);
   return checkpoints(argv[1], argv[2], argc > 3 && std::strcmp(argv[3], "offload") == 0);

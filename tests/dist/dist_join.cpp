@@ -99,8 +99,8 @@ int main() {
   std::printf("rank %d: float64 parameters vs the reference: worst error %g (tolerance %g)\n", rank, worst, kTolerance);
   for (size_t i = 0; i < got.size(); ++i) {
     double err = (got[i] - want[i]).abs().max().item<double>();
-    check(err < kTolerance, "parameter " + std::to_string(i) + " equals the round-by-round reference (err " +
-                          std::to_string(err) + ")");
+    check(err < kTolerance,
+          "parameter " + std::to_string(i) + " equals the round-by-round reference (err " + std::to_string(err) + ")");
   }
   std::printf("rank %d: join ok after %d steps of %lld batches\n", rank, steps, static_cast<long long>(batches));
   return 0;

@@ -51,8 +51,8 @@ int main(int argc, char** argv) {
   accelerator.prepare(model);
 
   for (bool with_optimizer : {true, false}) {
-    const std::string label = std::string(split ? "split_batches " : "") +
-                              "step_with_optimizer=" + (with_optimizer ? "true" : "false");
+    const std::string label =
+        std::string(split ? "split_batches " : "") + "step_with_optimizer=" + (with_optimizer ? "true" : "false");
     auto adamw = accel::OptimizerOptions::defaults(accel::OptimizerKind::AdamW);
     adamw.lr = 1.0;
     accel::Optimizer optimizer(model, adamw);
@@ -67,13 +67,12 @@ int main(int argc, char** argv) {
     accelerator.prepare(linear);
     linear.step();  // the optimizer has stepped
     double expected = 1.0 - (with_optimizer && !split ? n : 1) / 10.0;
-    check(std::abs(linear.last_lr() - expected) < 1e-12,
-          label + ": lambda lr " + std::to_string(linear.last_lr()) + " after one step, want " + std::to_string(expected));
+    check(std::abs(linear.last_lr() - expected) < 1e-12, label + ": lambda lr " + std::to_string(linear.last_lr()) +
+                                                             " after one step, want " + std::to_string(expected));
     on_a_micro_step(accelerator, model, [&] { linear.step(); });
     if (!with_optimizer) expected = 1.0 - 2 / 10.0;
-    check(std::abs(linear.last_lr() - expected) < 1e-12,
-          label + ": lambda lr " + std::to_string(linear.last_lr()) + " after a skipped step, want " +
-              std::to_string(expected));
+    check(std::abs(linear.last_lr() - expected) < 1e-12, label + ": lambda lr " + std::to_string(linear.last_lr()) +
+                                                             " after a skipped step, want " + std::to_string(expected));
 
     accel::Optimizer cycle_optimizer(model, adamw);
     accelerator.prepare(cycle_optimizer);
@@ -86,9 +85,10 @@ int main(int argc, char** argv) {
     one_cycle.step();
     // Per process steps stop at total_steps (Accelerate's OneCycle special case).
     const int64_t want = !with_optimizer || split ? 1 : std::min<int64_t>(n, cycle.total_steps);
-    check(one_cycle.last_epoch() == want,
-          label + ": one-cycle last_epoch " + std::to_string(one_cycle.last_epoch()) + ", want " + std::to_string(want));
+    check(one_cycle.last_epoch() == want, label + ": one-cycle last_epoch " + std::to_string(one_cycle.last_epoch()) +
+                                              ", want " + std::to_string(want));
   }
-  std::printf("rank %d: scheduler parity ok on %d processes%s\n", rank_for_messages, n, split ? " (split_batches)" : "");
+  std::printf("rank %d: scheduler parity ok on %d processes%s\n", rank_for_messages, n,
+              split ? " (split_batches)" : "");
   return 0;
 }

@@ -117,10 +117,10 @@ int checkpoints(const std::string& mode, const std::string& dir, const std::stri
     } catch (const accel::Error& error) {
       const std::string message = error.what();
       // Same size but unsharded: the sharded files do not fit a full optimizer.
-      const std::string expected = strategy == "none" ? "holds sharded optimizer state (one chunk per process) but "
-                                                        "sharding_strategy is NO_SHARD"
-                                                      : "saved by 2 processes, " +
-                                                            std::to_string(accelerator.num_processes()) + " are running";
+      const std::string expected =
+          strategy == "none" ? "holds sharded optimizer state (one chunk per process) but "
+                               "sharding_strategy is NO_SHARD"
+                             : "saved by 2 processes, " + std::to_string(accelerator.num_processes()) + " are running";
       check(error.code() == accel::ErrorCode::InvalidArgument && message.find(expected) != std::string::npos,
             "load_state is refused with \"" + expected + "\", got: " + message);
       std::printf("rank %d: refused as expected: %s\n", accelerator.process_index(), message.c_str());
@@ -169,10 +169,10 @@ int main(int argc, char** argv) {
   accel::Accelerator accelerator(options);
   const int rank = accelerator.process_index(), world = accelerator.num_processes();
   rank_for_messages = rank;
-  const accel::ShardingStrategy expected =
-      strategy == "none"                                  ? accel::ShardingStrategy::NoShard
-      : strategy == "zero1" || strategy == "env-zero1" ? accel::ShardingStrategy::ShardOptimizer
-                                                          : accel::ShardingStrategy::ShardGradOp;
+  const accel::ShardingStrategy expected = strategy == "none" ? accel::ShardingStrategy::NoShard
+                                           : strategy == "zero1" || strategy == "env-zero1"
+                                               ? accel::ShardingStrategy::ShardOptimizer
+                                               : accel::ShardingStrategy::ShardGradOp;
   check(accelerator.sharding_strategy() == expected,
         std::string("sharding_strategy is ") + accel::to_string(accelerator.sharding_strategy()));
 
@@ -255,25 +255,26 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, (got[i] - want[i]).abs().max().item<double>());
   std::printf("rank %d: float64 parameters vs the large-batch run: worst error %g (tolerance %g)\n", rank, worst,
               kTolerance);
-  check(worst < kTolerance, "parameters equal the single-process large-batch run (worst error " + std::to_string(worst) +
-                                ")");
+  check(worst < kTolerance,
+        "parameters equal the single-process large-batch run (worst error " + std::to_string(worst) + ")");
 
   const int64_t per_element = adam ? 2 : 1;
   const int64_t held = state_numel(optimizer, adam);
-  check(held == per_element * (sharded ? chunk : kTotal),
-        "optimizer state holds " + std::to_string(held) + " elements, expected " +
-            std::to_string(per_element * (sharded ? chunk : kTotal)));
+  check(held == per_element * (sharded ? chunk : kTotal), "optimizer state holds " + std::to_string(held) +
+                                                              " elements, expected " +
+                                                              std::to_string(per_element * (sharded ? chunk : kTotal)));
   // Gradients held between steps: the full averaged ones (NO_SHARD, ZeRO-1:
   // no copy of the chunk is kept; ZeRO-1 keeps them in one buffer padded to
   // world_size chunks, whose chunk the step reads in place) or the chunk
   // alone (ZeRO-2).
   const int64_t grad_bytes = accelerator.held_bytes(model, &optimizer).gradients;
   const bool flat_gradients = expected == accel::ShardingStrategy::ShardOptimizer && !offload;
-  const int64_t want_grad_bytes =
-      (expected == accel::ShardingStrategy::ShardGradOp ? chunk : flat_gradients ? chunk * world : kTotal) *
-      static_cast<int64_t>(sizeof(double));
-  check(grad_bytes == want_grad_bytes, "gradients held: " + std::to_string(grad_bytes) + " bytes, expected " +
-                                           std::to_string(want_grad_bytes));
+  const int64_t want_grad_bytes = (expected == accel::ShardingStrategy::ShardGradOp ? chunk
+                                   : flat_gradients                                 ? chunk * world
+                                                                                    : kTotal) *
+                                  static_cast<int64_t>(sizeof(double));
+  check(grad_bytes == want_grad_bytes,
+        "gradients held: " + std::to_string(grad_bytes) + " bytes, expected " + std::to_string(want_grad_bytes));
   std::printf("rank %d: %s %s ok, worst error %g, optimizer state %lld of %lld elements\n", rank,
               accel::to_string(expected), argv[2], worst, static_cast<long long>(held),
               static_cast<long long>(per_element * kTotal));

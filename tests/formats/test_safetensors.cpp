@@ -79,15 +79,15 @@ TEST(Safetensors, EveryRejectionNamesTheProblem) {
                                   eight))
                 .find("overlapping"),
             std::string::npos);
-  EXPECT_NE(parse_error(file_with(R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", eight))
-                .find("leaving a gap"),
-            std::string::npos);
+  EXPECT_NE(
+      parse_error(file_with(R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", eight)).find("leaving a gap"),
+      std::string::npos);
   EXPECT_NE(parse_error(file_with(f32, eight + "xx")).find("2 bytes after the last tensor"), std::string::npos);
   EXPECT_NE(parse_error(file_with(R"({"__metadata__":{"k":1}})", "")).find("__metadata__[\"k\"] is not a string"),
             std::string::npos);
-  EXPECT_NE(parse_error(file_with(R"({"x":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", eight))
-                .find("not a size"),
-            std::string::npos);
+  EXPECT_NE(
+      parse_error(file_with(R"({"x":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", eight)).find("not a size"),
+      std::string::npos);
   EXPECT_NE(parse_error(file_with(R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8],"extra":1}})", eight))
                 .find("unknown field \"extra\""),
             std::string::npos);

@@ -16,12 +16,12 @@
 #include "accel/accel.h"
 #include "accel/accel_checkpoint.h"
 
-#define CHECK(call)                                                                   \
-  do {                                                                                \
-    if ((call) != ACCEL_OK) {                                                         \
+#define CHECK(call)                                                                           \
+  do {                                                                                        \
+    if ((call) != ACCEL_OK) {                                                                 \
       fprintf(stderr, "hf_train.c:%d: %s failed: %s\n", __LINE__, #call, accel_last_error()); \
-      exit(1);                                                                        \
-    }                                                                                 \
+      exit(1);                                                                                \
+    }                                                                                         \
   } while (0)
 
 static const char* const kFields[3] = {"input_ids", "attention_mask", "labels"};
@@ -194,10 +194,11 @@ int main(int argc, char** argv) {
   int offload;
   CHECK(accel_accelerator_held_bytes(acc, model, optimizer, &held_parameters, &held_gradients, &held_state));
   CHECK(accel_accelerator_cpu_offload(acc, &offload));
-  printf("rank %d: eval loss %.5f -> %.5f, parameter checksum %.9g (rank 0: %.9g); sharding strategy %d holds "
-         "%lld + %lld + %lld bytes; cpu offload %d\n",
-         rank, first, last, mine, all[0], (int)strategy, (long long)held_parameters, (long long)held_gradients,
-         (long long)held_state, offload);
+  printf(
+      "rank %d: eval loss %.5f -> %.5f, parameter checksum %.9g (rank 0: %.9g); sharding strategy %d holds "
+      "%lld + %lld + %lld bytes; cpu offload %d\n",
+      rank, first, last, mine, all[0], (int)strategy, (long long)held_parameters, (long long)held_gradients,
+      (long long)held_state, offload);
 
   snprintf(path, sizeof path, "%s/saved", out_dir);
   CHECK(accel_accelerator_save_model(acc, model, path, "10GB", 1));

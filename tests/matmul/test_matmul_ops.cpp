@@ -122,8 +122,7 @@ TEST_F(MatmulOps, LinearOnThreeDimensionalAndTransposedInputs) {
       [](auto& t) { return accel_linear(t[0], t[1], t[2]); }, [](auto& t) { return at::linear(t[0], t[1], t[2]); },
       /*depth: grad_w and grad_bias sum over 4 * 16 rows*/ 64);
   expect_same_values_and_gradients(  // no bias (GPT-2's tied head); an input that is a transposed view
-      {at::randn({32, 40}), at::randn({24, 32})},
-      [](auto& t) { return accel_linear(t[0].t(), t[1], at::Tensor()); },
+      {at::randn({32, 40}), at::randn({24, 32})}, [](auto& t) { return accel_linear(t[0].t(), t[1], at::Tensor()); },
       [](auto& t) { return at::linear(t[0].t(), t[1]); }, /*depth: grad_w sums over 40 rows*/ 40);
 }
 

@@ -81,7 +81,8 @@ TEST(Accumulation, ClipGradNormReturnsTheNormAndClips) {
   linear->bias.mutable_grad() = at::full({1}, 2.0);
   double norm = accelerator.clip_grad_norm(model, 1.0);
   EXPECT_NEAR(norm, std::sqrt(3 * 16.0 + 4.0), 1e-5);
-  double after = std::sqrt(linear->weight.grad().pow(2).sum().item<double>() + linear->bias.grad().pow(2).sum().item<double>());
+  double after =
+      std::sqrt(linear->weight.grad().pow(2).sum().item<double>() + linear->bias.grad().pow(2).sum().item<double>());
   EXPECT_NEAR(after, 1.0, 1e-5);
   accelerator.clip_grad_value(model, 0.1);
   EXPECT_LE(linear->weight.grad().abs().max().item<float>(), 0.1f + 1e-7);

@@ -79,17 +79,23 @@ std::string gpt_spec(int blocks = 2, int width = 16, int vocab = 32, int positio
   for (int i = 0; i < blocks; ++i) layers += (i ? ", " : "") + block;
   return R"({"inputs": ["input_ids", {"name": "attention_mask", "optional": true}, {"name": "labels", "optional": true}],
     "nodes": [
-      {"name": "wte", "type": "Embedding", "num_embeddings": )" + std::to_string(vocab) + R"(, "embedding_dim": )" + w + R"(, "input": "input_ids"},
-      {"name": "wpe", "type": "PositionalEmbedding", "num_positions": )" + std::to_string(positions) + R"(, "embedding_dim": )" + w + R"(, "batch_first": true},
-      {"name": "h", "type": "Sequential", "layers": [)" + layers + R"(], "input": ["wpe", "attention_mask"]},
-      {"name": "ln_f", "type": "LayerNorm", "normalized_shape": )" + w + R"(},
-      {"name": "logits", "type": "Linear", "in_features": )" + w + R"(, "out_features": )" + std::to_string(vocab) + R"(, "bias": false, "weight": "wte.weight"},
+      {"name": "wte", "type": "Embedding", "num_embeddings": )" +
+         std::to_string(vocab) + R"(, "embedding_dim": )" + w + R"(, "input": "input_ids"},
+      {"name": "wpe", "type": "PositionalEmbedding", "num_positions": )" +
+         std::to_string(positions) + R"(, "embedding_dim": )" + w + R"(, "batch_first": true},
+      {"name": "h", "type": "Sequential", "layers": [)" +
+         layers + R"(], "input": ["wpe", "attention_mask"]},
+      {"name": "ln_f", "type": "LayerNorm", "normalized_shape": )" +
+         w + R"(},
+      {"name": "logits", "type": "Linear", "in_features": )" +
+         w + R"(, "out_features": )" + std::to_string(vocab) + R"(, "bias": false, "weight": "wte.weight"},
       {"name": "loss", "type": "CausalLMLoss", "input": ["logits", "labels"]}],
     "outputs": ["logits", "loss"]})";
 }
 
 TEST(SpecSequenceLayers, PositionalEmbeddingAddsItsRowsAndRefusesLongerSequences) {
-  accel::Model model = layer(R"({"type": "PositionalEmbedding", "num_positions": 6, "embedding_dim": 4, "batch_first": true})");
+  accel::Model model =
+      layer(R"({"type": "PositionalEmbedding", "num_positions": 6, "embedding_dim": 4, "batch_first": true})");
   ASSERT_THAT(names_of(model), ElementsAre("0.weight"));
   at::Tensor weight = model.named_parameters()[0].second;
   at::Tensor x = at::randn({2, 5, 4});
@@ -98,24 +104,27 @@ TEST(SpecSequenceLayers, PositionalEmbeddingAddsItsRowsAndRefusesLongerSequences
   accel::Model seq_first = layer(R"({"type": "PositionalEmbedding", "num_positions": 6, "embedding_dim": 4})");
   at::Tensor w2 = seq_first.named_parameters()[0].second;
   EXPECT_TRUE(at::allclose(seq_first.forward(x), x + w2.slice(0, 0, 2).unsqueeze(1)));
-  EXPECT_THAT(forward_error(model, {{"x", at::randn({1, 7, 4})}}),
-              AllOf(HasSubstr("layer 0 (PositionalEmbedding)"), HasSubstr("sequence length 7"),
-                    HasSubstr("num_positions 6")));
+  EXPECT_THAT(
+      forward_error(model, {{"x", at::randn({1, 7, 4})}}),
+      AllOf(HasSubstr("layer 0 (PositionalEmbedding)"), HasSubstr("sequence length 7"), HasSubstr("num_positions 6")));
 }
 
 TEST(SpecSequenceLayers, MultiheadAttentionHasPyTorchNamesAndShapes) {
   accel::Model model = layer(R"({"type": "MultiheadAttention", "embed_dim": 8, "num_heads": 2, "batch_first": true})");
-  EXPECT_THAT(names_of(model), ElementsAre("0.in_proj_weight", "0.in_proj_bias", "0.out_proj.weight", "0.out_proj.bias"));
+  EXPECT_THAT(names_of(model),
+              ElementsAre("0.in_proj_weight", "0.in_proj_bias", "0.out_proj.weight", "0.out_proj.bias"));
   EXPECT_EQ(model.named_parameters()[0].second.sizes(), (Shape{24, 8}));
   EXPECT_EQ(model.forward(at::randn({3, 5, 8})).sizes(), (Shape{3, 5, 8}));
   EXPECT_EQ(model.forward(at::randn({5, 8})).sizes(), (Shape{5, 8}));  // unbatched
-  EXPECT_THAT(error_of(R"([{"type": "MultiheadAttention", "embed_dim": 8, "num_heads": 3}])"),
-              AllOf(HasSubstr("layer 0 (MultiheadAttention)"), HasSubstr("\"num_heads\" must divide embed_dim (8), got 3")));
+  EXPECT_THAT(
+      error_of(R"([{"type": "MultiheadAttention", "embed_dim": 8, "num_heads": 3}])"),
+      AllOf(HasSubstr("layer 0 (MultiheadAttention)"), HasSubstr("\"num_heads\" must divide embed_dim (8), got 3")));
   EXPECT_THAT(error_of(R"([{"type": "MultiheadAttention", "embed_dim": 8, "num_heads": 2, "add_bias_kv": true}])"),
               HasSubstr("\"add_bias_kv\" is not supported"));
   EXPECT_THAT(error_of(R"([{"type": "MultiheadAttention", "embed_dim": 8, "num_heads": 2, "kdim": 4}])"),
               HasSubstr("\"kdim\" must be null or embed_dim (8)"));
-  EXPECT_THAT(forward_error(model, {{"x", at::randn({2, 5, 6})}}), AllOf(HasSubstr("model width 8"), HasSubstr("[2, 5, 6]")));
+  EXPECT_THAT(forward_error(model, {{"x", at::randn({2, 5, 6})}}),
+              AllOf(HasSubstr("model width 8"), HasSubstr("[2, 5, 6]")));
 }
 
 TEST(SpecSequenceLayers, CausalAttentionIgnoresLaterTokensAndPaddingIgnoresMaskedKeys) {
@@ -150,7 +159,8 @@ TEST(SpecSequenceLayers, CausalAttentionIgnoresLaterTokensAndPaddingIgnoresMaske
 }
 
 TEST(SpecSequenceLayers, TransformerLayersHavePyTorchNamesInPyTorchOrder) {
-  accel::Model encoder = layer(R"({"type": "TransformerEncoderLayer", "d_model": 8, "nhead": 2, "dim_feedforward": 16})");
+  accel::Model encoder =
+      layer(R"({"type": "TransformerEncoderLayer", "d_model": 8, "nhead": 2, "dim_feedforward": 16})");
   EXPECT_THAT(names_of(encoder),
               ElementsAre("0.self_attn.in_proj_weight", "0.self_attn.in_proj_bias", "0.self_attn.out_proj.weight",
                           "0.self_attn.out_proj.bias", "0.linear1.weight", "0.linear1.bias", "0.linear2.weight",
@@ -164,7 +174,8 @@ TEST(SpecSequenceLayers, TransformerLayersHavePyTorchNamesInPyTorchOrder) {
   EXPECT_EQ(names.size(), 18u);
   EXPECT_EQ(names[4], "dec.multihead_attn.in_proj_weight");
   EXPECT_EQ(names.back(), "dec.norm3.bias");
-  at::Tensor out = output(decoder.forward(Named{{"tgt", at::randn({2, 4, 8})}, {"memory", at::randn({2, 7, 8})}}), "dec");
+  at::Tensor out =
+      output(decoder.forward(Named{{"tgt", at::randn({2, 4, 8})}, {"memory", at::randn({2, 7, 8})}}), "dec");
   EXPECT_EQ(out.sizes(), (Shape{2, 4, 8}));
   accel::Model lone = layer(R"({"type": "TransformerDecoderLayer", "d_model": 8, "nhead": 2})");
   EXPECT_THAT(forward_error(lone, {{"x", at::randn({2, 4, 8})}}), HasSubstr("needs the encoder's memory"));
@@ -176,17 +187,21 @@ TEST(SpecSequenceLayers, Conv1dLstmAndGruKeepPyTorchNamesAndReturnTheOutputSeque
   accel::Model conv = layer(R"({"type": "Conv1d", "in_channels": 3, "out_channels": 5, "kernel_size": 3})");
   EXPECT_THAT(names_of(conv), ElementsAre("0.weight", "0.bias"));
   EXPECT_EQ(conv.forward(at::randn({2, 3, 10})).sizes(), (Shape{2, 5, 8}));
-  accel::Model same = layer(R"({"type": "Conv1d", "in_channels": 3, "out_channels": 5, "kernel_size": 3, "padding": "same"})");
+  accel::Model same =
+      layer(R"({"type": "Conv1d", "in_channels": 3, "out_channels": 5, "kernel_size": 3, "padding": "same"})");
   EXPECT_EQ(same.forward(at::randn({2, 3, 10})).sizes(), (Shape{2, 5, 10}));
   accel::Model lstm = layer(R"({"type": "LSTM", "input_size": 4, "hidden_size": 6, "batch_first": true})");
   EXPECT_THAT(names_of(lstm), ElementsAre("0.weight_ih_l0", "0.weight_hh_l0", "0.bias_ih_l0", "0.bias_hh_l0"));
   EXPECT_EQ(lstm.forward(at::randn({2, 7, 4})).sizes(), (Shape{2, 7, 6}));
-  accel::Model gru = layer(R"({"type": "GRU", "input_size": 4, "hidden_size": 6, "num_layers": 2, "bidirectional": true})");
+  accel::Model gru =
+      layer(R"({"type": "GRU", "input_size": 4, "hidden_size": 6, "num_layers": 2, "bidirectional": true})");
   EXPECT_EQ(gru.forward(at::randn({7, 2, 4})).sizes(), (Shape{7, 2, 12}));
   EXPECT_THAT(error_of(R"([{"type": "LSTM", "input_size": 4, "hidden_size": 6, "proj_size": 6}])"),
               HasSubstr("\"proj_size\" must be smaller than hidden_size (6), got 6"));
-  EXPECT_THAT(error_of(R"([{"type": "Conv1d", "in_channels": 3, "out_channels": 5, "kernel_size": 3, "stride": 2, "padding": "same"}])"),
-              HasSubstr("\"same\" needs stride 1"));
+  EXPECT_THAT(
+      error_of(
+          R"([{"type": "Conv1d", "in_channels": 3, "out_channels": 5, "kernel_size": 3, "stride": 2, "padding": "same"}])"),
+      HasSubstr("\"same\" needs stride 1"));
 }
 
 TEST(SpecGraph, GptHasTransformersStyleNamesTiesItsHeadAndReturnsLossOnlyWithLabels) {
@@ -211,7 +226,8 @@ TEST(SpecGraph, GptHasTransformersStyleNamesTiesItsHeadAndReturnsLossOnlyWithLab
   ASSERT_EQ(with_loss.size(), 2u);
   at::Tensor logits = output(with_loss, "logits");
   // transformers' GPT2LMHeadModel: shift by one, ignore -100, mean over the rest.
-  at::Tensor expected = at::cross_entropy_loss(logits.slice(1, 0, 9).reshape({-1, 32}), labels.slice(1, 1).reshape({-1}));
+  at::Tensor expected =
+      at::cross_entropy_loss(logits.slice(1, 0, 9).reshape({-1, 32}), labels.slice(1, 1).reshape({-1}));
   EXPECT_TRUE(at::allclose(output(with_loss, "loss"), expected));
   output(with_loss, "loss").backward();
   at::Tensor wte_grad = model.named_parameters()[0].second.grad();
@@ -247,8 +263,9 @@ TEST(SpecGraph, ForwardNamesUnknownMissingAndBadInputs) {
   EXPECT_THAT(forward_error(model, {{"input_idz", ids}}),
               AllOf(HasSubstr("unknown input \"input_idz\""), HasSubstr("input_ids, attention_mask (optional)")));
   EXPECT_THAT(forward_error(model, {{"labels", ids}}), HasSubstr("missing input \"input_ids\""));
-  EXPECT_THAT(forward_error(model, {{"input_ids", ids.to(at::kFloat)}}),
-              AllOf(HasSubstr("node \"wte\" (Embedding)"), HasSubstr("\"input_ids\" must hold integer ids, got Float")));
+  EXPECT_THAT(
+      forward_error(model, {{"input_ids", ids.to(at::kFloat)}}),
+      AllOf(HasSubstr("node \"wte\" (Embedding)"), HasSubstr("\"input_ids\" must hold integer ids, got Float")));
   EXPECT_THAT(forward_error(model, {{"input_ids", ids + 40}}), AllOf(HasSubstr("ids in [0, 32)"), HasSubstr("got ")));
   EXPECT_THAT(forward_error(model, {{"input_ids", at::zeros({1, 13}, at::kLong)}}),
               AllOf(HasSubstr("node \"wpe\" (PositionalEmbedding)"), HasSubstr("sequence length 13"),
@@ -261,26 +278,35 @@ TEST(SpecGraph, ForwardNamesUnknownMissingAndBadInputs) {
 
 TEST(SpecGraph, BadGraphsNameTheNodeAndTheValue) {
   const std::string lin = R"("type": "Linear", "in_features": 4, "out_features": 4)";
-  EXPECT_THAT(error_of(R"({"inputs": ["x"], "nodes": [{"name": "a", )" + lin + R"(, "input": "y"}], "outputs": ["a"]})"),
-              AllOf(HasSubstr("node \"a\" (Linear)"), HasSubstr("input \"y\" names no graph input and no node")));
+  EXPECT_THAT(
+      error_of(R"({"inputs": ["x"], "nodes": [{"name": "a", )" + lin + R"(, "input": "y"}], "outputs": ["a"]})"),
+      AllOf(HasSubstr("node \"a\" (Linear)"), HasSubstr("input \"y\" names no graph input and no node")));
   EXPECT_THAT(error_of(R"({"inputs": ["x"], "nodes": [{"name": "a", )" + lin + R"(, "input": "b"},
-                 {"name": "b", )" + lin + R"(, "input": "a"}], "outputs": ["b"]})"),
+                 {"name": "b", )" +
+                       lin + R"(, "input": "a"}], "outputs": ["b"]})"),
               AllOf(HasSubstr("cycle"), HasSubstr("\"a\" -> \"b\" -> \"a\"")));
   EXPECT_THAT(error_of(R"({"inputs": ["x"], "nodes": [{"name": "a", )" + lin + R"(}], "outputs": ["logits"]})"),
               HasSubstr("output \"logits\" names no node"));
-  EXPECT_THAT(error_of(R"({"inputs": ["x"], "nodes": [{"name": "e", "type": "Embedding", "num_embeddings": 10, "embedding_dim": 4},
+  EXPECT_THAT(
+      error_of(
+          R"({"inputs": ["x"], "nodes": [{"name": "e", "type": "Embedding", "num_embeddings": 10, "embedding_dim": 4},
                  {"name": "head", "type": "Linear", "in_features": 4, "out_features": 12, "weight": "e.weight"}], "outputs": ["head"]})"),
-              AllOf(HasSubstr("node \"head\" (Linear)"), HasSubstr("\"e.weight\" of shape [10, 4]"), HasSubstr("[12, 4]")));
-  EXPECT_THAT(error_of(R"({"inputs": ["x"], "nodes": [{"name": "head", )" + lin + R"(, "weight": "nope.weight"}], "outputs": ["head"]})"),
+      AllOf(HasSubstr("node \"head\" (Linear)"), HasSubstr("\"e.weight\" of shape [10, 4]"), HasSubstr("[12, 4]")));
+  EXPECT_THAT(error_of(R"({"inputs": ["x"], "nodes": [{"name": "head", )" + lin +
+                       R"(, "weight": "nope.weight"}], "outputs": ["head"]})"),
               AllOf(HasSubstr("node \"head\" (Linear)"), HasSubstr("\"nope.weight\", which names no parameter")));
-  EXPECT_THAT(error_of(R"({"inputs": ["x"], "nodes": [{"name": "a", )" + lin + R"(}, {"name": "a", "type": "ReLU"}], "outputs": ["a"]})"),
+  EXPECT_THAT(error_of(R"({"inputs": ["x"], "nodes": [{"name": "a", )" + lin +
+                       R"(}, {"name": "a", "type": "ReLU"}], "outputs": ["a"]})"),
               AllOf(HasSubstr("node \"a\""), HasSubstr("used twice")));
   EXPECT_THAT(error_of(R"({"inputs": ["x"], "nodes": [{"name": "a.b", )" + lin + R"(}], "outputs": ["a.b"]})"),
               HasSubstr("no \".\", got \"a.b\""));
-  EXPECT_THAT(error_of(R"({"inputs": ["x", "y"], "nodes": [{"name": "a", )" + lin + R"(, "input": ["x", "y"]}], "outputs": ["a"]})"),
+  EXPECT_THAT(error_of(R"({"inputs": ["x", "y"], "nodes": [{"name": "a", )" + lin +
+                       R"(, "input": ["x", "y"]}], "outputs": ["a"]})"),
               AllOf(HasSubstr("node \"a\" (Linear)"), HasSubstr("takes at most 1 input(s), got 2")));
-  EXPECT_THAT(error_of(R"({"inputs": ["x"], "nodes": [{"name": "h", "type": "Sequential", "layers": [{"type": "Linear", "in_features": 0, "out_features": 4}]}], "outputs": ["h"]})"),
-              AllOf(HasSubstr("node \"h\" layer 0 (Linear)"), HasSubstr("\"in_features\"")));
+  EXPECT_THAT(
+      error_of(
+          R"({"inputs": ["x"], "nodes": [{"name": "h", "type": "Sequential", "layers": [{"type": "Linear", "in_features": 0, "out_features": 4}]}], "outputs": ["h"]})"),
+      AllOf(HasSubstr("node \"h\" layer 0 (Linear)"), HasSubstr("\"in_features\"")));
   EXPECT_THAT(error_of(R"({"inputs": ["x"], "nodes": [{"name": "l", "type": "CausalLMLoss"}], "outputs": ["l"]})"),
               HasSubstr("must name the logits and the labels"));
   EXPECT_THAT(error_of(R"({"inputs": ["x"], "nodes": [{"name": "a", )" + lin + R"(}], "outputs": ["a"], "extra": 1})"),

@@ -66,7 +66,8 @@ TEST(Model, NamedForwardOfAOneTensorModelTakesOneInputAndNamesTheOutput) {
   ASSERT_EQ(outputs.size(), 1u);
   EXPECT_EQ(outputs[0].first, "output");
   EXPECT_TRUE(at::equal(outputs[0].second, model.forward(at::ones({5, 3}))));
-  EXPECT_THROW(model.forward(accel::Model::NamedTensors{{"x", at::ones({5, 3})}, {"y", at::ones({5, 3})}}), accel::Error);
+  EXPECT_THROW(model.forward(accel::Model::NamedTensors{{"x", at::ones({5, 3})}, {"y", at::ones({5, 3})}}),
+               accel::Error);
 }
 
 TEST(Model, NamedForwardChecksTheInputsBeforeRunning) {

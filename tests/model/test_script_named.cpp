@@ -63,8 +63,9 @@ TEST(ScriptNamedForward, RefusesMissingUnknownAndMistypedInputsNamingThem) {
       << mistyped;
   // Float ids into an embedding: the failure names the input and its dtype.
   accel::Model lm = accel::Model::from_torchscript(fixture("tied_lm.pt"));
-  std::string float_ids = invalid_argument(
-      [&] { lm.forward(Named{{"input_ids", at::ones({2, 3})}, {"labels", at::zeros({2, 3}, at::kLong)}}); });
+  std::string float_ids = invalid_argument([&] {
+    lm.forward(Named{{"input_ids", at::ones({2, 3})}, {"labels", at::zeros({2, 3}, at::kLong)}});
+  });
   EXPECT_NE(float_ids.find("input_ids [2, 3] Float"), std::string::npos) << float_ids;
   // The interpreter's cause, not its "The following operation failed" header.
   EXPECT_NE(float_ids.find("indices"), std::string::npos) << float_ids;
@@ -79,14 +80,16 @@ TEST(ScriptNamedForward, NamesNamedTupleFieldsAndPlainTuplesByPositionOrLoadTime
   Named named = accel::Model::from_torchscript(fixture("plain_tuple.pt"), {"loss", "logits"}).forward(in);
   EXPECT_EQ(names_of(named), (std::vector<std::string>{"loss", "logits"}));
   EXPECT_TRUE(at::equal(named[1].second, positional[1].second));
-  std::string count = invalid_argument(
-      [&] { accel::Model::from_torchscript(fixture("plain_tuple.pt"), {"loss"}).forward(in); });
+  std::string count =
+      invalid_argument([&] { accel::Model::from_torchscript(fixture("plain_tuple.pt"), {"loss"}).forward(in); });
   EXPECT_NE(count.find("returned 2 outputs but 1 output names were given (loss)"), std::string::npos) << count;
-  std::string differ = invalid_argument(
-      [&] { accel::Model::from_torchscript(fixture("named_tuple.pt"), {"a", "b"}).forward(in); });
+  std::string differ = invalid_argument([&] {
+    accel::Model::from_torchscript(fixture("named_tuple.pt"), {"a", "b"}).forward(in);
+  });
   EXPECT_NE(differ.find("named (loss, logits)"), std::string::npos) << differ;
-  EXPECT_NE(invalid_argument([&] { accel::Model::from_torchscript(fixture("plain_tuple.pt"), {"a", "a"}); })
-                .find("\"a\" is given twice"),
+  EXPECT_NE(invalid_argument([&] {
+              accel::Model::from_torchscript(fixture("plain_tuple.pt"), {"a", "a"});
+            }).find("\"a\" is given twice"),
             std::string::npos);
 }
 

@@ -30,8 +30,7 @@ torch::jit::Module module_with(const std::string& body) {
 
 // transformers' NewGELUActivation as the trace records it (0.5*x first, then
 // the cubic term scaled by 0.044715, then sqrt(2/pi)).
-const std::string kNewGelu =
-    "x * 0.5 * (torch.tanh((x + torch.pow(x, 3.0) * 0.044715) * 0.7978845608028654) + 1.0)";
+const std::string kNewGelu = "x * 0.5 * (torch.tanh((x + torch.pow(x, 3.0) * 0.044715) * 0.7978845608028654) + 1.0)";
 
 constexpr double kU = 0x1p-24;  // float32 unit roundoff
 
@@ -89,7 +88,8 @@ std::size_t count(const torch::jit::Module& module, const char* kind) {
   std::size_t n = 0;
   for (const torch::jit::Module& sub : module.modules()) {
     for (const torch::jit::Method& method : sub.get_methods()) {
-      for (const torch::jit::Node* node : method.graph()->nodes()) n += node->kind().toQualString() == std::string(kind);
+      for (const torch::jit::Node* node : method.graph()->nodes())
+        n += node->kind().toQualString() == std::string(kind);
     }
   }
   return n;

@@ -124,19 +124,24 @@ TEST(SequentialSpec, EveryLayerTypeBuildsAndRunsForward) {
       {R"([{"type": "Linear", "in_features": 4, "out_features": 3, "bias": false}])", {2, 4}, {2, 3}},
       {R"([{"type": "Conv2d", "in_channels": 2, "out_channels": 4, "kernel_size": [3, 1], "stride": [1, 2],
             "padding": [1, 0], "dilation": 1, "groups": 2, "bias": false}])",
-       {1, 2, 6, 6}, {1, 4, 6, 3}},
+       {1, 2, 6, 6},
+       {1, 4, 6, 3}},
       {R"([{"type": "Conv2d", "in_channels": 2, "out_channels": 3, "kernel_size": 4, "padding": "same",
             "padding_mode": "reflect"}])",
-       {1, 2, 6, 6}, {1, 3, 6, 6}},
+       {1, 2, 6, 6},
+       {1, 3, 6, 6}},
       {R"([{"type": "Conv2d", "in_channels": 2, "out_channels": 3, "kernel_size": 3, "padding": "valid",
             "dilation": [2, 1]}])",
-       {1, 2, 7, 7}, {1, 3, 3, 5}},
+       {1, 2, 7, 7},
+       {1, 3, 3, 5}},
       {R"([{"type": "MaxPool2d", "kernel_size": 3, "stride": 2, "padding": 1, "dilation": 1, "ceil_mode": true,
             "return_indices": false}])",
-       {1, 2, 8, 8}, {1, 2, 5, 5}},
+       {1, 2, 8, 8},
+       {1, 2, 5, 5}},
       {R"([{"type": "AvgPool2d", "kernel_size": [2, 2], "stride": null, "padding": 1, "ceil_mode": false,
             "count_include_pad": false, "divisor_override": 3}])",
-       {1, 2, 4, 4}, {1, 2, 3, 3}},
+       {1, 2, 4, 4},
+       {1, 2, 3, 3}},
       {R"([{"type": "AdaptiveMaxPool2d", "output_size": [2, null]}])", {1, 2, 5, 7}, {1, 2, 2, 7}},
       {R"([{"type": "AdaptiveAvgPool2d", "output_size": 3}])", {1, 2, 5, 5}, {1, 2, 3, 3}},
       {R"([{"type": "Dropout", "p": 0.2, "inplace": false}])", {3, 4}, {3, 4}},
@@ -147,13 +152,16 @@ TEST(SequentialSpec, EveryLayerTypeBuildsAndRunsForward) {
       {R"([{"type": "Tanh"}, {"type": "Sigmoid"}])", {3, 4}, {3, 4}},
       {R"([{"type": "BatchNorm1d", "num_features": 4, "eps": 0.001, "momentum": null, "affine": false,
             "track_running_stats": false}])",
-       {3, 4}, {3, 4}},
+       {3, 4},
+       {3, 4}},
       {R"([{"type": "BatchNorm2d", "num_features": 2, "momentum": 0.01}])", {3, 2, 4, 4}, {3, 2, 4, 4}},
       {R"([{"type": "LayerNorm", "normalized_shape": [3, 4], "elementwise_affine": false}])", {2, 3, 4}, {2, 3, 4}},
       {R"([{"type": "LayerNorm", "normalized_shape": 4, "eps": 1e-6}])", {2, 4}, {2, 4}},
       {R"([{"type": "Embedding", "num_embeddings": 10, "embedding_dim": 3, "padding_idx": 0, "max_norm": 1.0,
             "norm_type": 2.0, "scale_grad_by_freq": true}])",
-       {2, 5}, {2, 5, 3}, true},
+       {2, 5},
+       {2, 5, 3},
+       true},
       {R"([{"type": "Softmax", "dim": -1}, {"type": "LogSoftmax", "dim": 0}])", {3, 4}, {3, 4}},
   };
   for (const auto& c : cases) {
@@ -303,8 +311,9 @@ TEST(SequentialSpec, BadArgumentsNameTheLayerTypeAndValue) {
   EXPECT_THAT(error_of(R"([{"type": "Linear", "in_features": 2, "out_feature": 2}])"),
               HasSubstr("missing required argument \"out_features\" (unknown argument \"out_feature\": did you mean "
                         "\"out_features\"?)"));
-  EXPECT_THAT(error_of(R"([{"type": "Linear", "in_feature": 2, "out_features": 2}])"),
-              HasSubstr("layer 0 (Linear): missing required argument \"in_features\" (unknown argument \"in_feature\""));
+  EXPECT_THAT(
+      error_of(R"([{"type": "Linear", "in_feature": 2, "out_features": 2}])"),
+      HasSubstr("layer 0 (Linear): missing required argument \"in_features\" (unknown argument \"in_feature\""));
   EXPECT_THAT(error_of(R"([{"type": "Linear", "out_features": 2}])"),  // a real key is not taken for a typo
               AllOf(HasSubstr("missing required argument \"in_features\""), Not(HasSubstr("did you mean"))));
   EXPECT_THAT(error_of(R"([{"type": "Linear", "in_features": 2, "out_features": 2, "bais": false}])"),

@@ -55,8 +55,7 @@ TEST(FusedAdam, AdamWithL2DecayMatchesLibTorch) {
 }
 
 TEST(FusedAdam, DoubleParametersAndAmsgradTakeLibTorchsPath) {
-  expect_same_trajectory<accel::detail::FusedAdamW, torch::optim::AdamW>(torch::optim::AdamWOptions(1e-3),
-                                                                         at::kDouble);
+  expect_same_trajectory<accel::detail::FusedAdamW, torch::optim::AdamW>(torch::optim::AdamWOptions(1e-3), at::kDouble);
   expect_same_trajectory<accel::detail::FusedAdamW, torch::optim::AdamW>(
       torch::optim::AdamWOptions(1e-3).amsgrad(true));
 }
@@ -67,8 +66,8 @@ TEST(FusedAdam, StateIsLibTorchsOwn) {
   for (auto& p : params) p.mutable_grad() = at::ones_like(p);
   fused.step();
   fused.step();
-  auto& state = static_cast<torch::optim::AdamWParamState&>(
-      *fused.state().at(accel::detail::optimizer_state_key(params[0])));
+  auto& state =
+      static_cast<torch::optim::AdamWParamState&>(*fused.state().at(accel::detail::optimizer_state_key(params[0])));
   EXPECT_EQ(state.step(), 2);
   EXPECT_TRUE(at::allclose(state.exp_avg(), at::full_like(params[0], 0.19)));  // 0.1 + 0.9 * 0.1
 }

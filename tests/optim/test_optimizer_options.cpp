@@ -26,7 +26,8 @@ std::string error_of(const accel::OptimizerOptions& options) {
 TEST(OptimizerOptions, AnOptionTheKindLacksIsRefusedByName) {
   auto adamw = accel::OptimizerOptions::defaults(accel::OptimizerKind::AdamW);
   adamw.momentum = 0.9;
-  EXPECT_THAT(error_of(adamw), HasSubstr("AdamW has no option momentum (got 0.9); momentum applies to SGD and RMSprop"));
+  EXPECT_THAT(error_of(adamw),
+              HasSubstr("AdamW has no option momentum (got 0.9); momentum applies to SGD and RMSprop"));
   auto sgd = accel::OptimizerOptions::defaults(accel::OptimizerKind::Sgd);
   sgd.beta2 = 0.95;
   EXPECT_THAT(error_of(sgd), HasSubstr("SGD has no option betas (got (0.9, 0.95))"));

@@ -133,7 +133,8 @@ TEST(OptimizerState, BadStateIsRefusedAndNothingChanges) {
          top.at("state").toGenericDict().at(int64_t{1}).toGenericDict().insert_or_assign("exp_avg", at::zeros({5}));
        }),
        "state[1][\"exp_avg\"] has shape [5], its parameter has [2]"},
-      {edited([](auto& top) { (void)top.at("state").toGenericDict().at(int64_t{0}).toGenericDict().erase("exp_avg_sq"); }),
+      {edited(
+           [](auto& top) { (void)top.at("state").toGenericDict().at(int64_t{0}).toGenericDict().erase("exp_avg_sq"); }),
        "state[0] lacks \"exp_avg_sq\""},
       {edited([](auto& top) {
          top.at("state").toGenericDict().at(int64_t{0}).toGenericDict().insert_or_assign("step", at::scalar_tensor(-1));
@@ -143,7 +144,9 @@ TEST(OptimizerState, BadStateIsRefusedAndNothingChanges) {
          top.at("param_groups").toListRef()[0].toGenericDict().insert_or_assign("lr", std::string("fast"));
        }),
        "param_groups[0][\"lr\"] is a String, not a number"},
-      {edited([](auto& top) { top.at("state").toGenericDict().insert(int64_t{9}, top.at("state").toGenericDict().at(int64_t{0})); }),
+      {edited([](auto& top) {
+         top.at("state").toGenericDict().insert(int64_t{9}, top.at("state").toGenericDict().at(int64_t{0}));
+       }),
        "state[9] is for a parameter index no group lists"},
   };
   run.steps(1);

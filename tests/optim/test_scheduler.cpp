@@ -85,8 +85,10 @@ TEST(Scheduler, MatchesPyTorchTo1e6Relative) {
     std::vector<double> expected = row["lrs"];
     for (size_t t = 0; t < expected.size(); ++t) {
       if (t > 0) {
-        if (row["kind"] == "reduce_on_plateau") scheduler.step(metrics[t - 1]);
-        else scheduler.step();
+        if (row["kind"] == "reduce_on_plateau")
+          scheduler.step(metrics[t - 1]);
+        else
+          scheduler.step();
       }
       double got = scheduler.last_lr();
       EXPECT_NEAR(got, expected[t], 1e-6 * std::max(std::abs(expected[t]), 1e-9))

@@ -190,7 +190,10 @@ TEST(SchedulerState, OtherKindOrHyperparametersAreRefusedAndNothingChanges) {
        "\"step_size\" is 5, this scheduler's is 2", accel::ErrorCode::InvalidArgument},
       {with(save(step), [](auto& d) { d.insert_or_assign("last_epoch", std::string("three")); }),
        "\"last_epoch\" is \"three\", not an integer", accel::ErrorCode::IO},
-      {with(save(step), [](auto& d) { d.insert_or_assign("_last_lr", c10::List<double>({0.1, 0.1})); }),
+      {with(save(step),
+            [](auto& d) {
+              d.insert_or_assign("_last_lr", c10::List<double>({0.1, 0.1}));
+            }),
        "\"_last_lr\" holds 2 learning rates, the optimizer has 1", accel::ErrorCode::InvalidArgument},
       {with(save(step), [](auto& d) { d.erase("base_lrs"); }), "lacks \"base_lrs\"", accel::ErrorCode::IO},
       {with(save(step), [](auto& d) { d.insert_or_assign("_step_count", int64_t{1}); }),
@@ -228,13 +231,18 @@ TEST(SchedulerState, APickleNamingCodeIsRefusedUnrun) {
   std::filesystem::remove(marker);
   for (const std::string module : {"posix", "os", "builtins"}) {
     const std::string function = module == "builtins" ? "eval" : "system";
-    const std::string argument = module == "builtins" ? "__import__('os').system('touch " + marker + "')"
-                                                       : "touch " + marker;
-    std::string pickle = "\x80\x02" "c" + module + "\n" + function + "\n";
+    const std::string argument =
+        module == "builtins" ? "__import__('os').system('touch " + marker + "')" : "touch " + marker;
+    std::string pickle =
+        "\x80\x02"
+        "c" +
+        module + "\n" + function + "\n";
     pickle += 'X';
     const uint32_t n = static_cast<uint32_t>(argument.size());
     pickle.append(reinterpret_cast<const char*>(&n), 4);
-    pickle += argument + "\x85" "R.";
+    pickle += argument +
+              "\x85"
+              "R.";
     std::string zip;
     {
       caffe2::serialize::PyTorchStreamWriter writer([&](const void* data, size_t size) {

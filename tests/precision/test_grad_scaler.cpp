@@ -20,7 +20,7 @@ TEST(GradScaler, SkipsBacksOffAndGrows) {
   p.mutable_grad() = at::tensor({65536.0f, std::numeric_limits<float>::infinity()});
   EXPECT_FALSE(scaler.should_step({p}));  // inf found: skip
   scaler.update();
-  EXPECT_EQ(scaler.scale(), 32768.0);     // backoff 0.5
+  EXPECT_EQ(scaler.scale(), 32768.0);  // backoff 0.5
 
   for (int i = 0; i < 3; ++i) {
     p.mutable_grad() = at::tensor({32768.0f * 2, 32768.0f * 4}) * (scaler.scale() / 32768.0f);

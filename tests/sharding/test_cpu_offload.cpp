@@ -24,9 +24,12 @@ namespace {
 using accel::ShardingStrategy;
 using accel::detail::resolve_cpu_offload;
 
-const char* const kVariables[] = {"ACCELERATE_USE_FSDP", "FSDP_OFFLOAD_PARAMS", "ACCELERATE_USE_DEEPSPEED",
+const char* const kVariables[] = {"ACCELERATE_USE_FSDP",
+                                  "FSDP_OFFLOAD_PARAMS",
+                                  "ACCELERATE_USE_DEEPSPEED",
                                   "ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE",
-                                  "ACCELERATE_DEEPSPEED_OFFLOAD_PARAM_DEVICE", "FSDP_SHARDING_STRATEGY",
+                                  "ACCELERATE_DEEPSPEED_OFFLOAD_PARAM_DEVICE",
+                                  "FSDP_SHARDING_STRATEGY",
                                   "ACCELERATE_DEEPSPEED_ZERO_STAGE"};
 
 class CpuOffloadTest : public ::testing::Test {
@@ -79,8 +82,9 @@ TEST_F(CpuOffloadTest, NoShardHasNothingToOffload) {
             std::string::npos);
   setenv("ACCELERATE_USE_FSDP", "true", 1);
   setenv("FSDP_OFFLOAD_PARAMS", "true", 1);
-  EXPECT_NE(error_of(std::nullopt, ShardingStrategy::NoShard, accel::ErrorCode::Unsupported).find("FSDP_OFFLOAD_PARAMS:"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of(std::nullopt, ShardingStrategy::NoShard, accel::ErrorCode::Unsupported).find("FSDP_OFFLOAD_PARAMS:"),
+      std::string::npos);
   accel::AcceleratorOptions options;
   options.sharding_strategy = ShardingStrategy::NoShard;
   options.cpu_offload = true;

@@ -90,8 +90,8 @@ TEST(CudaOffload, ShardsTrainAsTheReplicatedModel) {
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i) {
       // The optimizer steps on the CPU here and on the GPU there: equal to rounding.
-      EXPECT_TRUE(at::allclose(got[i].second, want[i].second, 1e-5, 1e-6)) << accel::to_string(strategy) << " "
-                                                                            << got[i].first;
+      EXPECT_TRUE(at::allclose(got[i].second, want[i].second, 1e-5, 1e-6))
+          << accel::to_string(strategy) << " " << got[i].first;
     }
     EXPECT_LT(worst, 1e-5) << accel::to_string(strategy);
   }
@@ -138,11 +138,12 @@ TEST(CudaOffload, FullShardTrainsAModelWhoseWeightsAndAdamStateExceedTheGpu) {
     double first = offloaded.step(0), last = first;
     for (int64_t s = 1; s < 8; ++s) last = offloaded.step(s % 2);  // two batches, seen again and again
     const int64_t peak = MemoryCap::peak();
-    std::printf("FULL_SHARD + CPU offload: %lld MB of weights, %lld MB of Adam state; GPU peak %.1f MB at prepare, "
-                "%.1f MB training, of %lld MB allowed; loss %.5f -> %.5f\n",
-                static_cast<long long>(weights >> 20), static_cast<long long>((2 * weights) >> 20),
-                static_cast<double>(prepare_peak) / (1 << 20), static_cast<double>(peak) / (1 << 20),
-                static_cast<long long>(kCap >> 20), first, last);
+    std::printf(
+        "FULL_SHARD + CPU offload: %lld MB of weights, %lld MB of Adam state; GPU peak %.1f MB at prepare, "
+        "%.1f MB training, of %lld MB allowed; loss %.5f -> %.5f\n",
+        static_cast<long long>(weights >> 20), static_cast<long long>((2 * weights) >> 20),
+        static_cast<double>(prepare_peak) / (1 << 20), static_cast<double>(peak) / (1 << 20),
+        static_cast<long long>(kCap >> 20), first, last);
     EXPECT_LT(peak, kCap);
     EXPECT_LT(last, first);
     const auto held = offloaded.accelerator.held_bytes(offloaded.model, &offloaded.optimizer);

@@ -13,13 +13,32 @@ using ::testing::HasSubstr;
 class EnvironmentTest : public ::testing::Test {
  protected:
   void TearDown() override {
-    for (const char* name :
-         {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-          "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE",
-          "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS", "SLURM_PROCID", "SLURM_NTASKS",
-          "SLURM_STEP_NUM_TASKS", "SLURM_LOCALID", "SLURM_NODEID", "SLURM_TASKS_PER_NODE",
-          "SLURM_STEP_TASKS_PER_NODE", "SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_LAUNCH_NODE_IPADDR",
-          "SLURM_JOB_ID", "ACCEL_TEST_FLAG"}) {
+    for (const char* name : {"RANK",
+                             "WORLD_SIZE",
+                             "LOCAL_RANK",
+                             "LOCAL_WORLD_SIZE",
+                             "MASTER_ADDR",
+                             "MASTER_PORT",
+                             "OMPI_COMM_WORLD_RANK",
+                             "OMPI_COMM_WORLD_SIZE",
+                             "OMPI_COMM_WORLD_LOCAL_RANK",
+                             "OMPI_COMM_WORLD_LOCAL_SIZE",
+                             "PMI_RANK",
+                             "PMI_SIZE",
+                             "MPI_LOCALRANKID",
+                             "MPI_LOCALNRANKS",
+                             "SLURM_PROCID",
+                             "SLURM_NTASKS",
+                             "SLURM_STEP_NUM_TASKS",
+                             "SLURM_LOCALID",
+                             "SLURM_NODEID",
+                             "SLURM_TASKS_PER_NODE",
+                             "SLURM_STEP_TASKS_PER_NODE",
+                             "SLURM_STEP_NODELIST",
+                             "SLURM_JOB_NODELIST",
+                             "SLURM_LAUNCH_NODE_IPADDR",
+                             "SLURM_JOB_ID",
+                             "ACCEL_TEST_FLAG"}) {
       unsetenv(name);
     }
   }

@@ -84,7 +84,7 @@ TEST(LargeBlockCache, AnAcceleratorRoutesLibTorchsLargeTensorsThroughIt) {
     EXPECT_EQ(big.sum().item<float>(), static_cast<float>(int64_t{10} << 20));
   }
   at::Tensor again = at::zeros({int64_t{10} << 20});
-  EXPECT_EQ(again.data_ptr(), first);  // the same block, no page faults
+  EXPECT_EQ(again.data_ptr(), first);                // the same block, no page faults
   EXPECT_EQ(again.abs().max().item<float>(), 0.0f);  // and zeros are zeros
   EXPECT_GE(cache->stats().hits, before.hits + 1);
   // Small tensors and raw allocations still work through the replaced allocator.

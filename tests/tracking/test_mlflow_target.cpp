@@ -138,7 +138,8 @@ TEST(MlflowTarget, UnreachableServerFailsInitNamingTheUrl) {
 
 TEST(MlflowTarget, KeysMlflowWouldRejectAreNamedBeforeSending) {
   accel::detail::mlflow_check_key("train/loss:top-1 acc_2.5");
-  for (const std::string& bad : std::vector<std::string>{"", "a\"b", "loss@1", "/abs", "a/../b", std::string(251, 'k')}) {
+  for (const std::string& bad :
+       std::vector<std::string>{"", "a\"b", "loss@1", "/abs", "a/../b", std::string(251, 'k')}) {
     const accel::Error e = error_of([&] { accel::detail::mlflow_check_key(bad); });
     EXPECT_EQ(e.code(), accel::ErrorCode::InvalidArgument) << bad;
     EXPECT_NE(std::string(e.what()).find("'" + bad + "'"), std::string::npos) << e.what();

@@ -73,7 +73,10 @@ at::Tensor activate(const at::Tensor& x, const std::string& activation) {
 
 PositionalEmbeddingImpl::PositionalEmbeddingImpl(int64_t num_positions, int64_t embedding_dim, bool batch_first,
                                                  std::string where)
-    : num_positions_(num_positions), embedding_dim_(embedding_dim), batch_first_(batch_first), where_(std::move(where)) {
+    : num_positions_(num_positions),
+      embedding_dim_(embedding_dim),
+      batch_first_(batch_first),
+      where_(std::move(where)) {
   // nn.Embedding's initialisation, as transformers' GPT-2 wpe before its own init.
   weight = register_parameter("weight", at::empty({num_positions, embedding_dim}));
   torch::NoGradGuard no_grad;
@@ -122,7 +125,9 @@ at::Tensor MultiheadAttentionImpl::attend(const at::Tensor& query, const at::Ten
     k = kv[0], v = kv[1];
   }
   const int64_t s = k.size(1);
-  auto heads_first = [&](const at::Tensor& t, int64_t len) { return t.reshape({n, len, heads, head_dim}).transpose(1, 2); };
+  auto heads_first = [&](const at::Tensor& t, int64_t len) {
+    return t.reshape({n, len, heads, head_dim}).transpose(1, 2);
+  };
   q = heads_first(q, l) / std::sqrt(static_cast<double>(head_dim));
   at::Tensor scores = at::matmul(q, heads_first(k, s).transpose(-2, -1));  // [N, H, L, S]
   at::Tensor hidden;
@@ -216,8 +221,8 @@ at::Tensor TransformerDecoderLayerImpl::forward_with(const at::Tensor& input, co
               where_ + ": the target " + shape_text(input) + " and the memory " + shape_text(side[0]) +
                   " must have the same batch size");
   const int64_t n = tgt.x.size(0);
-  at::Tensor tgt_mask =
-      key_mask(side.size() > 1 ? side[1] : at::Tensor(), n, tgt.x.size(1), tgt.unbatched, where_, "target attention_mask");
+  at::Tensor tgt_mask = key_mask(side.size() > 1 ? side[1] : at::Tensor(), n, tgt.x.size(1), tgt.unbatched, where_,
+                                 "target attention_mask");
   at::Tensor memory_mask = key_mask(side.size() > 2 ? side[2] : at::Tensor(), n, memory.x.size(1), tgt.unbatched,
                                     where_, "memory attention_mask");
   auto self_attention = [&](const at::Tensor& x) {

@@ -74,8 +74,8 @@ AnyModule chain(const nlohmann::json& spec, const std::string& where, const torc
   const std::string type = residual ? "Residual" : "Sequential";
   for (const auto& item : spec.items()) {
     if (item.key() != "type" && item.key() != "layers") {
-      fail(ErrorCode::InvalidArgument, where + " (" + type + "): unknown argument \"" + item.key() +
-                                           "\" (a " + type + " has only \"layers\")");
+      fail(ErrorCode::InvalidArgument,
+           where + " (" + type + "): unknown argument \"" + item.key() + "\" (a " + type + " has only \"layers\")");
     }
   }
   auto layers = spec.find("layers");

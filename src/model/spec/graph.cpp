@@ -38,15 +38,14 @@ void check_ids(const Node& node, const at::Tensor& ids) {
   const auto* embedding = dynamic_cast<const torch::nn::EmbeddingImpl*>(node.module.ptr().get());
   if (embedding == nullptr) return;
   const std::string& input = node.inputs.front();
-  require_arg(at::isIntegralType(ids.scalar_type(), false), node.where + ": input " + in_quotes(input) +
-                                                                 " must hold integer ids, got " +
-                                                                 c10::toString(ids.scalar_type()));
+  require_arg(
+      at::isIntegralType(ids.scalar_type(), false),
+      node.where + ": input " + in_quotes(input) + " must hold integer ids, got " + c10::toString(ids.scalar_type()));
   if (ids.numel() == 0) return;
   const int64_t rows = embedding->options.num_embeddings();
   const int64_t low = ids.min().item<int64_t>(), high = ids.max().item<int64_t>();
   require_arg(low >= 0 && high < rows, node.where + ": input " + in_quotes(input) + " must hold ids in [0, " +
-                                           std::to_string(rows) + "), got " +
-                                           std::to_string(low < 0 ? low : high));
+                                           std::to_string(rows) + "), got " + std::to_string(low < 0 ? low : high));
 }
 
 at::Tensor causal_lm_loss(const Node& node, const at::Tensor& logits, const at::Tensor& labels) {
@@ -60,7 +59,8 @@ bool is_graph_spec(const nlohmann::json& spec) { return spec.is_object() && spec
 GraphModuleImpl::GraphModuleImpl(const nlohmann::json& spec) {
   for (const auto& item : spec.items()) {
     require_arg(item.key() == "inputs" || item.key() == "nodes" || item.key() == "outputs",
-                "model graph: unknown key " + in_quotes(item.key()) + " (a graph has \"inputs\", \"nodes\", \"outputs\" and optionally \"init\")");
+                "model graph: unknown key " + in_quotes(item.key()) +
+                    " (a graph has \"inputs\", \"nodes\", \"outputs\" and optionally \"init\")");
   }
   for (const char* key : {"inputs", "nodes", "outputs"}) {
     auto it = spec.find(key);
@@ -88,7 +88,8 @@ void GraphModuleImpl::parse_inputs(const nlohmann::json& inputs) {
       input.name = inputs[i]["name"].get<std::string>();
       if (inputs[i].contains("optional")) {
         const auto& optional = inputs[i]["optional"];
-        require_arg(optional.is_boolean(), where + ": \"optional\" must be true or false, got " + describe_json(optional));
+        require_arg(optional.is_boolean(),
+                    where + ": \"optional\" must be true or false, got " + describe_json(optional));
         input.optional = optional.get<bool>();
       }
     } else {
@@ -126,8 +127,9 @@ Node GraphModuleImpl::parse_node(const nlohmann::json& spec, size_t index, const
     require_arg(input.name != node.name, where + ": the name is also a graph input's");
   }
   for (const auto& other : nodes_) require_arg(other.name != node.name, where + ": the name is used twice");
-  require_arg(spec.contains("type") && spec["type"].is_string(),
-              where + ": \"type\" must be a string, got " + (spec.contains("type") ? describe_json(spec["type"]) : "nothing"));
+  require_arg(
+      spec.contains("type") && spec["type"].is_string(),
+      where + ": \"type\" must be a string, got " + (spec.contains("type") ? describe_json(spec["type"]) : "nothing"));
   const std::string type = spec["type"].get<std::string>();
   node.where = where + " (" + type + ")";
   node.type = type;
@@ -167,7 +169,8 @@ Node GraphModuleImpl::parse_node(const nlohmann::json& spec, size_t index, const
       require_arg(count == 2, node.where + ": \"input\" must name the logits and the labels, got " +
                                   std::to_string(count) + " name(s)");
     } else {
-      require_arg(count >= 2, node.where + ": \"input\" must list at least 2 names to merge, got " + std::to_string(count));
+      require_arg(count >= 2,
+                  node.where + ": \"input\" must list at least 2 names to merge, got " + std::to_string(count));
     }
     return node;
   }
@@ -209,9 +212,8 @@ void GraphModuleImpl::sort_nodes() {
     progress = false;
     for (size_t i = 0; i < nodes_.size(); ++i) {
       if (done[i]) continue;
-      bool ready = std::all_of(nodes_[i].inputs.begin(), nodes_[i].inputs.end(), [&](const std::string& name) {
-        return known.count(name) > 0;
-      });
+      bool ready = std::all_of(nodes_[i].inputs.begin(), nodes_[i].inputs.end(),
+                               [&](const std::string& name) { return known.count(name) > 0; });
       if (!ready) continue;
       done[i] = progress = true;
       known.insert(nodes_[i].name);
@@ -234,7 +236,8 @@ void GraphModuleImpl::sort_nodes() {
     }
   }
   std::string cycle;
-  for (auto it = std::find(path.begin(), path.end(), at); it != path.end(); ++it) cycle += in_quotes(nodes_[*it].name) + " -> ";
+  for (auto it = std::find(path.begin(), path.end(), at); it != path.end(); ++it)
+    cycle += in_quotes(nodes_[*it].name) + " -> ";
   fail(ErrorCode::InvalidArgument, "model graph: the nodes form a cycle: " + cycle + in_quotes(nodes_[at].name) +
                                        " (each takes the next one's output as input)");
 }

@@ -25,7 +25,8 @@ std::optional<InitSpec> take_init_spec(nlohmann::json& spec) {
   if (!spec.is_object()) return std::nullopt;
   auto it = spec.find("init");
   if (it == spec.end()) return std::nullopt;
-  require_arg(it->is_object(), "model spec: \"init\" must be an object {\"std\": 0.02, \"seed\": 0}, got " + shown(*it));
+  require_arg(it->is_object(),
+              "model spec: \"init\" must be an object {\"std\": 0.02, \"seed\": 0}, got " + shown(*it));
   InitSpec init;
   for (const auto& item : it->items()) {
     const auto& value = item.value();

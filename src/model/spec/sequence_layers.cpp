@@ -54,7 +54,8 @@ AnyModule conv1d(LayerArgs& args) {
   if (mode == "circular") options.padding_mode(torch::kCircular);
   if (args.is_string("padding")) {
     if (args.choice_or("padding", "valid", {"valid", "same"}) == "same") {
-      if (stride != 1) args.fail_argument("padding", "\"same\" needs stride 1, as in PyTorch; got stride " + std::to_string(stride));
+      if (stride != 1)
+        args.fail_argument("padding", "\"same\" needs stride 1, as in PyTorch; got stride " + std::to_string(stride));
       options.padding(torch::kSame);
     } else {
       options.padding(torch::kValid);

@@ -11,8 +11,7 @@ int main() {
   accel::Accelerator accelerator;
   at::Tensor values = at::arange(1, 7, at::kFloat).reshape({2, 3});
   at::Tensor total = accelerator.reduce(values, accel::ReduceOp::Sum).sum();
-  std::cout << "libaccel " << accel_version() << ", " << accelerator.num_processes()
-            << " process(es), device " << accelerator.device() << ", sum " << total.item<double>()
-            << std::endl;
+  std::cout << "libaccel " << accel_version() << ", " << accelerator.num_processes() << " process(es), device "
+            << accelerator.device() << ", sum " << total.item<double>() << std::endl;
   return 0;
 }

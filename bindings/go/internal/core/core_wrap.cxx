@@ -615,7 +615,7 @@ SWIGINTERN AccelTensor *AccelTensor_loss(AccelTensor const *self,accel_loss_kind
     return out;
   }
 SWIGINTERN AccelTensor *AccelTensor_loss_ext__SWIG_0(AccelTensor const *self,accel_loss_kind kind,AccelTensor const *target,int64_t ignore_index=-100,double label_smoothing=0.0){
-    accel_loss_options options = { (uint32_t)sizeof(accel_loss_options), -100, 0.0 };
+    accel_loss_options options =    { (uint32_t)sizeof(accel_loss_options), -100, 0.0 };
     options.ignore_index = ignore_index;
     options.label_smoothing = label_smoothing;
     accel_tensor* out = 0;
