@@ -9,7 +9,7 @@ root=$1 lib=$2 work=$3 cc=$4
 check=$root/tests/packaging/abi_check.sh
 rm -rf "$work" && mkdir -p "$work/tree/packaging"
 cp -r "$root/include" "$work/tree/include" && cp -r "$root/packaging/abi" "$work/tree/packaging/abi"
-sed -i 's/^  uint32_t struct_size;   \/\* sizeof(accel_accelerator_options)/  int planted;\n&/' "$work/tree/include/accel/accel.h"
+sed -i '/^typedef struct accel_accelerator_options {$/a\  int planted;' "$work/tree/include/accel/accel.h"
 grep -q '^  int planted;' "$work/tree/include/accel/accel.h" || { echo "FAIL: could not plant the field"; exit 1; }
 if output=$("$check" "$work/tree" "$lib" "$work/check1" "$cc" 2>&1); then
   echo "$output"; echo "FAIL: a field inserted into accel_accelerator_options passed the ABI check"; exit 1
