@@ -181,7 +181,7 @@ std::string derive_master_addr(const Scheme& scheme, const LaunchEnvironment& en
     for (const char* name : {"SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST"}) {
       auto nodes = get_env(name);
       if (!nodes) continue;
-      auto first = slurm_first_host(*nodes);
+      auto first = slurm_host_list_first(*nodes);
       require_arg(first.has_value(), std::string("environment variable ") + name + "=\"" + *nodes +
                                          "\" is not a Slurm host list (such as node[01-04,07],gpu3); set "
                                          "MASTER_ADDR to rank 0's host");

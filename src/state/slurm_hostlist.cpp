@@ -46,7 +46,7 @@ std::optional<std::string> first_of_ranges(const std::string& inside) {
 
 }  // namespace
 
-std::optional<std::string> slurm_first_host(const std::string& node_list) {
+std::optional<std::string> slurm_host_list_first(const std::string& node_list) {
   std::optional<std::string> first;
   std::string host;  // the current entry's first host, as far as parsed
   bool entry_empty = true;

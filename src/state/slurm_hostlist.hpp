@@ -12,6 +12,6 @@ namespace accel::detail {
 // "r[1-2]-n[08-09]" -> "r1-n08". The whole list is checked: nullopt when any
 // part of it does not parse (an unclosed or empty bracket, a range that is not
 // digits or runs backwards, an empty host, a character no host name has).
-std::optional<std::string> slurm_first_host(const std::string& node_list);
+std::optional<std::string> slurm_host_list_first(const std::string& node_list);
 
 }  // namespace accel::detail

@@ -321,26 +321,26 @@ TEST_F(EnvironmentTest, OpenMpiAcrossMachinesUsesMpirunsAddress) {
 }
 
 TEST(SlurmHostList, FirstHost) {
-  using accel::detail::slurm_first_host;
-  EXPECT_EQ(slurm_first_host("node[03-05,9],gpu1"), "node03");
-  EXPECT_EQ(slurm_first_host("node[01-04,07]"), "node01");
-  EXPECT_EQ(slurm_first_host("node[7]"), "node7");
-  EXPECT_EQ(slurm_first_host("alpha,beta[1-2]"), "alpha");
-  EXPECT_EQ(slurm_first_host("a[1-2],b3"), "a1");
-  EXPECT_EQ(slurm_first_host("rack1-node[003-005]"), "rack1-node003");
-  EXPECT_EQ(slurm_first_host("r[1-2]-n[08-09]"), "r1-n08");
-  EXPECT_EQ(slurm_first_host("n[0009-0011]"), "n0009");
-  EXPECT_EQ(slurm_first_host("n[9-10]"), "n9");
-  EXPECT_EQ(slurm_first_host("single"), "single");
-  EXPECT_EQ(slurm_first_host("host.example.org"), "host.example.org");
+  using accel::detail::slurm_host_list_first;
+  EXPECT_EQ(slurm_host_list_first("node[03-05,9],gpu1"), "node03");
+  EXPECT_EQ(slurm_host_list_first("node[01-04,07]"), "node01");
+  EXPECT_EQ(slurm_host_list_first("node[7]"), "node7");
+  EXPECT_EQ(slurm_host_list_first("alpha,beta[1-2]"), "alpha");
+  EXPECT_EQ(slurm_host_list_first("a[1-2],b3"), "a1");
+  EXPECT_EQ(slurm_host_list_first("rack1-node[003-005]"), "rack1-node003");
+  EXPECT_EQ(slurm_host_list_first("r[1-2]-n[08-09]"), "r1-n08");
+  EXPECT_EQ(slurm_host_list_first("n[0009-0011]"), "n0009");
+  EXPECT_EQ(slurm_host_list_first("n[9-10]"), "n9");
+  EXPECT_EQ(slurm_host_list_first("single"), "single");
+  EXPECT_EQ(slurm_host_list_first("host.example.org"), "host.example.org");
 }
 
 TEST(SlurmHostList, UnparsableListsAreNone) {
-  using accel::detail::slurm_first_host;
+  using accel::detail::slurm_host_list_first;
   for (const char* bad :
        {"", ",", "a,", ",a", "a,,b", "node[01-04", "node01-04]", "node[]", "node[a-b]", "node[04-01]", "node[10-9]",
         "node[1-2,]", "node[,1]", "node[1--2]", "node[[1]]", "node 1", "node[1-2] ,b", "no;de"}) {
-    EXPECT_EQ(slurm_first_host(bad), std::nullopt) << bad;
+    EXPECT_EQ(slurm_host_list_first(bad), std::nullopt) << bad;
   }
 }
 
