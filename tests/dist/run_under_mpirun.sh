@@ -17,7 +17,7 @@ unset RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE GROUP_RANK MASTER_ADDR MASTER_
 rm -rf "$work" && mkdir -p "$work"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-"$accel" launch --nproc_per_node 2 --master_port 0 "$program" "$work/launch" >"$work/launch.log" 2>&1 ||
+timeout -k 5 90 "$accel" launch --nproc_per_node 2 --master_port 0 "$program" "$work/launch" >"$work/launch.log" 2>&1 ||
   { cat "$work/launch.log" >&2; fail "the accel launch run failed"; }
 
 mpi=(mpirun --oversubscribe --allow-run-as-root -np 2)

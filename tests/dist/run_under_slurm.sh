@@ -32,11 +32,12 @@ rm -rf "$work" && mkdir -p "$work"
 # The daemons' files: a short path (unix sockets), executable for all (munged's check).
 run=$(mktemp -d /tmp/accel-slurm.XXXXXX)
 chmod 711 "$run"
-pids=()
+pids=() watchdog=
 cleanup() {
   set +e
+  [ -n "$watchdog" ] && kill "$watchdog" 2>/dev/null
   if [ -f "$run/slurm.conf" ]; then
-    SLURM_CONF=$run/slurm.conf timeout 10 scancel --full --cluster=accel-test -u root >/dev/null 2>&1
+    SLURM_CONF=$run/slurm.conf timeout 10 scancel --full -u root >/dev/null 2>&1
     for _ in $(seq 20); do  # the steps end before slurmd goes
       [ -z "$(SLURM_CONF=$run/slurm.conf timeout 5 squeue -h 2>/dev/null)" ] && break
       sleep 0.5
@@ -109,9 +110,22 @@ for _ in $(seq 60); do
   sleep 0.5
 done
 [ "$state" = idle ] || { show_logs; fail "the Slurm node did not become idle (state: '$state')"; }
+# Should this script be killed outright (SIGKILL: no trap runs), a watchdog
+# cancels the jobs and stops the daemons once it is gone.
+script=$$
+(
+  trap '' TERM INT HUP
+  while kill -0 $script 2>/dev/null; do sleep 1; done
+  timeout 10 scancel --full -u root >/dev/null 2>&1
+  sleep 2
+  kill "${pids[@]}" 2>/dev/null
+  sleep 2
+  rm -rf "$run"
+) </dev/null >/dev/null 2>&1 &
+watchdog=$!
 echo "slurmctld and slurmd up (Slurm $(slurmd -V | awk '{print $2}')), node $host idle"
 
-"$accel" launch --nproc_per_node 2 --master_port 0 "$program" "$work/launch" >"$work/launch.out" 2>&1 ||
+timeout -k 5 90 "$accel" launch --nproc_per_node 2 --master_port 0 "$program" "$work/launch" >"$work/launch.out" 2>&1 ||
   { cat "$work/launch.out" >&2; fail "the accel launch run failed"; }
 same() {  # same NAME: NAME's parameters equal accel launch's
   cmp "$work/launch/model.safetensors" "$work/$1/model.safetensors" ||
@@ -119,7 +133,7 @@ same() {  # same NAME: NAME's parameters equal accel launch's
 }
 
 # 1. srun starts the 2 ranks; nothing but Slurm's variables.
-timeout -k 5 120 srun -N1 -n2 --kill-on-bad-exit=1 --time=2 "$program" "$work/srun" >"$work/srun.out" 2>&1 ||
+timeout -k 5 90 srun -N1 -n2 --kill-on-bad-exit=1 --time=2 "$program" "$work/srun" >"$work/srun.out" 2>&1 ||
   { show_logs; fail "srun -N1 -n2 failed"; }
 grep -q "rank 1 of 2" "$work/srun.out" || { show_logs; fail "srun's task 1 did not run as rank 1 of 2"; }
 same srun
@@ -140,7 +154,7 @@ srun --kill-on-bad-exit=1 $program $work/sbatch
 srun --ntasks=1 $accel launch --nproc_per_node 2 --master_port 0 $program $work/sbatch_launch
 $mpirun_line
 JOB
-timeout -k 5 240 sbatch --wait --output="$work/sbatch.out" "$work/job.sh" >/dev/null ||
+timeout -k 5 180 sbatch --wait --output="$work/sbatch.out" "$work/job.sh" >/dev/null ||
   { show_logs; fail "the sbatch job failed"; }
 same sbatch
 same sbatch_launch
