@@ -35,7 +35,7 @@ chmod 711 "$run"
 pids=() watchdog=
 cleanup() {
   set +e
-  [ -n "$watchdog" ] && kill "$watchdog" 2>/dev/null
+  [ -n "$watchdog" ] && kill -9 "$watchdog" 2>/dev/null  # it ignores SIGTERM
   if [ -f "$run/slurm.conf" ]; then
     SLURM_CONF=$run/slurm.conf timeout 10 scancel --full -u root >/dev/null 2>&1
     for _ in $(seq 20); do  # the steps end before slurmd goes
@@ -123,6 +123,7 @@ script=$$
   rm -rf "$run"
 ) </dev/null >/dev/null 2>&1 &
 watchdog=$!
+disown "$watchdog"
 echo "slurmctld and slurmd up (Slurm $(slurmd -V | awk '{print $2}')), node $host idle"
 
 timeout -k 5 90 "$accel" launch --nproc_per_node 2 --master_port 0 "$program" "$work/launch" >"$work/launch.out" 2>&1 ||
@@ -165,9 +166,11 @@ if command -v mpirun >/dev/null; then
   echo "sbatch, mpirun -np 2 (MPI's variables win over the batch step's): parameters bitwise equal to accel launch"
 fi
 
-# 3. RANK=0 exported to every task: task 1 refuses it, naming both values.
+# 3. RANK=0 exported to every task: task 1 refuses it, naming both values
+# (task 0's agree; with MASTER_ADDR set it waits for the rendezvous until srun
+# ends it, rather than failing first for want of an address).
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-if RANK=0 WORLD_SIZE=2 MASTER_PORT=$port timeout -k 5 60 srun -N1 -n2 --kill-on-bad-exit=1 --time=1 \
+if RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port timeout -k 5 60 srun -N1 -n2 --kill-on-bad-exit=1 --time=1 \
   "$program" "$work/bad" >"$work/bad.out" 2>&1; then
   fail "a RANK that disagrees with SLURM_PROCID was accepted"
 fi
