@@ -37,6 +37,9 @@ packages=(
   abigail-tools           # abidw/abidiff: the ABI check against packaging/abi (packaging_abi_unchanged)
   clang-format            # the style of .clang-format (format_check)
   python3-torch           # bench/run.sh peer, and the tests read our optimizer.bin with torch.load
+  openmpi-bin             # mpirun starts ranks without accel launch (dist_under_mpirun; Open MPI 4.1)
+  slurm-wlm munge         # a real Slurm the test starts itself from a throwaway config (dist_under_slurm);
+                          # the system's own slurmctld/slurmd/munge services are neither configured nor used
 )
 
 if [ "${1:-}" = --demo ]; then

@@ -1,5 +1,6 @@
 #include "state/environment.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
@@ -7,6 +8,7 @@
 #include <limits>
 
 #include "accel/error.hpp"
+#include "state/slurm_hostlist.hpp"
 
 namespace accel::detail {
 
@@ -69,9 +71,12 @@ int int_env_or(const char* name, int fallback, int min_value, int max_value) {
 
 namespace {
 
+constexpr int kMaxInt = std::numeric_limits<int>::max();
+
 // Where the rank and world size come from when the job was not started by a
-// torchrun-style launcher: MPI's and SLURM's own variables, so that `mpirun`
-// and `srun` can start the processes directly.
+// torchrun-style launcher: MPI's and Slurm's own variables, so that `mpirun`
+// and `srun` can start the processes directly. The first whose world size is
+// set wins (docs/launch.md, "Which variables win").
 struct Scheme {
   const char* name;
   const char* rank;
@@ -82,16 +87,22 @@ struct Scheme {
 
 const Scheme kSchemes[] = {
     {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"},
+    // An MPI launcher's variables are in the environment of the processes it
+    // started and of no other, so they win over Slurm's: `mpirun` inside an
+    // sbatch allocation starts its ranks with the batch step's SLURM_PROCID=0.
     {"Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
      "OMPI_COMM_WORLD_LOCAL_SIZE"},
     {"MVAPICH2", "MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_SIZE", "MV2_COMM_WORLD_LOCAL_RANK",
      "MV2_COMM_WORLD_LOCAL_SIZE"},
     {"MPICH (Hydra)", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"},
-    // SLURM_STEP_NUM_TASKS is srun's step; SLURM_NTASKS alone is also set in
-    // a batch script that runs one process, hence second.
+    // A task of a job step srun started: SLURM_STEP_NUM_TASKS is srun's. A
+    // batch script or an salloc shell has SLURM_NTASKS and SLURM_PROCID=0 too,
+    // but it is one process, not a task of a step, so it runs alone.
     {"SLURM", "SLURM_PROCID", "SLURM_STEP_NUM_TASKS", "SLURM_LOCALID", nullptr},
-    {"SLURM", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", nullptr},
 };
+
+bool is_slurm(const Scheme& scheme) { return std::string(scheme.name) == "SLURM"; }
+bool is_open_mpi(const Scheme& scheme) { return std::string(scheme.name) == "Open MPI"; }
 
 // SLURM's tasks on node `node` from a list such as "2(x3),1": 2 tasks on each
 // of nodes 0-2, then 1. nullopt when the text does not parse.
@@ -116,21 +127,108 @@ std::optional<int> slurm_tasks_on_node(const std::string& tasks_per_node, int no
   return std::nullopt;
 }
 
-}  // namespace
-
-std::string slurm_first_host(const std::string& node_list) {
-  // "node[03-05,9],gpu1" -> "node03": the prefix, then the first number of the range.
-  size_t bracket = node_list.find('[');
-  size_t comma = node_list.find(',');
-  if (bracket == std::string::npos || (comma != std::string::npos && comma < bracket)) {
-    return node_list.substr(0, comma);
+// RANK and WORLD_SIZE set by hand inside a job that srun or an MPI launcher
+// started must name the rank and world that launcher gave this process: they
+// win, and a copy exported to every task (RANK=0 in each) would make the
+// ranks collide or wait for ranks that never come. Under accel launch or
+// torchrun (GROUP_RANK set) the scheduler's variables describe the launcher,
+// one task per node, and legitimately differ.
+void check_torchrun_agrees_with_scheduler(const LaunchEnvironment& env) {
+  if (get_env("GROUP_RANK") || get_env("TORCHELASTIC_RUN_ID")) return;
+  for (const Scheme& scheme : kSchemes) {
+    if (&scheme == &kSchemes[0]) continue;
+    auto size_text = get_env(scheme.size);
+    if (!size_text) continue;
+    int size = parse_int_env(scheme.size, *size_text, 1, kMaxInt);
+    bool rank_set = get_env("RANK").has_value();
+    int rank = int_env_or(scheme.rank, 0, 0, kMaxInt);
+    if (size == env.world_size && (!rank_set || rank == env.rank)) continue;
+    std::string ours = "WORLD_SIZE=" + std::to_string(env.world_size);
+    std::string theirs = std::string(scheme.size) + "=" + std::to_string(size);
+    if (rank_set) {
+      ours = "RANK=" + std::to_string(env.rank) + ", " + ours;
+      theirs = std::string(scheme.rank) + "=" + std::to_string(rank) + ", " + theirs;
+    }
+    fail(ErrorCode::InvalidArgument,
+         "environment variables disagree: " + ours + " (torchrun's, which win) but " + theirs + " (" + scheme.name +
+             "'s, which started this process). Unset RANK and WORLD_SIZE to let " + scheme.name +
+             "'s variables decide, or start the ranks with accel launch (a launcher of your own sets GROUP_RANK, "
+             "as torchrun does)");
   }
-  size_t end = node_list.find_first_of("-,]", bracket + 1);
-  return node_list.substr(0, bracket) + node_list.substr(bracket + 1, end - bracket - 1);
 }
 
+// "1426587648.0;tcp://192.0.2.2,10.0.0.2:43365;tcp6://[fd00::2]:47659" (Open
+// MPI's OMPI_MCA_orte_hnp_uri, mpirun's own daemon) -> "192.0.2.2".
+std::optional<std::string> ompi_hnp_address(const std::string& uri) {
+  size_t tcp = uri.find(";tcp://");
+  if (tcp == std::string::npos) return std::nullopt;
+  size_t start = tcp + 7;
+  size_t end = uri.find(';', start);
+  std::string hosts_port = uri.substr(start, end == std::string::npos ? std::string::npos : end - start);
+  size_t colon = hosts_port.rfind(':');
+  if (colon == std::string::npos) return std::nullopt;
+  std::string first = hosts_port.substr(0, std::min(colon, hosts_port.find(',')));
+  if (first.empty()) return std::nullopt;
+  return first;
+}
+
+// MASTER_ADDR when the environment does not set it; throws naming what to set.
+std::string derive_master_addr(const Scheme& scheme, const LaunchEnvironment& env) {
+  std::string why = std::string("environment variable MASTER_ADDR is not set but ") + scheme.size + "=" +
+                    std::to_string(env.world_size) + " asks for a process group";
+  if (is_slurm(scheme)) {
+    // Rank 0 runs on the step's first node (srun's block and cyclic distributions).
+    for (const char* name : {"SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST"}) {
+      auto nodes = get_env(name);
+      if (!nodes) continue;
+      auto first = slurm_host_list_first(*nodes);
+      require_arg(first.has_value(), std::string("environment variable ") + name + "=\"" + *nodes +
+                                         "\" is not a Slurm host list (such as node[01-04,07],gpu3); set "
+                                         "MASTER_ADDR to rank 0's host");
+      return *first;
+    }
+    auto launch_node = get_env("SLURM_LAUNCH_NODE_IPADDR");
+    require_arg(launch_node.has_value(), why + " (and neither SLURM_STEP_NODELIST nor SLURM_JOB_NODELIST is set)");
+    return *launch_node;
+  }
+  require_arg(&scheme != &kSchemes[0], why);
+  // Every process on one machine: the rendezvous is local.
+  if (env.local_world_size == env.world_size) return "127.0.0.1";
+  if (is_open_mpi(scheme)) {
+    // Rank 0 on mpirun's machine (where its ranks start, mapped by slot): the
+    // address mpirun's daemon gave its ranks.
+    auto hnp = get_env("OMPI_MCA_orte_hnp_uri");
+    auto address = hnp ? ompi_hnp_address(*hnp) : std::nullopt;
+    if (address) {
+      auto local = get_env("OMPI_MCA_orte_local_daemon_uri");
+      require_arg(env.rank != 0 || (local && *local == *hnp),
+                  why + "; rank 0 does not run on mpirun's machine (OMPI_MCA_orte_hnp_uri=\"" + *hnp +
+                      "\", this machine's OMPI_MCA_orte_local_daemon_uri=\"" + local.value_or("") +
+                      "\"), so its address is unknown: set MASTER_ADDR to rank 0's host and pass it on with "
+                      "mpirun -x MASTER_ADDR");
+      return *address;
+    }
+  }
+  fail(ErrorCode::InvalidArgument, why + " and the processes run on several machines (" + scheme.local_size + "=" +
+                                       std::to_string(env.local_world_size) +
+                                       "): set MASTER_ADDR to rank 0's host (mpirun -x MASTER_ADDR=HOST)");
+}
+
+// 15000 + the id's last four digits, PyTorch Lightning's convention: the same
+// in every task of a job, below Linux's ephemeral ports (32768-60999).
+std::optional<std::string> port_from_job_id(const char* name) {
+  auto id = get_env(name);
+  if (!id) return std::nullopt;
+  bool digits = id->find_first_not_of("0123456789") == std::string::npos;
+  require_arg(digits,
+              std::string("environment variable ") + name + "=\"" + *id + "\" is not a job number; set MASTER_PORT");
+  std::string last4 = id->substr(id->size() > 4 ? id->size() - 4 : 0);
+  return std::to_string(15000 + std::stoi(last4));
+}
+
+}  // namespace
+
 LaunchEnvironment read_launch_environment() {
-  constexpr int kMaxInt = std::numeric_limits<int>::max();
   LaunchEnvironment env;
   // The first scheme whose world size is set; the torchrun contract always wins.
   const Scheme* scheme = &kSchemes[0];
@@ -146,6 +244,7 @@ LaunchEnvironment read_launch_environment() {
   require_arg(env.rank < env.world_size, std::string("environment variable ") + scheme->rank + "=" +
                                              std::to_string(env.rank) + " is not below " + scheme->size + "=" +
                                              std::to_string(env.world_size));
+  if (scheme == &kSchemes[0] && get_env("WORLD_SIZE")) check_torchrun_agrees_with_scheduler(env);
   const char* local_size_name = scheme->local_size;
   if (local_size_name != nullptr) {
     env.local_world_size = int_env_or(local_size_name, env.world_size, 1, kMaxInt);
@@ -156,9 +255,10 @@ LaunchEnvironment read_launch_environment() {
     if (!per_node) per_node = get_env(local_size_name = "SLURM_TASKS_PER_NODE");
     int node = int_env_or("SLURM_NODEID", 0, 0, kMaxInt);
     std::optional<int> tasks = per_node ? slurm_tasks_on_node(*per_node, node) : std::nullopt;
-    require_arg(!per_node || tasks.has_value(), std::string("environment variable ") + local_size_name + "=\"" +
-                                                    *per_node +
-                                                    "\" names no task count for SLURM_NODEID=" + std::to_string(node));
+    if (per_node && !tasks) {
+      fail(ErrorCode::InvalidArgument, std::string("environment variable ") + local_size_name + "=\"" + *per_node +
+                                           "\" names no task count for SLURM_NODEID=" + std::to_string(node));
+    }
     env.local_world_size = tasks.value_or(env.world_size);
   }
   env.local_rank = int_env_or(scheme->local_rank, env.rank % env.local_world_size, 0, kMaxInt);
@@ -166,29 +266,11 @@ LaunchEnvironment read_launch_environment() {
                                                          std::to_string(env.local_rank) + " is not below " +
                                                          local_size_name + "=" + std::to_string(env.local_world_size));
   if (env.distributed()) {
-    bool slurm = std::string(scheme->name) == "SLURM";
     auto addr = get_env("MASTER_ADDR");
-    if (!addr && slurm) {
-      // Rank 0 runs on the step's first node (srun's block distribution).
-      if (auto nodes =
-              get_env("SLURM_STEP_NODELIST") ? get_env("SLURM_STEP_NODELIST") : get_env("SLURM_JOB_NODELIST")) {
-        addr = slurm_first_host(*nodes);
-      } else {
-        addr = get_env("SLURM_LAUNCH_NODE_IPADDR");
-      }
-    }
-    // Every process on one machine: the rendezvous is local.
-    if (!addr && env.local_world_size == env.world_size && !slurm && scheme != &kSchemes[0]) addr = "127.0.0.1";
-    require_arg(addr.has_value(), std::string("environment variable MASTER_ADDR is not set but ") + scheme->size + "=" +
-                                      std::to_string(env.world_size) + " asks for a process group");
-    env.master_addr = *addr;
+    env.master_addr = addr ? *addr : derive_master_addr(*scheme, env);
     auto port = get_env("MASTER_PORT");
-    if (!port && slurm) {
-      // Every task of a job derives the same port from the job id.
-      if (auto job = get_env("SLURM_JOB_ID")) {
-        port = std::to_string(20000 + parse_int_env("SLURM_JOB_ID", *job, 0, kMaxInt) % 10000);
-      }
-    }
+    if (!port && is_slurm(*scheme)) port = port_from_job_id("SLURM_JOB_ID");
+    if (!port && is_open_mpi(*scheme)) port = port_from_job_id("OMPI_MCA_ess_base_jobid");
     require_arg(port.has_value(), std::string("environment variable MASTER_PORT is not set but ") + scheme->size + "=" +
                                       std::to_string(env.world_size) + " asks for a process group");
     env.master_port = parse_int_env("MASTER_PORT", *port, 1, 65535);

@@ -38,17 +38,20 @@ std::vector<std::string> split_comma_list(const std::string& text);
 // Without WORLD_SIZE, the variables of the first of these that is present:
 // Open MPI (OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE), MVAPICH2
 // (MV2_COMM_WORLD_*), MPICH's Hydra (PMI_RANK, PMI_SIZE, MPI_LOCALRANKID,
-// MPI_LOCALNRANKS), SLURM (SLURM_PROCID, SLURM_STEP_NUM_TASKS or SLURM_NTASKS,
-// SLURM_LOCALID, SLURM_NODEID with SLURM_(STEP_)TASKS_PER_NODE).
-// Without MASTER_ADDR: under SLURM the first host of SLURM_STEP_NODELIST (or
+// MPI_LOCALNRANKS), a task of an srun step (SLURM_PROCID, SLURM_STEP_NUM_TASKS,
+// SLURM_LOCALID, SLURM_NODEID with SLURM_(STEP_)TASKS_PER_NODE). An MPI
+// launcher's variables win over Slurm's: mpirun inside an allocation starts
+// its ranks with the allocation's SLURM_PROCID.
+// RANK/WORLD_SIZE set without a launcher (no GROUP_RANK) must agree with the
+// scheduler's variables when those are present too.
+// Without MASTER_ADDR: under Slurm the first host of SLURM_STEP_NODELIST (or
 // SLURM_JOB_NODELIST, else SLURM_LAUNCH_NODE_IPADDR); under MPI with every
-// process on one machine, 127.0.0.1. Without MASTER_PORT under SLURM:
-// 20000 + SLURM_JOB_ID % 10000, the same in every task.
+// process on one machine, 127.0.0.1; under Open MPI across machines, the
+// address of mpirun's daemon (rank 0 must run there). Without MASTER_PORT:
+// 15000 + the last four digits of SLURM_JOB_ID (Slurm) or of Open MPI's job id
+// (OMPI_MCA_ess_base_jobid), the same in every task.
 // With none of them the process runs alone. Throws InvalidArgument naming the
 // variable and its value when one is malformed or inconsistent.
 LaunchEnvironment read_launch_environment();
-
-// "node03" for SLURM's "node[03-05,9],gpu1".
-std::string slurm_first_host(const std::string& node_list);
 
 }  // namespace accel::detail

@@ -12,9 +12,10 @@ rank_env() {  # rank_env RANK: the variables of that rank under $scheme
   case $scheme in
     ompi) echo "OMPI_COMM_WORLD_RANK=$1 OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_LOCAL_RANK=$1" \
                "OMPI_COMM_WORLD_LOCAL_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port" ;;
-    # No MASTER_ADDR: derived from the node list.
-    slurm) echo "SLURM_PROCID=$1 SLURM_NTASKS=2 SLURM_LOCALID=$1 SLURM_NODEID=0 SLURM_TASKS_PER_NODE=2" \
-                "SLURM_JOB_NODELIST=localhost SLURM_JOB_ID=1 MASTER_PORT=$port" ;;
+    # What srun gives a task of a step (tests/dist/run_under_slurm.sh runs a
+    # real one). No MASTER_ADDR: derived from the node list.
+    slurm) echo "SLURM_PROCID=$1 SLURM_NTASKS=2 SLURM_STEP_NUM_TASKS=2 SLURM_LOCALID=$1 SLURM_NODEID=0" \
+                "SLURM_STEP_TASKS_PER_NODE=2 SLURM_STEP_NODELIST=localhost SLURM_JOB_ID=1 MASTER_PORT=$port" ;;
     *) echo "unknown scheme $scheme" >&2; exit 2 ;;
   esac
 }
