@@ -89,6 +89,10 @@ static int exit_before_rendezvous(int rounds_for_rank1) {
   accel_accelerator* acc = NULL;
   if (dist_check_rank == 1 && rounds_for_rank1 == 0) return 0;
   acc = create(60000);
+  /* Both ranks finish setting up the first group before either tears it down:
+     without this, rank 0 could close its Gloo pairs while rank 1 was still
+     connecting (seen on LibTorch 2.15 under load), and rank 1 failed there. */
+  CHECK_OK(accel_accelerator_wait_for_everyone(acc));
   if (dist_check_rank == 1) {
     accel_accelerator_free(acc);
     return 0; /* leaves before rank 0's second rendezvous */
