@@ -11,13 +11,12 @@ version=$(clang-format --version | sed -n 's/.*version \([0-9]*\)\..*/\1/p')
 [ "$version" = 14 ] || { echo "skipped: clang-format $version, the tree is formatted with 14"; exit 77; }
 git -C "$root" rev-parse --is-inside-work-tree >/dev/null 2>&1 || { echo "skipped: not a git checkout"; exit 77; }
 mapfile -t files < <(git -C "$root" ls-files '*.c' '*.h' '*.cpp' '*.hpp' | grep -v '^bindings/go/internal/core/')
-bad=()
-for file in "${files[@]}"; do
-  clang-format --style=file --dry-run -Werror "$root/$file" >/dev/null 2>&1 || bad+=("$file")
-done
-if [ "${#bad[@]}" -gt 0 ]; then
+# One clang-format for all files (a process per file took 17 s); it names each
+# file that differs in its "error: code should be clang-formatted" lines.
+cd "$root"
+if ! report=$(clang-format --style=file --dry-run -Werror "${files[@]}" 2>&1); then
   echo "FAIL: not formatted as .clang-format says (clang-format -i FILE):"
-  printf '  %s\n' "${bad[@]}"
+  sed -n 's/^\([^:]*\):[0-9]*:[0-9]*: error: code should be clang-formatted.*/  \1/p' <<<"$report" | sort -u
   exit 1
 fi
 echo "ok: ${#files[@]} files formatted as .clang-format says"
