@@ -24,22 +24,10 @@ func TestNilWrappersAreClosed(t *testing.T) {
 	for _, c := range []interface{ Close() error }{tensor, model, opt, sched, dataset, loader, seqs, bar, acc} {
 		ok(t, c.Close())
 	}
-	_, err := tensor.Numel()
-	wantClosed(t, err, "Tensor")
-	_, err = model.NumParameters(false)
-	wantClosed(t, err, "Model")
-	wantClosed(t, opt.Step(), "Optimizer")
-	wantClosed(t, sched.Step(), "Scheduler")
-	_, err = dataset.Len()
-	wantClosed(t, err, "Dataset")
-	_, err = loader.Len()
-	wantClosed(t, err, "DataLoader")
-	_, err = seqs.Len()
-	wantClosed(t, err, "Sequences")
-	wantClosed(t, bar.Update(1), "ProgressBar")
+	wantEveryMethodClosed(t, tensor, model, opt, sched, dataset, loader, seqs, bar)
 	wantClosed(t, acc.WaitForEveryone(), "Accelerator")
 	// As an argument too.
-	_, err = NewOptimizer(model, OptimizerOptions{})
+	_, err := NewOptimizer(model, OptimizerOptions{})
 	wantClosed(t, err, "Model")
 	_, err = DatasetFromTensors(tensor, tensor)
 	wantClosed(t, err, "Tensor")
@@ -60,19 +48,7 @@ func TestClosedWrappersStayClosed(t *testing.T) {
 		ok(t, c.Close())
 		ok(t, c.Close())
 	}
-	_, err := x.Numel()
-	wantClosed(t, err, "Tensor")
-	_, err = model.NumParameters(false)
-	wantClosed(t, err, "Model")
-	wantClosed(t, opt.Step(), "Optimizer")
-	wantClosed(t, sched.Step(), "Scheduler")
-	_, err = dataset.Len()
-	wantClosed(t, err, "Dataset")
-	_, err = loader.Len()
-	wantClosed(t, err, "DataLoader")
-	_, err = seqs.Len()
-	wantClosed(t, err, "Sequences")
-	wantClosed(t, bar.Update(1), "ProgressBar")
+	wantEveryMethodClosed(t, x, model, opt, sched, dataset, loader, seqs, bar)
 	if s := x.String(); s != "Tensor(closed)" {
 		t.Fatalf("closed tensor prints as %q", s)
 	}
@@ -105,4 +81,23 @@ func TestADroppedWrapperIsClosedByItsFinalizer(t *testing.T) {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+}
+
+// One method of each closed (or nil) wrapper returns ErrClosed naming its type.
+func wantEveryMethodClosed(t *testing.T, tensor *Tensor, model *Model, opt *Optimizer, sched *Scheduler,
+	dataset *Dataset, loader *DataLoader, seqs *Sequences, bar *ProgressBar) {
+	t.Helper()
+	_, err := tensor.Numel()
+	wantClosed(t, err, "Tensor")
+	_, err = model.NumParameters(false)
+	wantClosed(t, err, "Model")
+	wantClosed(t, opt.Step(), "Optimizer")
+	wantClosed(t, sched.Step(), "Scheduler")
+	_, err = dataset.Len()
+	wantClosed(t, err, "Dataset")
+	_, err = loader.Len()
+	wantClosed(t, err, "DataLoader")
+	_, err = seqs.Len()
+	wantClosed(t, err, "Sequences")
+	wantClosed(t, bar.Update(1), "ProgressBar")
 }
