@@ -139,6 +139,36 @@ detail::RandomStates random_states(const CheckpointReader& reader, int rank, con
   return rng;
 }
 
+// A checkpoint of replicated state saved by `saved` processes, loaded by
+// `world` (an elastic job's new world). As Accelerate does when a process has no
+// random_states_<rank> file: a process the saving run did not have keeps the
+// generator state its seed gave it (the step and positions come from process 0's
+// file). Each loader's position is carried over as samples: `saved` processes
+// each consumed batches_consumed batches of a global batch of saved * batch_size
+// samples (without split_batches), which are floor(consumed * saved / world)
+// batches now. The remainder, fewer samples than one global batch, are seen
+// again; none is skipped.
+detail::RandomStates random_states_at_another_world_size(const CheckpointReader& reader, int rank, int saved, int world,
+                                                         bool split_batches, const std::vector<DataLoader*>& loaders) {
+  const int source = rank < saved ? rank : 0;
+  const std::string name = detail::random_states_file(source), legacy = detail::legacy_random_states_file(source);
+  std::error_code error;
+  const bool use_legacy =
+      !std::filesystem::exists(reader.path(name), error) && std::filesystem::exists(reader.path(legacy), error);
+  detail::RandomStates rng =
+      use_legacy ? legacy_random_states(reader, legacy, loaders.size())
+                 : detail::read_random_states(reader.bytes(name), loaders.size(), "load_state: " + reader.path(name));
+  if (rank >= saved) {
+    rng.cpu = at::Tensor();
+    rng.cuda.clear();
+  }
+  if (!split_batches) {  // with split_batches, one global batch per step at any world size
+    for (auto& position : rng.positions) position.batches_consumed = position.batches_consumed * saved / world;
+  }
+  check_positions(rng, loaders, reader.path(use_legacy ? legacy : name));
+  return rng;
+}
+
 // Sharded optimizer state is laid out by the strategy that wrote it (which
 // parameters' chunks each process holds, in which order): a SHARD_GRAD_OP
 // checkpoint loaded under FULL_SHARD mapped chunks to the wrong parameters,
@@ -225,9 +255,20 @@ void Accelerator::load_state(const std::string& requested_dir) {
   expect_count("dataloaders", targets.loaders.size());
   expect_count("custom_objects", st.checkpoint_objects.size());
   const int64_t saved_processes = manifest.integer("num_processes");
-  require(saved_processes == st.world_size(), ErrorCode::InvalidArgument,
+  require(saved_processes >= 1, ErrorCode::IO,
+          "load_state: " + manifest_path + ": num_processes is " + std::to_string(saved_processes));
+  const bool same_world = saved_processes == st.world_size();
+  // Replicated state (every process held all of it) loads at another world size,
+  // as an elastic job that lost or gained a node needs; sharded state only at the
+  // world size that wrote it.
+  const bool saved_any_shards = (manifest.has("sharded_optimizers") && manifest.boolean("sharded_optimizers")) ||
+                                (manifest.has("sharded_models") && manifest.boolean("sharded_models"));
+  require(same_world || (!saved_any_shards && !sharded), ErrorCode::InvalidArgument,
           "load_state: " + dir + " was saved by " + std::to_string(saved_processes) + " processes, " +
-              std::to_string(st.world_size()) + " are running");
+              std::to_string(st.world_size()) + " are running, and " +
+              (saved_any_shards ? std::string("it holds sharded state")
+                                : "sharding_strategy " + std::string(to_string(st.sharding_strategy)) + " shards it") +
+              ": sharded checkpoints load only at the world size that saved them");
   require(manifest.boolean("scaler") == (st.scaler != nullptr), ErrorCode::InvalidArgument,
           std::string("load_state: ") + dir +
               (st.scaler ? " has no fp16 loss scaler state" : " holds fp16 loss scaler state but fp16 is off"));
@@ -325,7 +366,11 @@ void Accelerator::load_state(const std::string& requested_dir) {
             "load_state: " + scaler.path() + ": \"growth_tracker\" is " + std::to_string(growth_tracker) +
                 ", not a non-negative count");
   }
-  const detail::RandomStates rng = random_states(reader, st.rank(), targets.loaders);
+  const detail::RandomStates rng =
+      same_world
+          ? random_states(reader, st.rank(), targets.loaders)
+          : random_states_at_another_world_size(reader, st.rank(), static_cast<int>(saved_processes), st.world_size(),
+                                                st.dataloader_config.split_batches, targets.loaders);
 
   // 2. Apply. Optimizers, schedulers and the user's objects first, rolled back
   // if one of them fails (their load functions can reject what the checks
@@ -372,7 +417,7 @@ void Accelerator::load_state(const std::string& requested_dir) {
     gathered.clear();
   }
   if (st.scaler) st.scaler->restore(scale, growth_tracker);
-  {
+  if (rng.cpu.defined()) {  // undefined: a process the saving run did not have keeps its own
     at::Generator gen = at::detail::getDefaultCPUGenerator();
     std::lock_guard<std::mutex> lock(gen.mutex());
     gen.set_state(rng.cpu);

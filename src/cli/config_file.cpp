@@ -116,6 +116,8 @@ void read_honoured(const Reader& in, ConfigValues& values) {
     in.refuse("main_process_port", "must be in [0, 65535], got " + std::to_string(*values.main_process_port));
   }
   values.gpu_ids = in.get<std::string>("gpu_ids", "all or a list such as 0,1");
+  // Checked where it is used (launch_settings.cpp), naming the supported backends.
+  values.rdzv_backend = in.get<std::string>("rdzv_backend", "static or c10d");
 }
 
 // Keys accel has no use for. Each is accepted silently at the value Accelerate
@@ -129,9 +131,6 @@ void read_ignored(const Reader& in, const ConfigValues& values, std::vector<std:
   }
   if (auto downcast = in.get<std::string>("downcast_bf16", "no or a bool")) {
     if (*downcast != "no" && *downcast != "false") warn("downcast_bf16", "TPU only");
-  }
-  if (auto backend = in.get<std::string>("rdzv_backend", "a string"); backend && *backend != "static") {
-    warn("rdzv_backend", *backend + " is not supported; accel always uses a static rendezvous on the main process");
   }
   if (auto function = in.get<std::string>("main_training_function", "a string"); function && *function != "main") {
     warn("main_training_function", "only used by Python notebook launchers");

@@ -35,7 +35,8 @@ struct ConfigValues {
   std::optional<int> machine_rank;
   std::optional<std::string> main_process_ip;
   std::optional<int> main_process_port;
-  std::optional<std::string> gpu_ids;  // "all" or "0,1,..."
+  std::optional<std::string> gpu_ids;       // "all" or "0,1,..."
+  std::optional<std::string> rdzv_backend;  // static or c10d
   // distributed_type FSDP / DEEPSPEED: the variables that carry the sharding
   // strategy to the ranks (src/cli/sharding_config.hpp); else empty.
   std::map<std::string, std::string> sharding_env;

@@ -52,6 +52,11 @@ std::map<std::string, std::string> rank_environment(const LaunchConfig& config, 
   // torchrun's names: a program can tell a restarted attempt from the first.
   env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(config.restart_count);
   env["TORCHELASTIC_MAX_RESTARTS"] = std::to_string(config.max_restarts);
+  env["TORCHELASTIC_RUN_ID"] = config.elastic.run_id;
+  // torchrun's one role, "default", spans every rank.
+  env["ROLE_NAME"] = "default";
+  env["ROLE_RANK"] = std::to_string(config.global_rank(local_rank));
+  env["ROLE_WORLD_SIZE"] = std::to_string(config.world_size());
   // The launcher starts every line a rank writes with "[rank N] " (supervisor.cpp),
   // so the library's logger leaves its own prefix out (src/tracking/logging.cpp).
   env["ACCEL_LAUNCH_PREFIXES_LINES"] = "1";
@@ -109,8 +114,19 @@ void resolve_defaults(LaunchConfig& config, std::ostream& notices) {
 }
 
 void print_launch_plan(const LaunchConfig& config, std::ostream& out) {
-  out << "accel launch --dry_run: would start " << config.nproc_per_node << " rank(s) on node " << config.node_rank
-      << " of " << config.nnodes << "; grace period " << config.grace_period_s << " s\n";
+  const ElasticSettings& elastic = config.elastic;
+  if (elastic.enabled) {
+    out << "accel launch --dry_run: would join the c10d rendezvous '" << elastic.run_id << "' at "
+        << elastic.endpoint_host << ':' << elastic.endpoint_port << " for " << elastic.nodes.min << " to "
+        << elastic.nodes.max << " node(s), and start " << config.nproc_per_node
+        << " rank(s) per round; shown below as node " << config.node_rank << " of " << config.nnodes
+        << " (the rendezvous decides); join_timeout " << elastic.join_timeout_s << " s, last_call_timeout "
+        << elastic.last_call_timeout_s << " s, keep_alive " << elastic.keep_alive_interval_s << " s x "
+        << elastic.keep_alive_max_attempt << ", monitor_interval " << config.monitor_interval_s << " s\n";
+  } else {
+    out << "accel launch --dry_run: would start " << config.nproc_per_node << " rank(s) on node " << config.node_rank
+        << " of " << config.nnodes << "; grace period " << config.grace_period_s << " s\n";
+  }
   out << "settings (value, and where it came from):\n";
   for (const auto& [name, value] : config.origins) out << "  " << name << " = " << value << '\n';
   std::string command = shell_quoted(config.program);

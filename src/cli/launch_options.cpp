@@ -63,9 +63,21 @@ void add_launch_options(CLI::App& app, LaunchFlags& flags) {
   add_optional(app, "--num_processes", flags.num_processes,
                "Processes over all machines (Accelerate's meaning); nproc_per_node = num_processes / nnodes")
       ->check(at_least(1, "POSITIVE"));
-  add_optional(app, "--nnodes,--num_machines", flags.nnodes, "Machines taking part")
-      ->check(at_least(1, "POSITIVE"))
+  add_optional(app, "--nnodes,--num_machines", flags.nnodes,
+               "Machines taking part: N, or MIN:MAX for an elastic job (with --rdzv_backend c10d)")
       ->default_str("1");
+  add_optional(app, "--rdzv_backend,--rdzv-backend", flags.rdzv_backend,
+               "static (--node_rank and --master_addr place each machine) or c10d (machines join a rendezvous "
+               "and may come and go)")
+      ->default_str("static");
+  add_optional(app, "--rdzv_endpoint,--rdzv-endpoint", flags.rdzv_endpoint,
+               "HOST[:PORT] of the c10d rendezvous store (default: --master_addr:--master_port; port 29400 when "
+               "none is given); the machine it names hosts the store");
+  add_optional(app, "--rdzv_id,--rdzv-id", flags.rdzv_id, "Name of the job in the rendezvous store")
+      ->default_str("none");
+  add_optional(app, "--rdzv_conf,--rdzv-conf", flags.rdzv_conf,
+               "key=value,...: join_timeout, last_call_timeout, keep_alive_interval, keep_alive_max_attempt, "
+               "timeout, is_host (seconds; torchrun's keys and defaults)");
   add_optional(app, "--node_rank,--node-rank,--machine_rank", flags.node_rank,
                "Rank of this machine; node 0 hosts the rendezvous")
       ->check(at_least(0, "NONNEGATIVE"))
@@ -110,7 +122,8 @@ void add_launch_options(CLI::App& app, LaunchFlags& flags) {
       ->check(at_least(0, "NONNEGATIVE"))
       ->default_str("0");
   add_optional(app, "--monitor_interval,--monitor-interval", flags.monitor_interval_s,
-               "Accepted for torchrun compatibility: rank exits are noticed at once")
+               "Seconds between an elastic agent's checks of the rendezvous (nodes waiting, lost or gone); rank exits "
+               "are noticed at once")
       ->check(at_least(0, "NONNEGATIVE"))
       ->default_str("5");
   add_optional(app, "--grace_period", flags.grace_period_s,
@@ -175,7 +188,7 @@ void take_program(const CLI::App& app, const CommandLine& command_line, LaunchFl
 }
 
 void validate(const LaunchConfig& config) {
-  if (config.node_rank >= config.nnodes) {
+  if (!config.elastic.enabled && config.node_rank >= config.nnodes) {
     throw CLI::ValidationError(
         "--node_rank", std::to_string(config.node_rank) + " must be below --nnodes " + std::to_string(config.nnodes));
   }
@@ -193,7 +206,7 @@ void validate(const LaunchConfig& config) {
   if (output.redirects) check_local_ranks("--redirects", output.redirects->named_local_ranks());
   if (output.tee) check_local_ranks("--tee", output.tee->named_local_ranks());
   if (output.local_ranks_filter) check_local_ranks("--local_ranks_filter", *output.local_ranks_filter);
-  if (config.master_port == 0 && config.nnodes > 1) {
+  if (config.master_port == 0 && config.nnodes > 1 && !config.elastic.enabled) {
     // Every machine would pick a different port; the ranks would never meet.
     throw CLI::ValidationError("--master_port",
                                "0 (pick a free port) works on one machine only; give a port for "

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "cli/elastic_settings.hpp"
 #include "cli/output_routing.hpp"
 
 namespace CLI {
@@ -20,7 +21,10 @@ namespace accel::cli {
 // What the command line said; unset when a flag was not given.
 struct LaunchFlags {
   std::optional<std::string> config_file;
-  std::optional<int> nproc_per_node, num_processes, nnodes, node_rank, master_port;
+  std::optional<int> nproc_per_node, num_processes, node_rank, master_port;
+  std::optional<std::string> nnodes;  // "N" or "MIN:MAX"
+  // torchrun's rendezvous flags (elastic_settings.hpp).
+  std::optional<std::string> rdzv_backend, rdzv_endpoint, rdzv_id, rdzv_conf;
   std::optional<std::string> master_addr;
   std::optional<std::string> mixed_precision;
   std::optional<int> gradient_accumulation_steps;
@@ -53,8 +57,9 @@ struct LaunchFlags {
 // The resolved settings of one node's launch.
 struct LaunchConfig {
   int nproc_per_node = 1;
-  int nnodes = 1;
+  int nnodes = 1;  // elastic: set by the agent for each round
   int node_rank = 0;
+  ElasticSettings elastic;  // enabled with the c10d rendezvous backend
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;      // 0 until resolved: pick a free port
   double grace_period_s = 3.0;  // between SIGTERM and SIGKILL when stopping the ranks
@@ -72,7 +77,7 @@ struct LaunchConfig {
   std::map<std::string, std::string> sharding_env;
   int max_restarts = 0;           // times the whole group is restarted after a failure
   int restart_count = 0;          // this attempt's number of earlier attempts, set by the supervisor
-  double monitor_interval_s = 5;  // torchrun's flag; exits are noticed at once regardless
+  double monitor_interval_s = 5;  // how often an elastic agent checks the rendezvous; rank exits are noticed at once
   std::string config_file;        // empty when none was read
   OutputRouting output;           // where each rank's stdout and stderr go
   // For --dry_run: each setting with where its value came from, in order.

@@ -170,6 +170,34 @@ void resolve_output(const LaunchFlags& flags, const Environment& env, LaunchConf
       parse_local_ranks);
 }
 
+// The c10d rendezvous: where, under which name, and its rdzv_conf. Without
+// --rdzv_endpoint, Accelerate's mapping: main_process_ip:main_process_port.
+void resolve_elastic(const LaunchFlags& flags, const Environment& env, LaunchConfig& config) {
+  ElasticSettings& elastic = config.elastic;
+  const std::string fallback = config.master_addr + ":" + std::to_string(config.master_port);
+  auto endpoint = pick_parsed<bool>(config, "rdzv_endpoint", fallback + " (master_addr:master_port)",
+                                    {from_flag(flags.rdzv_endpoint, "--rdzv_endpoint"), env.text("PET_RDZV_ENDPOINT")},
+                                    [&](const std::string& text) {
+                                      parse_endpoint(text, elastic);
+                                      return true;
+                                    });
+  if (!endpoint) {
+    if (config.master_port == 0) {
+      throw CLI::ValidationError("--rdzv_endpoint", "is needed: --master_port 0 gives the rendezvous no port");
+    }
+    elastic.endpoint_host = config.master_addr;
+    elastic.endpoint_port = config.master_port;
+  }
+  elastic.run_id =
+      pick<std::string>(config, "rdzv_id", "none", {from_flag(flags.rdzv_id, "--rdzv_id"), env.text("PET_RDZV_ID")});
+  pick_parsed<bool>(config, "rdzv_conf", "torchrun's defaults",
+                    {from_flag(flags.rdzv_conf, "--rdzv_conf"), env.text("PET_RDZV_CONF")},
+                    [&](const std::string& text) {
+                      parse_rdzv_conf(text, elastic);
+                      return true;
+                    });
+}
+
 }  // namespace
 
 std::string active_config_path(const LaunchFlags& flags, const EnvLookup& env) {
@@ -192,9 +220,36 @@ LaunchConfig resolve_settings(const LaunchFlags& flags, const EnvLookup& lookup,
   const std::string& path = file.path;
   config.origins.emplace_back("config_file", config.config_file.empty() ? "none" : config.config_file);
 
-  config.nnodes = pick(config, "nnodes", 1,
-                       {from_flag(flags.nnodes, "--nnodes"), env.integer("PET_NNODES", 1, 1 << 20),
-                        from_file(values.num_machines, path, "num_machines")});
+  std::optional<std::string> machines_in_file;
+  if (values.num_machines) machines_in_file = std::to_string(*values.num_machines);
+  const NodeCount nodes = pick_parsed<NodeCount>(config, "nnodes", "1",
+                                                 {from_flag(flags.nnodes, "--nnodes"), env.text("PET_NNODES"),
+                                                  from_file(machines_in_file, path, "num_machines")},
+                                                 parse_node_count)
+                              .value_or(NodeCount{});
+  config.nnodes = nodes.max;
+  config.elastic.enabled =
+      pick_parsed<bool>(config, "rdzv_backend", "static",
+                        {from_flag(flags.rdzv_backend, "--rdzv_backend"), env.text("PET_RDZV_BACKEND"),
+                         from_file(values.rdzv_backend, path, "rdzv_backend")},
+                        is_elastic_backend)
+          .value_or(false);
+  config.elastic.nodes = nodes;
+  if (nodes.is_range() && !config.elastic.enabled) {
+    throw CLI::ValidationError("--nnodes", std::to_string(nodes.min) + ":" + std::to_string(nodes.max) +
+                                               " (a range of machines) needs --rdzv_backend c10d: the static "
+                                               "rendezvous waits for a fixed number");
+  }
+  if (config.elastic.enabled && flags.node_rank) {
+    throw CLI::ValidationError("--node_rank",
+                               "has no effect with --rdzv_backend c10d: the rendezvous gives each "
+                               "machine its rank");
+  }
+  if (nodes.is_range() && flags.num_processes) {
+    throw CLI::ValidationError("--num_processes", "cannot be shared by a range of machines (--nnodes " +
+                                                      std::to_string(nodes.min) + ":" + std::to_string(nodes.max) +
+                                                      "); give --nproc_per_node");
+  }
   config.node_rank = pick(config, "node_rank", 0,
                           {from_flag(flags.node_rank, "--node_rank"), env.integer("PET_NODE_RANK", 0, 1 << 20),
                            from_file(values.machine_rank, path, "machine_rank")});
@@ -205,6 +260,7 @@ LaunchConfig resolve_settings(const LaunchFlags& flags, const EnvLookup& lookup,
   config.master_port = pick(config, "master_port", 29500,
                             {from_flag(flags.master_port, "--master_port"), env.integer("PET_MASTER_PORT", 0, 65535),
                              from_file(values.main_process_port, path, "main_process_port")});
+  if (config.elastic.enabled) resolve_elastic(flags, env, config);
 
   auto precision_env = env.text("ACCELERATE_MIXED_PRECISION");
   if (precision_env.value && *precision_env.value != "no" && *precision_env.value != "fp16" &&

@@ -19,6 +19,7 @@
 #include "cli/commands.hpp"
 #include "cli/config_command.hpp"
 #include "cli/config_file.hpp"
+#include "cli/elastic_agent.hpp"
 #include "cli/launch_environment.hpp"
 #include "cli/launch_options.hpp"
 #include "cli/launch_settings.hpp"
@@ -86,6 +87,7 @@ int launch(accel::cli::LaunchConfig config) {
     accel::cli::print_launch_plan(config, std::cout);
     return 0;
   }
+  if (config.elastic.enabled) return accel::cli::run_elastic(std::move(config));
   return accel::cli::Supervisor(std::move(config)).run();
 }
 

@@ -7,6 +7,8 @@
 //                          what `accel estimate-memory` prints
 //   accel-selftest --merge-weights CHECKPOINT_DIR OUTPUT_DIR [--unsafe_serialization]
 //                          what `accel merge-weights` does
+//   accel-selftest --rendezvous KEY=VALUE...
+//                          an elastic agent's rendezvous on the c10d store (rendezvous_helper.cpp)
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <torch/cuda.h>
@@ -22,6 +24,8 @@
 #include "accel/merge_weights.hpp"
 #include "accel/accel.hpp"
 #include "state/c10d_adapter.hpp"
+
+int serve_rendezvous(int argc, char** argv);  // rendezvous_helper.cpp
 
 namespace {
 
@@ -161,6 +165,7 @@ int main(int argc, char** argv) {
   const char* mode = nullptr;
   if (argc > 1 && (std::strcmp(argv[1], "--estimate-memory") == 0 || std::strcmp(argv[1], "--merge-weights") == 0))
     mode = argv[1];
+  if (argc > 1 && std::strcmp(argv[1], "--rendezvous") == 0) return serve_rendezvous(argc, argv);
   try {
     if (argc > 1 && std::strcmp(argv[1], "--env") == 0) return print_env();
     if ((argc == 7 || (argc == 8 && std::strcmp(argv[7], "--cpu_offload") == 0)) &&

@@ -102,28 +102,52 @@ int Supervisor::run() {
   LauncherSignals signals;  // before the first rank starts, so no Ctrl-C is lost
   if (!choose_log_dir()) return 1;
   for (;;) {
-    start_ranks();
-    while (has_work()) {
-      wait_for_events(signals);
-      for (int signo : signals.take()) on_launcher_signal(signo);
-      reap();
-      update_groups();
-      enforce_deadlines();
-    }
+    AttemptResult result = run_attempt(signals);
     // Only a rank's failure is worth another attempt: not Ctrl-C, not a PROGRAM that cannot start.
-    if (!rank_failed_ || launcher_signal_ != 0) break;
+    if (result.end != AttemptEnd::kRankFailed) return result.exit_status;
     if (config_.restart_count >= config_.max_restarts) {
       if (config_.max_restarts > 0) {
         say("giving up: every one of the " + std::to_string(config_.max_restarts) + " restart(s) is used");
       }
-      break;
+      return result.exit_status;
     }
     ++config_.restart_count;
     say("restarting every rank (restart " + std::to_string(config_.restart_count) + " of " +
         std::to_string(config_.max_restarts) + ")");
-    begin_new_attempt();
   }
-  return exit_status_.value_or(0);
+}
+
+AttemptResult Supervisor::run_attempt(LauncherSignals& signals, const std::optional<AttemptMonitor>& monitor) {
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  begin_new_attempt();
+  if (monitor) next_check_ = Clock::now() + to_duration(monitor->interval_s);
+  start_ranks();
+  while (has_work()) {
+    wait_for_events(signals);
+    for (int signo : signals.take()) on_launcher_signal(signo);
+    reap();
+    update_groups();
+    enforce_deadlines();
+    if (monitor) check_monitor(*monitor);
+  }
+  next_check_.reset();
+  const int status = exit_status_.value_or(0);
+  if (launcher_signal_ != 0) return {AttemptEnd::kSignalled, status};
+  if (interrupted_) return {AttemptEnd::kInterrupted, status};
+  if (rank_failed_) return {AttemptEnd::kRankFailed, status};
+  return {status == 0 ? AttemptEnd::kSucceeded : AttemptEnd::kNotStarted, status};
+}
+
+void Supervisor::check_monitor(const AttemptMonitor& monitor) {
+  if (!next_check_ || Clock::now() < *next_check_) return;
+  next_check_ = Clock::now() + to_duration(monitor.interval_s);
+  if (exit_status_) return;  // already stopping
+  if (auto reason = monitor.check()) {
+    say(*reason + "; stopping the ranks of this node to rendezvous again");
+    interrupted_ = true;
+    exit_status_ = 1;
+    stop_ranks(SIGTERM);
+  }
 }
 
 void Supervisor::begin_new_attempt() {
@@ -136,6 +160,7 @@ void Supervisor::begin_new_attempt() {
   watch_ = RendezvousWatch();
   exit_status_.reset();
   rank_failed_ = false;
+  interrupted_ = false;
   kill_deadline_.reset();
   killed_ = false;
   abandon_output_at_.reset();
@@ -340,7 +365,11 @@ void Supervisor::stop_ranks(int signo) {
 void Supervisor::signal_ranks(int signo) {
   // The whole process group: what a rank started stops with it.
   for (const auto& rank : ranks_) {
-    if (rank.has_processes()) ::kill(-rank.process.pid, signo);
+    if (!rank.has_processes()) continue;
+    ::kill(-rank.process.pid, signo);
+    // A stopped process (SIGSTOP, a debugger's) acts on SIGTERM only once continued:
+    // without this a hung rank would hold the job for the whole grace period.
+    if (signo != SIGKILL) ::kill(-rank.process.pid, SIGCONT);
   }
 }
 
@@ -381,6 +410,7 @@ void Supervisor::enforce_deadlines() {
 std::optional<Supervisor::Clock::time_point> Supervisor::next_deadline() const {
   std::optional<Clock::time_point> next = abandon_output_at_;
   if (kill_deadline_ && !killed_ && (!next || *kill_deadline_ < *next)) next = kill_deadline_;
+  if (next_check_ && !exit_status_ && (!next || *next_check_ < *next)) next = next_check_;
   return next;
 }
 

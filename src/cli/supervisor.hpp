@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,6 +16,26 @@
 #include "cli/rendezvous_watch.hpp"
 
 namespace accel::cli {
+
+// Asked every `interval_s` while an attempt runs (elastic_agent.hpp): a reason
+// returned stops the ranks so that the node can rendezvous again.
+struct AttemptMonitor {
+  double interval_s = 5;
+  std::function<std::optional<std::string>()> check;
+};
+
+// How one attempt ended.
+enum class AttemptEnd {
+  kSucceeded,    // every rank exited 0
+  kRankFailed,   // a rank failed (or left a rendezvous stranded): worth a restart
+  kNotStarted,   // PROGRAM could not be started: not worth one
+  kSignalled,    // the launcher got SIGINT, SIGTERM, SIGHUP or SIGQUIT
+  kInterrupted,  // AttemptMonitor::check gave a reason
+};
+struct AttemptResult {
+  AttemptEnd end = AttemptEnd::kSucceeded;
+  int exit_status = 0;  // what run() would return for it
+};
 
 class Supervisor {
  public:
@@ -33,6 +54,15 @@ class Supervisor {
   // With max_restarts, a failed rank first stops the others as usual; then
   // every rank is started again, up to max_restarts times.
   int run();
+
+  // One attempt: starts the ranks of config(), and returns once every one of
+  // them (and what they started in their groups) has ended. run() is a loop of
+  // these; the elastic agent sets the world of each attempt in config() first.
+  AttemptResult run_attempt(LauncherSignals& signals, const std::optional<AttemptMonitor>& monitor = std::nullopt);
+  LaunchConfig& config() { return config_; }
+  // Makes a log directory when streams go to files and none was given; false
+  // (after saying why) when that fails. Once, before the first attempt.
+  bool choose_log_dir();
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -56,9 +86,6 @@ class Supervisor {
     bool has_output() const { return out.from_fd >= 0 || err.from_fd >= 0; }
   };
 
-  // Makes a log directory when streams go to files and none was given; false
-  // (after saying why) when that fails.
-  bool choose_log_dir();
   void start_ranks();
   void begin_new_attempt();
   bool has_work() const;
@@ -80,13 +107,16 @@ class Supervisor {
   void signal_ranks(int signo);
   void enforce_deadlines();
   std::optional<Clock::time_point> next_deadline() const;
+  void check_monitor(const AttemptMonitor& monitor);
 
   LaunchConfig config_;
   std::vector<Rank> ranks_;
-  RendezvousWatch watch_;           // this attempt's
-  std::string host_;                // this machine's name, for failure messages
-  std::optional<int> exit_status_;  // set by the first event that stops the job
-  bool rank_failed_ = false;        // this attempt was stopped by a failing rank
+  RendezvousWatch watch_;                        // this attempt's
+  std::string host_;                             // this machine's name, for failure messages
+  std::optional<int> exit_status_;               // set by the first event that stops the job
+  bool rank_failed_ = false;                     // this attempt was stopped by a failing rank
+  bool interrupted_ = false;                     // this attempt was stopped by the monitor
+  std::optional<Clock::time_point> next_check_;  // the monitor's
   int launcher_signal_ = 0;
   std::optional<Clock::time_point> kill_deadline_;  // SIGKILL for what is left after the grace period
   bool killed_ = false;                             // SIGKILL sent: nothing stronger is left

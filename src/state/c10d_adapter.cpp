@@ -21,6 +21,7 @@
 #endif
 
 #include "accel/error.hpp"
+#include "state/local_address.hpp"
 
 namespace accel::detail::c10d_adapter {
 
@@ -123,37 +124,6 @@ StorePtr make_tcp_store(const std::string& host, int port, bool is_server, std::
   return c10::make_intrusive<::c10d::TCPStore>(host, options);
 }
 
-namespace {
-
-// The local address this machine uses to reach `master_addr`: connecting a UDP
-// socket sends nothing but makes the kernel choose the route and source. The
-// hostname, Gloo's default, often resolves to 127.0.1.1 (Debian's /etc/hosts),
-// which the other machines cannot reach. Empty when it cannot be worked out.
-std::string local_address_towards(const std::string& master_addr) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_DGRAM;
-  addrinfo* found = nullptr;
-  if (::getaddrinfo(master_addr.c_str(), "9", &hints, &found) != 0) return {};
-  std::string local;
-  for (addrinfo* candidate = found; candidate != nullptr && local.empty(); candidate = candidate->ai_next) {
-    int fd = ::socket(candidate->ai_family, candidate->ai_socktype | SOCK_CLOEXEC, 0);
-    if (fd < 0) continue;
-    sockaddr_storage self{};
-    socklen_t length = sizeof self;
-    char host[NI_MAXHOST];
-    if (::connect(fd, candidate->ai_addr, candidate->ai_addrlen) == 0 &&
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&self), &length) == 0 &&
-        ::getnameinfo(reinterpret_cast<sockaddr*>(&self), length, host, sizeof host, nullptr, 0, NI_NUMERICHOST) == 0) {
-      local = host;
-    }
-    ::close(fd);
-  }
-  ::freeaddrinfo(found);
-  return local;
-}
-
-}  // namespace
-
 StorePtr make_prefix_store(const std::string& prefix, const StorePtr& store) {
   return c10::make_intrusive<::c10d::PrefixStore>(prefix, store);
 }
@@ -163,7 +133,7 @@ bool is_loopback(const std::string& addr) { return addr == "localhost" || addr.r
 GlooListenAddress gloo_listen_address(const std::string& master_addr) {
   if (const char* iface = std::getenv("GLOO_SOCKET_IFNAME"); iface != nullptr && *iface != '\0') return {iface, ""};
   if (is_loopback(master_addr)) return {"", "127.0.0.1"};
-  return {"", local_address_towards(master_addr)};
+  return {"", detail::local_address_towards(master_addr)};
 }
 
 BackendPtr make_gloo(const StorePtr& store, int rank, int world_size, const std::string& master_addr,

@@ -7,18 +7,25 @@
 // ACCEL_TEST_CRASH_AT_STEP=K and ACCEL_TEST_CRASH_MARKER=FILE, rank 1 kills
 // itself with SIGKILL at step K unless FILE exists (it creates it first), so the
 // crash happens in the first attempt only. ACCEL_TEST_TIMEOUT_S sets the
-// rendezvous and collective timeout (default 60 s).
+// rendezvous and collective timeout (default 60 s). For the elastic tests,
+// ACCEL_TEST_STEP_DELAY_MS slows every step down (so a node can be killed or
+// added mid-run) and ACCEL_TEST_KEEP_CHECKPOINTS=1 keeps every checkpoint (so the
+// one a restarted world resumed from can be replayed); the resumed checkpoint is
+// named on stdout.
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include "accel/accel.hpp"
 
@@ -52,7 +59,9 @@ int train(int argc, char** argv) {
   options.timeout = std::chrono::seconds(timeout != nullptr ? std::atoi(timeout) : 60);
   options.project.project_dir = project_dir;
   options.project.automatic_checkpoint_naming = true;
-  options.project.total_limit = 2;
+  options.project.total_limit = std::getenv("ACCEL_TEST_KEEP_CHECKPOINTS") != nullptr ? 0 : 2;
+  const char* delay = std::getenv("ACCEL_TEST_STEP_DELAY_MS");
+  const auto step_delay = std::chrono::milliseconds(delay != nullptr ? std::atoi(delay) : 0);
   accel::Accelerator accelerator(options);
   accelerator.set_seed(3);
 
@@ -75,14 +84,23 @@ int train(int argc, char** argv) {
   // The newest checkpoint, if an earlier attempt left one.
   std::error_code none;
   if (!std::filesystem::is_empty(project_dir + "/checkpoints", none) && !none) {
+    // The newest, as load_state() picks it: the highest checkpoint_<i>.
+    int64_t newest = -1;
+    for (const auto& entry : std::filesystem::directory_iterator(project_dir + "/checkpoints")) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind("checkpoint_", 0) == 0) newest = std::max<int64_t>(newest, std::atoll(name.c_str() + 11));
+    }
     accelerator.load_state();
-    std::printf("rank %d: resumed at step %lld\n", accelerator.process_index(), static_cast<long long>(step));
+    std::printf("rank %d of %d: resumed at step %lld from checkpoint_%lld\n", accelerator.process_index(),
+                accelerator.num_processes(), static_cast<long long>(step), static_cast<long long>(newest));
+    std::fflush(stdout);
   }
 
   while (step < steps) {
     auto batch = loader.next();
     if (!batch) continue;  // next epoch
     crash_once_if_asked(accelerator.process_index(), step);
+    if (step_delay.count() > 0) std::this_thread::sleep_for(step_delay);
     optimizer.zero_grad();
     at::Tensor loss = accel::compute_loss(accel::LossKind::CrossEntropy, model.forward((*batch)[0]), (*batch)[1]);
     accelerator.backward(loss);

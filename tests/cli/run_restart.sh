@@ -17,6 +17,6 @@ cat "$work/log"
 grep -Eq "rank 1 \(pid [0-9]+ on .*\) was killed by signal 9 \(SIGKILL\)" "$work/log" \
   || { echo "FAIL: the crash was not reported" >&2; exit 1; }
 grep -q "restarting every rank (restart 1 of 2)" "$work/log" || { echo "FAIL: no restart" >&2; exit 1; }
-grep -q "rank 1: resumed at step 10" "$work/log" || { echo "FAIL: did not resume from step 10" >&2; exit 1; }
+grep -q "rank 1 of 2: resumed at step 10 from checkpoint_" "$work/log" || { echo "FAIL: did not resume from step 10" >&2; exit 1; }
 cmp "$work/full.safetensors" "$work/restarted.safetensors"
 echo "killed at step 12, restarted, resumed at step 10: bitwise equal to the uninterrupted run"

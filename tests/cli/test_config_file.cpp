@@ -167,10 +167,12 @@ TEST_F(ConfigFileTest, WarnsAboutWhatItIgnoresNamingTheKey) {
   for (const auto& warning : file.warnings) all += warning + "\n";
   EXPECT_NE(all.find("ignoring unknown key 'future_key'"), std::string::npos) << all;
   EXPECT_NE(all.find("ignoring key 'debug'"), std::string::npos) << all;
-  EXPECT_NE(all.find("ignoring key 'rdzv_backend': c10d"), std::string::npos) << all;
+  // rdzv_backend is read now (the c10d rendezvous of elastic jobs), not ignored.
+  EXPECT_EQ(all.find("rdzv_backend"), std::string::npos) << all;
+  EXPECT_EQ(file.values.rdzv_backend, "c10d");
   EXPECT_NE(all.find("ignoring key 'fsdp_config': not used: distributed_type is NO"), std::string::npos) << all;
   EXPECT_EQ(all.find("dynamo_config"), std::string::npos) << all;  // empty: nothing to ignore
-  EXPECT_EQ(file.warnings.size(), 4u) << all;
+  EXPECT_EQ(file.warnings.size(), 3u) << all;
   EXPECT_TRUE(load_config_file(write("")).warnings.empty());
 }
 

@@ -76,7 +76,8 @@ TEST(LaunchEnvironment, PlanQuotesWhatAShellWouldSplit) {
   EXPECT_NE(plan.str().find("command: train --name 'my run' 'it'\\''s'\n"), std::string::npos) << plan.str();
   // Each rank's line can be pasted into a shell: its variables, then the command.
   EXPECT_NE(plan.str().find("rank 1: ACCELERATE_MIXED_PRECISION=no "), std::string::npos) << plan.str();
-  EXPECT_NE(plan.str().find(" RANK=1 TORCHELASTIC_MAX_RESTARTS=0 TORCHELASTIC_RESTART_COUNT=0 WORLD_SIZE=2 "
+  EXPECT_NE(plan.str().find(" RANK=1 ROLE_NAME=default ROLE_RANK=1 ROLE_WORLD_SIZE=2 TORCHELASTIC_MAX_RESTARTS=0 "
+                            "TORCHELASTIC_RESTART_COUNT=0 TORCHELASTIC_RUN_ID=none WORLD_SIZE=2 "
                             "train --name 'my run' 'it'\\''s'\n"),
             std::string::npos)
       << plan.str();
