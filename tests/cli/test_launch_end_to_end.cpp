@@ -252,7 +252,8 @@ TEST(LaunchEndToEnd, DryRunPrintsEachRankAndStartsNothing) {
       result.out,
       "rank 1: ACCELERATE_MIXED_PRECISION=no ACCELERATE_USE_CPU=false ACCEL_LAUNCH_PREFIXES_LINES=1 "
       "GROUP_RANK=0 GROUP_WORLD_SIZE=1 LOCAL_RANK=1 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=1234 RANK=1 "
-      "TORCHELASTIC_MAX_RESTARTS=0 TORCHELASTIC_RESTART_COUNT=0 WORLD_SIZE=2 sh -c 'touch " +
+      "ROLE_NAME=default ROLE_RANK=1 ROLE_WORLD_SIZE=2 TORCHELASTIC_MAX_RESTARTS=0 TORCHELASTIC_RESTART_COUNT=0 "
+      "TORCHELASTIC_RUN_ID=none WORLD_SIZE=2 sh -c 'touch " +
           dir.path() + "/started'"))
       << result.out;
   EXPECT_FALSE(read_file(dir.path() + "/started"));
