@@ -130,6 +130,11 @@ void add_launch_options(CLI::App& app, LaunchFlags& flags) {
                "Seconds a rank gets between SIGTERM and SIGKILL when the ranks are stopped")
       ->check(at_least(0, "NONNEGATIVE"))
       ->default_str("3");
+  // Accelerate chooses between master_addr (same network) and rdzv_endpoint with it;
+  // both default to --main_process_ip:--main_process_port here.
+  app.add_flag("--same_network",
+               "Accepted for Accelerate compatibility: the rendezvous is at --main_process_ip:--main_process_port "
+               "either way");
   // Accelerate's way to ask for several GPUs; the process count says it here.
   app.add_flag("--multi_gpu", "Accepted for Accelerate compatibility; --num_processes decides");
   add_optional(app, "--log_dir,--log-dir", flags.log_dir,

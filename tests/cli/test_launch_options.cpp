@@ -123,6 +123,7 @@ TEST(LaunchOptions, AccelerateNamesForTheSameSettings) {
                               "--monitor_interval",
                               "1",
                               "--multi_gpu",
+                              "--same_network",
                               "train"});
   EXPECT_EQ(config.nnodes, 2);
   EXPECT_EQ(config.node_rank, 1);
@@ -135,6 +136,25 @@ TEST(LaunchOptions, AccelerateNamesForTheSameSettings) {
   EXPECT_TRUE(config.use_cpu);
   EXPECT_EQ(config.max_restarts, 2);
   EXPECT_DOUBLE_EQ(config.monitor_interval_s, 1.0);
+}
+
+TEST(LaunchOptions, RendezvousFlagsAsAccelerateAndTorchrunSpellThem) {
+  auto config = parse_launch({"--rdzv-backend", "c10d", "--rdzv-endpoint", "node0:29400", "--rdzv-id", "job",
+                              "--rdzv-conf", "join_timeout=9", "--nnodes", "1:4", "--nproc-per-node", "2", "t"});
+  EXPECT_TRUE(config.elastic.enabled);
+  EXPECT_EQ(config.elastic.nodes.min, 1);
+  EXPECT_EQ(config.elastic.nodes.max, 4);
+  EXPECT_EQ(config.elastic.endpoint_host, "node0");
+  EXPECT_EQ(config.elastic.run_id, "job");
+  EXPECT_EQ(config.elastic.join_timeout_s, 9);
+  // --nnodes N with c10d is elastic too (a fixed size); --num_machines is Accelerate's spelling.
+  config = parse_launch({"--rdzv_backend", "c10d", "--num_machines", "2", "--main_process_port", "4000", "t"});
+  EXPECT_TRUE(config.elastic.enabled);
+  EXPECT_EQ(config.elastic.endpoint_port, 4000);
+  EXPECT_THROW(parse_launch({"--rdzv_backend", "etcd", "t"}), CLI::ValidationError);
+  EXPECT_THROW(parse_launch({"--nnodes", "3:2", "--rdzv_backend", "c10d", "t"}), CLI::ValidationError);
+  EXPECT_THROW(parse_launch({"--rdzv_backend", "c10d", "--rdzv_conf", "bogus=1", "t"}), CLI::ValidationError);
+  EXPECT_THROW(parse_launch({"--rdzv_backend", "c10d", "--rdzv_endpoint", "host:99999", "t"}), CLI::ValidationError);
 }
 
 TEST(LaunchOptions, ProcessCountsMustAgree) {
