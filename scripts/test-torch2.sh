@@ -25,7 +25,8 @@ cd build-torch2
 # hooks) and HYBRID on 4; left out are the larger worlds and longer schedules of the
 # same programs (dist_full_shard_*_3 but other_world_size, *_clip_accum_*, the
 # dist_no_shard_* twins of FULL_SHARD's tests, hybrid adamw) and the Slurm test, whose
-# environment parsing has no LibTorch call (its MPI twin stays).
+# environment parsing has no LibTorch call (its MPI twin stays). A NO_SHARD twin that
+# records a kept test's reference still runs: CTest adds the fixtures a test requires.
 skip='^(cli_python|dist_python|cli_config|dist_no_shard_|dist_under_slurm$)'
 skip+='|^dist_full_shard_((adamw|sgd|gpt_[a-z0-9_]+|hf_gpt2_[a-z0-9_]+)_3|.*clip_accum.*|hybrid_adamw_accum_4)$'
 exec ctest --output-on-failure -j "${ACCEL_TEST_JOBS:-2}" \

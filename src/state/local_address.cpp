@@ -1,6 +1,9 @@
 #include "state/local_address.hpp"
 
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -27,6 +30,21 @@ std::string local_address_towards(const std::string& remote) {
   }
   ::freeaddrinfo(found);
   return local;
+}
+
+bool has_non_loopback_address() {
+  ifaddrs* interfaces = nullptr;
+  if (::getifaddrs(&interfaces) != 0) return true;  // cannot tell: assume exposed
+  bool found = false;
+  for (ifaddrs* entry = interfaces; entry != nullptr && !found; entry = entry->ifa_next) {
+    if (entry->ifa_addr == nullptr || (entry->ifa_flags & IFF_UP) == 0 || (entry->ifa_flags & IFF_LOOPBACK) != 0) {
+      continue;
+    }
+    const int family = entry->ifa_addr->sa_family;
+    found = family == AF_INET || family == AF_INET6;
+  }
+  ::freeifaddrs(interfaces);
+  return found;
 }
 
 }  // namespace accel::detail

@@ -13,4 +13,9 @@ namespace accel::detail {
 // ranks. Empty when it cannot be worked out (`remote` does not resolve).
 std::string local_address_towards(const std::string& remote);
 
+// Whether an interface that is up holds an address other hosts could use: not
+// loopback. False in a network namespace with only `lo`, where a socket bound
+// to every interface is still private to the machine.
+bool has_non_loopback_address();
+
 }  // namespace accel::detail

@@ -1,13 +1,19 @@
 #include "state/process_group.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <fstream>
 #include <sstream>
 #include <thread>
 
 #include "accel/error.hpp"
 #include "accel/logging.hpp"
 #include "state/launcher_report.hpp"
+#include "state/local_address.hpp"
 
 namespace accel::detail {
 
@@ -159,16 +165,41 @@ std::vector<int> ProcessGroup::await_ranks(std::chrono::steady_clock::time_point
   return missing;
 }
 
+namespace {
+
+// Whether this user was already told this since the machine booted: the warning
+// is about the machine, not the run, and repeated on every run it is only noise.
+// The mark lives in $XDG_RUNTIME_DIR (else /tmp), named by uid and boot id.
+bool told_since_boot() {
+  std::ifstream boot("/proc/sys/kernel/random/boot_id");
+  std::string boot_id;
+  if (!std::getline(boot, boot_id) || boot_id.empty()) return false;
+  const char* runtime = std::getenv("XDG_RUNTIME_DIR");
+  const std::string mark = std::string(runtime != nullptr && *runtime != '\0' ? runtime : "/tmp") +
+                           "/accel-exposed-store-" + std::to_string(::getuid()) + "-" + boot_id;
+  // O_EXCL: exactly one run creates it, and that one warns.
+  const int fd = ::open(mark.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return errno == EEXIST;
+  ::close(fd);
+  return false;
+}
+
+}  // namespace
+
 // LibTorch 1.13's store listens on every interface whatever MASTER_ADDR says: a
-// loopback MASTER_ADDR suggests the user believes the job is private.
+// loopback MASTER_ADDR suggests the user believes the job is private. Said when
+// other hosts could reach it (an interface other than loopback is up), once per
+// boot.
 void ProcessGroup::warn_if_store_is_exposed(const LaunchEnvironment& env) {
   if (c10d_adapter::kStoreListensOnMasterAddrOnly || !c10d_adapter::is_loopback(env.master_addr)) return;
+  if (!has_non_loopback_address() || told_since_boot()) return;
   std::string message = "MASTER_ADDR is " + env.master_addr + ", but the rendezvous store (rank 0, port " +
                         std::to_string(env.master_port) + ") listens on every network interface: LibTorch " +
                         std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) +
                         " cannot bind it to one address, and "
                         "the store has no authentication. Other hosts that can reach port " +
-                        std::to_string(env.master_port) + " can reach it; block the port or use a trusted network";
+                        std::to_string(env.master_port) +
+                        " can reach it; block the port or use a trusted network (said once per boot)";
   try {
     Logger("accel").warning(message);
   } catch (const Error&) {  // a malformed ACCELERATE_LOG_LEVEL is reported where logging is asked for
