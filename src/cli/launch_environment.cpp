@@ -53,8 +53,8 @@ std::map<std::string, std::string> rank_environment(const LaunchConfig& config, 
   env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(config.restart_count);
   env["TORCHELASTIC_MAX_RESTARTS"] = std::to_string(config.max_restarts);
   env["TORCHELASTIC_RUN_ID"] = config.elastic.run_id;
-  // torchrun's one role, "default", spans every rank.
-  env["ROLE_NAME"] = "default";
+  // torchrun's one role (--role, "default") spans every rank.
+  env["ROLE_NAME"] = config.role;
   env["ROLE_RANK"] = std::to_string(config.global_rank(local_rank));
   env["ROLE_WORLD_SIZE"] = std::to_string(config.world_size());
   // The launcher starts every line a rank writes with "[rank N] " (supervisor.cpp),
@@ -106,7 +106,7 @@ void resolve_defaults(LaunchConfig& config, std::ostream& notices) {
   unsigned hardware_threads = std::max(1u, std::thread::hardware_concurrency());
   config.omp_num_threads =
       default_omp_num_threads(config.nproc_per_node, std::getenv("OMP_NUM_THREADS") != nullptr, hardware_threads);
-  if (config.omp_num_threads) {
+  if (config.omp_num_threads && !config.quiet) {
     notices << "accel launch: OMP_NUM_THREADS is not set; each of the " << config.nproc_per_node << " ranks gets "
             << *config.omp_num_threads << " (" << hardware_threads
             << " hardware threads shared); set OMP_NUM_THREADS to choose\n";

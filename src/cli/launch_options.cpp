@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -48,6 +49,81 @@ template <typename T>
 CLI::Option* add_optional(CLI::App& app, const std::string& names, std::optional<T>& target, const std::string& help) {
   return app.add_option_function<T>(
       names, [&target](const T& value) { target = value; }, help);
+}
+
+// `accelerate launch` flags with no meaning here: each is an error saying why,
+// rather than CLI11's "not expected". docs/accelerate-differences.md lists them.
+struct RefusedFlag {
+  const char* names;
+  bool takes_value;
+  const char* why;
+};
+constexpr const char* kTpu = "TPU only; libaccel runs on CPUs and CUDA GPUs";
+constexpr const char* kDynamo = "torch.compile (TorchDynamo) is Python only; LibTorch has no compiler to call";
+constexpr const char* kFp8 = "FP8 training (Transformer Engine, MS-AMP, torchao) is not supported; use bf16";
+constexpr const char* kMegatron = "Megatron-LM is a Python framework; libaccel does not drive it";
+constexpr const char* kDeepSpeedLauncher =
+    "DeepSpeed's own launcher (pdsh, hostfiles) is not used: run accel launch on each machine, or under srun/mpirun";
+const RefusedFlag kRefusedFlags[] = {
+    {"--tpu", false, kTpu},
+    {"--tpu_cluster", false, kTpu},
+    {"--no_tpu_cluster", false, kTpu},
+    {"--tpu_use_sudo", false, kTpu},
+    {"--vm", true, kTpu},
+    {"--env", true, kTpu},
+    {"--main_training_function", true, "TPU only (xla_spawn calls that function); a script runs as __main__ here"},
+    {"--downcast_bf16", false, kTpu},
+    {"--dynamo_backend", true, kDynamo},
+    {"--dynamo_mode", true, kDynamo},
+    {"--dynamo_use_fullgraph", false, kDynamo},
+    {"--dynamo_use_dynamic", false, kDynamo},
+    {"--dynamo_use_regional_compilation", false, kDynamo},
+    {"--fp8_backend", true, kFp8},
+    {"--fp8_use_autocast", false, kFp8},
+    {"--fp8_margin", true, kFp8},
+    {"--fp8_interval", true, kFp8},
+    {"--fp8_format", true, kFp8},
+    {"--fp8_amax_history_len", true, kFp8},
+    {"--fp8_amax_compute_algo", true, kFp8},
+    {"--fp8_override_linear_precision", true, kFp8},
+    {"--fp8_opt_level", true, kFp8},
+    {"--use_megatron_lm", false, kMegatron},
+    {"--megatron_lm_tp_degree", true, kMegatron},
+    {"--megatron_lm_pp_degree", true, kMegatron},
+    {"--megatron_lm_num_micro_batches", true, kMegatron},
+    {"--megatron_lm_sequence_parallelism", true, kMegatron},
+    {"--megatron_lm_recompute_activations", true, kMegatron},
+    {"--megatron_lm_use_distributed_optimizer", true, kMegatron},
+    {"--megatron_lm_gradient_clipping", true, kMegatron},
+    {"--ipex", false, "Intel Extension for PyTorch is Python only"},
+    {"--use_xpu", false, "Intel XPUs are not supported; libaccel runs on CPUs and CUDA GPUs"},
+    {"--mpirun_hostfile", true, "Accelerate's mpirun launcher is not used: start accel's ranks with mpirun directly"},
+    {"--mpirun_ccl", true, "oneCCL is not supported; CPU collectives use Gloo"},
+    {"--aws_access_key_id", true, "SageMaker launching is not supported"},
+    {"--aws_secret_access_key", true, "SageMaker launching is not supported"},
+    {"--deepspeed_hostfile", true, kDeepSpeedLauncher},
+    {"--deepspeed_exclusion_filter", true, kDeepSpeedLauncher},
+    {"--deepspeed_inclusion_filter", true, kDeepSpeedLauncher},
+    {"--deepspeed_moe_layer_cls_names", true, "mixture-of-experts layers are not supported"},
+    {"--offload_optimizer_nvme_path", true, "offload to NVMe is not supported (use --offload_optimizer_device cpu)"},
+    {"--offload_param_nvme_path", true, "offload to NVMe is not supported"},
+    {"--gradient_clipping", true,
+     "DeepSpeed's engine clips inside its step, and libaccel has no engine: call clip_grad_norm_ before the "
+     "optimizer step, as without DeepSpeed"},
+    {"--fsdp_version", true, "FSDP2 (fully_shard) is not supported yet; FULL_SHARD follows FSDP1's rules"},
+    {"--fsdp_reshard_after_forward", true, "an FSDP2 setting; use --fsdp_sharding_strategy"},
+    {"--use_parallelism_config", false, "ParallelismConfig (N-D parallelism) is not supported yet"},
+};
+
+void add_refused_accelerate_flags(CLI::App& app) {
+  for (const RefusedFlag& flag : kRefusedFlags) {
+    const std::string name = flag.names, why = flag.why;
+    auto refuse = [name, why] { throw CLI::ValidationError(name, "is not supported: " + why); };
+    CLI::Option* option = flag.takes_value
+                              ? app.add_option_function<std::string>(name, [refuse](const std::string&) { refuse(); })
+                              : app.add_flag_function(name, [refuse](std::int64_t) { refuse(); });
+    option->group("");  // left out of --help; docs/accelerate-differences.md lists them
+  }
 }
 
 }  // namespace
@@ -116,6 +192,25 @@ void add_launch_options(CLI::App& app, LaunchFlags& flags) {
                "Sharded data parallel as DeepSpeed ZeRO (ACCELERATE_USE_DEEPSPEED)");
   add_optional(app, "--zero_stage", flags.zero_stage,
                "With --use_deepspeed: ZeRO stage 0, 1 or 2 (ACCELERATE_DEEPSPEED_ZERO_STAGE)");
+  // Accelerate's other FSDP and DeepSpeed flags take the config file's rules
+  // (sharding_config.cpp) under the section's key names.
+  for (const char* key : {"fsdp_offload_params", "fsdp_state_dict_type", "fsdp_forward_prefetch",
+                          "fsdp_backward_prefetch", "fsdp_backward_prefetch_policy", "fsdp_activation_checkpointing",
+                          "fsdp_sync_module_states", "fsdp_use_orig_params", "fsdp_cpu_ram_efficient_loading"}) {
+    app.add_option_function<std::string>(
+        std::string("--") + key, [&flags, key](const std::string& value) { flags.fsdp_flags[key] = value; },
+        std::string("With --use_fsdp: the config file's fsdp_config ") + key);
+  }
+  for (const char* key : {"deepspeed_config_file", "offload_optimizer_device", "offload_param_device",
+                          "zero3_init_flag", "zero3_save_16bit_model", "deepspeed_multinode_launcher"}) {
+    app.add_option_function<std::string>(
+        std::string("--") + key, [&flags, key](const std::string& value) { flags.deepspeed_flags[key] = value; },
+        std::string("With --use_deepspeed: the config file's deepspeed_config ") + key);
+  }
+  app.add_flag("-q,--quiet", flags.quiet,
+               "Leave out the launcher's notices (OMP_NUM_THREADS, log directory); errors stay");
+  add_optional(app, "--role", flags.role, "Role of the ranks (ROLE_NAME, torchrun's --role)")->default_str("default");
+  add_refused_accelerate_flags(app);
   add_optional(app, "--num_cpu_threads_per_process", flags.num_cpu_threads_per_process, "OMP_NUM_THREADS of every rank")
       ->check(at_least(1, "POSITIVE"));
   add_optional(app, "--max_restarts,--max-restarts", flags.max_restarts, "Times to restart every rank after one fails")

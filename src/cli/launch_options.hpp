@@ -38,8 +38,15 @@ struct LaunchFlags {
   std::optional<std::string> fsdp_auto_wrap_policy;
   std::optional<std::string> fsdp_min_num_params;
   std::optional<std::string> fsdp_transformer_layer_cls_to_wrap;
+  // The other --fsdp_* flags (offload, state dict type, prefetch, ...), under
+  // their fsdp_config key names; read as the config file's section.
+  std::map<std::string, std::string> fsdp_flags;
   bool use_deepspeed = false;
   std::optional<int> zero_stage;
+  // --offload_optimizer_device, --deepspeed_config_file, ... under their deepspeed_config key names.
+  std::map<std::string, std::string> deepspeed_flags;
+  bool quiet = false;               // -q: the launcher's notices left out
+  std::optional<std::string> role;  // torchrun's --role: ROLE_NAME
   std::optional<int> num_cpu_threads_per_process;
   std::optional<int> max_restarts;
   std::optional<double> monitor_interval_s;
@@ -61,8 +68,10 @@ struct LaunchConfig {
   int node_rank = 0;
   ElasticSettings elastic;  // enabled with the c10d rendezvous backend
   std::string master_addr = "127.0.0.1";
-  int master_port = 29500;      // 0 until resolved: pick a free port
-  double grace_period_s = 3.0;  // between SIGTERM and SIGKILL when stopping the ranks
+  int master_port = 29500;       // 0 until resolved: pick a free port
+  double grace_period_s = 3.0;   // between SIGTERM and SIGKILL when stopping the ranks
+  bool quiet = false;            // the launcher's notices (not its errors) left out
+  std::string role = "default";  // ROLE_NAME of every rank
   bool dry_run = false;
   // Reach the ranks as ACCELERATE_* variables (see rank_environment()).
   std::string mixed_precision = "no";

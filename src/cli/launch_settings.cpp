@@ -299,7 +299,9 @@ LaunchConfig resolve_settings(const LaunchFlags& flags, const EnvLookup& lookup,
         std::pair{"fsdp_transformer_layer_cls_to_wrap", &flags.fsdp_transformer_layer_cls_to_wrap}}) {
     if (*value) fsdp_settings[key] = **value;
   }
-  config.sharding_env = sharding_env_from_flags(flags.use_fsdp, fsdp_settings, flags.use_deepspeed, flags.zero_stage);
+  for (const auto& [key, value] : flags.fsdp_flags) fsdp_settings[key] = value;
+  config.sharding_env = sharding_env_from_flags(flags.use_fsdp, fsdp_settings, flags.use_deepspeed, flags.zero_stage,
+                                                flags.deepspeed_flags);
   const bool from_flags = !config.sharding_env.empty();
   if (!from_flags) config.sharding_env = values.sharding_env;
   for (const auto& [name, value] : config.sharding_env) {
@@ -318,6 +320,8 @@ LaunchConfig resolve_settings(const LaunchFlags& flags, const EnvLookup& lookup,
   config.grace_period_s = pick(config, "grace_period", 3.0, {from_flag(flags.grace_period_s, "--grace_period")});
   resolve_output(flags, env, config);
   config.dry_run = flags.dry_run;
+  config.quiet = flags.quiet;
+  config.role = pick<std::string>(config, "role", "default", {from_flag(flags.role, "--role"), env.text("PET_ROLE")});
   resolve_program(flags, lookup, config);
   return config;
 }

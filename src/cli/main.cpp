@@ -194,7 +194,10 @@ int main(int argc, char** argv) {
     auto [command, name] = innermost(app);
     std::string parents = name.substr(0, name.rfind(' ') == std::string::npos ? 0 : name.rfind(' '));
     std::cerr << name << ": " << error.what() << "\n";
-    if (auto hint = typo_hint(*command, error)) std::cerr << *hint << "\n";
+    // A refused value or flag is named by its message; a typo hint is for what was not recognised.
+    if (dynamic_cast<const CLI::ValidationError*>(&error) == nullptr) {
+      if (auto hint = typo_hint(*command, error)) std::cerr << *hint << "\n";
+    }
     std::cerr << usage_line(*command, parents) << "\n"
               << "Run '" << name << " --help' for more information.\n";
     return kUsageError;

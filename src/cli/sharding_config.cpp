@@ -255,14 +255,18 @@ std::map<std::string, std::string> read_sharding_config(const std::string& path,
   return fsdp ? read_fsdp(in, warnings) : read_deepspeed(in, warnings);
 }
 
-std::map<std::string, std::string> sharding_env_from_flags(bool use_fsdp,
-                                                           const std::map<std::string, std::string>& fsdp_settings,
-                                                           bool use_deepspeed, const std::optional<int>& zero_stage) {
+std::map<std::string, std::string> sharding_env_from_flags(
+    bool use_fsdp, const std::map<std::string, std::string>& fsdp_settings, bool use_deepspeed,
+    const std::optional<int>& zero_stage, const std::map<std::string, std::string>& deepspeed_settings) {
   if (!fsdp_settings.empty() && !use_fsdp) {
     const std::string flag = "--" + fsdp_settings.begin()->first;
     throw CLI::ValidationError(flag, flag + " needs --use_fsdp");
   }
   if (zero_stage && !use_deepspeed) throw CLI::ValidationError("--zero_stage", "--zero_stage needs --use_deepspeed");
+  if (!deepspeed_settings.empty() && !use_deepspeed) {
+    const std::string flag = "--" + deepspeed_settings.begin()->first;
+    throw CLI::ValidationError(flag, flag + " needs --use_deepspeed");
+  }
   if (use_fsdp && use_deepspeed) {
     throw CLI::ValidationError("--use_deepspeed", "--use_fsdp and --use_deepspeed exclude each other");
   }
@@ -288,6 +292,7 @@ std::map<std::string, std::string> sharding_env_from_flags(bool use_fsdp,
   }
   if (use_deepspeed) {
     YAML::Node section(YAML::NodeType::Map);
+    for (const auto& [key, value] : deepspeed_settings) section[key] = value;
     if (zero_stage) section["zero_stage"] = std::to_string(*zero_stage);
     return as_flag("--zero_stage", [&] { return read_deepspeed(Section("", "deepspeed_config", section), ignored); });
   }

@@ -31,9 +31,10 @@ std::map<std::string, std::string> read_sharding_config(const std::string& path,
 // --fsdp_sharding_strategy, --use_deepspeed with --zero_stage); empty when
 // none is given. Throws CLI::ValidationError naming the flag for a value it
 // cannot honour, a strategy without its --use_ flag, or both --use_ flags.
-// fsdp_settings: the --fsdp_* flags given, under their fsdp_config key names.
-std::map<std::string, std::string> sharding_env_from_flags(bool use_fsdp,
-                                                           const std::map<std::string, std::string>& fsdp_settings,
-                                                           bool use_deepspeed, const std::optional<int>& zero_stage);
+// fsdp_settings / deepspeed_settings: the --fsdp_* and DeepSpeed flags given,
+// under their fsdp_config / deepspeed_config key names.
+std::map<std::string, std::string> sharding_env_from_flags(
+    bool use_fsdp, const std::map<std::string, std::string>& fsdp_settings, bool use_deepspeed,
+    const std::optional<int>& zero_stage, const std::map<std::string, std::string>& deepspeed_settings = {});
 
 }  // namespace accel::cli

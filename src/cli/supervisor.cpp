@@ -178,7 +178,7 @@ bool Supervisor::choose_log_dir() {
     return false;
   }
   output.log_dir = dir;
-  say("the ranks' logs are in " + dir);
+  if (!config_.quiet) say("the ranks' logs are in " + dir);
   return true;
 }
 

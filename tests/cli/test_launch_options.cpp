@@ -1,9 +1,12 @@
 #include <CLI/CLI.hpp>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "cli/launch_environment.hpp"
 #include "cli/launch_options.hpp"
 #include "cli/launch_settings.hpp"
 
@@ -155,6 +158,67 @@ TEST(LaunchOptions, RendezvousFlagsAsAccelerateAndTorchrunSpellThem) {
   EXPECT_THROW(parse_launch({"--nnodes", "3:2", "--rdzv_backend", "c10d", "t"}), CLI::ValidationError);
   EXPECT_THROW(parse_launch({"--rdzv_backend", "c10d", "--rdzv_conf", "bogus=1", "t"}), CLI::ValidationError);
   EXPECT_THROW(parse_launch({"--rdzv_backend", "c10d", "--rdzv_endpoint", "host:99999", "t"}), CLI::ValidationError);
+}
+
+std::string refusal(std::vector<std::string> args) {
+  try {
+    parse_launch(std::move(args));
+  } catch (const CLI::ValidationError& error) {
+    return error.what();
+  }
+  return "accepted";
+}
+
+TEST(LaunchOptions, AccelerateFlagsWithNoMeaningHereSayWhy) {
+  EXPECT_NE(refusal({"--tpu", "t"}).find("--tpu: is not supported: TPU only"), std::string::npos);
+  EXPECT_NE(refusal({"--dynamo_backend", "inductor", "t"}).find("torch.compile (TorchDynamo) is Python only"),
+            std::string::npos);
+  EXPECT_NE(refusal({"--fp8_backend", "te", "t"}).find("FP8 training"), std::string::npos);
+  EXPECT_NE(refusal({"--main_training_function", "main", "t"}).find("a script runs as __main__ here"),
+            std::string::npos);
+  EXPECT_NE(refusal({"--use_deepspeed", "--gradient_clipping", "1.0", "t"}).find("call clip_grad_norm_"),
+            std::string::npos);
+  EXPECT_NE(refusal({"--offload_param_nvme_path", "/nvme", "t"}).find("NVMe is not supported"), std::string::npos);
+  // The value of a refused option is not taken for PROGRAM.
+  EXPECT_NE(refusal({"--megatron_lm_tp_degree", "2", "t"}).find("Megatron-LM"), std::string::npos);
+}
+
+TEST(LaunchOptions, FsdpAndDeepSpeedFlagsFollowTheConfigFileRules) {
+  auto config = parse_launch({"--use_fsdp", "--fsdp_sharding_strategy", "FULL_SHARD", "--fsdp_offload_params", "true",
+                              "--fsdp_state_dict_type", "SHARDED_STATE_DICT", "--fsdp_forward_prefetch", "true", "t"});
+  EXPECT_EQ(config.sharding_env.at("FSDP_OFFLOAD_PARAMS"), "true");
+  EXPECT_EQ(config.sharding_env.at("FSDP_STATE_DICT_TYPE"), "SHARDED_STATE_DICT");
+  EXPECT_EQ(config.sharding_env.at("FSDP_FORWARD_PREFETCH"), "true");
+  EXPECT_NE(refusal({"--use_fsdp", "--fsdp_state_dict_type", "LOCAL_STATE_DICT", "t"})
+                .find("--fsdp_state_dict_type: LOCAL_STATE_DICT is not supported"),
+            std::string::npos);
+  EXPECT_NE(refusal({"--fsdp_offload_params", "true", "t"}).find("needs --use_fsdp"), std::string::npos);
+  config = parse_launch({"--use_deepspeed", "--zero_stage", "2", "--offload_optimizer_device", "cpu", "t"});
+  EXPECT_EQ(config.sharding_env.at("ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE"), "cpu");
+  EXPECT_NE(refusal({"--offload_optimizer_device", "cpu", "t"}).find("needs --use_deepspeed"), std::string::npos);
+  EXPECT_NE(refusal({"--use_deepspeed", "--zero_stage", "0", "--offload_optimizer_device", "cpu", "t"})
+                .find("cpu needs zero_stage 1, 2 or 3"),
+            std::string::npos);
+}
+
+TEST(LaunchOptions, QuietAndRole) {
+  auto config = parse_launch({"-q", "--role", "trainer", "t"});
+  EXPECT_TRUE(config.quiet);
+  EXPECT_EQ(config.role, "trainer");
+  EXPECT_EQ(accel::cli::rank_environment(config, 0).at("ROLE_NAME"), "trainer");
+  // The notice is given only when OMP_NUM_THREADS is unset: unset it for the check.
+  const char* omp = std::getenv("OMP_NUM_THREADS");
+  const std::string saved = omp != nullptr ? omp : "";
+  ::unsetenv("OMP_NUM_THREADS");
+  config.nproc_per_node = 2;
+  std::ostringstream quiet_notices, notices;
+  accel::cli::resolve_defaults(config, quiet_notices);
+  config.quiet = false;
+  config.omp_num_threads.reset();
+  accel::cli::resolve_defaults(config, notices);
+  if (omp != nullptr) ::setenv("OMP_NUM_THREADS", saved.c_str(), 1);
+  EXPECT_EQ(quiet_notices.str(), "") << "--quiet leaves the OMP_NUM_THREADS notice out";
+  EXPECT_NE(notices.str().find("OMP_NUM_THREADS is not set"), std::string::npos) << notices.str();
 }
 
 TEST(LaunchOptions, ProcessCountsMustAgree) {
