@@ -17,6 +17,7 @@
 #include "accelerator/load_accelerate_state.hpp"
 #include "checkpoint/checkpoint_dir.hpp"
 #include "checkpoint/checkpoint_reader.hpp"
+#include "checkpoint/flat_reshard.hpp"
 #include "checkpoint/random_states.hpp"
 #include "formats/safetensors.hpp"
 #include "accelerator/checkpoint_files.hpp"
@@ -169,6 +170,32 @@ detail::RandomStates random_states_at_another_world_size(const CheckpointReader&
   return rng;
 }
 
+bool saved_sharded_models_in(const JsonFile& manifest) {
+  return manifest.has("sharded_models") && manifest.boolean("sharded_models");
+}
+
+// Optimizer i's ZeRO-1/2 chunks, saved by `saved` processes, cut again for this
+// process (checkpoint/flat_reshard.hpp); only the overlapping chunks are read.
+std::string resharded_optimizer(const CheckpointReader& reader, size_t i, int saved, const detail::AcceleratorState& st,
+                                const detail::CheckpointTargets& targets) {
+  std::vector<const detail::FlatShard*> shards;
+  for (const auto& model : targets.models) {
+    if (model->flat_shard()) shards.push_back(model->flat_shard().get());
+  }
+  require(shards.size() == 1, ErrorCode::Unsupported,
+          "load_state: " + reader.path(detail::optimizer_shard_file(i, 0)) + ": cutting sharded optimizer state for " +
+              std::to_string(st.world_size()) + " processes needs one sharded model, and " +
+              std::to_string(shards.size()) + " are prepared");
+  const std::string label = "load_state: " + reader.path(detail::optimizer_shard_file(i, st.rank()));
+  const c10::IValue state = detail::reshard_flat_optimizer_state(
+      [&](int rank) {
+        const std::string name = detail::optimizer_shard_file(i, rank);
+        return detail::unpickle_state_dict(reader.bytes(name), "load_state: " + reader.path(name));
+      },
+      saved, st.world_size(), st.rank(), shards.front()->total_numel(), label);
+  return detail::pickle_state_dict(state);
+}
+
 // Sharded optimizer state is laid out by the strategy that wrote it (which
 // parameters' chunks each process holds, in which order): a SHARD_GRAD_OP
 // checkpoint loaded under FULL_SHARD mapped chunks to the wrong parameters,
@@ -263,12 +290,17 @@ void Accelerator::load_state(const std::string& requested_dir) {
   // world size that wrote it.
   const bool saved_any_shards = (manifest.has("sharded_optimizers") && manifest.boolean("sharded_optimizers")) ||
                                 (manifest.has("sharded_models") && manifest.boolean("sharded_models"));
-  require(same_world || (!saved_any_shards && !sharded), ErrorCode::InvalidArgument,
+  // ZeRO-1/2 optimizer chunks are cut again for this world (checkpoint/flat_reshard.hpp);
+  // FULL_SHARD and HYBRID_SHARD units are not, yet.
+  const bool flat_strategy =
+      st.sharding_strategy == ShardingStrategy::ShardOptimizer || st.sharding_strategy == ShardingStrategy::ShardGradOp;
+  const bool reshard_optimizers = !same_world && flat_strategy && sharded && !saved_sharded_models_in(manifest);
+  require(same_world || reshard_optimizers || (!saved_any_shards && !sharded), ErrorCode::InvalidArgument,
           "load_state: " + dir + " was saved by " + std::to_string(saved_processes) + " processes, " +
               std::to_string(st.world_size()) + " are running, and " +
               (saved_any_shards ? std::string("it holds sharded state")
                                 : "sharding_strategy " + std::string(to_string(st.sharding_strategy)) + " shards it") +
-              ": sharded checkpoints load only at the world size that saved them");
+              ": FULL_SHARD and HYBRID_SHARD checkpoints load only at the world size that saved them");
   require(manifest.boolean("scaler") == (st.scaler != nullptr), ErrorCode::InvalidArgument,
           std::string("load_state: ") + dir +
               (st.scaler ? " has no fp16 loss scaler state" : " holds fp16 loss scaler state but fp16 is off"));
@@ -326,6 +358,10 @@ void Accelerator::load_state(const std::string& requested_dir) {
     return sharded ? detail::optimizer_shard_file(i, st.rank()) : detail::numbered_file("optimizer", i, ".bin");
   };
   for (size_t i = 0; i < targets.optimizers.size(); ++i) {
+    if (reshard_optimizers && saved_sharded) {
+      optimizer_bytes.push_back(resharded_optimizer(reader, i, static_cast<int>(saved_processes), st, targets));
+      continue;
+    }
     optimizer_bytes.push_back(reader.bytes(optimizer_file(i)));
     // Only format-1 checkpoints held LibTorch archives (TorchScript, read by LibTorch's
     // own unpickler); from format 2 optimizer.bin is a plain pickle that libaccel's
