@@ -2,30 +2,18 @@
 // several agents in one process on a loopback endpoint, each with its own
 // connections and heartbeats, as agents on several machines would have.
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <future>
 #include <memory>
 #include <thread>
 
 #include "elastic/store_rendezvous.hpp"
+#include "state/free_port.hpp"
 
 namespace accel::detail::elastic {
 namespace {
 
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof address;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
+using accel::test::free_loopback_port;
 
 RendezvousOptions options(int port, int min_nodes, int max_nodes) {
   RendezvousOptions result;
@@ -54,7 +42,7 @@ std::string wait_for_change(StoreRendezvous& agent) {
 }
 
 TEST(StoreRendezvous, GrowsWhenANodeArrivesAndShrinksWhenOneFallsSilent) {
-  const int port = free_port();
+  const int port = free_loopback_port();
   StoreRendezvous a(options(port, 2, 3));
   EXPECT_TRUE(a.hosts_store()) << "the first agent on the endpoint's machine hosts the store";
   StoreRendezvous b(options(port, 2, 3));
@@ -108,7 +96,7 @@ TEST(StoreRendezvous, GrowsWhenANodeArrivesAndShrinksWhenOneFallsSilent) {
 }
 
 TEST(StoreRendezvous, JoinTimeoutNamesWhoCame) {
-  RendezvousOptions lonely = options(free_port(), 2, 2);
+  RendezvousOptions lonely = options(free_loopback_port(), 2, 2);
   lonely.join_timeout = std::chrono::milliseconds(300);
   StoreRendezvous a(lonely);
   try {
@@ -122,7 +110,7 @@ TEST(StoreRendezvous, JoinTimeoutNamesWhoCame) {
 }
 
 TEST(StoreRendezvous, StopEndsTheWait) {
-  StoreRendezvous a(options(free_port(), 2, 2));
+  StoreRendezvous a(options(free_loopback_port(), 2, 2));
   EXPECT_THROW(a.next_round([] { return true; }), RendezvousError);
 }
 

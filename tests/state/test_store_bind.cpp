@@ -14,25 +14,13 @@
 #include <string>
 
 #include "state/c10d_adapter.hpp"
+#include "state/free_port.hpp"
 
 namespace {
 
 namespace adapter = accel::detail::c10d_adapter;
 
-// A port the kernel just handed out on loopback (free for the store to take).
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof address;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-    ADD_FAILURE() << "no free port on 127.0.0.1";
-  }
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
+using accel::test::free_loopback_port;
 
 // The local addresses `ss -ltn` lists as listening on `port` ("127.0.0.1",
 // "0.0.0.0", "*", "[::]", ...).
@@ -56,7 +44,7 @@ std::set<std::string> listening_addresses(int port) {
 
 TEST(StoreBind, RankZerosStoreListensWhereThisLibTorchCan) {
   if (std::system("ss -V >/dev/null 2>&1") != 0) GTEST_SKIP() << "ss (iproute2) is not installed";
-  const int port = free_port();
+  const int port = free_loopback_port();
   adapter::StorePtr store = adapter::make_tcp_store("127.0.0.1", port, true, std::chrono::seconds(10));
   const std::set<std::string> addresses = listening_addresses(port);
   ASSERT_FALSE(addresses.empty()) << "ss lists nothing listening on port " << port;
