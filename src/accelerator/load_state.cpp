@@ -196,6 +196,29 @@ std::string resharded_optimizer(const CheckpointReader& reader, size_t i, int sa
   return detail::pickle_state_dict(state);
 }
 
+// Optimizer i's ZeRO-1/2 chunks, saved by `saved` processes, as the
+// per-parameter state of an unsharded optimizer over the one prepared model's
+// trainable parameters (each once, in order: the flat layout's).
+std::string unflattened_optimizer(const CheckpointReader& reader, size_t i, int saved,
+                                  const detail::CheckpointTargets& targets) {
+  const std::string label = "load_state: " + reader.path(detail::optimizer_shard_file(i, 0));
+  require(targets.models.size() == 1, ErrorCode::Unsupported,
+          label + ": loading sharded optimizer state unsharded needs one prepared model, and " +
+              std::to_string(targets.models.size()) + " are prepared");
+  std::vector<std::vector<int64_t>> shapes;
+  std::set<const void*> seen;
+  for (const auto& [name, p] : targets.models.front()->named_parameters()) {
+    if (p.requires_grad() && seen.insert(p.unsafeGetTensorImpl()).second) shapes.push_back(p.sizes().vec());
+  }
+  const c10::IValue state = detail::unflatten_optimizer_state(
+      [&](int rank) {
+        const std::string name = detail::optimizer_shard_file(i, rank);
+        return detail::unpickle_state_dict(reader.bytes(name), "load_state: " + reader.path(name));
+      },
+      saved, shapes, label);
+  return detail::pickle_state_dict(state);
+}
+
 // Sharded optimizer state is laid out by the strategy that wrote it (which
 // parameters' chunks each process holds, in which order): a SHARD_GRAD_OP
 // checkpoint loaded under FULL_SHARD mapped chunks to the wrong parameters,
@@ -295,7 +318,12 @@ void Accelerator::load_state(const std::string& requested_dir) {
   const bool flat_strategy =
       st.sharding_strategy == ShardingStrategy::ShardOptimizer || st.sharding_strategy == ShardingStrategy::ShardGradOp;
   const bool reshard_optimizers = !same_world && flat_strategy && sharded && !saved_sharded_models_in(manifest);
-  require(same_world || reshard_optimizers || (!saved_any_shards && !sharded), ErrorCode::InvalidArgument,
+  // ZeRO-1/2 chunks into an unsharded optimizer (NO_SHARD, or one process): cut
+  // at the parameters, at any world size.
+  const bool unflatten_optimizers = !sharded && !saved_sharded_models_in(manifest) &&
+                                    manifest.has("sharded_optimizers") && manifest.boolean("sharded_optimizers");
+  require(same_world || reshard_optimizers || unflatten_optimizers || (!saved_any_shards && !sharded),
+          ErrorCode::InvalidArgument,
           "load_state: " + dir + " was saved by " + std::to_string(saved_processes) + " processes, " +
               std::to_string(st.world_size()) + " are running, and " +
               (saved_any_shards ? std::string("it holds sharded state")
@@ -307,7 +335,7 @@ void Accelerator::load_state(const std::string& requested_dir) {
   // Written before sharding existed: full optimizer files.
   const bool saved_sharded = manifest.has("sharded_optimizers") && manifest.boolean("sharded_optimizers");
   require(
-      saved_sharded == sharded || targets.optimizers.empty(), ErrorCode::InvalidArgument,
+      saved_sharded == sharded || targets.optimizers.empty() || unflatten_optimizers, ErrorCode::InvalidArgument,
       "load_state: " + dir +
           (saved_sharded ? " holds sharded optimizer state (one chunk per process)" : " holds full optimizer state") +
           " but sharding_strategy is " + to_string(st.sharding_strategy) +
@@ -358,6 +386,10 @@ void Accelerator::load_state(const std::string& requested_dir) {
     return sharded ? detail::optimizer_shard_file(i, st.rank()) : detail::numbered_file("optimizer", i, ".bin");
   };
   for (size_t i = 0; i < targets.optimizers.size(); ++i) {
+    if (unflatten_optimizers) {
+      optimizer_bytes.push_back(unflattened_optimizer(reader, i, static_cast<int>(saved_processes), targets));
+      continue;
+    }
     if (reshard_optimizers && saved_sharded) {
       optimizer_bytes.push_back(resharded_optimizer(reader, i, static_cast<int>(saved_processes), st, targets));
       continue;

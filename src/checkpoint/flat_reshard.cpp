@@ -111,4 +111,48 @@ c10::IValue reshard_flat_optimizer_state(const std::function<c10::IValue(int sav
   return out;
 }
 
+c10::IValue unflatten_optimizer_state(const std::function<c10::IValue(int saved_rank)>& saved_chunk, int saved_world,
+                                      const std::vector<std::vector<int64_t>>& shapes, const std::string& label) {
+  int64_t total = 0;
+  for (const auto& shape : shapes) total += c10::multiply_integers(shape);
+  // The whole state: process 0 of a world of one takes every element.
+  const c10::IValue whole = reshard_flat_optimizer_state(saved_chunk, saved_world, 1, 0, total, label);
+  const Dict dict = whole.toGenericDict();
+  c10::impl::GenericList groups = dict.at("param_groups").toList();
+  require(groups.size() == 1, ErrorCode::IO,
+          label + ": the sharded optimizer state has " + std::to_string(groups.size()) +
+              " parameter groups; one flat parameter has one");
+  Dict group = groups.get(0).toGenericDict().copy();
+  std::vector<int64_t> indices(shapes.size());
+  for (size_t i = 0; i < indices.size(); ++i) indices[i] = static_cast<int64_t>(i);
+  group.insert_or_assign("params", c10::List<int64_t>(indices));
+  c10::impl::GenericList out_groups(groups.elementType());
+  out_groups.push_back(group);
+
+  const Dict flat_state = dict.at("state").toGenericDict();
+  Dict state(c10::IntType::get(), c10::AnyType::get());
+  if (flat_state.size() == 1) {  // empty before the first step
+    const Dict flat = flat_state.begin()->value().toGenericDict();
+    int64_t offset = 0;
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      const int64_t numel = c10::multiply_integers(shapes[i]);
+      Dict param(flat.keyType(), flat.valueType());
+      for (const auto& item : flat) {
+        const c10::IValue& value = item.value();
+        if (value.isTensor() && value.toTensor().dim() == 1) {
+          param.insert(item.key(), value.toTensor().narrow(0, offset, numel).reshape(shapes[i]).clone());
+        } else {
+          param.insert(item.key(), value);  // step: the same for every parameter
+        }
+      }
+      state.insert(static_cast<int64_t>(i), param);
+      offset += numel;
+    }
+  }
+  Dict out(c10::StringType::get(), c10::AnyType::get());
+  out.insert("state", state);
+  out.insert("param_groups", out_groups);
+  return out;
+}
+
 }  // namespace accel::detail

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace accel::detail {
 
@@ -28,5 +29,15 @@ namespace accel::detail {
 // ceil(total / saved_world), or the chunks disagree.
 c10::IValue reshard_flat_optimizer_state(const std::function<c10::IValue(int saved_rank)>& saved_chunk, int saved_world,
                                          int world, int rank, int64_t total, const std::string& label);
+
+// The per-parameter state dict an unsharded optimizer (NO_SHARD, or one process)
+// loads from the chunks of `saved_world` ZeRO-1/2 processes: the whole flat
+// state cut at the parameters' offsets (their shapes, in the flat layout's order:
+// trainable parameters in registration order, each once). Every saved chunk is
+// read. One parameter group; its "params" become 0 .. n-1. Throws IO naming
+// `label` as reshard_flat_optimizer_state does, and when the chunks hold more
+// than one group.
+c10::IValue unflatten_optimizer_state(const std::function<c10::IValue(int saved_rank)>& saved_chunk, int saved_world,
+                                      const std::vector<std::vector<int64_t>>& shapes, const std::string& label);
 
 }  // namespace accel::detail

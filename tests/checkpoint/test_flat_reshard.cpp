@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <vector>
 
 #include "accel/error.hpp"
 #include "checkpoint/flat_reshard.hpp"
@@ -77,6 +78,30 @@ TEST(FlatReshard, EveryProcessGetsItsRangeOfTheWholeState) {
         EXPECT_EQ(asked.size(), overlapping) << where;
       }
     }
+  }
+}
+
+TEST(FlatReshard, UnflattenedStateIsEachParametersSlice) {
+  const std::vector<std::vector<int64_t>> shapes{{2, 3}, {4}, {1}};
+  at::Tensor exp_avg = at::randn({11}), exp_avg_sq = at::rand({11});
+  for (int saved : {1, 2, 3, 4}) {
+    c10::IValue out = unflatten_optimizer_state([&](int r) { return chunk_of(exp_avg, exp_avg_sq, saved, r); }, saved,
+                                                shapes, "test");
+    const Dict state = out.toGenericDict().at("state").toGenericDict();
+    ASSERT_EQ(state.size(), 3u);
+    int64_t offset = 0;
+    for (int64_t i = 0; i < 3; ++i) {
+      const Dict param = state.at(i).toGenericDict();
+      const int64_t numel = c10::multiply_integers(shapes[i]);
+      EXPECT_TRUE(at::equal(param.at("exp_avg").toTensor(), exp_avg.narrow(0, offset, numel).view(shapes[i])))
+          << "saved by " << saved << ", parameter " << i;
+      EXPECT_TRUE(at::equal(param.at("exp_avg_sq").toTensor(), exp_avg_sq.narrow(0, offset, numel).view(shapes[i])));
+      EXPECT_EQ(param.at("step").toTensor().item<float>(), 7.0f);
+      offset += numel;
+    }
+    const auto group = out.toGenericDict().at("param_groups").toList().get(0).toGenericDict();
+    EXPECT_EQ(group.at("params").toIntVector(), (std::vector<int64_t>{0, 1, 2}));
+    EXPECT_EQ(group.at("lr").toDouble(), 0.001);
   }
 }
 
