@@ -31,6 +31,7 @@
 #include <string>
 
 #include "accel/accel.hpp"
+#include "optim/state_key.hpp"
 
 namespace {
 
@@ -140,7 +141,7 @@ int load_unsharded(accel::Accelerator& accelerator, accel::Model& model, accel::
   auto& states = optimizer.torch_optimizer().state();
   int64_t offset = 0;
   for (auto& p : model.parameters()) {
-    auto found = states.find(c10::guts::to_string(p.unsafeGetTensorImpl()));
+    auto found = states.find(accel::detail::optimizer_state_key(p));  // LibTorch 1.13 and 2.x keys
     check(found != states.end(), "every parameter has state after the load");
     auto& loaded = static_cast<torch::optim::AdamWParamState&>(*found->second);
     check(at::equal(loaded.exp_avg(), avg.narrow(0, offset, p.numel()).view(p.sizes())),
