@@ -138,7 +138,6 @@ void serve(StoreRendezvous& rendezvous) {
           rendezvous.publish_master(round, addr, port);
           answer("ok");
         } else {
-          round.nodes = {"rank 0's node"};
           auto [addr, port] = rendezvous.wait_for_master(round);
           answer("master " + addr + " " + std::to_string(port));
         }

@@ -263,8 +263,8 @@ std::pair<std::string, int> StoreRendezvous::wait_for_master(const Round& round)
   try {
     store_->wait({key}, options_.store_timeout);
   } catch (const std::exception& error) {
-    throw RendezvousError("rank 0's node (" + round.nodes.at(0) + ") did not publish its address for round " +
-                          std::to_string(round.round) + " within " +
+    throw RendezvousError("rank 0's node" + (round.nodes.empty() ? "" : " (" + round.nodes.front() + ")") +
+                          " did not publish its address for round " + std::to_string(round.round) + " within " +
                           std::to_string(options_.store_timeout.count() / 1000) + " s: " + error.what());
   }
   const std::string value = text_of(store_->get(key));
