@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -17,10 +18,10 @@
 #include "accelerator/load_accelerate_state.hpp"
 #include "checkpoint/checkpoint_dir.hpp"
 #include "checkpoint/checkpoint_reader.hpp"
-#include "checkpoint/flat_reshard.hpp"
 #include "checkpoint/random_states.hpp"
 #include "formats/safetensors.hpp"
 #include "accelerator/checkpoint_files.hpp"
+#include "accelerator/checkpoint_layouts.hpp"
 #include "formats/tensor_io.hpp"
 #include "formats/torch_pickle.hpp"
 #include "core/file_io.hpp"
@@ -174,74 +175,15 @@ bool saved_sharded_models_in(const JsonFile& manifest) {
   return manifest.has("sharded_models") && manifest.boolean("sharded_models");
 }
 
-// Optimizer i's ZeRO-1/2 chunks, saved by `saved` processes, cut again for this
-// process (checkpoint/flat_reshard.hpp); only the overlapping chunks are read.
-std::string resharded_optimizer(const CheckpointReader& reader, size_t i, int saved, const detail::AcceleratorState& st,
-                                const detail::CheckpointTargets& targets) {
-  std::vector<const detail::FlatShard*> shards;
-  for (const auto& model : targets.models) {
-    if (model->flat_shard()) shards.push_back(model->flat_shard().get());
-  }
-  require(shards.size() == 1, ErrorCode::Unsupported,
-          "load_state: " + reader.path(detail::optimizer_shard_file(i, 0)) + ": cutting sharded optimizer state for " +
-              std::to_string(st.world_size()) + " processes needs one sharded model, and " +
-              std::to_string(shards.size()) + " are prepared");
-  const std::string label = "load_state: " + reader.path(detail::optimizer_shard_file(i, st.rank()));
-  const c10::IValue state = detail::reshard_flat_optimizer_state(
-      [&](int rank) {
-        const std::string name = detail::optimizer_shard_file(i, rank);
-        return detail::unpickle_state_dict(reader.bytes(name), "load_state: " + reader.path(name));
-      },
-      saved, st.world_size(), st.rank(), shards.front()->total_numel(), label);
-  return detail::pickle_state_dict(state);
-}
-
-// Optimizer i's ZeRO-1/2 chunks, saved by `saved` processes, as the
-// per-parameter state of an unsharded optimizer over the one prepared model's
-// trainable parameters (each once, in order: the flat layout's).
-std::string unflattened_optimizer(const CheckpointReader& reader, size_t i, int saved,
-                                  const detail::CheckpointTargets& targets) {
-  const std::string label = "load_state: " + reader.path(detail::optimizer_shard_file(i, 0));
-  require(targets.models.size() == 1, ErrorCode::Unsupported,
-          label + ": loading sharded optimizer state unsharded needs one prepared model, and " +
-              std::to_string(targets.models.size()) + " are prepared");
-  std::vector<std::vector<int64_t>> shapes;
-  std::set<const void*> seen;
-  for (const auto& [name, p] : targets.models.front()->named_parameters()) {
-    if (p.requires_grad() && seen.insert(p.unsafeGetTensorImpl()).second) shapes.push_back(p.sizes().vec());
-  }
-  const c10::IValue state = detail::unflatten_optimizer_state(
-      [&](int rank) {
-        const std::string name = detail::optimizer_shard_file(i, rank);
-        return detail::unpickle_state_dict(reader.bytes(name), "load_state: " + reader.path(name));
-      },
-      saved, shapes, label);
-  return detail::pickle_state_dict(state);
-}
-
-// Sharded optimizer state is laid out by the strategy that wrote it (which
-// parameters' chunks each process holds, in which order): a SHARD_GRAD_OP
-// checkpoint loaded under FULL_SHARD mapped chunks to the wrong parameters,
-// silently. Until resharding exists, only the saving strategy loads it.
-void check_strategy(const JsonFile& manifest, const detail::AcceleratorState& st, const std::string& dir) {
-  const std::string now = to_string(st.sharding_strategy);
-  std::string saved;
-  if (manifest.has("sharding_strategy")) {
-    saved = manifest.string("sharding_strategy");
-  } else {
-    // Written before the manifest named the strategy: FULL_SHARD (and
-    // HYBRID_SHARD) also shard the models, the others do not.
-    const bool saved_full = manifest.has("sharded_models") && manifest.boolean("sharded_models");
-    const bool now_full =
-        st.sharding_strategy == ShardingStrategy::FullShard || st.sharding_strategy == ShardingStrategy::HybridShard;
-    if (saved_full == now_full) return;
-    saved = saved_full ? "FULL_SHARD or HYBRID_SHARD" : "SHARD_OPTIMIZER or SHARD_GRAD_OP";
-  }
-  require(saved == now, ErrorCode::InvalidArgument,
-          "load_state: " + dir + " holds optimizer state sharded by sharding_strategy " + saved +
-              ", but sharding_strategy is " + now +
-              "; loading it under another strategy is not supported (it "
-              "would map the chunks to the wrong parameters)");
+// Whether the checkpoint was saved under the strategy running now; if not, its
+// sharded state is cut again (checkpoint_layouts.hpp) even at the same world size.
+bool saved_with_this_strategy(const JsonFile& manifest, const detail::AcceleratorState& st) {
+  if (manifest.has("sharding_strategy")) return manifest.string("sharding_strategy") == to_string(st.sharding_strategy);
+  // Written before the manifest named the strategy: FULL_SHARD (and
+  // HYBRID_SHARD) also shard the models, the others do not.
+  const bool now_full =
+      st.sharding_strategy == ShardingStrategy::FullShard || st.sharding_strategy == ShardingStrategy::HybridShard;
+  return saved_sharded_models_in(manifest) == now_full;
 }
 
 std::string newest_checkpoint(const detail::AcceleratorState& st) {
@@ -308,52 +250,60 @@ void Accelerator::load_state(const std::string& requested_dir) {
   require(saved_processes >= 1, ErrorCode::IO,
           "load_state: " + manifest_path + ": num_processes is " + std::to_string(saved_processes));
   const bool same_world = saved_processes == st.world_size();
-  // Replicated state (every process held all of it) loads at another world size,
-  // as an elastic job that lost or gained a node needs; sharded state only at the
-  // world size that wrote it.
-  const bool saved_any_shards = (manifest.has("sharded_optimizers") && manifest.boolean("sharded_optimizers")) ||
-                                (manifest.has("sharded_models") && manifest.boolean("sharded_models"));
-  // ZeRO-1/2 optimizer chunks are cut again for this world (checkpoint/flat_reshard.hpp);
-  // FULL_SHARD and HYBRID_SHARD units are not, yet.
-  const bool flat_strategy =
-      st.sharding_strategy == ShardingStrategy::ShardOptimizer || st.sharding_strategy == ShardingStrategy::ShardGradOp;
-  const bool reshard_optimizers = !same_world && flat_strategy && sharded && !saved_sharded_models_in(manifest);
-  // ZeRO-1/2 chunks into an unsharded optimizer (NO_SHARD, or one process): cut
-  // at the parameters, at any world size.
-  const bool unflatten_optimizers = !sharded && !saved_sharded_models_in(manifest) &&
-                                    manifest.has("sharded_optimizers") && manifest.boolean("sharded_optimizers");
-  require(same_world || reshard_optimizers || unflatten_optimizers || (!saved_any_shards && !sharded),
-          ErrorCode::InvalidArgument,
-          "load_state: " + dir + " was saved by " + std::to_string(saved_processes) + " processes, " +
-              std::to_string(st.world_size()) + " are running, and " +
-              (saved_any_shards ? std::string("it holds sharded state")
-                                : "sharding_strategy " + std::string(to_string(st.sharding_strategy)) + " shards it") +
-              ": FULL_SHARD and HYBRID_SHARD checkpoints load only at the world size that saved them");
+  const bool saved_sharded = manifest.has("sharded_optimizers") && manifest.boolean("sharded_optimizers");
+  const bool saved_sharded_models = saved_sharded_models_in(manifest);
+  // Replicated state (every process held all of it) loads at any world size, as
+  // an elastic job that lost or gained a node needs. Sharded state (saved, or
+  // wanted now) loads as saved at the same world size and strategy, and is cut
+  // again for this process otherwise (checkpoint_layouts.hpp).
+  const bool reshard =
+      (saved_sharded || saved_sharded_models || sharded) && !(same_world && saved_with_this_strategy(manifest, st));
+  std::optional<detail::ShardLayout> source, target;
+  if (reshard) {
+    require(targets.models.size() == 1, ErrorCode::Unsupported,
+            "load_state: " + dir + " was saved by " + std::to_string(saved_processes) + " processes under " +
+                (manifest.has("sharding_strategy") ? manifest.string("sharding_strategy") : std::string("a strategy")) +
+                ", and " + std::to_string(st.world_size()) + " run sharding_strategy " +
+                to_string(st.sharding_strategy) + ": cutting the state again needs one prepared model, and " +
+                std::to_string(targets.models.size()) + " are prepared");
+    source = detail::saved_layout(manifest, reader, *targets.models.front(), 0);
+    target = detail::live_layout(*targets.models.front());
+    detail::check_same_parameters(*source, *target, "load_state: " + dir);
+  }
   require(manifest.boolean("scaler") == (st.scaler != nullptr), ErrorCode::InvalidArgument,
           std::string("load_state: ") + dir +
               (st.scaler ? " has no fp16 loss scaler state" : " holds fp16 loss scaler state but fp16 is off"));
-  // Written before sharding existed: full optimizer files.
-  const bool saved_sharded = manifest.has("sharded_optimizers") && manifest.boolean("sharded_optimizers");
+  // Same world and strategy: the files are this process's as they are.
   require(
-      saved_sharded == sharded || targets.optimizers.empty() || unflatten_optimizers, ErrorCode::InvalidArgument,
+      reshard || saved_sharded == sharded || targets.optimizers.empty(), ErrorCode::InvalidArgument,
       "load_state: " + dir +
           (saved_sharded ? " holds sharded optimizer state (one chunk per process)" : " holds full optimizer state") +
           " but sharding_strategy is " + to_string(st.sharding_strategy) +
           (st.process_group ? "" : " with one process and no cpu_offload"));
-  if (saved_sharded && sharded && !targets.optimizers.empty()) check_strategy(manifest, st, dir);
   const int64_t iteration = manifest.integer("iteration");
 
   // Each model as model.safetensors, or pytorch_model.bin when saved with
   // safe_serialization=false (Accelerate's names); the manifest covers either.
-  const bool saved_sharded_models = manifest.has("sharded_models") && manifest.boolean("sharded_models");
-  std::vector<detail::ModelWeights> model_files;
+  std::vector<std::optional<detail::ModelWeights>> model_files;  // none: cut again instead
   std::vector<detail::ModelLoadPlan> model_plans;
   // FULL_SHARD models loaded from a full model.safetensors: gathered until the
   // values are in, then each process keeps its slices (collective).
   std::vector<std::unique_ptr<detail::ModelImpl::Gathered>> gathered;
   model_files.reserve(targets.models.size());
+  // Values of models whose saved shards were cut again: (tensor, value).
+  std::vector<std::pair<at::Tensor, at::Tensor>> resharded_values;
   for (size_t i = 0; i < targets.models.size(); ++i) {
     const detail::ModelImpl& model = *targets.models[i];
+    if (saved_sharded_models && reshard) {
+      // ZeRO-1/2 keep a master copy of their chunk: refreshed from the parameters.
+      if (model.flat_shard() && !model.full_shard())
+        gathered.push_back(std::make_unique<detail::ModelImpl::Gathered>(model));
+      auto values = detail::resharded_model(reader, i, *source, model);
+      resharded_values.insert(resharded_values.end(), values.begin(), values.end());
+      model_files.emplace_back();
+      model_plans.emplace_back();
+      continue;
+    }
     if (saved_sharded_models) {
       const std::string name = detail::model_shard_file(i, st.rank());
       std::error_code error;
@@ -364,9 +314,9 @@ void Accelerator::load_state(const std::string& requested_dir) {
                   to_string(st.sharding_strategy) + (st.process_group ? "" : " with one process and no cpu_offload") +
                   "; `accel merge-weights` turns them into model.safetensors");
       reader.verify(name);
-      model_files.push_back(detail::ModelWeights::open(reader.path(name)));
+      model_files.emplace_back(detail::ModelWeights::open(reader.path(name)));
       model_plans.push_back(
-          detail::plan_model_load(model_files.back(), detail::sharded_model_state(model), reader.path(name), i));
+          detail::plan_model_load(*model_files.back(), detail::sharded_model_state(model), reader.path(name), i));
       continue;
     }
     std::string name = detail::numbered_file("model", i, ".safetensors");
@@ -376,22 +326,19 @@ void Accelerator::load_state(const std::string& requested_dir) {
       name = pickled;
     }
     reader.verify(name);
-    model_files.push_back(detail::ModelWeights::open(reader.path(name)));
+    model_files.emplace_back(detail::ModelWeights::open(reader.path(name)));
     if (model.flat_shard()) gathered.push_back(std::make_unique<detail::ModelImpl::Gathered>(model));
     model_plans.push_back(
-        detail::plan_model_load(model_files.back(), detail::model_state_dict(model), reader.path(name), i));
+        detail::plan_model_load(*model_files.back(), detail::model_state_dict(model), reader.path(name), i));
   }
   std::vector<std::string> optimizer_bytes, scheduler_bytes, custom_bytes, custom_files;
   auto optimizer_file = [&](size_t i) {
     return sharded ? detail::optimizer_shard_file(i, st.rank()) : detail::numbered_file("optimizer", i, ".bin");
   };
   for (size_t i = 0; i < targets.optimizers.size(); ++i) {
-    if (unflatten_optimizers) {
-      optimizer_bytes.push_back(unflattened_optimizer(reader, i, static_cast<int>(saved_processes), targets));
-      continue;
-    }
-    if (reshard_optimizers && saved_sharded) {
-      optimizer_bytes.push_back(resharded_optimizer(reader, i, static_cast<int>(saved_processes), st, targets));
+    if (reshard) {
+      optimizer_bytes.push_back(
+          detail::resharded_optimizer(reader, i, *source, *target, detail::live_member(*targets.models.front())));
       continue;
     }
     optimizer_bytes.push_back(reader.bytes(optimizer_file(i)));
@@ -479,8 +426,9 @@ void Accelerator::load_state(const std::string& requested_dir) {
   {
     at::NoGradGuard no_grad;
     for (size_t i = 0; i < targets.models.size(); ++i) {
-      for (auto& [tensor, stored] : model_plans[i]) tensor.copy_(model_files[i].values(*stored));
+      for (auto& [tensor, stored] : model_plans[i]) tensor.copy_(model_files[i]->values(*stored));
     }
+    for (auto& [tensor, value] : resharded_values) tensor.copy_(value);
     for (auto& g : gathered) g->scattered();
     gathered.clear();
   }

@@ -18,6 +18,7 @@
 #include "checkpoint/checkpoint_dir.hpp"
 #include "checkpoint/random_states.hpp"
 #include "accelerator/checkpoint_files.hpp"
+#include "accelerator/checkpoint_layouts.hpp"
 #include "formats/tensor_io.hpp"
 #include "formats/torch_pickle.hpp"
 #include "model/model_impl.hpp"
@@ -213,10 +214,13 @@ std::string Accelerator::save_state(const std::string& requested_dir, bool safe_
     const std::string name = detail::model_shard_file(i, st.rank());
     detail::FileDigest shard = detail::write_durable(
         partial, name,
-        detail::serialize_tensors(detail::sharded_model_state(*targets.models[i]),
-                                  {{"format", "pt"},
-                                   {"num_processes", std::to_string(st.world_size())},
-                                   {"accel_fsdp_units", targets.models[i]->full_shard()->layout_json()}}));
+        detail::serialize_tensors(
+            detail::sharded_model_state(*targets.models[i]),
+            {{"format", "pt"},
+             {"num_processes", std::to_string(st.world_size())},
+             {"accel_fsdp_units", targets.models[i]->full_shard()->layout_json()},
+             // HYBRID_SHARD: the node's processes share the units.
+             {"accel_shard_group", std::to_string(targets.models[i]->full_shard()->shard_group_size())}}));
     digests[name] = nlohmann::json::array({shard.bytes, shard.xxh3});
   }
   const std::vector<std::string> rng_digests = gather_object(digests.dump());
@@ -272,6 +276,11 @@ std::string Accelerator::save_state(const std::string& requested_dir, bool safe_
     // Which strategy laid the shards out: load_state refuses another (check_strategy).
     manifest["sharding_strategy"] = to_string(st.sharding_strategy);
     manifest["sharded_models"] = sharded_models;
+    // Where each parameter's elements sit in each process's files: load_state
+    // cuts them again for another strategy or world size (checkpoint_layouts.hpp).
+    nlohmann::json layouts = nlohmann::json::array();
+    for (const auto& model : targets.models) layouts.push_back(detail::live_layout(*model).to_json());
+    manifest["layouts"] = std::move(layouts);
     manifest["files"] = files;
     detail::write_durable(partial, detail::kManifestName, manifest.dump(2) + "\n");
     maybe_die_after(detail::kManifestName);

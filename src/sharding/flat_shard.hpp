@@ -103,6 +103,10 @@ class FlatShard {
   // ZeRO-2: the norm of the gradient across every rank's chunk, and clipping by it. Collective.
   double clip_grad_norm(double max_norm, double norm_type);
   void clip_grad_value(double clip_value);
+  // The processes sharing the chunks (the world; HYBRID_SHARD: a node's) and
+  // this process's place among them: which chunk shard() is.
+  int shard_group_size() const { return world_size(); }
+  int shard_group_rank() const { return rank(); }
 
  protected:
   // For FullShard, which lays out its own buffers.

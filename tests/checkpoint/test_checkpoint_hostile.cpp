@@ -249,7 +249,11 @@ void expect_same(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>
 
 // Item 4: optimizer chunks laid out by one strategy were applied to another's
 // parameters, silently (5.7e-3 off after 5 steps). Refused until resharding exists.
-TEST(CheckpointHostile, ShardedOptimizerStateUnderAnotherStrategyIsRefused) {
+// Sharded state loads under another strategy, cut again for it
+// (accelerator/checkpoint_layouts.hpp): the same weights, and the same next
+// step (one process: the same sums in the same order, so bitwise). A manifest
+// whose layout lies is refused before anything is applied.
+TEST(CheckpointHostile, ShardedStateUnderAnotherStrategyIsCutAgainAndALyingLayoutIsRefused) {
   using accel::ShardingStrategy;
   for (ShardingStrategy saved_with : {ShardingStrategy::ShardGradOp, ShardingStrategy::ShardOptimizer}) {
     const std::string dir = fresh_dir(std::string("strategy_") + accel::to_string(saved_with));
@@ -257,33 +261,30 @@ TEST(CheckpointHostile, ShardedOptimizerStateUnderAnotherStrategyIsRefused) {
     Sharded saving(saved_with);
     saving.step();
     saving.accelerator.save_state(dir);
+    const auto saved = saving.weights();
 
     Sharded loading(ShardingStrategy::FullShard);
     loading.step();
     const auto before = loading.weights();
-    const std::string expected = std::string("sharded by sharding_strategy ") + accel::to_string(saved_with) +
-                                 ", but sharding_strategy is FULL_SHARD";
+    edit_manifest(dir, [](nlohmann::json& m) { m["layouts"][0]["params"][0][1] = {4, 6}; });
     std::string message = error_of([&] { loading.accelerator.load_state(dir); });
-    EXPECT_NE(message.find(expected), std::string::npos) << message;
+    EXPECT_NE(message.find("has shape [4, 6], the model's has [16, 6]"), std::string::npos) << message;
     expect_same(loading.weights(), before);
-    // Written before the manifest named its strategy: told apart by whether the models were sharded.
-    edit_manifest(dir, [](nlohmann::json& m) { m.erase("sharding_strategy"); });
+    edit_manifest(dir, [](nlohmann::json& m) { m["layouts"][0]["kind"] = "rows"; });
     message = error_of([&] { loading.accelerator.load_state(dir); });
-    EXPECT_NE(message.find("sharded by sharding_strategy SHARD_OPTIMIZER or SHARD_GRAD_OP, but sharding_strategy "
-                           "is FULL_SHARD"),
-              std::string::npos)
+    EXPECT_NE(message.find("layouts[0]: layout kind \"rows\" is none of whole, flat, units"), std::string::npos)
         << message;
     expect_same(loading.weights(), before);
+    // Written before manifests recorded layouts: the strategy's own rule gives it.
+    edit_manifest(dir, [](nlohmann::json& m) { m.erase("layouts"); });
+    loading.accelerator.load_state(dir);
+    expect_same(loading.weights(), saved);
+    at::manual_seed(9);
+    saving.step();
+    at::manual_seed(9);
+    loading.step();
+    expect_same(loading.weights(), saving.weights());
   }
-  // The strategy that saved it loads it.
-  const std::string dir = fresh_dir("strategy_same");
-  Sharded saving(ShardingStrategy::ShardGradOp);
-  saving.step();
-  saving.accelerator.save_state(dir);
-  const auto saved = saving.weights();
-  Sharded loading(ShardingStrategy::ShardGradOp);
-  loading.accelerator.load_state(dir);
-  expect_same(loading.weights(), saved);
 }
 
 // Item 1: a LibTorch (TorchScript) archive in place of a format-2 optimizer.bin

@@ -1,0 +1,139 @@
+// Checkpoints across strategies and world sizes (tests/dist/run_reshard_matrix.sh).
+//
+// `dist_reshard save STRATEGY DIR`: 3 AdamW steps of a three-layer MLP in
+// float64, save_state(DIR/state), then 5 more steps whose losses rank 0 writes
+// to DIR/losses.
+// `dist_reshard load STRATEGY SRC OUT`: load_state(SRC/state) under STRATEGY at
+// this world size, save_state(OUT) at once (check_reshard.py compares its
+// unsharded contents with SRC/state's, bitwise), then the same 5 steps, whose
+// losses must be SRC/losses.
+//
+// STRATEGY: none, zero1, zero2, full, hybrid (HYBRID_SHARD over two "nodes" of
+// half the processes each when their number is even: LOCAL_WORLD_SIZE and
+// LOCAL_RANK rewritten before the accelerator reads them).
+//
+// Every step's global batch is the same 12 samples at any world size, each
+// process taking 12 / world of them (1, 2, 3 and 4 divide 12), so the run is
+// the same computation on any number of processes but for the order of the
+// gradient sums. In float64 (u = 1.1e-16) that order moves a loss by a few u
+// per step; AdamW amplifies a difference by at most ~1800x in 12 updates in
+// the float32 runs measured (dist_full_shard.cpp), so 5 updates stay far
+// below 1e-11 (dist_sharding.cpp derives the same bound), while a state cut
+// wrongly (another parameter's exp_avg, a lost chunk) moves the first loss
+// after the load by 1e-4 or more.
+#include <ATen/ATen.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "accel/accel.hpp"
+
+namespace {
+
+int rank_for_messages = -1;
+
+std::string exact(double value) {  // round-trips: 17 significant digits
+  char text[32];
+  std::snprintf(text, sizeof text, "%.17g", value);
+  return text;
+}
+
+void check(bool condition, const std::string& what) {
+  if (!condition) {
+    std::fprintf(stderr, "rank %d: check failed: %s\n", rank_for_messages, what.c_str());
+    std::exit(1);
+  }
+}
+
+// 56 + 72 + 27 = 155 elements in three units: chunks of 78, 52 and 39 in the
+// flat layout, and every unit's chunk boundaries in the middle of a weight.
+const char* kSpec = R"([{"type": "Linear", "in_features": 6, "out_features": 8}, {"type": "Tanh"},
+                        {"type": "Linear", "in_features": 8, "out_features": 8}, {"type": "Tanh"},
+                        {"type": "Linear", "in_features": 8, "out_features": 3}])";
+constexpr int64_t kGlobalBatch = 12, kStepsBeforeSave = 3, kStepsAfter = 5;
+constexpr double kLossTolerance = 1e-11;
+
+accel::ShardingStrategy strategy_named(const std::string& name) {
+  if (name == "none") return accel::ShardingStrategy::NoShard;
+  if (name == "zero1") return accel::ShardingStrategy::ShardOptimizer;
+  if (name == "zero2") return accel::ShardingStrategy::ShardGradOp;
+  if (name == "full") return accel::ShardingStrategy::FullShard;
+  check(name == "hybrid", "strategy " + name + " is one of none, zero1, zero2, full, hybrid");
+  return accel::ShardingStrategy::HybridShard;
+}
+
+// One step on this process's share of step `step`'s global batch; the global
+// mean loss (every process's share is the same size).
+double train_step(accel::Accelerator& accelerator, accel::Model& model, accel::Optimizer& optimizer, int64_t step) {
+  at::manual_seed(1000 + step);
+  at::Tensor x = at::randn({kGlobalBatch, 6}).to(at::kDouble), y = at::randint(0, 3, {kGlobalBatch}, at::kLong);
+  const int64_t share = kGlobalBatch / accelerator.num_processes(), first = share * accelerator.process_index();
+  at::Tensor loss = accel::compute_loss(accel::LossKind::CrossEntropy, model.forward(x.narrow(0, first, share)),
+                                        y.narrow(0, first, share));
+  accelerator.backward(loss);
+  optimizer.step();
+  optimizer.zero_grad();
+  return accelerator.gather(loss.detach().reshape({1})).mean().item<double>();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  check(argc >= 4, "usage: dist_reshard save STRATEGY DIR | load STRATEGY SRC OUT");
+  const std::string mode = argv[1], strategy = argv[2], dir = argv[3];
+  const int world = std::atoi(std::getenv("WORLD_SIZE")), rank = std::atoi(std::getenv("RANK"));
+  if (strategy == "hybrid" && world % 2 == 0) {  // two nodes; torchrun numbers a node's ranks consecutively
+    setenv("LOCAL_WORLD_SIZE", std::to_string(world / 2).c_str(), 1);
+    setenv("LOCAL_RANK", std::to_string(rank % (world / 2)).c_str(), 1);
+  }
+  accel::AcceleratorOptions options;
+  options.timeout = std::chrono::seconds(60);
+  options.sharding_strategy = strategy_named(strategy);
+  accel::Accelerator accelerator(options);
+  rank_for_messages = accelerator.process_index();
+  at::manual_seed(6);
+  accel::Model model = accel::Model::from_json(kSpec);
+  {  // float32 draws widened exactly, before prepare
+    at::NoGradGuard no_grad;
+    for (auto& p : model.parameters()) p.set_data(p.to(at::kDouble));
+  }
+  accel::Optimizer optimizer(model, accel::OptimizerOptions::defaults(accel::OptimizerKind::AdamW));
+  accelerator.prepare(model);
+  accelerator.prepare(optimizer);
+  check(accelerator.sharding_strategy() == options.sharding_strategy, "the strategy is " + strategy);
+
+  if (mode == "save") {
+    for (int64_t step = 0; step < kStepsBeforeSave; ++step) train_step(accelerator, model, optimizer, step);
+    accelerator.save_state(dir + "/state");
+    std::vector<double> losses;
+    for (int64_t step = kStepsBeforeSave; step < kStepsBeforeSave + kStepsAfter; ++step) {
+      losses.push_back(train_step(accelerator, model, optimizer, step));
+    }
+    if (accelerator.is_main_process()) {
+      std::ofstream out(dir + "/losses");
+      for (double loss : losses) out << exact(loss) << "\n";
+      check(out.good(), "wrote " + dir + "/losses");
+    }
+    std::printf("rank %d of %d: %s saved\n", rank, world, strategy.c_str());
+    return 0;
+  }
+  check(mode == "load" && argc >= 5, "usage: dist_reshard load STRATEGY SRC OUT");
+  accelerator.load_state(dir + "/state");
+  accelerator.save_state(argv[4]);
+  std::ifstream saved(dir + "/losses");
+  for (int64_t step = kStepsBeforeSave; step < kStepsBeforeSave + kStepsAfter; ++step) {
+    double expected = 0;
+    check(static_cast<bool>(saved >> expected), "read " + dir + "/losses");
+    const double loss = train_step(accelerator, model, optimizer, step);
+    check(std::fabs(loss - expected) <= kLossTolerance,
+          "step " + std::to_string(step) + ": loss " + exact(loss) + ", the saving run's " + exact(expected));
+  }
+  std::printf("rank %d of %d: loaded under %s, %lld steps continue the saving run's losses\n", rank, world,
+              strategy.c_str(), static_cast<long long>(kStepsAfter));
+  return 0;
+}
