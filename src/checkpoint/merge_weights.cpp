@@ -105,6 +105,21 @@ MergedWeights merge_sharded_weights(const std::string& checkpoint_dir, const std
     bad(first, "num_processes is \"" + world_text + "\", not a number");
   }
   if (world < 1) bad(first, "num_processes is " + world_text);
+  // HYBRID_SHARD: each node's processes hold the whole model between them, so
+  // the first node's files are read (written before it was recorded: the world).
+  auto group = files[0].metadata().find("accel_shard_group");
+  if (group != files[0].metadata().end()) {
+    int size = 0;
+    try {
+      size = std::stoi(group->second);
+    } catch (const std::exception&) {
+      bad(first, "accel_shard_group is \"" + group->second + "\", not a number");
+    }
+    if (size < 1 || size > world || world % size != 0) {
+      bad(first, "accel_shard_group is " + group->second + ", not a divisor of num_processes " + world_text);
+    }
+    world = size;
+  }
   for (int r = 1; r < world; ++r) {
     const std::string path = rank_file(checkpoint_dir, r);
     if (!std::filesystem::is_regular_file(path)) {

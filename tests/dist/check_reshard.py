@@ -1,6 +1,7 @@
 """The unsharded contents of libaccel checkpoints, compared bitwise (run_reshard_matrix.sh).
 
 Usage: check_reshard.py SRC_STATE OUT_STATE [SRC_STATE OUT_STATE ...]
+       check_reshard.py --merged MODEL_SAFETENSORS STATE  (accel merge-weights' output holds STATE's parameters)
 
 Each pair: a checkpoint saved under one strategy and world size, and what a run
 under another wrote right after loading it. Both are put back together here,
@@ -73,6 +74,15 @@ def full_state(state_dir):
     values = {k: v for k, v in values.items() if k[0] != "step" and k[-1] != "step"}
     return values, steps.pop(), layout["kind"], layout["group"]
 
+
+if sys.argv[1] == "--merged":
+    merged, (state, _, kind, group) = load_file(sys.argv[2]), full_state(sys.argv[3])
+    params = {k[1]: v for k, v in state.items() if k[0] == "parameter"}
+    assert params.keys() <= merged.keys(), f"{sys.argv[2]} lacks {sorted(params.keys() - merged.keys())}"
+    for name, tensor in params.items():
+        assert torch.equal(merged[name], tensor), f"{sys.argv[2]}: {name} differs from {sys.argv[3]}"
+    print(f"{sys.argv[2]}: the {len(params)} parameters of {sys.argv[3]} ({kind} x{group}), bitwise")
+    sys.exit(0)
 
 pairs = sys.argv[1:]
 assert pairs and len(pairs) % 2 == 0, __doc__

@@ -30,3 +30,8 @@ for t in "${!strategies[@]}"; do
   pairs+=("$src/state" "$work/$target-$loaded-from-$source-$saved")
 done
 "$python" "$checker" "${pairs[@]}"
+# HYBRID_SHARD on two nodes of 2: accel merge-weights reads one node's shards.
+if [ "$source" = hybrid ]; then
+  "$accel" merge-weights "$work/hybrid-4/state" "$work/merged"
+  "$python" "$checker" --merged "$work/merged/model.safetensors" "$work/hybrid-4/state"
+fi
