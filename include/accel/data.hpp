@@ -251,9 +251,15 @@ class DataLoader {
 
   // Where iteration stands, for checkpoints: the epoch being (or next to be)
   // iterated and how many of its batches this process has already taken.
+  // sampler_offset: batches of the epoch's batch sampler that a run with
+  // another number of processes consumed before this one resumed it (load_state
+  // of a checkpoint saved at another world size); the processes deal the
+  // epoch's batches from there, so no sample is seen twice or skipped. 0 for
+  // an epoch this run started.
   struct Position {
     uint64_t epoch = 0;
     int64_t batches_consumed = 0;
+    int64_t sampler_offset = 0;
   };
   Position position() const;
   // The next next() continues from `position`: same epoch (hence the same
@@ -283,6 +289,9 @@ class DataLoader {
   std::unique_ptr<detail::BatchSource> open_epoch() const;
   uint64_t shuffle_seed(bool agree) const;  // agree: collective, every process opens the epoch
   int64_t epoch_remainder() const;
+  // Samples of the epoch's order before sampler_offset_ (batches of
+  // batch_size; a user's batch sampler skips whole batches instead).
+  int64_t skipped_samples() const { return batch_sampler_ ? 0 : sampler_offset_ * options_.batch_size; }
 
   std::shared_ptr<Dataset> dataset_;
   std::shared_ptr<const std::vector<std::vector<int64_t>>> batch_sampler_;  // null: batches of batch_size
@@ -297,6 +306,7 @@ class DataLoader {
   int64_t yielded_ = 0;                          // batches of this epoch handed out
   int64_t resume_skip_ = 0;                      // batches to skip when the next epoch starts
   int64_t skipped_pass_ = 0;                     // skip_first_batches: left out of num_batches() this pass
+  int64_t sampler_offset_ = 0;                   // Position::sampler_offset of the current (or next) epoch
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);
   void advance_progress();  // after a batch is handed out (dataloader_progress.cpp)
   std::optional<std::string> progress_description_;

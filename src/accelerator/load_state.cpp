@@ -113,7 +113,7 @@ detail::RandomStates legacy_random_states(const CheckpointReader& reader, const 
 
 // The positions must lie within a pass of the loaders prepared now: a position
 // of 10^12 batches was taken, and the next pass then yielded nothing.
-void check_positions(const detail::RandomStates& rng, const std::vector<DataLoader*>& loaders,
+void check_positions(const detail::RandomStates& rng, const std::vector<DataLoader*>& loaders, int world,
                      const std::string& path) {
   for (size_t i = 0; i < rng.positions.size() && i < loaders.size(); ++i) {
     if (loaders[i]->is_iterable()) continue;  // a stream's length is unknown: read past what it yields
@@ -124,20 +124,27 @@ void check_positions(const detail::RandomStates& rng, const std::vector<DataLoad
             "load_state: " + path + ": dataloaders[" + std::to_string(i) + "]: batches_consumed " +
                 std::to_string(rng.positions[i].batches_consumed) + " exceeds the " + std::to_string(pass) +
                 " batches of a pass of the dataloader prepared now");
+    // Batches of the whole sampler: at most a pass on every process.
+    const int64_t sampler = pass * world;
+    require(rng.positions[i].sampler_offset <= sampler, ErrorCode::IO,
+            "load_state: " + path + ": dataloaders[" + std::to_string(i) + "]: sampler_offset " +
+                std::to_string(rng.positions[i].sampler_offset) + " exceeds the " + std::to_string(sampler) +
+                " batches the dataloader prepared now deals in a pass");
   }
 }
 
-detail::RandomStates random_states(const CheckpointReader& reader, int rank, const std::vector<DataLoader*>& loaders) {
+detail::RandomStates random_states(const CheckpointReader& reader, int rank, int world,
+                                   const std::vector<DataLoader*>& loaders) {
   const std::string name = detail::random_states_file(rank), legacy = detail::legacy_random_states_file(rank);
   std::error_code error;
   if (!std::filesystem::exists(reader.path(name), error) && std::filesystem::exists(reader.path(legacy), error)) {
     detail::RandomStates rng = legacy_random_states(reader, legacy, loaders.size());
-    check_positions(rng, loaders, reader.path(legacy));
+    check_positions(rng, loaders, world, reader.path(legacy));
     return rng;
   }
   detail::RandomStates rng =
       detail::read_random_states(reader.bytes(name), loaders.size(), "load_state: " + reader.path(name));
-  check_positions(rng, loaders, reader.path(name));
+  check_positions(rng, loaders, world, reader.path(name));
   return rng;
 }
 
@@ -145,11 +152,12 @@ detail::RandomStates random_states(const CheckpointReader& reader, int rank, con
 // `world` (an elastic job's new world). As Accelerate does when a process has no
 // random_states_<rank> file: a process the saving run did not have keeps the
 // generator state its seed gave it (the step and positions come from process 0's
-// file). Each loader's position is carried over as samples: `saved` processes
-// each consumed batches_consumed batches of a global batch of saved * batch_size
-// samples (without split_batches), which are floor(consumed * saved / world)
-// batches now. The remainder, fewer samples than one global batch, are seen
-// again; none is skipped.
+// file). Each loader's position is carried over as batches of its sampler:
+// `saved` processes each took batches_consumed of them, in turn, after the
+// sampler_offset the saving run itself resumed at (without split_batches), so
+// the new processes deal the epoch's batches from sampler_offset + consumed *
+// saved on: no sample is seen twice, none is skipped. With split_batches every
+// step takes one sampler batch at any world size: the position stays.
 detail::RandomStates random_states_at_another_world_size(const CheckpointReader& reader, int rank, int saved, int world,
                                                          bool split_batches, const std::vector<DataLoader*>& loaders) {
   const int source = rank < saved ? rank : 0;
@@ -165,9 +173,24 @@ detail::RandomStates random_states_at_another_world_size(const CheckpointReader&
     rng.cuda.clear();
   }
   if (!split_batches) {  // with split_batches, one global batch per step at any world size
-    for (auto& position : rng.positions) position.batches_consumed = position.batches_consumed * saved / world;
+    for (size_t i = 0; i < rng.positions.size(); ++i) {
+      auto& position = rng.positions[i];
+      require(position.batches_consumed <= (int64_t{1} << 40) && position.sampler_offset <= (int64_t{1} << 40),
+              ErrorCode::IO,
+              "load_state: " + reader.path(use_legacy ? legacy : name) + ": dataloaders[" + std::to_string(i) +
+                  "] is beyond any dataloader (batches_consumed " + std::to_string(position.batches_consumed) +
+                  ", sampler_offset " + std::to_string(position.sampler_offset) + ")");
+      position.sampler_offset += position.batches_consumed * saved;
+      position.batches_consumed = 0;
+      // Saved at the end of a pass, the last round completed from the epoch's
+      // start (even_batches) counts more batches than the sampler has: the pass is over.
+      if (i < loaders.size() && !loaders[i]->is_iterable()) {
+        position.sampler_offset =
+            std::min(position.sampler_offset, loaders[i]->skip_first_batches(0)->num_batches() * world);
+      }
+    }
   }
-  check_positions(rng, loaders, reader.path(use_legacy ? legacy : name));
+  check_positions(rng, loaders, world, reader.path(use_legacy ? legacy : name));
   return rng;
 }
 
@@ -383,7 +406,7 @@ void Accelerator::load_state(const std::string& requested_dir) {
   }
   const detail::RandomStates rng =
       same_world
-          ? random_states(reader, st.rank(), targets.loaders)
+          ? random_states(reader, st.rank(), st.world_size(), targets.loaders)
           : random_states_at_another_world_size(reader, st.rank(), static_cast<int>(saved_processes), st.world_size(),
                                                 st.dataloader_config.split_batches, targets.loaders);
 

@@ -150,7 +150,10 @@ std::string pickle_random_states(int64_t step, const std::vector<DataLoader::Pos
   d.insert("torch_cuda_manual_seed", cuda);
   c10::impl::GenericList loaders(c10::AnyType::get());
   for (const DataLoader::Position& p : positions) {
-    loaders.push_back(c10::List<int64_t>({static_cast<int64_t>(p.epoch), p.batches_consumed}));
+    // The offset only after a resume at another world size: [epoch, batches_consumed, sampler_offset].
+    c10::List<int64_t> position({static_cast<int64_t>(p.epoch), p.batches_consumed});
+    if (p.sampler_offset != 0) position.push_back(p.sampler_offset);
+    loaders.push_back(position);
   }
   d.insert("libaccel_dataloaders", loaders);
   return pickle_state_dict(d);
@@ -196,11 +199,12 @@ RandomStates read_random_states(const std::string& bytes, size_t loaders, const 
   const auto list = saved.toListRef();
   for (size_t i = 0; i < list.size(); ++i) {
     const std::string at = where + "[" + std::to_string(i) + "]";
-    require(list[i].isList() && list[i].toListRef().size() == 2, ErrorCode::IO,
-            at + " is not [epoch, batches_consumed]");
-    const auto pair = list[i].toListRef();
-    out.positions.push_back({static_cast<uint64_t>(non_negative(pair[0], at + ": epoch")),
-                             non_negative(pair[1], at + ": batches_consumed")});
+    require(list[i].isList() && (list[i].toListRef().size() == 2 || list[i].toListRef().size() == 3), ErrorCode::IO,
+            at + " is not [epoch, batches_consumed] or [epoch, batches_consumed, sampler_offset]");
+    const auto fields = list[i].toListRef();
+    out.positions.push_back({static_cast<uint64_t>(non_negative(fields[0], at + ": epoch")),
+                             non_negative(fields[1], at + ": batches_consumed"),
+                             fields.size() == 3 ? non_negative(fields[2], at + ": sampler_offset") : 0});
   }
   return out;
 }

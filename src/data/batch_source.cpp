@@ -35,8 +35,17 @@ Batch pinned(Batch batch, bool pin) {
 class MapSource : public BatchSource {
  public:
   MapSource(std::shared_ptr<Dataset> dataset, const EpochSpec& spec) : dataset_(std::move(dataset)), spec_(spec) {
-    plan_ = spec.batches ? shard_batch_list(*spec.batches, spec.shard)
-                         : shard_batches(epoch_order(dataset_->size(), spec), spec.shard);
+    if (spec.batches) {
+      const auto first = std::min<size_t>(static_cast<size_t>(spec.skip_sampler_batches), spec.batches->size());
+      plan_ = first == 0 ? shard_batch_list(*spec.batches, spec.shard)
+                         : shard_batch_list(
+                               Batches(spec.batches->begin() + static_cast<std::ptrdiff_t>(first), spec.batches->end()),
+                               spec.shard);
+    } else {
+      std::vector<int64_t> order = epoch_order(dataset_->size(), spec);
+      order.erase(order.begin(), order.begin() + std::min<std::ptrdiff_t>(spec.skip_samples, order.size()));
+      plan_ = shard_batches(order, spec.shard);
+    }
     cursor_ = static_cast<size_t>(std::min<int64_t>(spec.skip, static_cast<int64_t>(plan_.batches.size())));
     int64_t left = static_cast<int64_t>(plan_.batches.size() - cursor_);
     if (spec.num_workers > 0 && left > 0) {
@@ -86,6 +95,8 @@ class StreamSource : public BatchSource {
   StreamSource(std::shared_ptr<IterableDataset> stream, const EpochSpec& spec)
       : stream_(std::move(stream)), spec_(spec), shard_(spec.shard) {
     stream_->reset(spec.epoch);
+    for (int64_t skipped = 0; skipped < spec.skip_samples && stream_->next(); ++skipped) {
+    }
     for (int64_t skipped = 0; skipped < spec.skip && read_batch(); ++skipped) {
     }
   }

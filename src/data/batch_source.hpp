@@ -37,6 +37,10 @@ struct EpochSpec {
   int prefetch_factor = 2;
   bool pin_memory = false;  // page-locked host batches, for fast copies to CUDA
   int64_t skip = 0;         // batches skipped (not read where avoidable) at the start
+  // Dealt to another world before a resume (DataLoader::Position::sampler_offset):
+  // the first samples of the order (or of a stream), or the first batches of `batches`.
+  int64_t skip_samples = 0;
+  int64_t skip_sampler_batches = 0;
 };
 
 // The epoch's sample order: 0..n-1, or torch.randperm(n) from a generator

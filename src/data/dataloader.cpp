@@ -78,7 +78,7 @@ uint64_t DataLoader::shuffle_seed(bool agree) const {
 int64_t DataLoader::epoch_remainder() const {
   if (!prepared_ || !dataset_ || options_.drop_last || options_.batch_size == 0) return -1;
   const int64_t total = placement_.split_batches ? options_.batch_size : options_.batch_size * placement_.num_processes;
-  return dataset_->size() % total;
+  return std::max<int64_t>(0, dataset_->size() - skipped_samples()) % total;
 }
 
 std::unique_ptr<detail::BatchSource> DataLoader::open_epoch() const {
@@ -96,6 +96,13 @@ std::unique_ptr<detail::BatchSource> DataLoader::open_epoch() const {
   spec.prefetch_factor = options_.prefetch_factor;
   spec.pin_memory = placement_.device && placement_.device->is_cuda();
   spec.skip = resume_skip_;
+  // A resumed epoch's batches already dealt to another world: whole batches of
+  // a user's batch sampler, else the first samples of the epoch's order.
+  if (batch_sampler_) {
+    spec.skip_sampler_batches = sampler_offset_;
+  } else {
+    spec.skip_samples = skipped_samples();
+  }
 
   if (placement_.dispatch) {
     std::unique_ptr<detail::BatchSource> global;
@@ -105,10 +112,12 @@ std::unique_ptr<detail::BatchSource> DataLoader::open_epoch() const {
       detail::EpochSpec whole = spec;
       whole.shard.num_processes = 1;
       whole.shard.process_index = 0;
+      whole.skip_sampler_batches = 0;  // the rounds below start after them
       const int64_t P = spec.shard.num_processes;
       if (!spec.shard.split_batches && batch_sampler_) {
         auto rounds = std::make_shared<std::vector<std::vector<int64_t>>>();
-        for (size_t b = 0; b < batch_sampler_->size(); b += static_cast<size_t>(P)) {
+        const auto first = static_cast<size_t>(std::min<int64_t>(sampler_offset_, batch_sampler_->size()));
+        for (size_t b = first; b < batch_sampler_->size(); b += static_cast<size_t>(P)) {
           if (spec.shard.drop_last && b + static_cast<size_t>(P) > batch_sampler_->size()) break;
           std::vector<int64_t> round;
           for (size_t k = b; k < std::min(batch_sampler_->size(), b + static_cast<size_t>(P)); ++k) {
@@ -160,6 +169,7 @@ std::optional<Batch> DataLoader::next() {
     source_.reset();
     yielded_ = 0;
     skipped_pass_ = 0;
+    sampler_offset_ = 0;
     ++epoch_;
     if (gradient) {
       gradient->end_of_dataloader = false;
@@ -193,8 +203,9 @@ int64_t DataLoader::num_batches() const {
           "num_batches: the loader reads an iterable dataset, whose length is unknown");
   const int64_t B = options_.batch_size;
   const int64_t n = dataset_->size();
-  int64_t count =
-      batch_sampler_ ? static_cast<int64_t>(batch_sampler_->size()) : (options_.drop_last ? n / B : (n + B - 1) / B);
+  const int64_t left = std::max<int64_t>(0, n - skipped_samples());  // a resumed epoch: what the offset left
+  int64_t count = batch_sampler_ ? std::max<int64_t>(0, static_cast<int64_t>(batch_sampler_->size()) - sampler_offset_)
+                                 : (options_.drop_last ? left / B : (left + B - 1) / B);
   const int64_t P = placement_.num_processes;
   if (prepared_ && P > 1) {
     detail::ShardSpec spec;
@@ -222,18 +233,22 @@ void DataLoader::set_epoch(uint64_t epoch) {
   yielded_ = 0;
   resume_skip_ = 0;
   skipped_pass_ = 0;
+  sampler_offset_ = 0;
 }
 
 DataLoader::Position DataLoader::position() const {
-  if (!source_) return Position{epoch_, resume_skip_};
-  return Position{epoch_, yielded_};
+  if (!source_) return Position{epoch_, resume_skip_, sampler_offset_};
+  return Position{epoch_, yielded_, sampler_offset_};
 }
 
 void DataLoader::resume_from(const Position& position) {
   require_arg(position.batches_consumed >= 0,
               "DataLoader: batches_consumed must not be negative, got " + std::to_string(position.batches_consumed));
+  require_arg(position.sampler_offset >= 0,
+              "DataLoader: sampler_offset must not be negative, got " + std::to_string(position.sampler_offset));
   set_epoch(position.epoch);
   resume_skip_ = position.batches_consumed;
+  sampler_offset_ = position.sampler_offset;
 }
 
 std::unique_ptr<DataLoader> DataLoader::skip_first_batches(int64_t num_batches) const {

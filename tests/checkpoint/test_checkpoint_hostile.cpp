@@ -72,10 +72,11 @@ TEST(CheckpointHostile, AnInvalidGeneratorStateIsRefusedBeforeAnythingIsApplied)
 TEST(CheckpointHostile, ALoaderPositionBeyondAPassIsRefused) {
   Saved saved("far_position");
   const int64_t pass = saved.run.loader.num_batches();  // 30 samples in batches of 4: 8
-  auto position = [](int64_t batches) {
+  auto position = [](int64_t batches, std::optional<int64_t> offset = std::nullopt) {
     c10::impl::GenericList inner(c10::AnyType::get()), outer(c10::AnyType::get());
     inner.push_back(int64_t{0});
     inner.push_back(batches);
+    if (offset) inner.push_back(*offset);
     outer.push_back(inner);
     return outer;
   };
@@ -85,10 +86,23 @@ TEST(CheckpointHostile, ALoaderPositionBeyondAPassIsRefused) {
                          std::to_string(pass) + " batches of a pass"),
             std::string::npos)
       << message;
-  // A position at the end of the pass is one a save can record: it loads.
+  // So is an offset past the sampler's batches (a run resumed at another world size).
+  saved.edit_random_states([&](Dict& d) { d.insert_or_assign("libaccel_dataloaders", position(0, 9)); });
+  const std::string offset = saved.refused();
+  EXPECT_NE(offset.find("random_states_0.pkl: dataloaders[0]: sampler_offset 9 exceeds the " + std::to_string(pass) +
+                        " batches the dataloader prepared now deals in a pass"),
+            std::string::npos)
+      << offset;
+  // A position at the end of the pass is one a save can record: it loads, and
+  // so does one resumed at another world size, whose offset it keeps.
   saved.edit_random_states([&](Dict& d) { d.insert_or_assign("libaccel_dataloaders", position(pass)); });
   saved.run.accelerator.load_state(saved.dir);
   EXPECT_EQ(saved.run.loader.position().batches_consumed, pass);
+  saved.edit_random_states([&](Dict& d) { d.insert_or_assign("libaccel_dataloaders", position(2, 3)); });
+  saved.run.accelerator.load_state(saved.dir);
+  EXPECT_EQ(saved.run.loader.position().batches_consumed, 2);
+  EXPECT_EQ(saved.run.loader.position().sampler_offset, 3);
+  EXPECT_EQ(saved.run.loader.num_batches(), 5);  // this pass: the 30 - 3 * 4 samples after the offset
 }
 
 // Item 7: "xxh3": "" skipped the comparison.

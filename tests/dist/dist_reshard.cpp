@@ -8,6 +8,14 @@
 // unsharded contents with SRC/state's, bitwise), then the same 5 steps, whose
 // losses must be SRC/losses.
 //
+// A prepared, shuffled data loader over the sample ids 0..59 (batches of 2)
+// rides along: each step takes one batch. The ids the saving run took before
+// its save (DIR/seen) and those the loading run takes from the load to the end
+// of the epoch, gathered with gather_for_metrics, must be 0..59 exactly once:
+// at another world size the new processes deal the epoch's batches from where
+// the old ones stopped (DataLoader::Position::sampler_offset), and the last
+// round's padding is dropped.
+//
 // STRATEGY: none, zero1, zero2, full, hybrid (HYBRID_SHARD over two "nodes" of
 // half the processes each when their number is even: LOCAL_WORLD_SIZE and
 // LOCAL_RANK rewritten before the accelerator reads them).
@@ -28,6 +36,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,6 +67,27 @@ const char* kSpec = R"([{"type": "Linear", "in_features": 6, "out_features": 8},
                         {"type": "Linear", "in_features": 8, "out_features": 3}])";
 constexpr int64_t kGlobalBatch = 12, kStepsBeforeSave = 3, kStepsAfter = 5;
 constexpr double kLossTolerance = 1e-11;
+constexpr int64_t kSamples = 60;
+
+std::shared_ptr<accel::Dataset> sample_ids() {
+  return std::make_shared<accel::TensorDataset>(std::vector<at::Tensor>{at::arange(kSamples, at::kLong)});
+}
+
+accel::DataLoaderOptions loader_options() {
+  accel::DataLoaderOptions o;
+  o.batch_size = 2;
+  o.shuffle = true;
+  o.seed = 3;
+  return o;
+}
+
+// The ids of the loader's next batch on every process (padding dropped), or none at the epoch's end.
+std::vector<int64_t> next_ids(accel::Accelerator& accelerator, accel::DataLoader& loader) {
+  std::optional<accel::Batch> batch = loader.next();
+  if (!batch) return {};
+  at::Tensor ids = accelerator.gather_for_metrics((*batch)[0]).contiguous();
+  return std::vector<int64_t>(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + ids.numel());
+}
 
 accel::ShardingStrategy strategy_named(const std::string& name) {
   if (name == "none") return accel::ShardingStrategy::NoShard;
@@ -103,13 +134,23 @@ int main(int argc, char** argv) {
     for (auto& p : model.parameters()) p.set_data(p.to(at::kDouble));
   }
   accel::Optimizer optimizer(model, accel::OptimizerOptions::defaults(accel::OptimizerKind::AdamW));
+  accel::DataLoader loader(sample_ids(), loader_options());
   accelerator.prepare(model);
   accelerator.prepare(optimizer);
+  accelerator.prepare(loader);
   check(accelerator.sharding_strategy() == options.sharding_strategy, "the strategy is " + strategy);
 
   if (mode == "save") {
-    for (int64_t step = 0; step < kStepsBeforeSave; ++step) train_step(accelerator, model, optimizer, step);
+    std::vector<int64_t> seen;
+    for (int64_t step = 0; step < kStepsBeforeSave; ++step) {
+      train_step(accelerator, model, optimizer, step);
+      for (int64_t id : next_ids(accelerator, loader)) seen.push_back(id);
+    }
     accelerator.save_state(dir + "/state");
+    if (accelerator.is_main_process()) {
+      std::ofstream out(dir + "/seen");
+      for (int64_t id : seen) out << id << "\n";
+    }
     std::vector<double> losses;
     for (int64_t step = kStepsBeforeSave; step < kStepsBeforeSave + kStepsAfter; ++step) {
       losses.push_back(train_step(accelerator, model, optimizer, step));
@@ -126,14 +167,31 @@ int main(int argc, char** argv) {
   accelerator.load_state(dir + "/state");
   accelerator.save_state(argv[4]);
   std::ifstream saved(dir + "/losses");
+  std::vector<int64_t> taken_after_load;
   for (int64_t step = kStepsBeforeSave; step < kStepsBeforeSave + kStepsAfter; ++step) {
     double expected = 0;
     check(static_cast<bool>(saved >> expected), "read " + dir + "/losses");
     const double loss = train_step(accelerator, model, optimizer, step);
+    // The loader's batches of these steps count towards the epoch below.
+    for (int64_t id : next_ids(accelerator, loader)) taken_after_load.push_back(id);
     check(std::fabs(loss - expected) <= kLossTolerance,
           "step " + std::to_string(step) + ": loss " + exact(loss) + ", the saving run's " + exact(expected));
   }
-  std::printf("rank %d of %d: loaded under %s, %lld steps continue the saving run's losses\n", rank, world,
-              strategy.c_str(), static_cast<long long>(kStepsAfter));
+  // The rest of the epoch: with the ids taken before the save, every sample once.
+  std::vector<int64_t> count(kSamples, 0);
+  std::ifstream before(dir + "/seen");
+  for (int64_t id; before >> id;) ++count.at(static_cast<size_t>(id));
+  for (int64_t id : taken_after_load) ++count.at(static_cast<size_t>(id));
+  for (std::vector<int64_t> ids = next_ids(accelerator, loader); !ids.empty(); ids = next_ids(accelerator, loader)) {
+    for (int64_t id : ids) ++count.at(static_cast<size_t>(id));
+  }
+  for (int64_t id = 0; id < kSamples; ++id) {
+    check(count[static_cast<size_t>(id)] == 1, "sample " + std::to_string(id) + " was taken " +
+                                                   std::to_string(count[static_cast<size_t>(id)]) +
+                                                   " times in the epoch");
+  }
+  std::printf(
+      "rank %d of %d: loaded under %s, %lld steps continue the saving run's losses, every sample of the epoch once\n",
+      rank, world, strategy.c_str(), static_cast<long long>(kStepsAfter));
   return 0;
 }
