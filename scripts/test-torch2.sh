@@ -13,9 +13,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 torch=$(scripts/torch2-env.sh)
+# PyTorch 2.x in Python, for the tests against its FSDP and distributed checkpoint.
+torch_python=$(scripts/torch2-python-env.sh)
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}
 cmake -S . -B build-torch2 -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DACCEL_TORCH_WHEEL="$torch" \
-  -DACCEL_BUILD_BENCH=OFF -DACCEL_BUILD_FUZZERS=OFF -DACCEL_BUILD_BINDINGS=OFF >/dev/null
+  -DACCEL_BUILD_BENCH=OFF -DACCEL_BUILD_FUZZERS=OFF -DACCEL_BUILD_BINDINGS=OFF \
+  -DACCEL_TORCH2_PYTHON="$torch_python" >/dev/null
 cmake --build build-torch2 -j "${ACCEL_BUILD_JOBS:-2}"
 cd build-torch2
 # The multi-process matrix runs whole in the 1.13 suite; the strategies' code above the

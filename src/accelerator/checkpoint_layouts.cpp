@@ -56,6 +56,8 @@ ShardLayout live_layout(const ModelImpl& model) {
   return ShardLayout::whole(trainable_parameters(model));
 }
 
+ShardLayout whole_layout(const ModelImpl& model) { return ShardLayout::whole(trainable_parameters(model)); }
+
 int live_member(const ModelImpl& model) { return model.flat_shard() ? model.flat_shard()->shard_group_rank() : 0; }
 
 ShardLayout saved_layout(const JsonFile& manifest, const CheckpointReader& reader, const ModelImpl& model, size_t i) {

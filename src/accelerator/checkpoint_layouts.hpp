@@ -21,6 +21,8 @@ namespace accel::detail {
 
 // The layout of `model` now, and this process's member of its shard group.
 ShardLayout live_layout(const ModelImpl& model);
+// Its trainable parameters unsharded, in registration order (a whole optimizer's indices).
+ShardLayout whole_layout(const ModelImpl& model);
 int live_member(const ModelImpl& model);
 
 // The layout model i had at the save: the manifest's "layouts"[i]; for

@@ -14,6 +14,10 @@
 #include "formats/model_weights.hpp"
 #include "checkpoint/random_states.hpp"
 #include "accelerator/checkpoint_files.hpp"
+#include "accelerator/checkpoint_layouts.hpp"
+#include "accelerator/load_dcp_state.hpp"
+#include "checkpoint/optimizer_reshard.hpp"
+#include "formats/dcp.hpp"
 #include "formats/torch_pickle.hpp"
 #include "core/file_io.hpp"
 #include "optim/optimizer_state.hpp"
@@ -128,28 +132,45 @@ ModelLoadPlan plan_model_load(const ModelWeights& weights, const NamedTensors& s
 
 bool is_accelerate_checkpoint(const std::string& dir) {
   return !exists(dir + "/" + kManifestName) &&
-         (!model_file(dir, 0).empty() || exists(dir + "/optimizer.bin") || exists(dir + "/random_states_0.pkl"));
+         (!model_file(dir, 0).empty() || exists(dir + "/optimizer.bin") || exists(dir + "/random_states_0.pkl") ||
+          DcpDirectory::is_dcp(dcp_model_dir(dir, 0)));
 }
 
 void load_accelerate_checkpoint(AcceleratorState& st, const std::string& dir) {
   // 1. Read and check everything.
   CheckpointTargets targets = live_targets(st);
   const std::set<int64_t> ranks = saved_ranks(dir);
+  const bool dcp = DcpDirectory::is_dcp(dcp_model_dir(dir, 0));
   if (!ranks.empty()) {
     const int64_t saved = *ranks.rbegin() + 1;
-    require(saved == st.world_size() && static_cast<int64_t>(ranks.size()) == saved, ErrorCode::InvalidArgument,
+    require(static_cast<int64_t>(ranks.size()) == saved, ErrorCode::IO,
+            "load_state: " + dir + " lacks some of random_states_0.pkl to random_states_" + std::to_string(saved - 1) +
+                ".pkl");
+    // The model and optimizer state is whole (or in DCP chunks) and loads at any
+    // world size; a process the saving run did not have keeps its generators.
+    require(saved == st.world_size() || dcp || !st.shards_models(), ErrorCode::InvalidArgument,
             "load_state: " + dir + " was saved by " + std::to_string(saved) + " processes (random_states_0.pkl to " +
                 "random_states_" + std::to_string(saved - 1) + ".pkl" + "), " + std::to_string(st.world_size()) +
                 " are running");
   }
   const std::string no_more = model_file(dir, targets.models.size());
-  require(no_more.empty(), ErrorCode::InvalidArgument,
-          "load_state: " + dir + " holds " + no_more + ": more models than the " +
-              std::to_string(targets.models.size()) + " prepared now");
+  require(no_more.empty() && !DcpDirectory::is_dcp(dcp_model_dir(dir, targets.models.size())),
+          ErrorCode::InvalidArgument,
+          "load_state: " + dir + " holds " + (no_more.empty() ? dcp_model_dir(dir, targets.models.size()) : no_more) +
+              ": more models than the " + std::to_string(targets.models.size()) + " prepared now");
   std::vector<ModelWeights> weights;
   std::vector<ModelLoadPlan> plans;
+  std::vector<std::pair<at::Tensor, at::Tensor>> dcp_values;
+  // Sharded models are gathered until the values are in, then keep their slices (collective).
+  std::vector<std::unique_ptr<ModelImpl::Gathered>> gathered;
   weights.reserve(targets.models.size());
   for (size_t i = 0; i < targets.models.size(); ++i) {
+    if (targets.models[i]->flat_shard()) gathered.push_back(std::make_unique<ModelImpl::Gathered>(*targets.models[i]));
+    if (DcpDirectory::is_dcp(dcp_model_dir(dir, i))) {
+      auto values = dcp_model_values(dcp_model_dir(dir, i), model_state_dict(*targets.models[i]));
+      dcp_values.insert(dcp_values.end(), values.begin(), values.end());
+      continue;
+    }
     const std::string path = model_file(dir, i);
     require(!path.empty(), ErrorCode::InvalidArgument,
             "load_state: " + dir + " has no weights for model " + std::to_string(i) + " (" +
@@ -158,10 +179,33 @@ void load_accelerate_checkpoint(AcceleratorState& st, const std::string& dir) {
     weights.push_back(ModelWeights::open(path));
     plans.push_back(plan_model_load(weights.back(), model_state_dict(*targets.models[i]), path, i));
   }
-  expect_files(dir, "optimizers", "optimizer", ".bin", targets.optimizers.size());
+  if (!dcp) expect_files(dir, "optimizers", "optimizer", ".bin", targets.optimizers.size());
   expect_files(dir, "schedulers", "scheduler", ".bin", targets.schedulers.size());
   std::vector<std::string> optimizer_bytes, scheduler_bytes, custom_bytes;
-  for (size_t i = 0; i < targets.optimizers.size(); ++i) {
+  // One model's optimizers, when the state must be rebuilt (DCP) or cut (a sharded strategy).
+  const bool sharded = targets.models.size() == 1 && targets.models.front()->flat_shard() != nullptr;
+  require(
+      !(dcp || st.shards_models()) || targets.optimizers.empty() || targets.models.size() == 1, ErrorCode::Unsupported,
+      "load_state: " + dir + ": loading an Accelerate checkpoint " +
+          (dcp ? std::string("in DCP form")
+               : "under sharding_strategy " + std::string(to_string(st.sharding_strategy))) +
+          " with optimizers needs one prepared model, and " + std::to_string(targets.models.size()) + " are prepared");
+  for (size_t i = 0; i < targets.optimizers.size() && (dcp || sharded); ++i) {
+    const ModelImpl& model = *targets.models.front();
+    const ShardLayout whole = whole_layout(model);
+    const std::string optimizer_dir = dcp_optimizer_dir(dir, i),
+                      file = dir + "/" + numbered_file("optimizer", i, ".bin");
+    const c10::IValue state = dcp ? dcp_optimizer_state(optimizer_dir, whole)
+                                  : unpickle_state_dict(read_inside(dir, file), "load_state: " + file);
+    if (!sharded) {
+      optimizer_bytes.push_back(pickle_state_dict(state));
+      continue;
+    }
+    optimizer_bytes.push_back(pickle_state_dict(reshard_optimizer_state(
+        whole, [&](int) { return state; }, live_layout(model), live_member(model),
+        "load_state: " + (dcp ? optimizer_dir : file))));
+  }
+  for (size_t i = 0; i < targets.optimizers.size() && !(dcp || sharded); ++i) {
     optimizer_bytes.push_back(read_inside(dir, dir + "/" + numbered_file("optimizer", i, ".bin")));
     // Accelerate writes torch.save pickles; a LibTorch (TorchScript) archive is no
     // Accelerate file and would reach LibTorch's unhardened unpickler.
@@ -194,7 +238,7 @@ void load_accelerate_checkpoint(AcceleratorState& st, const std::string& dir) {
   // This process's generator states (Python's own generators are not ours to restore).
   std::optional<RandomStates> rng;
   const std::string rng_path = dir + "/" + random_states_file(st.rank());
-  if (exists(rng_path)) {
+  if (exists(rng_path) && (ranks.empty() || *ranks.rbegin() + 1 == st.world_size() || st.rank() <= *ranks.rbegin())) {
     rng = read_random_states(read_inside(dir, rng_path), targets.loaders.size(), "load_state: " + rng_path);
   }
 
@@ -231,9 +275,12 @@ void load_accelerate_checkpoint(AcceleratorState& st, const std::string& dir) {
     throw;
   }
   at::NoGradGuard no_grad;
-  for (size_t i = 0; i < plans.size(); ++i) {
+  for (size_t i = 0; i < plans.size(); ++i) {  // the models read from files, in order
     for (auto& [tensor, stored] : plans[i]) tensor.copy_(weights[i].values(*stored));
   }
+  for (auto& [tensor, value] : dcp_values) tensor.copy_(value);
+  for (auto& g : gathered) g->scattered();
+  gathered.clear();
   if (st.scaler) st.scaler->restore(scale, static_cast<int64_t>(growth_tracker));
   if (rng) {  // checked against the live generators above: cannot fail
     {

@@ -231,11 +231,6 @@ void Accelerator::load_state(const std::string& requested_dir) {
   for (auto& [id, hook] : st.load_state_pre_hooks) hook(dir);
   const bool sharded = st.shards_models();
   if (detail::is_accelerate_checkpoint(dir)) {  // written by Python Accelerate: no manifest, its own files
-    require(!sharded, ErrorCode::Unsupported,
-            "load_state: " + dir +
-                " is an Accelerate checkpoint with a full optimizer state; loading it with "
-                "sharding_strategy " +
-                to_string(st.sharding_strategy) + " is not supported yet");
     detail::load_accelerate_checkpoint(st, dir);
     return;
   }

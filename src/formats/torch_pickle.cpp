@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <set>
 #include <unordered_map>
 
 #include "accel/error.hpp"
@@ -109,6 +110,31 @@ bool scheduler_object_global(const std::string& name) {
   return false;
 }
 
+// PyTorch's distributed checkpoint (.metadata): its dataclasses, read as dicts
+// tagged with "__class__"; torch.Size, a layout and the memory-format enum as
+// the data they wrap; dtypes as their names. Nothing is imported or called.
+const std::set<std::string>& dcp_classes() {
+  static const std::set<std::string> names{"torch.distributed.checkpoint.metadata.Metadata",
+                                           "torch.distributed.checkpoint.metadata.TensorStorageMetadata",
+                                           "torch.distributed.checkpoint.metadata.ChunkStorageMetadata",
+                                           "torch.distributed.checkpoint.metadata.BytesStorageMetadata",
+                                           "torch.distributed.checkpoint.metadata.TensorProperties",
+                                           "torch.distributed.checkpoint.metadata.StorageMeta",
+                                           "torch.distributed.checkpoint.metadata.MetadataIndex",
+                                           "torch.distributed.checkpoint.filesystem._StorageInfo"};
+  return names;
+}
+bool dcp_wrapper(const std::string& name) {
+  return name == "torch.Size" || name == "torch.serialization._get_layout" ||
+         name == "torch.distributed.checkpoint.metadata._MEM_FORMAT_ENCODING" || name == "pathlib.PosixPath";
+}
+bool dcp_dtype(const std::string& name) {
+  static const std::set<std::string> names{"torch.float64", "torch.float32", "torch.float16", "torch.bfloat16",
+                                           "torch.int64",   "torch.int32",   "torch.int16",   "torch.int8",
+                                           "torch.uint8",   "torch.bool"};
+  return names.count(name) == 1;
+}
+
 bool inert_global(const std::string& name, PickleVocabulary vocabulary) {
   return (vocabulary == PickleVocabulary::RandomStates && numpy_global(name)) ||
          (vocabulary == PickleVocabulary::Scheduler && scheduler_object_global(name));
@@ -116,7 +142,8 @@ bool inert_global(const std::string& name, PickleVocabulary vocabulary) {
 
 class Machine {
  public:
-  Machine(caffe2::serialize::PyTorchStreamReader& archive, std::string label, PickleVocabulary vocabulary)
+  // archive: null for a plain pickle (no storages).
+  Machine(caffe2::serialize::PyTorchStreamReader* archive, std::string label, PickleVocabulary vocabulary)
       : archive_(archive), label_(std::move(label)), vocabulary_(vocabulary) {}
 
   c10::IValue run(const uint8_t* data, size_t size) {
@@ -295,12 +322,28 @@ class Machine {
     c10::impl::GenericDict dict = stack_.back().value.toGenericDict();
     for (size_t i = 0; i < items.size(); i += 2) {
       c10::IValue key = value(std::move(items[i]), "a dict key");
+      if (vocabulary_ == PickleVocabulary::DcpMetadata && key.isGenericDict()) key = dcp_index_key(key);
       if (!key.isString() && !key.isInt() && !key.isDouble() && !key.isBool()) {
         bad("data.pkl has a dict key of type " + key.tagKind());
       }
       dict.insert_or_assign(std::move(key), value(std::move(items[i + 1]), "a dict value"));
     }
   }
+  // storage_data's keys, MetadataIndex(fqn, offset, index): dcp_chunk_key(fqn, offset).
+  c10::IValue dcp_index_key(const c10::IValue& key) const {
+    const c10::impl::GenericDict index = key.toGenericDict();
+    auto cls = index.find("__class__"), fqn = index.find("fqn"), offset = index.find("offset");
+    if (cls == index.end() || !cls->value().isString() || cls->value().toStringRef() != "MetadataIndex" ||
+        fqn == index.end() || !fqn->value().isString()) {
+      bad("data.pkl has a dict key that is not a MetadataIndex");
+    }
+    std::vector<int64_t> offsets;
+    if (offset != index.end() && !offset->value().isNone() && !int_list(offset->value(), offsets)) {
+      bad("data.pkl has a MetadataIndex whose offset is not a list of sizes");
+    }
+    return dcp_chunk_key(fqn->value().toStringRef(), offsets);
+  }
+
   void append(std::vector<Item> items) {
     if (!stack_.empty() && stack_.back().kind == Item::Kind::Inert) return;  // an inert object's content: skipped
     if (stack_.empty() || stack_.back().kind != Item::Kind::Value || !stack_.back().value.isList()) {
@@ -315,7 +358,13 @@ class Machine {
   void global(const std::string& module, const std::string& name) {
     const std::string full = module + "." + name;
     const bool counter = vocabulary_ == PickleVocabulary::Scheduler && full == "collections.Counter";
-    if (!allowed_global(full) && !inert_global(full, vocabulary_) && !counter) {
+    const bool dcp = vocabulary_ == PickleVocabulary::DcpMetadata;
+    if (dcp && dcp_dtype(full)) {  // a dtype is its name
+      push(full);
+      return;
+    }
+    if (!allowed_global(full) && !inert_global(full, vocabulary_) && !counter &&
+        !(dcp && (dcp_classes().count(full) == 1 || dcp_wrapper(full)))) {
       bad("the pickle names the global " + full.substr(0, 200) +
           ", which is not part of a state dict's data; refusing to read it (it could run code)");
     }
@@ -340,10 +389,11 @@ class Machine {
     }
     if (seen == storages_.end()) {
       const std::string record = "data/" + key;
-      if (key.empty() || key.find('/') != std::string::npos || !archive_.hasRecord(record)) {
+      if (archive_ == nullptr) bad("the pickle names a storage, which only a torch.save archive holds");
+      if (key.empty() || key.find('/') != std::string::npos || !archive_->hasRecord(record)) {
         bad("the storage \"" + key.substr(0, 100) + "\" has no record in the archive");
       }
-      auto [data, bytes] = archive_.getRecord(record);
+      auto [data, bytes] = archive_->getRecord(record);
       const int64_t numel = f[4].value.toInt();
       const size_t item_size = c10::elementSize(type->second);
       if (numel < 0 || static_cast<uint64_t>(numel) != bytes / item_size || bytes % item_size != 0) {
@@ -443,6 +493,23 @@ class Machine {
       return;
     }
     std::vector<Item> a = tuple_items(args);
+    if (vocabulary_ == PickleVocabulary::DcpMetadata && dcp_wrapper(callable.name)) {
+      if (callable.name == "pathlib.PosixPath") {  // StorageMeta's checkpoint_id: the path's parts, joined
+        std::string path;
+        for (Item& part : a) {
+          c10::IValue v = value(std::move(part), "a path's part");
+          if (!v.isString()) bad("data.pkl builds a path from a " + v.tagKind());
+          path += (path.empty() || path.back() == '/' ? "" : "/") + v.toStringRef();
+        }
+        push(path);
+        return;
+      }
+      // torch.Size(tuple), _get_layout(name), _MEM_FORMAT_ENCODING(int): the data they wrap.
+      if (a.size() != 1 || a[0].kind != Item::Kind::Value)
+        bad("data.pkl calls " + callable.name + " on " + std::to_string(a.size()) + " arguments");
+      push(a[0].value);
+      return;
+    }
     if (callable.name == "collections.Counter") {  // MultiStepLR's milestones: the counts, as the dict they are
       if (a.empty()) {
         push(c10::impl::GenericDict(c10::AnyType::get(), c10::AnyType::get()));
@@ -582,6 +649,13 @@ class Machine {
       case 0x81: {  // NEWOBJ: cls.__new__(cls, *args), only for an inert class (never called)
         pop();
         Item cls = pop();
+        if (vocabulary_ == PickleVocabulary::DcpMetadata && cls.kind == Item::Kind::Global &&
+            dcp_classes().count(cls.name) == 1) {  // a DCP dataclass: a dict of its fields, tagged
+          c10::impl::GenericDict object(c10::AnyType::get(), c10::AnyType::get());
+          object.insert("__class__", cls.name.substr(cls.name.rfind('.') + 1));
+          push(object);
+          return;
+        }
         if (cls.kind != Item::Kind::Global || !inert_global(cls.name, vocabulary_)) {
           bad("data.pkl creates an object of a " + describe(cls));
         }
@@ -597,6 +671,20 @@ class Machine {
         if (!stack_.empty() && stack_.back().kind == Item::Kind::Inert) return;
         if (stack_.empty() || stack_.back().kind != Item::Kind::Value || !stack_.back().value.isGenericDict()) {
           bad("data.pkl sets attributes of a " + (stack_.empty() ? std::string("nothing") : describe(stack_.back())));
+        }
+        if (vocabulary_ == PickleVocabulary::DcpMetadata && stack_.back().value.toGenericDict().contains("__class__")) {
+          // A DCP dataclass's fields (a dict), or TensorProperties' __getstate__ tuple.
+          std::vector<Item> fields;
+          if (state.kind == Item::Kind::Value && state.value.isGenericDict()) {
+            for (const auto& entry : state.value.toGenericDict()) {
+              fields.push_back(Item{Item::Kind::Value, entry.key(), {}, {}});
+              fields.push_back(Item{Item::Kind::Value, entry.value(), {}, {}});
+            }
+          } else {
+            fields.push_back(Item{Item::Kind::Value, std::string("__state__"), {}, {}});
+            fields.push_back(std::move(state));
+          }
+          set_items(std::move(fields));
         }
         return;
       }
@@ -618,7 +706,7 @@ class Machine {
     stack_.push_back(it->second);
   }
 
-  caffe2::serialize::PyTorchStreamReader& archive_;
+  caffe2::serialize::PyTorchStreamReader* archive_;
   std::string label_;
   PickleVocabulary vocabulary_;
   const uint8_t* data_ = nullptr;
@@ -631,6 +719,24 @@ class Machine {
 };
 
 }  // namespace
+
+std::string dcp_chunk_key(const std::string& fqn, const std::vector<int64_t>& offsets) {
+  std::string key = fqn + "@";
+  for (size_t i = 0; i < offsets.size(); ++i) key += (i ? "," : "") + std::to_string(offsets[i]);
+  return key;
+}
+
+c10::IValue read_pickle(const std::string& bytes, const std::string& label, PickleVocabulary vocabulary) {
+  Machine machine(nullptr, label, vocabulary);
+  try {
+    return machine.run(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    std::string message = e.what();
+    fail(ErrorCode::IO, label + ": unreadable (" + message.substr(0, message.find('\n')) + ")");
+  }
+}
 
 c10::IValue read_torch_save(const std::string& bytes, const std::string& label, PickleVocabulary vocabulary) {
   if (!is_zip_archive(bytes)) {
@@ -656,7 +762,7 @@ c10::IValue read_torch_save(const std::string& bytes, const std::string& label, 
     std::string message = e.what();
     fail(ErrorCode::IO, label + ": not a readable torch.save archive (" + message.substr(0, message.find('\n')) + ")");
   }
-  Machine machine(*archive, label, vocabulary);
+  Machine machine(archive.get(), label, vocabulary);
   try {
     return machine.run(static_cast<const uint8_t*>(std::get<0>(pickle).get()), std::get<1>(pickle));
   } catch (const Error&) {

@@ -36,9 +36,25 @@ namespace accel::detail {
 // the pickled OneCycleLR with its optimizer: torch.optim.lr_scheduler.OneCycleLR,
 // torch.optim.<kind>.<Optimizer>, collections.defaultdict, builtins.dict) as
 // inert, None, like NumPy's objects above: nothing is imported or called.
-enum class PickleVocabulary { StateDict, RandomStates, Scheduler };
+//
+// PickleVocabulary::DcpMetadata (a distributed checkpoint's .metadata, read
+// with read_pickle) also reads the dataclasses of
+// torch.distributed.checkpoint.metadata (Metadata, TensorStorageMetadata,
+// ChunkStorageMetadata, BytesStorageMetadata, TensorProperties, StorageMeta,
+// MetadataIndex) and filesystem._StorageInfo, each as a dict of its fields with
+// "__class__" naming it (TensorProperties: its state tuple under "__state__");
+// torch.Size, torch.serialization._get_layout and _MEM_FORMAT_ENCODING as the
+// value they wrap, pathlib.PosixPath as its parts joined, dtypes (torch.float32,
+// ...) as their names, and MetadataIndex dict keys as dcp_chunk_key(fqn,
+// offset). Nothing else: any other class is refused, unread.
+enum class PickleVocabulary { StateDict, RandomStates, Scheduler, DcpMetadata };
 c10::IValue read_torch_save(const std::string& bytes, const std::string& label,
                             PickleVocabulary vocabulary = PickleVocabulary::StateDict);
+// A plain pickle (pickle.dump's output, no archive and so no tensors), with
+// the same machine and vocabularies.
+c10::IValue read_pickle(const std::string& bytes, const std::string& label, PickleVocabulary vocabulary);
+// "fqn@o1,o2": how a DCP .metadata's MetadataIndex keys read.
+std::string dcp_chunk_key(const std::string& fqn, const std::vector<int64_t>& offsets);
 
 // A state dict {name: tensor} as torch.save would write it (a zip archive
 // with data.pkl and one storage record per tensor, written by LibTorch's

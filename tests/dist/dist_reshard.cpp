@@ -16,6 +16,12 @@
 // the old ones stopped (DataLoader::Position::sampler_offset), and the last
 // round's padding is dropped.
 //
+// `dist_reshard load-accelerate STRATEGY SRC`: load_state(SRC/state), the
+// distributed checkpoint PyTorch FSDP wrote in Accelerate's layout
+// (fsdp_dcp.py, 2 processes), then the same 5 steps, whose losses must be
+// SRC/losses (PyTorch's AdamW against libaccel's: the same formula, so within
+// the bound above).
+//
 // STRATEGY: none, zero1, zero2, full, hybrid (HYBRID_SHARD over two "nodes" of
 // half the processes each when their number is even: LOCAL_WORLD_SIZE and
 // LOCAL_RANK rewritten before the accelerator reads them).
@@ -163,9 +169,10 @@ int main(int argc, char** argv) {
     std::printf("rank %d of %d: %s saved\n", rank, world, strategy.c_str());
     return 0;
   }
-  check(mode == "load" && argc >= 5, "usage: dist_reshard load STRATEGY SRC OUT");
+  const bool from_accelerate = mode == "load-accelerate";
+  check(from_accelerate || (mode == "load" && argc >= 5), "usage: dist_reshard load STRATEGY SRC OUT");
   accelerator.load_state(dir + "/state");
-  accelerator.save_state(argv[4]);
+  if (!from_accelerate) accelerator.save_state(argv[4]);
   std::ifstream saved(dir + "/losses");
   std::vector<int64_t> taken_after_load;
   for (int64_t step = kStepsBeforeSave; step < kStepsBeforeSave + kStepsAfter; ++step) {
@@ -176,6 +183,12 @@ int main(int argc, char** argv) {
     for (int64_t id : next_ids(accelerator, loader)) taken_after_load.push_back(id);
     check(std::fabs(loss - expected) <= kLossTolerance,
           "step " + std::to_string(step) + ": loss " + exact(loss) + ", the saving run's " + exact(expected));
+  }
+  if (from_accelerate) {
+    std::printf(
+        "rank %d of %d: PyTorch FSDP's distributed checkpoint loaded under %s, %lld steps continue its losses\n", rank,
+        world, strategy.c_str(), static_cast<long long>(kStepsAfter));
+    return 0;
   }
   // The rest of the epoch: with the ids taken before the save, every sample once.
   std::vector<int64_t> count(kSamples, 0);
