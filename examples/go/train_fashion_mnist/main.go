@@ -6,14 +6,29 @@
 //	accel launch --nproc_per_node 2 ./train_fashion_mnist   # two, over Gloo
 //
 // Usage: train_fashion_mnist [--epochs N] [--data DIR] [--max-steps N] [--seed S]
+//
+//	[--sharding-strategy S] [--checkpointing-steps N|epoch] [--output-dir DIR]
+//	[--resume-from-checkpoint DIR]
+//
 // It prints the main process's loss every 100 steps and one line per epoch, the
 // same numbers as examples/c/train_fashion_mnist.c for the same seed.
+//
+// Checkpoints as in Accelerate's examples: --checkpointing-steps N saves the
+// whole training state (model, optimizer, data-loader position, generators) into
+// OUTPUT_DIR/step_N every N steps, "epoch" into OUTPUT_DIR/epoch_E after each
+// epoch (E from 0); --resume-from-checkpoint DIR continues from one, on any
+// number of processes and under any --sharding-strategy (NO_SHARD,
+// SHARD_OPTIMIZER, SHARD_GRAD_OP, FULL_SHARD, HYBRID_SHARD): the loader
+// continues where the saved run stood, and the step count from the directory's name.
 package main
 
 import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/libaccel/libaccel/bindings/go/accel"
 )
@@ -46,13 +61,21 @@ func newLoader(dir, split string, options accel.DataLoaderOptions) (*accel.DataL
 	return accel.NewDataLoader(dataset, options)
 }
 
-// trainOneEpoch returns this process's mean loss; step counts steps over all epochs.
+// checkpoints: where and when the training state is saved.
+type checkpoints struct {
+	every     int  // steps between saves (0: none)
+	eachEpoch bool // save after every epoch
+	outputDir string
+}
+
+// trainOneEpoch returns this process's mean loss; step counts steps over all
+// epochs, steps the steps of this epoch already taken (a resumed one).
 func trainOneEpoch(acc *accel.Accelerator, model *accel.Model, opt *accel.Optimizer, loader *accel.DataLoader,
-	maxSteps int, step *int) (float64, error) {
+	maxSteps, steps int, step *int, save checkpoints) (float64, error) {
 	if err := model.Train(true); err != nil {
 		return 0, err
 	}
-	sum, steps := 0.0, 0
+	sum, trained := 0.0, 0
 	for {
 		batch, err := loader.Next() // nil at the end of the epoch
 		if err != nil {
@@ -72,17 +95,23 @@ func trainOneEpoch(acc *accel.Accelerator, model *accel.Model, opt *accel.Optimi
 		}
 		sum += value
 		steps++
+		trained++
 		*step++
 		if *step%100 == 0 {
 			if err := acc.Printf("step %d: loss %.6f", *step, value); err != nil {
 				return 0, err
 			}
 		}
+		if save.every > 0 && *step%save.every == 0 {
+			if _, err := acc.SaveState(filepath.Join(save.outputDir, fmt.Sprintf("step_%d", *step))); err != nil {
+				return 0, err
+			}
+		}
 	}
-	if steps == 0 {
+	if trained == 0 {
 		return 0, nil
 	}
-	return sum / float64(steps), nil
+	return sum / float64(trained), nil
 }
 
 func trainStep(acc *accel.Accelerator, model *accel.Model, opt *accel.Optimizer, inputs, labels *accel.Tensor) (float64, error) {
@@ -176,8 +205,8 @@ func countHits(acc *accel.Accelerator, model *accel.Model, inputs, labels *accel
 	return value, n, err
 }
 
-func run(epochs, maxSteps int, seed uint64, dataDir string) error {
-	acc, err := accel.NewAccelerator(accel.AcceleratorOptions{})
+func run(epochs, maxSteps int, seed uint64, dataDir, sharding, resumeFrom string, save checkpoints) error {
+	acc, err := accel.NewAccelerator(accel.AcceleratorOptions{ShardingStrategy: sharding})
 	if err != nil {
 		return err
 	}
@@ -209,9 +238,30 @@ func run(epochs, maxSteps int, seed uint64, dataDir string) error {
 		return err
 	}
 
-	step := 0
-	for epoch := 1; epoch <= epochs; epoch++ {
-		loss, err := trainOneEpoch(acc, model, opt, trainLoader, maxSteps, &step)
+	step, firstEpoch, resumedSteps := 0, 1, 0
+	if resumeFrom != "" {
+		if err := acc.LoadState(resumeFrom); err != nil {
+			return err
+		}
+		// Accelerate's rule: step_N is N steps in (mid-epoch: the loader's position
+		// came back with the state), epoch_E is after epoch E.
+		name := filepath.Base(resumeFrom)
+		if n, err := strconv.Atoi(strings.TrimPrefix(name, "step_")); strings.HasPrefix(name, "step_") && err == nil {
+			batches, err := trainLoader.Len()
+			if err != nil {
+				return err
+			}
+			step, firstEpoch, resumedSteps = n, 1+n/int(batches), n%int(batches)
+		} else if e, err := strconv.Atoi(strings.TrimPrefix(name, "epoch_")); strings.HasPrefix(name, "epoch_") && err == nil {
+			firstEpoch = e + 2
+		}
+	}
+	for epoch := firstEpoch; epoch <= epochs; epoch++ {
+		taken := 0
+		if epoch == firstEpoch {
+			taken = resumedSteps
+		}
+		loss, err := trainOneEpoch(acc, model, opt, trainLoader, maxSteps, taken, &step, save)
 		if err != nil {
 			return err
 		}
@@ -237,6 +287,11 @@ func run(epochs, maxSteps int, seed uint64, dataDir string) error {
 		if err := acc.Printf("epoch %d: loss %.4f, test accuracy %.2f%%", epoch, loss, accuracy*100); err != nil {
 			return err
 		}
+		if save.eachEpoch {
+			if _, err := acc.SaveState(filepath.Join(save.outputDir, fmt.Sprintf("epoch_%d", epoch-1))); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -246,7 +301,20 @@ func main() {
 	maxSteps := flag.Int("max-steps", 0, "training steps per epoch (0: all)")
 	seed := flag.Uint64("seed", 42, "random seed")
 	dataDir := flag.String("data", "/usr/share/datasets/fashion-mnist", "directory of the Fashion-MNIST IDX files")
+	sharding := flag.String("sharding-strategy", "", "NO_SHARD, SHARD_OPTIMIZER, SHARD_GRAD_OP, FULL_SHARD or HYBRID_SHARD (empty: the launcher's)")
+	checkpointing := flag.String("checkpointing-steps", "", "save the training state every N steps, or after each \"epoch\"")
+	outputDir := flag.String("output-dir", ".", "where --checkpointing-steps saves")
+	resumeFrom := flag.String("resume-from-checkpoint", "", "a directory --checkpointing-steps saved, to continue from")
 	flag.Parse()
+	save := checkpoints{eachEpoch: *checkpointing == "epoch", outputDir: *outputDir}
+	if *checkpointing != "" && !save.eachEpoch {
+		n, err := strconv.Atoi(*checkpointing)
+		if err != nil || n <= 0 {
+			fmt.Fprintf(os.Stderr, "--checkpointing-steps %q is neither a positive number of steps nor \"epoch\"\n", *checkpointing)
+			os.Exit(2)
+		}
+		save.every = n
+	}
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "unexpected argument %q\n", flag.Arg(0))
 		flag.Usage()
@@ -257,7 +325,7 @@ func main() {
 			"(Debian, Ubuntu) or pass --data DIR\n", *dataDir)
 		os.Exit(1)
 	}
-	if err := run(*epochs, *maxSteps, *seed, *dataDir); err != nil {
+	if err := run(*epochs, *maxSteps, *seed, *dataDir, *sharding, *resumeFrom, save); err != nil {
 		fmt.Fprintln(os.Stderr, "train_fashion_mnist:", err)
 		os.Exit(1)
 	}
