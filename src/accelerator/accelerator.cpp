@@ -107,6 +107,7 @@ AcceleratorState::AcceleratorState(const ResolvedOptions& resolved)
   fsdp_forward_prefetch = resolved.fsdp_forward_prefetch;
   fsdp_activation_checkpointing = resolved.fsdp_activation_checkpointing;
   cpu_offload = resolved.cpu_offload;
+  sharded_state_dict = resolved.sharded_state_dict;
   mixed_precision = resolved.mixed_precision;
   gradient_state->num_steps = resolved.gradient_accumulation_steps;
   gradient_state->sync_with_dataloader = options.sync_with_dataloader;

@@ -22,6 +22,8 @@
 #include "formats/safetensors.hpp"
 #include "accelerator/checkpoint_files.hpp"
 #include "accelerator/checkpoint_layouts.hpp"
+#include "accelerator/load_dcp_state.hpp"
+#include "checkpoint/optimizer_reshard.hpp"
 #include "formats/tensor_io.hpp"
 #include "formats/torch_pickle.hpp"
 #include "core/file_io.hpp"
@@ -274,8 +276,19 @@ void Accelerator::load_state(const std::string& requested_dir) {
   // an elastic job that lost or gained a node needs. Sharded state (saved, or
   // wanted now) loads as saved at the same world size and strategy, and is cut
   // again for this process otherwise (checkpoint_layouts.hpp).
-  const bool reshard =
-      (saved_sharded || saved_sharded_models || sharded) && !(same_world && saved_with_this_strategy(manifest, st));
+  // Saved with SHARDED_STATE_DICT: PyTorch distributed checkpoints, whole on
+  // reading and cut for this process (load_dcp_state.hpp), at any world size.
+  const bool dcp = manifest.has("state_dict_type") && manifest.string("state_dict_type") == "SHARDED_STATE_DICT";
+  require(!dcp || targets.models.size() == 1 || targets.optimizers.empty(), ErrorCode::Unsupported,
+          "load_state: " + dir + " holds distributed checkpoints; reading them needs one prepared model, and " +
+              std::to_string(targets.models.size()) + " are prepared");
+  if (dcp) {  // the files the directories hold, checked against the manifest before anything reads them
+    for (const auto& [name, entry] : manifest.field("files").items()) {
+      if (name.find('/') != std::string::npos) reader.verify(name);
+    }
+  }
+  const bool reshard = !dcp && (saved_sharded || saved_sharded_models || sharded) &&
+                       !(same_world && saved_with_this_strategy(manifest, st));
   std::optional<detail::ShardLayout> source, target;
   if (reshard) {
     require(targets.models.size() == 1, ErrorCode::Unsupported,
@@ -293,7 +306,7 @@ void Accelerator::load_state(const std::string& requested_dir) {
               (st.scaler ? " has no fp16 loss scaler state" : " holds fp16 loss scaler state but fp16 is off"));
   // Same world and strategy: the files are this process's as they are.
   require(
-      reshard || saved_sharded == sharded || targets.optimizers.empty(), ErrorCode::InvalidArgument,
+      reshard || dcp || saved_sharded == sharded || targets.optimizers.empty(), ErrorCode::InvalidArgument,
       "load_state: " + dir +
           (saved_sharded ? " holds sharded optimizer state (one chunk per process)" : " holds full optimizer state") +
           " but sharding_strategy is " + to_string(st.sharding_strategy) +
@@ -312,6 +325,15 @@ void Accelerator::load_state(const std::string& requested_dir) {
   std::vector<std::pair<at::Tensor, at::Tensor>> resharded_values;
   for (size_t i = 0; i < targets.models.size(); ++i) {
     const detail::ModelImpl& model = *targets.models[i];
+    if (dcp) {
+      if (model.flat_shard()) gathered.push_back(std::make_unique<detail::ModelImpl::Gathered>(model));
+      auto values = detail::dcp_model_values(reader.path(detail::dcp_model_dir("", i).substr(1)),
+                                             detail::model_state_dict(model));
+      resharded_values.insert(resharded_values.end(), values.begin(), values.end());
+      model_files.emplace_back();
+      model_plans.emplace_back();
+      continue;
+    }
     if (saved_sharded_models && reshard) {
       // ZeRO-1/2 keep a master copy of their chunk: refreshed from the parameters.
       if (model.flat_shard() && !model.full_shard())
@@ -354,6 +376,18 @@ void Accelerator::load_state(const std::string& requested_dir) {
     return sharded ? detail::optimizer_shard_file(i, st.rank()) : detail::numbered_file("optimizer", i, ".bin");
   };
   for (size_t i = 0; i < targets.optimizers.size(); ++i) {
+    if (dcp) {
+      const detail::ModelImpl& model = *targets.models.front();
+      const detail::ShardLayout whole = detail::whole_layout(model);
+      const std::string optimizer_dir = reader.path(detail::dcp_optimizer_dir("", i).substr(1));
+      const c10::IValue state = detail::dcp_optimizer_state(optimizer_dir, whole);
+      optimizer_bytes.push_back(detail::pickle_state_dict(
+          model.flat_shard() ? detail::reshard_optimizer_state(
+                                   whole, [&](int) { return state; }, detail::live_layout(model),
+                                   detail::live_member(model), "load_state: " + optimizer_dir)
+                             : state));
+      continue;
+    }
     if (reshard) {
       optimizer_bytes.push_back(
           detail::resharded_optimizer(reader, i, *source, *target, detail::live_member(*targets.models.front())));

@@ -28,6 +28,9 @@ struct ResolvedOptions {
   bool fsdp_forward_prefetch = false;
   bool fsdp_activation_checkpointing = false;
   bool cpu_offload = false;
+  // FSDP_STATE_DICT_TYPE=SHARDED_STATE_DICT (Accelerate's fsdp_state_dict_type):
+  // save_state writes sharded state as PyTorch distributed checkpoints.
+  bool sharded_state_dict = false;
 };
 
 // Throws InvalidArgument naming the option or environment variable whose value

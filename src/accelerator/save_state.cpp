@@ -19,6 +19,7 @@
 #include "checkpoint/random_states.hpp"
 #include "accelerator/checkpoint_files.hpp"
 #include "accelerator/checkpoint_layouts.hpp"
+#include "accelerator/save_dcp_state.hpp"
 #include "formats/tensor_io.hpp"
 #include "formats/torch_pickle.hpp"
 #include "model/model_impl.hpp"
@@ -201,14 +202,23 @@ std::string Accelerator::save_state(const std::string& requested_dir, bool safe_
   digests[rng_name] = nlohmann::json::array({rng.bytes, rng.xxh3});
   // A sharded optimizer holds this process's chunk only: each process writes its own.
   const bool sharded = st.shards_models();
-  for (size_t i = 0; sharded && i < targets.optimizers.size(); ++i) {
+  // FSDP's SHARDED_STATE_DICT: the model and optimizers as PyTorch distributed
+  // checkpoints instead (Accelerate's pytorch_model_fsdp_0/, optimizer_0/).
+  const bool dcp = sharded && st.sharded_state_dict;
+  nlohmann::json dcp_items;
+  if (dcp) {
+    dcp_items = detail::write_dcp_items(partial, targets, st.rank());
+    for (const auto& [name, digest] : dcp_items["digests"].items()) digests[name] = digest;
+  }
+  const std::vector<std::string> dcp_records = dcp ? gather_object(dcp_items.dump()) : std::vector<std::string>{};
+  for (size_t i = 0; sharded && !dcp && i < targets.optimizers.size(); ++i) {
     const std::string name = detail::optimizer_shard_file(i, st.rank());
     detail::FileDigest shard = detail::write_durable(partial, name, targets.optimizers[i].save());
     digests[name] = nlohmann::json::array({shard.bytes, shard.xxh3});
   }
   // FULL_SHARD: so does the model (a sharded state dict: its parameter chunks).
   bool sharded_models = false;
-  for (size_t i = 0; i < targets.models.size(); ++i) {
+  for (size_t i = 0; !dcp && i < targets.models.size(); ++i) {
     if (!targets.models[i]->full_shard()) continue;
     sharded_models = true;
     const std::string name = detail::model_shard_file(i, st.rank());
@@ -232,7 +242,8 @@ std::string Accelerator::save_state(const std::string& requested_dir, bool safe_
       files[name] = {{"bytes", digest.bytes}, {"xxh3", digest.xxh3}};
       maybe_die_after(name);
     };
-    for (size_t i = 0; i < targets.models.size(); ++i) {
+    for (const auto& [name, bytes] : detail::dcp_metadata_files(dcp_records)) put(name, bytes);
+    for (size_t i = 0; !dcp && i < targets.models.size(); ++i) {
       if (targets.models[i]->full_shard()) continue;  // written by every process above
       const detail::NamedTensors dict = detail::model_state_dict(*targets.models[i]);
       if (safe_serialization) {
@@ -272,7 +283,8 @@ std::string Accelerator::save_state(const std::string& requested_dir, bool safe_
     manifest["dataloaders"] = targets.loaders.size();
     manifest["custom_objects"] = st.checkpoint_objects.size();
     manifest["scaler"] = st.scaler != nullptr;
-    manifest["sharded_optimizers"] = sharded;
+    manifest["sharded_optimizers"] = sharded && !dcp;
+    if (dcp) manifest["state_dict_type"] = "SHARDED_STATE_DICT";
     // Which strategy laid the shards out: load_state refuses another (check_strategy).
     manifest["sharding_strategy"] = to_string(st.sharding_strategy);
     manifest["sharded_models"] = sharded_models;

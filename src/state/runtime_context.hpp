@@ -40,6 +40,9 @@ struct RuntimeContext {
   bool fsdp_forward_prefetch = false,
        fsdp_backward_prefetch = true;  // FULL_SHARD's all-gathers (see AcceleratorOptions)
   bool cpu_offload = false;            // sharded models' master chunks, gradients and optimizer state on the CPU
+  // FSDP_STATE_DICT_TYPE=SHARDED_STATE_DICT: sharded state saved as PyTorch
+  // distributed checkpoints (accelerator/save_dcp_state.hpp).
+  bool sharded_state_dict = false;
   // Whether prepare shards models (and save_state writes per-process shards):
   // a strategy other than NO_SHARD with several processes, or with CPU
   // offload, which shards over a world of one.

@@ -186,8 +186,8 @@ int main(int argc, char** argv) {
   }
   if (from_accelerate) {
     std::printf(
-        "rank %d of %d: PyTorch FSDP's distributed checkpoint loaded under %s, %lld steps continue its losses\n", rank,
-        world, strategy.c_str(), static_cast<long long>(kStepsAfter));
+        "rank %d of %d: the distributed checkpoint loaded under %s, %lld steps continue the saving run's losses\n",
+        rank, world, strategy.c_str(), static_cast<long long>(kStepsAfter));
     return 0;
   }
   // The rest of the epoch: with the ids taken before the save, every sample once.

@@ -9,11 +9,13 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "accel/error.hpp"
 #include "accelerator/load_dcp_state.hpp"
 #include "formats/dcp.hpp"
+#include "formats/dcp_writer.hpp"
 #include "formats/safetensors.hpp"
 #include "formats/tensor_io.hpp"
 
@@ -124,6 +126,65 @@ TEST(Dcp, HostileDirectoriesAreRefusedNamingWhatIsWrong) {
   write_all(dir + "/.metadata", metadata.substr(0, metadata.size() / 3));
   message = error_of([&] { DcpDirectory::open(dir); });
   EXPECT_NE(message.find(dir + "/.metadata"), std::string::npos) << message;
+}
+
+// Every flat range of every shape: disjoint boxes, in order, each a contiguous
+// run of the range, together exactly the range.
+TEST(Dcp, FlatRangesBecomeBoxesThatCoverThemExactly) {
+  for (const std::vector<int64_t>& shape :
+       std::vector<std::vector<int64_t>>{{}, {7}, {3, 4}, {2, 3, 4}, {2, 1, 3, 2}, {5, 0}}) {
+    int64_t numel = 1;
+    for (int64_t d : shape) numel *= d;
+    const at::Tensor index = at::arange(numel, at::kLong).reshape(shape);
+    for (int64_t begin = 0; begin <= numel; ++begin) {
+      for (int64_t end = begin; end <= numel; ++end) {
+        int64_t next = begin;
+        for (const DcpBox& box : flat_range_boxes(shape, begin, end)) {
+          at::Tensor values = index;
+          for (size_t d = 0; d < shape.size(); ++d) {
+            values = values.narrow(static_cast<int64_t>(d), box.offsets[d], box.sizes[d]);
+          }
+          ASSERT_EQ(box.begin, next) << c10::str(at::IntArrayRef(shape)) << " [" << begin << ", " << end << ")";
+          ASSERT_TRUE(at::equal(values.reshape({-1}), at::arange(box.begin, box.begin + box.numel, at::kLong)));
+          next += box.numel;
+        }
+        ASSERT_EQ(next, end) << c10::str(at::IntArrayRef(shape)) << " [" << begin << ", " << end << ")";
+      }
+    }
+  }
+}
+
+// What the writer writes, the reader reads: chunks from two "processes", one
+// item of plain data, a 0-d tensor.
+TEST(Dcp, WrittenDirectoriesReadBack) {
+  const std::string dir = (fs::temp_directory_path() / "accel_dcp_written").string();
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const at::Tensor weight = at::randn({3, 5}, at::kDouble), step = at::scalar_tensor(4.0, at::kFloat);
+  std::vector<nlohmann::json> records;
+  for (int rank = 0; rank < 2; ++rank) {
+    DcpFileWriter file("__" + std::to_string(rank) + "_0.distcp");
+    const int64_t begin = rank == 0 ? 0 : 7, end = rank == 0 ? 7 : 15;  // a cut inside row 1
+    for (const DcpBox& box : flat_range_boxes({3, 5}, begin, end)) {
+      file.add_chunk("model.w", {std::string("model"), std::string("w")}, {3, 5}, box.offsets,
+                     weight.reshape({-1}).narrow(0, box.begin, box.numel).view(box.sizes));
+    }
+    if (rank == 0) {
+      file.add_chunk("optimizer.state.w.step",
+                     {std::string("optimizer"), std::string("state"), std::string("w"), std::string("step")}, {}, {},
+                     step);
+      file.add_object("optimizer.param_groups.0.lr",
+                      {std::string("optimizer"), std::string("param_groups"), int64_t{0}, std::string("lr")}, 0.25);
+    }
+    write_all(dir + "/" + file.file(), file.bytes());
+    records.push_back(file.records());
+  }
+  write_all(dir + "/.metadata", dcp_metadata(records));
+  const DcpDirectory dcp = DcpDirectory::open(dir);
+  EXPECT_EQ(dcp.tensors().at("model.w").chunks.size(), 4u);  // rows 0, 1[:2] | 1[2:], 2
+  EXPECT_TRUE(at::equal(dcp.read_tensor("model.w"), weight));
+  EXPECT_TRUE(at::equal(dcp.read_tensor("optimizer.state.w.step"), step));
+  EXPECT_EQ(dcp.read_object("optimizer.param_groups.0.lr").toDouble(), 0.25);
 }
 
 }  // namespace
