@@ -26,6 +26,13 @@ struct MergedWeights {
 // shorter than its layout. Not collective (run it once, on any machine).
 // safe_serialization false (Accelerate's --unsafe_serialization) writes
 // output_dir/pytorch_model.bin in torch.save's format instead.
+//
+// checkpoint_dir may also be a PyTorch distributed checkpoint (FSDP's
+// SHARDED_STATE_DICT, which Accelerate and save_state with
+// FSDP_STATE_DICT_TYPE=SHARDED_STATE_DICT write as pytorch_model_fsdp_0/), or
+// the checkpoint directory holding one: its "model." tensors are written under
+// their own names, as Accelerate's merge-weights does (world_size: the number
+// of .distcp files read).
 MergedWeights merge_sharded_weights(const std::string& checkpoint_dir, const std::string& output_dir,
                                     bool safe_serialization = true);
 

@@ -7,11 +7,13 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <vector>
 
 #include "accel/error.hpp"
 #include "checkpoint/checkpoint_dir.hpp"
+#include "formats/dcp.hpp"
 #include "formats/safetensors.hpp"
 #include "formats/tensor_io.hpp"
 #include "formats/torch_pickle.hpp"
@@ -82,10 +84,50 @@ std::vector<Unit> parse_units(const std::string& text, const std::string& path) 
   return out;
 }
 
+// The output file from named tensors: safetensors, or torch.save's format.
+MergedWeights write_merged(std::vector<std::pair<std::string, at::Tensor>> tensors, const std::string& output_dir,
+                           bool safe_serialization, int world) {
+  MergedWeights merged;
+  merged.world_size = world;
+  merged.tensors = static_cast<int64_t>(tensors.size());
+  for (const auto& [name, t] : tensors) merged.bytes += static_cast<int64_t>(t.nbytes());
+  const char* file_name = safe_serialization ? "model.safetensors" : "pytorch_model.bin";
+  const std::string bytes =
+      safe_serialization ? detail::serialize_tensors(tensors, {{"format", "pt"}}) : detail::pickle_tensors(tensors);
+  std::error_code error;
+  std::filesystem::create_directories(output_dir, error);
+  if (error) fail(ErrorCode::IO, "merge-weights: cannot create " + output_dir + ": " + error.message());
+  detail::write_durable(output_dir, file_name, bytes);
+  merged.output_file = (std::filesystem::path(output_dir) / file_name).string();
+  return merged;
+}
+
+// A distributed checkpoint (FSDP's SHARDED_STATE_DICT: pytorch_model_fsdp_0/):
+// its "model." tensors under their own names, as Accelerate's merge-weights
+// writes them (every tensor as it is when none is under "model.").
+MergedWeights merge_dcp(const std::string& dir, const std::string& output_dir, bool safe_serialization) {
+  const detail::DcpDirectory dcp = detail::DcpDirectory::open(dir);
+  bool nested = false;
+  for (const auto& [key, t] : dcp.tensors()) nested = nested || key.rfind("model.", 0) == 0;
+  std::vector<std::pair<std::string, at::Tensor>> tensors;
+  std::set<std::string> files;
+  for (const auto& [key, t] : dcp.tensors()) {
+    if (nested && key.rfind("model.", 0) != 0) continue;
+    for (const auto& chunk : t.chunks) files.insert(chunk.item.file);
+    tensors.emplace_back(nested ? key.substr(6) : key, dcp.read_tensor(key));
+  }
+  if (tensors.empty()) bad(dir + "/.metadata", "holds no tensors");
+  return write_merged(std::move(tensors), output_dir, safe_serialization, static_cast<int>(files.size()));
+}
+
 }  // namespace
 
 MergedWeights merge_sharded_weights(const std::string& checkpoint_dir, const std::string& output_dir,
                                     bool safe_serialization) {
+  // Accelerate's SHARDED_STATE_DICT folder, given itself or its checkpoint directory.
+  for (const std::string& dir : {checkpoint_dir, checkpoint_dir + "/pytorch_model_fsdp_0"}) {
+    if (detail::DcpDirectory::is_dcp(dir)) return merge_dcp(dir, output_dir, safe_serialization);
+  }
   const std::string first = rank_file(checkpoint_dir, 0);
   if (!std::filesystem::is_directory(checkpoint_dir)) {
     fail(ErrorCode::IO, "merge-weights: no folder \"" + checkpoint_dir +

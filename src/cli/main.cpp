@@ -164,8 +164,10 @@ int main(int argc, char** argv) {
   // Accelerate's `accelerate merge-weights`: a FULL_SHARD save_state's shards into model.safetensors.
   std::string merge_checkpoint, merge_output;
   bool merge_unsafe = false;
-  CLI::App* merge_command = app.add_subcommand(
-      "merge-weights", "Merge a FULL_SHARD save_state's per-process parameter shards into one model.safetensors");
+  CLI::App* merge_command =
+      app.add_subcommand("merge-weights",
+                         "Merge a FULL_SHARD save_state's per-process parameter shards, or a distributed checkpoint "
+                         "(FSDP SHARDED_STATE_DICT), into one model.safetensors");
   merge_command->add_option("checkpoint_directory", merge_checkpoint, "The save_state folder (model_rank*.safetensors)")
       ->required();
   merge_command->add_option("output_path", merge_output, "Folder to write model.safetensors into")->required();
