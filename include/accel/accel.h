@@ -350,13 +350,22 @@ typedef struct accel_accelerator_options {
      under ACCELERATE_USE_DEEPSPEED=true, else off; 0 off, 1 on; others
      INVALID_ARGUMENT; on with NO_SHARD is UNSUPPORTED. docs/sharding.md. */
   int cpu_offload;
+  /* FSDP's state_dict_type (Accelerate's fsdp_state_dict_type), for save_state
+     under a sharding strategy: "SHARDED_STATE_DICT" writes the model and the
+     optimizers as PyTorch distributed checkpoints (pytorch_model_fsdp_0/,
+     optimizer_0/, which Accelerate's FSDP load_state and
+     torch.distributed.checkpoint read), "FULL_STATE_DICT" libaccel's own
+     per-process files. load_state reads either at any world size. Borrowed
+     for the call. Default NULL: FSDP_STATE_DICT_TYPE, else FULL_STATE_DICT;
+     another value is INVALID_ARGUMENT. docs/checkpointing.md. */
+  const char* fsdp_state_dict_type;
 } accel_accelerator_options;
 
 #define ACCEL_ACCELERATOR_OPTIONS_INIT                                                                               \
   {                                                                                                                  \
     (uint32_t)sizeof(accel_accelerator_options), 0, 1800000, ACCEL_PRECISION_DEFAULT, 25.0, 0, 1, 65536.0, 2.0, 0.5, \
         2000, 0, 1, -1, 1, NULL, NULL, 0, 0, 0, NULL, 1.0, 1, 0, 0, ACCEL_COMM_HOOK_NONE, 0, 0, 1, 0, -1,            \
-        ACCEL_SHARDING_DEFAULT, -1, -1, NULL, -1, -1, -1                                                             \
+        ACCEL_SHARDING_DEFAULT, -1, -1, NULL, -1, -1, -1, NULL                                                       \
   }
 
 /* Fills opts with the defaults above. */

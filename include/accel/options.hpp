@@ -146,6 +146,11 @@ struct AcceleratorOptions {
   // FSDP's forward_prefetch: the same during the forward, for the next unit.
   // Unset: FSDP_FORWARD_PREFETCH under ACCELERATE_USE_FSDP=true, else off.
   std::optional<bool> fsdp_forward_prefetch;
+  // FSDP's state_dict_type for save_state under a sharding strategy:
+  // "SHARDED_STATE_DICT" writes PyTorch distributed checkpoints (Accelerate's
+  // pytorch_model_fsdp_0/, optimizer_0/), "FULL_STATE_DICT" libaccel's own
+  // per-process files. Unset: FSDP_STATE_DICT_TYPE, else FULL_STATE_DICT.
+  std::optional<std::string> fsdp_state_dict_type;
   // FSDP's activation checkpointing of FULL_SHARD's wrap units: a unit's
   // forward keeps only its input, its backward runs the unit again (same
   // random draws) to rebuild the graph. Unset: FSDP_ACTIVATION_CHECKPOINTING

@@ -220,7 +220,12 @@ ResolvedOptions resolve_options(const AcceleratorOptions& options) {
           std::string("comm_hook with sharding_strategy ") + to_string(r.sharding_strategy) +
               ": the gradient reduce-scatter sends float32 only");
   r.debug_mode = get_env_flag("ACCELERATE_DEBUG_MODE", false);
-  if (auto type = get_env("FSDP_STATE_DICT_TYPE")) {
+  if (options.fsdp_state_dict_type) {
+    const std::string& type = *options.fsdp_state_dict_type;
+    require_arg(type == "FULL_STATE_DICT" || type == "SHARDED_STATE_DICT",
+                "fsdp_state_dict_type \"" + type.substr(0, 60) + "\" is not FULL_STATE_DICT or SHARDED_STATE_DICT");
+    r.sharded_state_dict = type == "SHARDED_STATE_DICT";
+  } else if (auto type = get_env("FSDP_STATE_DICT_TYPE")) {
     require_arg(*type == "FULL_STATE_DICT" || *type == "SHARDED_STATE_DICT",
                 "environment variable FSDP_STATE_DICT_TYPE=\"" + type->substr(0, 60) +
                     "\" is not FULL_STATE_DICT or SHARDED_STATE_DICT");

@@ -89,6 +89,7 @@ accel::AcceleratorOptions to_core(const accel_accelerator_options& o) {
                        std::string(name) + " must be -1 (default), 0 or 1, got " + std::to_string(value));
     if (value != -1) *field = value == 1;
   }
+  if (o.fsdp_state_dict_type != nullptr) core.fsdp_state_dict_type = std::string(o.fsdp_state_dict_type);
   if (o.fsdp_transformer_layer_cls_to_wrap != nullptr) {  // an empty name is refused with the accelerator's options
     core.fsdp_transformer_layer_cls_to_wrap = accel::detail::split_comma_list(o.fsdp_transformer_layer_cls_to_wrap);
   }

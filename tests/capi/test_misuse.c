@@ -394,6 +394,8 @@ static void accelerator(void) {
   BAD_OPTION(fsdp_forward_prefetch, INT32_MIN);
   BAD_OPTION(cpu_offload, 2);
   BAD_OPTION(cpu_offload, -7);
+  BAD_OPTION(fsdp_state_dict_type, "LOCAL_STATE_DICT");
+  BAD_OPTION(fsdp_state_dict_type, "");
   BAD_OPTION(fsdp_transformer_layer_cls_to_wrap, "GPT2Block,");
   BAD_OPTION(fsdp_transformer_layer_cls_to_wrap, ",GPT2Block");
   accel_accelerator_options_init(&o);

@@ -52,6 +52,12 @@ type AcceleratorOptions struct {
 	// unit's all-gather in flight while one runs.
 	FSDPBackwardPrefetch *bool
 	FSDPForwardPrefetch  *bool
+	// FSDP's state_dict_type for SaveState under a sharding strategy:
+	// "SHARDED_STATE_DICT" writes PyTorch distributed checkpoints
+	// (pytorch_model_fsdp_0/, optimizer_0/, which Accelerate and
+	// torch.distributed.checkpoint read), "FULL_STATE_DICT" libaccel's own
+	// per-process files; "": FSDP_STATE_DICT_TYPE, else FULL_STATE_DICT.
+	FSDPStateDictType string
 	// CPU offload (Accelerate's fsdp_offload_params, DeepSpeed's offload
 	// devices "cpu"): a sharded model's master weights, gradients and
 	// optimizer state live in host memory; nil: from the launcher's
@@ -138,6 +144,9 @@ func (o AcceleratorOptions) native() (core.AcceleratorOptions, error) {
 	}
 	if o.CPUOffload != nil {
 		n.SetCpu_offload(boolInt(*o.CPUOffload))
+	}
+	if o.FSDPStateDictType != "" {
+		n.SetFsdp_state_dict_type(o.FSDPStateDictType)
 	}
 	if o.FSDPTransformerLayerClsToWrap != nil {
 		n.SetFsdp_transformer_layer_cls_to_wrap(strings.Join(o.FSDPTransformerLayerClsToWrap, ","))

@@ -123,6 +123,10 @@ func TestShardingOptionsAndHeldBytes(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "fsdp_activation_checkpointing") {
 		t.Fatalf("checkpointing with SHARD_GRAD_OP: %v", err)
 	}
+	_, err = NewAccelerator(AcceleratorOptions{CPU: true, FSDPStateDictType: "LOCAL_STATE_DICT"})
+	if err == nil || !strings.Contains(err.Error(), `fsdp_state_dict_type "LOCAL_STATE_DICT" is not`) {
+		t.Fatalf("an unknown state dict type: %v", err)
+	}
 	_, err = NewAccelerator(AcceleratorOptions{CPU: true, FSDPTransformerLayerClsToWrap: []string{"GPT2Block", ""}})
 	if err == nil || !strings.Contains(err.Error(), "fsdp_transformer_layer_cls_to_wrap") {
 		t.Fatalf("an empty wrap class: %v", err)

@@ -76,15 +76,19 @@ class FullyShardedDataParallelPlugin:
     submodules of these classes, or at these paths, become units of their own; in a JSON spec the
     layers of these types, e.g. "TransformerEncoderLayer", or names), backward_prefetch
     ("BACKWARD_PRE" by default as in FSDP, "BACKWARD_POST", "NO_PREFETCH" or None),
-    forward_prefetch (the next unit's all-gather in flight while one runs) and cpu_offload (True,
+    forward_prefetch (the next unit's all-gather in flight while one runs), cpu_offload (True,
     or an object with offload_params such as torch's CPUOffload: master weights, gradients and
-    optimizer state of the shards on the CPU). Pass it as Accelerator(fsdp_plugin=...)."""
+    optimizer state of the shards on the CPU) and state_dict_type ("SHARDED_STATE_DICT":
+    save_state writes PyTorch distributed checkpoints, pytorch_model_fsdp_0/ and optimizer_0/;
+    "FULL_STATE_DICT" libaccel's own per-process files; None: FSDP_STATE_DICT_TYPE, else
+    FULL_STATE_DICT; torch's StateDictType members are taken by name). Pass it as
+    Accelerator(fsdp_plugin=...)."""
 
     def __init__(self, sharding_strategy: str = "FULL_SHARD", min_num_params: int = 0,
                  activation_checkpointing: bool = False,
                  transformer_cls_names_to_wrap: Optional[List[str]] = None,
                  backward_prefetch: Optional[str] = "BACKWARD_PRE", forward_prefetch: bool = False,
-                 cpu_offload: Any = False) -> None:
+                 cpu_offload: Any = False, state_dict_type: Any = None) -> None:
         if backward_prefetch not in (None, "BACKWARD_PRE", "BACKWARD_POST", "NO_PREFETCH"):
             raise ValueError(f"backward_prefetch {backward_prefetch!r} is not one of BACKWARD_PRE, BACKWARD_POST, "
                              "NO_PREFETCH or None")
@@ -100,6 +104,10 @@ class FullyShardedDataParallelPlugin:
         self.forward_prefetch = forward_prefetch
         # Accelerate passes torch's CPUOffload(offload_params=...); a bool says the same.
         self.cpu_offload = bool(getattr(cpu_offload, "offload_params", cpu_offload))
+        self.state_dict_type = getattr(state_dict_type, "name", state_dict_type)
+        if self.state_dict_type not in (None, "FULL_STATE_DICT", "SHARDED_STATE_DICT"):
+            raise ValueError(f"state_dict_type {state_dict_type!r} is not FULL_STATE_DICT, SHARDED_STATE_DICT "
+                             "or None")
 
 
 class ProjectConfiguration:
@@ -177,6 +185,8 @@ class Accelerator(core.Accelerator):
             opts.cpu_offload = int(fsdp.cpu_offload)
             if fsdp.transformer_cls_names_to_wrap is not None:
                 options.setdefault("fsdp_transformer_layer_cls_to_wrap", fsdp.transformer_cls_names_to_wrap)
+            if fsdp.state_dict_type is not None:
+                options.setdefault("fsdp_state_dict_type", fsdp.state_dict_type)
         if isinstance(options.get("fsdp_transformer_layer_cls_to_wrap"), (list, tuple)):
             options["fsdp_transformer_layer_cls_to_wrap"] = ",".join(options["fsdp_transformer_layer_cls_to_wrap"])
         if isinstance(options.get("fsdp_activation_checkpointing"), bool):

@@ -1,6 +1,7 @@
 """libaccel resumes what Python Accelerate 0.22 saved (issue 20, items 2 and 4):
 its save_state directory (pytorch_model.bin, optimizer.bin, random_states_0.pkl)
 and Hugging Face's pytorch_model.bin files, read as data only."""
+import copy
 import os
 import subprocess
 import sys
@@ -130,7 +131,7 @@ def test_a_pickle_that_would_run_code_is_refused_naming_the_file(tmp_path):
         np.testing.assert_array_equal(value, before[name])
 
 
-def test_an_accelerate_checkpoint_of_another_shape_or_world_size_applies_nothing(tmp_path):
+def test_an_accelerate_checkpoint_of_another_shape_applies_nothing_and_loads_at_another_world_size(tmp_path):
     net = _twin()
     opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
     net(torch.ones(3, 4)).sum().backward()
@@ -138,6 +139,7 @@ def test_an_accelerate_checkpoint_of_another_shape_or_world_size_applies_nothing
     checkpoint = tmp_path / "checkpoint"
     checkpoint.mkdir()
     torch.save(net.state_dict(), checkpoint / "pytorch_model.bin")
+    good = copy.deepcopy(opt.state_dict())  # state_dict() shares the optimizer's own state dicts
     state = opt.state_dict()
     state["state"][2]["momentum_buffer"] = torch.zeros(3, 8)  # 2.weight is [2, 8]
     torch.save(state, checkpoint / "optimizer.bin")
@@ -150,13 +152,21 @@ def test_an_accelerate_checkpoint_of_another_shape_or_world_size_applies_nothing
     with pytest.raises(accel.AccelError, match=r"optimizer\.bin.*state\[2\]\[\"momentum_buffer\"\] has shape "
                                                r"\[3, 8\], its parameter has \[2, 8\]"):
         acc.load_state(str(checkpoint))
-    (checkpoint / "random_states_1.pkl").write_bytes(b"")
-    torch.save(opt.state_dict(), checkpoint / "optimizer.bin")
-    with pytest.raises(accel.AccelError, match="was saved by 2 processes"):
-        acc.load_state(str(checkpoint))
     for name, value in acc.get_state_dict(model).items():
         np.testing.assert_array_equal(value, before[name])
     assert ours.lr == 0.5
+    # Saved by 2 processes, loaded by 1: the model and optimizer state are whole
+    # (replicated), so they load; this process takes random_states_0.pkl.
+    (checkpoint / "random_states_1.pkl").write_bytes(b"")
+    torch.save(good, checkpoint / "optimizer.bin")
+    acc.load_state(str(checkpoint))
+    for name, value in acc.get_state_dict(model).items():
+        np.testing.assert_array_equal(value, net.state_dict()[name].numpy())
+    assert ours.lr == 0.05
+    # A gap in the per-process files is a damaged checkpoint.
+    (checkpoint / "random_states_0.pkl").unlink()
+    with pytest.raises(accel.AccelError, match="lacks some of random_states_0.pkl to random_states_1.pkl"):
+        acc.load_state(str(checkpoint))
 
 
 def test_random_states_with_code_in_them_are_refused_naming_file_and_global(tmp_path):

@@ -101,3 +101,35 @@ def test_cpu_offload_as_fsdp_plugin_and_keyword():
     assert error.value.code == accel.core.ERR_UNSUPPORTED
     with pytest.raises(accel.AccelError, match="cpu_offload must be -1 \\(default\\), 0 or 1, got 3"):
         accel.Accelerator(cpu=True, sharding_strategy="FULL_SHARD", cpu_offload=3)
+
+
+def test_sharded_state_dict_writes_distributed_checkpoints(tmp_path):
+    # One process with cpu_offload shards over a world of one, so save_state writes sharded state:
+    # with state_dict_type SHARDED_STATE_DICT as PyTorch's distributed checkpoint folders.
+    plugin = accel.FullyShardedDataParallelPlugin(cpu_offload=True, state_dict_type="SHARDED_STATE_DICT")
+    acc = accel.Accelerator(cpu=True, fsdp_plugin=plugin)
+    acc.set_seed(3)
+    model = accel.Model.from_json(MLP)
+    opt = accel.Optimizer(model, "adamw", lr=0.01)
+    acc.prepare(model, opt)
+    x = accel.tensor(np.ones((2, 4), dtype=np.float32))
+    y = accel.tensor(np.array([0, 1], dtype=np.int64))
+    acc.backward(model(x).loss("cross_entropy", y))
+    opt.step()
+    acc.save_state(str(tmp_path / "state"))
+    for folder in ("pytorch_model_fsdp_0", "optimizer_0"):
+        assert (tmp_path / "state" / folder / ".metadata").is_file()
+        assert (tmp_path / "state" / folder / "__0_0.distcp").is_file()
+    assert not (tmp_path / "state" / "optimizer_rank0.bin").exists()
+    saved = {name: np.array(t) for name, t in acc.get_state_dict(model).items()}
+    # Read back unsharded, by an accelerator with the default state dict type.
+    other = accel.Accelerator(cpu=True)
+    again = accel.Model.from_json(MLP)
+    other.prepare(again, accel.Optimizer(again, "adamw", lr=0.01))
+    other.load_state(str(tmp_path / "state"))
+    for name, t in other.get_state_dict(again).items():
+        np.testing.assert_array_equal(np.array(t), saved[name])
+    with pytest.raises(ValueError, match="state_dict_type 'LOCAL_STATE_DICT'"):
+        accel.FullyShardedDataParallelPlugin(state_dict_type="LOCAL_STATE_DICT")
+    with pytest.raises(accel.AccelError, match='fsdp_state_dict_type "FULL" is not FULL_STATE_DICT or SHARDED_STATE_DICT'):
+        accel.Accelerator(cpu=True, fsdp_state_dict_type="FULL")

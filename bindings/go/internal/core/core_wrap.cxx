@@ -4803,6 +4803,43 @@ intgo _wrap_AcceleratorOptions_cpu_offload_get_core_a1403cbc65d2f32f(accel_accel
 }
 
 
+void _wrap_AcceleratorOptions_fsdp_state_dict_type_set_core_a1403cbc65d2f32f(accel_accelerator_options *_swig_go_0, _gostring_ _swig_go_1) {
+  accel_accelerator_options *arg1 = (accel_accelerator_options *) 0 ;
+  char *arg2 = (char *) 0 ;
+  
+  arg1 = *(accel_accelerator_options **)&_swig_go_0; 
+  
+  arg2 = (char *)malloc(_swig_go_1.n + 1);
+  memcpy(arg2, _swig_go_1.p, _swig_go_1.n);
+  arg2[_swig_go_1.n] = '\0';
+  
+  
+  {
+    if (arg2) {
+      arg1->fsdp_state_dict_type = (char const *) (new char[strlen((const char *)arg2)+1]);
+      strcpy((char *)arg1->fsdp_state_dict_type, (const char *)arg2);
+    } else {
+      arg1->fsdp_state_dict_type = 0;
+    }
+  }
+  
+  free(arg2); 
+}
+
+
+_gostring_ _wrap_AcceleratorOptions_fsdp_state_dict_type_get_core_a1403cbc65d2f32f(accel_accelerator_options *_swig_go_0) {
+  accel_accelerator_options *arg1 = (accel_accelerator_options *) 0 ;
+  char *result = 0 ;
+  _gostring_ _swig_go_result;
+  
+  arg1 = *(accel_accelerator_options **)&_swig_go_0; 
+  
+  result = (char *) ((arg1)->fsdp_state_dict_type);
+  _swig_go_result = Swig_AllocateString((char*)result, result ? strlen((char*)result) : 0); 
+  return _swig_go_result;
+}
+
+
 accel_accelerator_options *_wrap_new_AcceleratorOptions_core_a1403cbc65d2f32f() {
   accel_accelerator_options *result = 0 ;
   accel_accelerator_options *_swig_go_result;

@@ -189,6 +189,17 @@ public final class AcceleratorBuilder {
     return this;
   }
 
+  /**
+   * FSDP's state_dict_type for saveState under a sharding strategy (default: FSDP_STATE_DICT_TYPE,
+   * else FULL_STATE_DICT): "SHARDED_STATE_DICT" writes PyTorch distributed checkpoints
+   * (pytorch_model_fsdp_0/, optimizer_0/, which Accelerate and torch.distributed.checkpoint read),
+   * "FULL_STATE_DICT" libaccel's own per-process files. Another value fails at build().
+   */
+  public AcceleratorBuilder fsdpStateDictType(String type) {
+    options.setFsdpStateDictType(type);
+    return this;
+  }
+
   /** FSDP's forward_prefetch (default: FSDP_FORWARD_PREFETCH, else off): the same in the forward. */
   public AcceleratorBuilder fsdpForwardPrefetch(boolean on) {
     options.setFsdpForwardPrefetch(on ? 1 : 0);

@@ -11,6 +11,14 @@ import org.junit.jupiter.api.Test;
 /** FSDP options from Java and held bytes, on one process (the dist tests shard for real). */
 class ShardingOptionsTest {
   @Test
+  void anUnknownStateDictTypeIsRefusedNamingIt() {
+    AccelException e = assertThrows(AccelException.class,
+        () -> new AcceleratorBuilder().cpu(true).fsdpStateDictType("LOCAL_STATE_DICT").build());
+    assertTrue(e.getMessage().contains("fsdp_state_dict_type \"LOCAL_STATE_DICT\" is not"), e.getMessage());
+    new AcceleratorBuilder().cpu(true).fsdpStateDictType("SHARDED_STATE_DICT").build().close();
+  }
+
+  @Test
   void checkpointingNeedsFullShardAndHeldBytesCountsParameters() {
     AccelException e = assertThrows(AccelException.class, () -> new AcceleratorBuilder().cpu(true)
         .shardingStrategy("SHARD_GRAD_OP").fsdpActivationCheckpointing(true).build());
