@@ -84,6 +84,15 @@ std::vector<Unit> parse_units(const std::string& text, const std::string& path) 
   return out;
 }
 
+// output_dir/file_name (the directory created), durably; returns its path.
+std::string write_output(const std::string& output_dir, const char* file_name, const std::string& bytes) {
+  std::error_code error;
+  std::filesystem::create_directories(output_dir, error);
+  if (error) fail(ErrorCode::IO, "merge-weights: cannot create " + output_dir + ": " + error.message());
+  detail::write_durable(output_dir, file_name, bytes);
+  return (std::filesystem::path(output_dir) / file_name).string();
+}
+
 // The output file from named tensors: safetensors, or torch.save's format.
 MergedWeights write_merged(std::vector<std::pair<std::string, at::Tensor>> tensors, const std::string& output_dir,
                            bool safe_serialization, int world) {
@@ -92,13 +101,9 @@ MergedWeights write_merged(std::vector<std::pair<std::string, at::Tensor>> tenso
   merged.tensors = static_cast<int64_t>(tensors.size());
   for (const auto& [name, t] : tensors) merged.bytes += static_cast<int64_t>(t.nbytes());
   const char* file_name = safe_serialization ? "model.safetensors" : "pytorch_model.bin";
-  const std::string bytes =
-      safe_serialization ? detail::serialize_tensors(tensors, {{"format", "pt"}}) : detail::pickle_tensors(tensors);
-  std::error_code error;
-  std::filesystem::create_directories(output_dir, error);
-  if (error) fail(ErrorCode::IO, "merge-weights: cannot create " + output_dir + ": " + error.message());
-  detail::write_durable(output_dir, file_name, bytes);
-  merged.output_file = (std::filesystem::path(output_dir) / file_name).string();
+  merged.output_file = write_output(
+      output_dir, file_name,
+      safe_serialization ? detail::serialize_tensors(tensors, {{"format", "pt"}}) : detail::pickle_tensors(tensors));
   return merged;
 }
 
@@ -248,11 +253,7 @@ MergedWeights merge_sharded_weights(const std::string& checkpoint_dir, const std
     }
     bytes = detail::pickle_tensors(tensors);
   }
-  std::error_code error;
-  std::filesystem::create_directories(output_dir, error);
-  if (error) fail(ErrorCode::IO, "merge-weights: cannot create " + output_dir + ": " + error.message());
-  detail::write_durable(output_dir, file_name, bytes);
-  merged.output_file = (std::filesystem::path(output_dir) / file_name).string();
+  merged.output_file = write_output(output_dir, file_name, bytes);
   return merged;
 }
 
