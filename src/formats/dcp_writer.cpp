@@ -210,7 +210,9 @@ std::string dcp_metadata(const std::vector<nlohmann::json>& records_per_file) {
     p.str("state_dict_metadata");
     p.op('}');
     p.op('(');
-    for (auto& [key, t] : tensors) {
+    for (auto& entry : tensors) {  // not a structured binding: the lambdas below use it
+      const std::string& key = entry.first;
+      TensorEntry& t = entry.second;
       std::sort(t.chunks.begin(), t.chunks.end(), [](const nlohmann::json* a, const nlohmann::json* b) {
         return a->at("offsets").get<std::vector<int64_t>>() < b->at("offsets").get<std::vector<int64_t>>();
       });

@@ -116,7 +116,9 @@ TEST(ShardLayout, EveryPairOfLayoutsCutsBitwise) {
   const std::vector<std::pair<std::string, int>> layouts{{"whole", 1}, {"flat", 1},  {"flat", 2},
                                                          {"flat", 3},  {"flat", 4},  {"units", 1},
                                                          {"units", 2}, {"units", 3}, {"units", 4}};
-  for (const auto& [from_kind, from_group] : layouts) {
+  for (const auto& from : layouts) {  // not structured bindings: the lambda below uses them
+    const std::string& from_kind = from.first;
+    const int from_group = from.second;
     const ShardLayout source = layout(from_kind, from_group);
     for (const auto& [to_kind, to_group] : layouts) {
       const ShardLayout target = layout(to_kind, to_group);
