@@ -287,8 +287,14 @@ void Accelerator::load_state(const std::string& requested_dir) {
       if (name.find('/') != std::string::npos) reader.verify(name);
     }
   }
-  const bool reshard = !dcp && (saved_sharded || saved_sharded_models || sharded) &&
-                       !(same_world && saved_with_this_strategy(manifest, st));
+  // The same world and strategy can still lay the shards out differently
+  // (HYBRID_SHARD over other nodes): the recorded layouts decide then.
+  bool same_layouts = same_world && saved_with_this_strategy(manifest, st);
+  for (size_t i = 0; same_layouts && manifest.has("layouts") && i < targets.models.size(); ++i) {
+    same_layouts = detail::saved_layout(manifest, reader, *targets.models[i], i).to_json() ==
+                   detail::live_layout(*targets.models[i]).to_json();
+  }
+  const bool reshard = !dcp && (saved_sharded || saved_sharded_models || sharded) && !same_layouts;
   std::optional<detail::ShardLayout> source, target;
   if (reshard) {
     require(targets.models.size() == 1, ErrorCode::Unsupported,

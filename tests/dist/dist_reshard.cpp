@@ -24,7 +24,8 @@
 //
 // STRATEGY: none, zero1, zero2, full, hybrid (HYBRID_SHARD over two "nodes" of
 // half the processes each when their number is even: LOCAL_WORLD_SIZE and
-// LOCAL_RANK rewritten before the accelerator reads them).
+// LOCAL_RANK rewritten before the accelerator reads them), hybrid1 (HYBRID_SHARD
+// on one node: the same strategy and world as hybrid, another layout).
 //
 // Every step's global batch is the same 12 samples at any world size, each
 // process taking 12 / world of them (1, 2, 3 and 4 divide 12), so the run is
@@ -100,7 +101,8 @@ accel::ShardingStrategy strategy_named(const std::string& name) {
   if (name == "zero1") return accel::ShardingStrategy::ShardOptimizer;
   if (name == "zero2") return accel::ShardingStrategy::ShardGradOp;
   if (name == "full") return accel::ShardingStrategy::FullShard;
-  check(name == "hybrid", "strategy " + name + " is one of none, zero1, zero2, full, hybrid");
+  check(name == "hybrid" || name == "hybrid1",
+        "strategy " + name + " is one of none, zero1, zero2, full, hybrid, hybrid1");
   return accel::ShardingStrategy::HybridShard;
 }
 

@@ -29,6 +29,14 @@ for t in "${!strategies[@]}"; do
   launch "$loaded" load "$target" "$src" "$work/$target-$loaded-from-$source-$saved"
   pairs+=("$src/state" "$work/$target-$loaded-from-$source-$saved")
 done
+# HYBRID_SHARD on two nodes of 2, loaded by HYBRID_SHARD on one node of 4: the
+# same strategy and world, shards laid out otherwise (the manifest's layouts tell).
+if [ "$source" = hybrid ]; then
+  [ -d "$work/hybrid-4" ] || launch 4 save hybrid "$work/hybrid-4"
+  echo "== hybrid x4 (two nodes) -> hybrid x4 (one node)"
+  launch 4 load hybrid1 "$work/hybrid-4" "$work/hybrid1-4-from-hybrid-4"
+  pairs+=("$work/hybrid-4/state" "$work/hybrid1-4-from-hybrid-4")
+fi
 "$python" "$checker" "${pairs[@]}"
 # HYBRID_SHARD on two nodes of 2: accel merge-weights reads one node's shards.
 if [ "$source" = hybrid ]; then
