@@ -33,6 +33,10 @@ std::string optimizer_shard_file(size_t i, int rank);
 // FULL_SHARD: model i's parameter shard of process `rank` (model_rank1.safetensors,
 // model_2_rank0.safetensors), written by every process; see sharded_model_state.
 std::string model_shard_file(size_t i, int rank);
+// FSDP's SHARDED_STATE_DICT (PyTorch distributed checkpoints, Accelerate's
+// names): model i's folder pytorch_model_fsdp_{i}, optimizer i's optimizer_{i}.
+std::string dcp_model_folder(size_t i);
+std::string dcp_optimizer_folder(size_t i);
 std::string legacy_random_states_file(int rank);
 // "custom_checkpoint_{i}.pkl" (Accelerate's name): the object's bytes as a
 // pickled Python bytes object; checkpoints written before hold the raw bytes

@@ -133,14 +133,14 @@ ModelLoadPlan plan_model_load(const ModelWeights& weights, const NamedTensors& s
 bool is_accelerate_checkpoint(const std::string& dir) {
   return !exists(dir + "/" + kManifestName) &&
          (!model_file(dir, 0).empty() || exists(dir + "/optimizer.bin") || exists(dir + "/random_states_0.pkl") ||
-          DcpDirectory::is_dcp(dcp_model_dir(dir, 0)));
+          DcpDirectory::is_dcp(dir + "/" + dcp_model_folder(0)));
 }
 
 void load_accelerate_checkpoint(AcceleratorState& st, const std::string& dir) {
   // 1. Read and check everything.
   CheckpointTargets targets = live_targets(st);
   const std::set<int64_t> ranks = saved_ranks(dir);
-  const bool dcp = DcpDirectory::is_dcp(dcp_model_dir(dir, 0));
+  const bool dcp = DcpDirectory::is_dcp(dir + "/" + dcp_model_folder(0));
   if (!ranks.empty()) {
     const int64_t saved = *ranks.rbegin() + 1;
     require(static_cast<int64_t>(ranks.size()) == saved, ErrorCode::IO,
@@ -154,9 +154,10 @@ void load_accelerate_checkpoint(AcceleratorState& st, const std::string& dir) {
                 " are running");
   }
   const std::string no_more = model_file(dir, targets.models.size());
-  require(no_more.empty() && !DcpDirectory::is_dcp(dcp_model_dir(dir, targets.models.size())),
+  require(no_more.empty() && !DcpDirectory::is_dcp(dir + "/" + dcp_model_folder(targets.models.size())),
           ErrorCode::InvalidArgument,
-          "load_state: " + dir + " holds " + (no_more.empty() ? dcp_model_dir(dir, targets.models.size()) : no_more) +
+          "load_state: " + dir + " holds " +
+              (no_more.empty() ? dir + "/" + dcp_model_folder(targets.models.size()) : no_more) +
               ": more models than the " + std::to_string(targets.models.size()) + " prepared now");
   std::vector<ModelWeights> weights;
   std::vector<ModelLoadPlan> plans;
@@ -166,8 +167,8 @@ void load_accelerate_checkpoint(AcceleratorState& st, const std::string& dir) {
   weights.reserve(targets.models.size());
   for (size_t i = 0; i < targets.models.size(); ++i) {
     if (targets.models[i]->flat_shard()) gathered.push_back(std::make_unique<ModelImpl::Gathered>(*targets.models[i]));
-    if (DcpDirectory::is_dcp(dcp_model_dir(dir, i))) {
-      auto values = dcp_model_values(dcp_model_dir(dir, i), model_state_dict(*targets.models[i]));
+    if (DcpDirectory::is_dcp(dir + "/" + dcp_model_folder(i))) {
+      auto values = dcp_model_values(dir + "/" + dcp_model_folder(i), model_state_dict(*targets.models[i]));
       dcp_values.insert(dcp_values.end(), values.begin(), values.end());
       continue;
     }
@@ -193,7 +194,7 @@ void load_accelerate_checkpoint(AcceleratorState& st, const std::string& dir) {
   for (size_t i = 0; i < targets.optimizers.size() && (dcp || sharded); ++i) {
     const ModelImpl& model = *targets.models.front();
     const ShardLayout whole = whole_layout(model);
-    const std::string optimizer_dir = dcp_optimizer_dir(dir, i),
+    const std::string optimizer_dir = dir + "/" + dcp_optimizer_folder(i),
                       file = dir + "/" + numbered_file("optimizer", i, ".bin");
     const c10::IValue state = dcp ? dcp_optimizer_state(optimizer_dir, whole)
                                   : unpickle_state_dict(read_inside(dir, file), "load_state: " + file);

@@ -5,7 +5,6 @@
 #include <set>
 
 #include "accel/error.hpp"
-#include "accelerator/checkpoint_files.hpp"
 #include "formats/dcp.hpp"
 
 namespace accel::detail {
@@ -15,9 +14,6 @@ namespace {
 bool floating(at::ScalarType t) { return at::isFloatingType(t); }
 
 }  // namespace
-
-std::string dcp_model_dir(const std::string& dir, size_t i) { return dir + "/pytorch_model_fsdp_" + std::to_string(i); }
-std::string dcp_optimizer_dir(const std::string& dir, size_t i) { return dir + "/optimizer_" + std::to_string(i); }
 
 std::vector<std::pair<at::Tensor, at::Tensor>> dcp_model_values(const std::string& model_dir,
                                                                 const NamedTensors& state_dict) {

@@ -18,10 +18,6 @@
 
 namespace accel::detail {
 
-// dir/pytorch_model_fsdp_<i> and dir/optimizer_<i> (Accelerate's names).
-std::string dcp_model_dir(const std::string& dir, size_t i);
-std::string dcp_optimizer_dir(const std::string& dir, size_t i);
-
 // Every tensor of `state_dict` (a model's parameters and buffers, whole) with
 // its value "model.<name>" from the DCP directory. Throws IO naming the
 // directory and the tensor when one is missing, has another shape or another

@@ -333,8 +333,7 @@ void Accelerator::load_state(const std::string& requested_dir) {
     const detail::ModelImpl& model = *targets.models[i];
     if (dcp) {
       if (model.flat_shard()) gathered.push_back(std::make_unique<detail::ModelImpl::Gathered>(model));
-      auto values = detail::dcp_model_values(reader.path(detail::dcp_model_dir("", i).substr(1)),
-                                             detail::model_state_dict(model));
+      auto values = detail::dcp_model_values(reader.path(detail::dcp_model_folder(i)), detail::model_state_dict(model));
       resharded_values.insert(resharded_values.end(), values.begin(), values.end());
       model_files.emplace_back();
       model_plans.emplace_back();
@@ -378,14 +377,16 @@ void Accelerator::load_state(const std::string& requested_dir) {
         detail::plan_model_load(*model_files.back(), detail::model_state_dict(model), reader.path(name), i));
   }
   std::vector<std::string> optimizer_bytes, scheduler_bytes, custom_bytes, custom_files;
+  // Where optimizer i's state came from, for messages.
   auto optimizer_file = [&](size_t i) {
+    if (dcp) return detail::dcp_optimizer_folder(i);
     return sharded ? detail::optimizer_shard_file(i, st.rank()) : detail::numbered_file("optimizer", i, ".bin");
   };
   for (size_t i = 0; i < targets.optimizers.size(); ++i) {
     if (dcp) {
       const detail::ModelImpl& model = *targets.models.front();
       const detail::ShardLayout whole = detail::whole_layout(model);
-      const std::string optimizer_dir = reader.path(detail::dcp_optimizer_dir("", i).substr(1));
+      const std::string optimizer_dir = reader.path(detail::dcp_optimizer_folder(i));
       const c10::IValue state = detail::dcp_optimizer_state(optimizer_dir, whole);
       optimizer_bytes.push_back(detail::pickle_state_dict(
           model.flat_shard() ? detail::reshard_optimizer_state(

@@ -19,8 +19,6 @@ namespace {
 
 using Dict = c10::impl::GenericDict;
 
-std::string base_name(const std::string& path) { return std::filesystem::path(path).filename().string(); }
-
 // Every box of this process's pieces of the layout, with the values of `vector`
 // (the member's flat vector of one per-element quantity).
 void add_pieces(DcpFileWriter& file, const ShardLayout& layout, int member, const at::Tensor& vector,
@@ -68,7 +66,7 @@ nlohmann::json write_dcp_items(const std::string& partial, const CheckpointTarge
   };
 
   // The model: the sharded parameters' chunks where they live, the rest whole from process 0.
-  const std::string model_dir = base_name(dcp_model_dir("", 0));
+  const std::string model_dir = dcp_model_folder(0);
   DcpFileWriter model_file(file_name);
   auto model_key = [](const std::string& name) {
     return std::pair<std::string, std::vector<c10::IValue>>{"model." + name, {std::string("model"), name}};
@@ -89,7 +87,7 @@ nlohmann::json write_dcp_items(const std::string& partial, const CheckpointTarge
 
   // Each optimizer: its per-element state like the parameters, step and the group from process 0.
   for (size_t i = 0; i < targets.optimizers.size(); ++i) {
-    const std::string dir = base_name(dcp_optimizer_dir("", i));
+    const std::string dir = dcp_optimizer_folder(i);
     DcpFileWriter file(file_name);
     const c10::IValue saved =
         unpickle_state_dict(targets.optimizers[i].save(), "save_state: optimizer " + std::to_string(i));

@@ -38,6 +38,9 @@ std::string random_states_file(int rank) { return "random_states_" + std::to_str
 std::string optimizer_shard_file(size_t i, int rank) {
   return numbered_file("optimizer", i, "_rank" + std::to_string(rank) + ".bin");
 }
+std::string dcp_model_folder(size_t i) { return "pytorch_model_fsdp_" + std::to_string(i); }
+std::string dcp_optimizer_folder(size_t i) { return "optimizer_" + std::to_string(i); }
+
 std::string model_shard_file(size_t i, int rank) {
   return numbered_file("model", i, "_rank" + std::to_string(rank) + ".safetensors");
 }
