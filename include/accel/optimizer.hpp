@@ -19,6 +19,7 @@ struct GradientState;
 namespace detail {
 class GradScaler;
 class FlatShard;
+struct OptimizerCheckpoint;
 }  // namespace detail
 
 enum class OptimizerKind { Sgd = 1, Adam = 2, AdamW = 3, RmsProp = 4, Adagrad = 5 };
@@ -79,6 +80,9 @@ class Optimizer {
   std::weak_ptr<const void> lifetime() const;
   // state_bytes / load_state_bytes of this optimizer, valid across moves while lifetime() has not expired.
   CheckpointObject checkpoint_object() const;
+  // Used by save_state / load_state: the state dict itself, without bytes
+  // between (src/optim/optimizer_checkpoint.hpp); valid as checkpoint_object().
+  detail::OptimizerCheckpoint checkpoint_state() const;
 
   // Used by Scheduler: the entries PyTorch's schedulers add to every param
   // group (initial_lr; OneCycleLR's max_lr and min_lr), one list per group.

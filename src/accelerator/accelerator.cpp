@@ -215,7 +215,7 @@ void Accelerator::prepare(Optimizer& optimizer) {
     optimizer.shard_over(shard);
   }
   optimizer.bind(state_->gradient_state, state_->scaler);
-  state_->prepared_optimizers.emplace_back(optimizer.lifetime(), optimizer.checkpoint_object());
+  state_->prepared_optimizers.emplace_back(optimizer.lifetime(), optimizer.checkpoint_state());
 }
 
 void Accelerator::prepare(Scheduler& scheduler) {

@@ -14,6 +14,7 @@
 #include "accel/checkpoint.hpp"
 #include "accel/data.hpp"
 #include "accelerator/resolved_options.hpp"
+#include "optim/optimizer_checkpoint.hpp"
 #include "precision/autocast.hpp"
 #include "state/runtime_context.hpp"
 
@@ -59,7 +60,7 @@ class AcceleratorState : public RuntimeContext {
   std::vector<std::weak_ptr<ModelImpl>> prepared_models;
   // What save_state/load_state cover, in prepare order. The lifetimes expire
   // with the objects; the pointers are used only while they have not.
-  std::vector<std::pair<std::weak_ptr<const void>, CheckpointObject>> prepared_optimizers;
+  std::vector<std::pair<std::weak_ptr<const void>, OptimizerCheckpoint>> prepared_optimizers;
   std::vector<std::pair<std::weak_ptr<const void>, CheckpointObject>> prepared_schedulers;
   std::vector<std::pair<std::weak_ptr<const void>, DataLoader*>> prepared_loaders;
   std::vector<CheckpointObject> checkpoint_objects;  // register_for_checkpointing

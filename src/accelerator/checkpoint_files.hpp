@@ -50,7 +50,8 @@ std::string checkpoints_root(const AcceleratorState& state);
 // have been destroyed are forgotten.
 struct CheckpointTargets {
   std::vector<std::shared_ptr<ModelImpl>> models;
-  std::vector<CheckpointObject> optimizers, schedulers;
+  std::vector<OptimizerCheckpoint> optimizers;
+  std::vector<CheckpointObject> schedulers;
   std::vector<DataLoader*> loaders;  // not movable: the pointers are stable
 };
 CheckpointTargets live_targets(AcceleratorState& state);

@@ -90,14 +90,18 @@ ShardLayout saved_layout(const JsonFile& manifest, const CheckpointReader& reade
   return ShardLayout::whole(trainable_parameters(model));
 }
 
-std::string resharded_optimizer(const CheckpointReader& reader, size_t i, const ShardLayout& source,
+c10::IValue resharded_optimizer(const CheckpointReader& reader, size_t i, const ShardLayout& source,
                                 const ShardLayout& target, int member) {
   const bool whole = source.kind() == ShardLayout::Kind::Whole;
   auto file = [&](int m) { return whole ? numbered_file("optimizer", i, ".bin") : optimizer_shard_file(i, m); };
-  const c10::IValue state = reshard_optimizer_state(
-      source, [&](int m) { return unpickle_state_dict(reader.bytes(file(m)), "load_state: " + reader.path(file(m))); },
-      target, member, "load_state: " + reader.path(file(0)));
-  return pickle_state_dict(state);
+  // Mapped: of each saved tensor only the pages holding this process's
+  // elements are read (and resident), until the cut is done.
+  auto saved = [&](int m) {
+    reader.verify(file(m));
+    return read_torch_save_file(reader.path(file(m)), "load_state: " + reader.path(file(m)),
+                                PickleVocabulary::StateDict, StorageReads::Map);
+  };
+  return reshard_optimizer_state(source, saved, target, member, "load_state: " + reader.path(file(0)));
 }
 
 std::vector<std::pair<at::Tensor, at::Tensor>> resharded_model(const CheckpointReader& reader, size_t i,
@@ -114,11 +118,11 @@ std::vector<std::pair<at::Tensor, at::Tensor>> resharded_model(const CheckpointR
     reader.verify(name);
     return files.emplace(m, safetensors::File::open(reader.path(name))).first->second;
   };
-  auto vector = [&](int m) {
+  auto vector = [&](int m) {  // a view of the mapped file: only the pages this process needs are read
     const safetensors::File& f = file(m);
     const safetensors::Entry* flat = f.find(kFlatShard);
     require(flat != nullptr, ErrorCode::IO, "load_state: " + f.label() + " has no " + kFlatShard + " tensor");
-    return read_tensor(f, *flat);
+    return mapped_tensor(f, *flat);
   };
   std::vector<std::pair<at::Tensor, at::Tensor>> copies;
   if (model.full_shard()) {  // this process's shard of the new units, straight into shard()

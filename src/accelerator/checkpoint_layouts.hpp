@@ -6,6 +6,7 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <ATen/core/ivalue.h>
 
 #include <nlohmann/json_fwd.hpp>
 #include <string>
@@ -31,9 +32,11 @@ int live_member(const ModelImpl& model);
 // metadata; HYBRID_SHARD's node size cannot be known: Unsupported).
 ShardLayout saved_layout(const JsonFile& manifest, const CheckpointReader& reader, const ModelImpl& model, size_t i);
 
-// Optimizer i's state dict for this process, pickled, cut from the saved files
-// (optimizer.bin for a whole source, one optimizer_rank<m>.bin per member otherwise).
-std::string resharded_optimizer(const CheckpointReader& reader, size_t i, const ShardLayout& source,
+// Optimizer i's state dict for this process, cut from the saved files
+// (optimizer.bin for a whole source, one optimizer_rank<m>.bin per member
+// otherwise), each checked against the manifest and read only where this
+// process's elements lie.
+c10::IValue resharded_optimizer(const CheckpointReader& reader, size_t i, const ShardLayout& source,
                                 const ShardLayout& target, int member);
 
 // Model i's values for this process when the saved parameters were sharded

@@ -166,9 +166,13 @@ void load_accelerate_checkpoint(AcceleratorState& st, const std::string& dir) {
   std::vector<std::unique_ptr<ModelImpl::Gathered>> gathered;
   weights.reserve(targets.models.size());
   for (size_t i = 0; i < targets.models.size(); ++i) {
-    if (targets.models[i]->flat_shard()) gathered.push_back(std::make_unique<ModelImpl::Gathered>(*targets.models[i]));
-    if (DcpDirectory::is_dcp(dir + "/" + dcp_model_folder(i))) {
-      auto values = dcp_model_values(dir + "/" + dcp_model_folder(i), model_state_dict(*targets.models[i]));
+    const bool from_dcp = DcpDirectory::is_dcp(dir + "/" + dcp_model_folder(i));
+    // FULL_SHARD reads its shard of a DCP directly; otherwise the values are whole.
+    if (targets.models[i]->flat_shard() && !(from_dcp && targets.models[i]->full_shard())) {
+      gathered.push_back(std::make_unique<ModelImpl::Gathered>(*targets.models[i]));
+    }
+    if (from_dcp) {
+      auto values = dcp_model_values(dir + "/" + dcp_model_folder(i), *targets.models[i]);
       dcp_values.insert(dcp_values.end(), values.begin(), values.end());
       continue;
     }
@@ -182,7 +186,8 @@ void load_accelerate_checkpoint(AcceleratorState& st, const std::string& dir) {
   }
   if (!dcp) expect_files(dir, "optimizers", "optimizer", ".bin", targets.optimizers.size());
   expect_files(dir, "schedulers", "scheduler", ".bin", targets.schedulers.size());
-  std::vector<std::string> optimizer_bytes, scheduler_bytes, custom_bytes;
+  std::vector<c10::IValue> optimizer_states;  // read straight from the files into tensors
+  std::vector<std::string> scheduler_bytes, custom_bytes;
   // One model's optimizers, when the state must be rebuilt (DCP) or cut (a sharded strategy).
   const bool sharded = targets.models.size() == 1 && targets.models.front()->flat_shard() != nullptr;
   require(
@@ -193,26 +198,27 @@ void load_accelerate_checkpoint(AcceleratorState& st, const std::string& dir) {
           " with optimizers needs one prepared model, and " + std::to_string(targets.models.size()) + " are prepared");
   for (size_t i = 0; i < targets.optimizers.size() && (dcp || sharded); ++i) {
     const ModelImpl& model = *targets.models.front();
-    const ShardLayout whole = whole_layout(model);
     const std::string optimizer_dir = dir + "/" + dcp_optimizer_folder(i),
                       file = dir + "/" + numbered_file("optimizer", i, ".bin");
-    const c10::IValue state = dcp ? dcp_optimizer_state(optimizer_dir, whole)
-                                  : unpickle_state_dict(read_inside(dir, file), "load_state: " + file);
-    if (!sharded) {
-      optimizer_bytes.push_back(pickle_state_dict(state));
+    if (dcp) {  // read one parameter at a time, this process's elements kept
+      optimizer_states.push_back(dcp_optimizer_state(optimizer_dir, live_layout(model), live_member(model)));
       continue;
     }
-    optimizer_bytes.push_back(pickle_state_dict(reshard_optimizer_state(
-        whole, [&](int) { return state; }, live_layout(model), live_member(model),
-        "load_state: " + (dcp ? optimizer_dir : file))));
+    require_inside_checkpoint(dir, file);
+    // Mapped: only the pages holding this process's elements are read.
+    const c10::IValue state =
+        read_torch_save_file(file, "load_state: " + file, PickleVocabulary::StateDict, StorageReads::Map);
+    optimizer_states.push_back(reshard_optimizer_state(whole_layout(model), [&](int) { return state; },
+                                                       live_layout(model), live_member(model), "load_state: " + file));
   }
   for (size_t i = 0; i < targets.optimizers.size() && !(dcp || sharded); ++i) {
-    optimizer_bytes.push_back(read_inside(dir, dir + "/" + numbered_file("optimizer", i, ".bin")));
+    const std::string file = dir + "/" + numbered_file("optimizer", i, ".bin");
+    require_inside_checkpoint(dir, file);
     // Accelerate writes torch.save pickles; a LibTorch (TorchScript) archive is no
     // Accelerate file and would reach LibTorch's unhardened unpickler.
-    require(!is_legacy_optimizer_archive(optimizer_bytes.back()), ErrorCode::IO,
-            "load_state: " + dir + "/" + numbered_file("optimizer", i, ".bin") +
-                " is a LibTorch (TorchScript) archive, not the torch.save pickle Accelerate writes");
+    require(!is_torchscript_archive_file(file), ErrorCode::IO,
+            "load_state: " + file + " is a LibTorch (TorchScript) archive, not the torch.save pickle Accelerate writes");
+    optimizer_states.push_back(read_torch_save_file(file, "load_state: " + file));
   }
   for (size_t i = 0; i < targets.schedulers.size(); ++i) {
     scheduler_bytes.push_back(read_inside(dir, dir + "/" + numbered_file("scheduler", i, ".bin")));
@@ -244,13 +250,14 @@ void load_accelerate_checkpoint(AcceleratorState& st, const std::string& dir) {
   }
 
   // 2. Apply: the loads that can still refuse first, rolled back together.
-  std::vector<std::string> optimizer_backup, scheduler_backup, custom_backup;
-  for (auto& o : targets.optimizers) optimizer_backup.push_back(o.save());
+  std::vector<c10::IValue> optimizer_backup;  // the live state's own tensors (optimizer_checkpoint.hpp)
+  std::vector<std::string> scheduler_backup, custom_backup;
+  for (auto& o : targets.optimizers) optimizer_backup.push_back(o.state_dict());
   for (auto& s : targets.schedulers) scheduler_backup.push_back(s.save());
   for (auto& c : st.checkpoint_objects) custom_backup.push_back(c.save());
   size_t custom_loaded = 0;
   auto rollback = [&] {
-    for (size_t i = 0; i < targets.optimizers.size(); ++i) targets.optimizers[i].load(optimizer_backup[i]);
+    for (size_t i = 0; i < targets.optimizers.size(); ++i) targets.optimizers[i].load_state_dict(optimizer_backup[i]);
     for (size_t i = 0; i < targets.schedulers.size(); ++i) targets.schedulers[i].load(scheduler_backup[i]);
     for (size_t i = 0; i < custom_loaded; ++i) st.checkpoint_objects[i].load(custom_backup[i]);
   };
@@ -258,7 +265,7 @@ void load_accelerate_checkpoint(AcceleratorState& st, const std::string& dir) {
   try {
     for (size_t i = 0; i < targets.optimizers.size(); ++i) {
       loading = dir + "/" + numbered_file("optimizer", i, ".bin");
-      targets.optimizers[i].load(optimizer_bytes[i]);
+      targets.optimizers[i].load_state_dict(optimizer_states[i]);
     }
     for (size_t i = 0; i < targets.schedulers.size(); ++i) {
       loading = dir + "/" + numbered_file("scheduler", i, ".bin");

@@ -332,8 +332,10 @@ void Accelerator::load_state(const std::string& requested_dir) {
   for (size_t i = 0; i < targets.models.size(); ++i) {
     const detail::ModelImpl& model = *targets.models[i];
     if (dcp) {
-      if (model.flat_shard()) gathered.push_back(std::make_unique<detail::ModelImpl::Gathered>(model));
-      auto values = detail::dcp_model_values(reader.path(detail::dcp_model_folder(i)), detail::model_state_dict(model));
+      // ZeRO-1/2 keep a master copy of their chunk: refreshed from the parameters.
+      if (model.flat_shard() && !model.full_shard())
+        gathered.push_back(std::make_unique<detail::ModelImpl::Gathered>(model));
+      auto values = detail::dcp_model_values(reader.path(detail::dcp_model_folder(i)), model);
       resharded_values.insert(resharded_values.end(), values.begin(), values.end());
       model_files.emplace_back();
       model_plans.emplace_back();
@@ -376,7 +378,11 @@ void Accelerator::load_state(const std::string& requested_dir) {
     model_plans.push_back(
         detail::plan_model_load(*model_files.back(), detail::model_state_dict(model), reader.path(name), i));
   }
-  std::vector<std::string> optimizer_bytes, scheduler_bytes, custom_bytes, custom_files;
+  // Each optimizer's state dict, read straight from its file into tensors
+  // (format-1 checkpoints' LibTorch archives: their bytes, in legacy_optimizers).
+  std::vector<c10::IValue> optimizer_states;
+  std::map<size_t, std::string> legacy_optimizers;
+  std::vector<std::string> scheduler_bytes, custom_bytes, custom_files;
   // Where optimizer i's state came from, for messages.
   auto optimizer_file = [&](size_t i) {
     if (dcp) return detail::dcp_optimizer_folder(i);
@@ -385,30 +391,34 @@ void Accelerator::load_state(const std::string& requested_dir) {
   for (size_t i = 0; i < targets.optimizers.size(); ++i) {
     if (dcp) {
       const detail::ModelImpl& model = *targets.models.front();
-      const detail::ShardLayout whole = detail::whole_layout(model);
-      const std::string optimizer_dir = reader.path(detail::dcp_optimizer_folder(i));
-      const c10::IValue state = detail::dcp_optimizer_state(optimizer_dir, whole);
-      optimizer_bytes.push_back(detail::pickle_state_dict(
-          model.flat_shard() ? detail::reshard_optimizer_state(
-                                   whole, [&](int) { return state; }, detail::live_layout(model),
-                                   detail::live_member(model), "load_state: " + optimizer_dir)
-                             : state));
+      optimizer_states.push_back(detail::dcp_optimizer_state(reader.path(detail::dcp_optimizer_folder(i)),
+                                                             detail::live_layout(model), detail::live_member(model)));
       continue;
     }
     if (reshard) {
-      optimizer_bytes.push_back(
+      optimizer_states.push_back(
           detail::resharded_optimizer(reader, i, *source, *target, detail::live_member(*targets.models.front())));
       continue;
     }
-    optimizer_bytes.push_back(reader.bytes(optimizer_file(i)));
+    const std::string path = reader.path(optimizer_file(i));
     // Only format-1 checkpoints held LibTorch archives (TorchScript, read by LibTorch's
     // own unpickler); from format 2 optimizer.bin is a plain pickle that libaccel's
     // hardened reader reads, so an archive there is refused before LibTorch sees it.
-    require(version == 1 || !detail::is_legacy_optimizer_archive(optimizer_bytes.back()), ErrorCode::IO,
-            "load_state: " + reader.path(optimizer_file(i)) +
+    if (version == 1) {
+      std::string bytes = reader.bytes(optimizer_file(i));
+      if (detail::is_legacy_optimizer_archive(bytes)) {
+        legacy_optimizers.emplace(i, std::move(bytes));
+        optimizer_states.emplace_back();
+        continue;
+      }
+    }
+    reader.verify(optimizer_file(i));  // streamed: the file is never whole in memory
+    require(!detail::is_torchscript_archive_file(path), ErrorCode::IO,
+            "load_state: " + path +
                 " is a LibTorch (TorchScript) archive, which only "
                 "format-1 checkpoints hold; this checkpoint's manifest says format " +
                 std::to_string(version) + ", whose optimizer state is a plain pickle");
+    optimizer_states.push_back(detail::read_torch_save_file(path, "load_state: " + path));
   }
   for (size_t i = 0; i < targets.schedulers.size(); ++i) {
     scheduler_bytes.push_back(reader.bytes(detail::numbered_file("scheduler", i, ".bin")));
@@ -449,15 +459,23 @@ void Accelerator::load_state(const std::string& requested_dir) {
   // 2. Apply. Optimizers, schedulers and the user's objects first, rolled back
   // if one of them fails (their load functions can reject what the checks
   // above could not judge); everything after them was checked and cannot fail.
-  std::vector<std::string> optimizer_backup, scheduler_backup, custom_backup;
-  for (auto& o : targets.optimizers) optimizer_backup.push_back(o.save());
+  // An optimizer's backup is its state dict: the live tensors themselves, kept
+  // while load_state_dict installs others (no copy of the state).
+  std::vector<c10::IValue> optimizer_backup;
+  std::vector<std::string> scheduler_backup, custom_backup;
+  for (auto& o : targets.optimizers) optimizer_backup.push_back(o.state_dict());
   for (auto& s : targets.schedulers) scheduler_backup.push_back(s.save());
   for (auto& c : st.checkpoint_objects) custom_backup.push_back(c.save());
   size_t custom_loaded = 0;
   try {
     for (size_t i = 0; i < targets.optimizers.size(); ++i) {
       try {
-        targets.optimizers[i].load(optimizer_bytes[i]);
+        auto legacy = legacy_optimizers.find(i);
+        if (legacy != legacy_optimizers.end()) {
+          targets.optimizers[i].load_bytes(legacy->second);
+        } else {
+          targets.optimizers[i].load_state_dict(optimizer_states[i]);
+        }
       } catch (const Error& e) {  // the optimizer knows its key, not its file
         fail(e.code(), "load_state: " + reader.path(optimizer_file(i)) + ": " + e.what());
       }
@@ -477,7 +495,7 @@ void Accelerator::load_state(const std::string& requested_dir) {
       }
     }
   } catch (...) {
-    for (size_t i = 0; i < targets.optimizers.size(); ++i) targets.optimizers[i].load(optimizer_backup[i]);
+    for (size_t i = 0; i < targets.optimizers.size(); ++i) targets.optimizers[i].load_state_dict(optimizer_backup[i]);
     for (size_t i = 0; i < targets.schedulers.size(); ++i) targets.schedulers[i].load(scheduler_backup[i]);
     for (size_t i = 0; i < custom_loaded; ++i) st.checkpoint_objects[i].load(custom_backup[i]);
     throw;

@@ -13,6 +13,7 @@
 #include "core/file_io.hpp"
 #include "core/json.hpp"
 #include "accel/model.hpp"
+#include "accelerator/model_file_shards.hpp"
 #include "formats/model_weights.hpp"
 #include "formats/safetensors.hpp"
 #include "formats/tensor_io.hpp"
@@ -25,15 +26,6 @@ namespace fs = std::filesystem;
 namespace accel {
 
 namespace {
-
-// Hugging Face's names: model-00001-of-00002.safetensors, or
-// pytorch_model-00001-of-00002.bin for pickles.
-std::string shard_name(size_t index, size_t count, bool safe) {
-  char name[64];
-  std::snprintf(name, sizeof name, safe ? "model-%05zu-of-%05zu.safetensors" : "pytorch_model-%05zu-of-%05zu.bin",
-                index, count);
-  return name;
-}
 
 void make_directories(const std::string& dir) {
   std::error_code error;
@@ -86,44 +78,48 @@ TensorDict Accelerator::get_state_dict(const Model& model) const {
 void Accelerator::save_model(const Model& model, const std::string& dir, const std::string& max_shard_size,
                              bool safe_serialization) {
   const int64_t limit = parse_size(max_shard_size);
+  if (model.impl().full_shard() && safe_serialization) {  // one unit at a time, never the whole model
+    detail::save_full_shard_model(model.impl(), dir, limit, is_main_process());
+    wait_for_everyone();
+    return;
+  }
   // FULL_SHARD: every process takes part in gathering the full parameters to the writer.
   detail::ModelImpl::Gathered gathered(model.impl());
   if (is_main_process()) {
     make_directories(dir);
     TensorDict dict = get_state_dict(model);
-    // Hugging Face's rule: start a new shard when the next tensor would overflow a non-empty one.
-    std::vector<TensorDict> shards(1);
-    int64_t shard_bytes = 0, total = 0;
-    for (auto& entry : dict) {
-      int64_t bytes = entry.second.numel() * static_cast<int64_t>(entry.second.element_size());
-      if (!shards.back().empty() && shard_bytes + bytes > limit) {
-        shards.emplace_back();
-        shard_bytes = 0;
-      }
-      shards.back().push_back(entry);
-      shard_bytes += bytes;
-      total += bytes;
-    }
+    std::vector<int64_t> sizes;
+    for (auto& entry : dict) sizes.push_back(entry.second.numel() * static_cast<int64_t>(entry.second.element_size()));
+    const std::vector<std::vector<size_t>> shards = detail::split_by_size(sizes, limit);
+    auto shard_dict = [&](size_t s) {
+      TensorDict out;
+      for (size_t i : shards[s]) out.push_back(dict[i]);
+      return out;
+    };
     // safe_serialization=false: torch.save's format (pytorch_model.bin), data only.
     auto write = [&](const std::string& path, const TensorDict& shard) {
       if (safe_serialization) {
         save_safetensors(path, shard, {{"format", "pt"}});
       } else {
-        detail::write_file_atomically(path, detail::pickle_tensors(shard));
+        detail::AtomicFileWriter file(path);
+        detail::write_torch_save(file, detail::tensor_dict(shard));
+        file.commit();
       }
     };
     const std::string single = safe_serialization ? "model.safetensors" : "pytorch_model.bin";
     if (shards.size() == 1) {
-      write(dir + "/" + single, shards[0]);
+      write(dir + "/" + single, dict);
     } else {
       // nlohmann::json keeps keys sorted, as Accelerate's json.dumps(sort_keys=True).
       nlohmann::json index;
+      int64_t total = 0;
+      for (int64_t size : sizes) total += size;
       index["metadata"]["total_size"] = total;
       nlohmann::json weight_map = nlohmann::json::object();
       for (size_t s = 0; s < shards.size(); ++s) {
-        std::string name = shard_name(s + 1, shards.size(), safe_serialization);
-        write(dir + "/" + name, shards[s]);
-        for (auto& [key, tensor] : shards[s]) weight_map[key] = name;
+        std::string name = detail::model_shard_name(s + 1, shards.size(), safe_serialization);
+        write(dir + "/" + name, shard_dict(s));
+        for (size_t i : shards[s]) weight_map[dict[i].first] = name;
       }
       index["weight_map"] = weight_map;
       detail::write_file_atomically(dir + "/" + single + ".index.json", index.dump(2, ' ', true) + "\n");

@@ -55,12 +55,12 @@ nlohmann::json write_dcp_items(const std::string& partial, const CheckpointTarge
   const bool holds_shards = layout.kind() != ShardLayout::Kind::Whole && rank < layout.group();
   const std::string file_name = "__" + std::to_string(rank) + "_0.distcp";
   nlohmann::json out = {{"digests", nlohmann::json::object()}, {"records", nlohmann::json::object()}};
-  auto write = [&](const std::string& dir, const DcpFileWriter& file) {
-    if (file.records().empty()) return;
+  auto write = [&](const std::string& dir, DcpFileWriter& file) {
+    if (file.empty()) return;
     std::error_code error;
     std::filesystem::create_directories(partial + "/" + dir, error);
     const std::string name = dir + "/" + file.file();
-    const FileDigest digest = write_durable(partial, name, file.bytes());
+    const FileDigest digest = write_durable(partial, name, [&](ByteSink& sink) { file.write(sink); });
     out["digests"][name] = nlohmann::json::array({digest.bytes, digest.xxh3});
     out["records"][dir] = file.records();
   };
@@ -89,8 +89,7 @@ nlohmann::json write_dcp_items(const std::string& partial, const CheckpointTarge
   for (size_t i = 0; i < targets.optimizers.size(); ++i) {
     const std::string dir = dcp_optimizer_folder(i);
     DcpFileWriter file(file_name);
-    const c10::IValue saved =
-        unpickle_state_dict(targets.optimizers[i].save(), "save_state: optimizer " + std::to_string(i));
+    const c10::IValue saved = targets.optimizers[i].state_dict();
     const Dict state = saved.toGenericDict().at("state").toGenericDict();
     const Dict group = saved.toGenericDict().at("param_groups").toList().get(0).toGenericDict();
     const bool whole_state = layout.kind() == ShardLayout::Kind::Whole;

@@ -216,7 +216,10 @@ std::string Accelerator::save_state(const std::string& requested_dir, bool safe_
   const std::vector<std::string> dcp_records = dcp ? gather_object(dcp_items.dump()) : std::vector<std::string>{};
   for (size_t i = 0; sharded && !dcp && i < targets.optimizers.size(); ++i) {
     const std::string name = detail::optimizer_shard_file(i, st.rank());
-    detail::FileDigest shard = detail::write_durable(partial, name, targets.optimizers[i].save());
+    // Streamed from the state's own tensors: no copy of the shard in memory.
+    detail::FileDigest shard = detail::write_durable(partial, name, [&](detail::ByteSink& sink) {
+      detail::write_torch_save(sink, targets.optimizers[i].state_dict());
+    });
     digests[name] = nlohmann::json::array({shard.bytes, shard.xxh3});
   }
   // FULL_SHARD: so does the model (a sharded state dict: its parameter chunks).
@@ -225,38 +228,45 @@ std::string Accelerator::save_state(const std::string& requested_dir, bool safe_
     if (!targets.models[i]->full_shard()) continue;
     sharded_models = true;
     const std::string name = detail::model_shard_file(i, st.rank());
-    detail::FileDigest shard = detail::write_durable(
-        partial, name,
-        detail::serialize_tensors(
-            detail::sharded_model_state(*targets.models[i]),
-            {{"format", "pt"},
-             {"num_processes", std::to_string(st.world_size())},
-             {"accel_fsdp_units", targets.models[i]->full_shard()->layout_json()},
-             // HYBRID_SHARD: the node's processes share the units.
-             {"accel_shard_group", std::to_string(targets.models[i]->full_shard()->shard_group_size())}}));
+    const std::map<std::string, std::string> metadata{
+        {"format", "pt"},
+        {"num_processes", std::to_string(st.world_size())},
+        {"accel_fsdp_units", targets.models[i]->full_shard()->layout_json()},
+        // HYBRID_SHARD: the node's processes share the units.
+        {"accel_shard_group", std::to_string(targets.models[i]->full_shard()->shard_group_size())}};
+    detail::FileDigest shard = detail::write_durable(partial, name, [&](detail::ByteSink& sink) {
+      detail::write_tensors(sink, detail::sharded_model_state(*targets.models[i]), metadata);
+    });
     digests[name] = nlohmann::json::array({shard.bytes, shard.xxh3});
   }
   const std::vector<std::string> rng_digests = gather_object(digests.dump());
 
   if (writer) {
     nlohmann::json files = nlohmann::json::object();
-    auto put = [&](const std::string& name, const std::string& bytes) {
-      detail::FileDigest digest = detail::write_durable(partial, name, bytes);
+    auto put_streamed = [&](const std::string& name, const std::function<void(detail::ByteSink&)>& produce) {
+      detail::FileDigest digest = detail::write_durable(partial, name, produce);
       files[name] = {{"bytes", digest.bytes}, {"xxh3", digest.xxh3}};
       maybe_die_after(name);
+    };
+    auto put = [&](const std::string& name, const std::string& bytes) {
+      put_streamed(name, [&bytes](detail::ByteSink& sink) { sink.write(bytes.data(), bytes.size()); });
     };
     for (const auto& [name, bytes] : detail::dcp_metadata_files(dcp_records)) put(name, bytes);
     for (size_t i = 0; !dcp && i < targets.models.size(); ++i) {
       if (targets.models[i]->full_shard()) continue;  // written by every process above
       const detail::NamedTensors dict = detail::model_state_dict(*targets.models[i]);
       if (safe_serialization) {
-        put(detail::numbered_file("model", i, ".safetensors"), detail::serialize_tensors(dict, {{"format", "pt"}}));
+        put_streamed(detail::numbered_file("model", i, ".safetensors"),
+                     [&](detail::ByteSink& sink) { detail::write_tensors(sink, dict, {{"format", "pt"}}); });
       } else {  // what Accelerate 0.22's load_state reads: torch.load of pytorch_model.bin
-        put(detail::numbered_file("pytorch_model", i, ".bin"), detail::pickle_tensors(dict));
+        put_streamed(detail::numbered_file("pytorch_model", i, ".bin"),
+                     [&](detail::ByteSink& sink) { detail::write_torch_save(sink, detail::tensor_dict(dict)); });
       }
     }
     for (size_t i = 0; !sharded && i < targets.optimizers.size(); ++i) {
-      put(detail::numbered_file("optimizer", i, ".bin"), targets.optimizers[i].save());
+      put_streamed(detail::numbered_file("optimizer", i, ".bin"), [&](detail::ByteSink& sink) {
+        detail::write_torch_save(sink, targets.optimizers[i].state_dict());
+      });
     }
     for (size_t i = 0; i < targets.schedulers.size(); ++i) {
       put(detail::numbered_file("scheduler", i, ".bin"), targets.schedulers[i].save());

@@ -99,6 +99,37 @@ FileDigest write_durable(const std::string& dir, const std::string& name, const 
   return digest_of(bytes);
 }
 
+namespace {
+
+// Checksums what passes on its way to the file.
+class DigestingSink final : public ByteSink {
+ public:
+  explicit DigestingSink(AtomicFileWriter& file) : file_(file), state_(XXH3_createState(), &XXH3_freeState) {
+    require(state_ != nullptr, ErrorCode::Internal, "cannot allocate an XXH3 state");
+    XXH3_64bits_reset(state_.get());
+  }
+  void write(const void* data, size_t n) override {
+    file_.write(data, n);
+    XXH3_64bits_update(state_.get(), data, n);
+  }
+  FileDigest digest() const { return {file_.bytes_written(), hex64(XXH3_64bits_digest(state_.get()))}; }
+
+ private:
+  AtomicFileWriter& file_;
+  std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state_;
+};
+
+}  // namespace
+
+FileDigest write_durable(const std::string& dir, const std::string& name,
+                         const std::function<void(ByteSink&)>& produce) {
+  AtomicFileWriter file(dir + "/" + name);
+  DigestingSink sink(file);
+  produce(sink);
+  file.commit();
+  return sink.digest();
+}
+
 void retire_directory(const std::string& dir) {
   fs::path path = fs::path(dir).lexically_normal();
   if (path.filename().empty()) path = path.parent_path();

@@ -5,8 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
+
+#include "core/file_io.hpp"
 
 namespace accel::detail {
 
@@ -30,6 +33,10 @@ FileDigest digest_file(const std::string& path);
 
 // Writes bytes to dir/name durably (atomically, fsynced); returns their digest.
 FileDigest write_durable(const std::string& dir, const std::string& name, const std::string& bytes);
+// The same, streamed: `produce` writes the file's bytes into the sink (a file
+// of tensors goes from their memory to the disk, never whole in memory).
+FileDigest write_durable(const std::string& dir, const std::string& name,
+                         const std::function<void(ByteSink&)>& produce);
 // checkpoint_{N} entries of dir, sorted by N. Every one of them was committed
 // whole: pruning renames a checkpoint out of this pattern before deleting it.
 std::vector<std::pair<int64_t, std::string>> numbered_checkpoints(const std::string& dir);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "accel/error.hpp"
+#include "formats/torch_pickle.hpp"
 
 namespace accel::detail {
 
@@ -72,19 +73,23 @@ class SavedDicts {
     return tops_.at(member);
   }
 
-  // Member m's vector of the per-element quantity `key`.
-  at::Tensor vector(int member, const std::string& key) {
+  // Entry `index` of member m's state: its tensor `key`.
+  at::Tensor entry(int member, int64_t index, const std::string& key) {
     const Dict& s = state(member);
     const std::string at = where(member) + "[\"state\"]";
-    auto value_of = [&](int64_t index) -> at::Tensor {
-      auto entry = s.find(index);
-      require(entry != s.end(), ErrorCode::IO, at + " has no entry " + std::to_string(index));
-      const Dict values = entry->value().toGenericDict();
-      auto found = values.find(key);
-      require(found != values.end() && found->value().isTensor(), ErrorCode::IO,
-              at + "[" + std::to_string(index) + "] lacks the tensor \"" + key + "\"");
-      return found->value().toTensor();
-    };
+    auto entry = s.find(index);
+    require(entry != s.end(), ErrorCode::IO, at + " has no entry " + std::to_string(index));
+    const Dict values = entry->value().toGenericDict();
+    auto found = values.find(key);
+    require(found != values.end() && found->value().isTensor(), ErrorCode::IO,
+            at + "[" + std::to_string(index) + "] lacks the tensor \"" + key + "\"");
+    return found->value().toTensor();
+  }
+
+  // Member m's vector of the per-element quantity `key`.
+  at::Tensor vector(int member, const std::string& key) {
+    const std::string at = where(member) + "[\"state\"]";
+    auto value_of = [&](int64_t index) { return entry(member, index, key); };
     if (layout_.kind() != ShardLayout::Kind::Whole) return value_of(0);
     std::vector<at::Tensor> parts;
     for (size_t i = 0; i < layout_.params().size(); ++i) {
@@ -146,8 +151,29 @@ c10::IValue reshard_optimizer_state(const ShardLayout& source, const std::functi
       require(item.key().isString(), ErrorCode::IO, first + ": a state key is not a string");
       const std::string key = item.key().toStringRef();
       if (!per_element(key, item.value())) continue;
+      // Saved tensors read from a mapped file: their pages are given back once
+      // this process's elements are copied out.
+      if (source.kind() == ShardLayout::Kind::Whole) {  // one parameter at a time, never the whole vector
+        cut[key] = assemble_member_by_param(
+            target, member,
+            [&](size_t p) {
+              const at::Tensor value = saved.entry(0, source.find(target.params()[p].name), key);
+              at::Tensor out = value.reshape({-1}).clone();
+              release_mapped_pages(value);
+              return out;
+            },
+            item.value().toTensor().options(), label + " (\"" + key + "\")");
+        continue;
+      }
+      std::vector<at::Tensor> read;
       cut[key] = assemble_member(
-          source, [&](int m) { return saved.vector(m, key); }, target, member, label + " (\"" + key + "\")");
+          source,
+          [&](int m) {
+            read.push_back(saved.vector(m, key));
+            return read.back();
+          },
+          target, member, label + " (\"" + key + "\")");
+      for (const at::Tensor& vector : read) release_mapped_pages(vector);
     }
     // Everything else agrees in every entry of every dict read.
     for (int m : saved.members_read()) {
@@ -167,7 +193,10 @@ c10::IValue reshard_optimizer_state(const ShardLayout& source, const std::functi
       Dict out(model.keyType(), model.valueType());
       for (const auto& item : model) {
         const std::string key = item.key().toStringRef();
-        out.insert(key, per_element(key, item.value()) ? c10::IValue(slice(cut.at(key))) : item.value());
+        // A carried-over tensor (step) is copied: the saved dicts' tensors may
+        // be read-only views of a mapped file (StorageReads::Map).
+        c10::IValue carried = item.value().isTensor() ? c10::IValue(item.value().toTensor().clone()) : item.value();
+        out.insert(key, per_element(key, item.value()) ? c10::IValue(slice(cut.at(key))) : carried);
       }
       return out;
     };

@@ -216,6 +216,22 @@ void check_same_parameters(const ShardLayout& source, const ShardLayout& target,
   }
 }
 
+at::Tensor assemble_member_by_param(const ShardLayout& target, int member,
+                                    const std::function<at::Tensor(size_t param)>& param_value,
+                                    const at::TensorOptions& options, const std::string& label) {
+  at::Tensor out;
+  for (const LayoutPiece& piece : target.pieces(member)) {
+    const LayoutParam& p = target.params()[piece.param];
+    const at::Tensor value = param_value(piece.param);
+    require(value.defined() && value.numel() == p.numel, ErrorCode::IO,
+            label + ": parameter " + p.name + " has " + (value.defined() ? std::to_string(value.numel()) : "no") +
+                " elements, the model's " + std::to_string(p.numel));
+    if (!out.defined()) out = at::zeros({target.member_numel()}, value.options());
+    out.narrow(0, piece.at, piece.length).copy_(value.reshape({-1}).narrow(0, piece.begin, piece.length));
+  }
+  return out.defined() ? out : at::zeros({target.member_numel()}, options);
+}
+
 at::Tensor assemble_member(const ShardLayout& source, const std::function<at::Tensor(int member)>& source_vector,
                            const ShardLayout& target, int member, const std::string& label) {
   check_same_parameters(source, target, label);

@@ -95,6 +95,17 @@ std::vector<int> members_needed(const ShardLayout& source, const ShardLayout& ta
 at::Tensor assemble_member(const ShardLayout& source, const std::function<at::Tensor(int member)>& source_vector,
                            const ShardLayout& target, int member, const std::string& label);
 
+// The same from a source that holds parameters whole (a distributed
+// checkpoint), read one at a time: `param_value(p)` returns target parameter
+// p's whole value (p.numel elements, any shape) and is asked once for each
+// parameter member `member` holds part of, so that no more than one whole
+// parameter is in memory beside the result. The result has the first value's
+// dtype (`options` when the member holds nothing); padding is zero. Throws IO
+// naming `label` when a value has the wrong number of elements.
+at::Tensor assemble_member_by_param(const ShardLayout& target, int member,
+                                    const std::function<at::Tensor(size_t param)>& param_value,
+                                    const at::TensorOptions& options, const std::string& label);
+
 // Checks that every parameter of `target` is in `source` with the same shape
 // (and the reverse), naming the first that is not; throws IO with `label`.
 void check_same_parameters(const ShardLayout& source, const ShardLayout& target, const std::string& label);

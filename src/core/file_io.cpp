@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "accel/error.hpp"
 
@@ -26,10 +27,10 @@ const char* kind_of(mode_t mode) {
 std::string error_text(int error) { return std::strerror(error); }
 
 // Writes all of bytes to fd, retrying short writes and EINTR; false with errno set.
-bool write_all(int fd, const std::string& bytes) {
+bool write_all(int fd, const char* bytes, size_t size) {
   size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+  while (done < size) {
+    ssize_t n = ::write(fd, bytes + done, size - done);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return false;
     done += static_cast<size_t>(n);
@@ -87,27 +88,51 @@ std::string read_regular_file(const std::string& path) {
 }
 
 void write_file_atomically(const std::string& path, const std::string& bytes) {
-  std::string tmp = path + ".tmp.XXXXXX";
+  AtomicFileWriter writer(path);
+  writer.write(bytes.data(), bytes.size());
+  writer.commit();
+}
+
+AtomicFileWriter::AtomicFileWriter(std::string path) : path_(std::move(path)), tmp_(path_ + ".tmp.XXXXXX") {
   // mkostemp creates with O_CREAT|O_EXCL: never opens what is already there.
-  int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
-  if (fd < 0) fail(ErrorCode::IO, "cannot create a temporary file for " + path + ": " + error_text(errno));
-  auto give_up = [&](const std::string& what, int error) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    fail(ErrorCode::IO, "cannot " + what + " " + path + " (via " + tmp + "): " + error_text(error));
-  };
-  if (::fchmod(fd, creation_mode()) != 0) give_up("set the mode of", errno);
-  if (!write_all(fd, bytes)) give_up("write", errno);
-  if (::fsync(fd) != 0) give_up("flush", errno);
+  fd_ = ::mkostemp(tmp_.data(), O_CLOEXEC);
+  if (fd_ < 0) fail(ErrorCode::IO, "cannot create a temporary file for " + path_ + ": " + error_text(errno));
+  if (::fchmod(fd_, creation_mode()) != 0) give_up("set the mode of", errno);
+}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (fd_ < 0) return;
+  ::close(fd_);
+  ::unlink(tmp_.c_str());
+}
+
+void AtomicFileWriter::give_up(const std::string& what, int error) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  ::unlink(tmp_.c_str());
+  fail(ErrorCode::IO, "cannot " + what + " " + path_ + " (via " + tmp_ + "): " + error_text(error));
+}
+
+void AtomicFileWriter::write(const void* data, size_t n) {
+  require(fd_ >= 0, ErrorCode::State, "write to " + path_ + " after it was committed or failed");
+  if (!write_all(fd_, static_cast<const char*>(data), n)) give_up("write", errno);
+  written_ += n;
+}
+
+void AtomicFileWriter::commit() {
+  require(fd_ >= 0, ErrorCode::State, "commit of " + path_ + " after it was committed or failed");
+  if (::fsync(fd_) != 0) give_up("flush", errno);
+  const int fd = fd_;
+  fd_ = -1;
   if (::close(fd) != 0) {
     int e = errno;
-    ::unlink(tmp.c_str());
-    fail(ErrorCode::IO, "cannot flush " + path + " (via " + tmp + "): " + error_text(e));
+    ::unlink(tmp_.c_str());
+    fail(ErrorCode::IO, "cannot flush " + path_ + " (via " + tmp_ + "): " + error_text(e));
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+  if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
     int e = errno;
-    ::unlink(tmp.c_str());
-    fail(ErrorCode::IO, "cannot rename " + tmp + " to " + path + ": " + error_text(e));
+    ::unlink(tmp_.c_str());
+    fail(ErrorCode::IO, "cannot rename " + tmp_ + " to " + path_ + ": " + error_text(e));
   }
 }
 

@@ -1,12 +1,12 @@
 #include "formats/dcp_writer.hpp"
 
 #include <ATen/ATen.h>
-#include <torch/csrc/jit/serialization/pickle.h>
 
 #include <algorithm>
 #include <map>
 
 #include "accel/error.hpp"
+#include "formats/torch_pickle.hpp"
 
 namespace accel::detail {
 
@@ -151,30 +151,53 @@ std::vector<DcpBox> flat_range_boxes(const std::vector<int64_t>& shape, int64_t 
 void DcpFileWriter::add_chunk(const std::string& key, const std::vector<c10::IValue>& path,
                               const std::vector<int64_t>& size, const std::vector<int64_t>& offsets,
                               const at::Tensor& values) {
-  // Its own storage: a view would save the whole storage it looks into.
-  const at::Tensor chunk = values.detach().to(at::kCPU).clone(at::MemoryFormat::Contiguous);
-  const std::vector<char> archive = torch::jit::pickle_save(chunk);
-  records_.push_back({{"key", key},
-                      {"path", path_json(path)},
-                      {"dtype", dtype_name(chunk.scalar_type())},
-                      {"size", size},
-                      {"offsets", offsets},
-                      {"sizes", chunk.sizes().vec()},
-                      {"file", file_},
-                      {"offset", bytes_.size()},
-                      {"length", archive.size()}});
-  bytes_.append(archive.begin(), archive.end());
+  items_.push_back({{{"key", key},
+                     {"path", path_json(path)},
+                     {"dtype", dtype_name(values.scalar_type())},
+                     {"size", size},
+                     {"offsets", offsets},
+                     {"sizes", values.sizes().vec()},
+                     {"file", file_}},
+                    values.detach()});
 }
 
 void DcpFileWriter::add_object(const std::string& key, const std::vector<c10::IValue>& path, const c10::IValue& value) {
-  const std::vector<char> archive = torch::jit::pickle_save(value);
-  records_.push_back({{"key", key},
-                      {"path", path_json(path)},
-                      {"object", true},
-                      {"file", file_},
-                      {"offset", bytes_.size()},
-                      {"length", archive.size()}});
-  bytes_.append(archive.begin(), archive.end());
+  items_.push_back({{{"key", key}, {"path", path_json(path)}, {"object", true}, {"file", file_}}, value});
+}
+
+namespace {
+
+class CountingSink final : public ByteSink {
+ public:
+  explicit CountingSink(ByteSink& sink) : sink_(sink) {}
+  void write(const void* data, size_t n) override {
+    sink_.write(data, n);
+    count += n;
+  }
+  uint64_t count = 0;
+
+ private:
+  ByteSink& sink_;
+};
+
+}  // namespace
+
+void DcpFileWriter::write(ByteSink& sink) {
+  CountingSink out(sink);
+  records_ = nlohmann::json::array();
+  for (const Item& item : items_) {
+    const uint64_t offset = out.count;
+    if (item.value.isTensor()) {
+      // Its own storage: a view would save the whole storage it looks into.
+      write_torch_save(out, item.value.toTensor().to(at::kCPU).clone(at::MemoryFormat::Contiguous));
+    } else {
+      write_torch_save(out, item.value);
+    }
+    nlohmann::json record = item.record;
+    record["offset"] = offset;
+    record["length"] = out.count - offset;
+    records_.push_back(std::move(record));
+  }
 }
 
 std::string dcp_metadata(const std::vector<nlohmann::json>& records_per_file) {

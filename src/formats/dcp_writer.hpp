@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "core/file_io.hpp"
+
 namespace accel::detail {
 
 // An N-D chunk of a tensor: elements [offsets, offsets + sizes) per dimension,
@@ -27,23 +29,32 @@ struct DcpBox {
 // row, recursively. A 0-d tensor is one box of no dimensions.
 std::vector<DcpBox> flat_range_boxes(const std::vector<int64_t>& shape, int64_t begin, int64_t end);
 
-// One process's .distcp file, built in memory.
+// One process's .distcp file: the items to write, then written one at a time
+// (a chunk is copied into its own storage only while it is written).
 class DcpFileWriter {
  public:
   explicit DcpFileWriter(std::string file_name) : file_(std::move(file_name)) {}
   // A chunk of tensor `key` (of `size` and the values' dtype) at `offsets`;
   // `path`: the key's place in the nested state dict (Metadata.planner_data).
+  // `values` is read when write() runs: it must hold the values until then.
   void add_chunk(const std::string& key, const std::vector<c10::IValue>& path, const std::vector<int64_t>& size,
                  const std::vector<int64_t>& offsets, const at::Tensor& values);
   // A non-tensor item (a number, bool, None, string, list or tuple).
   void add_object(const std::string& key, const std::vector<c10::IValue>& path, const c10::IValue& value);
   const std::string& file() const { return file_; }
-  const std::string& bytes() const { return bytes_; }
-  // What .metadata needs of this file's items, as JSON (gathered to one process).
+  bool empty() const { return items_.empty(); }
+  // Writes the file's bytes: each item a torch.save archive, end to end.
+  void write(ByteSink& sink);
+  // What .metadata needs of the written items, as JSON (gathered to one process).
   const nlohmann::json& records() const { return records_; }
 
  private:
-  std::string file_, bytes_;
+  struct Item {
+    nlohmann::json record;  // without "offset" and "length", known once written
+    c10::IValue value;      // a chunk's tensor, or the object
+  };
+  std::string file_;
+  std::vector<Item> items_;
   nlohmann::json records_ = nlohmann::json::array();
 };
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "accel/error.hpp"
@@ -171,15 +172,19 @@ const Entry* File::find(const std::string& name) const {
   return nullptr;
 }
 
-std::string serialize(std::vector<TensorView> tensors, const std::map<std::string, std::string>& metadata) {
-  std::sort(tensors.begin(), tensors.end(), [](const TensorView& a, const TensorView& b) { return a.name < b.name; });
+void write(accel::detail::ByteSink& sink, std::vector<TensorView> tensors,
+           const std::map<std::string, std::string>& metadata, bool sort_by_name) {
+  if (sort_by_name) {
+    std::sort(tensors.begin(), tensors.end(), [](const TensorView& a, const TensorView& b) { return a.name < b.name; });
+  }
+  std::set<std::string> names;
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   uint64_t offset = 0;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const TensorView& t = tensors[i];
     require_arg(t.name != "__metadata__", "safetensors: \"__metadata__\" cannot name a tensor");
-    require_arg(i == 0 || tensors[i - 1].name != t.name, "safetensors: tensor name \"" + t.name + "\" appears twice");
+    require_arg(names.insert(t.name).second, "safetensors: tensor name \"" + t.name + "\" appears twice");
     size_t element = dtype_size(t.dtype);
     require_arg(element != 0, "safetensors: unknown dtype \"" + t.dtype + "\" for tensor \"" + t.name + "\"");
     uint64_t expected = 0;
@@ -187,18 +192,31 @@ std::string serialize(std::vector<TensorView> tensors, const std::map<std::strin
     require_arg(counted && expected == t.nbytes, "safetensors: tensor \"" + t.name + "\" has " +
                                                      std::to_string(t.nbytes) + " bytes, its shape needs " +
                                                      std::to_string(expected));
+    require_arg(t.data != nullptr || t.nbytes == 0 || static_cast<bool>(t.stream),
+                "safetensors: tensor \"" + t.name + "\" has neither bytes nor a way to write them");
     header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.nbytes}}};
     offset += t.nbytes;
   }
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');
-  std::string out(8, '\0');
+  std::string start(8, '\0');
   uint64_t n = text.size();
-  for (int i = 0; i < 8; ++i) out[static_cast<size_t>(i)] = static_cast<char>((n >> (8 * i)) & 0xff);
-  out += text;
-  out.reserve(out.size() + offset);
-  for (const TensorView& t : tensors) out.append(static_cast<const char*>(t.data), t.nbytes);
-  return out;
+  for (int i = 0; i < 8; ++i) start[static_cast<size_t>(i)] = static_cast<char>((n >> (8 * i)) & 0xff);
+  start += text;
+  sink.write(start.data(), start.size());
+  for (const TensorView& t : tensors) {
+    if (t.data != nullptr) {
+      sink.write(t.data, t.nbytes);
+    } else if (t.nbytes > 0) {
+      t.stream(sink);
+    }
+  }
+}
+
+std::string serialize(std::vector<TensorView> tensors, const std::map<std::string, std::string>& metadata) {
+  accel::detail::StringSink sink;
+  write(sink, std::move(tensors), metadata);
+  return std::move(sink.bytes);
 }
 
 }  // namespace accel::safetensors

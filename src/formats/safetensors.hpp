@@ -9,10 +9,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "core/file_io.hpp"
 
 namespace accel::safetensors {
 
@@ -58,11 +61,19 @@ struct TensorView {
   std::vector<int64_t> shape;
   const void* data = nullptr;
   size_t nbytes = 0;
+  // When data is null: writes the nbytes bytes (a tensor copied to the host
+  // only while it is written).
+  std::function<void(accel::detail::ByteSink&)> stream;
 };
 
 // The file's bytes for tensors (sorted by name, as the reference writer does;
 // header padded with spaces to a multiple of 8) and metadata. Throws on
 // duplicate names, unknown dtypes or byte counts that do not match the shape.
 std::string serialize(std::vector<TensorView> tensors, const std::map<std::string, std::string>& metadata = {});
+// The same bytes, streamed into sink one tensor at a time. With
+// sort_by_name false the data follow the given order (readers locate tensors
+// by their offsets; a writer that produces tensors one after another needs it).
+void write(accel::detail::ByteSink& sink, std::vector<TensorView> tensors,
+           const std::map<std::string, std::string>& metadata = {}, bool sort_by_name = true);
 
 }  // namespace accel::safetensors

@@ -51,18 +51,33 @@ at::Tensor mapped_tensor(const safetensors::File& file, const safetensors::Entry
   return at::from_blob(const_cast<uint8_t*>(bytes), entry.shape, at::TensorOptions().dtype(type));
 }
 
-std::string serialize_tensors(const std::vector<std::pair<std::string, at::Tensor>>& tensors,
-                              const std::map<std::string, std::string>& metadata) {
-  std::vector<at::Tensor> keep;
+void write_tensors(ByteSink& sink, const std::vector<std::pair<std::string, at::Tensor>>& tensors,
+                   const std::map<std::string, std::string>& metadata) {
   std::vector<safetensors::TensorView> views;
   for (const auto& [name, tensor] : tensors) {
     require_arg(tensor.defined(), "safetensors: tensor \"" + name + "\" is undefined");
-    at::Tensor host = tensor.detach().to(at::kCPU).contiguous();
-    keep.push_back(host);
-    views.push_back({name, safetensors_dtype(host.scalar_type()), host.sizes().vec(), host.data_ptr(),
-                     static_cast<size_t>(host.numel()) * host.element_size()});
+    safetensors::TensorView view{name, safetensors_dtype(tensor.scalar_type()), tensor.sizes().vec(), nullptr,
+                                 static_cast<size_t>(tensor.numel()) * tensor.element_size(), {}};
+    if (tensor.device().is_cpu() && tensor.is_contiguous()) {
+      view.data = tensor.data_ptr();  // straight from the tensor's memory
+    } else {
+      // Copied to the host (or made contiguous) one tensor at a time, while written.
+      at::Tensor source = tensor.detach();
+      view.stream = [source](ByteSink& out) {
+        const at::Tensor host = source.to(at::kCPU).contiguous();
+        out.write(host.data_ptr(), static_cast<size_t>(host.numel()) * host.element_size());
+      };
+    }
+    views.push_back(std::move(view));
   }
-  return safetensors::serialize(std::move(views), metadata);
+  safetensors::write(sink, std::move(views), metadata);
+}
+
+std::string serialize_tensors(const std::vector<std::pair<std::string, at::Tensor>>& tensors,
+                              const std::map<std::string, std::string>& metadata) {
+  StringSink sink;
+  write_tensors(sink, tensors, metadata);
+  return std::move(sink.bytes);
 }
 
 }  // namespace accel::detail
@@ -71,7 +86,9 @@ namespace accel {
 
 void save_safetensors(const std::string& path, const TensorDict& tensors,
                       const std::map<std::string, std::string>& metadata) {
-  detail::write_file_atomically(path, detail::serialize_tensors(tensors, metadata));
+  detail::AtomicFileWriter file(path);
+  detail::write_tensors(file, tensors, metadata);
+  file.commit();
 }
 
 TensorDict load_safetensors(const std::string& path, std::map<std::string, std::string>* metadata) {

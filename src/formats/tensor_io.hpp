@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "core/file_io.hpp"
 #include "formats/safetensors.hpp"
 
 namespace accel::detail {
@@ -17,7 +18,11 @@ at::Tensor read_tensor(const safetensors::File& file, const safetensors::Entry& 
 // the dtype, else an owning copy. Read-only: only for copying from; valid
 // while file lives.
 at::Tensor mapped_tensor(const safetensors::File& file, const safetensors::Entry& entry);
-// Safetensors bytes of (name, tensor) pairs.
+// Safetensors of (name, tensor) pairs, streamed into sink: each tensor's bytes
+// go from its memory (a GPU tensor: from a host copy of it alone).
+void write_tensors(ByteSink& sink, const std::vector<std::pair<std::string, at::Tensor>>& tensors,
+                   const std::map<std::string, std::string>& metadata);
+// The same as bytes in memory.
 std::string serialize_tensors(const std::vector<std::pair<std::string, at::Tensor>>& tensors,
                               const std::map<std::string, std::string>& metadata);
 

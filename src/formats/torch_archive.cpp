@@ -1,10 +1,25 @@
 // The zip side of torch.save's format: writing libaccel's archives (a state
-// dict's tensors, a bytes object) and checking an archive's records before
-// LibTorch's zip reader allocates them. The pickle inside is torch_pickle.cpp's.
+// dict's tensors, a bytes object) streamed, reading one from a file where it
+// lies, and checking an archive's records before LibTorch's zip reader
+// allocates them. The pickle inside is torch_pickle.cpp's.
 #include <caffe2/serialize/inline_container.h>
+#include <torch/csrc/jit/serialization/export.h>
 #include <torch/csrc/jit/serialization/pickle.h>
+#include <torch/csrc/jit/serialization/pickler.h>
+
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <exception>
+#include <functional>
 
 #include "accel/error.hpp"
+#include "core/file_io.hpp"
+#include "formats/torch_archive.hpp"
 #include "formats/torch_pickle.hpp"
 
 namespace accel::detail {
@@ -17,47 +32,246 @@ uint64_t le(const std::string& bytes, size_t at, size_t n) {
   return v;
 }
 
+// Reads through ArchiveFile::read for LibTorch's zip reader.
+class FileAdapter final : public caffe2::serialize::ReadAdapterInterface {
+ public:
+  explicit FileAdapter(std::shared_ptr<ArchiveFile> file) : file_(std::move(file)) {}
+  size_t size() const override { return static_cast<size_t>(file_->size()); }
+  size_t read(uint64_t pos, void* buf, size_t n, const char* /*what*/) const override {
+    if (pos >= file_->size()) return 0;
+    n = static_cast<size_t>(std::min<uint64_t>(n, file_->size() - pos));
+    file_->read_into(pos, buf, n);
+    return n;
+  }
+
+ private:
+  std::shared_ptr<ArchiveFile> file_;
+};
+
+void unmap_buffer(void* context) { delete static_cast<std::shared_ptr<ArchiveFile>*>(context); }
+
 }  // namespace
 
-// torch.save stores its records uncompressed. A compressed record is refused
-// before LibTorch reads it: its reader allocates the size the archive declares
-// for a record, and only a stored record's size is checked (by miniz) against
-// the archive's own size; a deflated one could declare, and inflate to, a
-// thousand times the file. Walks the central directory (zip64 included).
-void require_stored_records(const std::string& bytes, const std::string& label) {
-  auto broken = [&](const std::string& what) {
-    fail(ErrorCode::IO, label + ": not a readable torch.save archive (" + what + ")");
-  };
-  const size_t n = bytes.size();
-  if (n < 22) broken("too short for a zip archive");
-  size_t eocd = n - 22;
-  const size_t lowest = n > 22 + 65535 ? n - 22 - 65535 : 0;  // the comment is at most 65535 bytes
-  while (le(bytes, eocd, 4) != 0x06054b50) {
-    if (eocd == lowest) broken("no end of central directory");
-    --eocd;
+std::shared_ptr<ArchiveFile> ArchiveFile::open(const std::string& path) {
+  const int fd = open_regular_file(path);
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) {
+    const int e = errno;
+    ::close(fd);
+    fail(ErrorCode::IO, "cannot stat " + path + ": " + std::strerror(e));
   }
-  uint64_t entries = le(bytes, eocd + 10, 2), offset = le(bytes, eocd + 16, 4);
-  if (entries == 0xffff || offset == 0xffffffff) {  // zip64: the real values are in the zip64 record
-    if (eocd < 20 || le(bytes, eocd - 20, 4) != 0x07064b50) broken("no zip64 end of central directory locator");
-    const uint64_t record = le(bytes, eocd - 20 + 8, 8);
-    if (n < 56 || record > n - 56 || le(bytes, record, 4) != 0x06064b50) broken("no zip64 end of central directory");
-    entries = le(bytes, record + 32, 8);
-    offset = le(bytes, record + 48, 8);
-  }
-  for (uint64_t i = 0; i < entries; ++i) {
-    if (offset > n || n - offset < 46 || le(bytes, offset, 4) != 0x02014b50) broken("a damaged central directory");
-    const uint64_t method = le(bytes, offset + 10, 2), stored = le(bytes, offset + 24, 4);
-    if (method != 0) broken("a compressed record; torch.save stores records uncompressed");
-    if (stored != 0xffffffff && stored > n) broken("a record larger than the archive");
-    offset += 46 + le(bytes, offset + 28, 2) + le(bytes, offset + 30, 2) + le(bytes, offset + 32, 2);
+  return std::shared_ptr<ArchiveFile>(new ArchiveFile(path, fd, static_cast<uint64_t>(info.st_size)));
+}
+
+ArchiveFile::~ArchiveFile() {
+  if (mapping_ != nullptr) ::munmap(mapping_, static_cast<size_t>(size_));
+  ::close(fd_);
+}
+
+void ArchiveFile::read_into(uint64_t at, void* out, size_t n) const {
+  require(at <= size_ && n <= size_ - at, ErrorCode::IO,
+          path_ + ": a read of " + std::to_string(n) + " bytes at " + std::to_string(at) + " passes the end of the " +
+              std::to_string(size_) + "-byte file");
+  auto* bytes = static_cast<char*>(out);
+  while (n > 0) {
+    const ssize_t got = ::pread(fd_, bytes, n, static_cast<off_t>(at));
+    if (got < 0 && errno == EINTR) continue;
+    require(got > 0, ErrorCode::IO,
+            "cannot read " + path_ + ": " + (got < 0 ? std::strerror(errno) : "it ended early (shortened meanwhile?)"));
+    bytes += got;
+    at += static_cast<uint64_t>(got);
+    n -= static_cast<size_t>(got);
   }
 }
 
+std::string ArchiveFile::read(uint64_t at, size_t n) const {
+  std::string out(n, '\0');
+  read_into(at, out.data(), n);
+  return out;
+}
+
+std::shared_ptr<caffe2::serialize::ReadAdapterInterface> ArchiveFile::adapter() {
+  return std::make_shared<FileAdapter>(shared_from_this());
+}
+
+at::DataPtr ArchiveFile::map(uint64_t at, size_t n, size_t alignment) {
+  require(at <= size_ && n <= size_ - at, ErrorCode::IO,
+          path_ + ": " + std::to_string(n) + " bytes at " + std::to_string(at) + " pass the end of the file");
+  if (mapping_ == nullptr && size_ > 0) {
+    // Private and read-only: the file's pages, read on first touch; a later
+    // change to the file is not promised to be seen, and nothing writes here.
+    void* mapped = ::mmap(nullptr, static_cast<size_t>(size_), PROT_READ, MAP_PRIVATE, fd_, 0);
+    require(mapped != MAP_FAILED, ErrorCode::IO, "cannot map " + path_ + ": " + std::strerror(errno));
+    mapping_ = mapped;
+  }
+  char* data = static_cast<char*>(mapping_) + at;
+  if (alignment > 1 && reinterpret_cast<uintptr_t>(data) % alignment != 0) return at::DataPtr();
+  return at::DataPtr(data, new std::shared_ptr<ArchiveFile>(shared_from_this()), &unmap_buffer, c10::Device(c10::kCPU));
+}
+
+void ArchiveFile::release_pages(const void* data, size_t n) const {
+  if (mapping_ == nullptr || n == 0) return;
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto base = reinterpret_cast<uintptr_t>(mapping_);
+  const uintptr_t end_of_mapping = base + ((static_cast<uintptr_t>(size_) + page - 1) / page) * page;
+  const uintptr_t from = reinterpret_cast<uintptr_t>(data) / page * page;
+  const uintptr_t to = std::min(end_of_mapping, (reinterpret_cast<uintptr_t>(data) + n + page - 1) / page * page);
+  if (from < base || from >= to) return;
+  ::madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);  // best effort: only residency changes
+}
+
+void release_mapped_pages(const at::Tensor& tensor) {
+  if (!tensor.defined() || !tensor.has_storage()) return;
+  const c10::DataPtr& data = tensor.storage().data_ptr();
+  if (data.get_deleter() != &unmap_buffer) return;
+  const auto* file = static_cast<const std::shared_ptr<ArchiveFile>*>(data.get_context());
+  (*file)->release_pages(data.get(), tensor.storage().nbytes());
+}
+
+namespace {
+
+// Calls visit(name, method, size) for each record of the central directory
+// (zip64 included), reading only it and the end of central directory. Throws
+// IO naming label for a damaged directory.
+void walk_records(const ArchiveBytes& archive, const std::string& label,
+                  const std::function<void(const std::string&, uint64_t, uint64_t)>& visit) {
+  auto broken = [&](const std::string& what) {
+    fail(ErrorCode::IO, label + ": not a readable torch.save archive (" + what + ")");
+  };
+  const uint64_t n = archive.size();
+  if (n < 22) broken("too short for a zip archive");
+  // The end record is in the last 22 + 65535 bytes (its comment is at most 65535).
+  const uint64_t tail_start = n > 22 + 65535 ? n - 22 - 65535 : 0;
+  const std::string tail = archive.read(tail_start, static_cast<size_t>(n - tail_start));
+  size_t end = tail.size() - 22;
+  while (le(tail, end, 4) != 0x06054b50) {
+    if (end == 0) broken("no end of central directory");
+    --end;
+  }
+  const uint64_t eocd = tail_start + end;
+  uint64_t entries = le(tail, end + 10, 2), offset = le(tail, end + 16, 4);
+  if (entries == 0xffff || offset == 0xffffffff) {  // zip64: the real values are in the zip64 record
+    if (eocd < 20) broken("no zip64 end of central directory locator");
+    const std::string locator = archive.read(eocd - 20, 20);
+    if (le(locator, 0, 4) != 0x07064b50) broken("no zip64 end of central directory locator");
+    const uint64_t record = le(locator, 8, 8);
+    if (n < 56 || record > n - 56) broken("no zip64 end of central directory");
+    const std::string zip64 = archive.read(record, 56);
+    if (le(zip64, 0, 4) != 0x06064b50) broken("no zip64 end of central directory");
+    entries = le(zip64, 32, 8);
+    offset = le(zip64, 48, 8);
+  }
+  for (uint64_t i = 0; i < entries; ++i) {
+    if (offset > n || n - offset < 46) broken("a damaged central directory");
+    const std::string entry = archive.read(offset, 46);
+    if (le(entry, 0, 4) != 0x02014b50) broken("a damaged central directory");
+    const uint64_t method = le(entry, 10, 2), name_length = le(entry, 28, 2), extra_length = le(entry, 30, 2);
+    const uint64_t variable = name_length + extra_length + le(entry, 32, 2);
+    if (n - offset - 46 < variable) broken("a damaged central directory");
+    const std::string name = archive.read(offset + 46, static_cast<size_t>(name_length));
+    // LibTorch allocates the uncompressed size; for a stored record both agree.
+    uint64_t stored = le(entry, 24, 4), compressed = le(entry, 20, 4);
+    if (stored == 0xffffffff || compressed == 0xffffffff) {  // the sizes are in the zip64 extra field, in that order
+      const std::string extra = archive.read(offset + 46 + name_length, static_cast<size_t>(extra_length));
+      const size_t wanted = (stored == 0xffffffff ? 8 : 0) + (compressed == 0xffffffff ? 8 : 0);
+      bool found = false;
+      for (size_t at = 0; at + 4 <= extra.size();) {
+        const uint64_t id = le(extra, at, 2), length = le(extra, at + 2, 2);
+        if (at + 4 + length > extra.size()) break;
+        if (id == 0x0001 && length >= wanted) {
+          size_t field = at + 4;
+          if (stored == 0xffffffff) {
+            stored = le(extra, field, 8);
+            field += 8;
+          }
+          if (compressed == 0xffffffff) compressed = le(extra, field, 8);
+          found = true;
+          break;
+        }
+        at += 4 + length;
+      }
+      if (!found) broken("a zip64 record without its sizes");
+    }
+    visit(name, method, std::max(stored, compressed));
+    offset += 46 + variable;
+  }
+}
+
+}  // namespace
+
+std::map<std::string, uint64_t> stored_records(const ArchiveBytes& archive, const std::string& label) {
+  std::map<std::string, uint64_t> records;
+  walk_records(archive, label, [&](const std::string& name, uint64_t method, uint64_t size) {
+    if (method != 0) {
+      fail(ErrorCode::IO, label + ": not a readable torch.save archive (a compressed record; torch.save stores "
+                                  "records uncompressed)");
+    }
+    if (size > archive.size()) {
+      fail(ErrorCode::IO, label + ": not a readable torch.save archive (a record larger than the archive)");
+    }
+    records[name] = size;
+  });
+  return records;
+}
+
+void require_stored_records(const std::string& bytes, const std::string& label) {
+  stored_records(StringArchiveBytes(bytes), label);
+}
+
+namespace {
+
+// LibTorch's zip writer over a sink. A failing sink must not throw through
+// miniz (nor from the writer's destructor, which finishes the archive): the
+// first error is kept, later writes are dropped, and finish() rethrows it.
+class ArchiveOverSink {
+ public:
+  explicit ArchiveOverSink(ByteSink& sink)
+      : writer_([this, &sink](const void* data, size_t n) {
+          if (error_) return n;
+          try {
+            sink.write(data, n);
+          } catch (...) {
+            error_ = std::current_exception();
+          }
+          return n;
+        }) {}
+  caffe2::serialize::PyTorchStreamWriter& writer() { return writer_; }
+  void finish() {
+    writer_.writeEndOfFile();
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  std::exception_ptr error_;
+  caffe2::serialize::PyTorchStreamWriter writer_;
+};
+
+}  // namespace
+
+void write_torch_save(ByteSink& sink, const c10::IValue& value) {
+  // What torch::pickle_save writes (data.pkl, then a data/<i> record per
+  // storage, 64-byte aligned), with each storage written from its tensor's
+  // memory instead of a copy of the whole archive.
+  std::string pickle;
+  torch::jit::Pickler pickler([&pickle](const char* data, size_t n) { pickle.append(data, n); });
+  pickler.protocol();
+  pickler.pushIValue(value);
+  pickler.stop();
+  ArchiveOverSink archive(sink);
+  torch::jit::writeArchiveAndTensors("data", pickle.data(), pickle.size(), pickler.tensorData(), archive.writer());
+  archive.finish();
+}
+
 std::string pickle_tensors(const std::vector<std::pair<std::string, at::Tensor>>& tensors) {
+  StringSink sink;
+  write_torch_save(sink, tensor_dict(tensors));
+  return std::move(sink.bytes);
+}
+
+c10::IValue tensor_dict(const std::vector<std::pair<std::string, at::Tensor>>& tensors) {
   c10::Dict<std::string, at::Tensor> dict;
   for (const auto& [name, tensor] : tensors) dict.insert(name, tensor.detach().cpu());
-  std::vector<char> bytes = torch::jit::pickle_save(dict);
-  return std::string(bytes.begin(), bytes.end());
+  return dict;
 }
 
 std::string pickle_bytes(const std::string& bytes) {
@@ -80,6 +294,20 @@ std::string pickle_bytes(const std::string& bytes) {
   writer.writeRecord("byteorder", "little", 6);
   writer.writeEndOfFile();
   return out;
+}
+
+bool is_torchscript_archive_file(const std::string& path) {
+  try {
+    const std::shared_ptr<ArchiveFile> file = ArchiveFile::open(path);
+    if (file->size() < 4 || file->read(0, 4) != "PK\x03\x04") return false;
+    bool code = false;
+    walk_records(*file, path, [&](const std::string& name, uint64_t, uint64_t) {
+      code = code || name.find("/code/__torch__") != std::string::npos;
+    });
+    return code;
+  } catch (const Error&) {
+  }
+  return false;
 }
 
 bool is_zip_archive(const std::string& bytes) { return bytes.size() >= 4 && bytes.compare(0, 4, "PK\x03\x04") == 0; }

@@ -1,17 +1,21 @@
 #include "formats/torch_pickle.hpp"
 
-#include <memory>
 #include <ATen/ATen.h>
 #include <caffe2/serialize/in_memory_adapter.h>
 #include <caffe2/serialize/inline_container.h>
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
+#include <limits>
 #include <map>
+#include <memory>
+#include <tuple>
 #include <set>
 #include <unordered_map>
 
 #include "accel/error.hpp"
+#include "formats/torch_archive.hpp"
 
 namespace accel::detail {
 
@@ -140,11 +144,18 @@ bool inert_global(const std::string& name, PickleVocabulary vocabulary) {
          (vocabulary == PickleVocabulary::Scheduler && scheduler_object_global(name));
 }
 
+// The bytes of a storage record, given its name, the bytes its storage needs
+// and their alignment: returns them and how many there are.
+using RecordLoader = std::function<std::tuple<at::DataPtr, size_t>(const std::string& record, size_t bytes,
+                                                                   size_t alignment)>;
+
 class Machine {
  public:
-  // archive: null for a plain pickle (no storages).
-  Machine(caffe2::serialize::PyTorchStreamReader* archive, std::string label, PickleVocabulary vocabulary)
-      : archive_(archive), label_(std::move(label)), vocabulary_(vocabulary) {}
+  // archive: null for a plain pickle (no storages). load_record: null to read
+  // each record with the archive's getRecord.
+  Machine(caffe2::serialize::PyTorchStreamReader* archive, std::string label, PickleVocabulary vocabulary,
+          RecordLoader load_record = nullptr)
+      : archive_(archive), label_(std::move(label)), vocabulary_(vocabulary), load_record_(std::move(load_record)) {}
 
   c10::IValue run(const uint8_t* data, size_t size) {
     data_ = data;
@@ -393,9 +404,12 @@ class Machine {
       if (key.empty() || key.find('/') != std::string::npos || !archive_->hasRecord(record)) {
         bad("the storage \"" + key.substr(0, 100) + "\" has no record in the archive");
       }
-      auto [data, bytes] = archive_->getRecord(record);
       const int64_t numel = f[4].value.toInt();
       const size_t item_size = c10::elementSize(type->second);
+      const bool sized = numel >= 0 && static_cast<uint64_t>(numel) <= std::numeric_limits<uint64_t>::max() / item_size;
+      auto [data, bytes] = load_record_ && sized
+                               ? load_record_(record, static_cast<size_t>(numel) * item_size, item_size)
+                               : archive_->getRecord(record);
       if (numel < 0 || static_cast<uint64_t>(numel) != bytes / item_size || bytes % item_size != 0) {
         bad("storage \"" + key + "\" has " + std::to_string(bytes) + " bytes, not " + std::to_string(numel) +
             " elements of " + c10::toString(type->second));
@@ -709,6 +723,7 @@ class Machine {
   caffe2::serialize::PyTorchStreamReader* archive_;
   std::string label_;
   PickleVocabulary vocabulary_;
+  RecordLoader load_record_;
   const uint8_t* data_ = nullptr;
   size_t size_ = 0, pos_ = 0;
   std::vector<Item> stack_;
@@ -738,18 +753,21 @@ c10::IValue read_pickle(const std::string& bytes, const std::string& label, Pick
   }
 }
 
-c10::IValue read_torch_save(const std::string& bytes, const std::string& label, PickleVocabulary vocabulary) {
-  if (!is_zip_archive(bytes)) {
-    fail(ErrorCode::IO, label +
-                            ": not a torch.save zip archive (the legacy format of torch.save before "
-                            "PyTorch 1.6 is not read)");
-  }
-  require_stored_records(bytes, label);
+namespace {
+
+// RecordLoader with the archive it reads.
+using ArchiveRecordLoader = std::function<std::tuple<at::DataPtr, size_t>(
+    caffe2::serialize::PyTorchStreamReader& archive, const std::string& record, size_t bytes, size_t alignment)>;
+
+// Reads data.pkl and the value it holds, with its storages from load_record
+// (null: the archive's getRecord).
+c10::IValue read_archive(const std::shared_ptr<caffe2::serialize::ReadAdapterInterface>& bytes,
+                         const std::string& label, PickleVocabulary vocabulary,
+                         const ArchiveRecordLoader& load_record) {
   std::unique_ptr<caffe2::serialize::PyTorchStreamReader> archive;
   std::tuple<at::DataPtr, size_t> pickle;
   try {
-    archive = std::make_unique<caffe2::serialize::PyTorchStreamReader>(
-        std::make_shared<caffe2::serialize::MemoryReadAdapter>(bytes.data(), static_cast<off_t>(bytes.size())));
+    archive = std::make_unique<caffe2::serialize::PyTorchStreamReader>(bytes);
     if (archive->hasRecord("byteorder")) {
       auto [order, n] = archive->getRecord("byteorder");
       require(std::string(static_cast<const char*>(order.get()), n) == "little", ErrorCode::Unsupported,
@@ -762,7 +780,13 @@ c10::IValue read_torch_save(const std::string& bytes, const std::string& label, 
     std::string message = e.what();
     fail(ErrorCode::IO, label + ": not a readable torch.save archive (" + message.substr(0, message.find('\n')) + ")");
   }
-  Machine machine(archive.get(), label, vocabulary);
+  RecordLoader loader;
+  if (load_record) {
+    loader = [&](const std::string& record, size_t n, size_t alignment) {
+      return load_record(*archive, record, n, alignment);
+    };
+  }
+  Machine machine(archive.get(), label, vocabulary, loader);
   try {
     return machine.run(static_cast<const uint8_t*>(std::get<0>(pickle).get()), std::get<1>(pickle));
   } catch (const Error&) {
@@ -771,6 +795,50 @@ c10::IValue read_torch_save(const std::string& bytes, const std::string& label, 
     std::string message = e.what();
     fail(ErrorCode::IO, label + ": unreadable (" + message.substr(0, message.find('\n')) + ")");
   }
+}
+
+}  // namespace
+
+c10::IValue read_torch_save(const std::string& bytes, const std::string& label, PickleVocabulary vocabulary) {
+  if (!is_zip_archive(bytes)) {
+    fail(ErrorCode::IO, label +
+                            ": not a torch.save zip archive (the legacy format of torch.save before "
+                            "PyTorch 1.6 is not read)");
+  }
+  require_stored_records(bytes, label);
+  return read_archive(
+      std::make_shared<caffe2::serialize::MemoryReadAdapter>(bytes.data(), static_cast<off_t>(bytes.size())), label,
+      vocabulary, nullptr);
+}
+
+c10::IValue read_torch_save_file(const std::string& path, const std::string& label, PickleVocabulary vocabulary,
+                                 StorageReads reads) {
+  const std::shared_ptr<ArchiveFile> file = ArchiveFile::open(path);
+  if (file->size() < 4 || file->read(0, 4) != "PK\x03\x04") {
+    fail(ErrorCode::IO, label +
+                            ": not a torch.save zip archive (the legacy format of torch.save before "
+                            "PyTorch 1.6 is not read)");
+  }
+  const std::map<std::string, uint64_t> records = stored_records(*file, label);
+  ArchiveRecordLoader load_record;
+  if (reads == StorageReads::Map) {
+    // A view of the mapped file when the record holds exactly the storage's
+    // bytes at an aligned place; otherwise read as usual (the reader then
+    // judges the size).
+    load_record = [&](caffe2::serialize::PyTorchStreamReader& archive, const std::string& record, size_t n,
+                      size_t alignment) -> std::tuple<at::DataPtr, size_t> {
+      for (const auto& [name, stored] : records) {
+        const size_t slash = name.find('/');
+        if (slash == std::string::npos || name.compare(slash + 1, std::string::npos, record) != 0) continue;
+        if (stored != n || n == 0) break;
+        at::DataPtr mapped = file->map(archive.getRecordOffset(record), n, alignment);
+        if (mapped) return {std::move(mapped), n};
+        break;
+      }
+      return archive.getRecord(record);
+    };
+  }
+  return read_archive(file->adapter(), label, vocabulary, load_record);
 }
 
 }  // namespace accel::detail

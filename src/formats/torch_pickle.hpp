@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/file_io.hpp"
+
 namespace accel::detail {
 
 // The object stored, as IValues: dicts (OrderedDict included, in order),
@@ -50,6 +52,24 @@ namespace accel::detail {
 enum class PickleVocabulary { StateDict, RandomStates, Scheduler, DcpMetadata };
 c10::IValue read_torch_save(const std::string& bytes, const std::string& label,
                             PickleVocabulary vocabulary = PickleVocabulary::StateDict);
+// The same, from a file, never whole in memory: the archive's directory and
+// data.pkl are read, then each storage
+//   StorageReads::Copy  straight from the file into its tensor;
+//   StorageReads::Map   as a read-only view of a private mapping of the file
+//                       (copied when not aligned for its dtype), so that only
+//                       the pages a caller touches are read; for callers that
+//                       use a part of each tensor (a checkpoint cut again for
+//                       another layout). The tensors must not be written, and
+//                       a file shortened while they live is not supported.
+// Errors name label (reading: the path).
+enum class StorageReads { Copy, Map };
+// For a tensor read with StorageReads::Map: gives back the resident pages of
+// its storage, once a caller has taken what it needs from it (the tensor stays
+// valid; touching it reads them again). Does nothing for any other tensor.
+void release_mapped_pages(const at::Tensor& tensor);
+c10::IValue read_torch_save_file(const std::string& path, const std::string& label,
+                                 PickleVocabulary vocabulary = PickleVocabulary::StateDict,
+                                 StorageReads reads = StorageReads::Copy);
 // A plain pickle (pickle.dump's output, no archive and so no tensors), with
 // the same machine and vocabularies.
 c10::IValue read_pickle(const std::string& bytes, const std::string& label, PickleVocabulary vocabulary);
@@ -62,6 +82,13 @@ std::string dcp_chunk_key(const std::string& fqn, const std::vector<int64_t>& of
 // to the CPU so that torch.load works without a GPU; torch.load returns a
 // dict that nn.Module.load_state_dict takes.
 std::string pickle_tensors(const std::vector<std::pair<std::string, at::Tensor>>& tensors);
+// That dict, for write_torch_save.
+c10::IValue tensor_dict(const std::vector<std::pair<std::string, at::Tensor>>& tensors);
+// torch.save's archive of any value LibTorch's pickler writes (a state dict),
+// streamed into sink: each storage goes from its tensor's memory (a GPU
+// tensor's from a host copy of that tensor alone), never the whole archive in
+// memory. Throws what the sink throws.
+void write_torch_save(ByteSink& sink, const c10::IValue& value);
 
 // Bytes as torch.save would write a Python bytes object (a zip archive whose
 // data.pkl is one BINBYTES opcode, protocol 3), for custom_checkpoint_{i}.pkl:
@@ -71,6 +98,10 @@ std::string pickle_bytes(const std::string& bytes);
 // True for a zip archive (torch.save's format since PyTorch 1.6); the legacy
 // non-zip format is not read.
 bool is_zip_archive(const std::string& bytes);
+// True for a file that is a zip archive with TorchScript code records (a
+// LibTorch module archive, such as libaccel's optimizer files before format 2);
+// reads only its directory. False for anything else, unreadable included.
+bool is_torchscript_archive_file(const std::string& path);
 
 // Refuses (IO, naming label) a zip archive with a compressed record or one
 // larger than the archive, before LibTorch's reader allocates what a record

@@ -1,5 +1,6 @@
 #include "accel/optimizer.hpp"
 #include "optim/fused_adam.hpp"
+#include "optim/optimizer_checkpoint.hpp"
 #include "optim/optimizer_state.hpp"
 
 #include <ATen/ATen.h>
@@ -287,6 +288,17 @@ CheckpointObject Optimizer::checkpoint_object() const {
   Impl* impl = impl_.get();  // heap: stays put when the Optimizer moves
   return CheckpointObject{
       [impl] { return save_optimizer(*impl->optimizer, impl->options.kind, impl->scheduler_group_entries); },
+      [impl](const std::string& bytes) { Optimizer::load_into(*impl, bytes); }};
+}
+
+detail::OptimizerCheckpoint Optimizer::checkpoint_state() const {
+  Impl* impl = impl_.get();  // heap: stays put when the Optimizer moves
+  return detail::OptimizerCheckpoint{
+      [impl] { return detail::optimizer_state_dict(*impl->optimizer, impl->options.kind, impl->scheduler_group_entries); },
+      [impl](const c10::IValue& state_dict) {
+        detail::load_optimizer_state_dict(*impl->optimizer, impl->options.kind, state_dict,
+                                          std::string(kind_name(impl->options.kind)) + " state");
+      },
       [impl](const std::string& bytes) { Optimizer::load_into(*impl, bytes); }};
 }
 

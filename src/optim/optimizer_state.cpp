@@ -1,7 +1,6 @@
 #include "optim/optimizer_state.hpp"
 
 #include <ATen/ATen.h>
-#include <torch/csrc/jit/serialization/pickle.h>  // pickle_save: writing only
 #include <torch/optim/adagrad.h>
 #include <torch/optim/adam.h>
 #include <torch/optim/adamw.h>
@@ -14,6 +13,7 @@
 #include <set>
 
 #include "accel/error.hpp"
+#include "core/file_io.hpp"
 #include "formats/torch_pickle.hpp"
 #include "optim/state_key.hpp"
 
@@ -389,8 +389,9 @@ void load_optimizer_state_dict(torch::optim::Optimizer& optimizer, OptimizerKind
 }
 
 std::string pickle_state_dict(const c10::IValue& state_dict) {
-  std::vector<char> bytes = torch::jit::pickle_save(state_dict);
-  return std::string(bytes.begin(), bytes.end());
+  StringSink sink;
+  write_torch_save(sink, state_dict);
+  return std::move(sink.bytes);
 }
 
 c10::IValue unpickle_state_dict(const std::string& bytes, const std::string& label, PickleVocabulary vocabulary) {

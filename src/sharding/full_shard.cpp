@@ -413,6 +413,17 @@ void FullShard::zero_grad() {
   for (Unit& unit : units_) unit.unsynced_grad = at::Tensor();
 }
 
+int64_t FullShard::unit_of(const at::Tensor& param, std::vector<int64_t>* shape) const {
+  for (size_t u = 0; u < units_.size(); ++u) {
+    for (size_t i = 0; i < units_[u].params.size(); ++i) {
+      if (units_[u].params[i].unsafeGetTensorImpl() != param.unsafeGetTensorImpl()) continue;
+      if (shape != nullptr) *shape = units_[u].shapes[i];
+      return static_cast<int64_t>(u);
+    }
+  }
+  return -1;
+}
+
 std::string FullShard::layout_json() const {
   nlohmann::json units = nlohmann::json::array();
   for (const Unit& unit : units_) {

@@ -140,6 +140,9 @@ class FullShard final : public FlatShard, public std::enable_shared_from_this<Fu
   // evaluation forward with grad mode on is followed by no backward).
   void set_keep_after_forward(bool keep) { keep_after_forward_ = keep; }
   std::vector<at::Tensor> unit_parameters(size_t unit) const { return units_[unit].params; }
+  // The unit holding `param` (the same tensor as one of unit_parameters), with
+  // its full shape in *shape; -1 when no unit holds it (a frozen parameter, a buffer).
+  int64_t unit_of(const at::Tensor& param, std::vector<int64_t>* shape) const;
   // The unit's parameter gradients (undefined: zero) after one backward:
   // reduce-scattered into shard().grad, or kept whole on a micro-step that
   // does not sync. Collective when syncing.

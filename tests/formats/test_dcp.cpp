@@ -176,7 +176,9 @@ TEST(Dcp, WrittenDirectoriesReadBack) {
       file.add_object("optimizer.param_groups.0.lr",
                       {std::string("optimizer"), std::string("param_groups"), int64_t{0}, std::string("lr")}, 0.25);
     }
-    write_all(dir + "/" + file.file(), file.bytes());
+    StringSink bytes;
+    file.write(bytes);
+    write_all(dir + "/" + file.file(), bytes.bytes);
     records.push_back(file.records());
   }
   write_all(dir + "/.metadata", dcp_metadata(records));
