@@ -120,10 +120,13 @@ void ArchiveFile::release_pages(const void* data, size_t n) const {
   ::madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);  // best effort: only residency changes
 }
 
+bool is_mapped_tensor(const at::Tensor& tensor) {
+  return tensor.defined() && tensor.has_storage() && tensor.storage().data_ptr().get_deleter() == &unmap_buffer;
+}
+
 void release_mapped_pages(const at::Tensor& tensor) {
-  if (!tensor.defined() || !tensor.has_storage()) return;
+  if (!is_mapped_tensor(tensor)) return;
   const c10::DataPtr& data = tensor.storage().data_ptr();
-  if (data.get_deleter() != &unmap_buffer) return;
   const auto* file = static_cast<const std::shared_ptr<ArchiveFile>*>(data.get_context());
   (*file)->release_pages(data.get(), tensor.storage().nbytes());
 }

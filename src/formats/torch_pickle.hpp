@@ -67,6 +67,8 @@ enum class StorageReads { Copy, Map };
 // its storage, once a caller has taken what it needs from it (the tensor stays
 // valid; touching it reads them again). Does nothing for any other tensor.
 void release_mapped_pages(const at::Tensor& tensor);
+// Whether the tensor's storage is such a view of a mapped file.
+bool is_mapped_tensor(const at::Tensor& tensor);
 c10::IValue read_torch_save_file(const std::string& path, const std::string& label,
                                  PickleVocabulary vocabulary = PickleVocabulary::StateDict,
                                  StorageReads reads = StorageReads::Copy);
