@@ -5,6 +5,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/cuda.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <filesystem>
@@ -295,17 +296,25 @@ void Accelerator::load_state(const std::string& requested_dir) {
                    detail::live_layout(*targets.models[i]).to_json();
   }
   const bool reshard = !dcp && (saved_sharded || saved_sharded_models || sharded) && !same_layouts;
-  std::optional<detail::ShardLayout> source, target;
+  // Cut again: each model's saved and running layouts, and the model each
+  // optimizer steps (its state follows that model's layout).
+  std::vector<detail::ShardLayout> sources, live_layouts;
+  std::vector<size_t> optimizer_model(targets.optimizers.size(), 0);
   if (reshard) {
-    require(targets.models.size() == 1, ErrorCode::Unsupported,
-            "load_state: " + dir + " was saved by " + std::to_string(saved_processes) + " processes under " +
-                (manifest.has("sharding_strategy") ? manifest.string("sharding_strategy") : std::string("a strategy")) +
-                ", and " + std::to_string(st.world_size()) + " run sharding_strategy " +
-                to_string(st.sharding_strategy) + ": cutting the state again needs one prepared model, and " +
-                std::to_string(targets.models.size()) + " are prepared");
-    source = detail::saved_layout(manifest, reader, *targets.models.front(), 0);
-    target = detail::live_layout(*targets.models.front());
-    detail::check_same_parameters(*source, *target, "load_state: " + dir);
+    for (size_t i = 0; i < targets.models.size(); ++i) {
+      sources.push_back(detail::saved_layout(manifest, reader, *targets.models[i], i));
+      live_layouts.push_back(detail::live_layout(*targets.models[i]));
+      detail::check_same_parameters(sources.back(), live_layouts.back(),
+                                    "load_state: " + dir + " (model " + std::to_string(i) + ")");
+    }
+    for (size_t j = 0; j < targets.optimizers.size(); ++j) {
+      auto it = std::find_if(targets.models.begin(), targets.models.end(),
+                             [&](const auto& m) { return m.get() == targets.optimizers[j].model; });
+      require(it != targets.models.end(), ErrorCode::Unsupported,
+              "load_state: " + dir + ": optimizer " + std::to_string(j) +
+                  " steps a model that is not prepared, so its state cannot be cut for this world and strategy");
+      optimizer_model[j] = static_cast<size_t>(it - targets.models.begin());
+    }
   }
   require(manifest.boolean("scaler") == (st.scaler != nullptr), ErrorCode::InvalidArgument,
           std::string("load_state: ") + dir +
@@ -345,7 +354,7 @@ void Accelerator::load_state(const std::string& requested_dir) {
       // ZeRO-1/2 keep a master copy of their chunk: refreshed from the parameters.
       if (model.flat_shard() && !model.full_shard())
         gathered.push_back(std::make_unique<detail::ModelImpl::Gathered>(model));
-      auto values = detail::resharded_model(reader, i, *source, model);
+      auto values = detail::resharded_model(reader, i, sources[i], model);
       resharded_values.insert(resharded_values.end(), values.begin(), values.end());
       model_files.emplace_back();
       model_plans.emplace_back();
@@ -396,8 +405,9 @@ void Accelerator::load_state(const std::string& requested_dir) {
       continue;
     }
     if (reshard) {
-      optimizer_states.push_back(
-          detail::resharded_optimizer(reader, i, *source, *target, detail::live_member(*targets.models.front())));
+      const size_t m = optimizer_model[i];
+      optimizer_states.push_back(detail::resharded_optimizer(reader, i, sources[m], live_layouts[m],
+                                                             detail::live_member(*targets.models[m])));
       continue;
     }
     const std::string path = reader.path(optimizer_file(i));

@@ -84,12 +84,14 @@ std::vector<Unit> parse_units(const std::string& text, const std::string& path) 
   return out;
 }
 
-// output_dir/file_name (the directory created), durably; returns its path.
-std::string write_output(const std::string& output_dir, const char* file_name, const std::string& bytes) {
+// output_dir/file_name (the directory created), durably, streamed from
+// `produce` (never the whole file in memory); returns its path.
+std::string write_output(const std::string& output_dir, const char* file_name,
+                         const std::function<void(detail::ByteSink&)>& produce) {
   std::error_code error;
   std::filesystem::create_directories(output_dir, error);
   if (error) fail(ErrorCode::IO, "merge-weights: cannot create " + output_dir + ": " + error.message());
-  detail::write_durable(output_dir, file_name, bytes);
+  detail::write_durable(output_dir, file_name, produce);
   return (std::filesystem::path(output_dir) / file_name).string();
 }
 
@@ -101,9 +103,13 @@ MergedWeights write_merged(std::vector<std::pair<std::string, at::Tensor>> tenso
   merged.tensors = static_cast<int64_t>(tensors.size());
   for (const auto& [name, t] : tensors) merged.bytes += static_cast<int64_t>(t.nbytes());
   const char* file_name = safe_serialization ? "model.safetensors" : "pytorch_model.bin";
-  merged.output_file = write_output(
-      output_dir, file_name,
-      safe_serialization ? detail::serialize_tensors(tensors, {{"format", "pt"}}) : detail::pickle_tensors(tensors));
+  merged.output_file = write_output(output_dir, file_name, [&](detail::ByteSink& sink) {
+    if (safe_serialization) {
+      detail::write_tensors(sink, tensors, {{"format", "pt"}});
+    } else {
+      detail::write_torch_save(sink, detail::tensor_dict(tensors));
+    }
+  });
   return merged;
 }
 
@@ -236,10 +242,11 @@ MergedWeights merge_sharded_weights(const std::string& checkpoint_dir, const std
     merged.bytes += static_cast<int64_t>(view.nbytes);
   }
   merged.tensors = static_cast<int64_t>(views.size());
-  std::string bytes;
   const char* file_name = safe_serialization ? "model.safetensors" : "pytorch_model.bin";
   if (safe_serialization) {
-    bytes = safetensors::serialize(std::move(views), {{"format", "pt"}});
+    merged.output_file = write_output(output_dir, file_name, [&](detail::ByteSink& sink) {
+      safetensors::write(sink, std::move(views), {{"format", "pt"}});
+    });
   } else {
     // torch.save's format (Accelerate's --unsafe_serialization), in the
     // safetensors order (names sorted) as torch.load returns a dict anyway.
@@ -251,9 +258,10 @@ MergedWeights merge_sharded_weights(const std::string& checkpoint_dir, const std
       if (view.nbytes > 0) std::memcpy(t.data_ptr(), view.data, view.nbytes);
       tensors.emplace_back(view.name, std::move(t));
     }
-    bytes = detail::pickle_tensors(tensors);
+    merged.output_file = write_output(output_dir, file_name, [&](detail::ByteSink& sink) {
+      detail::write_torch_save(sink, detail::tensor_dict(tensors));
+    });
   }
-  merged.output_file = write_output(output_dir, file_name, bytes);
   return merged;
 }
 

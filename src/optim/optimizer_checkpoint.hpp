@@ -10,7 +10,11 @@
 
 namespace accel::detail {
 
+class ModelImpl;
+
 struct OptimizerCheckpoint {
+  // The model whose parameters it steps (which layout its sharded state follows).
+  const ModelImpl* model = nullptr;
   // PyTorch's structure (optimizer_state.hpp). On the CPU its tensors are the
   // live state's own, not copies: writing it streams them, and holding it keeps
   // the state as it was (load_state's rollback) while load_state_dict installs

@@ -22,6 +22,10 @@
 // SRC/losses (PyTorch's AdamW against libaccel's: the same formula, so within
 // the bound above).
 //
+// A last argument `two-models` adds a second model (a two-layer head on the
+// same inputs) with its own AdamW, both prepared: each is cut again with its
+// own layout, each optimizer with its model's (the loss is the two losses' sum).
+//
 // STRATEGY: none, zero1, zero2, full, hybrid (HYBRID_SHARD over two "nodes" of
 // half the processes each when their number is even: LOCAL_WORLD_SIZE and
 // LOCAL_RANK rewritten before the accelerator reads them), hybrid1 (HYBRID_SHARD
@@ -72,6 +76,9 @@ void check(bool condition, const std::string& what) {
 const char* kSpec = R"([{"type": "Linear", "in_features": 6, "out_features": 8}, {"type": "Tanh"},
                         {"type": "Linear", "in_features": 8, "out_features": 8}, {"type": "Tanh"},
                         {"type": "Linear", "in_features": 8, "out_features": 3}])";
+// 35 + 15 elements in two units.
+const char* kSecondSpec = R"([{"type": "Linear", "in_features": 6, "out_features": 5}, {"type": "Tanh"},
+                              {"type": "Linear", "in_features": 5, "out_features": 3}])";
 constexpr int64_t kGlobalBatch = 12, kStepsBeforeSave = 3, kStepsAfter = 5;
 constexpr double kLossTolerance = 1e-11;
 constexpr int64_t kSamples = 60;
@@ -106,25 +113,38 @@ accel::ShardingStrategy strategy_named(const std::string& name) {
   return accel::ShardingStrategy::HybridShard;
 }
 
+// The models and their optimizers (one, or two with `two-models`).
+struct Trained {
+  std::vector<accel::Model*> models;
+  std::vector<accel::Optimizer*> optimizers;
+};
+
 // One step on this process's share of step `step`'s global batch; the global
-// mean loss (every process's share is the same size).
-double train_step(accel::Accelerator& accelerator, accel::Model& model, accel::Optimizer& optimizer, int64_t step) {
+// mean loss (every process's share is the same size), summed over the models.
+double train_step(accel::Accelerator& accelerator, const Trained& trained, int64_t step) {
   at::manual_seed(1000 + step);
   at::Tensor x = at::randn({kGlobalBatch, 6}).to(at::kDouble), y = at::randint(0, 3, {kGlobalBatch}, at::kLong);
   const int64_t share = kGlobalBatch / accelerator.num_processes(), first = share * accelerator.process_index();
-  at::Tensor loss = accel::compute_loss(accel::LossKind::CrossEntropy, model.forward(x.narrow(0, first, share)),
-                                        y.narrow(0, first, share));
+  at::Tensor loss;
+  for (accel::Model* model : trained.models) {
+    at::Tensor part = accel::compute_loss(accel::LossKind::CrossEntropy, model->forward(x.narrow(0, first, share)),
+                                          y.narrow(0, first, share));
+    loss = loss.defined() ? loss + part : part;
+  }
   accelerator.backward(loss);
-  optimizer.step();
-  optimizer.zero_grad();
+  for (accel::Optimizer* optimizer : trained.optimizers) {
+    optimizer->step();
+    optimizer->zero_grad();
+  }
   return accelerator.gather(loss.detach().reshape({1})).mean().item<double>();
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  check(argc >= 4, "usage: dist_reshard save STRATEGY DIR | load STRATEGY SRC OUT");
+  check(argc >= 4, "usage: dist_reshard save STRATEGY DIR [two-models] | load STRATEGY SRC OUT [two-models]");
   const std::string mode = argv[1], strategy = argv[2], dir = argv[3];
+  const bool two_models = std::string(argv[argc - 1]) == "two-models";
   const int world = std::atoi(std::getenv("WORLD_SIZE")), rank = std::atoi(std::getenv("RANK"));
   if (strategy == "hybrid" && world % 2 == 0) {  // two nodes; torchrun numbers a node's ranks consecutively
     setenv("LOCAL_WORLD_SIZE", std::to_string(world / 2).c_str(), 1);
@@ -136,22 +156,31 @@ int main(int argc, char** argv) {
   accel::Accelerator accelerator(options);
   rank_for_messages = accelerator.process_index();
   at::manual_seed(6);
-  accel::Model model = accel::Model::from_json(kSpec);
+  accel::Model model = accel::Model::from_json(kSpec), second = accel::Model::from_json(kSecondSpec);
   {  // float32 draws widened exactly, before prepare
     at::NoGradGuard no_grad;
-    for (auto& p : model.parameters()) p.set_data(p.to(at::kDouble));
+    for (accel::Model* m : {&model, &second}) {
+      for (auto& p : m->parameters()) p.set_data(p.to(at::kDouble));
+    }
   }
   accel::Optimizer optimizer(model, accel::OptimizerOptions::defaults(accel::OptimizerKind::AdamW));
+  accel::Optimizer second_optimizer(second, accel::OptimizerOptions::defaults(accel::OptimizerKind::AdamW));
   accel::DataLoader loader(sample_ids(), loader_options());
+  Trained trained{{&model}, {&optimizer}};
   accelerator.prepare(model);
   accelerator.prepare(optimizer);
+  if (two_models) {
+    accelerator.prepare(second);
+    accelerator.prepare(second_optimizer);
+    trained = Trained{{&model, &second}, {&optimizer, &second_optimizer}};
+  }
   accelerator.prepare(loader);
   check(accelerator.sharding_strategy() == options.sharding_strategy, "the strategy is " + strategy);
 
   if (mode == "save") {
     std::vector<int64_t> seen;
     for (int64_t step = 0; step < kStepsBeforeSave; ++step) {
-      train_step(accelerator, model, optimizer, step);
+      train_step(accelerator, trained, step);
       for (int64_t id : next_ids(accelerator, loader)) seen.push_back(id);
     }
     accelerator.save_state(dir + "/state");
@@ -161,7 +190,7 @@ int main(int argc, char** argv) {
     }
     std::vector<double> losses;
     for (int64_t step = kStepsBeforeSave; step < kStepsBeforeSave + kStepsAfter; ++step) {
-      losses.push_back(train_step(accelerator, model, optimizer, step));
+      losses.push_back(train_step(accelerator, trained, step));
     }
     if (accelerator.is_main_process()) {
       std::ofstream out(dir + "/losses");
@@ -172,7 +201,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   const bool from_accelerate = mode == "load-accelerate";
-  check(from_accelerate || (mode == "load" && argc >= 5), "usage: dist_reshard load STRATEGY SRC OUT");
+  check(from_accelerate || (mode == "load" && argc >= 5), "usage: dist_reshard load STRATEGY SRC OUT [two-models]");
   accelerator.load_state(dir + "/state");
   if (!from_accelerate) accelerator.save_state(argv[4]);
   std::ifstream saved(dir + "/losses");
@@ -180,7 +209,7 @@ int main(int argc, char** argv) {
   for (int64_t step = kStepsBeforeSave; step < kStepsBeforeSave + kStepsAfter; ++step) {
     double expected = 0;
     check(static_cast<bool>(saved >> expected), "read " + dir + "/losses");
-    const double loss = train_step(accelerator, model, optimizer, step);
+    const double loss = train_step(accelerator, trained, step);
     // The loader's batches of these steps count towards the epoch below.
     for (int64_t id : next_ids(accelerator, loader)) taken_after_load.push_back(id);
     check(std::fabs(loss - expected) <= kLossTolerance,
