@@ -208,16 +208,18 @@ void load_accelerate_checkpoint(AcceleratorState& st, const std::string& dir) {
     // Mapped: only the pages holding this process's elements are read.
     const c10::IValue state =
         read_torch_save_file(file, "load_state: " + file, PickleVocabulary::StateDict, StorageReads::Map);
-    optimizer_states.push_back(reshard_optimizer_state(whole_layout(model), [&](int) { return state; },
-                                                       live_layout(model), live_member(model), "load_state: " + file));
+    optimizer_states.push_back(reshard_optimizer_state(
+        whole_layout(model), [&](int) { return state; }, live_layout(model), live_member(model),
+        "load_state: " + file));
   }
   for (size_t i = 0; i < targets.optimizers.size() && !(dcp || sharded); ++i) {
     const std::string file = dir + "/" + numbered_file("optimizer", i, ".bin");
     require_inside_checkpoint(dir, file);
     // Accelerate writes torch.save pickles; a LibTorch (TorchScript) archive is no
     // Accelerate file and would reach LibTorch's unhardened unpickler.
-    require(!is_torchscript_archive_file(file), ErrorCode::IO,
-            "load_state: " + file + " is a LibTorch (TorchScript) archive, not the torch.save pickle Accelerate writes");
+    require(
+        !is_torchscript_archive_file(file), ErrorCode::IO,
+        "load_state: " + file + " is a LibTorch (TorchScript) archive, not the torch.save pickle Accelerate writes");
     optimizer_states.push_back(read_torch_save_file(file, "load_state: " + file));
   }
   for (size_t i = 0; i < targets.schedulers.size(); ++i) {

@@ -8,6 +8,7 @@
 #include "accel/error.hpp"
 #include "accelerator/checkpoint_files.hpp"
 #include "accelerator/checkpoint_layouts.hpp"
+#include "checkpoint/optimizer_reshard.hpp"
 #include "formats/dcp.hpp"
 
 namespace accel::detail {
@@ -25,9 +26,9 @@ const DcpDirectory::Tensor& checked_model_tensor(const DcpDirectory& dcp, const 
   require(it->second.size == shape, ErrorCode::IO,
           where + ": \"" + key + "\" has shape " + c10::str(at::IntArrayRef(it->second.size)) + ", the model's has " +
               c10::str(at::IntArrayRef(shape)));
-  require(it->second.dtype == dtype || (floating(it->second.dtype) && floating(dtype)), ErrorCode::IO,
-          where + ": \"" + key + "\" is " + c10::toString(it->second.dtype) + ", the model's is " +
-              c10::toString(dtype));
+  require(
+      it->second.dtype == dtype || (floating(it->second.dtype) && floating(dtype)), ErrorCode::IO,
+      where + ": \"" + key + "\" is " + c10::toString(it->second.dtype) + ", the model's is " + c10::toString(dtype));
   return it->second;
 }
 
@@ -143,16 +144,6 @@ std::map<std::string, bool> state_keys(const DcpDirectory& dcp, const std::strin
   return keys;
 }
 
-bool same_value(const c10::IValue& a, const c10::IValue& b) {
-  if (a.isTensor() && b.isTensor()) {
-    return a.toTensor().sizes() == b.toTensor().sizes() && a.toTensor().scalar_type() == b.toTensor().scalar_type() &&
-           at::equal(a.toTensor(), b.toTensor());
-  }
-  if (a.isInt() && b.isInt()) return a.toInt() == b.toInt();
-  if (a.isDouble() && b.isDouble()) return a.toDouble() == b.toDouble();
-  return false;
-}
-
 }  // namespace
 
 c10::IValue dcp_optimizer_state(const std::string& optimizer_dir, const ShardLayout& target, int member) {
@@ -205,7 +196,7 @@ c10::IValue dcp_optimizer_state(const std::string& optimizer_dir, const ShardLay
       // The rest (step) agrees between the parameters: one value for the member's vector.
       const c10::IValue value = value_of(0, key, tensor);
       for (size_t p = 1; p < target.params().size(); ++p) {
-        require(same_value(value_of(p, key, keys[p].at(key)), value), ErrorCode::IO,
+        require(same_state_value(value_of(p, key, keys[p].at(key)), value), ErrorCode::IO,
                 where + ": \"" + key + "\" differs between parameters " + target.params().front().name + " and " +
                     target.params()[p].name + "; it must agree for the state to be cut for " +
                     std::to_string(target.group()) + " processes");

@@ -277,8 +277,8 @@ void Accelerator::load_state(const std::string& requested_dir) {
   // an elastic job that lost or gained a node needs. Sharded state (saved, or
   // wanted now) loads as saved at the same world size and strategy, and is cut
   // again for this process otherwise (checkpoint_layouts.hpp).
-  // Saved with SHARDED_STATE_DICT: PyTorch distributed checkpoints, whole on
-  // reading and cut for this process (load_dcp_state.hpp), at any world size.
+  // Saved with SHARDED_STATE_DICT: PyTorch distributed checkpoints, read one
+  // parameter at a time and cut for this process (load_dcp_state.hpp), at any world size.
   const bool dcp = manifest.has("state_dict_type") && manifest.string("state_dict_type") == "SHARDED_STATE_DICT";
   require(!dcp || targets.models.size() == 1 || targets.optimizers.empty(), ErrorCode::Unsupported,
           "load_state: " + dir + " holds distributed checkpoints; reading them needs one prepared model, and " +
@@ -406,8 +406,8 @@ void Accelerator::load_state(const std::string& requested_dir) {
     }
     if (reshard) {
       const size_t m = optimizer_model[i];
-      optimizer_states.push_back(detail::resharded_optimizer(reader, i, sources[m], live_layouts[m],
-                                                             detail::live_member(*targets.models[m])));
+      optimizer_states.push_back(
+          detail::resharded_optimizer(reader, i, sources[m], live_layouts[m], detail::live_member(*targets.models[m])));
       continue;
     }
     const std::string path = reader.path(optimizer_file(i));

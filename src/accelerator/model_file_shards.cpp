@@ -115,8 +115,8 @@ void save_full_shard_model(const ModelImpl& model, const std::string& dir, int64
           const Entry& e = entries[i];
           weight_map[e.name] = name;
           total += bytes[i];
-          safetensors::TensorView view{e.name, safetensors_dtype(e.tensor.scalar_type()), e.shape, nullptr,
-                                       static_cast<size_t>(bytes[i]), {}};
+          safetensors::TensorView view{
+              e.name, safetensors_dtype(e.tensor.scalar_type()), e.shape, nullptr, static_cast<size_t>(bytes[i]), {}};
           view.stream = [&, i](ByteSink& sink) {
             advance(i);
             const at::Tensor host = entries[i].tensor.detach().to(at::kCPU).contiguous();
@@ -136,7 +136,7 @@ void save_full_shard_model(const ModelImpl& model, const std::string& dir, int64
         if (!out.failure) out.failure = std::current_exception();
       }
     }
-    advance(files[f].back());  // what a failed write left, and every other process's walk
+    if (!files[f].empty()) advance(files[f].back());  // what a failed write left, and every other process's walk
   }
   if (gathered >= 0) shard.release(static_cast<size_t>(gathered));
   if (out.failure) std::rethrow_exception(out.failure);

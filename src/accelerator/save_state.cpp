@@ -256,17 +256,17 @@ std::string Accelerator::save_state(const std::string& requested_dir, bool safe_
       if (targets.models[i]->full_shard()) continue;  // written by every process above
       const detail::NamedTensors dict = detail::model_state_dict(*targets.models[i]);
       if (safe_serialization) {
-        put_streamed(detail::numbered_file("model", i, ".safetensors"),
-                     [&](detail::ByteSink& sink) { detail::write_tensors(sink, dict, {{"format", "pt"}}); });
+        put_streamed(detail::numbered_file("model", i, ".safetensors"), [&](detail::ByteSink& sink) {
+          detail::write_tensors(sink, dict, {{"format", "pt"}});
+        });
       } else {  // what Accelerate 0.22's load_state reads: torch.load of pytorch_model.bin
         put_streamed(detail::numbered_file("pytorch_model", i, ".bin"),
                      [&](detail::ByteSink& sink) { detail::write_torch_save(sink, detail::tensor_dict(dict)); });
       }
     }
     for (size_t i = 0; !sharded && i < targets.optimizers.size(); ++i) {
-      put_streamed(detail::numbered_file("optimizer", i, ".bin"), [&](detail::ByteSink& sink) {
-        detail::write_torch_save(sink, targets.optimizers[i].state_dict());
-      });
+      put_streamed(detail::numbered_file("optimizer", i, ".bin"),
+                   [&](detail::ByteSink& sink) { detail::write_torch_save(sink, targets.optimizers[i].state_dict()); });
     }
     for (size_t i = 0; i < targets.schedulers.size(); ++i) {
       put(detail::numbered_file("scheduler", i, ".bin"), targets.schedulers[i].save());

@@ -27,18 +27,6 @@ const c10::IValue& field(const Dict& dict, const std::string& key, const std::st
 
 bool per_element(const std::string& key, const c10::IValue& value) { return key != "step" && value.isTensor(); }
 
-// The same value in every dict: step (a number, or a 0-d tensor) and options.
-bool same(const c10::IValue& a, const c10::IValue& b) {
-  if (a.isTensor() && b.isTensor()) {
-    return a.toTensor().sizes() == b.toTensor().sizes() && a.toTensor().scalar_type() == b.toTensor().scalar_type() &&
-           at::equal(a.toTensor(), b.toTensor());
-  }
-  if (a.isInt() && b.isInt()) return a.toInt() == b.toInt();
-  if (a.isDouble() && b.isDouble()) return a.toDouble() == b.toDouble();
-  if (a.isBool() && b.isBool()) return a.toBool() == b.toBool();
-  return a.isNone() && b.isNone();
-}
-
 std::string index_text(const c10::IValue& key) { return key.isInt() ? std::to_string(key.toInt()) : key.tagKind(); }
 
 class SavedDicts {
@@ -122,6 +110,17 @@ class SavedDicts {
 
 }  // namespace
 
+bool same_state_value(const c10::IValue& a, const c10::IValue& b) {
+  if (a.isTensor() && b.isTensor()) {
+    return a.toTensor().sizes() == b.toTensor().sizes() && a.toTensor().scalar_type() == b.toTensor().scalar_type() &&
+           at::equal(a.toTensor(), b.toTensor());
+  }
+  if (a.isInt() && b.isInt()) return a.toInt() == b.toInt();
+  if (a.isDouble() && b.isDouble()) return a.toDouble() == b.toDouble();
+  if (a.isBool() && b.isBool()) return a.toBool() == b.toBool();
+  return a.isNone() && b.isNone();
+}
+
 c10::IValue reshard_optimizer_state(const ShardLayout& source, const std::function<c10::IValue(int member)>& saved_dict,
                                     const ShardLayout& target, int member, const std::string& label) {
   require(member >= 0 && member < target.group(), ErrorCode::InvalidArgument,
@@ -183,7 +182,7 @@ c10::IValue reshard_optimizer_state(const ShardLayout& source, const std::functi
           const std::string key = item.key().toStringRef();
           if (per_element(key, item.value())) continue;
           auto found = values.find(key);
-          require(found != values.end() && same(found->value(), item.value()), ErrorCode::IO,
+          require(found != values.end() && same_state_value(found->value(), item.value()), ErrorCode::IO,
                   label + ": \"" + key + "\" differs between process 0 and process " + std::to_string(m) + " (entry " +
                       index_text(entry.key()) + "); it must agree for the state to be cut again");
         }

@@ -28,6 +28,10 @@ namespace accel::detail {
 // step), each once. Throws IO naming `label` when a dict is not shaped as above,
 // has more than one parameter group, disagrees with another on "step", or
 // when the parameters of the two layouts differ (check_same_parameters).
+// Whether a value that is not per-element (step: a number or a 0-d tensor; an
+// option) is the same in two state dicts.
+bool same_state_value(const c10::IValue& a, const c10::IValue& b);
+
 c10::IValue reshard_optimizer_state(const ShardLayout& source, const std::function<c10::IValue(int member)>& saved_dict,
                                     const ShardLayout& target, int member, const std::string& label);
 

@@ -56,8 +56,12 @@ void write_tensors(ByteSink& sink, const std::vector<std::pair<std::string, at::
   std::vector<safetensors::TensorView> views;
   for (const auto& [name, tensor] : tensors) {
     require_arg(tensor.defined(), "safetensors: tensor \"" + name + "\" is undefined");
-    safetensors::TensorView view{name, safetensors_dtype(tensor.scalar_type()), tensor.sizes().vec(), nullptr,
-                                 static_cast<size_t>(tensor.numel()) * tensor.element_size(), {}};
+    safetensors::TensorView view{name,
+                                 safetensors_dtype(tensor.scalar_type()),
+                                 tensor.sizes().vec(),
+                                 nullptr,
+                                 static_cast<size_t>(tensor.numel()) * tensor.element_size(),
+                                 {}};
     if (tensor.device().is_cpu() && tensor.is_contiguous()) {
       view.data = tensor.data_ptr();  // straight from the tensor's memory
     } else {

@@ -32,7 +32,9 @@ uint64_t le(const std::string& bytes, size_t at, size_t n) {
   return v;
 }
 
-// Reads through ArchiveFile::read for LibTorch's zip reader.
+// Reads through ArchiveFile::read for LibTorch's zip reader. Never throws:
+// miniz, which calls it, is C; a failed read returns 0 bytes, which LibTorch
+// reports as its own error (turned into IO naming the file by the caller).
 class FileAdapter final : public caffe2::serialize::ReadAdapterInterface {
  public:
   explicit FileAdapter(std::shared_ptr<ArchiveFile> file) : file_(std::move(file)) {}
@@ -40,7 +42,11 @@ class FileAdapter final : public caffe2::serialize::ReadAdapterInterface {
   size_t read(uint64_t pos, void* buf, size_t n, const char* /*what*/) const override {
     if (pos >= file_->size()) return 0;
     n = static_cast<size_t>(std::min<uint64_t>(n, file_->size() - pos));
-    file_->read_into(pos, buf, n);
+    try {
+      file_->read_into(pos, buf, n);
+    } catch (...) {
+      return 0;
+    }
     return n;
   }
 
@@ -206,8 +212,9 @@ std::map<std::string, uint64_t> stored_records(const ArchiveBytes& archive, cons
   std::map<std::string, uint64_t> records;
   walk_records(archive, label, [&](const std::string& name, uint64_t method, uint64_t size) {
     if (method != 0) {
-      fail(ErrorCode::IO, label + ": not a readable torch.save archive (a compressed record; torch.save stores "
-                                  "records uncompressed)");
+      fail(ErrorCode::IO, label +
+                              ": not a readable torch.save archive (a compressed record; torch.save stores "
+                              "records uncompressed)");
     }
     if (size > archive.size()) {
       fail(ErrorCode::IO, label + ": not a readable torch.save archive (a record larger than the archive)");

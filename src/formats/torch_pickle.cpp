@@ -146,8 +146,8 @@ bool inert_global(const std::string& name, PickleVocabulary vocabulary) {
 
 // The bytes of a storage record, given its name, the bytes its storage needs
 // and their alignment: returns them and how many there are.
-using RecordLoader = std::function<std::tuple<at::DataPtr, size_t>(const std::string& record, size_t bytes,
-                                                                   size_t alignment)>;
+using RecordLoader =
+    std::function<std::tuple<at::DataPtr, size_t>(const std::string& record, size_t bytes, size_t alignment)>;
 
 class Machine {
  public:

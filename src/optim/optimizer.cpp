@@ -295,7 +295,9 @@ detail::OptimizerCheckpoint Optimizer::checkpoint_state() const {
   Impl* impl = impl_.get();  // heap: stays put when the Optimizer moves
   return detail::OptimizerCheckpoint{
       &impl->model.impl(),
-      [impl] { return detail::optimizer_state_dict(*impl->optimizer, impl->options.kind, impl->scheduler_group_entries); },
+      [impl] {
+        return detail::optimizer_state_dict(*impl->optimizer, impl->options.kind, impl->scheduler_group_entries);
+      },
       [impl](const c10::IValue& state_dict) {
         detail::load_optimizer_state_dict(*impl->optimizer, impl->options.kind, state_dict,
                                           std::string(kind_name(impl->options.kind)) + " state");

@@ -166,8 +166,13 @@ TEST(StreamedFiles, AFileReadsAsItsBytesDoCopiedOrMapped) {
       mapped.toGenericDict().at("state").toGenericDict().at(0).toGenericDict().at("exp_avg").toTensor();
   EXPECT_TRUE(is_mapped_tensor(exp_avg));
   EXPECT_FALSE(is_mapped_tensor(read_torch_save_file(path, "copied")
-                                    .toGenericDict().at("state").toGenericDict().at(0).toGenericDict()
-                                    .at("exp_avg").toTensor()));
+                                    .toGenericDict()
+                                    .at("state")
+                                    .toGenericDict()
+                                    .at(0)
+                                    .toGenericDict()
+                                    .at("exp_avg")
+                                    .toTensor()));
   release_mapped_pages(exp_avg);
   EXPECT_TRUE(at::equal(exp_avg, at::arange(1000, at::kFloat)));
   // Python's torch.save files (Accelerate's optimizer.bin) read the same way.
