@@ -178,7 +178,9 @@ c10::IValue dcp_optimizer_state(const std::string& optimizer_dir, const ShardLay
     }
   } else if (with_state > 0) {  // this member's vector of each per-element key
     Dict values(c10::StringType::get(), c10::AnyType::get());
-    for (const auto& [key, tensor] : keys.front()) {
+    for (const auto& first_key : keys.front()) {  // not a structured binding: the lambdas below capture it
+      const std::string& key = first_key.first;
+      const bool tensor = first_key.second;
       for (size_t p = 1; p < keys.size(); ++p) {
         require(keys[p].count(key) == 1, ErrorCode::IO,
                 where + ": parameter " + target.params()[p].name + " lacks the state \"" + key + "\" that " +
