@@ -6,6 +6,7 @@
 #include <charconv>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 #include "accel/accelerator.hpp"
@@ -19,6 +20,7 @@
 #include "formats/tensor_io.hpp"
 #include "formats/torch_pickle.hpp"
 #include "model/model_impl.hpp"
+#include "model/script_model.hpp"
 #include "accelerator/accelerator_state.hpp"
 
 namespace fs = std::filesystem;
@@ -78,8 +80,11 @@ TensorDict Accelerator::get_state_dict(const Model& model) const {
 void Accelerator::save_model(const Model& model, const std::string& dir, const std::string& max_shard_size,
                              bool safe_serialization) {
   const int64_t limit = parse_size(max_shard_size);
+  // A transformers model's config, recorded at export: from_pretrained reads the directory as it is.
+  const std::optional<std::string> config = detail::exported_config_json(model.impl());
   if (model.impl().full_shard() && safe_serialization) {  // one unit at a time, never the whole model
     detail::save_full_shard_model(model.impl(), dir, limit, is_main_process());
+    if (config && is_main_process()) detail::write_file_atomically(dir + "/config.json", *config);
     wait_for_everyone();
     return;
   }
@@ -124,6 +129,7 @@ void Accelerator::save_model(const Model& model, const std::string& dir, const s
       index["weight_map"] = weight_map;
       detail::write_file_atomically(dir + "/" + single + ".index.json", index.dump(2, ' ', true) + "\n");
     }
+    if (config) detail::write_file_atomically(dir + "/config.json", *config);
   }
   wait_for_everyone();
 }

@@ -14,6 +14,7 @@
 #include "accel/error.hpp"
 #include "matmul/onednn_matmul.hpp"
 #include "model/model_impl.hpp"
+#include "model/script_model.hpp"
 #include "model/script_rewrites.hpp"
 #include "model/script_units.hpp"
 #include "sharding/strategy.hpp"
@@ -26,6 +27,10 @@ namespace {
 // The extra file an export script writes with torch.jit.save(..., _extra_files=
 // {kStateDictKeys: json.dumps(list(model.state_dict().keys()))}).
 constexpr const char* kStateDictKeys = "accel/state_dict_keys.json";
+// And with _extra_files={kConfig: model.config.to_json_string()}: a
+// transformers model's config, which save_model writes as config.json so that
+// from_pretrained reads the saved directory as it is.
+constexpr const char* kConfig = "accel/config.json";
 
 std::string join(const std::string& prefix, const std::string& name) {
   return prefix.empty() ? name : prefix + "." + name;
@@ -70,11 +75,13 @@ std::string interpreter_cause(std::string message) {
 class ScriptModel final : public ModelImpl {
  public:
   ScriptModel(torch::jit::Module module, std::vector<std::string> output_names,
-              std::optional<std::set<std::string>> state_dict_keys)
+              std::optional<std::set<std::string>> state_dict_keys, std::string config_json)
       : module_(std::move(module)),
         optimize_(get_env_flag("ACCEL_TORCHSCRIPT_OPTIMIZE", false)),
         output_names_(std::move(output_names)),
-        state_dict_keys_(std::move(state_dict_keys)) {}
+        state_dict_keys_(std::move(state_dict_keys)),
+        config_json_(std::move(config_json)) {}
+  const std::string& config_json() const { return config_json_; }
   ~ScriptModel() override { unregister_script_units(this); }
 
   NamedTensors named_parameters() const override {
@@ -249,6 +256,7 @@ class ScriptModel final : public ModelImpl {
   bool ran_ = false;  // a forward ran (the executor's plan is fixed)
   std::vector<std::string> output_names_;
   std::optional<std::set<std::string>> state_dict_keys_;
+  std::string config_json_;  // empty: the file records none
 };
 
 }  // namespace
@@ -259,7 +267,7 @@ std::shared_ptr<ModelImpl> load_script_model(const std::string& path, std::vecto
     require_arg(!name.empty(), "from_torchscript: an output name is empty");
     require_arg(unique_names.insert(name).second, "from_torchscript: output name \"" + name + "\" is given twice");
   }
-  torch::jit::ExtraFilesMap extra{{kStateDictKeys, ""}};
+  torch::jit::ExtraFilesMap extra{{kStateDictKeys, ""}, {kConfig, ""}};
   torch::jit::Module module = torch::jit::load(path, c10::nullopt, extra);
   // ACCEL_TORCHSCRIPT_REWRITES=0 runs the graph exactly as exported (to compare
   // results or speed with and without the rewrites).
@@ -280,7 +288,18 @@ std::shared_ptr<ModelImpl> load_script_model(const std::string& path, std::vecto
       keys->insert(name.get<std::string>());
     }
   }
-  return std::make_shared<ScriptModel>(std::move(module), std::move(output_names), std::move(keys));
+  if (!extra[kConfig].empty()) {
+    const nlohmann::json config = nlohmann::json::parse(extra[kConfig], nullptr, false);
+    require(config.is_object(), ErrorCode::IO,
+            "TorchScript file \"" + path + "\": " + kConfig + " is not a JSON object (a transformers config)");
+  }
+  return std::make_shared<ScriptModel>(std::move(module), std::move(output_names), std::move(keys), extra[kConfig]);
+}
+
+std::optional<std::string> exported_config_json(const ModelImpl& model) {
+  const auto* script = dynamic_cast<const ScriptModel*>(&model);
+  if (script == nullptr || script->config_json().empty()) return std::nullopt;
+  return script->config_json();
 }
 
 }  // namespace accel::detail

@@ -48,7 +48,9 @@ def main():
     assert last < first * 0.8, (first, last)
 
     saved = os.path.join(out, "saved")
-    shutil.copy(os.path.join(data, "config.json"), saved)
+    # save_model wrote the config the export recorded: from_pretrained reads the directory as it is.
+    with open(os.path.join(saved, "config.json")) as f, open(os.path.join(data, "config.json")) as g:
+        assert json.load(f) == json.load(g), "save_model's config.json is not the exported model's config"
     with safe_open(os.path.join(saved, "model.safetensors"), "pt") as f:
         names = set(f.keys())
     auto = AutoModelForCausalLM if kind == "gpt2" else AutoModelForSequenceClassification

@@ -64,7 +64,10 @@ def main():
     data = batches(kind)
     keys = json.dumps(list(model.state_dict().keys()))
     traced = torch.jit.trace(model, (data["input_ids"], data["attention_mask"], data["labels"]), strict=False)
-    torch.jit.save(traced, os.path.join(out, "model.pt"), _extra_files={"accel/state_dict_keys.json": keys})
+    # The config too (what config.save_pretrained writes): save_model writes it as config.json.
+    torch.jit.save(traced, os.path.join(out, "model.pt"),
+                   _extra_files={"accel/state_dict_keys.json": keys,
+                                 "accel/config.json": model.config.to_json_string(use_diff=True)})
     model.config.save_pretrained(out)
     shapes = {}
     for name, tensor in data.items():
