@@ -12,7 +12,7 @@
 #include "checkpoint/optimizer_reshard.hpp"
 #include "formats/safetensors.hpp"
 #include "formats/tensor_io.hpp"
-#include "optim/optimizer_state.hpp"
+#include "formats/torch_pickle.hpp"
 
 namespace accel::detail {
 
