@@ -272,12 +272,6 @@ void write_torch_save(ByteSink& sink, const c10::IValue& value) {
   archive.finish();
 }
 
-std::string pickle_tensors(const std::vector<std::pair<std::string, at::Tensor>>& tensors) {
-  StringSink sink;
-  write_torch_save(sink, tensor_dict(tensors));
-  return std::move(sink.bytes);
-}
-
 c10::IValue tensor_dict(const std::vector<std::pair<std::string, at::Tensor>>& tensors) {
   c10::Dict<std::string, at::Tensor> dict;
   for (const auto& [name, tensor] : tensors) dict.insert(name, tensor.detach().cpu());

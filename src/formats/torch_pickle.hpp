@@ -78,13 +78,9 @@ c10::IValue read_pickle(const std::string& bytes, const std::string& label, Pick
 // "fqn@o1,o2": how a DCP .metadata's MetadataIndex keys read.
 std::string dcp_chunk_key(const std::string& fqn, const std::vector<int64_t>& offsets);
 
-// A state dict {name: tensor} as torch.save would write it (a zip archive
-// with data.pkl and one storage record per tensor, written by LibTorch's
-// pickler: data only), for pytorch_model.bin. Tensors are detached and copied
-// to the CPU so that torch.load works without a GPU; torch.load returns a
-// dict that nn.Module.load_state_dict takes.
-std::string pickle_tensors(const std::vector<std::pair<std::string, at::Tensor>>& tensors);
-// That dict, for write_torch_save.
+// A state dict {name: tensor} for write_torch_save, as pytorch_model.bin
+// holds it: tensors detached and on the CPU, so that torch.load works without
+// a GPU and returns a dict nn.Module.load_state_dict takes.
 c10::IValue tensor_dict(const std::vector<std::pair<std::string, at::Tensor>>& tensors);
 // torch.save's archive of any value LibTorch's pickler writes (a state dict),
 // streamed into sink: each storage goes from its tensor's memory (a GPU
