@@ -20,6 +20,7 @@
 #include "precision/autocast.hpp"
 #include "accelerator/accelerator_state.hpp"
 #include "accelerator/checkpoint_files.hpp"
+#include "accelerator/parallelism.hpp"
 #include "state/collectives.hpp"
 #include "state/host_allocator.hpp"
 #include "state/large_block_cache.hpp"
@@ -142,10 +143,17 @@ AcceleratorState::AcceleratorState(const ResolvedOptions& resolved)
     scaler = std::make_shared<GradScaler>(scaler_options);
   }
 
+  // Checked before any process group exists: a bad mesh fails alike everywhere, with nothing started.
+  std::optional<MeshShape> mesh_shape;
+  if (resolved.parallelism) mesh_shape = check_parallelism(*resolved.parallelism, env.world_size, sharding_strategy);
   if (env.distributed()) {
     process_group = std::make_unique<ProcessGroup>(env, device, timeout);
     distributed_type = device.is_cuda() ? DistributedType::MultiGpu : DistributedType::MultiCpu;
-    if (sharding_strategy == ShardingStrategy::HybridShard) create_hybrid_groups(*this);
+    if (mesh_shape) {
+      create_mesh_groups(*this, *mesh_shape);
+    } else if (sharding_strategy == ShardingStrategy::HybridShard) {
+      create_hybrid_groups(*this);
+    }
   }
 }
 
@@ -227,8 +235,9 @@ void Accelerator::prepare(Scheduler& scheduler) {
 void Accelerator::prepare(DataLoader& loader) {
   require(!loader.is_prepared(), ErrorCode::State, "prepare(dataloader): this dataloader is already prepared");
   ShardPlacement placement;
-  placement.num_processes = state_->world_size();
-  placement.process_index = state_->rank();
+  // Under tensor parallelism the ranks of one group see the same batches.
+  placement.num_processes = state_->data_parallel_size();
+  placement.process_index = state_->data_parallel_rank();
   placement.split_batches = state_->dataloader_config.split_batches;
   placement.even_batches = state_->dataloader_config.even_batches;
   if (state_->device_placement) placement.device = state_->device;
@@ -300,7 +309,8 @@ at::Tensor Accelerator::gather_for_metrics(const at::Tensor& tensor) {
 }
 
 std::vector<at::Tensor> Accelerator::gather_for_metrics(const std::vector<at::Tensor>& tensors) {
-  std::vector<at::Tensor> gathered = detail::gather_tensors(*state_, tensors);
+  // Over the data-parallel ranks: a tensor-parallel group's ranks hold the same samples.
+  std::vector<at::Tensor> gathered = detail::gather_tensors(*state_, tensors, state_->data_group.get());
   for (auto& t : gathered) t = t.narrow(0, 0, metrics_length(t.size(0)));
   return gathered;
 }

@@ -98,9 +98,18 @@ double Accelerator::clip_grad_norm(Model& model, double max_norm, double norm_ty
   if (!sync_gradients()) return 0.0;
   // ZeRO-2 and FULL_SHARD: each rank holds only its chunk of the gradient; the norm spans all.
   const auto& shard = model.impl().flat_shard();
+  const detail::TensorParallelModel* tensor_parallel = model.impl().tensor_parallel();
+  require(!tensor_parallel || !shard || shard->strategy() == ShardingStrategy::ShardOptimizer, ErrorCode::Unsupported,
+          std::string("clip_grad_norm with tp_size > 1 under sharding_strategy ") +
+              to_string(shard ? shard->strategy() : ShardingStrategy::NoShard) +
+              " is not built yet (NO_SHARD and SHARD_OPTIMIZER clip across the tensor-parallel group)");
   if (shard && shard->strategy() != ShardingStrategy::ShardOptimizer) return shard->clip_grad_norm(max_norm, norm_type);
   std::vector<at::Tensor> params = model.parameters();
   if (state_->scaler) state_->scaler->unscale(params);
+  if (tensor_parallel) {
+    return detail::clip_grad_norm_tensor_parallel(model.impl().named_parameters(), *tensor_parallel, max_norm,
+                                                  norm_type);
+  }
   return torch::nn::utils::clip_grad_norm_(params, max_norm, norm_type);
 }
 

@@ -225,6 +225,9 @@ std::string newest_checkpoint(const detail::AcceleratorState& st) {
 
 void Accelerator::load_state(const std::string& requested_dir) {
   detail::AcceleratorState& st = *state_;
+  require(!st.tp_group, ErrorCode::Unsupported,
+          "load_state with tp_size > 1 (parallelism_config: " + st.mesh.describe() +
+              ") is not built yet; save_model writes the whole model (call it on every rank)");
   std::string dir = requested_dir;
   if (dir.empty()) {
     require(st.project.automatic_checkpoint_naming, ErrorCode::State,

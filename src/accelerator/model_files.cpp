@@ -71,7 +71,14 @@ TensorDict Accelerator::get_state_dict(const Model& model) const {
   TensorDict dict;
   // FULL_SHARD: copies, since the gathered storages are freed when this returns.
   const bool copy = model.impl().full_shard() != nullptr;
+  const detail::TensorParallelModel* tensor_parallel = model.impl().tensor_parallel();
   for (auto& [name, t] : model.impl().state_dict()) {
+    // Tensor parallelism: the whole tensor from the group's slices (every rank takes part).
+    const detail::TensorSplit* split = tensor_parallel ? tensor_parallel->split_of(name) : nullptr;
+    if (split) {
+      dict.emplace_back(name, detail::gather_whole(t, *split, *tensor_parallel->slot.group, name).cpu());
+      continue;
+    }
     dict.emplace_back(name, copy ? t.detach().to(at::kCPU, /*non_blocking=*/false, /*copy=*/true) : t.detach().cpu());
   }
   return dict;
@@ -82,7 +89,8 @@ void Accelerator::save_model(const Model& model, const std::string& dir, const s
   const int64_t limit = parse_size(max_shard_size);
   // A transformers model's config, recorded at export: from_pretrained reads the directory as it is.
   const std::optional<std::string> config = detail::exported_config_json(model.impl());
-  if (model.impl().full_shard() && safe_serialization) {  // one unit at a time, never the whole model
+  const bool split = model.impl().tensor_parallel() != nullptr;
+  if (model.impl().full_shard() && safe_serialization && !split) {  // one unit at a time, never the whole model
     detail::save_full_shard_model(model.impl(), dir, limit, is_main_process());
     if (config && is_main_process()) detail::write_file_atomically(dir + "/config.json", *config);
     wait_for_everyone();
@@ -90,9 +98,12 @@ void Accelerator::save_model(const Model& model, const std::string& dir, const s
   }
   // FULL_SHARD: every process takes part in gathering the full parameters to the writer.
   detail::ModelImpl::Gathered gathered(model.impl());
+  // Tensor parallelism: every rank takes part in gathering the slices.
+  std::optional<TensorDict> whole;
+  if (split) whole = get_state_dict(model);
   if (is_main_process()) {
     make_directories(dir);
-    TensorDict dict = get_state_dict(model);
+    TensorDict dict = whole ? std::move(*whole) : get_state_dict(model);
     std::vector<int64_t> sizes;
     for (auto& entry : dict) sizes.push_back(entry.second.numel() * static_cast<int64_t>(entry.second.element_size()));
     const std::vector<std::vector<size_t>> shards = detail::split_by_size(sizes, limit);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "accel/options.hpp"
+#include "state/device_mesh.hpp"
 
 namespace accel::detail {
 
@@ -31,6 +32,9 @@ struct ResolvedOptions {
   // FSDP_STATE_DICT_TYPE=SHARDED_STATE_DICT (Accelerate's fsdp_state_dict_type):
   // save_state writes sharded state as PyTorch distributed checkpoints.
   bool sharded_state_dict = false;
+  // ParallelismConfig's sizes as given (accelerator/parallelism.hpp); checked
+  // against the world once it is known.
+  std::optional<MeshShape> parallelism;
 };
 
 // Throws InvalidArgument naming the option or environment variable whose value

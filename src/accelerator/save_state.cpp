@@ -165,6 +165,9 @@ void Accelerator::set_save_iteration(int64_t iteration) {
 
 std::string Accelerator::save_state(const std::string& requested_dir, bool safe_serialization) {
   detail::AcceleratorState& st = *state_;
+  require(!st.tp_group, ErrorCode::Unsupported,
+          "save_state with tp_size > 1 (parallelism_config: " + st.mesh.describe() +
+              ") is not built yet; save_model writes the whole model (call it on every rank)");
   std::string dir = requested_dir;
   const bool automatic = dir.empty();
   if (automatic) {

@@ -49,6 +49,7 @@ std::map<std::string, std::string> rank_environment(const LaunchConfig& config, 
   }
   if (config.gpu_ids) env["CUDA_VISIBLE_DEVICES"] = *config.gpu_ids;
   for (const auto& [name, value] : config.sharding_env) env[name] = value;
+  for (const auto& [name, value] : config.parallelism_env) env[name] = value;
   // torchrun's names: a program can tell a restarted attempt from the first.
   env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(config.restart_count);
   env["TORCHELASTIC_MAX_RESTARTS"] = std::to_string(config.max_restarts);

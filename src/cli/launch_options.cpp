@@ -62,6 +62,8 @@ constexpr const char* kTpu = "TPU only; libaccel runs on CPUs and CUDA GPUs";
 constexpr const char* kDynamo = "torch.compile (TorchDynamo) is Python only; LibTorch has no compiler to call";
 constexpr const char* kFp8 = "FP8 training (Transformer Engine, MS-AMP, torchao) is not supported; use bf16";
 constexpr const char* kMegatron = "Megatron-LM is a Python framework; libaccel does not drive it";
+constexpr const char* kContextParallel =
+    "context and sequence parallelism are not built yet (tensor parallelism is: --parallelism_config_tp_size)";
 constexpr const char* kDeepSpeedLauncher =
     "DeepSpeed's own launcher (pdsh, hostfiles) is not used: run accel launch on each machine, or under srun/mpirun";
 const RefusedFlag kRefusedFlags[] = {
@@ -112,7 +114,13 @@ const RefusedFlag kRefusedFlags[] = {
      "optimizer step, as without DeepSpeed"},
     {"--fsdp_version", true, "FSDP2 (fully_shard) is not supported yet; FULL_SHARD follows FSDP1's rules"},
     {"--fsdp_reshard_after_forward", true, "an FSDP2 setting; use --fsdp_sharding_strategy"},
-    {"--use_parallelism_config", false, "ParallelismConfig (N-D parallelism) is not supported yet"},
+    {"--parallelism_config_cp_backend", true, kContextParallel},
+    {"--parallelism_config_cp_comm_strategy", true, kContextParallel},
+    {"--parallelism_config_sp_size", true, kContextParallel},
+    {"--parallelism_config_sp_backend", true, kContextParallel},
+    {"--parallelism_config_sp_seq_length", true, kContextParallel},
+    {"--parallelism_config_sp_seq_length_is_variable", false, kContextParallel},
+    {"--parallelism_config_sp_attn_implementation", true, kContextParallel},
 };
 
 void add_refused_accelerate_flags(CLI::App& app) {
@@ -188,6 +196,21 @@ void add_launch_options(CLI::App& app, LaunchFlags& flags) {
   add_optional(app, "--fsdp_transformer_layer_cls_to_wrap", flags.fsdp_transformer_layer_cls_to_wrap,
                "With --use_fsdp and TRANSFORMER_BASED_WRAP: layer classes, comma-separated "
                "(FSDP_TRANSFORMER_CLS_TO_WRAP)");
+  app.add_flag("--use_parallelism_config", flags.use_parallelism_config,
+               "N-D parallelism as Accelerate's ParallelismConfig (ACCELERATE_USE_PARALLELISM_CONFIG); the sizes "
+               "below imply it");
+  for (const char* dim : {"dp_replicate", "dp_shard", "tp", "cp"}) {
+    const std::string key = std::string(dim);
+    app.add_option_function<int>(
+           "--parallelism_config_" + key + "_size", [&flags, key](int size) { flags.parallelism_sizes[key] = size; },
+           "ParallelismConfig's " + key + "_size (PARALLELISM_CONFIG_" +
+               (key == "dp_replicate" ? "DP_REPLICATE"
+                : key == "dp_shard"   ? "DP_SHARD"
+                : key == "tp"         ? "TP"
+                                      : "CP") +
+               "_SIZE)")
+        ->check(at_least(1, "POSITIVE"));
+  }
   app.add_flag("--use_deepspeed", flags.use_deepspeed,
                "Sharded data parallel as DeepSpeed ZeRO (ACCELERATE_USE_DEEPSPEED)");
   add_optional(app, "--zero_stage", flags.zero_stage,

@@ -45,6 +45,9 @@ struct LaunchFlags {
   std::optional<int> zero_stage;
   // --offload_optimizer_device, --deepspeed_config_file, ... under their deepspeed_config key names.
   std::map<std::string, std::string> deepspeed_flags;
+  // --use_parallelism_config and --parallelism_config_{dp_replicate,dp_shard,tp,cp}_size, by dimension.
+  bool use_parallelism_config = false;
+  std::map<std::string, int> parallelism_sizes;
   bool quiet = false;               // -q: the launcher's notices left out
   std::optional<std::string> role;  // torchrun's --role: ROLE_NAME
   std::optional<int> num_cpu_threads_per_process;
@@ -84,6 +87,8 @@ struct LaunchConfig {
   // The config file's fsdp_config / deepspeed_config as Accelerate's variables
   // (ACCELERATE_USE_FSDP, FSDP_SHARDING_STRATEGY, ACCELERATE_USE_DEEPSPEED, ...).
   std::map<std::string, std::string> sharding_env;
+  // ParallelismConfig's variables (ACCELERATE_USE_PARALLELISM_CONFIG, PARALLELISM_CONFIG_*_SIZE).
+  std::map<std::string, std::string> parallelism_env;
   int max_restarts = 0;           // times the whole group is restarted after a failure
   int restart_count = 0;          // this attempt's number of earlier attempts, set by the supervisor
   double monitor_interval_s = 5;  // how often an elastic agent checks the rendezvous; rank exits are noticed at once

@@ -308,6 +308,15 @@ LaunchConfig resolve_settings(const LaunchFlags& flags, const EnvLookup& lookup,
     const std::string section = values.distributed_type == "FSDP" ? "fsdp_config" : "deepspeed_config";
     config.origins.emplace_back(name, value + "  (" + (from_flags ? "command line" : path + ": " + section) + ")");
   }
+  if (flags.use_parallelism_config || !flags.parallelism_sizes.empty()) {
+    config.parallelism_env["ACCELERATE_USE_PARALLELISM_CONFIG"] = "true";
+    for (const auto& [dim, size] : flags.parallelism_sizes) {
+      std::string name = "PARALLELISM_CONFIG_" + dim + "_SIZE";
+      std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::toupper(c); });
+      config.parallelism_env[name] = std::to_string(size);
+      config.origins.emplace_back(name, std::to_string(size) + "  (command line)");
+    }
+  }
   if (flags.num_cpu_threads_per_process) {
     config.omp_num_threads = static_cast<unsigned>(*flags.num_cpu_threads_per_process);
   }

@@ -16,6 +16,7 @@
 #include "model/spec/chain.hpp"
 #include "model/spec/graph.hpp"
 #include "model/spec/init.hpp"
+#include "model/tensor_parallel_split.hpp"
 #include "precision/autocast.hpp"
 #include "sharding/strategy.hpp"
 #include "state/runtime_context.hpp"
@@ -99,6 +100,15 @@ class NnModel final : public ModelImpl {
   std::vector<std::string> layer_types_;              // chain_'s layers' spec types
   std::vector<Segment> segments_;                     // FULL_SHARD's cut of chain_
   std::shared_ptr<GraphModuleImpl> graph_;            // set for a graph spec
+  std::optional<TpPlan> tp_plan_;                     // the spec's "tp_plan"
+
+ public:
+  void set_tp_plan(std::optional<TpPlan> plan) { tp_plan_ = std::move(plan); }
+
+ protected:
+  ParameterSplits split_for_tensor_parallel(const TensorParallelSlot& slot) override {
+    return detail::split_for_tensor_parallel(*module_, tp_plan_, slot);
+  }
 };
 
 // transformer_auto_wrap_policy on a JSON spec: which layers (by "type", or by
@@ -272,6 +282,12 @@ std::shared_ptr<torch::nn::Module> nn_module_of(const ModelImpl& model) {
 
 ModelImpl::~ModelImpl() = default;
 
+ParameterSplits ModelImpl::split_for_tensor_parallel(const TensorParallelSlot& slot) {
+  fail(ErrorCode::Unsupported, "tp_size " + std::to_string(slot.size) +
+                                   ": tensor parallelism splits JSON-spec models (their transformer layers) so far; "
+                                   "this model (TorchScript or a C++ module) cannot be split yet");
+}
+
 std::vector<UnitLayout> ModelImpl::wrap_units(const WrapPolicy& policy) {
   require(policy.classes.empty(), ErrorCode::Unsupported,
           "prepare(model): fsdp_transformer_layer_cls_to_wrap (TRANSFORMER_BASED_WRAP) names TorchScript submodules "
@@ -433,6 +449,14 @@ void ModelImpl::prepare(const std::shared_ptr<RuntimeContext>& state) {
   }
   for (auto& [name, b] : named_buffers()) everything.push_back(b);
   broadcast_from_main(*state, everything, "parameters and buffers");
+  // Tensor parallelism: each rank keeps its slices of the whole weights it
+  // just received (the same parameters, smaller), before data parallelism
+  // over the ranks that hold the same slices is set up on them.
+  if (state->tp_group) {
+    const TensorParallelSlot slot{state->tp_group.get(), state->tp_group->world_size(), state->tp_group->rank()};
+    tensor_parallel_ = TensorParallelModel{slot, split_for_tensor_parallel(slot)};
+  }
+  ProcessGroup* data_group = state->data_parallel_group();
   std::shared_ptr<FlatShard> shard;
   std::shared_ptr<FullShard> full;
   // A model with nothing to train (evaluation only) has nothing to shard.
@@ -444,8 +468,8 @@ void ModelImpl::prepare(const std::shared_ptr<RuntimeContext>& state) {
   if (sharded && shards_parameters(strategy)) {
     std::vector<UnitLayout> units = wrap_units(WrapPolicy{state->fsdp_min_num_params, state->fsdp_wrap_classes});
     // HYBRID_SHARD shards over the node's ranks (the whole group with one node).
-    full = std::make_shared<FullShard>(
-        units, state->shard_group ? state->shard_group.get() : state->process_group.get(), state->cpu_offload);
+    full = std::make_shared<FullShard>(units, state->shard_group ? state->shard_group.get() : data_group,
+                                       state->cpu_offload);
     require(full->num_units() == units.size(), ErrorCode::Internal, "prepare(model): a wrap unit has no parameters");
     for (size_t u = 0; u < units.size(); ++u) {
       if (units[u].whole_model) whole_model_unit_ = u;
@@ -455,11 +479,12 @@ void ModelImpl::prepare(const std::shared_ptr<RuntimeContext>& state) {
     full->set_prefetch(state->fsdp_forward_prefetch, state->fsdp_backward_prefetch);
     shard = full;
   } else if (sharded) {
-    shard = std::make_shared<FlatShard>(params, names, state->process_group.get(), strategy, state->cpu_offload);
+    shard = std::make_shared<FlatShard>(params, names, data_group, strategy, state->cpu_offload);
   }
   // ZeRO-2 reduce-scatters after backward instead of allreducing during it,
   // FULL_SHARD during it, unit by unit.
-  if (state->process_group && strategy != ShardingStrategy::ShardGradOp && !shards_parameters(strategy)) {
+  if (data_group && state->data_parallel_size() > 1 && strategy != ShardingStrategy::ShardGradOp &&
+      !shards_parameters(strategy)) {
     GradientSyncOptions sync;
     sync.bucket_cap_bytes = static_cast<int64_t>(state->bucket_cap_mb * 1024 * 1024);
     sync.first_bucket_cap_bytes =
@@ -468,7 +493,7 @@ void ModelImpl::prepare(const std::shared_ptr<RuntimeContext>& state) {
     sync.find_unused_parameters = state->find_unused_parameters;
     sync.comm_hook = state->comm_hook;
     if (shard) sync.gradient_home = [&shard](const at::Tensor& p) { return shard->gradient_home(p); };
-    gradient_sync_ = std::make_unique<GradientSync>(params, names, *state->process_group, sync);
+    gradient_sync_ = std::make_unique<GradientSync>(params, names, *data_group, sync);
   }
   flat_shard_ = std::move(shard);
   full_shard_ = std::move(full);
@@ -496,10 +521,13 @@ Model Model::from_torchscript(const std::string& path, std::vector<std::string> 
 Model Model::from_json(const std::string& spec) {
   nlohmann::json parsed = detail::parse_model_spec(spec);
   std::optional<detail::InitSpec> init = detail::take_init_spec(parsed);
+  std::optional<detail::TpPlan> tp_plan = detail::take_tp_plan(parsed);
   if (!detail::is_graph_spec(parsed)) {
     auto sequential = detail::build_sequential_from(parsed);
     if (init) detail::apply_init(*sequential, *init);
-    return Model(std::make_shared<detail::NnModel>(sequential, detail::sequential_layer_types(parsed)));
+    auto model = std::make_shared<detail::NnModel>(sequential, detail::sequential_layer_types(parsed));
+    model->set_tp_plan(std::move(tp_plan));
+    return Model(model);
   }
   detail::GraphModule graph(parsed);
   auto impl = graph.ptr();
@@ -507,8 +535,10 @@ Model Model::from_json(const std::string& spec) {
   ForwardFn forward;
   // Raw pointers: the model owns the graph, so the functions must not.
   if (impl->takes_one_tensor()) forward = [raw = impl.get()](const at::Tensor& input) { return raw->forward(input); };
-  return Model(std::make_shared<detail::NnModel>(
-      impl, forward, [raw = impl.get()](const NamedTensors& inputs) { return raw->forward_named(inputs); }));
+  auto model = std::make_shared<detail::NnModel>(
+      impl, forward, [raw = impl.get()](const NamedTensors& inputs) { return raw->forward_named(inputs); });
+  model->set_tp_plan(std::move(tp_plan));
+  return Model(model);
 }
 
 Model Model::from_module(std::shared_ptr<torch::nn::Module> module, ForwardFn forward) {

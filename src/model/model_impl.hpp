@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "model/gradient_sync.hpp"
+#include "parallel/tensor_parallel.hpp"
 #include "sharding/flat_shard.hpp"
 #include "sharding/full_shard.hpp"
 
@@ -56,6 +57,10 @@ class ModelImpl : public std::enable_shared_from_this<ModelImpl> {
   const std::shared_ptr<FlatShard>& flat_shard() const { return flat_shard_; }
   // Set by prepare under FULL_SHARD with several processes (the same object as flat_shard()).
   FullShard* full_shard() const { return full_shard_.get(); }
+  // Set by prepare with tp_size > 1: the model is split, and these parameters
+  // hold this rank's slices (state_dict() shows them as they are; the
+  // accelerator's get_state_dict gathers them whole).
+  const TensorParallelModel* tensor_parallel() const { return tensor_parallel_ ? &*tensor_parallel_ : nullptr; }
 
   // Under FULL_SHARD, every unit's parameters are gathered (full) while one of
   // these lives, so state_dict readers and writers see the whole tensors; a
@@ -91,6 +96,10 @@ class ModelImpl : public std::enable_shared_from_this<ModelImpl> {
   // (FSDP wrapping the root only). Throws Unsupported for a policy the model
   // cannot honour.
   virtual std::vector<UnitLayout> wrap_units(const WrapPolicy& policy);
+  // Splits the model for tensor parallelism (parallel/tensor_parallel.hpp) and
+  // returns the split parameters by state-dict name; nothing changes when it
+  // throws. The default (TorchScript, C++ modules) throws Unsupported.
+  virtual ParameterSplits split_for_tensor_parallel(const TensorParallelSlot& slot);
   // Under FULL_SHARD with a whole_model unit: its index.
   std::optional<size_t> whole_model_unit() const { return whole_model_unit_; }
 
@@ -108,6 +117,7 @@ class ModelImpl : public std::enable_shared_from_this<ModelImpl> {
   std::shared_ptr<FlatShard> flat_shard_;
   std::shared_ptr<FullShard> full_shard_;
   std::optional<size_t> whole_model_unit_;
+  std::optional<TensorParallelModel> tensor_parallel_;
   c10::Device device_{c10::kCPU};
   bool inputs_on_any_device_ = false;
 };

@@ -28,13 +28,13 @@ using Signature = std::vector<int64_t>;  // as shape_signature
 // per_rank[r][i]: rank r's signature of tensor i. One allgather for the whole
 // list; in debug mode a first one checks that every rank passed as many tensors
 // (the second needs equal sizes).
-std::vector<std::vector<Signature>> exchange_signatures(RuntimeContext& state, const std::vector<at::Tensor>& tensors,
-                                                        const std::string& op) {
+std::vector<std::vector<Signature>> exchange_signatures(RuntimeContext& state, ProcessGroup& group,
+                                                        const std::vector<at::Tensor>& tensors, const std::string& op) {
   const int64_t count = static_cast<int64_t>(tensors.size());
   if (state.debug_mode) {
-    at::Tensor counts = at::cat(state.process_group->allgather(at::tensor({count}, at::kLong).to(state.device),
-                                                               op + " (tensor count exchange)"))
-                            .cpu();
+    at::Tensor counts =
+        at::cat(group.allgather(at::tensor({count}, at::kLong).to(state.device), op + " (tensor count exchange)"))
+            .cpu();
     for (int64_t r = 0; r < counts.size(0); ++r) {
       require_arg(counts[r].item<int64_t>() == count,
                   op + ": rank " + std::to_string(r) + " passed " + std::to_string(counts[r].item<int64_t>()) +
@@ -45,8 +45,7 @@ std::vector<std::vector<Signature>> exchange_signatures(RuntimeContext& state, c
   if (count == 0) return per_rank;  // Gloo cannot move zero elements
   std::vector<at::Tensor> rows;
   for (const auto& t : tensors) rows.push_back(shape_signature(t, c10::kCPU));
-  std::vector<at::Tensor> gathered =
-      state.process_group->allgather(at::cat(rows).to(state.device), op + " (shape exchange)");
+  std::vector<at::Tensor> gathered = group.allgather(at::cat(rows).to(state.device), op + " (shape exchange)");
   const int64_t width = 2 + kMaxGatherDims;
   for (auto& t : gathered) {
     at::Tensor cpu = t.cpu();
@@ -102,7 +101,7 @@ std::vector<at::Tensor> on_device(RuntimeContext& state, const std::vector<at::T
   return out;
 }
 
-at::Tensor gather_one(RuntimeContext& state, const at::Tensor& tensor, const std::vector<Signature>& sigs) {
+at::Tensor gather_one(ProcessGroup& group, const at::Tensor& tensor, const std::vector<Signature>& sigs) {
   int64_t max_rows = 0, total_rows = 0;
   for (const auto& sig : sigs) {
     max_rows = std::max(max_rows, sig[2]);
@@ -121,29 +120,31 @@ at::Tensor gather_one(RuntimeContext& state, const at::Tensor& tensor, const std
     shape[0] = total_rows;
     return at::empty(shape, tensor.options());
   }
-  std::vector<at::Tensor> pieces = state.process_group->allgather(padded, "gather");
+  std::vector<at::Tensor> pieces = group.allgather(padded, "gather");
   for (size_t r = 0; r < pieces.size(); ++r) pieces[r] = pieces[r].narrow(0, 0, sigs[r][2]);
   return at::cat(pieces, 0);
 }
 
 }  // namespace
 
-std::vector<at::Tensor> gather_tensors(RuntimeContext& state, const std::vector<at::Tensor>& inputs) {
+std::vector<at::Tensor> gather_tensors(RuntimeContext& state, const std::vector<at::Tensor>& inputs,
+                                       ProcessGroup* over) {
   std::vector<at::Tensor> tensors;
   for (size_t i = 0; i < inputs.size(); ++i) {
     require_arg(inputs[i].defined(), "gather: tensor " + std::to_string(i) + " is undefined");
     tensors.push_back(inputs[i].dim() == 0 ? inputs[i].reshape({1}) : inputs[i]);
   }
-  if (!state.process_group) return tensors;
+  ProcessGroup* group = over ? over : state.process_group.get();
+  if (!group) return tensors;
   tensors = on_device(state, tensors, "gather", /*clone=*/false);
   // Always exchanged: the dim-0 sizes are needed to gather unequal rows.
-  auto per_rank = exchange_signatures(state, tensors, "gather");
+  auto per_rank = exchange_signatures(state, *group, tensors, "gather");
   check_all(per_rank, "gather", /*ignore_dim0=*/true);
   std::vector<at::Tensor> out;
   for (size_t i = 0; i < tensors.size(); ++i) {
     std::vector<Signature> sigs;
     for (const auto& rank : per_rank) sigs.push_back(rank[i]);
-    out.push_back(gather_one(state, tensors[i], sigs));
+    out.push_back(gather_one(*group, tensors[i], sigs));
   }
   return out;
 }
@@ -164,7 +165,8 @@ std::vector<at::Tensor> reduce_tensors(RuntimeContext& state, const std::vector<
     for (auto& t : results) t = t * scale;
   }
   if (state.process_group) {
-    if (state.debug_mode) check_all(exchange_signatures(state, results, "reduce"), "reduce", /*ignore_dim0=*/false);
+    if (state.debug_mode)
+      check_all(exchange_signatures(state, *state.process_group, results, "reduce"), "reduce", /*ignore_dim0=*/false);
     // One allreduce per dtype over the flattened tensors, not one per tensor.
     std::map<at::ScalarType, std::vector<size_t>> by_dtype;
     for (size_t i = 0; i < results.size(); ++i) {
@@ -192,7 +194,9 @@ std::vector<at::Tensor> reduce_tensors(RuntimeContext& state, const std::vector<
 std::vector<at::Tensor> broadcast_tensors(RuntimeContext& state, const std::vector<at::Tensor>& inputs, int from) {
   std::vector<at::Tensor> results = on_device(state, inputs, "broadcast", /*clone=*/true);
   if (!state.process_group) return results;
-  if (state.debug_mode) check_all(exchange_signatures(state, results, "broadcast"), "broadcast", /*ignore_dim0=*/false);
+  if (state.debug_mode)
+    check_all(exchange_signatures(state, *state.process_group, results, "broadcast"), "broadcast",
+              /*ignore_dim0=*/false);
   for (auto& result : results) {
     if (result.numel() == 0) continue;
     std::vector<at::Tensor> tensors{result};

@@ -15,7 +15,10 @@ namespace accel::detail {
 // Concatenation along dim 0 in rank order; a 0-dim tensor counts as [1]. The
 // dim-0 sizes travel first (one collective for the whole list), so they may
 // differ; the other dims and dtypes are checked on every rank alike.
-std::vector<at::Tensor> gather_tensors(RuntimeContext& state, const std::vector<at::Tensor>& tensors);
+// `over`: a group other than the world (gather_for_metrics: the data-parallel
+// ranks under tensor parallelism).
+std::vector<at::Tensor> gather_tensors(RuntimeContext& state, const std::vector<at::Tensor>& tensors,
+                                       ProcessGroup* over = nullptr);
 // scale * element-wise sum over ranks, divided by the world size for Mean; one
 // allreduce per dtype. Shapes are checked (an extra collective) in debug mode only.
 std::vector<at::Tensor> reduce_tensors(RuntimeContext& state, const std::vector<at::Tensor>& tensors, ReduceOp op,

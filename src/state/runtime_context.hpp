@@ -15,6 +15,7 @@
 #include "accel/options.hpp"
 #include "accel/data.hpp"
 #include "precision/grad_scaler.hpp"
+#include "state/device_mesh.hpp"
 #include "state/environment.hpp"
 #include "state/process_group.hpp"
 
@@ -55,8 +56,20 @@ struct RuntimeContext {
   // HYBRID_SHARD with several processes: the ranks of this node, over which
   // parameters are sharded, and this local rank on every node (null with one
   // node), over which the gradient shards are summed.
+  // Under a ParallelismConfig mesh, the dp_shard and dp_replicate groups instead.
   std::unique_ptr<ProcessGroup> shard_group;
   std::unique_ptr<ProcessGroup> replica_group;
+  // ParallelismConfig's mesh (state/device_mesh.hpp); all ones without one.
+  MeshShape mesh;
+  // tp_size > 1: this rank's tensor-parallel group (tp_size consecutive
+  // ranks), and the ranks that hold the same slices (the same tp coordinate),
+  // over which data parallelism runs: gradient averaging, the dataloader's
+  // shards, gather_for_metrics. Null otherwise (process_group is the data group).
+  std::unique_ptr<ProcessGroup> tp_group;
+  std::unique_ptr<ProcessGroup> data_group;
+  ProcessGroup* data_parallel_group() const { return data_group ? data_group.get() : process_group.get(); }
+  int data_parallel_rank() const { return data_group ? data_group->rank() : rank(); }
+  int data_parallel_size() const { return data_group ? data_group->world_size() : world_size(); }
   // fp16 only: shared with prepared optimizers.
   std::shared_ptr<GradScaler> scaler;
   // Shared with prepared dataloaders, optimizers and schedulers.

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "accel/error.hpp"
+#include "parallel/tensor_parallel.hpp"
 
 namespace accel::detail {
 
@@ -69,6 +70,40 @@ at::Tensor activate(const at::Tensor& x, const std::string& activation) {
   return activation == "gelu" ? at::gelu(x) : at::relu(x);
 }
 
+// Replaces the parameter's data by this rank's shard; the parameter stays the
+// same tensor (optimizers and hooks made later see the shard).
+void keep_shard(at::Tensor& parameter, const TensorSplit& split, const TensorParallelSlot& slot) {
+  torch::NoGradGuard no_grad;
+  parameter.set_data(shard_of(parameter.detach(), split, slot.size, slot.rank));
+}
+
+// A row-parallel Linear: the partial products summed over the group, then the bias once.
+at::Tensor row_parallel(const at::Tensor& x, const torch::nn::Linear& linear, const TensorParallelSlot& slot) {
+  at::Tensor y = reduce_from_tensor_parallel(at::linear(x, linear->weight), *slot.group);
+  return linear->bias.defined() ? y + linear->bias : y;
+}
+
+// linear1 column-parallel, linear2 row-parallel (Megatron's MLP).
+ParameterSplits split_mlp(torch::nn::Linear& linear1, torch::nn::Linear& linear2, int64_t width,
+                          const TensorParallelSlot& slot, const std::string& where) {
+  require_arg(width % slot.size == 0, where + ": tp_size " + std::to_string(slot.size) +
+                                          " does not divide dim_feedforward " + std::to_string(width) +
+                                          " (linear1 is split by rows, linear2 by columns)");
+  keep_shard(linear1->weight, {0, 1}, slot);
+  if (linear1->bias.defined()) keep_shard(linear1->bias, {0, 1}, slot);
+  keep_shard(linear2->weight, {1, 1}, slot);
+  ParameterSplits splits{{"linear1.weight", {0, 1}}, {"linear2.weight", {1, 1}}};
+  if (linear1->bias.defined()) splits.insert(splits.begin() + 1, {"linear1.bias", {0, 1}});
+  return splits;
+}
+
+at::Tensor mlp(const at::Tensor& x, torch::nn::Linear& linear1, torch::nn::Linear& linear2, torch::nn::Dropout& dropout,
+               const std::string& activation, const TensorParallelSlot& slot) {
+  if (!slot.active()) return linear2(dropout(activate(linear1(x), activation)));
+  at::Tensor hidden = dropout(activate(linear1(copy_to_tensor_parallel(x, *slot.group)), activation));
+  return row_parallel(hidden, linear2, slot);
+}
+
 }  // namespace
 
 PositionalEmbeddingImpl::PositionalEmbeddingImpl(int64_t num_positions, int64_t embedding_dim, bool batch_first,
@@ -108,9 +143,26 @@ MultiheadAttentionImpl::MultiheadAttentionImpl(AttentionOptions options, std::st
   }
 }
 
-at::Tensor MultiheadAttentionImpl::attend(const at::Tensor& query, const at::Tensor& memory, const at::Tensor& mask,
-                                          bool causal) {
-  const int64_t e = options_.embed_dim, heads = options_.num_heads, head_dim = e / heads;
+ParameterSplits MultiheadAttentionImpl::split_heads(const TensorParallelSlot& slot) {
+  require_arg(options_.num_heads % slot.size == 0,
+              where_ + ": tp_size " + std::to_string(slot.size) + " does not divide num_heads " +
+                  std::to_string(options_.num_heads) + " (attention is split by heads)");
+  keep_shard(in_proj_weight, {0, 3}, slot);
+  if (in_proj_bias.defined()) keep_shard(in_proj_bias, {0, 3}, slot);
+  keep_shard(out_proj->weight, {1, 1}, slot);
+  split_ = slot;
+  ParameterSplits splits{{"in_proj_weight", {0, 3}}, {"out_proj.weight", {1, 1}}};
+  if (in_proj_bias.defined()) splits.insert(splits.begin() + 1, {"in_proj_bias", {0, 3}});
+  return splits;
+}
+
+at::Tensor MultiheadAttentionImpl::attend(const at::Tensor& query_in, const at::Tensor& memory_in,
+                                          const at::Tensor& mask, bool causal) {
+  // Split by heads: this rank's heads only, e / size of the width.
+  const int64_t e = options_.embed_dim / split_.size, heads = options_.num_heads / split_.size, head_dim = e / heads;
+  at::Tensor query = split_.active() ? copy_to_tensor_parallel(query_in, *split_.group) : query_in;
+  at::Tensor memory =
+      split_.active() && memory_in.defined() ? copy_to_tensor_parallel(memory_in, *split_.group) : memory_in;
   const int64_t n = query.size(0), l = query.size(1);
   at::Tensor q, k, v;
   if (!memory.defined()) {
@@ -139,7 +191,7 @@ at::Tensor MultiheadAttentionImpl::attend(const at::Tensor& query, const at::Ten
   if (hidden.defined()) scores = scores.masked_fill(hidden, lowest_of(scores.scalar_type()));
   at::Tensor weights = at::dropout(at::softmax(scores, -1), options_.dropout, is_training());
   at::Tensor out = at::matmul(weights, heads_first(v, s)).transpose(1, 2).reshape({n, l, e});
-  return out_proj(out);
+  return split_.active() ? row_parallel(out, out_proj, split_) : out_proj(out);
 }
 
 at::Tensor MultiheadAttentionImpl::forward(const at::Tensor& input) { return forward_with(input, {}); }
@@ -166,8 +218,14 @@ TransformerEncoderLayerImpl::TransformerEncoderLayerImpl(TransformerLayerOptions
   dropout2 = register_module("dropout2", torch::nn::Dropout(options.dropout));
 }
 
+ParameterSplits TransformerEncoderLayerImpl::split_feed_forward(const TensorParallelSlot& slot) {
+  ParameterSplits splits = split_mlp(linear1, linear2, options_.dim_feedforward, slot, where_);
+  split_ = slot;
+  return splits;
+}
+
 at::Tensor TransformerEncoderLayerImpl::feed_forward(const at::Tensor& x) {
-  return dropout2(linear2(dropout(activate(linear1(x), options_.activation))));
+  return dropout2(mlp(x, linear1, linear2, dropout, options_.activation, split_));
 }
 
 at::Tensor TransformerEncoderLayerImpl::forward(const at::Tensor& input) { return forward_with(input, {}); }
@@ -206,8 +264,14 @@ TransformerDecoderLayerImpl::TransformerDecoderLayerImpl(TransformerLayerOptions
   dropout3 = register_module("dropout3", torch::nn::Dropout(options.dropout));
 }
 
+ParameterSplits TransformerDecoderLayerImpl::split_feed_forward(const TensorParallelSlot& slot) {
+  ParameterSplits splits = split_mlp(linear1, linear2, options_.dim_feedforward, slot, where_);
+  split_ = slot;
+  return splits;
+}
+
 at::Tensor TransformerDecoderLayerImpl::feed_forward(const at::Tensor& x) {
-  return dropout3(linear2(dropout(activate(linear1(x), options_.activation))));
+  return dropout3(mlp(x, linear1, linear2, dropout, options_.activation, split_));
 }
 
 at::Tensor TransformerDecoderLayerImpl::forward(const at::Tensor& input) { return forward_with(input, {}); }

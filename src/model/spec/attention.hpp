@@ -18,7 +18,10 @@
 #include <torch/nn/pimpl.h>
 
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "parallel/tensor_parallel.hpp"
 
 namespace accel::detail {
 
@@ -72,6 +75,15 @@ class MultiheadAttentionImpl : public torch::nn::Module, public SideInputs {
   // [N, S, E] (undefined: to itself); key_mask [N, S] (undefined: all keys).
   at::Tensor attend(const at::Tensor& query, const at::Tensor& memory, const at::Tensor& key_mask, bool causal);
 
+  // Tensor parallelism by heads (the plan's "colwise" on this module with
+  // "rowwise" on its out_proj): keeps this rank's num_heads / size heads of q,
+  // k and v (rows of the packed in_proj, TensorSplit{0, 3}) and the matching
+  // columns of out_proj, whose partial outputs are summed over the group
+  // before its bias, kept whole, is added. InvalidArgument naming the layer
+  // when size does not divide num_heads; nothing changes then.
+  ParameterSplits split_heads(const TensorParallelSlot& slot);
+  int64_t num_heads() const { return options_.num_heads; }
+
   at::Tensor in_proj_weight;
   at::Tensor in_proj_bias;
   torch::nn::Linear out_proj{nullptr};
@@ -79,6 +91,7 @@ class MultiheadAttentionImpl : public torch::nn::Module, public SideInputs {
  private:
   AttentionOptions options_;
   std::string where_;
+  TensorParallelSlot split_;
 };
 TORCH_MODULE(MultiheadAttention);
 
@@ -102,11 +115,18 @@ class TransformerEncoderLayerImpl : public torch::nn::Module, public SideInputs 
   at::Tensor forward_with(const at::Tensor& input, const std::vector<at::Tensor>& side) override;
   size_t max_side_inputs() const override { return 1; }
 
+  // Tensor parallelism of the feed-forward block (the plan's "colwise" on
+  // linear1, "rowwise" on linear2): rows of linear1, columns of linear2, the
+  // partial sums added over the group before linear2's bias. InvalidArgument
+  // naming the layer when size does not divide dim_feedforward.
+  ParameterSplits split_feed_forward(const TensorParallelSlot& slot);
+
  private:
   at::Tensor feed_forward(const at::Tensor& x);
 
   TransformerLayerOptions options_;
   std::string where_;
+  TensorParallelSlot split_;
   MultiheadAttention self_attn{nullptr};
   torch::nn::Linear linear1{nullptr}, linear2{nullptr};
   torch::nn::Dropout dropout{nullptr}, dropout1{nullptr}, dropout2{nullptr};
@@ -123,11 +143,15 @@ class TransformerDecoderLayerImpl : public torch::nn::Module, public SideInputs 
   at::Tensor forward_with(const at::Tensor& input, const std::vector<at::Tensor>& side) override;
   size_t max_side_inputs() const override { return 3; }
 
+  // As TransformerEncoderLayer's.
+  ParameterSplits split_feed_forward(const TensorParallelSlot& slot);
+
  private:
   at::Tensor feed_forward(const at::Tensor& x);
 
   TransformerLayerOptions options_;
   std::string where_;
+  TensorParallelSlot split_;
   MultiheadAttention self_attn{nullptr}, multihead_attn{nullptr};
   torch::nn::Linear linear1{nullptr}, linear2{nullptr};
   torch::nn::Dropout dropout{nullptr}, dropout1{nullptr}, dropout2{nullptr}, dropout3{nullptr};

@@ -1,0 +1,155 @@
+#include "parallel/tensor_parallel.hpp"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/custom_function.h>
+#include <torch/csrc/autograd/grad_mode.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "accel/error.hpp"
+#include "state/process_group.hpp"
+
+namespace accel::detail {
+
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+ProcessGroup& group_of(AutogradContext* ctx) {
+  return *reinterpret_cast<ProcessGroup*>(ctx->saved_data.at("group").toInt());
+}
+
+void remember(AutogradContext* ctx, ProcessGroup* group) {
+  ctx->saved_data["group"] = static_cast<int64_t>(reinterpret_cast<intptr_t>(group));
+}
+
+at::Tensor summed(const at::Tensor& tensor, ProcessGroup& group, const char* op) {
+  at::Tensor sum = tensor.contiguous().clone();
+  group.allreduce(sum, op);
+  return sum;
+}
+
+at::Tensor gathered_last_dim(const at::Tensor& tensor, ProcessGroup& group) {
+  std::vector<at::Tensor> parts = group.allgather(tensor.contiguous(), "tensor parallel all-gather");
+  return at::cat(parts, -1);
+}
+
+struct CopyToGroup : torch::autograd::Function<CopyToGroup> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& input, ProcessGroup* group) {
+    remember(ctx, group);
+    return input;  // an output that is an input: autograd records it as a view of it
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    return {summed(grads[0], group_of(ctx), "tensor parallel input gradient (all-reduce)"), at::Tensor()};
+  }
+};
+
+struct ReduceFromGroup : torch::autograd::Function<ReduceFromGroup> {
+  static at::Tensor forward(AutogradContext*, const at::Tensor& input, ProcessGroup* group) {
+    return summed(input, *group, "tensor parallel partial sums (all-reduce)");
+  }
+  static variable_list backward(AutogradContext*, variable_list grads) { return {grads[0], at::Tensor()}; }
+};
+
+struct GatherFromGroup : torch::autograd::Function<GatherFromGroup> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& input, ProcessGroup* group) {
+    remember(ctx, group);
+    ctx->saved_data["width"] = input.size(-1);
+    return gathered_last_dim(input, *group);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const int64_t width = ctx->saved_data.at("width").toInt();
+    const int64_t rank = group_of(ctx).rank();
+    return {grads[0].narrow(-1, rank * width, width).contiguous(), at::Tensor()};
+  }
+};
+
+}  // namespace
+
+at::Tensor copy_to_tensor_parallel(const at::Tensor& input, ProcessGroup& group) {
+  return CopyToGroup::apply(input, &group);
+}
+
+at::Tensor reduce_from_tensor_parallel(const at::Tensor& input, ProcessGroup& group) {
+  return ReduceFromGroup::apply(input, &group);
+}
+
+at::Tensor gather_from_tensor_parallel(const at::Tensor& input, ProcessGroup& group) {
+  return GatherFromGroup::apply(input, &group);
+}
+
+bool can_split(const at::Tensor& full, const TensorSplit& split, int64_t size) {
+  if (split.dim >= full.dim()) return false;
+  const int64_t extent = full.size(split.dim);
+  return extent % split.blocks == 0 && (extent / split.blocks) % size == 0;
+}
+
+at::Tensor shard_of(const at::Tensor& full, const TensorSplit& split, int64_t size, int64_t rank) {
+  std::vector<at::Tensor> parts;
+  for (const at::Tensor& block : full.chunk(split.blocks, split.dim)) {
+    const int64_t width = block.size(split.dim) / size;
+    parts.push_back(block.narrow(split.dim, rank * width, width));
+  }
+  return at::cat(parts, split.dim).contiguous();
+}
+
+at::Tensor unshard(const std::vector<at::Tensor>& shards, const TensorSplit& split) {
+  std::vector<std::vector<at::Tensor>> per_rank;
+  for (const at::Tensor& shard : shards) per_rank.push_back(shard.chunk(split.blocks, split.dim));
+  std::vector<at::Tensor> parts;
+  for (int64_t b = 0; b < split.blocks; ++b) {
+    for (const auto& blocks : per_rank) parts.push_back(blocks[static_cast<size_t>(b)]);
+  }
+  return at::cat(parts, split.dim);
+}
+
+const TensorSplit* TensorParallelModel::split_of(const std::string& name) const {
+  for (const auto& [parameter, split] : splits) {
+    if (parameter == name) return &split;
+  }
+  return nullptr;
+}
+
+double clip_grad_norm_tensor_parallel(const std::vector<std::pair<std::string, at::Tensor>>& parameters,
+                                      const TensorParallelModel& model, double max_norm, double norm_type) {
+  std::vector<at::Tensor> grads;
+  const bool infinite = std::isinf(norm_type);
+  // In float64: the split and replicated parts are added across ranks.
+  double split_part = 0.0, whole_part = 0.0;
+  for (const auto& [name, parameter] : parameters) {
+    const at::Tensor& grad = parameter.grad();
+    if (!grad.defined()) continue;
+    grads.push_back(grad);
+    const double part = infinite ? grad.detach().abs().max().item<double>()
+                                 : grad.detach().to(at::kDouble).abs().pow(norm_type).sum().item<double>();
+    double& into = model.split_of(name) ? split_part : whole_part;
+    into = infinite ? std::max(into, part) : into + part;
+  }
+  at::Tensor parts = at::tensor({split_part}, at::kDouble);
+  ProcessGroup& group = *model.slot.group;
+  double norm = 0.0;
+  if (infinite) {
+    for (const at::Tensor& part : group.allgather(parts, "clip_grad_norm (tensor parallel max)")) {
+      split_part = std::max(split_part, part.item<double>());
+    }
+    norm = std::max(split_part, whole_part);
+  } else {
+    group.allreduce(parts, "clip_grad_norm (tensor parallel sum)");
+    norm = std::pow(parts.item<double>() + whole_part, 1.0 / norm_type);
+  }
+  const double coefficient = max_norm / (norm + 1e-6);
+  if (coefficient < 1.0) {
+    torch::NoGradGuard no_grad;
+    for (at::Tensor& grad : grads) grad.mul_(coefficient);
+  }
+  return norm;
+}
+
+at::Tensor gather_whole(const at::Tensor& shard, const TensorSplit& split, ProcessGroup& group,
+                        const std::string& name) {
+  return unshard(group.allgather(shard.detach().contiguous(), "tensor parallel gather of " + name), split);
+}
+
+}  // namespace accel::detail

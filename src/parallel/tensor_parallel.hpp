@@ -1,0 +1,83 @@
+// Tensor parallelism's building blocks (Megatron-LM's column- and row-parallel
+// layers): the collectives a split layer needs in forward and backward, as
+// autograd functions, and how a parameter is cut into one shard per rank of
+// the tensor-parallel group and put back together.
+//
+// A column-parallel Linear holds rows [r*out/tp, (r+1)*out/tp) of the weight
+// (and bias): its input enters through copy_to_tensor_parallel (the same
+// tensor on every rank forward; the input gradients, which each rank holds a
+// part of, summed backward) and its output is this rank's slice of features.
+// A row-parallel Linear holds the matching columns: it takes that slice, and
+// its partial products are summed by reduce_from_tensor_parallel (forward; the
+// gradient passes through backward) before the bias, held whole, is added once.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace accel::detail {
+
+class ProcessGroup;
+
+// Megatron's f: identity forward; backward, the gradient summed over the group.
+at::Tensor copy_to_tensor_parallel(const at::Tensor& input, ProcessGroup& group);
+// Megatron's g: summed over the group forward; backward, the gradient as it is.
+at::Tensor reduce_from_tensor_parallel(const at::Tensor& input, ProcessGroup& group);
+// The ranks' slices of the last dimension, concatenated in rank order forward
+// (colwise_rep's replicated output); backward, this rank's slice of the gradient.
+at::Tensor gather_from_tensor_parallel(const at::Tensor& input, ProcessGroup& group);
+
+// How a parameter is split over a tensor-parallel group: along `dim`, within
+// each of `blocks` equal blocks. A packed q, k, v projection ([3E, E]) has 3
+// blocks, so every rank holds the same heads of each of q, k and v.
+struct TensorSplit {
+  int64_t dim = 0;
+  int64_t blocks = 1;
+};
+
+// Whether `full` can be split `size` ways (each block's extent along dim divisible).
+bool can_split(const at::Tensor& full, const TensorSplit& split, int64_t size);
+// Rank `rank`'s shard of `full` (a new contiguous tensor).
+at::Tensor shard_of(const at::Tensor& full, const TensorSplit& split, int64_t size, int64_t rank);
+// The whole tensor from every rank's shard, in rank order (inverse of shard_of).
+at::Tensor unshard(const std::vector<at::Tensor>& shards, const TensorSplit& split);
+
+// Where a layer split for tensor parallelism sends its collectives; no
+// group: the layer is whole.
+struct TensorParallelSlot {
+  ProcessGroup* group = nullptr;
+  int64_t size = 1;
+  int64_t rank = 0;
+  bool active() const { return group != nullptr; }
+};
+
+// Parameters a split cut, by name, and how.
+using ParameterSplits = std::vector<std::pair<std::string, TensorSplit>>;
+
+// A model's tensor-parallel state once prepare has split it: where, and how
+// each split parameter (by its state-dict name) was cut. Parameters not
+// listed are whole (replicated) on every rank of the group.
+struct TensorParallelModel {
+  TensorParallelSlot slot;
+  ParameterSplits splits;
+  const TensorSplit* split_of(const std::string& name) const;
+};
+
+// clip_grad_norm_ of a model split for tensor parallelism: the norm of the
+// whole gradients (the split parameters' slices summed over the group, the
+// replicated ones counted once), the same on every rank; gradients scaled by
+// max_norm / (norm + 1e-6) when that is below 1, as PyTorch does. Returns the
+// norm. Collective over the tensor-parallel group.
+double clip_grad_norm_tensor_parallel(const std::vector<std::pair<std::string, at::Tensor>>& parameters,
+                                      const TensorParallelModel& model, double max_norm, double norm_type);
+
+// The whole parameter from this rank's shard: an all-gather over the group.
+// Collective over the tensor-parallel group.
+at::Tensor gather_whole(const at::Tensor& shard, const TensorSplit& split, ProcessGroup& group,
+                        const std::string& name);
+
+}  // namespace accel::detail

@@ -1,0 +1,305 @@
+// Tensor parallelism (Accelerate's ParallelismConfig) across real processes.
+//
+// `dist_tensor_parallel record DIR [clip]`: one process trains the JSON GPT
+// (two causal pre-norm blocks, 4 heads, the head tied to the embedding) for
+// 50 AdamW steps on a global batch of 8 sequences and records the per-step
+// losses (and clipped norms) and the final parameters in DIR.
+// `dist_tensor_parallel compare DIR [clip]`: the same under the mesh that
+// `accel launch --parallelism_config_*` set: each tensor-parallel rank holds
+// its heads and its slice of the feed-forward block, the data-parallel ranks
+// take their share of each batch (the tensor-parallel ranks of one group the
+// same share), and the losses, norms and parameters (gathered whole by
+// get_state_dict) are the single process's to the tolerance derived below.
+// Each rank holds exactly its share of the parameters and gradients
+// (held_bytes), save_model writes the whole model in the Hugging Face layout
+// (read back into a model that was never split), and save_state is refused
+// with Unsupported, leaving nothing written.
+// `dist_tensor_parallel refuse KIND`: prepare refuses a bad plan (KIND
+// nomatch: an entry matching no module; unpaired: linear1 colwise without
+// linear2; heads: tp_size not dividing the heads, with 3 processes) with
+// InvalidArgument naming it, before anything changes.
+#include <ATen/ATen.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "accel/accel.hpp"
+
+namespace {
+
+int rank_for_messages = -1;
+
+void check(bool condition, const std::string& what) {
+  if (!condition) {
+    std::fprintf(stderr, "rank %d: check failed: %s\n", rank_for_messages, what.c_str());
+    std::exit(1);
+  }
+}
+
+bool has(int argc, char** argv, const char* word) {
+  for (int i = 2; i < argc; ++i) {
+    if (std::strcmp(argv[i], word) == 0) return true;
+  }
+  return false;
+}
+
+constexpr int64_t kVocab = 64, kLength = 16, kWidth = 32, kHeads = 4, kFeedForward = 64;
+constexpr int64_t kGlobalBatch = 8, kSteps = 50;
+
+std::string block(const std::string& name) {
+  return R"({"name": ")" + name + R"(", "type": "TransformerEncoderLayer", "d_model": 32, "nhead": 4,
+    "dim_feedforward": 64, "dropout": 0.0, "activation": "gelu", "batch_first": true, "norm_first": true,
+    "causal": true})";
+}
+
+// tp_plan: an object's text to add under "tp_plan", or empty for the built-in plan.
+std::string gpt_spec(const std::string& tp_plan = "") {
+  return R"({"inputs": ["input_ids", {"name": "labels", "optional": true}], "nodes": [
+    {"name": "wte", "type": "Embedding", "num_embeddings": 64, "embedding_dim": 32},
+    {"name": "wpe", "type": "PositionalEmbedding", "num_positions": 16, "embedding_dim": 32, "batch_first": true},
+    )" + block("h0") +
+         ", " + block("h1") + R"(,
+    {"name": "ln_f", "type": "LayerNorm", "normalized_shape": 32},
+    {"name": "logits", "type": "Linear", "in_features": 32, "out_features": 64, "bias": true, "weight": "wte.weight"},
+    {"name": "loss", "type": "CausalLMLoss", "input": ["logits", "labels"]}], "outputs": ["loss"])" +
+         (tp_plan.empty() ? "" : ", \"tp_plan\": " + tp_plan) + "}";
+}
+
+// Parameters per block: split by tp (attention's in_proj rows and out_proj
+// columns, linear1's rows and bias, linear2's columns) and whole (out_proj's
+// and linear2's biases, both layer norms).
+constexpr int64_t kSplitPerBlock =
+    3 * kWidth * kWidth + 3 * kWidth + kWidth * kWidth + kFeedForward * kWidth + kFeedForward + kWidth * kFeedForward;
+constexpr int64_t kWholePerBlock = kWidth + kWidth + 4 * kWidth;
+// Outside the blocks, all whole: wte (tied head), the head's bias, wpe, ln_f.
+constexpr int64_t kWholeOutside = kVocab * kWidth + kVocab + kLength * kWidth + 2 * kWidth;
+
+std::shared_ptr<accel::TensorDataset> dataset() {
+  at::manual_seed(1234);
+  at::Tensor ids = at::randint(0, kVocab, {kGlobalBatch * kSteps, kLength}, at::kLong);
+  return std::make_shared<accel::TensorDataset>(std::vector<at::Tensor>{ids, ids.clone()});
+}
+
+struct Run {
+  std::vector<double> losses, norms;
+};
+
+Run train(accel::Accelerator& accelerator, accel::Model& model, accel::Optimizer& optimizer, int64_t batch_size,
+          bool clip) {
+  accel::DataLoaderOptions options;
+  options.batch_size = batch_size;
+  accel::DataLoader loader(dataset(), options);
+  accelerator.prepare(loader);
+  Run run;
+  while (auto batch = loader.next()) {
+    auto outputs = model.forward(accel::Model::NamedTensors{{"input_ids", (*batch)[0]}, {"labels", (*batch)[1]}});
+    at::Tensor loss = outputs.at(0).second;
+    accelerator.backward(loss);
+    if (clip) run.norms.push_back(accelerator.clip_grad_norm(model, 0.5));
+    optimizer.step();
+    optimizer.zero_grad();
+    // The mean over the data-parallel slices (equal token counts) is the whole batch's loss.
+    run.losses.push_back(accelerator.reduce(loss.detach(), accel::ReduceOp::Mean).item<double>());
+  }
+  check(static_cast<int64_t>(run.losses.size()) == kSteps,
+        "trained " + std::to_string(run.losses.size()) + " steps, expected " + std::to_string(kSteps));
+  return run;
+}
+
+accel::OptimizerOptions adamw() {
+  auto options = accel::OptimizerOptions::defaults(accel::OptimizerKind::AdamW);
+  options.lr = 1e-3;
+  return options;
+}
+
+void write_numbers(const std::string& path, const std::vector<double>& values) {
+  std::ofstream out(path);
+  out.precision(17);
+  for (double v : values) out << v << "\n";
+  check(out.good(), "cannot write " + path);
+}
+
+std::vector<double> read_numbers(const std::string& path) {
+  std::ifstream in(path);
+  check(in.good(), "cannot read " + path);
+  std::vector<double> values;
+  for (double v; in >> v;) values.push_back(v);
+  return values;
+}
+
+// Tolerances. The split run computes the reference's arithmetic
+// reassociated: a row-parallel product adds tp partial sums of width/tp or
+// ff/tp terms, the input gradients of a split layer are summed over the tp
+// ranks, the loss is the mean of dp slice means. In float32 (unit roundoff
+// u = 6e-8) a sum of n terms moves by at most n*u of the sum of magnitudes.
+// Losses: the mean of n = 8 x 15 = 120 token losses of about 4.2 moves by up
+// to n*u*4.2 = 3.0e-5 from reordering alone (typically sqrt(n)*u*4.2 =
+// 2.8e-6); kLossTolerance is that bound (the parameters' share, below, is two
+// orders smaller). Parameters: a gradient of n <= 64 terms per product moves
+// by a relative d <= n*u = 3.8e-6, and AdamW turns that into lr*d (1e-3 x
+// 3.8e-6) per step, 2e-7 over 50 steps: kTolerance holds it with a margin of
+// 50. Clipped norms (about 1) move by the gradients' d.
+constexpr double kLossTolerance = 3.0e-5;
+constexpr double kTolerance = 1e-5;
+
+void compare_numbers(const std::vector<double>& got, const std::vector<double>& want, const std::string& what,
+                     double tolerance) {
+  check(got.size() == want.size(),
+        what + ": " + std::to_string(got.size()) + " values, the reference has " + std::to_string(want.size()));
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(got[i] - want[i]));
+  check(worst <= tolerance, what + " differ from the single process's by up to " + std::to_string(worst));
+  if (rank_for_messages == 0)
+    std::printf("%s: worst difference %.3g over %zu steps\n", what.c_str(), worst, got.size());
+}
+
+int record(const std::string& dir, bool clip) {
+  accel::Accelerator accelerator;
+  at::manual_seed(7);
+  accel::Model model = accel::Model::from_json(gpt_spec());
+  accel::Optimizer optimizer(model, adamw());
+  accelerator.prepare(model);
+  accelerator.prepare(optimizer);
+  Run run = train(accelerator, model, optimizer, kGlobalBatch, clip);
+  write_numbers(dir + "/losses.txt", run.losses);
+  write_numbers(dir + "/norms.txt", run.norms);
+  accelerator.save(accelerator.get_state_dict(model), dir + "/reference.safetensors");
+  std::printf("recorded %lld steps: loss %.5f -> %.5f\n", static_cast<long long>(kSteps), run.losses.front(),
+              run.losses.back());
+  return 0;
+}
+
+int compare(const std::string& dir, bool clip) {
+  accel::Accelerator accelerator;
+  rank_for_messages = accelerator.process_index();
+  const int64_t tp = std::atoll(std::getenv("PARALLELISM_CONFIG_TP_SIZE"));
+  const int64_t dp = accelerator.num_processes() / tp;
+  at::manual_seed(7);
+  accel::Model model = accel::Model::from_json(gpt_spec());
+  accel::Optimizer optimizer(model, adamw());
+  accelerator.prepare(model);
+  accelerator.prepare(optimizer);
+
+  // Each rank holds its share of the split parameters and all of the whole
+  // ones; under FULL_SHARD over dp_shard, its chunk of that (every unit's
+  // element count is even here, so the chunks need no padding).
+  const char* shard_text = std::getenv("PARALLELISM_CONFIG_DP_SHARD_SIZE");
+  const int64_t dp_shard = shard_text ? std::atoll(shard_text) : 1;
+  const int64_t held = (2 * kSplitPerBlock / tp + 2 * kWholePerBlock + kWholeOutside) * 4 / dp_shard;
+  accel::HeldBytes before = accelerator.held_bytes(model, &optimizer);
+  check(before.parameters == held,
+        "parameters hold " + std::to_string(before.parameters) + " bytes, expected " + std::to_string(held));
+
+  Run run = train(accelerator, model, optimizer, kGlobalBatch / dp, clip);
+  accel::HeldBytes after = accelerator.held_bytes(model, &optimizer);
+  check(after.gradients == 0 || after.gradients == held,
+        "gradients hold " + std::to_string(after.gradients) + " bytes, expected " + std::to_string(held));
+
+  compare_numbers(run.losses, read_numbers(dir + "/losses.txt"), "losses", kLossTolerance);
+  if (clip) compare_numbers(run.norms, read_numbers(dir + "/norms.txt"), "clipped norms", kTolerance);
+  const accel::TensorDict whole = accelerator.get_state_dict(model);
+  std::map<std::string, at::Tensor> reference;
+  for (auto& [name, tensor] : accel::load_safetensors(dir + "/reference.safetensors")) reference[name] = tensor;
+  check(whole.size() == reference.size(), "get_state_dict has " + std::to_string(whole.size()) + " tensors");
+  double worst_parameter = 0;
+  for (const auto& [name, tensor] : whole) {
+    check(reference.count(name) == 1, "get_state_dict names " + name + ", which the reference lacks");
+    const at::Tensor& want = reference[name];
+    check(tensor.sizes() == want.sizes(), name + " has shape " + c10::str(tensor.sizes()));
+    at::Tensor difference_of = (tensor - want).abs();
+    // The key bias (rows [E, 2E) of in_proj_bias) has a gradient of exactly 0
+    // in exact arithmetic (it adds q.b_k to every score of a query, which the
+    // softmax cancels); in floating point it is rounding noise, which AdamW
+    // scales up to steps of about lr in any implementation. Not compared.
+    if (name.find("in_proj_bias") != std::string::npos) difference_of.narrow(0, kWidth, kWidth).zero_();
+    const double difference = difference_of.max().item<double>();
+    worst_parameter = std::max(worst_parameter, difference);
+  }
+  check(worst_parameter <= kTolerance,
+        "parameters differ from the single process's by up to " + std::to_string(worst_parameter));
+
+  // save_model: every rank gathers, the main process writes the whole model.
+  const std::string saved = dir + "/saved_tp" + std::to_string(tp) + "_dp" + std::to_string(dp);
+  accelerator.save_model(model, saved, "20KB");
+  if (accelerator.is_main_process()) {
+    at::manual_seed(99);
+    accel::Model fresh = accel::Model::from_json(gpt_spec());
+    accelerator.load_checkpoint_in_model(fresh, saved + "/model.safetensors.index.json", /*strict=*/true);
+    const accel::TensorDict loaded = accelerator.get_state_dict(fresh);  // never prepared: not collective
+    for (size_t i = 0; i < whole.size(); ++i) {
+      check(at::equal(loaded[i].second, whole[i].second), "save_model's " + whole[i].first + " is not the model's");
+    }
+  }
+
+  // save_state is refused before anything is written.
+  const std::string state_dir = dir + "/state_tp" + std::to_string(tp);
+  try {
+    accelerator.save_state(state_dir);
+    check(false, "save_state with tp_size > 1 was not refused");
+  } catch (const accel::Error& e) {
+    check(e.code() == accel::ErrorCode::Unsupported, std::string("save_state failed with ") + e.what());
+  }
+  std::ifstream probe(state_dir + "/manifest.json");
+  check(!probe.good(), "a refused save_state left files behind");
+  accelerator.wait_for_everyone();
+  if (accelerator.is_main_process())
+    std::printf("tensor parallel: tp %lld x dp %lld matches\n", static_cast<long long>(tp), static_cast<long long>(dp));
+  return 0;
+}
+
+int refuse(const std::string& kind) {
+  accel::Accelerator accelerator;
+  rank_for_messages = accelerator.process_index();
+  std::string plan, expected;
+  if (kind == "nomatch") {
+    plan = R"({"h*.self_attn": "colwise"})";
+    expected = "tp_plan entry \"h*.self_attn\" matches no module";
+  } else if (kind == "unpaired") {
+    plan = R"({"h0.linear1": "colwise"})";
+    expected = "needs \"h0.linear2\" to be rowwise";
+  } else {
+    expected = "tp_size 3 does not divide";  // the heads (4) and dim_feedforward (64)
+  }
+  at::manual_seed(7);
+  accel::Model model = accel::Model::from_json(gpt_spec(plan));
+  const auto before = model.named_parameters();
+  try {
+    accelerator.prepare(model);
+    check(false, "prepare accepted the " + kind + " plan");
+  } catch (const accel::Error& e) {
+    const std::string message = e.what();
+    check(e.code() == accel::ErrorCode::InvalidArgument && message.find(expected) != std::string::npos,
+          "prepare failed with \"" + message + "\", expected InvalidArgument with \"" + expected + "\"");
+  }
+  const auto after = model.named_parameters();
+  for (size_t i = 0; i < before.size(); ++i) {
+    check(after[i].second.sizes() == before[i].second.sizes(), "a refused plan changed " + after[i].first);
+  }
+  if (accelerator.is_main_process()) std::printf("refused %s as expected\n", kind.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const std::string mode = argc > 1 ? argv[1] : "";
+    if ((mode == "record" || mode == "compare") && argc > 2) {
+      const bool clip = has(argc, argv, "clip");
+      return mode == "record" ? record(argv[2], clip) : compare(argv[2], clip);
+    }
+    if (mode == "refuse" && argc > 2) return refuse(argv[2]);
+    std::fprintf(stderr, "usage: dist_tensor_parallel record|compare DIR [clip] | refuse nomatch|unpaired|heads\n");
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rank %d: %s\n", rank_for_messages, e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,134 @@
+// Tensor parallelism without processes: plans parse and match as transformers'
+// do, parameters cut into shards and back, bad plans refused before anything
+// changes (a group of one stands in for the real one; no collective runs).
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "accel/error.hpp"
+#include "accel/model.hpp"
+#include "model/model_impl.hpp"
+#include "model/nn_module_of.hpp"
+#include "model/tensor_parallel_split.hpp"
+#include "parallel/tensor_parallel.hpp"
+#include "parallel/tp_plan.hpp"
+
+namespace {
+
+using accel::detail::TensorSplit;
+using accel::detail::TpStyle;
+
+std::string error_of_plan(const std::string& text) {
+  try {
+    accel::detail::parse_tp_plan(nlohmann::json::parse(text));
+  } catch (const accel::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(TpPlan, ParsesTransformersVocabularyAndMatchesOneComponentPerStar) {
+  auto plan = accel::detail::parse_tp_plan(
+      nlohmann::json::parse(R"({"h.*.self_attn": "colwise", "h.*.linear2": "rowwise", "lm_head": "colwise_rep"})"));
+  ASSERT_EQ(plan.size(), 3u);  // in the JSON object's (sorted) order
+  EXPECT_EQ(plan[0].pattern, "h.*.linear2");
+  EXPECT_EQ(plan[0].style, TpStyle::Rowwise);
+  EXPECT_EQ(plan[1].style, TpStyle::Colwise);
+  EXPECT_EQ(plan[2].style, TpStyle::ColwiseRep);
+  EXPECT_TRUE(accel::detail::tp_pattern_matches("h.*.linear1", "h.0.linear1"));
+  EXPECT_FALSE(accel::detail::tp_pattern_matches("h.*.linear1", "h.0.x.linear1"));
+  EXPECT_FALSE(accel::detail::tp_pattern_matches("h.*.linear1", "h.0.linear2"));
+  EXPECT_NE(error_of_plan(R"({"h.0.linear1": "columnwise"})").find("unknown style \"columnwise\" (known: colwise"),
+            std::string::npos);
+  EXPECT_NE(error_of_plan(R"({"h..linear1": "colwise"})").find("an empty name component"), std::string::npos);
+  EXPECT_NE(error_of_plan(R"({"h.0.linear1": 1})").find("the style must be a string"), std::string::npos);
+  EXPECT_NE(error_of_plan(R"(["colwise"])").find("tp_plan must be an object"), std::string::npos);
+}
+
+TEST(TensorSplit, ShardsPutBackTogetherAndPackedBlocksKeepTheirHeads) {
+  at::Tensor full = at::arange(24, at::kFloat).reshape({6, 4});
+  const TensorSplit packed{0, 3};  // q, k, v rows of two each
+  at::Tensor first = accel::detail::shard_of(full, packed, 2, 0);
+  EXPECT_TRUE(at::equal(first, at::cat({full.narrow(0, 0, 1), full.narrow(0, 2, 1), full.narrow(0, 4, 1)})));
+  std::vector<at::Tensor> shards{first, accel::detail::shard_of(full, packed, 2, 1)};
+  EXPECT_TRUE(at::equal(accel::detail::unshard(shards, packed), full));
+  const TensorSplit columns{1, 1};
+  std::vector<at::Tensor> quarters;
+  for (int64_t r = 0; r < 4; ++r) quarters.push_back(accel::detail::shard_of(full, columns, 4, r));
+  EXPECT_TRUE(at::equal(accel::detail::unshard(quarters, columns), full));
+  EXPECT_FALSE(accel::detail::can_split(full, packed, 4));
+  EXPECT_TRUE(accel::detail::can_split(full, columns, 4));
+}
+
+constexpr const char* kBlock = R"({"type": "TransformerEncoderLayer", "d_model": 8, "nhead": 2,
+  "dim_feedforward": 16, "dropout": 0.0, "batch_first": true})";
+
+// Splits with the built-in plan, or plan; returns the error ("" when none)
+// and checks that a refused split changed nothing. No collective runs while
+// splitting, so a slot without a group is enough to cut.
+std::string split(accel::Model& model, int64_t size, const std::optional<std::string>& plan = std::nullopt,
+                  accel::ErrorCode* code = nullptr) {
+  auto before = model.named_parameters();
+  std::string message;
+  try {
+    std::optional<accel::detail::TpPlan> parsed;
+    if (plan) parsed = accel::detail::parse_tp_plan(nlohmann::json::parse(*plan));
+    accel::detail::split_for_tensor_parallel(*accel::detail::nn_module_of(model.impl()), parsed,
+                                             accel::detail::TensorParallelSlot{nullptr, size, 1});
+  } catch (const accel::Error& e) {
+    message = e.what();
+    if (code) *code = e.code();
+    auto after = model.named_parameters();
+    for (size_t i = 0; i < before.size(); ++i) EXPECT_EQ(before[i].second.sizes(), after[i].second.sizes());
+  }
+  return message;
+}
+
+TEST(TensorParallelSplit, TheBuiltInPlanSplitsAttentionByHeadsAndTheFeedForwardBlock) {
+  accel::Model model = accel::Model::from_json(std::string("[") + kBlock + "]");
+  at::Tensor in_proj = model.named_parameters().at(0).second.detach().clone();
+  ASSERT_EQ(split(model, 2), "");
+  std::map<std::string, at::Tensor> params;
+  for (auto& [name, p] : model.named_parameters()) params[name] = p;
+  EXPECT_EQ(params["0.self_attn.in_proj_weight"].sizes(), (std::vector<int64_t>{12, 8}));
+  EXPECT_EQ(params["0.self_attn.out_proj.weight"].sizes(), (std::vector<int64_t>{8, 4}));
+  EXPECT_EQ(params["0.self_attn.out_proj.bias"].sizes(), (std::vector<int64_t>{8}));  // added once, whole
+  EXPECT_EQ(params["0.linear1.weight"].sizes(), (std::vector<int64_t>{8, 8}));
+  EXPECT_EQ(params["0.linear1.bias"].sizes(), (std::vector<int64_t>{8}));
+  EXPECT_EQ(params["0.linear2.weight"].sizes(), (std::vector<int64_t>{8, 8}));
+  EXPECT_EQ(params["0.norm1.weight"].sizes(), (std::vector<int64_t>{8}));
+  // Rank 1 of 2 keeps the second head of each of q, k and v.
+  EXPECT_TRUE(at::equal(params["0.self_attn.in_proj_weight"], accel::detail::shard_of(in_proj, {0, 3}, 2, 1)));
+}
+
+TEST(TensorParallelSplit, BadPlansAreRefusedBeforeAnythingChanges) {
+  accel::ErrorCode code{};
+  accel::Model model = accel::Model::from_json(std::string("[") + kBlock + ", " + kBlock + "]");
+  EXPECT_NE(split(model, 4, std::nullopt, &code).find("tp_size 4 does not divide its num_heads 2"), std::string::npos);
+  EXPECT_EQ(code, accel::ErrorCode::InvalidArgument);
+  EXPECT_NE(split(model, 2, R"({"*.self_attn": "colwise"})").find("needs \"0.self_attn.out_proj\" to be rowwise"),
+            std::string::npos);
+  EXPECT_NE(split(model, 2, R"({"*.linear2": "rowwise", "*.linear1": "rowwise"})")
+                .find("a transformer layer's linear1 is \"colwise\""),
+            std::string::npos);
+  EXPECT_NE(split(model, 2, R"({"2.linear1": "colwise"})")
+                .find("matches no module of the model (modules it can split: "
+                      "0.linear1, 0.linear2, 0.self_attn"),
+            std::string::npos);
+  EXPECT_NE(split(model, 2, R"({"0.linear1": "colwise", "*.linear1": "rowwise"})").find("is matched by"),
+            std::string::npos);
+  EXPECT_NE(split(model, 2, R"({"0.norm1": "colwise"})", &code).find("is a LayerNorm"), std::string::npos);
+  EXPECT_EQ(code, accel::ErrorCode::Unsupported);
+  EXPECT_NE(split(model, 2, R"({"0.linear1": "sequence_parallel"})", &code).find("sequence parallelism is not built"),
+            std::string::npos);
+  accel::Model mlp = accel::Model::from_json(R"([{"type": "Linear", "in_features": 4, "out_features": 4}])");
+  EXPECT_NE(split(mlp, 2, std::nullopt, &code).find("the model has nothing libaccel can split"), std::string::npos);
+  EXPECT_EQ(code, accel::ErrorCode::Unsupported);
+}
+
+}  // namespace
