@@ -7,7 +7,9 @@
 # Then, with GPU_CHECK_UNIT_TESTS=1 (the default), the CPU unit tests of this
 # CUDA build (accel_unit_tests with ACCELERATE_USE_CPU=1; about 2 minutes).
 # Logs go to $OUT (the device tool brings them back). GPU_CHECK_BENCH=0 skips
-# the bench; LM_ROUNDS / LM_STEPS / LM_TIMEOUT size it.
+# the bench; LM_ROUNDS / LM_STEPS / LM_TIMEOUT size it. GPU_CHECK_CTEST=REGEX
+# then builds the launcher and the dist_* programs and runs those CTest tests
+# on the CPU (Gloo) of this CUDA build (ACCELERATE_USE_CPU=1).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/gpu-check}
@@ -40,3 +42,10 @@ echo "unit tests build: $(( $(date +%s) - start )) s" | tee -a "$OUT/info.txt"
   >"$OUT/unit_tests.log" 2>&1
 echo "unit tests: exit $?" | tee -a "$OUT/info.txt"
 grep -E "FAILED|PASSED|tests ran" "$OUT/unit_tests.log" | tail -15
+[ -n "${GPU_CHECK_CTEST:-}" ] || exit 0
+ACCEL_BUILD_TARGETS="accel_cli dist_tensor_parallel dist_gradients dist_full_shard" DEPS_PREFIX=$deps \
+  scripts/build-cuda.sh -DCMAKE_BUILD_TYPE=Release >"$OUT/build_dist.log" 2>&1 ||
+  { grep -B3 -A15 -m6 -E "error|Error" "$OUT/build_dist.log" | head -60; exit 1; }
+(cd build-cuda && ACCELERATE_USE_CPU=1 timeout 180 ctest -R "$GPU_CHECK_CTEST" --output-on-failure) >"$OUT/ctest.log" 2>&1
+echo "ctest $GPU_CHECK_CTEST: exit $?" | tee -a "$OUT/info.txt"
+tail -15 "$OUT/ctest.log"
