@@ -911,6 +911,13 @@ struct AccelTensorMap {};
     return v;
   }
   bool cpu_offload() const { int v = 0; accel_check(accel_accelerator_cpu_offload($self, &v)); return v != 0; }
+  /* [dp_replicate_size, dp_shard_size, tp_size, cp_size] of the mesh in use; each
+     language's layer turns it into its ParallelismConfig. */
+  std::vector<int64_t> parallelism_sizes() const {
+    int64_t replicate = 0, shard = 0, tp = 0, cp = 0;
+    accel_check(accel_accelerator_parallelism_config($self, &replicate, &shard, &tp, &cp));
+    return std::vector<int64_t>{replicate, shard, tp, cp};
+  }
 
   void wait_for_everyone() { accel_check(accel_accelerator_wait_for_everyone($self)); }
   void print(const std::string& message) const { accel_check(accel_accelerator_print($self, message.c_str())); }

@@ -324,6 +324,8 @@ ACCEL_JAVA_CLOSEABLE(StateWriter, "StateWriter")
 %javamethodmodifiers AccelAccelerator::split_range "";
 %rename(nativeLoadCheckpointInModel) AccelAccelerator::load_checkpoint_in_model;
 %rename(nativeHeldBytes) AccelAccelerator::held_bytes;
+%rename(nativeParallelismSizes) AccelAccelerator::parallelism_sizes;
+%javamethodmodifiers AccelAccelerator::parallelism_sizes "";
 %javamethodmodifiers AccelAccelerator::held_bytes "";
 %javamethodmodifiers AccelAccelerator::load_checkpoint_in_model "";
 %javamethodmodifiers AccelDataLoader::AccelDataLoader(AccelDataset*, const std::vector<int64_t>&, const std::vector<int64_t>&,
@@ -889,6 +891,11 @@ import java.util.Map;
    * optimizer's state (optimizer may be null), counted from the tensors' storages: keys
    * "parameters", "gradients", "optimizer_state". Not collective.
    */
+  /** The mesh in use; without a ParallelismConfig, dpReplicateSize is the number of processes. */
+  public ParallelismConfig parallelismConfig() {
+    return AcceleratorSupport.parallelismConfig(this);
+  }
+
   public java.util.LinkedHashMap<String, Long> heldBytes(Model model, Optimizer optimizer) {
     return AcceleratorSupport.heldBytes(this, model, optimizer);
   }

@@ -359,13 +359,30 @@ typedef struct accel_accelerator_options {
      for the call. Default NULL: FSDP_STATE_DICT_TYPE, else FULL_STATE_DICT;
      another value is INVALID_ARGUMENT. docs/checkpointing.md. */
   const char* fsdp_state_dict_type;
+  /* Accelerate's ParallelismConfig (docs/parallelism.md): the world factored
+     into dp_replicate x dp_shard x cp x tp (tp innermost: a tensor-parallel
+     group is tp_size consecutive ranks). Data parallelism (gradient
+     averaging, the data loader's shards, gather_for_metrics) runs over
+     dp_replicate x dp_shard, a sharding strategy over dp_shard; prepare
+     splits a JSON-spec model's transformer layers over tp (attention by
+     heads, the feed-forward block by columns and rows; a "tp_plan" in the
+     spec chooses). All 0 (default): from ACCELERATE_USE_PARALLELISM_CONFIG=true
+     with PARALLELISM_CONFIG_*_SIZE (`accel launch --parallelism_config_*`),
+     else none. Any of them set: the mesh, a 0 counting as 1. Negative sizes,
+     sizes that do not multiply to the number of processes or do not fit the
+     sharding strategy (dp_shard_size > 1 needs one; a strategy needs
+     dp_shard_size > 1) are INVALID_ARGUMENT; cp_size > 1 is UNSUPPORTED. */
+  int64_t parallelism_dp_replicate_size;
+  int64_t parallelism_dp_shard_size;
+  int64_t parallelism_tp_size;
+  int64_t parallelism_cp_size;
 } accel_accelerator_options;
 
 #define ACCEL_ACCELERATOR_OPTIONS_INIT                                                                               \
   {                                                                                                                  \
     (uint32_t)sizeof(accel_accelerator_options), 0, 1800000, ACCEL_PRECISION_DEFAULT, 25.0, 0, 1, 65536.0, 2.0, 0.5, \
         2000, 0, 1, -1, 1, NULL, NULL, 0, 0, 0, NULL, 1.0, 1, 0, 0, ACCEL_COMM_HOOK_NONE, 0, 0, 1, 0, -1,            \
-        ACCEL_SHARDING_DEFAULT, -1, -1, NULL, -1, -1, -1, NULL                                                       \
+        ACCEL_SHARDING_DEFAULT, -1, -1, NULL, -1, -1, -1, NULL, 0, 0, 0, 0                                           \
   }
 
 /* Fills opts with the defaults above. */
@@ -426,6 +443,12 @@ ACCEL_API accel_status accel_accelerator_sharding_strategy(const accel_accelerat
    option), else 0. Not collective. Errors: INVALID_ARGUMENT for a NULL acc or
    out; *out is untouched then. */
 ACCEL_API accel_status accel_accelerator_cpu_offload(const accel_accelerator* acc, int* out);
+/* The device mesh in use (docs/parallelism.md): each size of the
+   ParallelismConfig, from the options or the environment; without one,
+   dp_replicate_size is the number of processes and the rest 1, as in
+   Accelerate. Any out may be NULL. Not collective. */
+ACCEL_API accel_status accel_accelerator_parallelism_config(const accel_accelerator* acc, int64_t* dp_replicate_size,
+                                                            int64_t* dp_shard_size, int64_t* tp_size, int64_t* cp_size);
 
 /* Blocks until every process reaches this call. Collective. */
 ACCEL_API accel_status accel_accelerator_wait_for_everyone(accel_accelerator* acc);

@@ -67,6 +67,9 @@ class Accelerator {
   ShardingStrategy sharding_strategy() const;
   // Whether sharded models keep master weights, gradients and optimizer state on the CPU.
   bool cpu_offload() const;
+  // The mesh in use (docs/parallelism.md); without a ParallelismConfig,
+  // dp_replicate_size is the number of processes and the rest 1, as Accelerate's.
+  ParallelismConfig parallelism_config() const;
   // Bytes this process holds for a prepared model's parameters, gradients and
   // (optimizer given) optimizer state, counted from the tensors' storages (each
   // storage once, as allocated now; a FULL_SHARD unit's freed storage counts 0).
@@ -263,7 +266,9 @@ class Accelerator {
 
   // The model's state dict on the host, in PyTorch's state_dict() order
   // (modules in pre-order, each one's parameters then buffers) and names.
-  // Under FULL_SHARD it all-gathers the parameters (full state dict): collective.
+  // Under FULL_SHARD, and with tensor parallelism (the split parameters'
+  // slices, docs/parallelism.md), it all-gathers the parameters (full state
+  // dict): collective.
   TensorDict get_state_dict(const Model& model) const;
   // Hugging Face layout in dir: model.safetensors, or model-0000i-of-0000N.safetensors
   // shards plus model.safetensors.index.json when larger than max_shard_size.

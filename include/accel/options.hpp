@@ -67,6 +67,14 @@ struct ProjectConfiguration {
   bool save_on_each_node = false;
 };
 
+// Sizes of a device mesh's dimensions (Accelerate's names; each at least 1).
+struct ParallelismConfig {
+  int64_t dp_replicate_size = 1;  // data parallel, replicated (DDP; HSDP's replicas)
+  int64_t dp_shard_size = 1;      // data parallel, sharded by the sharding strategy
+  int64_t tp_size = 1;            // tensor parallel: layers split over these ranks
+  int64_t cp_size = 1;            // context parallel (not built yet: must be 1)
+};
+
 struct AcceleratorOptions {
   bool cpu = false;  // use the CPU even where a GPU is present
   // Collectives wait at most this long. When a rank does not arrive, the
@@ -172,6 +180,16 @@ struct AcceleratorOptions {
   // ACCELERATE_USE_DEEPSPEED=true (as `accel launch` writes them), else off.
   // On with NoShard throws Unsupported (there is no shard to move).
   std::optional<bool> cpu_offload;
+  // Accelerate's ParallelismConfig (docs/parallelism.md): the world factored
+  // into dp_replicate x dp_shard x cp x tp, tp innermost. Unset: from
+  // ACCELERATE_USE_PARALLELISM_CONFIG=true with PARALLELISM_CONFIG_*_SIZE (as
+  // `accel launch --parallelism_config_*` writes them), else none (plain data
+  // parallelism). The Accelerator throws InvalidArgument when the sizes do not
+  // multiply to the number of processes, or do not fit the sharding strategy
+  // (dp_shard_size > 1 needs one, a strategy needs dp_shard_size > 1), and
+  // Unsupported for cp_size > 1; prepare splits a model's transformer layers
+  // over tp (Unsupported for a model it cannot split).
+  std::optional<ParallelismConfig> parallelism_config;
 };
 
 }  // namespace accel

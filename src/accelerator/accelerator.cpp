@@ -207,6 +207,12 @@ std::chrono::milliseconds Accelerator::timeout() const { return state_->timeout;
 ShardingStrategy Accelerator::sharding_strategy() const { return state_->sharding_strategy; }
 bool Accelerator::cpu_offload() const { return state_->cpu_offload; }
 
+ParallelismConfig Accelerator::parallelism_config() const {
+  const detail::MeshShape& mesh = state_->mesh;
+  if (mesh.total() == 1) return ParallelismConfig{state_->world_size(), 1, 1, 1};
+  return ParallelismConfig{mesh.dp_replicate, mesh.dp_shard, mesh.tp, mesh.cp};
+}
+
 void Accelerator::prepare(Model& model) {
   model.impl().prepare(state_);
   state_->prepared_models.push_back(model.impl().weak_from_this());

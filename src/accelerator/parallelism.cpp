@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "accel/error.hpp"
+#include "accel/logging.hpp"
 #include "sharding/strategy.hpp"
 #include "state/environment.hpp"
 
@@ -27,18 +28,34 @@ int64_t size_from_env(const char* name) {
   return value;
 }
 
+// Creates the group and adds "NAME [ranks]" to `names` (the INFO line below).
 std::unique_ptr<ProcessGroup> group_along(RuntimeContext& state, const MeshShape& mesh,
-                                          const std::vector<MeshDim>& varying) {
+                                          const std::vector<MeshDim>& varying, std::string& names) {
   const int rank = state.rank();
-  return std::make_unique<ProcessGroup>(*state.process_group, mesh_group_name(mesh, rank, varying),
-                                        mesh_group_ranks(mesh, rank, varying));
+  const std::string name = mesh_group_name(mesh, rank, varying);
+  const std::vector<int> ranks = mesh_group_ranks(mesh, rank, varying);
+  std::string list;
+  for (int r : ranks) list += (list.empty() ? "" : ", ") + std::to_string(r);
+  names += (names.empty() ? "" : "; ") + name + " [" + list + "]";
+  return std::make_unique<ProcessGroup>(*state.process_group, name, ranks);
 }
 
 }  // namespace
 
-std::optional<MeshShape> resolve_parallelism() {
-  if (!get_env_flag("ACCELERATE_USE_PARALLELISM_CONFIG", false)) return std::nullopt;
+std::optional<MeshShape> resolve_parallelism(const std::optional<ParallelismConfig>& option) {
   MeshShape mesh;
+  if (option) {
+    mesh.dp_replicate = option->dp_replicate_size;
+    mesh.dp_shard = option->dp_shard_size;
+    mesh.tp = option->tp_size;
+    mesh.cp = option->cp_size;
+    for (MeshDim dim : {MeshDim::DpReplicate, MeshDim::DpShard, MeshDim::Cp, MeshDim::Tp}) {
+      require_arg(mesh.size(dim) >= 1, "parallelism_config." + std::string(to_string(dim)) +
+                                           "_size must be at least 1, got " + std::to_string(mesh.size(dim)));
+    }
+    return mesh;
+  }
+  if (!get_env_flag("ACCELERATE_USE_PARALLELISM_CONFIG", false)) return std::nullopt;
   mesh.dp_replicate = size_from_env("PARALLELISM_CONFIG_DP_REPLICATE_SIZE");
   mesh.dp_shard = size_from_env("PARALLELISM_CONFIG_DP_SHARD_SIZE");
   mesh.tp = size_from_env("PARALLELISM_CONFIG_TP_SIZE");
@@ -73,15 +90,21 @@ MeshShape check_parallelism(const MeshShape& given, int world_size, ShardingStra
 void create_mesh_groups(RuntimeContext& state, const MeshShape& mesh) {
   state.mesh = mesh;
   if (!state.process_group) return;
+  std::string names;
   if (mesh.tp > 1) {
-    state.tp_group = group_along(state, mesh, {MeshDim::Tp});
-    state.data_group = group_along(state, mesh, {MeshDim::DpReplicate, MeshDim::DpShard});
+    state.tp_group = group_along(state, mesh, {MeshDim::Tp}, names);
+    state.data_group = group_along(state, mesh, {MeshDim::DpReplicate, MeshDim::DpShard}, names);
   }
   // A sharded model over dp_shard, its shards replicated across dp_replicate (HSDP).
   if (state.sharding_strategy != ShardingStrategy::NoShard && mesh.dp_replicate > 1) {
-    state.shard_group = group_along(state, mesh, {MeshDim::DpShard});
-    state.replica_group = group_along(state, mesh, {MeshDim::DpReplicate});
+    state.shard_group = group_along(state, mesh, {MeshDim::DpShard}, names);
+    state.replica_group = group_along(state, mesh, {MeshDim::DpReplicate}, names);
   }
+  // ACCELERATE_LOG_LEVEL=INFO shows each rank's groups.
+  Logger("accel.parallelism")
+      .info("parallelism_config " + mesh.describe() + ": rank " + std::to_string(state.rank()) + " in " +
+                (names.empty() ? std::string("the world's group only") : names),
+            /*main_process_only=*/false);
 }
 
 }  // namespace accel::detail

@@ -12,11 +12,11 @@
 
 namespace accel::detail {
 
-// The mesh the environment asks for: nullopt unless
-// ACCELERATE_USE_PARALLELISM_CONFIG is true; then each of
-// PARALLELISM_CONFIG_{DP_REPLICATE,DP_SHARD,TP,CP}_SIZE (1 when unset).
-// InvalidArgument naming a variable that is not a positive integer.
-std::optional<MeshShape> resolve_parallelism();
+// The option's mesh when set (InvalidArgument naming a size below 1); else
+// the environment's: nullopt unless ACCELERATE_USE_PARALLELISM_CONFIG is true,
+// then each of PARALLELISM_CONFIG_{DP_REPLICATE,DP_SHARD,TP,CP}_SIZE (1 when
+// unset; InvalidArgument naming a variable that is not a positive integer).
+std::optional<MeshShape> resolve_parallelism(const std::optional<ParallelismConfig>& option);
 
 // Checks `mesh` against the world and `strategy` before anything is created,
 // as Accelerate's ParallelismConfig._validate_accelerator does (sizes that

@@ -221,7 +221,7 @@ ResolvedOptions resolve_options(const AcceleratorOptions& options) {
           std::string("comm_hook with sharding_strategy ") + to_string(r.sharding_strategy) +
               ": the gradient reduce-scatter sends float32 only");
   r.debug_mode = get_env_flag("ACCELERATE_DEBUG_MODE", false);
-  r.parallelism = resolve_parallelism();
+  r.parallelism = resolve_parallelism(options.parallelism_config);
   if (options.fsdp_state_dict_type) {
     const std::string& type = *options.fsdp_state_dict_type;
     require_arg(type == "FULL_STATE_DICT" || type == "SHARDED_STATE_DICT",

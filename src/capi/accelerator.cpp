@@ -90,6 +90,22 @@ accel::AcceleratorOptions to_core(const accel_accelerator_options& o) {
     if (value != -1) *field = value == 1;
   }
   if (o.fsdp_state_dict_type != nullptr) core.fsdp_state_dict_type = std::string(o.fsdp_state_dict_type);
+  const std::tuple<int64_t, const char*> sizes[] = {{o.parallelism_dp_replicate_size, "parallelism_dp_replicate_size"},
+                                                    {o.parallelism_dp_shard_size, "parallelism_dp_shard_size"},
+                                                    {o.parallelism_tp_size, "parallelism_tp_size"},
+                                                    {o.parallelism_cp_size, "parallelism_cp_size"}};
+  bool mesh = false;
+  for (const auto& [size, name] : sizes) {
+    accel::require_arg(size >= 0,
+                       std::string(name) + " must be 0 (default) or a positive size, got " + std::to_string(size));
+    mesh = mesh || size > 0;
+  }
+  if (mesh) {
+    auto size_or_one = [](int64_t size) { return size > 0 ? size : int64_t{1}; };
+    core.parallelism_config =
+        accel::ParallelismConfig{size_or_one(o.parallelism_dp_replicate_size), size_or_one(o.parallelism_dp_shard_size),
+                                 size_or_one(o.parallelism_tp_size), size_or_one(o.parallelism_cp_size)};
+  }
   if (o.fsdp_transformer_layer_cls_to_wrap != nullptr) {  // an empty name is refused with the accelerator's options
     core.fsdp_transformer_layer_cls_to_wrap = accel::detail::split_comma_list(o.fsdp_transformer_layer_cls_to_wrap);
   }
@@ -192,6 +208,18 @@ ACCEL_API accel_status accel_accelerator_sharding_strategy(const accel_accelerat
 }
 ACCEL_API accel_status accel_accelerator_cpu_offload(const accel_accelerator* acc, int* out) {
   return query(acc, [&](const accel::Accelerator& a) { out_param(out, "out") = a.cpu_offload() ? 1 : 0; });
+}
+ACCEL_API accel_status accel_accelerator_parallelism_config(const accel_accelerator* acc, int64_t* dp_replicate_size,
+                                                            int64_t* dp_shard_size, int64_t* tp_size,
+                                                            int64_t* cp_size) {
+  return query(acc, [&](const accel::Accelerator& a) {
+    const accel::ParallelismConfig mesh = a.parallelism_config();
+    for (const auto& [out, value] :
+         {std::pair{dp_replicate_size, mesh.dp_replicate_size}, std::pair{dp_shard_size, mesh.dp_shard_size},
+          std::pair{tp_size, mesh.tp_size}, std::pair{cp_size, mesh.cp_size}}) {
+      if (out != nullptr) *out = value;
+    }
+  });
 }
 ACCEL_API accel_status accel_accelerator_held_bytes(const accel_accelerator* acc, const accel_model* model,
                                                     const accel_optimizer* optimizer, int64_t* parameters,

@@ -398,6 +398,26 @@ static void accelerator(void) {
   BAD_OPTION(fsdp_state_dict_type, "");
   BAD_OPTION(fsdp_transformer_layer_cls_to_wrap, "GPT2Block,");
   BAD_OPTION(fsdp_transformer_layer_cls_to_wrap, ",GPT2Block");
+  BAD_OPTION(parallelism_tp_size, -1);
+  BAD_OPTION(parallelism_dp_shard_size, INT64_MIN);
+  BAD_OPTION(parallelism_tp_size, 2); /* one process: the product is not the world size */
+  BAD_OPTION(parallelism_dp_replicate_size, 3);
+  accel_accelerator_options_init(&o);
+  o.cpu = 1;
+  o.parallelism_cp_size = 1;
+  o.parallelism_tp_size = 1; /* a mesh of one on one process is fine */
+  EXPECT_OK(accel_accelerator_create(&o, &acc_out));
+  {
+    int64_t replicate = 0, shard = 0, tp = 0, cp = 0;
+    EXPECT_OK(accel_accelerator_parallelism_config(acc_out, &replicate, &shard, &tp, &cp));
+    EXPECT(replicate == 1 && shard == 1 && tp == 1 && cp == 1);
+    EXPECT_OK(accel_accelerator_parallelism_config(acc_out, NULL, NULL, &tp, NULL)); /* any out may be NULL */
+  }
+  accel_accelerator_free(acc_out);
+  acc_out = NULL;
+  o.parallelism_cp_size = 2;
+  o.parallelism_dp_replicate_size = 0;
+  EXPECT_ERROR(accel_accelerator_create(&o, &acc_out), ACCEL_ERR_UNSUPPORTED, "cp_size 2");
   accel_accelerator_options_init(&o);
   o.cpu = 1;
   o.sharding_strategy = ACCEL_SHARDING_SHARD_GRAD_OP;
@@ -474,6 +494,7 @@ static void accelerator(void) {
     ARG(accel_accelerator_timeout_ms(a, &i64_out));
     ARG(accel_accelerator_sharding_strategy(a, &shard_out));
     ARG(accel_accelerator_cpu_offload(a, &i_out));
+    ARG(accel_accelerator_parallelism_config(a, &i64_out, &i64_out, &i64_out, &i64_out));
     ARG(accel_accelerator_held_bytes(a, model, opt, &i64_out, &i64_out, &i64_out));
     ARG(accel_accelerator_wait_for_everyone(a));
     ARG(accel_accelerator_print(a, "hello"));

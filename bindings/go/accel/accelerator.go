@@ -63,7 +63,11 @@ type AcceleratorOptions struct {
 	// optimizer state live in host memory; nil: from the launcher's
 	// environment, else off; true with NO_SHARD is ErrUnsupported.
 	CPUOffload                *bool
-	ScalerInitScale           float64
+	// Accelerate's ParallelismConfig (docs/parallelism.md): the world factored
+	// into dp_replicate x dp_shard x cp x tp; nil: from the launcher's
+	// environment (accel launch --parallelism_config_*), else none.
+	ParallelismConfig *ParallelismConfig
+	ScalerInitScale   float64
 	ScalerGrowthFactor        float64
 	ScalerBackoffFactor       float64
 	ScalerGrowthInterval      int64
@@ -147,6 +151,18 @@ func (o AcceleratorOptions) native() (core.AcceleratorOptions, error) {
 	}
 	if o.FSDPStateDictType != "" {
 		n.SetFsdp_state_dict_type(o.FSDPStateDictType)
+	}
+	if p := o.ParallelismConfig; p != nil {
+		// 0 counts as 1 in the C options; all four 0 would mean "none", so a
+		// config of all ones is sent as dp_replicate_size 1.
+		replicate := p.DPReplicateSize
+		if replicate == 0 {
+			replicate = 1
+		}
+		n.SetParallelism_dp_replicate_size(replicate)
+		n.SetParallelism_dp_shard_size(p.DPShardSize)
+		n.SetParallelism_tp_size(p.TPSize)
+		n.SetParallelism_cp_size(p.CPSize)
 	}
 	if o.FSDPTransformerLayerClsToWrap != nil {
 		n.SetFsdp_transformer_layer_cls_to_wrap(strings.Join(o.FSDPTransformerLayerClsToWrap, ","))
@@ -325,6 +341,24 @@ func (a *Accelerator) ShardingStrategy() (string, error) {
 // and optimizer state on the CPU.
 func (a *Accelerator) CPUOffload() (bool, error) {
 	return accelValue(a, func(h core.Accelerator) bool { return h.Cpu_offload() })
+}
+
+// ParallelismConfig is Accelerate's: the sizes of a device mesh's dimensions
+// (0 counts as 1). Tensor parallelism splits a JSON-spec model's transformer
+// layers over TPSize consecutive ranks; data parallelism runs over
+// DPReplicateSize x DPShardSize, a sharding strategy over DPShardSize.
+type ParallelismConfig struct {
+	DPReplicateSize, DPShardSize, TPSize, CPSize int64
+}
+
+// ParallelismConfig is the mesh in use; without one, DPReplicateSize is the
+// number of processes and the rest 1, as in Accelerate.
+func (a *Accelerator) ParallelismConfig() (ParallelismConfig, error) {
+	sizes, err := accelValue(a, func(h core.Accelerator) []int64 { return takeInt64Vector(h.Parallelism_sizes()) })
+	if err != nil || len(sizes) != 4 {
+		return ParallelismConfig{}, err
+	}
+	return ParallelismConfig{DPReplicateSize: sizes[0], DPShardSize: sizes[1], TPSize: sizes[2], CPSize: sizes[3]}, nil
 }
 
 // Device is the device tensors are placed on ("cpu", "cuda:0").

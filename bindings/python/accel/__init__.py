@@ -36,6 +36,7 @@ from .tracking import ProgressBar, Tracker, get_logger
 from .checkpointing import RemovableHandle
 from .accelerator import (Accelerator, DistributedType, FullyShardedDataParallelPlugin, GradientAccumulationPlugin,
                           ProjectConfiguration)
+from .parallelism import ParallelismConfig
 
 __all__ = [
     "AccelError", "Accelerator", "AcceleratorState", "GradientState", "DistributedType", "Model", "Optimizer",
@@ -43,7 +44,7 @@ __all__ = [
     "abi_version", "has_feature", "__version__", "Sequences", "DataCollatorWithPadding", "ModelOutput",
     "FullyShardedDataParallelPlugin", "init_empty_weights", "compute_module_sizes", "infer_auto_device_map", "check_device_map",
     "verify_device_map", "load_checkpoint_and_dispatch", "load_checkpoint_in_model", "get_max_memory",
-    "GradientAccumulationPlugin", "ProjectConfiguration",
+    "GradientAccumulationPlugin", "ProjectConfiguration", "ParallelismConfig",
 ]
 
 __version__ = version()

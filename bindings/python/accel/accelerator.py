@@ -22,6 +22,7 @@ from ._state import AcceleratorState, GradientState, _shard_size_bytes
 from .checkpointing import RemovableHandle, _CheckpointAdapter, _HookAdapter
 from .collectives import _apply_nested, _batch_tensors, _flatten, _tensor_list
 from .core import AccelError, AcceleratorOptions
+from .parallelism import ParallelismConfig
 from .data import DataLoader
 from .models import Model, _map_items, _tensor_map
 from .tensors import Tensor, _as_tensor, tensor
@@ -148,7 +149,9 @@ class Accelerator(core.Accelerator):
     fsdp_plugin (a FullyShardedDataParallelPlugin), fsdp_min_num_params, fsdp_activation_checkpointing,
     fsdp_transformer_layer_cls_to_wrap (class names or submodule paths, a list or comma-separated),
     fsdp_backward_prefetch, fsdp_forward_prefetch, cpu_offload (bools; cpu_offload keeps the
-    shards' master weights, gradients and optimizer state on the CPU), ...
+    shards' master weights, gradients and optimizer state on the CPU), parallelism_config (a
+    ParallelismConfig: tensor parallelism with data parallelism; None: from `accel launch`'s
+    environment), ...
 
     Collective where the C API says so: with several processes every process must call it."""
 
@@ -170,6 +173,14 @@ class Accelerator(core.Accelerator):
                 raise ValueError(f"sharding_strategy {value!r} is not one of {sorted(_SHARDING)}")
             opts.sharding_strategy = _SHARDING[value]
         options.pop("sharding_strategy", None)
+        parallelism = options.pop("parallelism_config", None)
+        if parallelism is not None:
+            if not isinstance(parallelism, ParallelismConfig):
+                raise TypeError(f"parallelism_config must be a ParallelismConfig, got {type(parallelism).__name__}")
+            opts.parallelism_dp_replicate_size = parallelism.dp_replicate_size
+            opts.parallelism_dp_shard_size = parallelism.dp_shard_size
+            opts.parallelism_tp_size = parallelism.tp_size
+            opts.parallelism_cp_size = parallelism.cp_size
         fsdp = options.pop("fsdp_plugin", None)
         if fsdp is not None:
             if not isinstance(fsdp, FullyShardedDataParallelPlugin):
@@ -315,6 +326,12 @@ class Accelerator(core.Accelerator):
     def cpu_offload(self) -> bool:
         """Whether sharded models keep master weights, gradients and optimizer state on the CPU."""
         return core.Accelerator.cpu_offload(self)
+
+    @property
+    def parallelism_config(self) -> ParallelismConfig:
+        """The mesh in use; without a ParallelismConfig, dp_replicate_size is the number of processes."""
+        replicate, shard, tp, cp = core.Accelerator.parallelism_sizes(self)
+        return ParallelismConfig(dp_replicate_size=replicate, dp_shard_size=shard, tp_size=tp, cp_size=cp)
 
     @property
     def use_distributed(self) -> bool:

@@ -709,6 +709,11 @@ SWIGINTERN accel_sharding_strategy AccelAccelerator_sharding_strategy(AccelAccel
     return v;
   }
 SWIGINTERN bool AccelAccelerator_cpu_offload(AccelAccelerator const *self){ int v = 0; accel_check(accel_accelerator_cpu_offload(self, &v)); return v != 0; }
+SWIGINTERN std::vector< int64_t > AccelAccelerator_parallelism_sizes(AccelAccelerator const *self){
+    int64_t replicate = 0, shard = 0, tp = 0, cp = 0;
+    accel_check(accel_accelerator_parallelism_config(self, &replicate, &shard, &tp, &cp));
+    return std::vector<int64_t>{replicate, shard, tp, cp};
+  }
 SWIGINTERN void AccelAccelerator_wait_for_everyone(AccelAccelerator *self){ accel_check(accel_accelerator_wait_for_everyone(self)); }
 SWIGINTERN void AccelAccelerator_print(AccelAccelerator const *self,std::string const &message){ accel_check(accel_accelerator_print(self, message.c_str())); }
 SWIGINTERN void AccelAccelerator_set_seed(AccelAccelerator *self,uint64_t seed){ accel_check(accel_accelerator_set_seed(self, seed)); }
@@ -4836,6 +4841,106 @@ _gostring_ _wrap_AcceleratorOptions_fsdp_state_dict_type_get_core_a1403cbc65d2f3
   
   result = (char *) ((arg1)->fsdp_state_dict_type);
   _swig_go_result = Swig_AllocateString((char*)result, result ? strlen((char*)result) : 0); 
+  return _swig_go_result;
+}
+
+
+void _wrap_AcceleratorOptions_parallelism_dp_replicate_size_set_core_a1403cbc65d2f32f(accel_accelerator_options *_swig_go_0, long long _swig_go_1) {
+  accel_accelerator_options *arg1 = (accel_accelerator_options *) 0 ;
+  int64_t arg2 ;
+  
+  arg1 = *(accel_accelerator_options **)&_swig_go_0; 
+  arg2 = (int64_t)_swig_go_1; 
+  
+  if (arg1) (arg1)->parallelism_dp_replicate_size = arg2;
+  
+}
+
+
+long long _wrap_AcceleratorOptions_parallelism_dp_replicate_size_get_core_a1403cbc65d2f32f(accel_accelerator_options *_swig_go_0) {
+  accel_accelerator_options *arg1 = (accel_accelerator_options *) 0 ;
+  int64_t result;
+  long long _swig_go_result;
+  
+  arg1 = *(accel_accelerator_options **)&_swig_go_0; 
+  
+  result = (int64_t) ((arg1)->parallelism_dp_replicate_size);
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
+void _wrap_AcceleratorOptions_parallelism_dp_shard_size_set_core_a1403cbc65d2f32f(accel_accelerator_options *_swig_go_0, long long _swig_go_1) {
+  accel_accelerator_options *arg1 = (accel_accelerator_options *) 0 ;
+  int64_t arg2 ;
+  
+  arg1 = *(accel_accelerator_options **)&_swig_go_0; 
+  arg2 = (int64_t)_swig_go_1; 
+  
+  if (arg1) (arg1)->parallelism_dp_shard_size = arg2;
+  
+}
+
+
+long long _wrap_AcceleratorOptions_parallelism_dp_shard_size_get_core_a1403cbc65d2f32f(accel_accelerator_options *_swig_go_0) {
+  accel_accelerator_options *arg1 = (accel_accelerator_options *) 0 ;
+  int64_t result;
+  long long _swig_go_result;
+  
+  arg1 = *(accel_accelerator_options **)&_swig_go_0; 
+  
+  result = (int64_t) ((arg1)->parallelism_dp_shard_size);
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
+void _wrap_AcceleratorOptions_parallelism_tp_size_set_core_a1403cbc65d2f32f(accel_accelerator_options *_swig_go_0, long long _swig_go_1) {
+  accel_accelerator_options *arg1 = (accel_accelerator_options *) 0 ;
+  int64_t arg2 ;
+  
+  arg1 = *(accel_accelerator_options **)&_swig_go_0; 
+  arg2 = (int64_t)_swig_go_1; 
+  
+  if (arg1) (arg1)->parallelism_tp_size = arg2;
+  
+}
+
+
+long long _wrap_AcceleratorOptions_parallelism_tp_size_get_core_a1403cbc65d2f32f(accel_accelerator_options *_swig_go_0) {
+  accel_accelerator_options *arg1 = (accel_accelerator_options *) 0 ;
+  int64_t result;
+  long long _swig_go_result;
+  
+  arg1 = *(accel_accelerator_options **)&_swig_go_0; 
+  
+  result = (int64_t) ((arg1)->parallelism_tp_size);
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
+void _wrap_AcceleratorOptions_parallelism_cp_size_set_core_a1403cbc65d2f32f(accel_accelerator_options *_swig_go_0, long long _swig_go_1) {
+  accel_accelerator_options *arg1 = (accel_accelerator_options *) 0 ;
+  int64_t arg2 ;
+  
+  arg1 = *(accel_accelerator_options **)&_swig_go_0; 
+  arg2 = (int64_t)_swig_go_1; 
+  
+  if (arg1) (arg1)->parallelism_cp_size = arg2;
+  
+}
+
+
+long long _wrap_AcceleratorOptions_parallelism_cp_size_get_core_a1403cbc65d2f32f(accel_accelerator_options *_swig_go_0) {
+  accel_accelerator_options *arg1 = (accel_accelerator_options *) 0 ;
+  int64_t result;
+  long long _swig_go_result;
+  
+  arg1 = *(accel_accelerator_options **)&_swig_go_0; 
+  
+  result = (int64_t) ((arg1)->parallelism_cp_size);
+  _swig_go_result = result; 
   return _swig_go_result;
 }
 
@@ -9445,6 +9550,29 @@ bool _wrap_Accelerator_cpu_offload_core_a1403cbc65d2f32f(AccelAccelerator *_swig
     }
   }
   _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
+std::vector< long > *_wrap_Accelerator_parallelism_sizes_core_a1403cbc65d2f32f(AccelAccelerator *_swig_go_0) {
+  AccelAccelerator *arg1 = (AccelAccelerator *) 0 ;
+  std::vector< int64_t > result;
+  std::vector< long > *_swig_go_result;
+  
+  arg1 = *(AccelAccelerator **)&_swig_go_0; 
+  
+  {
+    try {
+      result = AccelAccelerator_parallelism_sizes((AccelAccelerator const *)arg1);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  *(std::vector< int64_t > **)&_swig_go_result = new std::vector< int64_t >(result); 
   return _swig_go_result;
 }
 

@@ -24,6 +24,7 @@ def main():
     opt = accel.Optimizer(model, "adamw", lr=1e-3)
     acc.prepare(model, opt)
     tp = acc.num_processes
+    assert acc.parallelism_config == accel.ParallelismConfig(tp_size=tp), acc.parallelism_config
     shapes = {name: tuple(t.shape()) for name, t in model.named_parameters()}
     assert shapes["h0.linear1.weight"] == (32 // tp, 16), shapes["h0.linear1.weight"]
     assert shapes["h0.self_attn.in_proj_weight"] == (48 // tp, 16), shapes["h0.self_attn.in_proj_weight"]

@@ -144,8 +144,8 @@ public final class AcceleratorBuilder {
       case "FULL_SHARD": return shardingStrategy(ShardingStrategy.SHARDING_FULL_SHARD);
       case "HYBRID_SHARD": return shardingStrategy(ShardingStrategy.SHARDING_HYBRID_SHARD);
       default:
-        throw new IllegalArgumentException("shardingStrategy \"" + strategy +
-            "\" is not one of NO_SHARD, SHARD_OPTIMIZER, SHARD_GRAD_OP, FULL_SHARD, HYBRID_SHARD");
+        throw new IllegalArgumentException("shardingStrategy \"" + strategy
+            + "\" is not one of NO_SHARD, SHARD_OPTIMIZER, SHARD_GRAD_OP, FULL_SHARD, HYBRID_SHARD");
     }
   }
 
@@ -217,6 +217,20 @@ public final class AcceleratorBuilder {
     return this;
   }
 
+  /**
+   * Accelerate's ParallelismConfig (docs/parallelism.md). Default: from the launcher's environment
+   * (accel launch --parallelism_config_*), else none. Sizes that do not multiply to the number of
+   * processes fail at build().
+   */
+  public AcceleratorBuilder parallelismConfig(ParallelismConfig config) {
+    // A size of 0 counts as 1 in the options; all four 0 would mean "none".
+    options.setParallelismDpReplicateSize(config.dpReplicateSize() == 0 ? 1 : config.dpReplicateSize());
+    options.setParallelismDpShardSize(config.dpShardSize());
+    options.setParallelismTpSize(config.tpSize());
+    options.setParallelismCpSize(config.cpSize());
+    return this;
+  }
+
   public AcceleratorBuilder findUnusedParameters(boolean find) {
     options.setFindUnusedParameters(find);
     return this;
@@ -238,9 +252,11 @@ public final class AcceleratorBuilder {
   public Accelerator build() {
     Accelerator accelerator = new Accelerator(options);
     // Read back from the options, where options(Consumer) may have set them too.
-    String project = options.getProjectDir() == null || options.getProjectDir().isEmpty() ? "." : options.getProjectDir();
+    String project =
+        options.getProjectDir() == null || options.getProjectDir().isEmpty() ? "." : options.getProjectDir();
     String logging = options.getLoggingDir() == null || options.getLoggingDir().isEmpty()
-        ? java.nio.file.Paths.get(project, "logs").toString() : options.getLoggingDir();
+        ? java.nio.file.Paths.get(project, "logs").toString()
+        : options.getLoggingDir();
     accelerator.setDirectories(project, logging);
     return accelerator;
   }

@@ -39,6 +39,15 @@ final class AcceleratorSupport {
     }
   }
 
+  static ParallelismConfig parallelismConfig(Accelerator acc) {
+    Int64Vector sizes = acc.nativeParallelismSizes();
+    try {
+      return new ParallelismConfig(sizes.get(0), sizes.get(1), sizes.get(2), sizes.get(3));
+    } finally {
+      sizes.delete();
+    }
+  }
+
   static LinkedHashMap<String, Long> heldBytes(Accelerator acc, Model model, Optimizer optimizer) {
     Int64Vector held = acc.nativeHeldBytes(model, optimizer);
     try {
@@ -69,10 +78,14 @@ final class AcceleratorSupport {
         throw new IllegalArgumentException("cannot prepare " + (o == null ? "null" : o.getClass().getName()));
       }
     }
-    for (Object o : objects) if (o instanceof Model) acc.prepareModel((Model) o);
-    for (Object o : objects) if (o instanceof Optimizer) acc.prepareOptimizer((Optimizer) o);
-    for (Object o : objects) if (o instanceof DataLoader) acc.prepareDataloader((DataLoader) o);
-    for (Object o : objects) if (o instanceof Scheduler) acc.prepareScheduler((Scheduler) o);
+    for (Object o : objects)
+      if (o instanceof Model) acc.prepareModel((Model) o);
+    for (Object o : objects)
+      if (o instanceof Optimizer) acc.prepareOptimizer((Optimizer) o);
+    for (Object o : objects)
+      if (o instanceof DataLoader) acc.prepareDataloader((DataLoader) o);
+    for (Object o : objects)
+      if (o instanceof Scheduler) acc.prepareScheduler((Scheduler) o);
   }
 
   // ---- scopes: each begins now and ends when closed ----
@@ -124,7 +137,7 @@ final class AcceleratorSupport {
         adapter.delete();
         throw e;
       }
-      adapter.swigReleaseOwnership();  // the accelerator deletes it
+      adapter.swigReleaseOwnership(); // the accelerator deletes it
     }
   }
 
@@ -205,13 +218,14 @@ final class AcceleratorSupport {
     }
   }
 
-  static <K, T> Map<K, List<T>> splitBetweenProcesses(Accelerator acc, Map<K, ? extends List<T>> inputs,
-                                                      boolean applyPadding) {
+  static <K, T> Map<K, List<T>> splitBetweenProcesses(
+      Accelerator acc, Map<K, ? extends List<T>> inputs, boolean applyPadding) {
     int size = -1;
     for (Map.Entry<K, ? extends List<T>> e : inputs.entrySet()) {
       if (size >= 0 && e.getValue().size() != size) {
-        throw new AccelException(Status.ERR_INVALID_ARGUMENT.swigValue(), "splitBetweenProcesses: all lists must have "
-            + "the same size; " + e.getKey() + " has " + e.getValue().size() + ", another " + size);
+        throw new AccelException(Status.ERR_INVALID_ARGUMENT.swigValue(),
+            "splitBetweenProcesses: all lists must have "
+                + "the same size; " + e.getKey() + " has " + e.getValue().size() + ", another " + size);
       }
       size = e.getValue().size();
     }

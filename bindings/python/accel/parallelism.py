@@ -1,0 +1,52 @@
+"""Accelerate's ParallelismConfig (docs/parallelism.md)."""
+from __future__ import annotations
+
+import os
+from typing import Optional
+
+__all__ = ["ParallelismConfig"]
+
+_ENV = {"dp_replicate": "PARALLELISM_CONFIG_DP_REPLICATE_SIZE", "dp_shard": "PARALLELISM_CONFIG_DP_SHARD_SIZE",
+        "tp": "PARALLELISM_CONFIG_TP_SIZE", "cp": "PARALLELISM_CONFIG_CP_SIZE"}
+
+
+class ParallelismConfig:
+    """Accelerate's ParallelismConfig: the world factored into dp_replicate x dp_shard x cp x tp
+    (tp innermost). Tensor parallelism splits a JSON-spec model's transformer layers over tp_size
+    consecutive ranks; data parallelism runs over dp_replicate x dp_shard, a sharding strategy
+    (fsdp_plugin) over dp_shard. A size left None is read from PARALLELISM_CONFIG_*_SIZE, else 1, as
+    Accelerate does. Pass it as Accelerator(parallelism_config=...); the sizes must multiply to the
+    number of processes (checked there)."""
+
+    def __init__(self, dp_replicate_size: Optional[int] = None, dp_shard_size: Optional[int] = None,
+                 tp_size: Optional[int] = None, cp_size: Optional[int] = None) -> None:
+        given = {"dp_replicate": dp_replicate_size, "dp_shard": dp_shard_size, "tp": tp_size, "cp": cp_size}
+        for dim, size in given.items():
+            if size is None:
+                text = os.environ.get(_ENV[dim], "1")
+                try:
+                    size = int(text)
+                except ValueError:
+                    raise ValueError(f"environment variable {_ENV[dim]}={text!r} is not an integer") from None
+            if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+                raise ValueError(f"{dim}_size must be an int >= 1, got {size!r}")
+            setattr(self, f"{dim}_size", size)
+
+    @property
+    def total_size(self) -> int:
+        return self.dp_replicate_size * self.dp_shard_size * self.tp_size * self.cp_size
+
+    @property
+    def data_parallel_size(self) -> int:
+        return self.dp_replicate_size * self.dp_shard_size
+
+    @property
+    def tp_enabled(self) -> bool:
+        return self.tp_size > 1
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ParallelismConfig) and vars(self) == vars(other)
+
+    def __repr__(self) -> str:
+        return (f"ParallelismConfig(dp_replicate_size={self.dp_replicate_size}, dp_shard_size={self.dp_shard_size}, "
+                f"tp_size={self.tp_size}, cp_size={self.cp_size})")

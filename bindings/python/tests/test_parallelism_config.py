@@ -1,0 +1,27 @@
+"""Accelerate's ParallelismConfig from Python on one process: the names, the
+environment fallback, and the checks against the world (the multi-process
+runs are in test_distributed.py)."""
+import pytest
+
+import accel
+
+
+def test_defaults_environment_and_checks(monkeypatch):
+    config = accel.ParallelismConfig(tp_size=2)
+    assert (config.dp_replicate_size, config.dp_shard_size, config.tp_size, config.cp_size) == (1, 1, 2, 1)
+    assert config.total_size == 2 and config.data_parallel_size == 1 and config.tp_enabled
+    monkeypatch.setenv("PARALLELISM_CONFIG_DP_SHARD_SIZE", "4")
+    assert accel.ParallelismConfig().dp_shard_size == 4  # None reads the variable, as Accelerate's
+    monkeypatch.setenv("PARALLELISM_CONFIG_DP_SHARD_SIZE", "four")
+    with pytest.raises(ValueError, match="PARALLELISM_CONFIG_DP_SHARD_SIZE='four'"):
+        accel.ParallelismConfig()
+    monkeypatch.delenv("PARALLELISM_CONFIG_DP_SHARD_SIZE")
+    with pytest.raises(ValueError, match="tp_size must be an int >= 1, got 0"):
+        accel.ParallelismConfig(tp_size=0)
+
+    acc = accel.Accelerator(cpu=True)
+    assert acc.parallelism_config == accel.ParallelismConfig()  # one process, no mesh
+    with pytest.raises(accel.AccelError, match="the world has 1 processes"):
+        accel.Accelerator(cpu=True, parallelism_config=accel.ParallelismConfig(tp_size=2))
+    with pytest.raises(TypeError, match="parallelism_config must be a ParallelismConfig"):
+        accel.Accelerator(cpu=True, parallelism_config={"tp_size": 2})
