@@ -108,8 +108,9 @@ ACCEL_API accel_status accel_accelerator_load_checkpoint_in_model(accel_accelera
    until its next get_state_dict or its free; tensors[i] new handles the
    caller frees with accel_tensor_free. A capacity below the count is
    INVALID_ARGUMENT naming both, and nothing is written. Not collective,
-   except under FULL_SHARD and HYBRID_SHARD: there every call all-gathers the
-   parameters (whole tensors come back), so every process makes it. */
+   except under FULL_SHARD and HYBRID_SHARD, and with tensor parallelism
+   (docs/parallelism.md): there every call all-gathers the parameters (whole
+   tensors come back), so every process makes it. */
 ACCEL_API accel_status accel_accelerator_get_state_dict(accel_accelerator* acc, const accel_model* model,
                                                         const char** names, accel_tensor** tensors, size_t capacity,
                                                         size_t* count);

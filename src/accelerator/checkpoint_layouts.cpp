@@ -35,10 +35,15 @@ std::vector<LayoutParam> trainable_parameters(const ModelImpl& model) {
   }
   std::vector<LayoutParam> out;
   std::set<const void*> seen;
+  const TensorParallelModel* tp = model.tensor_parallel();
   for (const auto& [name, p] : model.named_parameters()) {
     if (!p.requires_grad() || !seen.insert(p.unsafeGetTensorImpl()).second) continue;
     auto shape = unit_shapes.find(name);
     LayoutParam param{name, shape != unit_shapes.end() ? shape->second : p.sizes().vec(), 1};
+    // Split for tensor parallelism: checkpoints hold the whole parameter (tensor_parallel_state.hpp).
+    if (const TensorSplit* split = tp ? tp->split_of(name) : nullptr) {
+      param.shape[static_cast<size_t>(split->dim)] *= tp->slot.size;
+    }
     for (int64_t d : param.shape) param.numel *= d;
     out.push_back(std::move(param));
   }

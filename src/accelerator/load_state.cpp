@@ -24,6 +24,7 @@
 #include "accelerator/checkpoint_files.hpp"
 #include "accelerator/checkpoint_layouts.hpp"
 #include "accelerator/load_dcp_state.hpp"
+#include "accelerator/tensor_parallel_state.hpp"
 #include "checkpoint/optimizer_reshard.hpp"
 #include "formats/tensor_io.hpp"
 #include "formats/torch_pickle.hpp"
@@ -116,6 +117,7 @@ detail::RandomStates legacy_random_states(const CheckpointReader& reader, const 
 
 // The positions must lie within a pass of the loaders prepared now: a position
 // of 10^12 batches was taken, and the next pass then yielded nothing.
+// `world`: the processes the loaders deal batches to (the data-parallel ones).
 void check_positions(const detail::RandomStates& rng, const std::vector<DataLoader*>& loaders, int world,
                      const std::string& path) {
   for (size_t i = 0; i < rng.positions.size() && i < loaders.size(); ++i) {
@@ -161,9 +163,13 @@ detail::RandomStates random_states(const CheckpointReader& reader, int rank, int
 // the new processes deal the epoch's batches from sampler_offset + consumed *
 // saved on: no sample is seen twice, none is skipped. With split_batches every
 // step takes one sampler batch at any world size: the position stays.
-detail::RandomStates random_states_at_another_world_size(const CheckpointReader& reader, int rank, int saved, int world,
-                                                         bool split_batches, const std::vector<DataLoader*>& loaders) {
-  const int source = rank < saved ? rank : 0;
+// `saved_world`: the processes that wrote random_states files; `saved` and
+// `world`: the data-parallel processes then and now, which the loaders dealt
+// batches to (fewer than the processes under tensor parallelism).
+detail::RandomStates random_states_at_another_world_size(const CheckpointReader& reader, int rank, int saved_world,
+                                                         int saved, int world, bool split_batches,
+                                                         const std::vector<DataLoader*>& loaders) {
+  const int source = rank < saved_world ? rank : 0;
   const std::string name = detail::random_states_file(source), legacy = detail::legacy_random_states_file(source);
   std::error_code error;
   const bool use_legacy =
@@ -171,7 +177,7 @@ detail::RandomStates random_states_at_another_world_size(const CheckpointReader&
   detail::RandomStates rng =
       use_legacy ? legacy_random_states(reader, legacy, loaders.size())
                  : detail::read_random_states(reader.bytes(name), loaders.size(), "load_state: " + reader.path(name));
-  if (rank >= saved) {
+  if (rank >= saved_world) {
     rng.cpu = at::Tensor();
     rng.cuda.clear();
   }
@@ -225,9 +231,9 @@ std::string newest_checkpoint(const detail::AcceleratorState& st) {
 
 void Accelerator::load_state(const std::string& requested_dir) {
   detail::AcceleratorState& st = *state_;
-  require(!st.tp_group, ErrorCode::Unsupported,
-          "load_state with tp_size > 1 (parallelism_config: " + st.mesh.describe() +
-              ") is not built yet; save_model writes the whole model (call it on every rank)");
+  require(!st.tp_group || !st.shards_models(), ErrorCode::Unsupported,
+          "load_state with tp_size > 1 under sharding_strategy " + std::string(to_string(st.sharding_strategy)) +
+              " (parallelism_config: " + st.mesh.describe() + ") is not built yet; NO_SHARD loads");
   std::string dir = requested_dir;
   if (dir.empty()) {
     require(st.project.automatic_checkpoint_naming, ErrorCode::State,
@@ -273,7 +279,15 @@ void Accelerator::load_state(const std::string& requested_dir) {
   const int64_t saved_processes = manifest.integer("num_processes");
   require(saved_processes >= 1, ErrorCode::IO,
           "load_state: " + manifest_path + ": num_processes is " + std::to_string(saved_processes));
+  // The data-parallel processes the loaders dealt batches to (fewer than the
+  // processes under tensor parallelism; recorded since the mesh was built).
+  const int64_t saved_data_parallel =
+      manifest.has("data_parallel_size") ? manifest.integer("data_parallel_size") : saved_processes;
+  require(saved_data_parallel >= 1 && saved_data_parallel <= saved_processes, ErrorCode::IO,
+          "load_state: " + manifest_path + ": data_parallel_size is " + std::to_string(saved_data_parallel) +
+              " with num_processes " + std::to_string(saved_processes));
   const bool same_world = saved_processes == st.world_size();
+  const bool same_loaders = same_world && saved_data_parallel == st.data_parallel_size();
   const bool saved_sharded = manifest.has("sharded_optimizers") && manifest.boolean("sharded_optimizers");
   const bool saved_sharded_models = saved_sharded_models_in(manifest);
   // Replicated state (every process held all of it) loads at any world size, as
@@ -335,6 +349,8 @@ void Accelerator::load_state(const std::string& requested_dir) {
   // safe_serialization=false (Accelerate's names); the manifest covers either.
   std::vector<std::optional<detail::ModelWeights>> model_files;  // none: cut again instead
   std::vector<detail::ModelLoadPlan> model_plans;
+  // Models split for tensor parallelism: where their whole tensors are staged (by model index).
+  std::vector<std::pair<size_t, detail::WholeModelTargets>> split_targets;
   // FULL_SHARD models loaded from a full model.safetensors: gathered until the
   // values are in, then each process keeps its slices (collective).
   std::vector<std::unique_ptr<detail::ModelImpl::Gathered>> gathered;
@@ -387,6 +403,12 @@ void Accelerator::load_state(const std::string& requested_dir) {
     reader.verify(name);
     model_files.emplace_back(detail::ModelWeights::open(reader.path(name)));
     if (model.flat_shard()) gathered.push_back(std::make_unique<detail::ModelImpl::Gathered>(model));
+    if (model.tensor_parallel()) {  // the whole tensors into staging, then this rank's slices
+      split_targets.emplace_back(i, detail::whole_model_targets(model, detail::model_state_dict(model)));
+      model_plans.push_back(
+          detail::plan_model_load(*model_files.back(), split_targets.back().second.targets, reader.path(name), i));
+      continue;
+    }
     model_plans.push_back(
         detail::plan_model_load(*model_files.back(), detail::model_state_dict(model), reader.path(name), i));
   }
@@ -432,6 +454,11 @@ void Accelerator::load_state(const std::string& requested_dir) {
                 "format-1 checkpoints hold; this checkpoint's manifest says format " +
                 std::to_string(version) + ", whose optimizer state is a plain pickle");
     optimizer_states.push_back(detail::read_torch_save_file(path, "load_state: " + path));
+    // Split for tensor parallelism: this rank's slices of the whole state.
+    const detail::ModelImpl* stepped = targets.optimizers[i].model;
+    if (stepped && stepped->tensor_parallel()) {
+      optimizer_states.back() = detail::split_optimizer_state(optimizer_states.back(), *stepped, "load_state: " + path);
+    }
   }
   for (size_t i = 0; i < targets.schedulers.size(); ++i) {
     scheduler_bytes.push_back(reader.bytes(detail::numbered_file("scheduler", i, ".bin")));
@@ -464,10 +491,10 @@ void Accelerator::load_state(const std::string& requested_dir) {
                 ", not a non-negative count");
   }
   const detail::RandomStates rng =
-      same_world
-          ? random_states(reader, st.rank(), st.world_size(), targets.loaders)
-          : random_states_at_another_world_size(reader, st.rank(), static_cast<int>(saved_processes), st.world_size(),
-                                                st.dataloader_config.split_batches, targets.loaders);
+      same_loaders ? random_states(reader, st.rank(), st.data_parallel_size(), targets.loaders)
+                   : random_states_at_another_world_size(reader, st.rank(), static_cast<int>(saved_processes),
+                                                         static_cast<int>(saved_data_parallel), st.data_parallel_size(),
+                                                         st.dataloader_config.split_batches, targets.loaders);
 
   // 2. Apply. Optimizers, schedulers and the user's objects first, rolled back
   // if one of them fails (their load functions can reject what the checks
@@ -519,6 +546,7 @@ void Accelerator::load_state(const std::string& requested_dir) {
       for (auto& [tensor, stored] : model_plans[i]) tensor.copy_(model_files[i]->values(*stored));
     }
     for (auto& [tensor, value] : resharded_values) tensor.copy_(value);
+    for (const auto& [i, staged] : split_targets) staged.keep_slices(targets.models[i]->tensor_parallel()->slot);
     for (auto& g : gathered) g->scattered();
     gathered.clear();
   }

@@ -8,6 +8,7 @@
 
 #include <csignal>
 #include <filesystem>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "accel/accelerator.hpp"
@@ -20,6 +21,7 @@
 #include "accelerator/checkpoint_files.hpp"
 #include "accelerator/checkpoint_layouts.hpp"
 #include "accelerator/save_dcp_state.hpp"
+#include "accelerator/tensor_parallel_state.hpp"
 #include "formats/tensor_io.hpp"
 #include "formats/torch_pickle.hpp"
 #include "model/model_impl.hpp"
@@ -165,9 +167,10 @@ void Accelerator::set_save_iteration(int64_t iteration) {
 
 std::string Accelerator::save_state(const std::string& requested_dir, bool safe_serialization) {
   detail::AcceleratorState& st = *state_;
-  require(!st.tp_group, ErrorCode::Unsupported,
-          "save_state with tp_size > 1 (parallelism_config: " + st.mesh.describe() +
-              ") is not built yet; save_model writes the whole model (call it on every rank)");
+  require(!st.tp_group || !st.shards_models(), ErrorCode::Unsupported,
+          "save_state with tp_size > 1 under sharding_strategy " + std::string(to_string(st.sharding_strategy)) +
+              " (parallelism_config: " + st.mesh.describe() +
+              ") is not built yet; NO_SHARD saves (and save_model writes the whole model)");
   std::string dir = requested_dir;
   const bool automatic = dir.empty();
   if (automatic) {
@@ -243,6 +246,19 @@ std::string Accelerator::save_state(const std::string& requested_dir, bool safe_
     digests[name] = nlohmann::json::array({shard.bytes, shard.xxh3});
   }
   const std::vector<std::string> rng_digests = gather_object(digests.dump());
+  // Tensor parallelism: the whole model and optimizer state, gathered over
+  // the group by every rank, written by the writer as an unsplit run would.
+  std::vector<std::optional<detail::NamedTensors>> whole_models(targets.models.size());
+  std::vector<std::optional<c10::IValue>> whole_optimizers(targets.optimizers.size());
+  for (size_t i = 0; !sharded && i < targets.models.size(); ++i) {
+    if (targets.models[i]->tensor_parallel()) whole_models[i] = detail::whole_model_state(*targets.models[i]);
+  }
+  for (size_t i = 0; !sharded && i < targets.optimizers.size(); ++i) {
+    const detail::ModelImpl* model = targets.optimizers[i].model;
+    if (model && model->tensor_parallel()) {
+      whole_optimizers[i] = detail::whole_optimizer_state(targets.optimizers[i].state_dict(), *model);
+    }
+  }
 
   if (writer) {
     nlohmann::json files = nlohmann::json::object();
@@ -257,7 +273,8 @@ std::string Accelerator::save_state(const std::string& requested_dir, bool safe_
     for (const auto& [name, bytes] : detail::dcp_metadata_files(dcp_records)) put(name, bytes);
     for (size_t i = 0; !dcp && i < targets.models.size(); ++i) {
       if (targets.models[i]->full_shard()) continue;  // written by every process above
-      const detail::NamedTensors dict = detail::model_state_dict(*targets.models[i]);
+      const detail::NamedTensors dict =
+          whole_models[i] ? *whole_models[i] : detail::model_state_dict(*targets.models[i]);
       if (safe_serialization) {
         put_streamed(detail::numbered_file("model", i, ".safetensors"), [&](detail::ByteSink& sink) {
           detail::write_tensors(sink, dict, {{"format", "pt"}});
@@ -268,8 +285,9 @@ std::string Accelerator::save_state(const std::string& requested_dir, bool safe_
       }
     }
     for (size_t i = 0; !sharded && i < targets.optimizers.size(); ++i) {
-      put_streamed(detail::numbered_file("optimizer", i, ".bin"),
-                   [&](detail::ByteSink& sink) { detail::write_torch_save(sink, targets.optimizers[i].state_dict()); });
+      put_streamed(detail::numbered_file("optimizer", i, ".bin"), [&](detail::ByteSink& sink) {
+        detail::write_torch_save(sink, whole_optimizers[i] ? *whole_optimizers[i] : targets.optimizers[i].state_dict());
+      });
     }
     for (size_t i = 0; i < targets.schedulers.size(); ++i) {
       put(detail::numbered_file("scheduler", i, ".bin"), targets.schedulers[i].save());
@@ -292,6 +310,8 @@ std::string Accelerator::save_state(const std::string& requested_dir, bool safe_
     manifest["format"] = "libaccel-checkpoint";
     manifest["version"] = detail::kCheckpointFormatVersion;
     manifest["num_processes"] = st.world_size();
+    // The processes the dataloaders dealt batches to (fewer under tensor parallelism).
+    manifest["data_parallel_size"] = st.data_parallel_size();
     manifest["iteration"] = st.project.iteration;
     manifest["models"] = targets.models.size();
     manifest["optimizers"] = targets.optimizers.size();

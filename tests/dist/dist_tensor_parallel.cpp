@@ -3,17 +3,24 @@
 // `dist_tensor_parallel record DIR [clip]`: one process trains the JSON GPT
 // (two causal pre-norm blocks, 4 heads, the head tied to the embedding) for
 // 50 AdamW steps on a global batch of 8 sequences and records the per-step
-// losses (and clipped norms) and the final parameters in DIR.
-// `dist_tensor_parallel compare DIR [clip]`: the same under the mesh that
-// `accel launch --parallelism_config_*` set: each tensor-parallel rank holds
-// its heads and its slice of the feed-forward block, the data-parallel ranks
-// take their share of each batch (the tensor-parallel ranks of one group the
-// same share), and the losses, norms and parameters (gathered whole by
-// get_state_dict) are the single process's to the tolerance derived below.
-// Each rank holds exactly its share of the parameters and gradients
-// (held_bytes), save_model writes the whole model in the Hugging Face layout
-// (read back into a model that was never split), and save_state is refused
-// with Unsupported, leaving nothing written.
+// losses (and clipped norms), a checkpoint after step 25 (save_state) and the
+// final parameters in DIR.
+// `dist_tensor_parallel compare DIR [clip] [resume]`: the same under the mesh
+// that `accel launch --parallelism_config_*` set: each tensor-parallel rank
+// holds its heads and its slice of the feed-forward block, the data-parallel
+// ranks take their share of each batch (the tensor-parallel ranks of one
+// group the same share), and the losses, norms and parameters (gathered whole
+// by get_state_dict) are the single process's to the tolerances derived
+// below. With resume, the run starts from the single process's step-25
+// checkpoint (whole files, cut for this mesh by load_state: the weights, the
+// AdamW moments and the loaders' position) and must go on as it did. Each
+// rank holds exactly its share of the parameters and gradients (held_bytes),
+// save_model writes the whole model in the Hugging Face layout (read back
+// into a model that was never split), and save_state writes DIR/state_<mesh>
+// (NO_SHARD meshes; under a sharding strategy it is refused with
+// Unsupported, leaving nothing written).
+// `dist_tensor_parallel reload DIR MESH`: one process loads DIR/state_MESH,
+// written by a split run, and holds the single process's final parameters.
 // `dist_tensor_parallel refuse KIND`: prepare refuses a bad plan (KIND
 // nomatch: an entry matching no module; unpaired: linear1 colwise without
 // linear2; heads: tp_size not dividing the heads, with 3 processes) with
@@ -25,6 +32,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <map>
 #include <sstream>
 #include <string>
@@ -91,12 +100,10 @@ struct Run {
   std::vector<double> losses, norms;
 };
 
-Run train(accel::Accelerator& accelerator, accel::Model& model, accel::Optimizer& optimizer, int64_t batch_size,
-          bool clip) {
-  accel::DataLoaderOptions options;
-  options.batch_size = batch_size;
-  accel::DataLoader loader(dataset(), options);
-  accelerator.prepare(loader);
+// The loop over a prepared loader; `after_step(n)` runs after the n-th step
+// (1-based) of this run.
+Run train(accel::Accelerator& accelerator, accel::Model& model, accel::Optimizer& optimizer, accel::DataLoader& loader,
+          bool clip, const std::function<void(int64_t)>& after_step = {}) {
   Run run;
   while (auto batch = loader.next()) {
     auto outputs = model.forward(accel::Model::NamedTensors{{"input_ids", (*batch)[0]}, {"labels", (*batch)[1]}});
@@ -107,11 +114,20 @@ Run train(accel::Accelerator& accelerator, accel::Model& model, accel::Optimizer
     optimizer.zero_grad();
     // The mean over the data-parallel slices (equal token counts) is the whole batch's loss.
     run.losses.push_back(accelerator.reduce(loss.detach(), accel::ReduceOp::Mean).item<double>());
+    if (after_step) after_step(static_cast<int64_t>(run.losses.size()));
   }
-  check(static_cast<int64_t>(run.losses.size()) == kSteps,
-        "trained " + std::to_string(run.losses.size()) + " steps, expected " + std::to_string(kSteps));
   return run;
 }
+
+std::unique_ptr<accel::DataLoader> prepared_loader(accel::Accelerator& accelerator, int64_t batch_size) {
+  accel::DataLoaderOptions options;
+  options.batch_size = batch_size;
+  auto loader = std::make_unique<accel::DataLoader>(dataset(), options);
+  accelerator.prepare(*loader);
+  return loader;
+}
+
+constexpr int64_t kResumeStep = 25;
 
 accel::OptimizerOptions adamw() {
   auto options = accel::OptimizerOptions::defaults(accel::OptimizerKind::AdamW);
@@ -167,7 +183,11 @@ int record(const std::string& dir, bool clip) {
   accel::Optimizer optimizer(model, adamw());
   accelerator.prepare(model);
   accelerator.prepare(optimizer);
-  Run run = train(accelerator, model, optimizer, kGlobalBatch, clip);
+  auto loader = prepared_loader(accelerator, kGlobalBatch);
+  Run run = train(accelerator, model, optimizer, *loader, clip, [&](int64_t step) {
+    if (step == kResumeStep) accelerator.save_state(dir + "/state_reference_step25");
+  });
+  check(static_cast<int64_t>(run.losses.size()) == kSteps, "trained " + std::to_string(run.losses.size()) + " steps");
   write_numbers(dir + "/losses.txt", run.losses);
   write_numbers(dir + "/norms.txt", run.norms);
   accelerator.save(accelerator.get_state_dict(model), dir + "/reference.safetensors");
@@ -176,7 +196,43 @@ int record(const std::string& dir, bool clip) {
   return 0;
 }
 
-int compare(const std::string& dir, bool clip) {
+// The parameters against the single process's final ones.
+void compare_parameters(const accel::TensorDict& whole, const std::string& dir) {
+  std::map<std::string, at::Tensor> reference;
+  for (auto& [name, tensor] : accel::load_safetensors(dir + "/reference.safetensors")) reference[name] = tensor;
+  check(whole.size() == reference.size(), "get_state_dict has " + std::to_string(whole.size()) + " tensors");
+  double worst_parameter = 0;
+  for (const auto& [name, tensor] : whole) {
+    check(reference.count(name) == 1, "get_state_dict names " + name + ", which the reference lacks");
+    const at::Tensor& want = reference[name];
+    check(tensor.sizes() == want.sizes(), name + " has shape " + c10::str(tensor.sizes()));
+    at::Tensor difference_of = (tensor - want).abs();
+    // The key bias (rows [E, 2E) of in_proj_bias) has a gradient of exactly 0
+    // in exact arithmetic (it adds q.b_k to every score of a query, which the
+    // softmax cancels); in floating point it is rounding noise, which AdamW
+    // scales up to steps of about lr in any implementation. Not compared.
+    if (name.find("in_proj_bias") != std::string::npos) difference_of.narrow(0, kWidth, kWidth).zero_();
+    worst_parameter = std::max(worst_parameter, difference_of.max().item<double>());
+  }
+  check(worst_parameter <= kTolerance,
+        "parameters differ from the single process's by up to " + std::to_string(worst_parameter));
+}
+
+int reload(const std::string& dir, const std::string& mesh) {
+  accel::Accelerator accelerator;
+  at::manual_seed(8);  // other initial weights: the load must replace them all
+  accel::Model model = accel::Model::from_json(gpt_spec());
+  accel::Optimizer optimizer(model, adamw());
+  accelerator.prepare(model);
+  accelerator.prepare(optimizer);
+  auto loader = prepared_loader(accelerator, kGlobalBatch);
+  accelerator.load_state(dir + "/state_" + mesh);
+  compare_parameters(accelerator.get_state_dict(model), dir);
+  std::printf("reloaded the %s checkpoint on one process\n", mesh.c_str());
+  return 0;
+}
+
+int compare(const std::string& dir, bool clip, bool resume) {
   accel::Accelerator accelerator;
   rank_for_messages = accelerator.process_index();
   const int64_t tp = std::atoll(std::getenv("PARALLELISM_CONFIG_TP_SIZE"));
@@ -197,33 +253,25 @@ int compare(const std::string& dir, bool clip) {
   check(before.parameters == held,
         "parameters hold " + std::to_string(before.parameters) + " bytes, expected " + std::to_string(held));
 
-  Run run = train(accelerator, model, optimizer, kGlobalBatch / dp, clip);
+  auto loader = prepared_loader(accelerator, kGlobalBatch / dp);
+  // The single process's checkpoint after step 25, cut for this mesh.
+  if (resume) accelerator.load_state(dir + "/state_reference_step25");
+  Run run = train(accelerator, model, optimizer, *loader, clip);
+  const int64_t first = resume ? kResumeStep : 0;
+  check(static_cast<int64_t>(run.losses.size()) == kSteps - first,
+        "trained " + std::to_string(run.losses.size()) + " steps, expected " + std::to_string(kSteps - first));
   accel::HeldBytes after = accelerator.held_bytes(model, &optimizer);
   check(after.gradients == 0 || after.gradients == held,
         "gradients hold " + std::to_string(after.gradients) + " bytes, expected " + std::to_string(held));
 
-  compare_numbers(run.losses, read_numbers(dir + "/losses.txt"), "losses", kLossTolerance);
-  if (clip) compare_numbers(run.norms, read_numbers(dir + "/norms.txt"), "clipped norms", kTolerance);
+  auto from_first = [first](std::vector<double> values) {
+    values.erase(values.begin(), values.begin() + std::min<int64_t>(first, static_cast<int64_t>(values.size())));
+    return values;
+  };
+  compare_numbers(run.losses, from_first(read_numbers(dir + "/losses.txt")), "losses", kLossTolerance);
+  if (clip) compare_numbers(run.norms, from_first(read_numbers(dir + "/norms.txt")), "clipped norms", kTolerance);
   const accel::TensorDict whole = accelerator.get_state_dict(model);
-  std::map<std::string, at::Tensor> reference;
-  for (auto& [name, tensor] : accel::load_safetensors(dir + "/reference.safetensors")) reference[name] = tensor;
-  check(whole.size() == reference.size(), "get_state_dict has " + std::to_string(whole.size()) + " tensors");
-  double worst_parameter = 0;
-  for (const auto& [name, tensor] : whole) {
-    check(reference.count(name) == 1, "get_state_dict names " + name + ", which the reference lacks");
-    const at::Tensor& want = reference[name];
-    check(tensor.sizes() == want.sizes(), name + " has shape " + c10::str(tensor.sizes()));
-    at::Tensor difference_of = (tensor - want).abs();
-    // The key bias (rows [E, 2E) of in_proj_bias) has a gradient of exactly 0
-    // in exact arithmetic (it adds q.b_k to every score of a query, which the
-    // softmax cancels); in floating point it is rounding noise, which AdamW
-    // scales up to steps of about lr in any implementation. Not compared.
-    if (name.find("in_proj_bias") != std::string::npos) difference_of.narrow(0, kWidth, kWidth).zero_();
-    const double difference = difference_of.max().item<double>();
-    worst_parameter = std::max(worst_parameter, difference);
-  }
-  check(worst_parameter <= kTolerance,
-        "parameters differ from the single process's by up to " + std::to_string(worst_parameter));
+  compare_parameters(whole, dir);
 
   // save_model: every rank gathers, the main process writes the whole model.
   const std::string saved = dir + "/saved_tp" + std::to_string(tp) + "_dp" + std::to_string(dp);
@@ -238,16 +286,22 @@ int compare(const std::string& dir, bool clip) {
     }
   }
 
-  // save_state is refused before anything is written.
-  const std::string state_dir = dir + "/state_tp" + std::to_string(tp);
-  try {
+  // save_state: the whole model and optimizer state as an unsplit run writes
+  // them (NO_SHARD); under a sharding strategy, refused before anything is written.
+  const std::string mesh_name = "tp" + std::to_string(tp) + "_dp" + std::to_string(dp) + (resume ? "_resumed" : "");
+  const std::string state_dir = dir + "/state_" + mesh_name;
+  if (dp_shard == 1) {
     accelerator.save_state(state_dir);
-    check(false, "save_state with tp_size > 1 was not refused");
-  } catch (const accel::Error& e) {
-    check(e.code() == accel::ErrorCode::Unsupported, std::string("save_state failed with ") + e.what());
+  } else {
+    try {
+      accelerator.save_state(state_dir);
+      check(false, "save_state with tp_size > 1 under FULL_SHARD was not refused");
+    } catch (const accel::Error& e) {
+      check(e.code() == accel::ErrorCode::Unsupported, std::string("save_state failed with ") + e.what());
+    }
+    std::ifstream probe(state_dir + "/manifest.json");
+    check(!probe.good(), "a refused save_state left files behind");
   }
-  std::ifstream probe(state_dir + "/manifest.json");
-  check(!probe.good(), "a refused save_state left files behind");
   accelerator.wait_for_everyone();
   if (accelerator.is_main_process())
     std::printf("tensor parallel: tp %lld x dp %lld matches\n", static_cast<long long>(tp), static_cast<long long>(dp));
@@ -293,10 +347,12 @@ int main(int argc, char** argv) {
     const std::string mode = argc > 1 ? argv[1] : "";
     if ((mode == "record" || mode == "compare") && argc > 2) {
       const bool clip = has(argc, argv, "clip");
-      return mode == "record" ? record(argv[2], clip) : compare(argv[2], clip);
+      return mode == "record" ? record(argv[2], clip) : compare(argv[2], clip, has(argc, argv, "resume"));
     }
+    if (mode == "reload" && argc > 3) return reload(argv[2], argv[3]);
     if (mode == "refuse" && argc > 2) return refuse(argv[2]);
-    std::fprintf(stderr, "usage: dist_tensor_parallel record|compare DIR [clip] | refuse nomatch|unpaired|heads\n");
+    std::fprintf(stderr,
+                 "usage: dist_tensor_parallel record|compare DIR [clip] [resume] | reload DIR MESH | refuse KIND\n");
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rank %d: %s\n", rank_for_messages, e.what());

@@ -1,0 +1,129 @@
+#include "accelerator/tensor_parallel_state.hpp"
+
+#include <ATen/ATen.h>
+
+#include <set>
+
+#include "accel/error.hpp"
+#include "accelerator/checkpoint_files.hpp"
+#include "parallel/tensor_parallel.hpp"
+
+namespace accel::detail {
+
+namespace {
+
+// The trainable parameters in registration order, each once: the optimizer's indices.
+std::vector<std::pair<std::string, at::Tensor>> optimizer_parameters(const ModelImpl& model) {
+  std::vector<std::pair<std::string, at::Tensor>> out;
+  std::set<const void*> seen;
+  for (auto& [name, p] : model.named_parameters()) {
+    if (p.requires_grad() && seen.insert(p.unsafeGetTensorImpl()).second) out.emplace_back(name, p);
+  }
+  return out;
+}
+
+std::vector<int64_t> whole_shape(const at::Tensor& slice, const TensorSplit& split, int64_t size) {
+  std::vector<int64_t> shape = slice.sizes().vec();
+  shape[static_cast<size_t>(split.dim)] *= size;
+  return shape;
+}
+
+// Applies `change` to each per-parameter tensor of a split parameter in the
+// state dict ({"state": {index: {key: value}}, "param_groups": [...]});
+// `matches` says whether a value is one (shaped like the parameter).
+template <class Matches, class Change>
+c10::IValue map_split_state(const c10::IValue& dict, const ModelImpl& model, Matches&& matches, Change&& change) {
+  const TensorParallelModel& tp = *model.tensor_parallel();
+  const auto params = optimizer_parameters(model);
+  c10::impl::GenericDict out(dict.toGenericDict().keyType(), dict.toGenericDict().valueType());
+  for (const auto& item : dict.toGenericDict()) {
+    if (!(item.key().isString() && item.key().toStringRef() == "state" && item.value().isGenericDict())) {
+      out.insert(item.key(), item.value());
+      continue;
+    }
+    const c10::impl::GenericDict state = item.value().toGenericDict();
+    c10::impl::GenericDict new_state(state.keyType(), state.valueType());
+    for (const auto& entry : state) {
+      const int64_t index = entry.key().isInt() ? entry.key().toInt() : -1;
+      const TensorSplit* split = index >= 0 && index < static_cast<int64_t>(params.size())
+                                     ? tp.split_of(params[static_cast<size_t>(index)].first)
+                                     : nullptr;
+      if (!split || !entry.value().isGenericDict()) {
+        new_state.insert(entry.key(), entry.value());
+        continue;
+      }
+      const auto& [name, parameter] = params[static_cast<size_t>(index)];
+      c10::impl::GenericDict values = entry.value().toGenericDict();
+      c10::impl::GenericDict new_values(values.keyType(), values.valueType());
+      for (const auto& value : values) {
+        const bool per_parameter = value.value().isTensor() && matches(value.value().toTensor(), parameter, *split);
+        new_values.insert(value.key(),
+                          per_parameter ? c10::IValue(change(value.value().toTensor(), *split, name)) : value.value());
+      }
+      new_state.insert(entry.key(), new_values);
+    }
+    out.insert(item.key(), new_state);
+  }
+  return out;
+}
+
+}  // namespace
+
+NamedTensors whole_model_state(const ModelImpl& model) {
+  const TensorParallelModel& tp = *model.tensor_parallel();
+  NamedTensors out = model_state_dict(model);
+  for (auto& [name, tensor] : out) {
+    if (const TensorSplit* split = tp.split_of(name)) tensor = gather_whole(tensor, *split, *tp.slot.group, name);
+  }
+  return out;
+}
+
+c10::IValue whole_optimizer_state(const c10::IValue& state, const ModelImpl& model) {
+  ProcessGroup& group = *model.tensor_parallel()->slot.group;
+  return map_split_state(
+      state, model,
+      [](const at::Tensor& value, const at::Tensor& parameter, const TensorSplit&) {
+        return value.sizes() == parameter.sizes();
+      },
+      [&group](const at::Tensor& value, const TensorSplit& split, const std::string& name) {
+        return gather_whole(value, split, group, name).to(value.device());
+      });
+}
+
+c10::IValue split_optimizer_state(const c10::IValue& whole, const ModelImpl& model, const std::string& label) {
+  const TensorParallelSlot& slot = model.tensor_parallel()->slot;
+  return map_split_state(
+      whole, model,
+      [&slot](const at::Tensor& value, const at::Tensor& parameter, const TensorSplit& split) {
+        return value.sizes().vec() == whole_shape(parameter, split, slot.size);
+      },
+      [&slot, &label](const at::Tensor& value, const TensorSplit& split, const std::string& name) {
+        require(can_split(value, split, slot.size), ErrorCode::IO,
+                label + ": the optimizer state of " + name + " (shape " + c10::str(value.sizes()) +
+                    ") cannot be split " + std::to_string(slot.size) + " ways");
+        return shard_of(value, split, slot.size, slot.rank);
+      });
+}
+
+WholeModelTargets whole_model_targets(const ModelImpl& model, const NamedTensors& entries) {
+  const TensorParallelModel& tp = *model.tensor_parallel();
+  WholeModelTargets out;
+  for (const auto& [name, tensor] : entries) {
+    const TensorSplit* split = tp.split_of(name);
+    if (!split) {
+      out.targets.emplace_back(name, tensor);
+      continue;
+    }
+    at::Tensor staging = at::empty(whole_shape(tensor, *split, tp.slot.size), tensor.options());
+    out.targets.emplace_back(name, staging);
+    out.staged.push_back({tensor, staging, *split});
+  }
+  return out;
+}
+
+void WholeModelTargets::keep_slices(const TensorParallelSlot& slot) const {
+  at::NoGradGuard no_grad;
+  for (const Staged& s : staged) s.parameter.copy_(shard_of(s.staging, s.split, slot.size, slot.rank));
+}
+
+}  // namespace accel::detail
