@@ -4,6 +4,7 @@
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
@@ -178,7 +179,42 @@ const std::set<std::string> kKnownKeys{"compute_environment",
                                        "megatron_lm_config",
                                        "ipex_config",
                                        "mpirun_config",
-                                       "dynamo_config"};
+                                       "dynamo_config",
+                                       "parallelism_config"};
+
+// Accelerate's parallelism_config section (`accelerate config`'s keys):
+// parallelism_config_{dp_replicate,dp_shard,tp,cp}_size, each a positive
+// integer, as the variables the ranks read (docs/parallelism.md). Other keys
+// (cp_comm_strategy, sp_*) tune what accel does not build: warned about.
+std::map<std::string, std::string> read_parallelism_config(const std::string& path, const YAML::Node& root,
+                                                           std::vector<std::string>& warnings) {
+  std::map<std::string, std::string> env;
+  const YAML::Node section = root["parallelism_config"];
+  if (!section || section.IsNull()) return env;
+  if (!section.IsMap()) {
+    throw ConfigFileError(path + ": key 'parallelism_config': expected a mapping, got " + Reader::describe(section));
+  }
+  Reader in(path, section);
+  for (const auto& entry : section) {
+    const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : std::string();
+    const std::string prefix = "parallelism_config_", suffix = "_size";
+    const bool size = key.rfind(prefix, 0) == 0 && key.size() > prefix.size() + suffix.size() &&
+                      key.compare(key.size() - suffix.size(), suffix.size(), suffix) == 0;
+    const std::string dim = size ? key.substr(prefix.size(), key.size() - prefix.size() - suffix.size()) : "";
+    if (dim != "dp_replicate" && dim != "dp_shard" && dim != "tp" && dim != "cp") {
+      warnings.push_back("ignoring parallelism_config key '" + key + "' (accel reads the four *_size keys)");
+      continue;
+    }
+    const std::optional<int> value = in.get<int>(key, "a positive integer");
+    if (!value) continue;
+    if (*value < 1) in.refuse(key, "expected a positive integer, got " + std::to_string(*value));
+    std::string name = "PARALLELISM_CONFIG_" + dim + "_SIZE";
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::toupper(c); });
+    env[name] = std::to_string(*value);
+  }
+  if (!env.empty()) env["ACCELERATE_USE_PARALLELISM_CONFIG"] = "true";
+  return env;
+}
 
 // A string as PyYAML (YAML 1.1) reads it back as a string: quoted when it
 // would otherwise read as a boolean, null or number (NO, yes, off, 0, 1.5, ...).
@@ -235,6 +271,7 @@ ConfigFile load_config_file(const std::string& path) {
   read_ignored(in, file.values, file.warnings);
   file.values.sharding_env =
       read_sharding_config(path, root, file.values.distributed_type.value_or("NO"), file.warnings);
+  file.values.parallelism_env = read_parallelism_config(path, root, file.warnings);
   for (const auto& entry : root) {
     // A key such as [1] or {a: 1} is valid YAML but no setting.
     if (!entry.first.IsScalar()) {

@@ -40,6 +40,9 @@ struct ConfigValues {
   // distributed_type FSDP / DEEPSPEED: the variables that carry the sharding
   // strategy to the ranks (src/cli/sharding_config.hpp); else empty.
   std::map<std::string, std::string> sharding_env;
+  // parallelism_config's sizes as Accelerate's variables
+  // (ACCELERATE_USE_PARALLELISM_CONFIG, PARALLELISM_CONFIG_*_SIZE); else empty.
+  std::map<std::string, std::string> parallelism_env;
 };
 
 struct ConfigFile {

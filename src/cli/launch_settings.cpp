@@ -308,6 +308,15 @@ LaunchConfig resolve_settings(const LaunchFlags& flags, const EnvLookup& lookup,
     const std::string section = values.distributed_type == "FSDP" ? "fsdp_config" : "deepspeed_config";
     config.origins.emplace_back(name, value + "  (" + (from_flags ? "command line" : path + ": " + section) + ")");
   }
+  // The command line's sizes replace the config file's section as a whole.
+  if (flags.parallelism_sizes.empty()) {
+    for (const auto& [name, value] : values.parallelism_env) {
+      config.parallelism_env[name] = value;
+      if (name != "ACCELERATE_USE_PARALLELISM_CONFIG") {
+        config.origins.emplace_back(name, value + "  (" + path + ": parallelism_config)");
+      }
+    }
+  }
   if (flags.use_parallelism_config || !flags.parallelism_sizes.empty()) {
     config.parallelism_env["ACCELERATE_USE_PARALLELISM_CONFIG"] = "true";
     for (const auto& [dim, size] : flags.parallelism_sizes) {

@@ -218,3 +218,18 @@ TEST_F(LaunchSettingsTest, UnevenTotalFromTheFileIsNamed) {
 }
 
 }  // namespace
+
+// ParallelismConfig from --parallelism_config_* and the config file's section;
+// the command line's sizes replace the file's.
+TEST_F(LaunchSettingsTest, ParallelismFromFlagsAndConfigFile) {
+  write_default_config("distributed_type: MULTI_CPU\nparallelism_config:\n  parallelism_config_dp_shard_size: 2\n");
+  auto from_file = accel::cli::rank_environment(resolve({}), 0);
+  EXPECT_EQ(from_file["ACCELERATE_USE_PARALLELISM_CONFIG"], "true");
+  EXPECT_EQ(from_file["PARALLELISM_CONFIG_DP_SHARD_SIZE"], "2");
+  LaunchFlags flags;
+  flags.parallelism_sizes["tp"] = 2;
+  auto from_flags = accel::cli::rank_environment(resolve(flags), 0);
+  EXPECT_EQ(from_flags["ACCELERATE_USE_PARALLELISM_CONFIG"], "true");
+  EXPECT_EQ(from_flags["PARALLELISM_CONFIG_TP_SIZE"], "2");
+  EXPECT_EQ(from_flags.count("PARALLELISM_CONFIG_DP_SHARD_SIZE"), 0u);
+}
