@@ -126,6 +126,10 @@ TEST(TensorParallelSplit, BadPlansAreRefusedBeforeAnythingChanges) {
   EXPECT_EQ(code, accel::ErrorCode::Unsupported);
   EXPECT_NE(split(model, 2, R"({"0.linear1": "sequence_parallel"})", &code).find("sequence parallelism is not built"),
             std::string::npos);
+  accel::Model dropping = accel::Model::from_json(R"([{"type": "TransformerEncoderLayer", "d_model": 8, "nhead": 2,
+    "dim_feedforward": 16, "dropout": 0.1, "batch_first": true}])");
+  EXPECT_NE(split(dropping, 2, std::nullopt, &code).find("has dropout 0.1"), std::string::npos);
+  EXPECT_EQ(code, accel::ErrorCode::Unsupported);
   accel::Model mlp = accel::Model::from_json(R"([{"type": "Linear", "in_features": 4, "out_features": 4}])");
   EXPECT_NE(split(mlp, 2, std::nullopt, &code).find("the model has nothing libaccel can split"), std::string::npos);
   EXPECT_EQ(code, accel::ErrorCode::Unsupported);

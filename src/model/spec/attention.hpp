@@ -83,6 +83,7 @@ class MultiheadAttentionImpl : public torch::nn::Module, public SideInputs {
   // when size does not divide num_heads; nothing changes then.
   ParameterSplits split_heads(const TensorParallelSlot& slot);
   int64_t num_heads() const { return options_.num_heads; }
+  double dropout() const { return options_.dropout; }
 
   at::Tensor in_proj_weight;
   at::Tensor in_proj_bias;
