@@ -6,11 +6,14 @@
 #   rendezvous timeout message within the configured timeout; the first to
 #   fail is reported and the launcher stops the others; and
 #   HYBRID_SHARD (sharded within each node, replicated across the two) gives
-#   NO_SHARD's losses and parameters (tests/dist/dist_full_shard.cpp).
+#   NO_SHARD's losses and parameters (tests/dist/dist_full_shard.cpp); and
+#   tensor parallelism inside each node with data parallelism across the two
+#   (tp 2 x dp_replicate 2) trains as one process does
+#   (tests/dist/dist_tensor_parallel.cpp), its groups where they belong.
 # Needs root and `ip netns`; exits 77 (skipped, with the reason) otherwise.
-# Usage: run_multinode_netns.sh ACCEL PROGRAM WORKDIR DIST_FULL_SHARD
+# Usage: run_multinode_netns.sh ACCEL PROGRAM WORKDIR DIST_FULL_SHARD DIST_TENSOR_PARALLEL
 set -euo pipefail
-accel=$1 program=$2 work=$3 full_shard=$4
+accel=$1 program=$2 work=$3 full_shard=$4 tensor_parallel=$5
 skip() { echo "SKIPPED: $*"; exit 77; }
 [ "$(id -u)" -eq 0 ] || skip "needs root to create network namespaces"
 command -v ip >/dev/null || skip "the ip command (iproute2) is not installed"
@@ -71,6 +74,25 @@ cat "$work/hybrid0.log" "$work/hybrid1.log"
 [ $status -eq 0 ] || { echo "FAIL: HYBRID_SHARD over 2 nodes failed" >&2; exit 1; }
 grep -q "HYBRID_SHARD sgd equals NO_SHARD" "$work/hybrid1.log" || { echo "FAIL: no comparison reported" >&2; exit 1; }
 echo "HYBRID_SHARD over 2 nodes x 2 processes: equal to NO_SHARD"
+
+# Tensor parallelism stays inside each node (ranks 0-1, 2-3: torchrun's
+# numbering), data parallelism crosses the veth pair.
+mkdir -p "$work/tp"
+"$tensor_parallel" record "$work/tp" >"$work/tp_ref.log" 2>&1 ||
+  { cat "$work/tp_ref.log" >&2; echo "FAIL: the one-process tensor-parallel reference failed" >&2; exit 1; }
+mesh=(--parallelism_config_tp_size 2 --parallelism_config_dp_replicate_size 2)
+ACCELERATE_LOG_LEVEL=INFO node "$ns0" 0 "${mesh[@]}" "$tensor_parallel" compare "$work/tp" >"$work/tp0.log" 2>&1 & n0=$!
+ACCELERATE_LOG_LEVEL=INFO node "$ns1" 1 "${mesh[@]}" "$tensor_parallel" compare "$work/tp" >"$work/tp1.log" 2>&1 & n1=$!
+status=0
+wait $n0 || status=1
+wait $n1 || status=1
+cat "$work/tp0.log" "$work/tp1.log"
+[ $status -eq 0 ] || { echo "FAIL: tensor parallelism over 2 nodes failed" >&2; exit 1; }
+grep -q "tensor parallel: tp 2 x dp 2 matches" "$work/tp0.log" || { echo "FAIL: no comparison reported" >&2; exit 1; }
+grep -q "rank 1 in mesh/tp/dp_replicate0.dp_shard0.cp0 \[0, 1\]" "$work/tp0.log" &&
+  grep -q "rank 3 in mesh/tp/dp_replicate1.dp_shard0.cp0 \[2, 3\]" "$work/tp1.log" ||
+  { echo "FAIL: a tensor-parallel group is not one node's ranks" >&2; exit 1; }
+echo "tp 2 inside each of 2 nodes x dp_replicate 2 across them: equal to one process"
 
 # Node 1 never comes: node 0's ranks must give up within the 3 s timeout.
 start=$(date +%s)
