@@ -12,6 +12,7 @@
 #include "accel/optimizer.hpp"
 #include "model/model_impl.hpp"
 #include "accelerator/accelerator_state.hpp"
+#include "accelerator/checkpoint_layouts.hpp"
 
 namespace accel {
 
@@ -99,11 +100,20 @@ double Accelerator::clip_grad_norm(Model& model, double max_norm, double norm_ty
   // ZeRO-2 and FULL_SHARD: each rank holds only its chunk of the gradient; the norm spans all.
   const auto& shard = model.impl().flat_shard();
   const detail::TensorParallelModel* tensor_parallel = model.impl().tensor_parallel();
-  require(!tensor_parallel || !shard || shard->strategy() == ShardingStrategy::ShardOptimizer, ErrorCode::Unsupported,
-          std::string("clip_grad_norm with tp_size > 1 under sharding_strategy ") +
-              to_string(shard ? shard->strategy() : ShardingStrategy::NoShard) +
-              " is not built yet (NO_SHARD and SHARD_OPTIMIZER clip across the tensor-parallel group)");
-  if (shard && shard->strategy() != ShardingStrategy::ShardOptimizer) return shard->clip_grad_norm(max_norm, norm_type);
+  if (shard && shard->strategy() != ShardingStrategy::ShardOptimizer) {
+    if (!tensor_parallel) return shard->clip_grad_norm(max_norm, norm_type);
+    // Which of this rank's chunk elements belong to split parameters: their
+    // share of the norm is summed over the tensor-parallel group as well.
+    const detail::ShardLayout layout = detail::live_layout(model.impl());
+    require(layout.member_numel() == shard->shard().numel(), ErrorCode::Internal,
+            "clip_grad_norm: the shard's layout has " + std::to_string(layout.member_numel()) + " elements, its chunk " +
+                std::to_string(shard->shard().numel()));
+    at::Tensor mask = at::zeros({shard->shard().numel()}, at::TensorOptions().dtype(at::kFloat));
+    for (const detail::LayoutPiece& piece : layout.pieces(detail::live_member(model.impl()))) {
+      if (tensor_parallel->split_of(layout.params()[piece.param].name)) mask.narrow(0, piece.at, piece.length).fill_(1);
+    }
+    return shard->clip_grad_norm(max_norm, norm_type, mask, tensor_parallel->slot.group);
+  }
   std::vector<at::Tensor> params = model.parameters();
   if (state_->scaler) state_->scaler->unscale(params);
   if (tensor_parallel) {

@@ -26,7 +26,9 @@ nlohmann::json units_of(const FullShard& shard) { return nlohmann::json::parse(s
 // The trainable parameters in registration order, each once (the order of a
 // whole optimizer's indices and of the ZeRO flat vector). Under FULL_SHARD the
 // parameters are empty between units: the shapes come from the unit layout.
-std::vector<LayoutParam> trainable_parameters(const ModelImpl& model) {
+// `whole_shapes`: a parameter split for tensor parallelism with its whole
+// shape (what a whole layout's checkpoint holds); else this rank's slice.
+std::vector<LayoutParam> trainable_parameters(const ModelImpl& model, bool whole_shapes) {
   std::map<std::string, std::vector<int64_t>> unit_shapes;
   if (model.full_shard()) {
     const FullShard& shard = *model.full_shard();
@@ -35,7 +37,7 @@ std::vector<LayoutParam> trainable_parameters(const ModelImpl& model) {
   }
   std::vector<LayoutParam> out;
   std::set<const void*> seen;
-  const TensorParallelModel* tp = model.tensor_parallel();
+  const TensorParallelModel* tp = whole_shapes ? model.tensor_parallel() : nullptr;
   for (const auto& [name, p] : model.named_parameters()) {
     if (!p.requires_grad() || !seen.insert(p.unsafeGetTensorImpl()).second) continue;
     auto shape = unit_shapes.find(name);
@@ -57,11 +59,11 @@ ShardLayout live_layout(const ModelImpl& model) {
     const FullShard& shard = *model.full_shard();
     return ShardLayout::units(units_of(shard), shard.shard_group_size(), "the model's wrap units");
   }
-  if (model.flat_shard()) return ShardLayout::flat(trainable_parameters(model), model.flat_shard()->shard_group_size());
-  return ShardLayout::whole(trainable_parameters(model));
+  if (model.flat_shard()) return ShardLayout::flat(trainable_parameters(model, false), model.flat_shard()->shard_group_size());
+  return ShardLayout::whole(trainable_parameters(model, true));
 }
 
-ShardLayout whole_layout(const ModelImpl& model) { return ShardLayout::whole(trainable_parameters(model)); }
+ShardLayout whole_layout(const ModelImpl& model) { return ShardLayout::whole(trainable_parameters(model, true)); }
 
 int live_member(const ModelImpl& model) { return model.flat_shard() ? model.flat_shard()->shard_group_rank() : 0; }
 
@@ -90,9 +92,9 @@ ShardLayout saved_layout(const JsonFile& manifest, const CheckpointReader& reade
     return ShardLayout::units(json, static_cast<int>(saved), reader.path(name));
   }
   if (manifest.has("sharded_optimizers") && manifest.boolean("sharded_optimizers")) {
-    return ShardLayout::flat(trainable_parameters(model), static_cast<int>(saved));
+    return ShardLayout::flat(trainable_parameters(model, false), static_cast<int>(saved));
   }
-  return ShardLayout::whole(trainable_parameters(model));
+  return ShardLayout::whole(trainable_parameters(model, true));
 }
 
 c10::IValue resharded_optimizer(const CheckpointReader& reader, size_t i, const ShardLayout& source,
@@ -135,7 +137,7 @@ std::vector<std::pair<at::Tensor, at::Tensor>> resharded_model(const CheckpointR
     copies.emplace_back(model.full_shard()->shard(),
                         assemble_member(source, vector, target, live_member(model), label));
   } else {  // every parameter whole, as NO_SHARD and ZeRO-1/2 keep them
-    const ShardLayout target = ShardLayout::whole(trainable_parameters(model));
+    const ShardLayout target = ShardLayout::whole(trainable_parameters(model, true));
     const at::Tensor whole = assemble_member(source, vector, target, 0, label);
     std::map<std::string, at::Tensor> params;
     for (const auto& [name, p] : model.named_parameters()) params.emplace(name, p);

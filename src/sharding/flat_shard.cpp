@@ -229,20 +229,43 @@ void FlatShard::zero_grad() {
   }
 }
 
-double FlatShard::clip_grad_norm(double max_norm, double norm_type) {
+double FlatShard::clip_grad_norm(double max_norm, double norm_type, const at::Tensor& split_mask,
+                                 ProcessGroup* tensor_parallel) {
   at::NoGradGuard no_grad;
   at::Tensor& grad = shard_.mutable_grad();
+  const bool split = split_mask.defined() && tensor_parallel != nullptr;
+  // [split part, whole part] (one part without tensor parallelism), on the
+  // model's device: NCCL carries CUDA tensors only, and an offloaded shard is on the host.
+  at::Tensor magnitude = grad.to(at::kDouble).abs();
+  at::Tensor mask = split ? split_mask.to(magnitude.options()) : at::Tensor();
   double total = 0;
   if (std::isinf(norm_type)) {
-    // On the model's device: NCCL carries CUDA tensors only, and an offloaded shard is on the host.
-    at::Tensor local = grad.abs().max().to(at::kDouble).reshape({1}).to(flat_device());
+    at::Tensor local = split ? at::stack({(magnitude * mask).max(), (magnitude * (1 - mask)).max()})
+                             : magnitude.max().reshape({1});
+    local = local.to(flat_device());
     std::vector<at::Tensor> maxima{local};
     if (process_group_ != nullptr) maxima = process_group_->allgather(local, "clip_grad_norm (max)");
-    for (const at::Tensor& t : maxima) total = std::max(total, t.item<double>());
+    at::Tensor parts = at::stack(maxima).amax(0);
+    if (split) {
+      at::Tensor split_max = parts.narrow(0, 0, 1).contiguous();
+      for (const at::Tensor& t : tensor_parallel->allgather(split_max, "clip_grad_norm (tensor parallel max)")) {
+        total = std::max(total, t.item<double>());
+      }
+    }
+    for (int64_t i = 0; i < parts.numel(); ++i) total = std::max(total, parts[i].item<double>());
   } else {
-    at::Tensor local = grad.to(at::kDouble).abs().pow(norm_type).sum().reshape({1}).to(flat_device());
+    at::Tensor powered = magnitude.pow(norm_type);
+    at::Tensor local = split ? at::stack({(powered * mask).sum(), (powered * (1 - mask)).sum()})
+                             : powered.sum().reshape({1});
+    local = local.to(flat_device());
     if (process_group_ != nullptr) process_group_->allreduce(local, "clip_grad_norm (sum)");
-    total = std::pow(local.item<double>(), 1.0 / norm_type);
+    double sum = local.sum().item<double>();
+    if (split) {
+      at::Tensor split_sum = local.narrow(0, 0, 1).contiguous();
+      tensor_parallel->allreduce(split_sum, "clip_grad_norm (tensor parallel sum)");
+      sum = split_sum.item<double>() + local[1].item<double>();
+    }
+    total = std::pow(sum, 1.0 / norm_type);
   }
   // torch.nn.utils.clip_grad_norm_'s rule: scale by max_norm / (norm + 1e-6), at most 1.
   const double coefficient = std::min(1.0, max_norm / (total + 1e-6));

@@ -101,7 +101,12 @@ class FlatShard {
   // loaded the same values.
   virtual void scatter_from_full();
   // ZeRO-2: the norm of the gradient across every rank's chunk, and clipping by it. Collective.
-  double clip_grad_norm(double max_norm, double norm_type);
+  // Tensor parallelism: `split_mask` (1 where shard()'s elements belong to a
+  // split parameter, 0 elsewhere; shard()'s length and device) and the
+  // tensor-parallel group: the split elements' share is summed over that
+  // group too, the whole ones' counted once. Collective over both groups.
+  double clip_grad_norm(double max_norm, double norm_type, const at::Tensor& split_mask = {},
+                        ProcessGroup* tensor_parallel = nullptr);
   void clip_grad_value(double clip_value);
   // The processes sharing the chunks (the world; HYBRID_SHARD: a node's) and
   // this process's place among them: which chunk shard() is.
