@@ -26,9 +26,13 @@ void remember(AutogradContext* ctx, ProcessGroup* group) {
 }
 
 at::Tensor summed(const at::Tensor& tensor, ProcessGroup& group, const char* op) {
-  at::Tensor sum = tensor.contiguous().clone();
+  // Gloo has no 16-bit float sums (mixed precision's activations on a CPU):
+  // those add in float32, rounded once at the end. NCCL sums them as they are.
+  const bool widen = tensor.device().is_cpu() &&
+                     (tensor.scalar_type() == at::kBFloat16 || tensor.scalar_type() == at::kHalf);
+  at::Tensor sum = widen ? tensor.to(at::kFloat) : tensor.contiguous().clone();
   group.allreduce(sum, op);
-  return sum;
+  return widen ? sum.to(tensor.scalar_type()) : sum;
 }
 
 at::Tensor gathered_last_dim(const at::Tensor& tensor, ProcessGroup& group) {
