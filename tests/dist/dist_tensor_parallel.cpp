@@ -102,18 +102,31 @@ struct Run {
 
 // The loop over a prepared loader; `after_step(n)` runs after the n-th step
 // (1-based) of this run.
-Run train(accel::Accelerator& accelerator, accel::Model& model, accel::Optimizer& optimizer, accel::DataLoader& loader,
-          bool clip, const std::function<void(int64_t)>& after_step = {}) {
+Run train(accel::Accelerator& accelerator, accel::Model& model, accel::Optimizer& optimizer,
+          accel::DataLoader& loader, bool clip, const std::function<void(int64_t)>& after_step = {}) {
   Run run;
+  std::vector<double> micro;  // under gradient accumulation: this step's micro-batch losses
   while (auto batch = loader.next()) {
-    auto outputs = model.forward(accel::Model::NamedTensors{{"input_ids", (*batch)[0]}, {"labels", (*batch)[1]}});
-    at::Tensor loss = outputs.at(0).second;
-    accelerator.backward(loss);
-    if (clip) run.norms.push_back(accelerator.clip_grad_norm(model, 0.5));
-    optimizer.step();
-    optimizer.zero_grad();
-    // The mean over the data-parallel slices (equal token counts) is the whole batch's loss.
-    run.losses.push_back(accelerator.reduce(loss.detach(), accel::ReduceOp::Mean).item<double>());
+    bool synced = false;
+    double loss_value = 0;
+    {
+      auto scope = accelerator.accumulate(model);
+      auto outputs = model.forward(accel::Model::NamedTensors{{"input_ids", (*batch)[0]}, {"labels", (*batch)[1]}});
+      at::Tensor loss = outputs.at(0).second;
+      accelerator.backward(loss);
+      synced = accelerator.sync_gradients();
+      if (clip && synced) run.norms.push_back(accelerator.clip_grad_norm(model, 0.5));
+      optimizer.step();
+      optimizer.zero_grad();
+      // The mean over the data-parallel slices (equal token counts) is the whole batch's loss.
+      loss_value = accelerator.reduce(loss.detach(), accel::ReduceOp::Mean).item<double>();
+    }
+    micro.push_back(loss_value);
+    if (!synced) continue;
+    double sum = 0;
+    for (double m : micro) sum += m;
+    run.losses.push_back(sum / static_cast<double>(micro.size()));  // equal micro-batches: the step's loss
+    micro.clear();
     if (after_step) after_step(static_cast<int64_t>(run.losses.size()));
   }
   return run;
@@ -257,7 +270,8 @@ int compare(const std::string& dir, bool clip, bool resume) {
   check(before.parameters >= held && before.parameters < held + 4 * dp_shard,
         "parameters hold " + std::to_string(before.parameters) + " bytes, expected " + std::to_string(held));
 
-  auto loader = prepared_loader(accelerator, kGlobalBatch / dp);
+  // Under gradient accumulation each optimizer step takes that many micro-batches of the global batch.
+  auto loader = prepared_loader(accelerator, kGlobalBatch / dp / accelerator.gradient_accumulation_steps());
   // The single process's checkpoint after step 25, cut for this mesh.
   if (resume) accelerator.load_state(dir + "/state_reference_step25");
   Run run = train(accelerator, model, optimizer, *loader, clip);
@@ -302,6 +316,7 @@ int compare(const std::string& dir, bool clip, bool resume) {
   // Each test's own directories (ctest may run them at once): the mesh and the strategy.
   const std::string mesh_name = "tp" + std::to_string(tp) + "_dp" + std::to_string(dp) +
                                 (dp_shard > 1 ? std::string("_") + accel::to_string(accelerator.sharding_strategy()) : "") +
+                                (accelerator.gradient_accumulation_steps() > 1 ? "_accumulated" : "") +
                                 (resume ? "_resumed" : "");
   const std::string saved = dir + "/saved_" + mesh_name;
   accelerator.save_model(model, saved, "20KB");
