@@ -106,8 +106,8 @@ double Accelerator::clip_grad_norm(Model& model, double max_norm, double norm_ty
     // share of the norm is summed over the tensor-parallel group as well.
     const detail::ShardLayout layout = detail::live_layout(model.impl());
     require(layout.member_numel() == shard->shard().numel(), ErrorCode::Internal,
-            "clip_grad_norm: the shard's layout has " + std::to_string(layout.member_numel()) + " elements, its chunk " +
-                std::to_string(shard->shard().numel()));
+            "clip_grad_norm: the shard's layout has " + std::to_string(layout.member_numel()) +
+                " elements, its chunk " + std::to_string(shard->shard().numel()));
     at::Tensor mask = at::zeros({shard->shard().numel()}, at::TensorOptions().dtype(at::kFloat));
     for (const detail::LayoutPiece& piece : layout.pieces(detail::live_member(model.impl()))) {
       if (tensor_parallel->split_of(layout.params()[piece.param].name)) mask.narrow(0, piece.at, piece.length).fill_(1);

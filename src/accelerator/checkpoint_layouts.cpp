@@ -59,7 +59,8 @@ ShardLayout live_layout(const ModelImpl& model) {
     const FullShard& shard = *model.full_shard();
     return ShardLayout::units(units_of(shard), shard.shard_group_size(), "the model's wrap units");
   }
-  if (model.flat_shard()) return ShardLayout::flat(trainable_parameters(model, false), model.flat_shard()->shard_group_size());
+  if (model.flat_shard())
+    return ShardLayout::flat(trainable_parameters(model, false), model.flat_shard()->shard_group_size());
   return ShardLayout::whole(trainable_parameters(model, true));
 }
 

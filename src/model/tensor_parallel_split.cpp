@@ -1,8 +1,10 @@
 #include "model/tensor_parallel_split.hpp"
 
 #include <torch/nn/modules/dropout.h>
+#include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/linear.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <set>
@@ -10,6 +12,8 @@
 #include <vector>
 
 #include "accel/error.hpp"
+#include "model/spec/chain.hpp"
+#include "model/spec/graph.hpp"
 
 namespace accel::detail {
 
@@ -104,12 +108,59 @@ void expect_style(const std::map<std::string, TpStyle>& styles, const std::strin
 
 // One split to make, checked before any is made.
 struct Split {
-  std::string name;  // the module's dotted name
+  enum class Kind { Attention, FeedForward, Node };
+  std::string name;  // the module's dotted name (FeedForward: the transformer layer's)
   torch::nn::Module* module;
-  bool attention;  // else the feed-forward block of a transformer layer (module is the layer)
+  Kind kind;
+  GraphModuleImpl::NodeSplit::Style node_style = GraphModuleImpl::NodeSplit::Style::Columns;  // Kind::Node
 };
 
-std::vector<Split> plan_splits(const Tree& tree, const std::map<std::string, TpStyle>& styles, int64_t size) {
+// A Linear node's weight: its own, or the parameter a tied Linear shares
+// ("weight": "wte.weight"; then not one of its own parameters); null for
+// other modules.
+const at::Tensor* linear_weight(torch::nn::Module* module) {
+  if (auto* linear = dynamic_cast<torch::nn::LinearImpl*>(module)) return &linear->weight;
+  return tied_weight_of(*module);
+}
+
+// A layer node of a graph spec (a direct child of the graph named in it).
+const GraphModuleImpl::Node* graph_node(const GraphModuleImpl* graph, const std::string& name) {
+  if (graph == nullptr || name.find('.') != std::string::npos) return nullptr;
+  for (const auto& node : graph->nodes()) {
+    if (node.name == name && node.kind == GraphModuleImpl::Kind::Layer) return &node;
+  }
+  return nullptr;
+}
+
+// An Embedding node "rowwise" (split by vocabulary) or a Linear node
+// "colwise" / "colwise_rep" (split by output columns), checked.
+Split plan_node_split(const std::string& name, torch::nn::Module* module, TpStyle style, int64_t size) {
+  using Style = GraphModuleImpl::NodeSplit::Style;
+  if (auto* embedding = dynamic_cast<torch::nn::EmbeddingImpl*>(module)) {
+    require_arg(style == TpStyle::Rowwise,
+                "tp_plan: " + named(name, style) + ": an Embedding node is split by vocabulary rows with \"rowwise\"");
+    const int64_t rows = embedding->weight.size(0);
+    require_arg(rows % size == 0, "tp_plan: " + named(name, style) + ": tp_size " + std::to_string(size) +
+                                      " does not divide its num_embeddings " + std::to_string(rows));
+    return {name, module, Split::Kind::Node, Style::VocabEmbedding};
+  }
+  if (const at::Tensor* weight = linear_weight(module)) {
+    require_arg(style == TpStyle::Colwise || style == TpStyle::ColwiseRep,
+                "tp_plan: " + named(name, style) +
+                    ": a Linear node is split by output columns with \"colwise\" (its output left split, for a "
+                    "CausalLMLoss node) or \"colwise_rep\" (gathered whole)");
+    const int64_t columns = weight->size(0);
+    require_arg(columns % size == 0, "tp_plan: " + named(name, style) + ": tp_size " + std::to_string(size) +
+                                         " does not divide its out_features " + std::to_string(columns));
+    return {name, module, Split::Kind::Node, style == TpStyle::Colwise ? Style::Columns : Style::ColumnsGathered};
+  }
+  fail(ErrorCode::Unsupported, "tp_plan: " + named(name, style) + " is a " + kind_of(module) +
+                                   " node; libaccel splits Embedding nodes (rowwise) and Linear nodes (colwise, "
+                                   "colwise_rep) of a graph so far");
+}
+
+std::vector<Split> plan_splits(const Tree& tree, const GraphModuleImpl* graph,
+                               const std::map<std::string, TpStyle>& styles, int64_t size) {
   std::vector<Split> splits;
   for (const auto& [name, style] : styles) {
     torch::nn::Module* module = tree.find(name);
@@ -117,6 +168,10 @@ std::vector<Split> plan_splits(const Tree& tree, const std::map<std::string, TpS
     torch::nn::Module* up = tree.find(parent);
     require(style != TpStyle::SequenceParallel, ErrorCode::Unsupported,
             "tp_plan: " + named(name, style) + ": sequence parallelism is not built yet; leave the entry out");
+    if (graph_node(graph, name) && (dynamic_cast<torch::nn::EmbeddingImpl*>(module) || linear_weight(module))) {
+      splits.push_back(plan_node_split(name, module, style, size));
+      continue;
+    }
     if (auto* attention = dynamic_cast<MultiheadAttentionImpl*>(module)) {
       require_arg(style == TpStyle::Colwise,
                   "tp_plan: " + named(name, style) +
@@ -126,7 +181,7 @@ std::vector<Split> plan_splits(const Tree& tree, const std::map<std::string, TpS
       require_arg(attention->num_heads() % size == 0, "tp_plan: " + named(name, style) + ": tp_size " +
                                                           std::to_string(size) + " does not divide its num_heads " +
                                                           std::to_string(attention->num_heads()));
-      splits.push_back({name, module, true});
+      splits.push_back({name, module, Split::Kind::Attention});
       continue;
     }
     if (leaf == "out_proj" && dynamic_cast<MultiheadAttentionImpl*>(up)) {
@@ -147,15 +202,97 @@ std::vector<Split> plan_splits(const Tree& tree, const std::map<std::string, TpS
       const int64_t width = dynamic_cast<torch::nn::LinearImpl&>(*module).weight.size(0);
       require_arg(width % size == 0, "tp_plan: " + named(name, style) + ": tp_size " + std::to_string(size) +
                                          " does not divide dim_feedforward " + std::to_string(width));
-      splits.push_back({parent, up, false});
+      splits.push_back({parent, up, Split::Kind::FeedForward});
       continue;
     }
     fail(ErrorCode::Unsupported,
          "tp_plan: " + named(name, style) + " is a " + kind_of(module) +
              "; libaccel splits attention (by heads) and the feed-forward block of TransformerEncoderLayer and "
-             "TransformerDecoderLayer so far; leave the entry out (the module stays whole on every rank)");
+             "TransformerDecoderLayer, and Embedding and Linear graph nodes, so far; leave the entry out (the module "
+             "stays whole on every rank)");
   }
   return splits;
+}
+
+// A split node's weight (an Embedding's, a Linear's own or tied one).
+const at::Tensor* node_weight(torch::nn::Module* module) {
+  if (auto* embedding = dynamic_cast<torch::nn::EmbeddingImpl*>(module)) return &embedding->weight;
+  return linear_weight(module);
+}
+
+// The graph's node splits, with the checks that need the whole graph: a
+// weight tied between modules split in each of them (by the same rows), and
+// a "colwise" node's output, split by columns, read only as the logits of
+// CausalLMLoss nodes (which then compute the vocabulary-parallel loss) and
+// not returned by the graph.
+std::map<std::string, GraphModuleImpl::NodeSplit> plan_graph_splits(const Tree& tree, const GraphModuleImpl* graph,
+                                                                    const std::vector<Split>& splits,
+                                                                    const TensorParallelSlot& slot) {
+  using NodeSplit = GraphModuleImpl::NodeSplit;
+  std::map<std::string, NodeSplit> out;
+  std::map<const void*, std::string> split_weights;  // a split node's weight -> the node
+  for (const Split& split : splits) {
+    if (split.kind != Split::Kind::Node) continue;
+    const at::Tensor& weight = *node_weight(split.module);
+    const int64_t rows = weight.size(0), local = rows / slot.size;
+    out[split.name] = NodeSplit{split.node_style, slot, slot.rank * local, rows};
+    split_weights.emplace(weight.unsafeGetTensorImpl(), split.name);
+  }
+  for (const auto& [module_name, module] : tree.modules) {
+    std::vector<std::pair<std::string, at::Tensor>> holds;
+    for (const auto& parameter : module->named_parameters(/*recurse=*/false))
+      holds.emplace_back(parameter.key(), parameter.value());
+    if (const at::Tensor* tied = tied_weight_of(*module)) holds.emplace_back("weight", *tied);
+    for (const auto& [key, tensor] : holds) {
+      auto tied = split_weights.find(tensor.unsafeGetTensorImpl());
+      if (tied == split_weights.end()) continue;
+      require_arg(out.count(module_name) == 1 && key == "weight",
+                  "tp_plan: \"" + join(module_name, key) + "\" is tied to \"" + tied->second +
+                      ".weight\", which the plan splits by rows; split \"" + module_name +
+                      "\" the same way (rowwise for an Embedding, colwise or colwise_rep for a Linear)");
+    }
+  }
+  std::map<std::string, NodeSplit> losses;
+  for (const auto& [name, split] : out) {
+    if (split.style != NodeSplit::Style::Columns) continue;
+    const auto& outputs = graph->output_names();
+    require_arg(std::find(outputs.begin(), outputs.end(), name) == outputs.end(),
+                "tp_plan: \"" + name +
+                    "\" (colwise) leaves its output split by columns, but the graph returns it; "
+                    "use colwise_rep to return it whole");
+    for (const auto& node : graph->nodes()) {
+      for (size_t i = 0; i < node.inputs.size(); ++i) {
+        if (node.inputs[i] != name) continue;
+        require_arg(node.kind == GraphModuleImpl::Kind::CausalLMLoss && i == 0,
+                    "tp_plan: \"" + name +
+                        "\" (colwise) leaves its output split by columns, which only a "
+                        "CausalLMLoss node reads (as its logits), but \"" +
+                        node.name + "\" reads it; use colwise_rep to gather it whole");
+        losses[node.name] = NodeSplit{NodeSplit::Style::VocabLoss, slot, split.start, split.vocabulary};
+      }
+    }
+  }
+  out.insert(losses.begin(), losses.end());
+  return out;
+}
+
+// Keeps this rank's rows of a split node's weight (and a Linear's bias);
+// `kept`: tensors already cut (a weight tied to another split node's).
+ParameterSplits split_node(const Split& split, const TensorParallelSlot& slot, std::set<const void*>& kept) {
+  ParameterSplits out;
+  auto cut = [&](at::Tensor tensor) {
+    if (!kept.insert(tensor.unsafeGetTensorImpl()).second) return;
+    torch::NoGradGuard no_grad;
+    tensor.set_data(shard_of(tensor.detach(), {0, 1}, slot.size, slot.rank));
+  };
+  // A tied Linear's weight is another node's parameter (listed under that name).
+  if (const at::Tensor* tied = tied_weight_of(*split.module)) cut(*tied);
+  for (const auto& parameter : split.module->named_parameters(/*recurse=*/false)) {
+    if (parameter.key() != "weight" && parameter.key() != "bias") continue;
+    cut(parameter.value());
+    out.emplace_back(parameter.key(), TensorSplit{0, 1});
+  }
+  return out;
 }
 
 }  // namespace
@@ -196,11 +333,18 @@ ParameterSplits split_for_tensor_parallel(torch::nn::Module& root, const std::op
             "tp_size " + std::to_string(slot.size) + ": \"" + name + "\" has dropout " + std::to_string(p) +
                 ", which tensor parallelism does not run yet (each rank would draw its own masks); set it to 0");
   }
-  const std::vector<Split> splits = plan_splits(tree, resolve(tree, used), slot.size);
+  auto* graph = dynamic_cast<GraphModuleImpl*>(&root);
+  const std::vector<Split> splits = plan_splits(tree, graph, resolve(tree, used), slot.size);
+  const std::map<std::string, GraphModuleImpl::NodeSplit> node_splits = plan_graph_splits(tree, graph, splits, slot);
   ParameterSplits made;
+  std::set<const void*> kept;
   for (const Split& split : splits) {
+    if (split.kind == Split::Kind::Node) {
+      for (const auto& [name, how] : split_node(split, slot, kept)) made.emplace_back(join(split.name, name), how);
+      continue;
+    }
     ParameterSplits local;
-    if (split.attention) {
+    if (split.kind == Split::Kind::Attention) {
       local = dynamic_cast<MultiheadAttentionImpl&>(*split.module).split_heads(slot);
     } else if (auto* encoder = dynamic_cast<TransformerEncoderLayerImpl*>(split.module)) {
       local = encoder->split_feed_forward(slot);
@@ -209,6 +353,7 @@ ParameterSplits split_for_tensor_parallel(torch::nn::Module& root, const std::op
     }
     for (auto& [name, how] : local) made.emplace_back(join(split.name, name), how);
   }
+  if (graph) graph->set_node_splits(node_splits);
   return made;
 }
 

@@ -28,8 +28,8 @@ void remember(AutogradContext* ctx, ProcessGroup* group) {
 at::Tensor summed(const at::Tensor& tensor, ProcessGroup& group, const char* op) {
   // Gloo has no 16-bit float sums (mixed precision's activations on a CPU):
   // those add in float32, rounded once at the end. NCCL sums them as they are.
-  const bool widen = tensor.device().is_cpu() &&
-                     (tensor.scalar_type() == at::kBFloat16 || tensor.scalar_type() == at::kHalf);
+  const bool widen =
+      tensor.device().is_cpu() && (tensor.scalar_type() == at::kBFloat16 || tensor.scalar_type() == at::kHalf);
   at::Tensor sum = widen ? tensor.to(at::kFloat) : tensor.contiguous().clone();
   group.allreduce(sum, op);
   return widen ? sum.to(tensor.scalar_type()) : sum;
@@ -70,7 +70,51 @@ struct GatherFromGroup : torch::autograd::Function<GatherFromGroup> {
   }
 };
 
+// Forward: per-token losses; backward: (softmax - one-hot) * the tokens' gradients.
+struct VocabParallelCrossEntropy : torch::autograd::Function<VocabParallelCrossEntropy> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& logits, const at::Tensor& labels, int64_t start,
+                            int64_t ignore_index, ProcessGroup* group) {
+    const int64_t width = logits.size(-1);
+    // The maximum over every rank's columns, for a stable exponent.
+    at::Tensor local_max = std::get<0>(logits.max(-1)).contiguous();
+    at::Tensor global_max = at::stack(group->allgather(local_max, "vocab parallel cross-entropy (max)")).amax(0);
+    at::Tensor shifted = logits - global_max.unsqueeze(-1);
+    at::Tensor exp = shifted.exp();
+    at::Tensor sum_exp = exp.sum(-1).contiguous();
+    group->allreduce(sum_exp, "vocab parallel cross-entropy (sum of exponentials)");
+    const at::Tensor valid = labels != ignore_index;
+    const at::Tensor mine = valid & (labels >= start) & (labels < start + width);
+    const at::Tensor local_target = (labels - start).masked_fill(mine.logical_not(), 0);
+    at::Tensor target = shifted.gather(-1, local_target.unsqueeze(-1)).squeeze(-1).masked_fill(mine.logical_not(), 0);
+    target = target.contiguous();
+    group->allreduce(target, "vocab parallel cross-entropy (target logits)");
+    at::Tensor loss = (sum_exp.log() - target).masked_fill(valid.logical_not(), 0);
+    ctx->save_for_backward({exp / sum_exp.unsqueeze(-1), local_target, mine, valid});
+    return loss;
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    at::Tensor grad = saved[0].clone();
+    grad.scatter_add_(-1, saved[1].unsqueeze(-1), -saved[2].to(grad.scalar_type()).unsqueeze(-1));
+    grad = grad * (grads[0] * saved[3].to(grads[0].scalar_type())).unsqueeze(-1);
+    return {grad, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
 }  // namespace
+
+at::Tensor vocab_parallel_embedding(const at::Tensor& ids, const at::Tensor& local_weight, int64_t start,
+                                    ProcessGroup& group) {
+  const int64_t rows = local_weight.size(0);
+  const at::Tensor outside = (ids < start) | (ids >= start + rows);
+  at::Tensor lookup = at::embedding(local_weight, (ids - start).masked_fill(outside, 0));
+  return reduce_from_tensor_parallel(lookup.masked_fill(outside.unsqueeze(-1), 0), group);
+}
+
+at::Tensor vocab_parallel_cross_entropy(const at::Tensor& logits, const at::Tensor& labels, int64_t start,
+                                        int64_t ignore_index, ProcessGroup& group) {
+  return VocabParallelCrossEntropy::apply(logits, labels, start, ignore_index, &group);
+}
 
 at::Tensor copy_to_tensor_parallel(const at::Tensor& input, ProcessGroup& group) {
   return CopyToGroup::apply(input, &group);

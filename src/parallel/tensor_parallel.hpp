@@ -31,6 +31,23 @@ at::Tensor reduce_from_tensor_parallel(const at::Tensor& input, ProcessGroup& gr
 // (colwise_rep's replicated output); backward, this rank's slice of the gradient.
 at::Tensor gather_from_tensor_parallel(const at::Tensor& input, ProcessGroup& group);
 
+// A vocabulary-parallel embedding (Megatron's VocabParallelEmbedding): this
+// rank holds rows [start, start + local_weight.size(0)) of the table; ids
+// outside them look up zeros, and the ranks' partial lookups are summed over
+// the group (every id is in exactly one rank's rows). `ids` must be in
+// [0, vocabulary) (checked by the caller).
+at::Tensor vocab_parallel_embedding(const at::Tensor& ids, const at::Tensor& local_weight, int64_t start,
+                                    ProcessGroup& group);
+
+// Cross-entropy over logits split by vocabulary (this rank's columns [start,
+// start + V/tp) of the last dimension), without gathering them: the maximum,
+// the sum of exponentials and the target's logit are reduced over the group.
+// logits [T, V/tp] (float32), labels [T]; returns the per-token losses [T],
+// 0 where the label is ignore_index. Backward: softmax minus the one-hot
+// target, this rank's columns only. Collective over the group.
+at::Tensor vocab_parallel_cross_entropy(const at::Tensor& logits, const at::Tensor& labels, int64_t start,
+                                        int64_t ignore_index, ProcessGroup& group);
+
 // How a parameter is split over a tensor-parallel group: along `dim`, within
 // each of `blocks` equal blocks. A packed q, k, v projection ([3E, E]) has 3
 // blocks, so every rank holds the same heads of each of q, k and v.

@@ -240,8 +240,8 @@ double FlatShard::clip_grad_norm(double max_norm, double norm_type, const at::Te
   at::Tensor mask = split ? split_mask.to(magnitude.options()) : at::Tensor();
   double total = 0;
   if (std::isinf(norm_type)) {
-    at::Tensor local = split ? at::stack({(magnitude * mask).max(), (magnitude * (1 - mask)).max()})
-                             : magnitude.max().reshape({1});
+    at::Tensor local =
+        split ? at::stack({(magnitude * mask).max(), (magnitude * (1 - mask)).max()}) : magnitude.max().reshape({1});
     local = local.to(flat_device());
     std::vector<at::Tensor> maxima{local};
     if (process_group_ != nullptr) maxima = process_group_->allgather(local, "clip_grad_norm (max)");
@@ -255,8 +255,8 @@ double FlatShard::clip_grad_norm(double max_norm, double norm_type, const at::Te
     for (int64_t i = 0; i < parts.numel(); ++i) total = std::max(total, parts[i].item<double>());
   } else {
     at::Tensor powered = magnitude.pow(norm_type);
-    at::Tensor local = split ? at::stack({(powered * mask).sum(), (powered * (1 - mask)).sum()})
-                             : powered.sum().reshape({1});
+    at::Tensor local =
+        split ? at::stack({(powered * mask).sum(), (powered * (1 - mask)).sum()}) : powered.sum().reshape({1});
     local = local.to(flat_device());
     if (process_group_ != nullptr) process_group_->allreduce(local, "clip_grad_norm (sum)");
     double sum = local.sum().item<double>();

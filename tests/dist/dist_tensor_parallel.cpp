@@ -81,6 +81,12 @@ std::string gpt_spec(const std::string& tp_plan = "") {
          (tp_plan.empty() ? "" : ", \"tp_plan\": " + tp_plan) + "}";
 }
 
+// The built-in plan's entries plus the vocabulary: wte split by rows, the
+// tied head by columns, its logits left split for the vocabulary-parallel
+// cross-entropy (never gathered).
+const char* kVocabPlan = R"({"*.self_attn": "colwise", "*.self_attn.out_proj": "rowwise", "*.linear1": "colwise",
+  "*.linear2": "rowwise", "wte": "rowwise", "logits": "colwise"})";
+
 // Parameters per block: split by tp (attention's in_proj rows and out_proj
 // columns, linear1's rows and bias, linear2's columns) and whole (out_proj's
 // and linear2's biases, both layer norms).
@@ -102,8 +108,8 @@ struct Run {
 
 // The loop over a prepared loader; `after_step(n)` runs after the n-th step
 // (1-based) of this run.
-Run train(accel::Accelerator& accelerator, accel::Model& model, accel::Optimizer& optimizer,
-          accel::DataLoader& loader, bool clip, const std::function<void(int64_t)>& after_step = {}) {
+Run train(accel::Accelerator& accelerator, accel::Model& model, accel::Optimizer& optimizer, accel::DataLoader& loader,
+          bool clip, const std::function<void(int64_t)>& after_step = {}) {
   Run run;
   std::vector<double> micro;  // under gradient accumulation: this step's micro-batch losses
   while (auto batch = loader.next()) {
@@ -245,13 +251,13 @@ int reload(const std::string& dir, const std::string& mesh) {
   return 0;
 }
 
-int compare(const std::string& dir, bool clip, bool resume) {
+int compare(const std::string& dir, bool clip, bool resume, bool vocab) {
   accel::Accelerator accelerator;
   rank_for_messages = accelerator.process_index();
   const int64_t tp = std::atoll(std::getenv("PARALLELISM_CONFIG_TP_SIZE"));
   const int64_t dp = accelerator.num_processes() / tp;
   at::manual_seed(7);
-  accel::Model model = accel::Model::from_json(gpt_spec());
+  accel::Model model = accel::Model::from_json(gpt_spec(vocab ? kVocabPlan : ""));
   accel::Optimizer optimizer(model, adamw());
   accelerator.prepare(model);
   accelerator.prepare(optimizer);
@@ -264,7 +270,9 @@ int compare(const std::string& dir, bool clip, bool resume) {
   const char* shard_text = std::getenv("PARALLELISM_CONFIG_DP_SHARD_SIZE");
   const int64_t dp_shard = shard_text ? std::atoll(shard_text) : 1;
   const bool full_shard = accelerator.sharding_strategy() == accel::ShardingStrategy::FullShard;
-  const int64_t local = (2 * kSplitPerBlock / tp + 2 * kWholePerBlock + kWholeOutside) * 4;
+  // With the vocabulary split too, wte (the tied head) and the head's bias are tp's as well.
+  const int64_t vocabulary_part = vocab ? (kVocab * kWidth + kVocab) - (kVocab * kWidth + kVocab) / tp : 0;
+  const int64_t local = (2 * kSplitPerBlock / tp + 2 * kWholePerBlock + kWholeOutside - vocabulary_part) * 4;
   const int64_t held = full_shard ? local / dp_shard : local;
   accel::HeldBytes before = accelerator.held_bytes(model, &optimizer);
   check(before.parameters >= held && before.parameters < held + 4 * dp_shard,
@@ -298,12 +306,12 @@ int compare(const std::string& dir, bool clip, bool resume) {
     const double first_gap = std::abs(run.losses.front() - reference.front()) / reference.front();
     check(first_gap <= 0.02, "bf16: the first loss " + std::to_string(run.losses.front()) + " is " +
                                  std::to_string(100 * first_gap) + "% from the single process's");
-    check(run.losses.back() < 0.6 * run.losses.front(), "bf16: the loss went from " +
-                                                            std::to_string(run.losses.front()) + " to " +
-                                                            std::to_string(run.losses.back()));
+    check(
+        run.losses.back() < 0.6 * run.losses.front(),
+        "bf16: the loss went from " + std::to_string(run.losses.front()) + " to " + std::to_string(run.losses.back()));
     if (accelerator.is_main_process()) {
-      std::printf("bf16 tensor parallel: first loss %.4f (single process %.4f), last %.4f (%.4f)\n",
-                  run.losses.front(), reference.front(), run.losses.back(), reference.back());
+      std::printf("bf16 tensor parallel: first loss %.4f (single process %.4f), last %.4f (%.4f)\n", run.losses.front(),
+                  reference.front(), run.losses.back(), reference.back());
     }
     return 0;
   }
@@ -314,10 +322,11 @@ int compare(const std::string& dir, bool clip, bool resume) {
 
   // save_model: every rank gathers, the main process writes the whole model.
   // Each test's own directories (ctest may run them at once): the mesh and the strategy.
-  const std::string mesh_name = "tp" + std::to_string(tp) + "_dp" + std::to_string(dp) +
-                                (dp_shard > 1 ? std::string("_") + accel::to_string(accelerator.sharding_strategy()) : "") +
-                                (accelerator.gradient_accumulation_steps() > 1 ? "_accumulated" : "") +
-                                (resume ? "_resumed" : "");
+  const std::string mesh_name =
+      "tp" + std::to_string(tp) + "_dp" + std::to_string(dp) +
+      (dp_shard > 1 ? std::string("_") + accel::to_string(accelerator.sharding_strategy()) : "") +
+      (accelerator.gradient_accumulation_steps() > 1 ? "_accumulated" : "") + (vocab ? "_vocab" : "") +
+      (resume ? "_resumed" : "");
   const std::string saved = dir + "/saved_" + mesh_name;
   accelerator.save_model(model, saved, "20KB");
   if (accelerator.is_main_process()) {
@@ -361,6 +370,9 @@ int refuse(const std::string& kind) {
   } else if (kind == "unpaired") {
     plan = R"({"h0.linear1": "colwise"})";
     expected = "needs \"h0.linear2\" to be rowwise";
+  } else if (kind == "tied") {
+    plan = R"({"wte": "rowwise"})";
+    expected = "\"logits.weight\" is tied to \"wte.weight\"";
   } else {
     expected = "tp_size 3 does not divide";  // the heads (4) and dim_feedforward (64)
   }
@@ -390,7 +402,8 @@ int main(int argc, char** argv) {
     const std::string mode = argc > 1 ? argv[1] : "";
     if ((mode == "record" || mode == "compare") && argc > 2) {
       const bool clip = has(argc, argv, "clip");
-      return mode == "record" ? record(argv[2], clip) : compare(argv[2], clip, has(argc, argv, "resume"));
+      return mode == "record" ? record(argv[2], clip)
+                              : compare(argv[2], clip, has(argc, argv, "resume"), has(argc, argv, "vocab"));
     }
     if (mode == "reload" && argc > 3) return reload(argv[2], argv[3]);
     if (mode == "refuse" && argc > 2) return refuse(argv[2]);

@@ -135,4 +135,49 @@ TEST(TensorParallelSplit, BadPlansAreRefusedBeforeAnythingChanges) {
   EXPECT_EQ(code, accel::ErrorCode::Unsupported);
 }
 
+// A graph's vocabulary: the embedding split by rows, its tied head by columns.
+std::string tiny_lm(const std::string& outputs, const std::string& plan) {
+  return R"({"inputs": ["input_ids", {"name": "labels", "optional": true}], "nodes": [
+    {"name": "wte", "type": "Embedding", "num_embeddings": 16, "embedding_dim": 8},
+    {"name": "h", "type": "TransformerEncoderLayer", "d_model": 8, "nhead": 2, "dim_feedforward": 16,
+     "dropout": 0.0, "batch_first": true},
+    {"name": "logits", "type": "Linear", "in_features": 8, "out_features": 16, "weight": "wte.weight"},
+    {"name": "loss", "type": "CausalLMLoss", "input": ["logits", "labels"]}], "outputs": )" +
+         outputs + R"(, "tp_plan": )" + plan + "}";
+}
+
+TEST(TensorParallelSplit, GraphNodesSplitByVocabularyAndTheirChecks) {
+  accel::ErrorCode code{};
+  const std::string blocks = R"("h.self_attn": "colwise", "h.self_attn.out_proj": "rowwise", "h.linear1": "colwise",
+    "h.linear2": "rowwise")";
+  accel::Model model = accel::Model::from_json(tiny_lm(R"(["loss"])", "{" + blocks + R"(, "wte": "rowwise",
+    "logits": "colwise"})"));
+  auto plan =
+      accel::detail::parse_tp_plan(nlohmann::json::parse("{" + blocks + R"(, "wte": "rowwise", "logits": "colwise"})"));
+  accel::detail::ParameterSplits made = accel::detail::split_for_tensor_parallel(
+      *accel::detail::nn_module_of(model.impl()), plan, accel::detail::TensorParallelSlot{nullptr, 2, 0});
+  std::map<std::string, at::Tensor> params;
+  for (auto& [name, p] : model.named_parameters()) params[name] = p;
+  EXPECT_EQ(params["wte.weight"].sizes(), (std::vector<int64_t>{8, 8}));  // tied: cut once
+  EXPECT_EQ(params["logits.bias"].sizes(), (std::vector<int64_t>{8}));
+  size_t vocabulary_entries = 0;
+  for (const auto& [name, how] : made) vocabulary_entries += name == "wte.weight" || name == "logits.bias";
+  EXPECT_EQ(vocabulary_entries, 2u);  // the tied head's weight is wte's (not a parameter of its own)
+
+  auto refused = [&](const std::string& outputs, const std::string& entries) {
+    accel::Model m = accel::Model::from_json(tiny_lm(outputs, "{" + blocks + entries + "}"));
+    return split(m, 2, "{" + blocks + entries + "}", &code);
+  };
+  EXPECT_NE(refused(R"(["loss"])", R"(, "wte": "rowwise")").find("\"logits.weight\" is tied to \"wte.weight\""),
+            std::string::npos);
+  EXPECT_EQ(code, accel::ErrorCode::InvalidArgument);
+  EXPECT_NE(refused(R"(["logits", "loss"])", R"(, "wte": "rowwise", "logits": "colwise")")
+                .find("\"logits\" (colwise) leaves its output split by columns, but the graph returns it"),
+            std::string::npos);
+  EXPECT_EQ(refused(R"(["logits", "loss"])", R"(, "wte": "rowwise", "logits": "colwise_rep")"), "");
+  EXPECT_NE(refused(R"(["loss"])", R"(, "wte": "colwise", "logits": "colwise")").find("an Embedding node is split"),
+            std::string::npos);
+  EXPECT_NE(split(model, 3, std::nullopt, &code).find("does not divide"), std::string::npos);
+}
+
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 #include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
 
 #include <algorithm>
 #include <map>
@@ -50,6 +51,36 @@ void check_ids(const Node& node, const at::Tensor& ids) {
 
 at::Tensor causal_lm_loss(const Node& node, const at::Tensor& logits, const at::Tensor& labels) {
   return accel::causal_lm_loss(logits, labels, LossOptions{node.ignore_index, node.label_smoothing}, node.where);
+}
+
+// causal_lm_loss over logits split by vocabulary: the same shift, ignored
+// labels and mean over the counted tokens, the cross-entropy computed across
+// the ranks' columns (parallel/tensor_parallel.hpp).
+at::Tensor vocab_parallel_causal_lm_loss(const Node& node, const at::Tensor& logits, const at::Tensor& labels,
+                                         const GraphModuleImpl::NodeSplit& split) {
+  require(node.label_smoothing == 0.0, ErrorCode::Unsupported,
+          node.where + ": label_smoothing with logits split by vocabulary (tensor parallelism) is not built yet");
+  require_arg(logits.dim() >= 2 && at::isFloatingType(logits.scalar_type()),
+              node.where + ": the logits must be floating point [N, L, V] or [L, V], got " + shape_of(logits));
+  require_arg(at::isIntegralType(labels.scalar_type(), false),
+              node.where + ": the labels must hold integer token ids, got " + c10::toString(labels.scalar_type()));
+  require_arg(labels.sizes() == logits.sizes().slice(0, logits.dim() - 1),
+              node.where + ": the labels must have shape " + c10::str(logits.sizes().slice(0, logits.dim() - 1)) +
+                  ", got " + shape_of(labels));
+  const int64_t width = logits.size(-1), length = logits.size(-2);
+  at::Tensor shifted_logits = logits.narrow(-2, 0, length - 1).reshape({-1, width}).to(at::kFloat);
+  at::Tensor shifted_labels = labels.narrow(-1, 1, length - 1).reshape({-1}).to(at::kLong);
+  const at::Tensor counted = shifted_labels != node.ignore_index;
+  if (shifted_labels.numel() > 0) {
+    const at::Tensor outside = counted & ((shifted_labels < 0) | (shifted_labels >= split.vocabulary));
+    require_arg(!outside.any().item<bool>(), node.where + ": the labels must be in [0, " +
+                                                 std::to_string(split.vocabulary) + ") or ignore_index " +
+                                                 std::to_string(node.ignore_index));
+  }
+  at::Tensor losses =
+      vocab_parallel_cross_entropy(shifted_logits, shifted_labels, split.start, node.ignore_index, *split.slot.group);
+  // cross_entropy's mean: over the counted tokens (none counted: NaN, as PyTorch's).
+  return losses.sum() / counted.sum().to(losses.scalar_type());
 }
 
 }  // namespace
@@ -250,8 +281,19 @@ at::Tensor GraphModuleImpl::run_node(const Node& node, const std::vector<at::Ten
       return sum;
     }
     case Kind::Concat: return at::cat(args, node.dim);
-    case Kind::CausalLMLoss: return causal_lm_loss(node, args[0], args[1]);
+    case Kind::CausalLMLoss: {
+      auto split = node_splits_.find(node.name);
+      if (split != node_splits_.end()) return vocab_parallel_causal_lm_loss(node, args[0], args[1], split->second);
+      return causal_lm_loss(node, args[0], args[1]);
+    }
     case Kind::Layer: break;
+  }
+  auto split = node_splits_.find(node.name);
+  if (split != node_splits_.end()) {
+    require_arg(args.size() == 1, node.where + ": a layer split for tensor parallelism takes one input");
+    auto unit = node_units_.find(node.name);
+    auto body = [this, &node, &split](const at::Tensor& x) { return run_split_layer(node, split->second, x); };
+    return unit == node_units_.end() || !unit_runner_ ? body(args[0]) : unit_runner_(unit->second, args[0], body);
   }
   check_ids(node, args[0]);
   auto module = node.module;  // AnyModule::forward is not const; the copy shares the module
@@ -265,6 +307,34 @@ at::Tensor GraphModuleImpl::run_node(const Node& node, const std::vector<at::Ten
   }
   return unit_runner_(unit->second, args[0],
                       [module, side](const at::Tensor& x) mutable { return call_layer(module, x, side); });
+}
+
+at::Tensor GraphModuleImpl::run_split_layer(const Node& node, const NodeSplit& split, const at::Tensor& input) const {
+  ProcessGroup& group = *split.slot.group;
+  if (split.style == NodeSplit::Style::VocabEmbedding) {
+    const auto& embedding = dynamic_cast<const torch::nn::EmbeddingImpl&>(*node.module.ptr());
+    require_arg(at::isIntegralType(input.scalar_type(), false),
+                node.where + ": input " + in_quotes(node.inputs.front()) + " must hold integer ids, got " +
+                    c10::toString(input.scalar_type()));
+    if (input.numel() > 0) {
+      const int64_t low = input.min().item<int64_t>(), high = input.max().item<int64_t>();
+      require_arg(low >= 0 && high < split.vocabulary, node.where + ": input " + in_quotes(node.inputs.front()) +
+                                                           " must hold ids in [0, " + std::to_string(split.vocabulary) +
+                                                           "), got " + std::to_string(low < 0 ? low : high));
+    }
+    return vocab_parallel_embedding(input.to(at::kLong), embedding.weight, split.start, group);
+  }
+  // A Linear, or one whose weight is tied to another node's (already split with it).
+  const torch::nn::Module& module = *node.module.ptr();
+  const auto* linear = dynamic_cast<const torch::nn::LinearImpl*>(&module);
+  const at::Tensor& weight = linear ? linear->weight : *tied_weight_of(module);
+  at::Tensor bias = linear ? linear->bias : at::Tensor();
+  if (!linear) {
+    const auto own = module.named_parameters(/*recurse=*/false);
+    if (const at::Tensor* tied_bias = own.find("bias")) bias = *tied_bias;
+  }
+  at::Tensor output = at::linear(copy_to_tensor_parallel(input, group), weight, bias);
+  return split.style == NodeSplit::Style::ColumnsGathered ? gather_from_tensor_parallel(output, group) : output;
 }
 
 GraphModuleImpl::NamedTensors GraphModuleImpl::forward_named(const NamedTensors& given) {

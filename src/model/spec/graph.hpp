@@ -20,6 +20,8 @@
 #include <utility>
 #include <vector>
 
+#include "parallel/tensor_parallel.hpp"
+
 namespace accel::detail {
 
 // True for a JSON object with "nodes" (the graph form); arrays and
@@ -85,6 +87,21 @@ class GraphModuleImpl : public torch::nn::Module {
   }
   // In dependency order.
   const std::vector<Node>& nodes() const { return nodes_; }
+  const std::vector<std::string>& output_names() const { return outputs_; }
+
+  // Tensor parallelism of graph nodes (model/tensor_parallel_split.cpp): an
+  // Embedding node split by vocabulary rows (its ids looked up where they
+  // lie, the lookups summed), a Linear node by output columns (gathered whole
+  // again, or left split for the CausalLMLoss node reading it, which then
+  // computes a vocabulary-parallel cross-entropy and never gathers them).
+  struct NodeSplit {
+    enum class Style { VocabEmbedding, Columns, ColumnsGathered, VocabLoss };
+    Style style = Style::Columns;
+    TensorParallelSlot slot;
+    int64_t start = 0;       // this rank's first row (embedding) or column (linear, loss)
+    int64_t vocabulary = 0;  // the whole vocabulary: the ids and labels are checked against it
+  };
+  void set_node_splits(std::map<std::string, NodeSplit> splits) { node_splits_ = std::move(splits); }
 
  private:
   void parse_inputs(const nlohmann::json& inputs);
@@ -93,6 +110,7 @@ class GraphModuleImpl : public torch::nn::Module {
   Node parse_node(const nlohmann::json& node, size_t index, const std::string& previous);
   void sort_nodes();
   at::Tensor run_node(const Node& node, const std::vector<at::Tensor>& args) const;
+  at::Tensor run_split_layer(const Node& node, const NodeSplit& split, const at::Tensor& input) const;
   void move_to_node_device(const Node& node, std::vector<at::Tensor>& args) const;
 
   std::vector<Input> inputs_;
@@ -102,6 +120,7 @@ class GraphModuleImpl : public torch::nn::Module {
   NodeDevices node_devices_;
   std::map<std::string, size_t> node_units_;
   UnitRunner unit_runner_;
+  std::map<std::string, NodeSplit> node_splits_;
 };
 TORCH_MODULE(GraphModule);
 
