@@ -52,24 +52,13 @@
 #include <torch/nn/modules/linear.h>
 
 #include "accel/accel.hpp"
+#include "dist_checks.hpp"
 
 namespace {
 
-int rank_for_messages = -1;
-
-void check(bool condition, const std::string& what) {
-  if (!condition) {
-    std::fprintf(stderr, "rank %d: check failed: %s\n", rank_for_messages, what.c_str());
-    std::exit(1);
-  }
-}
-
-bool has(int argc, char** argv, const char* word) {
-  for (int i = 2; i < argc; ++i) {
-    if (std::strcmp(argv[i], word) == 0) return true;
-  }
-  return false;
-}
+using dist_checks::check;
+using dist_checks::has;
+using dist_checks::rank_for_messages;
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path);

@@ -31,25 +31,15 @@
 #include <string>
 
 #include "accel/accel.hpp"
+#include "dist_checks.hpp"
 #include "optim/state_key.hpp"
 
 namespace {
 
-int rank_for_messages = -1;
-
-void check(bool condition, const std::string& what) {
-  if (!condition) {
-    std::fprintf(stderr, "rank %d: check failed: %s\n", rank_for_messages, what.c_str());
-    std::exit(1);
-  }
-}
-
-bool has(int argc, char** argv, const char* word) {
-  for (int i = 3; i < argc; ++i) {
-    if (std::strcmp(argv[i], word) == 0) return true;
-  }
-  return false;
-}
+using dist_checks::check;
+using dist_checks::rank_for_messages;
+// The words after the mode and its first argument.
+bool has(int argc, char** argv, const char* word) { return dist_checks::has(argc, argv, word, 3); }
 
 // 6*8+8 + 8*3+3 = 83 elements: chunks of 42 (2 ranks) or 28 (3 ranks, one of
 // padding), so a weight matrix is split between two ranks.
