@@ -1,7 +1,11 @@
-"""Run by test_distributed.py under `accel launch --parallelism_config_tp_size N`: the
+"""Run by test_distributed.py under `accel launch --parallelism_config_tp_size N` (or, with the
+argument "option", under plain `accel launch`, the mesh asked for by the Accelerator): the
 JSON GPT's transformer layers are split over the processes (docs/parallelism.md), a
 training step runs, and the split model computes what the whole model (gathered by
 get_state_dict, loaded into a model that was never prepared) computes."""
+import os
+import sys
+
 import numpy as np
 
 import accel
@@ -18,7 +22,11 @@ SPEC = """{"inputs": ["input_ids", {"name": "labels", "optional": true}], "nodes
 
 
 def main():
-    acc = accel.Accelerator(cpu=True)
+    if "option" in sys.argv[1:]:
+        mesh = accel.ParallelismConfig(tp_size=int(os.environ["WORLD_SIZE"]))
+        acc = accel.Accelerator(cpu=True, parallelism_config=mesh)
+    else:
+        acc = accel.Accelerator(cpu=True)
     acc.set_seed(0)
     model = accel.Model.from_json(SPEC)
     opt = accel.Optimizer(model, "adamw", lr=1e-3)
