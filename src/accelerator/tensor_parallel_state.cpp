@@ -2,25 +2,14 @@
 
 #include <ATen/ATen.h>
 
-#include <set>
-
 #include "accel/error.hpp"
 #include "accelerator/checkpoint_files.hpp"
+#include "accelerator/checkpoint_layouts.hpp"
 #include "parallel/tensor_parallel.hpp"
 
 namespace accel::detail {
 
 namespace {
-
-// The trainable parameters in registration order, each once: the optimizer's indices.
-std::vector<std::pair<std::string, at::Tensor>> optimizer_parameters(const ModelImpl& model) {
-  std::vector<std::pair<std::string, at::Tensor>> out;
-  std::set<const void*> seen;
-  for (auto& [name, p] : model.named_parameters()) {
-    if (p.requires_grad() && seen.insert(p.unsafeGetTensorImpl()).second) out.emplace_back(name, p);
-  }
-  return out;
-}
 
 std::vector<int64_t> whole_shape(const at::Tensor& slice, const TensorSplit& split, int64_t size) {
   std::vector<int64_t> shape = slice.sizes().vec();
@@ -30,11 +19,14 @@ std::vector<int64_t> whole_shape(const at::Tensor& slice, const TensorSplit& spl
 
 // Applies `change` to each per-parameter tensor of a split parameter in the
 // state dict ({"state": {index: {key: value}}, "param_groups": [...]});
-// `matches` says whether a value is one (shaped like the parameter).
+// `matches(value, whole shape, split)` says whether a value is one (shaped
+// like the parameter, whole or sliced). The indices are whole_layout's
+// parameters (the optimizer's order).
 template <class Matches, class Change>
 c10::IValue map_split_state(const c10::IValue& dict, const ModelImpl& model, Matches&& matches, Change&& change) {
   const TensorParallelModel& tp = *model.tensor_parallel();
-  const auto params = optimizer_parameters(model);
+  const ShardLayout layout = whole_layout(model);
+  const std::vector<LayoutParam>& params = layout.params();
   c10::impl::GenericDict out(dict.toGenericDict().keyType(), dict.toGenericDict().valueType());
   for (const auto& item : dict.toGenericDict()) {
     if (!(item.key().isString() && item.key().toStringRef() == "state" && item.value().isGenericDict())) {
@@ -46,19 +38,21 @@ c10::IValue map_split_state(const c10::IValue& dict, const ModelImpl& model, Mat
     for (const auto& entry : state) {
       const int64_t index = entry.key().isInt() ? entry.key().toInt() : -1;
       const TensorSplit* split = index >= 0 && index < static_cast<int64_t>(params.size())
-                                     ? tp.split_of(params[static_cast<size_t>(index)].first)
+                                     ? tp.split_of(params[static_cast<size_t>(index)].name)
                                      : nullptr;
       if (!split || !entry.value().isGenericDict()) {
         new_state.insert(entry.key(), entry.value());
         continue;
       }
-      const auto& [name, parameter] = params[static_cast<size_t>(index)];
+      const LayoutParam& parameter = params[static_cast<size_t>(index)];
       c10::impl::GenericDict values = entry.value().toGenericDict();
       c10::impl::GenericDict new_values(values.keyType(), values.valueType());
       for (const auto& value : values) {
-        const bool per_parameter = value.value().isTensor() && matches(value.value().toTensor(), parameter, *split);
-        new_values.insert(value.key(),
-                          per_parameter ? c10::IValue(change(value.value().toTensor(), *split, name)) : value.value());
+        const bool per_parameter =
+            value.value().isTensor() && matches(value.value().toTensor(), parameter.shape, *split);
+        new_values.insert(value.key(), per_parameter
+                                           ? c10::IValue(change(value.value().toTensor(), *split, parameter.name))
+                                           : value.value());
       }
       new_state.insert(entry.key(), new_values);
     }
@@ -79,11 +73,13 @@ NamedTensors whole_model_state(const ModelImpl& model) {
 }
 
 c10::IValue whole_optimizer_state(const c10::IValue& state, const ModelImpl& model) {
-  ProcessGroup& group = *model.tensor_parallel()->slot.group;
+  const TensorParallelSlot& slot = model.tensor_parallel()->slot;
+  ProcessGroup& group = *slot.group;
   return map_split_state(
       state, model,
-      [](const at::Tensor& value, const at::Tensor& parameter, const TensorSplit&) {
-        return value.sizes() == parameter.sizes();
+      [&slot](const at::Tensor& value, std::vector<int64_t> slice, const TensorSplit& split) {
+        slice[static_cast<size_t>(split.dim)] /= slot.size;  // this rank's slice of the whole shape
+        return value.sizes().vec() == slice;
       },
       [&group](const at::Tensor& value, const TensorSplit& split, const std::string& name) {
         return gather_whole(value, split, group, name).to(value.device());
@@ -94,8 +90,8 @@ c10::IValue split_optimizer_state(const c10::IValue& whole, const ModelImpl& mod
   const TensorParallelSlot& slot = model.tensor_parallel()->slot;
   return map_split_state(
       whole, model,
-      [&slot](const at::Tensor& value, const at::Tensor& parameter, const TensorSplit& split) {
-        return value.sizes().vec() == whole_shape(parameter, split, slot.size);
+      [](const at::Tensor& value, const std::vector<int64_t>& whole, const TensorSplit&) {
+        return value.sizes().vec() == whole;
       },
       [&slot, &label](const at::Tensor& value, const TensorSplit& split, const std::string& name) {
         require(can_split(value, split, slot.size), ErrorCode::IO,
