@@ -19,6 +19,25 @@ struct MemoryEstimate {
   // With cpu_offload: how many of `bytes` are in host memory (the master
   // chunk, gradient chunk and optimizer state); the rest is on the device.
   int64_t offloaded_bytes = 0;
+  // 1: the strategy over every process. More: the strategy over the
+  // world_size / tp_size data-parallel processes of a mesh whose tensor-parallel
+  // groups of tp_size split the model as prepare would (ParallelismConfig).
+  int tp_size = 1;
+};
+
+// What to estimate for; the fields as the function below takes them.
+struct MemoryEstimateOptions {
+  int world_size = 1;
+  OptimizerKind optimizer = OptimizerKind::AdamW;
+  int64_t min_num_params = 0;
+  bool cpu_offload = false;
+  int num_machines = 1;
+  // More than 1: besides the rows above, the same strategies with the model
+  // split over tensor-parallel groups of tp_size (ranks consecutive within a
+  // machine), its plan applied as prepare applies it (the spec's "tp_plan" or
+  // the built-in one), and data parallelism over the world_size / tp_size
+  // ranks holding the same slices (HYBRID_SHARD: over each machine's share).
+  int tp_size = 1;
 };
 
 // `path`: a JSON model spec (.json), a TorchScript file (.pt, .pth, .ts) or a
@@ -44,5 +63,14 @@ struct MemoryEstimate {
 // pytorch_model.bin.index.json, pytorch_model.bin and model.pt it holds.
 std::vector<MemoryEstimate> estimate_memory(const std::string& path, int world_size, OptimizerKind optimizer,
                                             int64_t min_num_params = 0, bool cpu_offload = false, int num_machines = 1);
+
+// The rows above, then with options.tp_size > 1 the same strategies under
+// tensor parallelism (tp_size set in each). Besides the errors above: tp_size
+// below 1, or not dividing each machine's world_size / num_machines
+// processes, is InvalidArgument naming it; tp_size > 1 on anything but a JSON
+// spec (TorchScript models and checkpoints do not say how they would split)
+// is Unsupported, and a spec the plan cannot split gives prepare's error
+// (a size that does not divide the heads, a plan entry matching nothing).
+std::vector<MemoryEstimate> estimate_memory(const std::string& path, const MemoryEstimateOptions& options);
 
 }  // namespace accel

@@ -133,7 +133,7 @@ int main(int argc, char** argv) {
 
   // Accelerate's `accelerate estimate-memory`; the arithmetic needs LibTorch, so accel-selftest does it.
   std::string estimate_path, estimate_optimizer = "adamw";
-  int estimate_world = 1, estimate_machines = 1;
+  int estimate_world = 1, estimate_machines = 1, estimate_tp = 1;
   int64_t estimate_min_num_params = 0;
   bool estimate_cpu_offload = false;
   CLI::App* estimate_command = app.add_subcommand(
@@ -155,6 +155,12 @@ int main(int argc, char** argv) {
   estimate_command
       ->add_option("--num_machines", estimate_machines,
                    "Machines the processes are spread over: adds HYBRID_SHARD (sharded within a machine)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  estimate_command
+      ->add_option("--tp_size", estimate_tp,
+                   "Tensor-parallel size (ParallelismConfig's tp_size): adds every strategy with a JSON spec's layers "
+                   "split over groups of this many processes")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   estimate_command->add_flag("--cpu_offload", estimate_cpu_offload,
@@ -238,7 +244,8 @@ int main(int argc, char** argv) {
                                        std::to_string(estimate_world),
                                        estimate_optimizer,
                                        std::to_string(estimate_min_num_params),
-                                       std::to_string(estimate_machines)};
+                                       std::to_string(estimate_machines),
+                                       std::to_string(estimate_tp)};
       if (estimate_cpu_offload) args.push_back("--cpu_offload");
       std::vector<char*> argv_out;
       for (const auto& a : args) argv_out.push_back(const_cast<char*>(a.c_str()));

@@ -3,7 +3,7 @@
 // does, and sits next to it (build/bin, or ../libexec/accel once installed).
 //   accel-selftest --env   LibTorch, CUDA and device facts, one "key: value" a line
 //   accel-selftest         the distributed sanity check, run under accel launch
-//   accel-selftest --estimate-memory PATH WORLD_SIZE OPTIMIZER MIN_NUM_PARAMS [--cpu_offload]
+//   accel-selftest --estimate-memory PATH WORLD_SIZE OPTIMIZER MIN_NUM_PARAMS NUM_MACHINES TP_SIZE [--cpu_offload]
 //                          what `accel estimate-memory` prints
 //   accel-selftest --merge-weights CHECKPOINT_DIR OUTPUT_DIR [--unsafe_serialization]
 //                          what `accel merge-weights` does
@@ -126,26 +126,33 @@ int sanity() {
 }  // namespace
 
 // One line per strategy: bytes per process for parameters, gradients,
-// optimizer state, their sum, and the ratio to NO_SHARD's sum.
-int estimate(const std::string& path, int world, const std::string& optimizer, int64_t min_num_params, int num_machines,
-             bool cpu_offload) {
-  const accel::OptimizerKind kind = optimizer == "sgd" ? accel::OptimizerKind::Sgd : accel::OptimizerKind::AdamW;
-  const auto estimates = accel::estimate_memory(path, world, kind, min_num_params, cpu_offload, num_machines);
+// optimizer state, their sum, and the ratio to NO_SHARD's sum (without tensor
+// parallelism); the tensor-parallel rows under a heading of their mesh.
+int estimate(const std::string& path, const accel::MemoryEstimateOptions& options) {
+  const auto estimates = accel::estimate_memory(path, options);
   auto mib = [](int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); };
   const accel::HeldBytes& base = estimates.front().bytes;
   const double replicated = static_cast<double>(base.parameters + base.gradients + base.optimizer_state);
-  const std::string machines = num_machines > 1 ? " on " + std::to_string(num_machines) + " machines" : "";
+  const int world = options.world_size, machines = options.num_machines;
+  const char* optimizer = options.optimizer == accel::OptimizerKind::Sgd ? "sgd" : "adamw";
+  const std::string on_machines = machines > 1 ? " on " + std::to_string(machines) + " machines" : "";
   std::printf("%s, %d processes%s, %s%s: bytes per process held between steps (MiB)\n", path.c_str(), world,
-              machines.c_str(), optimizer.c_str(), cpu_offload ? ", CPU offload" : "");
+              on_machines.c_str(), optimizer, options.cpu_offload ? ", CPU offload" : "");
   std::printf("%-16s %12s %12s %12s %12s %8s %16s%s\n", "strategy", "parameters", "gradients", "optimizer", "total",
-              "ratio", "+ gathered unit", cpu_offload ? "      on device        on host" : "");
+              "ratio", "+ gathered unit", options.cpu_offload ? "      on device        on host" : "");
+  int tp_heading = 1;
   for (const auto& e : estimates) {
+    if (e.tp_size != tp_heading) {
+      tp_heading = e.tp_size;
+      std::printf("tensor parallel: tp_size %d, the strategy over %d data-parallel processes\n", e.tp_size,
+                  world / e.tp_size);
+    }
     const int64_t sum = e.bytes.parameters + e.bytes.gradients + e.bytes.optimizer_state;
     std::printf("%-16s %12.2f %12.2f %12.2f %12.2f %8.3f %16.2f", accel::to_string(e.strategy), mib(e.bytes.parameters),
                 mib(e.bytes.gradients), mib(e.bytes.optimizer_state), mib(sum), sum / replicated,
                 mib(e.gathered_unit_bytes));
     // On the device between steps: what is not offloaded (FULL_SHARD: plus a unit while it runs).
-    if (cpu_offload) std::printf(" %14.2f %14.2f", mib(sum - e.offloaded_bytes), mib(e.offloaded_bytes));
+    if (options.cpu_offload) std::printf(" %14.2f %14.2f", mib(sum - e.offloaded_bytes), mib(e.offloaded_bytes));
     std::printf("\n");
   }
   return 0;
@@ -168,9 +175,16 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "--rendezvous") == 0) return serve_rendezvous(argc, argv);
   try {
     if (argc > 1 && std::strcmp(argv[1], "--env") == 0) return print_env();
-    if ((argc == 7 || (argc == 8 && std::strcmp(argv[7], "--cpu_offload") == 0)) &&
+    if ((argc == 8 || (argc == 9 && std::strcmp(argv[8], "--cpu_offload") == 0)) &&
         std::strcmp(argv[1], "--estimate-memory") == 0) {
-      return estimate(argv[2], std::atoi(argv[3]), argv[4], std::atoll(argv[5]), std::atoi(argv[6]), argc == 8);
+      accel::MemoryEstimateOptions options;
+      options.world_size = std::atoi(argv[3]);
+      options.optimizer = std::strcmp(argv[4], "sgd") == 0 ? accel::OptimizerKind::Sgd : accel::OptimizerKind::AdamW;
+      options.min_num_params = std::atoll(argv[5]);
+      options.num_machines = std::atoi(argv[6]);
+      options.tp_size = std::atoi(argv[7]);
+      options.cpu_offload = argc == 9;
+      return estimate(argv[2], options);
     }
     if ((argc == 4 || (argc == 5 && std::strcmp(argv[4], "--unsafe_serialization") == 0)) &&
         std::strcmp(argv[1], "--merge-weights") == 0) {

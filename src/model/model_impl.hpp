@@ -80,6 +80,13 @@ class ModelImpl : public std::enable_shared_from_this<ModelImpl> {
     FlatShard* shard_;
   };
 
+  // Splits the model for tensor parallelism (parallel/tensor_parallel.hpp) and
+  // returns the split parameters by state-dict name; nothing changes when it
+  // throws. The default (TorchScript, C++ modules) throws Unsupported. prepare
+  // splits with its tp group; estimate_memory splits an unprepared model with
+  // none (slot.group null), for the shapes alone: its forward cannot run then.
+  virtual ParameterSplits split_for_tensor_parallel(const TensorParallelSlot& slot);
+
  protected:
   virtual at::Tensor run(const at::Tensor& input) = 0;
   // Default for modules with one tensor in and out: exactly one input (any
@@ -96,10 +103,6 @@ class ModelImpl : public std::enable_shared_from_this<ModelImpl> {
   // (FSDP wrapping the root only). Throws Unsupported for a policy the model
   // cannot honour.
   virtual std::vector<UnitLayout> wrap_units(const WrapPolicy& policy);
-  // Splits the model for tensor parallelism (parallel/tensor_parallel.hpp) and
-  // returns the split parameters by state-dict name; nothing changes when it
-  // throws. The default (TorchScript, C++ modules) throws Unsupported.
-  virtual ParameterSplits split_for_tensor_parallel(const TensorParallelSlot& slot);
   // Under FULL_SHARD with a whole_model unit: its index.
   std::optional<size_t> whole_model_unit() const { return whole_model_unit_; }
 

@@ -10,6 +10,8 @@
 #include "accel/error.hpp"
 #include "accel/model.hpp"
 #include "formats/model_weights.hpp"
+#include "model/model_impl.hpp"
+#include "parallel/tensor_parallel.hpp"
 
 namespace accel {
 
@@ -73,7 +75,21 @@ std::string model_file(const std::string& path) {
   return path;
 }
 
-std::vector<Layer> layers_of(const std::string& given) {
+// A JSON spec's trainable parameters as each rank of a tensor-parallel group
+// of tp_size holds them once prepare split the model (rank 0's: the splits
+// divide evenly, so every rank holds as many).
+void add_spec_parameters(std::vector<Layer>& layers, const std::string& spec, int tp_size) {
+  Model model = Model::from_json(spec);
+  if (tp_size > 1) {
+    // Splitting cuts the tensors only; the group is needed by forward, which never runs here.
+    model.impl().split_for_tensor_parallel(detail::TensorParallelSlot{nullptr, tp_size, 0});
+  }
+  for (auto& [name, p] : model.named_parameters()) {
+    if (p.requires_grad()) add(layers, name, p.numel(), static_cast<int64_t>(p.element_size()));
+  }
+}
+
+std::vector<Layer> layers_of(const std::string& given, int tp_size) {
   const std::string path = model_file(given);
   std::vector<Layer> layers;
   const bool json = ends_with(path, ".json");
@@ -82,11 +98,16 @@ std::vector<Layer> layers_of(const std::string& given) {
     std::ifstream in(path);
     head.assign(std::istreambuf_iterator<char>(in), {});
   }
-  if (json && head.find("\"weight_map\"") == std::string::npos) {
-    Model model = Model::from_json(head);
-    for (auto& [name, p] : model.named_parameters()) {
-      if (p.requires_grad()) add(layers, name, p.numel(), static_cast<int64_t>(p.element_size()));
-    }
+  const bool spec = json && head.find("\"weight_map\"") == std::string::npos;
+  require(spec || tp_size == 1, ErrorCode::Unsupported,
+          "estimate-memory: tp_size " + std::to_string(tp_size) +
+              " needs a JSON model spec, which says how its "
+              "layers split; \"" +
+              path +
+              "\" is a TorchScript model or a checkpoint, which tensor parallelism does "
+              "not split");
+  if (spec) {
+    add_spec_parameters(layers, head, tp_size);
   } else if (ends_with(path, ".pt") || ends_with(path, ".pth") || ends_with(path, ".ts")) {
     // FULL_SHARD wraps a TorchScript model whole by default: one unit.
     Model model = Model::from_torchscript(path);
@@ -110,17 +131,10 @@ std::vector<Layer> layers_of(const std::string& given) {
 
 int64_t chunk(int64_t numel, int world) { return (numel + world - 1) / world; }
 
-}  // namespace
-
-std::vector<MemoryEstimate> estimate_memory(const std::string& path, int world_size, OptimizerKind optimizer,
-                                            int64_t min_num_params, bool cpu_offload, int num_machines) {
-  require_arg(world_size >= 1, "estimate-memory: world_size must be 1 or more, got " + std::to_string(world_size));
-  require_arg(num_machines >= 1 && world_size % num_machines == 0,
-              "estimate-memory: num_machines must divide world_size (" + std::to_string(world_size) +
-                  " processes), got " + std::to_string(num_machines));
-  require_arg(min_num_params >= 0,
-              "estimate-memory: min_num_params must be 0 or more, got " + std::to_string(min_num_params));
-  const std::vector<Layer> layers = layers_of(path);
+// Bytes per process under each strategy for `layers` over `world_size`
+// processes (checked by the caller), as prepare lays them out.
+std::vector<MemoryEstimate> strategy_rows(const std::vector<Layer>& layers, int world_size, OptimizerKind optimizer,
+                                          int64_t min_num_params, bool cpu_offload, int num_machines) {
   const int64_t states = optimizer == OptimizerKind::Adam || optimizer == OptimizerKind::AdamW ? 2 : 1;
   const int64_t size = layers.front().element_size;
   int64_t total = 0;
@@ -188,6 +202,63 @@ std::vector<MemoryEstimate> estimate_memory(const std::string& path, int world_s
   put(ShardingStrategy::FullShard, unit_chunks, unit_chunks, states * unit_chunks, largest);
   if (hybrid_row) put(ShardingStrategy::HybridShard, node_chunks, node_chunks, states * node_chunks, node_largest);
   return out;
+}
+
+// Each strategy's rows for `layers` (as one rank holds them) trained over
+// `world_size` data-parallel processes on `num_machines` machines.
+void add_rows(std::vector<MemoryEstimate>& rows, const std::vector<Layer>& layers, int world_size,
+              const MemoryEstimateOptions& options, int tp_size) {
+  const std::vector<MemoryEstimate> made = strategy_rows(layers, world_size, options.optimizer, options.min_num_params,
+                                                         options.cpu_offload, options.num_machines);
+  for (MemoryEstimate e : made) {
+    e.tp_size = tp_size;
+    rows.push_back(e);
+  }
+}
+
+}  // namespace
+
+std::vector<MemoryEstimate> estimate_memory(const std::string& path, const MemoryEstimateOptions& options) {
+  const int world_size = options.world_size, num_machines = options.num_machines, tp_size = options.tp_size;
+  require_arg(world_size >= 1, "estimate-memory: world_size must be 1 or more, got " + std::to_string(world_size));
+  require_arg(num_machines >= 1 && world_size % num_machines == 0,
+              "estimate-memory: num_machines must divide world_size (" + std::to_string(world_size) +
+                  " processes), got " + std::to_string(num_machines));
+  require_arg(options.min_num_params >= 0,
+              "estimate-memory: min_num_params must be 0 or more, got " + std::to_string(options.min_num_params));
+  const int per_machine = world_size / num_machines;
+  // A tensor-parallel group is tp_size consecutive ranks of one machine (ParallelismConfig puts tp innermost).
+  require_arg(tp_size >= 1 && per_machine % tp_size == 0,
+              "estimate-memory: tp_size must divide the " + std::to_string(per_machine) +
+                  " processes of each machine (world_size " + std::to_string(world_size) + ", num_machines " +
+                  std::to_string(num_machines) + "), got " + std::to_string(tp_size));
+  std::vector<MemoryEstimate> rows;
+  add_rows(rows, layers_of(path, 1), world_size, options, 1);
+  if (tp_size == 1) return rows;
+  // The ranks holding the same slices run data parallelism: the strategy over
+  // world_size / tp_size of them, HYBRID_SHARD within each machine's share.
+  std::vector<MemoryEstimate> split;
+  add_rows(split, layers_of(path, tp_size), world_size / tp_size, options, tp_size);
+  for (const MemoryEstimate& e : split) {
+    // One data-parallel rank per group runs no strategy: prepare refuses a
+    // sharding strategy over a dp_shard of 1, so only NO_SHARD is a mesh.
+    const bool one_data_rank =
+        world_size == tp_size || (e.strategy == ShardingStrategy::HybridShard && per_machine == tp_size);
+    if (one_data_rank && e.strategy != ShardingStrategy::NoShard) continue;
+    rows.push_back(e);
+  }
+  return rows;
+}
+
+std::vector<MemoryEstimate> estimate_memory(const std::string& path, int world_size, OptimizerKind optimizer,
+                                            int64_t min_num_params, bool cpu_offload, int num_machines) {
+  MemoryEstimateOptions options;
+  options.world_size = world_size;
+  options.optimizer = optimizer;
+  options.min_num_params = min_num_params;
+  options.cpu_offload = cpu_offload;
+  options.num_machines = num_machines;
+  return estimate_memory(path, options);
 }
 
 }  // namespace accel
