@@ -54,17 +54,28 @@ std::vector<LayoutParam> trainable_parameters(const ModelImpl& model, bool whole
 
 }  // namespace
 
-ShardLayout live_layout(const ModelImpl& model) {
+namespace {
+
+// FULL_SHARD's units hold (and record) this rank's slices; so do ZeRO's flat vectors.
+ShardLayout layout_of(const ModelImpl& model, bool whole_shapes) {
   if (model.full_shard()) {
     const FullShard& shard = *model.full_shard();
     return ShardLayout::units(units_of(shard), shard.shard_group_size(), "the model's wrap units");
   }
   if (model.flat_shard())
     return ShardLayout::flat(trainable_parameters(model, false), model.flat_shard()->shard_group_size());
-  return ShardLayout::whole(trainable_parameters(model, true));
+  return ShardLayout::whole(trainable_parameters(model, whole_shapes));
 }
 
-ShardLayout whole_layout(const ModelImpl& model) { return ShardLayout::whole(trainable_parameters(model, true)); }
+}  // namespace
+
+ShardLayout live_layout(const ModelImpl& model) { return layout_of(model, true); }
+
+ShardLayout local_layout(const ModelImpl& model) { return layout_of(model, false); }
+
+ShardLayout whole_layout(const ModelImpl& model, bool slices) {
+  return ShardLayout::whole(trainable_parameters(model, !slices));
+}
 
 int live_member(const ModelImpl& model) { return model.flat_shard() ? model.flat_shard()->shard_group_rank() : 0; }
 

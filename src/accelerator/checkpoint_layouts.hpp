@@ -22,8 +22,14 @@ namespace accel::detail {
 
 // The layout of `model` now, and this process's member of its shard group.
 ShardLayout live_layout(const ModelImpl& model);
-// Its trainable parameters unsharded, in registration order (a whole optimizer's indices).
-ShardLayout whole_layout(const ModelImpl& model);
+// Its trainable parameters unsharded, in registration order (a whole optimizer's
+// indices). A parameter split for tensor parallelism has its whole shape, or
+// with `slices` the shape of this rank's slice.
+ShardLayout whole_layout(const ModelImpl& model, bool slices = false);
+// live_layout with the shapes this rank holds: the same but for a model split
+// for tensor parallelism, whose layouts above show each parameter whole (as
+// checkpoints hold it) and this one its slice (as its optimizer holds it).
+ShardLayout local_layout(const ModelImpl& model);
 int live_member(const ModelImpl& model);
 
 // The layout model i had at the save: the manifest's "layouts"[i]; for

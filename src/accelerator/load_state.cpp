@@ -231,9 +231,6 @@ std::string newest_checkpoint(const detail::AcceleratorState& st) {
 
 void Accelerator::load_state(const std::string& requested_dir) {
   detail::AcceleratorState& st = *state_;
-  require(!st.tp_group || !st.shards_models(), ErrorCode::Unsupported,
-          "load_state with tp_size > 1 under sharding_strategy " + std::string(to_string(st.sharding_strategy)) +
-              " (parallelism_config: " + st.mesh.describe() + ") is not built yet; NO_SHARD loads");
   std::string dir = requested_dir;
   if (dir.empty()) {
     require(st.project.automatic_checkpoint_naming, ErrorCode::State,
@@ -300,6 +297,11 @@ void Accelerator::load_state(const std::string& requested_dir) {
   require(!dcp || targets.models.size() == 1 || targets.optimizers.empty(), ErrorCode::Unsupported,
           "load_state: " + dir + " holds distributed checkpoints; reading them needs one prepared model, and " +
               std::to_string(targets.models.size()) + " are prepared");
+  require(!dcp || !st.tp_group, ErrorCode::Unsupported,
+          "load_state: " + dir +
+              " holds distributed checkpoints (SHARDED_STATE_DICT), which libaccel does not cut "
+              "for tp_size > 1 (parallelism_config: " +
+              st.mesh.describe() + "); save with FULL_STATE_DICT");
   if (dcp) {  // the files the directories hold, checked against the manifest before anything reads them
     for (const auto& [name, entry] : manifest.field("files").items()) {
       if (name.find('/') != std::string::npos) reader.verify(name);
@@ -320,7 +322,10 @@ void Accelerator::load_state(const std::string& requested_dir) {
   if (reshard) {
     for (size_t i = 0; i < targets.models.size(); ++i) {
       sources.push_back(detail::saved_layout(manifest, reader, *targets.models[i], i));
-      live_layouts.push_back(detail::live_layout(*targets.models[i]));
+      // A split model reads the whole state (checked against whole shapes), then keeps its slices.
+      const bool split = targets.models[i]->tensor_parallel() != nullptr;
+      live_layouts.push_back(split ? detail::whole_layout(*targets.models[i])
+                                   : detail::live_layout(*targets.models[i]));
       detail::check_same_parameters(sources.back(), live_layouts.back(),
                                     "load_state: " + dir + " (model " + std::to_string(i) + ")");
     }
@@ -370,6 +375,10 @@ void Accelerator::load_state(const std::string& requested_dir) {
       continue;
     }
     if (saved_sharded_models && reshard) {
+      require(!model.tensor_parallel(), ErrorCode::Unsupported,
+              "load_state: " + dir + " holds model " + std::to_string(i) +
+                  " as FULL_SHARD parameter shards of an unsplit run, which libaccel does not cut for tp_size > 1; "
+                  "`accel merge-weights` turns them into model.safetensors");
       // ZeRO-1/2 keep a master copy of their chunk: refreshed from the parameters.
       if (model.flat_shard() && !model.full_shard())
         gathered.push_back(std::make_unique<detail::ModelImpl::Gathered>(model));
@@ -427,6 +436,12 @@ void Accelerator::load_state(const std::string& requested_dir) {
       const detail::ModelImpl& model = *targets.models.front();
       optimizer_states.push_back(detail::dcp_optimizer_state(reader.path(detail::dcp_optimizer_folder(i)),
                                                              detail::live_layout(model), detail::live_member(model)));
+      continue;
+    }
+    if (reshard && targets.models[optimizer_model[i]]->tensor_parallel()) {
+      optimizer_states.push_back(detail::split_optimizer_from_checkpoint(
+          reader, i, sources[optimizer_model[i]], *targets.models[optimizer_model[i]],
+          "load_state: " + dir + " (optimizer " + std::to_string(i) + ")"));
       continue;
     }
     if (reshard) {

@@ -167,10 +167,13 @@ void Accelerator::set_save_iteration(int64_t iteration) {
 
 std::string Accelerator::save_state(const std::string& requested_dir, bool safe_serialization) {
   detail::AcceleratorState& st = *state_;
-  require(!st.tp_group || !st.shards_models(), ErrorCode::Unsupported,
-          "save_state with tp_size > 1 under sharding_strategy " + std::string(to_string(st.sharding_strategy)) +
-              " (parallelism_config: " + st.mesh.describe() +
-              ") is not built yet; NO_SHARD saves (and save_model writes the whole model)");
+  // Tensor parallelism writes the whole model and optimizer state, as an
+  // unsplit NO_SHARD run does, whatever the strategy (tensor_parallel_state.hpp);
+  // distributed checkpoints would need each rank's boxes within the slices.
+  require(!st.tp_group || !st.shards_models() || !st.sharded_state_dict, ErrorCode::Unsupported,
+          "save_state with tp_size > 1 (parallelism_config: " + st.mesh.describe() +
+              ") writes the whole model and optimizer state; fsdp_state_dict_type SHARDED_STATE_DICT (distributed "
+              "checkpoints) is not built for split models: use FULL_STATE_DICT");
   std::string dir = requested_dir;
   const bool automatic = dir.empty();
   if (automatic) {
@@ -209,8 +212,9 @@ std::string Accelerator::save_state(const std::string& requested_dir, bool safe_
       detail::write_durable(partial, rng_name, detail::pickle_random_states(st.gradient_state->step, positions));
   nlohmann::json digests = nlohmann::json::object();  // file name -> [bytes, xxh3]
   digests[rng_name] = nlohmann::json::array({rng.bytes, rng.xxh3});
-  // A sharded optimizer holds this process's chunk only: each process writes its own.
-  const bool sharded = st.shards_models();
+  // A sharded optimizer holds this process's chunk only: each process writes
+  // its own (unless the model is split: then the whole state, gathered below).
+  const bool sharded = st.shards_models() && !st.tp_group;
   // FSDP's SHARDED_STATE_DICT: the model and optimizers as PyTorch distributed
   // checkpoints instead (Accelerate's pytorch_model_fsdp_0/, optimizer_0/).
   const bool dcp = sharded && st.sharded_state_dict;
@@ -230,7 +234,7 @@ std::string Accelerator::save_state(const std::string& requested_dir, bool safe_
   }
   // FULL_SHARD: so does the model (a sharded state dict: its parameter chunks).
   bool sharded_models = false;
-  for (size_t i = 0; !dcp && i < targets.models.size(); ++i) {
+  for (size_t i = 0; sharded && !dcp && i < targets.models.size(); ++i) {
     if (!targets.models[i]->full_shard()) continue;
     sharded_models = true;
     const std::string name = detail::model_shard_file(i, st.rank());
@@ -255,9 +259,14 @@ std::string Accelerator::save_state(const std::string& requested_dir, bool safe_
   }
   for (size_t i = 0; !sharded && i < targets.optimizers.size(); ++i) {
     const detail::ModelImpl* model = targets.optimizers[i].model;
-    if (model && model->tensor_parallel()) {
-      whole_optimizers[i] = detail::whole_optimizer_state(targets.optimizers[i].state_dict(), *model);
+    if (!model || !model->tensor_parallel()) continue;
+    c10::IValue slices = targets.optimizers[i].state_dict();
+    if (model->flat_shard()) {  // a chunk of the slices: every member's first (over the shard group)
+      detail::ProcessGroup& shard_group = st.shard_group ? *st.shard_group : *st.data_parallel_group();
+      slices =
+          detail::unsharded_optimizer_state(slices, *model, shard_group, "save_state: optimizer " + std::to_string(i));
     }
+    whole_optimizers[i] = detail::whole_optimizer_state(slices, *model);
   }
 
   if (writer) {
@@ -272,7 +281,7 @@ std::string Accelerator::save_state(const std::string& requested_dir, bool safe_
     };
     for (const auto& [name, bytes] : detail::dcp_metadata_files(dcp_records)) put(name, bytes);
     for (size_t i = 0; !dcp && i < targets.models.size(); ++i) {
-      if (targets.models[i]->full_shard()) continue;  // written by every process above
+      if (sharded && targets.models[i]->full_shard()) continue;  // written by every process above
       const detail::NamedTensors dict =
           whole_models[i] ? *whole_models[i] : detail::model_state_dict(*targets.models[i]);
       if (safe_serialization) {
@@ -327,7 +336,11 @@ std::string Accelerator::save_state(const std::string& requested_dir, bool safe_
     // Where each parameter's elements sit in each process's files: load_state
     // cuts them again for another strategy or world size (checkpoint_layouts.hpp).
     nlohmann::json layouts = nlohmann::json::array();
-    for (const auto& model : targets.models) layouts.push_back(detail::live_layout(*model).to_json());
+    // A split model's files hold it whole, unsharded, whatever the strategy.
+    for (const auto& model : targets.models) {
+      layouts.push_back(
+          (model->tensor_parallel() ? detail::whole_layout(*model) : detail::live_layout(*model)).to_json());
+    }
     manifest["layouts"] = std::move(layouts);
     manifest["files"] = files;
     detail::write_durable(partial, detail::kManifestName, manifest.dump(2) + "\n");

@@ -5,7 +5,9 @@
 #include "accel/error.hpp"
 #include "accelerator/checkpoint_files.hpp"
 #include "accelerator/checkpoint_layouts.hpp"
+#include "checkpoint/optimizer_reshard.hpp"
 #include "parallel/tensor_parallel.hpp"
+#include "state/process_group.hpp"
 
 namespace accel::detail {
 
@@ -65,9 +67,15 @@ c10::IValue map_split_state(const c10::IValue& dict, const ModelImpl& model, Mat
 
 NamedTensors whole_model_state(const ModelImpl& model) {
   const TensorParallelModel& tp = *model.tensor_parallel();
+  const ModelImpl::Gathered gathered(model);        // FULL_SHARD: the units' full (tp-local) parameters
+  const bool copy = model.full_shard() != nullptr;  // their storage is freed when `gathered` ends
   NamedTensors out = model_state_dict(model);
   for (auto& [name, tensor] : out) {
-    if (const TensorSplit* split = tp.split_of(name)) tensor = gather_whole(tensor, *split, *tp.slot.group, name);
+    if (const TensorSplit* split = tp.split_of(name)) {
+      tensor = gather_whole(tensor, *split, *tp.slot.group, name);
+    } else if (copy) {
+      tensor = tensor.detach().clone();
+    }
   }
   return out;
 }
@@ -99,6 +107,53 @@ c10::IValue split_optimizer_state(const c10::IValue& whole, const ModelImpl& mod
                     ") cannot be split " + std::to_string(slot.size) + " ways");
         return shard_of(value, split, slot.size, slot.rank);
       });
+}
+
+c10::IValue unsharded_optimizer_state(const c10::IValue& member_state, const ModelImpl& model,
+                                      ProcessGroup& shard_group, const std::string& label) {
+  // A flat or units layout's state dict has one entry (index 0): this
+  // member's vector; its per-element tensors (every one but a 0-d step) are
+  // gathered in the dict's order, the same on every member.
+  const int members = shard_group.world_size();
+  std::vector<c10::IValue> member_dicts(static_cast<size_t>(members));
+  const c10::impl::GenericDict dict = member_state.toGenericDict();
+  std::vector<c10::impl::GenericDict> copies;
+  for (int m = 0; m < members; ++m) copies.push_back(dict.copy());
+  for (const auto& item : dict) {
+    if (!(item.key().isString() && item.key().toStringRef() == "state" && item.value().isGenericDict())) continue;
+    const c10::impl::GenericDict state = item.value().toGenericDict();
+    std::vector<c10::impl::GenericDict> member_states;
+    for (int m = 0; m < members; ++m) member_states.push_back(state.copy());
+    for (const auto& entry : state) {
+      require(entry.value().isGenericDict(), ErrorCode::Internal,
+              label + ": a sharded optimizer state entry is not a dict");
+      const c10::impl::GenericDict values = entry.value().toGenericDict();
+      std::vector<c10::impl::GenericDict> member_values;
+      for (int m = 0; m < members; ++m) member_values.push_back(values.copy());
+      for (const auto& value : values) {
+        if (!value.value().isTensor() || value.value().toTensor().dim() == 0) continue;
+        const std::vector<at::Tensor> chunks =
+            shard_group.allgather(value.value().toTensor().contiguous(), label + ": optimizer state");
+        for (int m = 0; m < members; ++m) member_values[m].insert_or_assign(value.key(), chunks[m]);
+      }
+      for (int m = 0; m < members; ++m) member_states[m].insert_or_assign(entry.key(), member_values[m]);
+    }
+    for (int m = 0; m < members; ++m) copies[m].insert_or_assign(item.key(), member_states[m]);
+  }
+  for (int m = 0; m < members; ++m) member_dicts[static_cast<size_t>(m)] = copies[m];
+  return reshard_optimizer_state(
+      local_layout(model), [&member_dicts](int m) { return member_dicts[static_cast<size_t>(m)]; },
+      whole_layout(model, /*slices=*/true), 0, label);
+}
+
+c10::IValue split_optimizer_from_checkpoint(const CheckpointReader& reader, size_t i, const ShardLayout& source,
+                                            const ModelImpl& model, const std::string& label) {
+  const c10::IValue whole = resharded_optimizer(reader, i, source, whole_layout(model), 0);
+  const c10::IValue slices = split_optimizer_state(whole, model, label);
+  if (!model.flat_shard()) return slices;
+  return reshard_optimizer_state(
+      whole_layout(model, /*slices=*/true), [&slices](int) { return slices; }, local_layout(model), live_member(model),
+      label);
 }
 
 WholeModelTargets whole_model_targets(const ModelImpl& model, const NamedTensors& entries) {
