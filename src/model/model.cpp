@@ -455,6 +455,8 @@ void ModelImpl::prepare(const std::shared_ptr<RuntimeContext>& state) {
   if (state->tp_group) {
     const TensorParallelSlot slot{state->tp_group.get(), state->tp_group->world_size(), state->tp_group->rank()};
     tensor_parallel_ = TensorParallelModel{slot, split_for_tensor_parallel(slot)};
+    // Dropout in a split layer draws the whole layer's mask on every rank of the group.
+    align_generators(*state->tp_group, state->device);
   }
   ProcessGroup* data_group = state->data_parallel_group();
   std::shared_ptr<FlatShard> shard;

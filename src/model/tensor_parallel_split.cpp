@@ -1,6 +1,5 @@
 #include "model/tensor_parallel_split.hpp"
 
-#include <torch/nn/modules/dropout.h>
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/linear.h>
 
@@ -322,17 +321,6 @@ ParameterSplits split_for_tensor_parallel(torch::nn::Module& root, const std::op
           "tp_size " + std::to_string(slot.size) +
               ": the model has nothing libaccel can split (no TransformerEncoderLayer or TransformerDecoderLayer, "
               "and no tp_plan in its spec); TorchScript models and other layers are not split yet");
-  // Dropout would draw its masks on each rank of a group apart, and the
-  // ranks' copies of the residual stream would drift: refused until the
-  // ranks share a generator for it.
-  for (const auto& [name, module] : tree.modules) {
-    const auto* dropout = dynamic_cast<const torch::nn::DropoutImpl*>(module.get());
-    const auto* attention = dynamic_cast<const MultiheadAttentionImpl*>(module.get());
-    const double p = dropout ? dropout->options.p() : attention ? attention->dropout() : 0.0;
-    require(p == 0.0, ErrorCode::Unsupported,
-            "tp_size " + std::to_string(slot.size) + ": \"" + name + "\" has dropout " + std::to_string(p) +
-                ", which tensor parallelism does not run yet (each rank would draw its own masks); set it to 0");
-  }
   auto* graph = dynamic_cast<GraphModuleImpl*>(&root);
   const std::vector<Split> splits = plan_splits(tree, graph, resolve(tree, used), slot.size);
   const std::map<std::string, GraphModuleImpl::NodeSplit> node_splits = plan_graph_splits(tree, graph, splits, slot);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <mutex>
 
 #include "accel/error.hpp"
 #include "state/process_group.hpp"
@@ -198,6 +199,34 @@ double clip_grad_norm_tensor_parallel(const std::vector<std::pair<std::string, a
 at::Tensor gather_whole(const at::Tensor& shard, const TensorSplit& split, ProcessGroup& group,
                         const std::string& name) {
   return unshard(group.allgather(shard.detach().contiguous(), "tensor parallel gather of " + name), split);
+}
+
+at::Tensor dropout_of_block(const at::Tensor& block, double p, bool training, int64_t dim, int64_t rank, int64_t size) {
+  if (!training || p == 0 || block.numel() == 0) return block;
+  if (p == 1) return block * at::zeros({}, block.options());
+  const int64_t d = dim < 0 ? dim + block.dim() : dim;
+  std::vector<int64_t> whole = block.sizes().vec();
+  whole[static_cast<size_t>(d)] *= size;
+  at::Tensor noise = at::empty(whole, block.options());
+  noise.bernoulli_(1 - p);
+  noise.div_(1 - p);
+  return block * noise.narrow(d, rank * block.size(d), block.size(d));
+}
+
+void align_generators(ProcessGroup& group, const c10::Device& device) {
+  std::vector<at::Generator> generators{at::detail::getDefaultCPUGenerator()};
+  if (!device.is_cpu()) generators.push_back(at::globalContext().defaultGenerator(device));
+  for (at::Generator& generator : generators) {
+    at::Tensor state;
+    {
+      std::lock_guard<std::mutex> lock(generator.mutex());
+      state = generator.get_state();
+    }
+    std::vector<at::Tensor> tensors{state.to(device)};  // NCCL carries device tensors only
+    group.broadcast(tensors, 0, "tensor parallel: the generators' state");
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    generator.set_state(tensors.front().cpu());
+  }
 }
 
 }  // namespace accel::detail

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
 
 #include <cstdint>
 #include <memory>
@@ -47,6 +48,22 @@ at::Tensor vocab_parallel_embedding(const at::Tensor& ids, const at::Tensor& loc
 // target, this rank's columns only. Collective over the group.
 at::Tensor vocab_parallel_cross_entropy(const at::Tensor& logits, const at::Tensor& labels, int64_t start,
                                         int64_t ignore_index, ProcessGroup& group);
+
+// Dropout of this rank's block of an activation split along `dim` into
+// group-size equal blocks (a head's attention weights, a slice of the
+// feed-forward features): the mask is drawn for the whole activation, as the
+// unsplit layer draws it (at::dropout's bernoulli_ then 1/(1-p)), and this
+// rank's block of it applied. Every rank of the group draws the same numbers
+// (their generators are in step: prepare makes them so), so the generators
+// stay in step for the dropouts on whole activations that follow, and a run
+// on one data-parallel rank draws the unsplit run's masks.
+at::Tensor dropout_of_block(const at::Tensor& block, double p, bool training, int64_t dim, int64_t rank, int64_t size);
+
+// Puts the default generators (the CPU's, and `device`'s when it is not the
+// CPU) of every rank of the group in the state of the group's first rank, so
+// dropout draws the same masks on all of them (PyTorch's DTensor syncs its
+// seed over the mesh likewise). Collective over the group.
+void align_generators(ProcessGroup& group, const c10::Device& device);
 
 // How a parameter is split over a tensor-parallel group: along `dim`, within
 // each of `blocks` equal blocks. A packed q, k, v projection ([3E, E]) has 3

@@ -126,13 +126,33 @@ TEST(TensorParallelSplit, BadPlansAreRefusedBeforeAnythingChanges) {
   EXPECT_EQ(code, accel::ErrorCode::Unsupported);
   EXPECT_NE(split(model, 2, R"({"0.linear1": "sequence_parallel"})", &code).find("sequence parallelism is not built"),
             std::string::npos);
-  accel::Model dropping = accel::Model::from_json(R"([{"type": "TransformerEncoderLayer", "d_model": 8, "nhead": 2,
-    "dim_feedforward": 16, "dropout": 0.1, "batch_first": true}])");
-  EXPECT_NE(split(dropping, 2, std::nullopt, &code).find("has dropout 0.1"), std::string::npos);
-  EXPECT_EQ(code, accel::ErrorCode::Unsupported);
   accel::Model mlp = accel::Model::from_json(R"([{"type": "Linear", "in_features": 4, "out_features": 4}])");
   EXPECT_NE(split(mlp, 2, std::nullopt, &code).find("the model has nothing libaccel can split"), std::string::npos);
   EXPECT_EQ(code, accel::ErrorCode::Unsupported);
+}
+
+TEST(TensorParallelDropout, EachRankAppliesItsBlockOfTheWholeLayersMask) {
+  at::manual_seed(3);
+  const at::Tensor full = at::randn({2, 4, 3, 6});  // [N, heads, L, S]: 2 heads a rank
+  at::manual_seed(11);
+  const at::Tensor expected = at::dropout(full, 0.25, /*train=*/true);
+  const double after_whole = at::rand({1}).item<double>();  // where the generator went on
+  for (int64_t rank = 0; rank < 2; ++rank) {
+    at::manual_seed(11);
+    const at::Tensor block = full.narrow(1, 2 * rank, 2);
+    const at::Tensor got = accel::detail::dropout_of_block(block, 0.25, true, 1, rank, 2);
+    EXPECT_TRUE(at::equal(got, expected.narrow(1, 2 * rank, 2))) << "rank " << rank;
+    EXPECT_EQ(at::rand({1}).item<double>(), after_whole) << "the generator moved on as the whole dropout moves it";
+  }
+  // Feature blocks along the last dimension, and the identities.
+  at::manual_seed(11);
+  const at::Tensor features = at::dropout(full, 0.5, true);
+  at::manual_seed(11);
+  EXPECT_TRUE(at::equal(accel::detail::dropout_of_block(full.narrow(-1, 3, 3), 0.5, true, -1, 1, 2),
+                        features.narrow(-1, 3, 3)));
+  EXPECT_TRUE(at::equal(accel::detail::dropout_of_block(full, 0.5, /*training=*/false, 1, 0, 2), full));
+  EXPECT_TRUE(at::equal(accel::detail::dropout_of_block(full, 0.0, true, 1, 0, 2), full));
+  EXPECT_EQ(accel::detail::dropout_of_block(full, 1.0, true, 1, 0, 2).abs().sum().item<double>(), 0.0);
 }
 
 // A graph's vocabulary: the embedding split by rows, its tied head by columns.

@@ -100,7 +100,9 @@ ParameterSplits split_mlp(torch::nn::Linear& linear1, torch::nn::Linear& linear2
 at::Tensor mlp(const at::Tensor& x, torch::nn::Linear& linear1, torch::nn::Linear& linear2, torch::nn::Dropout& dropout,
                const std::string& activation, const TensorParallelSlot& slot) {
   if (!slot.active()) return linear2(dropout(activate(linear1(x), activation)));
-  at::Tensor hidden = dropout(activate(linear1(copy_to_tensor_parallel(x, *slot.group)), activation));
+  // This rank's features: their block of the whole layer's dropout mask.
+  at::Tensor hidden = dropout_of_block(activate(linear1(copy_to_tensor_parallel(x, *slot.group)), activation),
+                                       dropout->options.p(), dropout->is_training(), -1, slot.rank, slot.size);
   return row_parallel(hidden, linear2, slot);
 }
 
@@ -189,7 +191,10 @@ at::Tensor MultiheadAttentionImpl::attend(const at::Tensor& query_in, const at::
     hidden = hidden.defined() ? hidden.logical_or(padding) : padding;
   }
   if (hidden.defined()) scores = scores.masked_fill(hidden, lowest_of(scores.scalar_type()));
-  at::Tensor weights = at::dropout(at::softmax(scores, -1), options_.dropout, is_training());
+  // Split by heads: this rank's heads' block of the whole layer's mask.
+  at::Tensor weights = split_.active() ? dropout_of_block(at::softmax(scores, -1), options_.dropout, is_training(), 1,
+                                                          split_.rank, split_.size)
+                                       : at::dropout(at::softmax(scores, -1), options_.dropout, is_training());
   at::Tensor out = at::matmul(weights, heads_first(v, s)).transpose(1, 2).reshape({n, l, e});
   return split_.active() ? row_parallel(out, out_proj, split_) : out_proj(out);
 }
