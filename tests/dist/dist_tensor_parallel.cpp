@@ -5,7 +5,7 @@
 // 50 AdamW steps on a global batch of 8 sequences and records the per-step
 // losses (and clipped norms), a checkpoint after step 25 (save_state) and the
 // final parameters in DIR.
-// `dist_tensor_parallel compare DIR [clip] [resume]`: the same under the mesh
+// `dist_tensor_parallel compare DIR [clip] [resume] [from=MESH]`: the same under the mesh
 // that `accel launch --parallelism_config_*` set: each tensor-parallel rank
 // holds its heads and its slice of the feed-forward block, the data-parallel
 // ranks take their share of each batch (the tensor-parallel ranks of one
@@ -13,12 +13,17 @@
 // by get_state_dict) are the single process's to the tolerances derived
 // below. With resume, the run starts from the single process's step-25
 // checkpoint (whole files, cut for this mesh by load_state: the weights, the
-// AdamW moments and the loaders' position) and must go on as it did. Each
+// AdamW moments and the loaders' position) and must go on as it did; with
+// from=MESH, from the step-25 checkpoint that run on MESH saved (every
+// compare run without resume saves one: under a sharding strategy the
+// moments are gathered from the shards and the slices). Each
 // rank holds exactly its share of the parameters and gradients (held_bytes),
 // save_model writes the whole model in the Hugging Face layout (read back
 // into a model that was never split), and save_state writes DIR/state_<mesh>
-// (NO_SHARD meshes; under a sharding strategy it is refused with
-// Unsupported, leaving nothing written).
+// with the whole model and optimizer state, under any strategy.
+// With `dropout` (record and compare) the layers drop 0.1: each rank of a
+// group applies its block of the whole layer's mask, so a mesh with one
+// data-parallel rank draws the single process's masks and must match it too.
 // `dist_tensor_parallel reload DIR MESH`: one process loads DIR/state_MESH,
 // written by a split run, and holds the single process's final parameters.
 // `dist_tensor_parallel refuse KIND`: prepare refuses a bad plan (KIND
@@ -26,6 +31,7 @@
 // linear2; heads: tp_size not dividing the heads, with 3 processes) with
 // InvalidArgument naming it, before anything changes.
 #include <ATen/ATen.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -51,19 +57,25 @@ using dist_checks::rank_for_messages;
 constexpr int64_t kVocab = 64, kLength = 16, kWidth = 32, kHeads = 4, kFeedForward = 64;
 constexpr int64_t kGlobalBatch = 8, kSteps = 50;
 
-std::string block(const std::string& name) {
+// The layers' dropout probability (attention weights, feed-forward, residual
+// branches): 0.1 with the "dropout" argument, else 0.
+std::string layer_dropout = "0.0";
+
+// dropout: the layers' dropout probability.
+std::string block(const std::string& name, const std::string& dropout) {
   return R"({"name": ")" + name + R"(", "type": "TransformerEncoderLayer", "d_model": 32, "nhead": 4,
-    "dim_feedforward": 64, "dropout": 0.0, "activation": "gelu", "batch_first": true, "norm_first": true,
-    "causal": true})";
+    "dim_feedforward": 64, "dropout": )" +
+         dropout + R"(, "activation": "gelu", "batch_first": true,
+    "norm_first": true, "causal": true})";
 }
 
 // tp_plan: an object's text to add under "tp_plan", or empty for the built-in plan.
-std::string gpt_spec(const std::string& tp_plan = "") {
+std::string gpt_spec(const std::string& tp_plan = "", const std::string& dropout = layer_dropout) {
   return R"({"inputs": ["input_ids", {"name": "labels", "optional": true}], "nodes": [
     {"name": "wte", "type": "Embedding", "num_embeddings": 64, "embedding_dim": 32},
     {"name": "wpe", "type": "PositionalEmbedding", "num_positions": 16, "embedding_dim": 32, "batch_first": true},
-    )" + block("h0") +
-         ", " + block("h1") + R"(,
+    )" + block("h0", dropout) +
+         ", " + block("h1", dropout) + R"(,
     {"name": "ln_f", "type": "LayerNorm", "normalized_shape": 32},
     {"name": "logits", "type": "Linear", "in_features": 32, "out_features": 64, "bias": true, "weight": "wte.weight"},
     {"name": "loss", "type": "CausalLMLoss", "input": ["logits", "labels"]}], "outputs": ["loss"])" +
@@ -240,7 +252,7 @@ int reload(const std::string& dir, const std::string& mesh) {
   return 0;
 }
 
-int compare(const std::string& dir, bool clip, bool resume, bool vocab) {
+int compare(const std::string& dir, bool clip, bool resume, bool vocab, const std::string& from) {
   accel::Accelerator accelerator;
   rank_for_messages = accelerator.process_index();
   const int64_t tp = std::atoll(std::getenv("PARALLELISM_CONFIG_TP_SIZE"));
@@ -270,8 +282,16 @@ int compare(const std::string& dir, bool clip, bool resume, bool vocab) {
   // Under gradient accumulation each optimizer step takes that many micro-batches of the global batch.
   auto loader = prepared_loader(accelerator, kGlobalBatch / dp / accelerator.gradient_accumulation_steps());
   // The single process's checkpoint after step 25, cut for this mesh.
-  if (resume) accelerator.load_state(dir + "/state_reference_step25");
-  Run run = train(accelerator, model, optimizer, *loader, clip);
+  if (resume) accelerator.load_state(dir + "/state_" + from + "_step25");
+  // Each test's own directories (ctest may run them at once): the mesh and the strategy.
+  const std::string mesh_name =
+      "tp" + std::to_string(tp) + "_dp" + std::to_string(dp) +
+      (dp_shard > 1 ? std::string("_") + accel::to_string(accelerator.sharding_strategy()) : "") +
+      (accelerator.gradient_accumulation_steps() > 1 ? "_accumulated" : "") + (vocab ? "_vocab" : "") +
+      (resume ? "_resumed" : "");
+  Run run = train(accelerator, model, optimizer, *loader, clip, [&](int64_t step) {
+    if (!resume && step == kResumeStep) accelerator.save_state(dir + "/state_" + mesh_name + "_step25");
+  });
   const int64_t first = resume ? kResumeStep : 0;
   check(static_cast<int64_t>(run.losses.size()) == kSteps - first,
         "trained " + std::to_string(run.losses.size()) + " steps, expected " + std::to_string(kSteps - first));
@@ -279,6 +299,30 @@ int compare(const std::string& dir, bool clip, bool resume, bool vocab) {
   const int64_t gradients = dp_shard > 1 ? local / dp_shard : local;  // ZeRO-2 and FULL_SHARD: a chunk
   check(after.gradients == 0 || (after.gradients >= gradients && after.gradients < gradients + 4 * dp_shard),
         "gradients hold " + std::to_string(after.gradients) + " bytes, expected " + std::to_string(gradients));
+
+  // accel estimate-memory --tp_size: its row for this mesh and strategy is
+  // what the ranks hold, byte for byte (the spec split as prepare split it).
+  {
+    const std::string spec_path = dir + "/estimate_spec_" + std::to_string(::getpid()) + ".json";
+    std::ofstream(spec_path) << gpt_spec(vocab ? kVocabPlan : "");
+    accel::MemoryEstimateOptions options;
+    options.world_size = accelerator.num_processes();
+    options.tp_size = static_cast<int>(tp);
+    const std::vector<accel::MemoryEstimate> rows = accel::estimate_memory(spec_path, options);
+    std::remove(spec_path.c_str());
+    const accel::ShardingStrategy strategy = accelerator.sharding_strategy();
+    const accel::MemoryEstimate* row = nullptr;
+    for (const auto& e : rows) {
+      if (e.tp_size == tp && e.strategy == strategy) row = &e;
+    }
+    check(row != nullptr, std::string("estimate_memory has no tp_size row for ") + accel::to_string(strategy));
+    check(row->bytes.parameters == before.parameters && row->bytes.optimizer_state == after.optimizer_state &&
+              (after.gradients == 0 || row->bytes.gradients == after.gradients),
+          "estimate_memory says parameters/gradients/optimizer " + std::to_string(row->bytes.parameters) + "/" +
+              std::to_string(row->bytes.gradients) + "/" + std::to_string(row->bytes.optimizer_state) +
+              " bytes; held: " + std::to_string(before.parameters) + "/" + std::to_string(after.gradients) + "/" +
+              std::to_string(after.optimizer_state));
+  }
 
   auto from_first = [first](std::vector<double> values) {
     values.erase(values.begin(), values.begin() + std::min<int64_t>(first, static_cast<int64_t>(values.size())));
@@ -310,12 +354,6 @@ int compare(const std::string& dir, bool clip, bool resume, bool vocab) {
   compare_parameters(whole, dir);
 
   // save_model: every rank gathers, the main process writes the whole model.
-  // Each test's own directories (ctest may run them at once): the mesh and the strategy.
-  const std::string mesh_name =
-      "tp" + std::to_string(tp) + "_dp" + std::to_string(dp) +
-      (dp_shard > 1 ? std::string("_") + accel::to_string(accelerator.sharding_strategy()) : "") +
-      (accelerator.gradient_accumulation_steps() > 1 ? "_accumulated" : "") + (vocab ? "_vocab" : "") +
-      (resume ? "_resumed" : "");
   const std::string saved = dir + "/saved_" + mesh_name;
   accelerator.save_model(model, saved, "20KB");
   if (accelerator.is_main_process()) {
@@ -329,20 +367,8 @@ int compare(const std::string& dir, bool clip, bool resume, bool vocab) {
   }
 
   // save_state: the whole model and optimizer state as an unsplit run writes
-  // them (NO_SHARD); under a sharding strategy, refused before anything is written.
-  const std::string state_dir = dir + "/state_" + mesh_name;
-  if (dp_shard == 1) {
-    accelerator.save_state(state_dir);
-  } else {
-    try {
-      accelerator.save_state(state_dir);
-      check(false, "save_state with tp_size > 1 under FULL_SHARD was not refused");
-    } catch (const accel::Error& e) {
-      check(e.code() == accel::ErrorCode::Unsupported, std::string("save_state failed with ") + e.what());
-    }
-    std::ifstream probe(state_dir + "/manifest.json");
-    check(!probe.good(), "a refused save_state left files behind");
-  }
+  // them, under any strategy (reload reads them on one process).
+  accelerator.save_state(dir + "/state_" + mesh_name);
   accelerator.wait_for_everyone();
   if (accelerator.is_main_process())
     std::printf("tensor parallel: tp %lld x dp %lld matches\n", static_cast<long long>(tp), static_cast<long long>(dp));
@@ -384,20 +410,31 @@ int refuse(const std::string& kind) {
   return 0;
 }
 
+// compare's from=MESH: whose step-25 checkpoint a resumed run loads.
+std::string resumed_from(int argc, char** argv) {
+  for (int i = 2; i < argc; ++i) {
+    if (std::strncmp(argv[i], "from=", 5) == 0) return argv[i] + 5;
+  }
+  return "reference";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   try {
     const std::string mode = argc > 1 ? argv[1] : "";
+    if (has(argc, argv, "dropout")) layer_dropout = "0.1";
     if ((mode == "record" || mode == "compare") && argc > 2) {
       const bool clip = has(argc, argv, "clip");
       return mode == "record" ? record(argv[2], clip)
-                              : compare(argv[2], clip, has(argc, argv, "resume"), has(argc, argv, "vocab"));
+                              : compare(argv[2], clip, has(argc, argv, "resume"), has(argc, argv, "vocab"),
+                                        resumed_from(argc, argv));
     }
     if (mode == "reload" && argc > 3) return reload(argv[2], argv[3]);
     if (mode == "refuse" && argc > 2) return refuse(argv[2]);
     std::fprintf(stderr,
-                 "usage: dist_tensor_parallel record|compare DIR [clip] [resume] | reload DIR MESH | refuse KIND\n");
+                 "usage: dist_tensor_parallel record|compare DIR [clip] [resume] [from=MESH] | reload DIR MESH | "
+                 "refuse KIND\n");
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rank %d: %s\n", rank_for_messages, e.what());
