@@ -67,10 +67,11 @@ std::vector<MemoryEstimate> estimate_memory(const std::string& path, int world_s
 // The rows above, then with options.tp_size > 1 the same strategies under
 // tensor parallelism (tp_size set in each). Besides the errors above: tp_size
 // below 1, or not dividing each machine's world_size / num_machines
-// processes, is InvalidArgument naming it; tp_size > 1 on anything but a JSON
-// spec (TorchScript models and checkpoints do not say how they would split)
-// is Unsupported, and a spec the plan cannot split gives prepare's error
-// (a size that does not divide the heads, a plan entry matching nothing).
+// processes, is InvalidArgument naming it; tp_size > 1 on a checkpoint (which
+// does not say how its layers would split) is Unsupported, and a model that
+// cannot be split gives prepare's error (a size that does not divide the
+// heads, a plan entry matching nothing, a TorchScript model that is not
+// transformers' GPT-2).
 std::vector<MemoryEstimate> estimate_memory(const std::string& path, const MemoryEstimateOptions& options);
 
 }  // namespace accel

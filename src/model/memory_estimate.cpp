@@ -75,15 +75,19 @@ std::string model_file(const std::string& path) {
   return path;
 }
 
-// A JSON spec's trainable parameters as each rank of a tensor-parallel group
+// A model's trainable parameters as each rank of a tensor-parallel group
 // of tp_size holds them once prepare split the model (rank 0's: the splits
 // divide evenly, so every rank holds as many).
-void add_spec_parameters(std::vector<Layer>& layers, const std::string& spec, int tp_size) {
-  Model model = Model::from_json(spec);
+void split_for_estimate(Model& model, int tp_size) {
   if (tp_size > 1) {
     // Splitting cuts the tensors only; the group is needed by forward, which never runs here.
     model.impl().split_for_tensor_parallel(detail::TensorParallelSlot{nullptr, tp_size, 0});
   }
+}
+
+void add_spec_parameters(std::vector<Layer>& layers, const std::string& spec, int tp_size) {
+  Model model = Model::from_json(spec);
+  split_for_estimate(model, tp_size);
   for (auto& [name, p] : model.named_parameters()) {
     if (p.requires_grad()) add(layers, name, p.numel(), static_cast<int64_t>(p.element_size()));
   }
@@ -99,18 +103,18 @@ std::vector<Layer> layers_of(const std::string& given, int tp_size) {
     head.assign(std::istreambuf_iterator<char>(in), {});
   }
   const bool spec = json && head.find("\"weight_map\"") == std::string::npos;
-  require(spec || tp_size == 1, ErrorCode::Unsupported,
+  const bool script = !spec && (ends_with(path, ".pt") || ends_with(path, ".pth") || ends_with(path, ".ts"));
+  require(spec || script || tp_size == 1, ErrorCode::Unsupported,
           "estimate-memory: tp_size " + std::to_string(tp_size) +
-              " needs a JSON model spec, which says how its "
-              "layers split; \"" +
-              path +
-              "\" is a TorchScript model or a checkpoint, which tensor parallelism does "
-              "not split");
+              " needs a model (a JSON spec or a TorchScript "
+              "file), which says how its layers split; \"" +
+              path + "\" is a checkpoint");
   if (spec) {
     add_spec_parameters(layers, head, tp_size);
-  } else if (ends_with(path, ".pt") || ends_with(path, ".pth") || ends_with(path, ".ts")) {
+  } else if (script) {
     // FULL_SHARD wraps a TorchScript model whole by default: one unit.
     Model model = Model::from_torchscript(path);
+    split_for_estimate(model, tp_size);
     for (auto& [name, p] : model.named_parameters()) {
       if (p.requires_grad()) add(layers, "", p.numel(), static_cast<int64_t>(p.element_size()));
     }

@@ -284,8 +284,8 @@ ModelImpl::~ModelImpl() = default;
 
 ParameterSplits ModelImpl::split_for_tensor_parallel(const TensorParallelSlot& slot) {
   fail(ErrorCode::Unsupported, "tp_size " + std::to_string(slot.size) +
-                                   ": tensor parallelism splits JSON-spec models (their transformer layers) so far; "
-                                   "this model (TorchScript or a C++ module) cannot be split yet");
+                                   ": tensor parallelism splits JSON-spec models (their transformer layers) and "
+                                   "transformers' GPT-2 TorchScript exports so far; a C++ module cannot be split");
 }
 
 std::vector<UnitLayout> ModelImpl::wrap_units(const WrapPolicy& policy) {

@@ -82,7 +82,7 @@ class ModelImpl : public std::enable_shared_from_this<ModelImpl> {
 
   // Splits the model for tensor parallelism (parallel/tensor_parallel.hpp) and
   // returns the split parameters by state-dict name; nothing changes when it
-  // throws. The default (TorchScript, C++ modules) throws Unsupported. prepare
+  // throws. The default (C++ modules) throws Unsupported. prepare
   // splits with its tp group; estimate_memory splits an unprepared model with
   // none (slot.group null), for the shapes alone: its forward cannot run then.
   virtual ParameterSplits split_for_tensor_parallel(const TensorParallelSlot& slot);

@@ -16,6 +16,7 @@
 #include "model/model_impl.hpp"
 #include "model/script_model.hpp"
 #include "model/script_rewrites.hpp"
+#include "model/script_tensor_parallel.hpp"
 #include "model/script_units.hpp"
 #include "sharding/strategy.hpp"
 #include "state/environment.hpp"
@@ -82,7 +83,10 @@ class ScriptModel final : public ModelImpl {
         state_dict_keys_(std::move(state_dict_keys)),
         config_json_(std::move(config_json)) {}
   const std::string& config_json() const { return config_json_; }
-  ~ScriptModel() override { unregister_script_units(this); }
+  ~ScriptModel() override {
+    unregister_script_units(this);
+    unregister_script_splits(this);
+  }
 
   NamedTensors named_parameters() const override {
     NamedTensors out;
@@ -137,6 +141,16 @@ class ScriptModel final : public ModelImpl {
       if (p.requires_grad()) trainable.emplace_back(name, p);
     }
     return wrap_script_units(module_, policy.classes, trainable, weak_from_this());
+  }
+
+  // Tensor parallelism: transformers' GPT-2 split by heads and feed-forward
+  // columns through a graph rewrite (script_tensor_parallel.hpp).
+  ParameterSplits split_for_tensor_parallel(const TensorParallelSlot& slot) override {
+    require(!ran_, ErrorCode::Unsupported,
+            "prepare(model): tp_size " + std::to_string(slot.size) +
+                " rewrites the TorchScript graph, which the executor fixes at the first forward; this model already "
+                "ran one, so prepare it before running it");
+    return split_script_for_tensor_parallel(module_, config_json_, slot, this);
   }
 
   at::Tensor run(const at::Tensor& input) override {
