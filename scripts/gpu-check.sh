@@ -43,7 +43,7 @@ echo "unit tests build: $(( $(date +%s) - start )) s" | tee -a "$OUT/info.txt"
 echo "unit tests: exit $?" | tee -a "$OUT/info.txt"
 grep -E "FAILED|PASSED|tests ran" "$OUT/unit_tests.log" | tail -15
 [ -n "${GPU_CHECK_CTEST:-}" ] || exit 0
-ACCEL_BUILD_TARGETS="accel_cli accel_selftest dist_tensor_parallel dist_tensor_parallel_c dist_gradients dist_full_shard" DEPS_PREFIX=$deps \
+ACCEL_BUILD_TARGETS="accel_cli accel_selftest dist_tensor_parallel dist_tensor_parallel_c dist_script_tensor_parallel dist_gradients dist_full_shard" DEPS_PREFIX=$deps \
   scripts/build-cuda.sh -DCMAKE_BUILD_TYPE=Release >"$OUT/build_dist.log" 2>&1 ||
   { grep -B3 -A15 -m6 -E "error|Error" "$OUT/build_dist.log" | head -60; exit 1; }
 (cd build-cuda && ACCELERATE_USE_CPU=1 timeout 300 ctest -j4 -R "$GPU_CHECK_CTEST" --output-on-failure) >"$OUT/ctest.log" 2>&1

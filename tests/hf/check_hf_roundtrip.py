@@ -9,7 +9,8 @@ on 2 processes with `accel launch` (the trainer fails unless the loss falls by
 transformers' names (the tied lm_head.weight and the non-persistent buffers
 left out), that from_pretrained loads it with no missing or unexpected keys,
 and that its logits equal libaccel's to 1e-5. HF_LAUNCH_CONFIG in the
-environment: a config file for `accel launch` (FULL_SHARD per block, say).
+environment: a config file for `accel launch` (FULL_SHARD per block, or
+tensor parallelism of 2, say).
 """
 import json
 import os
@@ -38,7 +39,14 @@ def main():
                           str(STEPS)], timeout=240, stdout=subprocess.PIPE, text=True)
     print(run.stdout, end="")
     assert run.returncode == 0, f"the trainer failed ({run.returncode})"
-    if config:  # the config's FULL_SHARD (3) ran: each of 2 processes holds half of the 482304 parameter bytes
+    tensor_parallel = bool(config) and "parallelism_config_tp_size: 2" in open(os.environ["HF_LAUNCH_CONFIG"]).read()
+    if tensor_parallel:  # each of the 2 processes holds its slices: less than the whole model's bytes
+        held = [int(line.split(" holds ")[1].split(" ")[0]) for line in run.stdout.splitlines() if " holds " in line]
+        # GPT-2: 70,976 of its 120,576 parameters a rank (docs/parallelism.md); BERT: 59,012 of 92,100
+        # (each layer's query, key, value, intermediate and both output weights, 33,088, halved).
+        local = {"gpt2": 70976, "bert": 59012}[kind]
+        assert held == [local * 4] * 2, f"the ranks hold {held} parameter bytes, not {local * 4} each"
+    elif config:  # the config's FULL_SHARD (3) ran: each of 2 processes holds half of the 482304 parameter bytes
         assert run.stdout.count("sharding strategy 3 holds 241152 + 241152") == 2, "FULL_SHARD did not run"
         # fsdp_offload_params: the shards' master weights, gradients and optimizer state on the CPU.
         offload = "fsdp_offload_params: true" in open(os.environ["HF_LAUNCH_CONFIG"]).read()

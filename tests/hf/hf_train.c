@@ -162,9 +162,15 @@ int main(int argc, char** argv) {
   CHECK(accel_accelerator_prepare_model(acc, model));
   CHECK(accel_accelerator_prepare_optimizer(acc, optimizer));
 
+  /* Under tensor parallelism (an Accelerate config's parallelism_config) the
+     tp consecutive ranks of a group train on the same rows: the rows are
+     dealt to the groups, the data-parallel ranks. */
+  int64_t tp_size;
+  CHECK(accel_accelerator_parallelism_config(acc, NULL, NULL, &tp_size, NULL));
+  const int64_t data_rank = rank / tp_size, data_world = world / tp_size;
   const double first = eval_loss(model, NULL);
   for (int step = 0; step < steps; ++step) {
-    accel_tensor_map *inputs = batch(2 * ((int64_t)step * world + rank), 2), *outputs;
+    accel_tensor_map *inputs = batch(2 * ((int64_t)step * data_world + data_rank), 2), *outputs;
     accel_tensor* loss;
     CHECK(accel_model_forward_named(model, inputs, &outputs));
     CHECK(accel_tensor_map_get(outputs, "loss", &loss));

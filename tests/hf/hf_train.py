@@ -34,9 +34,13 @@ def main():
         model.train()
         return float(out.loss), out["logits"]
 
+    # Under tensor parallelism (an Accelerate config's parallelism_config) the tp
+    # consecutive ranks of a group train on the same rows: the rows are dealt to the groups.
+    tp_size = acc.parallelism_config.tp_size
+    data_rank, data_world = acc.process_index // tp_size, acc.num_processes // tp_size
     first, _ = eval_loss()
     for step in range(steps):
-        out = model(**batch(2 * (step * acc.num_processes + acc.process_index), 2))
+        out = model(**batch(2 * (step * data_world + data_rank), 2))
         acc.backward(out.loss)
         optimizer.step()
         optimizer.zero_grad()

@@ -125,7 +125,8 @@ TEST_F(MemoryEstimateTp, RefusesWhatAMeshCannotBe) {
   const std::string weights = (dir_ / "model.safetensors").string();
   accel::save_safetensors(weights, {{"0.weight", at::ones({4, 4})}});
   options.tp_size = 2;
-  EXPECT_NE(error_of(weights, options, accel::ErrorCode::Unsupported).find("tp_size 2 needs a JSON model spec"),
+  EXPECT_NE(error_of(weights, options, accel::ErrorCode::Unsupported)
+                .find("tp_size 2 needs a model (a JSON spec or a TorchScript file)"),
             std::string::npos);
   options.tp_size = 1;
   EXPECT_EQ(accel::estimate_memory(weights, options).size(), 4u);
