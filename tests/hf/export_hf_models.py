@@ -34,7 +34,8 @@ def thin(base):
 def build(kind):
     if kind == "gpt2":
         # torchscript=False keeps lm_head.weight and transformer.wte.weight one tensor.
-        config = GPT2Config(n_layer=2, n_embd=64, n_head=2, n_positions=64, vocab_size=VOCAB, resid_pdrop=0.0,
+        # 4 heads: tensor parallelism splits it up to tp 4 (dist_script_tensor_parallel).
+        config = GPT2Config(n_layer=2, n_embd=64, n_head=4, n_positions=64, vocab_size=VOCAB, resid_pdrop=0.0,
                             embd_pdrop=0.0, attn_pdrop=0.0, torchscript=False)
         return thin(GPT2LMHeadModel)(config)
     config = BertConfig(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
