@@ -14,8 +14,12 @@
  * training loss, and the exact perplexity of the held-out tenth of the
  * fortunes: exp of the summed token losses over the summed token count of
  * every process), then a greedy sample. Every process then prints a checksum
- * of its parameters; --check fails (exit 1) unless the perplexity fell, the
- * replicas agree and the lm head is still the token embedding.
+ * of the model's parameters (gathered whole); --check fails (exit 1) unless the
+ * perplexity fell, the replicas agree and the lm head is still the token
+ * embedding. The same program trains under a mesh, its transformer blocks split
+ * by heads and feed-forward columns (docs/parallelism.md):
+ *
+ *   accel launch --nproc_per_node 2 --parallelism_config_tp_size 2 ./train_gpt_fortunes
  */
 #include <math.h>
 #include <stdio.h>
@@ -322,26 +326,27 @@ static void sample(accel_accelerator* acc, accel_model* model, const char* promp
   TRY(accel_accelerator_print(acc, line));
 }
 
-/* The sum of every parameter, a replica checksum. */
-static double checksum(const accel_model* model) {
-  accel_tensor_map* params = NULL;
+/* The sum of every parameter of the whole model, a replica checksum.
+   get_state_dict gathers what the ranks hold (the slices of a model split
+   by tensor parallelism, the shards of FULL_SHARD): every process calls it. */
+static double checksum(accel_accelerator* acc, const accel_model* model) {
   size_t count = 0;
   double total = 0;
-  TRY(accel_model_named_parameters(model, &params));
-  TRY(accel_tensor_map_count(params, &count));
+  TRY(accel_accelerator_get_state_dict(acc, model, NULL, NULL, 0, &count));
+  const char** names = malloc(count * sizeof(const char*));
+  accel_tensor** tensors = malloc(count * sizeof(accel_tensor*));
+  TRY(accel_accelerator_get_state_dict(acc, model, names, tensors, count, &count));
   for (size_t i = 0; i < count; ++i) {
-    const char* name;
-    accel_tensor *p = NULL, *sum = NULL;
+    accel_tensor* sum = NULL;
     double value = 0;
-    TRY(accel_tensor_map_name_at(params, i, &name));
-    TRY(accel_tensor_map_get(params, name, &p));
-    TRY(accel_tensor_sum(p, &sum));
+    TRY(accel_tensor_sum(tensors[i], &sum));
     TRY(accel_tensor_item(sum, &value));
     total += value;
     accel_tensor_free(sum);
-    accel_tensor_free(p);
+    accel_tensor_free(tensors[i]);
   }
-  accel_tensor_map_free(params);
+  free(tensors);
+  free(names);
   return total;
 }
 
@@ -480,7 +485,7 @@ int main(int argc, char** argv) {
   sample(acc, model, "The ", 60);
 
   /* Replicas must agree: every process's checksum, gathered. */
-  double mine = checksum(model);
+  double mine = checksum(acc, model);
   double* all = malloc(sizeof(double) * (size_t)world);
   const double tie_error = head_tie_error(model);
   int64_t one = 1;
