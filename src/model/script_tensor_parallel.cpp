@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "accel/error.hpp"
+#include "model/script_calls.hpp"
 #include "parallel/tp_plan.hpp"
 
 namespace accel::detail {
@@ -112,26 +113,6 @@ void register_operator_once() {
     torch::jit::registerOperator(torch::jit::Operator(std::string(kOperator) + "(Any module, Tensor input) -> Tensor",
                                                       run_tp_linear, c10::AliasAnalysisKind::CONSERVATIVE));
   });
-}
-
-std::string type_name(const torch::jit::Module& module) {
-  auto name = module.type()->name();
-  return name ? name->name() : module.type()->str();
-}
-
-const c10::ClassType* class_of(const torch::jit::Value* value) {
-  const c10::TypePtr& type = value->type();
-  return type->kind() == c10::TypeKind::ClassType ? &type->expectRef<c10::ClassType>() : nullptr;
-}
-
-void collect_calls(torch::jit::Block* block, const std::set<const c10::ClassType*>& types,
-                   std::vector<torch::jit::Node*>& calls) {
-  for (torch::jit::Node* node : block->nodes()) {
-    for (torch::jit::Block* inner : node->blocks()) collect_calls(inner, types, calls);
-    if (node->kind() != c10::prim::CallMethod || node->s(c10::attr::name) != "forward") continue;
-    const c10::ClassType* type = class_of(node->input(0));
-    if (type && types.count(type)) calls.push_back(node);
-  }
 }
 
 // aten::split(t, size, dim) nodes that cut `value` by a constant size.
@@ -307,7 +288,7 @@ ParameterSplits split_script_for_tensor_parallel(torch::jit::Module& module, con
         const std::string where = type_name(owner_module) + "." + method;
         refuse_dropout(graph.block(), where, slot);
         std::vector<torch::jit::Node*> calls;
-        collect_calls(graph.block(), types, calls);
+        collect_forward_calls(graph.block(), types, calls);
         for (torch::jit::Node* call : calls) {
           require(call->inputs().size() == 2 && call->input(1)->type()->kind() == c10::TypeKind::TensorType &&
                       call->output()->type()->kind() == c10::TypeKind::TensorType,
@@ -329,10 +310,13 @@ ParameterSplits split_script_for_tensor_parallel(torch::jit::Module& module, con
   for_each_graph(module, [&](const torch::jit::Module&, const std::string&, torch::jit::Graph& graph) {
     std::vector<torch::jit::Node*> calls;
     std::vector<std::pair<torch::jit::Value*, int64_t>> column_outputs;  // this graph's, with their whole width
-    collect_calls(graph.block(), types, calls);
+    collect_forward_calls(graph.block(), types, calls);
     for (torch::jit::Node* call : calls) {
-      torch::jit::WithInsertPoint point(call);
-      torch::jit::Value* out = graph.insert(op, {call->input(0), call->input(1)});
+      torch::jit::Value* out = nullptr;
+      {  // the insert point must not outlive the call it names, destroyed below
+        torch::jit::WithInsertPoint point(call);
+        out = graph.insert(op, {call->input(0), call->input(1)});
+      }
       call->output()->replaceAllUsesWith(out);
       auto width = colwise_width.find(class_of(call->input(0)));
       call->destroy();

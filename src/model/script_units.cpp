@@ -12,6 +12,7 @@
 #include <unordered_set>
 
 #include "accel/error.hpp"
+#include "model/script_calls.hpp"
 #include "model/model_impl.hpp"
 
 namespace accel::detail {
@@ -109,26 +110,6 @@ torch::jit::Value* rebuild(torch::jit::Graph& graph, const c10::TypePtr& type, a
   return graph.insertNode(graph.createTuple(elements))->output();
 }
 
-const c10::ClassType* class_of(const torch::jit::Value* value) {
-  const c10::TypePtr& type = value->type();
-  return type->kind() == c10::TypeKind::ClassType ? &type->expectRef<c10::ClassType>() : nullptr;
-}
-
-void collect_calls(torch::jit::Block* block, const std::set<const c10::ClassType*>& types,
-                   std::vector<torch::jit::Node*>& calls) {
-  for (torch::jit::Node* node : block->nodes()) {
-    for (torch::jit::Block* inner : node->blocks()) collect_calls(inner, types, calls);
-    if (node->kind() != c10::prim::CallMethod || node->s(c10::attr::name) != "forward") continue;
-    const c10::ClassType* type = class_of(node->input(0));
-    if (type && types.count(type)) calls.push_back(node);
-  }
-}
-
-std::string type_name(const torch::jit::Module& module) {
-  auto name = module.type()->name();
-  return name ? name->name() : module.type()->str();
-}
-
 }  // namespace
 
 std::vector<UnitLayout> wrap_script_units(torch::jit::Module& module, const std::vector<std::string>& classes,
@@ -196,7 +177,7 @@ std::vector<UnitLayout> wrap_script_units(torch::jit::Module& module, const std:
       std::shared_ptr<torch::jit::Graph> graph = method.graph();
       if (!done.insert(graph.get()).second) continue;
       std::vector<torch::jit::Node*> calls;
-      collect_calls(graph->block(), types, calls);
+      collect_forward_calls(graph->block(), types, calls);
       for (torch::jit::Node* call : calls) {
         const c10::ClassType* type = class_of(call->input(0));
         const std::string where = "fsdp_transformer_layer_cls_to_wrap: the call of " + type->name()->name() + " in " +
