@@ -97,7 +97,9 @@ ACCEL_API accel_status accel_accelerator_save_model(accel_accelerator* acc, cons
    convert, but integer, boolean and floating types do not mix (INVALID_ARGUMENT).
    An index's shard names must be files in its own directory (no paths, no
    symlinks leading out); a tensor in two shards is refused. Regular files
-   only. Every file is validated before any parameter changes. */
+   only. Every file is validated before any parameter changes. A model split
+   for tensor parallelism reads the whole tensors (shapes as unsplit) and
+   keeps this rank's slices; collective only under FULL_SHARD/HYBRID_SHARD. */
 ACCEL_API accel_status accel_accelerator_load_checkpoint_in_model(accel_accelerator* acc, accel_model* model,
                                                                   const char* path, int strict, int64_t* missing,
                                                                   int64_t* unexpected);

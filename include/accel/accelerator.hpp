@@ -283,9 +283,10 @@ class Accelerator {
                   bool safe_serialization = true);
   // Loads a .safetensors file, a PyTorch pickle (.bin/.pt/.pth, e.g.
   // pytorch_model.bin; data only) or a sharded index of either (…index.json)
-  // into model; returns missing and unexpected names. Shapes must match. With
-  // strict, missing or unexpected names are an InvalidArgument error naming
-  // them, raised before any parameter changes.
+  // into model; returns missing and unexpected names. Shapes must match (a
+  // model split for tensor parallelism: the whole shapes; each rank keeps its
+  // slices). With strict, missing or unexpected names are an InvalidArgument
+  // error naming them, raised before any parameter changes.
   LoadReport load_checkpoint_in_model(Model& model, const std::string& path, bool strict = false);
   // Accelerate's accelerator.save: writes tensors to a safetensors file on the main process only.
   void save(const TensorDict& tensors, const std::string& path);

@@ -11,6 +11,7 @@
 
 #include "accel/accelerator.hpp"
 #include "accel/error.hpp"
+#include "accelerator/tensor_parallel_state.hpp"
 #include "core/file_io.hpp"
 #include "core/json.hpp"
 #include "accel/model.hpp"
@@ -199,7 +200,11 @@ LoadReport Accelerator::load_checkpoint_in_model(Model& model, const std::string
   detail::ModelImpl::Gathered gathered(model.impl());
   // What save_model writes: a TorchScript model's state_dict leaves out the
   // buffers its export did not save (GPT-2's attn.bias), so they are not missing.
-  for (auto& [name, t] : model.impl().state_dict()) consider(name, t);
+  // Split for tensor parallelism: the whole tensors into staging, then this rank's slices.
+  const detail::TensorParallelModel* tensor_parallel = model.impl().tensor_parallel();
+  std::optional<detail::WholeModelTargets> staged;
+  if (tensor_parallel) staged = detail::whole_model_targets(model.impl(), model.impl().state_dict());
+  for (auto& [name, t] : staged ? staged->targets : model.impl().state_dict()) consider(name, t);
   for (const auto& [name, where] : found) {
     if (!used.count(name)) report.unexpected_keys.push_back(name);
   }
@@ -208,6 +213,7 @@ LoadReport Accelerator::load_checkpoint_in_model(Model& model, const std::string
                   join_names(report.unexpected_keys));
   at::NoGradGuard no_grad;
   for (auto& [target, stored] : plan) target.copy_(weights.values(*stored));  // safetensors: straight from the mapping
+  if (staged) staged->keep_slices(tensor_parallel->slot);
   gathered.scattered();
   return report;
 }
