@@ -41,6 +41,6 @@ skip+='|^dist_reshard_from_(none|zero1|zero2|hybrid)$'
 # program, one refusal); the other meshes and compositions in the 1.13 suite.
 # TorchScript tensor parallelism: GPT-2 on tp 2 and tp 2 x FULL_SHARD 2, BERT on tp 2 here.
 skip+='|^dist_script_tensor_parallel_(tp2_dp2_4|tp2_full_shard2_blocks_4)$'
-skip+='|^dist_tensor_parallel_(tp2_dp_replicate2_4|tp2_zero2_2_4|tp2_full_shard2_resume_4|accumulate_tp2_dp2_4|bf16_tp2_dp2_4|vocab_tp2_full_shard2_4|refuse_(unpaired|heads|tied)_[0-9]|record_bf16)$'
+skip+='|^dist_tensor_parallel_(tp2_dp_replicate2_4|tp2_zero2_2_4|tp2_full_shard2_resume_4|tp2_hsdp2x2_8|accumulate_tp2_dp2_4|bf16_tp2_dp2_4|vocab_tp2_full_shard2_4|refuse_(unpaired|heads|tied)_[0-9]|record_bf16)$'
 exec ctest --output-on-failure -j "${ACCEL_TEST_JOBS:-2}" \
   -R '^(capi_|unit_tests$|dist_|cli_|host_|example_c_|checkpoint_resume)' -E "($skip)" "$@"

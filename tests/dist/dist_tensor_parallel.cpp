@@ -305,12 +305,19 @@ int compare(const std::string& dir, bool clip, bool resume, bool vocab, const st
   {
     const std::string spec_path = dir + "/estimate_spec_" + std::to_string(::getpid()) + ".json";
     std::ofstream(spec_path) << gpt_spec(vocab ? kVocabPlan : "");
+    // FULL_SHARD with dp_replicate > 1 is HSDP: estimate-memory's HYBRID_SHARD
+    // row, its "machines" the replicas.
+    const char* replicate_text = std::getenv("PARALLELISM_CONFIG_DP_REPLICATE_SIZE");
+    const int64_t dp_replicate = replicate_text ? std::atoll(replicate_text) : 1;
+    const bool hsdp = dp_shard > 1 && dp_replicate > 1;
     accel::MemoryEstimateOptions options;
     options.world_size = accelerator.num_processes();
     options.tp_size = static_cast<int>(tp);
+    options.num_machines = hsdp ? static_cast<int>(dp_replicate) : 1;
     const std::vector<accel::MemoryEstimate> rows = accel::estimate_memory(spec_path, options);
     std::remove(spec_path.c_str());
-    const accel::ShardingStrategy strategy = accelerator.sharding_strategy();
+    const accel::ShardingStrategy strategy =
+        hsdp ? accel::ShardingStrategy::HybridShard : accelerator.sharding_strategy();
     const accel::MemoryEstimate* row = nullptr;
     for (const auto& e : rows) {
       if (e.tp_size == tp && e.strategy == strategy) row = &e;
@@ -369,6 +376,16 @@ int compare(const std::string& dir, bool clip, bool resume, bool vocab, const st
   // save_state: the whole model and optimizer state as an unsplit run writes
   // them, under any strategy (reload reads them on one process).
   accelerator.save_state(dir + "/state_" + mesh_name);
+
+  // load_checkpoint_in_model into the split (and sharded) model: the single
+  // process's whole weights, each rank keeping its slices; gathered back, bit for bit.
+  accelerator.load_checkpoint_in_model(model, dir + "/reference.safetensors", /*strict=*/true);
+  std::map<std::string, at::Tensor> reference;
+  for (auto& [name, tensor] : accel::load_safetensors(dir + "/reference.safetensors")) reference[name] = tensor;
+  for (const auto& [name, tensor] : accelerator.get_state_dict(model)) {
+    check(at::equal(tensor, reference[name]),
+          "load_checkpoint_in_model did not load " + name + " into the split model");
+  }
   accelerator.wait_for_everyone();
   if (accelerator.is_main_process())
     std::printf("tensor parallel: tp %lld x dp %lld matches\n", static_cast<long long>(tp), static_cast<long long>(dp));
