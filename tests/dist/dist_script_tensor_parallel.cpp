@@ -229,6 +229,9 @@ int refuse(const std::string& path) {
         std::string("prepare failed with ") + e.what());
   }
   if (accelerator.is_main_process()) std::printf("refused a model that already ran\n");
+  // No rank leaves before all have refused: a rank still joining its groups
+  // would see its peers' connections close.
+  accelerator.wait_for_everyone();
   return 0;
 }
 

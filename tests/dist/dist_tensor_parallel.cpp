@@ -424,6 +424,9 @@ int refuse(const std::string& kind) {
     check(after[i].second.sizes() == before[i].second.sizes(), "a refused plan changed " + after[i].first);
   }
   if (accelerator.is_main_process()) std::printf("refused %s as expected\n", kind.c_str());
+  // No rank leaves before all have refused: a rank still joining its groups
+  // would see its peers' connections close.
+  accelerator.wait_for_everyone();
   return 0;
 }
 
