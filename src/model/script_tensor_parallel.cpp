@@ -225,41 +225,39 @@ ParameterSplits split_script_for_tensor_parallel(torch::jit::Module& module, con
     classes.insert(type_name(item.value));
     for (const PlannedChild& entry : kPlan) {
       if (type_name(item.value) != entry.parent_class) continue;
-      {
-        const char* name = entry.child;
-        const bool colwise = entry.style == TpStyle::Colwise;
-        std::optional<torch::jit::Module> child;
-        for (const auto& c : item.value.named_children()) {
-          if (c.name == name) child = c.value;
-        }
-        const std::string path = item.name + "." + name;
-        require(child.has_value(), ErrorCode::Unsupported,
-                tp + ": " + item.name + " (" + entry.parent_class + ") has no submodule " + name + " to split");
-        const std::string cls = type_name(*child);
-        const at::Tensor weight = tensor_attribute(*child, "weight");
-        require((cls == "Conv1D" || cls == "Linear") && weight.defined() && weight.dim() == 2, ErrorCode::Unsupported,
-                tp + ": " + path + " is a " + cls + "; tensor parallelism splits Conv1D and Linear submodules");
-        const bool conv1d = cls == "Conv1D";
-        const int64_t out = conv1d ? weight.size(1) : weight.size(0), in = conv1d ? weight.size(0) : weight.size(1);
-        Planned p{path, *child, colwise ? TpStyle::Colwise : TpStyle::Rowwise, conv1d, {}, {}};
-        if (colwise) {
-          // Packed outputs (GPT-2's q, k, v): the parent cuts them with split(size); each rank takes its part of each.
-          const int64_t blocks = packed_blocks(item.value, name, out);
-          require_arg(out % (blocks * slot.size) == 0, tp + ": " + path + " has " + std::to_string(out) +
-                                                           " output features in " + std::to_string(blocks) +
-                                                           " blocks; each block must divide by tp_size");
-          p.weight_split = {conv1d ? 1 : 0, blocks};
-          p.bias_split = {0, blocks};
-          auto [known, fresh] = colwise_width.emplace(child->type().get(), out);
-          require(fresh || known->second == out, ErrorCode::Unsupported,
-                  tp + ": " + path + " shares its class with a column-parallel submodule of another width");
-        } else {
-          require_arg(in % slot.size == 0, tp + ": " + path + " has " + std::to_string(in) +
-                                               " input features, which tp_size does not divide");
-          p.weight_split = {conv1d ? 0 : 1, 1};
-        }
-        planned.push_back(std::move(p));
+      const char* name = entry.child;
+      const bool colwise = entry.style == TpStyle::Colwise;
+      std::optional<torch::jit::Module> child;
+      for (const auto& c : item.value.named_children()) {
+        if (c.name == name) child = c.value;
       }
+      const std::string path = item.name + "." + name;
+      require(child.has_value(), ErrorCode::Unsupported,
+              tp + ": " + item.name + " (" + entry.parent_class + ") has no submodule " + name + " to split");
+      const std::string cls = type_name(*child);
+      const at::Tensor weight = tensor_attribute(*child, "weight");
+      require((cls == "Conv1D" || cls == "Linear") && weight.defined() && weight.dim() == 2, ErrorCode::Unsupported,
+              tp + ": " + path + " is a " + cls + "; tensor parallelism splits Conv1D and Linear submodules");
+      const bool conv1d = cls == "Conv1D";
+      const int64_t out = conv1d ? weight.size(1) : weight.size(0), in = conv1d ? weight.size(0) : weight.size(1);
+      Planned p{path, *child, colwise ? TpStyle::Colwise : TpStyle::Rowwise, conv1d, {}, {}};
+      if (colwise) {
+        // Packed outputs (GPT-2's q, k, v): the parent cuts them with split(size); each rank takes its part of each.
+        const int64_t blocks = packed_blocks(item.value, name, out);
+        require_arg(out % (blocks * slot.size) == 0, tp + ": " + path + " has " + std::to_string(out) +
+                                                         " output features in " + std::to_string(blocks) +
+                                                         " blocks; each block must divide by tp_size");
+        p.weight_split = {conv1d ? 1 : 0, blocks};
+        p.bias_split = {0, blocks};
+        auto [known, fresh] = colwise_width.emplace(child->type().get(), out);
+        require(fresh || known->second == out, ErrorCode::Unsupported,
+                tp + ": " + path + " shares its class with a column-parallel submodule of another width");
+      } else {
+        require_arg(in % slot.size == 0,
+                    tp + ": " + path + " has " + std::to_string(in) + " input features, which tp_size does not divide");
+        p.weight_split = {conv1d ? 0 : 1, 1};
+      }
+      planned.push_back(std::move(p));
     }
   }
   if (planned.empty()) {
