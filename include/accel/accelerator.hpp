@@ -116,9 +116,31 @@ class Accelerator {
   // Makes the next backward synchronise even inside no_sync or a micro-step.
   void trigger_sync_in_backward(Model& model);
   bool sync_gradients() const;
+  // Accelerate's `accelerator.sync_gradients = value`: whether this micro-step
+  // counts as the end of a window for the optimizer step and gradient
+  // clipping, until the next accumulate_begin decides again. Like Accelerate,
+  // it does not change whether the running backward averages gradients (see
+  // trigger_sync_in_backward).
+  void set_sync_gradients(bool sync);
   bool end_of_dataloader() const;  // the batch a prepared loader just yielded was its epoch's last
   int64_t remainder() const;       // real samples of a padded last round, else 0
   int64_t gradient_accumulation_steps() const;
+  // Accelerate's `accelerator.gradient_accumulation_steps = n`: windows of n
+  // micro-steps from the next accumulate_begin on; backward divides the loss
+  // by n. InvalidArgument when n < 1.
+  void set_gradient_accumulation_steps(int64_t steps);
+  // The DataLoaderConfiguration in use (Accelerate's split_batches,
+  // even_batches, dispatch_batches, ... properties).
+  const DataLoaderConfiguration& dataloader_config() const;
+  // Accelerate's `accelerator.even_batches = value`: applies to dataloaders
+  // prepared from now on (join_uneven_inputs works with uneven ones).
+  void set_even_batches(bool even);
+  // Accelerate's synchronize_rng_states: every process takes process 0's state
+  // of the named generators ("torch", "cuda", "generator": see
+  // AcceleratorOptions::rng_types; "generator" has no global state and is
+  // accepted as a no-op here). InvalidArgument naming an unknown type,
+  // Unsupported naming a device type libaccel does not drive. Collective.
+  void synchronize_rng_states(const std::vector<std::string>& rng_types);
 
   // Clips the total gradient norm of the model's parameters (unscaling first
   // under fp16) and returns the norm before clipping. On micro-steps that do not
@@ -132,8 +154,10 @@ class Accelerator {
   double loss_scale() const;
 
   // Runs code outside the model's forward under the accelerator's mixed
-  // precision (Accelerate's accelerator.autocast()); scopes nest. enabled=false
-  // (AutocastKwargs) turns autocast off inside the scope.
+  // precision (Accelerate's accelerator.autocast()); scopes nest. enabled
+  // (accelerator.autocast(autocast_handler=AutocastKwargs(enabled=...))):
+  // false turns autocast off inside the scope; without it the options'
+  // autocast_enabled decides. The options' autocast_cache_enabled applies too.
   // Accelerate's join_uneven_inputs, for loaders with even_batches = false:
   // between _begin and _end a process that runs out of batches calls _end,
   // which keeps answering the gradient allreduces of the processes still
@@ -143,7 +167,8 @@ class Accelerator {
   void join_uneven_inputs_begin();
   void join_uneven_inputs_end();
 
-  void autocast_begin(bool enabled = true);
+  void autocast_begin();
+  void autocast_begin(bool enabled);
   void autocast_end();
   // torch.no_grad() for evaluation: between _begin and _end this thread's
   // autograd records nothing (outputs have no grad_fn, memory is not held for

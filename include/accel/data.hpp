@@ -195,6 +195,10 @@ struct ShardPlacement {
   // Returns the main process's value on every process (collective); set with
   // several processes, to agree on a seed drawn from the global generator.
   std::function<uint64_t(uint64_t)> agree_seed;
+  // Called at the start of each epoch, before anything is drawn (Accelerate's
+  // rng_types "torch"/"cuda": process 0's generator states everywhere).
+  // Collective when set.
+  std::function<void()> synchronize_rng;
 };
 
 class ProgressBar;
@@ -223,7 +227,8 @@ class DataLoader {
   // The next batch of the current epoch, or nullopt at its end; the call after
   // the end starts the next epoch (epoch number + 1, reshuffled: see
   // DataLoaderOptions::seed). Collective when dispatching, and at an epoch's
-  // first call for a prepared shuffle without a seed (agree_seed).
+  // first call for a prepared shuffle without a seed (agree_seed) or with
+  // generators to synchronize (synchronize_rng).
   std::optional<Batch> next();
   // How many tensors the batch next() returns holds (0 at the end of the
   // epoch), without consuming it: callers with a fixed number of slots check

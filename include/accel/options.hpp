@@ -55,6 +55,12 @@ struct DataLoaderConfiguration {
   // generator, so set_seed decides the order.
   bool use_seedable_sampler = false;
   std::optional<uint64_t> data_seed;
+  // Reported as given (Accelerate's properties). Batches already travel to a
+  // CUDA device from pinned memory without blocking, whatever non_blocking
+  // says, and prepared loaders' positions are always part of save_state, as
+  // use_stateful_dataloader asks of Accelerate.
+  bool non_blocking = false;
+  bool use_stateful_dataloader = false;
 };
 
 // Accelerate's ProjectConfiguration: where checkpoints and logs go.
@@ -116,6 +122,29 @@ struct AcceleratorOptions {
   double scaler_growth_factor = 2.0;
   double scaler_backoff_factor = 0.5;
   int64_t scaler_growth_interval = 2000;
+  // GradScalerKwargs' enabled: false runs fp16 without loss scaling (no step is
+  // skipped, gradients are not unscaled).
+  bool scaler_enabled = true;
+  // AutocastKwargs: enabled=false runs a prepared model's forward, and
+  // autocast scopes opened without saying otherwise, in float32 even under a
+  // mixed precision; cache_enabled is LibTorch's autocast weight-cast cache
+  // (unset: LibTorch's default, on).
+  bool autocast_enabled = true;
+  std::optional<bool> autocast_cache_enabled;
+  // InitProcessGroupKwargs. backend: empty (the device's: Gloo on the CPU,
+  // NCCL on CUDA), "gloo" (CPU only here) or "nccl" (CUDA only); another
+  // backend Accelerate names ("mpi", "ccl", "xccl", "hccl", ...) is
+  // Unsupported, anything else InvalidArgument. init_method: empty or
+  // "env://" (MASTER_ADDR and MASTER_PORT), or "tcp://HOST:PORT" (the store
+  // there); "file://" is Unsupported.
+  std::string backend;
+  std::string init_method;
+  // Accelerate's rng_types: the generators every process takes from process 0
+  // at the start of each epoch of a prepared dataloader (synchronize_rng_states):
+  // "torch" (LibTorch's CPU generator), "cuda" (this process's CUDA generator;
+  // nothing on a CPU run), "generator" (a shuffle without a seed of its own
+  // takes process 0's draw). Unset: {"generator"}, Accelerate's default.
+  std::optional<std::vector<std::string>> rng_types;
   DataLoaderConfiguration dataloader;
   bool device_placement = true;  // prepared loaders move batches to device()
   ProjectConfiguration project;

@@ -112,7 +112,14 @@ AcceleratorState::AcceleratorState(const ResolvedOptions& resolved)
   mixed_precision = resolved.mixed_precision;
   gradient_state->num_steps = resolved.gradient_accumulation_steps;
   gradient_state->sync_with_dataloader = options.sync_with_dataloader;
+  autocast_enabled = options.autocast_enabled;
+  autocast_cache_enabled = options.autocast_cache_enabled;
+  rng_types = resolved.rng_types;
   env = read_launch_environment();
+  if (resolved.store_host) {  // init_method tcp://HOST:PORT
+    env.master_addr = *resolved.store_host;
+    env.master_port = resolved.store_port;
+  }
   tune_host_allocator();
   install_large_block_cache();
 
@@ -134,7 +141,14 @@ AcceleratorState::AcceleratorState(const ResolvedOptions& resolved)
     c10::impl::getDeviceGuardImpl(c10::kCUDA)->setDevice(device);
   }
   check_precision_supported(mixed_precision, device);
-  if (mixed_precision == MixedPrecision::Fp16) {
+  require_arg(resolved.backend != "nccl" || device.is_cuda(),
+              "backend \"nccl\" needs CUDA devices, but this run is on " + device.str() +
+                  " (use gloo, or leave the backend to the device)");
+  require(resolved.backend != "gloo" || !device.is_cuda(), ErrorCode::Unsupported,
+          "backend \"gloo\" on CUDA devices is not supported (use nccl, or the cpu option to train on the CPU "
+          "with gloo)");
+  // GradScalerKwargs(enabled=False): fp16 without loss scaling.
+  if (mixed_precision == MixedPrecision::Fp16 && options.scaler_enabled) {
     GradScalerOptions scaler_options;
     scaler_options.init_scale = options.scaler_init_scale;
     scaler_options.growth_factor = options.scaler_growth_factor;
@@ -261,7 +275,10 @@ void Accelerator::prepare(DataLoader& loader) {
     // One process dispatches to itself: the same last batch and remainder as with several.
     placement.dispatch = [](std::optional<Batch> batch) { return batch; };
   }
-  if (state_->process_group) {
+  if (state_->process_group && (state_->rng_types.torch || (state_->rng_types.cuda && state_->device.is_cuda()))) {
+    placement.synchronize_rng = [state] { detail::synchronize_rng_states(*state, state->rng_types); };
+  }
+  if (state_->process_group && state_->rng_types.generator) {
     placement.agree_seed = [state](uint64_t seed) {
       at::Tensor value = at::full({1}, static_cast<int64_t>(seed), at::kLong).to(state->device);
       detail::broadcast_in_place(*state, {value}, 0, "dataloader shuffle seed");
@@ -335,6 +352,21 @@ bool Accelerator::sync_gradients() const { return state_->gradient_state->sync_g
 bool Accelerator::end_of_dataloader() const { return state_->gradient_state->end_of_dataloader; }
 int64_t Accelerator::remainder() const { return state_->gradient_state->remainder; }
 int64_t Accelerator::gradient_accumulation_steps() const { return state_->gradient_state->num_steps; }
+
+void Accelerator::set_sync_gradients(bool sync) { state_->gradient_state->sync_gradients = sync; }
+
+void Accelerator::set_gradient_accumulation_steps(int64_t steps) {
+  require_arg(steps >= 1, "gradient_accumulation_steps must be >= 1, got " + std::to_string(steps));
+  state_->gradient_state->num_steps = steps;
+}
+
+const DataLoaderConfiguration& Accelerator::dataloader_config() const { return state_->dataloader_config; }
+
+void Accelerator::set_even_batches(bool even) { state_->dataloader_config.even_batches = even; }
+
+void Accelerator::synchronize_rng_states(const std::vector<std::string>& rng_types) {
+  detail::synchronize_rng_states(*state_, detail::parse_rng_types(rng_types));
+}
 double Accelerator::loss_scale() const { return state_->scaler ? state_->scaler->scale() : 1.0; }
 
 void Accelerator::print(const std::string& message) const {

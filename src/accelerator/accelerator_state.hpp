@@ -14,6 +14,7 @@
 #include "accel/checkpoint.hpp"
 #include "accel/data.hpp"
 #include "accelerator/resolved_options.hpp"
+#include "accelerator/rng_sync.hpp"
 #include "optim/optimizer_checkpoint.hpp"
 #include "precision/autocast.hpp"
 #include "state/runtime_context.hpp"
@@ -36,6 +37,7 @@ class AcceleratorState : public RuntimeContext {
   bool adjust_scheduler = false;  // see AcceleratorOptions
   ProjectConfiguration project;
   std::vector<std::string> log_with;
+  RngTypes rng_types;  // synchronized at each prepared loader's epoch start
   bool trigger = false;
   // The user's open autocast and no_grad scopes. Both modes are LibTorch
   // thread-locals, so each scope remembers its thread and ends only there.

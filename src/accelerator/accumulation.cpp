@@ -133,8 +133,11 @@ void Accelerator::clip_grad_value(Model& model, double clip_value) {
   torch::nn::utils::clip_grad_value_(params, clip_value);
 }
 
+void Accelerator::autocast_begin() { autocast_begin(state_->autocast_enabled); }
+
 void Accelerator::autocast_begin(bool enabled) {
-  auto scope = std::make_unique<detail::AutocastScope>(state_->mixed_precision, state_->device, enabled);
+  auto scope = std::make_unique<detail::AutocastScope>(state_->mixed_precision, state_->device, enabled,
+                                                       state_->autocast_cache_enabled);
   state_->autocast_scopes.push_back({std::this_thread::get_id(), std::move(scope)});
 }
 

@@ -191,6 +191,43 @@ int64_t resolve_accumulation_steps(const std::optional<int64_t>& option) {
   return steps;
 }
 
+// InitProcessGroupKwargs' backend: the names torch.distributed knows, of
+// which libaccel runs the device's own (Gloo on the CPU, NCCL on CUDA).
+std::string resolve_backend(const std::string& backend) {
+  if (backend.empty() || backend == "gloo" || backend == "nccl") return backend;
+  if (backend == "mpi" || backend == "ccl" || backend == "xccl" || backend == "hccl" || backend == "ucc" ||
+      backend == "cncl" || backend == "mccl" || backend == "smddp" || backend == "xla") {
+    fail(ErrorCode::Unsupported,
+         "backend \"" + backend + "\" is not built into libaccel (it runs gloo on the CPU and nccl on CUDA)");
+  }
+  fail(ErrorCode::InvalidArgument, "backend \"" + backend.substr(0, 60) + "\" is not one of gloo, nccl");
+}
+
+// InitProcessGroupKwargs' init_method: env:// (the launcher's MASTER_ADDR and
+// MASTER_PORT) or tcp://HOST:PORT, torch.distributed's two store-based forms.
+void resolve_init_method(const std::string& method, ResolvedOptions& r) {
+  if (method.empty() || method == "env://") return;
+  const std::string shown = "init_method \"" + method.substr(0, 80) + "\"";
+  const std::string tcp = "tcp://";
+  if (method.compare(0, 7, "file://") == 0) {
+    fail(ErrorCode::Unsupported, shown + ": a shared-file rendezvous is not supported (use env:// or tcp://HOST:PORT)");
+  }
+  require_arg(method.compare(0, tcp.size(), tcp) == 0, shown + " is not env:// or tcp://HOST:PORT");
+  const std::string address = method.substr(tcp.size());
+  const size_t colon = address.rfind(':');
+  require_arg(colon != std::string::npos && colon > 0, shown + ": no HOST:PORT after tcp://");
+  std::string host = address.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  const std::string port = address.substr(colon + 1);
+  char* end = nullptr;
+  errno = 0;
+  const long value = port.empty() ? -1 : std::strtol(port.c_str(), &end, 10);
+  require_arg(!port.empty() && end != nullptr && *end == '\0' && errno == 0 && value > 0 && value < 65536,
+              shown + ": the port \"" + port.substr(0, 20) + "\" is not a number from 1 to 65535");
+  r.store_host = host;
+  r.store_port = static_cast<int>(value);
+}
+
 }  // namespace
 
 ResolvedOptions resolve_options(const AcceleratorOptions& options) {
@@ -239,6 +276,9 @@ ResolvedOptions resolve_options(const AcceleratorOptions& options) {
     r.mixed_precision = parse_mixed_precision(*from_env);
   }
   r.use_cpu = options.cpu || get_env_flag("ACCELERATE_USE_CPU", false);
+  r.rng_types = parse_rng_types(options.rng_types.value_or(std::vector<std::string>{"generator"}));
+  r.backend = resolve_backend(options.backend);
+  resolve_init_method(options.init_method, r);
   r.gradient_accumulation_steps = resolve_accumulation_steps(options.gradient_accumulation_steps);
   return r;
 }

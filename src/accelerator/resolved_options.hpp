@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "accel/options.hpp"
+#include "accelerator/rng_sync.hpp"
 #include "state/device_mesh.hpp"
 
 namespace accel::detail {
@@ -35,6 +36,13 @@ struct ResolvedOptions {
   // ParallelismConfig's sizes as given (accelerator/parallelism.hpp); checked
   // against the world once it is known.
   std::optional<MeshShape> parallelism;
+  RngTypes rng_types;  // the option, else {"generator"}
+  // InitProcessGroupKwargs: "" (the device's), "gloo" or "nccl", checked
+  // against the device once it is chosen; init_method "tcp://HOST:PORT" as
+  // the store's address (unset: MASTER_ADDR and MASTER_PORT).
+  std::string backend;
+  std::optional<std::string> store_host;
+  int store_port = 0;
 };
 
 // Throws InvalidArgument naming the option or environment variable whose value

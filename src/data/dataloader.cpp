@@ -82,6 +82,7 @@ int64_t DataLoader::epoch_remainder() const {
 }
 
 std::unique_ptr<detail::BatchSource> DataLoader::open_epoch() const {
+  if (placement_.synchronize_rng) placement_.synchronize_rng();
   detail::EpochSpec spec;
   spec.shard.batch_size = options_.batch_size;
   spec.shard.drop_last = options_.drop_last;

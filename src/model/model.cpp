@@ -382,7 +382,8 @@ at::Tensor ModelImpl::forward(const at::Tensor& input) {
   MixedPrecision precision = state_ ? state_->mixed_precision : MixedPrecision::No;
   at::Tensor output;
   try {
-    AutocastScope autocast(precision, device_);
+    AutocastScope autocast(precision, device_, state_ == nullptr || state_->autocast_enabled,
+                           state_ ? state_->autocast_cache_enabled : std::nullopt);
     output = run_in_units(input);
   } catch (const Error&) {
     throw;
@@ -411,7 +412,8 @@ NamedTensors ModelImpl::forward_named(const NamedTensors& inputs) {
   MixedPrecision precision = state_ ? state_->mixed_precision : MixedPrecision::No;
   NamedTensors outputs;
   try {
-    AutocastScope autocast(precision, device_);
+    AutocastScope autocast(precision, device_, state_ == nullptr || state_->autocast_enabled,
+                           state_ ? state_->autocast_cache_enabled : std::nullopt);
     outputs = run_named_in_units(inputs);
   } catch (const Error&) {
     throw;

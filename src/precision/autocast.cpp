@@ -54,12 +54,17 @@ void set_autocast(c10::DeviceType type, bool enabled, c10::ScalarType dtype) {
 
 }  // namespace
 
-AutocastScope::AutocastScope(MixedPrecision precision, const c10::Device& device, bool enabled) {
+AutocastScope::AutocastScope(MixedPrecision precision, const c10::Device& device, bool enabled,
+                             std::optional<bool> cache_enabled) {
   if (precision == MixedPrecision::No) return;
   active_ = true;
   device_type_ = device.is_cuda() ? c10::kCUDA : c10::kCPU;
   previous_enabled_ = autocast_enabled(device_type_);
   previous_dtype_ = autocast_dtype(device_type_);
+  if (cache_enabled) {
+    previous_cache_enabled_ = at::autocast::is_autocast_cache_enabled();
+    at::autocast::set_autocast_cache_enabled(*cache_enabled);
+  }
   set_autocast(device_type_, enabled, precision == MixedPrecision::Fp16 ? c10::kHalf : c10::kBFloat16);
   at::autocast::increment_nesting();
 }
@@ -68,6 +73,7 @@ AutocastScope::~AutocastScope() {
   if (!active_) return;
   if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
   set_autocast(device_type_, previous_enabled_, previous_dtype_);
+  if (previous_cache_enabled_) at::autocast::set_autocast_cache_enabled(*previous_cache_enabled_);
 }
 
 }  // namespace accel::detail

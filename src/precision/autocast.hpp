@@ -4,6 +4,8 @@
 
 #include <c10/core/Device.h>
 
+#include <optional>
+
 #include "accel/options.hpp"
 
 namespace accel::detail {
@@ -19,8 +21,10 @@ bool autocast_enabled(c10::DeviceType type);
 // nothing for MixedPrecision::No. Scopes nest; the outermost one clears the cast cache.
 class AutocastScope {
  public:
-  // enabled=false turns autocast off for the scope (nested inside an enabled one).
-  AutocastScope(MixedPrecision precision, const c10::Device& device, bool enabled = true);
+  // enabled=false turns autocast off for the scope (nested inside an enabled
+  // one); cache_enabled, when set, switches LibTorch's cast cache for it.
+  AutocastScope(MixedPrecision precision, const c10::Device& device, bool enabled = true,
+                std::optional<bool> cache_enabled = std::nullopt);
   ~AutocastScope();
   AutocastScope(const AutocastScope&) = delete;
   AutocastScope& operator=(const AutocastScope&) = delete;
@@ -30,6 +34,7 @@ class AutocastScope {
   c10::DeviceType device_type_ = c10::kCPU;
   bool previous_enabled_ = false;
   c10::ScalarType previous_dtype_ = c10::kBFloat16;
+  std::optional<bool> previous_cache_enabled_;  // set when the scope changed it
 };
 
 }  // namespace accel::detail

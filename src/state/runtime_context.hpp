@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,10 @@ struct RuntimeContext {
   c10::Device device{c10::kCPU};
   DistributedType distributed_type = DistributedType::No;
   MixedPrecision mixed_precision = MixedPrecision::No;
+  // AutocastKwargs: whether a prepared model's forward runs under autocast
+  // (with a mixed precision), and LibTorch's cast cache there (unset: as is).
+  bool autocast_enabled = true;
+  std::optional<bool> autocast_cache_enabled;
   double bucket_cap_mb = 25.0;
   double first_bucket_cap_mb = 1.0;
   bool gradient_as_bucket_view = true;

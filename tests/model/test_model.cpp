@@ -1,3 +1,4 @@
+#include <ATen/autocast_mode.h>
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 #include <torch/nn/modules/linear.h>
@@ -169,6 +170,27 @@ TEST(Autocast, ScopeOutsideTheModelRunsBf16AndNests) {
   accelerator.autocast_end();
   EXPECT_EQ(at::mm(a, b).scalar_type(), at::kFloat);
   EXPECT_THROW(accelerator.autocast_end(), accel::Error);
+}
+
+// AutocastKwargs(enabled=False, cache_enabled=False) at creation: scopes
+// opened without saying otherwise run float32; an explicit handler still
+// turns autocast on; the cast cache is switched inside and restored after.
+TEST(Autocast, KwargsAtCreationDecideTheDefaultScope) {
+  accel::AcceleratorOptions options;
+  options.mixed_precision = accel::MixedPrecision::Bf16;
+  options.autocast_enabled = false;
+  options.autocast_cache_enabled = false;
+  accel::Accelerator accelerator(options);
+  at::Tensor a = at::randn({4, 4}), b = at::randn({4, 4});
+  const bool cache_before = at::autocast::is_autocast_cache_enabled();
+  accelerator.autocast_begin();
+  EXPECT_EQ(at::mm(a, b).scalar_type(), at::kFloat);
+  EXPECT_FALSE(at::autocast::is_autocast_cache_enabled());
+  accelerator.autocast_begin(true);
+  EXPECT_EQ(at::mm(a, b).scalar_type(), at::kBFloat16);
+  accelerator.autocast_end();
+  accelerator.autocast_end();
+  EXPECT_EQ(at::autocast::is_autocast_cache_enabled(), cache_before);
 }
 
 }  // namespace
