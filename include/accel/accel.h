@@ -376,13 +376,48 @@ typedef struct accel_accelerator_options {
   int64_t parallelism_dp_shard_size;
   int64_t parallelism_tp_size;
   int64_t parallelism_cp_size;
+  /* Accelerate's AutocastKwargs. autocast_enabled, default 1: 0 runs a
+     prepared model's forward, and autocast scopes opened with enabled = -1,
+     in float32 under a mixed precision. autocast_cache_enabled: LibTorch's
+     autocast weight-cast cache inside those regions; -1 (default) leaves it
+     as it is (on), 0 off, 1 on; others INVALID_ARGUMENT. */
+  int autocast_enabled;
+  int autocast_cache_enabled;
+  /* GradScalerKwargs' enabled, default 1: 0 runs fp16 without loss scaling
+     (no step is skipped). */
+  int scaler_enabled;
+  /* Accelerate's InitProcessGroupKwargs, copied. backend: NULL or "" (the
+     device's: gloo on the CPU, nccl on CUDA), "gloo" (CPU runs; on CUDA
+     UNSUPPORTED) or "nccl" (CUDA runs; on the CPU INVALID_ARGUMENT); a backend
+     torch.distributed knows but libaccel does not build ("mpi", "ccl",
+     "xccl", "hccl", "ucc", ...) is UNSUPPORTED, anything else
+     INVALID_ARGUMENT. init_method: NULL, "" or "env://" (MASTER_ADDR and
+     MASTER_PORT), or "tcp://HOST:PORT" (the rendezvous store at that
+     address, hosted by rank 0); "file://..." is UNSUPPORTED, anything else
+     INVALID_ARGUMENT. The timeout is timeout_ms above. */
+  const char* backend;
+  const char* init_method;
+  /* Accelerate's rng_types, comma-separated, copied: the generators every
+     process takes from process 0 at the start of each epoch of a prepared
+     dataloader. "torch" (LibTorch's CPU generator), "cuda" (the process's
+     CUDA generator; nothing on a CPU run), "generator" (a shuffle without a
+     seed of its own takes process 0's draw). NULL (default): "generator", as
+     Accelerate; "": none. Accelerate's other device types (xla, npu, mlu,
+     musa, sdaa, xpu, hpu) are UNSUPPORTED, other names INVALID_ARGUMENT. */
+  const char* rng_types;
+  /* DataLoaderConfiguration's non_blocking and use_stateful_dataloader,
+     reported by the accelerator as given (default 0). Batches already reach a
+     CUDA device from pinned memory without blocking, and save_state always
+     records prepared loaders' positions, so neither changes what runs. */
+  int non_blocking;
+  int use_stateful_dataloader;
 } accel_accelerator_options;
 
 #define ACCEL_ACCELERATOR_OPTIONS_INIT                                                                               \
   {                                                                                                                  \
     (uint32_t)sizeof(accel_accelerator_options), 0, 1800000, ACCEL_PRECISION_DEFAULT, 25.0, 0, 1, 65536.0, 2.0, 0.5, \
         2000, 0, 1, -1, 1, NULL, NULL, 0, 0, 0, NULL, 1.0, 1, 0, 0, ACCEL_COMM_HOOK_NONE, 0, 0, 1, 0, -1,            \
-        ACCEL_SHARDING_DEFAULT, -1, -1, NULL, -1, -1, -1, NULL, 0, 0, 0, 0                                           \
+        ACCEL_SHARDING_DEFAULT, -1, -1, NULL, -1, -1, -1, NULL, 0, 0, 0, 0, 1, -1, 1, NULL, NULL, NULL, 0, 0         \
   }
 
 /* Fills opts with the defaults above. */
@@ -1345,6 +1380,36 @@ ACCEL_API accel_status accel_accelerator_end_of_dataloader(const accel_accelerat
 ACCEL_API accel_status accel_accelerator_remainder(const accel_accelerator* acc, int64_t* out);
 ACCEL_API accel_status accel_accelerator_sync_gradients(const accel_accelerator* acc, int* out);
 ACCEL_API accel_status accel_accelerator_gradient_accumulation_steps(const accel_accelerator* acc, int64_t* out);
+/* Accelerate's `accelerator.sync_gradients = sync`: whether this micro-step
+   ends a window for the optimizer step and gradient clipping, until the next
+   accumulate_begin decides again. As in Accelerate it does not change whether
+   the running backward averages gradients (accel_accelerator_trigger_sync_in_backward
+   does). Not collective. */
+ACCEL_API accel_status accel_accelerator_set_sync_gradients(accel_accelerator* acc, int sync);
+/* Accelerate's `accelerator.gradient_accumulation_steps = steps`: windows of
+   `steps` micro-steps from the next accumulate_begin on, and backward divides
+   the loss by it. INVALID_ARGUMENT naming the value when steps < 1. */
+ACCEL_API accel_status accel_accelerator_set_gradient_accumulation_steps(accel_accelerator* acc, int64_t steps);
+/* The DataLoaderConfiguration in use (Accelerate's properties of the same
+   names): 0 or 1; dispatch_batches -1 when unset (iterable datasets are
+   dispatched), data_seed -1 when none. */
+ACCEL_API accel_status accel_accelerator_split_batches(const accel_accelerator* acc, int* out);
+ACCEL_API accel_status accel_accelerator_even_batches(const accel_accelerator* acc, int* out);
+ACCEL_API accel_status accel_accelerator_dispatch_batches(const accel_accelerator* acc, int* out);
+ACCEL_API accel_status accel_accelerator_use_seedable_sampler(const accel_accelerator* acc, int* out);
+ACCEL_API accel_status accel_accelerator_data_seed(const accel_accelerator* acc, int64_t* out);
+ACCEL_API accel_status accel_accelerator_non_blocking(const accel_accelerator* acc, int* out);
+ACCEL_API accel_status accel_accelerator_use_stateful_dataloader(const accel_accelerator* acc, int* out);
+/* Accelerate's `accelerator.even_batches = even`: dataloaders prepared from
+   now on complete (nonzero) or do not complete (0) their last round. */
+ACCEL_API accel_status accel_accelerator_set_even_batches(accel_accelerator* acc, int even);
+/* Accelerate's synchronize_rng_states: every process takes process 0's state
+   of the comma-separated generators ("torch", "cuda", "generator" as in
+   rng_types; "generator" has no global state, so it is accepted and does
+   nothing here; "cuda" does nothing on a CPU run). Errors as for the
+   rng_types option, before anything is sent. Collective with several
+   processes. */
+ACCEL_API accel_status accel_accelerator_synchronize_rng_states(accel_accelerator* acc, const char* rng_types);
 /* Between _begin and _end the model's backward passes do not communicate
    (DDP's no_sync); gradients accumulate locally. _end without an open _begin
    for that model is ACCEL_ERR_STATE. */
@@ -1383,7 +1448,9 @@ ACCEL_API accel_status accel_accelerator_join_uneven_inputs_begin(accel_accelera
 ACCEL_API accel_status accel_accelerator_join_uneven_inputs_end(accel_accelerator* acc);
 /* Code between _begin and _end runs under the accelerator's mixed precision
    (Accelerate's accelerator.autocast()); enabled = 0 turns autocast off inside
-   an enclosing scope. Scopes nest. Autocast is per thread, as in PyTorch: code
+   an enclosing scope, 1 on, -1 follows the options' autocast_enabled
+   (Accelerate's autocast_handler given at creation); other values are
+   INVALID_ARGUMENT. Scopes nest. Autocast is per thread, as in PyTorch: code
    on this thread only. Errors: STATE for _end without _begin, or on another
    thread than its _begin (the scope then stays open). */
 ACCEL_API accel_status accel_accelerator_autocast_begin(accel_accelerator* acc, int enabled);

@@ -106,6 +106,17 @@ accel::AcceleratorOptions to_core(const accel_accelerator_options& o) {
         accel::ParallelismConfig{size_or_one(o.parallelism_dp_replicate_size), size_or_one(o.parallelism_dp_shard_size),
                                  size_or_one(o.parallelism_tp_size), size_or_one(o.parallelism_cp_size)};
   }
+  core.autocast_enabled = o.autocast_enabled != 0;
+  accel::require_arg(
+      o.autocast_cache_enabled >= -1 && o.autocast_cache_enabled <= 1,
+      "autocast_cache_enabled must be -1 (default), 0 or 1, got " + std::to_string(o.autocast_cache_enabled));
+  if (o.autocast_cache_enabled != -1) core.autocast_cache_enabled = o.autocast_cache_enabled == 1;
+  core.scaler_enabled = o.scaler_enabled != 0;
+  if (o.backend != nullptr) core.backend = o.backend;
+  if (o.init_method != nullptr) core.init_method = o.init_method;
+  if (o.rng_types != nullptr) core.rng_types = split_list(o.rng_types);
+  core.dataloader.non_blocking = o.non_blocking != 0;
+  core.dataloader.use_stateful_dataloader = o.use_stateful_dataloader != 0;
   if (o.fsdp_transformer_layer_cls_to_wrap != nullptr) {  // an empty name is refused with the accelerator's options
     core.fsdp_transformer_layer_cls_to_wrap = accel::detail::split_comma_list(o.fsdp_transformer_layer_cls_to_wrap);
   }
@@ -520,6 +531,50 @@ ACCEL_API accel_status accel_accelerator_sync_gradients(const accel_accelerator*
 ACCEL_API accel_status accel_accelerator_gradient_accumulation_steps(const accel_accelerator* acc, int64_t* out) {
   return query(acc, [&](const accel::Accelerator& a) { out_param(out, "out") = a.gradient_accumulation_steps(); });
 }
+ACCEL_API accel_status accel_accelerator_set_sync_gradients(accel_accelerator* acc, int sync) {
+  return guarded([&] { deref(acc, "acc").accelerator->set_sync_gradients(sync != 0); });
+}
+ACCEL_API accel_status accel_accelerator_set_gradient_accumulation_steps(accel_accelerator* acc, int64_t steps) {
+  return guarded([&] { deref(acc, "acc").accelerator->set_gradient_accumulation_steps(steps); });
+}
+ACCEL_API accel_status accel_accelerator_split_batches(const accel_accelerator* acc, int* out) {
+  return query(acc, [&](const accel::Accelerator& a) { out_param(out, "out") = a.dataloader_config().split_batches; });
+}
+ACCEL_API accel_status accel_accelerator_even_batches(const accel_accelerator* acc, int* out) {
+  return query(acc, [&](const accel::Accelerator& a) { out_param(out, "out") = a.dataloader_config().even_batches; });
+}
+ACCEL_API accel_status accel_accelerator_dispatch_batches(const accel_accelerator* acc, int* out) {
+  return query(acc, [&](const accel::Accelerator& a) {
+    const auto& dispatch = a.dataloader_config().dispatch_batches;
+    out_param(out, "out") = dispatch ? (*dispatch ? 1 : 0) : -1;
+  });
+}
+ACCEL_API accel_status accel_accelerator_use_seedable_sampler(const accel_accelerator* acc, int* out) {
+  return query(
+      acc, [&](const accel::Accelerator& a) { out_param(out, "out") = a.dataloader_config().use_seedable_sampler; });
+}
+ACCEL_API accel_status accel_accelerator_data_seed(const accel_accelerator* acc, int64_t* out) {
+  return query(acc, [&](const accel::Accelerator& a) {
+    const auto& seed = a.dataloader_config().data_seed;
+    out_param(out, "out") = seed ? static_cast<int64_t>(*seed) : -1;
+  });
+}
+ACCEL_API accel_status accel_accelerator_non_blocking(const accel_accelerator* acc, int* out) {
+  return query(acc, [&](const accel::Accelerator& a) { out_param(out, "out") = a.dataloader_config().non_blocking; });
+}
+ACCEL_API accel_status accel_accelerator_use_stateful_dataloader(const accel_accelerator* acc, int* out) {
+  return query(
+      acc, [&](const accel::Accelerator& a) { out_param(out, "out") = a.dataloader_config().use_stateful_dataloader; });
+}
+ACCEL_API accel_status accel_accelerator_set_even_batches(accel_accelerator* acc, int even) {
+  return guarded([&] { deref(acc, "acc").accelerator->set_even_batches(even != 0); });
+}
+ACCEL_API accel_status accel_accelerator_synchronize_rng_states(accel_accelerator* acc, const char* rng_types) {
+  return guarded([&] {
+    accel::require_arg(rng_types != nullptr, "rng_types is NULL");
+    deref(acc, "acc").accelerator->synchronize_rng_states(split_list(rng_types));
+  });
+}
 ACCEL_API accel_status accel_accelerator_no_sync_begin(accel_accelerator* acc, accel_model* model) {
   return guarded([&] { deref(acc, "acc").accelerator->no_sync_begin(deref(model, "model").model); });
 }
@@ -548,7 +603,16 @@ ACCEL_API accel_status accel_accelerator_loss_scale(const accel_accelerator* acc
 }
 
 ACCEL_API accel_status accel_accelerator_autocast_begin(accel_accelerator* acc, int enabled) {
-  return guarded([&] { deref(acc, "acc").accelerator->autocast_begin(enabled != 0); });
+  return guarded([&] {
+    auto& accelerator = *deref(acc, "acc").accelerator;
+    accel::require_arg(enabled >= -1 && enabled <= 1,
+                       "enabled must be -1 (the options' autocast_enabled), 0 or 1, got " + std::to_string(enabled));
+    if (enabled == -1) {
+      accelerator.autocast_begin();
+    } else {
+      accelerator.autocast_begin(enabled == 1);
+    }
+  });
 }
 ACCEL_API accel_status accel_accelerator_autocast_end(accel_accelerator* acc) {
   return guarded([&] { deref(acc, "acc").accelerator->autocast_end(); });

@@ -398,6 +398,26 @@ static void accelerator(void) {
   BAD_OPTION(fsdp_state_dict_type, "");
   BAD_OPTION(fsdp_transformer_layer_cls_to_wrap, "GPT2Block,");
   BAD_OPTION(fsdp_transformer_layer_cls_to_wrap, ",GPT2Block");
+  BAD_OPTION(autocast_cache_enabled, 2);
+  BAD_OPTION(autocast_cache_enabled, -2);
+  BAD_OPTION(backend, "nccl"); /* a CPU run */
+  BAD_OPTION(backend, "smoke-signals");
+  BAD_OPTION(init_method, "udp://host:1");
+  BAD_OPTION(init_method, "tcp://host");
+  BAD_OPTION(init_method, "tcp://host:0");
+  BAD_OPTION(init_method, "tcp://host:65536");
+  BAD_OPTION(init_method, "tcp://:29500");
+  BAD_OPTION(rng_types, "torch,dice");
+  accel_accelerator_options_init(&o);
+  o.cpu = 1;
+  o.backend = "mpi";
+  EXPECT_ERROR(accel_accelerator_create(&o, &acc_out), ACCEL_ERR_UNSUPPORTED, "backend \"mpi\"");
+  o.backend = NULL;
+  o.init_method = "file:///tmp/rendezvous";
+  EXPECT_ERROR(accel_accelerator_create(&o, &acc_out), ACCEL_ERR_UNSUPPORTED, "file:///tmp/rendezvous");
+  o.init_method = NULL;
+  o.rng_types = "torch,npu";
+  EXPECT_ERROR(accel_accelerator_create(&o, &acc_out), ACCEL_ERR_UNSUPPORTED, "\"npu\"");
   BAD_OPTION(parallelism_tp_size, -1);
   BAD_OPTION(parallelism_dp_shard_size, INT64_MIN);
   BAD_OPTION(parallelism_tp_size, 2); /* one process: the product is not the world size */
@@ -1212,6 +1232,17 @@ static void training(void) {
     ARG(accel_accelerator_remainder(a, &i64_out));
     ARG(accel_accelerator_sync_gradients(a, &i_out));
     ARG(accel_accelerator_gradient_accumulation_steps(a, &i64_out));
+    ARG(accel_accelerator_set_sync_gradients(a, 1));
+    ARG(accel_accelerator_set_gradient_accumulation_steps(a, 2));
+    ARG(accel_accelerator_split_batches(a, &i_out));
+    ARG(accel_accelerator_even_batches(a, &i_out));
+    ARG(accel_accelerator_set_even_batches(a, 1));
+    ARG(accel_accelerator_dispatch_batches(a, &i_out));
+    ARG(accel_accelerator_use_seedable_sampler(a, &i_out));
+    ARG(accel_accelerator_data_seed(a, &i64_out));
+    ARG(accel_accelerator_non_blocking(a, &i_out));
+    ARG(accel_accelerator_use_stateful_dataloader(a, &i_out));
+    ARG(accel_accelerator_synchronize_rng_states(a, "torch"));
     ARG(accel_accelerator_no_sync_begin(a, model));
     ARG(accel_accelerator_no_sync_end(a, model));
     ARG(accel_accelerator_trigger_sync_in_backward(a, model));
@@ -1248,6 +1279,20 @@ static void training(void) {
   ARG(accel_accelerator_remainder(acc, NULL));
   ARG(accel_accelerator_sync_gradients(acc, NULL));
   ARG(accel_accelerator_gradient_accumulation_steps(acc, NULL));
+  ARG(accel_accelerator_set_gradient_accumulation_steps(acc, 0));
+  ARG(accel_accelerator_set_gradient_accumulation_steps(acc, INT64_MIN));
+  ARG(accel_accelerator_split_batches(acc, NULL));
+  ARG(accel_accelerator_even_batches(acc, NULL));
+  ARG(accel_accelerator_dispatch_batches(acc, NULL));
+  ARG(accel_accelerator_use_seedable_sampler(acc, NULL));
+  ARG(accel_accelerator_data_seed(acc, NULL));
+  ARG(accel_accelerator_non_blocking(acc, NULL));
+  ARG(accel_accelerator_use_stateful_dataloader(acc, NULL));
+  ARG(accel_accelerator_synchronize_rng_states(acc, NULL));
+  ARG(accel_accelerator_synchronize_rng_states(acc, "torch,dice"));
+  EXPECT_ERROR(accel_accelerator_synchronize_rng_states(acc, "xla"), ACCEL_ERR_UNSUPPORTED, "\"xla\"");
+  ARG(accel_accelerator_autocast_begin(acc, 2));
+  ARG(accel_accelerator_autocast_begin(acc, -2));
   ARG(accel_accelerator_loss_scale(acc, NULL));
   ARG(accel_accelerator_backward(acc, tx)); /* 8 elements, no grad */
 
