@@ -1076,6 +1076,32 @@ struct AccelTensorMap {};
     accel_check(accel_accelerator_gradient_accumulation_steps($self, &v));
     return v;
   }
+  /* Accelerate's setters: accelerator.sync_gradients = ..., gradient_accumulation_steps = ..., even_batches = ... */
+  void set_sync_gradients(bool sync) { accel_check(accel_accelerator_set_sync_gradients($self, sync)); }
+  void set_gradient_accumulation_steps(int64_t steps) {
+    accel_check(accel_accelerator_set_gradient_accumulation_steps($self, steps));
+  }
+  void set_even_batches(bool even) { accel_check(accel_accelerator_set_even_batches($self, even)); }
+  /* The DataLoaderConfiguration in use; dispatch_batches -1 when unset, data_seed -1 when none. */
+  bool split_batches() const { int v = 0; accel_check(accel_accelerator_split_batches($self, &v)); return v != 0; }
+  bool even_batches() const { int v = 0; accel_check(accel_accelerator_even_batches($self, &v)); return v != 0; }
+  int dispatch_batches() const { int v = 0; accel_check(accel_accelerator_dispatch_batches($self, &v)); return v; }
+  bool use_seedable_sampler() const {
+    int v = 0;
+    accel_check(accel_accelerator_use_seedable_sampler($self, &v));
+    return v != 0;
+  }
+  int64_t data_seed() const { int64_t v = 0; accel_check(accel_accelerator_data_seed($self, &v)); return v; }
+  bool non_blocking() const { int v = 0; accel_check(accel_accelerator_non_blocking($self, &v)); return v != 0; }
+  bool use_stateful_dataloader() const {
+    int v = 0;
+    accel_check(accel_accelerator_use_stateful_dataloader($self, &v));
+    return v != 0;
+  }
+  /* Comma-separated generator names: "torch", "cuda", "generator". Collective. */
+  void synchronize_rng_states(const std::string& rng_types) {
+    accel_check(accel_accelerator_synchronize_rng_states($self, rng_types.c_str()));
+  }
   void no_sync_begin(AccelModel* model) { accel_check(accel_accelerator_no_sync_begin($self, model)); }
   void no_sync_end(AccelModel* model) { accel_check(accel_accelerator_no_sync_end($self, model)); }
   void trigger_sync_in_backward(AccelModel* model) { accel_check(accel_accelerator_trigger_sync_in_backward($self, model)); }
@@ -1099,7 +1125,9 @@ struct AccelTensorMap {};
   double loss_scale() const { double v = 0; accel_check(accel_accelerator_loss_scale($self, &v)); return v; }
   void join_uneven_inputs_begin() { accel_check(accel_accelerator_join_uneven_inputs_begin($self)); }
   void join_uneven_inputs_end() { accel_check(accel_accelerator_join_uneven_inputs_end($self)); }
-  void autocast_begin(bool enabled = true) { accel_check(accel_accelerator_autocast_begin($self, enabled)); }
+  void autocast_begin(bool enabled) { accel_check(accel_accelerator_autocast_begin($self, enabled ? 1 : 0)); }
+  /* Follows the options' autocast_enabled (AutocastKwargs given at creation). */
+  void autocast_begin_default() { accel_check(accel_accelerator_autocast_begin($self, -1)); }
   void autocast_end() { accel_check(accel_accelerator_autocast_end($self)); }
   void no_grad_begin() { accel_check(accel_accelerator_no_grad_begin($self)); }
   void no_grad_end() { accel_check(accel_accelerator_no_grad_end($self)); }

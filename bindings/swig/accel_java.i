@@ -133,7 +133,8 @@ std::vector<int64_t> read_shape(JNIEnv* env, jlongArray shape) {
               int gradient_as_bucket_view, int static_graph, int find_unused_parameters, int broadcast_buffers,
               int nesterov, int amsgrad, int centered, int anneal_linear, int three_phase, int mode_max,
               int threshold_abs, int step_with_optimizer, int shuffle, int drop_last };
-%apply bool { int sync_each_batch, int adjust_scheduler };
+%apply bool { int sync_each_batch, int adjust_scheduler, int scaler_enabled, int autocast_enabled, int non_blocking,
+              int use_stateful_dataloader };
 
 /* ---- errors ---- */
 %exception {
@@ -936,13 +937,22 @@ import java.util.Map;
     return AcceleratorSupport.noSync(this, model);
   }
 
-  /** Mixed-precision autocast per the accelerator's mixed_precision. */
+  /**
+   * Mixed-precision autocast per the accelerator's mixed_precision, on unless an AutocastKwargs
+   * given at build turned it off.
+   */
   public Scope autocast() {
-    return autocast(true);
+    autocastBeginDefault();
+    return this::autocastEnd;
   }
 
   public Scope autocast(boolean enabled) {
     return AcceleratorSupport.autocast(this, enabled);
+  }
+
+  /** Accelerate's autocast(autocast_handler=...): this scope on or off as the handler says. */
+  public Scope autocast(AutocastKwargs handler) {
+    return AcceleratorSupport.autocast(this, handler.enabled());
   }
 
   /**

@@ -62,12 +62,12 @@ type AcceleratorOptions struct {
 	// devices "cpu"): a sharded model's master weights, gradients and
 	// optimizer state live in host memory; nil: from the launcher's
 	// environment, else off; true with NO_SHARD is ErrUnsupported.
-	CPUOffload                *bool
+	CPUOffload *bool
 	// Accelerate's ParallelismConfig (docs/parallelism.md): the world factored
 	// into dp_replicate x dp_shard x cp x tp; nil: from the launcher's
 	// environment (accel launch --parallelism_config_*), else none.
-	ParallelismConfig *ParallelismConfig
-	ScalerInitScale   float64
+	ParallelismConfig         *ParallelismConfig
+	ScalerInitScale           float64
 	ScalerGrowthFactor        float64
 	ScalerBackoffFactor       float64
 	ScalerGrowthInterval      int64
@@ -83,6 +83,18 @@ type AcceleratorOptions struct {
 	TotalLimit                int64
 	SaveOnEachNode            bool
 	LogWith                   []string // "jsonl", "csv", "tensorboard", "mlflow", "all"
+	// Accelerate's kwargs_handlers (DistributedDataParallelKwargs,
+	// InitProcessGroupKwargs, GradScalerKwargs, AutocastKwargs; one of each):
+	// the fields each sets apply over the flat options above.
+	KwargsHandlers []KwargsHandler
+	// Accelerate's dataloader_config and project_config, instead of the flat
+	// options of the same meaning (setting both ways is ErrInvalidArgument).
+	DataLoaderConfig *DataLoaderConfiguration
+	ProjectConfig    *ProjectConfiguration
+	// Accelerate's rng_types: generators every process takes from process 0 at
+	// each epoch's start of a prepared loader ("torch", "cuda", "generator");
+	// nil: {"generator"}; an empty non-nil slice: none.
+	RNGTypes []string
 }
 
 var precisionNames = []string{"no", "bf16", "fp16", "fp8"}
@@ -91,6 +103,10 @@ var precisionNames = []string{"no", "bf16", "fp16", "fp8"}
 var shardingNames = []string{"NO_SHARD", "SHARD_OPTIMIZER", "SHARD_GRAD_OP", "FULL_SHARD", "HYBRID_SHARD"}
 
 func (o AcceleratorOptions) native() (core.AcceleratorOptions, error) {
+	o, err := o.applyConfigurations()
+	if err != nil {
+		return nil, err
+	}
 	precision := -1 // ACCEL_PRECISION_DEFAULT
 	if o.MixedPrecision != "" {
 		p, err := choice(o.MixedPrecision, "MixedPrecision", precisionNames...)
@@ -191,6 +207,10 @@ func (o AcceleratorOptions) native() (core.AcceleratorOptions, error) {
 	setIf(o.TotalLimit, n.SetTotal_limit)
 	n.SetSave_on_each_node(boolInt(o.SaveOnEachNode))
 	setIf(strings.Join(o.LogWith, ","), n.SetLog_with)
+	if err := o.applyHandlers(n); err != nil {
+		core.DeleteAcceleratorOptions(n)
+		return nil, err
+	}
 	return n, nil
 }
 
@@ -222,13 +242,23 @@ func NewAccelerator(options AcceleratorOptions) (*Accelerator, error) {
 		return nil, err
 	}
 	a := &Accelerator{projectDir: options.ProjectDir, loggingDir: options.LoggingDir}
+	if c := options.ProjectConfig; c != nil {
+		a.projectDir, a.loggingDir = c.ProjectDir, c.LoggingDir
+	}
 	if a.projectDir == "" {
 		a.projectDir = "."
 	}
 	if a.loggingDir == "" {
 		a.loggingDir = filepath.Join(a.projectDir, "logs")
 	}
-	return own(a, h), nil
+	a = own(a, h)
+	if c := options.ProjectConfig; c != nil && c.Iteration > 0 {
+		if err := a.SetSaveIteration(c.Iteration); err != nil {
+			a.Close()
+			return nil, err
+		}
+	}
+	return a, nil
 }
 
 type acceleratorHandle = owned[core.Accelerator]

@@ -53,6 +53,15 @@ func (a *Accelerator) Autocast(enabled bool, body func() error) error {
 	return scope(func() error { return a.AutocastBegin(enabled) }, a.AutocastEnd, body)
 }
 
+// AutocastDefault runs body in the autocast region, on unless an
+// AutocastKwargs given at creation turned it off (Accelerate's autocast()).
+func (a *Accelerator) AutocastDefault(body func() error) error {
+	begin := func() error {
+		return lockedBegin(func() error { return a.do(func(h core.Accelerator) { h.Autocast_begin_default() }) })
+	}
+	return scope(begin, a.AutocastEnd, body)
+}
+
 // AutocastBegin and AutocastEnd bracket Autocast's body (use defer). Autocast
 // belongs to an OS thread, so AutocastBegin locks the goroutine to its thread
 // until the matching AutocastEnd.

@@ -34,8 +34,11 @@ from .optimizers import Optimizer, Scheduler
 from .data import DataCollatorWithPadding, DataLoader, Dataset, Sequences
 from .tracking import ProgressBar, Tracker, get_logger
 from .checkpointing import RemovableHandle
-from .accelerator import (Accelerator, DistributedType, FullyShardedDataParallelPlugin, GradientAccumulationPlugin,
-                          ProjectConfiguration)
+from .accelerator import Accelerator, DistributedType, FullyShardedDataParallelPlugin, GradientAccumulationPlugin
+from .kwargs_handlers import (AutocastKwargs, DataLoaderConfiguration, DDPCommunicationHookType,
+                              DistributedDataParallelKwargs, GradScalerKwargs, InitProcessGroupKwargs, KwargsHandler,
+                              ProfileKwargs, ProjectConfiguration)
+from . import utils
 from .parallelism import ParallelismConfig
 
 __all__ = [
@@ -44,7 +47,9 @@ __all__ = [
     "abi_version", "has_feature", "__version__", "Sequences", "DataCollatorWithPadding", "ModelOutput",
     "FullyShardedDataParallelPlugin", "init_empty_weights", "compute_module_sizes", "infer_auto_device_map", "check_device_map",
     "verify_device_map", "load_checkpoint_and_dispatch", "load_checkpoint_in_model", "get_max_memory",
-    "GradientAccumulationPlugin", "ProjectConfiguration", "ParallelismConfig",
+    "GradientAccumulationPlugin", "ProjectConfiguration", "ParallelismConfig", "KwargsHandler",
+    "DistributedDataParallelKwargs", "InitProcessGroupKwargs", "GradScalerKwargs", "AutocastKwargs", "ProfileKwargs",
+    "DDPCommunicationHookType", "DataLoaderConfiguration", "utils",
 ]
 
 __version__ = version()

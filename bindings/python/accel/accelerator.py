@@ -24,12 +24,13 @@ from .collectives import _apply_nested, _batch_tensors, _flatten, _tensor_list
 from .core import AccelError, AcceleratorOptions
 from .parallelism import ParallelismConfig
 from .data import DataLoader
+from .kwargs_handlers import (AutocastKwargs, DataLoaderConfiguration, ProfileKwargs, ProjectConfiguration,
+                              dataloader_options, handler_options, project_options, sort_handlers)
 from .models import Model, _map_items, _tensor_map
 from .tensors import Tensor, _as_tensor, tensor
 from .tracking import Tracker, _TrackerAdapter
 
-__all__ = ["Accelerator", "DistributedType", "GradientAccumulationPlugin", "FullyShardedDataParallelPlugin",
-           "ProjectConfiguration"]
+__all__ = ["Accelerator", "DistributedType", "GradientAccumulationPlugin", "FullyShardedDataParallelPlugin"]
 
 
 _PRECISIONS = {"no": core.PRECISION_NO, "bf16": core.PRECISION_BF16, "fp16": core.PRECISION_FP16,
@@ -111,30 +112,6 @@ class FullyShardedDataParallelPlugin:
                              "or None")
 
 
-class ProjectConfiguration:
-    """accelerator.project_configuration: the project layout; ``iteration`` (the number of the next
-    automatic checkpoint) can be set, as in Accelerate."""
-
-    def __init__(self, accelerator: "Accelerator") -> None:
-        self._accelerator = accelerator
-
-    @property
-    def project_dir(self) -> str:
-        return self._accelerator.project_dir
-
-    @property
-    def logging_dir(self) -> str:
-        return self._accelerator.logging_dir
-
-    @property
-    def iteration(self) -> int:
-        return core.Accelerator.save_iteration(self._accelerator)
-
-    @iteration.setter
-    def iteration(self, value: int) -> None:
-        core.Accelerator.set_save_iteration(self._accelerator, value)
-
-
 class Accelerator(core.Accelerator):
     """Accelerate's Accelerator. Keyword options use Accelerate's names:
     cpu, mixed_precision ("no", "fp16", "bf16"), gradient_accumulation_steps, split_batches,
@@ -151,11 +128,34 @@ class Accelerator(core.Accelerator):
     fsdp_backward_prefetch, fsdp_forward_prefetch, cpu_offload (bools; cpu_offload keeps the
     shards' master weights, gradients and optimizer state on the CPU), parallelism_config (a
     ParallelismConfig: tensor parallelism with data parallelism; None: from `accel launch`'s
-    environment), ...
+    environment), kwargs_handlers (DistributedDataParallelKwargs, InitProcessGroupKwargs,
+    GradScalerKwargs, AutocastKwargs, ProfileKwargs: one of each; only fields that differ from their
+    defaults apply), dataloader_config (a DataLoaderConfiguration), project_config (a
+    ProjectConfiguration), rng_types (["torch", "cuda", "generator"]: generators taken from process 0
+    at each epoch's start; None: ["generator"]), ...
 
     Collective where the C API says so: with several processes every process must call it."""
 
     def __init__(self, **options: Any) -> None:
+        handlers = sort_handlers(options.pop("kwargs_handlers", None))
+        for key, value in handler_options(handlers).items():
+            if key in options:
+                raise ValueError(f"{key} is given both as a keyword and by a kwargs handler; pass it once")
+            options[key] = value
+        project_config = options.pop("project_config", None)
+        for source, convert in ((options.pop("dataloader_config", None), dataloader_options),
+                                (project_config, project_options)):
+            if source is None:
+                continue
+            for key, value in convert(source).items():
+                if key in options:
+                    raise ValueError(f"{key} is given both as a keyword and in {type(source).__name__}; pass it once")
+                options[key] = value
+        if options.get("rng_types") is not None:
+            options["rng_types"] = ",".join(str(getattr(t, "value", t)) for t in options["rng_types"])
+        for key in ("rng_types", "backend", "init_method"):
+            if key in options and options[key] is None:
+                del options[key]
         opts = AcceleratorOptions()
         if "mixed_precision" in options:
             value = options.pop("mixed_precision")
@@ -222,6 +222,19 @@ class Accelerator(core.Accelerator):
         self._logging_dir = opts.logging_dir or os.path.join(self._project_dir, "logs")
         self._optimizers: List[Any] = []
         self._trackers: Dict[str, Any] = {}
+        # Accelerate's handler attributes (None when not given).
+        self.ddp_handler = handlers.get("ddp_handler")
+        self.scaler_handler = handlers.get("scaler_handler")
+        self.init_handler = handlers.get("init_handler")
+        self.autocast_handler = handlers.get("autocast_handler")
+        self.profile_handler = handlers.get("profile_handler")
+        self._project_configuration = project_config or ProjectConfiguration(
+            project_dir=opts.project_dir or None, logging_dir=opts.logging_dir or None,
+            automatic_checkpoint_naming=bool(opts.automatic_checkpoint_naming), total_limit=opts.total_limit or None,
+            save_on_each_node=bool(opts.save_on_each_node))
+        if project_config is not None and project_config.iteration:
+            core.Accelerator.set_save_iteration(self, project_config.iteration)
+        self._project_configuration._accelerator = self
 
     # -- prepare ---------------------------------------------------------
     def prepare(self, *objects: Any) -> Any:
@@ -290,9 +303,21 @@ class Accelerator(core.Accelerator):
     def sync_gradients(self) -> bool:
         return core.Accelerator.sync_gradients(self)
 
+    @sync_gradients.setter
+    def sync_gradients(self, value: bool) -> None:
+        """Whether this micro-step ends a window for the optimizer step and clipping (Accelerate's setter)."""
+        core.Accelerator.set_sync_gradients(self, bool(value))
+
     @property
     def gradient_accumulation_steps(self) -> int:
         return core.Accelerator.gradient_accumulation_steps(self)
+
+    @gradient_accumulation_steps.setter
+    def gradient_accumulation_steps(self, steps: int) -> None:
+        """Windows of `steps` micro-steps from the next accumulate() on."""
+        if isinstance(steps, bool) or not isinstance(steps, numbers.Integral):
+            raise TypeError(f"gradient_accumulation_steps must be an int, got {type(steps).__name__}")
+        core.Accelerator.set_gradient_accumulation_steps(self, int(steps))
 
     @property
     def project_dir(self) -> str:
@@ -309,7 +334,64 @@ class Accelerator(core.Accelerator):
 
     @property
     def project_configuration(self) -> ProjectConfiguration:
-        return ProjectConfiguration(self)
+        """The ProjectConfiguration given (or made from the keywords); its iteration follows save_state."""
+        return self._project_configuration
+
+    # -- the DataLoaderConfiguration in use (Accelerate's properties) -------
+    @property
+    def dataloader_config(self) -> DataLoaderConfiguration:
+        """A DataLoaderConfiguration with the values in use (a copy: set even_batches on the accelerator)."""
+        return DataLoaderConfiguration(split_batches=self.split_batches, dispatch_batches=self.dispatch_batches,
+                                       even_batches=self.even_batches, use_seedable_sampler=self.use_seedable_sampler,
+                                       data_seed=self.data_seed, non_blocking=self.non_blocking,
+                                       use_stateful_dataloader=self.use_stateful_dataloader)
+
+    @property
+    def split_batches(self) -> bool:
+        return core.Accelerator.split_batches(self)
+
+    @property
+    def dispatch_batches(self) -> Optional[bool]:
+        value = core.Accelerator.dispatch_batches(self)
+        return None if value < 0 else bool(value)
+
+    @property
+    def even_batches(self) -> bool:
+        return core.Accelerator.even_batches(self)
+
+    @even_batches.setter
+    def even_batches(self, value: bool) -> None:
+        """Applies to dataloaders prepared from now on, as in Accelerate."""
+        core.Accelerator.set_even_batches(self, bool(value))
+
+    @property
+    def use_seedable_sampler(self) -> bool:
+        return core.Accelerator.use_seedable_sampler(self)
+
+    @property
+    def data_seed(self) -> Optional[int]:
+        value = core.Accelerator.data_seed(self)
+        return None if value < 0 else value
+
+    @property
+    def non_blocking(self) -> bool:
+        return core.Accelerator.non_blocking(self)
+
+    @property
+    def use_stateful_dataloader(self) -> bool:
+        return core.Accelerator.use_stateful_dataloader(self)
+
+    @property
+    def multi_device(self) -> bool:
+        """Accelerate's multi_device: several processes, each on its own accelerator device (GPU)."""
+        return self.use_distributed and self.distributed_type == DistributedType.MULTI_GPU
+
+    def synchronize_rng_states(self, rng_types: List[str]) -> None:
+        """Accelerate's synchronize_rng_states: every process takes process 0's state of the named
+        generators ("torch", "cuda"; "generator" has no global state here). Collective."""
+        if isinstance(rng_types, str):
+            rng_types = [rng_types]
+        core.Accelerator.synchronize_rng_states(self, ",".join(str(getattr(t, "value", t)) for t in rng_types))
 
     @property
     def mixed_precision(self) -> str:
@@ -395,8 +477,17 @@ class Accelerator(core.Accelerator):
             self.no_sync_end(model)
 
     @contextlib.contextmanager
-    def autocast(self, enabled: bool = True):
-        self.autocast_begin(enabled)
+    def autocast(self, autocast_handler: Optional[AutocastKwargs] = None, enabled: Optional[bool] = None):
+        """Runs the block under the mixed precision. autocast_handler (an AutocastKwargs) or enabled
+        decides whether autocast is on; neither: the AutocastKwargs given at creation, else on."""
+        if autocast_handler is not None:
+            if not isinstance(autocast_handler, AutocastKwargs):
+                raise TypeError(f"autocast_handler must be an AutocastKwargs, got {type(autocast_handler).__name__}")
+            enabled = autocast_handler.enabled
+        if enabled is None:
+            self.autocast_begin_default()
+        else:
+            self.autocast_begin(bool(enabled))
         try:
             yield
         finally:
@@ -443,8 +534,16 @@ class Accelerator(core.Accelerator):
             self.join_uneven_inputs_end()
 
     @contextlib.contextmanager
-    def profile(self, output_trace_dir: str):
-        """Records every LibTorch operator in the block; writes output_trace_dir/trace_<rank>.json."""
+    def profile(self, output_trace_dir: Optional[str] = None, profile_handler: Optional[ProfileKwargs] = None):
+        """Records every LibTorch operator in the block; writes output_trace_dir/trace_<rank>.json.
+        The directory may come from a ProfileKwargs (given here or at creation)."""
+        handler = profile_handler if profile_handler is not None else self.profile_handler
+        if handler is not None:
+            handler.check()
+            if output_trace_dir is None:
+                output_trace_dir = handler.output_trace_dir
+        if output_trace_dir is None:
+            raise ValueError("profile needs an output_trace_dir (an argument, or ProfileKwargs.output_trace_dir)")
         run = core.Profile.begin(self, output_trace_dir)
         try:
             yield

@@ -5,7 +5,7 @@ import importlib
 import accel
 
 MODULES = ["tensors", "models", "optimizers", "data", "tracking", "checkpointing", "collectives",
-           "accelerator", "big_modeling", "parallelism", "_state", "_helpers"]
+           "accelerator", "big_modeling", "parallelism", "_state", "_helpers", "kwargs_handlers", "utils"]
 
 # What `accel.X` reached before the package was split into modules, as public API.
 PUBLIC = {
@@ -15,6 +15,10 @@ PUBLIC = {
     "FullyShardedDataParallelPlugin", "init_empty_weights", "compute_module_sizes", "infer_auto_device_map",
     "check_device_map", "verify_device_map", "load_checkpoint_and_dispatch", "load_checkpoint_in_model",
     "get_max_memory", "GradientAccumulationPlugin", "ProjectConfiguration", "ParallelismConfig",
+    # Accelerate's configuration objects (docs/configuration-objects.md), and accel.utils for
+    # scripts that import them from accelerate.utils.
+    "KwargsHandler", "DistributedDataParallelKwargs", "InitProcessGroupKwargs", "GradScalerKwargs",
+    "AutocastKwargs", "ProfileKwargs", "DDPCommunicationHookType", "DataLoaderConfiguration", "utils",
 }
 # Reachable as accel.X without being in __all__: SWIG's option structs and Batch, the raw SWIG
 # module, the big-modeling module, and the private helper the tests compare with Accelerate's.

@@ -79,12 +79,12 @@ typedef long long swig_type_49;
 typedef long long swig_type_50;
 typedef long long swig_type_51;
 typedef long long swig_type_52;
-typedef long long swig_type_53;
-typedef long long swig_type_54;
-typedef long long swig_type_55;
-typedef long long swig_type_56;
-typedef long long swig_type_57;
-typedef long long swig_type_58;
+typedef _gostring_ swig_type_53;
+typedef _gostring_ swig_type_54;
+typedef _gostring_ swig_type_55;
+typedef _gostring_ swig_type_56;
+typedef _gostring_ swig_type_57;
+typedef _gostring_ swig_type_58;
 typedef long long swig_type_59;
 typedef long long swig_type_60;
 typedef long long swig_type_61;
@@ -108,82 +108,82 @@ typedef long long swig_type_78;
 typedef long long swig_type_79;
 typedef long long swig_type_80;
 typedef long long swig_type_81;
-typedef _goslice_ swig_type_82;
-typedef _gostring_ swig_type_83;
+typedef long long swig_type_82;
+typedef long long swig_type_83;
 typedef long long swig_type_84;
-typedef _gostring_ swig_type_85;
+typedef long long swig_type_85;
 typedef long long swig_type_86;
-typedef _gostring_ swig_type_87;
-typedef _gostring_ swig_type_88;
-typedef _goslice_ swig_type_89;
-typedef _gostring_ swig_type_90;
-typedef _goslice_ swig_type_91;
-typedef _gostring_ swig_type_92;
+typedef long long swig_type_87;
+typedef _goslice_ swig_type_88;
+typedef _gostring_ swig_type_89;
+typedef long long swig_type_90;
+typedef _gostring_ swig_type_91;
+typedef long long swig_type_92;
 typedef _gostring_ swig_type_93;
 typedef _gostring_ swig_type_94;
-typedef long long swig_type_95;
+typedef _goslice_ swig_type_95;
 typedef _gostring_ swig_type_96;
-typedef _gostring_ swig_type_97;
+typedef _goslice_ swig_type_97;
 typedef _gostring_ swig_type_98;
 typedef _gostring_ swig_type_99;
 typedef _gostring_ swig_type_100;
-typedef _gostring_ swig_type_101;
-typedef long long swig_type_102;
+typedef long long swig_type_101;
+typedef _gostring_ swig_type_102;
 typedef _gostring_ swig_type_103;
 typedef _gostring_ swig_type_104;
 typedef _gostring_ swig_type_105;
 typedef _gostring_ swig_type_106;
 typedef _gostring_ swig_type_107;
-typedef _gostring_ swig_type_108;
-typedef long long swig_type_109;
+typedef long long swig_type_108;
+typedef _gostring_ swig_type_109;
 typedef _gostring_ swig_type_110;
 typedef _gostring_ swig_type_111;
 typedef _gostring_ swig_type_112;
 typedef _gostring_ swig_type_113;
 typedef _gostring_ swig_type_114;
-typedef _goslice_ swig_type_115;
-typedef _goslice_ swig_type_116;
-typedef long long swig_type_117;
-typedef long long swig_type_118;
-typedef long long swig_type_119;
-typedef long long swig_type_120;
-typedef long long swig_type_121;
-typedef long long swig_type_122;
+typedef long long swig_type_115;
+typedef _gostring_ swig_type_116;
+typedef _gostring_ swig_type_117;
+typedef _gostring_ swig_type_118;
+typedef _gostring_ swig_type_119;
+typedef _gostring_ swig_type_120;
+typedef _goslice_ swig_type_121;
+typedef _goslice_ swig_type_122;
 typedef long long swig_type_123;
 typedef long long swig_type_124;
 typedef long long swig_type_125;
 typedef long long swig_type_126;
 typedef long long swig_type_127;
 typedef long long swig_type_128;
-typedef _gostring_ swig_type_129;
+typedef long long swig_type_129;
 typedef long long swig_type_130;
-typedef _gostring_ swig_type_131;
+typedef long long swig_type_131;
 typedef long long swig_type_132;
 typedef long long swig_type_133;
 typedef long long swig_type_134;
-typedef long long swig_type_135;
+typedef _gostring_ swig_type_135;
 typedef long long swig_type_136;
-typedef long long swig_type_137;
+typedef _gostring_ swig_type_137;
 typedef long long swig_type_138;
 typedef long long swig_type_139;
 typedef long long swig_type_140;
 typedef long long swig_type_141;
 typedef long long swig_type_142;
 typedef long long swig_type_143;
-typedef _gostring_ swig_type_144;
-typedef _gostring_ swig_type_145;
-typedef _gostring_ swig_type_146;
-typedef _gostring_ swig_type_147;
-typedef _gostring_ swig_type_148;
-typedef _gostring_ swig_type_149;
-typedef long long swig_type_150;
-typedef long long swig_type_151;
+typedef long long swig_type_144;
+typedef long long swig_type_145;
+typedef long long swig_type_146;
+typedef long long swig_type_147;
+typedef long long swig_type_148;
+typedef long long swig_type_149;
+typedef _gostring_ swig_type_150;
+typedef _gostring_ swig_type_151;
 typedef _gostring_ swig_type_152;
 typedef _gostring_ swig_type_153;
 typedef _gostring_ swig_type_154;
 typedef _gostring_ swig_type_155;
-typedef _gostring_ swig_type_156;
-typedef _gostring_ swig_type_157;
+typedef long long swig_type_156;
+typedef long long swig_type_157;
 typedef long long swig_type_158;
 typedef long long swig_type_159;
 typedef _gostring_ swig_type_160;
@@ -195,31 +195,31 @@ typedef _gostring_ swig_type_165;
 typedef _gostring_ swig_type_166;
 typedef long long swig_type_167;
 typedef long long swig_type_168;
-typedef long long swig_type_169;
+typedef _gostring_ swig_type_169;
 typedef _gostring_ swig_type_170;
 typedef _gostring_ swig_type_171;
 typedef _gostring_ swig_type_172;
 typedef _gostring_ swig_type_173;
-typedef long long swig_type_174;
+typedef _gostring_ swig_type_174;
 typedef _gostring_ swig_type_175;
-typedef _gostring_ swig_type_176;
+typedef long long swig_type_176;
 typedef long long swig_type_177;
-typedef _gostring_ swig_type_178;
+typedef long long swig_type_178;
 typedef _gostring_ swig_type_179;
 typedef _gostring_ swig_type_180;
 typedef _gostring_ swig_type_181;
 typedef _gostring_ swig_type_182;
 typedef long long swig_type_183;
-typedef long long swig_type_184;
+typedef _gostring_ swig_type_184;
 typedef _gostring_ swig_type_185;
-typedef _gostring_ swig_type_186;
+typedef long long swig_type_186;
 typedef _gostring_ swig_type_187;
 typedef _gostring_ swig_type_188;
 typedef _gostring_ swig_type_189;
 typedef _gostring_ swig_type_190;
 typedef _gostring_ swig_type_191;
-typedef _gostring_ swig_type_192;
-typedef _gostring_ swig_type_193;
+typedef long long swig_type_192;
+typedef long long swig_type_193;
 typedef _gostring_ swig_type_194;
 typedef _gostring_ swig_type_195;
 typedef _gostring_ swig_type_196;
@@ -234,7 +234,7 @@ typedef _gostring_ swig_type_204;
 typedef _gostring_ swig_type_205;
 typedef _gostring_ swig_type_206;
 typedef _gostring_ swig_type_207;
-typedef long long swig_type_208;
+typedef _gostring_ swig_type_208;
 typedef _gostring_ swig_type_209;
 typedef _gostring_ swig_type_210;
 typedef _gostring_ swig_type_211;
@@ -243,58 +243,58 @@ typedef _gostring_ swig_type_213;
 typedef _gostring_ swig_type_214;
 typedef _gostring_ swig_type_215;
 typedef _gostring_ swig_type_216;
-typedef _gostring_ swig_type_217;
+typedef long long swig_type_217;
 typedef _gostring_ swig_type_218;
 typedef _gostring_ swig_type_219;
-typedef long long swig_type_220;
-typedef long long swig_type_221;
-typedef long long swig_type_222;
-typedef long long swig_type_223;
-typedef long long swig_type_224;
+typedef _gostring_ swig_type_220;
+typedef _gostring_ swig_type_221;
+typedef _gostring_ swig_type_222;
+typedef _gostring_ swig_type_223;
+typedef _gostring_ swig_type_224;
 typedef _gostring_ swig_type_225;
-typedef long long swig_type_226;
+typedef _gostring_ swig_type_226;
 typedef _gostring_ swig_type_227;
 typedef _gostring_ swig_type_228;
-typedef _gostring_ swig_type_229;
+typedef long long swig_type_229;
 typedef long long swig_type_230;
-typedef _gostring_ swig_type_231;
-typedef _gostring_ swig_type_232;
-typedef _gostring_ swig_type_233;
+typedef long long swig_type_231;
+typedef long long swig_type_232;
+typedef long long swig_type_233;
 typedef _gostring_ swig_type_234;
-typedef _gostring_ swig_type_235;
+typedef long long swig_type_235;
 typedef _gostring_ swig_type_236;
 typedef _gostring_ swig_type_237;
 typedef _gostring_ swig_type_238;
 typedef long long swig_type_239;
-typedef long long swig_type_240;
+typedef _gostring_ swig_type_240;
 typedef _gostring_ swig_type_241;
 typedef _gostring_ swig_type_242;
-typedef long long swig_type_243;
+typedef _gostring_ swig_type_243;
 typedef _gostring_ swig_type_244;
 typedef _gostring_ swig_type_245;
 typedef _gostring_ swig_type_246;
 typedef _gostring_ swig_type_247;
-typedef _gostring_ swig_type_248;
-typedef _gostring_ swig_type_249;
+typedef long long swig_type_248;
+typedef long long swig_type_249;
 typedef _gostring_ swig_type_250;
-typedef long long swig_type_251;
+typedef _gostring_ swig_type_251;
 typedef long long swig_type_252;
 typedef _gostring_ swig_type_253;
 typedef _gostring_ swig_type_254;
 typedef _gostring_ swig_type_255;
-typedef long long swig_type_256;
+typedef _gostring_ swig_type_256;
 typedef _gostring_ swig_type_257;
 typedef _gostring_ swig_type_258;
 typedef _gostring_ swig_type_259;
-typedef _gostring_ swig_type_260;
-typedef _gostring_ swig_type_261;
+typedef long long swig_type_260;
+typedef long long swig_type_261;
 typedef _gostring_ swig_type_262;
 typedef _gostring_ swig_type_263;
 typedef _gostring_ swig_type_264;
-typedef _gostring_ swig_type_265;
+typedef long long swig_type_265;
 typedef _gostring_ swig_type_266;
 typedef _gostring_ swig_type_267;
-typedef long long swig_type_268;
+typedef _gostring_ swig_type_268;
 typedef _gostring_ swig_type_269;
 typedef _gostring_ swig_type_270;
 typedef _gostring_ swig_type_271;
@@ -303,29 +303,38 @@ typedef _gostring_ swig_type_273;
 typedef _gostring_ swig_type_274;
 typedef _gostring_ swig_type_275;
 typedef _gostring_ swig_type_276;
-typedef _gostring_ swig_type_277;
+typedef long long swig_type_277;
 typedef _gostring_ swig_type_278;
-typedef long long swig_type_279;
-typedef long long swig_type_280;
-typedef long long swig_type_281;
-typedef long long swig_type_282;
-typedef long long swig_type_283;
-typedef long long swig_type_284;
+typedef _gostring_ swig_type_279;
+typedef _gostring_ swig_type_280;
+typedef _gostring_ swig_type_281;
+typedef _gostring_ swig_type_282;
+typedef _gostring_ swig_type_283;
+typedef _gostring_ swig_type_284;
 typedef _gostring_ swig_type_285;
-typedef long long swig_type_286;
+typedef _gostring_ swig_type_286;
 typedef _gostring_ swig_type_287;
 typedef long long swig_type_288;
 typedef long long swig_type_289;
-typedef _gostring_ swig_type_290;
-typedef _gostring_ swig_type_291;
+typedef long long swig_type_290;
+typedef long long swig_type_291;
 typedef long long swig_type_292;
 typedef long long swig_type_293;
 typedef _gostring_ swig_type_294;
 typedef long long swig_type_295;
 typedef _gostring_ swig_type_296;
 typedef long long swig_type_297;
-typedef _gostring_ swig_type_298;
+typedef long long swig_type_298;
 typedef _gostring_ swig_type_299;
+typedef _gostring_ swig_type_300;
+typedef long long swig_type_301;
+typedef long long swig_type_302;
+typedef _gostring_ swig_type_303;
+typedef long long swig_type_304;
+typedef _gostring_ swig_type_305;
+typedef long long swig_type_306;
+typedef _gostring_ swig_type_307;
+typedef _gostring_ swig_type_308;
 extern void _wrap_Swig_free_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Swig_malloc_core_a1403cbc65d2f32f(swig_intgo arg1);
 extern uintptr_t _wrap_new_Int64Vector__SWIG_0_core_a1403cbc65d2f32f(void);
@@ -509,6 +518,22 @@ extern void _wrap_AcceleratorOptions_parallelism_tp_size_set_core_a1403cbc65d2f3
 extern swig_type_50 _wrap_AcceleratorOptions_parallelism_tp_size_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_AcceleratorOptions_parallelism_cp_size_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_51 arg2);
 extern swig_type_52 _wrap_AcceleratorOptions_parallelism_cp_size_get_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_AcceleratorOptions_autocast_enabled_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_AcceleratorOptions_autocast_enabled_get_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_AcceleratorOptions_autocast_cache_enabled_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_AcceleratorOptions_autocast_cache_enabled_get_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_AcceleratorOptions_scaler_enabled_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_AcceleratorOptions_scaler_enabled_get_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_AcceleratorOptions_backend_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_53 arg2);
+extern swig_type_54 _wrap_AcceleratorOptions_backend_get_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_AcceleratorOptions_init_method_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_55 arg2);
+extern swig_type_56 _wrap_AcceleratorOptions_init_method_get_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_AcceleratorOptions_rng_types_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_57 arg2);
+extern swig_type_58 _wrap_AcceleratorOptions_rng_types_get_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_AcceleratorOptions_non_blocking_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_AcceleratorOptions_non_blocking_get_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_AcceleratorOptions_use_stateful_dataloader_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2);
+extern swig_intgo _wrap_AcceleratorOptions_use_stateful_dataloader_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_AcceleratorOptions_core_a1403cbc65d2f32f(void);
 extern void _wrap_delete_AcceleratorOptions_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_intgo _wrap_LOSS_CROSS_ENTROPY_core_a1403cbc65d2f32f(void);
@@ -516,8 +541,8 @@ extern swig_intgo _wrap_LOSS_MSE_core_a1403cbc65d2f32f(void);
 extern swig_intgo _wrap_LOSS_NLL_core_a1403cbc65d2f32f(void);
 extern swig_intgo _wrap_LOSS_BCE_WITH_LOGITS_core_a1403cbc65d2f32f(void);
 extern swig_intgo _wrap_LOSS_CAUSAL_LM_core_a1403cbc65d2f32f(void);
-extern void _wrap_LossOptions_ignore_index_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_53 arg2);
-extern swig_type_54 _wrap_LossOptions_ignore_index_get_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_LossOptions_ignore_index_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_59 arg2);
+extern swig_type_60 _wrap_LossOptions_ignore_index_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_LossOptions_label_smoothing_set_core_a1403cbc65d2f32f(uintptr_t arg1, double arg2);
 extern double _wrap_LossOptions_label_smoothing_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_LossOptions_core_a1403cbc65d2f32f(void);
@@ -571,28 +596,28 @@ extern swig_intgo _wrap_SCHED_COSINE_WARMUP_core_a1403cbc65d2f32f(void);
 extern swig_intgo _wrap_SCHED_REDUCE_ON_PLATEAU_core_a1403cbc65d2f32f(void);
 extern void _wrap_SchedulerOptions_kind_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2);
 extern swig_intgo _wrap_SchedulerOptions_kind_get_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_SchedulerOptions_step_size_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_55 arg2);
-extern swig_type_56 _wrap_SchedulerOptions_step_size_get_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_SchedulerOptions_step_size_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_61 arg2);
+extern swig_type_62 _wrap_SchedulerOptions_step_size_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_SchedulerOptions_gamma_set_core_a1403cbc65d2f32f(uintptr_t arg1, double arg2);
 extern double _wrap_SchedulerOptions_gamma_get_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_SchedulerOptions_t_max_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_57 arg2);
-extern swig_type_58 _wrap_SchedulerOptions_t_max_get_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_SchedulerOptions_t_max_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_63 arg2);
+extern swig_type_64 _wrap_SchedulerOptions_t_max_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_SchedulerOptions_eta_min_set_core_a1403cbc65d2f32f(uintptr_t arg1, double arg2);
 extern double _wrap_SchedulerOptions_eta_min_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_SchedulerOptions_start_factor_set_core_a1403cbc65d2f32f(uintptr_t arg1, double arg2);
 extern double _wrap_SchedulerOptions_start_factor_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_SchedulerOptions_end_factor_set_core_a1403cbc65d2f32f(uintptr_t arg1, double arg2);
 extern double _wrap_SchedulerOptions_end_factor_get_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_SchedulerOptions_total_iters_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_59 arg2);
-extern swig_type_60 _wrap_SchedulerOptions_total_iters_get_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_SchedulerOptions_total_iters_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_65 arg2);
+extern swig_type_66 _wrap_SchedulerOptions_total_iters_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_SchedulerOptions_factor_set_core_a1403cbc65d2f32f(uintptr_t arg1, double arg2);
 extern double _wrap_SchedulerOptions_factor_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_SchedulerOptions_power_set_core_a1403cbc65d2f32f(uintptr_t arg1, double arg2);
 extern double _wrap_SchedulerOptions_power_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_SchedulerOptions_max_lr_set_core_a1403cbc65d2f32f(uintptr_t arg1, double arg2);
 extern double _wrap_SchedulerOptions_max_lr_get_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_SchedulerOptions_total_steps_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_61 arg2);
-extern swig_type_62 _wrap_SchedulerOptions_total_steps_get_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_SchedulerOptions_total_steps_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_67 arg2);
+extern swig_type_68 _wrap_SchedulerOptions_total_steps_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_SchedulerOptions_pct_start_set_core_a1403cbc65d2f32f(uintptr_t arg1, double arg2);
 extern double _wrap_SchedulerOptions_pct_start_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_SchedulerOptions_anneal_linear_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2);
@@ -603,22 +628,22 @@ extern void _wrap_SchedulerOptions_final_div_factor_set_core_a1403cbc65d2f32f(ui
 extern double _wrap_SchedulerOptions_final_div_factor_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_SchedulerOptions_three_phase_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2);
 extern swig_intgo _wrap_SchedulerOptions_three_phase_get_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_SchedulerOptions_num_warmup_steps_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_63 arg2);
-extern swig_type_64 _wrap_SchedulerOptions_num_warmup_steps_get_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_SchedulerOptions_num_training_steps_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_65 arg2);
-extern swig_type_66 _wrap_SchedulerOptions_num_training_steps_get_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_SchedulerOptions_num_warmup_steps_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_69 arg2);
+extern swig_type_70 _wrap_SchedulerOptions_num_warmup_steps_get_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_SchedulerOptions_num_training_steps_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_71 arg2);
+extern swig_type_72 _wrap_SchedulerOptions_num_training_steps_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_SchedulerOptions_num_cycles_set_core_a1403cbc65d2f32f(uintptr_t arg1, double arg2);
 extern double _wrap_SchedulerOptions_num_cycles_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_SchedulerOptions_mode_max_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2);
 extern swig_intgo _wrap_SchedulerOptions_mode_max_get_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_SchedulerOptions_patience_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_67 arg2);
-extern swig_type_68 _wrap_SchedulerOptions_patience_get_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_SchedulerOptions_patience_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_73 arg2);
+extern swig_type_74 _wrap_SchedulerOptions_patience_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_SchedulerOptions_threshold_set_core_a1403cbc65d2f32f(uintptr_t arg1, double arg2);
 extern double _wrap_SchedulerOptions_threshold_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_SchedulerOptions_threshold_abs_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2);
 extern swig_intgo _wrap_SchedulerOptions_threshold_abs_get_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_SchedulerOptions_cooldown_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_69 arg2);
-extern swig_type_70 _wrap_SchedulerOptions_cooldown_get_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_SchedulerOptions_cooldown_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_75 arg2);
+extern swig_type_76 _wrap_SchedulerOptions_cooldown_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_SchedulerOptions_min_lr_set_core_a1403cbc65d2f32f(uintptr_t arg1, double arg2);
 extern double _wrap_SchedulerOptions_min_lr_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_SchedulerOptions_eps_set_core_a1403cbc65d2f32f(uintptr_t arg1, double arg2);
@@ -631,24 +656,24 @@ extern swig_intgo _wrap_TEXT_LINES_core_a1403cbc65d2f32f(void);
 extern swig_intgo _wrap_TEXT_PARAGRAPHS_core_a1403cbc65d2f32f(void);
 extern swig_intgo _wrap_TEXT_SEPARATOR_core_a1403cbc65d2f32f(void);
 extern swig_intgo _wrap_TEXT_CHUNKS_core_a1403cbc65d2f32f(void);
-extern void _wrap_PaddingOptions_pad_id_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_71 arg2);
-extern swig_type_72 _wrap_PaddingOptions_pad_id_get_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_PaddingOptions_pad_to_multiple_of_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_73 arg2);
-extern swig_type_74 _wrap_PaddingOptions_pad_to_multiple_of_get_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_PaddingOptions_max_length_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_75 arg2);
-extern swig_type_76 _wrap_PaddingOptions_max_length_get_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_PaddingOptions_pad_id_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_77 arg2);
+extern swig_type_78 _wrap_PaddingOptions_pad_id_get_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_PaddingOptions_pad_to_multiple_of_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_79 arg2);
+extern swig_type_80 _wrap_PaddingOptions_pad_to_multiple_of_get_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_PaddingOptions_max_length_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_81 arg2);
+extern swig_type_82 _wrap_PaddingOptions_max_length_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_PaddingOptions_truncate_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2);
 extern swig_intgo _wrap_PaddingOptions_truncate_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_PaddingOptions_causal_lm_labels_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2);
 extern swig_intgo _wrap_PaddingOptions_causal_lm_labels_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_PaddingOptions_core_a1403cbc65d2f32f(void);
 extern void _wrap_delete_PaddingOptions_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_DataLoaderOptions_batch_size_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_77 arg2);
-extern swig_type_78 _wrap_DataLoaderOptions_batch_size_get_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_DataLoaderOptions_batch_size_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_83 arg2);
+extern swig_type_84 _wrap_DataLoaderOptions_batch_size_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_DataLoaderOptions_shuffle_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2);
 extern swig_intgo _wrap_DataLoaderOptions_shuffle_get_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_DataLoaderOptions_seed_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_79 arg2);
-extern swig_type_80 _wrap_DataLoaderOptions_seed_get_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_DataLoaderOptions_seed_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_85 arg2);
+extern swig_type_86 _wrap_DataLoaderOptions_seed_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_DataLoaderOptions_drop_last_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2);
 extern swig_intgo _wrap_DataLoaderOptions_drop_last_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_DataLoaderOptions_num_workers_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2);
@@ -669,79 +694,79 @@ extern uintptr_t _wrap_FieldSpec_shape_get_core_a1403cbc65d2f32f(uintptr_t arg1)
 extern uintptr_t _wrap_new_FieldSpec_core_a1403cbc65d2f32f(void);
 extern void _wrap_delete_FieldSpec_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_intgo _wrap_SampleWriter_num_fields_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_81 _wrap_SampleWriter_nbytes_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2);
-extern void _wrap_SampleWriter_write_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2, swig_type_82 arg3);
+extern swig_type_87 _wrap_SampleWriter_nbytes_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2);
+extern void _wrap_SampleWriter_write_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2, swig_type_88 arg3);
 extern void _wrap_SampleWriter_end_of_stream_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern _Bool _wrap_SampleWriter_ended_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_delete_SampleWriter_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap__swig_NewDirectorDatasetSourceDatasetSource_core_a1403cbc65d2f32f(int);
 extern void _wrap_DeleteDirectorDatasetSource_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_delete_DatasetSource_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_83 _wrap_DatasetSource_get_sample_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_84 arg2, uintptr_t arg3);
+extern swig_type_89 _wrap_DatasetSource_get_sample_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_90 arg2, uintptr_t arg3);
 extern uintptr_t _wrap__swig_NewDirectorStreamSourceStreamSource_core_a1403cbc65d2f32f(int);
 extern void _wrap_DeleteDirectorStreamSource_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_85 _wrap__swig_DirectorStreamSource_upcall_Reset_core_a1403cbc65d2f32f(uintptr_t, swig_type_86 epoch);
+extern swig_type_91 _wrap__swig_DirectorStreamSource_upcall_Reset_core_a1403cbc65d2f32f(uintptr_t, swig_type_92 epoch);
 extern void _wrap_delete_StreamSource_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_87 _wrap_StreamSource_next_sample_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern swig_type_88 _wrap_StreamSource_reset_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_86 arg2);
+extern swig_type_93 _wrap_StreamSource_next_sample_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
+extern swig_type_94 _wrap_StreamSource_reset_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_92 arg2);
 extern swig_intgo _wrap_CollateWriter_num_fields_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_CollateWriter_write_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2, swig_intgo arg3, uintptr_t arg4, swig_type_89 arg5);
+extern void _wrap_CollateWriter_write_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2, swig_intgo arg3, uintptr_t arg4, swig_type_95 arg5);
 extern void _wrap_CollateWriter_put_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2, uintptr_t arg3);
 extern void _wrap_delete_CollateWriter_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap__swig_NewDirectorCollatorCollator_core_a1403cbc65d2f32f(int);
 extern void _wrap_DeleteDirectorCollator_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_delete_Collator_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_90 _wrap_Collator_collate_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, uintptr_t arg4, swig_intgo arg5, uintptr_t arg6);
-extern void _wrap_StateWriter_write_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_91 arg2);
+extern swig_type_96 _wrap_Collator_collate_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, uintptr_t arg4, swig_intgo arg5, uintptr_t arg6);
+extern void _wrap_StateWriter_write_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_97 arg2);
 extern void _wrap_delete_StateWriter_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap__swig_NewDirectorCheckpointObjectCheckpointObject_core_a1403cbc65d2f32f(int);
 extern void _wrap_DeleteDirectorCheckpointObject_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_delete_CheckpointObject_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_92 _wrap_CheckpointObject_save_state_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern swig_type_93 _wrap_CheckpointObject_load_state_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_94 arg2, swig_type_95 arg3);
+extern swig_type_98 _wrap_CheckpointObject_save_state_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
+extern swig_type_99 _wrap_CheckpointObject_load_state_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_100 arg2, swig_type_101 arg3);
 extern uintptr_t _wrap__swig_NewDirectorStateHookStateHook_core_a1403cbc65d2f32f(int);
 extern void _wrap_DeleteDirectorStateHook_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_delete_StateHook_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_96 _wrap_StateHook_run_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_97 arg2);
+extern swig_type_102 _wrap_StateHook_run_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_103 arg2);
 extern uintptr_t _wrap__swig_NewDirectorTrackerTracker_core_a1403cbc65d2f32f(int);
 extern void _wrap_DeleteDirectorTracker_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_98 _wrap__swig_DirectorTracker_upcall_Init_core_a1403cbc65d2f32f(uintptr_t, swig_type_99 run_name, swig_type_100 config_json);
-extern swig_type_101 _wrap__swig_DirectorTracker_upcall_Log_core_a1403cbc65d2f32f(uintptr_t, uintptr_t names, uintptr_t values, swig_type_102 step);
-extern swig_type_103 _wrap__swig_DirectorTracker_upcall_Finish_core_a1403cbc65d2f32f(uintptr_t);
+extern swig_type_104 _wrap__swig_DirectorTracker_upcall_Init_core_a1403cbc65d2f32f(uintptr_t, swig_type_105 run_name, swig_type_106 config_json);
+extern swig_type_107 _wrap__swig_DirectorTracker_upcall_Log_core_a1403cbc65d2f32f(uintptr_t, uintptr_t names, uintptr_t values, swig_type_108 step);
+extern swig_type_109 _wrap__swig_DirectorTracker_upcall_Finish_core_a1403cbc65d2f32f(uintptr_t);
 extern void _wrap_delete_Tracker_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_104 _wrap_Tracker_init_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_99 arg2, swig_type_100 arg3);
-extern swig_type_105 _wrap_Tracker_log_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, swig_type_102 arg4);
-extern swig_type_106 _wrap_Tracker_finish_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_110 _wrap_Tracker_init_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_105 arg2, swig_type_106 arg3);
+extern swig_type_111 _wrap_Tracker_log_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, swig_type_108 arg4);
+extern swig_type_112 _wrap_Tracker_finish_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_Tracker_core_a1403cbc65d2f32f(void);
-extern swig_type_107 _wrap_version_core_a1403cbc65d2f32f(void);
-extern swig_type_108 _wrap_available_memory_json_core_a1403cbc65d2f32f(void);
+extern swig_type_113 _wrap_version_core_a1403cbc65d2f32f(void);
+extern swig_type_114 _wrap_available_memory_json_core_a1403cbc65d2f32f(void);
 extern swig_intgo _wrap_abi_version_core_a1403cbc65d2f32f(void);
 extern _Bool _wrap_has_feature_core_a1403cbc65d2f32f(swig_intgo arg1);
-extern swig_type_109 _wrap_dtype_size_core_a1403cbc65d2f32f(swig_intgo arg1);
-extern swig_type_110 _wrap_status_name_core_a1403cbc65d2f32f(swig_intgo arg1);
-extern void _wrap_log_message__SWIG_0_core_a1403cbc65d2f32f(swig_type_111 arg1, swig_intgo arg2, swig_type_112 arg3, _Bool arg4);
-extern void _wrap_log_message__SWIG_1_core_a1403cbc65d2f32f(swig_type_113 arg1, swig_intgo arg2, swig_type_114 arg3);
-extern uintptr_t _wrap_Tensor_from_buffer_core_a1403cbc65d2f32f(swig_type_115 arg1, swig_intgo arg2, uintptr_t arg3);
+extern swig_type_115 _wrap_dtype_size_core_a1403cbc65d2f32f(swig_intgo arg1);
+extern swig_type_116 _wrap_status_name_core_a1403cbc65d2f32f(swig_intgo arg1);
+extern void _wrap_log_message__SWIG_0_core_a1403cbc65d2f32f(swig_type_117 arg1, swig_intgo arg2, swig_type_118 arg3, _Bool arg4);
+extern void _wrap_log_message__SWIG_1_core_a1403cbc65d2f32f(swig_type_119 arg1, swig_intgo arg2, swig_type_120 arg3);
+extern uintptr_t _wrap_Tensor_from_buffer_core_a1403cbc65d2f32f(swig_type_121 arg1, swig_intgo arg2, uintptr_t arg3);
 extern void _wrap_delete_Tensor_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_Tensor_copy_to_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_116 arg2);
+extern void _wrap_Tensor_copy_to_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_122 arg2);
 extern uintptr_t _wrap_Tensor_shape_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_intgo _wrap_Tensor_dtype_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_117 _wrap_Tensor_numel_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_118 _wrap_Tensor_nbytes_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_123 _wrap_Tensor_numel_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_124 _wrap_Tensor_nbytes_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern double _wrap_Tensor_item_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_Tensor_argmax_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_119 arg2);
+extern uintptr_t _wrap_Tensor_argmax_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_125 arg2);
 extern uintptr_t _wrap_Tensor_eq_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Tensor_sum_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Tensor_loss_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2, uintptr_t arg3);
-extern uintptr_t _wrap_Tensor_loss_ext__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2, uintptr_t arg3, swig_type_120 arg4, double arg5);
-extern uintptr_t _wrap_Tensor_loss_ext__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2, uintptr_t arg3, swig_type_121 arg4);
+extern uintptr_t _wrap_Tensor_loss_ext__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2, uintptr_t arg3, swig_type_126 arg4, double arg5);
+extern uintptr_t _wrap_Tensor_loss_ext__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2, uintptr_t arg3, swig_type_127 arg4);
 extern uintptr_t _wrap_Tensor_loss_ext__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2, uintptr_t arg3);
-extern uintptr_t _wrap_Tensor_softmax_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_122 arg2);
-extern uintptr_t _wrap_Tensor_topk_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_123 arg2, swig_type_124 arg3);
+extern uintptr_t _wrap_Tensor_softmax_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_128 arg2);
+extern uintptr_t _wrap_Tensor_topk_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_129 arg2, swig_type_130 arg3);
 extern uintptr_t _wrap_Tensor_mean_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_Tensor_mean_dim_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_125 arg2);
+extern uintptr_t _wrap_Tensor_mean_dim_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_131 arg2);
 extern uintptr_t _wrap_Tensor_reshape_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern uintptr_t _wrap_Tensor_narrow_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_126 arg2, swig_type_127 arg3, swig_type_128 arg4);
+extern uintptr_t _wrap_Tensor_narrow_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_132 arg2, swig_type_133 arg3, swig_type_134 arg4);
 extern uintptr_t _wrap_Tensor_compare_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_intgo arg3);
 extern void _wrap_delete_Batch_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_intgo _wrap_Batch_size_core_a1403cbc65d2f32f(uintptr_t arg1);
@@ -756,24 +781,24 @@ extern _Bool _wrap_Accelerator_is_main_process_core_a1403cbc65d2f32f(uintptr_t a
 extern _Bool _wrap_Accelerator_is_local_main_process_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_intgo _wrap_Accelerator_distributed_type_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_intgo _wrap_Accelerator_mixed_precision_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_129 _wrap_Accelerator_device_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_130 _wrap_Accelerator_timeout_ms_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_135 _wrap_Accelerator_device_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_136 _wrap_Accelerator_timeout_ms_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_intgo _wrap_Accelerator_sharding_strategy_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern _Bool _wrap_Accelerator_cpu_offload_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Accelerator_parallelism_sizes_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_Accelerator_wait_for_everyone_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_Accelerator_print_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_131 arg2);
-extern void _wrap_Accelerator_set_seed_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_132 arg2);
-extern void _wrap_Accelerator_set_seed_ext_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_133 arg2, _Bool arg3, _Bool arg4);
+extern void _wrap_Accelerator_print_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_137 arg2);
+extern void _wrap_Accelerator_set_seed_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_138 arg2);
+extern void _wrap_Accelerator_set_seed_ext_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_139 arg2, _Bool arg3, _Bool arg4);
 extern uintptr_t _wrap_Accelerator_gather_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Accelerator_gather_for_metrics_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Accelerator_reduce__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_intgo arg3);
 extern uintptr_t _wrap_Accelerator_reduce__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Accelerator_broadcast__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_intgo arg3);
 extern uintptr_t _wrap_Accelerator_broadcast__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern uintptr_t _wrap_Accelerator_pad_across_processes__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_134 arg3, double arg4, _Bool arg5);
-extern uintptr_t _wrap_Accelerator_pad_across_processes__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_135 arg3, double arg4);
-extern uintptr_t _wrap_Accelerator_pad_across_processes__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_136 arg3);
+extern uintptr_t _wrap_Accelerator_pad_across_processes__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_140 arg3, double arg4, _Bool arg5);
+extern uintptr_t _wrap_Accelerator_pad_across_processes__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_141 arg3, double arg4);
+extern uintptr_t _wrap_Accelerator_pad_across_processes__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_142 arg3);
 extern uintptr_t _wrap_Accelerator_pad_across_processes__SWIG_3_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Accelerator_split_between_processes__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, _Bool arg3);
 extern uintptr_t _wrap_Accelerator_split_between_processes__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
@@ -784,20 +809,20 @@ extern uintptr_t _wrap_Accelerator_reduce_list__SWIG_1_core_a1403cbc65d2f32f(uin
 extern uintptr_t _wrap_Accelerator_reduce_list__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Accelerator_broadcast_list__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_intgo arg3);
 extern uintptr_t _wrap_Accelerator_broadcast_list__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern uintptr_t _wrap_Accelerator_pad_across_processes_list__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_137 arg3, double arg4, _Bool arg5);
-extern uintptr_t _wrap_Accelerator_pad_across_processes_list__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_138 arg3, double arg4);
-extern uintptr_t _wrap_Accelerator_pad_across_processes_list__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_139 arg3);
+extern uintptr_t _wrap_Accelerator_pad_across_processes_list__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_143 arg3, double arg4, _Bool arg5);
+extern uintptr_t _wrap_Accelerator_pad_across_processes_list__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_144 arg3, double arg4);
+extern uintptr_t _wrap_Accelerator_pad_across_processes_list__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_145 arg3);
 extern uintptr_t _wrap_Accelerator_pad_across_processes_list__SWIG_3_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Accelerator_split_between_processes_list__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, _Bool arg3);
 extern uintptr_t _wrap_Accelerator_split_between_processes_list__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern uintptr_t _wrap_Accelerator_split_range__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_140 arg2, _Bool arg3);
-extern uintptr_t _wrap_Accelerator_split_range__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_141 arg2);
-extern swig_type_142 _wrap_Accelerator_metrics_length_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_143 arg2);
+extern uintptr_t _wrap_Accelerator_split_range__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_146 arg2, _Bool arg3);
+extern uintptr_t _wrap_Accelerator_split_range__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_147 arg2);
+extern swig_type_148 _wrap_Accelerator_metrics_length_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_149 arg2);
 extern _Bool _wrap_Accelerator_debug_mode_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_144 _wrap_Accelerator_broadcast_object__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_145 arg2, swig_intgo arg3);
-extern swig_type_146 _wrap_Accelerator_broadcast_object__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_147 arg2);
-extern void _wrap_Accelerator_save_tensors_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_148 arg3);
-extern uintptr_t _wrap_Accelerator_gather_object_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_149 arg2);
+extern swig_type_150 _wrap_Accelerator_broadcast_object__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_151 arg2, swig_intgo arg3);
+extern swig_type_152 _wrap_Accelerator_broadcast_object__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_153 arg2);
+extern void _wrap_Accelerator_save_tensors_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_154 arg3);
+extern uintptr_t _wrap_Accelerator_gather_object_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_155 arg2);
 extern void _wrap_Accelerator_set_trigger_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern _Bool _wrap_Accelerator_check_trigger_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_Accelerator_main_process_first_begin_core_a1403cbc65d2f32f(uintptr_t arg1);
@@ -814,9 +839,20 @@ extern void _wrap_Accelerator_backward_core_a1403cbc65d2f32f(uintptr_t arg1, uin
 extern void _wrap_Accelerator_accumulate_begin_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern void _wrap_Accelerator_accumulate_end_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern _Bool _wrap_Accelerator_end_of_dataloader_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_150 _wrap_Accelerator_remainder_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_156 _wrap_Accelerator_remainder_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern _Bool _wrap_Accelerator_sync_gradients_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_151 _wrap_Accelerator_gradient_accumulation_steps_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_157 _wrap_Accelerator_gradient_accumulation_steps_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_Accelerator_set_sync_gradients_core_a1403cbc65d2f32f(uintptr_t arg1, _Bool arg2);
+extern void _wrap_Accelerator_set_gradient_accumulation_steps_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_158 arg2);
+extern void _wrap_Accelerator_set_even_batches_core_a1403cbc65d2f32f(uintptr_t arg1, _Bool arg2);
+extern _Bool _wrap_Accelerator_split_batches_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern _Bool _wrap_Accelerator_even_batches_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_intgo _wrap_Accelerator_dispatch_batches_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern _Bool _wrap_Accelerator_use_seedable_sampler_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_159 _wrap_Accelerator_data_seed_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern _Bool _wrap_Accelerator_non_blocking_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern _Bool _wrap_Accelerator_use_stateful_dataloader_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_Accelerator_synchronize_rng_states_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_160 arg2);
 extern void _wrap_Accelerator_no_sync_begin_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern void _wrap_Accelerator_no_sync_end_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern void _wrap_Accelerator_trigger_sync_in_backward_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
@@ -829,60 +865,60 @@ extern void _wrap_Accelerator_unscale_gradients_core_a1403cbc65d2f32f(uintptr_t 
 extern double _wrap_Accelerator_loss_scale_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_Accelerator_join_uneven_inputs_begin_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_Accelerator_join_uneven_inputs_end_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_Accelerator_autocast_begin__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, _Bool arg2);
-extern void _wrap_Accelerator_autocast_begin__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_Accelerator_autocast_begin_core_a1403cbc65d2f32f(uintptr_t arg1, _Bool arg2);
+extern void _wrap_Accelerator_autocast_begin_default_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_Accelerator_autocast_end_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_Accelerator_no_grad_begin_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_Accelerator_no_grad_end_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Accelerator_send_to_device_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Accelerator_send_map_to_device_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern swig_type_152 _wrap_Accelerator_save_state__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_153 arg2, _Bool arg3);
-extern swig_type_154 _wrap_Accelerator_save_state__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_155 arg2);
-extern swig_type_156 _wrap_Accelerator_save_state__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_Accelerator_load_state__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_157 arg2);
+extern swig_type_161 _wrap_Accelerator_save_state__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_162 arg2, _Bool arg3);
+extern swig_type_163 _wrap_Accelerator_save_state__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_164 arg2);
+extern swig_type_165 _wrap_Accelerator_save_state__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_Accelerator_load_state__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_166 arg2);
 extern void _wrap_Accelerator_load_state__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_158 _wrap_Accelerator_save_iteration_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_Accelerator_set_save_iteration_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_159 arg2);
-extern void _wrap_Accelerator_save_model__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_160 arg3, swig_type_161 arg4, _Bool arg5);
-extern void _wrap_Accelerator_save_model__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_162 arg3, swig_type_163 arg4);
-extern void _wrap_Accelerator_save_model__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_164 arg3);
+extern swig_type_167 _wrap_Accelerator_save_iteration_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_Accelerator_set_save_iteration_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_168 arg2);
+extern void _wrap_Accelerator_save_model__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_169 arg3, swig_type_170 arg4, _Bool arg5);
+extern void _wrap_Accelerator_save_model__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_171 arg3, swig_type_172 arg4);
+extern void _wrap_Accelerator_save_model__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_173 arg3);
 extern uintptr_t _wrap_Accelerator_state_dict_names_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Accelerator_state_dict_tensors_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern uintptr_t _wrap_Accelerator_load_checkpoint_in_model__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_165 arg3, _Bool arg4);
-extern uintptr_t _wrap_Accelerator_load_checkpoint_in_model__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_166 arg3);
+extern uintptr_t _wrap_Accelerator_load_checkpoint_in_model__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_174 arg3, _Bool arg4);
+extern uintptr_t _wrap_Accelerator_load_checkpoint_in_model__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_175 arg3);
 extern void _wrap_Accelerator_register_for_checkpointing_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern swig_type_167 _wrap_Accelerator_register_save_state_pre_hook_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern swig_type_168 _wrap_Accelerator_register_load_state_pre_hook_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern void _wrap_Accelerator_remove_hook_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_169 arg2);
-extern void _wrap_Accelerator_add_tracker_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_170 arg3);
-extern void _wrap_Accelerator_init_trackers__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_171 arg2, swig_type_172 arg3);
-extern void _wrap_Accelerator_init_trackers__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_173 arg2);
-extern void _wrap_Accelerator_log__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, swig_type_174 arg4);
+extern swig_type_176 _wrap_Accelerator_register_save_state_pre_hook_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
+extern swig_type_177 _wrap_Accelerator_register_load_state_pre_hook_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
+extern void _wrap_Accelerator_remove_hook_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_178 arg2);
+extern void _wrap_Accelerator_add_tracker_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_179 arg3);
+extern void _wrap_Accelerator_init_trackers__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_180 arg2, swig_type_181 arg3);
+extern void _wrap_Accelerator_init_trackers__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_182 arg2);
+extern void _wrap_Accelerator_log__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, swig_type_183 arg4);
 extern void _wrap_Accelerator_log__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3);
-extern void _wrap_Accelerator_log_text__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_175 arg2, swig_type_176 arg3, swig_type_177 arg4);
-extern void _wrap_Accelerator_log_text__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_178 arg2, swig_type_179 arg3);
-extern _Bool _wrap_Accelerator_has_tracker_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_180 arg2);
+extern void _wrap_Accelerator_log_text__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_184 arg2, swig_type_185 arg3, swig_type_186 arg4);
+extern void _wrap_Accelerator_log_text__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_187 arg2, swig_type_188 arg3);
+extern _Bool _wrap_Accelerator_has_tracker_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_189 arg2);
 extern void _wrap_Accelerator_end_training_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_Model_from_json_core_a1403cbc65d2f32f(swig_type_181 arg1);
-extern uintptr_t _wrap_Model_from_torchscript_core_a1403cbc65d2f32f(swig_type_182 arg1);
+extern uintptr_t _wrap_Model_from_json_core_a1403cbc65d2f32f(swig_type_190 arg1);
+extern uintptr_t _wrap_Model_from_torchscript_core_a1403cbc65d2f32f(swig_type_191 arg1);
 extern void _wrap_delete_Model_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Model_forward_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern void _wrap_Model_train__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, _Bool arg2);
 extern void _wrap_Model_train__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_183 _wrap_Model_num_parameters__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, _Bool arg2);
-extern swig_type_184 _wrap_Model_num_parameters__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_Model_from_json_empty_core_a1403cbc65d2f32f(swig_type_185 arg1);
-extern swig_type_186 _wrap_Model_module_sizes_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_187 arg2);
-extern swig_type_188 _wrap_Model_module_sizes_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_189 _wrap_Model_infer_auto_device_map_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_190 arg2, uintptr_t arg3, swig_type_191 arg4);
-extern swig_type_192 _wrap_Model_infer_auto_device_map_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_193 arg2, uintptr_t arg3);
-extern void _wrap_Model_verify_device_map_json_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_194 arg2);
-extern void _wrap_Model_materialize__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_195 arg2, swig_type_196 arg3);
-extern void _wrap_Model_materialize__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_197 arg2);
-extern void _wrap_Model_load_checkpoint_and_dispatch_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_198 arg2, swig_type_199 arg3, swig_type_200 arg4, swig_type_201 arg5);
-extern void _wrap_Model_load_checkpoint_and_dispatch_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_202 arg2, swig_type_203 arg3, swig_type_204 arg4);
-extern void _wrap_Model_load_checkpoint_and_dispatch_json__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_205 arg2, swig_type_206 arg3);
-extern uintptr_t _wrap_Model_from_torchscript_outputs_core_a1403cbc65d2f32f(swig_type_207 arg1, uintptr_t arg2);
+extern swig_type_192 _wrap_Model_num_parameters__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, _Bool arg2);
+extern swig_type_193 _wrap_Model_num_parameters__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern uintptr_t _wrap_Model_from_json_empty_core_a1403cbc65d2f32f(swig_type_194 arg1);
+extern swig_type_195 _wrap_Model_module_sizes_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_196 arg2);
+extern swig_type_197 _wrap_Model_module_sizes_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_198 _wrap_Model_infer_auto_device_map_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_199 arg2, uintptr_t arg3, swig_type_200 arg4);
+extern swig_type_201 _wrap_Model_infer_auto_device_map_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_202 arg2, uintptr_t arg3);
+extern void _wrap_Model_verify_device_map_json_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_203 arg2);
+extern void _wrap_Model_materialize__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_204 arg2, swig_type_205 arg3);
+extern void _wrap_Model_materialize__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_206 arg2);
+extern void _wrap_Model_load_checkpoint_and_dispatch_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_207 arg2, swig_type_208 arg3, swig_type_209 arg4, swig_type_210 arg5);
+extern void _wrap_Model_load_checkpoint_and_dispatch_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_211 arg2, swig_type_212 arg3, swig_type_213 arg4);
+extern void _wrap_Model_load_checkpoint_and_dispatch_json__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_214 arg2, swig_type_215 arg3);
+extern uintptr_t _wrap_Model_from_torchscript_outputs_core_a1403cbc65d2f32f(swig_type_216 arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Model_forward_named_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Model_named_parameters_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Model_named_buffers_core_a1403cbc65d2f32f(uintptr_t arg1);
@@ -902,21 +938,21 @@ extern void _wrap_delete_Scheduler_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_Scheduler_step_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_Scheduler_step_metric_core_a1403cbc65d2f32f(uintptr_t arg1, double arg2);
 extern double _wrap_Scheduler_get_last_lr_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_208 _wrap_Scheduler_last_epoch_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_217 _wrap_Scheduler_last_epoch_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Dataset_from_tensors_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern uintptr_t _wrap_Dataset_from_idx__SWIG_0_core_a1403cbc65d2f32f(swig_type_209 arg1, swig_type_210 arg2, double arg3, double arg4);
-extern uintptr_t _wrap_Dataset_from_idx__SWIG_1_core_a1403cbc65d2f32f(swig_type_211 arg1, swig_type_212 arg2, double arg3);
-extern uintptr_t _wrap_Dataset_from_idx__SWIG_2_core_a1403cbc65d2f32f(swig_type_213 arg1, swig_type_214 arg2);
-extern uintptr_t _wrap_Dataset_from_csv__SWIG_0_core_a1403cbc65d2f32f(swig_type_215 arg1, swig_type_216 arg2, swig_intgo arg3);
-extern uintptr_t _wrap_Dataset_from_csv__SWIG_1_core_a1403cbc65d2f32f(swig_type_217 arg1, swig_type_218 arg2);
-extern uintptr_t _wrap_Dataset_from_safetensors_core_a1403cbc65d2f32f(swig_type_219 arg1, uintptr_t arg2);
-extern uintptr_t _wrap_Dataset_from_source_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_220 arg2, uintptr_t arg3);
+extern uintptr_t _wrap_Dataset_from_idx__SWIG_0_core_a1403cbc65d2f32f(swig_type_218 arg1, swig_type_219 arg2, double arg3, double arg4);
+extern uintptr_t _wrap_Dataset_from_idx__SWIG_1_core_a1403cbc65d2f32f(swig_type_220 arg1, swig_type_221 arg2, double arg3);
+extern uintptr_t _wrap_Dataset_from_idx__SWIG_2_core_a1403cbc65d2f32f(swig_type_222 arg1, swig_type_223 arg2);
+extern uintptr_t _wrap_Dataset_from_csv__SWIG_0_core_a1403cbc65d2f32f(swig_type_224 arg1, swig_type_225 arg2, swig_intgo arg3);
+extern uintptr_t _wrap_Dataset_from_csv__SWIG_1_core_a1403cbc65d2f32f(swig_type_226 arg1, swig_type_227 arg2);
+extern uintptr_t _wrap_Dataset_from_safetensors_core_a1403cbc65d2f32f(swig_type_228 arg1, uintptr_t arg2);
+extern uintptr_t _wrap_Dataset_from_source_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_229 arg2, uintptr_t arg3);
 extern uintptr_t _wrap_Dataset_from_stream_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Dataset_from_sequences__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Dataset_from_sequences__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Dataset_from_sequences_collate_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3);
 extern void _wrap_delete_Dataset_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_221 _wrap_Dataset_size_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_230 _wrap_Dataset_size_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern _Bool _wrap_Dataset_is_iterable_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_DataLoader__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_new_DataLoader__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
@@ -924,64 +960,64 @@ extern uintptr_t _wrap_new_DataLoader__SWIG_2_core_a1403cbc65d2f32f(uintptr_t ar
 extern uintptr_t _wrap_new_DataLoader__SWIG_3_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, uintptr_t arg4);
 extern void _wrap_delete_DataLoader_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_DataLoader_next_batch_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_222 _wrap_DataLoader_num_batches_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_DataLoader_skip_first_batches_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_223 arg2);
-extern void _wrap_DataLoader_set_epoch_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_224 arg2);
-extern void _wrap_DataLoader_set_progress__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_225 arg2);
+extern swig_type_231 _wrap_DataLoader_num_batches_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern uintptr_t _wrap_DataLoader_skip_first_batches_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_232 arg2);
+extern void _wrap_DataLoader_set_epoch_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_233 arg2);
+extern void _wrap_DataLoader_set_progress__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_234 arg2);
 extern void _wrap_DataLoader_set_progress__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_DataLoader_hide_progress_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_DataLoader_field_names_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_Sequences_from_arrays__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, swig_type_226 arg4);
+extern uintptr_t _wrap_Sequences_from_arrays__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, swig_type_235 arg4);
 extern uintptr_t _wrap_Sequences_from_arrays__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3);
-extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_0_core_a1403cbc65d2f32f(swig_type_227 arg1, swig_type_228 arg2, swig_type_229 arg3, swig_type_230 arg4);
-extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_1_core_a1403cbc65d2f32f(swig_type_231 arg1, swig_type_232 arg2, swig_type_233 arg3);
-extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_2_core_a1403cbc65d2f32f(swig_type_234 arg1, swig_type_235 arg2);
-extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_3_core_a1403cbc65d2f32f(swig_type_236 arg1);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_0_core_a1403cbc65d2f32f(swig_type_237 arg1, swig_intgo arg2, swig_type_238 arg3, swig_type_239 arg4, swig_type_240 arg5);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_1_core_a1403cbc65d2f32f(swig_type_241 arg1, swig_intgo arg2, swig_type_242 arg3, swig_type_243 arg4);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_2_core_a1403cbc65d2f32f(swig_type_244 arg1, swig_intgo arg2, swig_type_245 arg3);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_3_core_a1403cbc65d2f32f(swig_type_246 arg1, swig_intgo arg2);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_4_core_a1403cbc65d2f32f(swig_type_247 arg1);
-extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_0_core_a1403cbc65d2f32f(swig_type_248 arg1, swig_type_249 arg2, swig_intgo arg3, swig_type_250 arg4, swig_type_251 arg5, swig_type_252 arg6);
-extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_1_core_a1403cbc65d2f32f(swig_type_253 arg1, swig_type_254 arg2, swig_intgo arg3, swig_type_255 arg4, swig_type_256 arg5);
-extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_2_core_a1403cbc65d2f32f(swig_type_257 arg1, swig_type_258 arg2, swig_intgo arg3, swig_type_259 arg4);
-extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_3_core_a1403cbc65d2f32f(swig_type_260 arg1, swig_type_261 arg2, swig_intgo arg3);
-extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_4_core_a1403cbc65d2f32f(swig_type_262 arg1, swig_type_263 arg2);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_0_core_a1403cbc65d2f32f(swig_type_264 arg1, swig_type_265 arg2, swig_type_266 arg3, swig_type_267 arg4, swig_type_268 arg5);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_1_core_a1403cbc65d2f32f(swig_type_269 arg1, swig_type_270 arg2, swig_type_271 arg3, swig_type_272 arg4);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_2_core_a1403cbc65d2f32f(swig_type_273 arg1, swig_type_274 arg2, swig_type_275 arg3);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_3_core_a1403cbc65d2f32f(swig_type_276 arg1, swig_type_277 arg2);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_4_core_a1403cbc65d2f32f(swig_type_278 arg1);
+extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_0_core_a1403cbc65d2f32f(swig_type_236 arg1, swig_type_237 arg2, swig_type_238 arg3, swig_type_239 arg4);
+extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_1_core_a1403cbc65d2f32f(swig_type_240 arg1, swig_type_241 arg2, swig_type_242 arg3);
+extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_2_core_a1403cbc65d2f32f(swig_type_243 arg1, swig_type_244 arg2);
+extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_3_core_a1403cbc65d2f32f(swig_type_245 arg1);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_0_core_a1403cbc65d2f32f(swig_type_246 arg1, swig_intgo arg2, swig_type_247 arg3, swig_type_248 arg4, swig_type_249 arg5);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_1_core_a1403cbc65d2f32f(swig_type_250 arg1, swig_intgo arg2, swig_type_251 arg3, swig_type_252 arg4);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_2_core_a1403cbc65d2f32f(swig_type_253 arg1, swig_intgo arg2, swig_type_254 arg3);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_3_core_a1403cbc65d2f32f(swig_type_255 arg1, swig_intgo arg2);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_4_core_a1403cbc65d2f32f(swig_type_256 arg1);
+extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_0_core_a1403cbc65d2f32f(swig_type_257 arg1, swig_type_258 arg2, swig_intgo arg3, swig_type_259 arg4, swig_type_260 arg5, swig_type_261 arg6);
+extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_1_core_a1403cbc65d2f32f(swig_type_262 arg1, swig_type_263 arg2, swig_intgo arg3, swig_type_264 arg4, swig_type_265 arg5);
+extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_2_core_a1403cbc65d2f32f(swig_type_266 arg1, swig_type_267 arg2, swig_intgo arg3, swig_type_268 arg4);
+extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_3_core_a1403cbc65d2f32f(swig_type_269 arg1, swig_type_270 arg2, swig_intgo arg3);
+extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_4_core_a1403cbc65d2f32f(swig_type_271 arg1, swig_type_272 arg2);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_0_core_a1403cbc65d2f32f(swig_type_273 arg1, swig_type_274 arg2, swig_type_275 arg3, swig_type_276 arg4, swig_type_277 arg5);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_1_core_a1403cbc65d2f32f(swig_type_278 arg1, swig_type_279 arg2, swig_type_280 arg3, swig_type_281 arg4);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_2_core_a1403cbc65d2f32f(swig_type_282 arg1, swig_type_283 arg2, swig_type_284 arg3);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_3_core_a1403cbc65d2f32f(swig_type_285 arg1, swig_type_286 arg2);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_4_core_a1403cbc65d2f32f(swig_type_287 arg1);
 extern void _wrap_delete_Sequences_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_279 _wrap_Sequences_size_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_280 _wrap_Sequences_length_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_281 arg2);
-extern uintptr_t _wrap_Sequences_ids_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_282 arg2);
-extern uintptr_t _wrap_Sequences_labels_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_283 arg2);
-extern uintptr_t _wrap_new_ProgressBar__SWIG_0_core_a1403cbc65d2f32f(swig_type_284 arg1, swig_type_285 arg2, _Bool arg3);
-extern uintptr_t _wrap_new_ProgressBar__SWIG_1_core_a1403cbc65d2f32f(swig_type_286 arg1, swig_type_287 arg2);
-extern uintptr_t _wrap_new_ProgressBar__SWIG_2_core_a1403cbc65d2f32f(swig_type_288 arg1);
+extern swig_type_288 _wrap_Sequences_size_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_289 _wrap_Sequences_length_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_290 arg2);
+extern uintptr_t _wrap_Sequences_ids_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_291 arg2);
+extern uintptr_t _wrap_Sequences_labels_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_292 arg2);
+extern uintptr_t _wrap_new_ProgressBar__SWIG_0_core_a1403cbc65d2f32f(swig_type_293 arg1, swig_type_294 arg2, _Bool arg3);
+extern uintptr_t _wrap_new_ProgressBar__SWIG_1_core_a1403cbc65d2f32f(swig_type_295 arg1, swig_type_296 arg2);
+extern uintptr_t _wrap_new_ProgressBar__SWIG_2_core_a1403cbc65d2f32f(swig_type_297 arg1);
 extern void _wrap_delete_ProgressBar_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_ProgressBar_update__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_289 arg2);
+extern void _wrap_ProgressBar_update__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_298 arg2);
 extern void _wrap_ProgressBar_update__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_Profile_begin_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_290 arg2);
+extern uintptr_t _wrap_Profile_begin_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_299 arg2);
 extern void _wrap_delete_Profile_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_Profile_end_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_NamedTensors_core_a1403cbc65d2f32f(void);
 extern void _wrap_delete_NamedTensors_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_NamedTensors_add_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_291 arg2, uintptr_t arg3);
-extern swig_type_292 _wrap_NamedTensors_size_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_NamedTensors_add_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_300 arg2, uintptr_t arg3);
+extern swig_type_301 _wrap_NamedTensors_size_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_TensorList_core_a1403cbc65d2f32f(void);
 extern void _wrap_delete_TensorList_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_TensorList_add_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern swig_type_293 _wrap_TensorList_size_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_302 _wrap_TensorList_size_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_TensorMap_core_a1403cbc65d2f32f(void);
 extern void _wrap_delete_TensorMap_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_TensorMap_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_294 arg2, uintptr_t arg3);
-extern swig_type_295 _wrap_TensorMap_count_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_296 _wrap_TensorMap_name_at_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_297 arg2);
-extern uintptr_t _wrap_TensorMap_get_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_298 arg2);
+extern void _wrap_TensorMap_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_303 arg2, uintptr_t arg3);
+extern swig_type_304 _wrap_TensorMap_count_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_305 _wrap_TensorMap_name_at_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_306 arg2);
+extern uintptr_t _wrap_TensorMap_get_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_307 arg2);
 extern swig_intgo _wrap_take_error_code_core_a1403cbc65d2f32f(void);
-extern swig_type_299 _wrap_take_error_message_core_a1403cbc65d2f32f(void);
+extern swig_type_308 _wrap_take_error_message_core_a1403cbc65d2f32f(void);
 #undef intgo
 */
 import "C"
@@ -2467,6 +2503,128 @@ func (arg1 SwigcptrAcceleratorOptions) GetParallelism_cp_size() (_swig_ret int64
 	return swig_r
 }
 
+func (arg1 SwigcptrAcceleratorOptions) SetAutocast_enabled(arg2 int) {
+	_swig_i_0 := arg1
+	_swig_i_1 := arg2
+	C._wrap_AcceleratorOptions_autocast_enabled_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+}
+
+func (arg1 SwigcptrAcceleratorOptions) GetAutocast_enabled() (_swig_ret int) {
+	var swig_r int
+	_swig_i_0 := arg1
+	swig_r = (int)(C._wrap_AcceleratorOptions_autocast_enabled_get_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0)))
+	return swig_r
+}
+
+func (arg1 SwigcptrAcceleratorOptions) SetAutocast_cache_enabled(arg2 int) {
+	_swig_i_0 := arg1
+	_swig_i_1 := arg2
+	C._wrap_AcceleratorOptions_autocast_cache_enabled_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+}
+
+func (arg1 SwigcptrAcceleratorOptions) GetAutocast_cache_enabled() (_swig_ret int) {
+	var swig_r int
+	_swig_i_0 := arg1
+	swig_r = (int)(C._wrap_AcceleratorOptions_autocast_cache_enabled_get_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0)))
+	return swig_r
+}
+
+func (arg1 SwigcptrAcceleratorOptions) SetScaler_enabled(arg2 int) {
+	_swig_i_0 := arg1
+	_swig_i_1 := arg2
+	C._wrap_AcceleratorOptions_scaler_enabled_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+}
+
+func (arg1 SwigcptrAcceleratorOptions) GetScaler_enabled() (_swig_ret int) {
+	var swig_r int
+	_swig_i_0 := arg1
+	swig_r = (int)(C._wrap_AcceleratorOptions_scaler_enabled_get_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0)))
+	return swig_r
+}
+
+func (arg1 SwigcptrAcceleratorOptions) SetBackend(arg2 string) {
+	_swig_i_0 := arg1
+	_swig_i_1 := arg2
+	C._wrap_AcceleratorOptions_backend_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_53)(unsafe.Pointer(&_swig_i_1)))
+	if Swig_escape_always_false {
+		Swig_escape_val = arg2
+	}
+}
+
+func (arg1 SwigcptrAcceleratorOptions) GetBackend() (_swig_ret string) {
+	var swig_r string
+	_swig_i_0 := arg1
+	swig_r_p := C._wrap_AcceleratorOptions_backend_get_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0))
+	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
+	var swig_r_1 string
+ swig_r_1 = swigCopyString(swig_r) 
+	return swig_r_1
+}
+
+func (arg1 SwigcptrAcceleratorOptions) SetInit_method(arg2 string) {
+	_swig_i_0 := arg1
+	_swig_i_1 := arg2
+	C._wrap_AcceleratorOptions_init_method_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_55)(unsafe.Pointer(&_swig_i_1)))
+	if Swig_escape_always_false {
+		Swig_escape_val = arg2
+	}
+}
+
+func (arg1 SwigcptrAcceleratorOptions) GetInit_method() (_swig_ret string) {
+	var swig_r string
+	_swig_i_0 := arg1
+	swig_r_p := C._wrap_AcceleratorOptions_init_method_get_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0))
+	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
+	var swig_r_1 string
+ swig_r_1 = swigCopyString(swig_r) 
+	return swig_r_1
+}
+
+func (arg1 SwigcptrAcceleratorOptions) SetRng_types(arg2 string) {
+	_swig_i_0 := arg1
+	_swig_i_1 := arg2
+	C._wrap_AcceleratorOptions_rng_types_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_57)(unsafe.Pointer(&_swig_i_1)))
+	if Swig_escape_always_false {
+		Swig_escape_val = arg2
+	}
+}
+
+func (arg1 SwigcptrAcceleratorOptions) GetRng_types() (_swig_ret string) {
+	var swig_r string
+	_swig_i_0 := arg1
+	swig_r_p := C._wrap_AcceleratorOptions_rng_types_get_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0))
+	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
+	var swig_r_1 string
+ swig_r_1 = swigCopyString(swig_r) 
+	return swig_r_1
+}
+
+func (arg1 SwigcptrAcceleratorOptions) SetNon_blocking(arg2 int) {
+	_swig_i_0 := arg1
+	_swig_i_1 := arg2
+	C._wrap_AcceleratorOptions_non_blocking_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+}
+
+func (arg1 SwigcptrAcceleratorOptions) GetNon_blocking() (_swig_ret int) {
+	var swig_r int
+	_swig_i_0 := arg1
+	swig_r = (int)(C._wrap_AcceleratorOptions_non_blocking_get_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0)))
+	return swig_r
+}
+
+func (arg1 SwigcptrAcceleratorOptions) SetUse_stateful_dataloader(arg2 int) {
+	_swig_i_0 := arg1
+	_swig_i_1 := arg2
+	C._wrap_AcceleratorOptions_use_stateful_dataloader_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1))
+}
+
+func (arg1 SwigcptrAcceleratorOptions) GetUse_stateful_dataloader() (_swig_ret int) {
+	var swig_r int
+	_swig_i_0 := arg1
+	swig_r = (int)(C._wrap_AcceleratorOptions_use_stateful_dataloader_get_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0)))
+	return swig_r
+}
+
 func NewAcceleratorOptions() (_swig_ret AcceleratorOptions) {
 	var swig_r AcceleratorOptions
 	swig_r = (AcceleratorOptions)(SwigcptrAcceleratorOptions(C._wrap_new_AcceleratorOptions_core_a1403cbc65d2f32f()))
@@ -2565,6 +2723,22 @@ type AcceleratorOptions interface {
 	GetParallelism_tp_size() (_swig_ret int64)
 	SetParallelism_cp_size(arg2 int64)
 	GetParallelism_cp_size() (_swig_ret int64)
+	SetAutocast_enabled(arg2 int)
+	GetAutocast_enabled() (_swig_ret int)
+	SetAutocast_cache_enabled(arg2 int)
+	GetAutocast_cache_enabled() (_swig_ret int)
+	SetScaler_enabled(arg2 int)
+	GetScaler_enabled() (_swig_ret int)
+	SetBackend(arg2 string)
+	GetBackend() (_swig_ret string)
+	SetInit_method(arg2 string)
+	GetInit_method() (_swig_ret string)
+	SetRng_types(arg2 string)
+	GetRng_types() (_swig_ret string)
+	SetNon_blocking(arg2 int)
+	GetNon_blocking() (_swig_ret int)
+	SetUse_stateful_dataloader(arg2 int)
+	GetUse_stateful_dataloader() (_swig_ret int)
 }
 
 type Accel_loss_kind int
@@ -2615,7 +2789,7 @@ func (p SwigcptrLossOptions) SwigIsLossOptions() {
 func (arg1 SwigcptrLossOptions) SetIgnore_index(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_LossOptions_ignore_index_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_53(_swig_i_1))
+	C._wrap_LossOptions_ignore_index_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_59(_swig_i_1))
 }
 
 func (arg1 SwigcptrLossOptions) GetIgnore_index() (_swig_ret int64) {
@@ -3050,7 +3224,7 @@ func (arg1 SwigcptrSchedulerOptions) GetKind() (_swig_ret Accel_scheduler_kind) 
 func (arg1 SwigcptrSchedulerOptions) SetStep_size(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_SchedulerOptions_step_size_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_55(_swig_i_1))
+	C._wrap_SchedulerOptions_step_size_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_61(_swig_i_1))
 }
 
 func (arg1 SwigcptrSchedulerOptions) GetStep_size() (_swig_ret int64) {
@@ -3076,7 +3250,7 @@ func (arg1 SwigcptrSchedulerOptions) GetGamma() (_swig_ret float64) {
 func (arg1 SwigcptrSchedulerOptions) SetT_max(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_SchedulerOptions_t_max_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_57(_swig_i_1))
+	C._wrap_SchedulerOptions_t_max_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_63(_swig_i_1))
 }
 
 func (arg1 SwigcptrSchedulerOptions) GetT_max() (_swig_ret int64) {
@@ -3128,7 +3302,7 @@ func (arg1 SwigcptrSchedulerOptions) GetEnd_factor() (_swig_ret float64) {
 func (arg1 SwigcptrSchedulerOptions) SetTotal_iters(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_SchedulerOptions_total_iters_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_59(_swig_i_1))
+	C._wrap_SchedulerOptions_total_iters_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_65(_swig_i_1))
 }
 
 func (arg1 SwigcptrSchedulerOptions) GetTotal_iters() (_swig_ret int64) {
@@ -3180,7 +3354,7 @@ func (arg1 SwigcptrSchedulerOptions) GetMax_lr() (_swig_ret float64) {
 func (arg1 SwigcptrSchedulerOptions) SetTotal_steps(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_SchedulerOptions_total_steps_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_61(_swig_i_1))
+	C._wrap_SchedulerOptions_total_steps_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_67(_swig_i_1))
 }
 
 func (arg1 SwigcptrSchedulerOptions) GetTotal_steps() (_swig_ret int64) {
@@ -3258,7 +3432,7 @@ func (arg1 SwigcptrSchedulerOptions) GetThree_phase() (_swig_ret int) {
 func (arg1 SwigcptrSchedulerOptions) SetNum_warmup_steps(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_SchedulerOptions_num_warmup_steps_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_63(_swig_i_1))
+	C._wrap_SchedulerOptions_num_warmup_steps_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_69(_swig_i_1))
 }
 
 func (arg1 SwigcptrSchedulerOptions) GetNum_warmup_steps() (_swig_ret int64) {
@@ -3271,7 +3445,7 @@ func (arg1 SwigcptrSchedulerOptions) GetNum_warmup_steps() (_swig_ret int64) {
 func (arg1 SwigcptrSchedulerOptions) SetNum_training_steps(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_SchedulerOptions_num_training_steps_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_65(_swig_i_1))
+	C._wrap_SchedulerOptions_num_training_steps_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_71(_swig_i_1))
 }
 
 func (arg1 SwigcptrSchedulerOptions) GetNum_training_steps() (_swig_ret int64) {
@@ -3310,7 +3484,7 @@ func (arg1 SwigcptrSchedulerOptions) GetMode_max() (_swig_ret int) {
 func (arg1 SwigcptrSchedulerOptions) SetPatience(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_SchedulerOptions_patience_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_67(_swig_i_1))
+	C._wrap_SchedulerOptions_patience_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_73(_swig_i_1))
 }
 
 func (arg1 SwigcptrSchedulerOptions) GetPatience() (_swig_ret int64) {
@@ -3349,7 +3523,7 @@ func (arg1 SwigcptrSchedulerOptions) GetThreshold_abs() (_swig_ret int) {
 func (arg1 SwigcptrSchedulerOptions) SetCooldown(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_SchedulerOptions_cooldown_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_69(_swig_i_1))
+	C._wrap_SchedulerOptions_cooldown_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_75(_swig_i_1))
 }
 
 func (arg1 SwigcptrSchedulerOptions) GetCooldown() (_swig_ret int64) {
@@ -3512,7 +3686,7 @@ func (p SwigcptrPaddingOptions) SwigIsPaddingOptions() {
 func (arg1 SwigcptrPaddingOptions) SetPad_id(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_PaddingOptions_pad_id_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_71(_swig_i_1))
+	C._wrap_PaddingOptions_pad_id_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_77(_swig_i_1))
 }
 
 func (arg1 SwigcptrPaddingOptions) GetPad_id() (_swig_ret int64) {
@@ -3525,7 +3699,7 @@ func (arg1 SwigcptrPaddingOptions) GetPad_id() (_swig_ret int64) {
 func (arg1 SwigcptrPaddingOptions) SetPad_to_multiple_of(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_PaddingOptions_pad_to_multiple_of_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_73(_swig_i_1))
+	C._wrap_PaddingOptions_pad_to_multiple_of_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_79(_swig_i_1))
 }
 
 func (arg1 SwigcptrPaddingOptions) GetPad_to_multiple_of() (_swig_ret int64) {
@@ -3538,7 +3712,7 @@ func (arg1 SwigcptrPaddingOptions) GetPad_to_multiple_of() (_swig_ret int64) {
 func (arg1 SwigcptrPaddingOptions) SetMax_length(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_PaddingOptions_max_length_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_75(_swig_i_1))
+	C._wrap_PaddingOptions_max_length_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_81(_swig_i_1))
 }
 
 func (arg1 SwigcptrPaddingOptions) GetMax_length() (_swig_ret int64) {
@@ -3612,7 +3786,7 @@ func (p SwigcptrDataLoaderOptions) SwigIsDataLoaderOptions() {
 func (arg1 SwigcptrDataLoaderOptions) SetBatch_size(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_DataLoaderOptions_batch_size_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_77(_swig_i_1))
+	C._wrap_DataLoaderOptions_batch_size_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_83(_swig_i_1))
 }
 
 func (arg1 SwigcptrDataLoaderOptions) GetBatch_size() (_swig_ret int64) {
@@ -3638,7 +3812,7 @@ func (arg1 SwigcptrDataLoaderOptions) GetShuffle() (_swig_ret int) {
 func (arg1 SwigcptrDataLoaderOptions) SetSeed(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_DataLoaderOptions_seed_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_79(_swig_i_1))
+	C._wrap_DataLoaderOptions_seed_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_85(_swig_i_1))
 }
 
 func (arg1 SwigcptrDataLoaderOptions) GetSeed() (_swig_ret uint64) {
@@ -3834,7 +4008,7 @@ func (arg1 SwigcptrSampleWriter) Write(arg2 int, arg3 []byte) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	C._wrap_SampleWriter_write_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1), *(*C.swig_type_82)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_SampleWriter_write_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1), *(*C.swig_type_88)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg3
 	}
@@ -3951,7 +4125,7 @@ func (arg1 SwigcptrDatasetSource) Get_sample(arg2 int64, arg3 SampleWriter) (_sw
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	swig_r_p := C._wrap_DatasetSource_get_sample_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_84(_swig_i_1), C.uintptr_t(_swig_i_2))
+	swig_r_p := C._wrap_DatasetSource_get_sample_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_90(_swig_i_1), C.uintptr_t(_swig_i_2))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -4036,7 +4210,7 @@ func (swig_p *_swig_DirectorStreamSource) Reset(epoch uint64) string {
 	}
 	var swig_r string
 	_swig_i_0 := epoch
-	swig_r_p := C._wrap__swig_DirectorStreamSource_upcall_Reset_core_a1403cbc65d2f32f(C.uintptr_t(swig_p.SwigcptrStreamSource), C.swig_type_86(_swig_i_0))
+	swig_r_p := C._wrap__swig_DirectorStreamSource_upcall_Reset_core_a1403cbc65d2f32f(C.uintptr_t(swig_p.SwigcptrStreamSource), C.swig_type_92(_swig_i_0))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -4046,7 +4220,7 @@ func (swig_p *_swig_DirectorStreamSource) Reset(epoch uint64) string {
 func DirectorStreamSourceReset(swig_p StreamSource, epoch uint64) string {
 	var swig_r string
 	_swig_i_0 := epoch
-	swig_r_p := C._wrap__swig_DirectorStreamSource_upcall_Reset_core_a1403cbc65d2f32f(C.uintptr_t(swig_p.(*_swig_DirectorStreamSource).SwigcptrStreamSource), C.swig_type_86(_swig_i_0))
+	swig_r_p := C._wrap__swig_DirectorStreamSource_upcall_Reset_core_a1403cbc65d2f32f(C.uintptr_t(swig_p.(*_swig_DirectorStreamSource).SwigcptrStreamSource), C.swig_type_92(_swig_i_0))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -4103,7 +4277,7 @@ func (arg1 SwigcptrStreamSource) Reset(arg2 uint64) (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r_p := C._wrap_StreamSource_reset_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_86(_swig_i_1))
+	swig_r_p := C._wrap_StreamSource_reset_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_92(_swig_i_1))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -4140,7 +4314,7 @@ func (arg1 SwigcptrCollateWriter) Write(arg2 int, arg3 Accel_dtype, arg4 Int64Ve
 	_swig_i_2 := arg3
 	_swig_i_3 := getSwigcptr(arg4)
 	_swig_i_4 := arg5
-	C._wrap_CollateWriter_write_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1), C.swig_intgo(_swig_i_2), C.uintptr_t(_swig_i_3), *(*C.swig_type_89)(unsafe.Pointer(&_swig_i_4)))
+	C._wrap_CollateWriter_write_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1), C.swig_intgo(_swig_i_2), C.uintptr_t(_swig_i_3), *(*C.swig_type_95)(unsafe.Pointer(&_swig_i_4)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg5
 	}
@@ -4279,7 +4453,7 @@ func (p SwigcptrStateWriter) SwigIsStateWriter() {
 func (arg1 SwigcptrStateWriter) Write(arg2 []byte) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_StateWriter_write_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_91)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_StateWriter_write_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_97)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -4423,7 +4597,7 @@ func (arg1 SwigcptrCheckpointObject) Load_state(arg2 string, arg3 int64) (_swig_
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r_p := C._wrap_CheckpointObject_load_state_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_94)(unsafe.Pointer(&_swig_i_1)), C.swig_type_95(_swig_i_2))
+	swig_r_p := C._wrap_CheckpointObject_load_state_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_100)(unsafe.Pointer(&_swig_i_1)), C.swig_type_101(_swig_i_2))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
@@ -4526,7 +4700,7 @@ func (arg1 SwigcptrStateHook) Run(arg2 string) (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r_p := C._wrap_StateHook_run_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_97)(unsafe.Pointer(&_swig_i_1)))
+	swig_r_p := C._wrap_StateHook_run_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_103)(unsafe.Pointer(&_swig_i_1)))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
@@ -4587,7 +4761,7 @@ func (swig_p *_swig_DirectorTracker) Init(run_name string, config_json string) s
 	var swig_r string
 	_swig_i_0 := run_name
 	_swig_i_1 := config_json
-	swig_r_p := C._wrap__swig_DirectorTracker_upcall_Init_core_a1403cbc65d2f32f(C.uintptr_t(swig_p.SwigcptrTracker), *(*C.swig_type_99)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_100)(unsafe.Pointer(&_swig_i_1)))
+	swig_r_p := C._wrap__swig_DirectorTracker_upcall_Init_core_a1403cbc65d2f32f(C.uintptr_t(swig_p.SwigcptrTracker), *(*C.swig_type_105)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_106)(unsafe.Pointer(&_swig_i_1)))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = _swig_i_0
@@ -4604,7 +4778,7 @@ func DirectorTrackerInit(swig_p Tracker, run_name string, config_json string) st
 	var swig_r string
 	_swig_i_0 := run_name
 	_swig_i_1 := config_json
-	swig_r_p := C._wrap__swig_DirectorTracker_upcall_Init_core_a1403cbc65d2f32f(C.uintptr_t(swig_p.(*_swig_DirectorTracker).SwigcptrTracker), *(*C.swig_type_99)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_100)(unsafe.Pointer(&_swig_i_1)))
+	swig_r_p := C._wrap__swig_DirectorTracker_upcall_Init_core_a1403cbc65d2f32f(C.uintptr_t(swig_p.(*_swig_DirectorTracker).SwigcptrTracker), *(*C.swig_type_105)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_106)(unsafe.Pointer(&_swig_i_1)))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = _swig_i_0
@@ -4650,7 +4824,7 @@ func (swig_p *_swig_DirectorTracker) Log(names StringVector, values DoubleVector
 	_swig_i_0 := getSwigcptr(names)
 	_swig_i_1 := getSwigcptr(values)
 	_swig_i_2 := step
-	swig_r_p := C._wrap__swig_DirectorTracker_upcall_Log_core_a1403cbc65d2f32f(C.uintptr_t(swig_p.SwigcptrTracker), C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_102(_swig_i_2))
+	swig_r_p := C._wrap__swig_DirectorTracker_upcall_Log_core_a1403cbc65d2f32f(C.uintptr_t(swig_p.SwigcptrTracker), C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_108(_swig_i_2))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -4662,7 +4836,7 @@ func DirectorTrackerLog(swig_p Tracker, names StringVector, values DoubleVector,
 	_swig_i_0 := getSwigcptr(names)
 	_swig_i_1 := getSwigcptr(values)
 	_swig_i_2 := step
-	swig_r_p := C._wrap__swig_DirectorTracker_upcall_Log_core_a1403cbc65d2f32f(C.uintptr_t(swig_p.(*_swig_DirectorTracker).SwigcptrTracker), C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_102(_swig_i_2))
+	swig_r_p := C._wrap__swig_DirectorTracker_upcall_Log_core_a1403cbc65d2f32f(C.uintptr_t(swig_p.(*_swig_DirectorTracker).SwigcptrTracker), C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_108(_swig_i_2))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -4751,7 +4925,7 @@ func (arg1 SwigcptrTracker) Init(arg2 string, arg3 string) (_swig_ret string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r_p := C._wrap_Tracker_init_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_99)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_100)(unsafe.Pointer(&_swig_i_2)))
+	swig_r_p := C._wrap_Tracker_init_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_105)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_106)(unsafe.Pointer(&_swig_i_2)))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
@@ -4770,7 +4944,7 @@ func (arg1 SwigcptrTracker) Log(arg2 StringVector, arg3 DoubleVector, arg4 int64
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := getSwigcptr(arg3)
 	_swig_i_3 := arg4
-	swig_r_p := C._wrap_Tracker_log_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.uintptr_t(_swig_i_2), C.swig_type_102(_swig_i_3))
+	swig_r_p := C._wrap_Tracker_log_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.uintptr_t(_swig_i_2), C.swig_type_108(_swig_i_3))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -4855,7 +5029,7 @@ func Log_message__SWIG_0(arg1 string, arg2 Accel_log_level, arg3 string, arg4 bo
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	C._wrap_log_message__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_111)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_112)(unsafe.Pointer(&_swig_i_2)), C._Bool(_swig_i_3))
+	C._wrap_log_message__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_117)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_118)(unsafe.Pointer(&_swig_i_2)), C._Bool(_swig_i_3))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -4868,7 +5042,7 @@ func Log_message__SWIG_1(arg1 string, arg2 Accel_log_level, arg3 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	C._wrap_log_message__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_113)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_114)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_log_message__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_119)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_120)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -4904,7 +5078,7 @@ func TensorFrom_buffer(arg1 []byte, arg2 Accel_dtype, arg3 Int64Vector) (_swig_r
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_from_buffer_core_a1403cbc65d2f32f(*(*C.swig_type_115)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), C.uintptr_t(_swig_i_2))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_from_buffer_core_a1403cbc65d2f32f(*(*C.swig_type_121)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), C.uintptr_t(_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -4919,7 +5093,7 @@ func DeleteTensor(arg1 Tensor) {
 func (arg1 SwigcptrTensor) Copy_to(arg2 []byte) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Tensor_copy_to_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_116)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Tensor_copy_to_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_122)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -4964,7 +5138,7 @@ func (arg1 SwigcptrTensor) Argmax(arg2 int64) (_swig_ret Tensor) {
 	var swig_r Tensor
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_argmax_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_119(_swig_i_1))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_argmax_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_125(_swig_i_1))))
 	return swig_r
 }
 
@@ -4999,7 +5173,7 @@ func (arg1 SwigcptrTensor) Loss_ext__SWIG_0(arg2 Accel_loss_kind, arg3 Tensor, a
 	_swig_i_2 := getSwigcptr(arg3)
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_loss_ext__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1), C.uintptr_t(_swig_i_2), C.swig_type_120(_swig_i_3), C.double(_swig_i_4))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_loss_ext__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1), C.uintptr_t(_swig_i_2), C.swig_type_126(_swig_i_3), C.double(_swig_i_4))))
 	return swig_r
 }
 
@@ -5009,7 +5183,7 @@ func (arg1 SwigcptrTensor) Loss_ext__SWIG_1(arg2 Accel_loss_kind, arg3 Tensor, a
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
 	_swig_i_3 := arg4
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_loss_ext__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1), C.uintptr_t(_swig_i_2), C.swig_type_121(_swig_i_3))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_loss_ext__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1), C.uintptr_t(_swig_i_2), C.swig_type_127(_swig_i_3))))
 	return swig_r
 }
 
@@ -5040,7 +5214,7 @@ func (arg1 SwigcptrTensor) Softmax(arg2 int64) (_swig_ret Tensor) {
 	var swig_r Tensor
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_softmax_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_122(_swig_i_1))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_softmax_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_128(_swig_i_1))))
 	return swig_r
 }
 
@@ -5049,7 +5223,7 @@ func (arg1 SwigcptrTensor) Topk(arg2 int64, arg3 int64) (_swig_ret TensorMap) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (TensorMap)(SwigcptrTensorMap(C._wrap_Tensor_topk_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_123(_swig_i_1), C.swig_type_124(_swig_i_2))))
+	swig_r = (TensorMap)(SwigcptrTensorMap(C._wrap_Tensor_topk_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_129(_swig_i_1), C.swig_type_130(_swig_i_2))))
 	return swig_r
 }
 
@@ -5064,7 +5238,7 @@ func (arg1 SwigcptrTensor) Mean_dim(arg2 int64) (_swig_ret Tensor) {
 	var swig_r Tensor
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_mean_dim_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_125(_swig_i_1))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_mean_dim_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_131(_swig_i_1))))
 	return swig_r
 }
 
@@ -5082,7 +5256,7 @@ func (arg1 SwigcptrTensor) Narrow(arg2 int64, arg3 int64, arg4 int64) (_swig_ret
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_narrow_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_126(_swig_i_1), C.swig_type_127(_swig_i_2), C.swig_type_128(_swig_i_3))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_narrow_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_132(_swig_i_1), C.swig_type_133(_swig_i_2), C.swig_type_134(_swig_i_3))))
 	return swig_r
 }
 
@@ -5287,7 +5461,7 @@ func (arg1 SwigcptrAccelerator) Wait_for_everyone() {
 func (arg1 SwigcptrAccelerator) Print(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Accelerator_print_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_131)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Accelerator_print_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_137)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -5296,7 +5470,7 @@ func (arg1 SwigcptrAccelerator) Print(arg2 string) {
 func (arg1 SwigcptrAccelerator) Set_seed(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Accelerator_set_seed_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_132(_swig_i_1))
+	C._wrap_Accelerator_set_seed_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_138(_swig_i_1))
 }
 
 func (arg1 SwigcptrAccelerator) Set_seed_ext(arg2 uint64, arg3 bool, arg4 bool) {
@@ -5304,7 +5478,7 @@ func (arg1 SwigcptrAccelerator) Set_seed_ext(arg2 uint64, arg3 bool, arg4 bool) 
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	C._wrap_Accelerator_set_seed_ext_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_133(_swig_i_1), C._Bool(_swig_i_2), C._Bool(_swig_i_3))
+	C._wrap_Accelerator_set_seed_ext_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_139(_swig_i_1), C._Bool(_swig_i_2), C._Bool(_swig_i_3))
 }
 
 func (arg1 SwigcptrAccelerator) Gather(arg2 Tensor) (_swig_ret Tensor) {
@@ -5386,7 +5560,7 @@ func (arg1 SwigcptrAccelerator) Pad_across_processes__SWIG_0(arg2 Tensor, arg3 i
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Accelerator_pad_across_processes__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_134(_swig_i_2), C.double(_swig_i_3), C._Bool(_swig_i_4))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Accelerator_pad_across_processes__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_140(_swig_i_2), C.double(_swig_i_3), C._Bool(_swig_i_4))))
 	return swig_r
 }
 
@@ -5396,7 +5570,7 @@ func (arg1 SwigcptrAccelerator) Pad_across_processes__SWIG_1(arg2 Tensor, arg3 i
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Accelerator_pad_across_processes__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_135(_swig_i_2), C.double(_swig_i_3))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Accelerator_pad_across_processes__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_141(_swig_i_2), C.double(_swig_i_3))))
 	return swig_r
 }
 
@@ -5405,7 +5579,7 @@ func (arg1 SwigcptrAccelerator) Pad_across_processes__SWIG_2(arg2 Tensor, arg3 i
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := arg3
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Accelerator_pad_across_processes__SWIG_2_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_136(_swig_i_2))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Accelerator_pad_across_processes__SWIG_2_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_142(_swig_i_2))))
 	return swig_r
 }
 
@@ -5554,7 +5728,7 @@ func (arg1 SwigcptrAccelerator) Pad_across_processes_list__SWIG_0(arg2 TensorLis
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (Batch)(SwigcptrBatch(C._wrap_Accelerator_pad_across_processes_list__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_137(_swig_i_2), C.double(_swig_i_3), C._Bool(_swig_i_4))))
+	swig_r = (Batch)(SwigcptrBatch(C._wrap_Accelerator_pad_across_processes_list__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_143(_swig_i_2), C.double(_swig_i_3), C._Bool(_swig_i_4))))
 	return swig_r
 }
 
@@ -5564,7 +5738,7 @@ func (arg1 SwigcptrAccelerator) Pad_across_processes_list__SWIG_1(arg2 TensorLis
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Batch)(SwigcptrBatch(C._wrap_Accelerator_pad_across_processes_list__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_138(_swig_i_2), C.double(_swig_i_3))))
+	swig_r = (Batch)(SwigcptrBatch(C._wrap_Accelerator_pad_across_processes_list__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_144(_swig_i_2), C.double(_swig_i_3))))
 	return swig_r
 }
 
@@ -5573,7 +5747,7 @@ func (arg1 SwigcptrAccelerator) Pad_across_processes_list__SWIG_2(arg2 TensorLis
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := arg3
-	swig_r = (Batch)(SwigcptrBatch(C._wrap_Accelerator_pad_across_processes_list__SWIG_2_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_139(_swig_i_2))))
+	swig_r = (Batch)(SwigcptrBatch(C._wrap_Accelerator_pad_across_processes_list__SWIG_2_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_145(_swig_i_2))))
 	return swig_r
 }
 
@@ -5635,7 +5809,7 @@ func (arg1 SwigcptrAccelerator) Split_range__SWIG_0(arg2 int64, arg3 bool) (_swi
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_Accelerator_split_range__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_140(_swig_i_1), C._Bool(_swig_i_2))))
+	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_Accelerator_split_range__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_146(_swig_i_1), C._Bool(_swig_i_2))))
 	return swig_r
 }
 
@@ -5643,7 +5817,7 @@ func (arg1 SwigcptrAccelerator) Split_range__SWIG_1(arg2 int64) (_swig_ret Int64
 	var swig_r Int64Vector
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_Accelerator_split_range__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_141(_swig_i_1))))
+	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_Accelerator_split_range__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_147(_swig_i_1))))
 	return swig_r
 }
 
@@ -5662,7 +5836,7 @@ func (arg1 SwigcptrAccelerator) Metrics_length(arg2 int64) (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (int64)(C._wrap_Accelerator_metrics_length_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_143(_swig_i_1)))
+	swig_r = (int64)(C._wrap_Accelerator_metrics_length_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_149(_swig_i_1)))
 	return swig_r
 }
 
@@ -5678,7 +5852,7 @@ func (arg1 SwigcptrAccelerator) Broadcast_object__SWIG_0(arg2 string, arg3 int) 
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r_p := C._wrap_Accelerator_broadcast_object__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_145)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2))
+	swig_r_p := C._wrap_Accelerator_broadcast_object__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_151)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
@@ -5692,7 +5866,7 @@ func (arg1 SwigcptrAccelerator) Broadcast_object__SWIG_1(arg2 string) (_swig_ret
 	var swig_r string
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r_p := C._wrap_Accelerator_broadcast_object__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_147)(unsafe.Pointer(&_swig_i_1)))
+	swig_r_p := C._wrap_Accelerator_broadcast_object__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_153)(unsafe.Pointer(&_swig_i_1)))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
@@ -5717,7 +5891,7 @@ func (arg1 SwigcptrAccelerator) Save_tensors(arg2 NamedTensors, arg3 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := arg3
-	C._wrap_Accelerator_save_tensors_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_148)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_Accelerator_save_tensors_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_154)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg3
 	}
@@ -5727,7 +5901,7 @@ func (arg1 SwigcptrAccelerator) Gather_object(arg2 string) (_swig_ret StringVect
 	var swig_r StringVector
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (StringVector)(SwigcptrStringVector(C._wrap_Accelerator_gather_object_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_149)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (StringVector)(SwigcptrStringVector(C._wrap_Accelerator_gather_object_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_155)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -5846,6 +6020,82 @@ func (arg1 SwigcptrAccelerator) Gradient_accumulation_steps() (_swig_ret int64) 
 	return swig_r
 }
 
+func (arg1 SwigcptrAccelerator) Set_sync_gradients(arg2 bool) {
+	_swig_i_0 := arg1
+	_swig_i_1 := arg2
+	C._wrap_Accelerator_set_sync_gradients_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C._Bool(_swig_i_1))
+}
+
+func (arg1 SwigcptrAccelerator) Set_gradient_accumulation_steps(arg2 int64) {
+	_swig_i_0 := arg1
+	_swig_i_1 := arg2
+	C._wrap_Accelerator_set_gradient_accumulation_steps_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_158(_swig_i_1))
+}
+
+func (arg1 SwigcptrAccelerator) Set_even_batches(arg2 bool) {
+	_swig_i_0 := arg1
+	_swig_i_1 := arg2
+	C._wrap_Accelerator_set_even_batches_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C._Bool(_swig_i_1))
+}
+
+func (arg1 SwigcptrAccelerator) Split_batches() (_swig_ret bool) {
+	var swig_r bool
+	_swig_i_0 := arg1
+	swig_r = (bool)(C._wrap_Accelerator_split_batches_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0)))
+	return swig_r
+}
+
+func (arg1 SwigcptrAccelerator) Even_batches() (_swig_ret bool) {
+	var swig_r bool
+	_swig_i_0 := arg1
+	swig_r = (bool)(C._wrap_Accelerator_even_batches_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0)))
+	return swig_r
+}
+
+func (arg1 SwigcptrAccelerator) Dispatch_batches() (_swig_ret int) {
+	var swig_r int
+	_swig_i_0 := arg1
+	swig_r = (int)(C._wrap_Accelerator_dispatch_batches_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0)))
+	return swig_r
+}
+
+func (arg1 SwigcptrAccelerator) Use_seedable_sampler() (_swig_ret bool) {
+	var swig_r bool
+	_swig_i_0 := arg1
+	swig_r = (bool)(C._wrap_Accelerator_use_seedable_sampler_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0)))
+	return swig_r
+}
+
+func (arg1 SwigcptrAccelerator) Data_seed() (_swig_ret int64) {
+	var swig_r int64
+	_swig_i_0 := arg1
+	swig_r = (int64)(C._wrap_Accelerator_data_seed_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0)))
+	return swig_r
+}
+
+func (arg1 SwigcptrAccelerator) Non_blocking() (_swig_ret bool) {
+	var swig_r bool
+	_swig_i_0 := arg1
+	swig_r = (bool)(C._wrap_Accelerator_non_blocking_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0)))
+	return swig_r
+}
+
+func (arg1 SwigcptrAccelerator) Use_stateful_dataloader() (_swig_ret bool) {
+	var swig_r bool
+	_swig_i_0 := arg1
+	swig_r = (bool)(C._wrap_Accelerator_use_stateful_dataloader_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0)))
+	return swig_r
+}
+
+func (arg1 SwigcptrAccelerator) Synchronize_rng_states(arg2 string) {
+	_swig_i_0 := arg1
+	_swig_i_1 := arg2
+	C._wrap_Accelerator_synchronize_rng_states_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_160)(unsafe.Pointer(&_swig_i_1)))
+	if Swig_escape_always_false {
+		Swig_escape_val = arg2
+	}
+}
+
 func (arg1 SwigcptrAccelerator) No_sync_begin(arg2 Model) {
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
@@ -5952,28 +6202,15 @@ func (arg1 SwigcptrAccelerator) Join_uneven_inputs_end() {
 	C._wrap_Accelerator_join_uneven_inputs_end_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0))
 }
 
-func (arg1 SwigcptrAccelerator) Autocast_begin__SWIG_0(arg2 bool) {
+func (arg1 SwigcptrAccelerator) Autocast_begin(arg2 bool) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Accelerator_autocast_begin__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C._Bool(_swig_i_1))
+	C._wrap_Accelerator_autocast_begin_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C._Bool(_swig_i_1))
 }
 
-func (arg1 SwigcptrAccelerator) Autocast_begin__SWIG_1() {
+func (arg1 SwigcptrAccelerator) Autocast_begin_default() {
 	_swig_i_0 := arg1
-	C._wrap_Accelerator_autocast_begin__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0))
-}
-
-func (p SwigcptrAccelerator) Autocast_begin(a ...interface{}) {
-	argc := len(a)
-	if argc == 0 {
-		p.Autocast_begin__SWIG_1()
-		return
-	}
-	if argc == 1 {
-		p.Autocast_begin__SWIG_0(a[0].(bool))
-		return
-	}
-	panic("No match for overloaded function call")
+	C._wrap_Accelerator_autocast_begin_default_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0))
 }
 
 func (arg1 SwigcptrAccelerator) Autocast_end() {
@@ -6012,7 +6249,7 @@ func (arg1 SwigcptrAccelerator) Save_state__SWIG_0(arg2 string, arg3 bool) (_swi
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r_p := C._wrap_Accelerator_save_state__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_153)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2))
+	swig_r_p := C._wrap_Accelerator_save_state__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_162)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
@@ -6026,7 +6263,7 @@ func (arg1 SwigcptrAccelerator) Save_state__SWIG_1(arg2 string) (_swig_ret strin
 	var swig_r string
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r_p := C._wrap_Accelerator_save_state__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_155)(unsafe.Pointer(&_swig_i_1)))
+	swig_r_p := C._wrap_Accelerator_save_state__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_164)(unsafe.Pointer(&_swig_i_1)))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
@@ -6063,7 +6300,7 @@ func (p SwigcptrAccelerator) Save_state(a ...interface{}) string {
 func (arg1 SwigcptrAccelerator) Load_state__SWIG_0(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Accelerator_load_state__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_157)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Accelerator_load_state__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_166)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -6097,7 +6334,7 @@ func (arg1 SwigcptrAccelerator) Save_iteration() (_swig_ret int64) {
 func (arg1 SwigcptrAccelerator) Set_save_iteration(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Accelerator_set_save_iteration_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_159(_swig_i_1))
+	C._wrap_Accelerator_set_save_iteration_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_168(_swig_i_1))
 }
 
 func (arg1 SwigcptrAccelerator) Save_model__SWIG_0(arg2 Model, arg3 string, arg4 string, arg5 bool) {
@@ -6106,7 +6343,7 @@ func (arg1 SwigcptrAccelerator) Save_model__SWIG_0(arg2 Model, arg3 string, arg4
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	C._wrap_Accelerator_save_model__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_160)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_161)(unsafe.Pointer(&_swig_i_3)), C._Bool(_swig_i_4))
+	C._wrap_Accelerator_save_model__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_169)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_170)(unsafe.Pointer(&_swig_i_3)), C._Bool(_swig_i_4))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg3
 	}
@@ -6120,7 +6357,7 @@ func (arg1 SwigcptrAccelerator) Save_model__SWIG_1(arg2 Model, arg3 string, arg4
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	C._wrap_Accelerator_save_model__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_162)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_163)(unsafe.Pointer(&_swig_i_3)))
+	C._wrap_Accelerator_save_model__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_171)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_172)(unsafe.Pointer(&_swig_i_3)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg3
 	}
@@ -6133,7 +6370,7 @@ func (arg1 SwigcptrAccelerator) Save_model__SWIG_2(arg2 Model, arg3 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := arg3
-	C._wrap_Accelerator_save_model__SWIG_2_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_164)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_Accelerator_save_model__SWIG_2_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_173)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg3
 	}
@@ -6178,7 +6415,7 @@ func (arg1 SwigcptrAccelerator) Load_checkpoint_in_model__SWIG_0(arg2 Model, arg
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_Accelerator_load_checkpoint_in_model__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_165)(unsafe.Pointer(&_swig_i_2)), C._Bool(_swig_i_3))))
+	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_Accelerator_load_checkpoint_in_model__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_174)(unsafe.Pointer(&_swig_i_2)), C._Bool(_swig_i_3))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg3
 	}
@@ -6190,7 +6427,7 @@ func (arg1 SwigcptrAccelerator) Load_checkpoint_in_model__SWIG_1(arg2 Model, arg
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := arg3
-	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_Accelerator_load_checkpoint_in_model__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_166)(unsafe.Pointer(&_swig_i_2)))))
+	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_Accelerator_load_checkpoint_in_model__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_175)(unsafe.Pointer(&_swig_i_2)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg3
 	}
@@ -6233,14 +6470,14 @@ func (arg1 SwigcptrAccelerator) Register_load_state_pre_hook(arg2 StateHook) (_s
 func (arg1 SwigcptrAccelerator) Remove_hook(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Accelerator_remove_hook_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_169(_swig_i_1))
+	C._wrap_Accelerator_remove_hook_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_178(_swig_i_1))
 }
 
 func (arg1 SwigcptrAccelerator) Add_tracker(arg2 Tracker, arg3 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := arg3
-	C._wrap_Accelerator_add_tracker_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_170)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_Accelerator_add_tracker_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_179)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg3
 	}
@@ -6250,7 +6487,7 @@ func (arg1 SwigcptrAccelerator) Init_trackers__SWIG_0(arg2 string, arg3 string) 
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	C._wrap_Accelerator_init_trackers__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_171)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_172)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_Accelerator_init_trackers__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_180)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_181)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -6262,7 +6499,7 @@ func (arg1 SwigcptrAccelerator) Init_trackers__SWIG_0(arg2 string, arg3 string) 
 func (arg1 SwigcptrAccelerator) Init_trackers__SWIG_1(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Accelerator_init_trackers__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_173)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Accelerator_init_trackers__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_182)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -6286,7 +6523,7 @@ func (arg1 SwigcptrAccelerator) Log__SWIG_0(arg2 StringVector, arg3 DoubleVector
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := getSwigcptr(arg3)
 	_swig_i_3 := arg4
-	C._wrap_Accelerator_log__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.uintptr_t(_swig_i_2), C.swig_type_174(_swig_i_3))
+	C._wrap_Accelerator_log__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.uintptr_t(_swig_i_2), C.swig_type_183(_swig_i_3))
 }
 
 func (arg1 SwigcptrAccelerator) Log__SWIG_1(arg2 StringVector, arg3 DoubleVector) {
@@ -6314,7 +6551,7 @@ func (arg1 SwigcptrAccelerator) Log_text__SWIG_0(arg2 string, arg3 string, arg4 
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	C._wrap_Accelerator_log_text__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_175)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_176)(unsafe.Pointer(&_swig_i_2)), C.swig_type_177(_swig_i_3))
+	C._wrap_Accelerator_log_text__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_184)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_185)(unsafe.Pointer(&_swig_i_2)), C.swig_type_186(_swig_i_3))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -6327,7 +6564,7 @@ func (arg1 SwigcptrAccelerator) Log_text__SWIG_1(arg2 string, arg3 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	C._wrap_Accelerator_log_text__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_178)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_179)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_Accelerator_log_text__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_187)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_188)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -6353,7 +6590,7 @@ func (arg1 SwigcptrAccelerator) Has_tracker(arg2 string) (_swig_ret bool) {
 	var swig_r bool
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (bool)(C._wrap_Accelerator_has_tracker_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_180)(unsafe.Pointer(&_swig_i_1))))
+	swig_r = (bool)(C._wrap_Accelerator_has_tracker_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_189)(unsafe.Pointer(&_swig_i_1))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -6421,6 +6658,17 @@ type Accelerator interface {
 	Remainder() (_swig_ret int64)
 	Sync_gradients() (_swig_ret bool)
 	Gradient_accumulation_steps() (_swig_ret int64)
+	Set_sync_gradients(arg2 bool)
+	Set_gradient_accumulation_steps(arg2 int64)
+	Set_even_batches(arg2 bool)
+	Split_batches() (_swig_ret bool)
+	Even_batches() (_swig_ret bool)
+	Dispatch_batches() (_swig_ret int)
+	Use_seedable_sampler() (_swig_ret bool)
+	Data_seed() (_swig_ret int64)
+	Non_blocking() (_swig_ret bool)
+	Use_stateful_dataloader() (_swig_ret bool)
+	Synchronize_rng_states(arg2 string)
 	No_sync_begin(arg2 Model)
 	No_sync_end(arg2 Model)
 	Trigger_sync_in_backward(arg2 Model)
@@ -6431,7 +6679,8 @@ type Accelerator interface {
 	Loss_scale() (_swig_ret float64)
 	Join_uneven_inputs_begin()
 	Join_uneven_inputs_end()
-	Autocast_begin(a ...interface{})
+	Autocast_begin(arg2 bool)
+	Autocast_begin_default()
 	Autocast_end()
 	No_grad_begin()
 	No_grad_end()
@@ -6469,7 +6718,7 @@ func (p SwigcptrModel) SwigIsModel() {
 func ModelFrom_json(arg1 string) (_swig_ret Model) {
 	var swig_r Model
 	_swig_i_0 := arg1
-	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_json_core_a1403cbc65d2f32f(*(*C.swig_type_181)(unsafe.Pointer(&_swig_i_0)))))
+	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_json_core_a1403cbc65d2f32f(*(*C.swig_type_190)(unsafe.Pointer(&_swig_i_0)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -6479,7 +6728,7 @@ func ModelFrom_json(arg1 string) (_swig_ret Model) {
 func ModelFrom_torchscript(arg1 string) (_swig_ret Model) {
 	var swig_r Model
 	_swig_i_0 := arg1
-	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_torchscript_core_a1403cbc65d2f32f(*(*C.swig_type_182)(unsafe.Pointer(&_swig_i_0)))))
+	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_torchscript_core_a1403cbc65d2f32f(*(*C.swig_type_191)(unsafe.Pointer(&_swig_i_0)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -6552,7 +6801,7 @@ func (p SwigcptrModel) Num_parameters(a ...interface{}) int64 {
 func ModelFrom_json_empty(arg1 string) (_swig_ret Model) {
 	var swig_r Model
 	_swig_i_0 := arg1
-	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_json_empty_core_a1403cbc65d2f32f(*(*C.swig_type_185)(unsafe.Pointer(&_swig_i_0)))))
+	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_json_empty_core_a1403cbc65d2f32f(*(*C.swig_type_194)(unsafe.Pointer(&_swig_i_0)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -6563,7 +6812,7 @@ func (arg1 SwigcptrModel) Module_sizes_json__SWIG_0(arg2 string) (_swig_ret stri
 	var swig_r string
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r_p := C._wrap_Model_module_sizes_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_187)(unsafe.Pointer(&_swig_i_1)))
+	swig_r_p := C._wrap_Model_module_sizes_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_196)(unsafe.Pointer(&_swig_i_1)))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
@@ -6600,7 +6849,7 @@ func (arg1 SwigcptrModel) Infer_auto_device_map_json__SWIG_0(arg2 string, arg3 S
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
 	_swig_i_3 := arg4
-	swig_r_p := C._wrap_Model_infer_auto_device_map_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_190)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2), *(*C.swig_type_191)(unsafe.Pointer(&_swig_i_3)))
+	swig_r_p := C._wrap_Model_infer_auto_device_map_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_199)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2), *(*C.swig_type_200)(unsafe.Pointer(&_swig_i_3)))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
@@ -6618,7 +6867,7 @@ func (arg1 SwigcptrModel) Infer_auto_device_map_json__SWIG_1(arg2 string, arg3 S
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	swig_r_p := C._wrap_Model_infer_auto_device_map_json__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_193)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
+	swig_r_p := C._wrap_Model_infer_auto_device_map_json__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_202)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
@@ -6642,7 +6891,7 @@ func (p SwigcptrModel) Infer_auto_device_map_json(a ...interface{}) string {
 func (arg1 SwigcptrModel) Verify_device_map_json(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Model_verify_device_map_json_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_194)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Model_verify_device_map_json_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_203)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -6652,7 +6901,7 @@ func (arg1 SwigcptrModel) Materialize__SWIG_0(arg2 string, arg3 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	C._wrap_Model_materialize__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_195)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_196)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_Model_materialize__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_204)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_205)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -6664,7 +6913,7 @@ func (arg1 SwigcptrModel) Materialize__SWIG_0(arg2 string, arg3 string) {
 func (arg1 SwigcptrModel) Materialize__SWIG_1(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Model_materialize__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_197)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Model_materialize__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_206)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -6689,7 +6938,7 @@ func (arg1 SwigcptrModel) Load_checkpoint_and_dispatch_json__SWIG_0(arg2 string,
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	C._wrap_Model_load_checkpoint_and_dispatch_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_198)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_199)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_200)(unsafe.Pointer(&_swig_i_3)), *(*C.swig_type_201)(unsafe.Pointer(&_swig_i_4)))
+	C._wrap_Model_load_checkpoint_and_dispatch_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_207)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_208)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_209)(unsafe.Pointer(&_swig_i_3)), *(*C.swig_type_210)(unsafe.Pointer(&_swig_i_4)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -6709,7 +6958,7 @@ func (arg1 SwigcptrModel) Load_checkpoint_and_dispatch_json__SWIG_1(arg2 string,
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	C._wrap_Model_load_checkpoint_and_dispatch_json__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_202)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_203)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_204)(unsafe.Pointer(&_swig_i_3)))
+	C._wrap_Model_load_checkpoint_and_dispatch_json__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_211)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_212)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_213)(unsafe.Pointer(&_swig_i_3)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -6725,7 +6974,7 @@ func (arg1 SwigcptrModel) Load_checkpoint_and_dispatch_json__SWIG_2(arg2 string,
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	C._wrap_Model_load_checkpoint_and_dispatch_json__SWIG_2_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_205)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_206)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_Model_load_checkpoint_and_dispatch_json__SWIG_2_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_214)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_215)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -6755,7 +7004,7 @@ func ModelFrom_torchscript_outputs(arg1 string, arg2 StringVector) (_swig_ret Mo
 	var swig_r Model
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
-	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_torchscript_outputs_core_a1403cbc65d2f32f(*(*C.swig_type_207)(unsafe.Pointer(&_swig_i_0)), C.uintptr_t(_swig_i_1))))
+	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_torchscript_outputs_core_a1403cbc65d2f32f(*(*C.swig_type_216)(unsafe.Pointer(&_swig_i_0)), C.uintptr_t(_swig_i_1))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7006,7 +7255,7 @@ func DatasetFrom_idx__SWIG_0(arg1 string, arg2 string, arg3 float64, arg4 float6
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_idx__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_209)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_210)(unsafe.Pointer(&_swig_i_1)), C.double(_swig_i_2), C.double(_swig_i_3))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_idx__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_218)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_219)(unsafe.Pointer(&_swig_i_1)), C.double(_swig_i_2), C.double(_swig_i_3))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7021,7 +7270,7 @@ func DatasetFrom_idx__SWIG_1(arg1 string, arg2 string, arg3 float64) (_swig_ret 
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_idx__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_211)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_212)(unsafe.Pointer(&_swig_i_1)), C.double(_swig_i_2))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_idx__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_220)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_221)(unsafe.Pointer(&_swig_i_1)), C.double(_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7035,7 +7284,7 @@ func DatasetFrom_idx__SWIG_2(arg1 string, arg2 string) (_swig_ret Dataset) {
 	var swig_r Dataset
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_idx__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_213)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_214)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_idx__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_222)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_223)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7064,7 +7313,7 @@ func DatasetFrom_csv__SWIG_0(arg1 string, arg2 string, arg3 Accel_dtype) (_swig_
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_csv__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_215)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_216)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_csv__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_224)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_225)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7078,7 +7327,7 @@ func DatasetFrom_csv__SWIG_1(arg1 string, arg2 string) (_swig_ret Dataset) {
 	var swig_r Dataset
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_csv__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_217)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_218)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_csv__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_226)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_227)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7103,7 +7352,7 @@ func DatasetFrom_safetensors(arg1 string, arg2 StringVector) (_swig_ret Dataset)
 	var swig_r Dataset
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_safetensors_core_a1403cbc65d2f32f(*(*C.swig_type_219)(unsafe.Pointer(&_swig_i_0)), C.uintptr_t(_swig_i_1))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_safetensors_core_a1403cbc65d2f32f(*(*C.swig_type_228)(unsafe.Pointer(&_swig_i_0)), C.uintptr_t(_swig_i_1))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7115,7 +7364,7 @@ func DatasetFrom_source(arg1 DatasetSource, arg2 int64, arg3 FieldSpecVector) (_
 	_swig_i_0 := getSwigcptr(arg1)
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_source_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_220(_swig_i_1), C.uintptr_t(_swig_i_2))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_source_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_229(_swig_i_1), C.uintptr_t(_swig_i_2))))
 	return swig_r
 }
 
@@ -7271,20 +7520,20 @@ func (arg1 SwigcptrDataLoader) Skip_first_batches(arg2 int64) (_swig_ret DataLoa
 	var swig_r DataLoader
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (DataLoader)(SwigcptrDataLoader(C._wrap_DataLoader_skip_first_batches_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_223(_swig_i_1))))
+	swig_r = (DataLoader)(SwigcptrDataLoader(C._wrap_DataLoader_skip_first_batches_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_232(_swig_i_1))))
 	return swig_r
 }
 
 func (arg1 SwigcptrDataLoader) Set_epoch(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_DataLoader_set_epoch_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_224(_swig_i_1))
+	C._wrap_DataLoader_set_epoch_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_233(_swig_i_1))
 }
 
 func (arg1 SwigcptrDataLoader) Set_progress__SWIG_0(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_DataLoader_set_progress__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_225)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_DataLoader_set_progress__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_234)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7347,7 +7596,7 @@ func SequencesFrom_arrays__SWIG_0(arg1 Int64Vector, arg2 Int64Vector, arg3 Int64
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := getSwigcptr(arg3)
 	_swig_i_3 := arg4
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_arrays__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.uintptr_t(_swig_i_2), C.swig_type_226(_swig_i_3))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_arrays__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.uintptr_t(_swig_i_2), C.swig_type_235(_swig_i_3))))
 	return swig_r
 }
 
@@ -7377,7 +7626,7 @@ func SequencesFrom_jsonl__SWIG_0(arg1 string, arg2 string, arg3 string, arg4 int
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_227)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_228)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_229)(unsafe.Pointer(&_swig_i_2)), C.swig_type_230(_swig_i_3))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_236)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_237)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_238)(unsafe.Pointer(&_swig_i_2)), C.swig_type_239(_swig_i_3))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7395,7 +7644,7 @@ func SequencesFrom_jsonl__SWIG_1(arg1 string, arg2 string, arg3 string) (_swig_r
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_231)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_232)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_233)(unsafe.Pointer(&_swig_i_2)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_240)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_241)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_242)(unsafe.Pointer(&_swig_i_2)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7412,7 +7661,7 @@ func SequencesFrom_jsonl__SWIG_2(arg1 string, arg2 string) (_swig_ret Sequences)
 	var swig_r Sequences
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_234)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_235)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_243)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_244)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7425,7 +7674,7 @@ func SequencesFrom_jsonl__SWIG_2(arg1 string, arg2 string) (_swig_ret Sequences)
 func SequencesFrom_jsonl__SWIG_3(arg1 string) (_swig_ret Sequences) {
 	var swig_r Sequences
 	_swig_i_0 := arg1
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_236)(unsafe.Pointer(&_swig_i_0)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_245)(unsafe.Pointer(&_swig_i_0)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7456,7 +7705,7 @@ func SequencesFrom_text__SWIG_0(arg1 string, arg2 Accel_text_split, arg3 string,
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_237)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_238)(unsafe.Pointer(&_swig_i_2)), C.swig_type_239(_swig_i_3), C.swig_type_240(_swig_i_4))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_246)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_247)(unsafe.Pointer(&_swig_i_2)), C.swig_type_248(_swig_i_3), C.swig_type_249(_swig_i_4))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7472,7 +7721,7 @@ func SequencesFrom_text__SWIG_1(arg1 string, arg2 Accel_text_split, arg3 string,
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_241)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_242)(unsafe.Pointer(&_swig_i_2)), C.swig_type_243(_swig_i_3))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_250)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_251)(unsafe.Pointer(&_swig_i_2)), C.swig_type_252(_swig_i_3))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7487,7 +7736,7 @@ func SequencesFrom_text__SWIG_2(arg1 string, arg2 Accel_text_split, arg3 string)
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_244)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_245)(unsafe.Pointer(&_swig_i_2)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_253)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_254)(unsafe.Pointer(&_swig_i_2)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7501,7 +7750,7 @@ func SequencesFrom_text__SWIG_3(arg1 string, arg2 Accel_text_split) (_swig_ret S
 	var swig_r Sequences
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_246)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_255)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7511,7 +7760,7 @@ func SequencesFrom_text__SWIG_3(arg1 string, arg2 Accel_text_split) (_swig_ret S
 func SequencesFrom_text__SWIG_4(arg1 string) (_swig_ret Sequences) {
 	var swig_r Sequences
 	_swig_i_0 := arg1
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_247)(unsafe.Pointer(&_swig_i_0)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_256)(unsafe.Pointer(&_swig_i_0)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7546,7 +7795,7 @@ func SequencesFrom_text_vocab__SWIG_0(arg1 string, arg2 string, arg3 Accel_text_
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
 	_swig_i_5 := arg6
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_248)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_249)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_250)(unsafe.Pointer(&_swig_i_3)), C.swig_type_251(_swig_i_4), C.swig_type_252(_swig_i_5))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_257)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_258)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_259)(unsafe.Pointer(&_swig_i_3)), C.swig_type_260(_swig_i_4), C.swig_type_261(_swig_i_5))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7566,7 +7815,7 @@ func SequencesFrom_text_vocab__SWIG_1(arg1 string, arg2 string, arg3 Accel_text_
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_253)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_254)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_255)(unsafe.Pointer(&_swig_i_3)), C.swig_type_256(_swig_i_4))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_262)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_263)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_264)(unsafe.Pointer(&_swig_i_3)), C.swig_type_265(_swig_i_4))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7585,7 +7834,7 @@ func SequencesFrom_text_vocab__SWIG_2(arg1 string, arg2 string, arg3 Accel_text_
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_257)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_258)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_259)(unsafe.Pointer(&_swig_i_3)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_266)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_267)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_268)(unsafe.Pointer(&_swig_i_3)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7603,7 +7852,7 @@ func SequencesFrom_text_vocab__SWIG_3(arg1 string, arg2 string, arg3 Accel_text_
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_260)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_261)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_269)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_270)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7617,7 +7866,7 @@ func SequencesFrom_text_vocab__SWIG_4(arg1 string, arg2 string) (_swig_ret Seque
 	var swig_r Sequences
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_262)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_263)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_271)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_272)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7654,7 +7903,7 @@ func SequencesFrom_safetensors__SWIG_0(arg1 string, arg2 string, arg3 string, ar
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_264)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_265)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_266)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_267)(unsafe.Pointer(&_swig_i_3)), C.swig_type_268(_swig_i_4))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_273)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_274)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_275)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_276)(unsafe.Pointer(&_swig_i_3)), C.swig_type_277(_swig_i_4))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7676,7 +7925,7 @@ func SequencesFrom_safetensors__SWIG_1(arg1 string, arg2 string, arg3 string, ar
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_269)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_270)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_271)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_272)(unsafe.Pointer(&_swig_i_3)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_278)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_279)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_280)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_281)(unsafe.Pointer(&_swig_i_3)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7697,7 +7946,7 @@ func SequencesFrom_safetensors__SWIG_2(arg1 string, arg2 string, arg3 string) (_
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_273)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_274)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_275)(unsafe.Pointer(&_swig_i_2)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_282)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_283)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_284)(unsafe.Pointer(&_swig_i_2)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7714,7 +7963,7 @@ func SequencesFrom_safetensors__SWIG_3(arg1 string, arg2 string) (_swig_ret Sequ
 	var swig_r Sequences
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_276)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_277)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_285)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_286)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7727,7 +7976,7 @@ func SequencesFrom_safetensors__SWIG_3(arg1 string, arg2 string) (_swig_ret Sequ
 func SequencesFrom_safetensors__SWIG_4(arg1 string) (_swig_ret Sequences) {
 	var swig_r Sequences
 	_swig_i_0 := arg1
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_278)(unsafe.Pointer(&_swig_i_0)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_287)(unsafe.Pointer(&_swig_i_0)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7770,7 +8019,7 @@ func (arg1 SwigcptrSequences) Length(arg2 int64) (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (int64)(C._wrap_Sequences_length_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_281(_swig_i_1)))
+	swig_r = (int64)(C._wrap_Sequences_length_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_290(_swig_i_1)))
 	return swig_r
 }
 
@@ -7778,7 +8027,7 @@ func (arg1 SwigcptrSequences) Ids(arg2 int64) (_swig_ret Tensor) {
 	var swig_r Tensor
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Sequences_ids_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_282(_swig_i_1))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Sequences_ids_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_291(_swig_i_1))))
 	return swig_r
 }
 
@@ -7786,7 +8035,7 @@ func (arg1 SwigcptrSequences) Labels(arg2 int64) (_swig_ret Tensor) {
 	var swig_r Tensor
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Sequences_labels_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_283(_swig_i_1))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Sequences_labels_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_292(_swig_i_1))))
 	return swig_r
 }
 
@@ -7813,7 +8062,7 @@ func NewProgressBar__SWIG_0(arg1 int64, arg2 string, arg3 bool) (_swig_ret Progr
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_0_core_a1403cbc65d2f32f(C.swig_type_284(_swig_i_0), *(*C.swig_type_285)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2))))
+	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_0_core_a1403cbc65d2f32f(C.swig_type_293(_swig_i_0), *(*C.swig_type_294)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7824,7 +8073,7 @@ func NewProgressBar__SWIG_1(arg1 int64, arg2 string) (_swig_ret ProgressBar) {
 	var swig_r ProgressBar
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_1_core_a1403cbc65d2f32f(C.swig_type_286(_swig_i_0), *(*C.swig_type_287)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_1_core_a1403cbc65d2f32f(C.swig_type_295(_swig_i_0), *(*C.swig_type_296)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7834,7 +8083,7 @@ func NewProgressBar__SWIG_1(arg1 int64, arg2 string) (_swig_ret ProgressBar) {
 func NewProgressBar__SWIG_2(arg1 int64) (_swig_ret ProgressBar) {
 	var swig_r ProgressBar
 	_swig_i_0 := arg1
-	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_2_core_a1403cbc65d2f32f(C.swig_type_288(_swig_i_0))))
+	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_2_core_a1403cbc65d2f32f(C.swig_type_297(_swig_i_0))))
 	return swig_r
 }
 
@@ -7860,7 +8109,7 @@ func DeleteProgressBar(arg1 ProgressBar) {
 func (arg1 SwigcptrProgressBar) Update__SWIG_0(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_ProgressBar_update__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_289(_swig_i_1))
+	C._wrap_ProgressBar_update__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_298(_swig_i_1))
 }
 
 func (arg1 SwigcptrProgressBar) Update__SWIG_1() {
@@ -7900,7 +8149,7 @@ func ProfileBegin(arg1 Accelerator, arg2 string) (_swig_ret Profile) {
 	var swig_r Profile
 	_swig_i_0 := getSwigcptr(arg1)
 	_swig_i_1 := arg2
-	swig_r = (Profile)(SwigcptrProfile(C._wrap_Profile_begin_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_290)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Profile)(SwigcptrProfile(C._wrap_Profile_begin_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_299)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7947,7 +8196,7 @@ func (arg1 SwigcptrNamedTensors) Add(arg2 string, arg3 Tensor) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	C._wrap_NamedTensors_add_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_291)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
+	C._wrap_NamedTensors_add_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_300)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -8031,7 +8280,7 @@ func (arg1 SwigcptrTensorMap) Set(arg2 string, arg3 Tensor) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	C._wrap_TensorMap_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_294)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
+	C._wrap_TensorMap_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_303)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -8048,7 +8297,7 @@ func (arg1 SwigcptrTensorMap) Name_at(arg2 int64) (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r_p := C._wrap_TensorMap_name_at_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_297(_swig_i_1))
+	swig_r_p := C._wrap_TensorMap_name_at_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_306(_swig_i_1))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -8059,7 +8308,7 @@ func (arg1 SwigcptrTensorMap) Get(arg2 string) (_swig_ret Tensor) {
 	var swig_r Tensor
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_TensorMap_get_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_298)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_TensorMap_get_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_307)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}

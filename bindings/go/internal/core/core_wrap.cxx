@@ -856,6 +856,29 @@ SWIGINTERN int64_t AccelAccelerator_gradient_accumulation_steps(AccelAccelerator
     accel_check(accel_accelerator_gradient_accumulation_steps(self, &v));
     return v;
   }
+SWIGINTERN void AccelAccelerator_set_sync_gradients(AccelAccelerator *self,bool sync){ accel_check(accel_accelerator_set_sync_gradients(self, sync)); }
+SWIGINTERN void AccelAccelerator_set_gradient_accumulation_steps(AccelAccelerator *self,int64_t steps){
+    accel_check(accel_accelerator_set_gradient_accumulation_steps(self, steps));
+  }
+SWIGINTERN void AccelAccelerator_set_even_batches(AccelAccelerator *self,bool even){ accel_check(accel_accelerator_set_even_batches(self, even)); }
+SWIGINTERN bool AccelAccelerator_split_batches(AccelAccelerator const *self){ int v = 0; accel_check(accel_accelerator_split_batches(self, &v)); return v != 0; }
+SWIGINTERN bool AccelAccelerator_even_batches(AccelAccelerator const *self){ int v = 0; accel_check(accel_accelerator_even_batches(self, &v)); return v != 0; }
+SWIGINTERN int AccelAccelerator_dispatch_batches(AccelAccelerator const *self){ int v = 0; accel_check(accel_accelerator_dispatch_batches(self, &v)); return v; }
+SWIGINTERN bool AccelAccelerator_use_seedable_sampler(AccelAccelerator const *self){
+    int v = 0;
+    accel_check(accel_accelerator_use_seedable_sampler(self, &v));
+    return v != 0;
+  }
+SWIGINTERN int64_t AccelAccelerator_data_seed(AccelAccelerator const *self){ int64_t v = 0; accel_check(accel_accelerator_data_seed(self, &v)); return v; }
+SWIGINTERN bool AccelAccelerator_non_blocking(AccelAccelerator const *self){ int v = 0; accel_check(accel_accelerator_non_blocking(self, &v)); return v != 0; }
+SWIGINTERN bool AccelAccelerator_use_stateful_dataloader(AccelAccelerator const *self){
+    int v = 0;
+    accel_check(accel_accelerator_use_stateful_dataloader(self, &v));
+    return v != 0;
+  }
+SWIGINTERN void AccelAccelerator_synchronize_rng_states(AccelAccelerator *self,std::string const &rng_types){
+    accel_check(accel_accelerator_synchronize_rng_states(self, rng_types.c_str()));
+  }
 SWIGINTERN void AccelAccelerator_no_sync_begin(AccelAccelerator *self,AccelModel *model){ accel_check(accel_accelerator_no_sync_begin(self, model)); }
 SWIGINTERN void AccelAccelerator_no_sync_end(AccelAccelerator *self,AccelModel *model){ accel_check(accel_accelerator_no_sync_end(self, model)); }
 SWIGINTERN void AccelAccelerator_trigger_sync_in_backward(AccelAccelerator *self,AccelModel *model){ accel_check(accel_accelerator_trigger_sync_in_backward(self, model)); }
@@ -876,7 +899,8 @@ SWIGINTERN void AccelAccelerator_unscale_gradients(AccelAccelerator *self,AccelO
 SWIGINTERN double AccelAccelerator_loss_scale(AccelAccelerator const *self){ double v = 0; accel_check(accel_accelerator_loss_scale(self, &v)); return v; }
 SWIGINTERN void AccelAccelerator_join_uneven_inputs_begin(AccelAccelerator *self){ accel_check(accel_accelerator_join_uneven_inputs_begin(self)); }
 SWIGINTERN void AccelAccelerator_join_uneven_inputs_end(AccelAccelerator *self){ accel_check(accel_accelerator_join_uneven_inputs_end(self)); }
-SWIGINTERN void AccelAccelerator_autocast_begin__SWIG_0(AccelAccelerator *self,bool enabled=true){ accel_check(accel_accelerator_autocast_begin(self, enabled)); }
+SWIGINTERN void AccelAccelerator_autocast_begin(AccelAccelerator *self,bool enabled){ accel_check(accel_accelerator_autocast_begin(self, enabled ? 1 : 0)); }
+SWIGINTERN void AccelAccelerator_autocast_begin_default(AccelAccelerator *self){ accel_check(accel_accelerator_autocast_begin(self, -1)); }
 SWIGINTERN void AccelAccelerator_autocast_end(AccelAccelerator *self){ accel_check(accel_accelerator_autocast_end(self)); }
 SWIGINTERN void AccelAccelerator_no_grad_begin(AccelAccelerator *self){ accel_check(accel_accelerator_no_grad_begin(self)); }
 SWIGINTERN void AccelAccelerator_no_grad_end(AccelAccelerator *self){ accel_check(accel_accelerator_no_grad_end(self)); }
@@ -4940,6 +4964,242 @@ long long _wrap_AcceleratorOptions_parallelism_cp_size_get_core_a1403cbc65d2f32f
   arg1 = *(accel_accelerator_options **)&_swig_go_0; 
   
   result = (int64_t) ((arg1)->parallelism_cp_size);
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
+void _wrap_AcceleratorOptions_autocast_enabled_set_core_a1403cbc65d2f32f(accel_accelerator_options *_swig_go_0, intgo _swig_go_1) {
+  accel_accelerator_options *arg1 = (accel_accelerator_options *) 0 ;
+  int arg2 ;
+  
+  arg1 = *(accel_accelerator_options **)&_swig_go_0; 
+  arg2 = (int)_swig_go_1; 
+  
+  if (arg1) (arg1)->autocast_enabled = arg2;
+  
+}
+
+
+intgo _wrap_AcceleratorOptions_autocast_enabled_get_core_a1403cbc65d2f32f(accel_accelerator_options *_swig_go_0) {
+  accel_accelerator_options *arg1 = (accel_accelerator_options *) 0 ;
+  int result;
+  intgo _swig_go_result;
+  
+  arg1 = *(accel_accelerator_options **)&_swig_go_0; 
+  
+  result = (int) ((arg1)->autocast_enabled);
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
+void _wrap_AcceleratorOptions_autocast_cache_enabled_set_core_a1403cbc65d2f32f(accel_accelerator_options *_swig_go_0, intgo _swig_go_1) {
+  accel_accelerator_options *arg1 = (accel_accelerator_options *) 0 ;
+  int arg2 ;
+  
+  arg1 = *(accel_accelerator_options **)&_swig_go_0; 
+  arg2 = (int)_swig_go_1; 
+  
+  if (arg1) (arg1)->autocast_cache_enabled = arg2;
+  
+}
+
+
+intgo _wrap_AcceleratorOptions_autocast_cache_enabled_get_core_a1403cbc65d2f32f(accel_accelerator_options *_swig_go_0) {
+  accel_accelerator_options *arg1 = (accel_accelerator_options *) 0 ;
+  int result;
+  intgo _swig_go_result;
+  
+  arg1 = *(accel_accelerator_options **)&_swig_go_0; 
+  
+  result = (int) ((arg1)->autocast_cache_enabled);
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
+void _wrap_AcceleratorOptions_scaler_enabled_set_core_a1403cbc65d2f32f(accel_accelerator_options *_swig_go_0, intgo _swig_go_1) {
+  accel_accelerator_options *arg1 = (accel_accelerator_options *) 0 ;
+  int arg2 ;
+  
+  arg1 = *(accel_accelerator_options **)&_swig_go_0; 
+  arg2 = (int)_swig_go_1; 
+  
+  if (arg1) (arg1)->scaler_enabled = arg2;
+  
+}
+
+
+intgo _wrap_AcceleratorOptions_scaler_enabled_get_core_a1403cbc65d2f32f(accel_accelerator_options *_swig_go_0) {
+  accel_accelerator_options *arg1 = (accel_accelerator_options *) 0 ;
+  int result;
+  intgo _swig_go_result;
+  
+  arg1 = *(accel_accelerator_options **)&_swig_go_0; 
+  
+  result = (int) ((arg1)->scaler_enabled);
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
+void _wrap_AcceleratorOptions_backend_set_core_a1403cbc65d2f32f(accel_accelerator_options *_swig_go_0, _gostring_ _swig_go_1) {
+  accel_accelerator_options *arg1 = (accel_accelerator_options *) 0 ;
+  char *arg2 = (char *) 0 ;
+  
+  arg1 = *(accel_accelerator_options **)&_swig_go_0; 
+  
+  arg2 = (char *)malloc(_swig_go_1.n + 1);
+  memcpy(arg2, _swig_go_1.p, _swig_go_1.n);
+  arg2[_swig_go_1.n] = '\0';
+  
+  
+  {
+    if (arg2) {
+      arg1->backend = (char const *) (new char[strlen((const char *)arg2)+1]);
+      strcpy((char *)arg1->backend, (const char *)arg2);
+    } else {
+      arg1->backend = 0;
+    }
+  }
+  
+  free(arg2); 
+}
+
+
+_gostring_ _wrap_AcceleratorOptions_backend_get_core_a1403cbc65d2f32f(accel_accelerator_options *_swig_go_0) {
+  accel_accelerator_options *arg1 = (accel_accelerator_options *) 0 ;
+  char *result = 0 ;
+  _gostring_ _swig_go_result;
+  
+  arg1 = *(accel_accelerator_options **)&_swig_go_0; 
+  
+  result = (char *) ((arg1)->backend);
+  _swig_go_result = Swig_AllocateString((char*)result, result ? strlen((char*)result) : 0); 
+  return _swig_go_result;
+}
+
+
+void _wrap_AcceleratorOptions_init_method_set_core_a1403cbc65d2f32f(accel_accelerator_options *_swig_go_0, _gostring_ _swig_go_1) {
+  accel_accelerator_options *arg1 = (accel_accelerator_options *) 0 ;
+  char *arg2 = (char *) 0 ;
+  
+  arg1 = *(accel_accelerator_options **)&_swig_go_0; 
+  
+  arg2 = (char *)malloc(_swig_go_1.n + 1);
+  memcpy(arg2, _swig_go_1.p, _swig_go_1.n);
+  arg2[_swig_go_1.n] = '\0';
+  
+  
+  {
+    if (arg2) {
+      arg1->init_method = (char const *) (new char[strlen((const char *)arg2)+1]);
+      strcpy((char *)arg1->init_method, (const char *)arg2);
+    } else {
+      arg1->init_method = 0;
+    }
+  }
+  
+  free(arg2); 
+}
+
+
+_gostring_ _wrap_AcceleratorOptions_init_method_get_core_a1403cbc65d2f32f(accel_accelerator_options *_swig_go_0) {
+  accel_accelerator_options *arg1 = (accel_accelerator_options *) 0 ;
+  char *result = 0 ;
+  _gostring_ _swig_go_result;
+  
+  arg1 = *(accel_accelerator_options **)&_swig_go_0; 
+  
+  result = (char *) ((arg1)->init_method);
+  _swig_go_result = Swig_AllocateString((char*)result, result ? strlen((char*)result) : 0); 
+  return _swig_go_result;
+}
+
+
+void _wrap_AcceleratorOptions_rng_types_set_core_a1403cbc65d2f32f(accel_accelerator_options *_swig_go_0, _gostring_ _swig_go_1) {
+  accel_accelerator_options *arg1 = (accel_accelerator_options *) 0 ;
+  char *arg2 = (char *) 0 ;
+  
+  arg1 = *(accel_accelerator_options **)&_swig_go_0; 
+  
+  arg2 = (char *)malloc(_swig_go_1.n + 1);
+  memcpy(arg2, _swig_go_1.p, _swig_go_1.n);
+  arg2[_swig_go_1.n] = '\0';
+  
+  
+  {
+    if (arg2) {
+      arg1->rng_types = (char const *) (new char[strlen((const char *)arg2)+1]);
+      strcpy((char *)arg1->rng_types, (const char *)arg2);
+    } else {
+      arg1->rng_types = 0;
+    }
+  }
+  
+  free(arg2); 
+}
+
+
+_gostring_ _wrap_AcceleratorOptions_rng_types_get_core_a1403cbc65d2f32f(accel_accelerator_options *_swig_go_0) {
+  accel_accelerator_options *arg1 = (accel_accelerator_options *) 0 ;
+  char *result = 0 ;
+  _gostring_ _swig_go_result;
+  
+  arg1 = *(accel_accelerator_options **)&_swig_go_0; 
+  
+  result = (char *) ((arg1)->rng_types);
+  _swig_go_result = Swig_AllocateString((char*)result, result ? strlen((char*)result) : 0); 
+  return _swig_go_result;
+}
+
+
+void _wrap_AcceleratorOptions_non_blocking_set_core_a1403cbc65d2f32f(accel_accelerator_options *_swig_go_0, intgo _swig_go_1) {
+  accel_accelerator_options *arg1 = (accel_accelerator_options *) 0 ;
+  int arg2 ;
+  
+  arg1 = *(accel_accelerator_options **)&_swig_go_0; 
+  arg2 = (int)_swig_go_1; 
+  
+  if (arg1) (arg1)->non_blocking = arg2;
+  
+}
+
+
+intgo _wrap_AcceleratorOptions_non_blocking_get_core_a1403cbc65d2f32f(accel_accelerator_options *_swig_go_0) {
+  accel_accelerator_options *arg1 = (accel_accelerator_options *) 0 ;
+  int result;
+  intgo _swig_go_result;
+  
+  arg1 = *(accel_accelerator_options **)&_swig_go_0; 
+  
+  result = (int) ((arg1)->non_blocking);
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
+void _wrap_AcceleratorOptions_use_stateful_dataloader_set_core_a1403cbc65d2f32f(accel_accelerator_options *_swig_go_0, intgo _swig_go_1) {
+  accel_accelerator_options *arg1 = (accel_accelerator_options *) 0 ;
+  int arg2 ;
+  
+  arg1 = *(accel_accelerator_options **)&_swig_go_0; 
+  arg2 = (int)_swig_go_1; 
+  
+  if (arg1) (arg1)->use_stateful_dataloader = arg2;
+  
+}
+
+
+intgo _wrap_AcceleratorOptions_use_stateful_dataloader_get_core_a1403cbc65d2f32f(accel_accelerator_options *_swig_go_0) {
+  accel_accelerator_options *arg1 = (accel_accelerator_options *) 0 ;
+  int result;
+  intgo _swig_go_result;
+  
+  arg1 = *(accel_accelerator_options **)&_swig_go_0; 
+  
+  result = (int) ((arg1)->use_stateful_dataloader);
   _swig_go_result = result; 
   return _swig_go_result;
 }
@@ -10957,6 +11217,258 @@ long long _wrap_Accelerator_gradient_accumulation_steps_core_a1403cbc65d2f32f(Ac
 }
 
 
+void _wrap_Accelerator_set_sync_gradients_core_a1403cbc65d2f32f(AccelAccelerator *_swig_go_0, bool _swig_go_1) {
+  AccelAccelerator *arg1 = (AccelAccelerator *) 0 ;
+  bool arg2 ;
+  
+  arg1 = *(AccelAccelerator **)&_swig_go_0; 
+  arg2 = (bool)_swig_go_1; 
+  
+  {
+    try {
+      AccelAccelerator_set_sync_gradients(arg1,arg2);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  
+}
+
+
+void _wrap_Accelerator_set_gradient_accumulation_steps_core_a1403cbc65d2f32f(AccelAccelerator *_swig_go_0, long long _swig_go_1) {
+  AccelAccelerator *arg1 = (AccelAccelerator *) 0 ;
+  int64_t arg2 ;
+  
+  arg1 = *(AccelAccelerator **)&_swig_go_0; 
+  arg2 = (int64_t)_swig_go_1; 
+  
+  {
+    try {
+      AccelAccelerator_set_gradient_accumulation_steps(arg1,arg2);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  
+}
+
+
+void _wrap_Accelerator_set_even_batches_core_a1403cbc65d2f32f(AccelAccelerator *_swig_go_0, bool _swig_go_1) {
+  AccelAccelerator *arg1 = (AccelAccelerator *) 0 ;
+  bool arg2 ;
+  
+  arg1 = *(AccelAccelerator **)&_swig_go_0; 
+  arg2 = (bool)_swig_go_1; 
+  
+  {
+    try {
+      AccelAccelerator_set_even_batches(arg1,arg2);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  
+}
+
+
+bool _wrap_Accelerator_split_batches_core_a1403cbc65d2f32f(AccelAccelerator *_swig_go_0) {
+  AccelAccelerator *arg1 = (AccelAccelerator *) 0 ;
+  bool result;
+  bool _swig_go_result;
+  
+  arg1 = *(AccelAccelerator **)&_swig_go_0; 
+  
+  {
+    try {
+      result = (bool)AccelAccelerator_split_batches((AccelAccelerator const *)arg1);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
+bool _wrap_Accelerator_even_batches_core_a1403cbc65d2f32f(AccelAccelerator *_swig_go_0) {
+  AccelAccelerator *arg1 = (AccelAccelerator *) 0 ;
+  bool result;
+  bool _swig_go_result;
+  
+  arg1 = *(AccelAccelerator **)&_swig_go_0; 
+  
+  {
+    try {
+      result = (bool)AccelAccelerator_even_batches((AccelAccelerator const *)arg1);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
+intgo _wrap_Accelerator_dispatch_batches_core_a1403cbc65d2f32f(AccelAccelerator *_swig_go_0) {
+  AccelAccelerator *arg1 = (AccelAccelerator *) 0 ;
+  int result;
+  intgo _swig_go_result;
+  
+  arg1 = *(AccelAccelerator **)&_swig_go_0; 
+  
+  {
+    try {
+      result = (int)AccelAccelerator_dispatch_batches((AccelAccelerator const *)arg1);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
+bool _wrap_Accelerator_use_seedable_sampler_core_a1403cbc65d2f32f(AccelAccelerator *_swig_go_0) {
+  AccelAccelerator *arg1 = (AccelAccelerator *) 0 ;
+  bool result;
+  bool _swig_go_result;
+  
+  arg1 = *(AccelAccelerator **)&_swig_go_0; 
+  
+  {
+    try {
+      result = (bool)AccelAccelerator_use_seedable_sampler((AccelAccelerator const *)arg1);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
+long long _wrap_Accelerator_data_seed_core_a1403cbc65d2f32f(AccelAccelerator *_swig_go_0) {
+  AccelAccelerator *arg1 = (AccelAccelerator *) 0 ;
+  int64_t result;
+  long long _swig_go_result;
+  
+  arg1 = *(AccelAccelerator **)&_swig_go_0; 
+  
+  {
+    try {
+      result = (int64_t)AccelAccelerator_data_seed((AccelAccelerator const *)arg1);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
+bool _wrap_Accelerator_non_blocking_core_a1403cbc65d2f32f(AccelAccelerator *_swig_go_0) {
+  AccelAccelerator *arg1 = (AccelAccelerator *) 0 ;
+  bool result;
+  bool _swig_go_result;
+  
+  arg1 = *(AccelAccelerator **)&_swig_go_0; 
+  
+  {
+    try {
+      result = (bool)AccelAccelerator_non_blocking((AccelAccelerator const *)arg1);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
+bool _wrap_Accelerator_use_stateful_dataloader_core_a1403cbc65d2f32f(AccelAccelerator *_swig_go_0) {
+  AccelAccelerator *arg1 = (AccelAccelerator *) 0 ;
+  bool result;
+  bool _swig_go_result;
+  
+  arg1 = *(AccelAccelerator **)&_swig_go_0; 
+  
+  {
+    try {
+      result = (bool)AccelAccelerator_use_stateful_dataloader((AccelAccelerator const *)arg1);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
+void _wrap_Accelerator_synchronize_rng_states_core_a1403cbc65d2f32f(AccelAccelerator *_swig_go_0, _gostring_ _swig_go_1) {
+  AccelAccelerator *arg1 = (AccelAccelerator *) 0 ;
+  std::string *arg2 = 0 ;
+  
+  arg1 = *(AccelAccelerator **)&_swig_go_0; 
+  
+  std::string arg2_str(_swig_go_1.p, _swig_go_1.n);
+  arg2 = &arg2_str;
+  
+  
+  {
+    try {
+      AccelAccelerator_synchronize_rng_states(arg1,(std::string const &)*arg2);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  
+}
+
+
 void _wrap_Accelerator_no_sync_begin_core_a1403cbc65d2f32f(AccelAccelerator *_swig_go_0, AccelModel *_swig_go_1) {
   AccelAccelerator *arg1 = (AccelAccelerator *) 0 ;
   AccelModel *arg2 = (AccelModel *) 0 ;
@@ -11240,7 +11752,7 @@ void _wrap_Accelerator_join_uneven_inputs_end_core_a1403cbc65d2f32f(AccelAcceler
 }
 
 
-void _wrap_Accelerator_autocast_begin__SWIG_0_core_a1403cbc65d2f32f(AccelAccelerator *_swig_go_0, bool _swig_go_1) {
+void _wrap_Accelerator_autocast_begin_core_a1403cbc65d2f32f(AccelAccelerator *_swig_go_0, bool _swig_go_1) {
   AccelAccelerator *arg1 = (AccelAccelerator *) 0 ;
   bool arg2 ;
   
@@ -11249,7 +11761,7 @@ void _wrap_Accelerator_autocast_begin__SWIG_0_core_a1403cbc65d2f32f(AccelAcceler
   
   {
     try {
-      AccelAccelerator_autocast_begin__SWIG_0(arg1,arg2);
+      AccelAccelerator_autocast_begin(arg1,arg2);
     } catch (const AccelFailure& e) {
       accel_go_store_error(e.code(), e.what());
     } catch (const std::exception& e) {
@@ -11262,14 +11774,14 @@ void _wrap_Accelerator_autocast_begin__SWIG_0_core_a1403cbc65d2f32f(AccelAcceler
 }
 
 
-void _wrap_Accelerator_autocast_begin__SWIG_1_core_a1403cbc65d2f32f(AccelAccelerator *_swig_go_0) {
+void _wrap_Accelerator_autocast_begin_default_core_a1403cbc65d2f32f(AccelAccelerator *_swig_go_0) {
   AccelAccelerator *arg1 = (AccelAccelerator *) 0 ;
   
   arg1 = *(AccelAccelerator **)&_swig_go_0; 
   
   {
     try {
-      AccelAccelerator_autocast_begin__SWIG_0(arg1);
+      AccelAccelerator_autocast_begin_default(arg1);
     } catch (const AccelFailure& e) {
       accel_go_store_error(e.code(), e.what());
     } catch (const std::exception& e) {

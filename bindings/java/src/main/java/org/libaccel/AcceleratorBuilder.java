@@ -10,6 +10,7 @@ import java.util.function.Consumer;
  */
 public final class AcceleratorBuilder {
   private final AcceleratorOptions options = new AcceleratorOptions();
+  private long iteration;  // ProjectConfiguration's, applied once built
 
   AcceleratorBuilder() {}
 
@@ -242,6 +243,47 @@ public final class AcceleratorBuilder {
     return this;
   }
 
+  /**
+   * Accelerate's kwargs_handlers: DistributedDataParallelKwargs, InitProcessGroupKwargs,
+   * GradScalerKwargs, AutocastKwargs, one of each; only the settings a handler was given apply.
+   * Two handlers of one kind throw IllegalArgumentException naming it.
+   */
+  public AcceleratorBuilder kwargsHandlers(KwargsHandler... handlers) {
+    java.util.Set<Class<?>> seen = new java.util.HashSet<>();
+    for (KwargsHandler handler : handlers) {
+      if (handler == null) throw new IllegalArgumentException("kwargsHandlers: a handler is null");
+      if (!seen.add(handler.getClass())) {
+        throw new IllegalArgumentException(
+            "You can only pass one " + handler.getClass().getSimpleName() + " in kwargsHandlers");
+      }
+    }
+    for (KwargsHandler handler : handlers) handler.applyTo(options);
+    return this;
+  }
+
+  /** Accelerate's dataloader_config: the settings it was given apply. */
+  public AcceleratorBuilder dataloaderConfig(DataLoaderConfiguration config) {
+    config.applyTo(options);
+    return this;
+  }
+
+  /** Accelerate's project_config; its iteration is the number of the next automatic checkpoint. */
+  public AcceleratorBuilder projectConfig(ProjectConfiguration config) {
+    config.applyTo(options);
+    iteration = config.iteration();
+    return this;
+  }
+
+  /**
+   * Accelerate's rng_types: the generators every process takes from process 0 at each epoch's
+   * start of a prepared loader ("torch", "cuda", "generator"; default "generator"). None given:
+   * no generator is synchronized.
+   */
+  public AcceleratorBuilder rngTypes(String... types) {
+    options.setRngTypes(String.join(",", types));
+    return this;
+  }
+
   /** Any other option, set on the options struct directly. */
   public AcceleratorBuilder options(Consumer<AcceleratorOptions> configure) {
     configure.accept(options);
@@ -258,6 +300,7 @@ public final class AcceleratorBuilder {
         ? java.nio.file.Paths.get(project, "logs").toString()
         : options.getLoggingDir();
     accelerator.setDirectories(project, logging);
+    if (iteration > 0) accelerator.setSaveIteration(iteration);
     return accelerator;
   }
 }

@@ -1,0 +1,13 @@
+"""accel.utils: the names Accelerate's scripts import from accelerate.utils, so that porting one is
+a change of imports (``from accelerate.utils import X`` → ``from accel.utils import X``)."""
+from __future__ import annotations
+
+from .accelerator import DistributedType, FullyShardedDataParallelPlugin, GradientAccumulationPlugin
+from .kwargs_handlers import (AutocastKwargs, DataLoaderConfiguration, DDPCommunicationHookType,
+                              DistributedDataParallelKwargs, GradScalerKwargs, InitProcessGroupKwargs, KwargsHandler,
+                              ProfileKwargs, ProjectConfiguration)
+from .parallelism import ParallelismConfig
+
+__all__ = ["AutocastKwargs", "DataLoaderConfiguration", "DDPCommunicationHookType", "DistributedDataParallelKwargs",
+           "DistributedType", "FullyShardedDataParallelPlugin", "GradientAccumulationPlugin", "GradScalerKwargs",
+           "InitProcessGroupKwargs", "KwargsHandler", "ParallelismConfig", "ProfileKwargs", "ProjectConfiguration"]

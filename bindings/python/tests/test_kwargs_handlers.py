@@ -1,0 +1,208 @@
+"""Accelerate's configuration objects from Python: kwargs_handlers, dataloader_config,
+project_config, rng_types and the setters, with Accelerate 1.x's defaults and messages
+(accelerate/utils/dataclasses.py and tests/test_kwargs_handlers.py, ported)."""
+import json
+import os
+import socket
+import subprocess
+import sys
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import accel
+from accel.utils import (AutocastKwargs, DataLoaderConfiguration, DDPCommunicationHookType,
+                         DistributedDataParallelKwargs, GradientAccumulationPlugin, GradScalerKwargs,
+                         InitProcessGroupKwargs, KwargsHandler, ProfileKwargs, ProjectConfiguration)
+
+LINEAR = '[{"type": "Linear", "in_features": 64, "out_features": 4}]'
+
+
+@dataclass
+class MockClass(KwargsHandler):
+    a: int = 0
+    b: bool = False
+    c: float = 3.0
+
+
+def test_to_kwargs_gives_what_differs_from_the_defaults():
+    # Accelerate's test_kwargs_handler.
+    assert MockClass().to_kwargs() == {}
+    assert MockClass(a=2).to_kwargs() == {"a": 2}
+    assert MockClass(a=2, b=True).to_kwargs() == {"a": 2, "b": True}
+    assert MockClass(a=2, c=2.25).to_kwargs() == {"a": 2, "c": 2.25}
+
+
+def test_handlers_have_accelerates_defaults():
+    assert DistributedDataParallelKwargs().to_kwargs() == {}
+    assert DistributedDataParallelKwargs(bucket_cap_mb=15, find_unused_parameters=True).to_kwargs() == {
+        "bucket_cap_mb": 15, "find_unused_parameters": True}
+    assert "comm_hook" not in DistributedDataParallelKwargs(comm_hook="fp16").to_dict()
+    assert GradScalerKwargs(init_scale=1024, growth_factor=2).to_kwargs() == {"init_scale": 1024}
+    # Accelerate 1.x: the timeout follows the backend (600 s for nccl, else 1800 s).
+    assert InitProcessGroupKwargs().timeout == timedelta(seconds=600)
+    assert InitProcessGroupKwargs().to_kwargs() == {}
+    assert InitProcessGroupKwargs(backend="gloo").to_kwargs() == {"backend": "gloo",
+                                                                   "timeout": timedelta(seconds=1800)}
+    assert AutocastKwargs(enabled=False).to_kwargs() == {"enabled": False}
+    assert DDPCommunicationHookType.FP16 == "fp16" and str(DDPCommunicationHookType.BF16) == "bf16"
+
+
+def test_each_handler_once_and_only_known_ones():
+    with pytest.raises(ValueError, match="You can only pass one .*GradScalerKwargs.* in `kwargs_handlers`"):
+        accel.Accelerator(cpu=True, kwargs_handlers=[GradScalerKwargs(), GradScalerKwargs(init_scale=2.0)])
+    with pytest.raises(TypeError, match="Unsupported kwargs handler passed"):
+        accel.Accelerator(cpu=True, kwargs_handlers=[object()])
+    with pytest.raises(TypeError, match="Unsupported kwargs handler passed: MockClass"):
+        accel.Accelerator(cpu=True, kwargs_handlers=[MockClass(a=1)])
+
+
+def test_refused_handler_values_name_the_value():
+    with pytest.raises(ValueError, match="comm_hook 'power_sgd' is not supported"):
+        accel.Accelerator(cpu=True, kwargs_handlers=[DistributedDataParallelKwargs(comm_hook="power_sgd")])
+    with pytest.raises(ValueError, match="comm_wrapper"):
+        accel.Accelerator(cpu=True, kwargs_handlers=[DistributedDataParallelKwargs(comm_wrapper="fp16")])
+    with pytest.raises(ValueError, match="ProfileKwargs.record_shapes is not supported"):
+        accel.Accelerator(cpu=True, kwargs_handlers=[ProfileKwargs(record_shapes=True)])
+    with pytest.raises(accel.AccelError, match='backend "mpi" is not built into libaccel'):
+        accel.Accelerator(cpu=True, kwargs_handlers=[InitProcessGroupKwargs(backend="mpi")])
+    # backend="nccl" is the handler's default, so (as in Accelerate's to_kwargs) it is not passed on:
+    # a CPU run keeps its own backend and takes only the timeout.
+    with accel.Accelerator(cpu=True, kwargs_handlers=[InitProcessGroupKwargs(backend="nccl",
+                                                                            timeout=timedelta(hours=1))]) as acc:
+        assert acc.timeout_ms() == 3_600_000
+    with pytest.raises(accel.AccelError, match="init_method \"file:///x\""):
+        accel.Accelerator(cpu=True, kwargs_handlers=[InitProcessGroupKwargs(init_method="file:///x")])
+    with pytest.raises(ValueError, match="timeout_ms is given both as a keyword and by a kwargs handler"):
+        accel.Accelerator(cpu=True, timeout_ms=5000,
+                          kwargs_handlers=[InitProcessGroupKwargs(timeout=timedelta(seconds=5))])
+    with pytest.raises(ValueError, match="split_batches is given both as a keyword and in DataLoaderConfiguration"):
+        accel.Accelerator(cpu=True, split_batches=True, dataloader_config=DataLoaderConfiguration())
+    with pytest.raises(accel.AccelError, match='rng_types: "dice" is not one of torch, cuda, generator'):
+        accel.Accelerator(cpu=True, rng_types=["torch", "dice"])
+
+
+def test_handlers_reach_the_accelerator():
+    init = InitProcessGroupKwargs(backend="gloo", init_method="env://", timeout=timedelta(seconds=800))
+    ddp = DistributedDataParallelKwargs(bucket_cap_mb=15, find_unused_parameters=True, comm_hook="bf16")
+    with accel.Accelerator(cpu=True, kwargs_handlers=[init, ddp, GradScalerKwargs(enabled=False)]) as acc:
+        assert acc.timeout_ms() == 800_000
+        assert acc.init_handler is init and acc.ddp_handler is ddp and acc.autocast_handler is None
+    with accel.Accelerator(cpu=True, kwargs_handlers=[InitProcessGroupKwargs(timeout=timedelta(minutes=1))]) as acc:
+        assert acc.timeout_ms() == 60_000
+
+
+def forward(**options):
+    with accel.Accelerator(cpu=True, **options) as acc:
+        acc.set_seed(3)
+        model = accel.Model.from_json(LINEAR)
+        acc.prepare(model)
+        x = accel.tensor((0.37 * np.arange(64, dtype=np.float32) - 11.1).reshape(1, 64))
+        return model(x).numpy()
+
+
+def test_autocast_kwargs_turn_autocast_off_under_bf16():
+    fp32 = forward(mixed_precision="no")
+    bf16 = forward(mixed_precision="bf16")
+    off = forward(mixed_precision="bf16", kwargs_handlers=[AutocastKwargs(enabled=False)])
+    # Off: the float32 kernels on the same inputs, bit for bit. On: bfloat16's 8-bit mantissa
+    # changes the low bits of 64-term dot products (see tests/capi/test_kwargs_api.c).
+    assert np.array_equal(off, fp32)
+    assert not np.array_equal(bf16, fp32)
+    with accel.Accelerator(cpu=True, mixed_precision="bf16", kwargs_handlers=[AutocastKwargs(enabled=False)]) as acc:
+        with acc.autocast():  # follows the handler: off
+            pass
+        with acc.autocast(autocast_handler=AutocastKwargs(enabled=True)):
+            pass
+        with pytest.raises(TypeError, match="autocast_handler must be an AutocastKwargs"):
+            with acc.autocast(autocast_handler=GradScalerKwargs()):
+                pass
+
+
+def test_dataloader_configuration_and_even_batches_setter():
+    config = DataLoaderConfiguration(split_batches=True, even_batches=False, dispatch_batches=True,
+                                     use_seedable_sampler=True, data_seed=7, non_blocking=True,
+                                     use_stateful_dataloader=True)
+    with accel.Accelerator(cpu=True, dataloader_config=config) as acc:
+        assert (acc.split_batches, acc.even_batches, acc.dispatch_batches, acc.use_seedable_sampler,
+                acc.data_seed, acc.non_blocking, acc.use_stateful_dataloader) == (True, False, True, True, 7, True,
+                                                                                  True)
+        assert acc.dataloader_config == config
+        acc.even_batches = True
+        assert acc.even_batches and acc.dataloader_config.even_batches
+    with accel.Accelerator(cpu=True) as acc:
+        assert acc.dataloader_config == DataLoaderConfiguration()
+
+
+def test_gradient_accumulation_steps_and_sync_gradients_setters():
+    with accel.Accelerator(cpu=True, gradient_accumulation_plugin=GradientAccumulationPlugin(num_steps=2)) as acc:
+        model = accel.Model.from_json(LINEAR)
+        acc.prepare(model)
+
+        def windows(n):
+            seen = ""
+            for _ in range(n):
+                with acc.accumulate(model):
+                    seen += "1" if acc.sync_gradients else "0"
+            return seen
+
+        # Accelerate's _do_sync: the micro-step counter runs on across the change.
+        assert windows(4) == "0101"
+        acc.gradient_accumulation_steps = 3
+        assert acc.gradient_accumulation_steps == 3 == acc.gradient_state.num_steps
+        assert windows(5) == "01001"
+        with pytest.raises(accel.AccelError, match="gradient_accumulation_steps must be >= 1, got 0"):
+            acc.gradient_accumulation_steps = 0
+        with acc.accumulate(model):
+            assert not acc.sync_gradients
+            acc.sync_gradients = True
+            assert acc.sync_gradients
+
+
+def test_project_configuration_is_the_accelerators(tmp_path):
+    config = ProjectConfiguration(project_dir=str(tmp_path), automatic_checkpoint_naming=True, total_limit=2,
+                                  iteration=3)
+    with accel.Accelerator(cpu=True, project_config=config) as acc:
+        assert acc.project_configuration is config and acc.project_dir == str(tmp_path)
+        acc.prepare(accel.Model.from_json(LINEAR))
+        acc.save_state()
+        assert (tmp_path / "checkpoints" / "checkpoint_3").is_dir()
+        assert config.iteration == 4
+        config.iteration = 9
+        acc.save_state()
+        assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == ["checkpoint_3", "checkpoint_9"]
+    with pytest.raises(ValueError, match="project_dir is given both as a keyword and in ProjectConfiguration"):
+        accel.Accelerator(cpu=True, project_dir=str(tmp_path), project_config=ProjectConfiguration(str(tmp_path)))
+
+
+def test_profile_kwargs_give_the_trace_directory(tmp_path):
+    handler = ProfileKwargs(activities=["cpu"], output_trace_dir=str(tmp_path))
+    with accel.Accelerator(cpu=True, kwargs_handlers=[handler]) as acc:
+        with acc.profile():
+            accel.Model.from_json(LINEAR)
+        trace = json.loads((tmp_path / "trace_0.json").read_text())
+        assert trace["traceEvents"]
+        with pytest.raises(ValueError, match="ProfileKwargs.schedule_option is not supported"):
+            with acc.profile(profile_handler=ProfileKwargs(schedule_option={"wait": 1})):
+                pass
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_init_method_and_rng_types_across_processes():
+    launcher = os.environ.get("ACCEL_CLI")
+    if not launcher:
+        pytest.skip("ACCEL_CLI (the accel command) is not set; run through CTest")
+    worker = Path(__file__).parent / "programs" / "kwargs_worker.py"
+    result = subprocess.run(
+        [launcher, "launch", "--nproc_per_node", "2", "--master_port", "0", sys.executable, str(worker),
+         str(free_port())], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "[rank 0] kwargs ok" in result.stdout and "[rank 1] kwargs ok" in result.stdout
