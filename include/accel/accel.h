@@ -986,6 +986,22 @@ typedef struct accel_field_spec {
    the library's error then carries this message. Thread-local. */
 ACCEL_API void accel_set_error(const char* message);
 
+/* Accelerate's find_executable_batch_size: calls fn(user, batch_size) from
+   starting_batch_size on. When fn returns ACCEL_ERR_RESOURCE (what libaccel's
+   calls return when memory cannot be allocated: a CUDA or host allocation
+   failure in forward, backward or an optimizer step), the cached CUDA memory
+   is released and fn is called again with (int64_t)(batch_size * 0.9), as
+   Accelerate 1.x does (128, 115, 103, 92, ...). *out is the batch size for
+   which fn returned ACCEL_OK. Any other status of fn is returned at once with
+   fn's message (accel_set_error). Errors: ACCEL_ERR_RESOURCE "No executable
+   batch size found, reached zero." when the size reaches 0;
+   INVALID_ARGUMENT for a NULL fn or out, or starting_batch_size < 0. Not
+   collective by itself: with several processes fn's collectives must fail
+   alike on every rank. */
+typedef accel_status (*accel_batch_size_fn)(void* user, int64_t batch_size);
+ACCEL_API accel_status accel_find_executable_batch_size(int64_t starting_batch_size, accel_batch_size_fn fn, void* user,
+                                                        int64_t* out);
+
 /* Callbacks of a map-style dataset. Each gets the user pointer given at
    creation and returns ACCEL_OK or an error status (see accel_set_error). With
    num_workers > 0 they are called from the loader's worker threads, possibly

@@ -5,6 +5,7 @@
 #include "accel/data.hpp"
 #include "accel/error.hpp"
 #include "accel/loss.hpp"
+#include "accel/memory.hpp"
 #include "accel/memory_estimate.hpp"
 #include "accel/options.hpp"
 #include "accel/model.hpp"

@@ -24,6 +24,7 @@
 #include "state/collectives.hpp"
 #include "state/host_allocator.hpp"
 #include "state/large_block_cache.hpp"
+#include "state/out_of_memory.hpp"
 #include "accelerator/resolved_options.hpp"
 #include "sharding/strategy.hpp"
 
@@ -311,7 +312,8 @@ void Accelerator::backward(const at::Tensor& loss) {
     throw;
   } catch (const std::exception& e) {
     std::string message = e.what();
-    fail(ErrorCode::Internal, "backward failed: " + message.substr(0, message.find('\n')));
+    fail(detail::is_out_of_memory(e) ? ErrorCode::Resource : ErrorCode::Internal,
+         "backward failed: " + message.substr(0, message.find('\n')));
   }
 }
 

@@ -18,6 +18,7 @@
 #include "accel/accel.hpp"
 #include "accel/logging.hpp"
 #include "accel/profiler.hpp"
+#include "state/out_of_memory.hpp"
 
 struct accel_tensor {
   at::Tensor tensor;
@@ -228,9 +229,11 @@ accel_status guarded(Body&& body) noexcept {
   } catch (const accel::Error& e) {
     return record_error(static_cast<accel_status>(e.code()), e.what());
   } catch (const c10::Error& e) {
-    return record_error(ACCEL_ERR_INTERNAL, e.what_without_backtrace());
+    // An allocation failure is the caller's to retry with less (find_executable_batch_size).
+    return record_error(accel::detail::is_out_of_memory(e) ? ACCEL_ERR_RESOURCE : ACCEL_ERR_INTERNAL,
+                        e.what_without_backtrace());
   } catch (const std::bad_alloc&) {
-    return record_error(ACCEL_ERR_INTERNAL, "out of memory");
+    return record_error(ACCEL_ERR_RESOURCE, "out of memory");
   } catch (const std::exception& e) {
     return record_error(ACCEL_ERR_INTERNAL, e.what());
   } catch (...) {

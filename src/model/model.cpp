@@ -18,6 +18,7 @@
 #include "model/spec/init.hpp"
 #include "model/tensor_parallel_split.hpp"
 #include "precision/autocast.hpp"
+#include "state/out_of_memory.hpp"
 #include "sharding/strategy.hpp"
 #include "state/runtime_context.hpp"
 #include "state/collectives.hpp"
@@ -389,7 +390,7 @@ at::Tensor ModelImpl::forward(const at::Tensor& input) {
     throw;
   } catch (const std::exception& e) {
     std::string message = e.what();
-    fail(ErrorCode::InvalidArgument,
+    fail(is_out_of_memory(e) ? ErrorCode::Resource : ErrorCode::InvalidArgument,
          "forward failed for input of shape " + c10::str(input.sizes()) + ": " + message.substr(0, message.find('\n')));
   }
   after_forward();
@@ -424,7 +425,7 @@ NamedTensors ModelImpl::forward_named(const NamedTensors& inputs) {
                 c10::toString(tensor.scalar_type());
     }
     std::string message = e.what();
-    fail(ErrorCode::InvalidArgument,
+    fail(is_out_of_memory(e) ? ErrorCode::Resource : ErrorCode::InvalidArgument,
          "forward failed for inputs " + shapes + ": " + message.substr(0, message.find('\n')));
   }
   after_forward();

@@ -19,6 +19,7 @@
 #include "precision/grad_scaler.hpp"
 #include "core/trace_span.hpp"
 #include "sharding/flat_shard.hpp"
+#include "state/out_of_memory.hpp"
 
 namespace accel {
 
@@ -228,7 +229,7 @@ void Optimizer::step() {
     throw;
   } catch (const std::exception& e) {
     std::string message = e.what();
-    fail(ErrorCode::Internal,
+    fail(detail::is_out_of_memory(e) ? ErrorCode::Resource : ErrorCode::Internal,
          std::string(kind_name(impl_->options.kind)) + " step failed: " + message.substr(0, message.find('\n')));
   }
   if (impl_->shard) impl_->shard->after_step();

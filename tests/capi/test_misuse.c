@@ -365,6 +365,8 @@ static void accelerator(void) {
   accel_accelerator_options o;
   accel_accelerator_options_init(NULL);
   ARG(accel_accelerator_create(NULL, NULL));
+  ARG(accel_find_executable_batch_size(8, NULL, NULL, &i64_out));
+  ARG(accel_find_executable_batch_size(-1, NULL, NULL, NULL));
 #define BAD_OPTION(field, value)                 \
   do {                                           \
     accel_accelerator_options_init(&o);          \
