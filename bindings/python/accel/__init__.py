@@ -38,6 +38,7 @@ from .accelerator import Accelerator, DistributedType, FullyShardedDataParallelP
 from .kwargs_handlers import (AutocastKwargs, DataLoaderConfiguration, DDPCommunicationHookType,
                               DistributedDataParallelKwargs, GradScalerKwargs, InitProcessGroupKwargs, KwargsHandler,
                               ProfileKwargs, ProjectConfiguration)
+from .memory import find_executable_batch_size, should_reduce_batch_size
 from . import utils
 from .parallelism import ParallelismConfig
 
@@ -49,7 +50,8 @@ __all__ = [
     "verify_device_map", "load_checkpoint_and_dispatch", "load_checkpoint_in_model", "get_max_memory",
     "GradientAccumulationPlugin", "ProjectConfiguration", "ParallelismConfig", "KwargsHandler",
     "DistributedDataParallelKwargs", "InitProcessGroupKwargs", "GradScalerKwargs", "AutocastKwargs", "ProfileKwargs",
-    "DDPCommunicationHookType", "DataLoaderConfiguration", "utils",
+    "DDPCommunicationHookType", "DataLoaderConfiguration", "utils", "find_executable_batch_size",
+    "should_reduce_batch_size",
 ]
 
 __version__ = version()
