@@ -39,6 +39,7 @@ from .kwargs_handlers import (AutocastKwargs, DataLoaderConfiguration, DDPCommun
                               DistributedDataParallelKwargs, GradScalerKwargs, InitProcessGroupKwargs, KwargsHandler,
                               ProfileKwargs, ProjectConfiguration)
 from .memory import find_executable_batch_size, should_reduce_batch_size
+from .launchers import debug_launcher, notebook_launcher
 from . import utils
 from .parallelism import ParallelismConfig
 
@@ -51,7 +52,7 @@ __all__ = [
     "GradientAccumulationPlugin", "ProjectConfiguration", "ParallelismConfig", "KwargsHandler",
     "DistributedDataParallelKwargs", "InitProcessGroupKwargs", "GradScalerKwargs", "AutocastKwargs", "ProfileKwargs",
     "DDPCommunicationHookType", "DataLoaderConfiguration", "utils", "find_executable_batch_size",
-    "should_reduce_batch_size",
+    "should_reduce_batch_size", "notebook_launcher", "debug_launcher",
 ]
 
 __version__ = version()

@@ -502,11 +502,34 @@ class Accelerator(core.Accelerator):
         finally:
             self.no_grad_end()
 
-    def send_to_device(self, data: Any) -> Any:
-        """Accelerate's send_to_device for hand-built batches: a Tensor (or array) to a Tensor on
-        this accelerator's device; a mapping to a dict of those, same names and order."""
-        if isinstance(data, Mapping):
-            return dict(_map_items(core.Accelerator.send_map_to_device(self, _tensor_map(dict(data)))))
+    def send_to_device(self, data: Any, non_blocking: bool = False, skip_keys: Union[str, List[str], None] = None
+                       ) -> Any:
+        """Accelerate's send_to_device for hand-built batches: every Tensor (or numpy array) in data,
+        at any depth of lists, tuples (named ones too) and mappings, becomes a Tensor on this
+        accelerator's device; containers keep their type and order, other values stay as they are.
+        skip_keys: mapping keys (at any depth) whose values are left untouched. A bare value that
+        is not a container (a list of numbers at the top) becomes a Tensor, as before.
+        non_blocking is accepted (copies to a GPU are non-blocking from pinned memory anyway)."""
+        skip = {skip_keys} if isinstance(skip_keys, str) else set(skip_keys or ())
+
+        def move(value: Any) -> Any:
+            if isinstance(value, (Tensor, np.ndarray)):
+                return core.Accelerator.send_to_device(self, _as_tensor(value))
+            if isinstance(value, Mapping):
+                moved = {key: item if key in skip else move(item) for key, item in value.items()}
+                try:
+                    return type(value)(moved)
+                except TypeError:  # a mapping type without a dict constructor
+                    return moved
+            if isinstance(value, tuple) and hasattr(value, "_fields"):  # a namedtuple
+                return type(value)(*(move(item) for item in value))
+            if isinstance(value, (list, tuple)):
+                return type(value)(move(item) for item in value)
+            return value
+
+        if isinstance(data, (Mapping, list, tuple)) and (isinstance(data, Mapping) or any(
+                isinstance(item, (Tensor, np.ndarray, Mapping, list, tuple)) for item in data)):
+            return move(data)
         return core.Accelerator.send_to_device(self, _as_tensor(data))
 
     @contextlib.contextmanager

@@ -6,10 +6,11 @@ from .accelerator import DistributedType, FullyShardedDataParallelPlugin, Gradie
 from .kwargs_handlers import (AutocastKwargs, DataLoaderConfiguration, DDPCommunicationHookType,
                               DistributedDataParallelKwargs, GradScalerKwargs, InitProcessGroupKwargs, KwargsHandler,
                               ProfileKwargs, ProjectConfiguration)
+from .launchers import debug_launcher, notebook_launcher
 from .memory import find_executable_batch_size, should_reduce_batch_size
 from .parallelism import ParallelismConfig
 
 __all__ = ["AutocastKwargs", "DataLoaderConfiguration", "DDPCommunicationHookType", "DistributedDataParallelKwargs",
            "DistributedType", "FullyShardedDataParallelPlugin", "GradientAccumulationPlugin", "GradScalerKwargs",
            "InitProcessGroupKwargs", "KwargsHandler", "ParallelismConfig", "ProfileKwargs", "ProjectConfiguration",
-           "find_executable_batch_size", "should_reduce_batch_size"]
+           "find_executable_batch_size", "should_reduce_batch_size", "notebook_launcher", "debug_launcher"]

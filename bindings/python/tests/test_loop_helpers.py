@@ -127,3 +127,19 @@ def test_send_to_device_places_tensors_and_mappings():
     assert list(placed) == ["input_ids", "labels"]
     np.testing.assert_array_equal(placed["input_ids"].numpy(), IDS)
     np.testing.assert_array_equal(acc.send_to_device(SCORES).numpy(), SCORES)
+
+
+def test_send_to_device_walks_nested_containers_and_skips_keys():
+    # Accelerate's send_to_device: lists, tuples, namedtuples and mappings at any depth keep
+    # their type; non-tensors stay as they are; skip_keys leaves those entries untouched.
+    import collections
+    Pair = collections.namedtuple("Pair", "a b")
+    acc = accel.Accelerator(cpu=True)
+    batch = {"inputs": [SCORES, (IDS, "tag")], "pair": Pair(SCORES, 3), "meta": {"ids": IDS, "raw": IDS}}
+    placed = acc.send_to_device(batch, skip_keys=["raw"])
+    assert isinstance(placed["inputs"], list) and isinstance(placed["inputs"][1], tuple)
+    assert isinstance(placed["inputs"][0], accel.Tensor) and placed["inputs"][1][1] == "tag"
+    np.testing.assert_array_equal(placed["inputs"][1][0].numpy(), IDS)
+    assert isinstance(placed["pair"], Pair) and isinstance(placed["pair"].a, accel.Tensor) and placed["pair"].b == 3
+    assert isinstance(placed["meta"]["ids"], accel.Tensor) and placed["meta"]["raw"] is IDS
+    assert acc.send_to_device({"x": IDS}, skip_keys="x")["x"] is IDS

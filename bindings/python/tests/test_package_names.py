@@ -5,7 +5,7 @@ import importlib
 import accel
 
 MODULES = ["tensors", "models", "optimizers", "data", "tracking", "checkpointing", "collectives",
-           "accelerator", "big_modeling", "parallelism", "_state", "_helpers", "kwargs_handlers", "utils", "memory"]
+           "accelerator", "big_modeling", "parallelism", "_state", "_helpers", "kwargs_handlers", "utils", "memory", "launchers"]
 
 # What `accel.X` reached before the package was split into modules, as public API.
 PUBLIC = {
@@ -19,7 +19,7 @@ PUBLIC = {
     # scripts that import them from accelerate.utils.
     "KwargsHandler", "DistributedDataParallelKwargs", "InitProcessGroupKwargs", "GradScalerKwargs",
     "AutocastKwargs", "ProfileKwargs", "DDPCommunicationHookType", "DataLoaderConfiguration", "utils",
-    "find_executable_batch_size", "should_reduce_batch_size",
+    "find_executable_batch_size", "should_reduce_batch_size", "notebook_launcher", "debug_launcher",
 }
 # Reachable as accel.X without being in __all__: SWIG's option structs and Batch, the raw SWIG
 # module, the big-modeling module, and the private helper the tests compare with Accelerate's.
