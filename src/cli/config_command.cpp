@@ -119,12 +119,14 @@ bool write_default_config(const std::string& path, const std::string& mixed_prec
         << "--config_file.\n";
     return false;
   }
-  // The keys and values of Accelerate's write_basic_config, which writes JSON
-  // with sorted keys whatever the file's extension (JSON is YAML too).
+  // The keys and values of Accelerate 1.x's write_basic_config, which writes
+  // JSON with sorted keys whatever the file's extension (JSON is YAML too);
+  // 0.22 wrote the same without enable_cpu_affinity.
   nlohmann::json config = {{"compute_environment", "LOCAL_MACHINE"},
                            {"debug", false},
                            {"distributed_type", "NO"},
                            {"downcast_bf16", false},
+                           {"enable_cpu_affinity", false},
                            {"machine_rank", 0},
                            {"main_training_function", "main"},
                            {"mixed_precision", mixed_precision},

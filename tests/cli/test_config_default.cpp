@@ -16,12 +16,14 @@
 
 namespace {
 
-// `accelerate config default` on a CPU-only host (Accelerate 0.22.0).
+// `accelerate config default` on a CPU-only host (Accelerate 1.15.0; 0.22.0
+// wrote the same without enable_cpu_affinity).
 const char* kAccelerateCpuDefault = R"({
   "compute_environment": "LOCAL_MACHINE",
   "debug": false,
   "distributed_type": "NO",
   "downcast_bf16": false,
+  "enable_cpu_affinity": false,
   "machine_rank": 0,
   "main_training_function": "main",
   "mixed_precision": "no",
