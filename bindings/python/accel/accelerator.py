@@ -5,6 +5,7 @@ import base64
 import contextlib
 import enum
 import functools
+import inspect
 import json
 import numbers
 import os
@@ -40,6 +41,17 @@ _SHARDING = {"NO_SHARD": core.SHARDING_NO_SHARD, "SHARD_OPTIMIZER": core.SHARDIN
              "SHARD_GRAD_OP": core.SHARDING_SHARD_GRAD_OP, "FULL_SHARD": core.SHARDING_FULL_SHARD,
              "HYBRID_SHARD": core.SHARDING_HYBRID_SHARD}
 _REDUCTIONS = {"sum": core.REDUCE_SUM, "mean": core.REDUCE_MEAN, "none": core.REDUCE_NONE}
+
+
+def _positional_count(function: Any) -> int:
+    """How many positional arguments function takes (a large number for *args)."""
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return 1
+    if any(p.kind == p.VAR_POSITIONAL for p in parameters):
+        return 99
+    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters)
 
 
 class DistributedType(str, enum.Enum):
@@ -221,6 +233,7 @@ class Accelerator(core.Accelerator):
         self._project_dir = opts.project_dir or "."
         self._logging_dir = opts.logging_dir or os.path.join(self._project_dir, "logs")
         self._optimizers: List[Any] = []
+        self._models: List[Model] = []  # prepared, in order: what state hooks receive
         self._trackers: Dict[str, Any] = {}
         # Accelerate's handler attributes (None when not given).
         self.ddp_handler = handlers.get("ddp_handler")
@@ -253,6 +266,7 @@ class Accelerator(core.Accelerator):
     def _prepare_one(self, obj: Any) -> None:
         if isinstance(obj, Model):
             self.prepare_model(obj)
+            self._models.append(obj)
         elif isinstance(obj, core.Optimizer):
             self.prepare_optimizer(obj)
             self._optimizers.append(obj)
@@ -791,12 +805,36 @@ class Accelerator(core.Accelerator):
             core.Accelerator.register_for_checkpointing(self, _CheckpointAdapter(obj, allow_pickle).__disown__())
 
     def register_save_state_pre_hook(self, hook: Any) -> RemovableHandle:
-        """hook(directory) runs before save_state writes."""
-        return RemovableHandle(self, core.Accelerator.register_save_state_pre_hook(self, _HookAdapter(hook).__disown__()))
+        """Runs before save_state writes, on every process, as Accelerate's: hook(models, weights,
+        output_dir) with the prepared models and their state dicts (get_state_dict's, numpy
+        arrays; what save_state writes does not change if the hook edits them), or
+        hook(output_dir) when the hook takes one argument."""
+        def call(directory: str) -> None:
+            if _positional_count(hook) >= 3:
+                hook(list(self._models), [self.get_state_dict(m) for m in self._models], directory)
+            else:
+                hook(directory)
+        return RemovableHandle(self, core.Accelerator.register_save_state_pre_hook(self, _HookAdapter(call).__disown__()))
 
     def register_load_state_pre_hook(self, hook: Any) -> RemovableHandle:
-        """hook(directory) runs before load_state reads."""
-        return RemovableHandle(self, core.Accelerator.register_load_state_pre_hook(self, _HookAdapter(hook).__disown__()))
+        """Runs before load_state reads, as Accelerate's: hook(models, input_dir) with the prepared
+        models, or hook(input_dir) when the hook takes one argument."""
+        def call(directory: str) -> None:
+            if _positional_count(hook) >= 2:
+                hook(list(self._models), directory)
+            else:
+                hook(directory)
+        return RemovableHandle(self, core.Accelerator.register_load_state_pre_hook(self, _HookAdapter(call).__disown__()))
+
+    def free_memory(self, *objects: Any) -> List[None]:
+        """Accelerate's free_memory: forgets every prepared object (and returns None for each
+        object passed, for `a, b = accelerator.free_memory(a, b)`)."""
+        core.Accelerator.free_memory(self)
+        self._models.clear()
+        self._optimizers.clear()
+        return [None] * len(objects)
+
+    clear = free_memory
 
     def save(self, tensors: Dict[str, Any], path: str) -> None:
         """Accelerate's accelerator.save for a dict of tensors (or array-likes): a

@@ -214,6 +214,30 @@ def test_pre_hooks_run_and_can_be_removed(tmp_path):
         handle.remove()
 
 
+def test_pre_hooks_get_models_and_weights_as_accelerate_passes_them(tmp_path):
+    # Accelerate: save hooks get (models, weights, output_dir), load hooks (models, input_dir).
+    acc, model, *_ = make_run(tmp_path)
+    seen = {}
+
+    def save_hook(models, weights, output_dir):
+        seen["save"] = (models, weights, output_dir)
+
+    def load_hook(models, input_dir):
+        seen["load"] = (models, input_dir)
+
+    acc.register_save_state_pre_hook(save_hook)
+    acc.register_load_state_pre_hook(load_hook)
+    acc.save_state(str(tmp_path / "c"))
+    acc.load_state(str(tmp_path / "c"))
+    models, weights, output_dir = seen["save"]
+    assert models == [model] and os.path.basename(output_dir) == "c" and len(weights) == 1
+    expected = acc.get_state_dict(model)
+    assert list(weights[0]) == list(expected)
+    assert all(np.array_equal(weights[0][k], expected[k]) for k in expected)
+    assert seen["load"][0] == [model] and os.path.basename(seen["load"][1]) == "c"
+    assert acc.free_memory(model) == [None] and acc._models == []
+
+
 def test_automatic_checkpoint_naming_and_total_limit(tmp_path):
     acc, *_ = make_run(tmp_path, automatic_checkpoint_naming=True, total_limit=2)
     for _ in range(3):
