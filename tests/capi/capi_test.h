@@ -28,6 +28,20 @@ static int capi_failures = 0;
     EXPECT(strstr(accel_last_error(), (needle)) != NULL); \
   } while (0)
 
+/* Bytes of address space the process maps now (VmSize), or 0: the base for
+   the RLIMIT_AS limits of the tests that make allocations fail for real. */
+static inline size_t capi_mapped_bytes(void) {
+  char line[256];
+  size_t kib = 0;
+  FILE* status = fopen("/proc/self/status", "r");
+  if (status == NULL) return 0;
+  while (fgets(line, sizeof line, status) != NULL) {
+    if (sscanf(line, "VmSize: %zu kB", &kib) == 1) break;
+  }
+  fclose(status);
+  return kib * 1024;
+}
+
 static int capi_report(const char* name) {
   printf("%s: %d passed, %d failed\n", name, capi_checks - capi_failures, capi_failures);
   return capi_failures == 0 ? 0 : 1;

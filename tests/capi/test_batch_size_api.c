@@ -87,18 +87,6 @@ static accel_status forward_batch(void* user, int64_t batch_size) {
   return status;
 }
 
-static size_t mapped_bytes(void) {
-  char line[256];
-  size_t kib = 0;
-  FILE* status = fopen("/proc/self/status", "r");
-  if (status == NULL) return 0;
-  while (fgets(line, sizeof line, status) != NULL) {
-    if (sscanf(line, "VmSize: %zu kB", &kib) == 1) break;
-  }
-  fclose(status);
-  return kib * 1024;
-}
-
 static void real_allocation_failure(void) {
   const char* spec = "[{\"type\": \"Embedding\", \"num_embeddings\": 1, \"embedding_dim\": 1048576}]";
   const int64_t row = (int64_t)1 << 22; /* bytes of one output row */
@@ -107,7 +95,7 @@ static void real_allocation_failure(void) {
   int64_t found = 0;
   size_t mapped;
   EXPECT_OK(accel_model_from_json(spec, &r.model));
-  mapped = mapped_bytes();
+  mapped = capi_mapped_bytes();
   EXPECT(mapped > 0 && getrlimit(RLIMIT_AS, &saved) == 0);
   tight = saved;
   tight.rlim_cur = mapped + ((size_t)1 << 30);

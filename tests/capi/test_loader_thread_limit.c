@@ -14,19 +14,6 @@
 
 #include "capi_test.h"
 
-/* Bytes of address space the process maps now (VmSize), or 0. */
-static size_t mapped_bytes(void) {
-  char line[256];
-  size_t kib = 0;
-  FILE* status = fopen("/proc/self/status", "r");
-  if (status == NULL) return 0;
-  while (fgets(line, sizeof line, status) != NULL) {
-    if (sscanf(line, "VmSize: %zu kB", &kib) == 1) break;
-  }
-  fclose(status);
-  return kib * 1024;
-}
-
 int main(void) {
   enum { N = 16 };
   float xs[N];
@@ -60,7 +47,7 @@ int main(void) {
   EXPECT(stack > 2 * headroom);
   EXPECT(getrlimit(RLIMIT_AS, &saved) == 0);
   tight = saved;
-  tight.rlim_cur = mapped_bytes() + headroom;
+  tight.rlim_cur = capi_mapped_bytes() + headroom;
   EXPECT(tight.rlim_cur > headroom);
   EXPECT(setrlimit(RLIMIT_AS, &tight) == 0);
   accel_status status = accel_dataloader_next(loader, &bx, &by);
