@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# `go get` as a Go user runs it: the binding's module served at a tagged
-# version from a module proxy (GOPROXY=file://..., the layout the go command
-# reads from proxy.golang.org: @v/list, .info, .mod, .zip), fetched into a
-# module outside the tree that has no `replace`, built with plain `go build`
-# against the staging install (pkg-config only) and run for a few steps.
-#   go_get.sh STAGE LIBDIR REPO WORK_DIR GO GOCACHE VERSION
+# A Go user's module outside the tree, as a Go user gets it: the binding's
+# module served at a tagged version from a module proxy (GOPROXY=file://...,
+# the layout the go command reads from proxy.golang.org: @v/list, .info, .mod,
+# .zip) and fetched with `go get` (no `replace`), built with plain `go build`
+# against libaccel installed into the staging prefix (found by pkg-config; no
+# SWIG, no CMake, no CGO_* flags), then trained on 2 processes by the
+# installed `accel launch`.
+#   go_get.sh STAGE LIBDIR BINDIR REPO WORK_DIR GO GOCACHE VERSION
 set -euo pipefail
-stage=$1 libdir=$2 repo=$3 work=$4 go=$5 gocache=$6 version=v$7
+stage=$1 libdir=$2 bindir=$3 repo=$4 work=$5 go=$6 gocache=$7 version=v$8
 module=github.com/libaccel/libaccel/bindings/go
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
@@ -41,7 +43,12 @@ export PKG_CONFIG_PATH=$stage/$libdir/pkgconfig GOPROXY=file://$work/proxy GOSUM
 "$go" get "$module@latest" 2>&1 | tee "$work/get.log" || fail "go get $module@latest from the proxy failed"
 grep -q "$module $version" go.mod || fail "go.mod does not require $module $version: $(cat go.mod)"
 grep -q "^replace" go.mod && fail "go.mod has a replace"
-"$go" build -o trainer . || fail "go build of the fetched module failed"
-LD_LIBRARY_PATH=$stage/$libdir OMP_NUM_THREADS=1 ./trainer --epochs 1 --max-steps 5 | tee "$work/train.log"
+"$go" build -o trainer . || fail "go build of the fetched module against $stage failed"
+go_ldd=$(LD_LIBRARY_PATH=$stage/$libdir ldd trainer)
+grep -F "libaccel.so.0 => $stage/" >/dev/null <<<"$go_ldd" || fail "the trainer does not load libaccel from $stage"
+
+# A prefix outside the loader's path needs LD_LIBRARY_PATH at run time (a .deb's /usr does not).
+LD_LIBRARY_PATH=$stage/$libdir OMP_NUM_THREADS=1 "$stage/$bindir/accel" launch --num_processes 2 --master_port 0 \
+  ./trainer --epochs 1 --max-steps 20 | tee "$work/train.log"
 grep -E 'epoch 1: loss [0-9.]+, test accuracy' "$work/train.log" >/dev/null || fail "no epoch line"
-echo "ok: go get $module@latest resolved $version through $GOPROXY and the program trained"
+echo "ok: go get $module@latest resolved $version through $GOPROXY; the program trained on 2 processes"
