@@ -919,6 +919,16 @@ import java.util.Map;
     return processIndex() == numProcesses() - 1;
   }
 
+  /** Accelerate's use_distributed: the run has several processes. */
+  public boolean useDistributed() {
+    return numProcesses() > 1;
+  }
+
+  /** Accelerate's multi_device: several processes, each on its own GPU. */
+  public boolean multiDevice() {
+    return useDistributed() && distributedType() == DistributedType.DISTRIBUTED_MULTI_GPU;
+  }
+
   /**
    * Prepares models, optimizers, data loaders and schedulers, in any order (models first,
    * as Accelerate does). Collective with several processes.

@@ -334,6 +334,11 @@ func (a *Accelerator) IsLastProcess() (bool, error) {
 	return accelValue(a, func(h core.Accelerator) bool { return h.Process_index() == h.Num_processes()-1 })
 }
 
+// UseDistributed is Accelerate's use_distributed: the run has several processes.
+func (a *Accelerator) UseDistributed() (bool, error) {
+	return accelValue(a, func(h core.Accelerator) bool { return h.Num_processes() > 1 })
+}
+
 // IsLocalMainProcess tells whether this is rank 0 on its machine.
 func (a *Accelerator) IsLocalMainProcess() (bool, error) {
 	return accelValue(a, func(h core.Accelerator) bool { return h.Is_local_main_process() })

@@ -247,10 +247,10 @@ func (a *Accelerator) SynchronizeRNGStates(rngTypes ...string) error {
 
 // MultiDevice is Accelerate's multi_device: several processes, each on its own GPU.
 func (a *Accelerator) MultiDevice() (bool, error) {
-	n, err := a.NumProcesses()
+	distributed, err := a.UseDistributed()
 	if err != nil {
 		return false, err
 	}
 	t, err := a.DistributedType()
-	return n > 1 && t == "MULTI_GPU", err
+	return distributed && t == "MULTI_GPU", err
 }

@@ -18,6 +18,9 @@ func TestKwargsHandlersReachTheAccelerator(t *testing.T) {
 	if got := must[time.Duration](t)(acc.Timeout()); got != 800*time.Second {
 		t.Fatalf("timeout %v, want 800s", got)
 	}
+	if must[bool](t)(acc.UseDistributed()) || must[bool](t)(acc.MultiDevice()) {
+		t.Fatal("one process reports use_distributed or multi_device")
+	}
 }
 
 func TestKwargsHandlersRefusals(t *testing.T) {

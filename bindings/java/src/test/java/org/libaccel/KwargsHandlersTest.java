@@ -24,6 +24,7 @@ class KwargsHandlersTest {
                  new GradScalerKwargs().enabled(false))
              .build()) {
       assertEquals(800_000, acc.timeoutMs());
+      assertFalse(acc.useDistributed() || acc.multiDevice()); // one process
     }
   }
 
