@@ -11,11 +11,13 @@
 
 namespace {
 
-void train_on_cuda(accel::MixedPrecision precision) {
+// scaler: GradScalerKwargs(enabled=...): off, fp16 trains unscaled (scale 1, no step skipped).
+void train_on_cuda(accel::MixedPrecision precision, bool scaler = true) {
   if (!torch::cuda::is_available() || std::getenv("ACCELERATE_USE_CPU"))
     GTEST_SKIP() << "no CUDA device (or ACCELERATE_USE_CPU set): CUDA mixed-precision tests need a GPU";
   accel::AcceleratorOptions options;
   options.mixed_precision = precision;
+  options.scaler_enabled = scaler;
   accel::Accelerator accelerator(options);
   ASSERT_TRUE(accelerator.device().is_cuda());
   at::manual_seed(0);
@@ -40,14 +42,17 @@ void train_on_cuda(accel::MixedPrecision precision) {
     at::Tensor loss = accel::compute_loss(accel::LossKind::CrossEntropy, out, y);
     accelerator.backward(loss);
     optimizer.step();
+    if (!scaler) EXPECT_FALSE(optimizer.step_was_skipped());
     (step == 0 ? first : last) = loss.item<double>();
   }
   EXPECT_EQ(inside, precision == accel::MixedPrecision::Fp16 ? at::kHalf : at::kBFloat16);
   EXPECT_LT(last, first * 0.7);
-  if (precision == accel::MixedPrecision::Fp16) EXPECT_GT(accelerator.loss_scale(), 1.0);
+  if (precision == accel::MixedPrecision::Fp16 && scaler) EXPECT_GT(accelerator.loss_scale(), 1.0);
+  if (!scaler) EXPECT_EQ(accelerator.loss_scale(), 1.0);
 }
 
 TEST(CudaPrecision, Fp16WithLossScalingTrains) { train_on_cuda(accel::MixedPrecision::Fp16); }
 TEST(CudaPrecision, Bf16AutocastTrains) { train_on_cuda(accel::MixedPrecision::Bf16); }
+TEST(CudaPrecision, Fp16WithTheScalerDisabledTrainsUnscaled) { train_on_cuda(accel::MixedPrecision::Fp16, false); }
 
 }  // namespace
