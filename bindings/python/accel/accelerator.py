@@ -494,6 +494,8 @@ class Accelerator(core.Accelerator):
     def autocast(self, autocast_handler: Optional[AutocastKwargs] = None, enabled: Optional[bool] = None):
         """Runs the block under the mixed precision. autocast_handler (an AutocastKwargs) or enabled
         decides whether autocast is on; neither: the AutocastKwargs given at creation, else on."""
+        if isinstance(autocast_handler, bool):  # autocast(False): this binding's earlier positional `enabled`
+            autocast_handler, enabled = None, autocast_handler
         if autocast_handler is not None:
             if not isinstance(autocast_handler, AutocastKwargs):
                 raise TypeError(f"autocast_handler must be an AutocastKwargs, got {type(autocast_handler).__name__}")

@@ -117,6 +117,8 @@ def test_autocast_kwargs_turn_autocast_off_under_bf16():
             pass
         with acc.autocast(autocast_handler=AutocastKwargs(enabled=True)):
             pass
+        with acc.autocast(False), acc.autocast(enabled=True):  # the earlier spellings still work
+            pass
         with pytest.raises(TypeError, match="autocast_handler must be an AutocastKwargs"):
             with acc.autocast(autocast_handler=GradScalerKwargs()):
                 pass
