@@ -523,6 +523,17 @@ struct AccelTensorMap {};
                                             names.size(), accel_null_if_empty(dtype), &out));
     return accel_take_string(out);
   }
+  std::string balanced_memory_json(const std::string& max_memory_json,
+                                   const std::vector<std::string>& no_split_module_classes,
+                                   const std::string& dtype = "", bool low_zero = false) const {
+    std::vector<const char*> names;
+    for (const auto& name : no_split_module_classes) names.push_back(name.c_str());
+    char* out = 0;
+    /* "" is NULL: the budgets read from the devices (a lone GPU then keeps 10% free). */
+    accel_check(accel_balanced_memory($self, accel_null_if_empty(max_memory_json), names.empty() ? 0 : names.data(),
+                                      names.size(), accel_null_if_empty(dtype), low_zero ? 1 : 0, &out));
+    return accel_take_string(out);
+  }
   void verify_device_map_json(const std::string& device_map_json) const {
     accel_check(accel_verify_device_map($self, device_map_json.c_str()));
   }

@@ -337,6 +337,7 @@ ACCEL_JAVA_CLOSEABLE(StateWriter, "StateWriter")
 /* The big-model calls cross as JSON; the Map methods of the javacode below are the API. */
 %javamethodmodifiers AccelModel::module_sizes_json "";
 %javamethodmodifiers AccelModel::infer_auto_device_map_json "";
+%javamethodmodifiers AccelModel::balanced_memory_json "";
 %javamethodmodifiers AccelModel::verify_device_map_json "private";
 %javamethodmodifiers AccelModel::load_checkpoint_and_dispatch_json "";
 %javamethodmodifiers AccelScheduler::AccelScheduler(AccelOptimizer*, const accel_scheduler_options*,
@@ -578,6 +579,19 @@ import java.nio.LongBuffer;
     return ModelSupport.inferAutoDeviceMap(this, maxMemory, noSplit, dtype);
   }
 
+  /**
+   * Accelerate's get_balanced_memory: maxMemory (such as {"0": "1GB", "1": "1GB", "cpu": "8GB"};
+   * null: Accel.getMaxMemory(), of which a lone GPU then keeps 10% free) with every GPU's budget but
+   * the last lowered to an even share of the model plus a margin, so that inferAutoDeviceMap spreads
+   * the model over the GPUs; lowZero leaves GPU 0 only what the others cannot hold. Budgets in bytes,
+   * GPUs as "cuda:N". Without a GPU they come back unchanged.
+   */
+  public java.util.LinkedHashMap<String, Long> balancedMemory(java.util.Map<String, String> maxMemory,
+                                                               java.util.List<String> noSplit, String dtype,
+                                                               boolean lowZero) {
+    return ModelSupport.balancedMemory(this, maxMemory, noSplit, dtype, lowZero);
+  }
+
   /** Throws AccelException naming the first key that names no module or device, or the first tensor left out. */
   public void checkDeviceMap(java.util.Map<String, String> deviceMap) {
     verifyDeviceMapJson(Json.write(deviceMap));
@@ -594,9 +608,10 @@ import java.nio.LongBuffer;
   }
 
   /**
-   * Accelerate's device_map="auto" (or "sequential"): loadCheckpointAndDispatch with the map
-   * inferAutoDeviceMap makes from every GPU's free memory and the RAM the system has available.
-   * Another strategy is an AccelException naming it.
+   * Accelerate's device_map strings "auto", "balanced", "balanced_low_0" and "sequential":
+   * loadCheckpointAndDispatch with the map inferAutoDeviceMap makes from every GPU's free memory
+   * and the RAM the system has available, balanced over the GPUs (balancedMemory) but for
+   * "sequential". Another strategy is an AccelException naming it.
    */
   public void loadCheckpointAndDispatch(String checkpoint, String strategy, String offloadFolder, String dtype) {
     ModelSupport.loadCheckpointAndDispatch(this, checkpoint, strategy, offloadFolder, dtype);

@@ -46,9 +46,10 @@ ACCEL_API accel_status accel_model_materialize(accel_model* model, const char* c
 /* Accelerate's load_checkpoint_and_dispatch: accel_model_materialize, but each
    tensor goes where device_map (a JSON object, checked as
    accel_verify_device_map; NULL or "" is {"": "cpu"}; the JSON strings
-   "\"auto\"" and "\"sequential\"" are Accelerate's device_map="auto":
-   accel_infer_auto_device_map over every GPU's free memory and the memory
-   the system has available) puts it: "cpu" into
+   "\"auto\"", "\"balanced\"", "\"balanced_low_0\"" and "\"sequential\"" are
+   Accelerate's device_map strings: accel_infer_auto_device_map over every
+   GPU's free memory and the memory the system has available, balanced over
+   the GPUs as accel_balanced_memory does, but for "sequential") puts it: "cpu" into
    RAM, "cuda:N" onto that GPU, "disk" left on the meta device and read in
    (mmap + copy) just before its top-level node of a JSON graph model runs,
    released right after. Disk tensors already stored as safetensors of the
@@ -58,7 +59,7 @@ ACCEL_API accel_status accel_model_materialize(accel_model* model, const char* c
    accel_model_materialize. Everything is checked before a tensor changes or a
    file is written, so on error the model is as it was. Errors:
    INVALID_ARGUMENT naming a bad map key or device, another JSON string than
-   "auto" or "sequential", a budget too small for the largest layer, an uncovered tensor, a
+   those four, a budget too small for the largest layer, an uncovered tensor, a
    tensor the checkpoint lacks or whose shape or kind differs, or disk without
    an offload folder; IO naming the checkpoint path or an offload folder that
    cannot be created or written; UNSUPPORTED for disk on a model that is not a
@@ -72,7 +73,8 @@ ACCEL_API accel_status accel_load_checkpoint_and_dispatch(accel_model* model, co
 /* Bytes of each module's parameters and buffers (compute_module_sizes) as a
    JSON object {"": total, "h": ..., "h.0": ..., "h.0.weight": ...}. dtype: NULL
    or "" for the tensors' own dtypes, else "float32", "float16", "bfloat16",
-   "int8"... (sizes as if cast, never larger than the tensor's own). Errors:
+   "int8"... (floating tensors' sizes as if cast, never larger than their own;
+   integer and bool tensors keep theirs, as in Accelerate 1.x). Errors:
    INVALID_ARGUMENT (NULL model/out, unknown dtype), UNSUPPORTED (TorchScript
    model). *out: new string, free with accel_string_free; untouched on failure. */
 ACCEL_API accel_status accel_model_module_sizes(const accel_model* model, const char* dtype, char** out);
@@ -89,6 +91,22 @@ ACCEL_API accel_status accel_model_module_sizes(const accel_model* model, const 
 ACCEL_API accel_status accel_infer_auto_device_map(const accel_model* model, const char* max_memory,
                                                    const char* const* no_split, size_t count, const char* dtype,
                                                    char** out);
+
+/* Accelerate 1.x's get_balanced_memory: max_memory (as accel_infer_auto_device_map
+   takes it; NULL: accel_available_memory, of which a lone GPU then keeps 10%
+   free) with each GPU's budget but the last lowered to an even share of the
+   model plus a margin (1.25 x the larger of the biggest no-split block and the
+   mean size of the final modules), so that accel_infer_auto_device_map spreads
+   the model over the GPUs. low_zero nonzero (device_map="balanced_low_0")
+   leaves GPU 0 only what the other GPUs cannot hold. Without a GPU with room,
+   the budgets come back unchanged. no_split, count and dtype as
+   accel_infer_auto_device_map. *out: new JSON object in infer_auto_device_map's
+   order ({"cuda:0": bytes, ..., "cpu": bytes}), free with accel_string_free.
+   Errors: INVALID_ARGUMENT naming a bad device or size; UNSUPPORTED
+   (TorchScript). Not collective. */
+ACCEL_API accel_status accel_balanced_memory(const accel_model* model, const char* max_memory,
+                                             const char* const* no_split, size_t count, const char* dtype, int low_zero,
+                                             char** out);
 
 /* Accelerate's get_max_memory(): the bytes each device can take now, as a
    JSON object in infer_auto_device_map's order: {"cuda:0": free bytes, ...,

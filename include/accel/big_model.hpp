@@ -33,7 +33,8 @@ Model model_from_json_empty(const std::string& spec);
 // Bytes of each module's parameters and buffers (Accelerate's
 // compute_module_sizes): keys are "" (the model), every module prefix and every
 // tensor name. dtype: sizes as if cast to it (never larger than the tensor's
-// own element size, as Accelerate does). Works on empty (meta) models. Throws
+// own element size; integer and bool tensors keep theirs, as Accelerate 1.x
+// counts them). Works on empty (meta) models. Throws
 // Unsupported for a TorchScript model.
 std::map<std::string, int64_t> compute_module_sizes(const Model& model, c10::optional<c10::ScalarType> dtype = {});
 
@@ -64,8 +65,28 @@ DeviceMap infer_auto_device_map(const Model& model, const std::vector<std::pair<
 // the memory the system has available ("cpu"), in infer_auto_device_map's order.
 std::vector<std::pair<std::string, int64_t>> available_memory();
 
-// Accelerate's device_map="auto" (or "sequential"): infer_auto_device_map over
-// available_memory(). Several GPUs are filled in order, not balanced.
+// Accelerate 1.x's get_balanced_memory: max_memory with the GPUs' budgets lowered
+// so that infer_auto_device_map spreads the model evenly over them. Each GPU but
+// the last (by index) gets at most total / GPUs plus a margin: 1.25 times the
+// larger of the biggest no-split block and the mean size of the final modules;
+// the last keeps its budget. low_zero (device_map="balanced_low_0") shares the
+// model over the other GPUs and leaves GPU 0 only what they cannot hold. With
+// one GPU, low_zero is ignored, and when the budgets were read from the devices
+// (max_memory_given false) that GPU keeps 10% free. Without a GPU (or none with
+// room) max_memory is returned unchanged. Devices are "cuda:N", "cpu", "disk"
+// (parse_max_memory's form). Throws Unsupported for a TorchScript model.
+std::vector<std::pair<std::string, int64_t>> balanced_memory(
+    const Model& model, std::vector<std::pair<std::string, int64_t>> max_memory,
+    const std::vector<std::string>& no_split_module_classes = {}, c10::optional<c10::ScalarType> dtype = {},
+    bool low_zero = false, bool max_memory_given = true);
+
+// Accelerate's device_map="auto" (or "balanced", "balanced_low_0", "sequential"):
+// infer_auto_device_map over available_memory(), balanced over the GPUs as
+// balanced_memory does unless strategy is "sequential" (which fills them in order).
+// Throws InvalidArgument naming another strategy.
+DeviceMap auto_device_map(const Model& model, const std::vector<std::string>& no_split_module_classes,
+                          c10::optional<c10::ScalarType> dtype, const std::string& strategy);
+// auto_device_map with strategy "auto".
 DeviceMap auto_device_map(const Model& model, const std::vector<std::string>& no_split_module_classes = {},
                           c10::optional<c10::ScalarType> dtype = {});
 
@@ -114,9 +135,9 @@ std::string device_map_to_json(const DeviceMap& device_map);
 DeviceMap device_map_from_json(const std::string& json_object);
 
 // A device map as callers of load_checkpoint_and_dispatch write it: "" for
-// {"": "cpu"}, the JSON strings "\"auto\"" and "\"sequential\"" for
-// auto_device_map(model, no_split_module_classes, dtype) (Accelerate's
-// device_map="auto"; both fill the devices in order), else a JSON object
+// {"": "cpu"}, the JSON strings "\"auto\"", "\"balanced\"", "\"balanced_low_0\""
+// and "\"sequential\"" for auto_device_map(model, no_split_module_classes, dtype,
+// strategy) (Accelerate's device_map strings), else a JSON object
 // (device_map_from_json). Throws InvalidArgument naming another JSON string.
 DeviceMap resolve_device_map(const Model& model, const std::string& text,
                              const std::vector<std::string>& no_split_module_classes = {},

@@ -209,9 +209,10 @@ DeviceMap infer_auto_device_map(const Model& model, const std::vector<std::pair<
   for (auto& [n, child] : children_of(*root)) modules_to_place.push_back({n, child});
   for (const auto& b : root->named_buffers(false)) modules_to_place.push_back({b.key(), nullptr});
   auto [max_size, max_names] = max_layer(modules_to_place, sizes, no_split);
-  // Not in Accelerate: a layer larger than the memory it must run in.
+  // Not in Accelerate: a layer larger than the memory it must run in. A budget of 0 is a
+  // device left empty on purpose (balanced_low_0's GPU 0): nothing is placed there.
   for (const auto& device : main_devices) {
-    if (budget.count(device) && budget[device] < max_size) {
+    if (budget.count(device) && budget[device] > 0 && budget[device] < max_size) {
       fail(ErrorCode::InvalidArgument,
            "infer_auto_device_map: the budget for " + device + " (" + std::to_string(budget[device]) +
                " bytes) is smaller than the largest unsplittable module " + quote_name(max_names.front()) + " (" +
@@ -305,8 +306,23 @@ std::vector<std::pair<std::string, int64_t>> available_memory() {
 }
 
 DeviceMap auto_device_map(const Model& model, const std::vector<std::string>& no_split_module_classes,
+                          c10::optional<c10::ScalarType> dtype, const std::string& strategy) {
+  require_arg(strategy == "auto" || strategy == "balanced" || strategy == "balanced_low_0" || strategy == "sequential",
+              "device_map \"" + strategy +
+                  "\" is not supported: give a JSON object of module name to device, \"auto\", \"balanced\", "
+                  "\"balanced_low_0\" or \"sequential\"");
+  auto budgets = available_memory();
+  // As Accelerate's load_checkpoint_and_dispatch: every strategy but "sequential" balances.
+  if (strategy != "sequential") {
+    budgets = balanced_memory(model, budgets, no_split_module_classes, dtype, strategy == "balanced_low_0",
+                              /*max_memory_given=*/false);
+  }
+  return infer_auto_device_map(model, budgets, no_split_module_classes, dtype);
+}
+
+DeviceMap auto_device_map(const Model& model, const std::vector<std::string>& no_split_module_classes,
                           c10::optional<c10::ScalarType> dtype) {
-  return infer_auto_device_map(model, available_memory(), no_split_module_classes, dtype);
+  return auto_device_map(model, no_split_module_classes, dtype, "auto");
 }
 
 DeviceMap device_map_from_json(const std::string& json_object) {
@@ -332,12 +348,7 @@ DeviceMap resolve_device_map(const Model& model, const std::string& text,
   if (text.empty()) return {{"", "cpu"}};
   Json parsed = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!parsed.is_string()) return device_map_from_json(text);  // which names a parse error
-  const std::string strategy = parsed.get<std::string>();
-  require_arg(strategy == "auto" || strategy == "sequential",
-              "device_map \"" + strategy +
-                  "\" is not supported: give a JSON object of module name to device, "
-                  "\"auto\" or \"sequential\"");
-  return auto_device_map(model, no_split_module_classes, dtype);
+  return auto_device_map(model, no_split_module_classes, dtype, parsed.get<std::string>());
 }
 
 }  // namespace accel

@@ -56,7 +56,10 @@ std::map<std::string, int64_t> compute_module_sizes(const Model& model, c10::opt
   sizes[""] = 0;
   for (const auto& [name, tensor] : detail::named_module_tensors(*module)) {
     int64_t element = static_cast<int64_t>(c10::elementSize(tensor.scalar_type()));
-    if (dtype) element = std::min<int64_t>(element, static_cast<int64_t>(c10::elementSize(*dtype)));
+    // As Accelerate 1.x: integer and bool tensors are never cast (materialize keeps them), so keep their size.
+    if (dtype && (c10::isFloatingType(tensor.scalar_type()) || c10::isComplexType(tensor.scalar_type()))) {
+      element = std::min<int64_t>(element, static_cast<int64_t>(c10::elementSize(*dtype)));
+    }
     const int64_t bytes = tensor.numel() * element;
     sizes[""] += bytes;
     for (size_t dot = name.find('.'); dot != std::string::npos; dot = name.find('.', dot + 1)) {

@@ -33,6 +33,17 @@ char* new_string(const std::string& text) {
   return copy;
 }
 
+// The no_split_module_classes array of the device-map calls.
+std::vector<std::string> class_names(const char* const* no_split, size_t count) {
+  accel::require_arg(count == 0 || no_split != nullptr, "no_split is NULL but count is " + std::to_string(count));
+  std::vector<std::string> classes;
+  for (size_t i = 0; i < count; ++i) {
+    accel::require_arg(no_split[i] != nullptr, "no_split[" + std::to_string(i) + "] is NULL");
+    classes.emplace_back(no_split[i]);
+  }
+  return classes;
+}
+
 }  // namespace
 
 extern "C" {
@@ -83,15 +94,27 @@ ACCEL_API accel_status accel_infer_auto_device_map(const accel_model* model, con
   return guarded([&] {
     auto& result = out_param(out, "out");
     const auto& m = deref(model, "model").model;
-    accel::require_arg(count == 0 || no_split != nullptr, "no_split is NULL but count is " + std::to_string(count));
-    std::vector<std::string> classes;
-    for (size_t i = 0; i < count; ++i) {
-      accel::require_arg(no_split[i] != nullptr, "no_split[" + std::to_string(i) + "] is NULL");
-      classes.emplace_back(no_split[i]);
-    }
+    const auto classes = class_names(no_split, count);
     auto map = accel::infer_auto_device_map(
         m, max_memory ? accel::parse_max_memory(max_memory) : accel::available_memory(), classes, dtype_arg(dtype));
     result = new_string(accel::device_map_to_json(map));
+  });
+}
+
+ACCEL_API accel_status accel_balanced_memory(const accel_model* model, const char* max_memory,
+                                             const char* const* no_split, size_t count, const char* dtype, int low_zero,
+                                             char** out) {
+  return guarded([&] {
+    auto& result = out_param(out, "out");
+    const auto& m = deref(model, "model").model;
+    const auto classes = class_names(no_split, count);
+    const bool given = max_memory != nullptr;
+    const auto budgets =
+        accel::balanced_memory(m, given ? accel::parse_max_memory(max_memory) : accel::available_memory(), classes,
+                               dtype_arg(dtype), low_zero != 0, given);
+    nlohmann::ordered_json json = nlohmann::ordered_json::object();
+    for (const auto& [device, bytes] : budgets) json[device] = bytes;
+    result = new_string(json.dump());
   });
 }
 

@@ -60,15 +60,23 @@ static void dispatched(void) {
   EXPECT(memcmp(want, got, sizeof want) == 0);
   accel_model_free(empty);
 
-  /* device_map="auto": the free memory of every GPU, then the RAM available;
-     this small model fits the first, whichever it is. Other strategies are named. */
+  /* Accelerate's device_map strings: the free memory of every GPU, then the RAM
+     available (balanced over the GPUs but for "sequential"); this small model fits
+     the first device, whichever it is. Other strategies are named. */
+  {
+    static const char* const kStrategies[] = {"\"auto\"", "\"balanced\"", "\"balanced_low_0\"", "\"sequential\""};
+    for (size_t i = 0; i < sizeof kStrategies / sizeof kStrategies[0]; ++i) {
+      EXPECT_OK(accel_model_from_json_empty(kGpt, &empty));
+      EXPECT_OK(accel_load_checkpoint_and_dispatch(empty, "big_model_c_ckpt", kStrategies[i], NULL, NULL));
+      memset(got, 0, sizeof got);
+      logits_of(empty, got, 8 * 256);
+      EXPECT(memcmp(want, got, sizeof want) == 0);
+      accel_model_free(empty);
+    }
+  }
   EXPECT_OK(accel_model_from_json_empty(kGpt, &empty));
-  EXPECT_ERROR(accel_load_checkpoint_and_dispatch(empty, "big_model_c_ckpt", "\"balanced_low_0\"", NULL, NULL),
-               ACCEL_ERR_INVALID_ARGUMENT, "\"balanced_low_0\"");
-  EXPECT_OK(accel_load_checkpoint_and_dispatch(empty, "big_model_c_ckpt", "\"auto\"", NULL, NULL));
-  memset(got, 0, sizeof got);
-  logits_of(empty, got, 8 * 256);
-  EXPECT(memcmp(want, got, sizeof want) == 0);
+  EXPECT_ERROR(accel_load_checkpoint_and_dispatch(empty, "big_model_c_ckpt", "\"balanced_low_1\"", NULL, NULL),
+               ACCEL_ERR_INVALID_ARGUMENT, "\"balanced_low_1\"");
   accel_model_free(empty);
   accel_model_free(full);
   accel_accelerator_free(acc);
@@ -104,6 +112,25 @@ int main(void) {
   accel_string_free(budgets);
   EXPECT_OK(accel_infer_auto_device_map(model, NULL, no_split, 1, NULL, &map));
   EXPECT(map != NULL && strcmp(map, "{\"\":\"cpu\"}") == 0);
+  accel_string_free(map);
+  map = NULL;
+  /* Accelerate 1.15: get_balanced_memory(m, {0: 600000, 1: 600000, 2: 600000, "cpu": 10**9},
+     ["TransformerEncoderLayer"], low_zero=False/True); budgets are numbers, no GPU is needed. */
+  EXPECT_OK(accel_balanced_memory(model, "{\"0\": 600000, \"1\": 600000, \"2\": 600000, \"cpu\": 1000000000}", no_split,
+                                  1, NULL, 0, &budgets));
+  EXPECT(budgets != NULL &&
+         strcmp(budgets, "{\"cuda:0\":560362,\"cuda:1\":560362,\"cuda:2\":600000,\"cpu\":1000000000}") == 0);
+  accel_string_free(budgets);
+  EXPECT_OK(accel_balanced_memory(model, "{\"0\": 600000, \"1\": 600000, \"2\": 600000, \"cpu\": 1000000000}", no_split,
+                                  1, NULL, 1, &budgets));
+  EXPECT(budgets != NULL &&
+         strcmp(budgets, "{\"cuda:0\":0,\"cuda:1\":600000,\"cuda:2\":600000,\"cpu\":1000000000}") == 0);
+  /* ... and infer_auto_device_map over it leaves the emptied GPU 0 out. */
+  EXPECT_OK(accel_infer_auto_device_map(model, budgets, no_split, 1, NULL, &map));
+  EXPECT(map != NULL && strcmp(map,
+                               "{\"wte\":\"cuda:1\",\"h.0\":\"cuda:1\",\"h.1\":\"cuda:1\",\"h.2\":\"cuda:2\","
+                               "\"h.3\":\"cuda:2\",\"ln_f\":\"cuda:2\",\"logits\":\"cuda:2\"}") == 0);
+  accel_string_free(budgets);
   accel_string_free(map);
   map = NULL;
   EXPECT_ERROR(accel_verify_device_map(model, "{\"wte\": \"cpu\", \"h\": \"disk\", \"lm_head\": \"cpu\"}"),

@@ -1586,6 +1586,12 @@ static void big_models(void) {
   ARG(accel_infer_auto_device_map(empty, "{\"cpu\": \"lots\"}", kSplit, 1, NULL, &text));
   ARG(accel_infer_auto_device_map(empty, "{\"cpu\": 10}", kSplit, 1, NULL, &text)); /* < the 36-byte layer */
   ARG(accel_infer_auto_device_map(empty, "[]", NULL, 0, NULL, &text));
+  ARG(accel_balanced_memory(empty, "{\"cuda:0\": 100}", NULL, 1, NULL, 0, &text));
+  ARG(accel_balanced_memory(empty, "{\"cuda:0\": 100}", kNullSplit, 1, NULL, 0, &text));
+  ARG(accel_balanced_memory(empty, "{\"cuda:0\": 100}", kSplit, 1, NULL, 0, NULL));
+  ARG(accel_balanced_memory(empty, "{\"npu:0\": 100}", kSplit, 1, NULL, 0, &text));
+  ARG(accel_balanced_memory(empty, "{\"cuda:0\": -1}", kSplit, 1, NULL, 1, &text));
+  ARG(accel_balanced_memory(empty, "{\"cuda:0\": 100}", kSplit, 1, "float13", 1, &text));
   EXPECT(text == NULL);
   ARG(accel_verify_device_map(empty, NULL));
   ARG(accel_verify_device_map(empty, "{\"b\": \"cpu\"}"));
@@ -1594,7 +1600,7 @@ static void big_models(void) {
   ARG(accel_load_checkpoint_and_dispatch(empty, NULL, NULL, NULL, NULL));
   ARG(accel_load_checkpoint_and_dispatch(empty, "model.safetensors", "not json", NULL, NULL));
   ARG(accel_load_checkpoint_and_dispatch(empty, "model.safetensors", "{\"b\": \"cpu\"}", NULL, NULL));
-  ARG(accel_load_checkpoint_and_dispatch(empty, "model.safetensors", "\"balanced\"", NULL, NULL));
+  ARG(accel_load_checkpoint_and_dispatch(empty, "model.safetensors", "\"balanced_low_1\"", NULL, NULL));
   ARG(accel_load_checkpoint_and_dispatch(empty, "model.safetensors", "[\"auto\"]", NULL, NULL));
   ARG(accel_load_checkpoint_and_dispatch(empty, "model.safetensors", NULL, NULL, "float13"));
   IO(accel_load_checkpoint_and_dispatch(empty, "/nonexistent/model.safetensors", "{\"a\": \"disk\"}", "o", NULL));
@@ -1602,6 +1608,7 @@ static void big_models(void) {
     ARG(accel_model_materialize(m, "model.safetensors", NULL));
     ARG(accel_model_module_sizes(m, NULL, &text));
     ARG(accel_infer_auto_device_map(m, "{\"cpu\": 100}", NULL, 0, NULL, &text));
+    ARG(accel_balanced_memory(m, "{\"cuda:0\": 100}", NULL, 0, NULL, 0, &text));
     ARG(accel_verify_device_map(m, "{\"\": \"cpu\"}"));
     ARG(accel_load_checkpoint_and_dispatch(m, "model.safetensors", NULL, NULL, NULL));
   }

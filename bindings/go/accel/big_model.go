@@ -35,11 +35,42 @@ func (m *Model) ModuleSizes(dtype string) (map[string]int64, error) {
 // {"cpu": "200MB"} (nil: GetMaxMemory()); modules whose class is in noSplit
 // are never split.
 func (m *Model) InferAutoDeviceMap(maxMemory map[string]string, noSplit []string, dtype string) (map[string]string, error) {
-	budgets := []byte{} // nil maxMemory: GetMaxMemory()
+	text, err := budgetCall(m, maxMemory, noSplit, func(h core.Model, budgets string, classes core.StringVector) string {
+		return h.Infer_auto_device_map_json(budgets, classes, dtype)
+	})
+	if err != nil {
+		return nil, err
+	}
+	deviceMap := map[string]string{}
+	return deviceMap, json.Unmarshal([]byte(text), &deviceMap)
+}
+
+// BalancedMemory is Accelerate's get_balanced_memory: maxMemory (such as
+// {"0": "1GB", "1": "1GB", "cpu": "8GB"}; nil: GetMaxMemory(), of which a lone
+// GPU then keeps 10% free) with every GPU's budget but the last lowered to an
+// even share of the model plus a margin, so that InferAutoDeviceMap spreads
+// the model over the GPUs; lowZero leaves GPU 0 only what the others cannot
+// hold. Budgets in bytes, GPUs as "cuda:N"; without a GPU they are unchanged.
+func (m *Model) BalancedMemory(maxMemory map[string]string, noSplit []string, dtype string, lowZero bool) (map[string]int64, error) {
+	text, err := budgetCall(m, maxMemory, noSplit, func(h core.Model, budgets string, classes core.StringVector) string {
+		return h.Balanced_memory_json(budgets, classes, dtype, lowZero)
+	})
+	if err != nil {
+		return nil, err
+	}
+	balanced := map[string]int64{}
+	return balanced, json.Unmarshal([]byte(text), &balanced)
+}
+
+// budgetCall runs f with maxMemory as JSON ("" for nil: GetMaxMemory()) and
+// noSplit as the binding's string vector.
+func budgetCall(m *Model, maxMemory map[string]string, noSplit []string,
+	f func(core.Model, string, core.StringVector) string) (string, error) {
+	budgets := []byte{}
 	if maxMemory != nil {
 		var err error
 		if budgets, err = json.Marshal(maxMemory); err != nil {
-			return nil, err
+			return "", err
 		}
 	}
 	classes := core.NewStringVector()
@@ -47,14 +78,7 @@ func (m *Model) InferAutoDeviceMap(maxMemory map[string]string, noSplit []string
 	for _, name := range noSplit {
 		classes.Add(name)
 	}
-	text, err := modelString(m, func(h core.Model) string {
-		return h.Infer_auto_device_map_json(string(budgets), classes, dtype)
-	})
-	if err != nil {
-		return nil, err
-	}
-	deviceMap := map[string]string{}
-	return deviceMap, json.Unmarshal([]byte(text), &deviceMap)
+	return modelString(m, func(h core.Model) string { return f(h, string(budgets), classes) })
 }
 
 // CheckDeviceMap returns an error naming the first key that names no module,
@@ -99,10 +123,23 @@ func (m *Model) LoadCheckpointAndDispatch(checkpoint string, deviceMap map[strin
 
 // LoadCheckpointAndDispatchAuto is LoadCheckpointAndDispatch with Accelerate's
 // device_map="auto": the map InferAutoDeviceMap makes from every GPU's free
-// memory and the RAM the system has available now. No classes are kept whole.
+// memory and the RAM the system has available now, balanced over the GPUs
+// (BalancedMemory). No classes are kept whole.
 func (m *Model) LoadCheckpointAndDispatchAuto(checkpoint, offloadFolder, dtype string) error {
-	_, err := modelString(m, func(h core.Model) string {
-		h.Load_checkpoint_and_dispatch_json(checkpoint, `"auto"`, offloadFolder, dtype)
+	return m.LoadCheckpointAndDispatchStrategy(checkpoint, "auto", offloadFolder, dtype)
+}
+
+// LoadCheckpointAndDispatchStrategy is LoadCheckpointAndDispatch with one of
+// Accelerate's device_map strings: "auto", "balanced", "balanced_low_0" (GPU 0
+// kept as empty as the others allow) or "sequential" (the GPUs filled in
+// order). Another string is an error naming it.
+func (m *Model) LoadCheckpointAndDispatchStrategy(checkpoint, strategy, offloadFolder, dtype string) error {
+	quoted, err := json.Marshal(strategy)
+	if err != nil {
+		return err
+	}
+	_, err = modelString(m, func(h core.Model) string {
+		h.Load_checkpoint_and_dispatch_json(checkpoint, string(quoted), offloadFolder, dtype)
 		return ""
 	})
 	return err

@@ -1,6 +1,7 @@
 package accel
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -98,21 +99,50 @@ func TestLoadCheckpointAndDispatchAuto(t *testing.T) {
 		return values
 	}
 	want := logits(full)
+	for _, strategy := range []string{"auto", "balanced", "balanced_low_0", "sequential"} {
+		model, err := ModelFromJSONEmpty(bigGPT)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer model.Close()
+		if err := model.LoadCheckpointAndDispatchStrategy(dir, strategy, "", ""); err != nil {
+			t.Fatalf("%s: %v", strategy, err)
+		}
+		got := logits(model)
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d logits, want %d", strategy, len(got), len(want))
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("%s: logit %d: %v, want %v", strategy, i, got[i], want[i])
+			}
+		}
+	}
+	if err := full.LoadCheckpointAndDispatchStrategy(dir, "balanced_low_1", "", ""); err == nil ||
+		!strings.Contains(err.Error(), `"balanced_low_1"`) {
+		t.Fatalf("balanced_low_1: %v", err)
+	}
+}
+
+// Accelerate 1.15's get_balanced_memory on the torch twin over three 600 kB
+// GPUs; budgets are numbers, so no GPU is needed.
+func TestBalancedMemoryMatchesAccelerate(t *testing.T) {
 	model, err := ModelFromJSONEmpty(bigGPT)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer model.Close()
-	if err := model.LoadCheckpointAndDispatchAuto(dir, "", ""); err != nil {
-		t.Fatal(err)
-	}
-	got := logits(model)
-	if len(got) != len(want) {
-		t.Fatalf("%d logits, want %d", len(got), len(want))
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Fatalf("logit %d: %v, want %v", i, got[i], want[i])
+	budgets := map[string]string{"0": "600000", "1": "600000", "2": "600000", "cpu": "1000000000"}
+	for lowZero, want := range map[bool]map[string]int64{
+		false: {"cuda:0": 560362, "cuda:1": 560362, "cuda:2": 600000, "cpu": 1000000000},
+		true:  {"cuda:0": 0, "cuda:1": 600000, "cuda:2": 600000, "cpu": 1000000000},
+	} {
+		got, err := model.BalancedMemory(budgets, []string{"TransformerEncoderLayer"}, "", lowZero)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("lowZero %v: %v, want %v", lowZero, got, want)
 		}
 	}
 }

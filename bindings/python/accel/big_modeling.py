@@ -58,8 +58,8 @@ def _dtype_name(dtype: Any) -> str:
 
 
 def compute_module_sizes(model: core.Model, dtype: Any = None) -> Dict[str, int]:
-    """Bytes of every module's parameters and buffers ("" is the whole model), as if cast to
-    dtype (never larger than a tensor's own dtype)."""
+    """Bytes of every module's parameters and buffers ("" is the whole model), floating tensors
+    as if cast to dtype (never larger than their own dtype; integer ones keep theirs)."""
     return json.loads(model.module_sizes_json(_dtype_name(dtype)))
 
 
@@ -76,6 +76,24 @@ def get_max_memory() -> Dict[Union[int, str], int]:
     return {(int(k[5:]) if k.startswith("cuda:") else k): v for k, v in budgets.items()}
 
 
+def _max_memory_json(max_memory: Optional[Mapping[Union[int, str], Union[int, str]]]) -> str:
+    return "" if max_memory is None else json.dumps(
+        {str(k) if not isinstance(k, int) else f"cuda:{k}": _size_value(v) for k, v in max_memory.items()})
+
+
+def get_balanced_memory(model: core.Model, max_memory: Optional[Mapping[Union[int, str], Union[int, str]]] = None,
+                        no_split_module_classes: Optional[Sequence[str]] = None, dtype: Any = None,
+                        low_zero: bool = False) -> Dict[Union[int, str], int]:
+    """Accelerate's get_balanced_memory: max_memory with every GPU's budget but the last lowered
+    to an even share of the model plus a margin, so that infer_auto_device_map spreads the model
+    over the GPUs; low_zero leaves GPU 0 only what the others cannot hold. Without a GPU the
+    budgets come back unchanged. None: get_max_memory() (a lone GPU then keeps 10% free).
+    GPUs are int keys, as Accelerate returns them."""
+    budgets = json.loads(model.balanced_memory_json(_max_memory_json(max_memory), list(no_split_module_classes or []),
+                                                    _dtype_name(dtype), bool(low_zero)))
+    return {(int(k[5:]) if k.startswith("cuda:") else k): v for k, v in budgets.items()}
+
+
 def infer_auto_device_map(model: core.Model, max_memory: Optional[Mapping[str, Union[int, str]]] = None,
                           no_split_module_classes: Optional[Sequence[str]] = None,
                           dtype: Any = None) -> Dict[str, str]:
@@ -83,9 +101,8 @@ def infer_auto_device_map(model: core.Model, max_memory: Optional[Mapping[str, U
     order, then "cpu", then "disk", never splitting a module whose class is in
     no_split_module_classes. max_memory: {"cpu": "200MB", 0: "1GiB", ...} (ints are GPU
     indices); None: get_max_memory() (every GPU's free memory, then the RAM available)."""
-    text = "" if max_memory is None else json.dumps(
-        {str(k) if not isinstance(k, int) else f"cuda:{k}": _size_value(v) for k, v in max_memory.items()})
-    return json.loads(model.infer_auto_device_map_json(text, list(no_split_module_classes or []), _dtype_name(dtype)))
+    return json.loads(model.infer_auto_device_map_json(_max_memory_json(max_memory), list(no_split_module_classes or []),
+                                                       _dtype_name(dtype)))
 
 
 def _map_json(device_map: Mapping[str, Union[str, int]]) -> str:
@@ -114,16 +131,22 @@ def load_checkpoint_and_dispatch(model: core.Model, checkpoint: Union[str, os.Pa
     """Loads checkpoint (a .safetensors file, a sharded index or a directory) into model,
     memory-mapped and tensor by tensor, each module where device_map puts it: "cpu" in RAM,
     "cuda:N" on that GPU, "disk" read from offload_folder (or the checkpoint) just before its
-    node runs and released after. device_map="auto" computes the map with
-    infer_auto_device_map(max_memory, no_split_module_classes) first; None puts everything on
-    the CPU. Everything is checked before anything is loaded. Returns model."""
+    node runs and released after. device_map="auto", "balanced" or "balanced_low_0" computes the
+    map with infer_auto_device_map over get_balanced_memory(max_memory, no_split_module_classes)
+    first, "sequential" over max_memory as given (filling the GPUs in order), as Accelerate does;
+    None puts everything on the CPU. Everything is checked before anything is loaded. Returns model."""
     if isinstance(device_map, str):
-        if device_map not in ("auto", "sequential"):
-            raise ValueError(f"device_map must be a dict, 'auto' or 'sequential', got {device_map!r}")
+        strategies = ("auto", "balanced", "balanced_low_0", "sequential")
+        if device_map not in strategies:
+            raise ValueError(f"device_map must be a dict or one of {', '.join(map(repr, strategies))}, "
+                             f"got {device_map!r}")
         if max_memory is None and not no_split_module_classes:
-            # The library's own "auto": every GPU's free memory, then the RAM available.
+            # The library's own: every GPU's free memory, then the RAM available.
             text = json.dumps(device_map)
         else:
+            if device_map != "sequential":
+                max_memory = get_balanced_memory(model, max_memory, no_split_module_classes, dtype,
+                                                 low_zero=device_map == "balanced_low_0")
             text = _map_json(infer_auto_device_map(model, max_memory, no_split_module_classes, dtype))
     else:
         text = "" if device_map is None else _map_json(device_map)

@@ -2,6 +2,8 @@
 a change of imports (``from accelerate.utils import X`` → ``from accel.utils import X``)."""
 from __future__ import annotations
 
+from .big_modeling import (check_device_map, compute_module_sizes, get_balanced_memory, get_max_memory,
+                           infer_auto_device_map, load_checkpoint_in_model)
 from .accelerator import DistributedType, FullyShardedDataParallelPlugin, GradientAccumulationPlugin
 from .kwargs_handlers import (AutocastKwargs, DataLoaderConfiguration, DDPCommunicationHookType,
                               DistributedDataParallelKwargs, GradScalerKwargs, InitProcessGroupKwargs, KwargsHandler,
@@ -13,4 +15,6 @@ from .parallelism import ParallelismConfig
 __all__ = ["AutocastKwargs", "DataLoaderConfiguration", "DDPCommunicationHookType", "DistributedDataParallelKwargs",
            "DistributedType", "FullyShardedDataParallelPlugin", "GradientAccumulationPlugin", "GradScalerKwargs",
            "InitProcessGroupKwargs", "KwargsHandler", "ParallelismConfig", "ProfileKwargs", "ProjectConfiguration",
-           "find_executable_batch_size", "should_reduce_batch_size", "notebook_launcher", "debug_launcher"]
+           "find_executable_batch_size", "should_reduce_batch_size", "notebook_launcher", "debug_launcher",
+           "check_device_map", "compute_module_sizes", "get_balanced_memory", "get_max_memory", "infer_auto_device_map",
+           "load_checkpoint_in_model"]

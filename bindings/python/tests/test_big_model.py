@@ -85,3 +85,44 @@ def test_offloaded_generation_equals_the_loaded_model(tmp_path):
         accel.load_checkpoint_in_model(loaded, tmp_path / "nowhere.safetensors")
     accel.load_checkpoint_in_model(loaded, tmp_path / "ckpt")
     assert greedy(loaded, [1, 2, 3], 6) == want
+
+
+def test_balanced_memory_and_maps_match_accelerate():
+    # Accelerate 1.15 on the torch twin of GPT (init_empty_weights), three 600 kB GPUs:
+    #   get_balanced_memory(m, {0: 600000, 1: 600000, 2: 600000, "cpu": 10**9},
+    #                       no_split_module_classes=["TransformerEncoderLayer"], low_zero=...)
+    # and infer_auto_device_map over the result. No GPU is needed: budgets are numbers.
+    with accel.init_empty_weights():
+        model = accel.Model.from_json(GPT)
+    budgets = {0: 600000, 1: 600000, 2: 600000, "cpu": 10**9}
+    no_split = ["TransformerEncoderLayer"]
+    balanced = accel.get_balanced_memory(model, budgets, no_split_module_classes=no_split)
+    assert balanced == {0: 560362, 1: 560362, 2: 600000, "cpu": 10**9}
+    assert accel.infer_auto_device_map(model, balanced, no_split) == {
+        "wte": "cuda:0", "h.0": "cuda:0", "h.1": "cuda:1", "h.2": "cuda:1", "h.3": "cuda:2", "ln_f": "cuda:2",
+        "logits": "cuda:2"}
+    low_zero = accel.get_balanced_memory(model, budgets, no_split_module_classes=no_split, low_zero=True)
+    assert low_zero == {0: 0, 1: 600000, 2: 600000, "cpu": 10**9}
+    # GPU 0 left empty on purpose: nothing goes there, and no error for its zero budget.
+    assert accel.infer_auto_device_map(model, low_zero, no_split) == {
+        "wte": "cuda:1", "h.0": "cuda:1", "h.1": "cuda:1", "h.2": "cuda:2", "h.3": "cuda:2", "ln_f": "cuda:2",
+        "logits": "cuda:2"}
+    # Without a GPU the budgets are returned as given; the names are accel.utils' too.
+    from accel.utils import get_balanced_memory
+    assert get_balanced_memory(model, {"cpu": 10**6}) == {"cpu": 10**6}
+
+
+def test_device_map_strings_are_accelerates(tmp_path):
+    # Each of Accelerate's strings places the model (here, without GPUs, all on the CPU) and
+    # the dispatched model generates what the saved one does.
+    full = accel.Model.from_json(GPT)
+    accel.Accelerator(cpu=True).save_model(full, str(tmp_path / "ckpt"))
+    want = greedy(full, [4, 5], 3)
+    for strategy in ("auto", "balanced", "balanced_low_0", "sequential"):
+        with accel.init_empty_weights():
+            empty = accel.Model.from_json(GPT)
+        accel.load_checkpoint_and_dispatch(empty, tmp_path / "ckpt", device_map=strategy,
+                                           no_split_module_classes=["TransformerEncoderLayer"])
+        assert greedy(empty, [4, 5], 3) == want, strategy
+    with pytest.raises(ValueError, match="'balanced_low_1'"):
+        accel.load_checkpoint_and_dispatch(full, tmp_path / "ckpt", device_map="balanced_low_1")

@@ -1046,6 +1046,15 @@ SWIGINTERN std::string AccelModel_infer_auto_device_map_json__SWIG_0(AccelModel 
                                             names.size(), accel_null_if_empty(dtype), &out));
     return accel_take_string(out);
   }
+SWIGINTERN std::string AccelModel_balanced_memory_json__SWIG_0(AccelModel const *self,std::string const &max_memory_json,std::vector< std::string > const &no_split_module_classes,std::string const &dtype="",bool low_zero=false){
+    std::vector<const char*> names;
+    for (const auto& name : no_split_module_classes) names.push_back(name.c_str());
+    char* out = 0;
+    /* "" is NULL: the budgets read from the devices (a lone GPU then keeps 10% free). */
+    accel_check(accel_balanced_memory(self, accel_null_if_empty(max_memory_json), names.empty() ? 0 : names.data(),
+                                      names.size(), accel_null_if_empty(dtype), low_zero ? 1 : 0, &out));
+    return accel_take_string(out);
+  }
 SWIGINTERN void AccelModel_verify_device_map_json(AccelModel const *self,std::string const &device_map_json){
     accel_check(accel_verify_device_map(self, device_map_json.c_str()));
   }
@@ -12932,6 +12941,108 @@ _gostring_ _wrap_Model_infer_auto_device_map_json__SWIG_1_core_a1403cbc65d2f32f(
   {
     try {
       result = AccelModel_infer_auto_device_map_json__SWIG_0((AccelModel const *)arg1,(std::string const &)*arg2,(std::vector< std::string > const &)*arg3);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
+  return _swig_go_result;
+}
+
+
+_gostring_ _wrap_Model_balanced_memory_json__SWIG_0_core_a1403cbc65d2f32f(AccelModel *_swig_go_0, _gostring_ _swig_go_1, std::vector< std::string > *_swig_go_2, _gostring_ _swig_go_3, bool _swig_go_4) {
+  AccelModel *arg1 = (AccelModel *) 0 ;
+  std::string *arg2 = 0 ;
+  std::vector< std::string > *arg3 = 0 ;
+  std::string *arg4 = 0 ;
+  bool arg5 ;
+  std::string result;
+  _gostring_ _swig_go_result;
+  
+  arg1 = *(AccelModel **)&_swig_go_0; 
+  
+  std::string arg2_str(_swig_go_1.p, _swig_go_1.n);
+  arg2 = &arg2_str;
+  
+  arg3 = *(std::vector< std::string > **)&_swig_go_2; 
+  
+  std::string arg4_str(_swig_go_3.p, _swig_go_3.n);
+  arg4 = &arg4_str;
+  
+  arg5 = (bool)_swig_go_4; 
+  
+  {
+    try {
+      result = AccelModel_balanced_memory_json__SWIG_0((AccelModel const *)arg1,(std::string const &)*arg2,(std::vector< std::string > const &)*arg3,(std::string const &)*arg4,arg5);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
+  return _swig_go_result;
+}
+
+
+_gostring_ _wrap_Model_balanced_memory_json__SWIG_1_core_a1403cbc65d2f32f(AccelModel *_swig_go_0, _gostring_ _swig_go_1, std::vector< std::string > *_swig_go_2, _gostring_ _swig_go_3) {
+  AccelModel *arg1 = (AccelModel *) 0 ;
+  std::string *arg2 = 0 ;
+  std::vector< std::string > *arg3 = 0 ;
+  std::string *arg4 = 0 ;
+  std::string result;
+  _gostring_ _swig_go_result;
+  
+  arg1 = *(AccelModel **)&_swig_go_0; 
+  
+  std::string arg2_str(_swig_go_1.p, _swig_go_1.n);
+  arg2 = &arg2_str;
+  
+  arg3 = *(std::vector< std::string > **)&_swig_go_2; 
+  
+  std::string arg4_str(_swig_go_3.p, _swig_go_3.n);
+  arg4 = &arg4_str;
+  
+  
+  {
+    try {
+      result = AccelModel_balanced_memory_json__SWIG_0((AccelModel const *)arg1,(std::string const &)*arg2,(std::vector< std::string > const &)*arg3,(std::string const &)*arg4);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
+  return _swig_go_result;
+}
+
+
+_gostring_ _wrap_Model_balanced_memory_json__SWIG_2_core_a1403cbc65d2f32f(AccelModel *_swig_go_0, _gostring_ _swig_go_1, std::vector< std::string > *_swig_go_2) {
+  AccelModel *arg1 = (AccelModel *) 0 ;
+  std::string *arg2 = 0 ;
+  std::vector< std::string > *arg3 = 0 ;
+  std::string result;
+  _gostring_ _swig_go_result;
+  
+  arg1 = *(AccelModel **)&_swig_go_0; 
+  
+  std::string arg2_str(_swig_go_1.p, _swig_go_1.n);
+  arg2 = &arg2_str;
+  
+  arg3 = *(std::vector< std::string > **)&_swig_go_2; 
+  
+  {
+    try {
+      result = AccelModel_balanced_memory_json__SWIG_0((AccelModel const *)arg1,(std::string const &)*arg2,(std::vector< std::string > const &)*arg3);
     } catch (const AccelFailure& e) {
       accel_go_store_error(e.code(), e.what());
     } catch (const std::exception& e) {

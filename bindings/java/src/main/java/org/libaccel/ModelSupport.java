@@ -37,6 +37,17 @@ final class ModelSupport {
     }
   }
 
+  static LinkedHashMap<String, Long> balancedMemory(Model model, Map<String, String> maxMemory, List<String> noSplit,
+                                                    String dtype, boolean lowZero) {
+    StringVector classes = new StringVector(noSplit == null ? Collections.<String>emptyList() : noSplit);
+    try {
+      String budgets = maxMemory == null ? "" : Json.write(maxMemory);  // null: Accel.getMaxMemory()
+      return byteCounts(model.balancedMemoryJson(budgets, classes, dtype == null ? "" : dtype, lowZero));
+    } finally {
+      classes.delete();
+    }
+  }
+
   static void loadCheckpointAndDispatch(Model model, String checkpoint, Map<String, String> deviceMap,
                                         String offloadFolder, String dtype) {
     model.loadCheckpointAndDispatchJson(checkpoint, deviceMap == null ? "" : Json.write(deviceMap),

@@ -6,8 +6,10 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -63,10 +65,32 @@ class BigModelTest {
          Model model = Model.fromJsonEmpty(GPT)) {
       acc.saveModel(full, dir.toString());
       AccelException e = assertThrows(AccelException.class,
-                                      () -> model.loadCheckpointAndDispatch(dir.toString(), "balanced", null, null));
-      assertTrue(e.getMessage().contains("\"balanced\""), e.getMessage());
+                                      () -> model.loadCheckpointAndDispatch(dir.toString(), "balanced_low_1", null, null));
+      assertTrue(e.getMessage().contains("\"balanced_low_1\""), e.getMessage());
       model.loadCheckpointAndDispatch(dir.toString(), "auto", null, null);
       assertArrayEquals(logits(full), logits(model));
+      try (Model balanced = Model.fromJsonEmpty(GPT)) {
+        balanced.loadCheckpointAndDispatch(dir.toString(), "balanced", null, null);
+        assertArrayEquals(logits(full), logits(balanced));
+      }
+    }
+  }
+
+  /** Accelerate 1.15's get_balanced_memory on the torch twin over three 600 kB GPUs (no GPU needed). */
+  @Test
+  void balancedMemoryMatchesAccelerate() {
+    try (Model model = Model.fromJsonEmpty(GPT)) {
+      Map<String, String> budgets = new LinkedHashMap<>();
+      budgets.put("0", "600000");
+      budgets.put("1", "600000");
+      budgets.put("2", "600000");
+      budgets.put("cpu", "1000000000");
+      List<String> noSplit = List.of("TransformerEncoderLayer");
+      Map<String, Long> balanced = model.balancedMemory(budgets, noSplit, null, false);
+      assertEquals(List.of("cuda:0", "cuda:1", "cuda:2", "cpu"), new ArrayList<>(balanced.keySet()));
+      assertEquals(List.of(560362L, 560362L, 600000L, 1000000000L), new ArrayList<>(balanced.values()));
+      Map<String, Long> lowZero = model.balancedMemory(budgets, noSplit, null, true);
+      assertEquals(List.of(0L, 600000L, 600000L, 1000000000L), new ArrayList<>(lowZero.values()));
     }
   }
 }
