@@ -1273,7 +1273,19 @@ struct AccelTensorMap {};
 /* A running profile (Accelerate's accelerator.profile()); end() writes the
    Chrome trace. Dropping a running profile ends it too. */
 %newobject AccelProfileRun::begin;
+%newobject AccelProfileRun::begin_with;
 %extend AccelProfileRun {
+  /* ProfileKwargs' record_shapes, profile_memory and with_flops. */
+  static AccelProfileRun* begin_with(const AccelAccelerator* accelerator, const std::string& output_trace_dir,
+                                     bool record_shapes, bool profile_memory, bool with_flops) {
+    const unsigned options = (record_shapes ? ACCEL_PROFILE_RECORD_SHAPES : 0u) |
+                             (profile_memory ? ACCEL_PROFILE_MEMORY : 0u) | (with_flops ? ACCEL_PROFILE_WITH_FLOPS : 0u);
+    accel_profile* handle = 0;
+    accel_check(accel_profile_begin_with(accelerator, output_trace_dir.c_str(), options, &handle));
+    AccelProfileRun* run = new AccelProfileRun;
+    run->handle = handle;
+    return run;
+  }
   static AccelProfileRun* begin(const AccelAccelerator* accelerator, const std::string& output_trace_dir) {
     accel_profile* handle = 0;
     accel_check(accel_profile_begin(accelerator, output_trace_dir.c_str(), &handle));

@@ -1007,6 +1007,11 @@ import java.util.Map;
     return Profile.begin(this, outputTraceDir);
   }
 
+  /** profile(outputTraceDir) with what kwargs records besides the operators (shapes, memory, flops). */
+  public Profile profile(ProfileKwargs kwargs) {
+    return kwargs.begin(this);
+  }
+
   /** Java objects saved and restored with every saveState (see Checkpointable). */
   public void registerForCheckpointing(Checkpointable... objects) {
     AcceleratorSupport.registerForCheckpointing(this, objects);

@@ -123,6 +123,20 @@ ACCEL_API accel_status accel_profile_begin(const accel_accelerator* acc, const c
                                            accel_profile** out);
 ACCEL_API accel_status accel_profile_end(accel_profile* profile);
 
+/* What a profile records besides each operator's name, thread and time
+   (Accelerate's ProfileKwargs), OR-ed together for accel_profile_begin_with. */
+typedef enum accel_profile_option {
+  ACCEL_PROFILE_RECORD_SHAPES = 1, /* each operator's input shapes: "Input Dims" in its args */
+  ACCEL_PROFILE_MEMORY = 2,        /* CPU allocations and frees: "[memory]" events, "Bytes", "Total Allocated" */
+  ACCEL_PROFILE_WITH_FLOPS = 4     /* the operations LibTorch counts (matmul, conv): "flops" in their args */
+} accel_profile_option;
+
+/* accel_profile_begin recording what options (accel_profile_option bits; 0 is
+   accel_profile_begin) ask for. Errors as accel_profile_begin, and
+   INVALID_ARGUMENT naming unknown bits. */
+ACCEL_API accel_status accel_profile_begin_with(const accel_accelerator* acc, const char* output_trace_dir,
+                                                unsigned options, accel_profile** out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -9,6 +9,18 @@ namespace accel {
 
 class Accelerator;
 
+// What a profile records besides each operator's name, thread and time
+// (Accelerate's ProfileKwargs): each operator's input shapes ("Input Dims" in
+// its args), every CPU allocation and free ("[memory]" instant events with
+// "Bytes" and "Total Allocated", as PyTorch's traces write them), and the
+// floating-point operations of the operators LibTorch counts (matmuls,
+// convolutions: "flops" in their args).
+struct ProfileOptions {
+  bool record_shapes = false;
+  bool profile_memory = false;
+  bool with_flops = false;
+};
+
 // Records every operator run on this thread while alive and, at finish() or
 // when destroyed, writes a trace in the Trace Event Format (chrome://tracing,
 // Perfetto, viztracer --combine) to output_trace_dir/trace_<process_index>.json,
@@ -21,6 +33,7 @@ class Accelerator;
 class ProfileScope {
  public:
   ProfileScope(const Accelerator& accelerator, const std::string& output_trace_dir);
+  ProfileScope(const Accelerator& accelerator, const std::string& output_trace_dir, const ProfileOptions& options);
   // Stops recording and writes the trace (atomically). Throws IO naming the
   // file when it cannot be written; State, leaving the profile running, when
   // called on another thread than the constructor's. Later calls do nothing.

@@ -52,12 +52,24 @@ void accel_progress_free(accel_progress* progress) {
 extern "C" {
 
 accel_status accel_profile_begin(const accel_accelerator* acc, const char* output_trace_dir, accel_profile** out) {
+  return accel_profile_begin_with(acc, output_trace_dir, 0, out);
+}
+
+accel_status accel_profile_begin_with(const accel_accelerator* acc, const char* output_trace_dir, unsigned options,
+                                      accel_profile** out) {
   return guarded([&] {
     auto& result = out_param(out, "out");
     const auto& accelerator = *deref(acc, "acc").accelerator;
     require_arg(output_trace_dir != nullptr && *output_trace_dir != '\0', "output_trace_dir is NULL or empty");
+    const unsigned known = ACCEL_PROFILE_RECORD_SHAPES | ACCEL_PROFILE_MEMORY | ACCEL_PROFILE_WITH_FLOPS;
+    require_arg((options & ~known) == 0, "profile options " + std::to_string(options) + " hold unknown bits (" +
+                                             std::to_string(options & ~known) + ")");
+    accel::ProfileOptions what;
+    what.record_shapes = (options & ACCEL_PROFILE_RECORD_SHAPES) != 0;
+    what.profile_memory = (options & ACCEL_PROFILE_MEMORY) != 0;
+    what.with_flops = (options & ACCEL_PROFILE_WITH_FLOPS) != 0;
     auto handle = std::make_unique<accel_profile>();
-    handle->scope = std::make_unique<accel::ProfileScope>(accelerator, output_trace_dir);
+    handle->scope = std::make_unique<accel::ProfileScope>(accelerator, output_trace_dir, what);
     publish(std::move(handle), &result);
   });
 }

@@ -6,8 +6,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 #include <thread>
+#include <unordered_map>
 
 #include "accel/accelerator.hpp"
 #include "core/file_io.hpp"
@@ -19,12 +19,68 @@ namespace {
 // as a State error instead of LibTorch's internal assertion.
 thread_local bool profiling = false;
 
-// LibTorch 1.13's legacy profiler writes a bare array of events with the pid
-// "CPU Functions". Trace readers want the object form, and merging ranks needs
-// one pid per rank with a name, so the events are rewrapped here.
-std::string trace_event_document(const std::string& legacy_events, int process_index) {
-  nlohmann::json events = nlohmann::json::parse(legacy_events, nullptr, /*allow_exceptions=*/false);
-  if (!events.is_array()) events = nlohmann::json::array();
+using torch::autograd::profiler::EventKind;
+using torch::autograd::profiler::LegacyEvent;
+using torch::autograd::profiler::thread_event_lists;
+
+// The legacy profiler's events as Trace Event Format events (what its own
+// writer, RecordProfile, writes, plus what options ask for): each push/pop pair
+// of an operator one complete ("X") event, timed from the profile's start mark;
+// allocations instant "[memory]" events with the running total.
+nlohmann::json trace_events(const thread_event_lists& lists, const ProfileOptions& options) {
+  const LegacyEvent* start = nullptr;
+  for (const auto& list : lists) {
+    for (const auto& event : list) {
+      if (!start && event.kind() == EventKind::Mark && std::string(event.name()) == "__start_profile") start = &event;
+    }
+  }
+  nlohmann::json out = nlohmann::json::array();
+  if (start == nullptr) return out;
+  std::unordered_map<at::RecordFunctionHandle, const LegacyEvent*> open;
+  int64_t allocated = 0;
+  for (const auto& list : lists) {
+    for (const auto& event : list) {
+      switch (event.kind()) {
+        case EventKind::PushRange: open[event.handle()] = &event; break;
+        case EventKind::PopRange: {
+          auto began = open.find(event.handle());
+          if (began == open.end()) break;
+          const LegacyEvent& push = *began->second;
+          nlohmann::json args = nlohmann::json::object();
+          if (options.record_shapes) args["Input Dims"] = push.shapes();
+          // LegacyEvent::flops() is not const; the count is a plain field.
+          const uint64_t flops = const_cast<LegacyEvent&>(push).flops();
+          if (options.with_flops && flops > 0) args["flops"] = flops;
+          out.push_back({{"name", push.name()},
+                         {"ph", "X"},
+                         {"ts", start->cpuElapsedUs(push)},
+                         {"dur", push.cpuElapsedUs(event)},
+                         {"tid", push.threadId()},
+                         {"args", std::move(args)}});
+          open.erase(began);
+          break;
+        }
+        case EventKind::MemoryAlloc:
+          if (options.profile_memory && event.cpuMemoryUsage() != 0) {
+            allocated += event.cpuMemoryUsage();
+            out.push_back({{"name", "[memory]"},
+                           {"ph", "i"},
+                           {"s", "t"},
+                           {"ts", start->cpuElapsedUs(event)},
+                           {"tid", event.threadId()},
+                           {"args", {{"Bytes", event.cpuMemoryUsage()}, {"Total Allocated", allocated}}}});
+          }
+          break;
+        case EventKind::Mark: break;
+      }
+    }
+  }
+  return out;
+}
+
+// Readers want the object form, and merging ranks needs one pid per rank with
+// a name, so the events get this rank's pid and metadata.
+std::string trace_event_document(nlohmann::json events, int process_index) {
   nlohmann::json out = nlohmann::json::array();
   const auto metadata = [&](const char* name, const nlohmann::json& tid, nlohmann::json args) {
     out.push_back({{"name", name}, {"ph", "M"}, {"pid", process_index}, {"tid", tid}, {"args", std::move(args)}});
@@ -33,9 +89,8 @@ std::string trace_event_document(const std::string& legacy_events, int process_i
   metadata("process_sort_index", 0, {{"sort_index", process_index}});
   std::set<std::string> threads;
   for (auto& event : events) {
-    if (!event.is_object()) continue;
     event["pid"] = process_index;
-    if (event.contains("tid") && threads.insert(event["tid"].dump()).second) {
+    if (threads.insert(event["tid"].dump()).second) {
       metadata("thread_name", event["tid"], {{"name", "thread " + event["tid"].dump()}});
     }
     out.push_back(std::move(event));
@@ -48,13 +103,22 @@ std::string trace_event_document(const std::string& legacy_events, int process_i
 }  // namespace
 
 struct ProfileScope::Impl {
-  Impl() : record(std::make_unique<torch::autograd::profiler::RecordProfile>(events)) {}
+  explicit Impl(const ProfileOptions& options) : options(options) {
+    torch::autograd::profiler::enableProfilerLegacy(torch::profiler::impl::ProfilerConfig(
+        torch::profiler::impl::ProfilerState::CPU, options.record_shapes, options.profile_memory,
+        /*with_stack=*/false, options.with_flops));
+  }
+  // Stops the profiler (on its own thread) and returns its events.
+  thread_event_lists stop() { return torch::autograd::profiler::disableProfilerLegacy(); }
   std::thread::id owner = std::this_thread::get_id();
-  std::ostringstream events;
-  std::unique_ptr<torch::autograd::profiler::RecordProfile> record;
+  ProfileOptions options;
 };
 
-ProfileScope::ProfileScope(const Accelerator& accelerator, const std::string& output_trace_dir) {
+ProfileScope::ProfileScope(const Accelerator& accelerator, const std::string& output_trace_dir)
+    : ProfileScope(accelerator, output_trace_dir, ProfileOptions{}) {}
+
+ProfileScope::ProfileScope(const Accelerator& accelerator, const std::string& output_trace_dir,
+                           const ProfileOptions& options) {
   require_arg(!output_trace_dir.empty(), "profile: output_trace_dir is empty");
   require(!profiling, ErrorCode::State, "profile: a profile is already running on this thread");
   detail::make_dirs(output_trace_dir);
@@ -64,7 +128,7 @@ ProfileScope::ProfileScope(const Accelerator& accelerator, const std::string& ou
     std::ofstream probe(path_);
     require(probe.good(), ErrorCode::IO, "profile: cannot open '" + path_ + "' for writing");
   }
-  impl_ = std::make_unique<Impl>();
+  impl_ = std::make_unique<Impl>(options);
   profiling = true;
 }
 
@@ -77,8 +141,8 @@ void ProfileScope::finish() {
           "profile: ended on another thread than the one that began it (the profiler records per thread)");
   std::unique_ptr<Impl> impl = std::move(impl_);
   profiling = false;
-  impl->record.reset();  // stops the profiler and writes its events
-  detail::write_file_atomically(path_, trace_event_document(impl->events.str(), process_index_));
+  const thread_event_lists events = impl->stop();
+  detail::write_file_atomically(path_, trace_event_document(trace_events(events, impl->options), process_index_));
 }
 
 ProfileScope::~ProfileScope() {

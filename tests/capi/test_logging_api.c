@@ -152,10 +152,52 @@ static void test_profile_writes_a_chrome_trace(void) {
   accel_accelerator_free(acc);
 }
 
+/* ProfileKwargs(record_shapes=True, profile_memory=True, with_flops=True): a bias-free
+   Linear(3, 4) on a [2, 3] input runs aten::mm of [2, 3] x [3, 4], recorded with its
+   input shapes and 2 * 2 * 3 * 4 = 48 flops, and its 32-byte float32 output as an
+   allocation. */
+static void test_profile_options_record_shapes_memory_and_flops(void) {
+  accel_accelerator* acc = NULL;
+  accel_profile* profile = NULL;
+  accel_model* model = NULL;
+  accel_tensor *a = NULL, *c = NULL;
+  float left[6] = {1, 2, 3, 4, 5, 6};
+  int64_t lshape[2] = {2, 3};
+  FILE* in;
+  static char trace[1 << 18];
+  size_t n;
+  const unsigned all = ACCEL_PROFILE_RECORD_SHAPES | ACCEL_PROFILE_MEMORY | ACCEL_PROFILE_WITH_FLOPS;
+  EXPECT_OK(accel_accelerator_create(NULL, &acc));
+  EXPECT_ERROR(accel_profile_begin_with(acc, "test_logging_api_options", 8, &profile), ACCEL_ERR_INVALID_ARGUMENT,
+               "unknown bits (8)");
+  EXPECT(profile == NULL);
+  EXPECT_OK(accel_tensor_from_buffer(left, sizeof left, ACCEL_FLOAT32, lshape, 2, &a));
+  EXPECT_OK(accel_model_from_json("[{\"type\": \"Linear\", \"in_features\": 3, \"out_features\": 4, \"bias\": false}]",
+                                  &model));
+  EXPECT_OK(accel_profile_begin_with(acc, "test_logging_api_options", all, &profile));
+  EXPECT_OK(accel_model_forward(model, a, &c));
+  EXPECT_OK(accel_profile_end(profile));
+  in = fopen("test_logging_api_options/trace_0.json", "r");
+  EXPECT(in != NULL);
+  n = in ? fread(trace, 1, sizeof trace - 1, in) : 0;
+  trace[n] = '\0';
+  if (in) fclose(in);
+  EXPECT(strstr(trace, "\"Input Dims\":[[2,3],[3,4]]") != NULL);
+  EXPECT(strstr(trace, "\"flops\":48") != NULL);
+  EXPECT(strstr(trace, "\"[memory]\"") != NULL && strstr(trace, "\"Bytes\":32") != NULL);
+  remove("test_logging_api_options/trace_0.json");
+  rmdir("test_logging_api_options");
+  accel_tensor_free(a);
+  accel_tensor_free(c);
+  accel_model_free(model);
+  accel_accelerator_free(acc);
+}
+
 int main(void) {
   test_levels_and_ranks();
   test_progress();
   test_profile_writes_a_chrome_trace();
+  test_profile_options_record_shapes_memory_and_flops();
   remove(capture_path);
   return capi_report("test_logging_api");
 }

@@ -1528,6 +1528,9 @@ static void tracking(void) {
   ARG(accel_profile_begin(acc, NULL, &prof_out));
   ARG(accel_profile_begin(acc, "", &prof_out));
   ARG(accel_profile_begin(acc, dir, NULL));
+  ARG(accel_profile_begin_with(acc, dir, 64, &prof_out));
+  ARG(accel_profile_begin_with(acc, NULL, 1, &prof_out));
+  ARG(accel_profile_begin_with(NULL, dir, 1, &prof_out));
   EACH_BAD(K_PROFILE, accel_profile, f) ARG(accel_profile_end(f));
   {
     accel_profile* profile = NULL;

@@ -117,6 +117,20 @@ func (a *Accelerator) EndTraining() error {
 // trace to outputTraceDir/trace_<rank>.json. The profiler records one OS
 // thread, so the goroutine stays on its thread for the body.
 func (a *Accelerator) Profile(outputTraceDir string, body func() error) error {
+	return a.ProfileWith(ProfileKwargs{OutputTraceDir: outputTraceDir}, body)
+}
+
+// ProfileKwargs is Accelerate's ProfileKwargs: where the trace goes and what it
+// records besides each operator: RecordShapes (each operator's "Input Dims"),
+// ProfileMemory (CPU allocations as "[memory]" events) and WithFlops (the
+// "flops" LibTorch counts for matmuls and convolutions).
+type ProfileKwargs struct {
+	OutputTraceDir                         string
+	RecordShapes, ProfileMemory, WithFlops bool
+}
+
+// ProfileWith is Profile recording what kwargs asks for.
+func (a *Accelerator) ProfileWith(kwargs ProfileKwargs, body func() error) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	var run core.Profile
@@ -126,7 +140,9 @@ func (a *Accelerator) Profile(outputTraceDir string, body func() error) error {
 			return err
 		}
 		defer runtime.KeepAlive(a)
-		run, err = call(func() core.Profile { return core.ProfileBegin(h, outputTraceDir) })
+		run, err = call(func() core.Profile {
+			return core.ProfileBegin_with(h, kwargs.OutputTraceDir, kwargs.RecordShapes, kwargs.ProfileMemory, kwargs.WithFlops)
+		})
 		return err
 	}
 	end := func() error {

@@ -102,4 +102,23 @@ func TestProgressLoggerAndProfile(t *testing.T) {
 	if !strings.Contains(string(trace), "aten::") {
 		t.Fatal("the trace names no aten op")
 	}
+	if strings.Contains(string(trace), "Input Dims") {
+		t.Fatal("a plain profile recorded shapes")
+	}
+
+	// ProfileKwargs: a bias-free Linear(3, 4) on [2, 3] runs aten::mm of [2, 3] x [3, 4], 48 flops.
+	bare := must[*Model](t)(ModelFromJSON(`[{"type": "Linear", "in_features": 3, "out_features": 4, "bias": false}]`))
+	withDir := t.TempDir()
+	ok(t, acc.ProfileWith(ProfileKwargs{OutputTraceDir: withDir, RecordShapes: true, ProfileMemory: true, WithFlops: true},
+		func() error {
+			_, err := bare.Forward(must[*Tensor](t)(NewTensor(make([]float32, 6), 2, 3)))
+			return err
+		}))
+	trace, err = os.ReadFile(filepath.Join(withDir, "trace_0.json"))
+	ok(t, err)
+	for _, want := range []string{`"Input Dims":[[2,3],[3,4]]`, `"flops":48`, `"[memory]"`} {
+		if !strings.Contains(string(trace), want) {
+			t.Fatalf("the trace lacks %s", want)
+		}
+	}
 }

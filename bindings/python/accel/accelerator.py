@@ -583,7 +583,11 @@ class Accelerator(core.Accelerator):
                 output_trace_dir = handler.output_trace_dir
         if output_trace_dir is None:
             raise ValueError("profile needs an output_trace_dir (an argument, or ProfileKwargs.output_trace_dir)")
-        run = core.Profile.begin(self, output_trace_dir)
+        if handler is not None and (handler.record_shapes or handler.profile_memory or handler.with_flops):
+            run = core.Profile.begin_with(self, output_trace_dir, bool(handler.record_shapes),
+                                          bool(handler.profile_memory), bool(handler.with_flops))
+        else:
+            run = core.Profile.begin(self, output_trace_dir)
         try:
             yield
         finally:

@@ -105,8 +105,10 @@ class AutocastKwargs(KwargsHandler):
 class ProfileKwargs(KwargsHandler):
     """accelerator.profile()'s settings. libaccel records LibTorch's operators on this thread and
     writes a Chrome trace per process to output_trace_dir (trace_<rank>.json); activities may be
-    None, ["cpu"] or include "cuda". The other fields (a schedule, on_trace_ready, record_shapes,
-    profile_memory, with_stack, with_flops, with_modules) raise ValueError when set: not built yet."""
+    None, ["cpu"] or include "cuda". record_shapes adds each operator's "Input Dims",
+    profile_memory the CPU allocations ("[memory]" events), with_flops the counted "flops". The
+    other fields (a schedule, on_trace_ready, with_stack, with_modules) raise ValueError when
+    set: not built yet."""
 
     activities: Optional[List[str]] = None
     schedule_option: Optional[Dict[str, int]] = None
@@ -123,8 +125,7 @@ class ProfileKwargs(KwargsHandler):
 
     def check(self) -> None:
         """Raises ValueError naming the first setting accelerator.profile() cannot honour."""
-        for name in ("schedule_option", "on_trace_ready", "record_shapes", "profile_memory", "with_stack",
-                     "with_flops", "with_modules"):
+        for name in ("schedule_option", "on_trace_ready", "with_stack", "with_modules"):
             if name in self.to_kwargs():
                 raise ValueError(f"ProfileKwargs.{name} is not supported by libaccel's profiler yet (it writes a "
                                  "Chrome trace of every operator to output_trace_dir)")

@@ -65,8 +65,8 @@ def test_refused_handler_values_name_the_value():
         accel.Accelerator(cpu=True, kwargs_handlers=[DistributedDataParallelKwargs(comm_hook="power_sgd")])
     with pytest.raises(ValueError, match="comm_wrapper"):
         accel.Accelerator(cpu=True, kwargs_handlers=[DistributedDataParallelKwargs(comm_wrapper="fp16")])
-    with pytest.raises(ValueError, match="ProfileKwargs.record_shapes is not supported"):
-        accel.Accelerator(cpu=True, kwargs_handlers=[ProfileKwargs(record_shapes=True)])
+    with pytest.raises(ValueError, match="ProfileKwargs.with_stack is not supported"):
+        accel.Accelerator(cpu=True, kwargs_handlers=[ProfileKwargs(with_stack=True)])
     with pytest.raises(accel.AccelError, match='backend "mpi" is not built into libaccel'):
         accel.Accelerator(cpu=True, kwargs_handlers=[InitProcessGroupKwargs(backend="mpi")])
     # backend="nccl" is the handler's default, so (as in Accelerate's to_kwargs) it is not passed on:
@@ -190,6 +190,27 @@ def test_profile_kwargs_give_the_trace_directory(tmp_path):
         with pytest.raises(ValueError, match="ProfileKwargs.schedule_option is not supported"):
             with acc.profile(profile_handler=ProfileKwargs(schedule_option={"wait": 1})):
                 pass
+
+
+def test_profile_kwargs_record_shapes_memory_and_flops(tmp_path):
+    # A bias-free Linear(3, 4) on a [2, 3] input: aten::mm of [2, 3] x [3, 4], 2 * 2 * 3 * 4 = 48
+    # flops (torch.profiler's count for mm), and its [2, 4] float32 output, 32 bytes, allocated.
+    handler = ProfileKwargs(record_shapes=True, profile_memory=True, with_flops=True, output_trace_dir=str(tmp_path))
+    model = accel.Model.from_json('[{"type": "Linear", "in_features": 3, "out_features": 4, "bias": false}]')
+    x = accel.tensor(np.ones((2, 3), np.float32))
+    with accel.Accelerator(cpu=True, kwargs_handlers=[handler]) as acc:
+        with acc.profile():
+            model(x)
+    events = json.loads((tmp_path / "trace_0.json").read_text())["traceEvents"]
+    mm = [e for e in events if e["name"] == "aten::mm"]
+    assert mm and mm[0]["args"]["Input Dims"] == [[2, 3], [3, 4]] and mm[0]["args"]["flops"] == 48
+    assert any(e["name"] == "[memory]" and e["args"]["Bytes"] == 32 for e in events)
+    # Without the options the trace has neither.
+    with accel.Accelerator(cpu=True) as acc:
+        with acc.profile(str(tmp_path / "plain")):
+            model(x)
+    plain = json.loads((tmp_path / "plain" / "trace_0.json").read_text())["traceEvents"]
+    assert not any(e["name"] == "[memory]" or "Input Dims" in e.get("args", {}) for e in plain)
 
 
 def free_port():

@@ -335,14 +335,15 @@ typedef long long swig_type_305;
 typedef long long swig_type_306;
 typedef _gostring_ swig_type_307;
 typedef _gostring_ swig_type_308;
-typedef long long swig_type_309;
+typedef _gostring_ swig_type_309;
 typedef long long swig_type_310;
-typedef _gostring_ swig_type_311;
-typedef long long swig_type_312;
-typedef _gostring_ swig_type_313;
-typedef long long swig_type_314;
-typedef _gostring_ swig_type_315;
+typedef long long swig_type_311;
+typedef _gostring_ swig_type_312;
+typedef long long swig_type_313;
+typedef _gostring_ swig_type_314;
+typedef long long swig_type_315;
 typedef _gostring_ swig_type_316;
+typedef _gostring_ swig_type_317;
 extern void _wrap_Swig_free_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Swig_malloc_core_a1403cbc65d2f32f(swig_intgo arg1);
 extern uintptr_t _wrap_new_Int64Vector__SWIG_0_core_a1403cbc65d2f32f(void);
@@ -695,6 +696,9 @@ extern swig_intgo _wrap_LOG_INFO_core_a1403cbc65d2f32f(void);
 extern swig_intgo _wrap_LOG_WARNING_core_a1403cbc65d2f32f(void);
 extern swig_intgo _wrap_LOG_ERROR_core_a1403cbc65d2f32f(void);
 extern swig_intgo _wrap_LOG_CRITICAL_core_a1403cbc65d2f32f(void);
+extern swig_intgo _wrap_PROFILE_RECORD_SHAPES_core_a1403cbc65d2f32f(void);
+extern swig_intgo _wrap_PROFILE_MEMORY_core_a1403cbc65d2f32f(void);
+extern swig_intgo _wrap_PROFILE_WITH_FLOPS_core_a1403cbc65d2f32f(void);
 extern void _wrap_FieldSpec_dtype_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2);
 extern swig_intgo _wrap_FieldSpec_dtype_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_FieldSpec_shape_set_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
@@ -1010,25 +1014,26 @@ extern uintptr_t _wrap_new_ProgressBar__SWIG_2_core_a1403cbc65d2f32f(swig_type_3
 extern void _wrap_delete_ProgressBar_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_ProgressBar_update__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_306 arg2);
 extern void _wrap_ProgressBar_update__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_Profile_begin_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_307 arg2);
+extern uintptr_t _wrap_Profile_begin_with_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_307 arg2, _Bool arg3, _Bool arg4, _Bool arg5);
+extern uintptr_t _wrap_Profile_begin_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_308 arg2);
 extern void _wrap_delete_Profile_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_Profile_end_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_NamedTensors_core_a1403cbc65d2f32f(void);
 extern void _wrap_delete_NamedTensors_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_NamedTensors_add_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_308 arg2, uintptr_t arg3);
-extern swig_type_309 _wrap_NamedTensors_size_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_NamedTensors_add_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_309 arg2, uintptr_t arg3);
+extern swig_type_310 _wrap_NamedTensors_size_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_TensorList_core_a1403cbc65d2f32f(void);
 extern void _wrap_delete_TensorList_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_TensorList_add_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern swig_type_310 _wrap_TensorList_size_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_311 _wrap_TensorList_size_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_TensorMap_core_a1403cbc65d2f32f(void);
 extern void _wrap_delete_TensorMap_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_TensorMap_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_311 arg2, uintptr_t arg3);
-extern swig_type_312 _wrap_TensorMap_count_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_313 _wrap_TensorMap_name_at_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_314 arg2);
-extern uintptr_t _wrap_TensorMap_get_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_315 arg2);
+extern void _wrap_TensorMap_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_312 arg2, uintptr_t arg3);
+extern swig_type_313 _wrap_TensorMap_count_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_314 _wrap_TensorMap_name_at_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_315 arg2);
+extern uintptr_t _wrap_TensorMap_get_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_316 arg2);
 extern swig_intgo _wrap_take_error_code_core_a1403cbc65d2f32f(void);
-extern swig_type_316 _wrap_take_error_message_core_a1403cbc65d2f32f(void);
+extern swig_type_317 _wrap_take_error_message_core_a1403cbc65d2f32f(void);
 #undef intgo
 */
 import "C"
@@ -3936,6 +3941,28 @@ func _swig_getLOG_CRITICAL() (_swig_ret Accel_log_level) {
 }
 
 var LOG_CRITICAL Accel_log_level = _swig_getLOG_CRITICAL()
+type Accel_profile_option int
+func _swig_getPROFILE_RECORD_SHAPES() (_swig_ret Accel_profile_option) {
+	var swig_r Accel_profile_option
+	swig_r = (Accel_profile_option)(C._wrap_PROFILE_RECORD_SHAPES_core_a1403cbc65d2f32f())
+	return swig_r
+}
+
+var PROFILE_RECORD_SHAPES Accel_profile_option = _swig_getPROFILE_RECORD_SHAPES()
+func _swig_getPROFILE_MEMORY() (_swig_ret Accel_profile_option) {
+	var swig_r Accel_profile_option
+	swig_r = (Accel_profile_option)(C._wrap_PROFILE_MEMORY_core_a1403cbc65d2f32f())
+	return swig_r
+}
+
+var PROFILE_MEMORY Accel_profile_option = _swig_getPROFILE_MEMORY()
+func _swig_getPROFILE_WITH_FLOPS() (_swig_ret Accel_profile_option) {
+	var swig_r Accel_profile_option
+	swig_r = (Accel_profile_option)(C._wrap_PROFILE_WITH_FLOPS_core_a1403cbc65d2f32f())
+	return swig_r
+}
+
+var PROFILE_WITH_FLOPS Accel_profile_option = _swig_getPROFILE_WITH_FLOPS()
 type SwigcptrFieldSpec uintptr
 
 func (p SwigcptrFieldSpec) Swigcptr() uintptr {
@@ -8225,11 +8252,25 @@ func (p SwigcptrProfile) Swigcptr() uintptr {
 func (p SwigcptrProfile) SwigIsProfile() {
 }
 
+func ProfileBegin_with(arg1 Accelerator, arg2 string, arg3 bool, arg4 bool, arg5 bool) (_swig_ret Profile) {
+	var swig_r Profile
+	_swig_i_0 := getSwigcptr(arg1)
+	_swig_i_1 := arg2
+	_swig_i_2 := arg3
+	_swig_i_3 := arg4
+	_swig_i_4 := arg5
+	swig_r = (Profile)(SwigcptrProfile(C._wrap_Profile_begin_with_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_307)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2), C._Bool(_swig_i_3), C._Bool(_swig_i_4))))
+	if Swig_escape_always_false {
+		Swig_escape_val = arg2
+	}
+	return swig_r
+}
+
 func ProfileBegin(arg1 Accelerator, arg2 string) (_swig_ret Profile) {
 	var swig_r Profile
 	_swig_i_0 := getSwigcptr(arg1)
 	_swig_i_1 := arg2
-	swig_r = (Profile)(SwigcptrProfile(C._wrap_Profile_begin_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_307)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Profile)(SwigcptrProfile(C._wrap_Profile_begin_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_308)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -8276,7 +8317,7 @@ func (arg1 SwigcptrNamedTensors) Add(arg2 string, arg3 Tensor) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	C._wrap_NamedTensors_add_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_308)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
+	C._wrap_NamedTensors_add_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_309)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -8360,7 +8401,7 @@ func (arg1 SwigcptrTensorMap) Set(arg2 string, arg3 Tensor) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	C._wrap_TensorMap_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_311)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
+	C._wrap_TensorMap_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_312)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -8377,7 +8418,7 @@ func (arg1 SwigcptrTensorMap) Name_at(arg2 int64) (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r_p := C._wrap_TensorMap_name_at_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_314(_swig_i_1))
+	swig_r_p := C._wrap_TensorMap_name_at_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_315(_swig_i_1))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -8388,7 +8429,7 @@ func (arg1 SwigcptrTensorMap) Get(arg2 string) (_swig_ret Tensor) {
 	var swig_r Tensor
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_TensorMap_get_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_315)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_TensorMap_get_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_316)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}

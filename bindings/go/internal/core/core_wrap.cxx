@@ -1326,6 +1326,15 @@ SWIGINTERN AccelProgress *new_AccelProgress__SWIG_0(int64_t total,std::string co
   }
 SWIGINTERN void delete_AccelProgress(AccelProgress *self){ accel_progress_free(self); }
 SWIGINTERN void AccelProgress_update__SWIG_0(AccelProgress *self,int64_t steps=1){ accel_check(accel_progress_update(self, steps)); }
+SWIGINTERN AccelProfileRun *AccelProfileRun_begin_with(AccelAccelerator const *accelerator,std::string const &output_trace_dir,bool record_shapes,bool profile_memory,bool with_flops){
+    const unsigned options = (record_shapes ? ACCEL_PROFILE_RECORD_SHAPES : 0u) |
+                             (profile_memory ? ACCEL_PROFILE_MEMORY : 0u) | (with_flops ? ACCEL_PROFILE_WITH_FLOPS : 0u);
+    accel_profile* handle = 0;
+    accel_check(accel_profile_begin_with(accelerator, output_trace_dir.c_str(), options, &handle));
+    AccelProfileRun* run = new AccelProfileRun;
+    run->handle = handle;
+    return run;
+  }
 SWIGINTERN AccelProfileRun *AccelProfileRun_begin(AccelAccelerator const *accelerator,std::string const &output_trace_dir){
     accel_profile* handle = 0;
     accel_check(accel_profile_begin(accelerator, output_trace_dir.c_str(), &handle));
@@ -7506,6 +7515,72 @@ intgo _wrap_LOG_CRITICAL_core_a1403cbc65d2f32f() {
   {
     try {
       result = ACCEL_LOG_CRITICAL;
+      
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  _swig_go_result = (intgo)result; 
+  return _swig_go_result;
+}
+
+
+intgo _wrap_PROFILE_RECORD_SHAPES_core_a1403cbc65d2f32f() {
+  accel_profile_option result;
+  intgo _swig_go_result;
+  
+  
+  {
+    try {
+      result = ACCEL_PROFILE_RECORD_SHAPES;
+      
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  _swig_go_result = (intgo)result; 
+  return _swig_go_result;
+}
+
+
+intgo _wrap_PROFILE_MEMORY_core_a1403cbc65d2f32f() {
+  accel_profile_option result;
+  intgo _swig_go_result;
+  
+  
+  {
+    try {
+      result = ACCEL_PROFILE_MEMORY;
+      
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  _swig_go_result = (intgo)result; 
+  return _swig_go_result;
+}
+
+
+intgo _wrap_PROFILE_WITH_FLOPS_core_a1403cbc65d2f32f() {
+  accel_profile_option result;
+  intgo _swig_go_result;
+  
+  
+  {
+    try {
+      result = ACCEL_PROFILE_WITH_FLOPS;
       
     } catch (const AccelFailure& e) {
       accel_go_store_error(e.code(), e.what());
@@ -15403,6 +15478,40 @@ void _wrap_ProgressBar_update__SWIG_1_core_a1403cbc65d2f32f(AccelProgress *_swig
     }
   }
   
+}
+
+
+AccelProfileRun *_wrap_Profile_begin_with_core_a1403cbc65d2f32f(AccelAccelerator *_swig_go_0, _gostring_ _swig_go_1, bool _swig_go_2, bool _swig_go_3, bool _swig_go_4) {
+  AccelAccelerator *arg1 = (AccelAccelerator *) 0 ;
+  std::string *arg2 = 0 ;
+  bool arg3 ;
+  bool arg4 ;
+  bool arg5 ;
+  AccelProfileRun *result = 0 ;
+  AccelProfileRun *_swig_go_result;
+  
+  arg1 = *(AccelAccelerator **)&_swig_go_0; 
+  
+  std::string arg2_str(_swig_go_1.p, _swig_go_1.n);
+  arg2 = &arg2_str;
+  
+  arg3 = (bool)_swig_go_2; 
+  arg4 = (bool)_swig_go_3; 
+  arg5 = (bool)_swig_go_4; 
+  
+  {
+    try {
+      result = (AccelProfileRun *)AccelProfileRun_begin_with((AccelAccelerator const *)arg1,(std::string const &)*arg2,arg3,arg4,arg5);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  *(AccelProfileRun **)&_swig_go_result = (AccelProfileRun *)result; 
+  return _swig_go_result;
 }
 
 

@@ -16,6 +16,25 @@ import org.junit.jupiter.api.io.TempDir;
 class KwargsHandlersTest {
   static final String LINEAR = "[{\"type\": \"Linear\", \"in_features\": 64, \"out_features\": 4}]";
 
+  /** ProfileKwargs' options: a bias-free Linear(3, 4) on [2, 3] runs aten::mm with 48 flops. */
+  @Test
+  void profileKwargsRecordShapesMemoryAndFlops(@TempDir Path dir) throws Exception {
+    try (Accelerator acc = Accelerator.builder().cpu(true).build();
+         Model model = Model.fromJson("[{\"type\": \"Linear\", \"in_features\": 3, \"out_features\": 4, \"bias\": false}]");
+         Tensor x = Tensor.of(new float[] {1, 2, 3, 4, 5, 6}, 2, 3)) {
+      ProfileKwargs kwargs = new ProfileKwargs().outputTraceDir(dir.toString()).recordShapes(true)
+                                 .profileMemory(true).withFlops(true);
+      try (Profile profile = acc.profile(kwargs); Tensor y = model.forward(x)) {
+        assertArrayEquals(new long[] {2, 4}, y.shape());
+      }
+      String trace = Files.readString(dir.resolve("trace_0.json"));
+      assertTrue(trace.contains("\"Input Dims\":[[2,3],[3,4]]"), trace);
+      assertTrue(trace.contains("\"flops\":48"));
+      assertTrue(trace.contains("\"[memory]\""));
+      assertThrows(IllegalArgumentException.class, () -> acc.profile(new ProfileKwargs()));
+    }
+  }
+
   @Test
   void handlersReachTheAccelerator() {
     try (Accelerator acc = Accelerator.builder().cpu(true)
