@@ -213,7 +213,7 @@ typedef struct accel_accelerator_options {
      `accel launch`, a rank that exits before arriving ends it at once
      (docs/launch.md). */
   int64_t timeout_ms;
-  accel_mixed_precision mixed_precision; /* default ACCEL_PRECISION_DEFAULT */
+  accel_mixed_precision mixed_precision; /* default ACCEL_PRECISION_DEFAULT; FP16 on the CPU needs LibTorch 2.x */
   double bucket_cap_mb;                  /* gradient-sync bucket size cap in MiB; default 25 */
   /* Micro-steps per optimizer step; 0 (default): 1. ACCELERATE_GRADIENT_ACCUMULATION_STEPS
      (set by `accel launch --gradient_accumulation_steps`) wins over it, as in Accelerate. */

@@ -7,11 +7,15 @@
 
 namespace accel::detail {
 
+// LibTorch 2.x's CPU autocast casts to float16 as well as bfloat16 (its CPU
+// kernels cover half); 1.13's refuses any CPU dtype but bfloat16.
+constexpr bool kCpuAutocastRunsFp16 = TORCH_VERSION_MAJOR >= 2;
+
 void check_precision_supported(MixedPrecision precision, const c10::Device& device) {
-  if (precision == MixedPrecision::Fp16 && !device.is_cuda()) {
-    fail(ErrorCode::Unsupported,
-         "mixed precision \"fp16\" needs a CUDA device (LibTorch's CPU autocast runs bf16 only); use \"bf16\" on " +
-             device.str());
+  if (precision == MixedPrecision::Fp16 && !device.is_cuda() && !kCpuAutocastRunsFp16) {
+    fail(ErrorCode::Unsupported, "mixed precision \"fp16\" on " + device.str() +
+                                     " needs LibTorch 2.x (this build's LibTorch " + TORCH_VERSION +
+                                     " autocasts to bf16 only on the CPU); use \"bf16\", or a CUDA device");
   }
   if (precision == MixedPrecision::Fp8) {
     fail(ErrorCode::Unsupported, "mixed precision \"fp8\" is not supported by this libaccel build on " + device.str() +

@@ -11,7 +11,8 @@
 namespace accel::detail {
 
 // Throws Unsupported when `device` cannot run `precision` with this LibTorch
-// (fp16 on CPU, fp8 anywhere): a clear error at creation, never a silent fallback.
+// (fp16 on the CPU with LibTorch 1.13, fp8 anywhere): a clear error at creation,
+// never a silent fallback.
 void check_precision_supported(MixedPrecision precision, const c10::Device& device);
 
 // Whether LibTorch autocast is on for `type` on this thread.

@@ -186,6 +186,15 @@ def test_accelerator_rejects_bad_options():
         accel.Accelerator(bucket_cap_mb=-1.0)
 
 
+@pytest.mark.skipif(accel._libtorch.TORCH_VERSION is not None, reason="the wheel runs on LibTorch 2.x")
+def test_fp16_on_the_cpu_names_the_libtorch_it_needs():
+    # The build tree links Debian's LibTorch 1.13, whose CPU autocast runs bf16 only;
+    # on 2.x fp16 trains (the wheel's test steps it and sees the first step skipped).
+    with pytest.raises(accel.AccelError, match=r"fp16.*needs LibTorch 2\.x.*1\.13") as info:
+        accel.Accelerator(cpu=True, mixed_precision="fp16")
+    assert info.value.args[1] == accel.core.ERR_UNSUPPORTED
+
+
 def test_sharding_strategy_option():
     with pytest.raises(ValueError, match="sharding_strategy 'ZERO_9'"):
         accel.Accelerator(cpu=True, sharding_strategy="ZERO_9")
