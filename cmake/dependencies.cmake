@@ -7,6 +7,9 @@ find_package(Protobuf REQUIRED)  # TensorBoard event files (src/tracking)
 # its TorchConfig (scripts/build-cuda.sh), on the CPU through its CPU libraries
 # alone (-DACCEL_TORCH_WHEEL=$(scripts/torch2-env.sh), cmake/torch-wheel-cpu.cmake).
 set(ACCEL_TORCH_WHEEL "" CACHE PATH "A torch wheel's package directory: build against its CPU libraries")
+if(ACCEL_PYTHON_WHEEL)
+  include(${CMAKE_CURRENT_LIST_DIR}/python-wheel-torch.cmake)
+endif()
 if(ACCEL_TORCH_WHEEL)
   include(${CMAKE_CURRENT_LIST_DIR}/torch-wheel-cpu.cmake)
 else()
@@ -21,6 +24,11 @@ if(NOT ACCEL_ALLOW_UNTESTED_LIBTORCH AND NOT Torch_VERSION MATCHES "^1\\.13\\."
   message(FATAL_ERROR "LibTorch ${Torch_VERSION} found (${TORCH_INSTALL_PREFIX}); libaccel supports "
                       "${ACCEL_SUPPORTED_LIBTORCH}. Point Torch_DIR or ACCEL_TORCH_WHEEL at one of those, or "
                       "pass -DACCEL_ALLOW_UNTESTED_LIBTORCH=ON to try this one.")
+endif()
+if(ACCEL_PYTHON_WHEEL AND NOT Torch_VERSION VERSION_EQUAL ACCEL_WHEEL_TORCH_PIN)
+  message(FATAL_ERROR "The wheel names torch==${ACCEL_WHEEL_TORCH_PIN} (pyproject.toml) but would link LibTorch "
+                      "${Torch_VERSION} (${TORCH_INSTALL_PREFIX}): build against torch ${ACCEL_WHEEL_TORCH_PIN}, "
+                      "or change both pins (pyproject.toml, scripts/torch2-env.sh) together")
 endif()
 find_package(nlohmann_json 3.9 REQUIRED)
 find_package(CLI11 REQUIRED)

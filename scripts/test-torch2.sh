@@ -3,10 +3,12 @@
 # LibTorch inside PyPI's torch wheel (scripts/torch2-env.sh, pinned there) on the
 # CPU, and its tests that do not depend on Debian's torch 1.13 run under CTest:
 # the C ABI tests, the unit tests, the multi-process tests over Gloo, the launcher's
-# and the C examples. scripts/test.sh runs it after the 1.13 suite
+# and the C examples; and the Python wheel, which is this configuration's
+# (packaging_python_wheel: built from a copy of the tree, repaired, installed next
+# to PyPI's torch in a fresh venv). scripts/test.sh runs it after the 1.13 suite
 # (skip with ACCEL_TORCH2_TESTS=0). Arguments go to ctest.
 #
-# Left to the 1.13 suite: the bindings (they reach LibTorch only through the C ABI,
+# Left to the 1.13 suite: the bindings from the build tree (they reach LibTorch only through the C ABI,
 # whose tests run here; and the test venv holds Debian's torch 1.13, whose libraries
 # must not meet these in one process), the CLI's configuration commands (no LibTorch
 # call), and the tests that export or read models with Python's transformers (hf_*).
@@ -16,6 +18,7 @@ torch=$(scripts/torch2-env.sh)
 # PyTorch 2.x in Python, for the tests against its FSDP and distributed checkpoint.
 torch_python=$(scripts/torch2-python-env.sh)
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}
+export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-10G}  # as scripts/test.sh: the wheel test reuses this build's objects
 cmake -S . -B build-torch2 -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DACCEL_TORCH_WHEEL="$torch" \
   -DACCEL_BUILD_BENCH=OFF -DACCEL_BUILD_FUZZERS=OFF -DACCEL_BUILD_BINDINGS=OFF \
   -DACCEL_TORCH2_PYTHON="$torch_python" >/dev/null
@@ -43,4 +46,4 @@ skip+='|^dist_reshard_from_(none|zero1|zero2|hybrid)$'
 skip+='|^dist_script_tensor_parallel_(tp2_dp2_4|tp2_full_shard2_blocks_4)$'
 skip+='|^dist_tensor_parallel_(tp2_dp_replicate2_4|tp2_zero2_2_4|tp2_full_shard2_resume_4|tp2_hsdp2x2_8|accumulate_tp2_dp2_4|bf16_tp2_dp2_4|vocab_tp2_full_shard2_4|refuse_(unpaired|heads|tied)_[0-9]|record_bf16)$'
 exec ctest --output-on-failure -j "${ACCEL_TEST_JOBS:-2}" \
-  -R '^(capi_|unit_tests$|dist_|cli_|host_|example_c_|checkpoint_resume)' -E "($skip)" "$@"
+  -R '^(capi_|unit_tests$|dist_|cli_|host_|example_c_|checkpoint_resume|packaging_python_wheel$)' -E "($skip)" "$@"

@@ -18,6 +18,10 @@ phase() {
   return "$rc"
 }
 suite() { (cd build && ctest --output-on-failure -j "${ACCEL_TEST_JOBS:-2}" "$@"); }
+# The three builds fill ccache with about 3 GB (the LibTorch 2.x precompiled header alone
+# is 0.7 GB before compression); at ccache's default 5 GB a cache that also holds older
+# builds evicts this run's entries, which packaging_python_wheel expects to reuse.
+export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-10G}
 phase install-deps scripts/install-deps.sh
 phase build scripts/build.sh
 status=0

@@ -3,7 +3,8 @@
 #   docs_match_files.sh SOURCE_DIR LIBACCEL ACCEL_COMMAND
 # - every Debian package whose library libaccel.so.0 or the accel command links
 #   (NEEDED, resolved with ldconfig and dpkg -S) is in the documented apt line for
-#   the wheel and the jar, libc6/libstdc++6/libgcc-s1 aside (every system has them);
+#   the jar, libc6/libstdc++6/libgcc-s1 aside (every system has them; the Python
+#   wheel bundles its libraries, which packaging_python_wheel checks);
 # - the Go binding links through `#cgo pkg-config`, so doc.go advises PKG_CONFIG_PATH,
 #   not CGO_LDFLAGS.
 set -euo pipefail

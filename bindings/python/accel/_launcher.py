@@ -14,7 +14,25 @@ def main() -> None:
     # this accel package is installed in (as Accelerate runs sys.executable), not the
     # first python3 on PATH nor another venv that happens to be active.
     env = dict(os.environ, ACCEL_PYTHON=sys.executable)
+    torch_lib = _torch_library_dir()
+    if torch_lib:
+        # accel-selftest (estimate-memory, merge-weights...) links libaccel, which links
+        # the LibTorch of the installed torch package; a program has no `import torch`.
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(p for p in (torch_lib, env.get("LD_LIBRARY_PATH")) if p)
     os.execve(program, [program] + sys.argv[1:], env)
+
+
+def _torch_library_dir():
+    """The lib/ of the torch package the wheel runs on, found without importing torch."""
+    try:
+        from ._wheel import TORCH_VERSION  # noqa: F401  (only the wheel runs on PyPI's torch)
+    except ImportError:
+        return None
+    import importlib.util
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        return None  # accel-selftest then says which library it lacks
+    return os.path.join(spec.submodule_search_locations[0], "lib")
 
 
 if __name__ == "__main__":
