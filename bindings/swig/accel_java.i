@@ -323,6 +323,12 @@ ACCEL_JAVA_CLOSEABLE(StateWriter, "StateWriter")
 %javamethodmodifiers AccelAccelerator::log "";
 %javamethodmodifiers AccelAccelerator::gather_object "";
 %javamethodmodifiers AccelAccelerator::split_range "";
+/* The Java accelerator records the models it prepared (the hooks pass them, as Accelerate's do). */
+%rename(nativePrepareModel) AccelAccelerator::prepare_model;
+%javamethodmodifiers AccelAccelerator::prepare_model "";
+%rename(nativeFreeMemory) AccelAccelerator::free_memory;
+%javamethodmodifiers AccelAccelerator::free_memory "";
+%ignore AccelAccelerator::clear;
 %rename(nativeLoadCheckpointInModel) AccelAccelerator::load_checkpoint_in_model;
 %rename(nativeHeldBytes) AccelAccelerator::held_bytes;
 %rename(nativeParallelismSizes) AccelAccelerator::parallelism_sizes;
@@ -1022,9 +1028,51 @@ import java.util.Map;
     return AcceleratorSupport.registerSaveStatePreHook(this, hook);
   }
 
+  /**
+   * hook(models, weights, directory) runs before saveState writes, as Accelerate's: the prepared
+   * models and their state dicts (getStateDict's; closed after the hook; editing them does not
+   * change what saveState writes).
+   */
+  public RemovableHandle registerSaveStatePreHook(SaveStateHook hook) {
+    return AcceleratorSupport.registerSaveStatePreHook(this, directory -> {
+      java.util.List<java.util.Map<String, Tensor>> weights = new java.util.ArrayList<>();
+      try {
+        for (Model model : preparedModels) weights.add(getStateDict(model));
+        hook.run(java.util.Collections.unmodifiableList(new java.util.ArrayList<>(preparedModels)), weights, directory);
+      } finally {
+        for (java.util.Map<String, Tensor> dict : weights) dict.values().forEach(Tensor::close);
+      }
+    });
+  }
+
   /** hook(directory) runs before loadState reads. */
   public RemovableHandle registerLoadStatePreHook(DirectoryHook hook) {
     return AcceleratorSupport.registerLoadStatePreHook(this, hook);
+  }
+
+  /** hook(models, directory) runs before loadState reads, as Accelerate's: the prepared models. */
+  public RemovableHandle registerLoadStatePreHook(LoadStateHook hook) {
+    return AcceleratorSupport.registerLoadStatePreHook(
+        this, directory -> hook.run(java.util.Collections.unmodifiableList(new java.util.ArrayList<>(preparedModels)), directory));
+  }
+
+  private final java.util.List<Model> preparedModels = new java.util.ArrayList<>();
+
+  /** Prepares one model (prepare(Object...) does it for every model it is given). Collective. */
+  public void prepareModel(Model model) {
+    nativePrepareModel(model);
+    preparedModels.add(model);
+  }
+
+  /** Accelerate's free_memory: forgets every prepared model, optimizer and loader. */
+  public void freeMemory() {
+    nativeFreeMemory();
+    preparedModels.clear();
+  }
+
+  /** Accelerate's alias of freeMemory. */
+  public void clear() {
+    freeMemory();
   }
 
   /** A custom tracker, started by initTrackers on the main process; kept until the accelerator is freed. */

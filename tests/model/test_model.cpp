@@ -11,6 +11,7 @@
 #include "accel/loss.hpp"
 #include "accel/model.hpp"
 #include "accel/optimizer.hpp"
+#include "precision/dtype_recording_model.hpp"
 
 namespace {
 
@@ -114,11 +115,7 @@ TEST(Model, Bf16AutocastRunsMatmulsInBf16AndReturnsFloat32) {
   accel::Accelerator accelerator(options);
   torch::nn::Linear linear(4, 4);
   at::ScalarType inside = at::kFloat;
-  accel::Model model = accel::Model::from_module(linear.ptr(), [&](const at::Tensor& x) {
-    at::Tensor y = linear->forward(x);
-    inside = y.scalar_type();
-    return y;
-  });
+  accel::Model model = accel_test::dtype_recording_model(linear, inside);
   accelerator.prepare(model);
   at::Tensor out = model.forward(at::randn({2, 4}));
   EXPECT_EQ(inside, at::kBFloat16);

@@ -8,6 +8,7 @@
 #include <torch/version.h>
 
 #include "accel/accel.hpp"
+#include "precision/dtype_recording_model.hpp"
 
 namespace {
 
@@ -35,11 +36,7 @@ TEST(CpuFp16, AutocastsToHalfAndSkipsTheOverflowingStep) {
   at::manual_seed(0);
   torch::nn::Linear linear(100, 1);
   at::ScalarType inside = at::kFloat;
-  accel::Model model = accel::Model::from_module(linear.ptr(), [&](const at::Tensor& x) {
-    at::Tensor y = linear->forward(x);
-    inside = y.scalar_type();
-    return y;
-  });
+  accel::Model model = accel_test::dtype_recording_model(linear, inside);
   accelerator.prepare(model);
   auto opts = accel::OptimizerOptions::defaults(accel::OptimizerKind::Sgd);
   opts.lr = 0.1;

@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "accel/accel.hpp"
+#include "precision/dtype_recording_model.hpp"
 
 namespace {
 
@@ -23,11 +24,7 @@ void train_on_cuda(accel::MixedPrecision precision, bool scaler = true) {
   at::manual_seed(0);
   torch::nn::Linear linear(8, 2);
   at::ScalarType inside = at::kFloat;
-  accel::Model model = accel::Model::from_module(linear.ptr(), [&](const at::Tensor& x) {
-    at::Tensor y = linear->forward(x);
-    inside = y.scalar_type();
-    return y;
-  });
+  accel::Model model = accel_test::dtype_recording_model(linear, inside);
   accelerator.prepare(model);
   auto opts = accel::OptimizerOptions::defaults(accel::OptimizerKind::Adam);
   opts.lr = 1e-2;

@@ -228,6 +228,10 @@ type Accelerator struct {
 	// A ...Context call whose context ended first, still running (context.go).
 	pendingMu sync.Mutex
 	pending   *pendingCall
+
+	// The models PrepareModel prepared, in order, until FreeMemory: the
+	// save/load-state hooks receive them, as Accelerate's do.
+	preparedModels []*Model
 }
 
 // NewAccelerator starts (or joins, under `accel launch`) the distributed run.
@@ -467,7 +471,11 @@ func (a *Accelerator) SetSeed(seed uint64, options ...SeedOptions) error {
 // scheduler and dataloader (SaveState then saves none of them), resets
 // gradient accumulation and empties the CUDA cache (Accelerate's free_memory).
 func (a *Accelerator) FreeMemory() error {
-	return a.do(func(h core.Accelerator) { h.Free_memory() })
+	err := a.do(func(h core.Accelerator) { h.Free_memory() })
+	if err == nil {
+		a.preparedModels = nil
+	}
+	return err
 }
 
 // Clear is FreeMemory (Accelerate's clear).
@@ -528,6 +536,7 @@ func (a *Accelerator) PrepareModel(m *Model) error {
 	err := a.withModel(m, func(h core.Accelerator, mh core.Model) { h.Prepare_model(mh) })
 	if err == nil {
 		m.accelerator = a
+		a.preparedModels = append(a.preparedModels, m)
 	}
 	return err
 }

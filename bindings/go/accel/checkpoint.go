@@ -172,6 +172,40 @@ func (a *Accelerator) RegisterSaveStatePreHook(fn func(dir string) error) (*Hook
 	return a.registerHook(fn, func(h core.Accelerator, s core.StateHook) int64 { return h.Register_save_state_pre_hook(s) })
 }
 
+// RegisterSaveStateModelsHook is Accelerate's register_save_state_pre_hook:
+// fn(models, weights, dir) runs before SaveState writes, with the prepared
+// models and their state dicts (GetStateDict's, closed after fn returns;
+// editing them does not change what SaveState writes). Its error fails SaveState.
+func (a *Accelerator) RegisterSaveStateModelsHook(fn func(models []*Model, weights [][]NamedTensor, dir string) error) (*HookHandle, error) {
+	return a.RegisterSaveStatePreHook(func(dir string) error {
+		models := append([]*Model(nil), a.preparedModels...)
+		weights := make([][]NamedTensor, 0, len(models))
+		defer func() {
+			for _, dict := range weights {
+				for _, entry := range dict {
+					entry.Tensor.Close()
+				}
+			}
+		}()
+		for _, m := range models {
+			dict, err := a.GetStateDict(m)
+			if err != nil {
+				return err
+			}
+			weights = append(weights, dict)
+		}
+		return fn(models, weights, dir)
+	})
+}
+
+// RegisterLoadStateModelsHook is Accelerate's register_load_state_pre_hook:
+// fn(models, dir) runs before LoadState reads, with the prepared models.
+func (a *Accelerator) RegisterLoadStateModelsHook(fn func(models []*Model, dir string) error) (*HookHandle, error) {
+	return a.RegisterLoadStatePreHook(func(dir string) error {
+		return fn(append([]*Model(nil), a.preparedModels...), dir)
+	})
+}
+
 // RegisterLoadStatePreHook runs fn(dir) before LoadState reads; its error fails LoadState.
 func (a *Accelerator) RegisterLoadStatePreHook(fn func(dir string) error) (*HookHandle, error) {
 	return a.registerHook(fn, func(h core.Accelerator, s core.StateHook) int64 { return h.Register_load_state_pre_hook(s) })

@@ -2,6 +2,7 @@ package accel
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -131,4 +132,39 @@ func TestSaveTensorsReadBackAsASafetensorsDataset(t *testing.T) {
 	closed := must[*Tensor](t)(NewTensor([]float32{1}, 1))
 	closed.Close()
 	wantClosed(t, acc.SaveTensors(map[string]*Tensor{"gone": closed}, filepath.Join(dir, "b.safetensors")), "Tensor")
+}
+
+// As Accelerate's hooks: the save hook gets the prepared models and their
+// weights, the load hook the models; after FreeMemory, none.
+func TestStateHooksReceiveThePreparedModels(t *testing.T) {
+	dir := t.TempDir()
+	acc := newCPU(t, AcceleratorOptions{ProjectDir: dir})
+	model := must[*Model](t)(ModelFromJSON(`[{"type": "Linear", "in_features": 3, "out_features": 2}]`))
+	var calls []string
+	must[*HookHandle](t)(acc.RegisterSaveStateModelsHook(func(models []*Model, weights [][]NamedTensor, d string) error {
+		call := fmt.Sprintf("save %d %d", len(models), len(weights))
+		if len(weights) > 0 {
+			shape, err := weights[0][0].Tensor.Shape()
+			if err != nil {
+				return err
+			}
+			call += fmt.Sprintf(" %s %s %v", weights[0][0].Name, weights[0][1].Name, shape)
+		}
+		calls = append(calls, call)
+		return nil
+	}))
+	must[*HookHandle](t)(acc.RegisterLoadStateModelsHook(func(models []*Model, d string) error {
+		calls = append(calls, fmt.Sprintf("load %d %v", len(models), len(models) == 1 && models[0] == model))
+		return nil
+	}))
+	ok(t, acc.Prepare(model))
+	ckpt := filepath.Join(dir, "a")
+	must[string](t)(acc.SaveState(ckpt))
+	ok(t, acc.LoadState(ckpt))
+	ok(t, acc.FreeMemory())
+	must[string](t)(acc.SaveState(filepath.Join(dir, "b")))
+	want := []string{"save 1 1 0.weight 0.bias [2 3]", "load 1 true", "save 0 0"}
+	if !equal(calls, want) {
+		t.Fatalf("hooks saw %q, want %q", calls, want)
+	}
 }

@@ -10,6 +10,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.OptionalLong;
@@ -117,6 +118,30 @@ class CheckpointTest {
       acc.saveState(dir.resolve("b").toString());
       assertEquals(List.of("save " + checkpoint, "load " + checkpoint), calls);
       assertThrows(AccelException.class, save::remove);  // already removed
+    }
+  }
+
+  /** As Accelerate's: the save hook gets the prepared models and their weights, the load hook the models. */
+  @Test
+  void hooksReceiveThePreparedModelsAndWeights(@TempDir Path dir) {
+    List<String> calls = new ArrayList<>();
+    try (Accelerator acc = Accelerator.builder().cpu(true).build();
+         Model model = Model.fromJson("[{\"type\": \"Linear\", \"in_features\": 3, \"out_features\": 2}]")) {
+      acc.registerSaveStatePreHook((models, weights, d) -> {
+        String call = "save " + models.size() + " " + weights.size();
+        if (!weights.isEmpty()) {
+          call += " " + weights.get(0).keySet() + " " + Arrays.toString(weights.get(0).get("0.weight").shape());
+        }
+        calls.add(call);
+      });
+      acc.registerLoadStatePreHook((models, d) -> calls.add("load " + models.size() + " " + (models.get(0) == model)));
+      acc.prepare(model);
+      String checkpoint = dir.resolve("a").toString();
+      acc.saveState(checkpoint);
+      acc.loadState(checkpoint);
+      acc.freeMemory();  // forgets the model: the save hook then gets none
+      acc.saveState(dir.resolve("b").toString());
+      assertEquals(List.of("save 1 1 [0.weight, 0.bias] [2, 3]", "load 1 true", "save 0 0"), calls);
     }
   }
 
