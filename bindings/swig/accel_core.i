@@ -537,6 +537,7 @@ struct AccelTensorMap {};
   void verify_device_map_json(const std::string& device_map_json) const {
     accel_check(accel_verify_device_map($self, device_map_json.c_str()));
   }
+  void disk_offload(const std::string& offload_dir) { accel_check(accel_disk_offload($self, offload_dir.c_str())); }
   void materialize(const std::string& checkpoint, const std::string& dtype = "") {
     accel_check(accel_model_materialize($self, checkpoint.c_str(), accel_null_if_empty(dtype)));
   }

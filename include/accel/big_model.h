@@ -70,6 +70,16 @@ ACCEL_API accel_status accel_load_checkpoint_and_dispatch(accel_model* model, co
                                                           const char* device_map, const char* offload_folder,
                                                           const char* dtype);
 
+/* Accelerate's disk_offload: writes the loaded model's weights to
+   offload_dir/model.safetensors and places the whole model on "disk" from it
+   (accel_load_checkpoint_and_dispatch with {"": "disk"}): every tensor goes to
+   the meta device and is read back around its node's forward, on the CPU;
+   offload_dir/offload_index.json lists them. Errors: UNSUPPORTED for a model
+   that is not a JSON graph (nothing written); INVALID_ARGUMENT (NULL or empty
+   arguments, a tensor already on meta, named); IO naming what cannot be
+   written. Not collective. */
+ACCEL_API accel_status accel_disk_offload(accel_model* model, const char* offload_dir);
+
 /* Bytes of each module's parameters and buffers (compute_module_sizes) as a
    JSON object {"": total, "h": ..., "h.0": ..., "h.0.weight": ...}. dtype: NULL
    or "" for the tensors' own dtypes, else "float32", "float16", "bfloat16",

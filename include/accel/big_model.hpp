@@ -129,6 +129,16 @@ void materialize(const Model& model, const std::string& checkpoint, c10::optiona
 void load_checkpoint_and_dispatch(const Model& model, const std::string& checkpoint, const DeviceMap& device_map,
                                   const std::string& offload_folder = "", c10::optional<c10::ScalarType> dtype = {});
 
+// Accelerate's disk_offload: writes the model's weights (as they are) to
+// offload_dir/model.safetensors and dispatches the whole model to "disk" from it
+// (load_checkpoint_and_dispatch with {"": "disk"}): every parameter and buffer
+// goes to the meta device and is read back around its node's forward, on the
+// CPU. offload_dir/offload_index.json lists them. Throws Unsupported for a model
+// that is not a JSON graph (checked before anything is written), InvalidArgument
+// naming a tensor already on meta or an empty offload_dir, IO naming a folder or
+// file that cannot be written. Not collective.
+void disk_offload(const Model& model, const std::string& offload_dir);
+
 // A device map as a JSON object string (in order) and back; from_json throws
 // InvalidArgument for text that is not an object of strings.
 std::string device_map_to_json(const DeviceMap& device_map);

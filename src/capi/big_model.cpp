@@ -77,6 +77,14 @@ ACCEL_API accel_status accel_load_checkpoint_and_dispatch(accel_model* model, co
   });
 }
 
+ACCEL_API accel_status accel_disk_offload(accel_model* model, const char* offload_dir) {
+  return guarded([&] {
+    const auto& m = deref(model, "model").model;
+    accel::require_arg(offload_dir != nullptr, "offload_dir is NULL");
+    accel::disk_offload(m, offload_dir);
+  });
+}
+
 ACCEL_API accel_status accel_model_module_sizes(const accel_model* model, const char* dtype, char** out) {
   return guarded([&] {
     auto& result = out_param(out, "out");

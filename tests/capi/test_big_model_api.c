@@ -77,7 +77,25 @@ static void dispatched(void) {
   EXPECT_OK(accel_model_from_json_empty(kGpt, &empty));
   EXPECT_ERROR(accel_load_checkpoint_and_dispatch(empty, "big_model_c_ckpt", "\"balanced_low_1\"", NULL, NULL),
                ACCEL_ERR_INVALID_ARGUMENT, "\"balanced_low_1\"");
+  /* An empty model has nothing to offload. */
+  EXPECT_ERROR(accel_disk_offload(empty, "big_model_c_disk"), ACCEL_ERR_INVALID_ARGUMENT, "has no data");
   accel_model_free(empty);
+
+  /* Accelerate's disk_offload of the loaded model: its weights go to the folder and to
+     meta, and it computes the same logits. A list (not a graph) model is refused. */
+  {
+    accel_model* list = NULL;
+    memset(got, 0, sizeof got);
+    EXPECT_OK(accel_disk_offload(full, "big_model_c_disk"));
+    index = fopen("big_model_c_disk/offload_index.json", "r");
+    EXPECT(index != NULL);
+    if (index != NULL) fclose(index);
+    logits_of(full, got, 8 * 256);
+    EXPECT(memcmp(want, got, sizeof want) == 0);
+    EXPECT_OK(accel_model_from_json("[{\"type\": \"Linear\", \"in_features\": 2, \"out_features\": 2}]", &list));
+    EXPECT_ERROR(accel_disk_offload(list, "big_model_c_disk_list"), ACCEL_ERR_UNSUPPORTED, "JSON graph");
+    accel_model_free(list);
+  }
   accel_model_free(full);
   accel_accelerator_free(acc);
 }

@@ -1589,6 +1589,8 @@ static void big_models(void) {
   ARG(accel_infer_auto_device_map(empty, "{\"cpu\": \"lots\"}", kSplit, 1, NULL, &text));
   ARG(accel_infer_auto_device_map(empty, "{\"cpu\": 10}", kSplit, 1, NULL, &text)); /* < the 36-byte layer */
   ARG(accel_infer_auto_device_map(empty, "[]", NULL, 0, NULL, &text));
+  ARG(accel_disk_offload(empty, NULL));
+  ARG(accel_disk_offload(empty, ""));
   ARG(accel_balanced_memory(empty, "{\"cuda:0\": 100}", NULL, 1, NULL, 0, &text));
   ARG(accel_balanced_memory(empty, "{\"cuda:0\": 100}", kNullSplit, 1, NULL, 0, &text));
   ARG(accel_balanced_memory(empty, "{\"cuda:0\": 100}", kSplit, 1, NULL, 0, NULL));
@@ -1612,6 +1614,7 @@ static void big_models(void) {
     ARG(accel_model_module_sizes(m, NULL, &text));
     ARG(accel_infer_auto_device_map(m, "{\"cpu\": 100}", NULL, 0, NULL, &text));
     ARG(accel_balanced_memory(m, "{\"cuda:0\": 100}", NULL, 0, NULL, 0, &text));
+    ARG(accel_disk_offload(m, "offload"));
     ARG(accel_verify_device_map(m, "{\"\": \"cpu\"}"));
     ARG(accel_load_checkpoint_and_dispatch(m, "model.safetensors", NULL, NULL, NULL));
   }

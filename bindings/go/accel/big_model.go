@@ -93,6 +93,15 @@ func (m *Model) CheckDeviceMap(deviceMap map[string]string) error {
 	return err
 }
 
+// DiskOffload is Accelerate's disk_offload: the model's weights are written to
+// offloadDir (model.safetensors, offload_index.json) and moved to the meta
+// device; each node reads its weights back just before it runs and releases
+// them after, on the CPU. The model must be a JSON graph.
+func (m *Model) DiskOffload(offloadDir string) error {
+	_, err := modelString(m, func(h core.Model) string { h.Disk_offload(offloadDir); return "" })
+	return err
+}
+
 // Materialize fills every parameter and buffer (empty or not) from checkpoint
 // (a .safetensors file, a sharded index or a directory) on the CPU; on error
 // the model is unchanged.

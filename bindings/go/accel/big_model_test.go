@@ -1,6 +1,8 @@
 package accel
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -121,6 +123,31 @@ func TestLoadCheckpointAndDispatchAuto(t *testing.T) {
 	if err := full.LoadCheckpointAndDispatchStrategy(dir, "balanced_low_1", "", ""); err == nil ||
 		!strings.Contains(err.Error(), `"balanced_low_1"`) {
 		t.Fatalf("balanced_low_1: %v", err)
+	}
+}
+
+// DiskOffload: the weights go to the folder and to meta; the logits stay.
+func TestDiskOffloadComputesTheSame(t *testing.T) {
+	model, err := ModelFromJSON(bigGPT)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer model.Close()
+	ids := must[*Tensor](t)(NewTensor([]int64{3, 1, 4, 1, 5, 9, 2, 6}, 1, 8))
+	defer ids.Close()
+	ok(t, model.Train(false))
+	want := must[[]float32](t)(must[*Tensor](t)(model.Forward(ids)).Float32s())
+	dir := t.TempDir()
+	ok(t, model.DiskOffload(dir))
+	if _, err := os.Stat(filepath.Join(dir, "offload_index.json")); err != nil {
+		t.Fatal(err)
+	}
+	got := must[[]float32](t)(must[*Tensor](t)(model.Forward(ids)).Float32s())
+	if !reflect.DeepEqual(got, want) {
+		t.Fatal("the offloaded model computes other logits")
+	}
+	if err := model.DiskOffload(t.TempDir()); err == nil || !strings.Contains(err.Error(), "has no data") {
+		t.Fatalf("offloading twice: %v", err)
 	}
 }
 

@@ -156,6 +156,20 @@ def load_checkpoint_and_dispatch(model: core.Model, checkpoint: Union[str, os.Pa
     return model
 
 
+def disk_offload(model: core.Model, offload_dir: Union[str, os.PathLike], execution_device: Any = None,
+                 offload_buffers: bool = False) -> core.Model:
+    """Accelerate's disk_offload: writes the model's weights to offload_dir (model.safetensors and
+    offload_index.json) and moves every parameter and buffer to the meta device; each node reads
+    its weights back just before it runs and releases them after. The model must be a JSON graph.
+    It runs on the CPU: execution_device other than None or "cpu" raises ValueError. Buffers are
+    offloaded too, whatever offload_buffers says. Returns model."""
+    if execution_device not in (None, "cpu") and str(execution_device) != "cpu":
+        raise ValueError(f"disk_offload runs the model on the CPU; execution_device={execution_device!r} "
+                         "is not supported (use load_checkpoint_and_dispatch with a device map for a GPU)")
+    model.disk_offload(os.fspath(offload_dir))
+    return model
+
+
 def load_checkpoint_in_model(model: core.Model, checkpoint: Union[str, os.PathLike], dtype: Any = None) -> None:
     """Fills every parameter and buffer (empty or not) from checkpoint on the CPU; on error the
     model is unchanged."""

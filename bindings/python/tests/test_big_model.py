@@ -126,3 +126,21 @@ def test_device_map_strings_are_accelerates(tmp_path):
         assert greedy(empty, [4, 5], 3) == want, strategy
     with pytest.raises(ValueError, match="'balanced_low_1'"):
         accel.load_checkpoint_and_dispatch(full, tmp_path / "ckpt", device_map="balanced_low_1")
+
+
+def test_disk_offload_streams_the_weights_and_computes_the_same(tmp_path):
+    # Accelerate's disk_offload: the weights go to offload_dir and to meta; generation is unchanged.
+    model = accel.Model.from_json(GPT)
+    want = greedy(model, [7, 8, 9], 4)
+    assert accel.disk_offload(model, tmp_path / "offload") is model
+    index = json.loads((tmp_path / "offload" / "offload_index.json").read_text())
+    assert "wte.weight" in index and "h.3.linear2.bias" in index and "logits.weight" in index
+    assert greedy(model, [7, 8, 9], 4) == want
+    with pytest.raises(accel.AccelError, match="has no data"):
+        accel.disk_offload(model, tmp_path / "again")  # its tensors are on meta now
+    with pytest.raises(ValueError, match="execution_device='cuda:0'"):
+        accel.disk_offload(accel.Model.from_json(GPT), tmp_path / "gpu", execution_device="cuda:0")
+    with pytest.raises(accel.AccelError, match="JSON graph"):
+        accel.disk_offload(accel.Model.from_json('[{"type": "Linear", "in_features": 2, "out_features": 2}]'),
+                           tmp_path / "list")
+    assert not (tmp_path / "list").exists()

@@ -76,6 +76,19 @@ class BigModelTest {
     }
   }
 
+  /** diskOffload: the weights go to the folder and to meta, and the model computes the same. */
+  @Test
+  void diskOffloadComputesTheSame(@TempDir Path dir) {
+    try (Model model = Model.fromJson(GPT)) {
+      float[] want = logits(model);
+      model.diskOffload(dir.toString());
+      assertTrue(java.nio.file.Files.exists(dir.resolve("offload_index.json")));
+      assertArrayEquals(want, logits(model));
+      AccelException again = assertThrows(AccelException.class, () -> model.diskOffload(dir.resolve("b").toString()));
+      assertTrue(again.getMessage().contains("has no data"), again.getMessage());
+    }
+  }
+
   /** Accelerate 1.15's get_balanced_memory on the torch twin over three 600 kB GPUs (no GPU needed). */
   @Test
   void balancedMemoryMatchesAccelerate() {
