@@ -41,6 +41,24 @@ def init_empty_weights(include_buffers: bool = True) -> Iterator[None]:
         _empty.active = previous
 
 
+@contextlib.contextmanager
+def init_on_device(device: Any, include_buffers: Optional[bool] = None) -> Iterator[None]:
+    """Accelerate's init_on_device for the devices libaccel builds on: "meta" is
+    init_empty_weights() (parameters and buffers on the meta device), "cpu" builds as usual.
+    Models reach a GPU through prepare() or load_checkpoint_and_dispatch, so another device
+    raises ValueError naming it. include_buffers=False with "meta" raises as
+    init_empty_weights does."""
+    name = str(getattr(device, "type", device)) if not isinstance(device, str) else device
+    if name == "meta":
+        with init_empty_weights(include_buffers=True if include_buffers is None else include_buffers):
+            yield
+    elif name == "cpu":
+        yield
+    else:
+        raise ValueError(f"init_on_device({device!r}): libaccel builds models on 'meta' or 'cpu'; a model reaches "
+                         "a GPU through accelerator.prepare() or load_checkpoint_and_dispatch(device_map=...)")
+
+
 def _building_empty() -> bool:
     return getattr(_empty, "active", False)
 

@@ -144,3 +144,17 @@ def test_disk_offload_streams_the_weights_and_computes_the_same(tmp_path):
         accel.disk_offload(accel.Model.from_json('[{"type": "Linear", "in_features": 2, "out_features": 2}]'),
                            tmp_path / "list")
     assert not (tmp_path / "list").exists()
+
+
+def test_init_on_device_meta_and_cpu():
+    with accel.init_on_device("meta"):
+        empty = accel.Model.from_json(GPT)
+    assert accel.compute_module_sizes(empty)[""] == 931328
+    with pytest.raises(accel.AccelError):  # an empty model has no data to run on
+        greedy(empty, [1], 1)
+    with accel.init_on_device("cpu"):
+        full = accel.Model.from_json(GPT)
+    assert len(greedy(full, [1], 2)) == 2
+    with pytest.raises(ValueError, match="init_on_device\\('cuda:0'\\)"):
+        with accel.init_on_device("cuda:0"):
+            pass
