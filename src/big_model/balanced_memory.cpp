@@ -3,7 +3,6 @@
 // (and "auto", which Accelerate's load_checkpoint_and_dispatch balances too).
 #include <algorithm>
 #include <map>
-#include <set>
 #include <unordered_map>
 
 #include "accel/big_model.hpp"

@@ -33,6 +33,13 @@ char* new_string(const std::string& text) {
   return copy;
 }
 
+// Budgets per device as a JSON object string, in their order (a malloc'd copy).
+char* budgets_json(const std::vector<std::pair<std::string, int64_t>>& budgets) {
+  nlohmann::ordered_json json = nlohmann::ordered_json::object();
+  for (const auto& [device, bytes] : budgets) json[device] = bytes;
+  return new_string(json.dump());
+}
+
 // The no_split_module_classes array of the device-map calls.
 std::vector<std::string> class_names(const char* const* no_split, size_t count) {
   accel::require_arg(count == 0 || no_split != nullptr, "no_split is NULL but count is " + std::to_string(count));
@@ -120,18 +127,14 @@ ACCEL_API accel_status accel_balanced_memory(const accel_model* model, const cha
     const auto budgets =
         accel::balanced_memory(m, given ? accel::parse_max_memory(max_memory) : accel::available_memory(), classes,
                                dtype_arg(dtype), low_zero != 0, given);
-    nlohmann::ordered_json json = nlohmann::ordered_json::object();
-    for (const auto& [device, bytes] : budgets) json[device] = bytes;
-    result = new_string(json.dump());
+    result = budgets_json(budgets);
   });
 }
 
 ACCEL_API accel_status accel_available_memory(char** out) {
   return guarded([&] {
     auto& result = out_param(out, "out");
-    nlohmann::ordered_json budgets = nlohmann::ordered_json::object();
-    for (const auto& [device, bytes] : accel::available_memory()) budgets[device] = bytes;
-    result = new_string(budgets.dump());
+    result = budgets_json(accel::available_memory());
   });
 }
 

@@ -24,9 +24,8 @@ def main() -> None:
 
 def _torch_library_dir():
     """The lib/ of the torch package the wheel runs on, found without importing torch."""
-    try:
-        from ._wheel import TORCH_VERSION  # noqa: F401  (only the wheel runs on PyPI's torch)
-    except ImportError:
+    from . import _libtorch
+    if _libtorch.TORCH_VERSION is None:  # only the wheel runs on PyPI's torch
         return None
     import importlib.util
     spec = importlib.util.find_spec("torch")

@@ -583,11 +583,9 @@ class Accelerator(core.Accelerator):
                 output_trace_dir = handler.output_trace_dir
         if output_trace_dir is None:
             raise ValueError("profile needs an output_trace_dir (an argument, or ProfileKwargs.output_trace_dir)")
-        if handler is not None and (handler.record_shapes or handler.profile_memory or handler.with_flops):
-            run = core.Profile.begin_with(self, output_trace_dir, bool(handler.record_shapes),
-                                          bool(handler.profile_memory), bool(handler.with_flops))
-        else:
-            run = core.Profile.begin(self, output_trace_dir)
+        options = handler if handler is not None else ProfileKwargs()
+        run = core.Profile.begin_with(self, output_trace_dir, bool(options.record_shapes),
+                                      bool(options.profile_memory), bool(options.with_flops))
         try:
             yield
         finally:

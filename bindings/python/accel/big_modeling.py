@@ -181,7 +181,7 @@ def disk_offload(model: core.Model, offload_dir: Union[str, os.PathLike], execut
     its weights back just before it runs and releases them after. The model must be a JSON graph.
     It runs on the CPU: execution_device other than None or "cpu" raises ValueError. Buffers are
     offloaded too, whatever offload_buffers says. Returns model."""
-    if execution_device not in (None, "cpu") and str(execution_device) != "cpu":
+    if execution_device is not None and str(execution_device) != "cpu":
         raise ValueError(f"disk_offload runs the model on the CPU; execution_device={execution_device!r} "
                          "is not supported (use load_checkpoint_and_dispatch with a device map for a GPU)")
     model.disk_offload(os.fspath(offload_dir))
