@@ -35,6 +35,7 @@ find_package(CLI11 REQUIRED)
 find_package(yaml-cpp REQUIRED)  # Accelerate config files (src/cli)
 find_package(ZLIB REQUIRED)
 find_package(CURL REQUIRED)  # the MLflow tracker's REST client (src/tracking/http_client.cpp)
+find_package(SQLite3 REQUIRED)  # the trackio tracker writes trackio's SQLite store (src/tracking/trackio_tracker.cpp)
 # xxHash (XXH3): checkpoint file checksums in the manifest (src/checkpoint).
 find_path(ACCEL_XXHASH_INCLUDE_DIR xxhash.h REQUIRED)
 find_library(ACCEL_XXHASH_LIBRARY NAMES xxhash REQUIRED)

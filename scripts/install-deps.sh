@@ -9,7 +9,7 @@ set -euo pipefail
 demo_packages=(
   build-essential cmake ninja-build ccache pkg-config
   libtorch-dev libgloo-dev libdnnl-dev libopenblas0-openmp
-  nlohmann-json3-dev libcli11-dev zlib1g-dev libxxhash-dev libcurl4-openssl-dev libyaml-cpp-dev
+  nlohmann-json3-dev libcli11-dev zlib1g-dev libxxhash-dev libcurl4-openssl-dev libyaml-cpp-dev libsqlite3-dev
   libprotobuf-dev protobuf-compiler
   dataset-fashion-mnist fortunes
 )
@@ -23,6 +23,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev zlib1g-dev
   libxxhash-dev           # checkpoint checksums (XXH3)
   libcurl4-openssl-dev    # the MLflow tracker talks to an MLflow tracking server over HTTP(S)
+  libsqlite3-dev          # the trackio tracker writes trackio's SQLite store
   libyaml-cpp-dev         # Accelerate config files (accel launch --config_file, accel config)
   libprotobuf-dev protobuf-compiler   # TensorBoard event files (src/tracking/proto)
   libgtest-dev libgmock-dev

@@ -1237,9 +1237,11 @@ struct AccelTensorMap {};
     std::lock_guard<std::mutex> lock(accel_tracker_mutex);
     accel_owned_trackers[$self].push_back(tracker);
   }
-  void init_trackers(const std::string& project_name, const std::string& config_json = "") {
-    accel_check(accel_accelerator_init_trackers($self, project_name.c_str(),
-                                                config_json.empty() ? 0 : config_json.c_str()));
+  void init_trackers(const std::string& project_name, const std::string& config_json = "",
+                     const std::string& init_kwargs_json = "") {
+    accel_check(accel_accelerator_init_trackers_with($self, project_name.c_str(),
+                                                     config_json.empty() ? 0 : config_json.c_str(),
+                                                     init_kwargs_json.c_str()));
   }
   void log(const std::vector<std::string>& names, const std::vector<double>& values, int64_t step = -1) {
     if (names.size() != values.size()) {

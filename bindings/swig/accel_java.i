@@ -1089,6 +1089,15 @@ import java.util.Map;
     initTrackers(projectName, Json.write(config));
   }
 
+  /**
+   * Accelerate's init_trackers(project_name, config, init_kwargs): initKwargs maps a built-in
+   * tracker's name to its options, e.g. {"wandb": {"name": "run-1", "tags": ["baseline"]}}
+   * (docs/tracking.md). An option the tracker does not take throws AccelException naming it.
+   */
+  public void initTrackers(String projectName, Map<String, ?> config, Map<String, ? extends Map<String, ?>> initKwargs) {
+    initTrackers(projectName, config == null ? "" : Json.write(config), initKwargs == null ? "" : Json.write(initKwargs));
+  }
+
   /** Logs values to every tracker (main process); step &lt; 0: no step. */
   public void log(Map<String, ? extends Number> values, long step) {
     AcceleratorSupport.log(this, values, step);

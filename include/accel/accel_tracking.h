@@ -55,6 +55,15 @@ ACCEL_API accel_status accel_accelerator_add_tracker(accel_accelerator* acc, con
  * repeated once the cause is fixed. */
 ACCEL_API accel_status accel_accelerator_init_trackers(accel_accelerator* acc, const char* project_name,
                                                        const char* config_json);
+/* accel_accelerator_init_trackers with Accelerate's init_kwargs: init_kwargs_json
+ * is NULL, "" or a JSON object of per-tracker options, e.g.
+ * {"wandb": {"name": "run-1", "tags": ["baseline"]}, "dvclive": {"dir": "out"}}
+ * (each tracker's keys: docs/tracking.md). A built-in tracker that is not in
+ * log_with ignores its entry, as in Accelerate. Errors as above, and
+ * INVALID_ARGUMENT naming a key that is not a built-in tracker, an option the
+ * tracker does not take, or a value of the wrong type. */
+ACCEL_API accel_status accel_accelerator_init_trackers_with(accel_accelerator* acc, const char* project_name,
+                                                            const char* config_json, const char* init_kwargs_json);
 
 /* Logs count named scalars at step (step < 0: no step) to every running tracker.
  * Errors: INVALID_ARGUMENT naming a name the mlflow tracker cannot send. The

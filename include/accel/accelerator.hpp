@@ -323,6 +323,12 @@ class Accelerator {
   // project_name with config as its hyperparameters. Throws State if already started;
   // on any error no tracker is started, so the call can be repeated.
   void init_trackers(const std::string& project_name, const TrackerConfig& config = {});
+  // The same with Accelerate's init_kwargs: a JSON object of per-tracker options,
+  // {"wandb": {"name": "run-1", "tags": ["a"]}, "dvclive": {"dir": "out"}} (""
+  // for none; docs/tracking.md lists each tracker's keys). InvalidArgument names
+  // a key that is not a built-in tracker or an option its tracker lacks; a
+  // built-in tracker missing from log_with ignores its entry, as in Accelerate.
+  void init_trackers(const std::string& project_name, const TrackerConfig& config, const std::string& init_kwargs_json);
   // Sends one step's scalars to every running tracker.
   void log(const Scalars& values, std::optional<int64_t> step = std::nullopt);
   void log_text(const std::string& tag, const std::string& text, std::optional<int64_t> step = std::nullopt);

@@ -4,6 +4,8 @@
 
 #include "accel/accelerator.hpp"
 #include "accelerator/accelerator_state.hpp"
+#include "core/json.hpp"
+#include "tracking/builtin_trackers.hpp"
 #include "tracking/tracker_registry.hpp"
 
 namespace accel {
@@ -51,6 +53,18 @@ std::string logging_dir(const ProjectConfiguration& project) {
   return (project.project_dir.empty() ? std::string(".") : project.project_dir) + "/logs";
 }
 
+// init_kwargs_json: "" or {"<builtin tracker>": {...}}; checked on every rank.
+nlohmann::json parse_init_kwargs(const std::string& text) {
+  if (text.empty()) return nlohmann::json::object();
+  auto json = parse_json(text, "init_kwargs_json", ErrorCode::InvalidArgument);
+  require_arg(json.is_object(), "init_kwargs_json is not a JSON object: " + describe_json(json));
+  const auto builtins = builtin_tracker_names();
+  for (const auto& item : json.items())
+    require_arg(std::find(builtins.begin(), builtins.end(), item.key()) != builtins.end(),
+                "init_kwargs names '" + item.key() + "', which is not a built-in tracker");
+  return json;
+}
+
 }  // namespace
 }  // namespace detail
 
@@ -64,19 +78,34 @@ void Accelerator::add_tracker(std::shared_ptr<Tracker> tracker) {
 }
 
 void Accelerator::init_trackers(const std::string& project_name, const TrackerConfig& config) {
+  init_trackers(project_name, config, "");
+}
+
+void Accelerator::init_trackers(const std::string& project_name, const TrackerConfig& config,
+                                const std::string& init_kwargs_json) {
   require_arg(!project_name.empty(), "init_trackers: project_name is empty");
+  const auto init_kwargs = detail::parse_init_kwargs(init_kwargs_json);
   auto names = detail::resolve_tracker_names(state_->log_with);  // every rank reports bad names
   auto& reg = detail::registry(*state_);
   require(!reg.started, ErrorCode::State, "init_trackers called twice (project '" + project_name + "')");
+  // Every rank builds the trackers, which checks their init_kwargs (also of a
+  // tracker missing from log_with: Accelerate ignores those, but a wrong option
+  // is still a mistake) and creates no file; only the main process starts them.
+  const std::string dir = detail::logging_dir(state_->project);
+  std::vector<std::shared_ptr<Tracker>> trackers;
+  for (const auto& name : names) {
+    auto kwargs = init_kwargs.find(name);
+    trackers.push_back(
+        detail::make_builtin_tracker(name, dir, kwargs == init_kwargs.end() ? nlohmann::json() : *kwargs));
+  }
+  for (const auto& [name, kwargs] : init_kwargs.items())
+    if (std::find(names.begin(), names.end(), name) == names.end()) detail::make_builtin_tracker(name, dir, kwargs);
   if (!is_main_process()) {
     reg.started = true;
     return;
   }
   // Nothing is committed until every tracker started, so a failure (a bad
   // MLFLOW_TRACKING_URI, an unreachable server) can be fixed and retried.
-  const std::string dir = detail::logging_dir(state_->project);
-  std::vector<std::shared_ptr<Tracker>> trackers;
-  for (const auto& name : names) trackers.push_back(make_builtin_tracker(name, dir));
   for (const auto& tracker : reg.added) trackers.push_back(tracker);
   for (size_t i = 0; i < trackers.size(); ++i) {
     try {

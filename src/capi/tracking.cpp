@@ -103,6 +103,15 @@ accel_status accel_accelerator_init_trackers(accel_accelerator* acc, const char*
   });
 }
 
+accel_status accel_accelerator_init_trackers_with(accel_accelerator* acc, const char* project_name,
+                                                  const char* config_json, const char* init_kwargs_json) {
+  return guarded([&] {
+    auto& accelerator = *deref(acc, "acc").accelerator;
+    require_arg(project_name != nullptr, "project_name is NULL");
+    accelerator.init_trackers(project_name, parse_config(config_json), init_kwargs_json ? init_kwargs_json : "");
+  });
+}
+
 accel_status accel_accelerator_log(accel_accelerator* acc, const char* const* names, const double* values, size_t count,
                                    int64_t step) {
   return guarded([&] {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "accel/tracking.hpp"
@@ -13,5 +14,15 @@ std::unique_ptr<Tracker> make_csv_tracker(const std::string& dir);
 // The mlflow tracker for MLFLOW_TRACKING_URI (unset: the file store dir/mlruns).
 std::unique_ptr<Tracker> make_mlflow_tracker(const std::string& dir);
 std::unique_ptr<Tracker> make_tensorboard_tracker(const std::string& dir);
+// These take their init_kwargs (a JSON object or null); an unsupported key is
+// InvalidArgument naming it.
+std::unique_ptr<Tracker> make_wandb_tracker(const std::string& dir, const nlohmann::json& kwargs);
+std::unique_ptr<Tracker> make_dvclive_tracker(const std::string& dir, const nlohmann::json& kwargs);
+// Writes where trackio does (TRACKIO_DIR, else the Hugging Face cache), not under dir.
+std::unique_ptr<Tracker> make_trackio_tracker(const std::string& dir, const nlohmann::json& kwargs);
+
+// The built-in tracker called name, given init_kwargs[name] (null when none).
+std::unique_ptr<Tracker> make_builtin_tracker(const std::string& name, const std::string& logging_dir,
+                                              const nlohmann::json& kwargs);
 
 }  // namespace accel::detail

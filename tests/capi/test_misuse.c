@@ -1460,6 +1460,7 @@ static void tracking(void) {
   EACH_BAD(K_ACC, accel_accelerator, a) {
     ARG(accel_accelerator_add_tracker(a, &cb));
     ARG(accel_accelerator_init_trackers(a, "run", NULL));
+    ARG(accel_accelerator_init_trackers_with(a, "run", NULL, NULL));
     ARG(accel_accelerator_log(a, names, values, 1, 0));
     ARG(accel_accelerator_log_text(a, "tag", "text", 0));
     ARG(accel_accelerator_has_tracker(a, "mine", &i_out));
@@ -1484,6 +1485,11 @@ static void tracking(void) {
   ARG(accel_accelerator_init_trackers(acc, "run", "not json"));
   ARG(accel_accelerator_init_trackers(acc, "run", "[1, 2]"));
   ARG(accel_accelerator_init_trackers(acc, "run", "{\"nested\": {\"a\": 1}}"));
+  ARG(accel_accelerator_init_trackers_with(acc, NULL, NULL, NULL));
+  ARG(accel_accelerator_init_trackers_with(acc, "run", NULL, "not json"));
+  ARG(accel_accelerator_init_trackers_with(acc, "run", NULL, "{\"neptune\": {}}"));     /* not a built-in */
+  ARG(accel_accelerator_init_trackers_with(acc, "run", NULL, "{\"wandb\": [1]}"));      /* not an object */
+  ARG(accel_accelerator_init_trackers_with(acc, "run", NULL, "{\"csv\": {\"x\": 1}}")); /* takes none */
   ARG(accel_accelerator_log(acc, NULL, values, 1, 0));
   ARG(accel_accelerator_log(acc, names, NULL, 1, 0));
   ARG(accel_accelerator_log(acc, NULL, NULL, SIZE_MAX, 0));

@@ -16,7 +16,8 @@ STEPS = 25
 
 def write_run(tmp_path, log_with, steps=STEPS, config=None):
     extra = [json.dumps(config)] if config is not None else []
-    subprocess.run([WRITER, log_with, str(tmp_path), "demo", str(steps)] + extra, check=True, timeout=60)
+    env = dict(os.environ, TRACKIO_DIR=str(tmp_path / "trackio"))  # "all" includes trackio, whose store is global
+    subprocess.run([WRITER, log_with, str(tmp_path), "demo", str(steps)] + extra, check=True, timeout=60, env=env)
 
 
 def python_text(value):
@@ -128,6 +129,9 @@ def test_all_picks_every_builtin_tracker(tmp_path):
     assert (demo / "metrics.jsonl").exists() and (demo / "metrics.csv").exists()
     assert list(demo.glob("events.out.tfevents.*"))
     assert list((tmp_path / "mlruns").glob("*/*/metrics/accuracy"))
+    assert list((tmp_path / "wandb").glob("offline-run-*/run-*.wandb"))
+    assert (tmp_path / "dvclive" / "plots" / "metrics" / "accuracy.tsv").exists()
+    assert (tmp_path / "trackio" / "demo.db").exists()
 
 
 def test_killed_writer_leaves_jsonl_parsable_up_to_its_last_full_line(tmp_path):

@@ -1,5 +1,5 @@
 /* Writes a small run through the C ABI for the pytest readers:
- *   tracking_writer LOG_WITH LOGGING_DIR PROJECT STEPS [CONFIG_JSON]
+ *   tracking_writer LOG_WITH LOGGING_DIR PROJECT STEPS [CONFIG_JSON [INIT_KWARGS_JSON]]
  * STEPS < 0 logs forever (the kill test stops it with SIGKILL). On every rank
  * it logs the same values; only the main process writes. */
 #include <stdio.h>
@@ -14,8 +14,8 @@ static int check(accel_status status, const char* what) {
 }
 
 int main(int argc, char** argv) {
-  if (argc != 5 && argc != 6) {
-    fprintf(stderr, "usage: %s LOG_WITH LOGGING_DIR PROJECT STEPS [CONFIG_JSON]\n", argv[0]);
+  if (argc < 5 || argc > 7) {
+    fprintf(stderr, "usage: %s LOG_WITH LOGGING_DIR PROJECT STEPS [CONFIG_JSON [INIT_KWARGS_JSON]]\n", argv[0]);
     return 2;
   }
   accel_accelerator_options opts;
@@ -24,8 +24,8 @@ int main(int argc, char** argv) {
   opts.logging_dir = argv[2];
   accel_accelerator* acc = NULL;
   check(accel_accelerator_create(&opts, &acc), "create");
-  const char* config = argc == 6 ? argv[5] : "{\"lr\": 0.01, \"optimizer\": \"adam\", \"epochs\": 3}";
-  check(accel_accelerator_init_trackers(acc, argv[3], config), "init_trackers");
+  const char* config = argc >= 6 ? argv[5] : "{\"lr\": 0.01, \"optimizer\": \"adam\", \"epochs\": 3}";
+  check(accel_accelerator_init_trackers_with(acc, argv[3], config, argc == 7 ? argv[6] : NULL), "init_trackers");
   check(accel_accelerator_log_text(acc, "notes", "hello tracking", 0), "log_text");
   long steps = atol(argv[4]);
   for (long step = 0; steps < 0 || step < steps; ++step) {

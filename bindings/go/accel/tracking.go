@@ -69,7 +69,14 @@ func (a *Accelerator) AddTracker(name string, tracker Tracker) error {
 // InitTrackers starts the trackers (LogWith and AddTracker) for projectName
 // with an optional JSON-serialisable config, on the main process.
 func (a *Accelerator) InitTrackers(projectName string, config map[string]any) error {
-	configJSON := ""
+	return a.InitTrackersWith(projectName, config, nil)
+}
+
+// InitTrackersWith is InitTrackers with Accelerate's init_kwargs: options per
+// built-in tracker, e.g. {"wandb": {"name": "run-1", "tags": []string{"baseline"}}}
+// (docs/tracking.md). An option the tracker does not take is an error naming it.
+func (a *Accelerator) InitTrackersWith(projectName string, config map[string]any, initKwargs map[string]map[string]any) error {
+	configJSON, kwargsJSON := "", ""
 	if config != nil {
 		b, err := json.Marshal(config)
 		if err != nil {
@@ -77,7 +84,14 @@ func (a *Accelerator) InitTrackers(projectName string, config map[string]any) er
 		}
 		configJSON = string(b)
 	}
-	return a.do(func(h core.Accelerator) { h.Init_trackers(projectName, configJSON) })
+	if initKwargs != nil {
+		b, err := json.Marshal(initKwargs)
+		if err != nil {
+			return &Error{Code: ErrInvalidArgument, Msg: "InitTrackers initKwargs: " + err.Error()}
+		}
+		kwargsJSON = string(b)
+	}
+	return a.do(func(h core.Accelerator) { h.Init_trackers(projectName, configJSON, kwargsJSON) })
 }
 
 // Log sends scalar values to every tracker (main process); step < 0: none.

@@ -59,6 +59,23 @@ func TestGoTrackerGetsConfigValuesAndFinish(t *testing.T) {
 	}
 }
 
+func TestInitKwargsReachTheBuiltinTrackers(t *testing.T) {
+	dir := t.TempDir()
+	acc := newCPU(t, AcceleratorOptions{LogWith: []string{"dvclive"}, LoggingDir: dir})
+	err := acc.InitTrackersWith("run", nil, map[string]map[string]any{"dvclive": {"folder": "x"}})
+	if err == nil || !strings.Contains(err.Error(), "'folder'") {
+		t.Fatalf("want an error naming 'folder', got %v", err)
+	}
+	live := filepath.Join(dir, "live")
+	ok(t, acc.InitTrackersWith("run", map[string]any{"lr": 0.5}, map[string]map[string]any{"dvclive": {"dir": live}}))
+	ok(t, acc.Log(map[string]float64{"loss": 0.25}, 4))
+	ok(t, acc.EndTraining())
+	got, err := os.ReadFile(filepath.Join(live, "plots", "metrics", "loss.tsv"))
+	if err != nil || string(got) != "step\tloss\n4\t0.25\n" {
+		t.Fatalf("loss.tsv: %q %v", got, err)
+	}
+}
+
 func TestClosingAcceleratorFinishesGoTrackers(t *testing.T) {
 	acc := newCPU(t, AcceleratorOptions{ProjectDir: t.TempDir()})
 	rec := &recorder{}

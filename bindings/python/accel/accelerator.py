@@ -130,7 +130,7 @@ class Accelerator(core.Accelerator):
     even_batches, dispatch_batches (None: iterable datasets are dispatched), use_seedable_sampler,
     data_seed, device_placement, project_dir, logging_dir,
     automatic_checkpoint_naming, total_limit, log_with ("jsonl", "csv", "tensorboard", "mlflow",
-    "all", or a list), timeout_ms, comm_hook ("fp16", "bf16"), find_unused_parameters,
+    "wandb", "dvclive", "trackio", "all", or a list), timeout_ms, comm_hook ("fp16", "bf16"), find_unused_parameters,
     broadcast_buffers (default True: process 0's buffers at every training forward),
     sharding_strategy ("NO_SHARD", "SHARD_OPTIMIZER" (ZeRO-1), "SHARD_GRAD_OP" (ZeRO-2), "FULL_SHARD",
     "HYBRID_SHARD" (FULL_SHARD within each node, replicated across nodes);
@@ -873,8 +873,13 @@ class Accelerator(core.Accelerator):
             return Tracker()
         return getattr(tracker, "tracker", tracker) if unwrap else tracker
 
-    def init_trackers(self, project_name: str, config: Optional[Dict[str, Any]] = None) -> None:
-        core.Accelerator.init_trackers(self, project_name, json.dumps(config) if config else "")
+    def init_trackers(self, project_name: str, config: Optional[Dict[str, Any]] = None,
+                      init_kwargs: Optional[Dict[str, Dict[str, Any]]] = None) -> None:
+        """Accelerate's init_trackers: init_kwargs maps a built-in tracker's name to its options,
+        e.g. {"wandb": {"name": "run-1", "tags": ["baseline"]}} (docs/tracking.md); an option
+        the tracker does not take raises AccelError naming it."""
+        core.Accelerator.init_trackers(self, project_name, json.dumps(config) if config else "",
+                                       json.dumps(init_kwargs) if init_kwargs else "")
 
     def log(self, values: Dict[str, float], step: Optional[int] = None) -> None:
         names = list(values)

@@ -302,6 +302,19 @@ def test_custom_and_builtin_trackers(tmp_path):
     assert any(r.get("loss") == 0.5 for r in records)
 
 
+def test_init_kwargs_reach_the_builtin_trackers(tmp_path):
+    """Accelerate's init_trackers(init_kwargs=...): wandb's run name and id, dvclive's dir."""
+    acc, *_ = make_run(tmp_path, log_with=["wandb", "dvclive"])
+    with pytest.raises(accel.AccelError, match="'entity_name'"):
+        acc.init_trackers("run", init_kwargs={"wandb": {"entity_name": "me"}})
+    acc.init_trackers("run", {"lr": 0.01}, init_kwargs={"wandb": {"name": "py", "id": "py01"},
+                                                       "dvclive": {"dir": str(tmp_path / "live")}})
+    acc.log({"loss": 0.5}, step=2)
+    acc.end_training()
+    assert list((tmp_path / "logs" / "wandb").glob("offline-run-*-py01/run-py01.wandb"))
+    assert (tmp_path / "live" / "plots" / "metrics" / "loss.tsv").read_text() == "step\tloss\n2\t0.5\n"
+
+
 def test_failing_tracker_names_its_error(tmp_path):
     class Failing(accel.Tracker):
         name = "failing"

@@ -983,9 +983,10 @@ SWIGINTERN void AccelAccelerator_add_tracker(AccelAccelerator *self,Tracker *tra
     std::lock_guard<std::mutex> lock(accel_tracker_mutex);
     accel_owned_trackers[self].push_back(tracker);
   }
-SWIGINTERN void AccelAccelerator_init_trackers__SWIG_0(AccelAccelerator *self,std::string const &project_name,std::string const &config_json=""){
-    accel_check(accel_accelerator_init_trackers(self, project_name.c_str(),
-                                                config_json.empty() ? 0 : config_json.c_str()));
+SWIGINTERN void AccelAccelerator_init_trackers__SWIG_0(AccelAccelerator *self,std::string const &project_name,std::string const &config_json="",std::string const &init_kwargs_json=""){
+    accel_check(accel_accelerator_init_trackers_with(self, project_name.c_str(),
+                                                     config_json.empty() ? 0 : config_json.c_str(),
+                                                     init_kwargs_json.c_str()));
   }
 SWIGINTERN void AccelAccelerator_log__SWIG_0(AccelAccelerator *self,std::vector< std::string > const &names,std::vector< double > const &values,int64_t step=-1){
     if (names.size() != values.size()) {
@@ -12486,7 +12487,42 @@ void _wrap_Accelerator_add_tracker_core_a1403cbc65d2f32f(AccelAccelerator *_swig
 }
 
 
-void _wrap_Accelerator_init_trackers__SWIG_0_core_a1403cbc65d2f32f(AccelAccelerator *_swig_go_0, _gostring_ _swig_go_1, _gostring_ _swig_go_2) {
+void _wrap_Accelerator_init_trackers__SWIG_0_core_a1403cbc65d2f32f(AccelAccelerator *_swig_go_0, _gostring_ _swig_go_1, _gostring_ _swig_go_2, _gostring_ _swig_go_3) {
+  AccelAccelerator *arg1 = (AccelAccelerator *) 0 ;
+  std::string *arg2 = 0 ;
+  std::string *arg3 = 0 ;
+  std::string *arg4 = 0 ;
+  
+  arg1 = *(AccelAccelerator **)&_swig_go_0; 
+  
+  std::string arg2_str(_swig_go_1.p, _swig_go_1.n);
+  arg2 = &arg2_str;
+  
+  
+  std::string arg3_str(_swig_go_2.p, _swig_go_2.n);
+  arg3 = &arg3_str;
+  
+  
+  std::string arg4_str(_swig_go_3.p, _swig_go_3.n);
+  arg4 = &arg4_str;
+  
+  
+  {
+    try {
+      AccelAccelerator_init_trackers__SWIG_0(arg1,(std::string const &)*arg2,(std::string const &)*arg3,(std::string const &)*arg4);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  
+}
+
+
+void _wrap_Accelerator_init_trackers__SWIG_1_core_a1403cbc65d2f32f(AccelAccelerator *_swig_go_0, _gostring_ _swig_go_1, _gostring_ _swig_go_2) {
   AccelAccelerator *arg1 = (AccelAccelerator *) 0 ;
   std::string *arg2 = 0 ;
   std::string *arg3 = 0 ;
@@ -12516,7 +12552,7 @@ void _wrap_Accelerator_init_trackers__SWIG_0_core_a1403cbc65d2f32f(AccelAccelera
 }
 
 
-void _wrap_Accelerator_init_trackers__SWIG_1_core_a1403cbc65d2f32f(AccelAccelerator *_swig_go_0, _gostring_ _swig_go_1) {
+void _wrap_Accelerator_init_trackers__SWIG_2_core_a1403cbc65d2f32f(AccelAccelerator *_swig_go_0, _gostring_ _swig_go_1) {
   AccelAccelerator *arg1 = (AccelAccelerator *) 0 ;
   std::string *arg2 = 0 ;
   

@@ -203,6 +203,20 @@ class CheckpointTest {
   }
 
   @Test
+  void initKwargsReachTheBuiltinTrackers(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
+    try (Accelerator acc = Accelerator.builder().cpu(true).logWith("dvclive").loggingDir(dir.toString()).build()) {
+      AccelException bad = assertThrows(AccelException.class,
+          () -> acc.initTrackers("run", Map.of(), Map.of("dvclive", Map.of("folder", "x"))));
+      assertTrue(bad.getMessage().contains("'folder'"), bad.getMessage());
+      acc.initTrackers("run", Map.of("lr", 0.5), Map.of("dvclive", Map.of("dir", dir.resolve("live").toString())));
+      acc.log(Map.of("loss", 0.25), 4);
+      acc.endTraining();
+    }
+    assertEquals("step\tloss\n4\t0.25\n", java.nio.file.Files.readString(dir.resolve("live/plots/metrics/loss.tsv")));
+    assertEquals("\"lr\": 0.5\n", java.nio.file.Files.readString(dir.resolve("live/params.yaml")));
+  }
+
+  @Test
   void closingTheAcceleratorFinishesItsTrackers() {
     Recorder recorder = new Recorder();
     try (Accelerator acc = Accelerator.builder().cpu(true).build()) {

@@ -1,0 +1,265 @@
+// Trackio's local store: <TRACKIO_DIR>/<project>.db, the SQLite database that
+// trackio.init/log write and `trackio show` reads (schema version 2, trackio
+// 0.24+). Rows go in as trackio's own bulk_log writes them, under its lock file
+// (<project>.lock, flock), so a running trackio dashboard or writer can share it.
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <ctime>
+#include <random>
+
+#include "accel/error.hpp"
+#include "tracking/builtin_trackers.hpp"
+#include "tracking/record_file.hpp"
+#include "tracking/tracker_kwargs.hpp"
+
+namespace accel::detail {
+namespace {
+
+// trackio's table definitions at schema version 2 (sqlite_storage.py); the
+// other tables are created by trackio itself when it next writes.
+constexpr const char* kSchema = R"sql(
+CREATE TABLE metrics (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL,
+    timestamp TEXT NOT NULL,
+    run_name TEXT NOT NULL,
+    step INTEGER NOT NULL,
+    metrics TEXT NOT NULL,
+    log_id TEXT,
+    space_id TEXT
+);
+CREATE INDEX idx_metrics_run_step ON metrics(run_id, step);
+CREATE INDEX idx_metrics_run_timestamp ON metrics(run_id, timestamp);
+CREATE UNIQUE INDEX idx_metrics_log_id ON metrics(log_id) WHERE log_id IS NOT NULL;
+CREATE INDEX idx_metrics_pending ON metrics(space_id) WHERE space_id IS NOT NULL;
+CREATE TABLE configs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL,
+    run_name TEXT NOT NULL,
+    config TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    UNIQUE(run_id)
+);
+CREATE INDEX idx_configs_run_name ON configs(run_name);
+PRAGMA user_version = 2;
+)sql";
+
+std::string env(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? value : "";
+}
+
+// trackio's TRACKIO_DIR: the variable, else $HF_HOME/trackio, else huggingface_hub's default cache.
+std::string trackio_dir() {
+  if (!env("TRACKIO_DIR").empty()) return env("TRACKIO_DIR");
+  if (!env("HF_HOME").empty()) return env("HF_HOME") + "/trackio";
+  const std::string cache = !env("XDG_CACHE_HOME").empty() ? env("XDG_CACHE_HOME") : env("HOME") + "/.cache";
+  return cache + "/huggingface/trackio";
+}
+
+// trackio's canonical_project_name: letters, digits, '-' and '_' only, "default" when none is left.
+std::string canonical_project_name(const std::string& project) {
+  std::string out;
+  for (char c : project)
+    if (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_') out += c;
+  return out.empty() ? "default" : out;
+}
+
+// Python's datetime.now(timezone.utc).isoformat(): 2026-11-28T02:39:03.324200+00:00.
+std::string iso_now() {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t seconds = std::chrono::system_clock::to_time_t(now);
+  const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() % 1000000;
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  char text[48];
+  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%S", &utc);
+  char full[64];
+  std::snprintf(full, sizeof(full), "%s.%06lld+00:00", text, static_cast<long long>(micros));
+  return full;
+}
+
+std::string uuid_hex() {
+  static thread_local std::mt19937_64 rng(std::random_device{}() ^ (uint64_t(std::random_device{}()) << 32));
+  const char* hex = "0123456789abcdef";
+  std::string id;
+  for (int i = 0; i < 32; ++i) id += hex[rng() % 16];
+  return id;
+}
+
+// trackio's serialize_values: non-finite floats as the strings it reads back.
+nlohmann::json number(double value) {
+  if (std::isnan(value)) return "NaN";
+  if (std::isinf(value)) return value > 0 ? "Infinity" : "-Infinity";
+  return value;
+}
+
+// trackio's Run.log renames its reserved keys (and ones starting "__") to "__<key>".
+std::string row_key(const std::string& key) {
+  static const char* reserved[] = {"project", "run", "timestamp", "step", "time", "metrics"};
+  for (const char* name : reserved)
+    if (key == name) return "__" + key;
+  return key.rfind("__", 0) == 0 ? "__" + key : key;
+}
+
+// trackio's ProcessLock: an exclusive flock on <project>.lock around each write.
+class FileLock {
+ public:
+  explicit FileLock(const std::string& path) {
+    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    require(fd_ >= 0, ErrorCode::IO, "trackio: cannot open lock file '" + path + "'");
+    while (::flock(fd_, LOCK_EX) != 0) require(errno == EINTR, ErrorCode::IO, "trackio: cannot lock '" + path + "'");
+  }
+  ~FileLock() { ::close(fd_); }  // closing releases the lock
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+class TrackioTracker : public Tracker {
+ public:
+  TrackioTracker(TrackerKwargs kwargs) {
+    run_name_ = kwargs.string("name").value_or("");
+    group_ = kwargs.string("group");
+    kwargs.reject_unread();
+  }
+  ~TrackioTracker() override { close(); }
+  std::string name() const override { return "trackio"; }
+
+  void init(const std::string& project, const TrackerConfig& config) override {
+    const std::string dir = trackio_dir();
+    make_dirs(dir);
+    const std::string base = dir + "/" + canonical_project_name(project);
+    db_path_ = base + ".db";
+    lock_path_ = base + ".lock";
+    run_id_ = uuid_hex();
+    if (run_name_.empty()) run_name_ = "accel-" + run_id_.substr(0, 8);
+    FileLock lock(lock_path_);
+    int rc = sqlite3_open_v2(db_path_.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+    if (rc != SQLITE_OK) {
+      const std::string message = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+      close();
+      fail(ErrorCode::IO, "trackio: cannot open '" + db_path_ + "': " + message);
+    }
+    sqlite3_busy_timeout(db_, 30000);
+    const int64_t version = query_int("PRAGMA user_version");
+    const bool empty = query_int("SELECT count(*) FROM sqlite_master WHERE name IN ('metrics', 'configs')") == 0;
+    if (version == 0 && empty) {
+      exec("PRAGMA journal_mode = WAL");  // as trackio creates it
+      exec(std::string("BEGIN;") + kSchema + "COMMIT;");
+    } else if (version < 2) {
+      close();
+      fail(ErrorCode::Unsupported, "trackio: '" + db_path_ + "' has schema version " + std::to_string(version) +
+                                       "; open it once with trackio 0.24 or newer, which upgrades it to version 2");
+    }
+    nlohmann::json values = nlohmann::json::object();
+    for (const auto& [key, value] : config)
+      values[key] = std::holds_alternative<double>(value) ? number(std::get<double>(value))
+                                                          : nlohmann::json(std::get<std::string>(value));
+    values["_Username"] = nullptr;  // trackio's Hugging Face user; none here
+    values["_Created"] = iso_now();
+    values["_Group"] = group_ ? nlohmann::json(*group_) : nlohmann::json(nullptr);
+    insert("INSERT OR REPLACE INTO configs (run_id, run_name, config, created_at) VALUES (?1, ?2, ?3, ?4)",
+           {run_id_, run_name_, Blob{values.dump()}, iso_now()});
+  }
+
+  void log(const Scalars& values, std::optional<int64_t> step) override {
+    nlohmann::json row = nlohmann::json::object();
+    for (const auto& [key, value] : values) row[row_key(key)] = number(value);
+    add_row(row, step);
+  }
+
+  void log_text(const std::string& tag, const std::string& text, std::optional<int64_t> step) override {
+    add_row({{row_key(tag), text}}, step);
+  }
+
+  void finish() override { close(); }
+
+ private:
+  // trackio.log: a row at the given step, else one past the run's last step.
+  void add_row(const nlohmann::json& row, std::optional<int64_t> step) {
+    if (!db_) return;
+    const int64_t at = step.value_or(next_step_);
+    FileLock lock(lock_path_);
+    insert(
+        "INSERT INTO metrics (timestamp, run_id, run_name, step, metrics, log_id, space_id) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, NULL)",
+        {iso_now(), run_id_, run_name_, at, Blob{row.dump()}, uuid_hex()});
+    next_step_ = std::max(next_step_, at + 1);
+  }
+
+  struct Blob {
+    std::string bytes;
+  };
+  using Param = std::variant<std::string, int64_t, Blob>;
+
+  // One statement with bound parameters. The metrics and config JSON are Blobs,
+  // as trackio binds orjson's bytes.
+  void insert(const char* sql, const std::vector<Param>& params) {
+    sqlite3_stmt* statement = nullptr;
+    check(sqlite3_prepare_v2(db_, sql, -1, &statement, nullptr), "prepare");
+    for (size_t i = 0; i < params.size(); ++i) {
+      const int index = static_cast<int>(i) + 1;
+      if (const auto* integer = std::get_if<int64_t>(&params[i])) {
+        sqlite3_bind_int64(statement, index, *integer);
+      } else if (const auto* blob = std::get_if<Blob>(&params[i])) {
+        sqlite3_bind_blob(statement, index, blob->bytes.data(), static_cast<int>(blob->bytes.size()), SQLITE_TRANSIENT);
+      } else {
+        const auto& text = std::get<std::string>(params[i]);
+        sqlite3_bind_text(statement, index, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+      }
+    }
+    const int rc = sqlite3_step(statement);
+    sqlite3_finalize(statement);
+    check(rc == SQLITE_DONE ? SQLITE_OK : rc, "write");
+  }
+
+  void exec(const std::string& sql) {
+    char* error = nullptr;
+    const int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &error);
+    const std::string message = error ? error : "";
+    sqlite3_free(error);
+    require(rc == SQLITE_OK, ErrorCode::IO, "trackio: '" + db_path_ + "': " + message);
+  }
+
+  int64_t query_int(const char* sql) {
+    sqlite3_stmt* statement = nullptr;
+    check(sqlite3_prepare_v2(db_, sql, -1, &statement, nullptr), "prepare");
+    const int rc = sqlite3_step(statement);
+    const int64_t value = rc == SQLITE_ROW ? sqlite3_column_int64(statement, 0) : 0;
+    sqlite3_finalize(statement);
+    check(rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc, "read");
+    return value;
+  }
+
+  void check(int rc, const char* what) {
+    require(rc == SQLITE_OK, ErrorCode::IO,
+            std::string("trackio: cannot ") + what + " '" + db_path_ + "': " + sqlite3_errmsg(db_));
+  }
+
+  void close() {
+    if (db_) sqlite3_close(db_);
+    db_ = nullptr;
+  }
+
+  std::string run_name_, run_id_, db_path_, lock_path_;
+  std::optional<std::string> group_;
+  sqlite3* db_ = nullptr;
+  int64_t next_step_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Tracker> make_trackio_tracker(const std::string& dir, const nlohmann::json& kwargs) {
+  return std::make_unique<TrackioTracker>(TrackerKwargs("trackio", kwargs));
+}
+
+}  // namespace accel::detail

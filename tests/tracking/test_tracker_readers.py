@@ -1,0 +1,147 @@
+"""One run logging to every built-in tracker at once, each read back by its own
+tool: wandb (`wandb leet inspect`, `wandb sync --dry-run`), DVCLive/DVC
+(`dvc metrics show`, `dvc plots show`, `Live(resume=True)`) and trackio
+(`trackio list runs`, `trackio get run/metric`) here, in the venv of
+scripts/trackers-python-env.sh; TensorBoard's EventAccumulator and MLflow's
+client in the main test venv (ACCEL_TEST_PYTHON), on the same directory.
+
+Run by CTest with TRACKING_WRITER (tests/tracking/tracking_writer.c) set."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+WRITER = os.environ["TRACKING_WRITER"]
+BIN = Path(sys.executable).parent
+STEPS = 300  # enough rows for the wandb log to cross its 32 KiB blocks
+CONFIG = {"lr": 0.01, "optimizer": "adam", "epochs": 3}
+KWARGS = {"wandb": {"name": "first-run", "tags": ["baseline", "cpu"], "notes": "from C", "id": "accel01"},
+          "trackio": {"name": "first-run", "group": "sweep-a"}}
+
+
+def expected(step):
+    return {"train/loss": 1.0 / (step + 1), "accuracy": step * 0.01}
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """tracking_writer all <dir> demo STEPS CONFIG INIT_KWARGS, from inside a DVC repository."""
+    root = tmp_path_factory.mktemp("trackers")
+    subprocess.run([BIN / "dvc", "init", "--no-scm", "-q"], cwd=root, check=True, timeout=120)
+    env = dict(os.environ, WANDB_DIR="", WANDB_MODE="", TRACKIO_DIR=str(root / "trackio"))
+    subprocess.run([WRITER, "all", str(root / "logs"), "demo", str(STEPS), json.dumps(CONFIG), json.dumps(KWARGS)],
+                   cwd=root, env=env, check=True, timeout=120)
+    return root
+
+
+def wandb_run_dir(root):
+    runs = list((root / "logs" / "wandb").glob("offline-run-*-accel01"))
+    assert len(runs) == 1, runs
+    return runs[0]
+
+
+def test_wandb_summary_config_and_tags(run):
+    out = subprocess.run([BIN / "wandb", "leet", "inspect", "--summary", "--json", str(wandb_run_dir(run))],
+                         check=True, capture_output=True, text=True, timeout=120).stdout
+    summary = json.loads(out)
+    assert summary["run_id"] == "accel01"
+    assert summary["project"] == "demo"
+    assert summary["name"] == "first-run"
+    assert summary["notes"] == "from C"
+    assert summary["tags"] == ["baseline", "cpu"]
+    assert summary["state"] == "finished" and summary["exit_code"] == 0
+    assert summary["config"] == CONFIG
+    assert summary["step"] == STEPS - 1
+    last = expected(STEPS - 1)
+    assert summary["summary"]["train/loss"] == pytest.approx(last["train/loss"], rel=1e-15)
+    assert summary["summary"]["accuracy"] == pytest.approx(last["accuracy"], rel=1e-15)
+
+
+def test_wandb_history_has_every_step_with_the_text_merged_into_step_0(run):
+    run_file = next(wandb_run_dir(run).glob("run-accel01.wandb"))
+    out = subprocess.run([BIN / "wandb", "leet", "inspect", "--json", str(run_file)],
+                         check=True, capture_output=True, text=True, timeout=120).stdout
+    rows = [json.loads(line)["history"] for line in out.splitlines() if json.loads(line)["type"] == "history"]
+    assert [row["step"]["num"] for row in rows] == list(range(STEPS))
+    for row in rows:
+        item = row["item"]
+        assert item["_step"] == row["step"]["num"]
+        for key, value in expected(item["_step"]).items():
+            assert item[key] == pytest.approx(value, rel=1e-15)  # doubles written in their shortest exact text
+    assert rows[0]["item"]["notes"] == "hello tracking"
+
+
+def test_wandb_sync_accepts_the_offline_run(run):
+    out = subprocess.run([BIN / "wandb", "sync", "--dry-run", str(wandb_run_dir(run))],
+                         check=True, capture_output=True, text=True, timeout=120)
+    assert "Would sync 1 run(s)" in out.stdout + out.stderr
+    assert "run-accel01.wandb" in out.stdout + out.stderr
+
+
+def test_dvc_reads_the_dvclive_metrics_and_plots(run):
+    metrics = json.loads(subprocess.run([BIN / "dvc", "metrics", "show", "--json"], cwd=run, check=True,
+                                        capture_output=True, text=True, timeout=120).stdout)
+    data = metrics[""]["data"]["logs/dvclive/metrics.json"]["data"]
+    last = expected(STEPS - 1)
+    assert data["step"] == STEPS - 1
+    assert data["train"]["loss"] == pytest.approx(last["train/loss"], rel=1e-15)
+    assert data["accuracy"] == pytest.approx(last["accuracy"], rel=1e-15)
+    plots = json.loads(subprocess.run([BIN / "dvc", "plots", "show", "--json"], cwd=run, check=True,
+                                      capture_output=True, text=True, timeout=120).stdout)["data"]
+    loss = plots["logs/dvclive/plots/metrics/train/loss.tsv"][0]["content"]["data"]["values"]
+    assert [int(v["step"]) for v in loss] == list(range(STEPS))
+    for v in loss:
+        assert float(v["loss"]) == pytest.approx(expected(int(v["step"]))["train/loss"], rel=1e-15)
+    assert "logs/dvclive/plots/metrics/accuracy.tsv" in plots
+
+
+def test_dvclive_resumes_after_our_last_step_and_reads_our_params(run):
+    import yaml
+    from dvclive import Live
+
+    live_dir = run / "logs" / "dvclive"
+    assert yaml.safe_load((live_dir / "params.yaml").read_text()) == CONFIG
+    with Live(dir=str(live_dir), resume=True, save_dvc_exp=False) as live:
+        assert live.step == STEPS  # DVCLive continues after the last step in our metrics.json
+
+
+def trackio_json(run, *args):
+    env = dict(os.environ, TRACKIO_DIR=str(run / "trackio"))
+    out = subprocess.run([BIN / "trackio", *args, "--project", "demo", "--json"], env=env, check=True,
+                         capture_output=True, text=True, timeout=120).stdout
+    return json.loads(out)
+
+
+def test_trackio_lists_the_run_with_its_config_and_every_step(run):
+    assert trackio_json(run, "list", "runs")["runs"] == ["first-run"]
+    info = trackio_json(run, "get", "run", "--run", "first-run")
+    assert {k: v for k, v in info["config"].items() if not k.startswith("_")} == CONFIG
+    assert info["config"]["_Group"] == "sweep-a"
+    assert info["num_logs"] == STEPS + 1  # the text at step 0 is a row of its own, as trackio.log writes it
+    assert info["last_step"] == STEPS - 1
+    assert set(info["metrics"]) >= {"train/loss", "accuracy"}
+    values = trackio_json(run, "get", "metric", "--run", "first-run", "--metric", "train/loss")["values"]
+    assert [v["step"] for v in values] == list(range(STEPS))
+    for v in values:
+        assert v["value"] == pytest.approx(expected(v["step"])["train/loss"], rel=1e-15)
+
+
+def test_tensorboard_and_mlflow_read_the_same_run(run):
+    """The main venv's readers (tensorboard, mlflow) on the directory the run above wrote."""
+    script = f"""
+import glob, sys
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+acc = EventAccumulator({str(run / 'logs' / 'demo')!r}, size_guidance={{"scalars": 0}}); acc.Reload()
+assert [e.step for e in acc.Scalars("train/loss")] == list(range({STEPS})), acc.Tags()
+import mlflow
+client = mlflow.MlflowClient(tracking_uri="file://" + {str(run / 'logs' / 'mlruns')!r})
+exp = client.get_experiment_by_name("demo")
+(r,) = client.search_runs([exp.experiment_id])
+assert r.data.params == {{"lr": "0.01", "optimizer": "adam", "epochs": "3"}}, r.data.params
+assert len(client.get_metric_history(r.info.run_id, "train/loss")) == {STEPS}
+"""
+    env = dict(os.environ, MLFLOW_ALLOW_FILE_STORE="true")
+    subprocess.run([os.environ["ACCEL_TEST_PYTHON"], "-c", script], env=env, check=True, timeout=300)
