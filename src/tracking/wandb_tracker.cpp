@@ -104,14 +104,14 @@ class WandbTracker : public Tracker {
     make_dirs(run_dir_ + "/files");
     log_.open(run_dir_ + "/run-" + run_id_ + ".wandb");
 
-    wandb::Record header;
+    accel_internal::wandb::Record header;
     auto* version = header.mutable_header()->mutable_version_info();
     version->set_producer("libaccel " + std::to_string(ACCEL_VERSION_MAJOR) + "." +
                           std::to_string(ACCEL_VERSION_MINOR) + "." + std::to_string(ACCEL_VERSION_PATCH));
     version->set_min_consumer("0.70.0");  // the transaction-log version wandb 0.31 writes and reads
     write(header);
 
-    wandb::Record run;
+    accel_internal::wandb::Record run;
     auto* record = run.mutable_run();
     record->set_run_id(run_id_);
     record->set_project(run_name);
@@ -155,14 +155,14 @@ class WandbTracker : public Tracker {
     finished_ = true;
     flush_row();
     const double runtime = now_seconds() - start_;
-    wandb::Record summary;
+    accel_internal::wandb::Record summary;
     for (const auto& [key, value] : summary_) {
       auto* item = summary.mutable_summary()->add_update();
       item->add_nested_key(key);
       item->set_value_json(value);
     }
     write(summary);
-    wandb::Record exit;
+    accel_internal::wandb::Record exit;
     exit.mutable_exit()->set_exit_code(0);
     exit.mutable_exit()->set_runtime(static_cast<int32_t>(runtime));
     write(exit);
@@ -201,7 +201,7 @@ class WandbTracker : public Tracker {
     pending_["_step"] = std::to_string(step);
     pending_["_runtime"] = number_json(now - start_);
     pending_["_timestamp"] = number_json(now);
-    wandb::Record record;
+    accel_internal::wandb::Record record;
     auto* history = record.mutable_history();
     for (const auto& [key, value] : pending_) {
       auto* item = history->add_item();
@@ -216,7 +216,7 @@ class WandbTracker : public Tracker {
     write(record);
   }
 
-  void write(wandb::Record& record) {
+  void write(accel_internal::wandb::Record& record) {
     record.set_num(++records_);
     record.mutable_info()->set_stream_id(run_id_);
     log_.append(record.SerializeAsString());
