@@ -34,6 +34,7 @@ typedef accel_dataloader AccelDataLoader;
 typedef accel_sequences AccelSequences;
 typedef accel_progress AccelProgress;
 typedef accel_tensor_map AccelTensorMap;
+typedef accel_partial_state AccelPartialState;
 
 /* Trackers added through the bindings belong to their accelerator: the C API
    borrows them until end_training or accel_accelerator_free, so they are
@@ -104,6 +105,8 @@ struct AccelBatch {
 %ignore accel_collate_fn;
 %ignore accel_progress;
 %ignore accel_tensor_map;
+%ignore accel_partial_state;
+%ignore accel_partial_state_options;
 %ignore accel_profile;
 %ignore accel_bytes_writer;
 %ignore accel_field_spec;
@@ -255,6 +258,7 @@ static AccelBatch* accel_list_result(AccelBatch* batch, accel_status status) {
 %rename(NamedTensors) AccelNamedTensors;
 %rename(TensorList) AccelTensorList;
 %rename(TensorMap) AccelTensorMap;
+%rename(PartialState) AccelPartialState;
 struct AccelTensor {};
 struct AccelBatch {};
 struct AccelAccelerator {};
@@ -269,6 +273,7 @@ struct AccelProfileRun {};
 struct AccelNamedTensors {};
 struct AccelTensorList {};
 struct AccelTensorMap {};
+struct AccelPartialState {};
 
 %newobject AccelTensor::from_buffer;
 %newobject AccelTensor::argmax;
@@ -1261,6 +1266,41 @@ struct AccelTensorMap {};
     return v != 0;
   }
   void end_training() { accel_check(accel_accelerator_end_training($self)); }
+}
+
+/* Accelerate's PartialState: this process's place in the launch and the
+   world's process group, shared with every accelerator of the process. */
+%extend AccelPartialState {
+  AccelPartialState(bool cpu = false, int64_t timeout_ms = 1800000) {
+    accel_partial_state_options opts;
+    accel_partial_state_options_init(&opts);
+    opts.cpu = cpu ? 1 : 0;
+    opts.timeout_ms = timeout_ms;
+    accel_partial_state* out = 0;
+    accel_check(accel_partial_state_create(&opts, &out));
+    return out;
+  }
+  ~AccelPartialState() { accel_partial_state_free($self); }
+  int process_index() const { int v = 0; accel_check(accel_partial_state_process_index($self, &v)); return v; }
+  int local_process_index() const {
+    int v = 0;
+    accel_check(accel_partial_state_local_process_index($self, &v));
+    return v;
+  }
+  int num_processes() const { int v = 0; accel_check(accel_partial_state_num_processes($self, &v)); return v; }
+  accel_distributed_type distributed_type() const {
+    accel_distributed_type v;
+    accel_check(accel_partial_state_distributed_type($self, &v));
+    return v;
+  }
+  std::string device() const { const char* v = 0; accel_check(accel_partial_state_device($self, &v)); return v; }
+  /* {start, end, padded_length}, as Accelerator's split_range. */
+  std::vector<int64_t> split_range(int64_t n, bool apply_padding = false) const {
+    int64_t start = 0, end = 0, padded = 0;
+    accel_check(accel_partial_state_split_range($self, n, apply_padding, &start, &end, &padded));
+    return std::vector<int64_t>{start, end, padded};
+  }
+  void wait_for_everyone() { accel_check(accel_partial_state_wait_for_everyone($self)); }
 }
 
 %extend AccelProgress {

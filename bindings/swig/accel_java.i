@@ -247,6 +247,7 @@ ACCEL_JAVA_CLOSEABLE(AccelDataLoader, "DataLoader")
 ACCEL_JAVA_CLOSEABLE(AccelSequences, "Sequences")
 ACCEL_JAVA_CLOSEABLE(CollateWriter, "CollateWriter")
 ACCEL_JAVA_CLOSEABLE(AccelProgress, "ProgressBar")
+ACCEL_JAVA_CLOSEABLE(AccelPartialState, "PartialState")
 ACCEL_JAVA_CLOSEABLE(AccelProfileRun, "Profile")
 ACCEL_JAVA_CLOSEABLE(SampleWriter, "Sample")
 ACCEL_JAVA_CLOSEABLE(StateWriter, "StateWriter")
@@ -323,6 +324,7 @@ ACCEL_JAVA_CLOSEABLE(StateWriter, "StateWriter")
 %javamethodmodifiers AccelAccelerator::log "";
 %javamethodmodifiers AccelAccelerator::gather_object "";
 %javamethodmodifiers AccelAccelerator::split_range "";
+%javamethodmodifiers AccelPartialState::split_range "";
 /* The Java accelerator records the models it prepared (the hooks pass them, as Accelerate's do). */
 %rename(nativePrepareModel) AccelAccelerator::prepare_model;
 %javamethodmodifiers AccelAccelerator::prepare_model "";
@@ -809,6 +811,50 @@ import java.nio.LongBuffer;
 %}
 
 %typemap(javacode) AccelProgress %{
+  @Override
+  public void close() {
+    delete();
+  }
+%}
+
+%typemap(javacode) AccelPartialState %{
+  public boolean isMainProcess() {
+    return processIndex() == 0;
+  }
+
+  public boolean isLocalMainProcess() {
+    return localProcessIndex() == 0;
+  }
+
+  public boolean isLastProcess() {
+    return processIndex() == numProcesses() - 1;
+  }
+
+  /** Whether more than one process runs (Accelerate's use_distributed). */
+  public boolean useDistributed() {
+    return numProcesses() > 1;
+  }
+
+  /** Runs body on the main process first, then on the others (Accelerate's main_process_first). */
+  public void mainProcessFirst(Runnable body) {
+    if (!isMainProcess()) waitForEveryone();
+    try {
+      body.run();
+    } finally {
+      if (isMainProcess()) waitForEveryone();
+    }
+  }
+
+  /** This process's share of items, as Accelerator.splitBetweenProcesses (padding repeats the last item). */
+  public <T> java.util.List<T> splitBetweenProcesses(java.util.List<T> items, boolean applyPadding) {
+    Int64Vector v = splitRange(items.size(), applyPadding);
+    try {
+      return Nested.split(items, new long[] {v.get(0), v.get(1), v.get(2)});
+    } finally {
+      v.delete();
+    }
+  }
+
   @Override
   public void close() {
     delete();

@@ -122,6 +122,7 @@ ACCEL_PY_CLOSEABLE(AccelDataset, "Dataset")
 ACCEL_PY_CLOSEABLE(AccelDataLoader, "DataLoader")
 ACCEL_PY_CLOSEABLE(AccelSequences, "Sequences")
 ACCEL_PY_CLOSEABLE(AccelProgress, "ProgressBar")
+ACCEL_PY_CLOSEABLE(AccelPartialState, "PartialState")
 ACCEL_PY_CLOSEABLE(AccelProfileRun, "Profile")
 
 %include "accel_core.i"
@@ -137,6 +138,7 @@ static void close_dataset(AccelDataset* CLOSING) { accel_dataset_free(CLOSING); 
 static void close_dataloader(AccelDataLoader* CLOSING) { accel_dataloader_free(CLOSING); }
 static void close_sequences(AccelSequences* CLOSING) { accel_sequences_free(CLOSING); }
 static void close_progress(AccelProgress* CLOSING) { accel_progress_free(CLOSING); }
+static void close_partial_state(AccelPartialState* CLOSING) { accel_partial_state_free(CLOSING); }
 static void close_profile(AccelProfileRun* CLOSING) {
   if (CLOSING && CLOSING->handle) accel_profile_end(CLOSING->handle);
   delete CLOSING;

@@ -1486,6 +1486,7 @@ ACCEL_API accel_status accel_accelerator_no_grad_end(accel_accelerator* acc);
 
 /* Further parts of the C ABI, one header per area. */
 #include "accel/accel_checkpoint.h"
+#include "accel/accel_partial_state.h"
 #include "accel/accel_tracking.h"
 #include "accel/big_model.h"
 

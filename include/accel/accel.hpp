@@ -8,6 +8,7 @@
 #include "accel/memory.hpp"
 #include "accel/memory_estimate.hpp"
 #include "accel/options.hpp"
+#include "accel/partial_state.hpp"
 #include "accel/model.hpp"
 #include "accel/optimizer.hpp"
 #include "accel/scheduler.hpp"

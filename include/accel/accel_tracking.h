@@ -2,9 +2,10 @@
  * end_training) and custom trackers through callbacks.
  *
  * Built-in trackers are named in accel_accelerator_options.log_with
- * (comma-separated: "jsonl", "csv", "tensorboard", "mlflow", or "all") and
- * write under options.logging_dir (default project_dir/logs); docs/tracking.md
- * describes their files. Trackers run on the main process only: on the other
+ * (comma-separated: "jsonl", "csv", "tensorboard", "mlflow", "wandb",
+ * "dvclive", "trackio", or "all") and write under options.logging_dir (default
+ * project_dir/logs; trackio into its own store); docs/tracking.md describes
+ * their files. Trackers run on the main process only: on the other
  * processes init_trackers, log, log_text and end_training succeed and do nothing.
  * None of these calls communicates. */
 #ifndef ACCEL_ACCEL_TRACKING_H

@@ -25,6 +25,8 @@
 #include "state/host_allocator.hpp"
 #include "state/large_block_cache.hpp"
 #include "state/out_of_memory.hpp"
+#include "state/process_device.hpp"
+#include "state/shared_world_group.hpp"
 #include "accelerator/resolved_options.hpp"
 #include "sharding/strategy.hpp"
 
@@ -78,10 +80,10 @@ void create_hybrid_groups(AcceleratorState& state) {
   std::vector<int> same_node, same_local;
   for (int i = 0; i < per_node; ++i) same_node.push_back(node * per_node + i);
   for (int n = 0; n < nodes; ++n) same_local.push_back(n * per_node + local);
-  state.shard_group =
-      std::make_unique<ProcessGroup>(*state.process_group, "hybrid_shard/node" + std::to_string(node), same_node);
-  state.replica_group = std::make_unique<ProcessGroup>(*state.process_group,
-                                                       "hybrid_replicate/local" + std::to_string(local), same_local);
+  state.shard_group = std::make_unique<ProcessGroup>(
+      *state.process_group, state.subgroup_name("hybrid_shard/node" + std::to_string(node)), same_node);
+  state.replica_group = std::make_unique<ProcessGroup>(
+      *state.process_group, state.subgroup_name("hybrid_replicate/local" + std::to_string(local)), same_local);
 }
 
 }  // namespace
@@ -124,23 +126,7 @@ AcceleratorState::AcceleratorState(const ResolvedOptions& resolved)
   tune_host_allocator();
   install_large_block_cache();
 
-  const bool use_cuda = !resolved.use_cpu && torch::cuda::is_available();
-  if (use_cuda) {
-    int devices = static_cast<int>(torch::cuda::device_count());
-    // NCCL refuses two ranks on one GPU, and only deep inside its first collective:
-    // say so here, with the ways out.
-    if (env.distributed() && env.local_world_size > devices) {
-      fail(ErrorCode::InvalidArgument,
-           "LOCAL_WORLD_SIZE " + std::to_string(env.local_world_size) + " processes on this machine but only " +
-               std::to_string(devices) +
-               " CUDA device(s): NCCL needs one GPU per process; launch at most that many, or train on CPU "
-               "(the cpu option, accel launch --cpu, ACCELERATE_USE_CPU=1)");
-    }
-    device = c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(env.local_rank % devices));
-    // Make it the current device, as Accelerate does, so that NCCL and plain
-    // `.cuda()` calls in user code land on this process's GPU, not GPU 0.
-    c10::impl::getDeviceGuardImpl(c10::kCUDA)->setDevice(device);
-  }
+  device = choose_process_device(env, resolved.use_cpu);
   check_precision_supported(mixed_precision, device);
   require_arg(resolved.backend != "nccl" || device.is_cuda(),
               "backend \"nccl\" needs CUDA devices, but this run is on " + device.str() +
@@ -162,7 +148,10 @@ AcceleratorState::AcceleratorState(const ResolvedOptions& resolved)
   std::optional<MeshShape> mesh_shape;
   if (resolved.parallelism) mesh_shape = check_parallelism(*resolved.parallelism, env.world_size, sharding_strategy);
   if (env.distributed()) {
-    process_group = std::make_unique<ProcessGroup>(env, device, timeout);
+    auto world = join_world_group(env, device, timeout);
+    process_group = std::move(world.group);
+    group_generation = world.generation;
+    timeout = process_group->timeout();  // the first user's, when a PartialState made the group
     distributed_type = device.is_cuda() ? DistributedType::MultiGpu : DistributedType::MultiCpu;
     if (mesh_shape) {
       create_mesh_groups(*this, *mesh_shape);

@@ -37,7 +37,7 @@ std::unique_ptr<ProcessGroup> group_along(RuntimeContext& state, const MeshShape
   std::string list;
   for (int r : ranks) list += (list.empty() ? "" : ", ") + std::to_string(r);
   names += (names.empty() ? "" : "; ") + name + " [" + list + "]";
-  return std::make_unique<ProcessGroup>(*state.process_group, name, ranks);
+  return std::make_unique<ProcessGroup>(*state.process_group, state.subgroup_name(name), ranks);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "accel/accelerator.hpp"
+#include "state/split_range.hpp"
 #include "accelerator/accelerator_state.hpp"
 #include "state/c10d_adapter.hpp"
 #include "state/collectives.hpp"
@@ -101,15 +102,7 @@ std::string Accelerator::broadcast_object(const std::string& bytes, int from) {
 }
 
 Accelerator::SplitRange Accelerator::split_range(int64_t n, bool apply_padding) const {
-  require_arg(n >= 0, "split_between_processes: the number of items " + std::to_string(n) + " is negative");
-  const int64_t world = num_processes(), me = process_index();
-  const int64_t per = n / world, extras = n % world;
-  SplitRange range;
-  range.start = me * per + std::min(me, extras);
-  range.end = range.start + per + (me < extras ? 1 : 0);
-  range.padded_length = range.end - range.start;
-  if (apply_padding && n > 0) range.padded_length = per + (extras > 0 ? 1 : 0);
-  return range;
+  return detail::split_range(n, num_processes(), process_index(), apply_padding);
 }
 
 at::Tensor Accelerator::split_between_processes(const at::Tensor& tensor, bool apply_padding) const {

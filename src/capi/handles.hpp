@@ -65,6 +65,10 @@ struct accel_profile {
 struct accel_bytes_writer {
   std::string bytes;
 };
+struct accel_partial_state {
+  std::unique_ptr<accel::PartialState> state;
+  std::string device_name;
+};
 
 namespace accel::capi {
 
@@ -80,7 +84,8 @@ enum class HandleKind {
   Profile,
   BytesWriter,
   Sequences,
-  TensorMap
+  TensorMap,
+  PartialState
 };
 
 template <class H>
@@ -139,6 +144,11 @@ template <>
 struct KindOf<accel_bytes_writer> {
   static constexpr HandleKind value = HandleKind::BytesWriter;
   static constexpr const char* name = "accel_bytes_writer (valid only inside its save callback)";
+};
+template <>
+struct KindOf<accel_partial_state> {
+  static constexpr HandleKind value = HandleKind::PartialState;
+  static constexpr const char* name = "accel_partial_state";
 };
 template <>
 struct KindOf<accel_sequences> {

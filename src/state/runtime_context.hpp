@@ -56,8 +56,15 @@ struct RuntimeContext {
     return sharding_strategy != ShardingStrategy::NoShard && (process_group != nullptr || cpu_offload);
   }
   std::chrono::milliseconds timeout{0};
-  // Null when the process runs alone.
-  std::unique_ptr<ProcessGroup> process_group;
+  // Null when the process runs alone. The world's group, shared with the
+  // process's PartialStates and other Accelerators (state/shared_world_group.hpp).
+  std::shared_ptr<ProcessGroup> process_group;
+  // How many users joined process_group before this one: sub-groups get it in
+  // their names (subgroup_name), so two live Accelerators' groups stay apart.
+  int group_generation = 0;
+  std::string subgroup_name(const std::string& name) const {
+    return group_generation == 0 ? name : "g" + std::to_string(group_generation) + "/" + name;
+  }
   // HYBRID_SHARD with several processes: the ranks of this node, over which
   // parameters are sharded, and this local rank on every node (null with one
   // node), over which the gradient shards are summed.

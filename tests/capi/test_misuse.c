@@ -20,7 +20,7 @@
 
 /* ---- bad handles ------------------------------------------------------- */
 
-enum { K_TENSOR, K_ACC, K_MODEL, K_OPT, K_SCHED, K_DATASET, K_LOADER, K_PROGRESS, K_PROFILE, K_COUNT };
+enum { K_TENSOR, K_ACC, K_MODEL, K_OPT, K_SCHED, K_DATASET, K_LOADER, K_PROGRESS, K_PROFILE, K_STATE, K_COUNT };
 #define NBAD 4 /* NULL, freed, a live handle of another kind, a pointer to garbage */
 static void* bad[K_COUNT][NBAD];
 static const char* const bad_names[NBAD] = {"NULL", "freed", "wrong kind", "garbage"};
@@ -43,6 +43,7 @@ static accel_dataset* ds_out;
 static accel_dataloader* dl_out;
 static accel_progress* prog_out;
 static accel_profile* prof_out;
+static accel_partial_state* state_out;
 static int i_out;
 static int64_t i64_out;
 static size_t sz_out;
@@ -64,6 +65,7 @@ static void reset_outs(void) {
   dl_out = (accel_dataloader*)SENTINEL;
   prog_out = (accel_progress*)SENTINEL;
   prof_out = (accel_profile*)SENTINEL;
+  state_out = (accel_partial_state*)SENTINEL;
   i_out = -7777;
   i64_out = -7777;
   sz_out = 7777;
@@ -77,9 +79,9 @@ static void reset_outs(void) {
 static int outs_untouched(void) {
   return t_out == SENTINEL && t_out2 == SENTINEL && acc_out == SENTINEL && model_out == SENTINEL &&
          opt_out == SENTINEL && sched_out == SENTINEL && ds_out == SENTINEL && dl_out == SENTINEL &&
-         prog_out == SENTINEL && prof_out == SENTINEL && i_out == -7777 && i64_out == -7777 && sz_out == 7777 &&
-         d_out == -7777.0 && s_out == SENTINEL && (int)dtype_out == 77 && (int)dist_out == 77 && (int)mp_out == 77 &&
-         (int)shard_out == 77;
+         prog_out == SENTINEL && prof_out == SENTINEL && state_out == SENTINEL && i_out == -7777 && i64_out == -7777 &&
+         sz_out == 7777 && d_out == -7777.0 && s_out == SENTINEL && (int)dtype_out == 77 && (int)dist_out == 77 &&
+         (int)mp_out == 77 && (int)shard_out == 77;
 }
 
 static void expect_status(const char* call, int line, accel_status got, accel_status want) {
@@ -119,6 +121,7 @@ static accel_scheduler* sched;
 static accel_dataset* ds;
 static accel_dataloader* dl;
 static accel_progress* prog;
+static accel_partial_state* pstate;
 
 static accel_bytes_writer* stale_writer;
 static accel_status remember_writer(void* user, accel_bytes_writer* writer) {
@@ -199,6 +202,7 @@ static void setup(void) {
   accel_dataloader* l2;
   accel_progress* p2;
   accel_profile* f2;
+  accel_partial_state* ps2;
 
   strcpy(dir, "/tmp/accel_misuse_XXXXXX");
   if (mkdtemp(dir) == NULL) exit(2);
@@ -217,6 +221,7 @@ static void setup(void) {
   FIXTURE(accel_dataset_from_tensors(tx, ty, &ds));
   FIXTURE(accel_dataloader_create(ds, NULL, &dl));
   FIXTURE(accel_progress_create(0, "misuse", 1, &prog));
+  FIXTURE(accel_partial_state_create(NULL, &pstate));
 
   /* Freed handles last, so that no fixture above reuses their addresses. */
   FIXTURE(accel_accelerator_create(&ao, &acc2));
@@ -229,6 +234,8 @@ static void setup(void) {
   FIXTURE(accel_progress_create(0, "freed", 1, &p2));
   FIXTURE(accel_profile_begin(acc2, dir, &f2));
   FIXTURE(accel_profile_end(f2)); /* frees it */
+  FIXTURE(accel_partial_state_create(NULL, &ps2));
+  accel_partial_state_free(ps2);
   accel_scheduler_free(s2);
   accel_optimizer_free(o2);
   accel_model_free(m2);
@@ -239,8 +246,8 @@ static void setup(void) {
   accel_accelerator_free(acc2);
 
   {
-    void* freed[K_COUNT] = {t2, acc2, m2, o2, s2, d2, l2, p2, f2};
-    void* live[K_COUNT] = {tx, acc, model, opt, sched, ds, dl, prog, NULL};
+    void* freed[K_COUNT] = {t2, acc2, m2, o2, s2, d2, l2, p2, f2, ps2};
+    void* live[K_COUNT] = {tx, acc, model, opt, sched, ds, dl, prog, NULL, pstate};
     for (int k = 0; k < K_COUNT; ++k) {
       bad[k][0] = NULL;
       bad[k][1] = freed[k];
@@ -1568,6 +1575,45 @@ static void wrong_kind_frees(void) {
   EXPECT_OK(accel_progress_update(prog, 1));
 }
 
+/* Partial states (accel_partial_state.h): bad handles, NULL outs, bad options. */
+static void partial_states(void) {
+  accel_partial_state_options opts;
+  int64_t a = 0, b = 0, c = 0;
+  accel_partial_state_options_init(NULL);
+  EACH_BAD(K_STATE, accel_partial_state, s) {
+    ARG(accel_partial_state_process_index(s, &i_out));
+    ARG(accel_partial_state_local_process_index(s, &i_out));
+    ARG(accel_partial_state_num_processes(s, &i_out));
+    ARG(accel_partial_state_distributed_type(s, &dist_out));
+    ARG(accel_partial_state_device(s, &s_out));
+    ARG(accel_partial_state_split_range(s, 4, 0, &a, &b, &c));
+    ARG(accel_partial_state_wait_for_everyone(s));
+  }
+  ARG(accel_partial_state_create(NULL, NULL));
+  ARG(accel_partial_state_process_index(pstate, NULL));
+  ARG(accel_partial_state_local_process_index(pstate, NULL));
+  ARG(accel_partial_state_num_processes(pstate, NULL));
+  ARG(accel_partial_state_distributed_type(pstate, NULL));
+  ARG(accel_partial_state_device(pstate, NULL));
+  ARG(accel_partial_state_split_range(pstate, 4, 0, NULL, &b, &c));
+  ARG(accel_partial_state_split_range(pstate, 4, 0, &a, NULL, &c));
+  ARG(accel_partial_state_split_range(pstate, 4, 0, &a, &b, NULL));
+  ARG(accel_partial_state_split_range(pstate, -1, 0, &a, &b, &c)); /* a negative count */
+  accel_partial_state_options_init(&opts);
+  opts.timeout_ms = 0;
+  ARG(accel_partial_state_create(&opts, &state_out));
+  accel_partial_state_options_init(&opts);
+  opts.struct_size = 0;
+  ARG(accel_partial_state_create(&opts, &state_out));
+  EXPECT_OK(accel_partial_state_split_range(pstate, 4, 0, &a, &b, &c));
+  EXPECT(a == 0 && b == 4 && c == 4);
+  EXPECT_OK(accel_partial_state_wait_for_everyone(pstate));
+  accel_partial_state_free(NULL);
+  accel_partial_state_free((accel_partial_state*)tx); /* another kind: ignored */
+  EXPECT_OK(accel_partial_state_num_processes(pstate, &i_out));
+  EXPECT(i_out == 1);
+}
+
 /* Big-model tools (big_model.h): every bad argument is refused, out untouched. */
 static void big_models(void) {
   static const char* kGraph =
@@ -1643,7 +1689,9 @@ int main(void) {
   checkpoints();
   tracking();
   big_models();
+  partial_states();
   wrong_kind_frees();
+  accel_partial_state_free(pstate);
   accel_progress_free(prog);
   accel_dataloader_free(dl);
   accel_dataset_free(ds);

@@ -44,6 +44,7 @@ from .memory import find_executable_batch_size, should_reduce_batch_size
 from .launchers import debug_launcher, notebook_launcher
 from . import utils
 from .parallelism import ParallelismConfig
+from .partial_state import PartialState
 
 __all__ = [
     "AccelError", "Accelerator", "AcceleratorState", "GradientState", "DistributedType", "Model", "Optimizer",
@@ -55,7 +56,7 @@ __all__ = [
     "GradientAccumulationPlugin", "ProjectConfiguration", "ParallelismConfig", "KwargsHandler",
     "DistributedDataParallelKwargs", "InitProcessGroupKwargs", "GradScalerKwargs", "AutocastKwargs", "ProfileKwargs",
     "DDPCommunicationHookType", "DataLoaderConfiguration", "utils", "find_executable_batch_size",
-    "should_reduce_batch_size", "notebook_launcher", "debug_launcher",
+    "should_reduce_batch_size", "notebook_launcher", "debug_launcher", "PartialState",
 ]
 
 __version__ = version()

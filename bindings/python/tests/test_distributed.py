@@ -54,3 +54,19 @@ def test_tensor_parallel_split_model_computes_the_whole_models_function(tp, how)
         capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"[rank 0] ok tp {tp}" in result.stdout
+
+
+PARTIAL_STATE = Path(__file__).parent / "programs" / "partial_state_worker.py"
+
+
+@pytest.mark.parametrize("nproc", [2, 3])
+def test_partial_state_before_and_beside_an_accelerator(nproc, tmp_path):
+    launcher = os.environ.get("ACCEL_CLI")
+    if not launcher:
+        pytest.skip("ACCEL_CLI (the accel command) is not set; run through CTest")
+    result = subprocess.run(
+        [launcher, "launch", "--nproc_per_node", str(nproc), "--master_port", "0", sys.executable,
+         str(PARTIAL_STATE), str(tmp_path / "prepared.txt")],
+        capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"[rank 0] partial state ok {nproc}" in result.stdout

@@ -408,3 +408,24 @@ def test_optimizer_state_with_code_in_it_is_refused(tmp_path):
     with pytest.raises(accel.AccelError, match="optimizer.bin|not a PyTorch pickle of plain data"):
         acc.load_state(str(tmp_path / "ckpt"))
     assert not (tmp_path / "pwned").exists()
+
+
+def test_partial_state_on_one_process():
+    state = accel.PartialState(cpu=True)
+    assert (state.process_index, state.local_process_index, state.num_processes) == (0, 0, 1)
+    assert state.is_main_process and state.is_last_process and not state.use_distributed
+    assert state.distributed_type == accel.DistributedType.NO and state.device == "cpu"
+    with state.split_between_processes([1, 2, 3]) as share:
+        assert share == [1, 2, 3]
+    with state.main_process_first():
+        pass
+    state.wait_for_everyone()
+    acc = accel.Accelerator(cpu=True)  # beside it, as in Accelerate
+    assert acc.num_processes == 1
+    with pytest.raises(ValueError, match="backend 'nccl'"):
+        accel.PartialState(cpu=True, backend="nccl")
+    with pytest.raises(TypeError, match="unsupported arguments"):
+        accel.PartialState(init_method="tcp://x")
+    state.close()
+    with pytest.raises(ValueError):
+        state.process_index

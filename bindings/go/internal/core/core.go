@@ -347,7 +347,11 @@ typedef long long swig_type_317;
 typedef _gostring_ swig_type_318;
 typedef long long swig_type_319;
 typedef _gostring_ swig_type_320;
-typedef _gostring_ swig_type_321;
+typedef long long swig_type_321;
+typedef _gostring_ swig_type_322;
+typedef long long swig_type_323;
+typedef long long swig_type_324;
+typedef _gostring_ swig_type_325;
 extern void _wrap_Swig_free_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Swig_malloc_core_a1403cbc65d2f32f(swig_intgo arg1);
 extern uintptr_t _wrap_new_Int64Vector__SWIG_0_core_a1403cbc65d2f32f(void);
@@ -1038,8 +1042,20 @@ extern void _wrap_TensorMap_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_
 extern swig_type_317 _wrap_TensorMap_count_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_type_318 _wrap_TensorMap_name_at_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_319 arg2);
 extern uintptr_t _wrap_TensorMap_get_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_320 arg2);
+extern uintptr_t _wrap_new_PartialState__SWIG_0_core_a1403cbc65d2f32f(_Bool arg1, swig_type_321 arg2);
+extern uintptr_t _wrap_new_PartialState__SWIG_1_core_a1403cbc65d2f32f(_Bool arg1);
+extern uintptr_t _wrap_new_PartialState__SWIG_2_core_a1403cbc65d2f32f(void);
+extern void _wrap_delete_PartialState_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_intgo _wrap_PartialState_process_index_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_intgo _wrap_PartialState_local_process_index_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_intgo _wrap_PartialState_num_processes_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_intgo _wrap_PartialState_distributed_type_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_322 _wrap_PartialState_device_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern uintptr_t _wrap_PartialState_split_range__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_323 arg2, _Bool arg3);
+extern uintptr_t _wrap_PartialState_split_range__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_324 arg2);
+extern void _wrap_PartialState_wait_for_everyone_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_intgo _wrap_take_error_code_core_a1403cbc65d2f32f(void);
-extern swig_type_321 _wrap_take_error_message_core_a1403cbc65d2f32f(void);
+extern swig_type_325 _wrap_take_error_message_core_a1403cbc65d2f32f(void);
 #undef intgo
 */
 import "C"
@@ -8480,6 +8496,138 @@ type TensorMap interface {
 	Count() (_swig_ret int64)
 	Name_at(arg2 int64) (_swig_ret string)
 	Get(arg2 string) (_swig_ret Tensor)
+}
+
+type SwigcptrPartialState uintptr
+
+func (p SwigcptrPartialState) Swigcptr() uintptr {
+	return (uintptr)(p)
+}
+
+func (p SwigcptrPartialState) SwigIsPartialState() {
+}
+
+func NewPartialState__SWIG_0(arg1 bool, arg2 int64) (_swig_ret PartialState) {
+	var swig_r PartialState
+	_swig_i_0 := arg1
+	_swig_i_1 := arg2
+	swig_r = (PartialState)(SwigcptrPartialState(C._wrap_new_PartialState__SWIG_0_core_a1403cbc65d2f32f(C._Bool(_swig_i_0), C.swig_type_321(_swig_i_1))))
+	return swig_r
+}
+
+func NewPartialState__SWIG_1(arg1 bool) (_swig_ret PartialState) {
+	var swig_r PartialState
+	_swig_i_0 := arg1
+	swig_r = (PartialState)(SwigcptrPartialState(C._wrap_new_PartialState__SWIG_1_core_a1403cbc65d2f32f(C._Bool(_swig_i_0))))
+	return swig_r
+}
+
+func NewPartialState__SWIG_2() (_swig_ret PartialState) {
+	var swig_r PartialState
+	swig_r = (PartialState)(SwigcptrPartialState(C._wrap_new_PartialState__SWIG_2_core_a1403cbc65d2f32f()))
+	return swig_r
+}
+
+func NewPartialState(a ...interface{}) PartialState {
+	argc := len(a)
+	if argc == 0 {
+		return NewPartialState__SWIG_2()
+	}
+	if argc == 1 {
+		return NewPartialState__SWIG_1(a[0].(bool))
+	}
+	if argc == 2 {
+		return NewPartialState__SWIG_0(a[0].(bool), a[1].(int64))
+	}
+	panic("No match for overloaded function call")
+}
+
+func DeletePartialState(arg1 PartialState) {
+	_swig_i_0 := getSwigcptr(arg1)
+	C._wrap_delete_PartialState_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0))
+}
+
+func (arg1 SwigcptrPartialState) Process_index() (_swig_ret int) {
+	var swig_r int
+	_swig_i_0 := arg1
+	swig_r = (int)(C._wrap_PartialState_process_index_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0)))
+	return swig_r
+}
+
+func (arg1 SwigcptrPartialState) Local_process_index() (_swig_ret int) {
+	var swig_r int
+	_swig_i_0 := arg1
+	swig_r = (int)(C._wrap_PartialState_local_process_index_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0)))
+	return swig_r
+}
+
+func (arg1 SwigcptrPartialState) Num_processes() (_swig_ret int) {
+	var swig_r int
+	_swig_i_0 := arg1
+	swig_r = (int)(C._wrap_PartialState_num_processes_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0)))
+	return swig_r
+}
+
+func (arg1 SwigcptrPartialState) Distributed_type() (_swig_ret Accel_distributed_type) {
+	var swig_r Accel_distributed_type
+	_swig_i_0 := arg1
+	swig_r = (Accel_distributed_type)(C._wrap_PartialState_distributed_type_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0)))
+	return swig_r
+}
+
+func (arg1 SwigcptrPartialState) Device() (_swig_ret string) {
+	var swig_r string
+	_swig_i_0 := arg1
+	swig_r_p := C._wrap_PartialState_device_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0))
+	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
+	var swig_r_1 string
+ swig_r_1 = swigCopyString(swig_r) 
+	return swig_r_1
+}
+
+func (arg1 SwigcptrPartialState) Split_range__SWIG_0(arg2 int64, arg3 bool) (_swig_ret Int64Vector) {
+	var swig_r Int64Vector
+	_swig_i_0 := arg1
+	_swig_i_1 := arg2
+	_swig_i_2 := arg3
+	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_PartialState_split_range__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_323(_swig_i_1), C._Bool(_swig_i_2))))
+	return swig_r
+}
+
+func (arg1 SwigcptrPartialState) Split_range__SWIG_1(arg2 int64) (_swig_ret Int64Vector) {
+	var swig_r Int64Vector
+	_swig_i_0 := arg1
+	_swig_i_1 := arg2
+	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_PartialState_split_range__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_324(_swig_i_1))))
+	return swig_r
+}
+
+func (p SwigcptrPartialState) Split_range(a ...interface{}) Int64Vector {
+	argc := len(a)
+	if argc == 1 {
+		return p.Split_range__SWIG_1(a[0].(int64))
+	}
+	if argc == 2 {
+		return p.Split_range__SWIG_0(a[0].(int64), a[1].(bool))
+	}
+	panic("No match for overloaded function call")
+}
+
+func (arg1 SwigcptrPartialState) Wait_for_everyone() {
+	_swig_i_0 := arg1
+	C._wrap_PartialState_wait_for_everyone_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0))
+}
+
+type PartialState interface {
+	Swigcptr() uintptr
+	SwigIsPartialState()
+	Process_index() (_swig_ret int)
+	Local_process_index() (_swig_ret int)
+	Num_processes() (_swig_ret int)
+	Distributed_type() (_swig_ret Accel_distributed_type)
+	Device() (_swig_ret string)
+	Split_range(a ...interface{}) Int64Vector
+	Wait_for_everyone()
 }
 
 func Take_error_code() (_swig_ret int) {

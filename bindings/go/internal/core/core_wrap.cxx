@@ -393,6 +393,7 @@ typedef accel_dataloader AccelDataLoader;
 typedef accel_sequences AccelSequences;
 typedef accel_progress AccelProgress;
 typedef accel_tensor_map AccelTensorMap;
+typedef accel_partial_state AccelPartialState;
 
 /* Trackers added through the bindings belong to their accelerator: the C API
    borrows them until end_training or accel_accelerator_free, so they are
@@ -1397,6 +1398,35 @@ SWIGINTERN AccelTensor *AccelTensorMap_get(AccelTensorMap const *self,std::strin
     accel_check(accel_tensor_map_get(self, name.c_str(), &out));
     return out;
   }
+SWIGINTERN AccelPartialState *new_AccelPartialState__SWIG_0(bool cpu=false,int64_t timeout_ms=1800000){
+    accel_partial_state_options opts;
+    accel_partial_state_options_init(&opts);
+    opts.cpu = cpu ? 1 : 0;
+    opts.timeout_ms = timeout_ms;
+    accel_partial_state* out = 0;
+    accel_check(accel_partial_state_create(&opts, &out));
+    return out;
+  }
+SWIGINTERN void delete_AccelPartialState(AccelPartialState *self){ accel_partial_state_free(self); }
+SWIGINTERN int AccelPartialState_process_index(AccelPartialState const *self){ int v = 0; accel_check(accel_partial_state_process_index(self, &v)); return v; }
+SWIGINTERN int AccelPartialState_local_process_index(AccelPartialState const *self){
+    int v = 0;
+    accel_check(accel_partial_state_local_process_index(self, &v));
+    return v;
+  }
+SWIGINTERN int AccelPartialState_num_processes(AccelPartialState const *self){ int v = 0; accel_check(accel_partial_state_num_processes(self, &v)); return v; }
+SWIGINTERN accel_distributed_type AccelPartialState_distributed_type(AccelPartialState const *self){
+    accel_distributed_type v;
+    accel_check(accel_partial_state_distributed_type(self, &v));
+    return v;
+  }
+SWIGINTERN std::string AccelPartialState_device(AccelPartialState const *self){ const char* v = 0; accel_check(accel_partial_state_device(self, &v)); return v; }
+SWIGINTERN std::vector< int64_t > AccelPartialState_split_range__SWIG_0(AccelPartialState const *self,int64_t n,bool apply_padding=false){
+    int64_t start = 0, end = 0, padded = 0;
+    accel_check(accel_partial_state_split_range(self, n, apply_padding, &start, &end, &padded));
+    return std::vector<int64_t>{start, end, padded};
+  }
+SWIGINTERN void AccelPartialState_wait_for_everyone(AccelPartialState *self){ accel_check(accel_partial_state_wait_for_everyone(self)); }
 
 /* The failure of the last wrapper call on this thread (0 = none), cleared by take_error_message. */
 static int take_error_code() { return accel_go_error.code; }
@@ -15963,6 +15993,282 @@ AccelTensor *_wrap_TensorMap_get_core_a1403cbc65d2f32f(AccelTensorMap *_swig_go_
   }
   *(AccelTensor **)&_swig_go_result = (AccelTensor *)result; 
   return _swig_go_result;
+}
+
+
+AccelPartialState *_wrap_new_PartialState__SWIG_0_core_a1403cbc65d2f32f(bool _swig_go_0, long long _swig_go_1) {
+  bool arg1 ;
+  int64_t arg2 ;
+  AccelPartialState *result = 0 ;
+  AccelPartialState *_swig_go_result;
+  
+  arg1 = (bool)_swig_go_0; 
+  arg2 = (int64_t)_swig_go_1; 
+  
+  {
+    try {
+      result = (AccelPartialState *)new_AccelPartialState__SWIG_0(arg1,arg2);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  *(AccelPartialState **)&_swig_go_result = (AccelPartialState *)result; 
+  return _swig_go_result;
+}
+
+
+AccelPartialState *_wrap_new_PartialState__SWIG_1_core_a1403cbc65d2f32f(bool _swig_go_0) {
+  bool arg1 ;
+  AccelPartialState *result = 0 ;
+  AccelPartialState *_swig_go_result;
+  
+  arg1 = (bool)_swig_go_0; 
+  
+  {
+    try {
+      result = (AccelPartialState *)new_AccelPartialState__SWIG_0(arg1);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  *(AccelPartialState **)&_swig_go_result = (AccelPartialState *)result; 
+  return _swig_go_result;
+}
+
+
+AccelPartialState *_wrap_new_PartialState__SWIG_2_core_a1403cbc65d2f32f() {
+  AccelPartialState *result = 0 ;
+  AccelPartialState *_swig_go_result;
+  
+  
+  {
+    try {
+      result = (AccelPartialState *)new_AccelPartialState__SWIG_0();
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  *(AccelPartialState **)&_swig_go_result = (AccelPartialState *)result; 
+  return _swig_go_result;
+}
+
+
+void _wrap_delete_PartialState_core_a1403cbc65d2f32f(AccelPartialState *_swig_go_0) {
+  AccelPartialState *arg1 = (AccelPartialState *) 0 ;
+  
+  arg1 = *(AccelPartialState **)&_swig_go_0; 
+  
+  {
+    try {
+      delete_AccelPartialState(arg1);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  
+}
+
+
+intgo _wrap_PartialState_process_index_core_a1403cbc65d2f32f(AccelPartialState *_swig_go_0) {
+  AccelPartialState *arg1 = (AccelPartialState *) 0 ;
+  int result;
+  intgo _swig_go_result;
+  
+  arg1 = *(AccelPartialState **)&_swig_go_0; 
+  
+  {
+    try {
+      result = (int)AccelPartialState_process_index((AccelPartialState const *)arg1);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
+intgo _wrap_PartialState_local_process_index_core_a1403cbc65d2f32f(AccelPartialState *_swig_go_0) {
+  AccelPartialState *arg1 = (AccelPartialState *) 0 ;
+  int result;
+  intgo _swig_go_result;
+  
+  arg1 = *(AccelPartialState **)&_swig_go_0; 
+  
+  {
+    try {
+      result = (int)AccelPartialState_local_process_index((AccelPartialState const *)arg1);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
+intgo _wrap_PartialState_num_processes_core_a1403cbc65d2f32f(AccelPartialState *_swig_go_0) {
+  AccelPartialState *arg1 = (AccelPartialState *) 0 ;
+  int result;
+  intgo _swig_go_result;
+  
+  arg1 = *(AccelPartialState **)&_swig_go_0; 
+  
+  {
+    try {
+      result = (int)AccelPartialState_num_processes((AccelPartialState const *)arg1);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
+intgo _wrap_PartialState_distributed_type_core_a1403cbc65d2f32f(AccelPartialState *_swig_go_0) {
+  AccelPartialState *arg1 = (AccelPartialState *) 0 ;
+  accel_distributed_type result;
+  intgo _swig_go_result;
+  
+  arg1 = *(AccelPartialState **)&_swig_go_0; 
+  
+  {
+    try {
+      result = (accel_distributed_type)AccelPartialState_distributed_type((AccelPartialState const *)arg1);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  _swig_go_result = (intgo)result; 
+  return _swig_go_result;
+}
+
+
+_gostring_ _wrap_PartialState_device_core_a1403cbc65d2f32f(AccelPartialState *_swig_go_0) {
+  AccelPartialState *arg1 = (AccelPartialState *) 0 ;
+  std::string result;
+  _gostring_ _swig_go_result;
+  
+  arg1 = *(AccelPartialState **)&_swig_go_0; 
+  
+  {
+    try {
+      result = AccelPartialState_device((AccelPartialState const *)arg1);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
+  return _swig_go_result;
+}
+
+
+std::vector< long > *_wrap_PartialState_split_range__SWIG_0_core_a1403cbc65d2f32f(AccelPartialState *_swig_go_0, long long _swig_go_1, bool _swig_go_2) {
+  AccelPartialState *arg1 = (AccelPartialState *) 0 ;
+  int64_t arg2 ;
+  bool arg3 ;
+  std::vector< int64_t > result;
+  std::vector< long > *_swig_go_result;
+  
+  arg1 = *(AccelPartialState **)&_swig_go_0; 
+  arg2 = (int64_t)_swig_go_1; 
+  arg3 = (bool)_swig_go_2; 
+  
+  {
+    try {
+      result = AccelPartialState_split_range__SWIG_0((AccelPartialState const *)arg1,arg2,arg3);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  *(std::vector< int64_t > **)&_swig_go_result = new std::vector< int64_t >(result); 
+  return _swig_go_result;
+}
+
+
+std::vector< long > *_wrap_PartialState_split_range__SWIG_1_core_a1403cbc65d2f32f(AccelPartialState *_swig_go_0, long long _swig_go_1) {
+  AccelPartialState *arg1 = (AccelPartialState *) 0 ;
+  int64_t arg2 ;
+  std::vector< int64_t > result;
+  std::vector< long > *_swig_go_result;
+  
+  arg1 = *(AccelPartialState **)&_swig_go_0; 
+  arg2 = (int64_t)_swig_go_1; 
+  
+  {
+    try {
+      result = AccelPartialState_split_range__SWIG_0((AccelPartialState const *)arg1,arg2);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  *(std::vector< int64_t > **)&_swig_go_result = new std::vector< int64_t >(result); 
+  return _swig_go_result;
+}
+
+
+void _wrap_PartialState_wait_for_everyone_core_a1403cbc65d2f32f(AccelPartialState *_swig_go_0) {
+  AccelPartialState *arg1 = (AccelPartialState *) 0 ;
+  
+  arg1 = *(AccelPartialState **)&_swig_go_0; 
+  
+  {
+    try {
+      AccelPartialState_wait_for_everyone(arg1);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  
 }
 
 

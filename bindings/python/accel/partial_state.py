@@ -1,0 +1,171 @@
+"""Accelerate's PartialState: this process's place in the launch and the world's process
+group, without an Accelerator. Every PartialState and Accelerator of a process shares the
+group, so a script may build one for its data work before (or beside) its Accelerator."""
+from __future__ import annotations
+
+import contextlib
+import functools
+import numbers
+from datetime import timedelta
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from . import core
+from ._helpers import _closeable
+from .accelerator import _DISTRIBUTED_TYPES, DistributedType
+from .tensors import Tensor, tensor
+
+
+class PartialState(core.PartialState):
+    """PartialState(cpu=False, timeout=timedelta(minutes=30), backend=None), as Accelerate's:
+    process_index, local_process_index, num_processes, device, distributed_type,
+    is_main_process, is_local_main_process, is_last_process, use_distributed,
+    wait_for_everyone(), main_process_first(), local_main_process_first(),
+    split_between_processes(), on_main_process and the other decorators, print().
+    backend may name the device's own ("gloo" on the CPU, "nccl" on CUDA) or be None."""
+
+    def __init__(self, cpu: bool = False, timeout: Optional[Any] = None, backend: Optional[str] = None,
+                 **kwargs: Any) -> None:
+        if kwargs:
+            raise TypeError(f"PartialState got unsupported arguments {sorted(kwargs)} "
+                            "(libaccel takes cpu, timeout and backend)")
+        if timeout is None:
+            timeout_ms = 30 * 60 * 1000
+        elif isinstance(timeout, timedelta):
+            timeout_ms = int(timeout.total_seconds() * 1000)
+        elif isinstance(timeout, numbers.Real) and not isinstance(timeout, bool):
+            timeout_ms = int(timeout * 1000)  # seconds, as torch.distributed takes a number
+        else:
+            raise TypeError(f"PartialState timeout must be a timedelta or seconds, got {type(timeout).__name__}")
+        super().__init__(bool(cpu), timeout_ms)
+        if backend is not None and backend != ("nccl" if self.device.startswith("cuda") else "gloo"):
+            device = self.device
+            self.close()
+            raise ValueError(f"PartialState backend {backend!r} does not drive {device} "
+                             "(gloo is the CPU's, nccl CUDA's)")
+
+    # -- what this process is: properties, as in Accelerate ---------------
+    @property
+    def device(self) -> str:
+        return core.PartialState.device(self)
+
+    @property
+    def num_processes(self) -> int:
+        return core.PartialState.num_processes(self)
+
+    @property
+    def process_index(self) -> int:
+        return core.PartialState.process_index(self)
+
+    @property
+    def local_process_index(self) -> int:
+        return core.PartialState.local_process_index(self)
+
+    @property
+    def is_main_process(self) -> bool:
+        return self.process_index == 0
+
+    @property
+    def is_local_main_process(self) -> bool:
+        return self.local_process_index == 0
+
+    @property
+    def is_last_process(self) -> bool:
+        return self.process_index == self.num_processes - 1
+
+    @property
+    def use_distributed(self) -> bool:
+        return self.num_processes > 1
+
+    @property
+    def distributed_type(self) -> DistributedType:
+        return _DISTRIBUTED_TYPES[core.PartialState.distributed_type(self)]
+
+    def print(self, *values: Any, sep: str = " ") -> None:
+        """print() on the main process only."""
+        if self.is_main_process:
+            print(sep.join(str(v) for v in values), flush=True)
+
+    # -- ordering --------------------------------------------------------
+    @contextlib.contextmanager
+    def main_process_first(self):
+        """The main process runs the block first, then the others. Collective."""
+        if not self.is_main_process:
+            self.wait_for_everyone()
+        try:
+            yield
+        finally:
+            if self.is_main_process:
+                self.wait_for_everyone()
+
+    @contextlib.contextmanager
+    def local_main_process_first(self):
+        """Each machine's local main process runs the block first. Collective."""
+        if not self.is_local_main_process:
+            self.wait_for_everyone()
+        try:
+            yield
+        finally:
+            if self.is_local_main_process:
+                self.wait_for_everyone()
+
+    def _only_where(self, function: Callable[..., Any], condition: Callable[[], bool]) -> Callable[..., Any]:
+        if not callable(function):
+            raise TypeError(f"expected a function to decorate, got {type(function).__name__}")
+
+        @functools.wraps(function)
+        def run_here(*args: Any, **kwargs: Any) -> Any:
+            if condition() or not self.use_distributed:
+                return function(*args, **kwargs)
+            return None
+        return run_here
+
+    def on_main_process(self, function: Callable[..., Any]) -> Callable[..., Any]:
+        return self._only_where(function, lambda: self.is_main_process)
+
+    def on_local_main_process(self, function: Callable[..., Any]) -> Callable[..., Any]:
+        return self._only_where(function, lambda: self.is_local_main_process)
+
+    def on_last_process(self, function: Callable[..., Any]) -> Callable[..., Any]:
+        return self._only_where(function, lambda: self.is_last_process)
+
+    def on_process(self, function: Optional[Callable[..., Any]] = None, process_index: Optional[int] = None) -> Any:
+        if isinstance(process_index, bool) or not isinstance(process_index, numbers.Integral) or process_index < 0:
+            raise TypeError(f"on_process needs process_index, a process index >= 0, got {process_index!r}")
+        if function is None:
+            return functools.partial(self.on_process, process_index=process_index)
+        return self._only_where(function, lambda: self.process_index == process_index)
+
+    # -- sharing work out ------------------------------------------------
+    @contextlib.contextmanager
+    def split_between_processes(self, inputs: Any, apply_padding: bool = False):
+        """Yields this process's share of inputs (a list, tuple, numpy array, Tensor, or a dict
+        of them with equal lengths), by the rule of Accelerator.split_between_processes. A Tensor
+        that needs padding comes back as a CPU tensor. Not collective."""
+        yield self._split(inputs, bool(apply_padding))
+
+    def _split(self, inputs: Any, apply_padding: bool) -> Any:
+        if isinstance(inputs, dict):
+            lengths = {key: len(value) for key, value in inputs.items()}
+            if len(set(lengths.values())) > 1:
+                raise ValueError(f"split_between_processes: all values of the dict must have the same length, "
+                                 f"got {lengths}")
+            return type(inputs)((key, self._split(value, apply_padding)) for key, value in inputs.items())
+        if isinstance(inputs, (Tensor, np.ndarray, list, tuple)):
+            n = inputs.shape()[0] if isinstance(inputs, Tensor) else len(inputs)
+            start, end, padded = core.PartialState.split_range(self, n, apply_padding)
+            if isinstance(inputs, Tensor):
+                if padded == end - start:
+                    return inputs.narrow(0, start, end - start)
+                rows = inputs.numpy()
+                return tensor(np.concatenate([rows[start:end]] + [rows[-1:]] * (padded - (end - start))))
+            if isinstance(inputs, np.ndarray):
+                return np.concatenate([inputs[start:end]] + [inputs[-1:]] * (padded - (end - start)))
+            share = list(inputs[start:end]) + [inputs[-1]] * (padded - (end - start))
+            return share if isinstance(inputs, list) else type(inputs)(share)
+        raise TypeError(f"split_between_processes: cannot split {type(inputs).__name__}; "
+                        "pass a Tensor, numpy array, list, tuple or dict of them")
+
+
+_closeable(PartialState, core.close_partial_state)
