@@ -62,11 +62,11 @@ cmp "$work/single.safetensors" "$work/multi.safetensors"
 echo "2 nodes x 2 processes over a veth pair: bitwise equal to 4 processes on one node"
 
 # HYBRID_SHARD across the two nodes against NO_SHARD on one.
-# (lr 0.01: see tests/dist/CMakeLists.txt on the order of HYBRID_SHARD's sums.)
-"$accel" launch --nproc_per_node 4 --master_port 0 "$full_shard" train sgd lr 0.01 record "$work/hybrid_ref" \
+# (lr 0.01 and f64: see tests/dist/CMakeLists.txt on the order of HYBRID_SHARD's sums.)
+"$accel" launch --nproc_per_node 4 --master_port 0 "$full_shard" train sgd lr 0.01 f64 record "$work/hybrid_ref" \
   >"$work/hybrid_ref.log" 2>&1 || { cat "$work/hybrid_ref.log" >&2; echo "FAIL: the NO_SHARD run failed" >&2; exit 1; }
-node "$ns0" 0 "$full_shard" train sgd lr 0.01 hybrid compare "$work/hybrid_ref" >"$work/hybrid0.log" 2>&1 & n0=$!
-node "$ns1" 1 "$full_shard" train sgd lr 0.01 hybrid compare "$work/hybrid_ref" >"$work/hybrid1.log" 2>&1 & n1=$!
+node "$ns0" 0 "$full_shard" train sgd lr 0.01 f64 hybrid compare "$work/hybrid_ref" >"$work/hybrid0.log" 2>&1 & n0=$!
+node "$ns1" 1 "$full_shard" train sgd lr 0.01 f64 hybrid compare "$work/hybrid_ref" >"$work/hybrid1.log" 2>&1 & n1=$!
 status=0
 wait $n0 || status=1
 wait $n1 || status=1

@@ -173,7 +173,8 @@ struct Tolerance {
 // and 7.7e-8 in the parameters on an AMD EPYC (AVX-512, no AMX): 10x or more.
 // Those that measured less (AdamW at 3: 4.9e-6; clipping with accumulation at
 // 3: 1.8e-4; the JSON GPT: 1.9e-6; HYBRID AdamW: 4.8e-7 here and 2.5e-5 on an
-// Intel Xeon with AMX, ~420 u) run in float64. NO_SHARD's norm is
+// Intel Xeon with AMX, ~420 u; HYBRID SGD: 2.8e-5 with LibTorch 2.15 there)
+// run in float64. NO_SHARD's norm is
 // LibTorch's clip_grad_norm_ (float32 norms of float32 norms, 1e-5 relative
 // from exact on this 1.9M-parameter model) against the shards' sum of squares
 // in double: hence 1e-4 (relative), and the clipping runs use learning rates
