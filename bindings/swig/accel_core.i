@@ -108,6 +108,7 @@ struct AccelBatch {
 %ignore accel_partial_state;
 %ignore accel_partial_state_options;
 %ignore accel_profile;
+%ignore accel_profile_schedule;
 %ignore accel_bytes_writer;
 %ignore accel_field_spec;
 %ignore accel_dataset_callbacks;
@@ -1317,6 +1318,7 @@ struct AccelPartialState {};
    Chrome trace. Dropping a running profile ends it too. */
 %newobject AccelProfileRun::begin;
 %newobject AccelProfileRun::begin_with;
+%newobject AccelProfileRun::begin_scheduled;
 %extend AccelProfileRun {
   /* ProfileKwargs' record_shapes, profile_memory and with_flops. */
   static AccelProfileRun* begin_with(const AccelAccelerator* accelerator, const std::string& output_trace_dir,
@@ -1328,6 +1330,32 @@ struct AccelPartialState {};
     AccelProfileRun* run = new AccelProfileRun;
     run->handle = handle;
     return run;
+  }
+  /* The same under ProfileKwargs' schedule_option (accel_profile_begin_scheduled). */
+  static AccelProfileRun* begin_scheduled(const AccelAccelerator* accelerator, const std::string& output_trace_dir,
+                                          bool record_shapes, bool profile_memory, bool with_flops, int64_t wait,
+                                          int64_t warmup, int64_t active, int64_t repeat, int64_t skip_first) {
+    const unsigned options = (record_shapes ? ACCEL_PROFILE_RECORD_SHAPES : 0u) |
+                             (profile_memory ? ACCEL_PROFILE_MEMORY : 0u) | (with_flops ? ACCEL_PROFILE_WITH_FLOPS : 0u);
+    accel_profile_schedule schedule;
+    accel_profile_schedule_init(&schedule);
+    schedule.wait = wait;
+    schedule.warmup = warmup;
+    schedule.active = active;
+    schedule.repeat = repeat;
+    schedule.skip_first = skip_first;
+    accel_profile* handle = 0;
+    accel_check(accel_profile_begin_scheduled(accelerator, output_trace_dir.c_str(), options, &schedule, &handle));
+    AccelProfileRun* run = new AccelProfileRun;
+    run->handle = handle;
+    return run;
+  }
+  /* prof.step(): true when a scheduled cycle just ended and its trace was written. */
+  bool step() {
+    if (!$self->handle) accel_fail(ACCEL_ERR_STATE, "the profile has already ended");
+    int ready = 0;
+    accel_check(accel_profile_step($self->handle, &ready));
+    return ready != 0;
   }
   static AccelProfileRun* begin(const AccelAccelerator* accelerator, const std::string& output_trace_dir) {
     accel_profile* handle = 0;

@@ -861,7 +861,39 @@ import java.nio.LongBuffer;
   }
 %}
 
+%rename(nativeStep) AccelProfileRun::step;
+%javamethodmodifiers AccelProfileRun::step "";
+%javamethodmodifiers AccelProfileRun::begin_scheduled "";
 %typemap(javacode) AccelProfileRun %{
+  private java.util.function.Consumer<Profile> onTraceReady;
+  private long stepNum;
+  private String tracePath;
+
+  Profile withTrace(String path, java.util.function.Consumer<Profile> callback) {
+    tracePath = path;
+    onTraceReady = callback;
+    return this;
+  }
+
+  /**
+   * The end of a training step (torch.profiler's prof.step()): advances ProfileKwargs' schedule,
+   * and calls its onTraceReady when a cycle's trace was just written.
+   */
+  public void step() {
+    ++stepNum;
+    if (nativeStep() && onTraceReady != null) onTraceReady.accept(this);
+  }
+
+  /** Steps taken so far. */
+  public long stepNum() {
+    return stepNum;
+  }
+
+  /** The trace file: the last finished cycle under a schedule. */
+  public String tracePath() {
+    return tracePath;
+  }
+
   /** Ends the profile (writing its trace) if it is running, then frees it. */
   @Override
   public void close() {

@@ -147,6 +147,37 @@ typedef enum accel_profile_option {
 ACCEL_API accel_status accel_profile_begin_with(const accel_accelerator* acc, const char* output_trace_dir,
                                                 unsigned options, accel_profile** out);
 
+/* torch.profiler.schedule (Accelerate's ProfileKwargs.schedule_option), counted
+   by accel_profile_step: after skip_first steps, cycles of `wait` unrecorded
+   steps, `warmup` steps (not recorded either: LibTorch's legacy profiler needs
+   no warm-up), then `active` recorded ones, `repeat` times (0: until the
+   profile ends). */
+typedef struct accel_profile_schedule {
+  uint32_t struct_size; /* set by accel_profile_schedule_init */
+  int64_t wait;
+  int64_t warmup;
+  int64_t active; /* >= 1 */
+  int64_t repeat;
+  int64_t skip_first;
+} accel_profile_schedule;
+ACCEL_API void accel_profile_schedule_init(accel_profile_schedule* schedule);
+
+/* accel_profile_begin_with under a schedule. The trace file holds the last
+   finished cycle: each cycle's end writes it (accel_profile_step then sets
+   *trace_ready, where Accelerate calls on_trace_ready), and accel_profile_end
+   writes a cycle still recording (an empty trace when none was). Errors as
+   accel_profile_begin_with, and INVALID_ARGUMENT naming a negative field, or
+   fields set with active 0. */
+ACCEL_API accel_status accel_profile_begin_scheduled(const accel_accelerator* acc, const char* output_trace_dir,
+                                                     unsigned options, const accel_profile_schedule* schedule,
+                                                     accel_profile** out);
+/* The end of a training step (torch.profiler's prof.step()): advances the
+   schedule; *trace_ready = 1 when a cycle just ended and its trace was written,
+   else 0 (always 0 without a schedule). Errors: INVALID_ARGUMENT for a bad
+   handle or NULL trace_ready; STATE on another thread than the profile's; IO
+   when the trace cannot be written. */
+ACCEL_API accel_status accel_profile_step(accel_profile* profile, int* trace_ready);
+
 #ifdef __cplusplus
 }
 #endif

@@ -2,6 +2,7 @@
 // profiler (Accelerate's accelerator.profile()).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -15,10 +16,24 @@ class Accelerator;
 // "Bytes" and "Total Allocated", as PyTorch's traces write them), and the
 // floating-point operations of the operators LibTorch counts (matmuls,
 // convolutions: "flops" in their args).
+// torch.profiler.schedule (Accelerate's ProfileKwargs.schedule_option), counted
+// by ProfileScope::step(): after skip_first steps, cycles of `wait` unrecorded
+// steps, `warmup` steps, then `active` recorded ones, `repeat` times (0: until
+// the profile ends). LibTorch's legacy profiler needs no warm-up, so warm-up
+// steps are not recorded either. active == 0: no schedule, every step recorded.
+struct ProfileSchedule {
+  int64_t wait = 0;
+  int64_t warmup = 0;
+  int64_t active = 0;
+  int64_t repeat = 0;
+  int64_t skip_first = 0;
+};
+
 struct ProfileOptions {
   bool record_shapes = false;
   bool profile_memory = false;
   bool with_flops = false;
+  ProfileSchedule schedule;
 };
 
 // Records every operator run on this thread while alive and, at finish() or
@@ -29,7 +44,12 @@ struct ProfileOptions {
 // process_name "rank N" and thread_name metadata, so per-rank files merge into
 // one timeline. Every rank records its own; nothing is communicated. Throws IO
 // when the directory cannot be created or the file opened; State when a
-// profile is already running on this thread.
+// profile is already running on this thread; InvalidArgument naming a
+// negative schedule value, or one set without `active`.
+//
+// With a schedule, the trace file holds the last finished cycle: each cycle's
+// end writes it (step() then returns true, where Accelerate calls
+// on_trace_ready), and finish() writes a cycle still recording.
 class ProfileScope {
  public:
   ProfileScope(const Accelerator& accelerator, const std::string& output_trace_dir);
@@ -38,6 +58,12 @@ class ProfileScope {
   // file when it cannot be written; State, leaving the profile running, when
   // called on another thread than the constructor's. Later calls do nothing.
   void finish();
+  // The end of a training step (torch.profiler's prof.step()): advances the
+  // schedule. Returns true when a cycle just ended and its trace was written.
+  // Without a schedule it only counts. Throws as finish().
+  bool step();
+  // Steps counted so far.
+  int64_t step_num() const;
   // Whether it still records (not finished, or refused on another thread).
   bool running() const { return impl_ != nullptr; }
   // Calls finish(), swallowing its error (a destructor must not throw). On

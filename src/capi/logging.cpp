@@ -55,22 +55,63 @@ accel_status accel_profile_begin(const accel_accelerator* acc, const char* outpu
   return accel_profile_begin_with(acc, output_trace_dir, 0, out);
 }
 
+namespace {
+
+accel::ProfileOptions profile_options(unsigned options) {
+  const unsigned known = ACCEL_PROFILE_RECORD_SHAPES | ACCEL_PROFILE_MEMORY | ACCEL_PROFILE_WITH_FLOPS;
+  require_arg((options & ~known) == 0, "profile options " + std::to_string(options) + " hold unknown bits (" +
+                                           std::to_string(options & ~known) + ")");
+  accel::ProfileOptions what;
+  what.record_shapes = (options & ACCEL_PROFILE_RECORD_SHAPES) != 0;
+  what.profile_memory = (options & ACCEL_PROFILE_MEMORY) != 0;
+  what.with_flops = (options & ACCEL_PROFILE_WITH_FLOPS) != 0;
+  return what;
+}
+
+void begin_profile(const accel_accelerator* acc, const char* output_trace_dir, const accel::ProfileOptions& what,
+                   accel_profile*& result) {
+  const auto& accelerator = *deref(acc, "acc").accelerator;
+  require_arg(output_trace_dir != nullptr && *output_trace_dir != '\0', "output_trace_dir is NULL or empty");
+  auto handle = std::make_unique<accel_profile>();
+  handle->scope = std::make_unique<accel::ProfileScope>(accelerator, output_trace_dir, what);
+  publish(std::move(handle), &result);
+}
+
+void init_profile_schedule(accel_profile_schedule* schedule) {
+  *schedule = accel_profile_schedule{};
+  schedule->struct_size = sizeof(accel_profile_schedule);
+}
+
+}  // namespace
+
 accel_status accel_profile_begin_with(const accel_accelerator* acc, const char* output_trace_dir, unsigned options,
                                       accel_profile** out) {
   return guarded([&] {
     auto& result = out_param(out, "out");
-    const auto& accelerator = *deref(acc, "acc").accelerator;
-    require_arg(output_trace_dir != nullptr && *output_trace_dir != '\0', "output_trace_dir is NULL or empty");
-    const unsigned known = ACCEL_PROFILE_RECORD_SHAPES | ACCEL_PROFILE_MEMORY | ACCEL_PROFILE_WITH_FLOPS;
-    require_arg((options & ~known) == 0, "profile options " + std::to_string(options) + " hold unknown bits (" +
-                                             std::to_string(options & ~known) + ")");
-    accel::ProfileOptions what;
-    what.record_shapes = (options & ACCEL_PROFILE_RECORD_SHAPES) != 0;
-    what.profile_memory = (options & ACCEL_PROFILE_MEMORY) != 0;
-    what.with_flops = (options & ACCEL_PROFILE_WITH_FLOPS) != 0;
-    auto handle = std::make_unique<accel_profile>();
-    handle->scope = std::make_unique<accel::ProfileScope>(accelerator, output_trace_dir, what);
-    publish(std::move(handle), &result);
+    begin_profile(acc, output_trace_dir, profile_options(options), result);
+  });
+}
+
+void accel_profile_schedule_init(accel_profile_schedule* schedule) {
+  if (schedule != nullptr) init_profile_schedule(schedule);
+}
+
+accel_status accel_profile_begin_scheduled(const accel_accelerator* acc, const char* output_trace_dir, unsigned options,
+                                           const accel_profile_schedule* schedule, accel_profile** out) {
+  return guarded([&] {
+    auto& result = out_param(out, "out");
+    require_arg(schedule != nullptr, "schedule is NULL");
+    const auto given = read_options(schedule, "schedule", init_profile_schedule);
+    auto what = profile_options(options);
+    what.schedule = accel::ProfileSchedule{given.wait, given.warmup, given.active, given.repeat, given.skip_first};
+    begin_profile(acc, output_trace_dir, what, result);
+  });
+}
+
+accel_status accel_profile_step(accel_profile* profile, int* trace_ready) {
+  return guarded([&] {
+    auto& ready = out_param(trace_ready, "trace_ready");
+    ready = deref(profile, "profile").scope->step() ? 1 : 0;
   });
 }
 

@@ -100,19 +100,68 @@ std::string trace_event_document(nlohmann::json events, int process_index) {
                              {"otherData", {{"producer", "libaccel"}, {"process_index", process_index}}}};
   return document.dump();
 }
+
+// What a step does under a schedule (torch.profiler.ProfilerAction, with
+// warm-up folded into waiting: the legacy profiler needs none).
+enum class Action { None, Record, RecordAndSave };
+
+Action scheduled_action(const ProfileSchedule& schedule, int64_t step) {
+  if (schedule.active == 0) return Action::Record;
+  if (step < schedule.skip_first) return Action::None;
+  step -= schedule.skip_first;
+  const int64_t cycle = schedule.wait + schedule.warmup + schedule.active;
+  if (schedule.repeat > 0 && step / cycle >= schedule.repeat) return Action::None;
+  const int64_t within = step % cycle;
+  if (within < schedule.wait + schedule.warmup) return Action::None;
+  return within == cycle - 1 ? Action::RecordAndSave : Action::Record;
+}
+
 }  // namespace
 
 struct ProfileScope::Impl {
   explicit Impl(const ProfileOptions& options) : options(options) {
+    if (scheduled_action(options.schedule, 0) != Action::None) start();
+  }
+  void start() {
     torch::autograd::profiler::enableProfilerLegacy(torch::profiler::impl::ProfilerConfig(
         torch::profiler::impl::ProfilerState::CPU, options.record_shapes, options.profile_memory,
         /*with_stack=*/false, options.with_flops));
+    recording = true;
   }
   // Stops the profiler (on its own thread) and returns its events.
-  thread_event_lists stop() { return torch::autograd::profiler::disableProfilerLegacy(); }
+  thread_event_lists stop() {
+    recording = false;
+    return torch::autograd::profiler::disableProfilerLegacy();
+  }
   std::thread::id owner = std::this_thread::get_id();
   ProfileOptions options;
+  bool recording = false;
+  bool written = false;  // a cycle's trace is in the file
+  int64_t steps = 0;
 };
+
+namespace {
+
+void write_trace(const std::string& path, int process_index, const thread_event_lists& events,
+                 const ProfileOptions& options) {
+  detail::write_file_atomically(path, trace_event_document(trace_events(events, options), process_index));
+}
+
+void check_schedule(const ProfileSchedule& schedule) {
+  const std::pair<const char*, int64_t> fields[] = {{"wait", schedule.wait},
+                                                    {"warmup", schedule.warmup},
+                                                    {"active", schedule.active},
+                                                    {"repeat", schedule.repeat},
+                                                    {"skip_first", schedule.skip_first}};
+  for (const auto& [name, value] : fields)
+    require_arg(value >= 0,
+                std::string("profile schedule: ") + name + " is " + std::to_string(value) + ", not a count of steps");
+  require_arg(schedule.active > 0 ||
+                  (schedule.wait == 0 && schedule.warmup == 0 && schedule.repeat == 0 && schedule.skip_first == 0),
+              "profile schedule: active is 0, so no step would be recorded (set active >= 1, or no schedule)");
+}
+
+}  // namespace
 
 ProfileScope::ProfileScope(const Accelerator& accelerator, const std::string& output_trace_dir)
     : ProfileScope(accelerator, output_trace_dir, ProfileOptions{}) {}
@@ -120,6 +169,7 @@ ProfileScope::ProfileScope(const Accelerator& accelerator, const std::string& ou
 ProfileScope::ProfileScope(const Accelerator& accelerator, const std::string& output_trace_dir,
                            const ProfileOptions& options) {
   require_arg(!output_trace_dir.empty(), "profile: output_trace_dir is empty");
+  check_schedule(options.schedule);
   require(!profiling, ErrorCode::State, "profile: a profile is already running on this thread");
   detail::make_dirs(output_trace_dir);
   process_index_ = accelerator.process_index();
@@ -141,9 +191,32 @@ void ProfileScope::finish() {
           "profile: ended on another thread than the one that began it (the profiler records per thread)");
   std::unique_ptr<Impl> impl = std::move(impl_);
   profiling = false;
-  const thread_event_lists events = impl->stop();
-  detail::write_file_atomically(path_, trace_event_document(trace_events(events, impl->options), process_index_));
+  if (impl->recording) {
+    write_trace(path_, process_index_, impl->stop(), impl->options);
+  } else if (!impl->written) {  // a schedule that never reached a recorded step: an empty trace
+    write_trace(path_, process_index_, {}, impl->options);
+  }
 }
+
+bool ProfileScope::step() {
+  if (!impl_) return false;
+  require(impl_->owner == std::this_thread::get_id(), ErrorCode::State,
+          "profile: step() on another thread than the one that began it (the profiler records per thread)");
+  Impl& impl = *impl_;
+  const Action done = scheduled_action(impl.options.schedule, impl.steps);
+  const Action next = scheduled_action(impl.options.schedule, ++impl.steps);
+  if (impl.options.schedule.active == 0) return false;  // no schedule: one recording until finish()
+  bool ready = false;
+  if (impl.recording && (done == Action::RecordAndSave || next == Action::None)) {
+    write_trace(path_, process_index_, impl.stop(), impl.options);
+    impl.written = true;
+    ready = true;
+  }
+  if (!impl.recording && next != Action::None) impl.start();
+  return ready;
+}
+
+int64_t ProfileScope::step_num() const { return impl_ ? impl_->steps : 0; }
 
 ProfileScope::~ProfileScope() {
   try {

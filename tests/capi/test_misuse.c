@@ -1544,7 +1544,39 @@ static void tracking(void) {
   ARG(accel_profile_begin_with(acc, dir, 64, &prof_out));
   ARG(accel_profile_begin_with(acc, NULL, 1, &prof_out));
   ARG(accel_profile_begin_with(NULL, dir, 1, &prof_out));
-  EACH_BAD(K_PROFILE, accel_profile, f) ARG(accel_profile_end(f));
+  EACH_BAD(K_PROFILE, accel_profile, f) {
+    ARG(accel_profile_end(f));
+    ARG(accel_profile_step(f, &i_out));
+  }
+  {
+    accel_profile_schedule schedule;
+    accel_profile_schedule_init(NULL);
+    accel_profile_schedule_init(&schedule);
+    schedule.active = 1;
+    EACH_BAD(K_ACC, accel_accelerator, a) ARG(accel_profile_begin_scheduled(a, dir, 0, &schedule, &prof_out));
+    ARG(accel_profile_begin_scheduled(acc, dir, 0, NULL, &prof_out));
+    ARG(accel_profile_begin_scheduled(acc, dir, 0, &schedule, NULL));
+    ARG(accel_profile_begin_scheduled(acc, NULL, 0, &schedule, &prof_out));
+    ARG(accel_profile_begin_scheduled(acc, dir, 64, &schedule, &prof_out));
+    schedule.wait = -1; /* a negative count */
+    ARG(accel_profile_begin_scheduled(acc, dir, 0, &schedule, &prof_out));
+    schedule.wait = 2;
+    schedule.active = 0; /* nothing would be recorded */
+    ARG(accel_profile_begin_scheduled(acc, dir, 0, &schedule, &prof_out));
+    schedule.struct_size = 0;
+    ARG(accel_profile_begin_scheduled(acc, dir, 0, &schedule, &prof_out));
+    accel_profile_schedule_init(&schedule);
+    schedule.active = 1;
+    {
+      accel_profile* profile = NULL;
+      int ready = -1;
+      EXPECT_OK(accel_profile_begin_scheduled(acc, dir, 0, &schedule, &profile));
+      ARG(accel_profile_step(profile, NULL));
+      EXPECT_OK(accel_profile_step(profile, &ready));
+      EXPECT(ready == 1); /* active 1: every step ends a cycle */
+      EXPECT_OK(accel_profile_end(profile));
+    }
+  }
   {
     accel_profile* profile = NULL;
     EXPECT_OK(accel_profile_begin(acc, dir, &profile));

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <vector>
 
 #include "accel/accelerator.hpp"
 #include "accel/profiler.hpp"
@@ -47,6 +48,85 @@ TEST(Profile, WritesAChromeTraceWithTheModelsOperators) {
   EXPECT_TRUE(named_process);
   EXPECT_TRUE(names.count("aten::addmm") || names.count("aten::linear")) << "no linear operator in the trace";
   EXPECT_TRUE(names.count("aten::sum"));
+  accel::detail::remove_tree(dir);
+}
+
+// The input sizes of the aten::neg calls in a trace: step k of the scheduled
+// tests below negates a tensor of k + 1 elements, so they say which steps were recorded.
+std::set<int64_t> recorded_steps(const std::string& path) {
+  std::ifstream in(path);
+  const auto trace = nlohmann::json::parse(in);
+  std::set<int64_t> steps;
+  for (const auto& event : trace.at("traceEvents"))
+    if (event.value("name", "") == "aten::neg")
+      steps.insert(event.at("args").at("Input Dims").at(0).at(0).get<int64_t>() - 1);
+  return steps;
+}
+
+// torch.profiler.schedule(skip_first=1, wait=1, warmup=1, active=2, repeat=2)
+// over 10 steps: steps 0 skipped; cycles [1 wait, 2 warm-up, 3-4 recorded] and
+// [5, 6, 7-8]; step 9 past the repeats. PyTorch calls on_trace_ready after steps 4 and 8.
+TEST(Profile, AScheduleRecordsItsActiveStepsAndWritesEachCycle) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("accel_profile_schedule_" + std::to_string(::getpid()));
+  accel::detail::remove_tree(dir);
+  accel::AcceleratorOptions options;
+  options.cpu = true;
+  accel::Accelerator accelerator(options);
+  accel::ProfileOptions what;
+  what.record_shapes = true;
+  what.schedule = accel::ProfileSchedule{1, 1, 2, 2, 1};
+  std::vector<at::Tensor> inputs;
+  for (int64_t step = 0; step < 10; ++step) inputs.push_back(at::zeros({step + 1}));
+  accel::ProfileScope scope(accelerator, dir.string(), what);
+  std::vector<int64_t> ready;
+  std::set<int64_t> first_cycle;
+  for (int64_t step = 0; step < 10; ++step) {
+    at::neg(inputs[step]);
+    if (scope.step()) {
+      ready.push_back(step);
+      if (first_cycle.empty()) first_cycle = recorded_steps(scope.trace_path());
+    }
+  }
+  EXPECT_EQ(ready, (std::vector<int64_t>{4, 8}));
+  EXPECT_EQ(first_cycle, (std::set<int64_t>{3, 4}));
+  EXPECT_EQ(scope.step_num(), 10);
+  scope.finish();
+  EXPECT_EQ(recorded_steps(scope.trace_path()), (std::set<int64_t>{7, 8}));  // the last finished cycle
+  accel::detail::remove_tree(dir);
+}
+
+TEST(Profile, FinishWritesACycleStillRecordingAndBadSchedulesAreNamed) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("accel_profile_partial_" + std::to_string(::getpid()));
+  accel::detail::remove_tree(dir);
+  accel::AcceleratorOptions options;
+  options.cpu = true;
+  accel::Accelerator accelerator(options);
+  accel::ProfileOptions what;
+  what.record_shapes = true;
+  what.schedule = accel::ProfileSchedule{0, 0, 3, 0, 0};
+  std::vector<at::Tensor> inputs;
+  for (int64_t step = 0; step < 6; ++step) inputs.push_back(at::zeros({step + 1}));
+  {
+    accel::ProfileScope scope(accelerator, dir.string(), what);
+    for (int64_t step = 0; step < 5; ++step) {
+      at::neg(inputs[step]);
+      EXPECT_EQ(scope.step(), step == 2);
+    }
+    at::neg(inputs[5]);  // step 5, in the second cycle
+  }
+  EXPECT_EQ(recorded_steps((dir / "trace_0.json").string()), (std::set<int64_t>{3, 4, 5}));
+  for (const auto& bad : {accel::ProfileSchedule{-1, 0, 1, 0, 0}, accel::ProfileSchedule{2, 0, 0, 0, 0}}) {
+    what.schedule = bad;
+    try {
+      accel::ProfileScope scope(accelerator, dir.string(), what);
+      FAIL() << "no error";
+    } catch (const accel::Error& e) {
+      EXPECT_EQ(e.code(), accel::ErrorCode::InvalidArgument);
+      EXPECT_NE(std::string(e.what()).find(bad.wait < 0 ? "wait is -1" : "active is 0"), std::string::npos) << e.what();
+    }
+  }
   accel::detail::remove_tree(dir);
 }
 

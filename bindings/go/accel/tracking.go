@@ -2,6 +2,7 @@ package accel
 
 import (
 	"encoding/json"
+	"fmt"
 	"runtime"
 	"sort"
 
@@ -138,13 +139,30 @@ func (a *Accelerator) Profile(outputTraceDir string, body func() error) error {
 // records besides each operator: RecordShapes (each operator's "Input Dims"),
 // ProfileMemory (CPU allocations as "[memory]" events) and WithFlops (the
 // "flops" LibTorch counts for matmuls and convolutions).
+// Schedule (torch.profiler.schedule, Accelerate's schedule_option) is counted
+// by the step function ProfileSteps hands its body; OnTraceReady runs with the
+// trace file and the steps taken when a cycle's trace was written.
 type ProfileKwargs struct {
 	OutputTraceDir                         string
 	RecordShapes, ProfileMemory, WithFlops bool
+	Schedule                               *ProfileSchedule
+	OnTraceReady                           func(tracePath string, stepNum int64) error
 }
+
+// ProfileSchedule is torch.profiler.schedule: after SkipFirst steps, cycles of
+// Wait + Warmup unrecorded steps (LibTorch's legacy profiler needs no warm-up)
+// and Active recorded ones, Repeat times (0: until the profile ends).
+type ProfileSchedule struct{ Wait, Warmup, Active, Repeat, SkipFirst int64 }
 
 // ProfileWith is Profile recording what kwargs asks for.
 func (a *Accelerator) ProfileWith(kwargs ProfileKwargs, body func() error) error {
+	return a.ProfileSteps(kwargs, func(func() error) error { return body() })
+}
+
+// ProfileSteps is ProfileWith whose body gets step, to call at the end of each
+// training step (torch.profiler's prof.step()): it advances kwargs.Schedule and
+// calls OnTraceReady when a cycle's trace was written.
+func (a *Accelerator) ProfileSteps(kwargs ProfileKwargs, body func(step func() error) error) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	var run core.Profile
@@ -155,6 +173,10 @@ func (a *Accelerator) ProfileWith(kwargs ProfileKwargs, body func() error) error
 		}
 		defer runtime.KeepAlive(a)
 		run, err = call(func() core.Profile {
+			if s := kwargs.Schedule; s != nil {
+				return core.ProfileBegin_scheduled(h, kwargs.OutputTraceDir, kwargs.RecordShapes, kwargs.ProfileMemory,
+					kwargs.WithFlops, s.Wait, s.Warmup, s.Active, s.Repeat, s.SkipFirst)
+			}
 			return core.ProfileBegin_with(h, kwargs.OutputTraceDir, kwargs.RecordShapes, kwargs.ProfileMemory, kwargs.WithFlops)
 		})
 		return err
@@ -163,7 +185,20 @@ func (a *Accelerator) ProfileWith(kwargs ProfileKwargs, body func() error) error
 		defer core.DeleteProfile(run)
 		return withThread(run.End)
 	}
-	return scope(begin, end, body)
+	var steps int64
+	step := func() error {
+		steps++
+		ready, err := call(run.Step)
+		if err != nil || !ready || kwargs.OnTraceReady == nil {
+			return err
+		}
+		rank, err := a.ProcessIndex()
+		if err != nil {
+			return err
+		}
+		return kwargs.OnTraceReady(fmt.Sprintf("%s/trace_%d.json", kwargs.OutputTraceDir, rank), steps)
+	}
+	return scope(begin, end, func() error { return body(step) })
 }
 
 // ProgressBar is a terminal progress bar (on the main process only, by default).

@@ -138,4 +138,27 @@ func TestProgressLoggerAndProfile(t *testing.T) {
 			t.Fatalf("the trace lacks %s", want)
 		}
 	}
+
+	// A schedule (wait 1, active 2, repeat 1): steps 1 and 2 recorded, the trace ready after step 2.
+	scheduled := t.TempDir()
+	var ready []int64
+	kwargs := ProfileKwargs{OutputTraceDir: scheduled, RecordShapes: true, Schedule: &ProfileSchedule{Wait: 1, Active: 2, Repeat: 1},
+		OnTraceReady: func(path string, stepNum int64) error { ready = append(ready, stepNum); return nil }}
+	ok(t, acc.ProfileSteps(kwargs, func(step func() error) error {
+		for i := 0; i < 4; i++ {
+			if _, err := bare.Forward(must[*Tensor](t)(NewTensor(make([]float32, 3*(i+1)), int64(i+1), 3))); err != nil {
+				return err
+			}
+			if err := step(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	trace, err = os.ReadFile(filepath.Join(scheduled, "trace_0.json"))
+	ok(t, err)
+	if len(ready) != 1 || ready[0] != 3 || !strings.Contains(string(trace), `"Input Dims":[[3,3],[3,4]]`) ||
+		strings.Contains(string(trace), `"Input Dims":[[1,3],[3,4]]`) {
+		t.Fatalf("ready %v, trace %s", ready, trace)
+	}
 }

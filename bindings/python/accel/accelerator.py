@@ -11,6 +11,7 @@ import numbers
 import os
 import pickle
 import random
+import shutil
 import sys
 from collections.abc import Mapping
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
@@ -575,7 +576,8 @@ class Accelerator(core.Accelerator):
     @contextlib.contextmanager
     def profile(self, output_trace_dir: Optional[str] = None, profile_handler: Optional[ProfileKwargs] = None):
         """Records every LibTorch operator in the block; writes output_trace_dir/trace_<rank>.json.
-        The directory may come from a ProfileKwargs (given here or at creation)."""
+        The directory may come from a ProfileKwargs (given here or at creation). Yields the
+        profile: call prof.step() at the end of each step under a schedule_option."""
         handler = profile_handler if profile_handler is not None else self.profile_handler
         if handler is not None:
             handler.check()
@@ -584,12 +586,22 @@ class Accelerator(core.Accelerator):
         if output_trace_dir is None:
             raise ValueError("profile needs an output_trace_dir (an argument, or ProfileKwargs.output_trace_dir)")
         options = handler if handler is not None else ProfileKwargs()
-        run = core.Profile.begin_with(self, output_trace_dir, bool(options.record_shapes),
-                                      bool(options.profile_memory), bool(options.with_flops))
+        flags = (bool(options.record_shapes), bool(options.profile_memory), bool(options.with_flops))
+        if options.schedule_option is not None:
+            schedule = options.schedule_option
+            run = core.Profile.begin_scheduled(self, output_trace_dir, *flags, int(schedule["wait"]),
+                                               int(schedule["warmup"]), int(schedule["active"]),
+                                               int(schedule.get("repeat", 0)), int(schedule.get("skip_first", 0)))
+        else:
+            run = core.Profile.begin_with(self, output_trace_dir, *flags)
+        profile = _Profile(run, os.path.join(output_trace_dir, f"trace_{self.process_index}.json"),
+                           options.on_trace_ready)
         try:
-            yield
+            yield profile
         finally:
             run.end()
+        if options.on_trace_ready is not None and options.schedule_option is None:
+            options.on_trace_ready(profile)  # torch calls it once at the end without a schedule
 
     # -- process decorators (Accelerate's on_main_process, ...) -------------
     # The check happens at each call, as in Accelerate: the function runs where
@@ -887,6 +899,23 @@ class Accelerator(core.Accelerator):
 
     def log_text(self, tag: str, text: str, step: Optional[int] = None) -> None:
         core.Accelerator.log_text(self, tag, text, -1 if step is None else step)
+
+
+class _Profile:
+    """What accelerator.profile() yields (torch.profiler.profile's part of it): step() at the
+    end of each training step, step_num, and the trace file (trace_path, export_chrome_trace)."""
+
+    def __init__(self, run: Any, trace_path: str, on_trace_ready: Optional[Callable[[Any], None]]) -> None:
+        self._run, self.trace_path, self._on_trace_ready, self.step_num = run, trace_path, on_trace_ready, 0
+
+    def step(self) -> None:
+        self.step_num += 1
+        if self._run.step() and self._on_trace_ready is not None:
+            self._on_trace_ready(self)
+
+    def export_chrome_trace(self, path: str) -> None:
+        """Copies the last written trace (the last finished cycle under a schedule) to path."""
+        shutil.copyfile(self.trace_path, os.fspath(path))
 
 
 _closeable(Accelerator, core.close_accelerator)

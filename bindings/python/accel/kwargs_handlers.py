@@ -106,9 +106,11 @@ class ProfileKwargs(KwargsHandler):
     """accelerator.profile()'s settings. libaccel records LibTorch's operators on this thread and
     writes a Chrome trace per process to output_trace_dir (trace_<rank>.json); activities may be
     None, ["cpu"] or include "cuda". record_shapes adds each operator's "Input Dims",
-    profile_memory the CPU allocations ("[memory]" events), with_flops the counted "flops". The
-    other fields (a schedule, on_trace_ready, with_stack, with_modules) raise ValueError when
-    set: not built yet."""
+    profile_memory the CPU allocations ("[memory]" events), with_flops the counted "flops".
+    schedule_option takes torch.profiler.schedule's keys (wait, warmup, active, repeat,
+    skip_first; warm-up steps are not recorded: LibTorch's legacy profiler needs none), counted
+    by prof.step(); on_trace_ready(prof) runs when a cycle's trace is written (prof.trace_path,
+    prof.export_chrome_trace(path)). with_stack and with_modules raise ValueError when set."""
 
     activities: Optional[List[str]] = None
     schedule_option: Optional[Dict[str, int]] = None
@@ -125,10 +127,21 @@ class ProfileKwargs(KwargsHandler):
 
     def check(self) -> None:
         """Raises ValueError naming the first setting accelerator.profile() cannot honour."""
-        for name in ("schedule_option", "on_trace_ready", "with_stack", "with_modules"):
+        for name in ("with_stack", "with_modules"):
             if name in self.to_kwargs():
                 raise ValueError(f"ProfileKwargs.{name} is not supported by libaccel's profiler yet (it writes a "
                                  "Chrome trace of every operator to output_trace_dir)")
+        keys = {"wait", "warmup", "active", "repeat", "skip_first"}
+        if self.schedule_option is not None:
+            unknown = sorted(set(self.schedule_option) - keys)
+            if unknown:
+                raise ValueError(f"ProfileKwargs.schedule_option: unknown keys {unknown} (torch.profiler.schedule "
+                                 f"takes {sorted(keys)})")
+            missing = sorted({"wait", "warmup", "active"} - set(self.schedule_option))
+            if missing:
+                raise ValueError(f"ProfileKwargs.schedule_option needs {missing}, as torch.profiler.schedule does")
+        if self.on_trace_ready is not None and not callable(self.on_trace_ready):
+            raise ValueError("ProfileKwargs.on_trace_ready must be callable")
         for activity in self.activities or []:
             if str(getattr(activity, "name", activity)).lower() not in ("cpu", "cuda"):
                 raise ValueError(f"ProfileKwargs.activities: {activity!r} is not 'cpu' or 'cuda'")

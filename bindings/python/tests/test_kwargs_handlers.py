@@ -187,9 +187,43 @@ def test_profile_kwargs_give_the_trace_directory(tmp_path):
             accel.Model.from_json(LINEAR)
         trace = json.loads((tmp_path / "trace_0.json").read_text())
         assert trace["traceEvents"]
-        with pytest.raises(ValueError, match="ProfileKwargs.schedule_option is not supported"):
+        with pytest.raises(ValueError, match=r"schedule_option needs \['active', 'warmup'\]"):
             with acc.profile(profile_handler=ProfileKwargs(schedule_option={"wait": 1})):
                 pass
+
+
+def test_profile_schedule_calls_on_trace_ready_as_torch_profiler_does(tmp_path):
+    """torch.profiler.schedule(skip_first=1, wait=1, warmup=1, active=2, repeat=2) over 10 steps:
+    steps 3-4 and 7-8 recorded, on_trace_ready after steps 4 and 8 (PyTorch 2.15's ProfilerAction
+    sequence: NONE, NONE, WARMUP, RECORD, RECORD_AND_SAVE, NONE, WARMUP, RECORD, RECORD_AND_SAVE, NONE)."""
+    model = accel.Model.from_json('[{"type": "Linear", "in_features": 3, "out_features": 4}]')
+    ready = []
+
+    def on_trace_ready(prof):
+        ready.append(prof.step_num)
+        prof.export_chrome_trace(tmp_path / f"cycle_{len(ready)}.json")
+
+    handler = ProfileKwargs(schedule_option={"wait": 1, "warmup": 1, "active": 2, "repeat": 2, "skip_first": 1},
+                            on_trace_ready=on_trace_ready, record_shapes=True, output_trace_dir=str(tmp_path / "t"))
+    with accel.Accelerator(cpu=True, kwargs_handlers=[handler]) as acc:
+        with acc.profile() as prof:
+            for step in range(10):
+                model(accel.tensor(np.ones((step + 1, 3), np.float32)))  # the batch size says the step
+                prof.step()
+    assert ready == [5, 9]  # step_num counts the steps taken: after steps 4 and 8
+    for n, expected in ((1, {4, 5}), (2, {8, 9})):
+        trace = json.loads((tmp_path / f"cycle_{n}.json").read_text())
+        batches = {e["args"]["Input Dims"][1][0] for e in trace["traceEvents"]  # addmm(bias, x, w^T)
+                   if e.get("name") == "aten::addmm"}
+        assert batches == expected, batches
+    with pytest.raises(accel.AccelError, match="active is 0"):
+        with acc_profile(tmp_path, {"wait": 1, "warmup": 0, "active": 0}):
+            pass
+
+
+def acc_profile(tmp_path, schedule):
+    acc = accel.Accelerator(cpu=True)
+    return acc.profile(str(tmp_path / "bad"), ProfileKwargs(schedule_option=schedule))
 
 
 def test_profile_kwargs_record_shapes_memory_and_flops(tmp_path):

@@ -1338,6 +1338,28 @@ SWIGINTERN AccelProfileRun *AccelProfileRun_begin_with(AccelAccelerator const *a
     run->handle = handle;
     return run;
   }
+SWIGINTERN AccelProfileRun *AccelProfileRun_begin_scheduled(AccelAccelerator const *accelerator,std::string const &output_trace_dir,bool record_shapes,bool profile_memory,bool with_flops,int64_t wait,int64_t warmup,int64_t active,int64_t repeat,int64_t skip_first){
+    const unsigned options = (record_shapes ? ACCEL_PROFILE_RECORD_SHAPES : 0u) |
+                             (profile_memory ? ACCEL_PROFILE_MEMORY : 0u) | (with_flops ? ACCEL_PROFILE_WITH_FLOPS : 0u);
+    accel_profile_schedule schedule;
+    accel_profile_schedule_init(&schedule);
+    schedule.wait = wait;
+    schedule.warmup = warmup;
+    schedule.active = active;
+    schedule.repeat = repeat;
+    schedule.skip_first = skip_first;
+    accel_profile* handle = 0;
+    accel_check(accel_profile_begin_scheduled(accelerator, output_trace_dir.c_str(), options, &schedule, &handle));
+    AccelProfileRun* run = new AccelProfileRun;
+    run->handle = handle;
+    return run;
+  }
+SWIGINTERN bool AccelProfileRun_step(AccelProfileRun *self){
+    if (!self->handle) accel_fail(ACCEL_ERR_STATE, "the profile has already ended");
+    int ready = 0;
+    accel_check(accel_profile_step(self->handle, &ready));
+    return ready != 0;
+  }
 SWIGINTERN AccelProfileRun *AccelProfileRun_begin(AccelAccelerator const *accelerator,std::string const &output_trace_dir){
     accel_profile* handle = 0;
     accel_check(accel_profile_begin(accelerator, output_trace_dir.c_str(), &handle));
@@ -15603,6 +15625,73 @@ AccelProfileRun *_wrap_Profile_begin_with_core_a1403cbc65d2f32f(AccelAccelerator
     }
   }
   *(AccelProfileRun **)&_swig_go_result = (AccelProfileRun *)result; 
+  return _swig_go_result;
+}
+
+
+AccelProfileRun *_wrap_Profile_begin_scheduled_core_a1403cbc65d2f32f(AccelAccelerator *_swig_go_0, _gostring_ _swig_go_1, bool _swig_go_2, bool _swig_go_3, bool _swig_go_4, long long _swig_go_5, long long _swig_go_6, long long _swig_go_7, long long _swig_go_8, long long _swig_go_9) {
+  AccelAccelerator *arg1 = (AccelAccelerator *) 0 ;
+  std::string *arg2 = 0 ;
+  bool arg3 ;
+  bool arg4 ;
+  bool arg5 ;
+  int64_t arg6 ;
+  int64_t arg7 ;
+  int64_t arg8 ;
+  int64_t arg9 ;
+  int64_t arg10 ;
+  AccelProfileRun *result = 0 ;
+  AccelProfileRun *_swig_go_result;
+  
+  arg1 = *(AccelAccelerator **)&_swig_go_0; 
+  
+  std::string arg2_str(_swig_go_1.p, _swig_go_1.n);
+  arg2 = &arg2_str;
+  
+  arg3 = (bool)_swig_go_2; 
+  arg4 = (bool)_swig_go_3; 
+  arg5 = (bool)_swig_go_4; 
+  arg6 = (int64_t)_swig_go_5; 
+  arg7 = (int64_t)_swig_go_6; 
+  arg8 = (int64_t)_swig_go_7; 
+  arg9 = (int64_t)_swig_go_8; 
+  arg10 = (int64_t)_swig_go_9; 
+  
+  {
+    try {
+      result = (AccelProfileRun *)AccelProfileRun_begin_scheduled((AccelAccelerator const *)arg1,(std::string const &)*arg2,arg3,arg4,arg5,arg6,arg7,arg8,arg9,arg10);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  *(AccelProfileRun **)&_swig_go_result = (AccelProfileRun *)result; 
+  return _swig_go_result;
+}
+
+
+bool _wrap_Profile_step_core_a1403cbc65d2f32f(AccelProfileRun *_swig_go_0) {
+  AccelProfileRun *arg1 = (AccelProfileRun *) 0 ;
+  bool result;
+  bool _swig_go_result;
+  
+  arg1 = *(AccelProfileRun **)&_swig_go_0; 
+  
+  {
+    try {
+      result = (bool)AccelProfileRun_step(arg1);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  _swig_go_result = result; 
   return _swig_go_result;
 }
 

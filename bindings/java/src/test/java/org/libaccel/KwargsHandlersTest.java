@@ -35,6 +35,28 @@ class KwargsHandlersTest {
     }
   }
 
+  /** torch.profiler.schedule(wait 1, warmup 0, active 2, repeat 1): steps 1-2 recorded, ready after step 2. */
+  @Test
+  void profileScheduleCallsOnTraceReady(@TempDir Path dir) throws Exception {
+    java.util.List<Long> ready = new java.util.ArrayList<>();
+    try (Accelerator acc = Accelerator.builder().cpu(true).build();
+         Model model = Model.fromJson("[{\"type\": \"Linear\", \"in_features\": 3, \"out_features\": 4, \"bias\": false}]")) {
+      ProfileKwargs kwargs = new ProfileKwargs().outputTraceDir(dir.toString()).recordShapes(true)
+                                 .schedule(1, 0, 2, 1, 0).onTraceReady(p -> ready.add(p.stepNum()));
+      try (Profile profile = acc.profile(kwargs)) {
+        for (int step = 0; step < 4; ++step) {
+          try (Tensor x = Tensor.of(new float[3 * (step + 1)], step + 1, 3); Tensor y = model.forward(x)) {
+            profile.step();
+          }
+        }
+      }
+      String trace = Files.readString(dir.resolve("trace_0.json"));
+      assertTrue(trace.contains("\"Input Dims\":[[2,3],[3,4]]") && trace.contains("\"Input Dims\":[[3,3],[3,4]]"), trace);
+      assertTrue(!trace.contains("\"Input Dims\":[[1,3],[3,4]]") && !trace.contains("\"Input Dims\":[[4,3],[3,4]]"));
+    }
+    assertEquals(java.util.List.of(3L), ready);
+  }
+
   @Test
   void handlersReachTheAccelerator() {
     try (Accelerator acc = Accelerator.builder().cpu(true)
