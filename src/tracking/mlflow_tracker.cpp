@@ -12,12 +12,12 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
-#include <random>
 
 #include "accel/error.hpp"
 #include "accel/logging.hpp"
 #include "core/number_text.hpp"
 #include "tracking/builtin_trackers.hpp"
+#include "tracking/random_id.hpp"
 #include "tracking/mlflow_common.hpp"
 #include "tracking/record_file.hpp"
 
@@ -34,14 +34,7 @@ std::string yaml_quote(const std::string& text) {
   return out + "'";
 }
 
-std::string random_run_id() {
-  std::random_device device;
-  std::mt19937_64 rng((static_cast<uint64_t>(device()) << 32) ^ device() ^ static_cast<uint64_t>(now_ms()));
-  const char* hex = "0123456789abcdef";
-  std::string id;
-  for (int i = 0; i < 32; ++i) id += hex[rng() % 16];
-  return id;
-}
+std::string random_run_id() { return random_id(kHexDigits, 32); }
 
 // MLflow rejects keys that climb out of their folder; everything else is kept.
 void check_key(const std::string& key) {

@@ -11,10 +11,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <ctime>
-#include <random>
 
 #include "accel/error.hpp"
 #include "tracking/builtin_trackers.hpp"
+#include "tracking/random_id.hpp"
 #include "tracking/record_file.hpp"
 #include "tracking/tracker_kwargs.hpp"
 
@@ -85,13 +85,7 @@ std::string iso_now() {
   return full;
 }
 
-std::string uuid_hex() {
-  static thread_local std::mt19937_64 rng(std::random_device{}() ^ (uint64_t(std::random_device{}()) << 32));
-  const char* hex = "0123456789abcdef";
-  std::string id;
-  for (int i = 0; i < 32; ++i) id += hex[rng() % 16];
-  return id;
-}
+std::string uuid_hex() { return random_id(kHexDigits, 32); }
 
 // trackio's serialize_values: non-finite floats as the strings it reads back.
 nlohmann::json number(double value) {

@@ -10,13 +10,13 @@
 #include <ctime>
 #include <filesystem>
 #include <map>
-#include <random>
 
 #include "accel/accel.h"
 #include "accel/error.hpp"
 #include "accel/logging.hpp"
 #include "core/number_text.hpp"
 #include "tracking/builtin_trackers.hpp"
+#include "tracking/random_id.hpp"
 #include "tracking/tracker_kwargs.hpp"
 #include "tracking/wandb_log.hpp"
 #include "wandb_record.pb.h"
@@ -34,14 +34,7 @@ std::string env(const char* name) {
 }
 
 // wandb's run ids: 8 characters of [a-z0-9].
-std::string random_run_id() {
-  std::random_device device;
-  std::mt19937_64 rng((static_cast<uint64_t>(device()) << 32) ^ device());
-  const char* alphabet = "abcdefghijklmnopqrstuvwxyz0123456789";
-  std::string id;
-  for (int i = 0; i < 8; ++i) id += alphabet[rng() % 36];
-  return id;
-}
+std::string random_run_id() { return random_id("abcdefghijklmnopqrstuvwxyz0123456789", 8); }
 
 // A number as JSON, non-finite ones as Python's json.dumps writes them (wandb reads those).
 std::string number_json(double value) {

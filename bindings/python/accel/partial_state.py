@@ -4,20 +4,20 @@ group, so a script may build one for its data work before (or beside) its Accele
 from __future__ import annotations
 
 import contextlib
-import functools
 import numbers
 from datetime import timedelta
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import numpy as np
 
 from . import core
 from ._helpers import _closeable
+from ._process import ProcessDecorators
 from .accelerator import _DISTRIBUTED_TYPES, DistributedType
 from .tensors import Tensor, tensor
 
 
-class PartialState(core.PartialState):
+class PartialState(ProcessDecorators, core.PartialState):
     """PartialState(cpu=False, timeout=timedelta(minutes=30), backend=None), as Accelerate's:
     process_index, local_process_index, num_processes, device, distributed_type,
     is_main_process, is_local_main_process, is_last_process, use_distributed,
@@ -109,33 +109,6 @@ class PartialState(core.PartialState):
         finally:
             if self.is_local_main_process:
                 self.wait_for_everyone()
-
-    def _only_where(self, function: Callable[..., Any], condition: Callable[[], bool]) -> Callable[..., Any]:
-        if not callable(function):
-            raise TypeError(f"expected a function to decorate, got {type(function).__name__}")
-
-        @functools.wraps(function)
-        def run_here(*args: Any, **kwargs: Any) -> Any:
-            if condition() or not self.use_distributed:
-                return function(*args, **kwargs)
-            return None
-        return run_here
-
-    def on_main_process(self, function: Callable[..., Any]) -> Callable[..., Any]:
-        return self._only_where(function, lambda: self.is_main_process)
-
-    def on_local_main_process(self, function: Callable[..., Any]) -> Callable[..., Any]:
-        return self._only_where(function, lambda: self.is_local_main_process)
-
-    def on_last_process(self, function: Callable[..., Any]) -> Callable[..., Any]:
-        return self._only_where(function, lambda: self.is_last_process)
-
-    def on_process(self, function: Optional[Callable[..., Any]] = None, process_index: Optional[int] = None) -> Any:
-        if isinstance(process_index, bool) or not isinstance(process_index, numbers.Integral) or process_index < 0:
-            raise TypeError(f"on_process needs process_index, a process index >= 0, got {process_index!r}")
-        if function is None:
-            return functools.partial(self.on_process, process_index=process_index)
-        return self._only_where(function, lambda: self.process_index == process_index)
 
     # -- sharing work out ------------------------------------------------
     @contextlib.contextmanager
