@@ -1,8 +1,10 @@
-"""Accelerate's process decorators (on_main_process, on_process, ...), shared by Accelerator
-and PartialState: both give process_index, local_process_index, is_main_process,
-is_local_main_process, is_last_process and use_distributed."""
+"""Accelerate's process decorators (on_main_process, on_process, ...) and
+split_between_processes, shared by Accelerator and PartialState: both give process_index,
+local_process_index, is_main_process, is_local_main_process, is_last_process and
+use_distributed, and split one container with _split_one."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import numbers
 from typing import Any, Callable, Optional
@@ -51,3 +53,20 @@ class ProcessDecorators:
         if function is None:
             return functools.partial(self.on_local_process, local_process_index=local_process_index)
         return self._only_where(function, lambda: self.local_process_index == local_process_index)
+
+    @contextlib.contextmanager
+    def split_between_processes(self, inputs: Any, apply_padding: bool = False):
+        """Yields this process's share of inputs: a Tensor (rows), a list or tuple, or a dict
+        of them with equal lengths. The first len % num_processes processes get one more;
+        surplus processes get an empty share; apply_padding repeats the last item so that
+        every process gets as many. Not collective."""
+        yield self._split(inputs, bool(apply_padding))
+
+    def _split(self, inputs: Any, apply_padding: bool) -> Any:
+        if isinstance(inputs, dict):
+            lengths = {key: len(value) for key, value in inputs.items()}
+            if len(set(lengths.values())) > 1:
+                raise ValueError(f"split_between_processes: all values of the dict must have the same length, "
+                                 f"got {lengths}")
+            return type(inputs)((key, self._split(value, apply_padding)) for key, value in inputs.items())
+        return self._split_one(inputs, apply_padding)

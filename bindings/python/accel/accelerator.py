@@ -713,21 +713,7 @@ class Accelerator(ProcessDecorators, core.Accelerator):
         object_list[:] = received
         return object_list
 
-    @contextlib.contextmanager
-    def split_between_processes(self, inputs: Any, apply_padding: bool = False):
-        """Yields this process's share of inputs: a Tensor (rows), a list or tuple, or a dict
-        of them with equal lengths. The first len % num_processes processes get one more;
-        surplus processes get an empty share; apply_padding repeats the last item so that
-        every process gets as many. Not collective."""
-        yield self._split(inputs, apply_padding)
-
-    def _split(self, inputs: Any, apply_padding: bool) -> Any:
-        if isinstance(inputs, dict):
-            lengths = {key: len(value) for key, value in inputs.items()}
-            if len(set(lengths.values())) > 1:
-                raise ValueError(f"split_between_processes: all values of the dict must have the same length, "
-                                 f"got {lengths}")
-            return type(inputs)((key, self._split(value, apply_padding)) for key, value in inputs.items())
+    def _split_one(self, inputs: Any, apply_padding: bool) -> Any:
         if isinstance(inputs, Tensor):
             return _batch_tensors(core.Accelerator.split_between_processes_list(self, _tensor_list([inputs]),
                                                                                 apply_padding))[0]

@@ -110,21 +110,8 @@ class PartialState(ProcessDecorators, core.PartialState):
             if self.is_local_main_process:
                 self.wait_for_everyone()
 
-    # -- sharing work out ------------------------------------------------
-    @contextlib.contextmanager
-    def split_between_processes(self, inputs: Any, apply_padding: bool = False):
-        """Yields this process's share of inputs (a list, tuple, numpy array, Tensor, or a dict
-        of them with equal lengths), by the rule of Accelerator.split_between_processes. A Tensor
-        that needs padding comes back as a CPU tensor. Not collective."""
-        yield self._split(inputs, bool(apply_padding))
-
-    def _split(self, inputs: Any, apply_padding: bool) -> Any:
-        if isinstance(inputs, dict):
-            lengths = {key: len(value) for key, value in inputs.items()}
-            if len(set(lengths.values())) > 1:
-                raise ValueError(f"split_between_processes: all values of the dict must have the same length, "
-                                 f"got {lengths}")
-            return type(inputs)((key, self._split(value, apply_padding)) for key, value in inputs.items())
+    # A numpy array is split like a list; a Tensor that needs padding comes back on the CPU.
+    def _split_one(self, inputs: Any, apply_padding: bool) -> Any:
         if isinstance(inputs, (Tensor, np.ndarray, list, tuple)):
             n = inputs.shape()[0] if isinstance(inputs, Tensor) else len(inputs)
             start, end, padded = core.PartialState.split_range(self, n, apply_padding)
