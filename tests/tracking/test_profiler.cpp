@@ -63,21 +63,32 @@ std::set<int64_t> recorded_steps(const std::string& path) {
   return steps;
 }
 
+accel::AcceleratorOptions cpu_options() {
+  accel::AcceleratorOptions options;
+  options.cpu = true;
+  return options;
+}
+
+// A CPU accelerator, a trace folder, and the inputs of steps 0..9 (made before
+// any profile, so that only the steps' aten::neg calls tell them apart).
+struct ScheduledProfile : ::testing::Test {
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / ("accel_profile_" + std::to_string(::getpid()));
+  accel::Accelerator accelerator{cpu_options()};
+  accel::ProfileOptions what;
+  std::vector<at::Tensor> inputs;
+  void SetUp() override {
+    accel::detail::remove_tree(dir);
+    what.record_shapes = true;
+    for (int64_t step = 0; step < 10; ++step) inputs.push_back(at::zeros({step + 1}));
+  }
+  void TearDown() override { accel::detail::remove_tree(dir); }
+};
+
 // torch.profiler.schedule(skip_first=1, wait=1, warmup=1, active=2, repeat=2)
 // over 10 steps: steps 0 skipped; cycles [1 wait, 2 warm-up, 3-4 recorded] and
 // [5, 6, 7-8]; step 9 past the repeats. PyTorch calls on_trace_ready after steps 4 and 8.
-TEST(Profile, AScheduleRecordsItsActiveStepsAndWritesEachCycle) {
-  namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("accel_profile_schedule_" + std::to_string(::getpid()));
-  accel::detail::remove_tree(dir);
-  accel::AcceleratorOptions options;
-  options.cpu = true;
-  accel::Accelerator accelerator(options);
-  accel::ProfileOptions what;
-  what.record_shapes = true;
+TEST_F(ScheduledProfile, RecordsItsActiveStepsAndWritesEachCycle) {
   what.schedule = accel::ProfileSchedule{1, 1, 2, 2, 1};
-  std::vector<at::Tensor> inputs;
-  for (int64_t step = 0; step < 10; ++step) inputs.push_back(at::zeros({step + 1}));
   accel::ProfileScope scope(accelerator, dir.string(), what);
   std::vector<int64_t> ready;
   std::set<int64_t> first_cycle;
@@ -93,21 +104,10 @@ TEST(Profile, AScheduleRecordsItsActiveStepsAndWritesEachCycle) {
   EXPECT_EQ(scope.step_num(), 10);
   scope.finish();
   EXPECT_EQ(recorded_steps(scope.trace_path()), (std::set<int64_t>{7, 8}));  // the last finished cycle
-  accel::detail::remove_tree(dir);
 }
 
-TEST(Profile, FinishWritesACycleStillRecordingAndBadSchedulesAreNamed) {
-  namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("accel_profile_partial_" + std::to_string(::getpid()));
-  accel::detail::remove_tree(dir);
-  accel::AcceleratorOptions options;
-  options.cpu = true;
-  accel::Accelerator accelerator(options);
-  accel::ProfileOptions what;
-  what.record_shapes = true;
+TEST_F(ScheduledProfile, FinishWritesACycleStillRecordingAndBadSchedulesAreNamed) {
   what.schedule = accel::ProfileSchedule{0, 0, 3, 0, 0};
-  std::vector<at::Tensor> inputs;
-  for (int64_t step = 0; step < 6; ++step) inputs.push_back(at::zeros({step + 1}));
   {
     accel::ProfileScope scope(accelerator, dir.string(), what);
     for (int64_t step = 0; step < 5; ++step) {
@@ -127,7 +127,6 @@ TEST(Profile, FinishWritesACycleStillRecordingAndBadSchedulesAreNamed) {
       EXPECT_NE(std::string(e.what()).find(bad.wait < 0 ? "wait is -1" : "active is 0"), std::string::npos) << e.what();
     }
   }
-  accel::detail::remove_tree(dir);
 }
 
 }  // namespace
