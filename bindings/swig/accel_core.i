@@ -1122,6 +1122,7 @@ struct AccelPartialState {};
   }
   void no_sync_begin(AccelModel* model) { accel_check(accel_accelerator_no_sync_begin($self, model)); }
   void no_sync_end(AccelModel* model) { accel_check(accel_accelerator_no_sync_end($self, model)); }
+  void average_parameters(AccelModel* model) { accel_check(accel_accelerator_average_parameters($self, model)); }
   void trigger_sync_in_backward(AccelModel* model) { accel_check(accel_accelerator_trigger_sync_in_backward($self, model)); }
   /* Returns the total norm before clipping. */
   /* Bytes held for the model's parameters, gradients and the optimizer's state (optimizer may

@@ -1431,6 +1431,13 @@ ACCEL_API accel_status accel_accelerator_synchronize_rng_states(accel_accelerato
    for that model is ACCEL_ERR_STATE. */
 ACCEL_API accel_status accel_accelerator_no_sync_begin(accel_accelerator* acc, accel_model* model);
 ACCEL_API accel_status accel_accelerator_no_sync_end(accel_accelerator* acc, accel_model* model);
+/* LocalSGD's synchronisation (Accelerate's LocalSGD): waits for every process,
+   then replaces each of the model's parameters by its mean over the
+   data-parallel processes. Collective; nothing to do on one process. Use it
+   every N steps inside no_sync (the bindings' LocalSGD does both). Errors:
+   INVALID_ARGUMENT (bad handles, a model not prepared); UNSUPPORTED for a
+   sharded model (its processes hold chunks, not replicas). */
+ACCEL_API accel_status accel_accelerator_average_parameters(accel_accelerator* acc, accel_model* model);
 /* Makes the model's next backward synchronise even inside no_sync. */
 ACCEL_API accel_status accel_accelerator_trigger_sync_in_backward(accel_accelerator* acc, accel_model* model);
 /* Clips the model's total gradient norm to max_norm (unscaling first under

@@ -112,6 +112,12 @@ class Accelerator {
   AccumulateScope accumulate(Model& model) { return AccumulateScope(*this, model); }
   // Gradients accumulate locally while sync is off (DDP's no_sync).
   void no_sync_begin(Model& model);
+  // LocalSGD's synchronisation (Accelerate's LocalSGD._sync_and_avg_model_params):
+  // waits for every process, then replaces each of the prepared model's
+  // parameters by its mean over the data-parallel processes. Collective; does
+  // nothing on one process. Throws Unsupported for a sharded model (its
+  // parameters are chunks), InvalidArgument for a model not prepared here.
+  void average_parameters(Model& model);
   void no_sync_end(Model& model);
   // Makes the next backward synchronise even inside no_sync or a micro-step.
   void trigger_sync_in_backward(Model& model);

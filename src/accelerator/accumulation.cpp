@@ -85,6 +85,22 @@ void Accelerator::no_sync_end(Model& model) {
   set_sync(model, true);
 }
 
+void Accelerator::average_parameters(Model& model) {
+  require_arg(model.is_prepared(), "average_parameters (LocalSGD): the model was not prepared by this accelerator");
+  require(!model.impl().flat_shard(), ErrorCode::Unsupported,
+          "average_parameters (LocalSGD): the model is sharded (" + std::string(to_string(state_->sharding_strategy)) +
+              "); its processes hold chunks, not replicas, so there is nothing to average (use NO_SHARD)");
+  detail::ProcessGroup* group = state_->data_parallel_group();
+  if (group == nullptr || group->world_size() == 1) return;
+  wait_for_everyone();
+  at::NoGradGuard no_grad;
+  const double processes = group->world_size();
+  for (auto& parameter : model.parameters()) {
+    group->allreduce(parameter, "local_sgd_average");
+    parameter.div_(processes);
+  }
+}
+
 void Accelerator::trigger_sync_in_backward(Model& model) {
   if (auto* sync = model.impl().gradient_sync()) {
     sync->set_enabled(true);

@@ -581,6 +581,9 @@ ACCEL_API accel_status accel_accelerator_no_sync_begin(accel_accelerator* acc, a
 ACCEL_API accel_status accel_accelerator_no_sync_end(accel_accelerator* acc, accel_model* model) {
   return guarded([&] { deref(acc, "acc").accelerator->no_sync_end(deref(model, "model").model); });
 }
+ACCEL_API accel_status accel_accelerator_average_parameters(accel_accelerator* acc, accel_model* model) {
+  return guarded([&] { deref(acc, "acc").accelerator->average_parameters(deref(model, "model").model); });
+}
 ACCEL_API accel_status accel_accelerator_trigger_sync_in_backward(accel_accelerator* acc, accel_model* model) {
   return guarded([&] { deref(acc, "acc").accelerator->trigger_sync_in_backward(deref(model, "model").model); });
 }

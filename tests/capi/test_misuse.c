@@ -1254,6 +1254,7 @@ static void training(void) {
     ARG(accel_accelerator_synchronize_rng_states(a, "torch"));
     ARG(accel_accelerator_no_sync_begin(a, model));
     ARG(accel_accelerator_no_sync_end(a, model));
+    ARG(accel_accelerator_average_parameters(a, model));
     ARG(accel_accelerator_trigger_sync_in_backward(a, model));
     ARG(accel_accelerator_clip_grad_norm(a, model, 1.0, 2.0, &d_out));
     ARG(accel_accelerator_clip_grad_value(a, model, 1.0));
@@ -1273,6 +1274,7 @@ static void training(void) {
     ARG(accel_accelerator_accumulate_end(acc, m));
     ARG(accel_accelerator_no_sync_begin(acc, m));
     ARG(accel_accelerator_no_sync_end(acc, m));
+    ARG(accel_accelerator_average_parameters(acc, m));
     ARG(accel_accelerator_trigger_sync_in_backward(acc, m));
     ARG(accel_accelerator_clip_grad_norm(acc, m, 1.0, 2.0, &d_out));
     ARG(accel_accelerator_clip_grad_value(acc, m, 1.0));
@@ -1319,6 +1321,12 @@ static void training(void) {
   EXPECT_OK(accel_accelerator_accumulate_begin(acc, model));
   EXPECT_OK(accel_accelerator_accumulate_end(acc, model));
   STATE(accel_accelerator_accumulate_end(acc, model));
+  {
+    accel_model* unprepared = NULL;
+    EXPECT_OK(accel_model_from_json(kLinear, &unprepared));
+    ARG(accel_accelerator_average_parameters(acc, unprepared)); /* LocalSGD needs a prepared model */
+    accel_model_free(unprepared);
+  }
   EXPECT_OK(accel_accelerator_no_sync_begin(acc, model));
   STATE(accel_accelerator_accumulate_end(acc, model)); /* another scope's _end */
   EXPECT_OK(accel_accelerator_no_sync_end(acc, model));

@@ -1,6 +1,7 @@
 package accel
 
 import (
+	"fmt"
 	"runtime"
 
 	"github.com/libaccel/libaccel/bindings/go/internal/core"
@@ -41,6 +42,43 @@ func (a *Accelerator) AccumulateEnd(m *Model) error {
 func (a *Accelerator) NoSync(m *Model, body func() error) error {
 	return scope(func() error { return a.withModel(m, func(h core.Accelerator, mh core.Model) { h.No_sync_begin(mh) }) },
 		func() error { return a.withModel(m, func(h core.Accelerator, mh core.Model) { h.No_sync_end(mh) }) }, body)
+}
+
+// AverageParameters replaces each of the model's parameters by its mean across
+// the data-parallel processes (LocalSGD's synchronisation). Collective.
+func (a *Accelerator) AverageParameters(m *Model) error {
+	return a.withModel(m, func(h core.Accelerator, mh core.Model) { h.Average_parameters(mh) })
+}
+
+// LocalSGD is Accelerate's LocalSGD: body runs without gradient
+// synchronisation and gets step, to call after each optimizer step; every
+// localSGDSteps steps, and when body returns, the parameters are averaged
+// across processes. On one process body just runs (step does nothing).
+func (a *Accelerator) LocalSGD(m *Model, localSGDSteps int, body func(step func() error) error) error {
+	if localSGDSteps < 1 {
+		return &Error{Code: ErrInvalidArgument, Msg: fmt.Sprintf("LocalSGD localSGDSteps must be positive, got %d", localSGDSteps)}
+	}
+	n, err := a.NumProcesses()
+	if err != nil {
+		return err
+	}
+	if n == 1 {
+		return body(func() error { return nil })
+	}
+	steps := 0
+	step := func() error {
+		steps++
+		if steps%localSGDSteps == 0 {
+			return a.AverageParameters(m)
+		}
+		return nil
+	}
+	return a.NoSync(m, func() error {
+		if err := body(step); err != nil {
+			return err
+		}
+		return a.AverageParameters(m)
+	})
 }
 
 // TriggerSyncInBackward makes the next backward sync gradients even inside NoSync.

@@ -45,6 +45,7 @@ from .launchers import debug_launcher, notebook_launcher
 from . import utils
 from .parallelism import ParallelismConfig
 from .partial_state import PartialState
+from .local_sgd import LocalSGD
 
 __all__ = [
     "AccelError", "Accelerator", "AcceleratorState", "GradientState", "DistributedType", "Model", "Optimizer",
@@ -56,7 +57,7 @@ __all__ = [
     "GradientAccumulationPlugin", "ProjectConfiguration", "ParallelismConfig", "KwargsHandler",
     "DistributedDataParallelKwargs", "InitProcessGroupKwargs", "GradScalerKwargs", "AutocastKwargs", "ProfileKwargs",
     "DDPCommunicationHookType", "DataLoaderConfiguration", "utils", "find_executable_batch_size",
-    "should_reduce_batch_size", "notebook_launcher", "debug_launcher", "PartialState",
+    "should_reduce_batch_size", "notebook_launcher", "debug_launcher", "PartialState", "LocalSGD",
 ]
 
 __version__ = version()

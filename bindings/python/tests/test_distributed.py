@@ -70,3 +70,18 @@ def test_partial_state_before_and_beside_an_accelerator(nproc, tmp_path):
         capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"[rank 0] partial state ok {nproc}" in result.stdout
+
+
+LOCAL_SGD = Path(__file__).parent / "programs" / "local_sgd_worker.py"
+
+
+@pytest.mark.parametrize("nproc", [2, 3])
+def test_local_sgd_averages_the_replicas_every_n_steps(nproc):
+    launcher = os.environ.get("ACCEL_CLI")
+    if not launcher:
+        pytest.skip("ACCEL_CLI (the accel command) is not set; run through CTest")
+    result = subprocess.run(
+        [launcher, "launch", "--nproc_per_node", str(nproc), "--master_port", "0", sys.executable, str(LOCAL_SGD)],
+        capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"[rank 0] local sgd ok {nproc}" in result.stdout

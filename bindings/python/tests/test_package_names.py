@@ -10,7 +10,7 @@ MODULES = ["tensors", "models", "optimizers", "data", "tracking", "checkpointing
 # What `accel.X` reached before the package was split into modules, as public API.
 PUBLIC = {
     "AccelError", "Accelerator", "AcceleratorState", "GradientState", "DistributedType", "Model", "Optimizer",
-    "Scheduler", "Dataset", "DataLoader", "Tensor", "Tracker", "ProgressBar", "PartialState", "tensor", "get_logger", "version",
+    "Scheduler", "Dataset", "DataLoader", "Tensor", "Tracker", "ProgressBar", "PartialState", "LocalSGD", "tensor", "get_logger", "version",
     "abi_version", "has_feature", "__version__", "Sequences", "DataCollatorWithPadding", "ModelOutput",
     "FullyShardedDataParallelPlugin", "init_empty_weights", "compute_module_sizes", "infer_auto_device_map",
     "check_device_map", "verify_device_map", "load_checkpoint_and_dispatch", "load_checkpoint_in_model",

@@ -429,3 +429,15 @@ def test_partial_state_on_one_process():
     state.close()
     with pytest.raises(ValueError):
         state.process_index
+
+
+def test_local_sgd_on_one_process_is_off_and_refuses_bad_steps(tmp_path):
+    acc, model, opt, loader = make_run(tmp_path)
+    with accel.LocalSGD(accelerator=acc, model=model, local_sgd_steps=2) as local_sgd:
+        assert not local_sgd.enabled  # as Accelerate: nothing to average alone
+        local_sgd.step()
+    assert local_sgd.num_steps == 1
+    with pytest.raises(ValueError, match="local_sgd_steps"):
+        accel.LocalSGD(accelerator=acc, model=model, local_sgd_steps=0)
+    with pytest.raises(accel.AccelError, match="not prepared"):
+        acc.average_parameters(accel.Model.from_json(LINEAR))

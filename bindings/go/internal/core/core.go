@@ -881,6 +881,7 @@ extern _Bool _wrap_Accelerator_use_stateful_dataloader_core_a1403cbc65d2f32f(uin
 extern void _wrap_Accelerator_synchronize_rng_states_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_160 arg2);
 extern void _wrap_Accelerator_no_sync_begin_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern void _wrap_Accelerator_no_sync_end_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
+extern void _wrap_Accelerator_average_parameters_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern void _wrap_Accelerator_trigger_sync_in_backward_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Accelerator_held_bytes__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3);
 extern uintptr_t _wrap_Accelerator_held_bytes__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
@@ -6176,6 +6177,12 @@ func (arg1 SwigcptrAccelerator) No_sync_end(arg2 Model) {
 	C._wrap_Accelerator_no_sync_end_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1))
 }
 
+func (arg1 SwigcptrAccelerator) Average_parameters(arg2 Model) {
+	_swig_i_0 := arg1
+	_swig_i_1 := getSwigcptr(arg2)
+	C._wrap_Accelerator_average_parameters_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1))
+}
+
 func (arg1 SwigcptrAccelerator) Trigger_sync_in_backward(arg2 Model) {
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
@@ -6760,6 +6767,7 @@ type Accelerator interface {
 	Synchronize_rng_states(arg2 string)
 	No_sync_begin(arg2 Model)
 	No_sync_end(arg2 Model)
+	Average_parameters(arg2 Model)
 	Trigger_sync_in_backward(arg2 Model)
 	Held_bytes(a ...interface{}) Int64Vector
 	Clip_grad_norm(a ...interface{}) float64

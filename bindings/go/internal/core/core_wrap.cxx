@@ -882,6 +882,7 @@ SWIGINTERN void AccelAccelerator_synchronize_rng_states(AccelAccelerator *self,s
   }
 SWIGINTERN void AccelAccelerator_no_sync_begin(AccelAccelerator *self,AccelModel *model){ accel_check(accel_accelerator_no_sync_begin(self, model)); }
 SWIGINTERN void AccelAccelerator_no_sync_end(AccelAccelerator *self,AccelModel *model){ accel_check(accel_accelerator_no_sync_end(self, model)); }
+SWIGINTERN void AccelAccelerator_average_parameters(AccelAccelerator *self,AccelModel *model){ accel_check(accel_accelerator_average_parameters(self, model)); }
 SWIGINTERN void AccelAccelerator_trigger_sync_in_backward(AccelAccelerator *self,AccelModel *model){ accel_check(accel_accelerator_trigger_sync_in_backward(self, model)); }
 SWIGINTERN std::vector< int64_t > AccelAccelerator_held_bytes__SWIG_0(AccelAccelerator const *self,AccelModel const *model,AccelOptimizer const *optimizer=0){
     int64_t parameters = 0, gradients = 0, state = 0;
@@ -11639,6 +11640,28 @@ void _wrap_Accelerator_no_sync_end_core_a1403cbc65d2f32f(AccelAccelerator *_swig
   {
     try {
       AccelAccelerator_no_sync_end(arg1,arg2);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  
+}
+
+
+void _wrap_Accelerator_average_parameters_core_a1403cbc65d2f32f(AccelAccelerator *_swig_go_0, AccelModel *_swig_go_1) {
+  AccelAccelerator *arg1 = (AccelAccelerator *) 0 ;
+  AccelModel *arg2 = (AccelModel *) 0 ;
+  
+  arg1 = *(AccelAccelerator **)&_swig_go_0; 
+  arg2 = *(AccelModel **)&_swig_go_1; 
+  
+  {
+    try {
+      AccelAccelerator_average_parameters(arg1,arg2);
     } catch (const AccelFailure& e) {
       accel_go_store_error(e.code(), e.what());
     } catch (const std::exception& e) {
