@@ -59,17 +59,22 @@ def test_tensor_parallel_split_model_computes_the_whole_models_function(tp, how)
 PARTIAL_STATE = Path(__file__).parent / "programs" / "partial_state_worker.py"
 
 
-@pytest.mark.parametrize("nproc", [2, 3])
-def test_partial_state_before_and_beside_an_accelerator(nproc, tmp_path):
+def launch(nproc, worker, *args):
+    """`accel launch` of a Python worker on nproc ranks; its stdout once it succeeded."""
     launcher = os.environ.get("ACCEL_CLI")
     if not launcher:
         pytest.skip("ACCEL_CLI (the accel command) is not set; run through CTest")
     result = subprocess.run(
-        [launcher, "launch", "--nproc_per_node", str(nproc), "--master_port", "0", sys.executable,
-         str(PARTIAL_STATE), str(tmp_path / "prepared.txt")],
+        [launcher, "launch", "--nproc_per_node", str(nproc), "--master_port", "0", sys.executable, str(worker),
+         *map(str, args)],
         capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert f"[rank 0] partial state ok {nproc}" in result.stdout
+    return result.stdout
+
+
+@pytest.mark.parametrize("nproc", [2, 3])
+def test_partial_state_before_and_beside_an_accelerator(nproc, tmp_path):
+    assert f"[rank 0] partial state ok {nproc}" in launch(nproc, PARTIAL_STATE, tmp_path / "prepared.txt")
 
 
 LOCAL_SGD = Path(__file__).parent / "programs" / "local_sgd_worker.py"
@@ -77,11 +82,4 @@ LOCAL_SGD = Path(__file__).parent / "programs" / "local_sgd_worker.py"
 
 @pytest.mark.parametrize("nproc", [2, 3])
 def test_local_sgd_averages_the_replicas_every_n_steps(nproc):
-    launcher = os.environ.get("ACCEL_CLI")
-    if not launcher:
-        pytest.skip("ACCEL_CLI (the accel command) is not set; run through CTest")
-    result = subprocess.run(
-        [launcher, "launch", "--nproc_per_node", str(nproc), "--master_port", "0", sys.executable, str(LOCAL_SGD)],
-        capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert f"[rank 0] local sgd ok {nproc}" in result.stdout
+    assert f"[rank 0] local sgd ok {nproc}" in launch(nproc, LOCAL_SGD)
