@@ -8,6 +8,7 @@
 #include <string>
 
 #include "accel/tracking.hpp"
+#include "tracking/tracker_common.hpp"
 
 namespace accel::detail {
 
@@ -35,11 +36,6 @@ void mlflow_check_key(const std::string& key);
 
 // MLFLOW_EXPERIMENT_NAME when set (Accelerate gives it priority), else the project name.
 std::string mlflow_experiment_name(const std::string& project_name);
-
-inline std::string env_or_empty(const char* name) {
-  const char* value = std::getenv(name);
-  return value ? std::string(value) : std::string();
-}
 
 // The REST tracker for an http(s) MLFLOW_TRACKING_URI (mlflow_rest_tracker.cpp).
 std::unique_ptr<Tracker> make_mlflow_rest_tracker(const std::string& tracking_uri);

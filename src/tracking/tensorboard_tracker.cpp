@@ -3,22 +3,18 @@
 // through the HParams plugin's session_start_info).
 #include <unistd.h>
 
-#include <chrono>
 #include <cstring>
 
 #include "accel/error.hpp"
 #include "tb_event.pb.h"
 #include "tb_hparams.pb.h"
 #include "tracking/builtin_trackers.hpp"
+#include "tracking/tracker_common.hpp"
 #include "tracking/crc32c.hpp"
 #include "tracking/record_file.hpp"
 
 namespace accel::detail {
 namespace {
-
-double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 void put_le(std::string& out, uint64_t value, int bytes) {
   for (int i = 0; i < bytes; ++i) out += static_cast<char>((value >> (8 * i)) & 0xFF);
@@ -51,7 +47,7 @@ class TensorBoardTracker : public Tracker {
   void init(const std::string& run_name, const TrackerConfig& config) override {
     char host[256] = "localhost";
     gethostname(host, sizeof(host) - 1);
-    const double now = now_seconds();
+    const double now = unix_seconds();
     file_.open(dir_ + "/" + run_name + "/events.out.tfevents." + std::to_string(static_cast<int64_t>(now)) + "." +
                    host + "." + std::to_string(getpid()),
                true);
@@ -83,7 +79,7 @@ class TensorBoardTracker : public Tracker {
  private:
   tb::Event new_event(std::optional<int64_t> step) {
     tb::Event event;
-    event.set_wall_time(now_seconds());
+    event.set_wall_time(unix_seconds());
     event.set_step(step.value_or(0));
     return event;
   }

@@ -14,6 +14,7 @@
 
 #include "accel/error.hpp"
 #include "tracking/builtin_trackers.hpp"
+#include "tracking/tracker_common.hpp"
 #include "tracking/random_id.hpp"
 #include "tracking/record_file.hpp"
 #include "tracking/tracker_kwargs.hpp"
@@ -50,17 +51,12 @@ CREATE INDEX idx_configs_run_name ON configs(run_name);
 PRAGMA user_version = 2;
 )sql";
 
-std::string env(const char* name) {
-  const char* value = std::getenv(name);
-  return value ? value : "";
-}
-
 // trackio's TRACKIO_DIR: the variable, else $HF_HOME/trackio, else huggingface_hub's default cache.
 std::string trackio_dir() {
-  if (!env("TRACKIO_DIR").empty()) return env("TRACKIO_DIR");
-  if (!env("HF_HOME").empty()) return env("HF_HOME") + "/trackio";
-  const std::string cache = !env("XDG_CACHE_HOME").empty() ? env("XDG_CACHE_HOME") : env("HOME") + "/.cache";
-  return cache + "/huggingface/trackio";
+  if (const std::string dir = env_or_empty("TRACKIO_DIR"); !dir.empty()) return dir;
+  if (const std::string hf_home = env_or_empty("HF_HOME"); !hf_home.empty()) return hf_home + "/trackio";
+  const std::string xdg = env_or_empty("XDG_CACHE_HOME");
+  return (xdg.empty() ? env_or_empty("HOME") + "/.cache" : xdg) + "/huggingface/trackio";
 }
 
 // trackio's canonical_project_name: letters, digits, '-' and '_' only, "default" when none is left.

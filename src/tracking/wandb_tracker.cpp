@@ -4,9 +4,7 @@
 // the run is always offline (docs/tracking.md).
 #include <unistd.h>
 
-#include <chrono>
 #include <cmath>
-#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <map>
@@ -16,6 +14,7 @@
 #include "accel/logging.hpp"
 #include "core/number_text.hpp"
 #include "tracking/builtin_trackers.hpp"
+#include "tracking/tracker_common.hpp"
 #include "tracking/random_id.hpp"
 #include "tracking/tracker_kwargs.hpp"
 #include "tracking/wandb_log.hpp"
@@ -23,15 +22,6 @@
 
 namespace accel::detail {
 namespace {
-
-double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-std::string env(const char* name) {
-  const char* value = std::getenv(name);
-  return value ? value : "";
-}
 
 // wandb's run ids: 8 characters of [a-z0-9].
 std::string random_run_id() { return random_id("abcdefghijklmnopqrstuvwxyz0123456789", 8); }
@@ -59,15 +49,16 @@ class WandbTracker : public Tracker {
  public:
   WandbTracker(std::string logging_dir, TrackerKwargs kwargs) {
     // Where wandb.init(dir=...) puts the wandb/ folder: the kwarg, WANDB_DIR, else logging_dir.
-    root_ = kwargs.string("dir").value_or(env("WANDB_DIR").empty() ? logging_dir : env("WANDB_DIR"));
-    display_name_ = kwargs.string("name").value_or(env("WANDB_NAME"));
-    run_id_ = kwargs.string("id").value_or(env("WANDB_RUN_ID"));
-    entity_ = kwargs.string("entity").value_or(env("WANDB_ENTITY"));
-    group_ = kwargs.string("group").value_or(env("WANDB_RUN_GROUP"));
-    job_type_ = kwargs.string("job_type").value_or(env("WANDB_JOB_TYPE"));
-    notes_ = kwargs.string("notes").value_or(env("WANDB_NOTES"));
+    const std::string wandb_dir = env_or_empty("WANDB_DIR");
+    root_ = kwargs.string("dir").value_or(wandb_dir.empty() ? logging_dir : wandb_dir);
+    display_name_ = kwargs.string("name").value_or(env_or_empty("WANDB_NAME"));
+    run_id_ = kwargs.string("id").value_or(env_or_empty("WANDB_RUN_ID"));
+    entity_ = kwargs.string("entity").value_or(env_or_empty("WANDB_ENTITY"));
+    group_ = kwargs.string("group").value_or(env_or_empty("WANDB_RUN_GROUP"));
+    job_type_ = kwargs.string("job_type").value_or(env_or_empty("WANDB_JOB_TYPE"));
+    notes_ = kwargs.string("notes").value_or(env_or_empty("WANDB_NOTES"));
     tags_ = kwargs.strings("tags");
-    const std::string mode = kwargs.string("mode").value_or(env("WANDB_MODE"));
+    const std::string mode = kwargs.string("mode").value_or(env_or_empty("WANDB_MODE"));
     kwargs.reject_unread();
     require_arg(mode.empty() || mode == "offline" || mode == "dryrun" || mode == "online" || mode == "disabled",
                 "wandb: unknown mode '" + mode + "' (offline, online, disabled)");
@@ -77,7 +68,7 @@ class WandbTracker : public Tracker {
           .warning(
               "wandb: mode 'online' needs W&B's own client; libaccel writes the run offline "
               "(upload it with `wandb sync`)");
-    if (!run_id_.empty()) check_run_id(run_id_, kwargs_origin());
+    if (!run_id_.empty()) check_run_id(run_id_, "init_kwargs or WANDB_RUN_ID");
   }
 
   std::string name() const override { return "wandb"; }
@@ -85,7 +76,7 @@ class WandbTracker : public Tracker {
   void init(const std::string& run_name, const TrackerConfig& config) override {
     if (disabled_) return;
     if (run_id_.empty()) run_id_ = random_run_id();
-    start_ = now_seconds();
+    start_ = unix_seconds();
     const std::time_t start_time = static_cast<std::time_t>(start_);
     std::tm utc{};
     gmtime_r(&start_time, &utc);
@@ -147,7 +138,7 @@ class WandbTracker : public Tracker {
     if (disabled_ || finished_) return;
     finished_ = true;
     flush_row();
-    const double runtime = now_seconds() - start_;
+    const double runtime = unix_seconds() - start_;
     accel_internal::wandb::Record summary;
     for (const auto& [key, value] : summary_) {
       auto* item = summary.mutable_summary()->add_update();
@@ -163,8 +154,6 @@ class WandbTracker : public Tracker {
   }
 
  private:
-  static std::string kwargs_origin() { return "init_kwargs or WANDB_RUN_ID"; }
-
   // wandb.log(step=s) merges calls with the same step into one row, commits the
   // row when another step comes, and drops a step below the current one with a
   // warning; a call without a step is a row of its own at the next step.
@@ -190,7 +179,7 @@ class WandbTracker : public Tracker {
   void flush_row() {
     if (!pending_step_) return;
     const int64_t step = *pending_step_;
-    const double now = now_seconds();
+    const double now = unix_seconds();
     pending_["_step"] = std::to_string(step);
     pending_["_runtime"] = number_json(now - start_);
     pending_["_timestamp"] = number_json(now);
