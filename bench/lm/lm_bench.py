@@ -7,7 +7,9 @@ per process: tokens/s over all processes and the peak RSS (VmHWM).
 --gpu 1 trains on the GPU (bench/lm_gpu.sh): batches moved there before
 timing, the clock read after torch.cuda.synchronize(); --mixed-precision
 bf16 is Accelerator(mixed_precision="bf16") or, for `torch`, torch.autocast;
---attn picks transformers' attention implementation (default: its own)."""
+--attn picks transformers' attention implementation (default: its own);
+--label names the contestant in the result (lm_bench.sh tells the two
+Accelerates apart with it)."""
 import argparse
 import json
 import os
@@ -30,6 +32,7 @@ def main():
     p.add_argument("--gpu", type=int, default=0)
     p.add_argument("--mixed-precision", default="no", choices=["no", "bf16", "fp16"])
     p.add_argument("--attn", default=None)
+    p.add_argument("--label", default=None)
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     model = build(a.attn).train()
@@ -75,8 +78,8 @@ def main():
     sync()
     seconds = time.perf_counter() - start
     print("BENCH_RESULT " + json.dumps({
-        "contestant": a.contestant + ("_ddp" if a.contestant == "torch" and world > 1 else "") +
-        ("_" + a.attn if a.attn else ""), "device": device.type, "precision": a.mixed_precision, "rank": rank,
+        "contestant": a.label or a.contestant + ("_ddp" if a.contestant == "torch" and world > 1 else "") +
+        ("_" + a.attn if a.attn else ""), "torch": torch.__version__.split("+")[0], "device": device.type, "precision": a.mixed_precision, "rank": rank,
         "nproc": world, "threads": torch.get_num_threads(), "steps": a.steps, "seconds": round(seconds, 3),
         "tokens_per_s": round(a.steps * BATCH * LENGTH * world / seconds, 1),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1),

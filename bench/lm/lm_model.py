@@ -11,6 +11,21 @@ import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
 BATCH, LENGTH, VOCAB = 8, 128, 256
+LAYERS, WIDTH = 6, 256
+
+
+def flops_per_token():
+    """Floating-point operations to train on one token (forward and backward),
+    counting the matrix products, which are all but a few percent of the work:
+    a layer's c_attn, attn.c_proj, c_fc and mlp.c_proj hold 3 + 1 + 4 + 4 = 12
+    WIDTH^2 weights and lm_head WIDTH x VOCAB, each weight one multiply-add
+    (2 FLOPs) per token forward; attention's q kT and weights x v are LENGTH x
+    WIDTH multiply-adds each per token and layer (the full square, as every
+    contestant computes it, masked or not). Backward costs twice the forward.
+    6 layers x 256: 3 x (2 x (12 x 6 x 256^2 + 256 x 256) + 4 x 6 x 128 x 256)
+    = 31,064,064, about 31 MFLOP."""
+    forward = 2 * (12 * LAYERS * WIDTH ** 2 + WIDTH * VOCAB) + 4 * LAYERS * LENGTH * WIDTH
+    return 3 * forward
 
 
 class Exported(GPT2LMHeadModel):
@@ -26,7 +41,7 @@ def build(attn=None):
     torch.manual_seed(0)
     # torchscript=False keeps lm_head.weight and wte.weight one tensor (tied).
     extra = {"attn_implementation": attn} if attn else {}
-    config = GPT2Config(n_layer=6, n_embd=256, n_head=4, n_positions=LENGTH, vocab_size=VOCAB, resid_pdrop=0.0,
+    config = GPT2Config(n_layer=LAYERS, n_embd=WIDTH, n_head=4, n_positions=LENGTH, vocab_size=VOCAB, resid_pdrop=0.0,
                         embd_pdrop=0.0, attn_pdrop=0.0, torchscript=False, **extra)
     return Exported(config)
 
