@@ -166,7 +166,7 @@ typedef enum accel_distributed_type {
 typedef enum accel_mixed_precision {
   ACCEL_PRECISION_DEFAULT = -1, /* in options: take ACCELERATE_MIXED_PRECISION, else NO */
   ACCEL_PRECISION_NO = 0,
-  ACCEL_PRECISION_BF16 = 1,
+  ACCEL_PRECISION_BF16 = 1, /* on a CPU without AVX-512-BF16/AMX-BF16: runs emulated, slower than NO; rank 0 warns */
   ACCEL_PRECISION_FP16 = 2,
   ACCEL_PRECISION_FP8 = 3
 } accel_mixed_precision;

@@ -10,14 +10,18 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <mutex>
+#include <set>
 #include <sstream>
 
 #include "accel/data.hpp"
+#include "accel/logging.hpp"
 #include "accel/model.hpp"
 #include "accel/optimizer.hpp"
 #include "accel/scheduler.hpp"
 #include "model/model_impl.hpp"
 #include "precision/autocast.hpp"
+#include "precision/cpu_bf16.hpp"
 #include "accelerator/accelerator_state.hpp"
 #include "accelerator/checkpoint_files.hpp"
 #include "accelerator/parallelism.hpp"
@@ -86,6 +90,23 @@ void create_hybrid_groups(AcceleratorState& state) {
       *state.process_group, state.subgroup_name("hybrid_replicate/local" + std::to_string(local)), same_local);
 }
 
+// mixed_precision="bf16" on a CPU without bfloat16 instructions runs, slower
+// than fp32: rank 0 says so once per process (per distinct text), rather than
+// leaving the slowdown silent.
+void warn_if_bf16_emulated(MixedPrecision precision, const c10::Device& device) {
+  if (precision != MixedPrecision::Bf16 || !device.is_cpu()) return;
+  const std::string warning = bf16_emulation_warning(read_cpu_bf16_isa());
+  static std::mutex mutex;
+  static std::set<std::string> said;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (warning.empty() || !said.insert(warning).second) return;
+  try {
+    Logger("accel").warning(warning);
+  } catch (const Error&) {  // a bad ACCELERATE_LOG_LEVEL must not hide the warning
+    Logger("accel", LogLevel::Warning).warning(warning);
+  }
+}
+
 }  // namespace
 
 AcceleratorState::AcceleratorState(const ResolvedOptions& resolved)
@@ -128,6 +149,7 @@ AcceleratorState::AcceleratorState(const ResolvedOptions& resolved)
 
   device = choose_process_device(env, resolved.use_cpu);
   check_precision_supported(mixed_precision, device);
+  warn_if_bf16_emulated(mixed_precision, device);
   require_arg(resolved.backend != "nccl" || device.is_cuda(),
               "backend \"nccl\" needs CUDA devices, but this run is on " + device.str() +
                   " (use gloo, or leave the backend to the device)");

@@ -1,6 +1,9 @@
 """Tensors, models, optimizers, errors and object lifetimes of the Python binding."""
 import gc
 import os
+import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -193,6 +196,18 @@ def test_fp16_on_the_cpu_names_the_libtorch_it_needs():
     with pytest.raises(accel.AccelError, match=r"fp16.*needs LibTorch 2\.x.*1\.13") as info:
         accel.Accelerator(cpu=True, mixed_precision="fp16")
     assert info.value.args[1] == accel.core.ERR_UNSUPPORTED
+
+
+def test_bf16_on_a_cpu_without_bf16_instructions_is_a_warning_naming_the_isa():
+    # oneDNN capped below its bf16 kernels stands in for an older CPU: a fresh
+    # process, since each distinct warning is said once per process.
+    script = "import accel\nfor _ in range(2):\n    accel.Accelerator(cpu=True, mixed_precision='bf16')\n"
+    env = dict(os.environ, ONEDNN_MAX_CPU_ISA="avx512_core", RANK="0", WORLD_SIZE="1")
+    err = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
+                         timeout=120, check=True).stderr
+    assert err.count('WARNING accel: mixed precision "bf16" on the CPU') == 1, err
+    assert re.search(r"\((AVX2|no AVX2)[A-Z0-9 -]*\) with ONEDNN_MAX_CPU_ISA=AVX512_CORE", err), err
+    assert 'slower than with mixed_precision "no"' in err, err
 
 
 def test_sharding_strategy_option():
