@@ -94,41 +94,42 @@ std::size_t retarget_block(torch::jit::Block* block, const c10::Device& device) 
   return changed;
 }
 
-// The ATen products onednn_products() swaps for libaccel's (matmul/matmul_ops.hpp).
-void collect_products(torch::jit::Block* block, std::vector<torch::jit::Node*>& found) {
+// The ATen ops onednn_ops() swaps for libaccel's (matmul/matmul_ops.hpp, eltwise/gelu_op.hpp).
+void collect_onednn_ops(torch::jit::Block* block, std::vector<torch::jit::Node*>& found) {
   static const c10::Symbol addmm = c10::Symbol::aten("addmm"), linear = c10::Symbol::aten("linear"),
-                           matmul = c10::Symbol::aten("matmul");
+                           matmul = c10::Symbol::aten("matmul"), gelu = c10::Symbol::aten("gelu");
   for (torch::jit::Node* node : block->nodes()) {
-    for (torch::jit::Block* inner : node->blocks()) collect_products(inner, found);
+    for (torch::jit::Block* inner : node->blocks()) collect_onednn_ops(inner, found);
     const bool plain_addmm = node->kind() == addmm && node->inputs().size() == 5 && node->outputs().size() == 1 &&
                              holds(node->input(3), 1.0) && holds(node->input(4), 1.0);
     const bool plain_linear = node->kind() == linear && node->inputs().size() == 3 && node->outputs().size() == 1;
     const bool plain_matmul = node->kind() == matmul && node->inputs().size() == 2 && node->outputs().size() == 1;
-    if (plain_addmm || plain_linear || plain_matmul) found.push_back(node);
+    const bool plain_gelu = node->kind() == gelu && node->inputs().size() == 2 && node->outputs().size() == 1;
+    if (plain_addmm || plain_linear || plain_matmul || plain_gelu) found.push_back(node);
   }
 }
 
 }  // namespace
 
-std::size_t onednn_products(torch::jit::Module& module) {
+std::size_t onednn_ops(torch::jit::Module& module) {
   std::size_t replaced = 0;
   for (const torch::jit::Module& submodule : module.modules()) {
     for (const torch::jit::Method& method : submodule.get_methods()) {
       std::shared_ptr<torch::jit::Graph> graph = method.graph();
       std::vector<torch::jit::Node*> found;
-      collect_products(graph->block(), found);
+      collect_onednn_ops(graph->block(), found);
       for (torch::jit::Node* node : found) {
         const std::string op = node->kind().toUnqualString();
         // addmm's beta and alpha (both 1) are not libaccel::addmm's arguments.
         const std::size_t arity = op == "addmm" ? 3 : node->inputs().size();
         std::vector<torch::jit::Value*> inputs(node->inputs().begin(), node->inputs().begin() + arity);
         torch::jit::WithInsertPoint insert_before(node);
-        torch::jit::Node* product = graph->create(c10::Symbol::fromQualString("libaccel::" + op), inputs, 1);
+        torch::jit::Node* replacement = graph->create(c10::Symbol::fromQualString("libaccel::" + op), inputs, 1);
         // The traced type. Not setType: it is inline, and UBSan's vptr check
         // then needs a typeinfo LibTorch does not export.
-        product->output()->copyMetadata(node->output());
-        graph->insertNode(product);
-        node->output()->replaceAllUsesWith(product->output());
+        replacement->output()->copyMetadata(node->output());
+        graph->insertNode(replacement);
+        node->output()->replaceAllUsesWith(replacement->output());
         node->destroy();
         ++replaced;
       }

@@ -25,12 +25,15 @@ std::size_t fuse_tanh_gelu(torch::jit::Module& module);
 
 // Points every plain matrix product of every method of the module and its
 // submodules (aten::addmm with beta = alpha = 1, aten::linear, aten::matmul)
-// at libaccel's operator of the same meaning (matmul/matmul_ops.hpp), which
-// computes float32 CPU products through oneDNN and anything else through the
-// same ATen op, so the graph still runs on any device and dtype. In place,
-// before the first forward; returns how many nodes changed. Results differ from
-// OpenBLAS's by float rounding (summation order).
-std::size_t onednn_products(torch::jit::Module& module);
+// and every aten::gelu at libaccel's operator of the same meaning
+// (matmul/matmul_ops.hpp, eltwise/gelu_op.hpp), which computes float32 CPU
+// products, and float32 or bfloat16 CPU GELU, through oneDNN and anything else
+// through the same ATen op, so the graph still runs on any device and dtype. In
+// place, before the first forward (after fuse_tanh_gelu, whose GELU it then
+// takes too); returns how many nodes changed. Results differ from ATen's by
+// float rounding (summation order; GELU's tanh and erf approximations, a few
+// float32 ulps).
+std::size_t onednn_ops(torch::jit::Module& module);
 
 // torch.jit.trace records the device it ran on as constants (the `device=` of
 // an arange, a zeros, a to) and keeps small tensors it made as constants, so a

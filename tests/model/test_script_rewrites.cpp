@@ -149,7 +149,7 @@ def forward(self, x, w, b, v):
     return torch.matmul(y.view(2, 3, 4), w.view(1, 4, 4).expand(2, 4, 4))
 )");
   torch::jit::Module rewritten = original.clone();
-  EXPECT_EQ(accel::detail::onednn_products(rewritten), 4u);
+  EXPECT_EQ(accel::detail::onednn_ops(rewritten), 4u);
   EXPECT_EQ(count(rewritten, "aten::addmm"), 1u) << "beta = 2 stays ATen's";
   EXPECT_EQ(count(rewritten, "libaccel::addmm"), 1u);
   EXPECT_EQ(count(rewritten, "libaccel::linear"), 2u);
