@@ -3,9 +3,13 @@
 // Accelerator saying it (ONEDNN_MAX_CPU_ISA stands in for an older CPU here).
 #include <gtest/gtest.h>
 
+#include <ATen/ATen.h>
+
 #include <cstdlib>
+#include <map>
 
 #include "accel/accelerator.hpp"
+#include "accel/model.hpp"
 #include "precision/cpu_bf16.hpp"
 
 namespace {
@@ -86,6 +90,53 @@ TEST(CpuBf16, TheAcceleratorWarnsOnceWhenBf16IsEmulated) {
   { accel::Accelerator fp32(options); }
   ::unsetenv("DNNL_MAX_CPU_ISA");
   EXPECT_EQ(testing::internal::GetCapturedStderr().find(needle), std::string::npos);
+}
+
+// mixed_precision="bf16" on the CPU: the products take bfloat16 inputs and
+// accumulate in float32 (oneDNN's bf16 kernels, AMX or AVX-512-BF16 where the
+// CPU has them). An MLP Linear(64, 256) -> GELU(erf) -> Linear(256, 8) checked
+// against its exact value (float64 on the same parameters):
+// - a product of K terms: its inputs (a, W, bias) are each rounded to bfloat16
+//   (2^-8 relative), so the exact sum of rounded terms is within
+//   (2 * 2^-8 + 2^-16) P of the true one, P = |a| |W|^T + |bias|; float32
+//   accumulation adds K * 2^-24 P; the result is rounded to bfloat16 (2^-8
+//   of |y| <= P): e1 <= (3 * 2^-8 + 2^-16 + K * 2^-24) P.
+// - GELU passes an error on with slope <= 1.13 and rounds once more (its
+//   float32 evaluation, 10 * 2^-24 |x|, is inside the margin): e_g <= 1.13 e1 + 2^-8 |g|.
+// - the second product carries e_g through |W2| and adds its own rounding
+//   term as the first: e2 <= |W2| e_g + (3 * 2^-8 + 2^-16 + K * 2^-24) P2.
+// The bound is a worst case (every rounding the same way), so it catches a
+// kernel or cast that loses more than bfloat16's rounding, not a quieter
+// accumulation order; that the error is not zero shows bf16 ran at all.
+TEST(CpuBf16, ProductsAccumulateInFloat32WithinBfloat16sRounding) {
+  accel::AcceleratorOptions options;
+  options.cpu = true;
+  options.mixed_precision = accel::MixedPrecision::Bf16;
+  accel::Accelerator accelerator(options);
+  accel::Model model = accel::Model::from_json(
+      R"([{"type": "Linear", "in_features": 64, "out_features": 256}, {"type": "GELU"},
+          {"type": "Linear", "in_features": 256, "out_features": 8}])");
+  accelerator.prepare(model);
+  at::manual_seed(11);
+  const at::Tensor x = at::randn({32, 64});
+  const at::Tensor y = model.forward(x).detach();
+  std::map<std::string, at::Tensor> p;
+  for (const auto& [name, tensor] : model.named_parameters()) p[name] = tensor.detach().to(at::kDouble);
+  const at::Tensor x64 = x.to(at::kDouble);
+  const at::Tensor h = at::addmm(p["0.bias"], x64, p["0.weight"].t());
+  const at::Tensor g = at::gelu(h);
+  const at::Tensor exact = at::addmm(p["2.bias"], g, p["2.weight"].t());
+  auto rounding = [](int64_t k) { return 3 * 0x1p-8 + 0x1p-16 + k * 0x1p-24; };
+  const at::Tensor e1 = rounding(64) * at::addmm(p["0.bias"].abs(), x64.abs(), p["0.weight"].abs().t());
+  const at::Tensor eg = 1.13 * e1 + 0x1p-8 * g.abs();
+  const at::Tensor e2 = at::mm(eg, p["2.weight"].abs().t()) +
+                        rounding(256) * at::addmm(p["2.bias"].abs(), g.abs(), p["2.weight"].abs().t());
+  const at::Tensor error = (y.to(at::kDouble) - exact).abs();
+  const double share = (error / e2).max().item<double>();
+  std::printf("bf16 MLP against exact: worst error %g, %.3g of the bound\n", error.max().item<double>(), share);
+  EXPECT_EQ(y.scalar_type(), at::kFloat);
+  EXPECT_LE(share, 1.0);
+  EXPECT_GT(error.max().item<double>(), 0.0) << "bf16 changed nothing: did autocast run?";
 }
 
 }  // namespace

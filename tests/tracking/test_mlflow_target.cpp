@@ -121,6 +121,29 @@ TEST(MlflowTarget, BadRetrySettingIsNamed) {
   EXPECT_NE(std::string(e.what()).find("MLFLOW_HTTP_REQUEST_MAX_RETRIES='many'"), std::string::npos) << e.what();
 }
 
+// A refused init_trackers leaves the last dvclive run's files as they were,
+// although dvclive comes first in log_with: it starts after every other tracker.
+TEST(MlflowTarget, AFailedInitLeavesTheLastDvcliveRunInPlace) {
+  const fs::path dir = fresh_dir("dvclive_kept");
+  accel::AcceleratorOptions options = mlflow_options(dir);
+  {
+    options.log_with = {"dvclive"};
+    accel::Accelerator first(options);
+    first.init_trackers("demo", {{"lr", 0.5}});
+    first.log({{"loss", 1.0}}, 0);
+    first.end_training();
+  }
+  const fs::path params = dir / "dvclive" / "params.yaml", metrics = dir / "dvclive" / "plots" / "metrics" / "loss.tsv";
+  ASSERT_TRUE(fs::exists(params) && fs::exists(metrics));
+  ScopedEnv uri("MLFLOW_TRACKING_URI", "http://127.0.0.1:1");
+  ScopedEnv retries("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "many");
+  options.log_with = {"dvclive", "mlflow"};
+  accel::Accelerator second(options);
+  EXPECT_EQ(error_of([&] { second.init_trackers("demo", {{"lr", 0.1}}); }).code(), accel::ErrorCode::InvalidArgument);
+  EXPECT_TRUE(fs::exists(params) && fs::exists(metrics)) << "the refused call removed the last run's files";
+  accel::detail::remove_tree(dir);
+}
+
 TEST(MlflowTarget, UnreachableServerFailsInitNamingTheUrl) {
   const std::string url = "http://127.0.0.1:" + std::to_string(closed_port());
   ScopedEnv uri("MLFLOW_TRACKING_URI", url);
