@@ -79,7 +79,8 @@ def main():
     seconds = time.perf_counter() - start
     print("BENCH_RESULT " + json.dumps({
         "contestant": a.label or a.contestant + ("_ddp" if a.contestant == "torch" and world > 1 else "") +
-        ("_" + a.attn if a.attn else ""), "torch": torch.__version__.split("+")[0], "device": device.type, "precision": a.mixed_precision, "rank": rank,
+        ("_" + a.attn if a.attn else ""), "torch": torch.__version__.split("+")[0], "device": device.type,
+        "precision": a.mixed_precision, "rank": rank,
         "nproc": world, "threads": torch.get_num_threads(), "steps": a.steps, "seconds": round(seconds, 3),
         "tokens_per_s": round(a.steps * BATCH * LENGTH * world / seconds, 1),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1),

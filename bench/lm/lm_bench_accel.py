@@ -8,14 +8,17 @@ Needs the binding on PYTHONPATH (build/python). Threads come from
 OMP_NUM_THREADS, as for lm_bench_c. Prints one BENCH_RESULT line per process."""
 import argparse
 import json
+import os
 import resource
+import sys
 import time
 
 import numpy as np
 
 import accel
 
-BATCH, LENGTH, VOCAB = 8, 128, 256
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from lm_model import BATCH, LENGTH, VOCAB  # noqa: E402
 
 
 def main():

@@ -15,13 +15,13 @@
 #include <sstream>
 
 #include "accel/data.hpp"
-#include "accel/logging.hpp"
 #include "accel/model.hpp"
 #include "accel/optimizer.hpp"
 #include "accel/scheduler.hpp"
 #include "model/model_impl.hpp"
 #include "precision/autocast.hpp"
 #include "precision/cpu_bf16.hpp"
+#include "tracking/warn.hpp"
 #include "accelerator/accelerator_state.hpp"
 #include "accelerator/checkpoint_files.hpp"
 #include "accelerator/parallelism.hpp"
@@ -99,12 +99,7 @@ void warn_if_bf16_emulated(MixedPrecision precision, const c10::Device& device) 
   static std::mutex mutex;
   static std::set<std::string> said;
   std::lock_guard<std::mutex> lock(mutex);
-  if (warning.empty() || !said.insert(warning).second) return;
-  try {
-    Logger("accel").warning(warning);
-  } catch (const Error&) {  // a bad ACCELERATE_LOG_LEVEL must not hide the warning
-    Logger("accel", LogLevel::Warning).warning(warning);
-  }
+  if (!warning.empty() && said.insert(warning).second) warn("accel", warning);
 }
 
 }  // namespace

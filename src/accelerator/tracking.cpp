@@ -106,11 +106,11 @@ void Accelerator::init_trackers(const std::string& project_name, const TrackerCo
   }
   // Nothing is committed until every tracker started, so a failure (a bad
   // MLFLOW_TRACKING_URI, an unreachable server) can be fixed and retried.
-  // dvclive starts last: like Live(resume=False) it replaces the last run's
-  // files as it starts, which must not happen for a call that then fails.
+  // A tracker that replaces its last run's files as it starts goes last.
   for (const auto& tracker : reg.added) trackers.push_back(tracker);
-  std::stable_partition(trackers.begin(), trackers.end(),
-                        [](const std::shared_ptr<Tracker>& tracker) { return tracker->name() != "dvclive"; });
+  std::stable_partition(trackers.begin(), trackers.end(), [](const std::shared_ptr<Tracker>& tracker) {
+    return !detail::replaces_last_run_at_start(*tracker);
+  });
   for (size_t i = 0; i < trackers.size(); ++i) {
     try {
       trackers[i]->init(project_name, config);

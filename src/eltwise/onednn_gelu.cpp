@@ -3,7 +3,7 @@
 #include <ATen/ATen.h>
 
 #if defined(ACCEL_WITH_ONEDNN)
-#include <oneapi/dnnl/dnnl.hpp>
+#include "matmul/onednn_runtime.hpp"
 #endif
 
 namespace accel::detail::onednn {
@@ -11,11 +11,6 @@ namespace accel::detail::onednn {
 #if defined(ACCEL_WITH_ONEDNN)
 
 namespace {
-
-dnnl::engine& cpu_engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
 
 bool fits(const at::Tensor& t) {
   return t.defined() && t.device().is_cpu() && (t.scalar_type() == at::kFloat || t.scalar_type() == at::kBFloat16) &&
@@ -58,7 +53,7 @@ std::optional<at::Tensor> gelu(const at::Tensor& x, const std::string& approxima
   try {
     const dnnl::memory::desc desc = flat_desc(src);
     dnnl::eltwise_forward primitive(forward_pd(desc, *algorithm));
-    thread_local dnnl::stream stream(cpu_engine());
+    dnnl::stream& stream = cpu_stream();
     primitive.execute(stream, {{DNNL_ARG_SRC, dnnl::memory(desc, cpu_engine(), src.data_ptr())},
                                {DNNL_ARG_DST, dnnl::memory(desc, cpu_engine(), out.data_ptr())}});
     stream.wait();
@@ -80,7 +75,7 @@ std::optional<at::Tensor> gelu_backward(const at::Tensor& grad, const at::Tensor
     dnnl::eltwise_backward::primitive_desc pd(dnnl::eltwise_backward::desc(*algorithm, desc, desc, 0.f, 0.f),
                                               cpu_engine(), forward_pd(desc, *algorithm));
     dnnl::eltwise_backward primitive(pd);
-    thread_local dnnl::stream stream(cpu_engine());
+    dnnl::stream& stream = cpu_stream();
     primitive.execute(stream, {{DNNL_ARG_SRC, dnnl::memory(desc, cpu_engine(), src.data_ptr())},
                                {DNNL_ARG_DIFF_DST, dnnl::memory(desc, cpu_engine(), diff_dst.data_ptr())},
                                {DNNL_ARG_DIFF_SRC, dnnl::memory(desc, cpu_engine(), diff_src.data_ptr())}});

@@ -4,19 +4,29 @@
 #include <ATen/Parallel.h>
 
 #if defined(ACCEL_WITH_ONEDNN)
-#include <oneapi/dnnl/dnnl.hpp>
-
 #include <list>
 #include <map>
 #include <mutex>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
+
+#include "matmul/onednn_runtime.hpp"
 #endif
 
 namespace accel::detail::onednn {
 
 #if defined(ACCEL_WITH_ONEDNN)
+
+dnnl::engine& cpu_engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+dnnl::stream& cpu_stream() {
+  thread_local dnnl::stream stream(cpu_engine());
+  return stream;
+}
 
 namespace {
 
@@ -31,11 +41,6 @@ struct Plan {
   dnnl::matmul primitive;
   dnnl::memory::desc a, b, bias, out, scratchpad;
 };
-
-dnnl::engine& cpu_engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
 
 Dims dims_of(const at::Tensor& t) { return Dims(t.sizes().begin(), t.sizes().end()); }
 Dims strides_of(const at::Tensor& t) { return Dims(t.strides().begin(), t.strides().end()); }
@@ -128,7 +133,7 @@ std::optional<at::Tensor> matmul(const at::Tensor& a, const at::Tensor& b, const
   lock.unlock();
   const Plan* plan = &plan_copy;
   dnnl::engine& engine = cpu_engine();
-  thread_local dnnl::stream stream(engine);
+  dnnl::stream& stream = cpu_stream();
   std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, dnnl::memory(plan->a, engine, a.data_ptr())},
                                              {DNNL_ARG_WEIGHTS, dnnl::memory(plan->b, engine, b.data_ptr())},
                                              {DNNL_ARG_DST, dnnl::memory(plan->out, engine, out.data_ptr())}};

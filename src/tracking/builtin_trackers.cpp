@@ -31,5 +31,7 @@ std::unique_ptr<Tracker> make_builtin_tracker(const std::string& name, const std
   fail(ErrorCode::InvalidArgument, "unknown tracker '" + name + "' (known: " + known + ")");
 }
 
+bool replaces_last_run_at_start(const Tracker& tracker) { return tracker.name() == "dvclive"; }
+
 }  // namespace detail
 }  // namespace accel

@@ -21,6 +21,11 @@ std::unique_ptr<Tracker> make_dvclive_tracker(const std::string& dir, const nloh
 // Writes where trackio does (TRACKIO_DIR, else the Hugging Face cache), not under dir.
 std::unique_ptr<Tracker> make_trackio_tracker(const std::string& dir, const nlohmann::json& kwargs);
 
+// Whether the tracker replaces its last run's files as it starts (dvclive,
+// like Live(resume=False)): init_trackers starts such trackers after every
+// other, so a call that fails leaves the last run in place.
+bool replaces_last_run_at_start(const Tracker& tracker);
+
 // The built-in tracker called name, given init_kwargs[name] (null when none).
 std::unique_ptr<Tracker> make_builtin_tracker(const std::string& name, const std::string& logging_dir,
                                               const nlohmann::json& kwargs);

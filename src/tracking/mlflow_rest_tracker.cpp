@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "accel/error.hpp"
-#include "accel/logging.hpp"
 #include "tracking/mlflow_common.hpp"
 #include "tracking/mlflow_rest_api.hpp"
+#include "tracking/warn.hpp"
 
 namespace accel::detail {
 namespace {
@@ -33,13 +33,7 @@ struct KeyValue {
   std::string key, value;
 };
 
-void warn(const std::string& message) {
-  try {
-    Logger("accel.mlflow").warning(message);
-  } catch (const Error&) {  // a bad ACCELERATE_LOG_LEVEL must not hide the warning
-    Logger("accel.mlflow", LogLevel::Warning).warning(message);
-  }
-}
+void warn(const std::string& message) { detail::warn("accel.mlflow", message); }
 
 size_t env_count(const char* name, size_t fallback) {
   const std::string text = env_or_empty(name);

@@ -14,12 +14,12 @@
 #include <mutex>
 
 #include "accel/error.hpp"
-#include "accel/logging.hpp"
 #include "core/number_text.hpp"
 #include "tracking/builtin_trackers.hpp"
 #include "tracking/random_id.hpp"
 #include "tracking/mlflow_common.hpp"
 #include "tracking/record_file.hpp"
+#include "tracking/warn.hpp"
 
 namespace accel::detail {
 namespace {
@@ -61,11 +61,7 @@ void warn_file_store_needs_opt_in(const std::string& root) {
         root +
         "`), or log to a server instead: start `mlflow server --backend-store-uri "
         "sqlite:///mlflow.db` and set MLFLOW_TRACKING_URI=http://127.0.0.1:5000";
-    try {
-      Logger("accel.mlflow").warning(message);
-    } catch (const Error&) {  // a bad ACCELERATE_LOG_LEVEL must not hide the warning
-      Logger("accel.mlflow", LogLevel::Warning).warning(message);
-    }
+    warn("accel.mlflow", message);
   });
 }
 
