@@ -297,11 +297,6 @@ void Accelerator::load_state(const std::string& requested_dir) {
   require(!dcp || targets.models.size() == 1 || targets.optimizers.empty(), ErrorCode::Unsupported,
           "load_state: " + dir + " holds distributed checkpoints; reading them needs one prepared model, and " +
               std::to_string(targets.models.size()) + " are prepared");
-  require(!dcp || !st.tp_group, ErrorCode::Unsupported,
-          "load_state: " + dir +
-              " holds distributed checkpoints (SHARDED_STATE_DICT), which libaccel does not cut "
-              "for tp_size > 1 (parallelism_config: " +
-              st.mesh.describe() + "); save with FULL_STATE_DICT");
   if (dcp) {  // the files the directories hold, checked against the manifest before anything reads them
     for (const auto& [name, entry] : manifest.field("files").items()) {
       if (name.find('/') != std::string::npos) reader.verify(name);
@@ -364,6 +359,17 @@ void Accelerator::load_state(const std::string& requested_dir) {
   std::vector<std::pair<at::Tensor, at::Tensor>> resharded_values;
   for (size_t i = 0; i < targets.models.size(); ++i) {
     const detail::ModelImpl& model = *targets.models[i];
+    if (dcp && model.tensor_parallel()) {
+      // Split: each whole tensor into staging (FULL_SHARD's units gathered), then this rank's slices.
+      if (model.flat_shard()) gathered.push_back(std::make_unique<detail::ModelImpl::Gathered>(model));
+      split_targets.emplace_back(i, detail::whole_model_targets(model, detail::model_state_dict(model)));
+      auto values =
+          detail::dcp_model_values(reader.path(detail::dcp_model_folder(i)), split_targets.back().second.targets);
+      resharded_values.insert(resharded_values.end(), values.begin(), values.end());
+      model_files.emplace_back();
+      model_plans.emplace_back();
+      continue;
+    }
     if (dcp) {
       // ZeRO-1/2 keep a master copy of their chunk: refreshed from the parameters.
       if (model.flat_shard() && !model.full_shard())
@@ -434,8 +440,14 @@ void Accelerator::load_state(const std::string& requested_dir) {
   for (size_t i = 0; i < targets.optimizers.size(); ++i) {
     if (dcp) {
       const detail::ModelImpl& model = *targets.models.front();
-      optimizer_states.push_back(detail::dcp_optimizer_state(reader.path(detail::dcp_optimizer_folder(i)),
-                                                             detail::live_layout(model), detail::live_member(model)));
+      const std::string folder = reader.path(detail::dcp_optimizer_folder(i));
+      if (model.tensor_parallel()) {  // the whole state read, this rank's slices kept, cut again when sharded
+        optimizer_states.push_back(detail::split_optimizer_from_whole(
+            detail::dcp_optimizer_state(folder, detail::whole_layout(model), 0), model, "load_state: " + folder));
+        continue;
+      }
+      optimizer_states.push_back(
+          detail::dcp_optimizer_state(folder, detail::live_layout(model), detail::live_member(model)));
       continue;
     }
     if (reshard && targets.models[optimizer_model[i]]->tensor_parallel()) {

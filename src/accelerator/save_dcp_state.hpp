@@ -17,10 +17,17 @@ namespace accel::detail {
 // This process's items: every chunk of a parameter (and of its optimizer
 // state) it holds, as boxes of the whole tensor; process 0 also writes
 // what every process holds whole (buffers, replicated parameters, step, the
-// parameter group). Written into `partial` as <dir>/__<rank>_0.distcp.
+// parameter group). A model split for tensor parallelism writes its slices'
+// boxes where the slices lie in the whole tensors (a tensor replicated over
+// the tensor-parallel group from its first rank only; a slice every
+// data-parallel rank holds from the first), so the checkpoint is the unsplit
+// model's at any mesh. `data_parallel_rank`: this process's rank among those
+// that see different batches (its rank without a mesh). Written into
+// `partial` as <dir>/__<rank>_0.distcp.
 // Returns {"digests": {file: [bytes, xxh3]}, "records": {dir: [...]}} for the
 // gather. Needs one prepared model (Unsupported otherwise).
-nlohmann::json write_dcp_items(const std::string& partial, const CheckpointTargets& targets, int rank);
+nlohmann::json write_dcp_items(const std::string& partial, const CheckpointTargets& targets, int rank,
+                               int data_parallel_rank);
 
 // Process 0: each directory's .metadata from every process's records (the
 // JSON above, one per process), as (file name, bytes).

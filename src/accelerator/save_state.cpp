@@ -167,13 +167,6 @@ void Accelerator::set_save_iteration(int64_t iteration) {
 
 std::string Accelerator::save_state(const std::string& requested_dir, bool safe_serialization) {
   detail::AcceleratorState& st = *state_;
-  // Tensor parallelism writes the whole model and optimizer state, as an
-  // unsplit NO_SHARD run does, whatever the strategy (tensor_parallel_state.hpp);
-  // distributed checkpoints would need each rank's boxes within the slices.
-  require(!st.tp_group || !st.shards_models() || !st.sharded_state_dict, ErrorCode::Unsupported,
-          "save_state with tp_size > 1 (parallelism_config: " + st.mesh.describe() +
-              ") writes the whole model and optimizer state; fsdp_state_dict_type SHARDED_STATE_DICT (distributed "
-              "checkpoints) is not built for split models: use FULL_STATE_DICT");
   std::string dir = requested_dir;
   const bool automatic = dir.empty();
   if (automatic) {
@@ -212,15 +205,19 @@ std::string Accelerator::save_state(const std::string& requested_dir, bool safe_
       detail::write_durable(partial, rng_name, detail::pickle_random_states(st.gradient_state->step, positions));
   nlohmann::json digests = nlohmann::json::object();  // file name -> [bytes, xxh3]
   digests[rng_name] = nlohmann::json::array({rng.bytes, rng.xxh3});
-  // A sharded optimizer holds this process's chunk only: each process writes
-  // its own (unless the model is split: then the whole state, gathered below).
-  const bool sharded = st.shards_models() && !st.tp_group;
   // FSDP's SHARDED_STATE_DICT: the model and optimizers as PyTorch distributed
-  // checkpoints instead (Accelerate's pytorch_model_fsdp_0/, optimizer_0/).
-  const bool dcp = sharded && st.sharded_state_dict;
+  // checkpoints (Accelerate's pytorch_model_fsdp_0/, optimizer_0/), each
+  // process writing what it holds; a split model's slices where they lie in
+  // the whole tensors.
+  const bool dcp = st.shards_models() && st.sharded_state_dict;
+  // Otherwise a sharded optimizer holds this process's chunk only: each process
+  // writes its own (unless the model is split: then the whole state, gathered below).
+  const bool sharded = st.shards_models() && !st.tp_group;
+  // The whole model and optimizer state, from the writer (gathered over the tensor-parallel group first).
+  const bool whole_files = !sharded && !dcp;
   nlohmann::json dcp_items;
   if (dcp) {
-    dcp_items = detail::write_dcp_items(partial, targets, st.rank());
+    dcp_items = detail::write_dcp_items(partial, targets, st.rank(), st.data_parallel_rank());
     for (const auto& [name, digest] : dcp_items["digests"].items()) digests[name] = digest;
   }
   const std::vector<std::string> dcp_records = dcp ? gather_object(dcp_items.dump()) : std::vector<std::string>{};
@@ -254,10 +251,10 @@ std::string Accelerator::save_state(const std::string& requested_dir, bool safe_
   // the group by every rank, written by the writer as an unsplit run would.
   std::vector<std::optional<detail::NamedTensors>> whole_models(targets.models.size());
   std::vector<std::optional<c10::IValue>> whole_optimizers(targets.optimizers.size());
-  for (size_t i = 0; !sharded && i < targets.models.size(); ++i) {
+  for (size_t i = 0; whole_files && i < targets.models.size(); ++i) {
     if (targets.models[i]->tensor_parallel()) whole_models[i] = detail::whole_model_state(*targets.models[i]);
   }
-  for (size_t i = 0; !sharded && i < targets.optimizers.size(); ++i) {
+  for (size_t i = 0; whole_files && i < targets.optimizers.size(); ++i) {
     const detail::ModelImpl* model = targets.optimizers[i].model;
     if (!model || !model->tensor_parallel()) continue;
     c10::IValue slices = targets.optimizers[i].state_dict();
@@ -293,7 +290,7 @@ std::string Accelerator::save_state(const std::string& requested_dir, bool safe_
                      [&](detail::ByteSink& sink) { detail::write_torch_save(sink, detail::tensor_dict(dict)); });
       }
     }
-    for (size_t i = 0; !sharded && i < targets.optimizers.size(); ++i) {
+    for (size_t i = 0; whole_files && i < targets.optimizers.size(); ++i) {
       put_streamed(detail::numbered_file("optimizer", i, ".bin"), [&](detail::ByteSink& sink) {
         detail::write_torch_save(sink, whole_optimizers[i] ? *whole_optimizers[i] : targets.optimizers[i].state_dict());
       });

@@ -148,7 +148,10 @@ c10::IValue unsharded_optimizer_state(const c10::IValue& member_state, const Mod
 
 c10::IValue split_optimizer_from_checkpoint(const CheckpointReader& reader, size_t i, const ShardLayout& source,
                                             const ModelImpl& model, const std::string& label) {
-  const c10::IValue whole = resharded_optimizer(reader, i, source, whole_layout(model), 0);
+  return split_optimizer_from_whole(resharded_optimizer(reader, i, source, whole_layout(model), 0), model, label);
+}
+
+c10::IValue split_optimizer_from_whole(const c10::IValue& whole, const ModelImpl& model, const std::string& label) {
   const c10::IValue slices = split_optimizer_state(whole, model, label);
   if (!model.flat_shard()) return slices;
   return reshard_optimizer_state(

@@ -2,8 +2,9 @@
 // (docs/parallelism.md): the files hold the whole model and the whole
 // optimizer state, exactly as an unsplit run writes them, so a checkpoint
 // loads on any mesh (or none), and any checkpoint of the same model loads onto
-// a split one. Saving gathers the slices over the tensor-parallel group;
-// loading keeps this rank's slices of what it read.
+// a split one. Saving gathers the slices over the tensor-parallel group
+// (distributed checkpoints need no gather: save_dcp_state.hpp); loading keeps
+// this rank's slices of what it read.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -50,6 +51,10 @@ c10::IValue unsharded_optimizer_state(const c10::IValue& member_state, const Mod
 // under a sharding strategy cut again for this member's chunk. Reads only.
 c10::IValue split_optimizer_from_checkpoint(const CheckpointReader& reader, size_t i, const ShardLayout& source,
                                             const ModelImpl& model, const std::string& label);
+// The same from the whole state dict (whole_layout's indices, e.g. read
+// from a distributed checkpoint): this rank's slices, cut for this member's
+// chunk under a sharding strategy.
+c10::IValue split_optimizer_from_whole(const c10::IValue& whole, const ModelImpl& model, const std::string& label);
 
 // What load_state copies the saved model into: the model's entries, a split
 // parameter replaced by a whole-shaped staging tensor; `keep_slices` then

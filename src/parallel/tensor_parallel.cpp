@@ -154,6 +154,19 @@ at::Tensor unshard(const std::vector<at::Tensor>& shards, const TensorSplit& spl
   return at::cat(parts, split.dim);
 }
 
+std::vector<ShardRun> whole_runs(int64_t begin, int64_t length, int64_t shard_extent, const TensorSplit& split,
+                                 int64_t size, int64_t rank) {
+  const int64_t width = shard_extent / split.blocks;  // one block's share on each rank
+  std::vector<ShardRun> runs;
+  for (int64_t at = begin, end = begin + length; at < end;) {
+    const int64_t block = at / width, within = at % width;
+    const int64_t run = std::min(end - at, width - within);
+    runs.push_back({at, block * width * size + rank * width + within, run});
+    at += run;
+  }
+  return runs;
+}
+
 const TensorSplit* TensorParallelModel::split_of(const std::string& name) const {
   for (const auto& [parameter, split] : splits) {
     if (parameter == name) return &split;

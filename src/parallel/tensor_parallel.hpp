@@ -80,6 +80,18 @@ at::Tensor shard_of(const at::Tensor& full, const TensorSplit& split, int64_t si
 // The whole tensor from every rank's shard, in rank order (inverse of shard_of).
 at::Tensor unshard(const std::vector<at::Tensor>& shards, const TensorSplit& split);
 
+// Where a run of rank `rank`'s shard lies in the whole tensor, along
+// split.dim: shard indices [shard_begin, shard_begin + length) sit at whole
+// indices [whole_begin, whole_begin + length). A shard's blocks are apart in
+// the whole tensor, so a run that crosses a block boundary is two or more.
+struct ShardRun {
+  int64_t shard_begin = 0, whole_begin = 0, length = 0;
+};
+// The runs that indices [begin, begin + length) of the shard make, in order;
+// `shard_extent`: the shard's extent along split.dim (a multiple of split.blocks).
+std::vector<ShardRun> whole_runs(int64_t begin, int64_t length, int64_t shard_extent, const TensorSplit& split,
+                                 int64_t size, int64_t rank);
+
 // Where a layer split for tensor parallelism sends its collectives; no
 // group: the layer is whole.
 struct TensorParallelSlot {

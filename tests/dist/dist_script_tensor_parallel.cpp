@@ -13,7 +13,8 @@
 // FULL_SHARD over dp_shard, the model one unit or one per GPT2Block). The losses
 // and the parameters (gathered whole by get_state_dict) are the single
 // process's to the tolerances below, each rank holds exactly its share of the
-// parameters, and save_model's file loads into the model as exported.
+// parameters, save_model's file loads into the model as exported, and
+// save_state's checkpoint loads back unchanged.
 // `dist_script_tensor_parallel refuse MODEL`: prepare with tp_size 2 of a
 // model whose graph already ran is Unsupported, naming why.
 #include <ATen/ATen.h>
@@ -200,10 +201,18 @@ int compare(const std::string& dir, const std::string& path) {
                 bert ? "BERT" : "GPT-2", static_cast<long long>(tp), static_cast<long long>(dp), worst_loss,
                 worst_parameter);
   }
-  // save_state writes the whole model and optimizer state; load_state cuts
-  // them for this mesh again: the model gathered back is the same, bit for bit.
+  // save_state writes the whole model and optimizer state (with
+  // --fsdp_state_dict_type SHARDED_STATE_DICT as distributed checkpoints, each
+  // rank its boxes of the whole tensors); load_state cuts them for this mesh
+  // again: the model gathered back is the same, bit for bit.
   const std::string state = saved + "_state";
   accelerator.save_state(state);
+  const char* state_dict_type = std::getenv("FSDP_STATE_DICT_TYPE");
+  if (state_dict_type && std::string(state_dict_type) == "SHARDED_STATE_DICT" && accelerator.is_main_process()) {
+    check(std::ifstream(state + "/pytorch_model_fsdp_0/.metadata").good() &&
+              !std::ifstream(state + "/model.safetensors").good(),
+          state + " is not a distributed checkpoint");
+  }
   accelerator.load_state(state);
   const accel::TensorDict reloaded = accelerator.get_state_dict(model);
   for (size_t i = 0; i < gathered.size(); ++i) {

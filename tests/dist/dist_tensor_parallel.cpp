@@ -20,7 +20,9 @@
 // rank holds exactly its share of the parameters and gradients (held_bytes),
 // save_model writes the whole model in the Hugging Face layout (read back
 // into a model that was never split), and save_state writes DIR/state_<mesh>
-// with the whole model and optimizer state, under any strategy.
+// with the whole model and optimizer state, under any strategy; with
+// --fsdp_state_dict_type SHARDED_STATE_DICT, distributed checkpoints of the
+// whole tensors written from each rank's slices and shards.
 // With `dropout` (record and compare) the layers drop 0.1: each rank of a
 // group applies its block of the whole layer's mask, so a mesh with one
 // data-parallel rank draws the single process's masks and must match it too.
@@ -283,14 +285,27 @@ int compare(const std::string& dir, bool clip, bool resume, bool vocab, const st
   auto loader = prepared_loader(accelerator, kGlobalBatch / dp / accelerator.gradient_accumulation_steps());
   // The single process's checkpoint after step 25, cut for this mesh.
   if (resume) accelerator.load_state(dir + "/state_" + from + "_step25");
+  // FSDP's SHARDED_STATE_DICT (--fsdp_state_dict_type): save_state writes distributed checkpoints.
+  const char* state_dict_type = std::getenv("FSDP_STATE_DICT_TYPE");
+  const bool dcp = state_dict_type && std::strcmp(state_dict_type, "SHARDED_STATE_DICT") == 0;
   // Each test's own directories (ctest may run them at once): the mesh and the strategy.
   const std::string mesh_name =
       "tp" + std::to_string(tp) + "_dp" + std::to_string(dp) +
       (dp_shard > 1 ? std::string("_") + accel::to_string(accelerator.sharding_strategy()) : "") +
       (accelerator.gradient_accumulation_steps() > 1 ? "_accumulated" : "") + (vocab ? "_vocab" : "") +
-      (resume ? "_resumed" : "");
+      (dcp ? "_dcp" : "") + (resume ? "_resumed" : "");
+  // A distributed checkpoint holds the model and optimizer in PyTorch's folders, not in files of libaccel's form.
+  auto check_layout = [&](const std::string& saved) {
+    if (!accelerator.is_main_process()) return;
+    for (const char* file : {"/pytorch_model_fsdp_0/.metadata", "/optimizer_0/.metadata"}) {
+      check(std::ifstream(saved + file).good() == dcp, saved + (dcp ? " lacks " : " holds ") + (file + 1));
+    }
+    if (dcp) check(!std::ifstream(saved + "/model.safetensors").good(), saved + " holds model.safetensors");
+  };
   Run run = train(accelerator, model, optimizer, *loader, clip, [&](int64_t step) {
-    if (!resume && step == kResumeStep) accelerator.save_state(dir + "/state_" + mesh_name + "_step25");
+    if (resume || step != kResumeStep) return;
+    accelerator.save_state(dir + "/state_" + mesh_name + "_step25");
+    check_layout(dir + "/state_" + mesh_name + "_step25");
   });
   const int64_t first = resume ? kResumeStep : 0;
   check(static_cast<int64_t>(run.losses.size()) == kSteps - first,
@@ -376,6 +391,7 @@ int compare(const std::string& dir, bool clip, bool resume, bool vocab, const st
   // save_state: the whole model and optimizer state as an unsplit run writes
   // them, under any strategy (reload reads them on one process).
   accelerator.save_state(dir + "/state_" + mesh_name);
+  check_layout(dir + "/state_" + mesh_name);
 
   // load_checkpoint_in_model into the split (and sharded) model: the single
   // process's whole weights, each rank keeping its slices; gathered back, bit for bit.

@@ -65,6 +65,36 @@ TEST(TensorSplit, ShardsPutBackTogetherAndPackedBlocksKeepTheirHeads) {
   EXPECT_TRUE(accel::detail::can_split(full, columns, 4));
 }
 
+// whole_runs: every run of a shard's rows is the same rows of the whole
+// tensor (checked against shard_of), whatever the block boundaries it crosses.
+TEST(TensorSplit, RunsOfAShardLieWhereShardOfTookThem) {
+  const at::Tensor full = at::arange(12 * 2, at::kFloat).reshape({12, 2});
+  for (const TensorSplit split : {TensorSplit{0, 1}, TensorSplit{0, 3}}) {
+    for (int64_t rank = 0; rank < 2; ++rank) {
+      const at::Tensor shard = accel::detail::shard_of(full, split, 2, rank);
+      for (int64_t begin = 0; begin < 6; ++begin) {
+        for (int64_t length = 1; begin + length <= 6; ++length) {
+          int64_t covered = begin;
+          for (const auto& run : accel::detail::whole_runs(begin, length, 6, split, 2, rank)) {
+            EXPECT_EQ(run.shard_begin, covered);
+            EXPECT_TRUE(
+                at::equal(shard.narrow(0, run.shard_begin, run.length), full.narrow(0, run.whole_begin, run.length)))
+                << "blocks " << split.blocks << " rank " << rank << " rows " << begin << "+" << length;
+            covered += run.length;
+          }
+          EXPECT_EQ(covered, begin + length);
+        }
+      }
+    }
+  }
+  // Packed q, k, v (3 blocks of 4 rows, 2 per rank): rows 1..2 of rank 1's
+  // shard are row 3 (the end of q's block) and row 6 (the start of k's).
+  const auto runs = accel::detail::whole_runs(1, 2, 6, TensorSplit{0, 3}, 2, 1);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].whole_begin, 3);
+  EXPECT_EQ(runs[1].whole_begin, 6);
+}
+
 constexpr const char* kBlock = R"({"type": "TransformerEncoderLayer", "d_model": 8, "nhead": 2,
   "dim_feedforward": 16, "dropout": 0.0, "batch_first": true})";
 
