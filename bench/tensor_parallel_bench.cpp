@@ -5,7 +5,7 @@
 // each rank, the bytes it holds for parameters, gradients and optimizer state
 // (held_bytes) beside what the mesh implies, and its peak RSS; from rank 0
 // the global tokens per second over the timed steps.
-//   accel launch ... tensor_parallel_bench [steps] [warmup]
+//   accel launch ... tensor_parallel_bench [steps] [warmup] [sp]
 #include <ATen/ATen.h>
 #include <sys/resource.h>
 
@@ -21,7 +21,8 @@ namespace {
 constexpr int64_t kWidth = 256, kHeads = 8, kFeedForward = 1024, kBlocks = 4, kVocab = 256, kLength = 128;
 constexpr int64_t kGlobalBatch = 16;
 
-std::string spec() {
+// `sp` (argv[3]): the blocks' norms and ln_f sequence parallel as well.
+std::string spec(bool sequence_parallel) {
   std::string nodes = R"({"name": "wte", "type": "Embedding", "num_embeddings": 256, "embedding_dim": 256},
     {"name": "wpe", "type": "PositionalEmbedding", "num_positions": 128, "embedding_dim": 256, "batch_first": true})";
   for (int64_t b = 0; b < kBlocks; ++b) {
@@ -32,7 +33,11 @@ std::string spec() {
   return R"({"inputs": ["input_ids", {"name": "labels", "optional": true}], "nodes": [)" + nodes +
          R"(, {"name": "ln_f", "type": "LayerNorm", "normalized_shape": 256},
     {"name": "logits", "type": "Linear", "in_features": 256, "out_features": 256, "bias": false, "weight": "wte.weight"},
-    {"name": "loss", "type": "CausalLMLoss", "input": ["logits", "labels"]}], "outputs": ["loss"]})";
+    {"name": "loss", "type": "CausalLMLoss", "input": ["logits", "labels"]}], "outputs": ["loss"])" +
+         (sequence_parallel ? R"(, "tp_plan": {"*.self_attn": "colwise", "*.self_attn.out_proj": "rowwise",
+    "*.linear1": "colwise", "*.linear2": "rowwise", "*.norm1": "sequence_parallel", "*.norm2": "sequence_parallel",
+    "ln_f": "sequence_parallel"}})"
+                            : "}");
 }
 
 double peak_rss_mib() {
@@ -49,7 +54,8 @@ int main(int argc, char** argv) {
   const accel::ParallelismConfig mesh = accelerator.parallelism_config();
   const int64_t dp = mesh.dp_replicate_size * mesh.dp_shard_size;
   at::manual_seed(3);
-  accel::Model model = accel::Model::from_json(spec());
+  const bool sequence_parallel = argc > 3 && std::string(argv[3]) == "sp";
+  accel::Model model = accel::Model::from_json(spec(sequence_parallel));
   auto options = accel::OptimizerOptions::defaults(accel::OptimizerKind::AdamW);
   options.lr = 1e-4;
   accel::Optimizer optimizer(model, options);
@@ -90,10 +96,10 @@ int main(int argc, char** argv) {
       held.parameters / 1048576.0, theory / 1048576.0, 100.0 * (held.parameters - theory) / theory,
       held.gradients / 1048576.0, held.optimizer_state / 1048576.0, peak_rss_mib());
   if (accelerator.is_main_process()) {
-    std::printf("mesh dp_replicate %lld x dp_shard %lld x tp %lld: %.0f tokens/s (%d steps of %lld tokens)\n",
+    std::printf("mesh dp_replicate %lld x dp_shard %lld x tp %lld%s: %.0f tokens/s (%d steps of %lld tokens)\n",
                 static_cast<long long>(mesh.dp_replicate_size), static_cast<long long>(mesh.dp_shard_size),
-                static_cast<long long>(mesh.tp_size), steps * kGlobalBatch * kLength / seconds, steps,
-                static_cast<long long>(kGlobalBatch * kLength));
+                static_cast<long long>(mesh.tp_size), sequence_parallel ? " (sequence parallel)" : "",
+                steps * kGlobalBatch * kLength / seconds, steps, static_cast<long long>(kGlobalBatch * kLength));
   }
   return 0;
 }

@@ -365,8 +365,9 @@ typedef struct accel_accelerator_options {
      averaging, the data loader's shards, gather_for_metrics) runs over
      dp_replicate x dp_shard, a sharding strategy over dp_shard; prepare
      splits a JSON-spec model's transformer layers over tp (attention by
-     heads, the feed-forward block by columns and rows; a "tp_plan" in the
-     spec chooses). All 0 (default): from ACCELERATE_USE_PARALLELISM_CONFIG=true
+     heads, the feed-forward block by columns and rows, the norms over
+     sequence blocks under "sequence_parallel"; a "tp_plan" in the spec
+     chooses). All 0 (default): from ACCELERATE_USE_PARALLELISM_CONFIG=true
      with PARALLELISM_CONFIG_*_SIZE (`accel launch --parallelism_config_*`),
      else none. Any of them set: the mesh, a 0 counting as 1. Negative sizes,
      sizes that do not multiply to the number of processes or do not fit the

@@ -2,10 +2,12 @@
 
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
 
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -42,7 +44,7 @@ std::string kind_of(const torch::nn::Module* module) {
   if (dynamic_cast<const MultiheadAttentionImpl*>(module)) return "MultiheadAttention";
   if (dynamic_cast<const TransformerEncoderLayerImpl*>(module)) return "TransformerEncoderLayer";
   if (dynamic_cast<const TransformerDecoderLayerImpl*>(module)) return "TransformerDecoderLayer";
-  if (dynamic_cast<const torch::nn::LinearImpl*>(module)) return "Linear";
+  if (dynamic_cast<const torch::nn::LinearImpl*>(module) || tied_weight_of(*module)) return "Linear";
   // LibTorch's "torch::nn::LayerNormImpl" as the spec names it: "LayerNorm".
   std::string name = module->name();
   if (name.rfind("torch::nn::", 0) == 0) name = name.substr(11);
@@ -107,8 +109,10 @@ void expect_style(const std::map<std::string, TpStyle>& styles, const std::strin
 
 // One split to make, checked before any is made.
 struct Split {
-  enum class Kind { Attention, FeedForward, Node };
-  std::string name;  // the module's dotted name (FeedForward: the transformer layer's)
+  // SequenceLayer: a TransformerEncoderLayer whose norm1 and norm2 are
+  // sequence_parallel; SequenceNorm: a LayerNorm graph node that is.
+  enum class Kind { Attention, FeedForward, Node, SequenceLayer, SequenceNorm };
+  std::string name;  // the module's dotted name (FeedForward, SequenceLayer: the transformer layer's)
   torch::nn::Module* module;
   Kind kind;
   GraphModuleImpl::NodeSplit::Style node_style = GraphModuleImpl::NodeSplit::Style::Columns;  // Kind::Node
@@ -158,6 +162,44 @@ Split plan_node_split(const std::string& name, torch::nn::Module* module, TpStyl
                                    "colwise_rep) of a graph so far");
 }
 
+// A "sequence_parallel" entry, checked: a transformer layer's norm1 or norm2
+// (the pair makes the layer sequence parallel: one split, on norm1's entry),
+// or a LayerNorm node of the graph.
+std::optional<Split> plan_sequence_split(const Tree& tree, const GraphModuleImpl* graph,
+                                         const std::map<std::string, TpStyle>& styles, const std::string& name,
+                                         torch::nn::Module* module) {
+  const TpStyle style = TpStyle::SequenceParallel;
+  const std::string leaf = last_of(name), parent = parent_of(name);
+  torch::nn::Module* up = tree.find(parent);
+  require_arg(dynamic_cast<torch::nn::LayerNormImpl*>(module) != nullptr,
+              "tp_plan: " + named(name, style) + " is a " + kind_of(module) +
+                  "; sequence_parallel applies to LayerNorm modules: a transformer layer's norm1 and norm2, or a "
+                  "LayerNorm node of the graph");
+  if (graph_node(graph, name)) return Split{name, module, Split::Kind::SequenceNorm};
+  require(dynamic_cast<TransformerDecoderLayerImpl*>(up) == nullptr, ErrorCode::Unsupported,
+          "tp_plan: " + named(name, style) +
+              ": sequence parallelism of a TransformerDecoderLayer (its cross-attention's memory) is not built; "
+              "TransformerEncoderLayer's norm1 and norm2 are");
+  auto* layer = dynamic_cast<TransformerEncoderLayerImpl*>(up);
+  require_arg(layer != nullptr && (leaf == "norm1" || leaf == "norm2"),
+              "tp_plan: " + named(name, style) +
+                  ": sequence_parallel applies to a TransformerEncoderLayer's norm1 and norm2, or a LayerNorm node "
+                  "of the graph");
+  const std::string because = named(name, style);
+  expect_style(styles, join(parent, leaf == "norm1" ? "norm2" : "norm1"), style, because);
+  // The layer's products split, so that its blocks are gathered into them and reduce-scattered out.
+  expect_style(styles, join(parent, "self_attn"), TpStyle::Colwise, because);
+  expect_style(styles, join(parent, "linear1"), TpStyle::Colwise, because);
+  require_arg(
+      graph_node(graph, parent) != nullptr,
+      "tp_plan: " + because + ": the layer \"" + parent +
+          "\" must be a node of a graph spec, which cuts its input into sequence blocks and gathers its output");
+  require_arg(layer->batch_first(), "tp_plan: " + because + ": the layer \"" + parent +
+                                        "\" needs batch_first: true (the sequence blocks are dim 1 of [N, L, E])");
+  if (leaf != "norm1") return std::nullopt;
+  return Split{parent, up, Split::Kind::SequenceLayer};
+}
+
 std::vector<Split> plan_splits(const Tree& tree, const GraphModuleImpl* graph,
                                const std::map<std::string, TpStyle>& styles, int64_t size) {
   std::vector<Split> splits;
@@ -165,8 +207,10 @@ std::vector<Split> plan_splits(const Tree& tree, const GraphModuleImpl* graph,
     torch::nn::Module* module = tree.find(name);
     const std::string leaf = last_of(name), parent = parent_of(name);
     torch::nn::Module* up = tree.find(parent);
-    require(style != TpStyle::SequenceParallel, ErrorCode::Unsupported,
-            "tp_plan: " + named(name, style) + ": sequence parallelism is not built yet; leave the entry out");
+    if (style == TpStyle::SequenceParallel) {
+      if (auto split = plan_sequence_split(tree, graph, styles, name, module)) splits.push_back(*split);
+      continue;
+    }
     if (graph_node(graph, name) && (dynamic_cast<torch::nn::EmbeddingImpl*>(module) || linear_weight(module))) {
       splits.push_back(plan_node_split(name, module, style, size));
       continue;
@@ -231,6 +275,7 @@ std::map<std::string, GraphModuleImpl::NodeSplit> plan_graph_splits(const Tree& 
   std::map<std::string, NodeSplit> out;
   std::map<const void*, std::string> split_weights;  // a split node's weight -> the node
   for (const Split& split : splits) {
+    if (split.kind == Split::Kind::SequenceNorm) out[split.name] = NodeSplit{NodeSplit::Style::SequenceNorm, slot};
     if (split.kind != Split::Kind::Node) continue;
     const at::Tensor& weight = *node_weight(split.module);
     const int64_t rows = weight.size(0), local = rows / slot.size;
@@ -326,7 +371,12 @@ ParameterSplits split_for_tensor_parallel(torch::nn::Module& root, const std::op
   const std::map<std::string, GraphModuleImpl::NodeSplit> node_splits = plan_graph_splits(tree, graph, splits, slot);
   ParameterSplits made;
   std::set<const void*> kept;
+  std::set<std::string> sequence_nodes;
   for (const Split& split : splits) {
+    if (split.kind == Split::Kind::SequenceNorm || split.kind == Split::Kind::SequenceLayer) {
+      sequence_nodes.insert(split.name);  // made once every split of the layer is (below)
+      continue;
+    }
     if (split.kind == Split::Kind::Node) {
       for (const auto& [name, how] : split_node(split, slot, kept)) made.emplace_back(join(split.name, name), how);
       continue;
@@ -341,7 +391,12 @@ ParameterSplits split_for_tensor_parallel(torch::nn::Module& root, const std::op
     }
     for (auto& [name, how] : local) made.emplace_back(join(split.name, name), how);
   }
+  for (const Split& split : splits) {
+    if (split.kind == Split::Kind::SequenceLayer)
+      dynamic_cast<TransformerEncoderLayerImpl&>(*split.module).use_sequence_parallel();
+  }
   if (graph) graph->set_node_splits(node_splits);
+  if (graph && !sequence_nodes.empty()) graph->set_sequence_parallel(sequence_nodes, slot);
   return made;
 }
 

@@ -24,9 +24,12 @@ TpPlan builtin_tp_plan(torch::nn::Module& root);
 // expected): an entry that matches no module, two styles for one module, an
 // attention "colwise" without its out_proj "rowwise" (and the reverse), a
 // linear1 "colwise" without its layer's linear2 "rowwise", a size that does
-// not divide the heads or dim_feedforward. Unsupported for a style on a
-// module libaccel cannot split yet (a Linear graph node, an embedding,
-// sequence_parallel), and for a model with nothing to split.
+// not divide the heads or dim_feedforward, a "sequence_parallel" entry that
+// is not a LayerNorm node or the pair norm1/norm2 of a split, batch-first
+// encoder layer of a graph. Unsupported for a style on a module libaccel
+// cannot split yet (sequence_parallel in a decoder layer), and for a model
+// with nothing to split. Sequence-parallel layers and LayerNorm nodes take
+// and give sequence blocks (GraphModuleImpl::set_sequence_parallel).
 ParameterSplits split_for_tensor_parallel(torch::nn::Module& root, const std::optional<TpPlan>& plan,
                                           const TensorParallelSlot& slot);
 

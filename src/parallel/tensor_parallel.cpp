@@ -36,9 +36,20 @@ at::Tensor summed(const at::Tensor& tensor, ProcessGroup& group, const char* op)
   return widen ? sum.to(tensor.scalar_type()) : sum;
 }
 
+// Every rank's tensor. Gloo gathers no bfloat16 (mixed precision's
+// activations on a CPU): those travel as float16 bits, which a gather only copies.
+std::vector<at::Tensor> gathered(const at::Tensor& tensor, ProcessGroup& group, const char* op) {
+  const bool as_bits = tensor.device().is_cpu() && tensor.scalar_type() == at::kBFloat16;
+  std::vector<at::Tensor> parts =
+      group.allgather(as_bits ? tensor.contiguous().view(at::kHalf) : tensor.contiguous(), op);
+  if (as_bits) {
+    for (at::Tensor& part : parts) part = part.view(tensor.scalar_type());
+  }
+  return parts;
+}
+
 at::Tensor gathered_last_dim(const at::Tensor& tensor, ProcessGroup& group) {
-  std::vector<at::Tensor> parts = group.allgather(tensor.contiguous(), "tensor parallel all-gather");
-  return at::cat(parts, -1);
+  return at::cat(gathered(tensor, group, "tensor parallel all-gather"), -1);
 }
 
 struct CopyToGroup : torch::autograd::Function<CopyToGroup> {
@@ -68,6 +79,94 @@ struct GatherFromGroup : torch::autograd::Function<GatherFromGroup> {
     const int64_t width = ctx->saved_data.at("width").toInt();
     const int64_t rank = group_of(ctx).rank();
     return {grads[0].narrow(-1, rank * width, width).contiguous(), at::Tensor()};
+  }
+};
+
+// Sequence parallelism's blocks: dim 1 of [N, L, ...] cut into group-size
+// equal blocks, this rank's block being [rank * L/size, (rank + 1) * L/size).
+at::Tensor sequence_block(const at::Tensor& whole, ProcessGroup& group) {
+  const int64_t block = whole.size(1) / group.world_size();
+  return whole.narrow(1, group.rank() * block, block).contiguous();
+}
+
+at::Tensor gathered_sequence(const at::Tensor& block, ProcessGroup& group) {
+  return at::cat(gathered(block, group, "sequence parallel all-gather"), 1);
+}
+
+// The sum over the group of every rank's whole `partial`, this rank's block of it.
+at::Tensor summed_sequence_block(const at::Tensor& partial, ProcessGroup& group) {
+  // Gloo has no 16-bit float sums: those add in float32, as summed() does.
+  const bool widen =
+      partial.device().is_cpu() && (partial.scalar_type() == at::kBFloat16 || partial.scalar_type() == at::kHalf);
+  // Sequence first, so that each rank's block is one contiguous run.
+  at::Tensor flat = (widen ? partial.to(at::kFloat) : partial).transpose(0, 1).contiguous().view(-1);
+  std::vector<int64_t> shape = partial.transpose(0, 1).sizes().vec();
+  shape[0] /= group.world_size();
+  at::Tensor mine = group.reduce_scatter(flat, "sequence parallel reduce-scatter").view(shape).transpose(0, 1);
+  return (widen ? mine.to(partial.scalar_type()) : mine).contiguous();
+}
+
+struct ScatterToSequence : torch::autograd::Function<ScatterToSequence> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& input, ProcessGroup* group) {
+    remember(ctx, group);
+    return sequence_block(input, *group);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    return {gathered_sequence(grads[0], group_of(ctx)), at::Tensor()};
+  }
+};
+
+struct GatherFromSequence : torch::autograd::Function<GatherFromSequence> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& input, ProcessGroup* group, bool to_split_layer) {
+    remember(ctx, group);
+    ctx->saved_data["to_split_layer"] = to_split_layer;
+    return gathered_sequence(input, *group);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    ProcessGroup& group = group_of(ctx);
+    // Read by a split layer, each rank's gradient is its heads' or features'
+    // share of the whole: summed, then this rank's block. Read whole, the
+    // gradient is already the whole one on every rank: this rank's block of it.
+    const bool to_split_layer = ctx->saved_data.at("to_split_layer").toBool();
+    return {to_split_layer ? summed_sequence_block(grads[0], group) : sequence_block(grads[0], group), at::Tensor(),
+            at::Tensor()};
+  }
+};
+
+struct ReduceScatterToSequence : torch::autograd::Function<ReduceScatterToSequence> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& input, ProcessGroup* group) {
+    remember(ctx, group);
+    return summed_sequence_block(input, *group);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    return {gathered_sequence(grads[0], group_of(ctx)), at::Tensor()};
+  }
+};
+
+// Megatron's column-parallel Linear under sequence parallelism: the blocks
+// gathered, then the product; only the block is kept for backward, which
+// gathers it again for the weight's gradient and reduce-scatters the input's.
+struct GatheredColumnParallelLinear : torch::autograd::Function<GatheredColumnParallelLinear> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& block, const at::Tensor& weight,
+                            const at::Tensor& bias, ProcessGroup* group) {
+    remember(ctx, group);
+    ctx->save_for_backward({block, weight});
+    ctx->saved_data["bias"] = bias.defined();
+    return at::linear(gathered_sequence(block, *group), weight, bias);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    ProcessGroup& group = group_of(ctx);
+    const auto saved = ctx->get_saved_variables();
+    // Autocast ran the forward's product in the gradient's dtype (bf16): so does backward.
+    const at::Tensor& grad = grads[0];
+    const at::Tensor whole = gathered_sequence(saved[0], group).to(grad.scalar_type());
+    const at::Tensor weight = saved[1].to(grad.scalar_type());
+    const at::Tensor rows = grad.reshape({-1, grad.size(-1)});
+    const at::Tensor grad_weight = rows.t().mm(whole.reshape({-1, whole.size(-1)})).to(saved[1].scalar_type());
+    const at::Tensor grad_bias =
+        ctx->saved_data.at("bias").toBool() ? rows.sum(0).to(saved[1].scalar_type()) : at::Tensor();
+    const at::Tensor grad_block = summed_sequence_block(at::matmul(grad, weight), group).to(saved[0].scalar_type());
+    return {grad_block, grad_weight, grad_bias, at::Tensor()};
   }
 };
 
@@ -127,6 +226,23 @@ at::Tensor reduce_from_tensor_parallel(const at::Tensor& input, ProcessGroup& gr
 
 at::Tensor gather_from_tensor_parallel(const at::Tensor& input, ProcessGroup& group) {
   return GatherFromGroup::apply(input, &group);
+}
+
+at::Tensor scatter_to_sequence_parallel(const at::Tensor& whole, ProcessGroup& group) {
+  return ScatterToSequence::apply(whole, &group);
+}
+
+at::Tensor gather_from_sequence_parallel(const at::Tensor& block, ProcessGroup& group, bool to_split_layer) {
+  return GatherFromSequence::apply(block, &group, to_split_layer);
+}
+
+at::Tensor reduce_scatter_to_sequence_parallel(const at::Tensor& partial, ProcessGroup& group) {
+  return ReduceScatterToSequence::apply(partial, &group);
+}
+
+at::Tensor gathered_column_parallel_linear(const at::Tensor& block, const at::Tensor& weight, const at::Tensor& bias,
+                                           ProcessGroup& group) {
+  return GatheredColumnParallelLinear::apply(block, weight, bias, &group);
 }
 
 bool can_split(const at::Tensor& full, const TensorSplit& split, int64_t size) {
@@ -211,7 +327,8 @@ double clip_grad_norm_tensor_parallel(const std::vector<std::pair<std::string, a
 
 at::Tensor gather_whole(const at::Tensor& shard, const TensorSplit& split, ProcessGroup& group,
                         const std::string& name) {
-  return unshard(group.allgather(shard.detach().contiguous(), "tensor parallel gather of " + name), split);
+  const std::string op = "tensor parallel gather of " + name;
+  return unshard(gathered(shard.detach(), group, op.c_str()), split);
 }
 
 at::Tensor dropout_of_block(const at::Tensor& block, double p, bool training, int64_t dim, int64_t rank, int64_t size) {

@@ -32,6 +32,34 @@ at::Tensor reduce_from_tensor_parallel(const at::Tensor& input, ProcessGroup& gr
 // (colwise_rep's replicated output); backward, this rank's slice of the gradient.
 at::Tensor gather_from_tensor_parallel(const at::Tensor& input, ProcessGroup& group);
 
+// Sequence parallelism (Megatron-LM's, transformers' "sequence_parallel"):
+// between the split products, activations (the residual stream, layer norms,
+// dropout) are held as this rank's block of the sequence, dim 1 of a
+// batch-first [N, L, ...] tensor (L divisible by the group's size: the
+// caller checks). A split layer gathers the blocks before its column-parallel
+// product and reduce-scatters its row-parallel partial sums back into blocks,
+// where tensor parallelism alone all-reduces them.
+//
+// Into a sequence-parallel region: forward this rank's block of `whole` (the
+// same on every rank); backward the blocks' gradients gathered.
+at::Tensor scatter_to_sequence_parallel(const at::Tensor& whole, ProcessGroup& group);
+// Out of it: forward the blocks gathered whole. Backward, `to_split_layer`
+// (a column-parallel product reads it, each rank's gradient being a share):
+// the gradients summed over the group, this rank's block (a reduce-scatter);
+// otherwise (whole computation reads it) this rank's block of the gradient.
+at::Tensor gather_from_sequence_parallel(const at::Tensor& block, ProcessGroup& group, bool to_split_layer);
+// A column-parallel Linear reading blocks: gather_from_sequence_parallel
+// (to_split_layer) then the product with this rank's rows of the weight (and
+// bias), except that only the block is kept for backward, which gathers it
+// again: the whole input, the largest activation a split layer reads, is
+// not held between forward and backward (Megatron-LM does the same).
+at::Tensor gathered_column_parallel_linear(const at::Tensor& block, const at::Tensor& weight, const at::Tensor& bias,
+                                           ProcessGroup& group);
+// A row-parallel product's partial sums: forward summed over the group, this
+// rank's block (a reduce-scatter; Gloo's composition, bf16 summed in float32);
+// backward the gradients gathered.
+at::Tensor reduce_scatter_to_sequence_parallel(const at::Tensor& partial, ProcessGroup& group);
+
 // A vocabulary-parallel embedding (Megatron's VocabParallelEmbedding): this
 // rank holds rows [start, start + local_weight.size(0)) of the table; ids
 // outside them look up zeros, and the ranks' partial lookups are summed over

@@ -31,7 +31,11 @@
 // `dist_tensor_parallel refuse KIND`: prepare refuses a bad plan (KIND
 // nomatch: an entry matching no module; unpaired: linear1 colwise without
 // linear2; heads: tp_size not dividing the heads, with 3 processes) with
-// InvalidArgument naming it, before anything changes.
+// InvalidArgument naming it, before anything changes; sp_length: under
+// sequence parallelism the forward refuses a sequence tp 2 cannot cut.
+// `sp` (compare): the plan adds sequence parallelism (kSequencePlan), which
+// must train as the single process does too; `postnorm` (record, compare):
+// post-norm blocks.
 #include <ATen/ATen.h>
 #include <unistd.h>
 
@@ -63,12 +67,20 @@ constexpr int64_t kGlobalBatch = 8, kSteps = 50;
 // branches): 0.1 with the "dropout" argument, else 0.
 std::string layer_dropout = "0.0";
 
+// Pre-norm blocks (GPT's), or post-norm with the "postnorm" argument.
+bool norm_first = true;
+
+// With the "sp" argument (compare), the built-in plan plus sequence
+// parallelism: the blocks' norms and ln_f on sequence blocks.
+bool sequence_parallel = false;
+
 // dropout: the layers' dropout probability.
 std::string block(const std::string& name, const std::string& dropout) {
   return R"({"name": ")" + name + R"(", "type": "TransformerEncoderLayer", "d_model": 32, "nhead": 4,
     "dim_feedforward": 64, "dropout": )" +
          dropout + R"(, "activation": "gelu", "batch_first": true,
-    "norm_first": true, "causal": true})";
+    "norm_first": )" +
+         (norm_first ? "true" : "false") + R"(, "causal": true})";
 }
 
 // tp_plan: an object's text to add under "tp_plan", or empty for the built-in plan.
@@ -89,6 +101,12 @@ std::string gpt_spec(const std::string& tp_plan = "", const std::string& dropout
 // cross-entropy (never gathered).
 const char* kVocabPlan = R"({"*.self_attn": "colwise", "*.self_attn.out_proj": "rowwise", "*.linear1": "colwise",
   "*.linear2": "rowwise", "wte": "rowwise", "logits": "colwise"})";
+
+// The built-in plan's entries with sequence parallelism (Megatron-LM's): each
+// block takes and returns this rank's block of the sequence, its norms,
+// residual adds and dropouts on blocks, and so does ln_f.
+const char* kSequencePlan = R"({"*.self_attn": "colwise", "*.self_attn.out_proj": "rowwise", "*.linear1": "colwise",
+  "*.linear2": "rowwise", "*.norm1": "sequence_parallel", "*.norm2": "sequence_parallel", "ln_f": "sequence_parallel"})";
 
 // Parameters per block: split by tp (attention's in_proj rows and out_proj
 // columns, linear1's rows and bias, linear2's columns) and whole (out_proj's
@@ -260,7 +278,7 @@ int compare(const std::string& dir, bool clip, bool resume, bool vocab, const st
   const int64_t tp = std::atoll(std::getenv("PARALLELISM_CONFIG_TP_SIZE"));
   const int64_t dp = accelerator.num_processes() / tp;
   at::manual_seed(7);
-  accel::Model model = accel::Model::from_json(gpt_spec(vocab ? kVocabPlan : ""));
+  accel::Model model = accel::Model::from_json(gpt_spec(vocab ? kVocabPlan : sequence_parallel ? kSequencePlan : ""));
   accel::Optimizer optimizer(model, adamw());
   accelerator.prepare(model);
   accelerator.prepare(optimizer);
@@ -293,7 +311,8 @@ int compare(const std::string& dir, bool clip, bool resume, bool vocab, const st
       "tp" + std::to_string(tp) + "_dp" + std::to_string(dp) +
       (dp_shard > 1 ? std::string("_") + accel::to_string(accelerator.sharding_strategy()) : "") +
       (accelerator.gradient_accumulation_steps() > 1 ? "_accumulated" : "") + (vocab ? "_vocab" : "") +
-      (dcp ? "_dcp" : "") + (resume ? "_resumed" : "");
+      (sequence_parallel ? "_sp" : "") + (norm_first ? "" : "_postnorm") + (dcp ? "_dcp" : "") +
+      (resume ? "_resumed" : "");
   // A distributed checkpoint holds the model and optimizer in PyTorch's folders, not in files of libaccel's form.
   auto check_layout = [&](const std::string& saved) {
     if (!accelerator.is_main_process()) return;
@@ -408,7 +427,35 @@ int compare(const std::string& dir, bool clip, bool resume, bool vocab, const st
   return 0;
 }
 
+// A sequence the tp group cannot cut into equal blocks: the forward is
+// refused at the first sequence-parallel layer, naming it and the shape.
+int refuse_sequence_length() {
+  accel::Accelerator accelerator;
+  rank_for_messages = accelerator.process_index();
+  at::manual_seed(7);
+  accel::Model model = accel::Model::from_json(gpt_spec(kSequencePlan));
+  accelerator.prepare(model);
+  const at::Tensor ids = at::randint(0, kVocab, {2, kLength - 1}, at::kLong);
+  try {
+    model.forward(accel::Model::NamedTensors{{"input_ids", ids}, {"labels", ids}});
+    check(false, "the forward took a sequence of 15 under tp 2 with sequence parallelism");
+  } catch (const accel::Error& e) {
+    const std::string message = e.what(), expected = "with L a multiple of 2, got [2, 15, 32]";
+    check(e.code() == accel::ErrorCode::InvalidArgument && message.find("node \"h0\"") != std::string::npos &&
+              message.find(expected) != std::string::npos,
+          "the forward failed with \"" + message + "\", expected InvalidArgument at h0 with \"" + expected + "\"");
+  }
+  // The full length still trains after the refusal.
+  const at::Tensor whole = at::randint(0, kVocab, {2, kLength}, at::kLong);
+  const at::Tensor loss = model.forward(accel::Model::NamedTensors{{"input_ids", whole}, {"labels", whole}})[0].second;
+  accelerator.backward(loss);
+  if (accelerator.is_main_process()) std::printf("refused a sequence of 15 under tp 2, as expected\n");
+  accelerator.wait_for_everyone();
+  return 0;
+}
+
 int refuse(const std::string& kind) {
+  if (kind == "sp_length") return refuse_sequence_length();
   accel::Accelerator accelerator;
   rank_for_messages = accelerator.process_index();
   std::string plan, expected;
@@ -460,6 +507,8 @@ int main(int argc, char** argv) {
   try {
     const std::string mode = argc > 1 ? argv[1] : "";
     if (has(argc, argv, "dropout")) layer_dropout = "0.1";
+    if (has(argc, argv, "postnorm")) norm_first = false;
+    sequence_parallel = has(argc, argv, "sp");
     if ((mode == "record" || mode == "compare") && argc > 2) {
       const bool clip = has(argc, argv, "clip");
       return mode == "record" ? record(argv[2], clip)

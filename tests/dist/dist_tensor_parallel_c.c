@@ -3,7 +3,8 @@
    (parallelism_tp_size), the JSON GPT's transformer layers are split over the
    two processes, a training step runs, and the split model's loss on a probe
    batch is the loss of the whole model, gathered by get_state_dict and loaded
-   into a model that was never prepared. */
+   into a model that was never prepared. With the argument "sp", the same with
+   sequence parallelism in the spec's tp_plan. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -60,7 +61,19 @@ static int64_t rows_of(const accel_tensor_map* map, const char* name) {
   return dims[0];
 }
 
-int main(void) {
+/* With "sp": the plan adds sequence parallelism (docs/parallelism.md). */
+static const char* kSequencePlan =
+    ", \"tp_plan\": {\"*.self_attn\": \"colwise\", \"*.self_attn.out_proj\": \"rowwise\", "
+    "\"*.linear1\": \"colwise\", \"*.linear2\": \"rowwise\", \"*.norm1\": \"sequence_parallel\", "
+    "\"*.norm2\": \"sequence_parallel\", \"ln_f\": \"sequence_parallel\"}}";
+
+int main(int argc, char** argv) {
+  const int sequence_parallel = argc > 1 && strcmp(argv[1], "sp") == 0;
+  char spec[4096];
+  const size_t gpt_length = strlen(kGpt) - 1; /* kGpt without its closing brace */
+  CHECK(gpt_length + strlen(kSequencePlan) < sizeof spec);
+  memcpy(spec, kGpt, gpt_length);
+  strcpy(spec + gpt_length, sequence_parallel ? kSequencePlan : "}");
   accel_accelerator_options options;
   accel_accelerator_options_init(&options);
   options.cpu = 1;
@@ -78,7 +91,7 @@ int main(void) {
   accel_model* model = NULL;
   accel_optimizer* optimizer = NULL;
   accel_optimizer_options adamw;
-  CHECK_OK(accel_model_from_json(kGpt, &model));
+  CHECK_OK(accel_model_from_json(spec, &model));
   accel_optimizer_options_init(&adamw, ACCEL_OPTIM_ADAMW);
   adamw.lr = 1e-3;
   CHECK_OK(accel_optimizer_create(model, &adamw, &optimizer));
@@ -122,7 +135,7 @@ int main(void) {
      about 3.5 moves by at most 28 * 6e-8 * 3.5 = 5.9e-6 (float32's unit
      roundoff); the products inside add 16 or 32 terms, less again. */
   CHECK(fabs(split - full) <= 1e-5);
-  if (rank == 0) printf("ok tp 2: loss %.6f\n", split);
+  if (rank == 0) printf("ok tp 2%s: loss %.6f\n", sequence_parallel ? " with sequence parallelism" : "", split);
 
   for (size_t i = 0; i < count; ++i) accel_tensor_free(tensors[i]);
   accel_tensor_map_free(whole);

@@ -154,8 +154,10 @@ TEST(TensorParallelSplit, BadPlansAreRefusedBeforeAnythingChanges) {
             std::string::npos);
   EXPECT_NE(split(model, 2, R"({"0.norm1": "colwise"})", &code).find("is a LayerNorm"), std::string::npos);
   EXPECT_EQ(code, accel::ErrorCode::Unsupported);
-  EXPECT_NE(split(model, 2, R"({"0.linear1": "sequence_parallel"})", &code).find("sequence parallelism is not built"),
+  EXPECT_NE(split(model, 2, R"({"0.linear1": "sequence_parallel"})", &code)
+                .find("is a Linear; sequence_parallel applies to LayerNorm modules"),
             std::string::npos);
+  EXPECT_EQ(code, accel::ErrorCode::InvalidArgument);
   accel::Model mlp = accel::Model::from_json(R"([{"type": "Linear", "in_features": 4, "out_features": 4}])");
   EXPECT_NE(split(mlp, 2, std::nullopt, &code).find("the model has nothing libaccel can split"), std::string::npos);
   EXPECT_EQ(code, accel::ErrorCode::Unsupported);
@@ -228,6 +230,38 @@ TEST(TensorParallelSplit, GraphNodesSplitByVocabularyAndTheirChecks) {
   EXPECT_NE(refused(R"(["loss"])", R"(, "wte": "colwise", "logits": "colwise")").find("an Embedding node is split"),
             std::string::npos);
   EXPECT_NE(split(model, 3, std::nullopt, &code).find("does not divide"), std::string::npos);
+}
+
+// Sequence parallelism's entries: a transformer layer's norm1 and norm2
+// together, on a layer the plan splits, that is a node of a graph; or a
+// LayerNorm node. Refused entries change nothing.
+TEST(TensorParallelSplit, SequenceParallelEntriesAreCheckedBeforeAnythingChanges) {
+  accel::ErrorCode code{};
+  const std::string blocks = R"("h.self_attn": "colwise", "h.self_attn.out_proj": "rowwise", "h.linear1": "colwise",
+    "h.linear2": "rowwise")";
+  auto attempt = [&](const std::string& entries) {
+    const std::string plan = "{" + entries + "}";
+    accel::Model m = accel::Model::from_json(tiny_lm(R"(["loss"])", plan));
+    return split(m, 2, plan, &code);
+  };
+  EXPECT_EQ(attempt(blocks + R"(, "h.norm1": "sequence_parallel", "h.norm2": "sequence_parallel")"), "");
+  EXPECT_NE(attempt(blocks + R"(, "h.norm1": "sequence_parallel")").find("needs \"h.norm2\" to be sequence_parallel"),
+            std::string::npos);
+  EXPECT_EQ(code, accel::ErrorCode::InvalidArgument);
+  EXPECT_NE(attempt(R"("h.norm1": "sequence_parallel", "h.norm2": "sequence_parallel")")
+                .find("needs \"h.self_attn\" to be colwise, got no entry"),
+            std::string::npos);
+  const std::string linear = attempt(blocks + R"(, "logits": "sequence_parallel")");
+  EXPECT_NE(linear.find("\"logits\" (sequence_parallel) is a Linear"), std::string::npos) << linear;
+  // Not a node of a graph: nothing would cut its input into blocks.
+  accel::Model chain = accel::Model::from_json(std::string("[") + kBlock + "]");
+  EXPECT_NE(split(chain, 2,
+                  R"({"*.self_attn": "colwise", "*.self_attn.out_proj": "rowwise", "*.linear1": "colwise",
+                      "*.linear2": "rowwise", "*.norm1": "sequence_parallel", "*.norm2": "sequence_parallel"})",
+                  &code)
+                .find("must be a node of a graph spec"),
+            std::string::npos);
+  EXPECT_EQ(code, accel::ErrorCode::InvalidArgument);
 }
 
 }  // namespace

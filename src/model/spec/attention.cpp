@@ -160,12 +160,21 @@ ParameterSplits MultiheadAttentionImpl::split_heads(const TensorParallelSlot& sl
 
 at::Tensor MultiheadAttentionImpl::attend(const at::Tensor& query_in, const at::Tensor& memory_in,
                                           const at::Tensor& mask, bool causal) {
-  // Split by heads: this rank's heads only, e / size of the width.
-  const int64_t e = options_.embed_dim / split_.size, heads = options_.num_heads / split_.size, head_dim = e / heads;
   at::Tensor query = split_.active() ? copy_to_tensor_parallel(query_in, *split_.group) : query_in;
   at::Tensor memory =
       split_.active() && memory_in.defined() ? copy_to_tensor_parallel(memory_in, *split_.group) : memory_in;
-  const int64_t n = query.size(0), l = query.size(1);
+  at::Tensor out = heads_output(query, memory, mask, causal);
+  return split_.active() ? row_parallel(out, out_proj, split_) : out_proj(out);
+}
+
+at::Tensor MultiheadAttentionImpl::partial_attend(const at::Tensor& qkv, const at::Tensor& mask, bool causal) {
+  auto parts = qkv.chunk(3, -1);
+  return at::linear(heads_attend(parts[0], parts[1], parts[2], mask, causal), out_proj->weight);
+}
+
+at::Tensor MultiheadAttentionImpl::heads_output(const at::Tensor& query, const at::Tensor& memory,
+                                                const at::Tensor& mask, bool causal) {
+  const int64_t e = options_.embed_dim / split_.size;
   at::Tensor q, k, v;
   if (!memory.defined()) {
     auto qkv = at::linear(query, in_proj_weight, in_proj_bias).chunk(3, -1);
@@ -178,7 +187,14 @@ at::Tensor MultiheadAttentionImpl::attend(const at::Tensor& query_in, const at::
     auto kv = at::linear(memory, in_proj_weight.slice(0, e), b.defined() ? b.slice(0, e) : b).chunk(2, -1);
     k = kv[0], v = kv[1];
   }
-  const int64_t s = k.size(1);
+  return heads_attend(q, k, v, mask, causal);
+}
+
+at::Tensor MultiheadAttentionImpl::heads_attend(at::Tensor q, const at::Tensor& k, const at::Tensor& v,
+                                                const at::Tensor& mask, bool causal) {
+  // Split by heads: this rank's heads only, e / size of the width.
+  const int64_t e = options_.embed_dim / split_.size, heads = options_.num_heads / split_.size, head_dim = e / heads;
+  const int64_t n = q.size(0), l = q.size(1), s = k.size(1);
   auto heads_first = [&](const at::Tensor& t, int64_t len) {
     return t.reshape({n, len, heads, head_dim}).transpose(1, 2);
   };
@@ -195,8 +211,7 @@ at::Tensor MultiheadAttentionImpl::attend(const at::Tensor& query_in, const at::
   at::Tensor weights = split_.active() ? dropout_of_block(at::softmax(scores, -1), options_.dropout, is_training(), 1,
                                                           split_.rank, split_.size)
                                        : at::dropout(at::softmax(scores, -1), options_.dropout, is_training());
-  at::Tensor out = at::matmul(weights, heads_first(v, s)).transpose(1, 2).reshape({n, l, e});
-  return split_.active() ? row_parallel(out, out_proj, split_) : out_proj(out);
+  return at::matmul(weights, heads_first(v, s)).transpose(1, 2).reshape({n, l, e});
 }
 
 at::Tensor MultiheadAttentionImpl::forward(const at::Tensor& input) { return forward_with(input, {}); }
@@ -233,12 +248,79 @@ at::Tensor TransformerEncoderLayerImpl::feed_forward(const at::Tensor& x) {
   return dropout2(mlp(x, linear1, linear2, dropout, options_.activation, split_));
 }
 
+void TransformerEncoderLayerImpl::use_sequence_parallel() {
+  // The plan's checks (model/tensor_parallel_split.cpp) came first; these cannot fail after them.
+  require(split_.size > 1 && self_attn->split_slot().size > 1 && options_.batch_first, ErrorCode::Internal,
+          where_ + ": sequence_parallel on a layer that is not split by heads and features, or not batch_first");
+  sequence_parallel_ = true;
+}
+
+at::Tensor TransformerEncoderLayerImpl::forward_sequence_parallel(const at::Tensor& block, const at::Tensor& mask) {
+  ProcessGroup& group = *split_.group;
+  // The norms and the biases added to blocks see this rank's tokens only:
+  // their gradients are summed over the group (Megatron's f on the
+  // parameters), all six in one all-reduce of their concatenation.
+  const std::vector<at::Tensor> owned{norm1->weight, norm1->bias, norm2->weight, norm2->bias, self_attn->out_proj->bias,
+                                      linear2->bias};
+  std::vector<at::Tensor> present;
+  for (const at::Tensor& p : owned) {
+    if (p.defined()) present.push_back(p.reshape({-1}));
+  }
+  std::vector<at::Tensor> shared(owned.size());
+  if (!present.empty()) {
+    const at::Tensor all = copy_to_tensor_parallel(at::cat(present), group);
+    int64_t at = 0;
+    for (size_t i = 0; i < owned.size(); ++i) {
+      if (!owned[i].defined()) continue;
+      shared[i] = all.narrow(0, at, owned[i].numel()).view(owned[i].sizes());
+      at += owned[i].numel();
+    }
+  }
+  auto norm = [&](torch::nn::LayerNorm& layer, const at::Tensor& weight, const at::Tensor& bias, const at::Tensor& x) {
+    return at::layer_norm(x, layer->options.normalized_shape(), weight, bias, layer->options.eps());
+  };
+  // The column-parallel products take the blocks gathered (again in backward: the whole input is not kept).
+  auto into_split = [&](const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
+    return gathered_column_parallel_linear(x, weight, bias, group);
+  };
+  auto out_of_split = [&](const at::Tensor& partial, const at::Tensor& bias) {
+    at::Tensor y = reduce_scatter_to_sequence_parallel(partial, group);
+    return bias.defined() ? y + bias : y;
+  };
+  // This rank's block of the whole residual dropout's mask (the unsplit layer's).
+  auto drop = [&](torch::nn::Dropout& layer, const at::Tensor& x) {
+    return dropout_of_block(x, layer->options.p(), layer->is_training(), 1, split_.rank, split_.size);
+  };
+  auto self_attention = [&](const at::Tensor& x) {
+    const at::Tensor qkv = into_split(x, self_attn->in_proj_weight, self_attn->in_proj_bias);
+    at::Tensor partial = self_attn->partial_attend(qkv, mask, options_.causal);
+    return drop(dropout1, out_of_split(partial, shared[4]));
+  };
+  auto feed_forward_block = [&](const at::Tensor& x) {
+    at::Tensor hidden = dropout_of_block(activate(into_split(x, linear1->weight, linear1->bias), options_.activation),
+                                         dropout->options.p(), dropout->is_training(), -1, split_.rank, split_.size);
+    return drop(dropout2, out_of_split(at::linear(hidden, linear2->weight), shared[5]));
+  };
+  at::Tensor x = block;
+  if (options_.norm_first) {
+    x = x + self_attention(norm(norm1, shared[0], shared[1], x));
+    x = x + feed_forward_block(norm(norm2, shared[2], shared[3], x));
+  } else {
+    x = norm(norm1, shared[0], shared[1], x + self_attention(x));
+    x = norm(norm2, shared[2], shared[3], x + feed_forward_block(x));
+  }
+  return x;
+}
+
 at::Tensor TransformerEncoderLayerImpl::forward(const at::Tensor& input) { return forward_with(input, {}); }
 
 at::Tensor TransformerEncoderLayerImpl::forward_with(const at::Tensor& input, const std::vector<at::Tensor>& side) {
   BatchFirst in = to_batch_first(input, options_.batch_first, options_.d_model, where_, "input");
-  at::Tensor mask = key_mask(side.empty() ? at::Tensor() : side[0], in.x.size(0), in.x.size(1), in.unbatched, where_,
-                             "attention_mask");
+  // Sequence parallel: the input is this rank's block of the sequence; the mask covers the whole.
+  const int64_t length = in.x.size(1) * (sequence_parallel_ ? split_.size : 1);
+  at::Tensor mask =
+      key_mask(side.empty() ? at::Tensor() : side[0], in.x.size(0), length, in.unbatched, where_, "attention_mask");
+  if (sequence_parallel_) return from_batch_first(forward_sequence_parallel(in.x, mask), true, in.unbatched);
   auto self_attention = [&](const at::Tensor& x) {
     return dropout1(self_attn->attend(x, at::Tensor(), mask, options_.causal));
   };

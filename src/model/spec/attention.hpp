@@ -74,6 +74,12 @@ class MultiheadAttentionImpl : public torch::nn::Module, public SideInputs {
   // The core on batch-first 3-D tensors: query [N, L, E] attends to memory
   // [N, S, E] (undefined: to itself); key_mask [N, S] (undefined: all keys).
   at::Tensor attend(const at::Tensor& query, const at::Tensor& memory, const at::Tensor& key_mask, bool causal);
+  // Split by heads under sequence parallelism: self-attention over this
+  // rank's heads from their packed projections `qkv` [N, L, 3E / size] of
+  // the whole (gathered) sequence, through out_proj's columns without its
+  // bias: this rank's partial sums, which the caller reduce-scatters into
+  // sequence blocks before adding the bias.
+  at::Tensor partial_attend(const at::Tensor& qkv, const at::Tensor& key_mask, bool causal);
 
   // Tensor parallelism by heads (the plan's "colwise" on this module with
   // "rowwise" on its out_proj): keeps this rank's num_heads / size heads of q,
@@ -84,12 +90,19 @@ class MultiheadAttentionImpl : public torch::nn::Module, public SideInputs {
   ParameterSplits split_heads(const TensorParallelSlot& slot);
   int64_t num_heads() const { return options_.num_heads; }
   double dropout() const { return options_.dropout; }
+  const TensorParallelSlot& split_slot() const { return split_; }
 
   at::Tensor in_proj_weight;
   at::Tensor in_proj_bias;
   torch::nn::Linear out_proj{nullptr};
 
  private:
+  // Softmax(q k^T / sqrt(d)) v of this rank's heads, [N, L, E / size], before out_proj.
+  at::Tensor heads_output(const at::Tensor& query, const at::Tensor& memory, const at::Tensor& key_mask, bool causal);
+  // The same from the projections q [N, L, E / size], k and v [N, S, E / size].
+  at::Tensor heads_attend(at::Tensor q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& key_mask,
+                          bool causal);
+
   AttentionOptions options_;
   std::string where_;
   TensorParallelSlot split_;
@@ -121,13 +134,22 @@ class TransformerEncoderLayerImpl : public torch::nn::Module, public SideInputs 
   // partial sums added over the group before linear2's bias. InvalidArgument
   // naming the layer when size does not divide dim_feedforward.
   ParameterSplits split_feed_forward(const TensorParallelSlot& slot);
+  // Sequence parallelism (the plan's "sequence_parallel" on norm1 and norm2),
+  // once split by heads and features: the layer takes and returns this rank's
+  // block of the sequence (tensor_parallel.hpp), the norms, residual adds and
+  // dropouts run on blocks, and the split products see the gathered sequence.
+  // The plan checks that the layer is split and batch_first before (Internal otherwise).
+  void use_sequence_parallel();
+  bool batch_first() const { return options_.batch_first; }
 
  private:
   at::Tensor feed_forward(const at::Tensor& x);
+  at::Tensor forward_sequence_parallel(const at::Tensor& block, const at::Tensor& mask);
 
   TransformerLayerOptions options_;
   std::string where_;
   TensorParallelSlot split_;
+  bool sequence_parallel_ = false;
   MultiheadAttention self_attn{nullptr};
   torch::nn::Linear linear1{nullptr}, linear2{nullptr};
   torch::nn::Dropout dropout{nullptr}, dropout1{nullptr}, dropout2{nullptr};

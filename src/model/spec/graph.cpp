@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
 
 #include <algorithm>
 #include <map>
@@ -324,6 +325,12 @@ at::Tensor GraphModuleImpl::run_split_layer(const Node& node, const NodeSplit& s
     }
     return vocab_parallel_embedding(input.to(at::kLong), embedding.weight, split.start, group);
   }
+  if (split.style == NodeSplit::Style::SequenceNorm) {  // a block's tokens: the gradients summed over the group
+    const auto& norm = dynamic_cast<const torch::nn::LayerNormImpl&>(*node.module.ptr());
+    auto shared = [&group](const at::Tensor& p) { return p.defined() ? copy_to_tensor_parallel(p, group) : p; };
+    return at::layer_norm(input, norm.options.normalized_shape(), shared(norm.weight), shared(norm.bias),
+                          norm.options.eps());
+  }
   // A Linear, or one whose weight is tied to another node's (already split with it).
   const torch::nn::Module& module = *node.module.ptr();
   const auto* linear = dynamic_cast<const torch::nn::LinearImpl*>(&module);
@@ -353,6 +360,7 @@ GraphModuleImpl::NamedTensors GraphModuleImpl::forward_named(const NamedTensors&
     require_arg(input.optional || values.count(input.name),
                 "forward: missing input " + in_quotes(input.name) + "; this model takes " + expected);
   }
+  std::set<std::string> blocks;  // values held as sequence blocks (set_sequence_parallel)
   for (const auto& node : nodes_) {
     std::vector<at::Tensor> args;
     for (const auto& name : node.inputs) args.push_back(values[name]);
@@ -374,7 +382,9 @@ GraphModuleImpl::NamedTensors GraphModuleImpl::forward_named(const NamedTensors&
     try {
       Leave leave{node_hook_, node};  // first, so a half-done bring-in is released too
       if (node_hook_ && node.kind == Kind::Layer) node_hook_(node.name, true);
+      const bool block = sequence_slot_.active() && to_sequence_layout(node, args, blocks);
       values[node.name] = run_node(node, args);
+      if (block) blocks.insert(node.name);
     } catch (const Error&) {
       throw;
     } catch (const std::exception& e) {
@@ -389,12 +399,42 @@ GraphModuleImpl::NamedTensors GraphModuleImpl::forward_named(const NamedTensors&
   }
   NamedTensors outputs;
   for (const auto& name : outputs_) {
-    if (values[name].defined()) outputs.emplace_back(name, values[name]);
+    if (!values[name].defined()) continue;
+    outputs.emplace_back(name, blocks.count(name) ? gather_from_sequence_parallel(values[name], *sequence_slot_.group,
+                                                                                  /*to_split_layer=*/false)
+                                                  : values[name]);
   }
   if (!node_devices_.empty() && !given.empty()) {
     for (auto& output : outputs) output.second = output.second.to(given.front().second.device());
   }
   return outputs;
+}
+
+bool GraphModuleImpl::to_sequence_layout(const Node& node, std::vector<at::Tensor>& args,
+                                         const std::set<std::string>& blocks) const {
+  bool all_blocks = true;
+  for (size_t i = 0; i < args.size(); ++i)
+    all_blocks = all_blocks && (!args[i].defined() || blocks.count(node.inputs[i]));
+  const bool takes_block = sequence_nodes_.count(node.name) == 1;
+  const bool block_out = takes_block || (node.kind == Kind::Add && all_blocks);
+  ProcessGroup& group = *sequence_slot_.group;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!args[i].defined()) continue;
+    const bool is_block = blocks.count(node.inputs[i]) == 1;
+    const bool wants_block = block_out && (i == 0 || node.kind == Kind::Add);  // side inputs (masks) stay whole
+    if (is_block && !wants_block) {
+      args[i] = gather_from_sequence_parallel(args[i], group, /*to_split_layer=*/false);
+    } else if (!is_block && wants_block) {
+      const int64_t size = sequence_slot_.size;
+      require_arg(args[i].dim() == 3 && args[i].size(1) % size == 0,
+                  node.where + ": sequence_parallel cuts input " + in_quotes(node.inputs[i]) + " into tp_size " +
+                      std::to_string(size) +
+                      " blocks along the sequence, so it must be [N, L, E] with L a multiple of " +
+                      std::to_string(size) + ", got " + shape_of(args[i]));
+      args[i] = scatter_to_sequence_parallel(args[i], group);
+    }
+  }
+  return block_out;
 }
 
 void GraphModuleImpl::move_to_node_device(const Node& node, std::vector<at::Tensor>& args) const {

@@ -16,6 +16,7 @@
 
 #include <memory>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -95,13 +96,28 @@ class GraphModuleImpl : public torch::nn::Module {
   // again, or left split for the CausalLMLoss node reading it, which then
   // computes a vocabulary-parallel cross-entropy and never gathers them).
   struct NodeSplit {
-    enum class Style { VocabEmbedding, Columns, ColumnsGathered, VocabLoss };
+    // SequenceNorm: a LayerNorm node under sequence parallelism (below), its
+    // parameters' gradients summed over the group.
+    enum class Style { VocabEmbedding, Columns, ColumnsGathered, VocabLoss, SequenceNorm };
     Style style = Style::Columns;
     TensorParallelSlot slot;
     int64_t start = 0;       // this rank's first row (embedding) or column (linear, loss)
     int64_t vocabulary = 0;  // the whole vocabulary: the ids and labels are checked against it
   };
   void set_node_splits(std::map<std::string, NodeSplit> splits) { node_splits_ = std::move(splits); }
+
+  // Sequence parallelism (parallel/tensor_parallel.hpp): the nodes named here
+  // (sequence-parallel transformer layers and LayerNorm nodes) take their
+  // first input, and give their output, as this rank's block of the sequence
+  // (dim 1 of [N, L, E]); an Add node whose inputs are all blocks gives a
+  // block too. A whole value entering such a node is cut (InvalidArgument
+  // naming the node when it is not [N, L, E] with L divisible by the group's
+  // size); a block read by any other node, as a side input, or returned by the
+  // graph is gathered whole.
+  void set_sequence_parallel(std::set<std::string> nodes, TensorParallelSlot slot) {
+    sequence_nodes_ = std::move(nodes);
+    sequence_slot_ = slot;
+  }
 
  private:
   void parse_inputs(const nlohmann::json& inputs);
@@ -112,6 +128,8 @@ class GraphModuleImpl : public torch::nn::Module {
   at::Tensor run_node(const Node& node, const std::vector<at::Tensor>& args) const;
   at::Tensor run_split_layer(const Node& node, const NodeSplit& split, const at::Tensor& input) const;
   void move_to_node_device(const Node& node, std::vector<at::Tensor>& args) const;
+  // Cuts or gathers `args` for `node` (set_sequence_parallel); returns whether its output is a block.
+  bool to_sequence_layout(const Node& node, std::vector<at::Tensor>& args, const std::set<std::string>& blocks) const;
 
   std::vector<Input> inputs_;
   std::vector<Node> nodes_;  // in dependency order after construction
@@ -121,6 +139,8 @@ class GraphModuleImpl : public torch::nn::Module {
   std::map<std::string, size_t> node_units_;
   UnitRunner unit_runner_;
   std::map<std::string, NodeSplit> node_splits_;
+  std::set<std::string> sequence_nodes_;
+  TensorParallelSlot sequence_slot_;
 };
 TORCH_MODULE(GraphModule);
 
