@@ -25,7 +25,7 @@ namespace {
 
 constexpr const char* kOperator = "accel::tp_linear";
 
-// transformers' plans for GPT-2 and BERT, by the class of the module holding
+// transformers' plans for GPT-2, BERT and Llama, by the class of the module holding
 // the child: which child, and its style. A column-parallel output must reach
 // its row-parallel partner through heads or features only (attention, an
 // activation), as in these models.
@@ -46,9 +46,16 @@ constexpr PlannedChild kPlan[] = {{"GPT2Attention", "c_attn", TpStyle::Colwise},
                                   {"BertSdpaSelfAttention", "value", TpStyle::Colwise},
                                   {"BertSelfOutput", "dense", TpStyle::Rowwise},
                                   {"BertIntermediate", "dense", TpStyle::Colwise},
-                                  {"BertOutput", "dense", TpStyle::Rowwise}};
-// The config keys that count the heads (GPT-2's, BERT's).
-constexpr const char* kHeadKeys[] = {"n_head", "num_attention_heads"};
+                                  {"BertOutput", "dense", TpStyle::Rowwise},
+                                  {"LlamaAttention", "q_proj", TpStyle::Colwise},
+                                  {"LlamaAttention", "k_proj", TpStyle::Colwise},
+                                  {"LlamaAttention", "v_proj", TpStyle::Colwise},
+                                  {"LlamaAttention", "o_proj", TpStyle::Rowwise},
+                                  {"LlamaMLP", "gate_proj", TpStyle::Colwise},
+                                  {"LlamaMLP", "up_proj", TpStyle::Colwise},
+                                  {"LlamaMLP", "down_proj", TpStyle::Rowwise}};
+// The config keys that count the heads (GPT-2's, BERT's, Llama's query and key/value heads).
+constexpr const char* kHeadKeys[] = {"n_head", "num_attention_heads", "num_key_value_heads"};
 
 struct Registered {
   const ModelImpl* owner = nullptr;
@@ -264,8 +271,9 @@ ParameterSplits split_script_for_tensor_parallel(torch::jit::Module& module, con
     std::string seen;
     for (const auto& cls : classes) seen += (seen.empty() ? "" : ", ") + cls;
     fail(ErrorCode::Unsupported, tp +
-                                     ": tensor parallelism splits transformers' GPT-2 and BERT TorchScript "
-                                     "models (GPT2Attention, GPT2MLP, BertSelfAttention, BertIntermediate) so far; "
+                                     ": tensor parallelism splits transformers' GPT-2, BERT and Llama TorchScript "
+                                     "models (GPT2Attention, GPT2MLP, BertSelfAttention, BertIntermediate, "
+                                     "LlamaAttention, LlamaMLP) so far; "
                                      "this model's classes: " +
                                      seen);
   }
@@ -276,6 +284,18 @@ ParameterSplits split_script_for_tensor_parallel(torch::jit::Module& module, con
       const int64_t heads = config[key].get<int64_t>();
       require_arg(heads % slot.size == 0, tp + " does not divide the model's " + key + " " + std::to_string(heads) +
                                               " (attention is split by heads)");
+    }
+    // Grouped-query attention repeats each key/value head by a count the
+    // trace holds as a constant: split, it would repeat the wrong heads.
+    if (config.is_object() && config.contains("num_key_value_heads") && config.contains("num_attention_heads") &&
+        config["num_key_value_heads"].is_number_integer() && config["num_attention_heads"].is_number_integer()) {
+      const int64_t kv = config["num_key_value_heads"].get<int64_t>(),
+                    heads = config["num_attention_heads"].get<int64_t>();
+      require(kv == heads, ErrorCode::Unsupported,
+              tp + ": the model has grouped-query attention (num_key_value_heads " + std::to_string(kv) + " of " +
+                  std::to_string(heads) +
+                  " heads), whose traced repeat of the key/value heads libaccel does not split yet; export it with "
+                  "num_key_value_heads = num_attention_heads");
     }
   }
   std::set<const c10::ClassType*> types;

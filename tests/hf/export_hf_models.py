@@ -1,7 +1,7 @@
 """Builds small random-initialised Hugging Face models offline and exports them
 as TorchScript for libaccel, with the data the training programs read.
 
-    export_hf_models.py gpt2|bert OUT_DIR
+    export_hf_models.py gpt2|bert|llama|llama_gqa OUT_DIR
 
 OUT_DIR gets model.pt (traced through forward(input_ids, attention_mask,
 labels) -> {"loss", "logits"}; the extra file accel/state_dict_keys.json lists
@@ -15,7 +15,8 @@ import os
 import sys
 
 import torch
-from transformers import BertConfig, BertForSequenceClassification, GPT2Config, GPT2LMHeadModel
+from transformers import (BertConfig, BertForSequenceClassification, GPT2Config, GPT2LMHeadModel, LlamaConfig,
+                          LlamaForCausalLM)
 
 ROWS, LENGTH, VOCAB = 8, 16, 256
 
@@ -38,6 +39,15 @@ def build(kind):
         config = GPT2Config(n_layer=2, n_embd=64, n_head=4, n_positions=64, vocab_size=VOCAB, resid_pdrop=0.0,
                             embd_pdrop=0.0, attn_pdrop=0.0, torchscript=False)
         return thin(GPT2LMHeadModel)(config)
+    if kind in ("llama", "llama_gqa"):
+        # Llama's layout (RMSNorm, rotary positions, SwiGLU MLP, no biases), 4 query and 4 key/value heads
+        # (tensor parallelism does not split grouped-query attention yet: llama_gqa has 2, for its refusal), the
+        # head not tied; eager attention, which torch 1.13's trace records op by op.
+        config = LlamaConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                             num_attention_heads=4, num_key_value_heads=4 if kind == "llama" else 2,
+                             max_position_embeddings=64,
+                             tie_word_embeddings=False, attn_implementation="eager", torchscript=False)
+        return thin(LlamaForCausalLM)(config)
     config = BertConfig(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
                         intermediate_size=128, max_position_embeddings=64, num_labels=4, hidden_dropout_prob=0.0,
                         attention_probs_dropout_prob=0.0, torchscript=False)
@@ -50,7 +60,7 @@ def batches(kind):
     lengths = torch.randint(LENGTH // 2, LENGTH + 1, (ROWS,), generator=generator)
     attention_mask = (torch.arange(LENGTH)[None, :] < lengths[:, None]).long()
     input_ids = input_ids * attention_mask  # padding id 0
-    if kind == "gpt2":
+    if kind != "bert":
         labels = input_ids.masked_fill(attention_mask == 0, -100)  # padding ignored by the loss
     else:
         labels = input_ids[:, 0] % 4
