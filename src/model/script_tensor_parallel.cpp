@@ -54,7 +54,12 @@ constexpr PlannedChild kPlan[] = {{"GPT2Attention", "c_attn", TpStyle::Colwise},
                                   {"LlamaMLP", "gate_proj", TpStyle::Colwise},
                                   {"LlamaMLP", "up_proj", TpStyle::Colwise},
                                   {"LlamaMLP", "down_proj", TpStyle::Rowwise}};
-// The config keys that count the heads (GPT-2's, BERT's, Llama's query and key/value heads).
+// The config keys that count the heads (GPT-2's, BERT's, Llama's query and
+// key/value heads). Under grouped-query attention each rank holds kv / tp
+// key/value heads and the query heads that read them: the heads are cut in
+// contiguous blocks, which keeps each group together, and the traced repeat
+// of the key/value heads takes their count from the tensor (its repeat count,
+// a constant, stays right).
 constexpr const char* kHeadKeys[] = {"n_head", "num_attention_heads", "num_key_value_heads"};
 
 struct Registered {
@@ -284,18 +289,6 @@ ParameterSplits split_script_for_tensor_parallel(torch::jit::Module& module, con
       const int64_t heads = config[key].get<int64_t>();
       require_arg(heads % slot.size == 0, tp + " does not divide the model's " + key + " " + std::to_string(heads) +
                                               " (attention is split by heads)");
-    }
-    // Grouped-query attention repeats each key/value head by a count the
-    // trace holds as a constant: split, it would repeat the wrong heads.
-    if (config.is_object() && config.contains("num_key_value_heads") && config.contains("num_attention_heads") &&
-        config["num_key_value_heads"].is_number_integer() && config["num_attention_heads"].is_number_integer()) {
-      const int64_t kv = config["num_key_value_heads"].get<int64_t>(),
-                    heads = config["num_attention_heads"].get<int64_t>();
-      require(kv == heads, ErrorCode::Unsupported,
-              tp + ": the model has grouped-query attention (num_key_value_heads " + std::to_string(kv) + " of " +
-                  std::to_string(heads) +
-                  " heads), whose traced repeat of the key/value heads libaccel does not split yet; export it with "
-                  "num_key_value_heads = num_attention_heads");
     }
   }
   std::set<const c10::ClassType*> types;

@@ -17,7 +17,8 @@
 // save_state's checkpoint loads back unchanged.
 // `dist_script_tensor_parallel refuse MODEL`: prepare with tp_size 2 of a
 // model whose graph already ran is Unsupported, naming why;
-// `refuse_gqa MODEL`: so is a Llama with grouped-query attention.
+// `refuse_gqa MODEL` (tp 4): a Llama whose 2 key/value heads tp does not
+// divide is refused (InvalidArgument).
 #include <ATen/ATen.h>
 
 #include <cmath>
@@ -242,8 +243,9 @@ int compare(const std::string& dir, const std::string& path) {
   return 0;
 }
 
-// A Llama with grouped-query attention (2 key/value heads for 4 query heads):
-// prepare refuses to split it, naming the heads, and leaves it whole.
+// A Llama with grouped-query attention (2 key/value heads for 4 query heads)
+// on tp 4: prepare refuses to split its 2 key/value heads 4 ways, naming
+// them, and leaves it whole.
 int refuse_grouped_query(const std::string& path) {
   accel::Accelerator accelerator;
   rank_for_messages = accelerator.process_index();
@@ -251,17 +253,17 @@ int refuse_grouped_query(const std::string& path) {
   const auto before = model.named_parameters();
   try {
     accelerator.prepare(model);
-    check(false, "prepare split a model with grouped-query attention");
+    check(false, "prepare split 2 key/value heads 4 ways");
   } catch (const accel::Error& e) {
-    const std::string expected = "grouped-query attention (num_key_value_heads 2 of 4 heads)";
-    check(e.code() == accel::ErrorCode::Unsupported && std::string(e.what()).find(expected) != std::string::npos,
+    const std::string expected = "tp_size 4 does not divide the model's num_key_value_heads 2";
+    check(e.code() == accel::ErrorCode::InvalidArgument && std::string(e.what()).find(expected) != std::string::npos,
           std::string("prepare failed with ") + e.what());
   }
   const auto after = model.named_parameters();
   for (size_t i = 0; i < before.size(); ++i) {
     check(after[i].second.sizes() == before[i].second.sizes(), "the refusal changed " + after[i].first);
   }
-  if (accelerator.is_main_process()) std::printf("refused grouped-query attention\n");
+  if (accelerator.is_main_process()) std::printf("refused 2 key/value heads on tp 4\n");
   accelerator.wait_for_everyone();
   return 0;
 }

@@ -40,9 +40,9 @@ def build(kind):
                             embd_pdrop=0.0, attn_pdrop=0.0, torchscript=False)
         return thin(GPT2LMHeadModel)(config)
     if kind in ("llama", "llama_gqa"):
-        # Llama's layout (RMSNorm, rotary positions, SwiGLU MLP, no biases), 4 query and 4 key/value heads
-        # (tensor parallelism does not split grouped-query attention yet: llama_gqa has 2, for its refusal), the
-        # head not tied; eager attention, which torch 1.13's trace records op by op.
+        # Llama's layout (RMSNorm, rotary positions, SwiGLU MLP, no biases), 4 query heads and 4 key/value
+        # heads (llama_gqa: 2, grouped-query attention), the head not tied; eager attention, which torch 1.13's
+        # trace records op by op.
         config = LlamaConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                              num_attention_heads=4, num_key_value_heads=4 if kind == "llama" else 2,
                              max_position_embeddings=64,
