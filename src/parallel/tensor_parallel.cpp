@@ -26,11 +26,14 @@ void remember(AutogradContext* ctx, ProcessGroup* group) {
   ctx->saved_data["group"] = static_cast<int64_t>(reinterpret_cast<intptr_t>(group));
 }
 
+// Gloo has no 16-bit float sums (mixed precision's activations on a CPU):
+// those add in float32, rounded once at the end. NCCL sums them as they are.
+bool sums_in_float32(const at::Tensor& tensor) {
+  return tensor.device().is_cpu() && (tensor.scalar_type() == at::kBFloat16 || tensor.scalar_type() == at::kHalf);
+}
+
 at::Tensor summed(const at::Tensor& tensor, ProcessGroup& group, const char* op) {
-  // Gloo has no 16-bit float sums (mixed precision's activations on a CPU):
-  // those add in float32, rounded once at the end. NCCL sums them as they are.
-  const bool widen =
-      tensor.device().is_cpu() && (tensor.scalar_type() == at::kBFloat16 || tensor.scalar_type() == at::kHalf);
+  const bool widen = sums_in_float32(tensor);
   at::Tensor sum = widen ? tensor.to(at::kFloat) : tensor.contiguous().clone();
   group.allreduce(sum, op);
   return widen ? sum.to(tensor.scalar_type()) : sum;
@@ -95,9 +98,7 @@ at::Tensor gathered_sequence(const at::Tensor& block, ProcessGroup& group) {
 
 // The sum over the group of every rank's whole `partial`, this rank's block of it.
 at::Tensor summed_sequence_block(const at::Tensor& partial, ProcessGroup& group) {
-  // Gloo has no 16-bit float sums: those add in float32, as summed() does.
-  const bool widen =
-      partial.device().is_cpu() && (partial.scalar_type() == at::kBFloat16 || partial.scalar_type() == at::kHalf);
+  const bool widen = sums_in_float32(partial);
   // Sequence first, so that each rank's block is one contiguous run.
   at::Tensor flat = (widen ? partial.to(at::kFloat) : partial).transpose(0, 1).contiguous().view(-1);
   std::vector<int64_t> shape = partial.transpose(0, 1).sizes().vec();
@@ -117,19 +118,13 @@ struct ScatterToSequence : torch::autograd::Function<ScatterToSequence> {
 };
 
 struct GatherFromSequence : torch::autograd::Function<GatherFromSequence> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& input, ProcessGroup* group, bool to_split_layer) {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& input, ProcessGroup* group) {
     remember(ctx, group);
-    ctx->saved_data["to_split_layer"] = to_split_layer;
     return gathered_sequence(input, *group);
   }
+  // Read by whole computation, the gradient is the whole one on every rank: this rank's block of it.
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    ProcessGroup& group = group_of(ctx);
-    // Read by a split layer, each rank's gradient is its heads' or features'
-    // share of the whole: summed, then this rank's block. Read whole, the
-    // gradient is already the whole one on every rank: this rank's block of it.
-    const bool to_split_layer = ctx->saved_data.at("to_split_layer").toBool();
-    return {to_split_layer ? summed_sequence_block(grads[0], group) : sequence_block(grads[0], group), at::Tensor(),
-            at::Tensor()};
+    return {sequence_block(grads[0], group_of(ctx)), at::Tensor()};
   }
 };
 
@@ -232,8 +227,8 @@ at::Tensor scatter_to_sequence_parallel(const at::Tensor& whole, ProcessGroup& g
   return ScatterToSequence::apply(whole, &group);
 }
 
-at::Tensor gather_from_sequence_parallel(const at::Tensor& block, ProcessGroup& group, bool to_split_layer) {
-  return GatherFromSequence::apply(block, &group, to_split_layer);
+at::Tensor gather_from_sequence_parallel(const at::Tensor& block, ProcessGroup& group) {
+  return GatherFromSequence::apply(block, &group);
 }
 
 at::Tensor reduce_scatter_to_sequence_parallel(const at::Tensor& partial, ProcessGroup& group) {

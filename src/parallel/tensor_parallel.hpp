@@ -43,16 +43,15 @@ at::Tensor gather_from_tensor_parallel(const at::Tensor& input, ProcessGroup& gr
 // Into a sequence-parallel region: forward this rank's block of `whole` (the
 // same on every rank); backward the blocks' gradients gathered.
 at::Tensor scatter_to_sequence_parallel(const at::Tensor& whole, ProcessGroup& group);
-// Out of it: forward the blocks gathered whole. Backward, `to_split_layer`
-// (a column-parallel product reads it, each rank's gradient being a share):
-// the gradients summed over the group, this rank's block (a reduce-scatter);
-// otherwise (whole computation reads it) this rank's block of the gradient.
-at::Tensor gather_from_sequence_parallel(const at::Tensor& block, ProcessGroup& group, bool to_split_layer);
-// A column-parallel Linear reading blocks: gather_from_sequence_parallel
-// (to_split_layer) then the product with this rank's rows of the weight (and
-// bias), except that only the block is kept for backward, which gathers it
-// again: the whole input, the largest activation a split layer reads, is
-// not held between forward and backward (Megatron-LM does the same).
+// Out of it, into whole (unsplit) computation: forward the blocks gathered
+// whole; backward this rank's block of the gradient (the same on every rank).
+at::Tensor gather_from_sequence_parallel(const at::Tensor& block, ProcessGroup& group);
+// A column-parallel Linear reading blocks: the blocks gathered, then the
+// product with this rank's rows of the weight (and bias). Backward, each
+// rank's input gradient is its features' share: summed over the group, this
+// rank's block (a reduce-scatter). Only the block is kept for backward, which
+// gathers it again: the whole input, the largest activation a split layer
+// reads, is not held between forward and backward (Megatron-LM does the same).
 at::Tensor gathered_column_parallel_linear(const at::Tensor& block, const at::Tensor& weight, const at::Tensor& bias,
                                            ProcessGroup& group);
 // A row-parallel product's partial sums: forward summed over the group, this

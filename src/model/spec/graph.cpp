@@ -400,9 +400,8 @@ GraphModuleImpl::NamedTensors GraphModuleImpl::forward_named(const NamedTensors&
   NamedTensors outputs;
   for (const auto& name : outputs_) {
     if (!values[name].defined()) continue;
-    outputs.emplace_back(name, blocks.count(name) ? gather_from_sequence_parallel(values[name], *sequence_slot_.group,
-                                                                                  /*to_split_layer=*/false)
-                                                  : values[name]);
+    outputs.emplace_back(
+        name, blocks.count(name) ? gather_from_sequence_parallel(values[name], *sequence_slot_.group) : values[name]);
   }
   if (!node_devices_.empty() && !given.empty()) {
     for (auto& output : outputs) output.second = output.second.to(given.front().second.device());
@@ -423,7 +422,7 @@ bool GraphModuleImpl::to_sequence_layout(const Node& node, std::vector<at::Tenso
     const bool is_block = blocks.count(node.inputs[i]) == 1;
     const bool wants_block = block_out && (i == 0 || node.kind == Kind::Add);  // side inputs (masks) stay whole
     if (is_block && !wants_block) {
-      args[i] = gather_from_sequence_parallel(args[i], group, /*to_split_layer=*/false);
+      args[i] = gather_from_sequence_parallel(args[i], group);
     } else if (!is_block && wants_block) {
       const int64_t size = sequence_slot_.size;
       require_arg(args[i].dim() == 3 && args[i].size(1) % size == 0,
