@@ -70,6 +70,69 @@ std::optional<unsigned> default_omp_num_threads(int nproc_per_node, bool omp_num
   return std::max(1u, hardware_threads / static_cast<unsigned>(nproc_per_node));
 }
 
+namespace {
+
+// A closing file descriptor, so that every path out of reserve_port closes what it opened.
+struct Descriptor {
+  int fd;
+  explicit Descriptor(int value) : fd(value) {}
+  Descriptor(const Descriptor&) = delete;
+  Descriptor& operator=(const Descriptor&) = delete;
+  ~Descriptor() {
+    if (fd >= 0) ::close(fd);
+  }
+  void close() {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+  }
+};
+
+int bound_port(int fd) {
+  sockaddr_storage bound{};
+  socklen_t length = sizeof bound;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &length) != 0) return 0;
+  char service[NI_MAXSERV];
+  if (::getnameinfo(reinterpret_cast<sockaddr*>(&bound), length, nullptr, 0, service, sizeof service, NI_NUMERICSERV) !=
+      0) {
+    return 0;
+  }
+  return std::atoi(service);
+}
+
+// A port the kernel chose on `candidate`'s address, left in TIME_WAIT (0 when
+// nothing binds there). A port that was merely bound and closed is free for
+// anyone: under parallel jobs another process's connect() or bind(0) took it
+// before rank 0's store listened on it (EADDRINUSE, seen in CI). A connection
+// accepted on the port and closed from that side first leaves the port in
+// TIME_WAIT for a minute. Until then the kernel hands it to no connect() and
+// no bind(0), while a listener that sets SO_REUSEADDR binds it, as c10d's
+// TCPStore (both LibTorch worlds) and libuv's do. This is how
+// ephemeral-port-reserve (Yelp) reserves a port without holding a socket.
+int reserve_port(const addrinfo& candidate) {
+  Descriptor listener(::socket(candidate.ai_family, candidate.ai_socktype | SOCK_CLOEXEC, candidate.ai_protocol));
+  if (listener.fd < 0) return 0;
+  int on = 1;
+  ::setsockopt(listener.fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+  if (::bind(listener.fd, candidate.ai_addr, candidate.ai_addrlen) != 0) return 0;
+  const int port = bound_port(listener.fd);
+  if (port == 0 || ::listen(listener.fd, 1) != 0) return port;
+  sockaddr_storage address{};
+  socklen_t length = sizeof address;
+  if (::getsockname(listener.fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) return port;
+  Descriptor client(::socket(candidate.ai_family, candidate.ai_socktype | SOCK_CLOEXEC, candidate.ai_protocol));
+  if (client.fd < 0 || ::connect(client.fd, reinterpret_cast<sockaddr*>(&address), length) != 0) return port;
+  Descriptor accepted(::accept4(listener.fd, nullptr, nullptr, SOCK_CLOEXEC));
+  if (accepted.fd < 0) return port;
+  // The side that closes first keeps the address in TIME_WAIT: the accepted
+  // socket, whose local port is the one reserved.
+  accepted.close();
+  char ignored;
+  (void)::recv(client.fd, &ignored, 1, 0);  // the FIN: 0 bytes, so the close below is the second
+  return port;
+}
+
+}  // namespace
+
 int pick_free_port(const std::string& addr) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;  // IPv6 master addresses work too
@@ -80,21 +143,7 @@ int pick_free_port(const std::string& addr) {
   }
   int port = 0;
   for (addrinfo* candidate = found; candidate != nullptr && port == 0; candidate = candidate->ai_next) {
-    int fd = ::socket(candidate->ai_family, candidate->ai_socktype | SOCK_CLOEXEC, candidate->ai_protocol);
-    if (fd < 0) continue;
-    // Port 0 makes the kernel choose; the socket is closed before the ranks
-    // start, so the port is free for rank 0's store to bind (as in torchrun).
-    sockaddr_storage bound{};
-    socklen_t length = sizeof bound;
-    if (::bind(fd, candidate->ai_addr, candidate->ai_addrlen) == 0 &&
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &length) == 0) {
-      char service[NI_MAXSERV];
-      if (::getnameinfo(reinterpret_cast<sockaddr*>(&bound), length, nullptr, 0, service, sizeof service,
-                        NI_NUMERICSERV) == 0) {
-        port = std::atoi(service);
-      }
-    }
-    ::close(fd);
+    port = reserve_port(*candidate);
   }
   ::freeaddrinfo(found);
   if (port == 0) throw std::runtime_error("cannot bind a free port on --master_addr " + addr);

@@ -25,7 +25,9 @@ std::map<std::string, std::string> rank_environment(const LaunchConfig& config, 
 std::optional<unsigned> default_omp_num_threads(int nproc_per_node, bool omp_num_threads_set,
                                                 unsigned hardware_threads);
 
-// A TCP port that is free right now on `addr` (a name or a numeric address).
+// A TCP port on `addr` (a name or a numeric address) kept for rank 0's store:
+// for about a minute the kernel gives it to no other connect() or bind(0),
+// while a listener setting SO_REUSEADDR (c10d's TCPStore does) binds it.
 // Throws std::runtime_error when `addr` does not resolve or nothing can bind.
 int pick_free_port(const std::string& addr);
 

@@ -1,5 +1,10 @@
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <sstream>
 
 #include "cli/launch_environment.hpp"
@@ -51,6 +56,33 @@ TEST(LaunchEnvironment, PicksAFreePort) {
   int port = accel::cli::pick_free_port("127.0.0.1");
   EXPECT_GT(port, 0);
   EXPECT_LT(port, 65536);
+}
+
+// Binds 127.0.0.1:port, optionally with SO_REUSEADDR, and listens; the errno on failure, 0 on success.
+int listen_error(int port, bool reuse_address) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return errno;
+  int on = 1;
+  if (reuse_address) ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  int error =
+      ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 && ::listen(fd, 1) == 0 ? 0 : errno;
+  ::close(fd);
+  return error;
+}
+
+// The picked port is reserved, not just free at the moment of picking: under
+// parallel jobs a port that was merely free was taken by another process's
+// connection before rank 0's store listened (EADDRINUSE in CI). Reserved means
+// a plain bind is refused, as the kernel's own choices of a port (connect(),
+// bind(0)) skip it, while c10d's store, which sets SO_REUSEADDR, still listens.
+TEST(LaunchEnvironment, PickedPortIsReservedForAStoreThatReusesAddresses) {
+  int port = accel::cli::pick_free_port("127.0.0.1");
+  EXPECT_EQ(listen_error(port, false), EADDRINUSE);
+  EXPECT_EQ(listen_error(port, true), 0);
 }
 
 TEST(LaunchEnvironment, ResolvesPortZeroAndKeepsAGivenPort) {
