@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -30,30 +31,53 @@ constexpr const char* kOperator = "accel::tp_linear";
 // its row-parallel partner through heads or features only (attention, an
 // activation), as in these models.
 struct PlannedChild {
-  const char* parent_class;
+  std::string parent_class;
   const char* child;
   TpStyle style;
 };
-constexpr PlannedChild kPlan[] = {{"GPT2Attention", "c_attn", TpStyle::Colwise},
-                                  {"GPT2Attention", "c_proj", TpStyle::Rowwise},
-                                  {"GPT2MLP", "c_fc", TpStyle::Colwise},
-                                  {"GPT2MLP", "c_proj", TpStyle::Rowwise},
-                                  {"BertSelfAttention", "query", TpStyle::Colwise},
-                                  {"BertSelfAttention", "key", TpStyle::Colwise},
-                                  {"BertSelfAttention", "value", TpStyle::Colwise},
-                                  {"BertSdpaSelfAttention", "query", TpStyle::Colwise},
-                                  {"BertSdpaSelfAttention", "key", TpStyle::Colwise},
-                                  {"BertSdpaSelfAttention", "value", TpStyle::Colwise},
-                                  {"BertSelfOutput", "dense", TpStyle::Rowwise},
-                                  {"BertIntermediate", "dense", TpStyle::Colwise},
-                                  {"BertOutput", "dense", TpStyle::Rowwise},
-                                  {"LlamaAttention", "q_proj", TpStyle::Colwise},
-                                  {"LlamaAttention", "k_proj", TpStyle::Colwise},
-                                  {"LlamaAttention", "v_proj", TpStyle::Colwise},
-                                  {"LlamaAttention", "o_proj", TpStyle::Rowwise},
-                                  {"LlamaMLP", "gate_proj", TpStyle::Colwise},
-                                  {"LlamaMLP", "up_proj", TpStyle::Colwise},
-                                  {"LlamaMLP", "down_proj", TpStyle::Rowwise}};
+constexpr struct {
+  const char* parent_class;
+  const char* child;
+  TpStyle style;
+} kPlan[] = {{"GPT2Attention", "c_attn", TpStyle::Colwise},
+             {"GPT2Attention", "c_proj", TpStyle::Rowwise},
+             {"GPT2MLP", "c_fc", TpStyle::Colwise},
+             {"GPT2MLP", "c_proj", TpStyle::Rowwise},
+             {"BertSelfAttention", "query", TpStyle::Colwise},
+             {"BertSelfAttention", "key", TpStyle::Colwise},
+             {"BertSelfAttention", "value", TpStyle::Colwise},
+             {"BertSdpaSelfAttention", "query", TpStyle::Colwise},
+             {"BertSdpaSelfAttention", "key", TpStyle::Colwise},
+             {"BertSdpaSelfAttention", "value", TpStyle::Colwise},
+             {"BertSelfOutput", "dense", TpStyle::Rowwise},
+             {"BertIntermediate", "dense", TpStyle::Colwise},
+             {"BertOutput", "dense", TpStyle::Rowwise}};
+// Llama and the models that copy its modules under their own prefix
+// (MistralAttention, Qwen2MLP...), whose plans in transformers
+// (base_model_tp_plan) are Llama's. Qwen2's q, k and v biases are cut with
+// their rows; Gemma's head_dim apart from hidden_size / heads changes nothing.
+constexpr const char* kLlamaFamily[] = {"Llama", "Mistral", "Qwen2", "Gemma"};
+constexpr struct {
+  const char* parent_suffix;
+  const char* child;
+  TpStyle style;
+} kLlamaPlan[] = {{"Attention", "q_proj", TpStyle::Colwise}, {"Attention", "k_proj", TpStyle::Colwise},
+                  {"Attention", "v_proj", TpStyle::Colwise}, {"Attention", "o_proj", TpStyle::Rowwise},
+                  {"MLP", "gate_proj", TpStyle::Colwise},    {"MLP", "up_proj", TpStyle::Colwise},
+                  {"MLP", "down_proj", TpStyle::Rowwise}};
+
+const std::vector<PlannedChild>& plan() {
+  static const std::vector<PlannedChild> rows = [] {
+    std::vector<PlannedChild> out;
+    for (const auto& row : kPlan) out.push_back({row.parent_class, row.child, row.style});
+    for (const char* family : kLlamaFamily) {
+      for (const auto& row : kLlamaPlan) out.push_back({std::string(family) + row.parent_suffix, row.child, row.style});
+    }
+    return out;
+  }();
+  return rows;
+}
+
 // The config keys that count the heads (GPT-2's, BERT's, Llama's query and
 // key/value heads). Under grouped-query attention each rank holds kv / tp
 // key/value heads and the query heads that read them: the heads are cut in
@@ -235,7 +259,7 @@ ParameterSplits split_script_for_tensor_parallel(torch::jit::Module& module, con
   std::map<const c10::ClassType*, int64_t> colwise_width;  // a column-parallel class's whole output width
   for (const auto& item : module.named_modules()) {
     classes.insert(type_name(item.value));
-    for (const PlannedChild& entry : kPlan) {
+    for (const PlannedChild& entry : plan()) {
       if (type_name(item.value) != entry.parent_class) continue;
       const char* name = entry.child;
       const bool colwise = entry.style == TpStyle::Colwise;
@@ -276,9 +300,10 @@ ParameterSplits split_script_for_tensor_parallel(torch::jit::Module& module, con
     std::string seen;
     for (const auto& cls : classes) seen += (seen.empty() ? "" : ", ") + cls;
     fail(ErrorCode::Unsupported, tp +
-                                     ": tensor parallelism splits transformers' GPT-2, BERT and Llama TorchScript "
-                                     "models (GPT2Attention, GPT2MLP, BertSelfAttention, BertIntermediate, "
-                                     "LlamaAttention, LlamaMLP) so far; "
+                                     ": tensor parallelism splits transformers' GPT-2, BERT, Llama, Mistral, "
+                                     "Qwen2 and Gemma TorchScript models (GPT2Attention, GPT2MLP, "
+                                     "BertSelfAttention, BertIntermediate, LlamaAttention, LlamaMLP and their "
+                                     "Mistral, Qwen2 and Gemma twins) so far; "
                                      "this model's classes: " +
                                      seen);
   }

@@ -1,10 +1,11 @@
-// Tensor parallelism on transformers' GPT-2, BERT and Llama exported to TorchScript
-// (tests/hf/export_hf_models.py: 2 layers, width 64, vocabulary 256; GPT-2 and Llama 4 heads, BERT 2).
+// Tensor parallelism on transformers' GPT-2, BERT and Llama (and its Mistral,
+// Qwen2 and Gemma kin) exported to TorchScript (tests/hf/export_hf_models.py:
+// 2 layers, width 64, vocabulary 256; GPT-2 and the Llama family 4 heads, BERT 2).
 //
-// `dist_script_tensor_parallel record DIR MODEL [bert|llama]`: one process trains 50
+// `dist_script_tensor_parallel record DIR MODEL [bert|llama|qwen2]`: one process trains 50
 // AdamW steps on a global batch of 8 random sequences of 16 tokens (BERT:
 // classified into 4 labels) and records the losses and the final weights in DIR.
-// `dist_script_tensor_parallel compare DIR MODEL [bert|llama]`: the same under the mesh
+// `dist_script_tensor_parallel compare DIR MODEL [bert|llama|qwen2]`: the same under the mesh
 // `accel launch --parallelism_config_*` set. prepare rewrites the graph
 // (model/script_tensor_parallel.hpp): each rank holds its head of GPT-2's
 // packed q, k and v (BERT's query, key and value) and of the attention's
@@ -60,9 +61,12 @@ constexpr double kTolerance = 1e-5;
 // two; the losses are held to kLossTolerance as for the others.
 constexpr double kLlamaTolerance = 0.1 * 1e-3;
 
-// The "bert" argument: the exported BERT instead of GPT-2; "llama": the exported Llama.
+// The "bert" argument: the exported BERT instead of GPT-2; "llama": the exported
+// Llama, Mistral or Gemma (the same parameter names); "qwen2": Qwen2, a Llama
+// whose q, k and v have biases.
 bool bert = false;
 bool llama = false;
+bool qkv_bias = false;
 
 // The parameters tensor parallelism splits, by name ending.
 bool is_split(const std::string& name) {
@@ -79,9 +83,11 @@ bool is_split(const std::string& name) {
                                            "intermediate.dense.bias",
                                            "layer.0.output.dense.weight",
                                            "layer.1.output.dense.weight"};
-  const std::vector<const char*> llama_ends{
-      "self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight", "self_attn.o_proj.weight",
-      "mlp.gate_proj.weight",    "mlp.up_proj.weight",      "mlp.down_proj.weight"};
+  std::vector<const char*> llama_ends{"self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight",
+                                      "self_attn.o_proj.weight", "mlp.gate_proj.weight",    "mlp.up_proj.weight",
+                                      "mlp.down_proj.weight"};
+  if (qkv_bias)
+    llama_ends.insert(llama_ends.end(), {"self_attn.q_proj.bias", "self_attn.k_proj.bias", "self_attn.v_proj.bias"});
   for (const char* end : bert ? bert_ends : llama ? llama_ends : gpt2) {
     const std::string e = end;
     if (name.size() >= e.size() && name.compare(name.size() - e.size(), e.size(), e) == 0) return true;
@@ -154,7 +160,8 @@ int compare(const std::string& dir, const std::string& path) {
   for (const auto& [name, p] : model.named_parameters()) {
     if (is_split(name)) sliced.insert(name);
   }
-  const size_t expected_sliced = bert ? 20 : llama ? 14 : 12;  // 10 (BERT), 7 (Llama) or 6 (GPT-2) a layer
+  // 10 (BERT), 7 (Llama), 10 (Qwen2) or 6 (GPT-2) a layer
+  const size_t expected_sliced = bert ? 20 : llama ? (qkv_bias ? 20 : 14) : 12;
   check(sliced.size() == expected_sliced,
         "expected " + std::to_string(expected_sliced) + " split parameters, found " + std::to_string(sliced.size()));
   // Each rank holds the whole parameters and 1/tp of the split ones; under
@@ -218,7 +225,7 @@ int compare(const std::string& dir, const std::string& path) {
     }
     std::printf("tensor parallel %s: tp %lld x dp %lld, losses within %.3g, parameters within %.3g\n",
                 bert    ? "BERT"
-                : llama ? "Llama"
+                : llama ? "Llama family"
                         : "GPT-2",
                 static_cast<long long>(tp), static_cast<long long>(dp), worst_loss, worst_parameter);
   }
@@ -296,13 +303,14 @@ int main(int argc, char** argv) {
   try {
     const std::string mode = argc > 1 ? argv[1] : "";
     bert = dist_checks::has(argc, argv, "bert");
-    llama = dist_checks::has(argc, argv, "llama");
+    qkv_bias = dist_checks::has(argc, argv, "qwen2");
+    llama = dist_checks::has(argc, argv, "llama") || qkv_bias;
     if (mode == "record" && argc > 3) return record(argv[2], argv[3]);
     if (mode == "compare" && argc > 3) return compare(argv[2], argv[3]);
     if (mode == "refuse" && argc > 2) return refuse(argv[2]);
     if (mode == "refuse_gqa" && argc > 2) return refuse_grouped_query(argv[2]);
     std::fprintf(stderr,
-                 "usage: dist_script_tensor_parallel record|compare DIR MODEL [bert|llama] | refuse MODEL | "
+                 "usage: dist_script_tensor_parallel record|compare DIR MODEL [bert|llama|qwen2] | refuse MODEL | "
                  "refuse_gqa MODEL\n");
     return 2;
   } catch (const std::exception& e) {

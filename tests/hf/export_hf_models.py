@@ -1,7 +1,7 @@
 """Builds small random-initialised Hugging Face models offline and exports them
 as TorchScript for libaccel, with the data the training programs read.
 
-    export_hf_models.py gpt2|bert|llama|llama_gqa OUT_DIR
+    export_hf_models.py gpt2|bert|llama|llama_gqa|mistral|qwen2|gemma OUT_DIR
 
 OUT_DIR gets model.pt (traced through forward(input_ids, attention_mask,
 labels) -> {"loss", "logits"}; the extra file accel/state_dict_keys.json lists
@@ -15,8 +15,9 @@ import os
 import sys
 
 import torch
-from transformers import (BertConfig, BertForSequenceClassification, GPT2Config, GPT2LMHeadModel, LlamaConfig,
-                          LlamaForCausalLM)
+from transformers import (BertConfig, BertForSequenceClassification, GemmaConfig, GemmaForCausalLM, GPT2Config,
+                          GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM,
+                          Qwen2Config, Qwen2ForCausalLM)
 
 ROWS, LENGTH, VOCAB = 8, 16, 256
 
@@ -48,6 +49,17 @@ def build(kind):
                              max_position_embeddings=64,
                              tie_word_embeddings=False, attn_implementation="eager", torchscript=False)
         return thin(LlamaForCausalLM)(config)
+    # Llama's descendants, with the same sizes: Mistral (a sliding window longer than the sequence), Qwen2
+    # (biases on q, k and v) and Gemma (head_dim apart from hidden_size / heads, tanh GELU, tied head).
+    families = {"mistral": (MistralConfig, MistralForCausalLM, {}),
+                "qwen2": (Qwen2Config, Qwen2ForCausalLM, {}),
+                "gemma": (GemmaConfig, GemmaForCausalLM, {"head_dim": 32})}
+    if kind in families:
+        config_class, model_class, extra = families[kind]
+        config = config_class(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                              num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                              attn_implementation="eager", torchscript=False, **extra)
+        return thin(model_class)(config)
     config = BertConfig(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
                         intermediate_size=128, max_position_embeddings=64, num_labels=4, hidden_dropout_prob=0.0,
                         attention_probs_dropout_prob=0.0, torchscript=False)
