@@ -288,6 +288,7 @@ std::shared_ptr<ModelImpl> load_script_model(const std::string& path, std::vecto
   const char* rewrites = std::getenv("ACCEL_TORCHSCRIPT_REWRITES");
   if (rewrites == nullptr || std::string(rewrites) != "0") {
     fuse_tanh_gelu(module);
+    fuse_masked_softmax(module);
     if (onednn::available()) onednn_ops(module);
   }
   std::optional<std::set<std::string>> keys;

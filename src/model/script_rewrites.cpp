@@ -37,6 +37,40 @@ graph(%x, %half, %three, %kappa, %beta, %one, %alpha_inner, %alpha_outer):
   %h = aten::gelu(%x, %approximate)
   return (%h))IR";
 
+// GPT-2's attention softmax as transformers' eager attention traces it (the
+// scaled scores cast to their own dtype, float32 at the trace, masked by the
+// causal buffer, plus the additive padding mask) ...
+constexpr const char* kMaskedSoftmaxChain = R"IR(
+graph(%scores, %divisor, %dtype, %non_blocking, %copy, %memory_format, %causal, %mask_value, %additive, %alpha,
+      %dim, %softmax_dtype):
+  %a = aten::div(%scores, %divisor)
+  %b = aten::to(%a, %dtype, %non_blocking, %copy, %memory_format)
+  %c = aten::where(%causal, %b, %mask_value)
+  %d = aten::add(%c, %additive, %alpha)
+  %e = aten::softmax(%d, %dim, %softmax_dtype)
+  return (%e))IR";
+
+constexpr const char* kMaskedSoftmax = R"IR(
+graph(%scores, %divisor, %dtype, %non_blocking, %copy, %memory_format, %causal, %mask_value, %additive, %alpha,
+      %dim, %softmax_dtype):
+  %e = libaccel::masked_softmax(%scores, %divisor, %causal, %mask_value, %additive)
+  return (%e))IR";
+
+// ... and without the padding mask.
+constexpr const char* kCausalSoftmaxChain = R"IR(
+graph(%scores, %divisor, %dtype, %non_blocking, %copy, %memory_format, %causal, %mask_value, %dim, %softmax_dtype):
+  %a = aten::div(%scores, %divisor)
+  %b = aten::to(%a, %dtype, %non_blocking, %copy, %memory_format)
+  %c = aten::where(%causal, %b, %mask_value)
+  %e = aten::softmax(%c, %dim, %softmax_dtype)
+  return (%e))IR";
+
+constexpr const char* kCausalSoftmax = R"IR(
+graph(%scores, %divisor, %dtype, %non_blocking, %copy, %memory_format, %causal, %mask_value, %dim, %softmax_dtype):
+  %none : NoneType = prim::Constant()
+  %e = libaccel::masked_softmax(%scores, %divisor, %causal, %mask_value, %none)
+  return (%e))IR";
+
 // The number a graph constant holds: a Python float or int, or a one-element
 // tensor (the trace stores `0.5 * x`'s 0.5 as a tensor constant).
 std::optional<double> constant_number(torch::jit::Value* value) {
@@ -64,6 +98,36 @@ bool is_tanh_gelu(const torch::jit::Match& match, const std::unordered_map<std::
   return holds(bound("half"), 0.5) && holds(bound("three"), 3.0) && holds(bound("kappa"), 0.044715) &&
          holds(bound("beta"), sqrt_2_over_pi) && holds(bound("one"), 1.0) && holds(bound("alpha_inner"), 1.0) &&
          holds(bound("alpha_outer"), 1.0);
+}
+
+// The chain's constants as libaccel::masked_softmax assumes them: a cast to
+// float32 that neither copies nor blocks, a softmax over the last dimension
+// in the logits' dtype, an addition of the mask itself (alpha 1).
+bool is_masked_softmax(const torch::jit::Match& match,
+                       const std::unordered_map<std::string, torch::jit::Value*>& names) {
+  auto constant = [&](const char* name) { return torch::jit::toIValue(match.values_map.at(names.at(name))); };
+  auto is_int = [&](const char* name, int64_t expected) {
+    std::optional<c10::IValue> value = constant(name);
+    return value && value->isInt() && value->toInt() == expected;
+  };
+  auto is_false = [&](const char* name) {
+    std::optional<c10::IValue> value = constant(name);
+    return value && value->isBool() && !value->toBool();
+  };
+  auto is_none = [&](const char* name) {
+    std::optional<c10::IValue> value = constant(name);
+    return value && value->isNone();
+  };
+  const bool additive = names.count("alpha") > 0;
+  return is_int("dtype", static_cast<int64_t>(at::kFloat)) && is_false("non_blocking") && is_false("copy") &&
+         is_none("memory_format") && is_int("dim", -1) && is_none("softmax_dtype") &&
+         (!additive || holds(match.values_map.at(names.at("alpha")), 1.0));
+}
+
+std::size_t count_kind(const torch::jit::Graph& graph, c10::Symbol kind) {
+  std::size_t count = 0;
+  for (const torch::jit::Node* node : graph.nodes()) count += node->kind() == kind ? 1 : 0;
+  return count;
 }
 
 std::size_t count_gelu(const torch::jit::Graph& graph) {
@@ -157,6 +221,23 @@ std::size_t fuse_tanh_gelu(torch::jit::Module& module) {
       const std::size_t before = count_gelu(*graph);
       rewriter.runOnGraph(graph, is_tanh_gelu);
       replaced += count_gelu(*graph) - before;
+    }
+  }
+  return replaced;
+}
+
+std::size_t fuse_masked_softmax(torch::jit::Module& module) {
+  torch::jit::SubgraphRewriter rewriter;
+  rewriter.RegisterRewritePattern(kMaskedSoftmaxChain, kMaskedSoftmax);
+  rewriter.RegisterRewritePattern(kCausalSoftmaxChain, kCausalSoftmax);
+  const c10::Symbol fused = c10::Symbol::fromQualString("libaccel::masked_softmax");
+  std::size_t replaced = 0;
+  for (const torch::jit::Module& submodule : module.modules()) {
+    for (const torch::jit::Method& method : submodule.get_methods()) {
+      std::shared_ptr<torch::jit::Graph> graph = method.graph();
+      const std::size_t before = count_kind(*graph, fused);
+      rewriter.runOnGraph(graph, is_masked_softmax);
+      replaced += count_kind(*graph, fused) - before;
     }
   }
   return replaced;

@@ -23,6 +23,18 @@ namespace accel::detail {
 // before the first forward; returns how many chains were replaced.
 std::size_t fuse_tanh_gelu(torch::jit::Module& module);
 
+// Replaces GPT-2's attention softmax as transformers' eager attention traces
+// it, softmax(where(causal, (scores / d).to(float32), mask_value) [+ mask],
+// -1), seven kernels each way, by libaccel::masked_softmax
+// (eltwise/masked_softmax_op.hpp): two passes each way on float32 and
+// bfloat16 CPU scores, the chain itself on anything else. Only a chain with
+// exactly these constants (a float32 cast that neither copies nor blocks, the
+// last dimension, alpha 1) is replaced, and only where its intermediate values
+// have no other use. In place, before the first forward; returns how many
+// chains were replaced. Probabilities differ from the chain's by float
+// rounding (a few float32 ulps).
+std::size_t fuse_masked_softmax(torch::jit::Module& module);
+
 // Points every plain matrix product of every method of the module and its
 // submodules (aten::addmm with beta = alpha = 1, aten::linear, aten::matmul)
 // and every aten::gelu at libaccel's operator of the same meaning
