@@ -30,7 +30,7 @@ cmp "$work/launch/model.safetensors" "$work/mpirun/model.safetensors" ||
 echo "mpirun -np 2: parameters bitwise equal to accel launch --nproc_per_node 2"
 
 # RANK=0 exported to every rank: rank 1 refuses it, naming both values.
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(python3 "$(dirname "$0")/../support/reserve_port.py")
 if RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port timeout -k 5 60 "${mpi[@]}" -x RANK -x WORLD_SIZE \
   "$program" "$work/bad" >"$work/bad.log" 2>&1; then
   cat "$work/bad.log" >&2

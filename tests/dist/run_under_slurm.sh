@@ -62,10 +62,7 @@ pids+=($!)
 for _ in $(seq 40); do [ -S "$run/munge.sock" ] && break; sleep 0.25; done
 [ -S "$run/munge.sock" ] || { show_logs; fail "munged did not start"; }
 
-read -r ctld_port slurmd_port < <(python3 -c 'import socket
-socks = [socket.socket() for _ in range(2)]
-for s in socks: s.bind(("127.0.0.1", 0))
-print(*[s.getsockname()[1] for s in socks])')
+read -r ctld_port slurmd_port < <(python3 "$(dirname "$0")/../support/reserve_port.py" 2 | tr '\n' ' ')
 mkdir -p "$run/state" "$run/spool"
 # One node of 4 CPUs whatever the machine has (config_overrides), so that 2
 # tasks fit on a 2-core machine; no cgroups, no accounting.
@@ -169,7 +166,7 @@ fi
 # 3. RANK=0 exported to every task: task 1 refuses it, naming both values
 # (task 0's agree; with MASTER_ADDR set it waits for the rendezvous until srun
 # ends it, rather than failing first for want of an address).
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(python3 "$(dirname "$0")/../support/reserve_port.py")
 if RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port timeout -k 5 60 srun -N1 -n2 --kill-on-bad-exit=1 --time=1 \
   "$program" "$work/bad" >"$work/bad.out" 2>&1; then
   fail "a RANK that disagrees with SLURM_PROCID was accepted"

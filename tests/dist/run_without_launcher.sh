@@ -5,8 +5,8 @@
 # Usage: run_without_launcher.sh ompi|slurm PROGRAM
 set -euo pipefail
 scheme=$1 program=$2
-# A port free now on loopback; both processes are given the same one.
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# A port reserved on loopback (tests/support/reserve_port.py); both processes are given the same one.
+port=$(python3 "$(dirname "$0")/../support/reserve_port.py")
 
 rank_env() {  # rank_env RANK: the variables of that rank under $scheme
   case $scheme in

@@ -8,7 +8,6 @@ Run by CTest with MLFLOW_REST_WRITER (mlflow_rest_writer), TRACKING_WRITER and A
 import http.server
 import os
 import pathlib
-import socket
 import subprocess
 import sys
 import threading
@@ -24,10 +23,12 @@ MLFLOW = str(pathlib.Path(sys.executable).with_name("mlflow"))
 STEPS = 600  # two metrics a step: 1200 values, more than one log-batch request holds
 
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "support"))
+from reserve_port import reserve_port  # noqa: E402  (tests/support: a port no other test's connection takes)
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return reserve_port()
 
 
 @pytest.fixture(scope="module")
