@@ -62,7 +62,7 @@ pids+=($!)
 for _ in $(seq 40); do [ -S "$run/munge.sock" ] && break; sleep 0.25; done
 [ -S "$run/munge.sock" ] || { show_logs; fail "munged did not start"; }
 
-read -r ctld_port slurmd_port < <(python3 "$(dirname "$0")/../support/reserve_port.py" 2 | tr '\n' ' ')
+read -r ctld_port slurmd_port < <(python3 "$(dirname "$0")/../support/reserve_port.py" 2 | paste -sd ' ')
 mkdir -p "$run/state" "$run/spool"
 # One node of 4 CPUs whatever the machine has (config_overrides), so that 2
 # tasks fit on a 2-core machine; no cgroups, no accounting.
