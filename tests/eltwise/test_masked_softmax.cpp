@@ -205,9 +205,8 @@ torch::jit::Module scripted(const std::string& expression) {
 TEST(MaskedSoftmax, TheRewriteFindsTheChainAndLeavesNearMissesAlone) {
   const Inputs in = gpt2_inputs(at::kFloat, 8.0);
   const at::Tensor scores = in.scores.detach();
-  for (const std::string& chain :
-       {std::string("torch.softmax(torch.where(causal, (s / d).float(), mv) + am, -1)"),
-        std::string("torch.softmax(torch.where(causal, (s / d).float(), mv), -1)")}) {
+  for (const std::string& chain : {std::string("torch.softmax(torch.where(causal, (s / d).float(), mv) + am, -1)"),
+                                   std::string("torch.softmax(torch.where(causal, (s / d).float(), mv), -1)")}) {
     torch::jit::Module original = scripted(chain);
     torch::jit::Module module = original.clone();
     EXPECT_EQ(accel::detail::fuse_masked_softmax(module), 1u) << chain;
