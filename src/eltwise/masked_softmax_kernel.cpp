@@ -110,41 +110,57 @@ ACCEL_INLINE RowPointers row_pointers(const Rows& p, int64_t row) {
   RowPointers out;
   out.scores = p.bfloat16 ? static_cast<const void*>(static_cast<const uint16_t*>(p.scores) + element)
                           : static_cast<const void*>(static_cast<const float*>(p.scores) + element);
-  out.causal = p.causal + b * p.causal_stride[0] + h * p.causal_stride[1] + t * p.causal_stride[2];
+  out.causal = p.causal == nullptr
+                   ? nullptr
+                   : p.causal + b * p.causal_stride[0] + h * p.causal_stride[1] + t * p.causal_stride[2];
   out.additive = p.additive == nullptr
                      ? nullptr
                      : p.additive + b * p.additive_stride[0] + h * p.additive_stride[1] + t * p.additive_stride[2];
   return out;
 }
 
-// where(causal, (scores / d).to(float32), mask_value) + additive for 16 (or
-// count) elements from j: the chain's values before its softmax, bit for bit
-// (the quotient rounded to bfloat16 first when the scores are bfloat16).
-template <bool kBfloat16, bool kAdditive>
-ACCEL_INLINE Floats logits(const Rows& p, const RowPointers& row, int64_t j, int64_t count) {
-  Floats q;
-  if constexpr (kBfloat16) {
-    q = round_to_bfloat16(from_bfloat16(load<Halves>(static_cast<const uint16_t*>(row.scores) + j, count)) /
-                          splat(p.divisor));
+// The scores scaled as the chain scales them: divided by the factor
+// (GPT-2), or multiplied (kMultiply: Llama).
+template <bool kMultiply>
+ACCEL_INLINE Floats scaled(Floats x, float factor) {
+  if constexpr (kMultiply) {
+    return x * factor;
   } else {
-    q = load<Floats>(static_cast<const float*>(row.scores) + j, count) / splat(p.divisor);
+    return x / splat(factor);
   }
-  const Ints keep =
-      __builtin_convertvector(load<Bytes>(reinterpret_cast<const uint8_t*>(row.causal) + j, count), Ints) != 0;
-  Floats v = keep ? q : splat(p.mask_value);
+}
+
+ACCEL_INLINE Ints kept(const bool* causal, int64_t j, int64_t count) {
+  return __builtin_convertvector(load<Bytes>(reinterpret_cast<const uint8_t*>(causal) + j, count), Ints) != 0;
+}
+
+// where(causal, scaled(scores).to(float32), mask_value) + additive for 16 (or
+// count) elements from j (no where without kCausal): the chain's values
+// before its softmax, bit for bit (the scaled scores rounded to bfloat16
+// first when the scores are bfloat16).
+template <bool kBfloat16, bool kCausal, bool kMultiply, bool kAdditive>
+ACCEL_INLINE Floats logits(const Rows& p, const RowPointers& row, int64_t j, int64_t count) {
+  Floats v;
+  if constexpr (kBfloat16) {
+    v = round_to_bfloat16(
+        scaled<kMultiply>(from_bfloat16(load<Halves>(static_cast<const uint16_t*>(row.scores) + j, count)), p.factor));
+  } else {
+    v = scaled<kMultiply>(load<Floats>(static_cast<const float*>(row.scores) + j, count), p.factor);
+  }
+  if constexpr (kCausal) v = kept(row.causal, j, count) ? v : splat(p.mask_value);
   if constexpr (kAdditive) v = v + load<Floats>(row.additive + j, count);
   return v;
 }
 
 // Three passes over the row, as ATen's softmax makes: the logits and their
 // maximum (kept in y), e^(v - max) and its sum, the scaling by 1 / sum.
-template <bool kBfloat16, bool kAdditive>
+template <bool kBfloat16, bool kCausal, bool kMultiply, bool kAdditive>
 ACCEL_INLINE void forward_row(const Rows& p, const RowPointers& row, float* y) {
   const float minus_infinity = -std::numeric_limits<float>::infinity();
   Floats best = splat(minus_infinity);
   for (int64_t j = 0; j < p.length; j += kLanes) {
     const int64_t count = std::min(kLanes, p.length - j);
-    Floats v = logits<kBfloat16, kAdditive>(p, row, j, count);
+    Floats v = logits<kBfloat16, kCausal, kMultiply, kAdditive>(p, row, j, count);
     if (count < kLanes) v = lanes_below(count) ? v : splat(minus_infinity);
     best = v > best ? v : best;
     store(y + j, v, count);
@@ -165,9 +181,9 @@ ACCEL_INLINE void forward_row(const Rows& p, const RowPointers& row, float* y) {
   }
 }
 
-// causal ? y (dy - sum(dy y)) / d : 0: the softmax's backward, the where's
-// (zero where masked), the cast's (to bfloat16) and the division's.
-template <bool kBfloat16>
+// causal ? y (dy - sum(dy y)) : 0, scaled: the softmax's backward, the
+// where's (zero where masked), the cast's (to bfloat16) and the scaling's.
+template <bool kBfloat16, bool kCausal, bool kMultiply>
 ACCEL_INLINE void backward_row(const Rows& p, const RowPointers& row, const float* dy, const float* y, void* grad) {
   Floats products{};
   for (int64_t j = 0; j < p.length; j += kLanes) {
@@ -177,33 +193,45 @@ ACCEL_INLINE void backward_row(const Rows& p, const RowPointers& row, const floa
   const float dot = sum_of(products);
   for (int64_t j = 0; j < p.length; j += kLanes) {
     const int64_t count = std::min(kLanes, p.length - j);
-    const Floats d = load<Floats>(y + j, count) * (load<Floats>(dy + j, count) - dot);
-    const Ints keep =
-        __builtin_convertvector(load<Bytes>(reinterpret_cast<const uint8_t*>(row.causal) + j, count), Ints) != 0;
-    const Floats masked = keep ? d : splat(0.0f);
+    Floats d = load<Floats>(y + j, count) * (load<Floats>(dy + j, count) - dot);
+    if constexpr (kCausal) d = kept(row.causal, j, count) ? d : splat(0.0f);
     if constexpr (kBfloat16) {
-      const Floats q = round_to_bfloat16(round_to_bfloat16(masked) / splat(p.divisor));
+      const Floats q = round_to_bfloat16(scaled<kMultiply>(round_to_bfloat16(d), p.factor));
       store(static_cast<uint16_t*>(grad) + j, to_bfloat16_bits(q), count);
     } else {
-      store(static_cast<float*>(grad) + j, masked / splat(p.divisor), count);
+      store(static_cast<float*>(grad) + j, scaled<kMultiply>(d, p.factor), count);
     }
   }
 }
 
-template <bool kBfloat16, bool kAdditive>
+template <bool kBfloat16, bool kCausal, bool kMultiply, bool kAdditive>
 ACCEL_INLINE void forward_rows(const Rows& p, float* y, int64_t begin, int64_t end) {
-  for (int64_t row = begin; row < end; ++row)
-    forward_row<kBfloat16, kAdditive>(p, row_pointers(p, row), y + row * p.length);
+  for (int64_t row = begin; row < end; ++row) {
+    forward_row<kBfloat16, kCausal, kMultiply, kAdditive>(p, row_pointers(p, row), y + row * p.length);
+  }
 }
 
+// The forms the rewrites produce: GPT-2's (a causal mask, a division, with or
+// without the padding mask) and Llama's (a product, one additive mask).
 template <bool kBfloat16>
+ACCEL_INLINE void forward_form(const Rows& p, float* y, int64_t begin, int64_t end) {
+  if (p.multiply) {
+    forward_rows<kBfloat16, false, true, true>(p, y, begin, end);
+  } else if (p.additive != nullptr) {
+    forward_rows<kBfloat16, true, false, true>(p, y, begin, end);
+  } else {
+    forward_rows<kBfloat16, true, false, false>(p, y, begin, end);
+  }
+}
+
+template <bool kBfloat16, bool kCausal, bool kMultiply>
 ACCEL_INLINE void backward_rows(const Rows& p, const float* dy, const float* y, void* grad, int64_t begin,
                                 int64_t end) {
   for (int64_t row = begin; row < end; ++row) {
     const int64_t element = row * p.length;
     void* out = kBfloat16 ? static_cast<void*>(static_cast<uint16_t*>(grad) + element)
                           : static_cast<void*>(static_cast<float*>(grad) + element);
-    backward_row<kBfloat16>(p, row_pointers(p, row), dy + element, y + element, out);
+    backward_row<kBfloat16, kCausal, kMultiply>(p, row_pointers(p, row), dy + element, y + element, out);
   }
 }
 
@@ -211,17 +239,19 @@ ACCEL_INLINE void backward_rows(const Rows& p, const float* dy, const float* y, 
 
 __attribute__((target_clones("avx512f", "avx2", "default"))) void forward(const Rows& p, float* y, int64_t begin,
                                                                           int64_t end) {
-  if (p.bfloat16) {
-    p.additive ? forward_rows<true, true>(p, y, begin, end) : forward_rows<true, false>(p, y, begin, end);
-  } else {
-    p.additive ? forward_rows<false, true>(p, y, begin, end) : forward_rows<false, false>(p, y, begin, end);
-  }
+  p.bfloat16 ? forward_form<true>(p, y, begin, end) : forward_form<false>(p, y, begin, end);
 }
 
 __attribute__((target_clones("avx512f", "avx2", "default"))) void backward(const Rows& p, const float* dy,
                                                                            const float* y, void* grad, int64_t begin,
                                                                            int64_t end) {
-  p.bfloat16 ? backward_rows<true>(p, dy, y, grad, begin, end) : backward_rows<false>(p, dy, y, grad, begin, end);
+  if (p.multiply) {
+    p.bfloat16 ? backward_rows<true, false, true>(p, dy, y, grad, begin, end)
+               : backward_rows<false, false, true>(p, dy, y, grad, begin, end);
+  } else {
+    p.bfloat16 ? backward_rows<true, true, false>(p, dy, y, grad, begin, end)
+               : backward_rows<false, true, false>(p, dy, y, grad, begin, end);
+  }
 }
 
 }  // namespace accel::detail::masked_softmax

@@ -12,6 +12,7 @@
 #include <unordered_set>
 
 #include "accel/error.hpp"
+#include "accel/logging.hpp"
 #include "matmul/onednn_matmul.hpp"
 #include "model/model_impl.hpp"
 #include "model/script_model.hpp"
@@ -287,9 +288,14 @@ std::shared_ptr<ModelImpl> load_script_model(const std::string& path, std::vecto
   // results or speed with and without the rewrites).
   const char* rewrites = std::getenv("ACCEL_TORCHSCRIPT_REWRITES");
   if (rewrites == nullptr || std::string(rewrites) != "0") {
-    fuse_tanh_gelu(module);
-    fuse_masked_softmax(module);
-    if (onednn::available()) onednn_ops(module);
+    const std::size_t gelu = fuse_tanh_gelu(module);
+    const std::size_t softmax = fuse_attention_softmax(module);
+    const std::size_t products = onednn::available() ? onednn_ops(module) : 0;
+    // ACCELERATE_LOG_LEVEL=debug shows what the rewrites found in a model.
+    Logger("accel.model")
+        .debug("TorchScript \"" + path + "\": " + std::to_string(gelu) + " tanh-GELU chain(s) fused, " +
+               std::to_string(softmax) + " attention softmax chain(s) fused, " + std::to_string(products) +
+               " product/GELU node(s) pointed at libaccel's (ACCEL_TORCHSCRIPT_REWRITES=0 turns these off)");
   }
   std::optional<std::set<std::string>> keys;
   if (!extra[kStateDictKeys].empty()) {

@@ -71,6 +71,21 @@ graph(%scores, %divisor, %dtype, %non_blocking, %copy, %memory_format, %causal, 
   %e = libaccel::masked_softmax(%scores, %divisor, %causal, %mask_value, %none)
   return (%e))IR";
 
+// Llama's (and Mistral's, Qwen2's, Gemma's) attention softmax as their eager
+// attention traces it: the scores times the scaling, plus the mask, softmax
+// in float32 ...
+constexpr const char* kScaledSoftmaxChain = R"IR(
+graph(%scores, %scale, %additive, %alpha, %dim, %softmax_dtype):
+  %a = aten::mul(%scores, %scale)
+  %b = aten::add(%a, %additive, %alpha)
+  %c = aten::softmax(%b, %dim, %softmax_dtype)
+  return (%c))IR";
+
+constexpr const char* kScaledSoftmax = R"IR(
+graph(%scores, %scale, %additive, %alpha, %dim, %softmax_dtype):
+  %c = libaccel::scaled_softmax(%scores, %scale, %additive)
+  return (%c))IR";
+
 // The number a graph constant holds: a Python float or int, or a one-element
 // tensor (the trace stores `0.5 * x`'s 0.5 as a tensor constant).
 std::optional<double> constant_number(torch::jit::Value* value) {
@@ -122,6 +137,21 @@ bool is_masked_softmax(const torch::jit::Match& match,
   return is_int("dtype", static_cast<int64_t>(at::kFloat)) && is_false("non_blocking") && is_false("copy") &&
          is_none("memory_format") && is_int("dim", -1) && is_none("softmax_dtype") &&
          (!additive || holds(match.values_map.at(names.at("alpha")), 1.0));
+}
+
+// The scaled chain as libaccel::scaled_softmax takes it: a tensor scale and
+// mask (not the Scalar overloads of mul and add), alpha 1, a softmax over the
+// last dimension in float32.
+bool is_scaled_softmax(const torch::jit::Match& match,
+                       const std::unordered_map<std::string, torch::jit::Value*>& names) {
+  auto bound = [&](const char* name) { return match.values_map.at(names.at(name)); };
+  auto is_tensor = [&](const char* name) { return bound(name)->type()->kind() == c10::TypeKind::TensorType; };
+  auto is_int = [&](const char* name, int64_t expected) {
+    std::optional<c10::IValue> value = torch::jit::toIValue(bound(name));
+    return value && value->isInt() && value->toInt() == expected;
+  };
+  return is_tensor("scale") && is_tensor("additive") && holds(bound("alpha"), 1.0) && is_int("dim", -1) &&
+         is_int("softmax_dtype", static_cast<int64_t>(at::kFloat));
 }
 
 std::size_t count_kind(const torch::jit::Graph& graph, c10::Symbol kind) {
@@ -226,18 +256,22 @@ std::size_t fuse_tanh_gelu(torch::jit::Module& module) {
   return replaced;
 }
 
-std::size_t fuse_masked_softmax(torch::jit::Module& module) {
+std::size_t fuse_attention_softmax(torch::jit::Module& module) {
   torch::jit::SubgraphRewriter rewriter;
   rewriter.RegisterRewritePattern(kMaskedSoftmaxChain, kMaskedSoftmax);
   rewriter.RegisterRewritePattern(kCausalSoftmaxChain, kCausalSoftmax);
-  const c10::Symbol fused = c10::Symbol::fromQualString("libaccel::masked_softmax");
+  torch::jit::SubgraphRewriter scaled;
+  scaled.RegisterRewritePattern(kScaledSoftmaxChain, kScaledSoftmax);
+  const c10::Symbol masked = c10::Symbol::fromQualString("libaccel::masked_softmax"),
+                    fused_scaled = c10::Symbol::fromQualString("libaccel::scaled_softmax");
   std::size_t replaced = 0;
   for (const torch::jit::Module& submodule : module.modules()) {
     for (const torch::jit::Method& method : submodule.get_methods()) {
       std::shared_ptr<torch::jit::Graph> graph = method.graph();
-      const std::size_t before = count_kind(*graph, fused);
+      const std::size_t before = count_kind(*graph, masked) + count_kind(*graph, fused_scaled);
       rewriter.runOnGraph(graph, is_masked_softmax);
-      replaced += count_kind(*graph, fused) - before;
+      scaled.runOnGraph(graph, is_scaled_softmax);
+      replaced += count_kind(*graph, masked) + count_kind(*graph, fused_scaled) - before;
     }
   }
   return replaced;

@@ -30,10 +30,12 @@ std::size_t fuse_tanh_gelu(torch::jit::Module& module);
 // bfloat16 CPU scores, the chain itself on anything else. Only a chain with
 // exactly these constants (a float32 cast that neither copies nor blocks, the
 // last dimension, alpha 1) is replaced, and only where its intermediate values
-// have no other use. In place, before the first forward; returns how many
-// chains were replaced. Probabilities differ from the chain's by float
-// rounding (a few float32 ulps).
-std::size_t fuse_masked_softmax(torch::jit::Module& module);
+// have no other use. Likewise Llama's (Mistral's, Qwen2's, Gemma's),
+// softmax(scores * scale + mask, -1, dtype=float32) with a tensor scale and
+// mask, by libaccel::scaled_softmax. In place, before the first forward;
+// returns how many chains were replaced. Probabilities differ from the chain's
+// by float rounding (a few float32 ulps).
+std::size_t fuse_attention_softmax(torch::jit::Module& module);
 
 // Points every plain matrix product of every method of the module and its
 // submodules (aten::addmm with beta = alpha = 1, aten::linear, aten::matmul)

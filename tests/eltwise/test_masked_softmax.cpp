@@ -1,5 +1,6 @@
-// libaccel::masked_softmax against the ATen chain it replaces, GPT-2's
-// softmax(where(causal, (scores / d).to(float32), mask_value) + mask, -1):
+// libaccel::masked_softmax and scaled_softmax against the ATen chains they
+// replace, GPT-2's softmax(where(causal, (scores / d).to(float32), mask_value)
+// + mask, -1) and Llama's softmax(scores * scale + mask, -1, dtype=float32):
 // probabilities and gradients within bounds derived from the arithmetic, in
 // float32 and bfloat16, with and without the additive mask; what the kernel
 // does not take is the chain exactly; a second derivative still works; the
@@ -143,6 +144,38 @@ TEST(MaskedSoftmax, Bfloat16ScoresKeepTheChainsRoundings) {
   EXPECT_TRUE(within(grad_got, grad_want, bound));
 }
 
+// Llama's form, softmax(scores * scale + mask, -1, dtype=float32), its mask
+// one float32 tensor [b, 1, t, keys] holding both the causal and the padding
+// part (float32's lowest where masked, as transformers builds it): the same
+// bounds, with the gradient multiplied by the scale where GPT-2's is divided.
+// In bfloat16 the product rounds to bfloat16 before the mask is added, in both.
+TEST(MaskedSoftmax, ScaledFormMatchesLlamasChainInFloat32AndBfloat16) {
+  for (at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+    SCOPED_TRACE(c10::toString(dtype));
+    const Inputs in = gpt2_inputs(dtype, 8.0);
+    const double factor = dtype == at::kFloat ? 1 / std::sqrt(37.0) : 0.125;  // bfloat16: Llama's 64^-0.5
+    const at::Tensor scale = at::full({}, factor);
+    const at::Tensor mask = at::where(in.causal, at::zeros({}), in.mask_value).expand({2, 1, 5, kLength}) +
+                            in.additive.where(in.additive == 0, in.mask_value);
+    const at::Tensor want = accel::detail::scaled_softmax_chain(in.scores, scale, mask);
+    const at::Tensor got = accel::detail::accel_scaled_softmax(in.scores, scale, mask);
+    EXPECT_EQ(got.scalar_type(), at::kFloat);
+    EXPECT_TRUE(within(got, want, probability_bound(want, kLength)));
+    const at::Tensor dy = at::randn(got.sizes());
+    const at::Tensor grad_want = torch::autograd::grad({want}, {in.scores}, {dy})[0];
+    const at::Tensor grad_got = torch::autograd::grad({got}, {in.scores}, {dy})[0];
+    EXPECT_EQ(grad_got.scalar_type(), dtype);
+    at::Tensor bound = gradient_bound(want.detach(), dy, at::ones(dy.sizes(), at::kBool), 1 / factor, grad_want);
+    if (dtype == at::kBFloat16) bound = bound + 0x1p-6 * grad_want.to(at::kDouble).abs();
+    EXPECT_TRUE(within(grad_got, grad_want, bound));
+  }
+  // A scale that is not one element is the chain exactly.
+  const Inputs in = gpt2_inputs(at::kFloat, 8.0);
+  const at::Tensor per_key = at::rand({kLength});
+  EXPECT_TRUE(at::equal(accel::detail::accel_scaled_softmax(in.scores, per_key, in.additive),
+                        accel::detail::scaled_softmax_chain(in.scores, per_key, in.additive)));
+}
+
 // What the kernel does not take runs the chain itself: float64 scores, a mask
 // that requires grad (which then gets its gradient), a causal mask whose keys
 // are not contiguous.
@@ -209,19 +242,29 @@ TEST(MaskedSoftmax, TheRewriteFindsTheChainAndLeavesNearMissesAlone) {
                                    std::string("torch.softmax(torch.where(causal, (s / d).float(), mv), -1)")}) {
     torch::jit::Module original = scripted(chain);
     torch::jit::Module module = original.clone();
-    EXPECT_EQ(accel::detail::fuse_masked_softmax(module), 1u) << chain;
+    EXPECT_EQ(accel::detail::fuse_attention_softmax(module), 1u) << chain;
     EXPECT_EQ(count(module, "libaccel::masked_softmax"), 1u);
     EXPECT_EQ(count(module, "aten::softmax"), 0u);
     const at::Tensor want = original.forward({scores, in.causal, in.additive}).toTensor();
     const at::Tensor got = module.forward({scores, in.causal, in.additive}).toTensor();
     EXPECT_TRUE(within(got, want, probability_bound(want, kLength)));
   }
+  // Llama's form, with its scale a tensor as the trace records it (dtype 6: float32).
+  torch::jit::Module original = scripted("torch.softmax(s * torch.full([], 0.125) + am, -1, dtype=6)");
+  torch::jit::Module module = original.clone();
+  EXPECT_EQ(accel::detail::fuse_attention_softmax(module), 1u);
+  EXPECT_EQ(count(module, "libaccel::scaled_softmax"), 1u);
+  const at::Tensor want = original.forward({scores, in.causal, in.additive}).toTensor();
+  EXPECT_TRUE(
+      within(module.forward({scores, in.causal, in.additive}).toTensor(), want, probability_bound(want, kLength)));
   for (const std::string& near_miss :
-       {std::string("torch.softmax(torch.where(causal, (s / d).float(), mv) + am, 2)"),
+       {std::string("torch.softmax(s * 0.125 + am, -1, dtype=6)"),         // a Scalar scale
+        std::string("torch.softmax(s * torch.full([], 0.125) + am, -1)"),  // no float32 softmax
+        std::string("torch.softmax(torch.where(causal, (s / d).float(), mv) + am, 2)"),
         std::string("torch.softmax(torch.where(causal, (s / d).double(), mv) + am, -1)"),
         std::string("torch.softmax(torch.where(causal, (s / d).float(), mv).add(am, alpha=2), -1)")}) {
     torch::jit::Module module = scripted(near_miss);
-    EXPECT_EQ(accel::detail::fuse_masked_softmax(module), 0u) << near_miss;
+    EXPECT_EQ(accel::detail::fuse_attention_softmax(module), 0u) << near_miss;
     EXPECT_EQ(count(module, "aten::softmax"), 1u) << near_miss;
   }
 }
