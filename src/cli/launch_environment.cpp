@@ -25,53 +25,6 @@ std::string shell_quoted(const std::string& word) {
   return quoted + "'";
 }
 
-}  // namespace
-
-std::map<std::string, std::string> rank_environment(const LaunchConfig& config, int local_rank) {
-  std::map<std::string, std::string> env{
-      {"RANK", std::to_string(config.global_rank(local_rank))},
-      {"WORLD_SIZE", std::to_string(config.world_size())},
-      {"LOCAL_RANK", std::to_string(local_rank)},
-      {"LOCAL_WORLD_SIZE", std::to_string(config.nproc_per_node)},
-      {"GROUP_RANK", std::to_string(config.node_rank)},
-      {"GROUP_WORLD_SIZE", std::to_string(config.nnodes)},
-      {"MASTER_ADDR", config.master_addr},
-      {"MASTER_PORT", std::to_string(config.master_port)},
-  };
-  if (config.omp_num_threads) env["OMP_NUM_THREADS"] = std::to_string(*config.omp_num_threads);
-  // Accelerate's launcher variables, read by the library (src/state).
-  env["ACCELERATE_MIXED_PRECISION"] = config.mixed_precision;
-  env["ACCELERATE_USE_CPU"] = config.use_cpu ? "true" : "false";
-  // Without --debug the ranks inherit the launcher's own ACCELERATE_DEBUG_MODE.
-  if (config.debug) env["ACCELERATE_DEBUG_MODE"] = "true";
-  if (config.gradient_accumulation_steps) {
-    env["ACCELERATE_GRADIENT_ACCUMULATION_STEPS"] = std::to_string(*config.gradient_accumulation_steps);
-  }
-  if (config.gpu_ids) env["CUDA_VISIBLE_DEVICES"] = *config.gpu_ids;
-  for (const auto& [name, value] : config.sharding_env) env[name] = value;
-  for (const auto& [name, value] : config.parallelism_env) env[name] = value;
-  // torchrun's names: a program can tell a restarted attempt from the first.
-  env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(config.restart_count);
-  env["TORCHELASTIC_MAX_RESTARTS"] = std::to_string(config.max_restarts);
-  env["TORCHELASTIC_RUN_ID"] = config.elastic.run_id;
-  // torchrun's one role (--role, "default") spans every rank.
-  env["ROLE_NAME"] = config.role;
-  env["ROLE_RANK"] = std::to_string(config.global_rank(local_rank));
-  env["ROLE_WORLD_SIZE"] = std::to_string(config.world_size());
-  // The launcher starts every line a rank writes with "[rank N] " (supervisor.cpp),
-  // so the library's logger leaves its own prefix out (src/tracking/logging.cpp).
-  env["ACCEL_LAUNCH_PREFIXES_LINES"] = "1";
-  return env;
-}
-
-std::optional<unsigned> default_omp_num_threads(int nproc_per_node, bool omp_num_threads_set,
-                                                unsigned hardware_threads) {
-  if (nproc_per_node <= 1 || omp_num_threads_set) return std::nullopt;
-  return std::max(1u, hardware_threads / static_cast<unsigned>(nproc_per_node));
-}
-
-namespace {
-
 // A closing file descriptor, so that every path out of reserve_port closes what it opened.
 struct Descriptor {
   int fd;
@@ -132,6 +85,49 @@ int reserve_port(const addrinfo& candidate) {
 }
 
 }  // namespace
+
+std::map<std::string, std::string> rank_environment(const LaunchConfig& config, int local_rank) {
+  std::map<std::string, std::string> env{
+      {"RANK", std::to_string(config.global_rank(local_rank))},
+      {"WORLD_SIZE", std::to_string(config.world_size())},
+      {"LOCAL_RANK", std::to_string(local_rank)},
+      {"LOCAL_WORLD_SIZE", std::to_string(config.nproc_per_node)},
+      {"GROUP_RANK", std::to_string(config.node_rank)},
+      {"GROUP_WORLD_SIZE", std::to_string(config.nnodes)},
+      {"MASTER_ADDR", config.master_addr},
+      {"MASTER_PORT", std::to_string(config.master_port)},
+  };
+  if (config.omp_num_threads) env["OMP_NUM_THREADS"] = std::to_string(*config.omp_num_threads);
+  // Accelerate's launcher variables, read by the library (src/state).
+  env["ACCELERATE_MIXED_PRECISION"] = config.mixed_precision;
+  env["ACCELERATE_USE_CPU"] = config.use_cpu ? "true" : "false";
+  // Without --debug the ranks inherit the launcher's own ACCELERATE_DEBUG_MODE.
+  if (config.debug) env["ACCELERATE_DEBUG_MODE"] = "true";
+  if (config.gradient_accumulation_steps) {
+    env["ACCELERATE_GRADIENT_ACCUMULATION_STEPS"] = std::to_string(*config.gradient_accumulation_steps);
+  }
+  if (config.gpu_ids) env["CUDA_VISIBLE_DEVICES"] = *config.gpu_ids;
+  for (const auto& [name, value] : config.sharding_env) env[name] = value;
+  for (const auto& [name, value] : config.parallelism_env) env[name] = value;
+  // torchrun's names: a program can tell a restarted attempt from the first.
+  env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(config.restart_count);
+  env["TORCHELASTIC_MAX_RESTARTS"] = std::to_string(config.max_restarts);
+  env["TORCHELASTIC_RUN_ID"] = config.elastic.run_id;
+  // torchrun's one role (--role, "default") spans every rank.
+  env["ROLE_NAME"] = config.role;
+  env["ROLE_RANK"] = std::to_string(config.global_rank(local_rank));
+  env["ROLE_WORLD_SIZE"] = std::to_string(config.world_size());
+  // The launcher starts every line a rank writes with "[rank N] " (supervisor.cpp),
+  // so the library's logger leaves its own prefix out (src/tracking/logging.cpp).
+  env["ACCEL_LAUNCH_PREFIXES_LINES"] = "1";
+  return env;
+}
+
+std::optional<unsigned> default_omp_num_threads(int nproc_per_node, bool omp_num_threads_set,
+                                                unsigned hardware_threads) {
+  if (nproc_per_node <= 1 || omp_num_threads_set) return std::nullopt;
+  return std::max(1u, hardware_threads / static_cast<unsigned>(nproc_per_node));
+}
 
 int pick_free_port(const std::string& addr) {
   addrinfo hints{};

@@ -38,27 +38,35 @@ bool readable_mask(const at::Tensor& mask, at::ScalarType dtype, const at::Tenso
   return mask.expand(scores.sizes()).stride(3) == 1 || scores.size(3) == 1;
 }
 
-// The kernel's view: the scores (contiguous), the factor (a one-element
-// tensor is a scalar to ATen's division and product: its float value scales
-// the scores, bfloat16 ones too in LibTorch 2.x), the masks expanded, not
-// copied; an undefined causal or additive mask is none.
-masked_softmax::Rows describe(const at::Tensor& scores, const at::Tensor& factor, bool multiply,
-                              const at::Tensor& causal, float mask_value, const at::Tensor& additive) {
+// What forward and backward share: the rows of a [B, H, T, keys] tensor, the
+// factor (a one-element tensor is a scalar to ATen's division and product: its
+// float value scales the scores, bfloat16 ones too in LibTorch 2.x) in the
+// scores' dtype, and the causal mask expanded, not copied (none when undefined).
+masked_softmax::Rows layout(at::IntArrayRef shape, at::ScalarType scores_dtype, const at::Tensor& factor, bool multiply,
+                            const at::Tensor& causal) {
   masked_softmax::Rows rows;
-  rows.length = scores.size(3);
-  rows.rows = scores.numel() / rows.length;
-  rows.heads = scores.size(1);
-  rows.queries = scores.size(2);
-  rows.scores = scores.data_ptr();
-  rows.bfloat16 = scores.scalar_type() == at::kBFloat16;
+  rows.length = shape[3];
+  rows.rows = shape[0] * shape[1] * shape[2];
+  rows.heads = shape[1];
+  rows.queries = shape[2];
+  rows.bfloat16 = scores_dtype == at::kBFloat16;
   rows.factor = factor.item<float>();
   rows.multiply = multiply;
-  rows.mask_value = mask_value;
   if (causal.defined()) {
-    const at::Tensor view = causal.expand(scores.sizes());
+    const at::Tensor view = causal.expand(shape);
     rows.causal = view.data_ptr<bool>();
     for (int i = 0; i < 3; ++i) rows.causal_stride[i] = view.stride(i);
   }
+  return rows;
+}
+
+// The forward's view: the layout, the scores (contiguous), the mask value and
+// the additive mask expanded (none when undefined).
+masked_softmax::Rows describe(const at::Tensor& scores, const at::Tensor& factor, bool multiply,
+                              const at::Tensor& causal, float mask_value, const at::Tensor& additive) {
+  masked_softmax::Rows rows = layout(scores.sizes(), scores.scalar_type(), factor, multiply, causal);
+  rows.scores = scores.data_ptr();
+  rows.mask_value = mask_value;
   if (additive.defined()) {
     const at::Tensor view = additive.expand(scores.sizes());
     rows.additive = view.data_ptr<float>();
@@ -103,8 +111,7 @@ struct AttentionSoftmax : torch::autograd::Function<AttentionSoftmax> {
       grad = multiply ? d.to(dtype) * factor : d.to(dtype) / factor;
     } else {
       grad = at::empty(y.sizes(), y.options().dtype(dtype));
-      masked_softmax::Rows rows = describe(y, factor, multiply, causal, 0, at::Tensor());
-      rows.bfloat16 = dtype == at::kBFloat16;
+      const masked_softmax::Rows rows = layout(y.sizes(), dtype, factor, multiply, causal);
       const float *dy_data = dy.data_ptr<float>(), *y_data = y.data_ptr<float>();
       void* out = grad.data_ptr();
       at::parallel_for(0, rows.rows, grain(rows), [&](int64_t begin, int64_t end) {

@@ -107,8 +107,31 @@ bool holds(torch::jit::Value* value, double expected) {
   return number && std::abs(*number - expected) <= 1e-6 * std::abs(expected);
 }
 
+// The graph values a match bound to a pattern's names, and what their
+// constants hold (false where a value is not a constant of that kind).
+struct Bound {
+  const torch::jit::Match& match;
+  const std::unordered_map<std::string, torch::jit::Value*>& names;
+
+  torch::jit::Value* operator()(const char* name) const { return match.values_map.at(names.at(name)); }
+  bool has(const char* name) const { return names.count(name) > 0; }
+  bool is_tensor(const char* name) const { return (*this)(name)->type()->kind() == c10::TypeKind::TensorType; }
+  bool is_int(const char* name, int64_t expected) const {
+    std::optional<c10::IValue> value = torch::jit::toIValue((*this)(name));
+    return value && value->isInt() && value->toInt() == expected;
+  }
+  bool is_false(const char* name) const {
+    std::optional<c10::IValue> value = torch::jit::toIValue((*this)(name));
+    return value && value->isBool() && !value->toBool();
+  }
+  bool is_none(const char* name) const {
+    std::optional<c10::IValue> value = torch::jit::toIValue((*this)(name));
+    return value && value->isNone();
+  }
+};
+
 bool is_tanh_gelu(const torch::jit::Match& match, const std::unordered_map<std::string, torch::jit::Value*>& names) {
-  auto bound = [&](const char* name) { return match.values_map.at(names.at(name)); };
+  const Bound bound{match, names};
   const double sqrt_2_over_pi = std::sqrt(2.0 / M_PI);
   return holds(bound("half"), 0.5) && holds(bound("three"), 3.0) && holds(bound("kappa"), 0.044715) &&
          holds(bound("beta"), sqrt_2_over_pi) && holds(bound("one"), 1.0) && holds(bound("alpha_inner"), 1.0) &&
@@ -120,23 +143,11 @@ bool is_tanh_gelu(const torch::jit::Match& match, const std::unordered_map<std::
 // in the logits' dtype, an addition of the mask itself (alpha 1).
 bool is_masked_softmax(const torch::jit::Match& match,
                        const std::unordered_map<std::string, torch::jit::Value*>& names) {
-  auto constant = [&](const char* name) { return torch::jit::toIValue(match.values_map.at(names.at(name))); };
-  auto is_int = [&](const char* name, int64_t expected) {
-    std::optional<c10::IValue> value = constant(name);
-    return value && value->isInt() && value->toInt() == expected;
-  };
-  auto is_false = [&](const char* name) {
-    std::optional<c10::IValue> value = constant(name);
-    return value && value->isBool() && !value->toBool();
-  };
-  auto is_none = [&](const char* name) {
-    std::optional<c10::IValue> value = constant(name);
-    return value && value->isNone();
-  };
-  const bool additive = names.count("alpha") > 0;
-  return is_int("dtype", static_cast<int64_t>(at::kFloat)) && is_false("non_blocking") && is_false("copy") &&
-         is_none("memory_format") && is_int("dim", -1) && is_none("softmax_dtype") &&
-         (!additive || holds(match.values_map.at(names.at("alpha")), 1.0));
+  const Bound bound{match, names};
+  const int64_t float32 = static_cast<int64_t>(at::kFloat);
+  return bound.is_int("dtype", float32) && bound.is_false("non_blocking") && bound.is_false("copy") &&
+         bound.is_none("memory_format") && bound.is_int("dim", -1) && bound.is_none("softmax_dtype") &&
+         (!bound.has("alpha") || holds(bound("alpha"), 1.0));
 }
 
 // The scaled chain as libaccel::scaled_softmax takes it: a tensor scale and
@@ -144,25 +155,14 @@ bool is_masked_softmax(const torch::jit::Match& match,
 // last dimension in float32.
 bool is_scaled_softmax(const torch::jit::Match& match,
                        const std::unordered_map<std::string, torch::jit::Value*>& names) {
-  auto bound = [&](const char* name) { return match.values_map.at(names.at(name)); };
-  auto is_tensor = [&](const char* name) { return bound(name)->type()->kind() == c10::TypeKind::TensorType; };
-  auto is_int = [&](const char* name, int64_t expected) {
-    std::optional<c10::IValue> value = torch::jit::toIValue(bound(name));
-    return value && value->isInt() && value->toInt() == expected;
-  };
-  return is_tensor("scale") && is_tensor("additive") && holds(bound("alpha"), 1.0) && is_int("dim", -1) &&
-         is_int("softmax_dtype", static_cast<int64_t>(at::kFloat));
+  const Bound bound{match, names};
+  return bound.is_tensor("scale") && bound.is_tensor("additive") && holds(bound("alpha"), 1.0) &&
+         bound.is_int("dim", -1) && bound.is_int("softmax_dtype", static_cast<int64_t>(at::kFloat));
 }
 
 std::size_t count_kind(const torch::jit::Graph& graph, c10::Symbol kind) {
   std::size_t count = 0;
   for (const torch::jit::Node* node : graph.nodes()) count += node->kind() == kind ? 1 : 0;
-  return count;
-}
-
-std::size_t count_gelu(const torch::jit::Graph& graph) {
-  std::size_t count = 0;
-  for (const torch::jit::Node* node : graph.nodes()) count += node->kind() == c10::Symbol::aten("gelu") ? 1 : 0;
   return count;
 }
 
@@ -248,9 +248,9 @@ std::size_t fuse_tanh_gelu(torch::jit::Module& module) {
   for (const torch::jit::Module& submodule : module.modules()) {
     for (const torch::jit::Method& method : submodule.get_methods()) {
       std::shared_ptr<torch::jit::Graph> graph = method.graph();
-      const std::size_t before = count_gelu(*graph);
+      const std::size_t before = count_kind(*graph, c10::Symbol::aten("gelu"));
       rewriter.runOnGraph(graph, is_tanh_gelu);
-      replaced += count_gelu(*graph) - before;
+      replaced += count_kind(*graph, c10::Symbol::aten("gelu")) - before;
     }
   }
   return replaced;

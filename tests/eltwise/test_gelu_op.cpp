@@ -15,6 +15,7 @@
 #include "eltwise/onednn_gelu.hpp"
 #include "matmul/onednn_matmul.hpp"
 #include "model/script_rewrites.hpp"
+#include "support/within_bound.hpp"
 
 namespace {
 
@@ -36,14 +37,7 @@ at::Tensor slope_bound(const at::Tensor& x) {
   return 2 * kU * (10 + 6 * a * 0.7978845608028654 * (1 + 3 * 0.044715 * a * a));
 }
 
-// Elementwise |got - want| <= bound; prints the worst share of the bound.
-::testing::AssertionResult within(const at::Tensor& got, const at::Tensor& want, const at::Tensor& bound) {
-  const at::Tensor error = (got.to(at::kDouble) - want.to(at::kDouble)).abs();
-  const double share = (error / bound).max().item<double>();
-  std::printf("worst error %g, %.3g of the bound\n", error.max().item<double>(), share);
-  if (share <= 1) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "worst error is " << share << " times the bound";
-}
+using accel_test::within;
 
 class GeluOp : public ::testing::TestWithParam<std::string> {
  protected:

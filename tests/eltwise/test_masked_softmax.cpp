@@ -17,6 +17,7 @@
 
 #include "eltwise/masked_softmax_op.hpp"
 #include "model/script_rewrites.hpp"
+#include "support/within_bound.hpp"
 
 namespace {
 
@@ -47,15 +48,7 @@ Inputs gpt2_inputs(at::ScalarType dtype, double divisor) {
   return in;
 }
 
-// Elementwise |got - want| <= bound; prints the worst error and its share of
-// the bound, so a passing log shows the margin.
-::testing::AssertionResult within(const at::Tensor& got, const at::Tensor& want, const at::Tensor& bound) {
-  const at::Tensor error = (got.to(at::kDouble) - want.to(at::kDouble)).abs();
-  const double worst = error.max().item<double>(), share = (error / bound).max().item<double>();
-  std::printf("worst error %g, %.3g of the bound\n", worst, share);
-  if (share <= 1) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "worst error " << worst << " is " << share << " times the bound";
-}
+using accel_test::within;
 
 // Two float32 softmaxes of the same float32 logits (both sides compute them
 // alike, the same operations in the same order, so they are equal): each

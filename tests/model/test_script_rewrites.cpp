@@ -14,6 +14,7 @@
 #include "accel/error.hpp"
 #include "accel/model.hpp"
 #include "model/script_rewrites.hpp"
+#include "support/within_bound.hpp"
 
 namespace {
 
@@ -34,15 +35,7 @@ const std::string kNewGelu = "x * 0.5 * (torch.tanh((x + torch.pow(x, 3.0) * 0.0
 
 constexpr double kU = 0x1p-24;  // float32 unit roundoff
 
-// Elementwise |got - want| <= bound; prints the worst error and its share of
-// the bound, so a passing log shows the margin.
-::testing::AssertionResult within(const at::Tensor& got, const at::Tensor& want, const at::Tensor& bound) {
-  const at::Tensor error = (got.to(at::kDouble) - want.to(at::kDouble)).abs();
-  const double worst = error.max().item<double>(), share = (error / bound).max().item<double>();
-  std::printf("worst error %g, %.3g of the float32 bound\n", worst, share);
-  if (share <= 1) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "worst error " << worst << " is " << share << " times the bound";
-}
+using accel_test::within;
 
 // How far two float32 evaluations of the tanh GELU 0.5 x (1 + tanh(z)),
 // z = c (x + 0.044715 x^3), may be apart (the traced chain against
