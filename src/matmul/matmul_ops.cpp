@@ -26,12 +26,34 @@ at::Tensor product(const at::Tensor& a, const at::Tensor& b) {
   return at::matmul(a, b);
 }
 
-bool on_onednn_path(std::initializer_list<const at::Tensor*> tensors) {
-  if (!onednn::available() || autocast_enabled(c10::kCPU)) return false;
+// How the operands reach the oneDNN path, if they do.
+enum class Path {
+  Aten,            // ATen's op, with its own autograd and autocast
+  Onednn,          // float32 operands as they are
+  OnednnAutocast,  // CPU autocast to bfloat16 is on: the operands cast as autocast casts them, then oneDNN
+};
+
+Path path_for(std::initializer_list<const at::Tensor*> tensors) {
+  if (!onednn::available()) return Path::Aten;
+  const bool autocast = autocast_enabled(c10::kCPU);
+  if (autocast && autocast_dtype(c10::kCPU) != at::kBFloat16) return Path::Aten;
   for (const at::Tensor* t : tensors) {
-    if (t->defined() && (!t->device().is_cpu() || t->scalar_type() != at::kFloat)) return false;
+    if (!t->defined()) continue;
+    if (!t->device().is_cpu()) return Path::Aten;
+    const auto type = t->scalar_type();
+    if (!(type == at::kFloat || (autocast && type == at::kBFloat16))) return Path::Aten;
   }
-  return true;
+  return autocast ? Path::OnednnAutocast : Path::Onednn;
+}
+
+// ATen's autocast lowers a product's floating operands to bfloat16 before the
+// op runs; the oneDNN path does the same cast (autocast's own, with its cache
+// for weights), so the product it computes and the graph it records are ATen's
+// (the cast's backward returns float32 gradients to float32 weights). What it
+// saves is ATen's copies around the bfloat16 product: the bias broadcast into
+// the output before the GEMM, and permuted attention heads made contiguous.
+at::Tensor operand(const at::Tensor& t, Path path) {
+  return path == Path::OnednnAutocast && t.defined() ? autocast_operand(t, c10::kCPU) : t;
 }
 
 struct Addmm : torch::autograd::Function<Addmm> {
@@ -118,26 +140,29 @@ bool plain_2d(const at::Tensor& t) { return t.dim() == 2; }
 }  // namespace
 
 at::Tensor accel_addmm(const at::Tensor& bias, const at::Tensor& mat1, const at::Tensor& mat2) {
-  const bool fits = on_onednn_path({&bias, &mat1, &mat2}) && plain_2d(mat1) && plain_2d(mat2) && bias.dim() == 1 &&
+  const Path path = path_for({&bias, &mat1, &mat2});
+  const bool fits = path != Path::Aten && plain_2d(mat1) && plain_2d(mat2) && bias.dim() == 1 &&
                     mat1.size(1) == mat2.size(0) && bias.size(0) == mat2.size(1);
   if (!fits) return at::addmm(bias, mat1, mat2);
-  return Addmm::apply(bias, mat1, mat2);
+  return Addmm::apply(operand(bias, path), operand(mat1, path), operand(mat2, path));
 }
 
 at::Tensor accel_linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias) {
-  const bool fits = on_onednn_path({&input, &weight, &bias}) && input.dim() >= 1 && plain_2d(weight) &&
-                    input.size(-1) == weight.size(1) && input.numel() > 0 &&
-                    (!bias.defined() || (bias.dim() == 1 && bias.size(0) == weight.size(0)));
+  const Path path = path_for({&input, &weight, &bias});
+  const bool fits = path != Path::Aten && input.dim() >= 1 && plain_2d(weight) && input.size(-1) == weight.size(1) &&
+                    input.numel() > 0 && (!bias.defined() || (bias.dim() == 1 && bias.size(0) == weight.size(0)));
   if (!fits) return at::linear(input, weight, bias.defined() ? c10::optional<at::Tensor>(bias) : c10::nullopt);
-  return bias.defined() ? Linear::apply(input, weight, bias) : LinearNoBias::apply(input, weight);
+  if (!bias.defined()) return LinearNoBias::apply(operand(input, path), operand(weight, path));
+  return Linear::apply(operand(input, path), operand(weight, path), operand(bias, path));
 }
 
 at::Tensor accel_matmul(const at::Tensor& a, const at::Tensor& b) {
   const int64_t n = a.dim();
-  const bool fits = on_onednn_path({&a, &b}) && n >= 2 && b.dim() == n && a.size(n - 1) == b.size(n - 2) &&
+  const Path path = path_for({&a, &b});
+  const bool fits = path != Path::Aten && n >= 2 && b.dim() == n && a.size(n - 1) == b.size(n - 2) &&
                     a.sizes().slice(0, n - 2) == b.sizes().slice(0, n - 2);
   if (!fits) return at::matmul(a, b);
-  return Matmul::apply(a, b);
+  return Matmul::apply(operand(a, path), operand(b, path));
 }
 
 namespace {

@@ -1,11 +1,13 @@
 // Matrix products a TorchScript graph can call in place of ATen's, registered
 // with LibTorch's dispatcher as libaccel::addmm, libaccel::linear and
 // libaccel::matmul (script_rewrites.cpp swaps them in when a model is loaded).
-// When the operands fit onednn::matmul (float32, CPU, no autocast) the forward
-// and the backward's two products run there; otherwise each is exactly the
-// ATen op, with ATen's autograd (GPU tensors, other dtypes, autocast,
-// broadcasting, any shape the oneDNN path does not take). A backward recorded
-// for a second derivative (create_graph) computes with ATen's ops instead.
+// When the operands fit onednn::matmul (float32 CPU tensors; under CPU
+// autocast to bfloat16, float32 or bfloat16 ones, cast to bfloat16 as autocast
+// casts them) the forward and the backward's two products run there;
+// otherwise each is exactly the ATen op, with ATen's autograd and autocast
+// (GPU tensors, other dtypes, float16 autocast, broadcasting, any shape the
+// oneDNN path does not take). A backward recorded for a second derivative
+// (create_graph) computes with ATen's ops instead.
 #pragma once
 
 #include <ATen/core/Tensor.h>

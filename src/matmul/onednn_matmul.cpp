@@ -7,6 +7,7 @@
 #include <list>
 #include <map>
 #include <mutex>
+#include <string>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
@@ -35,7 +36,7 @@ using Dims = dnnl::memory::dims;
 // A primitive is planned for one set of shapes, strides and thread count
 // (oneDNN splits the work by the threads it sees at creation); the few a
 // model uses are kept, so planning happens once per shape.
-using PlanKey = std::tuple<Dims, Dims, Dims, Dims, bool, int>;
+using PlanKey = std::tuple<Dims, Dims, Dims, Dims, c10::ScalarType, std::optional<c10::ScalarType>, int>;
 
 struct Plan {
   dnnl::matmul primitive;
@@ -44,6 +45,17 @@ struct Plan {
 
 Dims dims_of(const at::Tensor& t) { return Dims(t.sizes().begin(), t.sizes().end()); }
 Dims strides_of(const at::Tensor& t) { return Dims(t.strides().begin(), t.strides().end()); }
+
+dnnl::memory::data_type data_type_of(c10::ScalarType type) {
+  return type == at::kBFloat16 ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f32;
+}
+
+// oneDNN's reference implementations are plain loops, far slower than ATen's
+// products: a layout or dtype that only they take (bfloat16 on a CPU without
+// AVX-512, say) is left to ATen.
+bool is_reference(const dnnl::matmul::primitive_desc& pd) {
+  return std::string(pd.impl_info_str()).rfind("ref", 0) == 0;
+}
 
 // Variable-length batches bring a new shape per sequence length, so the plans
 // are bounded: the least recently used goes beyond this many (oneDNN's own
@@ -57,10 +69,13 @@ struct Plans {
 };
 
 // The returned plan stays valid while the caller holds `lock`.
-const Plan* plan_for(const at::Tensor& a, const at::Tensor& b, bool with_bias, const at::Tensor& out,
+const Plan* plan_for(const at::Tensor& a, const at::Tensor& b, const at::Tensor& bias, const at::Tensor& out,
                      std::unique_lock<std::mutex>& lock) {
   static Plans plans;
-  PlanKey key{dims_of(a), strides_of(a), dims_of(b), strides_of(b), with_bias, at::get_num_threads()};
+  const bool with_bias = bias.defined();
+  const std::optional<c10::ScalarType> bias_type =
+      with_bias ? std::optional<c10::ScalarType>(bias.scalar_type()) : std::nullopt;
+  PlanKey key{dims_of(a), strides_of(a), dims_of(b), strides_of(b), a.scalar_type(), bias_type, at::get_num_threads()};
   lock = std::unique_lock<std::mutex>(plans.mutex);
   auto it = plans.by_key.find(key);
   if (it != plans.by_key.end()) {
@@ -68,23 +83,23 @@ const Plan* plan_for(const at::Tensor& a, const at::Tensor& b, bool with_bias, c
   } else {
     std::optional<Plan> plan;
     try {
-      using dt = dnnl::memory::data_type;
-      dnnl::memory::desc a_desc(dims_of(a), dt::f32, strides_of(a)), b_desc(dims_of(b), dt::f32, strides_of(b));
-      dnnl::memory::desc out_desc(dims_of(out), dt::f32, strides_of(out));
+      const auto type = data_type_of(a.scalar_type());
+      dnnl::memory::desc a_desc(dims_of(a), type, strides_of(a)), b_desc(dims_of(b), type, strides_of(b));
+      dnnl::memory::desc out_desc(dims_of(out), type, strides_of(out));
       dnnl::memory::desc bias_desc;
       if (with_bias) {
         Dims bias_dims(out.dim(), 1);
         bias_dims.back() = out.size(-1);
         Dims bias_strides(out.dim(), out.size(-1));
         bias_strides.back() = 1;
-        bias_desc = dnnl::memory::desc(bias_dims, dt::f32, bias_strides);
+        bias_desc = dnnl::memory::desc(bias_dims, data_type_of(*bias_type), bias_strides);
       }
       dnnl::primitive_attr attr;
       attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // per call: concurrent calls stay apart
       auto desc = with_bias ? dnnl::matmul::desc(a_desc, b_desc, bias_desc, out_desc)
                             : dnnl::matmul::desc(a_desc, b_desc, out_desc);
       dnnl::matmul::primitive_desc pd(desc, attr, cpu_engine());
-      plan = Plan{dnnl::matmul(pd), a_desc, b_desc, bias_desc, out_desc, pd.scratchpad_desc()};
+      if (!is_reference(pd)) plan = Plan{dnnl::matmul(pd), a_desc, b_desc, bias_desc, out_desc, pd.scratchpad_desc()};
     } catch (const dnnl::error&) {
       plan.reset();  // a layout oneDNN does not take: ATen computes it, every time
     }
@@ -106,8 +121,8 @@ bool positive_strides(const at::Tensor& t) {
 }
 
 bool fits(const at::Tensor& t) {
-  return t.defined() && t.device().is_cpu() && t.scalar_type() == at::kFloat && t.layout() == at::kStrided &&
-         !t.is_conj() && !t.is_neg() && t.numel() > 0 && positive_strides(t);
+  return t.defined() && t.device().is_cpu() && (t.scalar_type() == at::kFloat || t.scalar_type() == at::kBFloat16) &&
+         t.layout() == at::kStrided && !t.is_conj() && !t.is_neg() && t.numel() > 0 && positive_strides(t);
 }
 
 }  // namespace
@@ -115,7 +130,9 @@ bool fits(const at::Tensor& t) {
 bool available() { return true; }
 
 std::optional<at::Tensor> matmul(const at::Tensor& a, const at::Tensor& b, const at::Tensor& bias) {
-  if (!fits(a) || !fits(b) || a.dim() < 2 || a.dim() != b.dim() || a.dim() > 6) return std::nullopt;
+  if (!fits(a) || !fits(b) || a.scalar_type() != b.scalar_type() || a.dim() < 2 || a.dim() != b.dim() || a.dim() > 6) {
+    return std::nullopt;
+  }
   const int64_t n = a.dim();
   if (a.size(n - 1) != b.size(n - 2) || a.sizes().slice(0, n - 2) != b.sizes().slice(0, n - 2)) return std::nullopt;
   const bool with_bias = bias.defined();
@@ -126,7 +143,7 @@ std::optional<at::Tensor> matmul(const at::Tensor& a, const at::Tensor& b, const
   out_sizes.back() = b.size(n - 1);
   at::Tensor out = at::empty(out_sizes, a.options());
   std::unique_lock<std::mutex> lock;
-  const Plan* found = plan_for(a, b, with_bias, out, lock);
+  const Plan* found = plan_for(a, b, bias, out, lock);
   if (found == nullptr) return std::nullopt;
   // A copy (primitives are reference-counted handles), so the lock is not held while it runs.
   const Plan plan_copy = *found;

@@ -1,4 +1,4 @@
-// Float32 matrix products on the CPU through oneDNN's matmul primitive (the
+// Float32 and bfloat16 matrix products on the CPU through oneDNN's matmul primitive (the
 // oneDNN LibTorch itself links), where LibTorch 1.13 calls OpenBLAS. On the
 // bench machine (AVX-512) oneDNN's kernels are about 2x OpenBLAS's on a
 // transformer's linear layers and 2.5-3x on its attention products, because
@@ -22,9 +22,11 @@ bool available();
 
 // a @ b (+ bias), a: [..., M, K], b: [..., K, N] with the same number of
 // dimensions and equal batch dimensions; bias: undefined or [N]. The result is
-// a new contiguous [..., M, N] tensor. Declines (nullopt, nothing computed)
-// unless every operand is a float32 CPU tensor with positive strides that
-// oneDNN accepts; the caller then computes with ATen.
+// a new contiguous [..., M, N] tensor of a's dtype. a and b are both float32
+// or both bfloat16 (accumulated in float32, as ATen's bfloat16 products are),
+// the bias either. Declines (nullopt, nothing computed) unless every operand
+// is such a CPU tensor with positive strides that one of oneDNN's optimised
+// kernels accepts; the caller then computes with ATen.
 std::optional<at::Tensor> matmul(const at::Tensor& a, const at::Tensor& b, const at::Tensor& bias = {});
 
 }  // namespace accel::detail::onednn

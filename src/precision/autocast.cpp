@@ -28,9 +28,10 @@ void check_precision_supported(MixedPrecision precision, const c10::Device& devi
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
 bool autocast_enabled(c10::DeviceType type) { return at::autocast::is_autocast_enabled(type); }
 
+c10::ScalarType autocast_dtype(c10::DeviceType type) { return at::autocast::get_autocast_dtype(type); }
+
 namespace {
 
-c10::ScalarType autocast_dtype(c10::DeviceType type) { return at::autocast::get_autocast_dtype(type); }
 void set_autocast(c10::DeviceType type, bool enabled, c10::ScalarType dtype) {
   at::autocast::set_autocast_enabled(type, enabled);
   at::autocast::set_autocast_dtype(type, dtype);
@@ -40,11 +41,12 @@ bool autocast_enabled(c10::DeviceType type) {
   return type == c10::kCUDA ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled();
 }
 
-namespace {
-
 c10::ScalarType autocast_dtype(c10::DeviceType type) {
   return type == c10::kCUDA ? at::autocast::get_autocast_gpu_dtype() : at::autocast::get_autocast_cpu_dtype();
 }
+
+namespace {
+
 void set_autocast(c10::DeviceType type, bool enabled, c10::ScalarType dtype) {
   if (type == c10::kCUDA) {
     at::autocast::set_enabled(enabled);
@@ -57,6 +59,10 @@ void set_autocast(c10::DeviceType type, bool enabled, c10::ScalarType dtype) {
 #endif
 
 }  // namespace
+
+at::Tensor autocast_operand(const at::Tensor& operand, c10::DeviceType type) {
+  return at::autocast::cached_cast(autocast_dtype(type), operand, type);
+}
 
 AutocastScope::AutocastScope(MixedPrecision precision, const c10::Device& device, bool enabled,
                              std::optional<bool> cache_enabled) {

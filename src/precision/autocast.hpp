@@ -2,6 +2,7 @@
 // prepared model's forward runs under.
 #pragma once
 
+#include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 
 #include <optional>
@@ -17,6 +18,16 @@ void check_precision_supported(MixedPrecision precision, const c10::Device& devi
 
 // Whether LibTorch autocast is on for `type` on this thread.
 bool autocast_enabled(c10::DeviceType type);
+
+// The dtype autocast lowers `type`'s products to (bfloat16 or float16).
+c10::ScalarType autocast_dtype(c10::DeviceType type);
+
+// `operand` as autocast hands it to one of `type`'s lower-precision ops (a
+// product): a floating tensor on that device cast to autocast_dtype(type),
+// through autocast's cache (a weight is cast once per outermost scope), as a
+// recorded cast, so its gradient flows back in the operand's own dtype.
+// Anything else is returned as it is.
+at::Tensor autocast_operand(const at::Tensor& operand, c10::DeviceType type);
 
 // Enables LibTorch autocast for `device` in bf16 or fp16 while alive; does
 // nothing for MixedPrecision::No. Scopes nest; the outermost one clears the cast cache.

@@ -2,12 +2,14 @@
 // ATen's values and gradients to float rounding, for the layouts a transformer
 // hands them (transposed weights, permuted attention heads, 3-D inputs); what
 // oneDNN does not take is ATen's own op, bit for bit; and they run under
-// inference mode and autocast as ATen's ops do.
+// inference mode and autocast as ATen's ops do (in bfloat16, on oneDNN too).
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
 #include <gtest/gtest.h>
 #include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/autograd/function.h>
 
+#include <string>
 #include <vector>
 
 #include "matmul/matmul_ops.hpp"
@@ -184,7 +186,7 @@ TEST_F(MatmulOps, InferenceModeAndAutocast) {
     EXPECT_LT(worst_relative(y, at::linear(x, w, b), at::linear(x.abs(), w.abs(), b.abs())), product_bound(17));
   }
   {
-    // Under CPU autocast the op is ATen's, so autocast casts it to bf16 as it casts aten::linear.
+    // Under CPU autocast the op computes in bf16, as autocast makes aten::linear do.
     at::Tensor y, want;
     {
       accel::detail::AutocastScope autocast(accel::MixedPrecision::Bf16, c10::Device(c10::kCPU));
@@ -193,8 +195,90 @@ TEST_F(MatmulOps, InferenceModeAndAutocast) {
     }
     EXPECT_EQ(y.scalar_type(), at::kBFloat16);
     EXPECT_EQ(y.scalar_type(), want.scalar_type());
-    EXPECT_TRUE(at::equal(y, want));
   }
+}
+
+// Under CPU autocast to bf16 both paths cast the operands to bfloat16 the same
+// way (autocast's own cast), so they multiply the same bfloat16 values; each
+// sums in float32 in its own order (2 gamma_K |a|.|b| apart, as above, |a| and
+// |b| now the bfloat16 values) and rounds its sum once to bfloat16 (relative
+// error at most 2^-8 each, and a sum is at most |a|.|b|). Gradients: the
+// incoming gradient is the same bfloat16 tensor, the backward products are
+// bounded the same way, and the casts' backward turns them into float32 exactly.
+constexpr double kBfloat16UnitRoundoff = 1.0 / 256;  // 2^-8
+double bfloat16_product_bound(int64_t depth) { return product_bound(depth) + 2 * kBfloat16UnitRoundoff; }
+
+template <class Op, class Reference>
+void expect_autocast_values_and_gradients(const std::vector<at::Tensor>& inputs, Op op, Reference reference,
+                                          int64_t depth) {
+  std::vector<at::Tensor> ours, theirs, magnitudes;
+  for (const auto& t : inputs) {
+    ours.push_back(leaf(t.clone()));
+    theirs.push_back(leaf(t.clone()));
+    magnitudes.push_back(leaf(t.to(at::kBFloat16).abs().to(at::kDouble)));
+  }
+  at::Tensor y, want;
+  {
+    accel::detail::AutocastScope autocast(accel::MixedPrecision::Bf16, c10::Device(c10::kCPU));
+    y = op(ours);
+    want = reference(theirs);
+  }
+  ASSERT_EQ(y.scalar_type(), at::kBFloat16);
+  ASSERT_EQ(want.scalar_type(), at::kBFloat16);
+  at::Tensor size = reference(magnitudes);
+  const double bound = bfloat16_product_bound(depth);
+  EXPECT_LT(worst_relative(y, want, size), bound) << "output";
+  at::Tensor g = at::randn(want.sizes()).to(at::kBFloat16);
+  auto grads = torch::autograd::grad({y}, ours, {g});
+  auto want_grads = torch::autograd::grad({want}, theirs, {g});
+  auto sizes = torch::autograd::grad({size}, magnitudes, {g.abs().to(at::kDouble)});
+  for (size_t i = 0; i < grads.size(); ++i) {
+    EXPECT_EQ(grads[i].scalar_type(), at::kFloat) << "input " << i << ": float32 leaves get float32 gradients";
+    EXPECT_LT(worst_relative(grads[i], want_grads[i], sizes[i]), bound) << "input " << i;
+  }
+}
+
+TEST_F(MatmulOps, Bfloat16AutocastGivesAtensValuesAndGradients) {
+  expect_autocast_values_and_gradients(
+      {at::randn({96}), at::randn({64, 48}), at::randn({48, 96})},
+      [](auto& t) { return accel_addmm(t[0], t[1], t[2]); }, [](auto& t) { return at::addmm(t[0], t[1], t[2]); },
+      /*depth: grad_x sums over 96 columns*/ 96);
+  expect_autocast_values_and_gradients(
+      {at::randn({4, 16, 32}), at::randn({24, 32}), at::randn({24})},
+      [](auto& t) { return accel_linear(t[0], t[1], t[2]); }, [](auto& t) { return at::linear(t[0], t[1], t[2]); },
+      /*depth: grad_w and grad_bias sum over 4 * 16 rows*/ 64);
+  expect_autocast_values_and_gradients(  // attention's weights @ v, v a permuted view
+      {at::randn({2, 4, 16, 16}).softmax(-1), at::randn({2, 16, 3 * 32})},
+      [](auto& t) { return accel_matmul(t[0], head(t[1], 2)); },
+      [](auto& t) { return at::matmul(t[0], head(t[1], 2)); }, /*depth: 16 positions*/ 16);
+}
+
+// oneDNN's bfloat16 kernels need AVX-512 (AVX512_CORE); where the CPU has it,
+// the bfloat16 products and the permuted heads reach them (no reference loop,
+// no copy), else onednn::matmul declines and ATen computes.
+TEST_F(MatmulOps, OneDnnTakesBfloat16ProductsOnCpusWithAvx512) {
+  namespace onednn = accel::detail::onednn;
+  at::Tensor x = at::randn({64, 48}).to(at::kBFloat16), w = at::randn({96, 48}).to(at::kBFloat16);
+  at::Tensor qkv = at::randn({2, 16, 96}).to(at::kBFloat16);
+  auto taken = onednn::matmul(x, w.t(), at::randn({96}));
+  auto heads = onednn::matmul(head(qkv, 0), head(qkv, 1).transpose(-1, -2));
+  EXPECT_FALSE(onednn::matmul(x, w.t().to(at::kFloat)).has_value()) << "mixed bfloat16 @ float32 is ATen's";
+  __builtin_cpu_init();
+  const bool avx512_core = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  if (!avx512_core) GTEST_SKIP() << "no AVX-512 here: oneDNN's bfloat16 products decline";
+  ASSERT_TRUE(taken.has_value()) << "x @ w^T + a float32 bias";
+  EXPECT_EQ(taken->scalar_type(), at::kBFloat16);
+  ASSERT_TRUE(heads.has_value()) << "permuted bfloat16 heads";
+  {  // and under autocast libaccel's op records its own backward (ATen's would be AddmmBackward0)
+    accel::detail::AutocastScope autocast(accel::MixedPrecision::Bf16, c10::Device(c10::kCPU));
+    at::Tensor y = accel_addmm(leaf(at::randn({96})), leaf(at::randn({64, 48})), leaf(at::randn({48, 96})));
+    ASSERT_NE(y.grad_fn(), nullptr);
+    EXPECT_NE(y.grad_fn()->name().find("accel::"), std::string::npos) << y.grad_fn()->name();
+  }
+  at::Tensor q = head(qkv, 0).to(at::kDouble), k = head(qkv, 1).to(at::kDouble);
+  EXPECT_LT(worst_relative(*heads, at::matmul(q, k.transpose(-1, -2)), at::matmul(q.abs(), k.abs().transpose(-1, -2))),
+            bfloat16_product_bound(8) / 2);
 }
 
 }  // namespace
