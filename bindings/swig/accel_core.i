@@ -84,6 +84,13 @@ struct AccelBatch {
     for (accel_tensor* t : tensors) accel_tensor_free(t);
   }
 };
+/* ProfileKwargs' flags as accel_profile_option bits. */
+static unsigned profile_options(bool record_shapes, bool profile_memory, bool with_flops, bool with_stack,
+                                bool with_modules) {
+  return (record_shapes ? ACCEL_PROFILE_RECORD_SHAPES : 0u) | (profile_memory ? ACCEL_PROFILE_MEMORY : 0u) |
+         (with_flops ? ACCEL_PROFILE_WITH_FLOPS : 0u) | (with_stack ? ACCEL_PROFILE_WITH_STACK : 0u) |
+         (with_modules ? ACCEL_PROFILE_WITH_MODULES : 0u);
+}
 %}
 
 %template(Int64Vector) std::vector<int64_t>;
@@ -1321,11 +1328,11 @@ struct AccelPartialState {};
 %newobject AccelProfileRun::begin_with;
 %newobject AccelProfileRun::begin_scheduled;
 %extend AccelProfileRun {
-  /* ProfileKwargs' record_shapes, profile_memory and with_flops. */
+  /* ProfileKwargs' record_shapes, profile_memory, with_flops, with_stack and with_modules. */
   static AccelProfileRun* begin_with(const AccelAccelerator* accelerator, const std::string& output_trace_dir,
-                                     bool record_shapes, bool profile_memory, bool with_flops) {
-    const unsigned options = (record_shapes ? ACCEL_PROFILE_RECORD_SHAPES : 0u) |
-                             (profile_memory ? ACCEL_PROFILE_MEMORY : 0u) | (with_flops ? ACCEL_PROFILE_WITH_FLOPS : 0u);
+                                     bool record_shapes, bool profile_memory, bool with_flops, bool with_stack,
+                                     bool with_modules) {
+    const unsigned options = profile_options(record_shapes, profile_memory, with_flops, with_stack, with_modules);
     accel_profile* handle = 0;
     accel_check(accel_profile_begin_with(accelerator, output_trace_dir.c_str(), options, &handle));
     AccelProfileRun* run = new AccelProfileRun;
@@ -1334,10 +1341,10 @@ struct AccelPartialState {};
   }
   /* The same under ProfileKwargs' schedule_option (accel_profile_begin_scheduled). */
   static AccelProfileRun* begin_scheduled(const AccelAccelerator* accelerator, const std::string& output_trace_dir,
-                                          bool record_shapes, bool profile_memory, bool with_flops, int64_t wait,
-                                          int64_t warmup, int64_t active, int64_t repeat, int64_t skip_first) {
-    const unsigned options = (record_shapes ? ACCEL_PROFILE_RECORD_SHAPES : 0u) |
-                             (profile_memory ? ACCEL_PROFILE_MEMORY : 0u) | (with_flops ? ACCEL_PROFILE_WITH_FLOPS : 0u);
+                                          bool record_shapes, bool profile_memory, bool with_flops,
+                                          bool with_stack, bool with_modules, int64_t wait, int64_t warmup,
+                                          int64_t active, int64_t repeat, int64_t skip_first) {
+    const unsigned options = profile_options(record_shapes, profile_memory, with_flops, with_stack, with_modules);
     accel_profile_schedule schedule;
     accel_profile_schedule_init(&schedule);
     schedule.wait = wait;

@@ -138,7 +138,14 @@ ACCEL_API accel_status accel_profile_end(accel_profile* profile);
 typedef enum accel_profile_option {
   ACCEL_PROFILE_RECORD_SHAPES = 1, /* each operator's input shapes: "Input Dims" in its args */
   ACCEL_PROFILE_MEMORY = 2,        /* CPU allocations and frees: "[memory]" events, "Bytes", "Total Allocated" */
-  ACCEL_PROFILE_WITH_FLOPS = 4     /* the operations LibTorch counts (matmul, conv): "flops" in their args */
+  ACCEL_PROFILE_WITH_FLOPS = 4,    /* the operations LibTorch counts (matmul, conv): "flops" in their args */
+  /* Operators a TorchScript model runs: the model source lines that called
+     them, innermost first ("Call stack" in their args, as torch.profiler
+     writes it: "net.py(5): forward;net.py(10): forward;") */
+  ACCEL_PROFILE_WITH_STACK = 8,
+  /* Operators a TorchScript model runs: the submodules they ran in ("Module
+     Hierarchy" in their args: "TOP(Net)::forward.block(Block)::forward.") */
+  ACCEL_PROFILE_WITH_MODULES = 16
 } accel_profile_option;
 
 /* accel_profile_begin recording what options (accel_profile_option bits; 0 is

@@ -10,12 +10,6 @@ namespace accel {
 
 class Accelerator;
 
-// What a profile records besides each operator's name, thread and time
-// (Accelerate's ProfileKwargs): each operator's input shapes ("Input Dims" in
-// its args), every CPU allocation and free ("[memory]" instant events with
-// "Bytes" and "Total Allocated", as PyTorch's traces write them), and the
-// floating-point operations of the operators LibTorch counts (matmuls,
-// convolutions: "flops" in their args).
 // torch.profiler.schedule (Accelerate's ProfileKwargs.schedule_option), counted
 // by ProfileScope::step(): after skip_first steps, cycles of `wait` unrecorded
 // steps, `warmup` steps, then `active` recorded ones, `repeat` times (0: until
@@ -29,10 +23,23 @@ struct ProfileSchedule {
   int64_t skip_first = 0;
 };
 
+// What a profile records besides each operator's name, thread and time
+// (Accelerate's ProfileKwargs): each operator's input shapes ("Input Dims" in
+// its args), every CPU allocation and free ("[memory]" instant events with
+// "Bytes" and "Total Allocated", as PyTorch's traces write them), and the
+// floating-point operations of the operators LibTorch counts (matmuls,
+// convolutions: "flops" in their args). For operators a TorchScript model
+// runs, also the model's source lines that called them, innermost first
+// (with_stack: "Call stack" in their args, "net.py(5): forward;net.py(10): forward;")
+// and the chain of submodules they ran in (with_modules: "Module Hierarchy",
+// "TOP(Net)::forward.block(Block)::forward."), written as torch.profiler
+// writes them; C++ modules and JSON-spec models have neither.
 struct ProfileOptions {
   bool record_shapes = false;
   bool profile_memory = false;
   bool with_flops = false;
+  bool with_stack = false;
+  bool with_modules = false;
   ProfileSchedule schedule;
 };
 

@@ -58,13 +58,16 @@ accel_status accel_profile_begin(const accel_accelerator* acc, const char* outpu
 namespace {
 
 accel::ProfileOptions profile_options(unsigned options) {
-  const unsigned known = ACCEL_PROFILE_RECORD_SHAPES | ACCEL_PROFILE_MEMORY | ACCEL_PROFILE_WITH_FLOPS;
+  const unsigned known = ACCEL_PROFILE_RECORD_SHAPES | ACCEL_PROFILE_MEMORY | ACCEL_PROFILE_WITH_FLOPS |
+                         ACCEL_PROFILE_WITH_STACK | ACCEL_PROFILE_WITH_MODULES;
   require_arg((options & ~known) == 0, "profile options " + std::to_string(options) + " hold unknown bits (" +
                                            std::to_string(options & ~known) + ")");
   accel::ProfileOptions what;
   what.record_shapes = (options & ACCEL_PROFILE_RECORD_SHAPES) != 0;
   what.profile_memory = (options & ACCEL_PROFILE_MEMORY) != 0;
   what.with_flops = (options & ACCEL_PROFILE_WITH_FLOPS) != 0;
+  what.with_stack = (options & ACCEL_PROFILE_WITH_STACK) != 0;
+  what.with_modules = (options & ACCEL_PROFILE_WITH_MODULES) != 0;
   return what;
 }
 

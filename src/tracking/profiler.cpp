@@ -1,13 +1,16 @@
 // The one tracking file that includes LibTorch's profiler headers.
 #include "accel/profiler.hpp"
 
+#include <ATen/record_function.h>
 #include <torch/csrc/autograd/profiler_legacy.h>
+#include <torch/csrc/jit/runtime/interpreter.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include "accel/accelerator.hpp"
 #include "core/file_io.hpp"
@@ -23,11 +26,69 @@ using torch::autograd::profiler::EventKind;
 using torch::autograd::profiler::LegacyEvent;
 using torch::autograd::profiler::thread_event_lists;
 
+// Each operator's TorchScript module hierarchy, by the handle its events carry.
+using ModuleHierarchies = std::unordered_map<at::RecordFunctionHandle, std::string>;
+
+// Each part followed by `terminator`, as torch.profiler writes "Call stack"
+// ("a.py(5): forward;b.py(10): forward;") and "Module Hierarchy"
+// ("TOP(Net)::forward.block(Block)::forward.").
+std::string terminated(const std::vector<std::string>& parts, char terminator) {
+  std::string out;
+  for (const auto& part : parts) {
+    out += part;
+    out += terminator;
+  }
+  return out;
+}
+
+// with_modules: LibTorch's legacy profiler does not record module
+// hierarchies (only its Kineto profiler does, which Debian's LibTorch is built
+// without), so a thread-local RecordFunction callback asks the TorchScript
+// interpreter for each operator's as it starts, keyed by the handle the
+// profiler's events carry. Ops outside TorchScript get none.
+class ModuleHierarchyRecorder {
+ public:
+  ModuleHierarchyRecorder() {
+    active_ = &hierarchies_;
+    callback_ = at::addThreadLocalCallback(at::RecordFunctionCallback(&ModuleHierarchyRecorder::on_start)
+                                               .needsIds(true)
+                                               .scopes({at::RecordScope::FUNCTION}));
+  }
+  ~ModuleHierarchyRecorder() {
+    at::removeCallback(callback_);
+    active_ = nullptr;
+  }
+  ModuleHierarchyRecorder(const ModuleHierarchyRecorder&) = delete;
+  ModuleHierarchyRecorder& operator=(const ModuleHierarchyRecorder&) = delete;
+  ModuleHierarchies take() { return std::move(hierarchies_); }
+
+ private:
+  static std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
+    if (active_ != nullptr) {
+      auto hierarchy = torch::jit::currentModuleHierarchy();
+      if (!hierarchy.empty()) active_->emplace(fn.handle(), terminated(hierarchy, '.'));
+    }
+    return nullptr;
+  }
+  static thread_local ModuleHierarchies* active_;
+  ModuleHierarchies hierarchies_;
+  at::CallbackHandle callback_ = 0;
+};
+
+thread_local ModuleHierarchies* ModuleHierarchyRecorder::active_ = nullptr;
+
+// What one recording gives: the profiler's events and, with with_modules, the hierarchies.
+struct Recording {
+  thread_event_lists events;
+  ModuleHierarchies modules;
+};
+
 // The legacy profiler's events as Trace Event Format events (what its own
 // writer, RecordProfile, writes, plus what options ask for): each push/pop pair
 // of an operator one complete ("X") event, timed from the profile's start mark;
 // allocations instant "[memory]" events with the running total.
-nlohmann::json trace_events(const thread_event_lists& lists, const ProfileOptions& options) {
+nlohmann::json trace_events(const Recording& recording, const ProfileOptions& options) {
+  const thread_event_lists& lists = recording.events;
   const LegacyEvent* start = nullptr;
   for (const auto& list : lists) {
     for (const auto& event : list) {
@@ -51,6 +112,10 @@ nlohmann::json trace_events(const thread_event_lists& lists, const ProfileOption
           // LegacyEvent::flops() is not const; the count is a plain field.
           const uint64_t flops = const_cast<LegacyEvent&>(push).flops();
           if (options.with_flops && flops > 0) args["flops"] = flops;
+          if (options.with_stack && !push.stack().empty()) args["Call stack"] = terminated(push.stack(), ';');
+          if (auto module = recording.modules.find(push.handle()); module != recording.modules.end()) {
+            args["Module Hierarchy"] = module->second;
+          }
           out.push_back({{"name", push.name()},
                          {"ph", "X"},
                          {"ts", start->cpuElapsedUs(push)},
@@ -123,16 +188,21 @@ struct ProfileScope::Impl {
     if (scheduled_action(options.schedule, 0) != Action::None) start();
   }
   void start() {
-    torch::autograd::profiler::enableProfilerLegacy(torch::profiler::impl::ProfilerConfig(
-        torch::profiler::impl::ProfilerState::CPU, options.record_shapes, options.profile_memory,
-        /*with_stack=*/false, options.with_flops));
+    torch::autograd::profiler::enableProfilerLegacy(
+        torch::profiler::impl::ProfilerConfig(torch::profiler::impl::ProfilerState::CPU, options.record_shapes,
+                                              options.profile_memory, options.with_stack, options.with_flops));
+    if (options.with_modules) modules = std::make_unique<ModuleHierarchyRecorder>();
     recording = true;
   }
-  // Stops the profiler (on its own thread) and returns its events.
-  thread_event_lists stop() {
+  // Stops the profiler (on its own thread) and returns what it recorded.
+  Recording stop() {
     recording = false;
-    return torch::autograd::profiler::disableProfilerLegacy();
+    Recording out{torch::autograd::profiler::disableProfilerLegacy(), {}};
+    if (modules) out.modules = modules->take();
+    modules.reset();
+    return out;
   }
+  std::unique_ptr<ModuleHierarchyRecorder> modules;
   std::thread::id owner = std::this_thread::get_id();
   ProfileOptions options;
   bool recording = false;
@@ -142,9 +212,9 @@ struct ProfileScope::Impl {
 
 namespace {
 
-void write_trace(const std::string& path, int process_index, const thread_event_lists& events,
+void write_trace(const std::string& path, int process_index, const Recording& recording,
                  const ProfileOptions& options) {
-  detail::write_file_atomically(path, trace_event_document(trace_events(events, options), process_index));
+  detail::write_file_atomically(path, trace_event_document(trace_events(recording, options), process_index));
 }
 
 void check_schedule(const ProfileSchedule& schedule) {
@@ -194,7 +264,7 @@ void ProfileScope::finish() {
   if (impl->recording) {
     write_trace(path_, process_index_, impl->stop(), impl->options);
   } else if (!impl->written) {  // a schedule that never reached a recorded step: an empty trace
-    write_trace(path_, process_index_, {}, impl->options);
+    write_trace(path_, process_index_, Recording{}, impl->options);
   }
 }
 

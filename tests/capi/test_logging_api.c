@@ -152,10 +152,11 @@ static void test_profile_writes_a_chrome_trace(void) {
   accel_accelerator_free(acc);
 }
 
-/* ProfileKwargs(record_shapes=True, profile_memory=True, with_flops=True): a bias-free
-   Linear(3, 4) on a [2, 3] input runs aten::mm of [2, 3] x [3, 4], recorded with its
-   input shapes and 2 * 2 * 3 * 4 = 48 flops, and its 32-byte float32 output as an
-   allocation. */
+/* ProfileKwargs(record_shapes=True, profile_memory=True, with_flops=True, with_stack=True,
+   with_modules=True): a bias-free Linear(3, 4) on a [2, 3] input runs aten::mm of [2, 3] x
+   [3, 4], recorded with its input shapes and 2 * 2 * 3 * 4 = 48 flops, and its 32-byte
+   float32 output as an allocation; a JSON-spec model has no TorchScript source or modules,
+   so no stack or hierarchy (tests/tracking/test_profiler.cpp checks them on TorchScript). */
 static void test_profile_options_record_shapes_memory_and_flops(void) {
   accel_accelerator* acc = NULL;
   accel_profile* profile = NULL;
@@ -166,10 +167,11 @@ static void test_profile_options_record_shapes_memory_and_flops(void) {
   FILE* in;
   static char trace[1 << 18];
   size_t n;
-  const unsigned all = ACCEL_PROFILE_RECORD_SHAPES | ACCEL_PROFILE_MEMORY | ACCEL_PROFILE_WITH_FLOPS;
+  const unsigned all = ACCEL_PROFILE_RECORD_SHAPES | ACCEL_PROFILE_MEMORY | ACCEL_PROFILE_WITH_FLOPS |
+                       ACCEL_PROFILE_WITH_STACK | ACCEL_PROFILE_WITH_MODULES;
   EXPECT_OK(accel_accelerator_create(NULL, &acc));
-  EXPECT_ERROR(accel_profile_begin_with(acc, "test_logging_api_options", 8, &profile), ACCEL_ERR_INVALID_ARGUMENT,
-               "unknown bits (8)");
+  EXPECT_ERROR(accel_profile_begin_with(acc, "test_logging_api_options", 32 | ACCEL_PROFILE_WITH_STACK, &profile),
+               ACCEL_ERR_INVALID_ARGUMENT, "unknown bits (32)");
   EXPECT(profile == NULL);
   EXPECT_OK(accel_tensor_from_buffer(left, sizeof left, ACCEL_FLOAT32, lshape, 2, &a));
   EXPECT_OK(accel_model_from_json("[{\"type\": \"Linear\", \"in_features\": 3, \"out_features\": 4, \"bias\": false}]",
@@ -185,6 +187,7 @@ static void test_profile_options_record_shapes_memory_and_flops(void) {
   EXPECT(strstr(trace, "\"Input Dims\":[[2,3],[3,4]]") != NULL);
   EXPECT(strstr(trace, "\"flops\":48") != NULL);
   EXPECT(strstr(trace, "\"[memory]\"") != NULL && strstr(trace, "\"Bytes\":32") != NULL);
+  EXPECT(strstr(trace, "Call stack") == NULL && strstr(trace, "Module Hierarchy") == NULL);
   remove("test_logging_api_options/trace_0.json");
   rmdir("test_logging_api_options");
   accel_tensor_free(a);

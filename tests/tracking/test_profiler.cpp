@@ -1,11 +1,14 @@
-// profile(): the Chrome trace holds the operators the model ran.
+// profile(): the Chrome trace holds the operators the model ran, with what
+// ProfileOptions asks for.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <torch/csrc/jit/api/module.h>
 #include <torch/nn/modules/linear.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <set>
 #include <vector>
 
@@ -14,6 +17,12 @@
 #include "core/remove_tree.hpp"
 
 namespace {
+
+accel::AcceleratorOptions cpu_options() {
+  accel::AcceleratorOptions options;
+  options.cpu = true;
+  return options;
+}
 
 TEST(Profile, WritesAChromeTraceWithTheModelsOperators) {
   namespace fs = std::filesystem;
@@ -51,6 +60,52 @@ TEST(Profile, WritesAChromeTraceWithTheModelsOperators) {
   accel::detail::remove_tree(dir);
 }
 
+// with_stack and with_modules (ProfileKwargs): an operator a TorchScript
+// model runs carries the source line that called it and the submodules it
+// ran in; without the options, neither.
+TEST(Profile, TorchScriptOperatorsCarryTheirStackAndModuleHierarchy) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("accel_profile_modules_" + std::to_string(::getpid()));
+  accel::detail::remove_tree(dir);
+  torch::jit::Module block("Block");
+  block.define("def forward(self, x):\n    y = x + 1\n    return y.relu()\n");  // relu on line 3
+  torch::jit::Module net("Net");
+  net.register_module("block", block);
+  net.define("def forward(self, x):\n    return self.block.forward(x).neg()\n");
+  accel::Accelerator accelerator(cpu_options());
+  // The relu's args in a trace recorded with the two options set (or not).
+  auto relu_args = [&](bool with_them) {
+    accel::ProfileOptions what;
+    what.with_stack = with_them;
+    what.with_modules = with_them;
+    std::string path;
+    {
+      accel::ProfileScope scope(accelerator, dir.string(), what);
+      path = scope.trace_path();
+      net.forward({at::ones({2})});
+    }
+    std::ifstream in(path);
+    const auto trace = nlohmann::json::parse(in);
+    for (const auto& event : trace.at("traceEvents"))
+      if (event.value("name", "") == "aten::relu") return event.at("args");
+    ADD_FAILURE() << "no aten::relu in the trace";
+    return nlohmann::json::object();
+  };
+  const auto args = relu_args(true);
+  ASSERT_TRUE(args.contains("Module Hierarchy")) << args.dump();
+  // Both as torch.profiler (2.x, Kineto) writes them for the same module.
+  const auto hierarchy = args["Module Hierarchy"].get<std::string>();
+  EXPECT_EQ(hierarchy, "TOP(Net)::forward.block(Block)::forward.");
+  ASSERT_TRUE(args.contains("Call stack")) << args.dump();
+  // The block's line (3) first, then Net's call of the block (line 2).
+  EXPECT_EQ(args["Call stack"], "<string>(3): forward;<string>(2): forward;");
+  std::cout << "relu: Module Hierarchy \"" << hierarchy << "\", Call stack \"" << args["Call stack"].get<std::string>()
+            << "\"\n";
+  const auto plain = relu_args(false);
+  EXPECT_FALSE(plain.contains("Module Hierarchy") || plain.contains("Call stack")) << plain.dump();
+  accel::detail::remove_tree(dir);
+}
+
 // The input sizes of the aten::neg calls in a trace: step k of the scheduled
 // tests below negates a tensor of k + 1 elements, so they say which steps were recorded.
 std::set<int64_t> recorded_steps(const std::string& path) {
@@ -61,12 +116,6 @@ std::set<int64_t> recorded_steps(const std::string& path) {
     if (event.value("name", "") == "aten::neg")
       steps.insert(event.at("args").at("Input Dims").at(0).at(0).get<int64_t>() - 1);
   return steps;
-}
-
-accel::AcceleratorOptions cpu_options() {
-  accel::AcceleratorOptions options;
-  options.cpu = true;
-  return options;
 }
 
 // A CPU accelerator, a trace folder, and the inputs of steps 0..9 (made before

@@ -138,13 +138,17 @@ func (a *Accelerator) Profile(outputTraceDir string, body func() error) error {
 // ProfileKwargs is Accelerate's ProfileKwargs: where the trace goes and what it
 // records besides each operator: RecordShapes (each operator's "Input Dims"),
 // ProfileMemory (CPU allocations as "[memory]" events) and WithFlops (the
-// "flops" LibTorch counts for matmuls and convolutions).
+// "flops" LibTorch counts for matmuls and convolutions); for operators a
+// TorchScript model runs, WithStack (the model source lines that called them,
+// "Call stack") and WithModules (the submodules they ran in, "Module
+// Hierarchy"), as torch.profiler writes them.
 // Schedule (torch.profiler.schedule, Accelerate's schedule_option) is counted
 // by the step function ProfileSteps hands its body; OnTraceReady runs with the
 // trace file and the steps taken when a cycle's trace was written.
 type ProfileKwargs struct {
 	OutputTraceDir                         string
 	RecordShapes, ProfileMemory, WithFlops bool
+	WithStack, WithModules                 bool
 	Schedule                               *ProfileSchedule
 	OnTraceReady                           func(tracePath string, stepNum int64) error
 }
@@ -175,9 +179,10 @@ func (a *Accelerator) ProfileSteps(kwargs ProfileKwargs, body func(step func() e
 		run, err = call(func() core.Profile {
 			if s := kwargs.Schedule; s != nil {
 				return core.ProfileBegin_scheduled(h, kwargs.OutputTraceDir, kwargs.RecordShapes, kwargs.ProfileMemory,
-					kwargs.WithFlops, s.Wait, s.Warmup, s.Active, s.Repeat, s.SkipFirst)
+					kwargs.WithFlops, kwargs.WithStack, kwargs.WithModules, s.Wait, s.Warmup, s.Active, s.Repeat, s.SkipFirst)
 			}
-			return core.ProfileBegin_with(h, kwargs.OutputTraceDir, kwargs.RecordShapes, kwargs.ProfileMemory, kwargs.WithFlops)
+			return core.ProfileBegin_with(h, kwargs.OutputTraceDir, kwargs.RecordShapes, kwargs.ProfileMemory, kwargs.WithFlops,
+				kwargs.WithStack, kwargs.WithModules)
 		})
 		return err
 	}

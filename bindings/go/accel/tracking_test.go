@@ -139,6 +139,23 @@ func TestProgressLoggerAndProfile(t *testing.T) {
 		}
 	}
 
+	// WithStack and WithModules on tests/model/files/tiny_mlp.pt (fc1, relu, fc2): fc1's product
+	// ran in submodule fc1, the relu in TinyMlp's own forward, each with its TorchScript source line.
+	mlp := must[*Model](t)(ModelFromTorchScript(fixture("tiny_mlp.pt")))
+	modulesDir := t.TempDir()
+	ok(t, acc.ProfileWith(ProfileKwargs{OutputTraceDir: modulesDir, WithStack: true, WithModules: true}, func() error {
+		_, err := mlp.Forward(must[*Tensor](t)(NewTensor([]float32{1, 2, 3, 4}, 1, 4)))
+		return err
+	}))
+	trace, err = os.ReadFile(filepath.Join(modulesDir, "trace_0.json"))
+	ok(t, err)
+	for _, want := range []string{`"Module Hierarchy":"TOP(TinyMlp)::forward.fc1(Linear)::forward."`,
+		`"Module Hierarchy":"TOP(TinyMlp)::forward."`, `"Call stack":"code/__torch__.py(`} {
+		if !strings.Contains(string(trace), want) {
+			t.Fatalf("the trace lacks %s", want)
+		}
+	}
+
 	// A schedule (wait 1, active 2, repeat 1): steps 1 and 2 recorded, the trace ready after step 2.
 	scheduled := t.TempDir()
 	var ready []int64

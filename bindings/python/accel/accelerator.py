@@ -586,7 +586,8 @@ class Accelerator(ProcessDecorators, core.Accelerator):
         if output_trace_dir is None:
             raise ValueError("profile needs an output_trace_dir (an argument, or ProfileKwargs.output_trace_dir)")
         options = handler if handler is not None else ProfileKwargs()
-        flags = (bool(options.record_shapes), bool(options.profile_memory), bool(options.with_flops))
+        flags = (bool(options.record_shapes), bool(options.profile_memory), bool(options.with_flops),
+                 bool(options.with_stack), bool(options.with_modules))
         if options.schedule_option is not None:
             schedule = options.schedule_option
             run = core.Profile.begin_scheduled(self, output_trace_dir, *flags, int(schedule["wait"]),

@@ -106,11 +106,15 @@ class ProfileKwargs(KwargsHandler):
     """accelerator.profile()'s settings. libaccel records LibTorch's operators on this thread and
     writes a Chrome trace per process to output_trace_dir (trace_<rank>.json); activities may be
     None, ["cpu"] or include "cuda". record_shapes adds each operator's "Input Dims",
-    profile_memory the CPU allocations ("[memory]" events), with_flops the counted "flops".
+    profile_memory the CPU allocations ("[memory]" events), with_flops the counted "flops";
+    for operators a TorchScript model runs, with_stack the model source lines that called them
+    ("Call stack", innermost first: "net.py(5): forward;net.py(10): forward;") and with_modules
+    the submodules they ran in ("Module Hierarchy": "TOP(Net)::forward.block(Block)::forward."),
+    as torch.profiler writes them.
     schedule_option takes torch.profiler.schedule's keys (wait, warmup, active, repeat,
     skip_first; warm-up steps are not recorded: LibTorch's legacy profiler needs none), counted
     by prof.step(); on_trace_ready(prof) runs when a cycle's trace is written (prof.trace_path,
-    prof.export_chrome_trace(path)). with_stack and with_modules raise ValueError when set."""
+    prof.export_chrome_trace(path))."""
 
     activities: Optional[List[str]] = None
     schedule_option: Optional[Dict[str, int]] = None
@@ -127,10 +131,6 @@ class ProfileKwargs(KwargsHandler):
 
     def check(self) -> None:
         """Raises ValueError naming the first setting accelerator.profile() cannot honour."""
-        for name in ("with_stack", "with_modules"):
-            if name in self.to_kwargs():
-                raise ValueError(f"ProfileKwargs.{name} is not supported by libaccel's profiler yet (it writes a "
-                                 "Chrome trace of every operator to output_trace_dir)")
         keys = {"wait", "warmup", "active", "repeat", "skip_first"}
         if self.schedule_option is not None:
             unknown = sorted(set(self.schedule_option) - keys)

@@ -65,8 +65,6 @@ def test_refused_handler_values_name_the_value():
         accel.Accelerator(cpu=True, kwargs_handlers=[DistributedDataParallelKwargs(comm_hook="power_sgd")])
     with pytest.raises(ValueError, match="comm_wrapper"):
         accel.Accelerator(cpu=True, kwargs_handlers=[DistributedDataParallelKwargs(comm_wrapper="fp16")])
-    with pytest.raises(ValueError, match="ProfileKwargs.with_stack is not supported"):
-        accel.Accelerator(cpu=True, kwargs_handlers=[ProfileKwargs(with_stack=True)])
     with pytest.raises(accel.AccelError, match='backend "mpi" is not built into libaccel'):
         accel.Accelerator(cpu=True, kwargs_handlers=[InitProcessGroupKwargs(backend="mpi")])
     # backend="nccl" is the handler's default, so (as in Accelerate's to_kwargs) it is not passed on:
@@ -245,6 +243,46 @@ def test_profile_kwargs_record_shapes_memory_and_flops(tmp_path):
             model(x)
     plain = json.loads((tmp_path / "plain" / "trace_0.json").read_text())["traceEvents"]
     assert not any(e["name"] == "[memory]" or "Input Dims" in e.get("args", {}) for e in plain)
+
+
+def test_profile_kwargs_with_stack_and_modules_on_torchscript(tmp_path):
+    # A scripted Net calling its block, whose relu is the operator looked at. torch.profiler
+    # (2.15, Kineto) writes that relu's "Module Hierarchy" as
+    # "TOP(Net)::forward.block(Block)::forward." and its "Call stack" as its frames, each
+    # followed by ";".
+    import torch
+
+    class Block(torch.nn.Module):
+        def forward(self, x):
+            y = x + 1
+            return y.relu()
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.block = Block()
+
+        def forward(self, x):
+            return self.block(x).neg()
+
+    path = tmp_path / "net.pt"
+    torch.jit.script(Net()).save(str(path))
+    model = accel.Model.from_torchscript(str(path))
+    handler = ProfileKwargs(with_stack=True, with_modules=True, output_trace_dir=str(tmp_path / "t"))
+    with accel.Accelerator(cpu=True, kwargs_handlers=[handler]) as acc:
+        with acc.profile():
+            model(accel.tensor(np.ones(2, np.float32)))
+    events = json.loads((tmp_path / "t" / "trace_0.json").read_text())["traceEvents"]
+    relu = [e["args"] for e in events if e["name"] == "aten::relu"]
+    assert relu, "no aten::relu in the trace"
+    assert relu[0]["Module Hierarchy"] == "TOP(Net)::forward.block(Block)::forward."
+    # The stack is the one the TorchScript interpreter knows for the loaded file (its serialized
+    # code), innermost first: what torch's own profiler records for that relu.
+    loaded = torch.jit.load(str(path))
+    with torch.autograd.profiler.profile(with_stack=True, use_kineto=False) as prof:
+        loaded(torch.ones(2))
+    torch_stack = next(e.stack for e in prof.function_events if e.name == "aten::relu")
+    assert len(torch_stack) == 2 and relu[0]["Call stack"] == "".join(f + ";" for f in torch_stack)
 
 
 def free_port():

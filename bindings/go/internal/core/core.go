@@ -713,6 +713,8 @@ extern swig_intgo _wrap_LOG_CRITICAL_core_a1403cbc65d2f32f(void);
 extern swig_intgo _wrap_PROFILE_RECORD_SHAPES_core_a1403cbc65d2f32f(void);
 extern swig_intgo _wrap_PROFILE_MEMORY_core_a1403cbc65d2f32f(void);
 extern swig_intgo _wrap_PROFILE_WITH_FLOPS_core_a1403cbc65d2f32f(void);
+extern swig_intgo _wrap_PROFILE_WITH_STACK_core_a1403cbc65d2f32f(void);
+extern swig_intgo _wrap_PROFILE_WITH_MODULES_core_a1403cbc65d2f32f(void);
 extern void _wrap_FieldSpec_dtype_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2);
 extern swig_intgo _wrap_FieldSpec_dtype_get_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_FieldSpec_shape_set_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
@@ -1031,8 +1033,8 @@ extern uintptr_t _wrap_new_ProgressBar__SWIG_2_core_a1403cbc65d2f32f(swig_type_3
 extern void _wrap_delete_ProgressBar_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_ProgressBar_update__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_310 arg2);
 extern void _wrap_ProgressBar_update__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_Profile_begin_with_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_311 arg2, _Bool arg3, _Bool arg4, _Bool arg5);
-extern uintptr_t _wrap_Profile_begin_scheduled_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_312 arg2, _Bool arg3, _Bool arg4, _Bool arg5, swig_type_313 arg6, swig_type_314 arg7, swig_type_315 arg8, swig_type_316 arg9, swig_type_317 arg10);
+extern uintptr_t _wrap_Profile_begin_with_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_311 arg2, _Bool arg3, _Bool arg4, _Bool arg5, _Bool arg6, _Bool arg7);
+extern uintptr_t _wrap_Profile_begin_scheduled_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_312 arg2, _Bool arg3, _Bool arg4, _Bool arg5, _Bool arg6, _Bool arg7, swig_type_313 arg8, swig_type_314 arg9, swig_type_315 arg10, swig_type_316 arg11, swig_type_317 arg12);
 extern _Bool _wrap_Profile_step_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Profile_begin_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_318 arg2);
 extern void _wrap_delete_Profile_core_a1403cbc65d2f32f(uintptr_t arg1);
@@ -3994,6 +3996,20 @@ func _swig_getPROFILE_WITH_FLOPS() (_swig_ret Accel_profile_option) {
 }
 
 var PROFILE_WITH_FLOPS Accel_profile_option = _swig_getPROFILE_WITH_FLOPS()
+func _swig_getPROFILE_WITH_STACK() (_swig_ret Accel_profile_option) {
+	var swig_r Accel_profile_option
+	swig_r = (Accel_profile_option)(C._wrap_PROFILE_WITH_STACK_core_a1403cbc65d2f32f())
+	return swig_r
+}
+
+var PROFILE_WITH_STACK Accel_profile_option = _swig_getPROFILE_WITH_STACK()
+func _swig_getPROFILE_WITH_MODULES() (_swig_ret Accel_profile_option) {
+	var swig_r Accel_profile_option
+	swig_r = (Accel_profile_option)(C._wrap_PROFILE_WITH_MODULES_core_a1403cbc65d2f32f())
+	return swig_r
+}
+
+var PROFILE_WITH_MODULES Accel_profile_option = _swig_getPROFILE_WITH_MODULES()
 type SwigcptrFieldSpec uintptr
 
 func (p SwigcptrFieldSpec) Swigcptr() uintptr {
@@ -8321,21 +8337,23 @@ func (p SwigcptrProfile) Swigcptr() uintptr {
 func (p SwigcptrProfile) SwigIsProfile() {
 }
 
-func ProfileBegin_with(arg1 Accelerator, arg2 string, arg3 bool, arg4 bool, arg5 bool) (_swig_ret Profile) {
+func ProfileBegin_with(arg1 Accelerator, arg2 string, arg3 bool, arg4 bool, arg5 bool, arg6 bool, arg7 bool) (_swig_ret Profile) {
 	var swig_r Profile
 	_swig_i_0 := getSwigcptr(arg1)
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (Profile)(SwigcptrProfile(C._wrap_Profile_begin_with_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_311)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2), C._Bool(_swig_i_3), C._Bool(_swig_i_4))))
+	_swig_i_5 := arg6
+	_swig_i_6 := arg7
+	swig_r = (Profile)(SwigcptrProfile(C._wrap_Profile_begin_with_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_311)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2), C._Bool(_swig_i_3), C._Bool(_swig_i_4), C._Bool(_swig_i_5), C._Bool(_swig_i_6))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
 	return swig_r
 }
 
-func ProfileBegin_scheduled(arg1 Accelerator, arg2 string, arg3 bool, arg4 bool, arg5 bool, arg6 int64, arg7 int64, arg8 int64, arg9 int64, arg10 int64) (_swig_ret Profile) {
+func ProfileBegin_scheduled(arg1 Accelerator, arg2 string, arg3 bool, arg4 bool, arg5 bool, arg6 bool, arg7 bool, arg8 int64, arg9 int64, arg10 int64, arg11 int64, arg12 int64) (_swig_ret Profile) {
 	var swig_r Profile
 	_swig_i_0 := getSwigcptr(arg1)
 	_swig_i_1 := arg2
@@ -8347,7 +8365,9 @@ func ProfileBegin_scheduled(arg1 Accelerator, arg2 string, arg3 bool, arg4 bool,
 	_swig_i_7 := arg8
 	_swig_i_8 := arg9
 	_swig_i_9 := arg10
-	swig_r = (Profile)(SwigcptrProfile(C._wrap_Profile_begin_scheduled_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_312)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2), C._Bool(_swig_i_3), C._Bool(_swig_i_4), C.swig_type_313(_swig_i_5), C.swig_type_314(_swig_i_6), C.swig_type_315(_swig_i_7), C.swig_type_316(_swig_i_8), C.swig_type_317(_swig_i_9))))
+	_swig_i_10 := arg11
+	_swig_i_11 := arg12
+	swig_r = (Profile)(SwigcptrProfile(C._wrap_Profile_begin_scheduled_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_312)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2), C._Bool(_swig_i_3), C._Bool(_swig_i_4), C._Bool(_swig_i_5), C._Bool(_swig_i_6), C.swig_type_313(_swig_i_7), C.swig_type_314(_swig_i_8), C.swig_type_315(_swig_i_9), C.swig_type_316(_swig_i_10), C.swig_type_317(_swig_i_11))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}

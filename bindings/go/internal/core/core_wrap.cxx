@@ -443,6 +443,13 @@ struct AccelBatch {
     for (accel_tensor* t : tensors) accel_tensor_free(t);
   }
 };
+/* ProfileKwargs' flags as accel_profile_option bits. */
+static unsigned profile_options(bool record_shapes, bool profile_memory, bool with_flops, bool with_stack,
+                                bool with_modules) {
+  return (record_shapes ? ACCEL_PROFILE_RECORD_SHAPES : 0u) | (profile_memory ? ACCEL_PROFILE_MEMORY : 0u) |
+         (with_flops ? ACCEL_PROFILE_WITH_FLOPS : 0u) | (with_stack ? ACCEL_PROFILE_WITH_STACK : 0u) |
+         (with_modules ? ACCEL_PROFILE_WITH_MODULES : 0u);
+}
 
 SWIGINTERN std::vector< long >::const_reference std_vector_Sl_int64_t_Sg__get(std::vector< int64_t > *self,int i){
                 int size = int(self->size());
@@ -1330,18 +1337,16 @@ SWIGINTERN AccelProgress *new_AccelProgress__SWIG_0(int64_t total,std::string co
   }
 SWIGINTERN void delete_AccelProgress(AccelProgress *self){ accel_progress_free(self); }
 SWIGINTERN void AccelProgress_update__SWIG_0(AccelProgress *self,int64_t steps=1){ accel_check(accel_progress_update(self, steps)); }
-SWIGINTERN AccelProfileRun *AccelProfileRun_begin_with(AccelAccelerator const *accelerator,std::string const &output_trace_dir,bool record_shapes,bool profile_memory,bool with_flops){
-    const unsigned options = (record_shapes ? ACCEL_PROFILE_RECORD_SHAPES : 0u) |
-                             (profile_memory ? ACCEL_PROFILE_MEMORY : 0u) | (with_flops ? ACCEL_PROFILE_WITH_FLOPS : 0u);
+SWIGINTERN AccelProfileRun *AccelProfileRun_begin_with(AccelAccelerator const *accelerator,std::string const &output_trace_dir,bool record_shapes,bool profile_memory,bool with_flops,bool with_stack,bool with_modules){
+    const unsigned options = profile_options(record_shapes, profile_memory, with_flops, with_stack, with_modules);
     accel_profile* handle = 0;
     accel_check(accel_profile_begin_with(accelerator, output_trace_dir.c_str(), options, &handle));
     AccelProfileRun* run = new AccelProfileRun;
     run->handle = handle;
     return run;
   }
-SWIGINTERN AccelProfileRun *AccelProfileRun_begin_scheduled(AccelAccelerator const *accelerator,std::string const &output_trace_dir,bool record_shapes,bool profile_memory,bool with_flops,int64_t wait,int64_t warmup,int64_t active,int64_t repeat,int64_t skip_first){
-    const unsigned options = (record_shapes ? ACCEL_PROFILE_RECORD_SHAPES : 0u) |
-                             (profile_memory ? ACCEL_PROFILE_MEMORY : 0u) | (with_flops ? ACCEL_PROFILE_WITH_FLOPS : 0u);
+SWIGINTERN AccelProfileRun *AccelProfileRun_begin_scheduled(AccelAccelerator const *accelerator,std::string const &output_trace_dir,bool record_shapes,bool profile_memory,bool with_flops,bool with_stack,bool with_modules,int64_t wait,int64_t warmup,int64_t active,int64_t repeat,int64_t skip_first){
+    const unsigned options = profile_options(record_shapes, profile_memory, with_flops, with_stack, with_modules);
     accel_profile_schedule schedule;
     accel_profile_schedule_init(&schedule);
     schedule.wait = wait;
@@ -7636,6 +7641,50 @@ intgo _wrap_PROFILE_WITH_FLOPS_core_a1403cbc65d2f32f() {
   {
     try {
       result = ACCEL_PROFILE_WITH_FLOPS;
+      
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  _swig_go_result = (intgo)result; 
+  return _swig_go_result;
+}
+
+
+intgo _wrap_PROFILE_WITH_STACK_core_a1403cbc65d2f32f() {
+  accel_profile_option result;
+  intgo _swig_go_result;
+  
+  
+  {
+    try {
+      result = ACCEL_PROFILE_WITH_STACK;
+      
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  _swig_go_result = (intgo)result; 
+  return _swig_go_result;
+}
+
+
+intgo _wrap_PROFILE_WITH_MODULES_core_a1403cbc65d2f32f() {
+  accel_profile_option result;
+  intgo _swig_go_result;
+  
+  
+  {
+    try {
+      result = ACCEL_PROFILE_WITH_MODULES;
       
     } catch (const AccelFailure& e) {
       accel_go_store_error(e.code(), e.what());
@@ -15618,12 +15667,14 @@ void _wrap_ProgressBar_update__SWIG_1_core_a1403cbc65d2f32f(AccelProgress *_swig
 }
 
 
-AccelProfileRun *_wrap_Profile_begin_with_core_a1403cbc65d2f32f(AccelAccelerator *_swig_go_0, _gostring_ _swig_go_1, bool _swig_go_2, bool _swig_go_3, bool _swig_go_4) {
+AccelProfileRun *_wrap_Profile_begin_with_core_a1403cbc65d2f32f(AccelAccelerator *_swig_go_0, _gostring_ _swig_go_1, bool _swig_go_2, bool _swig_go_3, bool _swig_go_4, bool _swig_go_5, bool _swig_go_6) {
   AccelAccelerator *arg1 = (AccelAccelerator *) 0 ;
   std::string *arg2 = 0 ;
   bool arg3 ;
   bool arg4 ;
   bool arg5 ;
+  bool arg6 ;
+  bool arg7 ;
   AccelProfileRun *result = 0 ;
   AccelProfileRun *_swig_go_result;
   
@@ -15635,10 +15686,12 @@ AccelProfileRun *_wrap_Profile_begin_with_core_a1403cbc65d2f32f(AccelAccelerator
   arg3 = (bool)_swig_go_2; 
   arg4 = (bool)_swig_go_3; 
   arg5 = (bool)_swig_go_4; 
+  arg6 = (bool)_swig_go_5; 
+  arg7 = (bool)_swig_go_6; 
   
   {
     try {
-      result = (AccelProfileRun *)AccelProfileRun_begin_with((AccelAccelerator const *)arg1,(std::string const &)*arg2,arg3,arg4,arg5);
+      result = (AccelProfileRun *)AccelProfileRun_begin_with((AccelAccelerator const *)arg1,(std::string const &)*arg2,arg3,arg4,arg5,arg6,arg7);
     } catch (const AccelFailure& e) {
       accel_go_store_error(e.code(), e.what());
     } catch (const std::exception& e) {
@@ -15652,17 +15705,19 @@ AccelProfileRun *_wrap_Profile_begin_with_core_a1403cbc65d2f32f(AccelAccelerator
 }
 
 
-AccelProfileRun *_wrap_Profile_begin_scheduled_core_a1403cbc65d2f32f(AccelAccelerator *_swig_go_0, _gostring_ _swig_go_1, bool _swig_go_2, bool _swig_go_3, bool _swig_go_4, long long _swig_go_5, long long _swig_go_6, long long _swig_go_7, long long _swig_go_8, long long _swig_go_9) {
+AccelProfileRun *_wrap_Profile_begin_scheduled_core_a1403cbc65d2f32f(AccelAccelerator *_swig_go_0, _gostring_ _swig_go_1, bool _swig_go_2, bool _swig_go_3, bool _swig_go_4, bool _swig_go_5, bool _swig_go_6, long long _swig_go_7, long long _swig_go_8, long long _swig_go_9, long long _swig_go_10, long long _swig_go_11) {
   AccelAccelerator *arg1 = (AccelAccelerator *) 0 ;
   std::string *arg2 = 0 ;
   bool arg3 ;
   bool arg4 ;
   bool arg5 ;
-  int64_t arg6 ;
-  int64_t arg7 ;
+  bool arg6 ;
+  bool arg7 ;
   int64_t arg8 ;
   int64_t arg9 ;
   int64_t arg10 ;
+  int64_t arg11 ;
+  int64_t arg12 ;
   AccelProfileRun *result = 0 ;
   AccelProfileRun *_swig_go_result;
   
@@ -15674,15 +15729,17 @@ AccelProfileRun *_wrap_Profile_begin_scheduled_core_a1403cbc65d2f32f(AccelAccele
   arg3 = (bool)_swig_go_2; 
   arg4 = (bool)_swig_go_3; 
   arg5 = (bool)_swig_go_4; 
-  arg6 = (int64_t)_swig_go_5; 
-  arg7 = (int64_t)_swig_go_6; 
+  arg6 = (bool)_swig_go_5; 
+  arg7 = (bool)_swig_go_6; 
   arg8 = (int64_t)_swig_go_7; 
   arg9 = (int64_t)_swig_go_8; 
   arg10 = (int64_t)_swig_go_9; 
+  arg11 = (int64_t)_swig_go_10; 
+  arg12 = (int64_t)_swig_go_11; 
   
   {
     try {
-      result = (AccelProfileRun *)AccelProfileRun_begin_scheduled((AccelAccelerator const *)arg1,(std::string const &)*arg2,arg3,arg4,arg5,arg6,arg7,arg8,arg9,arg10);
+      result = (AccelProfileRun *)AccelProfileRun_begin_scheduled((AccelAccelerator const *)arg1,(std::string const &)*arg2,arg3,arg4,arg5,arg6,arg7,arg8,arg9,arg10,arg11,arg12);
     } catch (const AccelFailure& e) {
       accel_go_store_error(e.code(), e.what());
     } catch (const std::exception& e) {

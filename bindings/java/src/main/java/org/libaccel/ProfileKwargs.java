@@ -4,7 +4,9 @@ package org.libaccel;
  * Accelerate's ProfileKwargs for {@code accelerator.profile(kwargs)}: where the Chrome trace goes
  * (outputTraceDir/trace_&lt;rank&gt;.json) and what it records besides each operator: recordShapes
  * (each operator's "Input Dims"), profileMemory (CPU allocations as "[memory]" events) and
- * withFlops (the "flops" LibTorch counts for matmuls and convolutions). schedule(...) is
+ * withFlops (the "flops" LibTorch counts for matmuls and convolutions); for operators a TorchScript
+ * model runs, withStack (the model source lines that called them, "Call stack") and withModules
+ * (the submodules they ran in, "Module Hierarchy"), as torch.profiler writes them. schedule(...) is
  * torch.profiler.schedule's (Accelerate's schedule_option), counted by {@link Profile#step()};
  * onTraceReady runs when a cycle's trace is written.
  */
@@ -13,6 +15,8 @@ public final class ProfileKwargs {
   private boolean recordShapes;
   private boolean profileMemory;
   private boolean withFlops;
+  private boolean withStack;
+  private boolean withModules;
   private long[] schedule;
   private java.util.function.Consumer<Profile> onTraceReady;
 
@@ -33,6 +37,16 @@ public final class ProfileKwargs {
 
   public ProfileKwargs withFlops(boolean on) {
     withFlops = on;
+    return this;
+  }
+
+  public ProfileKwargs withStack(boolean on) {
+    withStack = on;
+    return this;
+  }
+
+  public ProfileKwargs withModules(boolean on) {
+    withModules = on;
     return this;
   }
 
@@ -57,9 +71,9 @@ public final class ProfileKwargs {
   Profile begin(Accelerator accelerator) {
     if (outputTraceDir == null) throw new IllegalArgumentException("ProfileKwargs.outputTraceDir is not set");
     Profile profile = schedule == null
-        ? Profile.beginWith(accelerator, outputTraceDir, recordShapes, profileMemory, withFlops)
-        : Profile.beginScheduled(accelerator, outputTraceDir, recordShapes, profileMemory, withFlops, schedule[0],
-            schedule[1], schedule[2], schedule[3], schedule[4]);
+        ? Profile.beginWith(accelerator, outputTraceDir, recordShapes, profileMemory, withFlops, withStack, withModules)
+        : Profile.beginScheduled(accelerator, outputTraceDir, recordShapes, profileMemory, withFlops, withStack,
+            withModules, schedule[0], schedule[1], schedule[2], schedule[3], schedule[4]);
     return profile.withTrace(outputTraceDir + "/trace_" + accelerator.processIndex() + ".json", onTraceReady);
   }
 }

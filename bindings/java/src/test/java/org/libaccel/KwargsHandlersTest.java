@@ -35,6 +35,26 @@ class KwargsHandlersTest {
     }
   }
 
+  /**
+   * withStack and withModules on tests/model/files/tiny_mlp.pt (fc1, relu, fc2): fc1's product
+   * ran in submodule fc1, the relu in TinyMlp's own forward, each with its TorchScript source line.
+   */
+  @Test
+  void profileKwargsWithStackAndModulesOnTorchScript(@TempDir Path dir) throws Exception {
+    try (Accelerator acc = Accelerator.builder().cpu(true).build();
+         Model model = Model.fromTorchscript(NamedForwardTest.fixture("tiny_mlp.pt"));
+         Tensor x = Tensor.of(new float[] {1, 2, 3, 4}, 1, 4)) {
+      ProfileKwargs kwargs = new ProfileKwargs().outputTraceDir(dir.toString()).withStack(true).withModules(true);
+      try (Profile profile = acc.profile(kwargs); Tensor y = model.forward(x)) {
+        assertArrayEquals(new long[] {1, 3}, y.shape());
+      }
+      String trace = Files.readString(dir.resolve("trace_0.json"));
+      assertTrue(trace.contains("\"Module Hierarchy\":\"TOP(TinyMlp)::forward.fc1(Linear)::forward.\""), trace);
+      assertTrue(trace.contains("\"Module Hierarchy\":\"TOP(TinyMlp)::forward.\""), trace);
+      assertTrue(trace.contains("\"Call stack\":\"code/__torch__.py("), trace);
+    }
+  }
+
   /** torch.profiler.schedule(wait 1, warmup 0, active 2, repeat 1): steps 1-2 recorded, ready after step 2. */
   @Test
   void profileScheduleCallsOnTraceReady(@TempDir Path dir) throws Exception {
