@@ -83,10 +83,18 @@ struct Recording {
   ModuleHierarchies modules;
 };
 
+// torch.profiler marks each step with a "ProfilerStep#N" range, which
+// TensorBoard's profile plugin splits a trace by.
+constexpr const char* kStepPrefix = "ProfilerStep#";
+bool is_step_annotation(const std::string& name) { return name.rfind(kStepPrefix, 0) == 0; }
+
 // The legacy profiler's events as Trace Event Format events (what its own
 // writer, RecordProfile, writes, plus what options ask for): each push/pop pair
 // of an operator one complete ("X") event, timed from the profile's start mark;
-// allocations instant "[memory]" events with the running total.
+// allocations instant "[memory]" events with the running total. Categories and
+// argument names are those of PyTorch's Kineto traces ("cpu_op",
+// "user_annotation", "cpu_instant_event"), so TensorBoard's profile plugin
+// (torch-tb-profiler) reads the file as it reads torch's.
 nlohmann::json trace_events(const Recording& recording, const ProfileOptions& options) {
   const thread_event_lists& lists = recording.events;
   const LegacyEvent* start = nullptr;
@@ -116,8 +124,10 @@ nlohmann::json trace_events(const Recording& recording, const ProfileOptions& op
           if (auto module = recording.modules.find(push.handle()); module != recording.modules.end()) {
             args["Module Hierarchy"] = module->second;
           }
-          out.push_back({{"name", push.name()},
+          const std::string name = push.name();
+          out.push_back({{"name", name},
                          {"ph", "X"},
+                         {"cat", is_step_annotation(name) ? "user_annotation" : "cpu_op"},
                          {"ts", start->cpuElapsedUs(push)},
                          {"dur", push.cpuElapsedUs(event)},
                          {"tid", push.threadId()},
@@ -131,9 +141,14 @@ nlohmann::json trace_events(const Recording& recording, const ProfileOptions& op
             out.push_back({{"name", "[memory]"},
                            {"ph", "i"},
                            {"s", "t"},
+                           {"cat", "cpu_instant_event"},
                            {"ts", start->cpuElapsedUs(event)},
                            {"tid", event.threadId()},
-                           {"args", {{"Bytes", event.cpuMemoryUsage()}, {"Total Allocated", allocated}}}});
+                           {"args",
+                            {{"Device Type", 0},  // Kineto's: CPU 0, device id -1
+                             {"Device Id", -1},
+                             {"Bytes", event.cpuMemoryUsage()},
+                             {"Total Allocated", allocated}}}});
           }
           break;
         case EventKind::Mark: break;
@@ -193,9 +208,19 @@ struct ProfileScope::Impl {
                                               options.profile_memory, options.with_stack, options.with_flops));
     if (options.with_modules) modules = std::make_unique<ModuleHierarchyRecorder>();
     recording = true;
+    open_step();
   }
+  // The range of the step now running, "ProfilerStep#<steps>", as
+  // torch.profiler's step() opens one at each step while it records.
+  void open_step() {
+    step_name = kStepPrefix + std::to_string(steps);
+    step_range = std::make_unique<at::RecordFunction>(at::RecordScope::USER_SCOPE);
+    if (step_range->isActive()) step_range->before(step_name, c10::ArrayRef<const c10::IValue>{});
+  }
+  void close_step() { step_range.reset(); }  // its destructor ends the range
   // Stops the profiler (on its own thread) and returns what it recorded.
   Recording stop() {
+    close_step();
     recording = false;
     Recording out{torch::autograd::profiler::disableProfilerLegacy(), {}};
     if (modules) out.modules = modules->take();
@@ -203,6 +228,8 @@ struct ProfileScope::Impl {
     return out;
   }
   std::unique_ptr<ModuleHierarchyRecorder> modules;
+  std::string step_name;
+  std::unique_ptr<at::RecordFunction> step_range;
   std::thread::id owner = std::this_thread::get_id();
   ProfileOptions options;
   bool recording = false;
@@ -275,14 +302,19 @@ bool ProfileScope::step() {
   Impl& impl = *impl_;
   const Action done = scheduled_action(impl.options.schedule, impl.steps);
   const Action next = scheduled_action(impl.options.schedule, ++impl.steps);
-  if (impl.options.schedule.active == 0) return false;  // no schedule: one recording until finish()
   bool ready = false;
-  if (impl.recording && (done == Action::RecordAndSave || next == Action::None)) {
+  // Without a schedule: one recording until finish(), its steps marked.
+  if (impl.options.schedule.active != 0 && impl.recording && (done == Action::RecordAndSave || next == Action::None)) {
     write_trace(path_, process_index_, impl.stop(), impl.options);
     impl.written = true;
     ready = true;
   }
-  if (!impl.recording && next != Action::None) impl.start();
+  if (!impl.recording && next != Action::None) {
+    impl.start();
+  } else if (impl.recording) {
+    impl.close_step();
+    impl.open_step();
+  }
   return ready;
 }
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import enum
+import gzip
 import inspect
 import json
 import numbers
@@ -857,8 +858,14 @@ class _Profile:
             self._on_trace_ready(self)
 
     def export_chrome_trace(self, path: str) -> None:
-        """Copies the last written trace (the last finished cycle under a schedule) to path."""
-        shutil.copyfile(self.trace_path, os.fspath(path))
+        """Copies the last written trace (the last finished cycle under a schedule) to path,
+        gzip-compressed when path ends in ".gz" (as torch's export_chrome_trace)."""
+        path = os.fspath(path)
+        if path.endswith(".gz"):
+            with open(self.trace_path, "rb") as source, gzip.open(path, "wb") as target:
+                shutil.copyfileobj(source, target)
+        else:
+            shutil.copyfile(self.trace_path, path)
 
 
 _closeable(Accelerator, core.close_accelerator)

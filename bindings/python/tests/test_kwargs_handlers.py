@@ -285,6 +285,37 @@ def test_profile_kwargs_with_stack_and_modules_on_torchscript(tmp_path):
     assert len(torch_stack) == 2 and relu[0]["Call stack"] == "".join(f + ";" for f in torch_stack)
 
 
+def test_tensorboard_trace_handler_writes_what_the_profile_plugin_reads(tmp_path):
+    # torch.profiler's way to TensorBoard: on_trace_ready=tensorboard_trace_handler(dir) under a
+    # schedule (wait 1, active 2, repeat 1) over 4 training steps. TensorBoard's profile plugin
+    # (torch-tb-profiler's RunProfileData, the parser behind its views) reads the file: two steps,
+    # named after the recorded steps 1 and 2 as torch's ProfilerStep#1/#2, with the model's
+    # product among the operators, and the CPU allocations in its memory view.
+    from torch_tb_profiler.profiler.data import RunProfileData
+
+    from accel.profiler import tensorboard_trace_handler
+
+    model = accel.Model.from_json('[{"type": "Linear", "in_features": 3, "out_features": 4, "bias": false}]')
+    x = accel.tensor(np.ones((2, 3), np.float32))
+    for gzip_it in (False, True):
+        logdir = tmp_path / f"tb_{gzip_it}"
+        handler = ProfileKwargs(schedule_option={"wait": 1, "warmup": 0, "active": 2, "repeat": 1},
+                                on_trace_ready=tensorboard_trace_handler(str(logdir), "worker0", use_gzip=gzip_it),
+                                profile_memory=True, output_trace_dir=str(tmp_path / f"t_{gzip_it}"))
+        with accel.Accelerator(cpu=True, kwargs_handlers=[handler]) as acc:
+            with acc.profile() as prof:
+                for _ in range(4):
+                    model(x)
+                    prof.step()
+        files = os.listdir(logdir)
+        assert len(files) == 1 and files[0].startswith("worker0.")
+        assert files[0].endswith(".pt.trace.json.gz" if gzip_it else ".pt.trace.json")
+        profile = RunProfileData.parse("worker0", "1", str(logdir / files[0]), str(tmp_path))
+        assert profile.steps_names == ["1", "2"]
+        assert "aten::mm" in {op.name for op in profile.op_list_groupby_name}
+        assert profile.memory_snapshot is not None
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
