@@ -20,6 +20,12 @@ const tinyGPT = `{"inputs": ["input_ids", {"name": "labels", "optional": true}],
   {"name": "logits", "type": "Linear", "in_features": 16, "out_features": 32, "weight": "wte.weight"},
   {"name": "loss", "type": "CausalLMLoss", "input": ["logits", "labels"]}], "outputs": ["loss"]}`
 
+// sequencePlan adds Megatron-style sequence parallelism to tinyGPT (docs/parallelism.md):
+// the norms, residual adds and ln_f run on each rank's block of the sequence.
+const sequencePlan = `, "tp_plan": {"*.self_attn": "colwise", "*.self_attn.out_proj": "rowwise",
+  "*.linear1": "colwise", "*.linear2": "rowwise", "*.norm1": "sequence_parallel",
+  "*.norm2": "sequence_parallel", "ln_f": "sequence_parallel"}}`
+
 func TestParallelismConfigIsCheckedAgainstTheWorld(t *testing.T) {
 	acc := newCPU(t, AcceleratorOptions{})
 	if got := must[ParallelismConfig](t)(acc.ParallelismConfig()); got != (ParallelismConfig{1, 1, 1, 1}) {
@@ -42,28 +48,35 @@ func TestTensorParallelThroughAccelLaunch(t *testing.T) {
 	if launcher == "" {
 		t.Skip("ACCEL_CLI (the accel command) is not set; run through CTest")
 	}
-	cmd := exec.Command(launcher, "launch", "--nproc_per_node", "2", "--master_port", "0",
-		os.Args[0], "-test.run=^TestTensorParallelWorker$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "ACCEL_GO_TP_WORKER=1")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
-	if !strings.Contains(string(out), "[rank 0] ok tp 2") {
-		t.Fatalf("no \"ok tp 2\" in\n%s", out)
+	for _, mode := range []string{"tp", "sp"} {
+		cmd := exec.Command(launcher, "launch", "--nproc_per_node", "2", "--master_port", "0",
+			os.Args[0], "-test.run=^TestTensorParallelWorker$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "ACCEL_GO_TP_WORKER="+mode)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", mode, err, out)
+		}
+		if want := "[rank 0] ok " + mode + " 2"; !strings.Contains(string(out), want) {
+			t.Fatalf("no %q in\n%s", want, out)
+		}
 	}
 }
 
 func TestTensorParallelWorker(t *testing.T) {
-	if os.Getenv("ACCEL_GO_TP_WORKER") == "" {
+	mode := os.Getenv("ACCEL_GO_TP_WORKER") // "tp", or "sp" for sequence parallelism too
+	if mode == "" {
 		t.Skip("run by TestTensorParallelThroughAccelLaunch")
+	}
+	spec := tinyGPT
+	if mode == "sp" {
+		spec = tinyGPT[:len(tinyGPT)-1] + sequencePlan
 	}
 	acc := newCPU(t, AcceleratorOptions{ParallelismConfig: &ParallelismConfig{TPSize: 2}})
 	if got := must[ParallelismConfig](t)(acc.ParallelismConfig()); got != (ParallelismConfig{1, 1, 2, 1}) {
 		t.Fatalf("mesh %+v", got)
 	}
 	ok(t, acc.SetSeed(0))
-	model := must[*Model](t)(ModelFromJSON(tinyGPT))
+	model := must[*Model](t)(ModelFromJSON(spec))
 	opt := must[*Optimizer](t)(NewOptimizer(model, OptimizerOptions{Kind: AdamW, LR: 1e-3}))
 	ok(t, acc.Prepare(model, opt))
 	shapes := map[string][]int64{}
@@ -94,7 +107,7 @@ func TestTensorParallelWorker(t *testing.T) {
 	if got := must[[]int64](t)(whole["h0.linear1.weight"].Shape()); !equal(got, []int64{32, 16}) {
 		t.Fatalf("gathered shape %v", got)
 	}
-	reference := must[*Model](t)(ModelFromJSON(tinyGPT))
+	reference := must[*Model](t)(ModelFromJSON(spec))
 	ok(t, reference.LoadStateDict(whole, true))
 	split, full := lossOf(model), lossOf(reference)
 	// The same function with sums reassociated: the mean of 28 token losses of
@@ -103,7 +116,16 @@ func TestTensorParallelWorker(t *testing.T) {
 	if math.Abs(split-full) > 1e-5 {
 		t.Fatalf("split model's loss %v, whole model's %v", split, full)
 	}
+	if mode == "sp" {
+		// The blocks are real: a sequence of 7 does not split over 2 ranks, and h0 says so
+		// (plain tensor parallelism takes it).
+		odd := must[*Tensor](t)(NewTensor(ids[:28], 4, 7))
+		_, err := model.ForwardNamed(map[string]*Tensor{"input_ids": odd, "labels": odd})
+		if err == nil || !strings.Contains(err.Error(), "h0") {
+			t.Fatalf("a sequence of 7 under sequence parallelism: %v", err)
+		}
+	}
 	if must[int](t)(acc.ProcessIndex()) == 0 {
-		os.Stdout.WriteString("ok tp 2\n")
+		os.Stdout.WriteString("ok " + mode + " 2\n")
 	}
 }

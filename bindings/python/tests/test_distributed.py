@@ -41,19 +41,20 @@ def test_collectives_match_accelerate_across_processes(nproc, flags, extra):
 TENSOR_PARALLEL = Path(__file__).parent / "programs" / "tensor_parallel_worker.py"
 
 
-@pytest.mark.parametrize("tp,how", [(2, "flags"), (2, "option")])
+@pytest.mark.parametrize("tp,how", [(2, "flags"), (2, "option"), (2, "sp")])
 def test_tensor_parallel_split_model_computes_the_whole_models_function(tp, how):
     launcher = os.environ.get("ACCEL_CLI")
     if not launcher:
         pytest.skip("ACCEL_CLI (the accel command) is not set; run through CTest")
     # The mesh from the launcher's flags, or from Accelerator(parallelism_config=...).
-    flags = ["--parallelism_config_tp_size", str(tp)] if how == "flags" else []
+    # "sp": the flags' mesh, with a sequence-parallel plan in the model's spec.
+    flags = ["--parallelism_config_tp_size", str(tp)] if how != "option" else []
     result = subprocess.run(
         [launcher, "launch", "--nproc_per_node", str(tp), "--master_port", "0", *flags, sys.executable,
-         str(TENSOR_PARALLEL), *([how] if how == "option" else [])],
+         str(TENSOR_PARALLEL), *([how] if how != "flags" else [])],
         capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert f"[rank 0] ok tp {tp}" in result.stdout
+    assert f"[rank 0] ok tp {tp}{' sp' if how == 'sp' else ''} loss" in result.stdout
 
 
 PARTIAL_STATE = Path(__file__).parent / "programs" / "partial_state_worker.py"

@@ -29,6 +29,10 @@ class TensorParallelTest {
       + " \"weight\": \"wte.weight\"},"
       + "{\"name\": \"loss\", \"type\": \"CausalLMLoss\", \"input\": [\"logits\", \"labels\"]}],"
       + " \"outputs\": [\"loss\"]}";
+  /** Megatron-style sequence parallelism on top (docs/parallelism.md): norms and ln_f on sequence blocks. */
+  static final String SEQUENCE_PLAN = ", \"tp_plan\": {\"*.self_attn\": \"colwise\", \"*.self_attn.out_proj\": "
+      + "\"rowwise\", \"*.linear1\": \"colwise\", \"*.linear2\": \"rowwise\", \"*.norm1\": \"sequence_parallel\", "
+      + "\"*.norm2\": \"sequence_parallel\", \"ln_f\": \"sequence_parallel\"}}";
 
   @Test
   void theMeshIsCheckedAgainstTheWorld() {
@@ -44,11 +48,14 @@ class TensorParallelTest {
   @Test
   void aSplitStepAcrossLaunchedProcesses() {
     Assumptions.assumeTrue("2".equals(System.getenv("WORLD_SIZE")), "run by java_tensor_parallel_2");
+    // java_sequence_parallel_2 sets ACCEL_JAVA_TP_MODE=sp: the same step with sequence parallelism.
+    boolean sequenceParallel = "sp".equals(System.getenv("ACCEL_JAVA_TP_MODE"));
+    String spec = sequenceParallel ? GPT.substring(0, GPT.length() - 1) + SEQUENCE_PLAN : GPT;
     long[] ids = new long[32];
     for (int i = 0; i < ids.length; ++i) ids[i] = (i * 7 + 3) % 32;
     try (Accelerator acc =
              new AcceleratorBuilder().cpu(true).parallelismConfig(new ParallelismConfig().tpSize(2)).build();
-         Model model = Model.fromJson(GPT); Model reference = Model.fromJson(GPT);
+         Model model = Model.fromJson(spec); Model reference = Model.fromJson(spec);
          Optimizer opt = Optimizer.adamW(model, 1e-3); Tensor batch = Tensor.of(ids, 4, 8)) {
       assertEquals(new ParallelismConfig().tpSize(2), acc.parallelismConfig());
       acc.setSeed(0);
@@ -70,7 +77,16 @@ class TensorParallelTest {
       // The same function with sums reassociated: the mean of 28 token losses of about 3.5 moves by
       // at most 28 * 6e-8 * 3.5 = 5.9e-6 (float32's unit roundoff); the products inside, less again.
       assertEquals(full, split, 1e-5);
-      if (acc.processIndex() == 0) System.out.println("ok tp 2");
+      if (sequenceParallel) {
+        // The blocks are real: a sequence of 7 does not split over 2 ranks, and h0 says so
+        // (plain tensor parallelism takes it).
+        try (Tensor odd = Tensor.of(java.util.Arrays.copyOf(ids, 28), 4, 7)) {
+          AccelException e = assertThrows(AccelException.class,
+              () -> lossOf(model, Map.of("input_ids", odd, "labels", odd)));
+          assertTrue(e.getMessage().contains("h0"), e.getMessage());
+        }
+      }
+      if (acc.processIndex() == 0) System.out.println(sequenceParallel ? "ok sp 2" : "ok tp 2");
     }
   }
 
