@@ -9,6 +9,7 @@
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/function.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,16 @@ at::Tensor leaf(at::Tensor t) { return t.detach().requires_grad_(true); }
 constexpr double kUnitRoundoff = 5.960464477539063e-8;  // float32: 2^-24
 double product_bound(int64_t depth) { return 2 * depth * kUnitRoundoff / (1 - depth * kUnitRoundoff); }
 
+// Under CPU autocast to bf16 both paths cast the operands to bfloat16 the same
+// way (autocast's own cast), so they multiply the same bfloat16 values; each
+// sums in float32 in its own order (2 gamma_K |a|.|b| apart, as above, |a| and
+// |b| now the bfloat16 values) and rounds its sum once to bfloat16 (relative
+// error at most 2^-8 each, and a sum is at most |a|.|b|). Gradients: the
+// incoming gradient is the same bfloat16 tensor, the backward products are
+// bounded the same way, and the casts' backward turns them into float32 exactly.
+constexpr double kBfloat16UnitRoundoff = 1.0 / 256;  // 2^-8
+double bfloat16_product_bound(int64_t depth) { return product_bound(depth) + 2 * kBfloat16UnitRoundoff; }
+
 // The largest |got - want| / (|a|.|b|) over the elements (where |a|.|b| > 0).
 double worst_relative(const at::Tensor& got, const at::Tensor& want, const at::Tensor& magnitude) {
   at::Tensor scale = magnitude.to(at::kDouble);
@@ -48,24 +59,38 @@ double worst_relative(const at::Tensor& got, const at::Tensor& want, const at::T
 // size, one more with a bias). The op must be a sum of products of its inputs
 // (linear, addmm, matmul): then `reference` on |inputs| in float64, with |g|
 // backpropagated, gives exactly the |a|.|b| of every output and gradient.
+// With `bfloat16_autocast` both run under CPU autocast to bf16 (bounds above,
+// |a| and |b| the operands rounded to bfloat16), outputs are bfloat16 and the
+// float32 inputs' gradients float32.
 template <class Op, class Reference>
-void expect_same_values_and_gradients(const std::vector<at::Tensor>& inputs, Op op, Reference reference,
-                                      int64_t depth) {
+void expect_same_values_and_gradients(const std::vector<at::Tensor>& inputs, Op op, Reference reference, int64_t depth,
+                                      bool bfloat16_autocast = false) {
   std::vector<at::Tensor> ours, theirs, magnitudes;
   for (const auto& t : inputs) {
     ours.push_back(leaf(t.clone()));
     theirs.push_back(leaf(t.clone()));
-    magnitudes.push_back(leaf(t.abs().to(at::kDouble)));
+    magnitudes.push_back(leaf((bfloat16_autocast ? t.to(at::kBFloat16) : t).abs().to(at::kDouble)));
   }
-  at::Tensor y = op(ours), want = reference(theirs), size = reference(magnitudes);
+  at::Tensor y, want;
+  {
+    std::optional<accel::detail::AutocastScope> autocast;
+    if (bfloat16_autocast) autocast.emplace(accel::MixedPrecision::Bf16, c10::Device(c10::kCPU));
+    y = op(ours);
+    want = reference(theirs);
+  }
+  const at::Tensor size = reference(magnitudes);
   ASSERT_EQ(y.sizes(), want.sizes());
-  const double bound = product_bound(depth);
+  const auto output_dtype = bfloat16_autocast ? at::kBFloat16 : at::kFloat;
+  ASSERT_EQ(y.scalar_type(), output_dtype);
+  ASSERT_EQ(want.scalar_type(), output_dtype);
+  const double bound = bfloat16_autocast ? bfloat16_product_bound(depth) : product_bound(depth);
   EXPECT_LT(worst_relative(y, want, size), bound) << "output";
-  at::Tensor g = at::randn(want.sizes());
+  at::Tensor g = at::randn(want.sizes()).to(output_dtype);
   auto grads = torch::autograd::grad({y}, ours, {g});
   auto want_grads = torch::autograd::grad({want}, theirs, {g});
   auto sizes = torch::autograd::grad({size}, magnitudes, {g.abs().to(at::kDouble)});
   for (size_t i = 0; i < grads.size(); ++i) {
+    EXPECT_EQ(grads[i].scalar_type(), at::kFloat) << "input " << i << ": float32 leaves get float32 gradients";
     EXPECT_LT(worst_relative(grads[i], want_grads[i], sizes[i]), bound) << "input " << i;
   }
 }
@@ -198,59 +223,19 @@ TEST_F(MatmulOps, InferenceModeAndAutocast) {
   }
 }
 
-// Under CPU autocast to bf16 both paths cast the operands to bfloat16 the same
-// way (autocast's own cast), so they multiply the same bfloat16 values; each
-// sums in float32 in its own order (2 gamma_K |a|.|b| apart, as above, |a| and
-// |b| now the bfloat16 values) and rounds its sum once to bfloat16 (relative
-// error at most 2^-8 each, and a sum is at most |a|.|b|). Gradients: the
-// incoming gradient is the same bfloat16 tensor, the backward products are
-// bounded the same way, and the casts' backward turns them into float32 exactly.
-constexpr double kBfloat16UnitRoundoff = 1.0 / 256;  // 2^-8
-double bfloat16_product_bound(int64_t depth) { return product_bound(depth) + 2 * kBfloat16UnitRoundoff; }
-
-template <class Op, class Reference>
-void expect_autocast_values_and_gradients(const std::vector<at::Tensor>& inputs, Op op, Reference reference,
-                                          int64_t depth) {
-  std::vector<at::Tensor> ours, theirs, magnitudes;
-  for (const auto& t : inputs) {
-    ours.push_back(leaf(t.clone()));
-    theirs.push_back(leaf(t.clone()));
-    magnitudes.push_back(leaf(t.to(at::kBFloat16).abs().to(at::kDouble)));
-  }
-  at::Tensor y, want;
-  {
-    accel::detail::AutocastScope autocast(accel::MixedPrecision::Bf16, c10::Device(c10::kCPU));
-    y = op(ours);
-    want = reference(theirs);
-  }
-  ASSERT_EQ(y.scalar_type(), at::kBFloat16);
-  ASSERT_EQ(want.scalar_type(), at::kBFloat16);
-  at::Tensor size = reference(magnitudes);
-  const double bound = bfloat16_product_bound(depth);
-  EXPECT_LT(worst_relative(y, want, size), bound) << "output";
-  at::Tensor g = at::randn(want.sizes()).to(at::kBFloat16);
-  auto grads = torch::autograd::grad({y}, ours, {g});
-  auto want_grads = torch::autograd::grad({want}, theirs, {g});
-  auto sizes = torch::autograd::grad({size}, magnitudes, {g.abs().to(at::kDouble)});
-  for (size_t i = 0; i < grads.size(); ++i) {
-    EXPECT_EQ(grads[i].scalar_type(), at::kFloat) << "input " << i << ": float32 leaves get float32 gradients";
-    EXPECT_LT(worst_relative(grads[i], want_grads[i], sizes[i]), bound) << "input " << i;
-  }
-}
-
 TEST_F(MatmulOps, Bfloat16AutocastGivesAtensValuesAndGradients) {
-  expect_autocast_values_and_gradients(
+  expect_same_values_and_gradients(
       {at::randn({96}), at::randn({64, 48}), at::randn({48, 96})},
       [](auto& t) { return accel_addmm(t[0], t[1], t[2]); }, [](auto& t) { return at::addmm(t[0], t[1], t[2]); },
-      /*depth: grad_x sums over 96 columns*/ 96);
-  expect_autocast_values_and_gradients(
+      /*depth: grad_x sums over 96 columns*/ 96, /*bfloat16_autocast=*/true);
+  expect_same_values_and_gradients(
       {at::randn({4, 16, 32}), at::randn({24, 32}), at::randn({24})},
       [](auto& t) { return accel_linear(t[0], t[1], t[2]); }, [](auto& t) { return at::linear(t[0], t[1], t[2]); },
-      /*depth: grad_w and grad_bias sum over 4 * 16 rows*/ 64);
-  expect_autocast_values_and_gradients(  // attention's weights @ v, v a permuted view
+      /*depth: grad_w and grad_bias sum over 4 * 16 rows*/ 64, /*bfloat16_autocast=*/true);
+  expect_same_values_and_gradients(  // attention's weights @ v, v a permuted view
       {at::randn({2, 4, 16, 16}).softmax(-1), at::randn({2, 16, 3 * 32})},
       [](auto& t) { return accel_matmul(t[0], head(t[1], 2)); },
-      [](auto& t) { return at::matmul(t[0], head(t[1], 2)); }, /*depth: 16 positions*/ 16);
+      [](auto& t) { return at::matmul(t[0], head(t[1], 2)); }, /*depth: 16 positions*/ 16, /*bfloat16_autocast=*/true);
 }
 
 // oneDNN's bfloat16 kernels need AVX-512 (AVX512_CORE); where the CPU has it,
