@@ -55,8 +55,10 @@ constexpr struct {
 // Llama and the models that copy its modules under their own prefix
 // (MistralAttention, Qwen2MLP...), whose plans in transformers
 // (base_model_tp_plan) are Llama's. Qwen2's q, k and v biases are cut with
-// their rows; Gemma's head_dim apart from hidden_size / heads changes nothing.
-constexpr const char* kLlamaFamily[] = {"Llama", "Mistral", "Qwen2", "Gemma"};
+// their rows; Gemma's head_dim apart from hidden_size / heads changes nothing;
+// OLMo's unparameterised norms, Granite's multipliers, Cohere's logit scale
+// and StableLM's partial rotary embedding sit outside the split products.
+constexpr const char* kLlamaFamily[] = {"Llama", "Mistral", "Qwen2", "Gemma", "Olmo", "Granite", "Cohere", "StableLm"};
 constexpr struct {
   const char* parent_suffix;
   const char* child;
@@ -301,9 +303,9 @@ ParameterSplits split_script_for_tensor_parallel(torch::jit::Module& module, con
     for (const auto& cls : classes) seen += (seen.empty() ? "" : ", ") + cls;
     fail(ErrorCode::Unsupported, tp +
                                      ": tensor parallelism splits transformers' GPT-2, BERT, Llama, Mistral, "
-                                     "Qwen2 and Gemma TorchScript models (GPT2Attention, GPT2MLP, "
-                                     "BertSelfAttention, BertIntermediate, LlamaAttention, LlamaMLP and their "
-                                     "Mistral, Qwen2 and Gemma twins) so far; "
+                                     "Qwen2, Gemma, OLMo, Granite, Cohere and StableLM TorchScript models "
+                                     "(GPT2Attention, GPT2MLP, BertSelfAttention, BertIntermediate, "
+                                     "LlamaAttention, LlamaMLP and their twins in the Llama family) so far; "
                                      "this model's classes: " +
                                      seen);
   }

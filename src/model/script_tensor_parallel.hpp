@@ -6,7 +6,8 @@
 // found by class (each GPT2Attention's c_attn and c_proj, each GPT2MLP's c_fc
 // and c_proj: Conv1D or Linear submodules); BERT's and Llama's (LlamaAttention's
 // q/k/v_proj and o_proj, LlamaMLP's gate/up_proj and down_proj) likewise, and
-// Llama's under Mistral's, Qwen2's and Gemma's class names.
+// Llama's under Mistral's, Qwen2's, Gemma's, Olmo's, Granite's, Cohere's and
+// StableLm's class names.
 //
 // A traced module keeps each submodule's forward as its own method, called
 // from its parent's graph (prim::CallMethod). Before the first forward, every

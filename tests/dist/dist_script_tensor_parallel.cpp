@@ -63,8 +63,8 @@ constexpr double kLossTolerance = 4.0e-5;
 constexpr double kParameterTolerance = 0.1 * 1e-3;
 
 // The "bert" argument: the exported BERT instead of GPT-2; "llama": the exported
-// Llama, Mistral or Gemma (the same parameter names); "qwen2": Qwen2, a Llama
-// whose q, k and v have biases.
+// Llama, Mistral, Gemma, OLMo, Granite, Cohere or StableLM (the same parameter
+// names); "qwen2": Qwen2, a Llama whose q, k and v have biases.
 bool bert = false;
 bool llama = false;
 bool qkv_bias = false;

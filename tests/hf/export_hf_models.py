@@ -15,9 +15,10 @@ import os
 import sys
 
 import torch
-from transformers import (BertConfig, BertForSequenceClassification, GemmaConfig, GemmaForCausalLM, GPT2Config,
-                          GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM,
-                          Qwen2Config, Qwen2ForCausalLM)
+from transformers import (BertConfig, BertForSequenceClassification, CohereConfig, CohereForCausalLM, GemmaConfig,
+                          GemmaForCausalLM, GPT2Config, GPT2LMHeadModel, GraniteConfig, GraniteForCausalLM,
+                          LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM, OlmoConfig,
+                          OlmoForCausalLM, Qwen2Config, Qwen2ForCausalLM, StableLmConfig, StableLmForCausalLM)
 
 ROWS, LENGTH, VOCAB = 8, 16, 256
 
@@ -50,10 +51,16 @@ def build(kind):
                              tie_word_embeddings=False, attn_implementation="eager", torchscript=False)
         return thin(LlamaForCausalLM)(config)
     # Llama's descendants, with the same sizes: Mistral (a sliding window longer than the sequence), Qwen2
-    # (biases on q, k and v) and Gemma (head_dim apart from hidden_size / heads, tanh GELU, tied head).
+    # (biases on q, k and v), Gemma (head_dim apart from hidden_size / heads, tanh GELU, tied head), OLMo
+    # (norms without weights), Granite (embedding, residual, attention and logit multipliers), Cohere
+    # (parallel attention and MLP, a logit scale) and StableLM (partial rotary embedding).
     families = {"mistral": (MistralConfig, MistralForCausalLM, {}),
                 "qwen2": (Qwen2Config, Qwen2ForCausalLM, {}),
-                "gemma": (GemmaConfig, GemmaForCausalLM, {"head_dim": 32})}
+                "gemma": (GemmaConfig, GemmaForCausalLM, {"head_dim": 32}),
+                "olmo": (OlmoConfig, OlmoForCausalLM, {}),
+                "granite": (GraniteConfig, GraniteForCausalLM, {}),
+                "cohere": (CohereConfig, CohereForCausalLM, {}),
+                "stablelm": (StableLmConfig, StableLmForCausalLM, {})}
     if kind in families:
         config_class, model_class, extra = families[kind]
         config = config_class(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
