@@ -64,9 +64,10 @@ def contestants(build, python):
 
 
 def outside_share(trace_path, steps):
-    """(window, inside, outside) in ms per step from one rank's trace."""
+    """(window, inside, outside) in ms per step from one rank's trace: the operators' spans (not
+    the ProfilerStep#N ranges, "user_annotation", which cover whole steps)."""
     with open(trace_path) as f:
-        events = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
+        events = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X" and e.get("cat") != "user_annotation"]
     spans = sorted((e["ts"], e["ts"] + e["dur"]) for e in events)
     if not spans:
         return 0.0, 0.0, 0.0
