@@ -196,6 +196,16 @@ Action scheduled_action(const ProfileSchedule& schedule, int64_t step) {
   return within == cycle - 1 ? Action::RecordAndSave : Action::Record;
 }
 
+// The range of the step now running, "ProfilerStep#<step>", as
+// torch.profiler's step() opens one at each step while it records; it ends
+// when destroyed. (A free function: Impl's members are exported with the
+// accel:: API, this need not be.)
+std::unique_ptr<at::RecordFunction> step_range_of(int64_t step) {
+  auto range = std::make_unique<at::RecordFunction>(at::RecordScope::USER_SCOPE);
+  if (range->isActive()) range->before(kStepPrefix + std::to_string(step), c10::ArrayRef<const c10::IValue>{});
+  return range;
+}
+
 }  // namespace
 
 struct ProfileScope::Impl {
@@ -208,19 +218,11 @@ struct ProfileScope::Impl {
                                               options.profile_memory, options.with_stack, options.with_flops));
     if (options.with_modules) modules = std::make_unique<ModuleHierarchyRecorder>();
     recording = true;
-    open_step();
+    step_range = step_range_of(steps);
   }
-  // The range of the step now running, "ProfilerStep#<steps>", as
-  // torch.profiler's step() opens one at each step while it records.
-  void open_step() {
-    step_name = kStepPrefix + std::to_string(steps);
-    step_range = std::make_unique<at::RecordFunction>(at::RecordScope::USER_SCOPE);
-    if (step_range->isActive()) step_range->before(step_name, c10::ArrayRef<const c10::IValue>{});
-  }
-  void close_step() { step_range.reset(); }  // its destructor ends the range
   // Stops the profiler (on its own thread) and returns what it recorded.
   Recording stop() {
-    close_step();
+    step_range.reset();  // its destructor ends the range
     recording = false;
     Recording out{torch::autograd::profiler::disableProfilerLegacy(), {}};
     if (modules) out.modules = modules->take();
@@ -228,7 +230,6 @@ struct ProfileScope::Impl {
     return out;
   }
   std::unique_ptr<ModuleHierarchyRecorder> modules;
-  std::string step_name;
   std::unique_ptr<at::RecordFunction> step_range;
   std::thread::id owner = std::this_thread::get_id();
   ProfileOptions options;
@@ -312,8 +313,8 @@ bool ProfileScope::step() {
   if (!impl.recording && next != Action::None) {
     impl.start();
   } else if (impl.recording) {
-    impl.close_step();
-    impl.open_step();
+    impl.step_range.reset();
+    impl.step_range = step_range_of(impl.steps);
   }
   return ready;
 }
