@@ -1,10 +1,13 @@
-// Float32 and bfloat16 matrix products on the CPU through oneDNN's matmul primitive (the
-// oneDNN LibTorch itself links), where LibTorch 1.13 calls OpenBLAS. On the
-// bench machine (AVX-512) oneDNN's kernels are about 2x OpenBLAS's on a
-// transformer's linear layers and 2.5-3x on its attention products, because
-// OpenBLAS 0.3.21 runs its AVX2 kernels there and LibTorch's bmm loops over the
-// batch (docs/benchmarks.md, "LM"). Operands are read through their strides,
-// so transposed and permuted views cost no copy.
+// Float32 and bfloat16 matrix products on the CPU through oneDNN's matmul
+// primitive (the oneDNN LibTorch itself links). For float32 LibTorch 1.13
+// calls OpenBLAS: on the bench machine (AVX-512) oneDNN's kernels are about 2x
+// OpenBLAS's on a transformer's linear layers and 2.5-3x on its attention
+// products, because OpenBLAS 0.3.21 runs its AVX2 kernels there and LibTorch's
+// bmm loops over the batch (docs/benchmarks.md, "LM"). For bfloat16 LibTorch
+// already calls oneDNN, but copies the bias into the output and permuted heads
+// into contiguous tensors first. Here operands are read through their
+// strides, so transposed and permuted views cost no copy, and the bias is
+// oneDNN's.
 //
 // Built only when the system's oneDNN headers are found and LibTorch links that
 // same libdnnl (cmake/dependencies.cmake: Debian's does; a pip LibTorch carries
