@@ -859,13 +859,20 @@ class _Profile:
 
     def export_chrome_trace(self, path: str) -> None:
         """Copies the last written trace (the last finished cycle under a schedule) to path,
-        gzip-compressed when path ends in ".gz" (as torch's export_chrome_trace)."""
+        gzip-compressed when path ends in ".gz" (as torch's export_chrome_trace). The copy is
+        written beside path and renamed into place, so a reader watching the directory
+        (TensorBoard's profile plugin) never sees half a file, and a failed copy leaves none."""
         path = os.fspath(path)
-        if path.endswith(".gz"):
-            with open(self.trace_path, "rb") as source, gzip.open(path, "wb") as target:
+        partial = path + ".partial"
+        try:
+            with open(self.trace_path, "rb") as source, \
+                    (gzip.open(partial, "wb") if path.endswith(".gz") else open(partial, "wb")) as target:
                 shutil.copyfileobj(source, target)
-        else:
-            shutil.copyfile(self.trace_path, path)
+            os.replace(partial, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.remove(partial)
+            raise
 
 
 _closeable(Accelerator, core.close_accelerator)
