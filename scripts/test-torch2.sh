@@ -5,7 +5,9 @@
 # the C ABI tests, the unit tests, the multi-process tests over Gloo, the launcher's
 # and the C examples; and the Python wheel, which is this configuration's
 # (packaging_python_wheel: built from a copy of the tree, repaired, installed next
-# to PyPI's torch in a fresh venv). scripts/test.sh runs it after the 1.13 suite
+# to PyPI's torch in a fresh venv); and the Maven jar that bundles this LibTorch
+# (packaging_maven_torch_natives: its classes and JNI library from the 1.13 build's
+# build/java/maven, which scripts/test.sh builds first). scripts/test.sh runs it after the 1.13 suite
 # (skip with ACCEL_TORCH2_TESTS=0). Arguments go to ctest.
 #
 # Left to the 1.13 suite: the bindings from the build tree (they reach LibTorch only through the C ABI,
@@ -19,9 +21,11 @@ torch=$(scripts/torch2-env.sh)
 torch_python=$(scripts/torch2-python-env.sh)
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}
 export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-10G}  # as scripts/test.sh: the wheel test reuses this build's objects
+plain_maven=""
+[ -d build/java/maven ] && plain_maven=$PWD/build/java/maven
 cmake -S . -B build-torch2 -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DACCEL_TORCH_WHEEL="$torch" \
   -DACCEL_BUILD_BENCH=OFF -DACCEL_BUILD_FUZZERS=OFF -DACCEL_BUILD_BINDINGS=OFF \
-  -DACCEL_TORCH2_PYTHON="$torch_python" >/dev/null
+  -DACCEL_TORCH2_PYTHON="$torch_python" -DACCEL_PLAIN_MAVEN_DIR="$plain_maven" >/dev/null
 cmake --build build-torch2 -j "${ACCEL_BUILD_JOBS:-2}"
 cd build-torch2
 # The multi-process matrix runs whole in the 1.13 suite; the strategies' code above the
@@ -46,4 +50,4 @@ skip+='|^dist_reshard_from_(none|zero1|zero2|hybrid)$'
 skip+='|^dist_script_tensor_parallel_(tp2_dp2_4|tp2_full_shard2_blocks_4)$'
 skip+='|^dist_tensor_parallel_(tp2_dp_replicate2_4|tp2_zero2_2_4|tp2_full_shard2_resume_4|tp2_hsdp2x2_8|accumulate_tp2_dp2_4|bf16_tp2_dp2_4|vocab_tp2_full_shard2_4|refuse_(unpaired|heads|tied)_[0-9]|record_bf16)$'
 exec ctest --output-on-failure -j "${ACCEL_TEST_JOBS:-2}" \
-  -R '^(capi_|unit_tests$|dist_|cli_|host_|example_c_|checkpoint_resume|packaging_python_wheel$)' -E "($skip)" "$@"
+  -R '^(capi_|unit_tests$|dist_|cli_|host_|example_c_|checkpoint_resume|packaging_python_wheel$|packaging_maven_torch_natives$)' -E "($skip)" "$@"

@@ -26,6 +26,7 @@ add_custom_command(OUTPUT ${ACCEL_MAVEN_JAR}
   COMMAND ${CMAKE_COMMAND} -E make_directory ${native_dir}
   COMMAND ${CMAKE_STRIP} --strip-unneeded -o ${native_dir}/$<TARGET_SONAME_FILE_NAME:accel> $<TARGET_FILE:accel>
   COMMAND ${CMAKE_STRIP} --strip-unneeded -o ${native_dir}/$<TARGET_FILE_NAME:accel_jni> $<TARGET_FILE:accel_jni>
+  COMMAND ${CMAKE_COMMAND} -DFILE=${native_dir}/$<TARGET_FILE_NAME:accel_jni> -P ${PROJECT_SOURCE_DIR}/packaging/maven/origin-runpath.cmake
   COMMAND ${CMAKE_COMMAND} -E copy ${ACCEL_JAR} ${ACCEL_MAVEN_JAR}
   COMMAND ${Java_JAR_EXECUTABLE} --update --file ${ACCEL_MAVEN_JAR} -C ${native} META-INF/native
   DEPENDS accel_java accel accel_jni ${ACCEL_JAR}
