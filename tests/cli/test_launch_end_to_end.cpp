@@ -414,7 +414,11 @@ bool machine_has_non_loopback_address() {
   return found;
 }
 
-void expect_stopped_for_rendezvous(const std::string& mode) {
+// rank0_creates_group: whether rank 0 certainly builds its process group (and so reaches the
+// warning) before the launcher stops it. In "early_exit" rank 1 leaves at once, and the launcher
+// may stop rank 0 before it got there (seen on a 2-core AMD EPYC): then the first run cannot be
+// asked to warn, only neither run to warn twice.
+void expect_stopped_for_rendezvous(const std::string& mode, bool rank0_creates_group) {
   TempDir runtime;  // where rank 0 marks that it gave the exposed-store warning this boot
   auto result = run_accel({"launch", "--nproc_per_node", "2", "--master_port", "0", DIST_TIMEOUT_PATH, mode},
                           {{"OMP_NUM_THREADS", "1"}, {"XDG_RUNTIME_DIR", runtime.path()}}, 50s);
@@ -434,16 +438,24 @@ void expect_stopped_for_rendezvous(const std::string& mode) {
   const std::string warning = "WARNING accel: MASTER_ADDR is 127.0.0.1, but the rendezvous store (rank 0, port ";
   bool warned = result.err.find(warning) != std::string::npos;
   // Only where other hosts could reach it, and once per boot (the mark in XDG_RUNTIME_DIR).
-  EXPECT_EQ(warned, everywhere && machine_has_non_loopback_address()) << result.err;
+  const bool exposed = everywhere && machine_has_non_loopback_address();
+  if (rank0_creates_group || !exposed) EXPECT_EQ(warned, exposed) << result.err;
   auto again = run_accel({"launch", "--nproc_per_node", "2", "--master_port", "0", DIST_TIMEOUT_PATH, mode},
                          {{"OMP_NUM_THREADS", "1"}, {"XDG_RUNTIME_DIR", runtime.path()}}, 50s);
-  EXPECT_EQ(again.err.find(warning), std::string::npos) << "warned twice in one boot:\n" << again.err;
+  const bool warned_again = again.err.find(warning) != std::string::npos;
+  if (rank0_creates_group || warned) {
+    EXPECT_FALSE(warned_again) << "warned twice in one boot:\n" << again.err;
+  } else {
+    EXPECT_FALSE(warned_again && !exposed) << again.err;
+  }
 }
 
-TEST(LaunchEndToEnd, RankExitingZeroBeforeTheRendezvousStopsTheJob) { expect_stopped_for_rendezvous("early_exit"); }
+TEST(LaunchEndToEnd, RankExitingZeroBeforeTheRendezvousStopsTheJob) {
+  expect_stopped_for_rendezvous("early_exit", false);
+}
 
 TEST(LaunchEndToEnd, RankExitingZeroBeforeASecondRendezvousStopsTheJob) {
-  expect_stopped_for_rendezvous("second_rendezvous");
+  expect_stopped_for_rendezvous("second_rendezvous", true);
 }
 
 }  // namespace
