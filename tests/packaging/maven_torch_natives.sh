@@ -9,9 +9,9 @@
 # libraries libaccel links (libcurl, protobuf, xxhash) loaded from the jar's extracted copy,
 # none from the machine (Debian's LibTorch is installed here, as are libcurl and the rest);
 # the two ranks extract it once, into the cache, and a second run reuses that copy.
-#   maven_torch_natives.sh PLUGIN_REPO WORK MAVEN_DIR VERSION LIBACCEL_SO ACCEL_CLI JAVA SRC_DIR REPO_ROOT PATCHELF
+#   maven_torch_natives.sh PLUGIN_REPO WORK MAVEN_DIR VERSION LIBACCEL_SO ACCEL_CLI JAVA SRC_DIR REPO_ROOT
 set -euo pipefail
-plugins=$1 work=$2 maven_dir=$3 version=$4 libaccel=$5 accel=$6 java=$7 src=$8 root=$9 patchelf=${10}
+plugins=$1 work=$2 maven_dir=$3 version=$4 libaccel=$5 accel=$6 java=$7 src=$8 root=$9
 fail() { echo "FAIL: $*" >&2; exit 1; }
 [ -d "$plugins/org/apache/maven/plugins/maven-install-plugin" ] ||
   fail "$plugins has no Maven plugins: run scripts/java-deps.sh"
@@ -24,7 +24,7 @@ rm -rf "$work" && mkdir -p "$work"
 classifier=linux-x86_64-torch
 torch_jar=$work/libaccel-$version-$classifier.jar
 start=$SECONDS
-PATCHELF=$patchelf "$root/packaging/maven/torch-natives-jar.sh" "$base.jar" "$libaccel" "$torch_jar"
+"$root/packaging/maven/torch-natives-jar.sh" "$base.jar" "$libaccel" "$torch_jar"
 echo "built in $((SECONDS - start)) s"
 
 cp -r "$plugins" "$work/repo"
