@@ -80,6 +80,22 @@ ACCEL_API accel_status accel_load_checkpoint_and_dispatch(accel_model* model, co
    written. Not collective. */
 ACCEL_API accel_status accel_disk_offload(accel_model* model, const char* offload_dir);
 
+/* Accelerate's cpu_offload: every parameter (and buffer when offload_buffers
+   is nonzero) moves to host memory, pinned when the execution device is a
+   GPU; each top-level node of the JSON graph gets its tensors copied to
+   execution_device just before it runs and dropped there right after, so the
+   GPU holds one node's weights at a time. Nodes run on execution_device and
+   outputs come back to the inputs' device; buffers not offloaded move to
+   execution_device and stay. execution_device: "cpu", "cuda:N" (or "N");
+   NULL or "" takes the device of the model's first parameter (Accelerate's
+   default); on "cpu" the model simply runs from host memory. Tied weights come
+   in with every node that uses them. For inference (no backward through
+   offloaded nodes). Everything is checked before a tensor moves. Errors:
+   UNSUPPORTED for a model that is not a JSON graph; INVALID_ARGUMENT naming an
+   unknown execution device, a GPU this machine lacks, or a tensor on the meta
+   device. Not collective. */
+ACCEL_API accel_status accel_cpu_offload(accel_model* model, const char* execution_device, int offload_buffers);
+
 /* Bytes of each module's parameters and buffers (compute_module_sizes) as a
    JSON object {"": total, "h": ..., "h.0": ..., "h.0.weight": ...}. dtype: NULL
    or "" for the tensors' own dtypes, else "float32", "float16", "bfloat16",

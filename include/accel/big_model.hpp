@@ -139,6 +139,21 @@ void load_checkpoint_and_dispatch(const Model& model, const std::string& checkpo
 // file that cannot be written. Not collective.
 void disk_offload(const Model& model, const std::string& offload_dir);
 
+// Accelerate's cpu_offload: every parameter (and buffer, with offload_buffers)
+// moves to host memory, pinned when the execution device is a GPU; each
+// top-level graph node's tensors are copied to execution_device just before
+// the node runs and dropped there right after, so the GPU holds one node's
+// weights at a time. Nodes run on execution_device; outputs come back to the
+// inputs' device. Buffers not offloaded move to execution_device and stay.
+// execution_device: "cpu", "cuda:N" (or "N"); "" takes the device of the
+// model's first parameter (Accelerate's default). On "cpu" the model simply
+// runs from host memory. Tied weights are brought in with every node that
+// uses them. For inference: a backward through a node whose weights were
+// swapped back is not supported. Throws Unsupported for a model that is not a
+// JSON graph, InvalidArgument naming an unknown or absent execution device or
+// a tensor on meta; all checked before a tensor moves. Not collective.
+void cpu_offload(const Model& model, const std::string& execution_device = "", bool offload_buffers = false);
+
 // A device map as a JSON object string (in order) and back; from_json throws
 // InvalidArgument for text that is not an object of strings.
 std::string device_map_to_json(const DeviceMap& device_map);

@@ -92,6 +92,13 @@ ACCEL_API accel_status accel_disk_offload(accel_model* model, const char* offloa
   });
 }
 
+ACCEL_API accel_status accel_cpu_offload(accel_model* model, const char* execution_device, int offload_buffers) {
+  return guarded([&] {
+    const auto& m = deref(model, "model").model;
+    accel::cpu_offload(m, execution_device ? execution_device : "", offload_buffers != 0);
+  });
+}
+
 ACCEL_API accel_status accel_model_module_sizes(const accel_model* model, const char* dtype, char** out) {
   return guarded([&] {
     auto& result = out_param(out, "out");

@@ -6,12 +6,14 @@
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
 #include "accel/big_model.hpp"
 #include "accel/error.hpp"
 #include "big_model/dispatch_fixture.hpp"
+#include "support/cuda_memory.hpp"
 
 namespace {
 
@@ -67,6 +69,70 @@ TEST(CudaDispatch, AWholeModelOnTheGpu) {
   accel::load_checkpoint_and_dispatch(moved, checkpoint, {{"", "cuda:0"}}, "");
   for (const auto& [name, p] : moved.named_parameters()) EXPECT_TRUE(p.device().is_cuda()) << name;
   EXPECT_EQ(generate(moved), generate(full));
+}
+
+// Accelerate's cpu_offload: the weights stay in pinned host memory and each
+// node's come onto the GPU only while it runs; the logits and greedy tokens
+// are the CPU model's.
+TEST(CudaDispatch, CpuOffloadRunsOnTheGpuFromHostMemory) {
+  SKIP_WITHOUT_GPU();
+  // 6 blocks of width 128: each block is about a seventh of the 5.3 MB of weights.
+  auto full = accel::Model::from_json(gpt_spec(6, 128, 512));
+  auto offloaded = accel::Model::from_json(gpt_spec(6, 128, 512));  // the same seed: the same weights
+  int64_t weight_bytes = 0;
+  for (const auto& [name, p] : full.named_parameters()) weight_bytes += p.numel() * p.element_size();
+  accel::cpu_offload(offloaded, "cuda:0");
+  for (const auto& [name, p] : offloaded.named_parameters()) {
+    EXPECT_TRUE(p.device().is_cpu()) << name;
+    EXPECT_TRUE(p.is_pinned()) << name << ": host memory the GPU copies from without staging";
+  }
+  offloaded.train(false);
+  full.train(false);
+  at::NoGradGuard no_grad;
+  at::Tensor ids = at::arange(16, at::kLong).unsqueeze(0);
+#if defined(ACCEL_WITH_CUDA)
+  cuda_memory::reset_peak();
+  const int64_t before = cuda_memory::current();
+#endif
+  at::Tensor got = offloaded.forward(accel::Model::NamedTensors{{"input_ids", ids}})[0].second;
+#if defined(ACCEL_WITH_CUDA)
+  // One block's weights and the activations of 16 tokens, never the model.
+  const int64_t peak = cuda_memory::peak() - before;
+  std::printf("cpu_offload: %.2f MB of weights, GPU peak %.2f MB during a forward\n",
+              static_cast<double>(weight_bytes) / 1e6, static_cast<double>(peak) / 1e6);
+  EXPECT_GT(peak, 0) << "nothing ran on the GPU";
+  EXPECT_LT(peak, weight_bytes / 3);
+#endif
+  at::Tensor want = full.forward(accel::Model::NamedTensors{{"input_ids", ids}})[0].second;
+  EXPECT_TRUE(got.device().is_cpu()) << "outputs come back where the inputs were";
+  EXPECT_TRUE(at::allclose(got, want, 1e-4, 1e-4)) << (got - want).abs().max().item<double>();
+  for (const auto& [name, p] : offloaded.named_parameters()) EXPECT_TRUE(p.device().is_cpu()) << name << " went back";
+  at::Tensor on_gpu = offloaded.forward(accel::Model::NamedTensors{{"input_ids", ids.cuda()}})[0].second;
+  EXPECT_TRUE(on_gpu.device().is_cuda());
+  EXPECT_EQ(generate(offloaded), generate(full));
+}
+
+// Without an execution device, the device the weights were on (Accelerate's default).
+TEST(CudaDispatch, CpuOffloadOfAGpuModelRunsWhereItWas) {
+  SKIP_WITHOUT_GPU();
+  const std::string dir = temp_dir("cuda_cpu_offload");
+  auto full = accel::Model::from_json(gpt_spec(2, 64, 256));
+  const std::string checkpoint = save(full, dir + "/model.safetensors");
+  auto model = accel::model_from_json_empty(gpt_spec(2, 64, 256));
+  accel::load_checkpoint_and_dispatch(model, checkpoint, {{"", "cuda:0"}}, "");
+  accel::cpu_offload(model);
+  for (const auto& [name, p] : model.named_parameters()) EXPECT_TRUE(p.device().is_cpu()) << name;
+  at::Tensor ids = at::arange(8, at::kLong).unsqueeze(0).cuda();
+  at::Tensor got = model.forward(accel::Model::NamedTensors{{"input_ids", ids}})[0].second;
+  EXPECT_TRUE(got.device().is_cuda());
+  EXPECT_EQ(generate(model), generate(full));
+  try {
+    accel::cpu_offload(model, "cuda:" + std::to_string(torch::cuda::device_count()));
+    ADD_FAILURE() << "a GPU this machine lacks was accepted";
+  } catch (const accel::Error& e) {
+    EXPECT_EQ(e.code(), accel::ErrorCode::InvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("GPU(s)"), std::string::npos) << e.what();
+  }
 }
 
 TEST(CudaDispatch, ANodeSplitAcrossDevicesIsRefusedBeforeAnythingLoads) {

@@ -81,6 +81,16 @@ static void dispatched(void) {
   EXPECT_ERROR(accel_disk_offload(empty, "big_model_c_disk"), ACCEL_ERR_INVALID_ARGUMENT, "has no data");
   accel_model_free(empty);
 
+  /* Accelerate's cpu_offload: an unknown device, or a GPU the machine lacks, is named
+     before anything moves; onto the CPU the model computes the same logits (onto a
+     GPU: the CudaDispatch tests). */
+  EXPECT_ERROR(accel_cpu_offload(full, "tpu:0", 0), ACCEL_ERR_INVALID_ARGUMENT, "\"tpu:0\"");
+  EXPECT_ERROR(accel_cpu_offload(full, "cuda:64", 0), ACCEL_ERR_INVALID_ARGUMENT, "\"cuda:64\" but this machine");
+  EXPECT_OK(accel_cpu_offload(full, NULL, 1));
+  memset(got, 0, sizeof got);
+  logits_of(full, got, 8 * 256);
+  EXPECT(memcmp(want, got, sizeof want) == 0);
+
   /* Accelerate's disk_offload of the loaded model: its weights go to the folder and to
      meta, and it computes the same logits. A list (not a graph) model is refused. */
   {
@@ -94,6 +104,7 @@ static void dispatched(void) {
     EXPECT(memcmp(want, got, sizeof want) == 0);
     EXPECT_OK(accel_model_from_json("[{\"type\": \"Linear\", \"in_features\": 2, \"out_features\": 2}]", &list));
     EXPECT_ERROR(accel_disk_offload(list, "big_model_c_disk_list"), ACCEL_ERR_UNSUPPORTED, "JSON graph");
+    EXPECT_ERROR(accel_cpu_offload(list, "cpu", 0), ACCEL_ERR_UNSUPPORTED, "JSON graph");
     accel_model_free(list);
   }
   accel_model_free(full);

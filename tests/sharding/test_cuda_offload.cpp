@@ -8,11 +8,6 @@
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 #include <torch/optim/optimizer.h>
-#if defined(ACCEL_WITH_CUDA)  // tests/CMakeLists.txt, for a CUDA LibTorch
-#include <c10/cuda/CUDACachingAllocator.h>
-#include <c10/cuda/CUDAException.h>
-#include <cuda_runtime_api.h>
-#endif
 
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +16,7 @@
 #include <vector>
 
 #include "accel/accel.hpp"
+#include "support/cuda_memory.hpp"
 
 namespace {
 
@@ -98,28 +94,6 @@ TEST(CudaOffload, ShardsTrainAsTheReplicatedModel) {
 }
 
 #if defined(ACCEL_WITH_CUDA)
-// torch.cuda.set_per_process_memory_fraction for the test's duration: the
-// caching allocator refuses to hold more than `bytes` of GPU 0.
-struct MemoryCap {
-  explicit MemoryCap(int64_t bytes) {
-    size_t free = 0, total = 0;
-    C10_CUDA_CHECK(cudaMemGetInfo(&free, &total));
-    fraction = static_cast<double>(bytes) / static_cast<double>(total);
-    c10::cuda::CUDACachingAllocator::emptyCache();
-    c10::cuda::CUDACachingAllocator::setMemoryFraction(fraction, 0);
-    c10::cuda::CUDACachingAllocator::resetPeakStats(0);
-  }
-  ~MemoryCap() {
-    c10::cuda::CUDACachingAllocator::emptyCache();
-    c10::cuda::CUDACachingAllocator::setMemoryFraction(1.0, 0);
-  }
-  static int64_t peak() {
-    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(0);
-    return stats.allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)].peak;
-  }
-  double fraction = 1.0;
-};
-
 TEST(CudaOffload, FullShardTrainsAModelWhoseWeightsAndAdamStateExceedTheGpu) {
   if (no_gpu()) GTEST_SKIP() << "no CUDA device (or ACCELERATE_USE_CPU set): CPU offload from a GPU needs one";
   // 8 layers of 2048 x 2048: 33.6M parameters, 134 MB of fp32 weights and
@@ -128,16 +102,16 @@ TEST(CudaOffload, FullShardTrainsAModelWhoseWeightsAndAdamStateExceedTheGpu) {
   constexpr int kLayers = 8;
   const int64_t weights = kLayers * (kWidth * kWidth + kWidth) * 4;
   ASSERT_GT(3 * weights, kCap);
-  MemoryCap cap(kCap);
+  cuda_memory::Cap cap(kCap);
   {
     Training offloaded(ShardingStrategy::FullShard, kWidth, kLayers);
     // prepare held the whole model on the GPU once (it moves the model there,
     // then shards it); training holds a unit or two.
-    const int64_t prepare_peak = MemoryCap::peak();
-    c10::cuda::CUDACachingAllocator::resetPeakStats(0);
+    const int64_t prepare_peak = cuda_memory::peak();
+    cuda_memory::reset_peak();
     double first = offloaded.step(0), last = first;
     for (int64_t s = 1; s < 8; ++s) last = offloaded.step(s % 2);  // two batches, seen again and again
-    const int64_t peak = MemoryCap::peak();
+    const int64_t peak = cuda_memory::peak();
     std::printf(
         "FULL_SHARD + CPU offload: %lld MB of weights, %lld MB of Adam state; GPU peak %.1f MB at prepare, "
         "%.1f MB training, of %lld MB allowed; loss %.5f -> %.5f\n",

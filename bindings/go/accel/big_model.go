@@ -102,6 +102,16 @@ func (m *Model) DiskOffload(offloadDir string) error {
 	return err
 }
 
+// CPUOffload is Accelerate's cpu_offload: the model's parameters (and buffers
+// when offloadBuffers) move to host memory, pinned for a GPU, and each node's
+// are copied to executionDevice ("cpu", "cuda:N"; "" for the device of the
+// first parameter) just before it runs and dropped there after. Outputs come
+// back to the inputs' device. For inference; the model must be a JSON graph.
+func (m *Model) CPUOffload(executionDevice string, offloadBuffers bool) error {
+	_, err := modelString(m, func(h core.Model) string { h.Cpu_offload(executionDevice, offloadBuffers); return "" })
+	return err
+}
+
 // Materialize fills every parameter and buffer (empty or not) from checkpoint
 // (a .safetensors file, a sharded index or a directory) on the CPU; on error
 // the model is unchanged.

@@ -151,6 +151,27 @@ func TestDiskOffloadComputesTheSame(t *testing.T) {
 	}
 }
 
+// CPUOffload onto the CPU computes the same; a device the machine lacks is named.
+func TestCPUOffloadComputesTheSame(t *testing.T) {
+	model, err := ModelFromJSON(bigGPT)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer model.Close()
+	ids := must[*Tensor](t)(NewTensor([]int64{3, 1, 4, 1, 5, 9, 2, 6}, 1, 8))
+	defer ids.Close()
+	ok(t, model.Train(false))
+	want := must[[]float32](t)(must[*Tensor](t)(model.Forward(ids)).Float32s())
+	if err := model.CPUOffload("tpu:0", false); err == nil || !strings.Contains(err.Error(), `"tpu:0"`) {
+		t.Fatalf("tpu:0: %v", err)
+	}
+	ok(t, model.CPUOffload("cpu", true))
+	got := must[[]float32](t)(must[*Tensor](t)(model.Forward(ids)).Float32s())
+	if !reflect.DeepEqual(got, want) {
+		t.Fatal("the offloaded model computes other logits")
+	}
+}
+
 // Accelerate 1.15's get_balanced_memory on the torch twin over three 600 kB
 // GPUs; budgets are numbers, so no GPU is needed.
 func TestBalancedMemoryMatchesAccelerate(t *testing.T) {

@@ -188,6 +188,24 @@ def disk_offload(model: core.Model, offload_dir: Union[str, os.PathLike], execut
     return model
 
 
+def cpu_offload(model: core.Model, execution_device: Any = None, offload_buffers: bool = False,
+                state_dict: Any = None, preload_module_classes: Any = None) -> core.Model:
+    """Accelerate's cpu_offload: the model's parameters (and buffers with offload_buffers) move to
+    host memory, pinned when execution_device is a GPU; each node's are copied to execution_device
+    ("cpu", "cuda:N", an int or a torch-like device; None: the device of the first parameter) just
+    before it runs and dropped there after, and outputs come back to the inputs' device. Buffers
+    not offloaded move to execution_device. For inference; the model must be a JSON graph, whose
+    top-level nodes are brought in whole (so every class is preloaded, whatever
+    preload_module_classes says). state_dict (weights other than the model's own) is not supported:
+    load them first (load_checkpoint_in_model). Returns model."""
+    if state_dict is not None:
+        raise ValueError("cpu_offload: state_dict is not supported; load the weights into the model first "
+                         "(load_checkpoint_in_model), then offload it")
+    device = "" if execution_device is None else str(execution_device)
+    model.cpu_offload(device, bool(offload_buffers))
+    return model
+
+
 def load_checkpoint_in_model(model: core.Model, checkpoint: Union[str, os.PathLike], dtype: Any = None) -> None:
     """Fills every parameter and buffer (empty or not) from checkpoint on the CPU; on error the
     model is unchanged."""

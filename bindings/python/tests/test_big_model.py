@@ -146,6 +146,23 @@ def test_disk_offload_streams_the_weights_and_computes_the_same(tmp_path):
     assert not (tmp_path / "list").exists()
 
 
+def test_cpu_offload_computes_the_same_and_names_a_bad_device():
+    # Accelerate's cpu_offload; onto the CPU the model runs from host memory (onto a GPU:
+    # the CudaDispatch tests of the CUDA build).
+    model = accel.Model.from_json(GPT)
+    want = greedy(model, [7, 8, 9], 4)
+    with pytest.raises(accel.AccelError, match="'tpu:0'|\"tpu:0\""):
+        accel.cpu_offload(model, execution_device="tpu:0")
+    with pytest.raises(accel.AccelError, match="cuda:64.*GPU"):
+        accel.cpu_offload(model, execution_device="cuda:64")
+    with pytest.raises(ValueError, match="state_dict"):
+        accel.cpu_offload(model, state_dict={})
+    assert accel.cpu_offload(model, execution_device="cpu", offload_buffers=True) is model
+    assert greedy(model, [7, 8, 9], 4) == want
+    with pytest.raises(accel.AccelError, match="JSON graph"):
+        accel.cpu_offload(accel.Model.from_json('[{"type": "Linear", "in_features": 2, "out_features": 2}]'))
+
+
 def test_init_on_device_meta_and_cpu():
     with accel.init_on_device("meta"):
         empty = accel.Model.from_json(GPT)

@@ -255,9 +255,9 @@ typedef _gostring_ swig_type_225;
 typedef _gostring_ swig_type_226;
 typedef _gostring_ swig_type_227;
 typedef _gostring_ swig_type_228;
-typedef long long swig_type_229;
+typedef _gostring_ swig_type_229;
 typedef _gostring_ swig_type_230;
-typedef _gostring_ swig_type_231;
+typedef long long swig_type_231;
 typedef _gostring_ swig_type_232;
 typedef _gostring_ swig_type_233;
 typedef _gostring_ swig_type_234;
@@ -267,45 +267,45 @@ typedef _gostring_ swig_type_237;
 typedef _gostring_ swig_type_238;
 typedef _gostring_ swig_type_239;
 typedef _gostring_ swig_type_240;
-typedef long long swig_type_241;
-typedef long long swig_type_242;
+typedef _gostring_ swig_type_241;
+typedef _gostring_ swig_type_242;
 typedef long long swig_type_243;
 typedef long long swig_type_244;
 typedef long long swig_type_245;
-typedef _gostring_ swig_type_246;
+typedef long long swig_type_246;
 typedef long long swig_type_247;
 typedef _gostring_ swig_type_248;
-typedef _gostring_ swig_type_249;
+typedef long long swig_type_249;
 typedef _gostring_ swig_type_250;
-typedef long long swig_type_251;
+typedef _gostring_ swig_type_251;
 typedef _gostring_ swig_type_252;
-typedef _gostring_ swig_type_253;
+typedef long long swig_type_253;
 typedef _gostring_ swig_type_254;
 typedef _gostring_ swig_type_255;
 typedef _gostring_ swig_type_256;
 typedef _gostring_ swig_type_257;
 typedef _gostring_ swig_type_258;
 typedef _gostring_ swig_type_259;
-typedef long long swig_type_260;
-typedef long long swig_type_261;
-typedef _gostring_ swig_type_262;
-typedef _gostring_ swig_type_263;
-typedef long long swig_type_264;
+typedef _gostring_ swig_type_260;
+typedef _gostring_ swig_type_261;
+typedef long long swig_type_262;
+typedef long long swig_type_263;
+typedef _gostring_ swig_type_264;
 typedef _gostring_ swig_type_265;
-typedef _gostring_ swig_type_266;
+typedef long long swig_type_266;
 typedef _gostring_ swig_type_267;
 typedef _gostring_ swig_type_268;
 typedef _gostring_ swig_type_269;
 typedef _gostring_ swig_type_270;
 typedef _gostring_ swig_type_271;
-typedef long long swig_type_272;
-typedef long long swig_type_273;
-typedef _gostring_ swig_type_274;
-typedef _gostring_ swig_type_275;
+typedef _gostring_ swig_type_272;
+typedef _gostring_ swig_type_273;
+typedef long long swig_type_274;
+typedef long long swig_type_275;
 typedef _gostring_ swig_type_276;
-typedef long long swig_type_277;
+typedef _gostring_ swig_type_277;
 typedef _gostring_ swig_type_278;
-typedef _gostring_ swig_type_279;
+typedef long long swig_type_279;
 typedef _gostring_ swig_type_280;
 typedef _gostring_ swig_type_281;
 typedef _gostring_ swig_type_282;
@@ -315,9 +315,9 @@ typedef _gostring_ swig_type_285;
 typedef _gostring_ swig_type_286;
 typedef _gostring_ swig_type_287;
 typedef _gostring_ swig_type_288;
-typedef long long swig_type_289;
+typedef _gostring_ swig_type_289;
 typedef _gostring_ swig_type_290;
-typedef _gostring_ swig_type_291;
+typedef long long swig_type_291;
 typedef _gostring_ swig_type_292;
 typedef _gostring_ swig_type_293;
 typedef _gostring_ swig_type_294;
@@ -326,29 +326,29 @@ typedef _gostring_ swig_type_296;
 typedef _gostring_ swig_type_297;
 typedef _gostring_ swig_type_298;
 typedef _gostring_ swig_type_299;
-typedef long long swig_type_300;
-typedef long long swig_type_301;
+typedef _gostring_ swig_type_300;
+typedef _gostring_ swig_type_301;
 typedef long long swig_type_302;
 typedef long long swig_type_303;
 typedef long long swig_type_304;
 typedef long long swig_type_305;
-typedef _gostring_ swig_type_306;
+typedef long long swig_type_306;
 typedef long long swig_type_307;
 typedef _gostring_ swig_type_308;
 typedef long long swig_type_309;
-typedef long long swig_type_310;
-typedef _gostring_ swig_type_311;
-typedef _gostring_ swig_type_312;
-typedef long long swig_type_313;
-typedef long long swig_type_314;
+typedef _gostring_ swig_type_310;
+typedef long long swig_type_311;
+typedef long long swig_type_312;
+typedef _gostring_ swig_type_313;
+typedef _gostring_ swig_type_314;
 typedef long long swig_type_315;
 typedef long long swig_type_316;
 typedef long long swig_type_317;
-typedef _gostring_ swig_type_318;
-typedef _gostring_ swig_type_319;
-typedef long long swig_type_320;
-typedef long long swig_type_321;
-typedef _gostring_ swig_type_322;
+typedef long long swig_type_318;
+typedef long long swig_type_319;
+typedef _gostring_ swig_type_320;
+typedef _gostring_ swig_type_321;
+typedef long long swig_type_322;
 typedef long long swig_type_323;
 typedef _gostring_ swig_type_324;
 typedef long long swig_type_325;
@@ -356,8 +356,10 @@ typedef _gostring_ swig_type_326;
 typedef long long swig_type_327;
 typedef _gostring_ swig_type_328;
 typedef long long swig_type_329;
-typedef long long swig_type_330;
-typedef _gostring_ swig_type_331;
+typedef _gostring_ swig_type_330;
+typedef long long swig_type_331;
+typedef long long swig_type_332;
+typedef _gostring_ swig_type_333;
 extern void _wrap_Swig_free_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Swig_malloc_core_a1403cbc65d2f32f(swig_intgo arg1);
 extern uintptr_t _wrap_new_Int64Vector__SWIG_0_core_a1403cbc65d2f32f(void);
@@ -947,12 +949,15 @@ extern swig_type_209 _wrap_Model_balanced_memory_json__SWIG_1_core_a1403cbc65d2f
 extern swig_type_212 _wrap_Model_balanced_memory_json__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_213 arg2, uintptr_t arg3);
 extern void _wrap_Model_verify_device_map_json_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_214 arg2);
 extern void _wrap_Model_disk_offload_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_215 arg2);
-extern void _wrap_Model_materialize__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_216 arg2, swig_type_217 arg3);
-extern void _wrap_Model_materialize__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_218 arg2);
-extern void _wrap_Model_load_checkpoint_and_dispatch_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_219 arg2, swig_type_220 arg3, swig_type_221 arg4, swig_type_222 arg5);
-extern void _wrap_Model_load_checkpoint_and_dispatch_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_223 arg2, swig_type_224 arg3, swig_type_225 arg4);
-extern void _wrap_Model_load_checkpoint_and_dispatch_json__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_226 arg2, swig_type_227 arg3);
-extern uintptr_t _wrap_Model_from_torchscript_outputs_core_a1403cbc65d2f32f(swig_type_228 arg1, uintptr_t arg2);
+extern void _wrap_Model_cpu_offload__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_216 arg2, _Bool arg3);
+extern void _wrap_Model_cpu_offload__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_217 arg2);
+extern void _wrap_Model_cpu_offload__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_Model_materialize__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_218 arg2, swig_type_219 arg3);
+extern void _wrap_Model_materialize__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_220 arg2);
+extern void _wrap_Model_load_checkpoint_and_dispatch_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_221 arg2, swig_type_222 arg3, swig_type_223 arg4, swig_type_224 arg5);
+extern void _wrap_Model_load_checkpoint_and_dispatch_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_225 arg2, swig_type_226 arg3, swig_type_227 arg4);
+extern void _wrap_Model_load_checkpoint_and_dispatch_json__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_228 arg2, swig_type_229 arg3);
+extern uintptr_t _wrap_Model_from_torchscript_outputs_core_a1403cbc65d2f32f(swig_type_230 arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Model_forward_named_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Model_named_parameters_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Model_named_buffers_core_a1403cbc65d2f32f(uintptr_t arg1);
@@ -972,21 +977,21 @@ extern void _wrap_delete_Scheduler_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_Scheduler_step_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_Scheduler_step_metric_core_a1403cbc65d2f32f(uintptr_t arg1, double arg2);
 extern double _wrap_Scheduler_get_last_lr_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_229 _wrap_Scheduler_last_epoch_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_231 _wrap_Scheduler_last_epoch_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Dataset_from_tensors_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern uintptr_t _wrap_Dataset_from_idx__SWIG_0_core_a1403cbc65d2f32f(swig_type_230 arg1, swig_type_231 arg2, double arg3, double arg4);
-extern uintptr_t _wrap_Dataset_from_idx__SWIG_1_core_a1403cbc65d2f32f(swig_type_232 arg1, swig_type_233 arg2, double arg3);
-extern uintptr_t _wrap_Dataset_from_idx__SWIG_2_core_a1403cbc65d2f32f(swig_type_234 arg1, swig_type_235 arg2);
-extern uintptr_t _wrap_Dataset_from_csv__SWIG_0_core_a1403cbc65d2f32f(swig_type_236 arg1, swig_type_237 arg2, swig_intgo arg3);
-extern uintptr_t _wrap_Dataset_from_csv__SWIG_1_core_a1403cbc65d2f32f(swig_type_238 arg1, swig_type_239 arg2);
-extern uintptr_t _wrap_Dataset_from_safetensors_core_a1403cbc65d2f32f(swig_type_240 arg1, uintptr_t arg2);
-extern uintptr_t _wrap_Dataset_from_source_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_241 arg2, uintptr_t arg3);
+extern uintptr_t _wrap_Dataset_from_idx__SWIG_0_core_a1403cbc65d2f32f(swig_type_232 arg1, swig_type_233 arg2, double arg3, double arg4);
+extern uintptr_t _wrap_Dataset_from_idx__SWIG_1_core_a1403cbc65d2f32f(swig_type_234 arg1, swig_type_235 arg2, double arg3);
+extern uintptr_t _wrap_Dataset_from_idx__SWIG_2_core_a1403cbc65d2f32f(swig_type_236 arg1, swig_type_237 arg2);
+extern uintptr_t _wrap_Dataset_from_csv__SWIG_0_core_a1403cbc65d2f32f(swig_type_238 arg1, swig_type_239 arg2, swig_intgo arg3);
+extern uintptr_t _wrap_Dataset_from_csv__SWIG_1_core_a1403cbc65d2f32f(swig_type_240 arg1, swig_type_241 arg2);
+extern uintptr_t _wrap_Dataset_from_safetensors_core_a1403cbc65d2f32f(swig_type_242 arg1, uintptr_t arg2);
+extern uintptr_t _wrap_Dataset_from_source_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_243 arg2, uintptr_t arg3);
 extern uintptr_t _wrap_Dataset_from_stream_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Dataset_from_sequences__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Dataset_from_sequences__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Dataset_from_sequences_collate_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3);
 extern void _wrap_delete_Dataset_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_242 _wrap_Dataset_size_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_244 _wrap_Dataset_size_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern _Bool _wrap_Dataset_is_iterable_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_DataLoader__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_new_DataLoader__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
@@ -994,66 +999,66 @@ extern uintptr_t _wrap_new_DataLoader__SWIG_2_core_a1403cbc65d2f32f(uintptr_t ar
 extern uintptr_t _wrap_new_DataLoader__SWIG_3_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, uintptr_t arg4);
 extern void _wrap_delete_DataLoader_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_DataLoader_next_batch_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_243 _wrap_DataLoader_num_batches_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_DataLoader_skip_first_batches_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_244 arg2);
-extern void _wrap_DataLoader_set_epoch_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_245 arg2);
-extern void _wrap_DataLoader_set_progress__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_246 arg2);
+extern swig_type_245 _wrap_DataLoader_num_batches_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern uintptr_t _wrap_DataLoader_skip_first_batches_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_246 arg2);
+extern void _wrap_DataLoader_set_epoch_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_247 arg2);
+extern void _wrap_DataLoader_set_progress__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_248 arg2);
 extern void _wrap_DataLoader_set_progress__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_DataLoader_hide_progress_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_DataLoader_field_names_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_Sequences_from_arrays__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, swig_type_247 arg4);
+extern uintptr_t _wrap_Sequences_from_arrays__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, swig_type_249 arg4);
 extern uintptr_t _wrap_Sequences_from_arrays__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3);
-extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_0_core_a1403cbc65d2f32f(swig_type_248 arg1, swig_type_249 arg2, swig_type_250 arg3, swig_type_251 arg4);
-extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_1_core_a1403cbc65d2f32f(swig_type_252 arg1, swig_type_253 arg2, swig_type_254 arg3);
-extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_2_core_a1403cbc65d2f32f(swig_type_255 arg1, swig_type_256 arg2);
-extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_3_core_a1403cbc65d2f32f(swig_type_257 arg1);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_0_core_a1403cbc65d2f32f(swig_type_258 arg1, swig_intgo arg2, swig_type_259 arg3, swig_type_260 arg4, swig_type_261 arg5);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_1_core_a1403cbc65d2f32f(swig_type_262 arg1, swig_intgo arg2, swig_type_263 arg3, swig_type_264 arg4);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_2_core_a1403cbc65d2f32f(swig_type_265 arg1, swig_intgo arg2, swig_type_266 arg3);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_3_core_a1403cbc65d2f32f(swig_type_267 arg1, swig_intgo arg2);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_4_core_a1403cbc65d2f32f(swig_type_268 arg1);
-extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_0_core_a1403cbc65d2f32f(swig_type_269 arg1, swig_type_270 arg2, swig_intgo arg3, swig_type_271 arg4, swig_type_272 arg5, swig_type_273 arg6);
-extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_1_core_a1403cbc65d2f32f(swig_type_274 arg1, swig_type_275 arg2, swig_intgo arg3, swig_type_276 arg4, swig_type_277 arg5);
-extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_2_core_a1403cbc65d2f32f(swig_type_278 arg1, swig_type_279 arg2, swig_intgo arg3, swig_type_280 arg4);
-extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_3_core_a1403cbc65d2f32f(swig_type_281 arg1, swig_type_282 arg2, swig_intgo arg3);
-extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_4_core_a1403cbc65d2f32f(swig_type_283 arg1, swig_type_284 arg2);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_0_core_a1403cbc65d2f32f(swig_type_285 arg1, swig_type_286 arg2, swig_type_287 arg3, swig_type_288 arg4, swig_type_289 arg5);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_1_core_a1403cbc65d2f32f(swig_type_290 arg1, swig_type_291 arg2, swig_type_292 arg3, swig_type_293 arg4);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_2_core_a1403cbc65d2f32f(swig_type_294 arg1, swig_type_295 arg2, swig_type_296 arg3);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_3_core_a1403cbc65d2f32f(swig_type_297 arg1, swig_type_298 arg2);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_4_core_a1403cbc65d2f32f(swig_type_299 arg1);
+extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_0_core_a1403cbc65d2f32f(swig_type_250 arg1, swig_type_251 arg2, swig_type_252 arg3, swig_type_253 arg4);
+extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_1_core_a1403cbc65d2f32f(swig_type_254 arg1, swig_type_255 arg2, swig_type_256 arg3);
+extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_2_core_a1403cbc65d2f32f(swig_type_257 arg1, swig_type_258 arg2);
+extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_3_core_a1403cbc65d2f32f(swig_type_259 arg1);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_0_core_a1403cbc65d2f32f(swig_type_260 arg1, swig_intgo arg2, swig_type_261 arg3, swig_type_262 arg4, swig_type_263 arg5);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_1_core_a1403cbc65d2f32f(swig_type_264 arg1, swig_intgo arg2, swig_type_265 arg3, swig_type_266 arg4);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_2_core_a1403cbc65d2f32f(swig_type_267 arg1, swig_intgo arg2, swig_type_268 arg3);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_3_core_a1403cbc65d2f32f(swig_type_269 arg1, swig_intgo arg2);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_4_core_a1403cbc65d2f32f(swig_type_270 arg1);
+extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_0_core_a1403cbc65d2f32f(swig_type_271 arg1, swig_type_272 arg2, swig_intgo arg3, swig_type_273 arg4, swig_type_274 arg5, swig_type_275 arg6);
+extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_1_core_a1403cbc65d2f32f(swig_type_276 arg1, swig_type_277 arg2, swig_intgo arg3, swig_type_278 arg4, swig_type_279 arg5);
+extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_2_core_a1403cbc65d2f32f(swig_type_280 arg1, swig_type_281 arg2, swig_intgo arg3, swig_type_282 arg4);
+extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_3_core_a1403cbc65d2f32f(swig_type_283 arg1, swig_type_284 arg2, swig_intgo arg3);
+extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_4_core_a1403cbc65d2f32f(swig_type_285 arg1, swig_type_286 arg2);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_0_core_a1403cbc65d2f32f(swig_type_287 arg1, swig_type_288 arg2, swig_type_289 arg3, swig_type_290 arg4, swig_type_291 arg5);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_1_core_a1403cbc65d2f32f(swig_type_292 arg1, swig_type_293 arg2, swig_type_294 arg3, swig_type_295 arg4);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_2_core_a1403cbc65d2f32f(swig_type_296 arg1, swig_type_297 arg2, swig_type_298 arg3);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_3_core_a1403cbc65d2f32f(swig_type_299 arg1, swig_type_300 arg2);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_4_core_a1403cbc65d2f32f(swig_type_301 arg1);
 extern void _wrap_delete_Sequences_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_300 _wrap_Sequences_size_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_301 _wrap_Sequences_length_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_302 arg2);
-extern uintptr_t _wrap_Sequences_ids_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_303 arg2);
-extern uintptr_t _wrap_Sequences_labels_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_304 arg2);
-extern uintptr_t _wrap_new_ProgressBar__SWIG_0_core_a1403cbc65d2f32f(swig_type_305 arg1, swig_type_306 arg2, _Bool arg3);
-extern uintptr_t _wrap_new_ProgressBar__SWIG_1_core_a1403cbc65d2f32f(swig_type_307 arg1, swig_type_308 arg2);
-extern uintptr_t _wrap_new_ProgressBar__SWIG_2_core_a1403cbc65d2f32f(swig_type_309 arg1);
+extern swig_type_302 _wrap_Sequences_size_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_303 _wrap_Sequences_length_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_304 arg2);
+extern uintptr_t _wrap_Sequences_ids_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_305 arg2);
+extern uintptr_t _wrap_Sequences_labels_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_306 arg2);
+extern uintptr_t _wrap_new_ProgressBar__SWIG_0_core_a1403cbc65d2f32f(swig_type_307 arg1, swig_type_308 arg2, _Bool arg3);
+extern uintptr_t _wrap_new_ProgressBar__SWIG_1_core_a1403cbc65d2f32f(swig_type_309 arg1, swig_type_310 arg2);
+extern uintptr_t _wrap_new_ProgressBar__SWIG_2_core_a1403cbc65d2f32f(swig_type_311 arg1);
 extern void _wrap_delete_ProgressBar_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_ProgressBar_update__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_310 arg2);
+extern void _wrap_ProgressBar_update__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_312 arg2);
 extern void _wrap_ProgressBar_update__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_Profile_begin_with_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_311 arg2, _Bool arg3, _Bool arg4, _Bool arg5, _Bool arg6, _Bool arg7);
-extern uintptr_t _wrap_Profile_begin_scheduled_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_312 arg2, _Bool arg3, _Bool arg4, _Bool arg5, _Bool arg6, _Bool arg7, swig_type_313 arg8, swig_type_314 arg9, swig_type_315 arg10, swig_type_316 arg11, swig_type_317 arg12);
+extern uintptr_t _wrap_Profile_begin_with_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_313 arg2, _Bool arg3, _Bool arg4, _Bool arg5, _Bool arg6, _Bool arg7);
+extern uintptr_t _wrap_Profile_begin_scheduled_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_314 arg2, _Bool arg3, _Bool arg4, _Bool arg5, _Bool arg6, _Bool arg7, swig_type_315 arg8, swig_type_316 arg9, swig_type_317 arg10, swig_type_318 arg11, swig_type_319 arg12);
 extern _Bool _wrap_Profile_step_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_Profile_begin_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_318 arg2);
+extern uintptr_t _wrap_Profile_begin_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_320 arg2);
 extern void _wrap_delete_Profile_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_Profile_end_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_NamedTensors_core_a1403cbc65d2f32f(void);
 extern void _wrap_delete_NamedTensors_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_NamedTensors_add_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_319 arg2, uintptr_t arg3);
-extern swig_type_320 _wrap_NamedTensors_size_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_NamedTensors_add_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_321 arg2, uintptr_t arg3);
+extern swig_type_322 _wrap_NamedTensors_size_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_TensorList_core_a1403cbc65d2f32f(void);
 extern void _wrap_delete_TensorList_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_TensorList_add_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern swig_type_321 _wrap_TensorList_size_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_323 _wrap_TensorList_size_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_TensorMap_core_a1403cbc65d2f32f(void);
 extern void _wrap_delete_TensorMap_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_TensorMap_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_322 arg2, uintptr_t arg3);
-extern swig_type_323 _wrap_TensorMap_count_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_324 _wrap_TensorMap_name_at_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_325 arg2);
-extern uintptr_t _wrap_TensorMap_get_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_326 arg2);
-extern uintptr_t _wrap_new_PartialState__SWIG_0_core_a1403cbc65d2f32f(_Bool arg1, swig_type_327 arg2);
+extern void _wrap_TensorMap_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_324 arg2, uintptr_t arg3);
+extern swig_type_325 _wrap_TensorMap_count_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_326 _wrap_TensorMap_name_at_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_327 arg2);
+extern uintptr_t _wrap_TensorMap_get_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_328 arg2);
+extern uintptr_t _wrap_new_PartialState__SWIG_0_core_a1403cbc65d2f32f(_Bool arg1, swig_type_329 arg2);
 extern uintptr_t _wrap_new_PartialState__SWIG_1_core_a1403cbc65d2f32f(_Bool arg1);
 extern uintptr_t _wrap_new_PartialState__SWIG_2_core_a1403cbc65d2f32f(void);
 extern void _wrap_delete_PartialState_core_a1403cbc65d2f32f(uintptr_t arg1);
@@ -1061,12 +1066,12 @@ extern swig_intgo _wrap_PartialState_process_index_core_a1403cbc65d2f32f(uintptr
 extern swig_intgo _wrap_PartialState_local_process_index_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_intgo _wrap_PartialState_num_processes_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_intgo _wrap_PartialState_distributed_type_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_328 _wrap_PartialState_device_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_PartialState_split_range__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_329 arg2, _Bool arg3);
-extern uintptr_t _wrap_PartialState_split_range__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_330 arg2);
+extern swig_type_330 _wrap_PartialState_device_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern uintptr_t _wrap_PartialState_split_range__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_331 arg2, _Bool arg3);
+extern uintptr_t _wrap_PartialState_split_range__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_332 arg2);
 extern void _wrap_PartialState_wait_for_everyone_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_intgo _wrap_take_error_code_core_a1403cbc65d2f32f(void);
-extern swig_type_331 _wrap_take_error_message_core_a1403cbc65d2f32f(void);
+extern swig_type_333 _wrap_take_error_message_core_a1403cbc65d2f32f(void);
 #undef intgo
 */
 import "C"
@@ -7087,11 +7092,52 @@ func (arg1 SwigcptrModel) Disk_offload(arg2 string) {
 	}
 }
 
+func (arg1 SwigcptrModel) Cpu_offload__SWIG_0(arg2 string, arg3 bool) {
+	_swig_i_0 := arg1
+	_swig_i_1 := arg2
+	_swig_i_2 := arg3
+	C._wrap_Model_cpu_offload__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_216)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2))
+	if Swig_escape_always_false {
+		Swig_escape_val = arg2
+	}
+}
+
+func (arg1 SwigcptrModel) Cpu_offload__SWIG_1(arg2 string) {
+	_swig_i_0 := arg1
+	_swig_i_1 := arg2
+	C._wrap_Model_cpu_offload__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_217)(unsafe.Pointer(&_swig_i_1)))
+	if Swig_escape_always_false {
+		Swig_escape_val = arg2
+	}
+}
+
+func (arg1 SwigcptrModel) Cpu_offload__SWIG_2() {
+	_swig_i_0 := arg1
+	C._wrap_Model_cpu_offload__SWIG_2_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0))
+}
+
+func (p SwigcptrModel) Cpu_offload(a ...interface{}) {
+	argc := len(a)
+	if argc == 0 {
+		p.Cpu_offload__SWIG_2()
+		return
+	}
+	if argc == 1 {
+		p.Cpu_offload__SWIG_1(a[0].(string))
+		return
+	}
+	if argc == 2 {
+		p.Cpu_offload__SWIG_0(a[0].(string), a[1].(bool))
+		return
+	}
+	panic("No match for overloaded function call")
+}
+
 func (arg1 SwigcptrModel) Materialize__SWIG_0(arg2 string, arg3 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	C._wrap_Model_materialize__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_216)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_217)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_Model_materialize__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_218)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_219)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7103,7 +7149,7 @@ func (arg1 SwigcptrModel) Materialize__SWIG_0(arg2 string, arg3 string) {
 func (arg1 SwigcptrModel) Materialize__SWIG_1(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Model_materialize__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_218)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Model_materialize__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_220)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7128,7 +7174,7 @@ func (arg1 SwigcptrModel) Load_checkpoint_and_dispatch_json__SWIG_0(arg2 string,
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	C._wrap_Model_load_checkpoint_and_dispatch_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_219)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_220)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_221)(unsafe.Pointer(&_swig_i_3)), *(*C.swig_type_222)(unsafe.Pointer(&_swig_i_4)))
+	C._wrap_Model_load_checkpoint_and_dispatch_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_221)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_222)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_223)(unsafe.Pointer(&_swig_i_3)), *(*C.swig_type_224)(unsafe.Pointer(&_swig_i_4)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7148,7 +7194,7 @@ func (arg1 SwigcptrModel) Load_checkpoint_and_dispatch_json__SWIG_1(arg2 string,
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	C._wrap_Model_load_checkpoint_and_dispatch_json__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_223)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_224)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_225)(unsafe.Pointer(&_swig_i_3)))
+	C._wrap_Model_load_checkpoint_and_dispatch_json__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_225)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_226)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_227)(unsafe.Pointer(&_swig_i_3)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7164,7 +7210,7 @@ func (arg1 SwigcptrModel) Load_checkpoint_and_dispatch_json__SWIG_2(arg2 string,
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	C._wrap_Model_load_checkpoint_and_dispatch_json__SWIG_2_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_226)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_227)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_Model_load_checkpoint_and_dispatch_json__SWIG_2_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_228)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_229)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7194,7 +7240,7 @@ func ModelFrom_torchscript_outputs(arg1 string, arg2 StringVector) (_swig_ret Mo
 	var swig_r Model
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
-	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_torchscript_outputs_core_a1403cbc65d2f32f(*(*C.swig_type_228)(unsafe.Pointer(&_swig_i_0)), C.uintptr_t(_swig_i_1))))
+	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_torchscript_outputs_core_a1403cbc65d2f32f(*(*C.swig_type_230)(unsafe.Pointer(&_swig_i_0)), C.uintptr_t(_swig_i_1))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7260,6 +7306,7 @@ type Model interface {
 	Balanced_memory_json(a ...interface{}) string
 	Verify_device_map_json(arg2 string)
 	Disk_offload(arg2 string)
+	Cpu_offload(a ...interface{})
 	Materialize(a ...interface{})
 	Load_checkpoint_and_dispatch_json(a ...interface{})
 	Forward_named(arg2 TensorMap) (_swig_ret TensorMap)
@@ -7447,7 +7494,7 @@ func DatasetFrom_idx__SWIG_0(arg1 string, arg2 string, arg3 float64, arg4 float6
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_idx__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_230)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_231)(unsafe.Pointer(&_swig_i_1)), C.double(_swig_i_2), C.double(_swig_i_3))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_idx__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_232)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_233)(unsafe.Pointer(&_swig_i_1)), C.double(_swig_i_2), C.double(_swig_i_3))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7462,7 +7509,7 @@ func DatasetFrom_idx__SWIG_1(arg1 string, arg2 string, arg3 float64) (_swig_ret 
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_idx__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_232)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_233)(unsafe.Pointer(&_swig_i_1)), C.double(_swig_i_2))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_idx__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_234)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_235)(unsafe.Pointer(&_swig_i_1)), C.double(_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7476,7 +7523,7 @@ func DatasetFrom_idx__SWIG_2(arg1 string, arg2 string) (_swig_ret Dataset) {
 	var swig_r Dataset
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_idx__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_234)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_235)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_idx__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_236)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_237)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7505,7 +7552,7 @@ func DatasetFrom_csv__SWIG_0(arg1 string, arg2 string, arg3 Accel_dtype) (_swig_
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_csv__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_236)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_237)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_csv__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_238)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_239)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7519,7 +7566,7 @@ func DatasetFrom_csv__SWIG_1(arg1 string, arg2 string) (_swig_ret Dataset) {
 	var swig_r Dataset
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_csv__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_238)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_239)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_csv__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_240)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_241)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7544,7 +7591,7 @@ func DatasetFrom_safetensors(arg1 string, arg2 StringVector) (_swig_ret Dataset)
 	var swig_r Dataset
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_safetensors_core_a1403cbc65d2f32f(*(*C.swig_type_240)(unsafe.Pointer(&_swig_i_0)), C.uintptr_t(_swig_i_1))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_safetensors_core_a1403cbc65d2f32f(*(*C.swig_type_242)(unsafe.Pointer(&_swig_i_0)), C.uintptr_t(_swig_i_1))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7556,7 +7603,7 @@ func DatasetFrom_source(arg1 DatasetSource, arg2 int64, arg3 FieldSpecVector) (_
 	_swig_i_0 := getSwigcptr(arg1)
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_source_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_241(_swig_i_1), C.uintptr_t(_swig_i_2))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_source_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_243(_swig_i_1), C.uintptr_t(_swig_i_2))))
 	return swig_r
 }
 
@@ -7712,20 +7759,20 @@ func (arg1 SwigcptrDataLoader) Skip_first_batches(arg2 int64) (_swig_ret DataLoa
 	var swig_r DataLoader
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (DataLoader)(SwigcptrDataLoader(C._wrap_DataLoader_skip_first_batches_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_244(_swig_i_1))))
+	swig_r = (DataLoader)(SwigcptrDataLoader(C._wrap_DataLoader_skip_first_batches_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_246(_swig_i_1))))
 	return swig_r
 }
 
 func (arg1 SwigcptrDataLoader) Set_epoch(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_DataLoader_set_epoch_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_245(_swig_i_1))
+	C._wrap_DataLoader_set_epoch_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_247(_swig_i_1))
 }
 
 func (arg1 SwigcptrDataLoader) Set_progress__SWIG_0(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_DataLoader_set_progress__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_246)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_DataLoader_set_progress__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_248)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7788,7 +7835,7 @@ func SequencesFrom_arrays__SWIG_0(arg1 Int64Vector, arg2 Int64Vector, arg3 Int64
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := getSwigcptr(arg3)
 	_swig_i_3 := arg4
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_arrays__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.uintptr_t(_swig_i_2), C.swig_type_247(_swig_i_3))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_arrays__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.uintptr_t(_swig_i_2), C.swig_type_249(_swig_i_3))))
 	return swig_r
 }
 
@@ -7818,7 +7865,7 @@ func SequencesFrom_jsonl__SWIG_0(arg1 string, arg2 string, arg3 string, arg4 int
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_248)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_249)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_250)(unsafe.Pointer(&_swig_i_2)), C.swig_type_251(_swig_i_3))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_250)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_251)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_252)(unsafe.Pointer(&_swig_i_2)), C.swig_type_253(_swig_i_3))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7836,7 +7883,7 @@ func SequencesFrom_jsonl__SWIG_1(arg1 string, arg2 string, arg3 string) (_swig_r
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_252)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_253)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_254)(unsafe.Pointer(&_swig_i_2)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_254)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_255)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_256)(unsafe.Pointer(&_swig_i_2)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7853,7 +7900,7 @@ func SequencesFrom_jsonl__SWIG_2(arg1 string, arg2 string) (_swig_ret Sequences)
 	var swig_r Sequences
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_255)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_256)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_257)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_258)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7866,7 +7913,7 @@ func SequencesFrom_jsonl__SWIG_2(arg1 string, arg2 string) (_swig_ret Sequences)
 func SequencesFrom_jsonl__SWIG_3(arg1 string) (_swig_ret Sequences) {
 	var swig_r Sequences
 	_swig_i_0 := arg1
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_257)(unsafe.Pointer(&_swig_i_0)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_259)(unsafe.Pointer(&_swig_i_0)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7897,7 +7944,7 @@ func SequencesFrom_text__SWIG_0(arg1 string, arg2 Accel_text_split, arg3 string,
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_258)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_259)(unsafe.Pointer(&_swig_i_2)), C.swig_type_260(_swig_i_3), C.swig_type_261(_swig_i_4))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_260)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_261)(unsafe.Pointer(&_swig_i_2)), C.swig_type_262(_swig_i_3), C.swig_type_263(_swig_i_4))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7913,7 +7960,7 @@ func SequencesFrom_text__SWIG_1(arg1 string, arg2 Accel_text_split, arg3 string,
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_262)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_263)(unsafe.Pointer(&_swig_i_2)), C.swig_type_264(_swig_i_3))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_264)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_265)(unsafe.Pointer(&_swig_i_2)), C.swig_type_266(_swig_i_3))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7928,7 +7975,7 @@ func SequencesFrom_text__SWIG_2(arg1 string, arg2 Accel_text_split, arg3 string)
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_265)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_266)(unsafe.Pointer(&_swig_i_2)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_267)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_268)(unsafe.Pointer(&_swig_i_2)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7942,7 +7989,7 @@ func SequencesFrom_text__SWIG_3(arg1 string, arg2 Accel_text_split) (_swig_ret S
 	var swig_r Sequences
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_267)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_269)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7952,7 +7999,7 @@ func SequencesFrom_text__SWIG_3(arg1 string, arg2 Accel_text_split) (_swig_ret S
 func SequencesFrom_text__SWIG_4(arg1 string) (_swig_ret Sequences) {
 	var swig_r Sequences
 	_swig_i_0 := arg1
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_268)(unsafe.Pointer(&_swig_i_0)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_270)(unsafe.Pointer(&_swig_i_0)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7987,7 +8034,7 @@ func SequencesFrom_text_vocab__SWIG_0(arg1 string, arg2 string, arg3 Accel_text_
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
 	_swig_i_5 := arg6
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_269)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_270)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_271)(unsafe.Pointer(&_swig_i_3)), C.swig_type_272(_swig_i_4), C.swig_type_273(_swig_i_5))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_271)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_272)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_273)(unsafe.Pointer(&_swig_i_3)), C.swig_type_274(_swig_i_4), C.swig_type_275(_swig_i_5))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8007,7 +8054,7 @@ func SequencesFrom_text_vocab__SWIG_1(arg1 string, arg2 string, arg3 Accel_text_
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_274)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_275)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_276)(unsafe.Pointer(&_swig_i_3)), C.swig_type_277(_swig_i_4))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_276)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_277)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_278)(unsafe.Pointer(&_swig_i_3)), C.swig_type_279(_swig_i_4))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8026,7 +8073,7 @@ func SequencesFrom_text_vocab__SWIG_2(arg1 string, arg2 string, arg3 Accel_text_
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_278)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_279)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_280)(unsafe.Pointer(&_swig_i_3)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_280)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_281)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_282)(unsafe.Pointer(&_swig_i_3)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8044,7 +8091,7 @@ func SequencesFrom_text_vocab__SWIG_3(arg1 string, arg2 string, arg3 Accel_text_
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_281)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_282)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_283)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_284)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8058,7 +8105,7 @@ func SequencesFrom_text_vocab__SWIG_4(arg1 string, arg2 string) (_swig_ret Seque
 	var swig_r Sequences
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_283)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_284)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_285)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_286)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8095,7 +8142,7 @@ func SequencesFrom_safetensors__SWIG_0(arg1 string, arg2 string, arg3 string, ar
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_285)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_286)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_287)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_288)(unsafe.Pointer(&_swig_i_3)), C.swig_type_289(_swig_i_4))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_287)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_288)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_289)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_290)(unsafe.Pointer(&_swig_i_3)), C.swig_type_291(_swig_i_4))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8117,7 +8164,7 @@ func SequencesFrom_safetensors__SWIG_1(arg1 string, arg2 string, arg3 string, ar
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_290)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_291)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_292)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_293)(unsafe.Pointer(&_swig_i_3)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_292)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_293)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_294)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_295)(unsafe.Pointer(&_swig_i_3)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8138,7 +8185,7 @@ func SequencesFrom_safetensors__SWIG_2(arg1 string, arg2 string, arg3 string) (_
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_294)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_295)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_296)(unsafe.Pointer(&_swig_i_2)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_296)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_297)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_298)(unsafe.Pointer(&_swig_i_2)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8155,7 +8202,7 @@ func SequencesFrom_safetensors__SWIG_3(arg1 string, arg2 string) (_swig_ret Sequ
 	var swig_r Sequences
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_297)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_298)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_299)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_300)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8168,7 +8215,7 @@ func SequencesFrom_safetensors__SWIG_3(arg1 string, arg2 string) (_swig_ret Sequ
 func SequencesFrom_safetensors__SWIG_4(arg1 string) (_swig_ret Sequences) {
 	var swig_r Sequences
 	_swig_i_0 := arg1
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_299)(unsafe.Pointer(&_swig_i_0)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_301)(unsafe.Pointer(&_swig_i_0)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8211,7 +8258,7 @@ func (arg1 SwigcptrSequences) Length(arg2 int64) (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (int64)(C._wrap_Sequences_length_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_302(_swig_i_1)))
+	swig_r = (int64)(C._wrap_Sequences_length_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_304(_swig_i_1)))
 	return swig_r
 }
 
@@ -8219,7 +8266,7 @@ func (arg1 SwigcptrSequences) Ids(arg2 int64) (_swig_ret Tensor) {
 	var swig_r Tensor
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Sequences_ids_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_303(_swig_i_1))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Sequences_ids_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_305(_swig_i_1))))
 	return swig_r
 }
 
@@ -8227,7 +8274,7 @@ func (arg1 SwigcptrSequences) Labels(arg2 int64) (_swig_ret Tensor) {
 	var swig_r Tensor
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Sequences_labels_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_304(_swig_i_1))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Sequences_labels_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_306(_swig_i_1))))
 	return swig_r
 }
 
@@ -8254,7 +8301,7 @@ func NewProgressBar__SWIG_0(arg1 int64, arg2 string, arg3 bool) (_swig_ret Progr
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_0_core_a1403cbc65d2f32f(C.swig_type_305(_swig_i_0), *(*C.swig_type_306)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2))))
+	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_0_core_a1403cbc65d2f32f(C.swig_type_307(_swig_i_0), *(*C.swig_type_308)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -8265,7 +8312,7 @@ func NewProgressBar__SWIG_1(arg1 int64, arg2 string) (_swig_ret ProgressBar) {
 	var swig_r ProgressBar
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_1_core_a1403cbc65d2f32f(C.swig_type_307(_swig_i_0), *(*C.swig_type_308)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_1_core_a1403cbc65d2f32f(C.swig_type_309(_swig_i_0), *(*C.swig_type_310)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -8275,7 +8322,7 @@ func NewProgressBar__SWIG_1(arg1 int64, arg2 string) (_swig_ret ProgressBar) {
 func NewProgressBar__SWIG_2(arg1 int64) (_swig_ret ProgressBar) {
 	var swig_r ProgressBar
 	_swig_i_0 := arg1
-	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_2_core_a1403cbc65d2f32f(C.swig_type_309(_swig_i_0))))
+	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_2_core_a1403cbc65d2f32f(C.swig_type_311(_swig_i_0))))
 	return swig_r
 }
 
@@ -8301,7 +8348,7 @@ func DeleteProgressBar(arg1 ProgressBar) {
 func (arg1 SwigcptrProgressBar) Update__SWIG_0(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_ProgressBar_update__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_310(_swig_i_1))
+	C._wrap_ProgressBar_update__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_312(_swig_i_1))
 }
 
 func (arg1 SwigcptrProgressBar) Update__SWIG_1() {
@@ -8346,7 +8393,7 @@ func ProfileBegin_with(arg1 Accelerator, arg2 string, arg3 bool, arg4 bool, arg5
 	_swig_i_4 := arg5
 	_swig_i_5 := arg6
 	_swig_i_6 := arg7
-	swig_r = (Profile)(SwigcptrProfile(C._wrap_Profile_begin_with_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_311)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2), C._Bool(_swig_i_3), C._Bool(_swig_i_4), C._Bool(_swig_i_5), C._Bool(_swig_i_6))))
+	swig_r = (Profile)(SwigcptrProfile(C._wrap_Profile_begin_with_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_313)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2), C._Bool(_swig_i_3), C._Bool(_swig_i_4), C._Bool(_swig_i_5), C._Bool(_swig_i_6))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -8367,7 +8414,7 @@ func ProfileBegin_scheduled(arg1 Accelerator, arg2 string, arg3 bool, arg4 bool,
 	_swig_i_9 := arg10
 	_swig_i_10 := arg11
 	_swig_i_11 := arg12
-	swig_r = (Profile)(SwigcptrProfile(C._wrap_Profile_begin_scheduled_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_312)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2), C._Bool(_swig_i_3), C._Bool(_swig_i_4), C._Bool(_swig_i_5), C._Bool(_swig_i_6), C.swig_type_313(_swig_i_7), C.swig_type_314(_swig_i_8), C.swig_type_315(_swig_i_9), C.swig_type_316(_swig_i_10), C.swig_type_317(_swig_i_11))))
+	swig_r = (Profile)(SwigcptrProfile(C._wrap_Profile_begin_scheduled_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_314)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2), C._Bool(_swig_i_3), C._Bool(_swig_i_4), C._Bool(_swig_i_5), C._Bool(_swig_i_6), C.swig_type_315(_swig_i_7), C.swig_type_316(_swig_i_8), C.swig_type_317(_swig_i_9), C.swig_type_318(_swig_i_10), C.swig_type_319(_swig_i_11))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -8385,7 +8432,7 @@ func ProfileBegin(arg1 Accelerator, arg2 string) (_swig_ret Profile) {
 	var swig_r Profile
 	_swig_i_0 := getSwigcptr(arg1)
 	_swig_i_1 := arg2
-	swig_r = (Profile)(SwigcptrProfile(C._wrap_Profile_begin_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_318)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Profile)(SwigcptrProfile(C._wrap_Profile_begin_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_320)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -8433,7 +8480,7 @@ func (arg1 SwigcptrNamedTensors) Add(arg2 string, arg3 Tensor) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	C._wrap_NamedTensors_add_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_319)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
+	C._wrap_NamedTensors_add_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_321)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -8517,7 +8564,7 @@ func (arg1 SwigcptrTensorMap) Set(arg2 string, arg3 Tensor) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	C._wrap_TensorMap_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_322)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
+	C._wrap_TensorMap_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_324)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -8534,7 +8581,7 @@ func (arg1 SwigcptrTensorMap) Name_at(arg2 int64) (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r_p := C._wrap_TensorMap_name_at_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_325(_swig_i_1))
+	swig_r_p := C._wrap_TensorMap_name_at_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_327(_swig_i_1))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -8545,7 +8592,7 @@ func (arg1 SwigcptrTensorMap) Get(arg2 string) (_swig_ret Tensor) {
 	var swig_r Tensor
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_TensorMap_get_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_326)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_TensorMap_get_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_328)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -8574,7 +8621,7 @@ func NewPartialState__SWIG_0(arg1 bool, arg2 int64) (_swig_ret PartialState) {
 	var swig_r PartialState
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (PartialState)(SwigcptrPartialState(C._wrap_new_PartialState__SWIG_0_core_a1403cbc65d2f32f(C._Bool(_swig_i_0), C.swig_type_327(_swig_i_1))))
+	swig_r = (PartialState)(SwigcptrPartialState(C._wrap_new_PartialState__SWIG_0_core_a1403cbc65d2f32f(C._Bool(_swig_i_0), C.swig_type_329(_swig_i_1))))
 	return swig_r
 }
 
@@ -8653,7 +8700,7 @@ func (arg1 SwigcptrPartialState) Split_range__SWIG_0(arg2 int64, arg3 bool) (_sw
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_PartialState_split_range__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_329(_swig_i_1), C._Bool(_swig_i_2))))
+	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_PartialState_split_range__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_331(_swig_i_1), C._Bool(_swig_i_2))))
 	return swig_r
 }
 
@@ -8661,7 +8708,7 @@ func (arg1 SwigcptrPartialState) Split_range__SWIG_1(arg2 int64) (_swig_ret Int6
 	var swig_r Int64Vector
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_PartialState_split_range__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_330(_swig_i_1))))
+	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_PartialState_split_range__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_332(_swig_i_1))))
 	return swig_r
 }
 

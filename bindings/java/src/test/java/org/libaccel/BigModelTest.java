@@ -89,6 +89,18 @@ class BigModelTest {
     }
   }
 
+  /** cpuOffload onto the CPU computes the same; a device the machine lacks is named. */
+  @Test
+  void cpuOffloadComputesTheSame() {
+    try (Model model = Model.fromJson(GPT)) {
+      float[] want = logits(model);
+      AccelException bad = assertThrows(AccelException.class, () -> model.cpuOffload("tpu:0", false));
+      assertTrue(bad.getMessage().contains("\"tpu:0\""), bad.getMessage());
+      model.cpuOffload("cpu", true);
+      assertArrayEquals(want, logits(model));
+    }
+  }
+
   /** Accelerate 1.15's get_balanced_memory on the torch twin over three 600 kB GPUs (no GPU needed). */
   @Test
   void balancedMemoryMatchesAccelerate() {
