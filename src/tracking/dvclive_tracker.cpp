@@ -10,6 +10,7 @@
 
 #include "accel/error.hpp"
 #include "core/number_text.hpp"
+#include "core/remove_tree.hpp"
 #include "tracking/builtin_trackers.hpp"
 #include "tracking/record_file.hpp"
 #include "tracking/tracker_kwargs.hpp"
@@ -71,7 +72,7 @@ class DvcLiveTracker : public Tracker {
   void init(const std::string& run_name, const TrackerConfig& config) override {
     // A new run replaces the files of the last one, as Live(resume=False) does.
     std::error_code ec;
-    std::filesystem::remove_all(dir_ + "/plots/metrics", ec);
+    remove_tree(dir_ + "/plots/metrics");  // not std::filesystem::remove_all (docs/gpu.md)
     std::filesystem::remove(dir_ + "/metrics.json", ec);
     std::filesystem::remove(dir_ + "/params.yaml", ec);
     make_dirs(dir_ + "/plots/metrics");

@@ -2,6 +2,7 @@
 // expected values are Accelerate 1.15's on the torch twins below (its own test's
 // ModelForTest, and a nested one); the budgets are plain numbers, so no GPU is needed.
 #include <gtest/gtest.h>
+#include <torch/cuda.h>
 #include <torch/nn/module.h>
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/container/sequential.h>
@@ -100,9 +101,11 @@ TEST(BalancedMemory, NoSplitBlocksAndDtypeWidenTheMargin) {
 
 TEST(BalancedMemory, DeviceMapStringsAreAccelerates) {
   auto model = accel::Model::from_module(ModelForTest());
-  // Without GPUs every strategy puts the model on the CPU, as Accelerate does.
+  // This small model fits the first device: the CPU without a GPU, else GPU 0 (whatever
+  // ACCELERATE_USE_CPU says: Accelerate's device_map strings read the devices present).
+  const std::string first = torch::cuda::is_available() ? "cuda:0" : "cpu";
   for (const char* strategy : {"\"auto\"", "\"balanced\"", "\"balanced_low_0\"", "\"sequential\""}) {
-    EXPECT_EQ(accel::resolve_device_map(model, strategy), (accel::DeviceMap{{"", "cpu"}})) << strategy;
+    EXPECT_EQ(accel::resolve_device_map(model, strategy), (accel::DeviceMap{{"", first}})) << strategy;
   }
   try {
     accel::resolve_device_map(model, "\"balanced_low_1\"");

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "accel/error.hpp"
+#include "core/remove_tree.hpp"
 #include "accelerator/load_dcp_state.hpp"
 #include "formats/dcp.hpp"
 #include "formats/dcp_writer.hpp"
@@ -37,7 +38,7 @@ void write_all(const std::string& path, const std::string& bytes) {
 // A fresh copy of the fixture's model directory.
 std::string copy_of_fixture(const std::string& name) {
   const std::string dir = (fs::temp_directory_path() / ("accel_dcp_" + name)).string();
-  fs::remove_all(dir);
+  accel::detail::remove_tree(dir);  // not fs::remove_all (docs/gpu.md)
   fs::copy(kFixture + "/pytorch_model_fsdp_0", dir);
   return dir;
 }
@@ -158,7 +159,7 @@ TEST(Dcp, FlatRangesBecomeBoxesThatCoverThemExactly) {
 // item of plain data, a 0-d tensor.
 TEST(Dcp, WrittenDirectoriesReadBack) {
   const std::string dir = (fs::temp_directory_path() / "accel_dcp_written").string();
-  fs::remove_all(dir);
+  accel::detail::remove_tree(dir);  // not fs::remove_all (docs/gpu.md)
   fs::create_directories(dir);
   const at::Tensor weight = at::randn({3, 5}, at::kDouble), step = at::scalar_tensor(4.0, at::kFloat);
   std::vector<nlohmann::json> records;
