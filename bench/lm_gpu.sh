@@ -8,7 +8,8 @@
 #   accelerate_eager   the same with attn_implementation="eager", the attention the export traced
 #   torch              a plain PyTorch loop (bf16 through torch.autocast)
 # in fp32 and bf16, one process, batches already on the GPU. Contestants
-# alternate within each round; the table shows medians and ratios to Accelerate.
+# alternate within each round; the table shows medians, ratios to Accelerate and model FLOPs
+# utilisation against the card's measured matmul peak (lm/gpu_peak.py).
 #   bench/lm_gpu.sh [--build-dir build-cuda] [--model model.pt] [--rounds 2] [--steps 300] [--warmup 30]
 #                   [--with-optimized]
 # --model: a TorchScript export made by lm_model.py (default: exported here with $PYTHON).
@@ -52,18 +53,25 @@ for round in $(seq "$rounds"); do
   done 2>&1 | grep '^BENCH_RESULT ' | sed 's/^BENCH_RESULT //' | tee -a "$results"  # seen as they come
   echo "lm_gpu.sh: round $round of $rounds done" >&2
 done
-"$python" -c "import torch; print('GPU:', torch.cuda.get_device_name(0), '| torch', torch.__version__)"
-"$python" - "$results" <<'PY'
+"$python" "$here/lm/gpu_peak.py" >"$work/peak" || { echo "lm_gpu.sh: measuring the GPU's peak failed" >&2; exit 1; }
+cat "$work/peak"
+PYTHONPATH="$here/lm" "$python" - "$results" "$work/peak" <<'PY'
 import collections, json, statistics, sys
+from lm_model import flops_per_token
 runs = collections.defaultdict(list)
 for line in open(sys.argv[1]):
     r = json.loads(line)
     runs[(r["precision"], r["contestant"])].append(r["tokens_per_s"])
-print("| precision | contestant | tokens/s (median, min-max) | libaccel vs this | runs |")
-print("|---|---|---|---|---|")
+peak = json.loads(open(sys.argv[2]).read())
+peak_flops = {"no": peak["fp32_tflops"] * 1e12, "bf16": peak["bf16_tflops"] * 1e12}
+print(f"GPU: {peak['gpu']} | torch {peak['torch']} | measured peak fp32 {peak['fp32_tflops']} TFLOP/s (TF32 off), "
+      f"bf16 {peak['bf16_tflops']} TFLOP/s | {flops_per_token() / 1e6:.1f} MFLOP per trained token")
+print("| precision | contestant | tokens/s (median, min-max) | MFU | libaccel vs this | runs |")
+print("|---|---|---|---|---|---|")
 for (precision, name), tps in sorted(runs.items()):
     ours = runs.get((precision, "accel_c"))
     ratio = f"{statistics.median(ours) / statistics.median(tps):.2f}x" if ours and name != "accel_c" else "-"
+    mfu = statistics.median(tps) * flops_per_token() / peak_flops[precision]
     print(f"| {'fp32' if precision == 'no' else precision} | {name} | {statistics.median(tps):.0f} "
-          f"({min(tps):.0f}-{max(tps):.0f}) | {ratio} | {len(tps)} |")
+          f"({min(tps):.0f}-{max(tps):.0f}) | {100 * mfu:.2f}% | {ratio} | {len(tps)} |")
 PY
