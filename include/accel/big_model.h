@@ -71,13 +71,17 @@ ACCEL_API accel_status accel_load_checkpoint_and_dispatch(accel_model* model, co
                                                           const char* dtype);
 
 /* Accelerate's disk_offload: writes the loaded model's weights to
-   offload_dir/model.safetensors and places the whole model on "disk" from it
-   (accel_load_checkpoint_and_dispatch with {"": "disk"}): every tensor goes to
-   the meta device and is read back around its node's forward, on the CPU;
-   offload_dir/offload_index.json lists them. Errors: UNSUPPORTED for a model
-   that is not a JSON graph (nothing written); INVALID_ARGUMENT (NULL or empty
-   arguments, a tensor already on meta, named); IO naming what cannot be
-   written. Not collective. */
+   offload_dir/model.safetensors and places the whole model on "disk" from it:
+   every tensor goes to the meta device and is read back around its node's
+   forward, on the CPU. A JSON graph is dispatched {"": "disk"}
+   (accel_load_checkpoint_and_dispatch; offload_dir/offload_index.json lists
+   the tensors). A TorchScript model that has not run a forward has the calls
+   of each submodule holding tensors rewritten to bring them in around each
+   call (the root module's own tensors stay). Errors: UNSUPPORTED for a model
+   that is neither, a TorchScript model that already ran a forward, or one
+   whose submodule is inlined or takes more than tensors, named (all before
+   anything is written); INVALID_ARGUMENT (NULL or empty arguments, a tensor
+   already on meta, named); IO naming what cannot be written. Not collective. */
 ACCEL_API accel_status accel_disk_offload(accel_model* model, const char* offload_dir);
 
 /* Accelerate's cpu_offload: every parameter (and buffer when offload_buffers

@@ -130,13 +130,18 @@ void load_checkpoint_and_dispatch(const Model& model, const std::string& checkpo
                                   const std::string& offload_folder = "", c10::optional<c10::ScalarType> dtype = {});
 
 // Accelerate's disk_offload: writes the model's weights (as they are) to
-// offload_dir/model.safetensors and dispatches the whole model to "disk" from it
-// (load_checkpoint_and_dispatch with {"": "disk"}): every parameter and buffer
-// goes to the meta device and is read back around its node's forward, on the
-// CPU. offload_dir/offload_index.json lists them. Throws Unsupported for a model
-// that is not a JSON graph (checked before anything is written), InvalidArgument
-// naming a tensor already on meta or an empty offload_dir, IO naming a folder or
-// file that cannot be written. Not collective.
+// offload_dir/model.safetensors; every parameter and buffer goes to the meta
+// device and is read back around its node's forward, on the CPU. A JSON graph
+// is dispatched to "disk" from the file (load_checkpoint_and_dispatch with
+// {"": "disk"}; offload_dir/offload_index.json lists the tensors). A
+// TorchScript model that has not run a forward has the graph calls of each
+// submodule holding tensors of its own rewritten to bring them in around the
+// call (src/model/script_offload.hpp); the root module's own tensors stay.
+// Throws Unsupported for a model that is neither, a TorchScript model that
+// already ran a forward, or a submodule inlined at export or whose call takes
+// or returns more than tensors (all checked before anything is written),
+// InvalidArgument naming a tensor already on meta or an empty offload_dir, IO
+// naming a folder or file that cannot be written. Not collective.
 void disk_offload(const Model& model, const std::string& offload_dir);
 
 // Accelerate's cpu_offload: every parameter (and buffer, with offload_buffers)

@@ -1,7 +1,13 @@
 // What the TorchScript graph rewrites (FULL_SHARD's wrap units in
-// script_units, tensor parallelism in script_tensor_parallel) share: finding
-// the calls of a submodule's forward in a graph, by the submodule's class.
+// script_units, offload in script_offload, tensor parallelism in
+// script_tensor_parallel) share: finding the calls of a submodule's forward in
+// a graph, by the submodule's class, and replacing such a call with an
+// operator `NAME(Any module, Tensor[] inputs) -> Tensor[]`.
 #pragma once
+
+#include <ATen/core/Tensor.h>
+#include <ATen/core/interned_strings.h>
+#include <ATen/core/ivalue.h>
 
 #include <set>
 #include <string>
@@ -12,6 +18,7 @@ struct ClassType;
 }
 namespace torch::jit {
 struct Block;
+struct Graph;
 struct Module;
 struct Node;
 struct Value;
@@ -32,5 +39,19 @@ const c10::ClassType* class_of(const torch::jit::Value* value);
 // nested in it) whose module is of one of `types`, in graph order.
 void collect_forward_calls(torch::jit::Block* block, const std::set<const c10::ClassType*>& types,
                            std::vector<torch::jit::Node*>& calls);
+
+// Throws Unsupported, starting with `where` and naming `what` (the kind of
+// submodule), unless the call passes tensors only and returns a tensor or
+// plain (unnamed) tuples of them: what replace_call_with_operator carries.
+void require_tensor_call(const torch::jit::Node* call, const std::string& where, const std::string& what);
+
+// Replaces the prim::CallMethod `call` (checked by require_tensor_call) with
+// op(module, [its tensor arguments]) and the unpacking of its result back into
+// the call's (possibly nested tuple) type; `call` is destroyed.
+void replace_call_with_operator(torch::jit::Graph& graph, torch::jit::Node* call, c10::Symbol op);
+
+// The tensors of a forward's result in depth-first order (the order the
+// rewritten graph unpacks them in).
+void flatten_tensors(const c10::IValue& value, std::vector<at::Tensor>& out);
 
 }  // namespace accel::detail

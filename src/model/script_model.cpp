@@ -15,7 +15,9 @@
 #include "accel/logging.hpp"
 #include "matmul/onednn_matmul.hpp"
 #include "model/model_impl.hpp"
+#include "model/nn_module_of.hpp"
 #include "model/script_model.hpp"
+#include "model/script_offload.hpp"
 #include "model/script_rewrites.hpp"
 #include "model/script_tensor_parallel.hpp"
 #include "model/script_units.hpp"
@@ -87,6 +89,16 @@ class ScriptModel final : public ModelImpl {
   ~ScriptModel() override {
     unregister_script_units(this);
     unregister_script_splits(this);
+    unregister_script_offload(this);
+  }
+
+  torch::jit::Module& module_for_rewrite(const std::string& what) {
+    require(!ran_, ErrorCode::Unsupported,
+            what +
+                " rewrites the TorchScript graph, which the executor fixes at the first forward; this model already "
+                "ran one, so load it again and call " +
+                what + " before running it");
+    return module_;
   }
 
   NamedTensors named_parameters() const override {
@@ -275,6 +287,11 @@ class ScriptModel final : public ModelImpl {
 };
 
 }  // namespace
+
+torch::jit::Module* script_module_for_rewrite(ModelImpl& model, const std::string& what) {
+  auto* script = dynamic_cast<ScriptModel*>(&model);
+  return script ? &script->module_for_rewrite(what) : nullptr;
+}
 
 std::shared_ptr<ModelImpl> load_script_model(const std::string& path, std::vector<std::string> output_names) {
   std::set<std::string> unique_names;

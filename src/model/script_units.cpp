@@ -34,16 +34,6 @@ std::unordered_map<const c10::ivalue::Object*, Registered>& registry() {
   return *units;
 }
 
-// The tensors of a submodule's result in depth-first order (the order the
-// rewritten graph unpacks them in).
-void flatten(const c10::IValue& value, std::vector<at::Tensor>& out) {
-  if (value.isTuple()) {
-    for (const auto& element : value.toTupleRef().elements()) flatten(element, out);
-  } else {
-    out.push_back(value.toTensor());
-  }
-}
-
 // The operator: runs the child's forward inside its unit.
 void run_unit_operator(torch::jit::Stack& stack) {
   std::vector<at::Tensor> inputs = torch::jit::pop(stack).toTensorVector();
@@ -58,7 +48,7 @@ void run_unit_operator(torch::jit::Stack& stack) {
   FullShard::Bodies body = [child](const std::vector<at::Tensor>& x) mutable {
     std::vector<c10::IValue> args(x.begin(), x.end());
     std::vector<at::Tensor> out;
-    flatten(child.get_method("forward")(std::move(args)), out);
+    flatten_tensors(child.get_method("forward")(std::move(args)), out);
     return out;
   };
   std::shared_ptr<ModelImpl> model = found.model.lock();
@@ -74,40 +64,6 @@ void register_operator_once() {
         torch::jit::Operator(std::string(kUnitOperator) + "(Any module, Tensor[] inputs) -> Tensor[]",
                              run_unit_operator, c10::AliasAnalysisKind::CONSERVATIVE));
   });
-}
-
-// Types are tested by kind() and read with expectRef: Type::cast<T>() pulls in
-// c10::DynamicType's typeinfo, which libtorch does not export (UBSan's vptr
-// check then fails to link).
-bool is_tuple(const c10::TypePtr& type) { return type->kind() == c10::TypeKind::TupleType; }
-
-size_t count_tensors(const c10::TypePtr& type) {
-  if (!is_tuple(type)) return 1;
-  size_t n = 0;
-  for (const auto& element : type->expectRef<c10::TupleType>().elements()) n += count_tensors(element);
-  return n;
-}
-
-// Tensors, or plain (unnamed) tuples of them.
-bool tensors_only(const c10::TypePtr& type) {
-  if (!is_tuple(type)) return type->kind() == c10::TypeKind::TensorType;
-  const auto& tuple = type->expectRef<c10::TupleType>();
-  if (tuple.schema()) return false;  // a NamedTuple
-  for (const auto& element : tuple.elements()) {
-    if (!tensors_only(element)) return false;
-  }
-  return true;
-}
-
-// Rebuilds a value of `type` from the unpacked tensors, from `next` on.
-torch::jit::Value* rebuild(torch::jit::Graph& graph, const c10::TypePtr& type, at::ArrayRef<torch::jit::Value*> tensors,
-                           size_t& next) {
-  if (!is_tuple(type)) return tensors[next++];
-  std::vector<torch::jit::Value*> elements;
-  for (const auto& element : type->expectRef<c10::TupleType>().elements()) {
-    elements.push_back(rebuild(graph, element, tensors, next));
-  }
-  return graph.insertNode(graph.createTuple(elements))->output();
 }
 
 }  // namespace
@@ -180,28 +136,11 @@ std::vector<UnitLayout> wrap_script_units(torch::jit::Module& module, const std:
       collect_forward_calls(graph->block(), types, calls);
       for (torch::jit::Node* call : calls) {
         const c10::ClassType* type = class_of(call->input(0));
-        const std::string where = "fsdp_transformer_layer_cls_to_wrap: the call of " + type->name()->name() + " in " +
-                                  type_name(item) + "." + method.name();
-        for (size_t i = 1; i < call->inputs().size(); ++i) {
-          require(call->input(i)->type()->kind() == c10::TypeKind::TensorType, ErrorCode::Unsupported,
-                  where + " passes " + call->input(i)->type()->annotation_str() + " as argument " + std::to_string(i) +
-                      "; a wrapped submodule takes tensors only");
-        }
-        const c10::TypePtr result = call->output()->type();
-        require(tensors_only(result), ErrorCode::Unsupported,
-                where + " returns " + result->annotation_str() +
-                    "; a wrapped submodule returns tensors or plain tuples of them");
-        torch::jit::WithInsertPoint point(call);
-        std::vector<torch::jit::Value*> args(call->inputs().begin() + 1, call->inputs().end());
-        torch::jit::Value* list = graph->insertNode(graph->createList(c10::TensorType::get(), args))->output();
-        // Graph::insert matches the operator's schema and types the output
-        // (Tensor[]); Value::setType here would need DynamicType's typeinfo.
-        torch::jit::Value* run = graph->insert(op, {call->input(0), list});
-        torch::jit::Node* unpacked = graph->insertNode(graph->createListUnpack(run, count_tensors(result)));
-        size_t next = 0;
-        torch::jit::Value* rebuilt = rebuild(*graph, result, unpacked->outputs(), next);
-        call->output()->replaceAllUsesWith(rebuilt);
-        call->destroy();
+        require_tensor_call(call,
+                            "fsdp_transformer_layer_cls_to_wrap: the call of " + type->name()->name() + " in " +
+                                type_name(item) + "." + method.name(),
+                            "a wrapped submodule");
+        replace_call_with_operator(*graph, call, op);
         called.insert(type);
       }
     }

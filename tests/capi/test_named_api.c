@@ -2,6 +2,7 @@
    (make_torchscript_fixture.py): accel_tensor_map in and out, output names
    given at load, named parameters and buffers of a tied model. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,8 +85,52 @@ static void tied_parameters_are_listed_once(void) {
   accel_model_free(model);
 }
 
+/* tied_lm.pt's logits [2, 3, 10] for fixed ids and labels. */
+static void tied_lm_logits(accel_model* model, float* logits) {
+  static const int64_t ids[6] = {1, 4, 7, 2, 9, 0}, labels[6] = {4, 7, 2, 9, 0, 3};
+  const int64_t shape[2] = {2, 3};
+  accel_tensor *input_ids = NULL, *targets = NULL, *out_logits = NULL;
+  accel_tensor_map *in = NULL, *out = NULL;
+  EXPECT_OK(accel_tensor_from_buffer(ids, sizeof ids, ACCEL_INT64, shape, 2, &input_ids));
+  EXPECT_OK(accel_tensor_from_buffer(labels, sizeof labels, ACCEL_INT64, shape, 2, &targets));
+  EXPECT_OK(accel_tensor_map_create(&in));
+  EXPECT_OK(accel_tensor_map_set(in, "input_ids", input_ids));
+  EXPECT_OK(accel_tensor_map_set(in, "labels", targets));
+  EXPECT_OK(accel_model_forward_named(model, in, &out));
+  EXPECT_OK(accel_tensor_map_get(out, "logits", &out_logits));
+  EXPECT_OK(accel_tensor_copy_to(out_logits, logits, 60 * sizeof(float)));
+  accel_tensor_free(out_logits);
+  accel_tensor_map_free(out);
+  accel_tensor_map_free(in);
+  accel_tensor_free(targets);
+  accel_tensor_free(input_ids);
+}
+
+/* accel_disk_offload of a TorchScript model: the submodules' weights go to the
+   folder and come back around each call; the logits stay. A model that ran a
+   forward is refused (the graph executor fixed its plan), nothing written. */
+static void a_torchscript_model_offloads_to_disk(void) {
+  static float want[60], got[60];
+  accel_model *reference = NULL, *model = NULL;
+  FILE* weights = NULL;
+  EXPECT_OK(accel_model_from_torchscript(fixture("tied_lm.pt"), &reference));
+  tied_lm_logits(reference, want);
+  EXPECT_ERROR(accel_disk_offload(reference, "named_api_offload_ran"), ACCEL_ERR_UNSUPPORTED, "load it again");
+  EXPECT(fopen("named_api_offload_ran/model.safetensors", "r") == NULL);
+  EXPECT_OK(accel_model_from_torchscript(fixture("tied_lm.pt"), &model));
+  EXPECT_OK(accel_disk_offload(model, "named_api_offload"));
+  weights = fopen("named_api_offload/model.safetensors", "r");
+  EXPECT(weights != NULL);
+  if (weights != NULL) fclose(weights);
+  tied_lm_logits(model, got);
+  EXPECT(memcmp(want, got, sizeof want) == 0);
+  accel_model_free(model);
+  accel_model_free(reference);
+}
+
 int main(void) {
   plain_tuple_outputs_take_the_load_time_names();
   tied_parameters_are_listed_once();
+  a_torchscript_model_offloads_to_disk();
   return capi_report("test_named_api");
 }

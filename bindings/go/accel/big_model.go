@@ -96,7 +96,9 @@ func (m *Model) CheckDeviceMap(deviceMap map[string]string) error {
 // DiskOffload is Accelerate's disk_offload: the model's weights are written to
 // offloadDir (model.safetensors, offload_index.json) and moved to the meta
 // device; each node reads its weights back just before it runs and releases
-// them after, on the CPU. The model must be a JSON graph.
+// them after, on the CPU. The model must be a JSON graph, or a TorchScript
+// model that has not run a forward (its submodules bring their tensors in
+// around each call).
 func (m *Model) DiskOffload(offloadDir string) error {
 	_, err := modelString(m, func(h core.Model) string { h.Disk_offload(offloadDir); return "" })
 	return err

@@ -178,7 +178,9 @@ def disk_offload(model: core.Model, offload_dir: Union[str, os.PathLike], execut
                  offload_buffers: bool = False) -> core.Model:
     """Accelerate's disk_offload: writes the model's weights to offload_dir (model.safetensors and
     offload_index.json) and moves every parameter and buffer to the meta device; each node reads
-    its weights back just before it runs and releases them after. The model must be a JSON graph.
+    its weights back just before it runs and releases them after. The model must be a JSON graph,
+    or a TorchScript model (a transformers export) that has not run a forward yet, whose submodules
+    holding tensors bring them in around each call.
     It runs on the CPU: execution_device other than None or "cpu" raises ValueError. Buffers are
     offloaded too, whatever offload_buffers says. Returns model."""
     if execution_device is not None and str(execution_device) != "cpu":

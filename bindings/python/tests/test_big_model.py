@@ -3,6 +3,8 @@ values the C test checks against Accelerate 0.22), a bad map named, and the GPT 
 cpu and disk generating the fully loaded model's tokens."""
 import json
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -144,6 +146,34 @@ def test_disk_offload_streams_the_weights_and_computes_the_same(tmp_path):
         accel.disk_offload(accel.Model.from_json('[{"type": "Linear", "in_features": 2, "out_features": 2}]'),
                            tmp_path / "list")
     assert not (tmp_path / "list").exists()
+
+
+def test_disk_offload_of_an_exported_gpt2_computes_the_same(tmp_path):
+    # transformers' GPT-2 traced to TorchScript: every submodule holding tensors (embeddings,
+    # Conv1Ds, norms, the attention's mask buffers) reads them back from offload_dir around each
+    # of its calls; loss and logits are the fully loaded model's, bit for bit (the same kernels
+    # on the same tensors).
+    export = tmp_path / "gpt2"
+    subprocess.run([sys.executable, os.path.join(os.environ["ACCEL_REPO"], "tests", "hf", "export_hf_models.py"),
+                    "gpt2", str(export)], check=True,
+                   env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
+    shapes = json.loads((export / "data.json").read_text())
+    batch = {name: np.fromfile(export / f"{name}.bin", dtype="<i8").reshape(shape)[:2]
+             for name, shape in shapes.items()}
+    want = accel.Model.from_torchscript(str(export / "model.pt"))(**batch)
+    model = accel.Model.from_torchscript(str(export / "model.pt"))
+    assert accel.disk_offload(model, tmp_path / "offload") is model
+    for _, p in model.named_parameters():
+        with pytest.raises(accel.AccelError, match="meta"):  # no data outside its submodule's call
+            p.numpy()
+    for _ in range(2):
+        got = model(**batch)
+        assert np.array_equal(got.logits.numpy(), want.logits.numpy())
+        assert np.array_equal(got.loss.numpy(), want.loss.numpy())
+    with pytest.raises(accel.AccelError, match="meta"):
+        next(iter(model.named_parameters()))[1].numpy()
+    with pytest.raises(accel.AccelError, match="load it again"):
+        accel.disk_offload(model, tmp_path / "b")  # it ran a forward since
 
 
 def test_cpu_offload_computes_the_same_and_names_a_bad_device():
