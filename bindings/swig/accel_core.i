@@ -551,6 +551,9 @@ struct AccelPartialState {};
     accel_check(accel_verify_device_map($self, device_map_json.c_str()));
   }
   void disk_offload(const std::string& offload_dir) { accel_check(accel_disk_offload($self, offload_dir.c_str())); }
+  void dispatch_model_json(const std::string& device_map_json, const std::string& offload_dir = "") {
+    accel_check(accel_dispatch_model($self, device_map_json.c_str(), accel_null_if_empty(offload_dir)));
+  }
   /* "" is NULL: the device of the first parameter (Accelerate's default). */
   void cpu_offload(const std::string& execution_device = "", bool offload_buffers = false) {
     accel_check(accel_cpu_offload($self, accel_null_if_empty(execution_device), offload_buffers ? 1 : 0));

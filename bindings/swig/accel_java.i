@@ -606,6 +606,15 @@ import java.nio.LongBuffer;
   }
 
   /**
+   * Accelerate's dispatch_model: this loaded model's tensors go where deviceMap puts them ("cpu",
+   * "cuda:N"; "disk" writes them to offloadDir/model.safetensors and reads them back just before
+   * their node runs, so offloadDir may be null only without "disk"). Checked before anything moves.
+   */
+  public void dispatchModel(java.util.Map<String, String> deviceMap, String offloadDir) {
+    dispatchModelJson(Json.write(deviceMap), offloadDir == null ? "" : offloadDir);
+  }
+
+  /**
    * Loads checkpoint (a .safetensors file, a sharded index or a directory) memory-mapped, each
    * module where deviceMap puts it ("disk": read from offloadFolder or the checkpoint just
    * before its node runs; null map: everything on the CPU). Checked before anything is loaded.

@@ -70,6 +70,20 @@ ACCEL_API accel_status accel_load_checkpoint_and_dispatch(accel_model* model, co
                                                           const char* device_map, const char* offload_folder,
                                                           const char* dtype);
 
+/* Accelerate's dispatch_model: the loaded model's tensors go where device_map
+   (a JSON object, checked as accel_verify_device_map) puts them: "cpu" and
+   "cuda:N" tensors move there, and a JSON graph's nodes run where their
+   weights are, as after accel_load_checkpoint_and_dispatch. With "disk" in
+   the map the weights are written to offload_dir/model.safetensors and
+   dispatched from it (disk tensors on meta, read in around their node's
+   forward; offload_dir may be NULL otherwise). Every check and copy comes
+   before the first tensor changes. Errors: INVALID_ARGUMENT naming a bad map
+   key or device, an uncovered tensor, a tensor on meta, or disk without an
+   offload_dir; IO naming an offload_dir that cannot be created or written;
+   UNSUPPORTED for disk, or a GPU beside another device, on a model that is not
+   a JSON graph, and for a TorchScript model. Not collective. */
+ACCEL_API accel_status accel_dispatch_model(accel_model* model, const char* device_map, const char* offload_dir);
+
 /* Accelerate's disk_offload: writes the loaded model's weights to
    offload_dir/model.safetensors and places the whole model on "disk" from it:
    every tensor goes to the meta device and is read back around its node's

@@ -129,6 +129,20 @@ void materialize(const Model& model, const std::string& checkpoint, c10::optiona
 void load_checkpoint_and_dispatch(const Model& model, const std::string& checkpoint, const DeviceMap& device_map,
                                   const std::string& offload_folder = "", c10::optional<c10::ScalarType> dtype = {});
 
+// Accelerate's dispatch_model: a loaded model's tensors go where device_map
+// (checked with verify_device_map) puts them: "cpu" and "cuda:N" tensors are
+// moved there and a JSON graph's nodes run as load_checkpoint_and_dispatch
+// runs them. With "disk" in the map the model's weights are written to
+// offload_dir/model.safetensors and dispatched from it as a checkpoint
+// (disk tensors on meta, read in around their node's forward). Throws
+// InvalidArgument naming a bad map key or device, an uncovered tensor, a
+// tensor on meta, or disk without an offload_dir; IO naming an offload_dir
+// that cannot be created or written; Unsupported for disk, or a GPU beside
+// another device, on a model that is not a JSON graph, and for a TorchScript
+// model. Every check and every copy comes before the first tensor changes.
+// Not collective.
+void dispatch_model(const Model& model, const DeviceMap& device_map, const std::string& offload_dir = "");
+
 // Accelerate's disk_offload: writes the model's weights (as they are) to
 // offload_dir/model.safetensors; every parameter and buffer goes to the meta
 // device and is read back around its node's forward, on the CPU. A JSON graph

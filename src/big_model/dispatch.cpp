@@ -40,10 +40,10 @@ const std::string& device_of(const DeviceMap& map, const std::string& name) {
   return *best;
 }
 
-// Fails with IO naming the folder unless a file can be created in it.
-void require_writable(const std::string& folder) {
-  require_arg(!folder.empty(),
-              "load_checkpoint_and_dispatch: the device map puts tensors on \"disk\" but no offload folder was given");
+// Fails with IO naming the folder unless a file can be created in it (InvalidArgument, naming
+// `what`, when there is no folder).
+void require_writable(const std::string& folder, const std::string& what) {
+  require_arg(!folder.empty(), what + ": the device map puts tensors on \"disk\" but no offload folder was given");
   std::error_code ec;
   fs::create_directories(folder, ec);
   require(!ec, ErrorCode::IO, "offload folder \"" + folder + "\" cannot be created: " + ec.message());
@@ -89,6 +89,40 @@ detail::GraphModuleImpl::NodeDevices execution_devices(const std::vector<std::st
   return out;
 }
 
+// The map's first GPU: where disk nodes are brought in and run.
+c10::optional<c10::Device> main_gpu_of(const DeviceMap& device_map) {
+  for (const auto& [key, device] : device_map) {
+    if (device.rfind("cuda:", 0) == 0) return c10::Device(device);
+  }
+  return c10::nullopt;
+}
+
+// Where each node of graph (null: not a JSON graph) runs, for tensors `names`
+// placed on `devices`; none without a GPU in the map. Throws Unsupported for
+// a model that is no graph but spread over a GPU and another device.
+detail::GraphModuleImpl::NodeDevices node_devices_of(const detail::GraphModuleImpl* graph,
+                                                     const std::vector<std::string>& names,
+                                                     const std::vector<const std::string*>& devices,
+                                                     const DeviceMap& device_map) {
+  const c10::optional<c10::Device> main_gpu = main_gpu_of(device_map);
+  if (!main_gpu) return {};
+  std::set<std::string> distinct;
+  for (const auto* device : devices) distinct.insert(*device);
+  require(graph != nullptr || distinct.size() == 1, ErrorCode::Unsupported,
+          "dispatch: a device map spreading a model over a GPU and other devices needs a JSON graph model, whose "
+          "nodes move their inputs to where their weights are");
+  return graph ? execution_devices(names, devices, *main_gpu) : detail::GraphModuleImpl::NodeDevices{};
+}
+
+// The graph's nodes run where node_devices says, with no hook yet. A later
+// dispatch with no GPU in its map makes the model strict about input devices again.
+void place_nodes(const Model& model, detail::GraphModuleImpl& graph,
+                 detail::GraphModuleImpl::NodeDevices node_devices) {
+  model.impl().set_inputs_on_any_device(!node_devices.empty());
+  graph.set_node_devices(std::move(node_devices));
+  graph.set_node_hook(nullptr);
+}
+
 // What the graph's node hook needs; lives as long as the hook.
 struct Offload {
   detail::CheckpointSources checkpoint;
@@ -120,27 +154,15 @@ void load_checkpoint_and_dispatch(const Model& model, const std::string& checkpo
     any_disk = any_disk || *devices.back() == "disk";
   }
   auto graph = std::dynamic_pointer_cast<detail::GraphModuleImpl>(root);
-  c10::optional<c10::Device> main_gpu;
-  for (const auto& [key, device] : device_map) {
-    if (!main_gpu && device.rfind("cuda:", 0) == 0) main_gpu = c10::Device(device);
-  }
-  detail::GraphModuleImpl::NodeDevices node_devices;
-  if (main_gpu) {
-    std::set<std::string> distinct;
-    for (const auto* device : devices) distinct.insert(*device);
-    require(graph != nullptr || distinct.size() == 1, ErrorCode::Unsupported,
-            "load_checkpoint_and_dispatch: a device map spreading a model over a GPU and other devices needs a JSON "
-            "graph model, whose nodes move their inputs to where their weights are");
-    std::vector<std::string> names;
-    for (const auto& step : plan) names.push_back(step.name);
-    if (graph) node_devices = execution_devices(names, devices, *main_gpu);
-  }
-  const c10::Device execution = main_gpu.value_or(c10::Device(c10::kCPU));
+  std::vector<std::string> names;
+  for (const auto& step : plan) names.push_back(step.name);
+  detail::GraphModuleImpl::NodeDevices node_devices = node_devices_of(graph.get(), names, devices, device_map);
+  const c10::Device execution = main_gpu_of(device_map).value_or(c10::Device(c10::kCPU));
   if (any_disk) {
     require(graph != nullptr, ErrorCode::Unsupported,
             "load_checkpoint_and_dispatch: disk offload needs a JSON graph model (\"inputs\"/\"nodes\"), whose nodes "
             "bring their weights in before they run");
-    require_writable(offload_folder);
+    require_writable(offload_folder, "load_checkpoint_and_dispatch");
   }
   // Disk tensors first (writing cast copies and the index changes no tensor), then the model.
   // Accelerate's offload_index.json: tensor -> dtype, shape and where its bytes are.
@@ -185,13 +207,8 @@ void load_checkpoint_and_dispatch(const Model& model, const std::string& checkpo
     offload->by_node[node_of(name)].push_back(std::move(tensor));
   }
   if (!graph) return;
-  // A later dispatch with no GPU in its map makes the model strict about input devices again.
-  model.impl().set_inputs_on_any_device(!node_devices.empty());
-  graph->set_node_devices(std::move(node_devices));
-  if (offload->by_node.empty()) {
-    graph->set_node_hook(nullptr);
-    return;
-  }
+  place_nodes(model, *graph, std::move(node_devices));
+  if (offload->by_node.empty()) return;
   graph->set_node_hook([offload](const std::string& node, bool entering) {
     auto it = offload->by_node.find(node);
     if (it == offload->by_node.end()) return;
@@ -208,6 +225,48 @@ void load_checkpoint_and_dispatch(const Model& model, const std::string& checkpo
     // leaving them in glibc's heap (see sequential_spec.cpp).
     if (!entering) malloc_trim(0);
   });
+}
+
+void dispatch_model(const Model& model, const DeviceMap& device_map, const std::string& offload_dir) {
+  auto root = detail::module_of(model, "dispatch_model");
+  verify_device_map(model, device_map);
+  const auto tensors = detail::named_module_tensors(*root);
+  for (const auto& [name, tensor] : tensors) {
+    require_arg(!tensor.is_meta(), "dispatch_model: \"" + name +
+                                       "\" has no data (the meta device): load the weights first, or place an empty "
+                                       "model with load_checkpoint_and_dispatch");
+  }
+  std::vector<std::string> names;
+  std::vector<const std::string*> devices;
+  bool any_disk = false;
+  for (const auto& [name, tensor] : tensors) {
+    names.push_back(name);
+    devices.push_back(&device_of(device_map, name));
+    any_disk = any_disk || *devices.back() == "disk";
+  }
+  auto graph = std::dynamic_pointer_cast<detail::GraphModuleImpl>(root);
+  if (any_disk) {
+    // Disk tensors are read from a file around their node's forward: the
+    // model's weights become that file, placed as a checkpoint would be.
+    require(graph != nullptr, ErrorCode::Unsupported,
+            "dispatch_model: disk offload needs a JSON graph model (\"inputs\"/\"nodes\"), whose nodes bring their "
+            "weights in before they run");
+    require_writable(offload_dir, "dispatch_model");
+    const std::string weights = (fs::path(offload_dir) / "model.safetensors").string();
+    {
+      detail::AtomicFileWriter out(weights);
+      detail::write_tensors(out, tensors, {{"format", "pt"}});
+      out.commit();
+    }
+    load_checkpoint_and_dispatch(model, weights, device_map, offload_dir);
+    return;
+  }
+  detail::GraphModuleImpl::NodeDevices node_devices = node_devices_of(graph.get(), names, devices, device_map);
+  // Every copy is made before the first tensor changes (a GPU may run out of memory).
+  std::vector<at::Tensor> moved;
+  for (size_t i = 0; i < tensors.size(); ++i) moved.push_back(tensors[i].second.to(c10::Device(*devices[i])));
+  for (size_t i = 0; i < tensors.size(); ++i) detail::replace_tensor_contents(tensors[i].second, moved[i]);
+  if (graph) place_nodes(model, *graph, std::move(node_devices));
 }
 
 }  // namespace accel

@@ -84,6 +84,14 @@ ACCEL_API accel_status accel_load_checkpoint_and_dispatch(accel_model* model, co
   });
 }
 
+ACCEL_API accel_status accel_dispatch_model(accel_model* model, const char* device_map, const char* offload_dir) {
+  return guarded([&] {
+    const auto& m = deref(model, "model").model;
+    accel::require_arg(device_map != nullptr, "device_map is NULL");
+    accel::dispatch_model(m, accel::device_map_from_json(device_map), offload_dir ? offload_dir : "");
+  });
+}
+
 ACCEL_API accel_status accel_disk_offload(accel_model* model, const char* offload_dir) {
   return guarded([&] {
     const auto& m = deref(model, "model").model;

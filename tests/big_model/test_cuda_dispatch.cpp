@@ -71,6 +71,35 @@ TEST(CudaDispatch, AWholeModelOnTheGpu) {
   EXPECT_EQ(generate(moved), generate(full));
 }
 
+// Accelerate's dispatch_model: a loaded model spread over cuda:0, the CPU and
+// the disk computes the CPU model's logits and tokens.
+TEST(CudaDispatch, DispatchModelOfALoadedModelMatchesTheCpuModel) {
+  SKIP_WITHOUT_GPU();
+  const std::string dir = temp_dir("cuda_dispatch_model");
+  auto full = accel::Model::from_json(gpt_spec(3, 64, 256));
+  auto spread = accel::Model::from_json(gpt_spec(3, 64, 256));  // the same seed: the same weights
+  const accel::DeviceMap map = {{"wte", "cuda:0"}, {"wpe", "cuda:0"},  {"h0", "cuda:0"}, {"h1", "cpu"},
+                                {"h2", "disk"},    {"ln_f", "cuda:0"}, {"logits", "cpu"}};
+  accel::dispatch_model(spread, map, dir + "/offload");
+  for (const auto& [name, p] : spread.named_parameters()) {
+    const std::string node = name.substr(0, name.find('.'));
+    if (node == "h1" || node == "logits")
+      EXPECT_TRUE(p.device().is_cpu()) << name;
+    else if (node == "h2")
+      EXPECT_TRUE(p.is_meta()) << name;
+    else
+      EXPECT_TRUE(p.device().is_cuda()) << name;
+  }
+  spread.train(false);
+  full.train(false);
+  at::Tensor ids = at::arange(16, at::kLong).unsqueeze(0);
+  at::Tensor got = spread.forward(accel::Model::NamedTensors{{"input_ids", ids}})[0].second;
+  at::Tensor want = full.forward(accel::Model::NamedTensors{{"input_ids", ids}})[0].second;
+  EXPECT_TRUE(got.device().is_cpu());
+  EXPECT_TRUE(at::allclose(got, want, 1e-4, 1e-4)) << (got - want).abs().max().item<double>();
+  EXPECT_EQ(generate(spread), generate(full));
+}
+
 // Accelerate's cpu_offload: the weights stay in pinned host memory and each
 // node's come onto the GPU only while it runs; the logits and greedy tokens
 // are the CPU model's.

@@ -81,6 +81,30 @@ static void dispatched(void) {
   EXPECT_ERROR(accel_disk_offload(empty, "big_model_c_disk"), ACCEL_ERR_INVALID_ARGUMENT, "has no data");
   accel_model_free(empty);
 
+  /* Accelerate's dispatch_model of a loaded model over cpu and disk: the weights go to the
+     folder, the disk nodes to meta, and the logits stay. A map with disk but no folder, and
+     an unknown device, are refused before anything moves. */
+  {
+    accel_model* placed = NULL;
+    const char* map = "{\"wte\": \"cpu\", \"h\": \"disk\", \"ln_f\": \"cpu\", \"logits\": \"disk\"}";
+    EXPECT_OK(accel_model_from_json_empty(kGpt, &placed));
+    EXPECT_OK(accel_model_materialize(placed, "big_model_c_ckpt", NULL));
+    EXPECT_ERROR(accel_dispatch_model(placed, map, NULL), ACCEL_ERR_INVALID_ARGUMENT, "no offload folder");
+    EXPECT_ERROR(accel_dispatch_model(placed, "{\"\": \"tpu\"}", NULL), ACCEL_ERR_INVALID_ARGUMENT, "\"tpu\"");
+    memset(got, 0, sizeof got);
+    logits_of(placed, got, 8 * 256);
+    EXPECT(memcmp(want, got, sizeof want) == 0); /* untouched by the refusals */
+    EXPECT_OK(accel_dispatch_model(placed, map, "big_model_c_dispatch"));
+    index = fopen("big_model_c_dispatch/offload_index.json", "r");
+    EXPECT(index != NULL);
+    if (index != NULL) fclose(index);
+    memset(got, 0, sizeof got);
+    logits_of(placed, got, 8 * 256);
+    EXPECT(memcmp(want, got, sizeof want) == 0);
+    EXPECT_ERROR(accel_dispatch_model(placed, "{\"\": \"cpu\"}", NULL), ACCEL_ERR_INVALID_ARGUMENT, "has no data");
+    accel_model_free(placed);
+  }
+
   /* Accelerate's cpu_offload: an unknown device, or a GPU the machine lacks, is named
      before anything moves; onto the CPU the model computes the same logits (onto a
      GPU: the CudaDispatch tests). */

@@ -1684,6 +1684,9 @@ static void big_models(void) {
   ARG(accel_disk_offload(empty, NULL));
   ARG(accel_disk_offload(empty, ""));
   ARG(accel_cpu_offload(empty, NULL, 0)); /* its tensors are on meta */
+  ARG(accel_dispatch_model(empty, NULL, NULL));
+  ARG(accel_dispatch_model(empty, "not json", NULL));
+  ARG(accel_dispatch_model(empty, "{\"\": \"cpu\"}", NULL)); /* on meta */
   ARG(accel_balanced_memory(empty, "{\"cuda:0\": 100}", NULL, 1, NULL, 0, &text));
   ARG(accel_balanced_memory(empty, "{\"cuda:0\": 100}", kNullSplit, 1, NULL, 0, &text));
   ARG(accel_balanced_memory(empty, "{\"cuda:0\": 100}", kSplit, 1, NULL, 0, NULL));
@@ -1709,6 +1712,7 @@ static void big_models(void) {
     ARG(accel_balanced_memory(m, "{\"cuda:0\": 100}", NULL, 0, NULL, 0, &text));
     ARG(accel_disk_offload(m, "offload"));
     ARG(accel_cpu_offload(m, "cpu", 0));
+    ARG(accel_dispatch_model(m, "{\"\": \"cpu\"}", NULL));
     ARG(accel_verify_device_map(m, "{\"\": \"cpu\"}"));
     ARG(accel_load_checkpoint_and_dispatch(m, "model.safetensors", NULL, NULL, NULL));
   }

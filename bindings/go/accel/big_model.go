@@ -93,6 +93,20 @@ func (m *Model) CheckDeviceMap(deviceMap map[string]string) error {
 	return err
 }
 
+// DispatchModel is Accelerate's dispatch_model: the loaded model's tensors go
+// where deviceMap puts them ("cpu", "cuda:N"; "disk" writes them to
+// offloadDir/model.safetensors and reads them back just before their node
+// runs, so offloadDir may be "" only without "disk"), each node of the JSON
+// graph running where its weights are. Checked before anything moves.
+func (m *Model) DispatchModel(deviceMap map[string]string, offloadDir string) error {
+	encoded, err := json.Marshal(deviceMap)
+	if err != nil {
+		return err
+	}
+	_, err = modelString(m, func(h core.Model) string { h.Dispatch_model_json(string(encoded), offloadDir); return "" })
+	return err
+}
+
 // DiskOffload is Accelerate's disk_offload: the model's weights are written to
 // offloadDir (model.safetensors, offload_index.json) and moved to the meta
 // device; each node reads its weights back just before it runs and releases

@@ -151,6 +151,32 @@ func TestDiskOffloadComputesTheSame(t *testing.T) {
 	}
 }
 
+// DispatchModel of a loaded model over cpu and disk computes the same; disk needs a folder.
+func TestDispatchModelComputesTheSame(t *testing.T) {
+	model, err := ModelFromJSON(bigGPT)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer model.Close()
+	ids := must[*Tensor](t)(NewTensor([]int64{3, 1, 4, 1, 5, 9, 2, 6}, 1, 8))
+	defer ids.Close()
+	ok(t, model.Train(false))
+	want := must[[]float32](t)(must[*Tensor](t)(model.Forward(ids)).Float32s())
+	placement := map[string]string{"wte": "cpu", "h": "disk", "ln_f": "cpu", "logits": "disk"}
+	if err := model.DispatchModel(placement, ""); err == nil || !strings.Contains(err.Error(), "no offload folder") {
+		t.Fatalf("disk without a folder: %v", err)
+	}
+	dir := t.TempDir()
+	ok(t, model.DispatchModel(placement, dir))
+	if _, err := os.Stat(filepath.Join(dir, "offload_index.json")); err != nil {
+		t.Fatal(err)
+	}
+	got := must[[]float32](t)(must[*Tensor](t)(model.Forward(ids)).Float32s())
+	if !reflect.DeepEqual(got, want) {
+		t.Fatal("the dispatched model computes other logits")
+	}
+}
+
 // CPUOffload onto the CPU computes the same; a device the machine lacks is named.
 func TestCPUOffloadComputesTheSame(t *testing.T) {
 	model, err := ModelFromJSON(bigGPT)

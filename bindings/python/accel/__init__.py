@@ -26,8 +26,8 @@ from .core import (AccelError, AcceleratorOptions, Batch, DataLoaderOptions, Opt
 # _shard_size_bytes stays reachable as accel._shard_size_bytes: the tests compare it with Accelerate's.
 from ._state import AcceleratorState, GradientState, _shard_size_bytes
 from . import big_modeling
-from .big_modeling import (check_device_map, compute_module_sizes, cpu_offload, disk_offload, get_balanced_memory,
-                           get_max_memory, infer_auto_device_map, init_empty_weights, init_on_device,
+from .big_modeling import (check_device_map, compute_module_sizes, cpu_offload, disk_offload, dispatch_model,
+                           get_balanced_memory, get_max_memory, infer_auto_device_map, init_empty_weights, init_on_device,
                            load_checkpoint_and_dispatch,
                            load_checkpoint_in_model, verify_device_map)
 from .tensors import Tensor, tensor
@@ -53,7 +53,7 @@ __all__ = [
     "abi_version", "has_feature", "__version__", "Sequences", "DataCollatorWithPadding", "ModelOutput",
     "FullyShardedDataParallelPlugin", "init_empty_weights", "compute_module_sizes", "infer_auto_device_map", "check_device_map",
     "verify_device_map", "load_checkpoint_and_dispatch", "load_checkpoint_in_model", "get_max_memory",
-    "get_balanced_memory", "disk_offload", "cpu_offload", "init_on_device",
+    "get_balanced_memory", "disk_offload", "cpu_offload", "dispatch_model", "init_on_device",
     "GradientAccumulationPlugin", "ProjectConfiguration", "ParallelismConfig", "KwargsHandler",
     "DistributedDataParallelKwargs", "InitProcessGroupKwargs", "GradScalerKwargs", "AutocastKwargs", "ProfileKwargs",
     "DDPCommunicationHookType", "DataLoaderConfiguration", "utils", "find_executable_batch_size",

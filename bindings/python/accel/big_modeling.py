@@ -174,6 +174,31 @@ def load_checkpoint_and_dispatch(model: core.Model, checkpoint: Union[str, os.Pa
     return model
 
 
+def dispatch_model(model: core.Model, device_map: Mapping[str, Union[str, int]], main_device: Any = None, state_dict: Any = None,
+                   offload_dir: Optional[Union[str, os.PathLike]] = None, offload_index: Any = None,
+                   offload_buffers: bool = False, skip_keys: Any = None, preload_module_classes: Any = None,
+                   force_hooks: bool = False) -> core.Model:
+    """Accelerate's dispatch_model: the loaded model's tensors go where device_map (a dict of
+    module name to "cpu", "disk", "cuda:N" or a GPU index) puts them, and each node of the JSON
+    graph runs where its weights are, its inputs moved there and the outputs back to the inputs'
+    device. "disk" needs offload_dir: the weights are written to offload_dir/model.safetensors and
+    read back around each disk node's forward, on the map's first GPU (else the CPU). Nodes are
+    brought in whole, so skip_keys, preload_module_classes and force_hooks change nothing; buffers
+    follow the map, whatever offload_buffers says. main_device other than the map's first GPU,
+    state_dict and offload_index are not supported (ValueError). Returns model."""
+    if state_dict is not None or offload_index is not None:
+        raise ValueError("dispatch_model: state_dict and offload_index are not supported; the weights are the "
+                         "model's own (offload_dir receives them)")
+    text = _map_json(device_map)
+    first_gpu = next((d for d in json.loads(text).values() if str(d).startswith("cuda:")), "cpu")
+    main = f"cuda:{main_device}" if isinstance(main_device, int) and not isinstance(main_device, bool) else main_device
+    if main is not None and str(main) != first_gpu:
+        raise ValueError(f"dispatch_model: main_device={main_device!r}; disk nodes run on the map's first GPU "
+                         f"({first_gpu})")
+    model.dispatch_model_json(text, "" if offload_dir is None else os.fspath(offload_dir))
+    return model
+
+
 def disk_offload(model: core.Model, offload_dir: Union[str, os.PathLike], execution_device: Any = None,
                  offload_buffers: bool = False) -> core.Model:
     """Accelerate's disk_offload: writes the model's weights to offload_dir (model.safetensors and

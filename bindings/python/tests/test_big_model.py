@@ -176,6 +176,22 @@ def test_disk_offload_of_an_exported_gpt2_computes_the_same(tmp_path):
         accel.disk_offload(model, tmp_path / "b")  # it ran a forward since
 
 
+def test_dispatch_model_of_a_loaded_model_generates_the_same(tmp_path):
+    # Accelerate's dispatch_model: the loaded model spread over cpu and disk (its weights written
+    # to offload_dir) generates the fully loaded model's tokens.
+    model = accel.Model.from_json(GPT)
+    want = greedy(model, [7, 8, 9], 4)
+    device_map = {"wte": "cpu", "h.0": "cpu", "h.1": "disk", "h.2": "disk", "h.3": "disk", "ln_f": "cpu",
+                  "logits": "disk"}
+    with pytest.raises(accel.AccelError, match="no offload folder"):
+        accel.dispatch_model(model, device_map)
+    with pytest.raises(ValueError, match="main_device='cuda:0'"):
+        accel.dispatch_model(model, device_map, main_device="cuda:0", offload_dir=tmp_path)
+    assert accel.dispatch_model(model, device_map, offload_dir=tmp_path) is model
+    assert "h.1.linear1.weight" in json.loads((tmp_path / "offload_index.json").read_text())
+    assert greedy(model, [7, 8, 9], 4) == want
+
+
 def test_cpu_offload_computes_the_same_and_names_a_bad_device():
     # Accelerate's cpu_offload; onto the CPU the model runs from host memory (onto a GPU:
     # the CudaDispatch tests of the CUDA build).

@@ -89,6 +89,24 @@ class BigModelTest {
     }
   }
 
+  /** dispatchModel of a loaded model over cpu and disk computes the same; disk needs a folder. */
+  @Test
+  void dispatchModelComputesTheSame(@TempDir Path dir) {
+    try (Model model = Model.fromJson(GPT)) {
+      float[] want = logits(model);
+      Map<String, String> map = new LinkedHashMap<>();
+      map.put("wte", "cpu");
+      map.put("h", "disk");
+      map.put("ln_f", "cpu");
+      map.put("logits", "disk");
+      AccelException noFolder = assertThrows(AccelException.class, () -> model.dispatchModel(map, null));
+      assertTrue(noFolder.getMessage().contains("no offload folder"), noFolder.getMessage());
+      model.dispatchModel(map, dir.toString());
+      assertTrue(java.nio.file.Files.exists(dir.resolve("offload_index.json")));
+      assertArrayEquals(want, logits(model));
+    }
+  }
+
   /** cpuOffload onto the CPU computes the same; a device the machine lacks is named. */
   @Test
   void cpuOffloadComputesTheSame() {
