@@ -550,7 +550,10 @@ struct AccelPartialState {};
   void verify_device_map_json(const std::string& device_map_json) const {
     accel_check(accel_verify_device_map($self, device_map_json.c_str()));
   }
-  void disk_offload(const std::string& offload_dir) { accel_check(accel_disk_offload($self, offload_dir.c_str())); }
+  /* "" is the CPU. */
+  void disk_offload(const std::string& offload_dir, const std::string& execution_device = "") {
+    accel_check(accel_disk_offload_on_device($self, offload_dir.c_str(), accel_null_if_empty(execution_device)));
+  }
   void dispatch_model_json(const std::string& device_map_json, const std::string& offload_dir = "") {
     accel_check(accel_dispatch_model($self, device_map_json.c_str(), accel_null_if_empty(offload_dir)));
   }

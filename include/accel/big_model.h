@@ -98,6 +98,15 @@ ACCEL_API accel_status accel_dispatch_model(accel_model* model, const char* devi
    already on meta, named); IO naming what cannot be written. Not collective. */
 ACCEL_API accel_status accel_disk_offload(accel_model* model, const char* offload_dir);
 
+/* accel_disk_offload with each node brought in and run on execution_device
+   ("cpu", "cuda:N" or "N"; NULL or "" is "cpu"): Accelerate's
+   disk_offload(model, offload_dir, execution_device). Outputs come back to the
+   inputs' device. Errors: as accel_disk_offload; INVALID_ARGUMENT naming an
+   unknown device or a GPU this machine lacks; UNSUPPORTED for a GPU with a
+   TorchScript model (its offloaded submodules run on the CPU). */
+ACCEL_API accel_status accel_disk_offload_on_device(accel_model* model, const char* offload_dir,
+                                                    const char* execution_device);
+
 /* Accelerate's cpu_offload: every parameter (and buffer when offload_buffers
    is nonzero) moves to host memory, pinned when the execution device is a
    GPU; each top-level node of the JSON graph gets its tensors copied to

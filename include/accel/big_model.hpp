@@ -157,6 +157,12 @@ void dispatch_model(const Model& model, const DeviceMap& device_map, const std::
 // InvalidArgument naming a tensor already on meta or an empty offload_dir, IO
 // naming a folder or file that cannot be written. Not collective.
 void disk_offload(const Model& model, const std::string& offload_dir);
+// The same, with each node brought in and run on execution_device ("cpu",
+// "cuda:N" or "N"; "" is "cpu"): Accelerate's disk_offload(model, offload_dir,
+// execution_device). Outputs come back to the inputs' device. A GPU needs a
+// JSON graph model (Unsupported for a TorchScript model); InvalidArgument
+// names an unknown device or a GPU this machine lacks.
+void disk_offload(const Model& model, const std::string& offload_dir, const std::string& execution_device);
 
 // Accelerate's cpu_offload: every parameter (and buffer, with offload_buffers)
 // moves to host memory, pinned when the execution device is a GPU; each

@@ -13,6 +13,7 @@
 
 #include "accel/big_model.hpp"
 #include "accel/error.hpp"
+#include "big_model/dispatch.hpp"
 #include "big_model/module_tree.hpp"
 #include "model/meta_tensors.hpp"
 #include "model/model_impl.hpp"
@@ -20,23 +21,6 @@
 
 namespace accel {
 namespace {
-
-// The execution device a caller named: "cpu", "cuda:N" or Accelerate's bare
-// "N", with N a GPU of this machine; "" picks the device of the model's first
-// tensor, as Accelerate takes next(model.parameters()).device.
-c10::Device execution_device_of(const std::string& name,
-                                const std::vector<std::pair<std::string, at::Tensor>>& tensors) {
-  if (name.empty()) return tensors.empty() ? c10::Device(c10::kCPU) : tensors.front().second.device();
-  if (name == "cpu") return c10::Device(c10::kCPU);
-  const std::string digits = name.rfind("cuda:", 0) == 0 ? name.substr(5) : name;
-  const bool number = !digits.empty() && digits.size() <= 6 && std::all_of(digits.begin(), digits.end(), ::isdigit);
-  require_arg(number, "cpu_offload: unknown execution_device \"" + name + "\" (expected \"cpu\" or \"cuda:N\")");
-  const int gpus = static_cast<int>(torch::cuda::device_count());
-  const int index = std::stoi(digits);
-  require_arg(index < gpus, "cpu_offload: execution_device \"" + name + "\" but this machine has " +
-                                std::to_string(gpus) + " GPU(s)");
-  return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index));
-}
 
 // One tensor of the model: its host copy and the nodes that use it (a tied
 // weight is used by two).
@@ -66,7 +50,9 @@ void cpu_offload(const Model& model, const std::string& execution_device, bool o
                                        "\" has no data (the meta device): load the weights first "
                                        "(load_checkpoint_and_dispatch with a device map offloads an empty model)");
   }
-  const c10::Device execution = execution_device_of(execution_device, tensors);
+  // As Accelerate takes next(model.parameters()).device when none is named.
+  const c10::Device execution = detail::parse_execution_device(
+      execution_device, "cpu_offload", tensors.empty() ? c10::Device(c10::kCPU) : tensors.front().second.device());
   std::set<const void*> buffers;
   for (const auto& item : root->named_buffers(true)) buffers.insert(item.value().unsafeGetTensorImpl());
 

@@ -15,6 +15,7 @@
 #include "accel/big_model.hpp"
 #include "accel/error.hpp"
 #include "big_model/checkpoint_plan.hpp"
+#include "big_model/dispatch.hpp"
 #include "big_model/module_tree.hpp"
 #include "core/file_io.hpp"
 #include "formats/tensor_io.hpp"
@@ -101,9 +102,16 @@ void disk_offload_script(torch::jit::Module& module, const detail::ModelImpl* ow
 
 }  // namespace
 
-void disk_offload(const Model& model, const std::string& offload_dir) {
+void disk_offload(const Model& model, const std::string& offload_dir) { disk_offload(model, offload_dir, "cpu"); }
+
+void disk_offload(const Model& model, const std::string& offload_dir, const std::string& execution_device) {
   require_arg(!offload_dir.empty(), "disk_offload: offload_dir is empty");
+  const c10::Device execution =
+      detail::parse_execution_device(execution_device, "disk_offload", c10::Device(c10::kCPU));
   if (auto* script = detail::script_module_for_rewrite(model.impl(), "disk_offload")) {
+    require(execution.is_cpu(), ErrorCode::Unsupported,
+            "disk_offload: a TorchScript model's offloaded submodules run on the CPU; execution_device \"" +
+                execution_device + "\" needs a JSON graph model");
     disk_offload_script(*script, &model.impl(), offload_dir);
     return;
   }
@@ -127,7 +135,9 @@ void disk_offload(const Model& model, const std::string& offload_dir) {
     detail::write_tensors(out, tensors, {{"format", "pt"}});
     out.commit();
   }
-  load_checkpoint_and_dispatch(model, weights, {{"", "disk"}}, offload_dir);
+  // Every node is brought in, and runs, on the execution device.
+  detail::dispatch_checkpoint(model, weights, {{"", "disk"}}, offload_dir, {},
+                              execution.is_cuda() ? c10::optional<c10::Device>(execution) : c10::nullopt);
 }
 
 }  // namespace accel

@@ -7,6 +7,7 @@
 
 #include <malloc.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -18,6 +19,7 @@
 #include "formats/tensor_io.hpp"
 #include "core/file_io.hpp"
 #include "big_model/checkpoint_plan.hpp"
+#include "big_model/dispatch.hpp"
 #include "model/meta_tensors.hpp"
 #include "big_model/module_tree.hpp"
 #include "model/model_impl.hpp"
@@ -98,13 +100,12 @@ c10::optional<c10::Device> main_gpu_of(const DeviceMap& device_map) {
 }
 
 // Where each node of graph (null: not a JSON graph) runs, for tensors `names`
-// placed on `devices`; none without a GPU in the map. Throws Unsupported for
+// placed on `devices`, disk nodes on main_gpu; none without one. Throws Unsupported for
 // a model that is no graph but spread over a GPU and another device.
 detail::GraphModuleImpl::NodeDevices node_devices_of(const detail::GraphModuleImpl* graph,
                                                      const std::vector<std::string>& names,
                                                      const std::vector<const std::string*>& devices,
-                                                     const DeviceMap& device_map) {
-  const c10::optional<c10::Device> main_gpu = main_gpu_of(device_map);
+                                                     const c10::optional<c10::Device>& main_gpu) {
   if (!main_gpu) return {};
   std::set<std::string> distinct;
   for (const auto* device : devices) distinct.insert(*device);
@@ -141,6 +142,14 @@ void to_meta(const at::Tensor& tensor, at::ScalarType type) {
 
 void load_checkpoint_and_dispatch(const Model& model, const std::string& checkpoint, const DeviceMap& device_map,
                                   const std::string& offload_folder, c10::optional<c10::ScalarType> dtype) {
+  detail::dispatch_checkpoint(model, checkpoint, device_map, offload_folder, dtype, main_gpu_of(device_map));
+}
+
+namespace detail {
+
+void dispatch_checkpoint(const Model& model, const std::string& checkpoint, const DeviceMap& device_map,
+                         const std::string& offload_folder, c10::optional<c10::ScalarType> dtype,
+                         const c10::optional<c10::Device>& main_gpu) {
   auto root = detail::module_of(model, "load_checkpoint_and_dispatch");
   verify_device_map(model, device_map);
   auto offload = std::make_shared<Offload>();
@@ -156,8 +165,8 @@ void load_checkpoint_and_dispatch(const Model& model, const std::string& checkpo
   auto graph = std::dynamic_pointer_cast<detail::GraphModuleImpl>(root);
   std::vector<std::string> names;
   for (const auto& step : plan) names.push_back(step.name);
-  detail::GraphModuleImpl::NodeDevices node_devices = node_devices_of(graph.get(), names, devices, device_map);
-  const c10::Device execution = main_gpu_of(device_map).value_or(c10::Device(c10::kCPU));
+  detail::GraphModuleImpl::NodeDevices node_devices = node_devices_of(graph.get(), names, devices, main_gpu);
+  const c10::Device execution = main_gpu.value_or(c10::Device(c10::kCPU));
   if (any_disk) {
     require(graph != nullptr, ErrorCode::Unsupported,
             "load_checkpoint_and_dispatch: disk offload needs a JSON graph model (\"inputs\"/\"nodes\"), whose nodes "
@@ -227,6 +236,21 @@ void load_checkpoint_and_dispatch(const Model& model, const std::string& checkpo
   });
 }
 
+c10::Device parse_execution_device(const std::string& name, const std::string& what, const c10::Device& fallback) {
+  if (name.empty()) return fallback;
+  if (name == "cpu") return c10::Device(c10::kCPU);
+  const std::string digits = name.rfind("cuda:", 0) == 0 ? name.substr(5) : name;
+  const bool number = !digits.empty() && digits.size() <= 6 && std::all_of(digits.begin(), digits.end(), ::isdigit);
+  require_arg(number, what + ": unknown execution_device \"" + name + "\" (expected \"cpu\" or \"cuda:N\")");
+  const int gpus = static_cast<int>(torch::cuda::device_count());
+  const int index = std::stoi(digits);
+  require_arg(index < gpus,
+              what + ": execution_device \"" + name + "\" but this machine has " + std::to_string(gpus) + " GPU(s)");
+  return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index));
+}
+
+}  // namespace detail
+
 void dispatch_model(const Model& model, const DeviceMap& device_map, const std::string& offload_dir) {
   auto root = detail::module_of(model, "dispatch_model");
   verify_device_map(model, device_map);
@@ -261,7 +285,8 @@ void dispatch_model(const Model& model, const DeviceMap& device_map, const std::
     load_checkpoint_and_dispatch(model, weights, device_map, offload_dir);
     return;
   }
-  detail::GraphModuleImpl::NodeDevices node_devices = node_devices_of(graph.get(), names, devices, device_map);
+  detail::GraphModuleImpl::NodeDevices node_devices =
+      node_devices_of(graph.get(), names, devices, main_gpu_of(device_map));
   // Every copy is made before the first tensor changes (a GPU may run out of memory).
   std::vector<at::Tensor> moved;
   for (size_t i = 0; i < tensors.size(); ++i) moved.push_back(tensors[i].second.to(c10::Device(*devices[i])));

@@ -107,6 +107,15 @@ ACCEL_API accel_status accel_cpu_offload(accel_model* model, const char* executi
   });
 }
 
+ACCEL_API accel_status accel_disk_offload_on_device(accel_model* model, const char* offload_dir,
+                                                    const char* execution_device) {
+  return guarded([&] {
+    const auto& m = deref(model, "model").model;
+    accel::require_arg(offload_dir != nullptr, "offload_dir is NULL");
+    accel::disk_offload(m, offload_dir, execution_device ? execution_device : "");
+  });
+}
+
 ACCEL_API accel_status accel_model_module_sizes(const accel_model* model, const char* dtype, char** out) {
   return guarded([&] {
     auto& result = out_param(out, "out");

@@ -71,6 +71,27 @@ TEST(CudaDispatch, AWholeModelOnTheGpu) {
   EXPECT_EQ(generate(moved), generate(full));
 }
 
+// Accelerate's disk_offload onto a GPU: every node is read from the folder
+// onto cuda:0 just before it runs; the logits and tokens are the CPU model's.
+TEST(CudaDispatch, DiskOffloadOntoTheGpu) {
+  SKIP_WITHOUT_GPU();
+  const std::string dir = temp_dir("cuda_disk_offload");
+  auto full = accel::Model::from_json(gpt_spec(3, 64, 256));
+  auto offloaded = accel::Model::from_json(gpt_spec(3, 64, 256));  // the same seed: the same weights
+  accel::disk_offload(offloaded, dir, "cuda:0");
+  for (const auto& [name, p] : offloaded.named_parameters()) EXPECT_TRUE(p.is_meta()) << name;
+  offloaded.train(false);
+  full.train(false);
+  at::Tensor ids = at::arange(16, at::kLong).unsqueeze(0);
+  at::Tensor got = offloaded.forward(accel::Model::NamedTensors{{"input_ids", ids}})[0].second;
+  at::Tensor want = full.forward(accel::Model::NamedTensors{{"input_ids", ids}})[0].second;
+  EXPECT_TRUE(got.device().is_cpu()) << "outputs come back where the inputs were";
+  EXPECT_TRUE(at::allclose(got, want, 1e-4, 1e-4)) << (got - want).abs().max().item<double>();
+  at::Tensor on_gpu = offloaded.forward(accel::Model::NamedTensors{{"input_ids", ids.cuda()}})[0].second;
+  EXPECT_TRUE(on_gpu.device().is_cuda());
+  EXPECT_EQ(generate(offloaded), generate(full));
+}
+
 // Accelerate's dispatch_model: a loaded model spread over cuda:0, the CPU and
 // the disk computes the CPU model's logits and tokens.
 TEST(CudaDispatch, DispatchModelOfALoadedModelMatchesTheCpuModel) {

@@ -120,7 +120,10 @@ static void dispatched(void) {
   {
     accel_model* list = NULL;
     memset(got, 0, sizeof got);
-    EXPECT_OK(accel_disk_offload(full, "big_model_c_disk"));
+    EXPECT_ERROR(accel_disk_offload_on_device(full, "big_model_c_disk", "tpu"), ACCEL_ERR_INVALID_ARGUMENT, "\"tpu\"");
+    EXPECT_ERROR(accel_disk_offload_on_device(full, "big_model_c_disk", "cuda:64"), ACCEL_ERR_INVALID_ARGUMENT,
+                 "\"cuda:64\" but this machine");
+    EXPECT_OK(accel_disk_offload_on_device(full, "big_model_c_disk", "cpu"));
     index = fopen("big_model_c_disk/offload_index.json", "r");
     EXPECT(index != NULL);
     if (index != NULL) fclose(index);

@@ -1683,6 +1683,8 @@ static void big_models(void) {
   ARG(accel_infer_auto_device_map(empty, "[]", NULL, 0, NULL, &text));
   ARG(accel_disk_offload(empty, NULL));
   ARG(accel_disk_offload(empty, ""));
+  ARG(accel_disk_offload_on_device(empty, NULL, NULL));
+  ARG(accel_disk_offload_on_device(empty, "offload", "tpu"));
   ARG(accel_cpu_offload(empty, NULL, 0)); /* its tensors are on meta */
   ARG(accel_dispatch_model(empty, NULL, NULL));
   ARG(accel_dispatch_model(empty, "not json", NULL));
@@ -1711,6 +1713,7 @@ static void big_models(void) {
     ARG(accel_infer_auto_device_map(m, "{\"cpu\": 100}", NULL, 0, NULL, &text));
     ARG(accel_balanced_memory(m, "{\"cuda:0\": 100}", NULL, 0, NULL, 0, &text));
     ARG(accel_disk_offload(m, "offload"));
+    ARG(accel_disk_offload_on_device(m, "offload", NULL));
     ARG(accel_cpu_offload(m, "cpu", 0));
     ARG(accel_dispatch_model(m, "{\"\": \"cpu\"}", NULL));
     ARG(accel_verify_device_map(m, "{\"\": \"cpu\"}"));

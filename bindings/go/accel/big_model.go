@@ -128,6 +128,14 @@ func (m *Model) CPUOffload(executionDevice string, offloadBuffers bool) error {
 	return err
 }
 
+// DiskOffloadTo is DiskOffload with each node brought in and run on
+// executionDevice ("cpu", "cuda:N"; "" is the CPU); outputs come back to the
+// inputs' device. A GPU needs a JSON graph model.
+func (m *Model) DiskOffloadTo(offloadDir, executionDevice string) error {
+	_, err := modelString(m, func(h core.Model) string { h.Disk_offload(offloadDir, executionDevice); return "" })
+	return err
+}
+
 // Materialize fills every parameter and buffer (empty or not) from checkpoint
 // (a .safetensors file, a sharded index or a directory) on the CPU; on error
 // the model is unchanged.

@@ -206,12 +206,11 @@ def disk_offload(model: core.Model, offload_dir: Union[str, os.PathLike], execut
     its weights back just before it runs and releases them after. The model must be a JSON graph,
     or a TorchScript model (a transformers export) that has not run a forward yet, whose submodules
     holding tensors bring them in around each call.
-    It runs on the CPU: execution_device other than None or "cpu" raises ValueError. Buffers are
-    offloaded too, whatever offload_buffers says. Returns model."""
-    if execution_device is not None and str(execution_device) != "cpu":
-        raise ValueError(f"disk_offload runs the model on the CPU; execution_device={execution_device!r} "
-                         "is not supported (use load_checkpoint_and_dispatch with a device map for a GPU)")
-    model.disk_offload(os.fspath(offload_dir))
+    Each node is brought in and runs on execution_device ("cpu", "cuda:N", an int; None: the CPU;
+    a GPU needs a JSON graph), its outputs returned to the inputs' device. Buffers are offloaded
+    too, whatever offload_buffers says. Returns model."""
+    device = "" if execution_device is None else str(execution_device)
+    model.disk_offload(os.fspath(offload_dir), device)
     return model
 
 

@@ -1068,7 +1068,9 @@ SWIGINTERN std::string AccelModel_balanced_memory_json__SWIG_0(AccelModel const 
 SWIGINTERN void AccelModel_verify_device_map_json(AccelModel const *self,std::string const &device_map_json){
     accel_check(accel_verify_device_map(self, device_map_json.c_str()));
   }
-SWIGINTERN void AccelModel_disk_offload(AccelModel *self,std::string const &offload_dir){ accel_check(accel_disk_offload(self, offload_dir.c_str())); }
+SWIGINTERN void AccelModel_disk_offload__SWIG_0(AccelModel *self,std::string const &offload_dir,std::string const &execution_device=""){
+    accel_check(accel_disk_offload_on_device(self, offload_dir.c_str(), accel_null_if_empty(execution_device)));
+  }
 SWIGINTERN void AccelModel_dispatch_model_json__SWIG_0(AccelModel *self,std::string const &device_map_json,std::string const &offload_dir=""){
     accel_check(accel_dispatch_model(self, device_map_json.c_str(), accel_null_if_empty(offload_dir)));
   }
@@ -13323,7 +13325,37 @@ void _wrap_Model_verify_device_map_json_core_a1403cbc65d2f32f(AccelModel *_swig_
 }
 
 
-void _wrap_Model_disk_offload_core_a1403cbc65d2f32f(AccelModel *_swig_go_0, _gostring_ _swig_go_1) {
+void _wrap_Model_disk_offload__SWIG_0_core_a1403cbc65d2f32f(AccelModel *_swig_go_0, _gostring_ _swig_go_1, _gostring_ _swig_go_2) {
+  AccelModel *arg1 = (AccelModel *) 0 ;
+  std::string *arg2 = 0 ;
+  std::string *arg3 = 0 ;
+  
+  arg1 = *(AccelModel **)&_swig_go_0; 
+  
+  std::string arg2_str(_swig_go_1.p, _swig_go_1.n);
+  arg2 = &arg2_str;
+  
+  
+  std::string arg3_str(_swig_go_2.p, _swig_go_2.n);
+  arg3 = &arg3_str;
+  
+  
+  {
+    try {
+      AccelModel_disk_offload__SWIG_0(arg1,(std::string const &)*arg2,(std::string const &)*arg3);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  
+}
+
+
+void _wrap_Model_disk_offload__SWIG_1_core_a1403cbc65d2f32f(AccelModel *_swig_go_0, _gostring_ _swig_go_1) {
   AccelModel *arg1 = (AccelModel *) 0 ;
   std::string *arg2 = 0 ;
   
@@ -13335,7 +13367,7 @@ void _wrap_Model_disk_offload_core_a1403cbc65d2f32f(AccelModel *_swig_go_0, _gos
   
   {
     try {
-      AccelModel_disk_offload(arg1,(std::string const &)*arg2);
+      AccelModel_disk_offload__SWIG_0(arg1,(std::string const &)*arg2);
     } catch (const AccelFailure& e) {
       accel_go_store_error(e.code(), e.what());
     } catch (const std::exception& e) {

@@ -1,0 +1,26 @@
+// What the placing functions of src/big_model share beyond the public API:
+// the dispatch of a checkpoint with a chosen device for its disk nodes, and
+// reading an execution device a caller named.
+#pragma once
+
+#include <c10/core/Device.h>
+#include <c10/core/ScalarType.h>
+#include <c10/util/Optional.h>
+
+#include <string>
+
+#include "accel/big_model.hpp"
+
+namespace accel::detail {
+
+// load_checkpoint_and_dispatch, with the nodes that hold disk tensors brought
+// in and run on main_gpu (none: the CPU) rather than on the map's first GPU.
+void dispatch_checkpoint(const Model& model, const std::string& checkpoint, const DeviceMap& device_map,
+                         const std::string& offload_folder, c10::optional<c10::ScalarType> dtype,
+                         const c10::optional<c10::Device>& main_gpu);
+
+// "cpu", "cuda:N" or Accelerate's bare "N" (a GPU this machine has); "" gives
+// `fallback`. Throws InvalidArgument naming `what` and the value.
+c10::Device parse_execution_device(const std::string& name, const std::string& what, const c10::Device& fallback);
+
+}  // namespace accel::detail
