@@ -138,7 +138,10 @@ func TestDiskOffloadComputesTheSame(t *testing.T) {
 	ok(t, model.Train(false))
 	want := must[[]float32](t)(must[*Tensor](t)(model.Forward(ids)).Float32s())
 	dir := t.TempDir()
-	ok(t, model.DiskOffload(dir))
+	if err := model.DiskOffloadTo(dir, "cuda:64"); err == nil || !strings.Contains(err.Error(), `"cuda:64" but this machine`) {
+		t.Fatalf("a GPU the machine lacks: %v", err)
+	}
+	ok(t, model.DiskOffloadTo(dir, "cpu"))
 	if _, err := os.Stat(filepath.Join(dir, "offload_index.json")); err != nil {
 		t.Fatal(err)
 	}

@@ -81,6 +81,8 @@ class BigModelTest {
   void diskOffloadComputesTheSame(@TempDir Path dir) {
     try (Model model = Model.fromJson(GPT)) {
       float[] want = logits(model);
+      AccelException gpu = assertThrows(AccelException.class, () -> model.diskOffload(dir.toString(), "cuda:64"));
+      assertTrue(gpu.getMessage().contains("\"cuda:64\" but this machine"), gpu.getMessage());
       model.diskOffload(dir.toString());
       assertTrue(java.nio.file.Files.exists(dir.resolve("offload_index.json")));
       assertArrayEquals(want, logits(model));
