@@ -3,7 +3,6 @@
 // then dropped there right after, so the device holds one node's weights at a
 // time. Built on the JSON graph's node hook, as disk offload is.
 #include <ATen/ATen.h>
-#include <torch/cuda.h>
 
 #include <map>
 #include <memory>
