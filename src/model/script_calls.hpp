@@ -9,8 +9,12 @@
 #include <ATen/core/interned_strings.h>
 #include <ATen/core/ivalue.h>
 
+#include <mutex>
+#include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace c10 {
@@ -25,6 +29,35 @@ struct Value;
 }  // namespace torch::jit
 
 namespace accel::detail {
+
+class ModelImpl;
+
+// What a rewritten graph's operator finds for the submodule object it is
+// called with: an entry per object, registered by the model that owns it
+// (forgotten with that model). Safe to use from several threads.
+template <typename Entry>
+class ObjectRegistry {
+ public:
+  std::optional<Entry> find(const c10::ivalue::Object* object) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = entries_.find(object);
+    return it == entries_.end() ? std::nullopt : std::optional<Entry>(it->second.second);
+  }
+  void set(const c10::ivalue::Object* object, const ModelImpl* owner, Entry entry) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    entries_[object] = {owner, std::move(entry)};
+  }
+  void forget(const ModelImpl* owner) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto it = entries_.begin(); it != entries_.end();) {
+      it = it->second.first == owner ? entries_.erase(it) : std::next(it);
+    }
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::unordered_map<const c10::ivalue::Object*, std::pair<const ModelImpl*, Entry>> entries_;
+};
 
 // A module's class name without its qualifiers ("GPT2Block"; a traced
 // module's mangled ___torch_mangle_N prefix dropped with them).

@@ -20,26 +20,16 @@ namespace {
 
 constexpr const char* kOperator = "accel::offloaded_call";
 
-struct Registered {
-  const ModelImpl* owner = nullptr;
-  SubmoduleHook hook;
-};
-
-std::mutex registry_mutex;
-std::unordered_map<const c10::ivalue::Object*, Registered>& registry() {
-  static auto* hooks = new std::unordered_map<const c10::ivalue::Object*, Registered>();
+// Hooked submodule objects of every offloaded model (never destroyed, as script_units' registry).
+ObjectRegistry<SubmoduleHook>& registry() {
+  static auto* hooks = new ObjectRegistry<SubmoduleHook>();
   return *hooks;
 }
 
 void run_offloaded_operator(torch::jit::Stack& stack) {
   std::vector<at::Tensor> inputs = torch::jit::pop(stack).toTensorVector();
   c10::intrusive_ptr<c10::ivalue::Object> object = torch::jit::pop(stack).toObject();
-  SubmoduleHook hook;
-  {
-    std::lock_guard<std::mutex> lock(registry_mutex);
-    auto it = registry().find(object.get());
-    if (it != registry().end()) hook = it->second.hook;
-  }
+  const SubmoduleHook hook = registry().find(object.get()).value_or(SubmoduleHook());
   struct Leave {
     const SubmoduleHook& hook;
     ~Leave() {
@@ -130,17 +120,9 @@ void hook_script_submodules(torch::jit::Module& module, const std::map<std::stri
   for_each_call(module, found.types, [&](torch::jit::Graph& graph, torch::jit::Node* call, const std::string&) {
     replace_call_with_operator(graph, call, op);
   });
-  std::lock_guard<std::mutex> lock(registry_mutex);
-  for (const auto& [path, child] : found.children) {
-    registry()[child._ivalue().get()] = Registered{owner, hooks.at(path)};
-  }
+  for (const auto& [path, child] : found.children) registry().set(child._ivalue().get(), owner, hooks.at(path));
 }
 
-void unregister_script_offload(const ModelImpl* owner) {
-  std::lock_guard<std::mutex> lock(registry_mutex);
-  for (auto it = registry().begin(); it != registry().end();) {
-    it = it->second.owner == owner ? registry().erase(it) : std::next(it);
-  }
-}
+void unregister_script_offload(const ModelImpl* owner) { registry().forget(owner); }
 
 }  // namespace accel::detail

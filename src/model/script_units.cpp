@@ -22,15 +22,14 @@ namespace {
 constexpr const char* kUnitOperator = "accel::fsdp_unit";
 
 struct Registered {
-  const ModelImpl* owner = nullptr;
   std::weak_ptr<ModelImpl> model;
   size_t unit = 0;
 };
 
-// Child module objects of every prepared model, to their units.
-std::mutex registry_mutex;
-std::unordered_map<const c10::ivalue::Object*, Registered>& registry() {
-  static auto* units = new std::unordered_map<const c10::ivalue::Object*, Registered>();
+// Child module objects of every prepared model, to their units (never
+// destroyed: operators may run while static destructors do).
+ObjectRegistry<Registered>& registry() {
+  static auto* units = new ObjectRegistry<Registered>();
   return *units;
 }
 
@@ -38,12 +37,7 @@ std::unordered_map<const c10::ivalue::Object*, Registered>& registry() {
 void run_unit_operator(torch::jit::Stack& stack) {
   std::vector<at::Tensor> inputs = torch::jit::pop(stack).toTensorVector();
   c10::intrusive_ptr<c10::ivalue::Object> object = torch::jit::pop(stack).toObject();
-  Registered found;
-  {
-    std::lock_guard<std::mutex> lock(registry_mutex);
-    auto it = registry().find(object.get());
-    if (it != registry().end()) found = it->second;
-  }
+  const Registered found = registry().find(object.get()).value_or(Registered{});
   torch::jit::Module child(object);
   FullShard::Bodies body = [child](const std::vector<at::Tensor>& x) mutable {
     std::vector<c10::IValue> args(x.begin(), x.end());
@@ -156,17 +150,11 @@ std::vector<UnitLayout> wrap_script_units(torch::jit::Module& module, const std:
   if (!root.parameters.empty()) layouts.push_back(std::move(root));
   const size_t first = layouts.size();
   for (auto& unit : units) layouts.push_back(std::move(unit));
-  std::lock_guard<std::mutex> lock(registry_mutex);
   const ModelImpl* raw = owner.lock().get();
-  for (size_t i = 0; i < objects.size(); ++i) registry()[objects[i]] = Registered{raw, owner, first + i};
+  for (size_t i = 0; i < objects.size(); ++i) registry().set(objects[i], raw, Registered{owner, first + i});
   return layouts;
 }
 
-void unregister_script_units(const ModelImpl* owner) {
-  std::lock_guard<std::mutex> lock(registry_mutex);
-  for (auto it = registry().begin(); it != registry().end();) {
-    it = it->second.owner == owner ? registry().erase(it) : std::next(it);
-  }
-}
+void unregister_script_units(const ModelImpl* owner) { registry().forget(owner); }
 
 }  // namespace accel::detail

@@ -26,6 +26,18 @@ using dispatch_fixture::temp_dir;
   if (!torch::cuda::is_available() || std::getenv("ACCELERATE_USE_CPU")) \
   GTEST_SKIP() << "no CUDA device (or ACCELERATE_USE_CPU set): GPU dispatch needs a GPU"
 
+// The placed model's logits for 16 CPU ids are the CPU model's (to 1e-4: GPU
+// and CPU kernels sum in other orders), and come back on the CPU.
+void expect_the_cpu_models_logits(accel::Model& placed, accel::Model& full) {
+  placed.train(false);
+  full.train(false);
+  at::Tensor ids = at::arange(16, at::kLong).unsqueeze(0);
+  at::Tensor got = placed.forward(accel::Model::NamedTensors{{"input_ids", ids}})[0].second;
+  at::Tensor want = full.forward(accel::Model::NamedTensors{{"input_ids", ids}})[0].second;
+  EXPECT_TRUE(got.device().is_cpu()) << "outputs come back where the inputs were";
+  EXPECT_TRUE(at::allclose(got, want, 1e-4, 1e-4)) << (got - want).abs().max().item<double>();
+}
+
 TEST(CudaDispatch, GpuCpuAndDiskMapMatchesTheCpuModel) {
   SKIP_WITHOUT_GPU();
   const std::string dir = temp_dir("cuda_mixed");
@@ -44,15 +56,10 @@ TEST(CudaDispatch, GpuCpuAndDiskMapMatchesTheCpuModel) {
     else
       EXPECT_TRUE(p.device().is_cuda()) << name;
   }
-  spread.train(false);
-  full.train(false);
-  at::Tensor ids = at::arange(16, at::kLong).unsqueeze(0);
-  at::Tensor got = spread.forward(accel::Model::NamedTensors{{"input_ids", ids}})[0].second;
-  at::Tensor want = full.forward(accel::Model::NamedTensors{{"input_ids", ids}})[0].second;
-  EXPECT_TRUE(got.device().is_cpu()) << "outputs come back where the inputs were";
-  EXPECT_TRUE(at::allclose(got, want, 1e-4, 1e-4)) << (got - want).abs().max().item<double>();
+  expect_the_cpu_models_logits(spread, full);
   EXPECT_EQ(generate(spread), generate(full));
   // Inputs already on the GPU get their outputs there.
+  at::Tensor ids = at::arange(16, at::kLong).unsqueeze(0);
   at::Tensor on_gpu = spread.forward(accel::Model::NamedTensors{{"input_ids", ids.cuda()}})[0].second;
   EXPECT_TRUE(on_gpu.device().is_cuda());
   for (const auto& [name, p] : spread.named_parameters()) {
@@ -80,13 +87,8 @@ TEST(CudaDispatch, DiskOffloadOntoTheGpu) {
   auto offloaded = accel::Model::from_json(gpt_spec(3, 64, 256));  // the same seed: the same weights
   accel::disk_offload(offloaded, dir, "cuda:0");
   for (const auto& [name, p] : offloaded.named_parameters()) EXPECT_TRUE(p.is_meta()) << name;
-  offloaded.train(false);
-  full.train(false);
+  expect_the_cpu_models_logits(offloaded, full);
   at::Tensor ids = at::arange(16, at::kLong).unsqueeze(0);
-  at::Tensor got = offloaded.forward(accel::Model::NamedTensors{{"input_ids", ids}})[0].second;
-  at::Tensor want = full.forward(accel::Model::NamedTensors{{"input_ids", ids}})[0].second;
-  EXPECT_TRUE(got.device().is_cpu()) << "outputs come back where the inputs were";
-  EXPECT_TRUE(at::allclose(got, want, 1e-4, 1e-4)) << (got - want).abs().max().item<double>();
   at::Tensor on_gpu = offloaded.forward(accel::Model::NamedTensors{{"input_ids", ids.cuda()}})[0].second;
   EXPECT_TRUE(on_gpu.device().is_cuda());
   EXPECT_EQ(generate(offloaded), generate(full));
@@ -111,13 +113,7 @@ TEST(CudaDispatch, DispatchModelOfALoadedModelMatchesTheCpuModel) {
     else
       EXPECT_TRUE(p.device().is_cuda()) << name;
   }
-  spread.train(false);
-  full.train(false);
-  at::Tensor ids = at::arange(16, at::kLong).unsqueeze(0);
-  at::Tensor got = spread.forward(accel::Model::NamedTensors{{"input_ids", ids}})[0].second;
-  at::Tensor want = full.forward(accel::Model::NamedTensors{{"input_ids", ids}})[0].second;
-  EXPECT_TRUE(got.device().is_cpu());
-  EXPECT_TRUE(at::allclose(got, want, 1e-4, 1e-4)) << (got - want).abs().max().item<double>();
+  expect_the_cpu_models_logits(spread, full);
   EXPECT_EQ(generate(spread), generate(full));
 }
 

@@ -126,17 +126,23 @@ func TestLoadCheckpointAndDispatchAuto(t *testing.T) {
 	}
 }
 
-// DiskOffload: the weights go to the folder and to meta; the logits stay.
-func TestDiskOffloadComputesTheSame(t *testing.T) {
+// bigGPT loaded, in eval mode, with 8 input ids and its logits for them; both
+// closed when the test ends.
+func loadedGPT(t *testing.T) (*Model, *Tensor, []float32) {
 	model, err := ModelFromJSON(bigGPT)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer model.Close()
+	t.Cleanup(func() { model.Close() })
 	ids := must[*Tensor](t)(NewTensor([]int64{3, 1, 4, 1, 5, 9, 2, 6}, 1, 8))
-	defer ids.Close()
+	t.Cleanup(func() { ids.Close() })
 	ok(t, model.Train(false))
-	want := must[[]float32](t)(must[*Tensor](t)(model.Forward(ids)).Float32s())
+	return model, ids, must[[]float32](t)(must[*Tensor](t)(model.Forward(ids)).Float32s())
+}
+
+// DiskOffload: the weights go to the folder and to meta; the logits stay.
+func TestDiskOffloadComputesTheSame(t *testing.T) {
+	model, ids, want := loadedGPT(t)
 	dir := t.TempDir()
 	if err := model.DiskOffloadTo(dir, "cuda:64"); err == nil || !strings.Contains(err.Error(), `"cuda:64" but this machine`) {
 		t.Fatalf("a GPU the machine lacks: %v", err)
@@ -156,15 +162,7 @@ func TestDiskOffloadComputesTheSame(t *testing.T) {
 
 // DispatchModel of a loaded model over cpu and disk computes the same; disk needs a folder.
 func TestDispatchModelComputesTheSame(t *testing.T) {
-	model, err := ModelFromJSON(bigGPT)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer model.Close()
-	ids := must[*Tensor](t)(NewTensor([]int64{3, 1, 4, 1, 5, 9, 2, 6}, 1, 8))
-	defer ids.Close()
-	ok(t, model.Train(false))
-	want := must[[]float32](t)(must[*Tensor](t)(model.Forward(ids)).Float32s())
+	model, ids, want := loadedGPT(t)
 	placement := map[string]string{"wte": "cpu", "h": "disk", "ln_f": "cpu", "logits": "disk"}
 	if err := model.DispatchModel(placement, ""); err == nil || !strings.Contains(err.Error(), "no offload folder") {
 		t.Fatalf("disk without a folder: %v", err)
@@ -182,15 +180,7 @@ func TestDispatchModelComputesTheSame(t *testing.T) {
 
 // CPUOffload onto the CPU computes the same; a device the machine lacks is named.
 func TestCPUOffloadComputesTheSame(t *testing.T) {
-	model, err := ModelFromJSON(bigGPT)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer model.Close()
-	ids := must[*Tensor](t)(NewTensor([]int64{3, 1, 4, 1, 5, 9, 2, 6}, 1, 8))
-	defer ids.Close()
-	ok(t, model.Train(false))
-	want := must[[]float32](t)(must[*Tensor](t)(model.Forward(ids)).Float32s())
+	model, ids, want := loadedGPT(t)
 	if err := model.CPUOffload("tpu:0", false); err == nil || !strings.Contains(err.Error(), `"tpu:0"`) {
 		t.Fatalf("tpu:0: %v", err)
 	}
