@@ -73,12 +73,7 @@ void disk_offload_script(torch::jit::Module& module, const detail::ModelImpl* ow
   for (const auto& entry : owners) paths.push_back(entry.first);
   detail::check_hookable_submodules(module, paths);  // before anything is written
   create_folder(offload_dir);
-  const std::string weights = (fs::path(offload_dir) / "model.safetensors").string();
-  {
-    detail::AtomicFileWriter out(weights);
-    detail::write_tensors(out, unique, {{"format", "pt"}});
-    out.commit();
-  }
+  const std::string weights = detail::write_offload_weights(offload_dir, unique);
   auto file = std::make_shared<safetensors::File>(safetensors::File::open(weights));
   std::map<std::string, detail::SubmoduleHook> hooks;
   for (auto& [path, owned] : owners) {
@@ -129,12 +124,7 @@ void disk_offload(const Model& model, const std::string& offload_dir, const std:
   create_folder(offload_dir);
   // One safetensors file of the weights as they are: the dispatch maps it and
   // reads each tensor from it, casting nothing and writing no copy.
-  const std::string weights = (std::filesystem::path(offload_dir) / "model.safetensors").string();
-  {
-    detail::AtomicFileWriter out(weights);
-    detail::write_tensors(out, tensors, {{"format", "pt"}});
-    out.commit();
-  }
+  const std::string weights = detail::write_offload_weights(offload_dir, tensors);
   // Every node is brought in, and runs, on the execution device.
   detail::dispatch_checkpoint(model, weights, {{"", "disk"}}, offload_dir, {},
                               execution.is_cuda() ? c10::optional<c10::Device>(execution) : c10::nullopt);

@@ -249,6 +249,15 @@ c10::Device parse_execution_device(const std::string& name, const std::string& w
   return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index));
 }
 
+std::string write_offload_weights(const std::string& folder,
+                                  const std::vector<std::pair<std::string, at::Tensor>>& tensors) {
+  const std::string weights = (fs::path(folder) / "model.safetensors").string();
+  AtomicFileWriter out(weights);
+  write_tensors(out, tensors, {{"format", "pt"}});
+  out.commit();
+  return weights;
+}
+
 }  // namespace detail
 
 void dispatch_model(const Model& model, const DeviceMap& device_map, const std::string& offload_dir) {
@@ -276,13 +285,7 @@ void dispatch_model(const Model& model, const DeviceMap& device_map, const std::
             "dispatch_model: disk offload needs a JSON graph model (\"inputs\"/\"nodes\"), whose nodes bring their "
             "weights in before they run");
     require_writable(offload_dir, "dispatch_model");
-    const std::string weights = (fs::path(offload_dir) / "model.safetensors").string();
-    {
-      detail::AtomicFileWriter out(weights);
-      detail::write_tensors(out, tensors, {{"format", "pt"}});
-      out.commit();
-    }
-    load_checkpoint_and_dispatch(model, weights, device_map, offload_dir);
+    load_checkpoint_and_dispatch(model, detail::write_offload_weights(offload_dir, tensors), device_map, offload_dir);
     return;
   }
   detail::GraphModuleImpl::NodeDevices node_devices =

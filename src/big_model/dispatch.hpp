@@ -8,6 +8,10 @@
 #include <c10/util/Optional.h>
 
 #include <string>
+#include <utility>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
 
 #include "accel/big_model.hpp"
 
@@ -22,5 +26,11 @@ void dispatch_checkpoint(const Model& model, const std::string& checkpoint, cons
 // "cpu", "cuda:N" or Accelerate's bare "N" (a GPU this machine has); "" gives
 // `fallback`. Throws InvalidArgument naming `what` and the value.
 c10::Device parse_execution_device(const std::string& name, const std::string& what, const c10::Device& fallback);
+
+// Writes tensors (as they are) to folder/model.safetensors, atomically, and
+// returns its path: the file the offload functions dispatch a loaded model
+// from. Throws IO naming what cannot be written.
+std::string write_offload_weights(const std::string& folder,
+                                  const std::vector<std::pair<std::string, at::Tensor>>& tensors);
 
 }  // namespace accel::detail

@@ -2,6 +2,7 @@
 
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/runtime/operator.h>
 
 #include "accel/error.hpp"
 
@@ -89,6 +90,11 @@ void replace_call_with_operator(torch::jit::Graph& graph, torch::jit::Node* call
   torch::jit::Value* rebuilt = rebuild(graph, result, unpacked->outputs(), next);
   call->output()->replaceAllUsesWith(rebuilt);
   call->destroy();
+}
+
+void register_module_call_operator(const std::string& name, void (*run)(std::vector<c10::IValue>& stack)) {
+  torch::jit::registerOperator(torch::jit::Operator(name + "(Any module, Tensor[] inputs) -> Tensor[]", run,
+                                                    c10::AliasAnalysisKind::CONSERVATIVE));
 }
 
 void flatten_tensors(const c10::IValue& value, std::vector<at::Tensor>& out) {

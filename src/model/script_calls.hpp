@@ -83,6 +83,10 @@ void require_tensor_call(const torch::jit::Node* call, const std::string& where,
 // the call's (possibly nested tuple) type; `call` is destroyed.
 void replace_call_with_operator(torch::jit::Graph& graph, torch::jit::Node* call, c10::Symbol op);
 
+// Registers the operator NAME(Any module, Tensor[] inputs) -> Tensor[] that
+// replace_call_with_operator inserts, run by `run`. Once per name.
+void register_module_call_operator(const std::string& name, void (*run)(std::vector<c10::IValue>& stack));
+
 // The tensors of a forward's result in depth-first order (the order the
 // rewritten graph unpacks them in).
 void flatten_tensors(const c10::IValue& value, std::vector<at::Tensor>& out);

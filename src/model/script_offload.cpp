@@ -49,11 +49,7 @@ void run_offloaded_operator(torch::jit::Stack& stack) {
 
 void register_operator_once() {
   static std::once_flag once;
-  std::call_once(once, [] {
-    torch::jit::registerOperator(
-        torch::jit::Operator(std::string(kOperator) + "(Any module, Tensor[] inputs) -> Tensor[]",
-                             run_offloaded_operator, c10::AliasAnalysisKind::CONSERVATIVE));
-  });
+  std::call_once(once, [] { register_module_call_operator(kOperator, run_offloaded_operator); });
 }
 
 struct Found {

@@ -53,11 +53,7 @@ void run_unit_operator(torch::jit::Stack& stack) {
 
 void register_operator_once() {
   static std::once_flag once;
-  std::call_once(once, [] {
-    torch::jit::registerOperator(
-        torch::jit::Operator(std::string(kUnitOperator) + "(Any module, Tensor[] inputs) -> Tensor[]",
-                             run_unit_operator, c10::AliasAnalysisKind::CONSERVATIVE));
-  });
+  std::call_once(once, [] { register_module_call_operator(kUnitOperator, run_unit_operator); });
 }
 
 }  // namespace
