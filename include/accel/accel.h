@@ -361,18 +361,21 @@ typedef struct accel_accelerator_options {
   const char* fsdp_state_dict_type;
   /* Accelerate's ParallelismConfig (docs/parallelism.md): the world factored
      into dp_replicate x dp_shard x cp x tp (tp innermost: a tensor-parallel
-     group is tp_size consecutive ranks). Data parallelism (gradient
-     averaging, the data loader's shards, gather_for_metrics) runs over
-     dp_replicate x dp_shard, a sharding strategy over dp_shard; prepare
-     splits a JSON-spec model's transformer layers over tp (attention by
-     heads, the feed-forward block by columns and rows, the norms over
-     sequence blocks under "sequence_parallel"; a "tp_plan" in the spec
-     chooses). All 0 (default): from ACCELERATE_USE_PARALLELISM_CONFIG=true
-     with PARALLELISM_CONFIG_*_SIZE (`accel launch --parallelism_config_*`),
-     else none. Any of them set: the mesh, a 0 counting as 1. Negative sizes,
-     sizes that do not multiply to the number of processes or do not fit the
-     sharding strategy (dp_shard_size > 1 needs one; a strategy needs
-     dp_shard_size > 1) are INVALID_ARGUMENT; cp_size > 1 is UNSUPPORTED. */
+     group is tp_size consecutive ranks). The data loader's shards and
+     gather_for_metrics run over dp_replicate x dp_shard, gradient averaging
+     over dp_replicate x dp_shard x cp, a sharding strategy over dp_shard x
+     cp; prepare splits a JSON-spec model's transformer layers over tp
+     (attention by heads, the feed-forward block by columns and rows, the
+     norms over sequence blocks under "sequence_parallel"; a "tp_plan" in
+     the spec chooses) and cuts a JSON graph model's sequence over cp (each
+     rank computes its block of the tokens; attention gathers the keys and
+     values; UNSUPPORTED at prepare for other models). All 0 (default): from
+     ACCELERATE_USE_PARALLELISM_CONFIG=true with PARALLELISM_CONFIG_*_SIZE
+     (`accel launch --parallelism_config_*`), else none. Any of them set: the
+     mesh, a 0 counting as 1. Negative sizes, sizes that do not multiply to
+     the number of processes or do not fit the sharding strategy
+     (dp_shard_size > 1 needs one; a strategy needs dp_shard_size x cp_size
+     > 1) are INVALID_ARGUMENT. */
   int64_t parallelism_dp_replicate_size;
   int64_t parallelism_dp_shard_size;
   int64_t parallelism_tp_size;

@@ -78,7 +78,7 @@ struct ParallelismConfig {
   int64_t dp_replicate_size = 1;  // data parallel, replicated (DDP; HSDP's replicas)
   int64_t dp_shard_size = 1;      // data parallel, sharded by the sharding strategy
   int64_t tp_size = 1;            // tensor parallel: layers split over these ranks
-  int64_t cp_size = 1;            // context parallel (not built yet: must be 1)
+  int64_t cp_size = 1;            // context parallel: the sequence cut over these ranks
 };
 
 struct AcceleratorOptions {
@@ -215,9 +215,11 @@ struct AcceleratorOptions {
   // `accel launch --parallelism_config_*` writes them), else none (plain data
   // parallelism). The Accelerator throws InvalidArgument when the sizes do not
   // multiply to the number of processes, or do not fit the sharding strategy
-  // (dp_shard_size > 1 needs one, a strategy needs dp_shard_size > 1), and
-  // Unsupported for cp_size > 1; prepare splits a model's transformer layers
-  // over tp (Unsupported for a model it cannot split).
+  // (dp_shard_size > 1 needs one, a strategy needs dp_shard_size x cp_size >
+  // 1); prepare splits a model's transformer layers over tp and cuts a JSON
+  // graph model's sequence over cp (Unsupported for a model it cannot split
+  // or cut). The dataloader deals batches over dp_replicate x dp_shard; the
+  // ranks of one tp or cp group see the same batch.
   std::optional<ParallelismConfig> parallelism_config;
 };
 

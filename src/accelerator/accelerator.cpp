@@ -262,9 +262,9 @@ void Accelerator::prepare(Scheduler& scheduler) {
 void Accelerator::prepare(DataLoader& loader) {
   require(!loader.is_prepared(), ErrorCode::State, "prepare(dataloader): this dataloader is already prepared");
   ShardPlacement placement;
-  // Under tensor parallelism the ranks of one group see the same batches.
-  placement.num_processes = state_->data_parallel_size();
-  placement.process_index = state_->data_parallel_rank();
+  // Under tensor and context parallelism the ranks of one group see the same batches.
+  placement.num_processes = state_->batch_parallel_size();
+  placement.process_index = state_->batch_parallel_rank();
   placement.split_batches = state_->dataloader_config.split_batches;
   placement.even_batches = state_->dataloader_config.even_batches;
   if (state_->device_placement) placement.device = state_->device;
@@ -340,8 +340,9 @@ at::Tensor Accelerator::gather_for_metrics(const at::Tensor& tensor) {
 }
 
 std::vector<at::Tensor> Accelerator::gather_for_metrics(const std::vector<at::Tensor>& tensors) {
-  // Over the data-parallel ranks: a tensor-parallel group's ranks hold the same samples.
-  std::vector<at::Tensor> gathered = detail::gather_tensors(*state_, tensors, state_->data_group.get());
+  // Over the data-parallel ranks: a tensor- or context-parallel group's ranks hold the same samples.
+  std::vector<at::Tensor> gathered = detail::gather_tensors(
+      *state_, tensors, state_->batch_group ? state_->batch_group.get() : state_->data_group.get());
   for (auto& t : gathered) t = t.narrow(0, 0, metrics_length(t.size(0)));
   return gathered;
 }

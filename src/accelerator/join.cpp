@@ -43,6 +43,8 @@ void Accelerator::join_uneven_inputs_begin() {
   require(!state_->joining, ErrorCode::State, "join_uneven_inputs_begin: already inside join_uneven_inputs");
   require(!state_->tp_group, ErrorCode::Unsupported,
           "join_uneven_inputs with tp_size > 1: the ranks of a tensor-parallel group must run every step together");
+  require(!state_->cp_group, ErrorCode::Unsupported,
+          "join_uneven_inputs with cp_size > 1: the ranks of a context-parallel group must run every step together");
   require(!state_->process_group || state_->sharding_strategy == ShardingStrategy::NoShard, ErrorCode::Unsupported,
           std::string("join_uneven_inputs with sharding_strategy ") + to_string(state_->sharding_strategy) +
               " is not supported yet");

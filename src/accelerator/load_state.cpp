@@ -284,7 +284,7 @@ void Accelerator::load_state(const std::string& requested_dir) {
           "load_state: " + manifest_path + ": data_parallel_size is " + std::to_string(saved_data_parallel) +
               " with num_processes " + std::to_string(saved_processes));
   const bool same_world = saved_processes == st.world_size();
-  const bool same_loaders = same_world && saved_data_parallel == st.data_parallel_size();
+  const bool same_loaders = same_world && saved_data_parallel == st.batch_parallel_size();
   const bool saved_sharded = manifest.has("sharded_optimizers") && manifest.boolean("sharded_optimizers");
   const bool saved_sharded_models = saved_sharded_models_in(manifest);
   // Replicated state (every process held all of it) loads at any world size, as
@@ -518,9 +518,9 @@ void Accelerator::load_state(const std::string& requested_dir) {
                 ", not a non-negative count");
   }
   const detail::RandomStates rng =
-      same_loaders ? random_states(reader, st.rank(), st.data_parallel_size(), targets.loaders)
+      same_loaders ? random_states(reader, st.rank(), st.batch_parallel_size(), targets.loaders)
                    : random_states_at_another_world_size(reader, st.rank(), static_cast<int>(saved_processes),
-                                                         static_cast<int>(saved_data_parallel), st.data_parallel_size(),
+                                                         static_cast<int>(saved_data_parallel), st.batch_parallel_size(),
                                                          st.dataloader_config.split_batches, targets.loaders);
 
   // 2. Apply. Optimizers, schedulers and the user's objects first, rolled back

@@ -76,10 +76,11 @@ MeshShape check_parallelism(const MeshShape& given, int world_size, ShardingStra
                                         sizes);
     return mesh;
   }
-  require_arg(mesh.dp_shard > 1, std::string("sharding_strategy ") + to_string(strategy) +
-                                     " shards over parallelism_config's dp_shard_size, which is 1: set "
-                                     "dp_shard_size > 1 or sharding_strategy NO_SHARD" +
-                                     sizes);
+  // Accelerate shards over dp_shard x cp (its "dp_shard_cp" mesh dimension).
+  require_arg(mesh.dp_shard * mesh.cp > 1, std::string("sharding_strategy ") + to_string(strategy) +
+                                               " shards over parallelism_config's dp_shard_size, which is 1: set "
+                                               "dp_shard_size > 1 or sharding_strategy NO_SHARD" +
+                                               sizes);
   require(mesh.dp_replicate == 1 || shards_parameters(strategy), ErrorCode::Unsupported,
           std::string("sharding_strategy ") + to_string(strategy) + " with dp_replicate_size " +
               std::to_string(mesh.dp_replicate) +
@@ -91,13 +92,17 @@ void create_mesh_groups(RuntimeContext& state, const MeshShape& mesh) {
   state.mesh = mesh;
   if (!state.process_group) return;
   std::string names;
-  if (mesh.tp > 1) {
-    state.tp_group = group_along(state, mesh, {MeshDim::Tp}, names);
-    state.data_group = group_along(state, mesh, {MeshDim::DpReplicate, MeshDim::DpShard}, names);
-  }
-  // A sharded model over dp_shard, its shards replicated across dp_replicate (HSDP).
+  if (mesh.tp > 1) state.tp_group = group_along(state, mesh, {MeshDim::Tp}, names);
+  // The ranks of a context-parallel group hold the same parameters but see
+  // the same batches: their gradients are averaged with the data-parallel
+  // ranks', their batches are not dealt apart.
+  if (mesh.cp > 1) state.cp_group = group_along(state, mesh, {MeshDim::Cp}, names);
+  if (mesh.tp > 1 || mesh.cp > 1)
+    state.data_group = group_along(state, mesh, {MeshDim::DpReplicate, MeshDim::DpShard, MeshDim::Cp}, names);
+  if (mesh.cp > 1) state.batch_group = group_along(state, mesh, {MeshDim::DpReplicate, MeshDim::DpShard}, names);
+  // A sharded model over dp_shard (x cp), its shards replicated across dp_replicate (HSDP).
   if (state.sharding_strategy != ShardingStrategy::NoShard && mesh.dp_replicate > 1) {
-    state.shard_group = group_along(state, mesh, {MeshDim::DpShard}, names);
+    state.shard_group = group_along(state, mesh, {MeshDim::DpShard, MeshDim::Cp}, names);
     state.replica_group = group_along(state, mesh, {MeshDim::DpReplicate}, names);
   }
   // ACCELERATE_LOG_LEVEL=INFO shows each rank's groups.

@@ -23,13 +23,14 @@ std::optional<MeshShape> resolve_parallelism(const std::optional<ParallelismConf
 // multiply to the world size; all ones means dp_replicate = the world), and
 // returns the mesh to use. InvalidArgument naming the value: a product other
 // than the world size, dp_shard_size > 1 without a sharding strategy, a
-// sharding strategy with dp_shard_size 1. Unsupported: cp_size > 1,
+// sharding strategy with dp_shard_size x cp_size 1. Unsupported:
 // SHARD_GRAD_OP or SHARD_OPTIMIZER over dp_replicate x dp_shard (FULL_SHARD
 // and HYBRID_SHARD replicate their shards; ZeRO-1/2 do not yet).
 MeshShape check_parallelism(const MeshShape& mesh, int world_size, ShardingStrategy strategy);
 
 // Creates this rank's groups of the mesh on state.process_group (every rank
-// calls it, with the same mesh): tp_group and data_group with tp_size > 1; the
+// calls it, with the same mesh): tp_group with tp_size > 1, cp_group and
+// batch_group with cp_size > 1, data_group with either; the
 // dp_shard group (shard_group) and the dp_replicate group (replica_group) when
 // a sharded model replicates across dp_replicate. Collective.
 void create_mesh_groups(RuntimeContext& state, const MeshShape& mesh);

@@ -316,8 +316,8 @@ std::string Accelerator::save_state(const std::string& requested_dir, bool safe_
     manifest["format"] = "libaccel-checkpoint";
     manifest["version"] = detail::kCheckpointFormatVersion;
     manifest["num_processes"] = st.world_size();
-    // The processes the dataloaders dealt batches to (fewer under tensor parallelism).
-    manifest["data_parallel_size"] = st.data_parallel_size();
+    // The processes the dataloaders dealt batches to (fewer under tensor and context parallelism).
+    manifest["data_parallel_size"] = st.batch_parallel_size();
     manifest["iteration"] = st.project.iteration;
     manifest["models"] = targets.models.size();
     manifest["optimizers"] = targets.optimizers.size();

@@ -110,6 +110,18 @@ class NnModel final : public ModelImpl {
   ParameterSplits split_for_tensor_parallel(const TensorParallelSlot& slot) override {
     return detail::split_for_tensor_parallel(*module_, tp_plan_, slot);
   }
+  void use_context_parallel(const ContextParallelSlot& slot, bool tensor_parallel) override {
+    require(graph_ != nullptr, ErrorCode::Unsupported,
+            "cp_size " + std::to_string(slot.size) +
+                ": context parallelism cuts the sequence of JSON graph models (\"nodes\"); this model is a chain of "
+                "layers");
+    for (const TpPlanEntry& entry : tp_plan_ ? *tp_plan_ : TpPlan{}) {
+      require(!tensor_parallel || entry.style != TpStyle::SequenceParallel, ErrorCode::Unsupported,
+              "cp_size " + std::to_string(slot.size) + ": context parallelism with the tp_plan's sequence_parallel (" +
+                  entry.pattern + ") is not built; drop the sequence_parallel entries or use cp_size 1");
+    }
+    graph_->set_context_parallel(slot);
+  }
 };
 
 // transformer_auto_wrap_policy on a JSON spec: which layers (by "type", or by
@@ -283,6 +295,12 @@ std::shared_ptr<torch::nn::Module> nn_module_of(const ModelImpl& model) {
 
 ModelImpl::~ModelImpl() = default;
 
+void ModelImpl::use_context_parallel(const ContextParallelSlot& slot, bool) {
+  fail(ErrorCode::Unsupported, "cp_size " + std::to_string(slot.size) +
+                                   ": context parallelism cuts the sequence of JSON graph models so far; a TorchScript "
+                                   "or C++ module cannot be cut");
+}
+
 ParameterSplits ModelImpl::split_for_tensor_parallel(const TensorParallelSlot& slot) {
   fail(ErrorCode::Unsupported, "tp_size " + std::to_string(slot.size) +
                                    ": tensor parallelism splits JSON-spec models (their transformer layers) and "
@@ -455,9 +473,19 @@ void ModelImpl::prepare(const std::shared_ptr<RuntimeContext>& state) {
   // Tensor parallelism: each rank keeps its slices of the whole weights it
   // just received (the same parameters, smaller), before data parallelism
   // over the ranks that hold the same slices is set up on them.
+  // Context parallelism: the model runs on this rank's block of the sequence.
+  if (state->cp_group) {
+    use_context_parallel({state->cp_group.get(), state->cp_group->world_size(), state->cp_group->rank()},
+                         state->tp_group != nullptr);
+  }
   if (state->tp_group) {
     const TensorParallelSlot slot{state->tp_group.get(), state->tp_group->world_size(), state->tp_group->rank()};
-    tensor_parallel_ = TensorParallelModel{slot, split_for_tensor_parallel(slot)};
+    try {
+      tensor_parallel_ = TensorParallelModel{slot, split_for_tensor_parallel(slot)};
+    } catch (...) {
+      if (state->cp_group) use_context_parallel({}, false);  // nothing stays changed
+      throw;
+    }
     // Dropout in a split layer draws the whole layer's mask on every rank of the group.
     align_generators(*state->tp_group, state->device);
   }

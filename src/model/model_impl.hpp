@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "model/gradient_sync.hpp"
+#include "parallel/context_parallel.hpp"
 #include "parallel/tensor_parallel.hpp"
 #include "sharding/flat_shard.hpp"
 #include "sharding/full_shard.hpp"
@@ -86,6 +87,12 @@ class ModelImpl : public std::enable_shared_from_this<ModelImpl> {
   // splits with its tp group; estimate_memory splits an unprepared model with
   // none (slot.group null), for the shapes alone: its forward cannot run then.
   virtual ParameterSplits split_for_tensor_parallel(const TensorParallelSlot& slot);
+  // Makes the model run on this rank's block of the sequence
+  // (parallel/context_parallel.hpp); an inactive slot undoes it.
+  // `tensor_parallel`: the model is about to be split for tensor parallelism
+  // too. Nothing changes when it throws. The default (C++ modules,
+  // TorchScript) throws Unsupported.
+  virtual void use_context_parallel(const ContextParallelSlot& slot, bool tensor_parallel);
 
  protected:
   virtual at::Tensor run(const at::Tensor& input) = 0;

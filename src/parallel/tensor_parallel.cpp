@@ -138,6 +138,16 @@ struct ReduceScatterToSequence : torch::autograd::Function<ReduceScatterToSequen
   }
 };
 
+struct AllGatherSequence : torch::autograd::Function<AllGatherSequence> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& input, ProcessGroup* group) {
+    remember(ctx, group);
+    return gathered_sequence(input, *group);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    return {summed_sequence_block(grads[0], group_of(ctx)), at::Tensor()};
+  }
+};
+
 // Megatron's column-parallel Linear under sequence parallelism: the blocks
 // gathered, then the product; only the block is kept for backward, which
 // gathers it again for the weight's gradient and reduce-scatters the input's.
@@ -233,6 +243,10 @@ at::Tensor gather_from_sequence_parallel(const at::Tensor& block, ProcessGroup& 
 
 at::Tensor reduce_scatter_to_sequence_parallel(const at::Tensor& partial, ProcessGroup& group) {
   return ReduceScatterToSequence::apply(partial, &group);
+}
+
+at::Tensor all_gather_sequence(const at::Tensor& block, ProcessGroup& group) {
+  return AllGatherSequence::apply(block, &group);
 }
 
 at::Tensor gathered_column_parallel_linear(const at::Tensor& block, const at::Tensor& weight, const at::Tensor& bias,

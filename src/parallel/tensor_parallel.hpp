@@ -46,6 +46,11 @@ at::Tensor scatter_to_sequence_parallel(const at::Tensor& whole, ProcessGroup& g
 // Out of it, into whole (unsplit) computation: forward the blocks gathered
 // whole; backward this rank's block of the gradient (the same on every rank).
 at::Tensor gather_from_sequence_parallel(const at::Tensor& block, ProcessGroup& group);
+// Into computation that every rank runs differently on the whole (context
+// parallelism's keys and values, which each rank's queries read): forward
+// the blocks gathered whole; backward every rank's gradient of the whole
+// summed over the group, this rank's block of it (a reduce-scatter).
+at::Tensor all_gather_sequence(const at::Tensor& block, ProcessGroup& group);
 // A column-parallel Linear reading blocks: the blocks gathered, then the
 // product with this rank's rows of the weight (and bias). Backward, each
 // rank's input gradient is its features' share: summed over the group, this

@@ -60,9 +60,6 @@ void check_mesh(const MeshShape& shape, int world_size) {
     require_arg(shape.size(dim) >= 1, "parallelism_config: " + std::string(to_string(dim)) +
                                           "_size must be at least 1, got " + std::to_string(shape.size(dim)));
   }
-  require(shape.cp == 1, ErrorCode::Unsupported,
-          "parallelism_config: cp_size " + std::to_string(shape.cp) +
-              ": context parallelism is not built yet; use cp_size 1");
   require_arg(shape.total() == world_size,
               "parallelism_config: dp_replicate_size " + std::to_string(shape.dp_replicate) + " x dp_shard_size " +
                   std::to_string(shape.dp_shard) + " x cp_size " + std::to_string(shape.cp) + " x tp_size " +

@@ -36,8 +36,7 @@ struct MeshPosition {
 };
 
 // Throws InvalidArgument naming a size below 1 or a product other than
-// `world_size` (with the sizes that multiply to it); Unsupported for cp > 1
-// (context parallelism is not built).
+// `world_size` (with the sizes that multiply to it).
 void check_mesh(const MeshShape& shape, int world_size);
 
 MeshPosition mesh_position(const MeshShape& shape, int rank);

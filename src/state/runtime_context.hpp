@@ -74,14 +74,23 @@ struct RuntimeContext {
   // ParallelismConfig's mesh (state/device_mesh.hpp); all ones without one.
   MeshShape mesh;
   // tp_size > 1: this rank's tensor-parallel group (tp_size consecutive
-  // ranks), and the ranks that hold the same slices (the same tp coordinate),
-  // over which data parallelism runs: gradient averaging, the dataloader's
-  // shards, gather_for_metrics. Null otherwise (process_group is the data group).
+  // ranks). tp_size or cp_size > 1: the ranks that hold the same slices (the
+  // same tp coordinate), over which gradients are averaged (and sharded).
+  // Null otherwise (process_group is the data group).
   std::unique_ptr<ProcessGroup> tp_group;
   std::unique_ptr<ProcessGroup> data_group;
   ProcessGroup* data_parallel_group() const { return data_group ? data_group.get() : process_group.get(); }
   int data_parallel_rank() const { return data_group ? data_group->rank() : rank(); }
   int data_parallel_size() const { return data_group ? data_group->world_size() : world_size(); }
+  // cp_size > 1: this rank's context-parallel group (parallel/context_parallel.hpp),
+  // and the ranks that see different batches (the dp dimensions): the
+  // dataloader's shards and gather_for_metrics. Null otherwise (the data group
+  // is the batch group).
+  std::unique_ptr<ProcessGroup> cp_group;
+  std::unique_ptr<ProcessGroup> batch_group;
+  ProcessGroup* batch_parallel_group() const { return batch_group ? batch_group.get() : data_parallel_group(); }
+  int batch_parallel_rank() const { return batch_group ? batch_group->rank() : data_parallel_rank(); }
+  int batch_parallel_size() const { return batch_group ? batch_group->world_size() : data_parallel_size(); }
   // fp16 only: shared with prepared optimizers.
   std::shared_ptr<GradScaler> scaler;
   // Shared with prepared dataloaders, optimizers and schedulers.

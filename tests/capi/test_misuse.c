@@ -444,9 +444,9 @@ static void accelerator(void) {
   }
   accel_accelerator_free(acc_out);
   acc_out = NULL;
-  o.parallelism_cp_size = 2;
+  o.parallelism_cp_size = 2; /* one process: the product is not the world size */
   o.parallelism_dp_replicate_size = 0;
-  EXPECT_ERROR(accel_accelerator_create(&o, &acc_out), ACCEL_ERR_UNSUPPORTED, "cp_size 2");
+  EXPECT_ERROR(accel_accelerator_create(&o, &acc_out), ACCEL_ERR_INVALID_ARGUMENT, "x cp_size 2 x");
   accel_accelerator_options_init(&o);
   o.cpu = 1;
   o.sharding_strategy = ACCEL_SHARDING_SHARD_GRAD_OP;

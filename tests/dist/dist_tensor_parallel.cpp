@@ -272,11 +272,17 @@ int reload(const std::string& dir, const std::string& mesh) {
   return 0;
 }
 
+// A mesh size from `accel launch --parallelism_config_*` (1 when not set).
+int64_t mesh_size(const char* variable) {
+  const char* text = std::getenv(variable);
+  return text ? std::atoll(text) : 1;
+}
+
 int compare(const std::string& dir, bool clip, bool resume, bool vocab, const std::string& from) {
   accel::Accelerator accelerator;
   rank_for_messages = accelerator.process_index();
-  const int64_t tp = std::atoll(std::getenv("PARALLELISM_CONFIG_TP_SIZE"));
-  const int64_t dp = accelerator.num_processes() / tp;
+  const int64_t tp = mesh_size("PARALLELISM_CONFIG_TP_SIZE"), cp = mesh_size("PARALLELISM_CONFIG_CP_SIZE");
+  const int64_t dp = accelerator.num_processes() / tp / cp;
   at::manual_seed(7);
   accel::Model model = accel::Model::from_json(gpt_spec(vocab ? kVocabPlan : sequence_parallel ? kSequencePlan : ""));
   accel::Optimizer optimizer(model, adamw());
@@ -288,8 +294,9 @@ int compare(const std::string& dir, bool clip, bool resume, bool vocab, const st
   // element count is even here, so the chunks need no padding). ZeRO-2 keeps
   // the parameters whole (its flat buffer padded to a multiple of dp_shard)
   // and shards the gradients and the optimizer state.
-  const char* shard_text = std::getenv("PARALLELISM_CONFIG_DP_SHARD_SIZE");
-  const int64_t dp_shard = shard_text ? std::atoll(shard_text) : 1;
+  // A sharding strategy shards over dp_shard x cp (Accelerate's dp_shard_cp).
+  const bool sharded = accelerator.sharding_strategy() != accel::ShardingStrategy::NoShard;
+  const int64_t dp_shard = sharded ? mesh_size("PARALLELISM_CONFIG_DP_SHARD_SIZE") * cp : 1;
   const bool full_shard = accelerator.sharding_strategy() == accel::ShardingStrategy::FullShard;
   // With the vocabulary split too, wte (the tied head) and the head's bias are tp's as well.
   const int64_t vocabulary_part = vocab ? (kVocab * kWidth + kVocab) - (kVocab * kWidth + kVocab) / tp : 0;
@@ -308,7 +315,7 @@ int compare(const std::string& dir, bool clip, bool resume, bool vocab, const st
   const bool dcp = state_dict_type && std::strcmp(state_dict_type, "SHARDED_STATE_DICT") == 0;
   // Each test's own directories (ctest may run them at once): the mesh and the strategy.
   const std::string mesh_name =
-      "tp" + std::to_string(tp) + "_dp" + std::to_string(dp) +
+      "tp" + std::to_string(tp) + (cp > 1 ? "_cp" + std::to_string(cp) : "") + "_dp" + std::to_string(dp) +
       (dp_shard > 1 ? std::string("_") + accel::to_string(accelerator.sharding_strategy()) : "") +
       (accelerator.gradient_accumulation_steps() > 1 ? "_accumulated" : "") + (vocab ? "_vocab" : "") +
       (sequence_parallel ? "_sp" : "") + (norm_first ? "" : "_postnorm") + (dcp ? "_dcp" : "") +
@@ -341,8 +348,7 @@ int compare(const std::string& dir, bool clip, bool resume, bool vocab, const st
     std::ofstream(spec_path) << gpt_spec(vocab ? kVocabPlan : "");
     // FULL_SHARD with dp_replicate > 1 is HSDP: estimate-memory's HYBRID_SHARD
     // row, its "machines" the replicas.
-    const char* replicate_text = std::getenv("PARALLELISM_CONFIG_DP_REPLICATE_SIZE");
-    const int64_t dp_replicate = replicate_text ? std::atoll(replicate_text) : 1;
+    const int64_t dp_replicate = mesh_size("PARALLELISM_CONFIG_DP_REPLICATE_SIZE");
     const bool hsdp = dp_shard > 1 && dp_replicate > 1;
     accel::MemoryEstimateOptions options;
     options.world_size = accelerator.num_processes();
@@ -423,7 +429,8 @@ int compare(const std::string& dir, bool clip, bool resume, bool vocab, const st
   }
   accelerator.wait_for_everyone();
   if (accelerator.is_main_process())
-    std::printf("tensor parallel: tp %lld x dp %lld matches\n", static_cast<long long>(tp), static_cast<long long>(dp));
+    std::printf("tensor parallel: tp %lld x cp %lld x dp %lld matches\n", static_cast<long long>(tp),
+                static_cast<long long>(cp), static_cast<long long>(dp));
   return 0;
 }
 

@@ -60,10 +60,17 @@ TEST(DeviceMesh, ChecksNameTheBadValue) {
   EXPECT_NE(error_of(mesh(2, 2, 1), 4, accel::ShardingStrategy::ShardGradOp, &code).find("ZeRO-1/2"),
             std::string::npos);
   EXPECT_EQ(code, accel::ErrorCode::Unsupported);
+  // Context parallelism counts in the product, and a sharding strategy
+  // shards over dp_shard x cp (Accelerate's dp_shard_cp).
   MeshShape context = mesh(1, 1, 2);
   context.cp = 2;
-  EXPECT_NE(error_of(context, 4, accel::ShardingStrategy::NoShard, &code).find("cp_size 2"), std::string::npos);
-  EXPECT_EQ(code, accel::ErrorCode::Unsupported);
+  EXPECT_EQ(error_of(context, 4, accel::ShardingStrategy::NoShard), "");
+  EXPECT_NE(error_of(context, 2, accel::ShardingStrategy::NoShard, &code).find("x cp_size 2 x tp_size 2 = 4"),
+            std::string::npos);
+  EXPECT_EQ(code, accel::ErrorCode::InvalidArgument);
+  MeshShape context_only = mesh(1, 1, 1);
+  context_only.cp = 2;
+  EXPECT_EQ(error_of(context_only, 2, accel::ShardingStrategy::FullShard), "");
   MeshShape zero = mesh(1, 1, 0);
   EXPECT_NE(error_of(zero, 4, accel::ShardingStrategy::NoShard).find("tp_size must be at least 1, got 0"),
             std::string::npos);

@@ -384,8 +384,10 @@ func (a *Accelerator) CPUOffload() (bool, error) {
 
 // ParallelismConfig is Accelerate's: the sizes of a device mesh's dimensions
 // (0 counts as 1). Tensor parallelism splits a JSON-spec model's transformer
-// layers over TPSize consecutive ranks; data parallelism runs over
-// DPReplicateSize x DPShardSize, a sharding strategy over DPShardSize.
+// layers over TPSize consecutive ranks; context parallelism cuts a JSON graph
+// model's sequence over CPSize ranks (which see the same batches); data
+// parallelism runs over DPReplicateSize x DPShardSize, a sharding strategy
+// over DPShardSize x CPSize.
 type ParallelismConfig struct {
 	DPReplicateSize, DPShardSize, TPSize, CPSize int64
 }

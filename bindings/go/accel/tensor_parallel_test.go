@@ -48,7 +48,7 @@ func TestTensorParallelThroughAccelLaunch(t *testing.T) {
 	if launcher == "" {
 		t.Skip("ACCEL_CLI (the accel command) is not set; run through CTest")
 	}
-	for _, mode := range []string{"tp", "sp"} {
+	for _, mode := range []string{"tp", "sp", "cp"} {
 		cmd := exec.Command(launcher, "launch", "--nproc_per_node", "2", "--master_port", "0",
 			os.Args[0], "-test.run=^TestTensorParallelWorker$", "-test.count=1")
 		cmd.Env = append(os.Environ(), "ACCEL_GO_TP_WORKER="+mode)
@@ -63,7 +63,7 @@ func TestTensorParallelThroughAccelLaunch(t *testing.T) {
 }
 
 func TestTensorParallelWorker(t *testing.T) {
-	mode := os.Getenv("ACCEL_GO_TP_WORKER") // "tp", or "sp" for sequence parallelism too
+	mode := os.Getenv("ACCEL_GO_TP_WORKER") // "tp", "sp" for sequence parallelism too, "cp" for context parallelism
 	if mode == "" {
 		t.Skip("run by TestTensorParallelThroughAccelLaunch")
 	}
@@ -71,8 +71,12 @@ func TestTensorParallelWorker(t *testing.T) {
 	if mode == "sp" {
 		spec = tinyGPT[:len(tinyGPT)-1] + sequencePlan
 	}
-	acc := newCPU(t, AcceleratorOptions{ParallelismConfig: &ParallelismConfig{TPSize: 2}})
-	if got := must[ParallelismConfig](t)(acc.ParallelismConfig()); got != (ParallelismConfig{1, 1, 2, 1}) {
+	mesh := ParallelismConfig{1, 1, 2, 1}
+	if mode == "cp" {
+		mesh = ParallelismConfig{1, 1, 1, 2}
+	}
+	acc := newCPU(t, AcceleratorOptions{ParallelismConfig: &mesh})
+	if got := must[ParallelismConfig](t)(acc.ParallelismConfig()); got != mesh {
 		t.Fatalf("mesh %+v", got)
 	}
 	ok(t, acc.SetSeed(0))
@@ -83,7 +87,7 @@ func TestTensorParallelWorker(t *testing.T) {
 	for _, p := range must[[]NamedTensor](t)(model.NamedParameters()) {
 		shapes[p.Name] = must[[]int64](t)(p.Tensor.Shape())
 	}
-	if !equal(shapes["h0.linear1.weight"], []int64{16, 16}) || !equal(shapes["ln_f.weight"], []int64{16}) {
+	if linear1 := shapes["h0.linear1.weight"][0]; linear1 != 32/mesh.TPSize || !equal(shapes["ln_f.weight"], []int64{16}) {
 		t.Fatalf("split shapes %v, %v", shapes["h0.linear1.weight"], shapes["ln_f.weight"])
 	}
 	ids := make([]int64, 32)
@@ -115,6 +119,23 @@ func TestTensorParallelWorker(t *testing.T) {
 	// roundoff); the products inside add 16 or 32 terms, less again.
 	if math.Abs(split-full) > 1e-5 {
 		t.Fatalf("split model's loss %v, whole model's %v", split, full)
+	}
+	if mode == "cp" {
+		// The blocks are real: each rank reads its half of the sequence only, so
+		// ids changed in the other half leave its result the whole model's.
+		rank := must[int](t)(acc.ProcessIndex())
+		mine := make([]int64, len(ids))
+		for i := range ids {
+			mine[i] = ids[i]
+			if (i%8)/4 != rank {
+				mine[i] = (ids[i] + 1) % 32
+			}
+		}
+		changed := must[*Tensor](t)(NewTensor(mine, 4, 8))
+		out := must[map[string]*Tensor](t)(model.ForwardNamed(map[string]*Tensor{"input_ids": changed, "labels": batch}))
+		if got := must[float64](t)(out["loss"].Item()); math.Abs(got-full) > 1e-5 {
+			t.Fatalf("with the other block's ids changed: loss %v, whole model's %v", got, full)
+		}
 	}
 	if mode == "sp" {
 		// The blocks are real: a sequence of 7 does not split over 2 ranks, and h0 says so

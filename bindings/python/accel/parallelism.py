@@ -13,8 +13,9 @@ _ENV = {"dp_replicate": "PARALLELISM_CONFIG_DP_REPLICATE_SIZE", "dp_shard": "PAR
 class ParallelismConfig:
     """Accelerate's ParallelismConfig: the world factored into dp_replicate x dp_shard x cp x tp
     (tp innermost). Tensor parallelism splits a JSON-spec model's transformer layers over tp_size
-    consecutive ranks; data parallelism runs over dp_replicate x dp_shard, a sharding strategy
-    (fsdp_plugin) over dp_shard. A size left None is read from PARALLELISM_CONFIG_*_SIZE, else 1, as
+    consecutive ranks; context parallelism cuts a JSON graph model's sequence over cp_size ranks
+    (which see the same batches); data parallelism runs over dp_replicate x dp_shard, a sharding
+    strategy (fsdp_plugin) over dp_shard x cp (Accelerate's dp_shard_cp). A size left None is read from PARALLELISM_CONFIG_*_SIZE, else 1, as
     Accelerate does. Pass it as Accelerator(parallelism_config=...); the sizes must multiply to the
     number of processes (checked there)."""
 
@@ -43,6 +44,10 @@ class ParallelismConfig:
     @property
     def tp_enabled(self) -> bool:
         return self.tp_size > 1
+
+    @property
+    def cp_enabled(self) -> bool:
+        return self.cp_size > 1
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ParallelismConfig) and vars(self) == vars(other)

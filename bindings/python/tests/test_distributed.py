@@ -57,6 +57,23 @@ def test_tensor_parallel_split_model_computes_the_whole_models_function(tp, how)
     assert f"[rank 0] ok tp {tp}{' sp' if how == 'sp' else ''} loss" in result.stdout
 
 
+CONTEXT_PARALLEL = Path(__file__).parent / "programs" / "context_parallel_worker.py"
+
+
+@pytest.mark.parametrize("cp,how", [(2, "flags"), (3, "option")])
+def test_context_parallel_ranks_read_their_block_and_compute_the_whole_models_function(cp, how):
+    launcher = os.environ.get("ACCEL_CLI")
+    if not launcher:
+        pytest.skip("ACCEL_CLI (the accel command) is not set; run through CTest")
+    flags = ["--parallelism_config_cp_size", str(cp)] if how == "flags" else []
+    result = subprocess.run(
+        [launcher, "launch", "--nproc_per_node", str(cp), "--master_port", "0", *flags, sys.executable,
+         str(CONTEXT_PARALLEL), *([how] if how != "flags" else [])],
+        capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"[rank 0] ok cp {cp} loss" in result.stdout
+
+
 PARTIAL_STATE = Path(__file__).parent / "programs" / "partial_state_worker.py"
 
 

@@ -10,6 +10,7 @@ def test_defaults_environment_and_checks(monkeypatch):
     config = accel.ParallelismConfig(tp_size=2)
     assert (config.dp_replicate_size, config.dp_shard_size, config.tp_size, config.cp_size) == (1, 1, 2, 1)
     assert config.total_size == 2 and config.data_parallel_size == 1 and config.tp_enabled
+    assert not config.cp_enabled and accel.ParallelismConfig(cp_size=2).cp_enabled
     monkeypatch.setenv("PARALLELISM_CONFIG_DP_SHARD_SIZE", "4")
     assert accel.ParallelismConfig().dp_shard_size == 4  # None reads the variable, as Accelerate's
     monkeypatch.setenv("PARALLELISM_CONFIG_DP_SHARD_SIZE", "four")

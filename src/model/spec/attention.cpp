@@ -123,6 +123,16 @@ PositionalEmbeddingImpl::PositionalEmbeddingImpl(int64_t num_positions, int64_t 
 at::Tensor PositionalEmbeddingImpl::forward(const at::Tensor& input) {
   BatchFirst in = to_batch_first(input, batch_first_, embedding_dim_, where_, "input");
   const int64_t length = in.x.size(1);
+  if (cut_ != nullptr && cut_->set()) {
+    // This rank's block of the sequence: its positions' rows (padding past
+    // the whole sequence reads the last row; nothing reads its output).
+    require_arg(cut_->length <= num_positions_, where_ + ": the sequence length " + std::to_string(cut_->length) +
+                                                    " is longer than the maximum, num_positions " +
+                                                    std::to_string(num_positions_));
+    const at::Tensor positions =
+        at::arange(cut_->start, cut_->start + length, in.x.options().dtype(at::kLong)).clamp_max(num_positions_ - 1);
+    return from_batch_first(in.x + weight.index_select(0, positions).unsqueeze(0), batch_first_, in.unbatched);
+  }
   require_arg(length <= num_positions_, where_ + ": the sequence length " + std::to_string(length) +
                                             " is longer than the maximum, num_positions " +
                                             std::to_string(num_positions_));
@@ -143,6 +153,11 @@ MultiheadAttentionImpl::MultiheadAttentionImpl(AttentionOptions options, std::st
     in_proj_bias.zero_();
     out_proj->bias.zero_();
   }
+}
+
+void MultiheadAttentionImpl::use_context_parallel(const ContextParallelSlot& slot, const SequenceCut* cut) {
+  context_ = slot;
+  cut_ = cut;
 }
 
 ParameterSplits MultiheadAttentionImpl::split_heads(const TensorParallelSlot& slot) {
@@ -179,6 +194,7 @@ at::Tensor MultiheadAttentionImpl::heads_output(const at::Tensor& query, const a
   if (!memory.defined()) {
     auto qkv = at::linear(query, in_proj_weight, in_proj_bias).chunk(3, -1);
     q = qkv[0], k = qkv[1], v = qkv[2];
+    if (context_.active()) return context_attend(q, k, v, mask, causal);
   } else {
     // Cross-attention: the query rows of the packed projection on the query,
     // the key and value rows on the memory, as PyTorch's in_projection_packed.
@@ -190,8 +206,24 @@ at::Tensor MultiheadAttentionImpl::heads_output(const at::Tensor& query, const a
   return heads_attend(q, k, v, mask, causal);
 }
 
+at::Tensor MultiheadAttentionImpl::context_attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                                  const at::Tensor& mask, bool causal) {
+  const SequenceCut& cut = *cut_;
+  // Under a causal mask no query of this block sees a key past its last
+  // position: those are neither kept nor multiplied.
+  const int64_t keys = causal ? cut.start + cut.block : cut.padded;
+  const auto kv = all_gather_sequence(at::cat({k, v}, -1), *context_.group).narrow(1, 0, keys).chunk(2, -1);
+  at::Tensor attend;  // [N, keys]: the mask over the whole sequence, the padding hidden
+  if (mask.defined() || cut.padded > cut.length) {
+    const auto flags = q.options().dtype(at::kBool);
+    const at::Tensor whole = mask.defined() ? mask : at::ones({q.size(0), cut.length}, flags);
+    attend = at::cat({whole, at::zeros({q.size(0), cut.padded - cut.length}, flags)}, 1).narrow(1, 0, keys);
+  }
+  return heads_attend(q, kv[0], kv[1], attend, causal, cut.start);
+}
+
 at::Tensor MultiheadAttentionImpl::heads_attend(at::Tensor q, const at::Tensor& k, const at::Tensor& v,
-                                                const at::Tensor& mask, bool causal) {
+                                                const at::Tensor& mask, bool causal, int64_t offset) {
   // Split by heads: this rank's heads only, e / size of the width.
   const int64_t e = options_.embed_dim / split_.size, heads = options_.num_heads / split_.size, head_dim = e / heads;
   const int64_t n = q.size(0), l = q.size(1), s = k.size(1);
@@ -201,7 +233,8 @@ at::Tensor MultiheadAttentionImpl::heads_attend(at::Tensor q, const at::Tensor& 
   q = heads_first(q, l) / std::sqrt(static_cast<double>(head_dim));
   at::Tensor scores = at::matmul(q, heads_first(k, s).transpose(-2, -1));  // [N, H, L, S]
   at::Tensor hidden;
-  if (causal) hidden = at::ones({l, s}, scores.options().dtype(at::kBool)).triu(1);
+  // Query i (at position offset + i) sees keys up to its own position.
+  if (causal) hidden = at::ones({l, s}, scores.options().dtype(at::kBool)).triu(1 + offset);
   if (mask.defined()) {
     at::Tensor padding = mask.logical_not().reshape({n, 1, 1, s});
     hidden = hidden.defined() ? hidden.logical_or(padding) : padding;
@@ -218,8 +251,8 @@ at::Tensor MultiheadAttentionImpl::forward(const at::Tensor& input) { return for
 
 at::Tensor MultiheadAttentionImpl::forward_with(const at::Tensor& input, const std::vector<at::Tensor>& side) {
   BatchFirst in = to_batch_first(input, options_.batch_first, options_.embed_dim, where_, "input");
-  at::Tensor mask = key_mask(side.empty() ? at::Tensor() : side[0], in.x.size(0), in.x.size(1), in.unbatched, where_,
-                             "attention_mask");
+  at::Tensor mask = key_mask(side.empty() ? at::Tensor() : side[0], in.x.size(0), mask_length(in.x.size(1)),
+                             in.unbatched, where_, "attention_mask");
   return from_batch_first(attend(in.x, at::Tensor(), mask, options_.causal), options_.batch_first, in.unbatched);
 }
 
@@ -317,7 +350,9 @@ at::Tensor TransformerEncoderLayerImpl::forward(const at::Tensor& input) { retur
 at::Tensor TransformerEncoderLayerImpl::forward_with(const at::Tensor& input, const std::vector<at::Tensor>& side) {
   BatchFirst in = to_batch_first(input, options_.batch_first, options_.d_model, where_, "input");
   // Sequence parallel: the input is this rank's block of the sequence; the mask covers the whole.
-  const int64_t length = in.x.size(1) * (sequence_parallel_ ? split_.size : 1);
+  // Context parallel: the input is this rank's block; the mask covers the whole.
+  const int64_t length =
+      sequence_parallel_ ? in.x.size(1) * split_.size : self_attn->mask_length(in.x.size(1));
   at::Tensor mask =
       key_mask(side.empty() ? at::Tensor() : side[0], in.x.size(0), length, in.unbatched, where_, "attention_mask");
   if (sequence_parallel_) return from_batch_first(forward_sequence_parallel(in.x, mask), true, in.unbatched);

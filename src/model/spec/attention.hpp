@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "parallel/context_parallel.hpp"
 #include "parallel/tensor_parallel.hpp"
 
 namespace accel::detail {
@@ -41,10 +42,15 @@ class PositionalEmbeddingImpl : public torch::nn::Module {
  public:
   PositionalEmbeddingImpl(int64_t num_positions, int64_t embedding_dim, bool batch_first, std::string where);
   at::Tensor forward(const at::Tensor& input);
+  // Context parallelism: the input is this rank's block of the sequence,
+  // which `cut` (the graph's, set for each forward) places in the whole.
+  void use_context_parallel(const SequenceCut* cut) { cut_ = cut; }
+  bool batch_first() const { return batch_first_; }
 
   at::Tensor weight;
 
  private:
+  const SequenceCut* cut_ = nullptr;
   int64_t num_positions_;
   int64_t embedding_dim_;
   bool batch_first_;
@@ -88,7 +94,16 @@ class MultiheadAttentionImpl : public torch::nn::Module, public SideInputs {
   // before its bias, kept whole, is added. InvalidArgument naming the layer
   // when size does not divide num_heads; nothing changes then.
   ParameterSplits split_heads(const TensorParallelSlot& slot);
+  // Context parallelism (parallel/context_parallel.hpp): self-attention of
+  // this rank's block of queries over the whole sequence's keys and values,
+  // gathered from every rank's block; masks cover the whole sequence. `cut`
+  // is the graph's, set for each forward.
+  void use_context_parallel(const ContextParallelSlot& slot, const SequenceCut* cut);
+  bool context_parallel() const { return context_.active(); }
+  // The length a mask must have: the whole sequence's under context parallelism.
+  int64_t mask_length(int64_t input_length) const { return context_.active() ? cut_->length : input_length; }
   int64_t num_heads() const { return options_.num_heads; }
+  bool batch_first() const { return options_.batch_first; }
   double dropout() const { return options_.dropout; }
   const TensorParallelSlot& split_slot() const { return split_; }
 
@@ -100,12 +115,18 @@ class MultiheadAttentionImpl : public torch::nn::Module, public SideInputs {
   // Softmax(q k^T / sqrt(d)) v of this rank's heads, [N, L, E / size], before out_proj.
   at::Tensor heads_output(const at::Tensor& query, const at::Tensor& memory, const at::Tensor& key_mask, bool causal);
   // The same from the projections q [N, L, E / size], k and v [N, S, E / size].
+  // `offset`: the queries' first position in the keys' sequence (context parallelism).
   at::Tensor heads_attend(at::Tensor q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& key_mask,
-                          bool causal);
+                          bool causal, int64_t offset = 0);
+  // Context parallelism: attention of the block's projections q, k, v over every block's keys and values.
+  at::Tensor context_attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& key_mask,
+                            bool causal);
 
   AttentionOptions options_;
   std::string where_;
   TensorParallelSlot split_;
+  ContextParallelSlot context_;
+  const SequenceCut* cut_ = nullptr;
 };
 TORCH_MODULE(MultiheadAttention);
 
@@ -140,6 +161,12 @@ class TransformerEncoderLayerImpl : public torch::nn::Module, public SideInputs 
   // dropouts run on blocks, and the split products see the gathered sequence.
   // The plan checks that the layer is split and batch_first before (Internal otherwise).
   void use_sequence_parallel();
+  bool sequence_parallel() const { return sequence_parallel_; }
+  // Context parallelism: the layer takes and returns this rank's block of the
+  // sequence; its self-attention reads every block (MultiheadAttention's).
+  void use_context_parallel(const ContextParallelSlot& slot, const SequenceCut* cut) {
+    self_attn->use_context_parallel(slot, cut);
+  }
   bool batch_first() const { return options_.batch_first; }
 
  private:

@@ -1,6 +1,8 @@
 #include "model/spec/graph.hpp"
 
 #include <ATen/ATen.h>
+#include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/dropout.h>
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
@@ -82,6 +84,25 @@ at::Tensor vocab_parallel_causal_lm_loss(const Node& node, const at::Tensor& log
       vocab_parallel_cross_entropy(shifted_logits, shifted_labels, split.start, node.ignore_index, *split.slot.group);
   // cross_entropy's mean: over the counted tokens (none counted: NaN, as PyTorch's).
   return losses.sum() / counted.sum().to(losses.scalar_type());
+}
+
+// Whether a layer can run on a block of the sequence (context parallelism):
+// it works on each token alone, or it is one of the layers that context
+// parallelism makes read the whole sequence (self-attention, positions).
+bool runs_on_blocks(const torch::nn::Module& module) {
+  if (dynamic_cast<const ChainImpl*>(&module) != nullptr) {
+    const auto children = module.children();
+    return std::all_of(children.begin(), children.end(),
+                       [](const std::shared_ptr<torch::nn::Module>& child) { return runs_on_blocks(*child); });
+  }
+  return dynamic_cast<const torch::nn::EmbeddingImpl*>(&module) || dynamic_cast<const torch::nn::LinearImpl*>(&module) ||
+         is_tied_linear(module) || dynamic_cast<const torch::nn::LayerNormImpl*>(&module) ||
+         dynamic_cast<const torch::nn::DropoutImpl*>(&module) || dynamic_cast<const torch::nn::GELUImpl*>(&module) ||
+         dynamic_cast<const torch::nn::ReLUImpl*>(&module) || dynamic_cast<const torch::nn::LeakyReLUImpl*>(&module) ||
+         dynamic_cast<const torch::nn::SigmoidImpl*>(&module) || dynamic_cast<const torch::nn::TanhImpl*>(&module) ||
+         dynamic_cast<const PositionalEmbeddingImpl*>(&module) ||
+         dynamic_cast<const MultiheadAttentionImpl*>(&module) ||
+         dynamic_cast<const TransformerEncoderLayerImpl*>(&module);
 }
 
 }  // namespace
@@ -344,6 +365,116 @@ at::Tensor GraphModuleImpl::run_split_layer(const Node& node, const NodeSplit& s
   return split.style == NodeSplit::Style::ColumnsGathered ? gather_from_tensor_parallel(output, group) : output;
 }
 
+void GraphModuleImpl::set_context_parallel(const ContextParallelSlot& slot) {
+  if (!slot.active()) {  // undone
+    for (const Node& node : nodes_) {
+      if (node.kind != Kind::Layer) continue;
+      for (const auto& module : node.module.ptr()->modules(/*include_self=*/true)) {
+        if (auto* positions = dynamic_cast<PositionalEmbeddingImpl*>(module.get())) positions->use_context_parallel(nullptr);
+        if (auto* attention = dynamic_cast<MultiheadAttentionImpl*>(module.get())) attention->use_context_parallel({}, nullptr);
+      }
+    }
+    context_nodes_.clear();
+    context_slot_ = slot;
+    return;
+  }
+  require(sequence_nodes_.empty(), ErrorCode::Unsupported,
+          "cp_size " + std::to_string(slot.size) +
+              ": context parallelism with the tp_plan's sequence_parallel (node " + in_quotes(*sequence_nodes_.begin()) +
+              ") is not built; drop the sequence_parallel entries or use cp_size 1");
+  // Checked on every node before any is changed.
+  std::set<std::string> block_nodes;
+  for (const Node& node : nodes_) {
+    if (node.kind != Kind::Layer || !runs_on_blocks(*node.module.ptr())) continue;
+    for (const auto& module : node.module.ptr()->modules(/*include_self=*/true)) {
+      bool batch_first = true;
+      if (auto* positions = dynamic_cast<PositionalEmbeddingImpl*>(module.get())) batch_first = positions->batch_first();
+      if (auto* attention = dynamic_cast<MultiheadAttentionImpl*>(module.get())) batch_first = attention->batch_first();
+      if (auto* layer = dynamic_cast<TransformerEncoderLayerImpl*>(module.get())) batch_first = layer->batch_first();
+      require(batch_first, ErrorCode::Unsupported,
+              node.where + ": context parallelism (cp_size " + std::to_string(slot.size) +
+                  ") cuts the sequence of batch-first [N, L, E] activations; set \"batch_first\": true");
+    }
+    block_nodes.insert(node.name);
+  }
+  for (const Node& node : nodes_) {
+    if (!block_nodes.count(node.name)) continue;
+    for (const auto& module : node.module.ptr()->modules(/*include_self=*/true)) {
+      if (auto* positions = dynamic_cast<PositionalEmbeddingImpl*>(module.get())) positions->use_context_parallel(cut_.get());
+      if (auto* attention = dynamic_cast<MultiheadAttentionImpl*>(module.get()))
+        attention->use_context_parallel(slot, cut_.get());
+    }
+  }
+  context_nodes_ = std::move(block_nodes);
+  context_slot_ = slot;
+}
+
+bool GraphModuleImpl::to_context_layout(const Node& node, std::vector<at::Tensor>& args,
+                                        const std::set<std::string>& blocks) const {
+  bool any_block = false;
+  for (size_t i = 0; i < args.size(); ++i) any_block = any_block || (args[i].defined() && blocks.count(node.inputs[i]));
+  const bool block_out = context_nodes_.count(node.name) == 1 || (node.kind == Kind::Add && any_block);
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!args[i].defined()) continue;
+    const bool is_block = blocks.count(node.inputs[i]) == 1;
+    const bool wants_block = block_out && (i == 0 || node.kind == Kind::Add);  // side inputs (masks) stay whole
+    if (is_block && !wants_block) {
+      args[i] = gather_context_blocks(args[i], *cut_, context_slot_);
+    } else if (!is_block && wants_block) {
+      const bool ids = !at::isFloatingType(args[i].scalar_type());
+      require_arg(args[i].dim() >= (ids ? 2 : 3),
+                  node.where + ": context parallelism cuts input " + in_quotes(node.inputs[i]) +
+                      " along the sequence, so it must be " + (ids ? "ids [N, L]" : "[N, L, E]") + ", got " +
+                      shape_of(args[i]));
+      if (!cut_->set()) *cut_ = cut_sequence(args[i].size(1), context_slot_);
+      require_arg(args[i].size(1) == cut_->length, node.where + ": input " + in_quotes(node.inputs[i]) + " " +
+                                                       shape_of(args[i]) + " has " + std::to_string(args[i].size(1)) +
+                                                       " positions, but this forward's sequence has " +
+                                                       std::to_string(cut_->length));
+      args[i] = context_block(args[i], *cut_);
+    }
+  }
+  return block_out;
+}
+
+at::Tensor GraphModuleImpl::context_causal_lm_loss(const Node& node, const at::Tensor& logits,
+                                                   const at::Tensor& labels_in) const {
+  const SequenceCut& cut = *cut_;
+  require_arg(at::isFloatingType(logits.scalar_type()) && logits.dim() == 3,
+              node.where + ": the logits must be floating point [N, L, V], got " + shape_of(logits));
+  require_arg(at::isIntegralType(labels_in.scalar_type(), false),
+              node.where + ": the labels must hold integer token ids, got " + c10::toString(labels_in.scalar_type()));
+  require_arg(labels_in.dim() == 2 && labels_in.size(0) == logits.size(0) && labels_in.size(1) == cut.length,
+              node.where + ": the labels must have shape [" + std::to_string(logits.size(0)) + ", " +
+                  std::to_string(cut.length) + "], got " + shape_of(labels_in));
+  auto split = node_splits_.find(node.name);
+  const bool by_vocabulary = split != node_splits_.end();
+  require(!by_vocabulary || node.label_smoothing == 0.0, ErrorCode::Unsupported,
+          node.where + ": label_smoothing with logits split by vocabulary (tensor parallelism) is not built yet");
+  const int64_t vocabulary = by_vocabulary ? split->second.vocabulary : logits.size(-1);
+  // Position t predicts label t + 1, across the blocks' edges: the labels are
+  // shifted whole, then cut; the last position and the padding predict nothing.
+  const at::Tensor labels = labels_in.to(at::kLong);
+  const at::Tensor shifted = at::cat({labels.narrow(1, 1, cut.length - 1),
+                                      at::full({labels.size(0), 1}, node.ignore_index, labels.options())},
+                                     1);
+  const at::Tensor targets = context_block(shifted, cut, static_cast<double>(node.ignore_index)).reshape({-1});
+  const at::Tensor counted = targets != node.ignore_index;
+  if (targets.numel() > 0) {
+    const at::Tensor outside = counted & ((targets < 0) | (targets >= vocabulary));
+    require_arg(!outside.any().item<bool>(), node.where + ": the labels must be in [0, " + std::to_string(vocabulary) +
+                                                 ") or ignore_index " + std::to_string(node.ignore_index));
+  }
+  const at::Tensor rows = logits.reshape({-1, logits.size(-1)});
+  const at::Tensor losses = by_vocabulary ? vocab_parallel_cross_entropy(rows.to(at::kFloat), targets,
+                                                                         split->second.start, node.ignore_index,
+                                                                         *split->second.slot.group)
+                                          : at::cross_entropy_loss(rows, targets, {}, at::Reduction::None,
+                                                                   node.ignore_index, node.label_smoothing);
+  // cross_entropy's mean over the whole sequence's counted tokens (none: NaN, as PyTorch's).
+  return context_parallel_mean(losses.sum(), counted.sum(), context_slot_);
+}
+
 GraphModuleImpl::NamedTensors GraphModuleImpl::forward_named(const NamedTensors& given) {
   std::map<std::string, at::Tensor> values;
   std::string expected;
@@ -360,7 +491,8 @@ GraphModuleImpl::NamedTensors GraphModuleImpl::forward_named(const NamedTensors&
     require_arg(input.optional || values.count(input.name),
                 "forward: missing input " + in_quotes(input.name) + "; this model takes " + expected);
   }
-  std::set<std::string> blocks;  // values held as sequence blocks (set_sequence_parallel)
+  std::set<std::string> blocks;  // values held as sequence blocks (set_sequence_parallel, set_context_parallel)
+  *cut_ = SequenceCut{};          // the first cut of this forward sets it
   for (const auto& node : nodes_) {
     std::vector<at::Tensor> args;
     for (const auto& name : node.inputs) args.push_back(values[name]);
@@ -382,7 +514,14 @@ GraphModuleImpl::NamedTensors GraphModuleImpl::forward_named(const NamedTensors&
     try {
       Leave leave{node_hook_, node};  // first, so a half-done bring-in is released too
       if (node_hook_ && node.kind == Kind::Layer) node_hook_(node.name, true);
-      const bool block = sequence_slot_.active() && to_sequence_layout(node, args, blocks);
+      if (context_slot_.active() && node.kind == Kind::CausalLMLoss && blocks.count(node.inputs[0])) {
+        const at::Tensor& labels = args[1];
+        values[node.name] = context_causal_lm_loss(
+            node, args[0], blocks.count(node.inputs[1]) ? gather_context_blocks(labels, *cut_, context_slot_) : labels);
+        continue;
+      }
+      const bool block = (sequence_slot_.active() && to_sequence_layout(node, args, blocks)) ||
+                         (context_slot_.active() && to_context_layout(node, args, blocks));
       values[node.name] = run_node(node, args);
       if (block) blocks.insert(node.name);
     } catch (const Error&) {
@@ -400,8 +539,13 @@ GraphModuleImpl::NamedTensors GraphModuleImpl::forward_named(const NamedTensors&
   NamedTensors outputs;
   for (const auto& name : outputs_) {
     if (!values[name].defined()) continue;
-    outputs.emplace_back(
-        name, blocks.count(name) ? gather_from_sequence_parallel(values[name], *sequence_slot_.group) : values[name]);
+    if (!blocks.count(name)) {
+      outputs.emplace_back(name, values[name]);
+    } else if (context_slot_.active()) {
+      outputs.emplace_back(name, gather_context_blocks(values[name], *cut_, context_slot_));
+    } else {
+      outputs.emplace_back(name, gather_from_sequence_parallel(values[name], *sequence_slot_.group));
+    }
   }
   if (!node_devices_.empty() && !given.empty()) {
     for (auto& output : outputs) output.second = output.second.to(given.front().second.device());

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "parallel/context_parallel.hpp"
 #include "parallel/tensor_parallel.hpp"
 
 namespace accel::detail {
@@ -119,6 +120,21 @@ class GraphModuleImpl : public torch::nn::Module {
     sequence_slot_ = slot;
   }
 
+  // Context parallelism (parallel/context_parallel.hpp): each forward runs on
+  // this rank's block of the sequence. An Embedding node cuts the ids it reads
+  // (dim 1 of [N, L], padded to a multiple of the group's size; the first cut
+  // fixes L for the forward); nodes whose layers work token by token
+  // (Embedding, Linear, LayerNorm, Dropout, activations, PositionalEmbedding,
+  // self-attention in MultiheadAttention and TransformerEncoderLayer, chains
+  // of these) and Add nodes take and give blocks, a whole value entering them
+  // being cut; a CausalLMLoss node reading block logits and whole labels
+  // gives the whole sequence's mean; any other node, and the graph's outputs,
+  // get blocks gathered whole. Side inputs (masks) stay whole. Unsupported,
+  // naming the node, before anything changes: a layer that is not batch-first,
+  // and sequence parallelism (tensor parallelism's) at the same time. An
+  // inactive slot undoes it.
+  void set_context_parallel(const ContextParallelSlot& slot);
+
  private:
   void parse_inputs(const nlohmann::json& inputs);
   void parse_nodes(const nlohmann::json& nodes);
@@ -130,6 +146,9 @@ class GraphModuleImpl : public torch::nn::Module {
   void move_to_node_device(const Node& node, std::vector<at::Tensor>& args) const;
   // Cuts or gathers `args` for `node` (set_sequence_parallel); returns whether its output is a block.
   bool to_sequence_layout(const Node& node, std::vector<at::Tensor>& args, const std::set<std::string>& blocks) const;
+  // The same for context parallelism (set_context_parallel).
+  bool to_context_layout(const Node& node, std::vector<at::Tensor>& args, const std::set<std::string>& blocks) const;
+  at::Tensor context_causal_lm_loss(const Node& node, const at::Tensor& logits, const at::Tensor& labels) const;
 
   std::vector<Input> inputs_;
   std::vector<Node> nodes_;  // in dependency order after construction
@@ -141,6 +160,11 @@ class GraphModuleImpl : public torch::nn::Module {
   std::map<std::string, NodeSplit> node_splits_;
   std::set<std::string> sequence_nodes_;
   TensorParallelSlot sequence_slot_;
+  ContextParallelSlot context_slot_;
+  std::set<std::string> context_nodes_;  // layer nodes that run on blocks
+  // This forward's cut of the sequence, read by the attention and positional
+  // layers (a stable address: they hold a pointer to it).
+  std::shared_ptr<SequenceCut> cut_ = std::make_shared<SequenceCut>();
 };
 TORCH_MODULE(GraphModule);
 

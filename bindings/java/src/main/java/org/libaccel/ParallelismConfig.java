@@ -3,7 +3,9 @@ package org.libaccel;
 /**
  * Accelerate's ParallelismConfig: the sizes of a device mesh's dimensions (docs/parallelism.md).
  * Tensor parallelism splits a JSON-spec model's transformer layers over tpSize consecutive ranks;
- * data parallelism runs over dpReplicateSize x dpShardSize, a sharding strategy over dpShardSize.
+ * context parallelism cuts a JSON graph model's sequence over cpSize ranks (which see the same
+ * batches); data parallelism runs over dpReplicateSize x dpShardSize, a sharding strategy over
+ * dpShardSize x cpSize.
  * The sizes must multiply to the number of processes (checked when the accelerator is built).
  */
 public final class ParallelismConfig {

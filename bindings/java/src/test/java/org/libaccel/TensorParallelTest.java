@@ -48,20 +48,22 @@ class TensorParallelTest {
   @Test
   void aSplitStepAcrossLaunchedProcesses() {
     Assumptions.assumeTrue("2".equals(System.getenv("WORLD_SIZE")), "run by java_tensor_parallel_2");
-    // java_sequence_parallel_2 sets ACCEL_JAVA_TP_MODE=sp: the same step with sequence parallelism.
+    // java_sequence_parallel_2 sets ACCEL_JAVA_TP_MODE=sp: the same step with sequence parallelism;
+    // java_context_parallel_2 sets cp: the sequence cut over the two ranks instead of the layers.
     boolean sequenceParallel = "sp".equals(System.getenv("ACCEL_JAVA_TP_MODE"));
+    boolean contextParallel = "cp".equals(System.getenv("ACCEL_JAVA_TP_MODE"));
+    ParallelismConfig mesh = contextParallel ? new ParallelismConfig().cpSize(2) : new ParallelismConfig().tpSize(2);
     String spec = sequenceParallel ? GPT.substring(0, GPT.length() - 1) + SEQUENCE_PLAN : GPT;
     long[] ids = new long[32];
     for (int i = 0; i < ids.length; ++i) ids[i] = (i * 7 + 3) % 32;
-    try (Accelerator acc =
-             new AcceleratorBuilder().cpu(true).parallelismConfig(new ParallelismConfig().tpSize(2)).build();
+    try (Accelerator acc = new AcceleratorBuilder().cpu(true).parallelismConfig(mesh).build();
          Model model = Model.fromJson(spec); Model reference = Model.fromJson(spec);
          Optimizer opt = Optimizer.adamW(model, 1e-3); Tensor batch = Tensor.of(ids, 4, 8)) {
-      assertEquals(new ParallelismConfig().tpSize(2), acc.parallelismConfig());
+      assertEquals(mesh, acc.parallelismConfig());
       acc.setSeed(0);
       acc.prepare(model, opt);
       LinkedHashMap<String, Tensor> params = model.parameters();
-      assertArrayEquals(new long[] {16, 16}, params.get("h0.linear1.weight").shape());
+      assertArrayEquals(new long[] {32 / mesh.tpSize(), 16}, params.get("h0.linear1.weight").shape());
       for (Tensor t : params.values()) t.close();
       Map<String, Tensor> inputs = Map.of("input_ids", batch, "labels", batch);
       LinkedHashMap<String, Tensor> out = model.forward(inputs);
@@ -86,7 +88,20 @@ class TensorParallelTest {
           assertTrue(e.getMessage().contains("h0"), e.getMessage());
         }
       }
-      if (acc.processIndex() == 0) System.out.println(sequenceParallel ? "ok sp 2" : "ok tp 2");
+      if (contextParallel) {
+        // The blocks are real: each rank reads its half of the sequence only, so ids changed in the
+        // other half leave its result the whole model's.
+        long[] mine = ids.clone();
+        for (int i = 0; i < mine.length; ++i) {
+          if ((i % 8) / 4 != acc.processIndex()) mine[i] = (ids[i] + 1) % 32;
+        }
+        try (Tensor changed = Tensor.of(mine, 4, 8)) {
+          assertEquals(full, lossOf(model, Map.of("input_ids", changed, "labels", batch)), 1e-5);
+        }
+      }
+      if (acc.processIndex() == 0) {
+        System.out.println(sequenceParallel ? "ok sp 2" : contextParallel ? "ok cp 2" : "ok tp 2");
+      }
     }
   }
 
