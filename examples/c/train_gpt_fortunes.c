@@ -20,6 +20,11 @@
  * by heads and feed-forward columns (docs/parallelism.md):
  *
  *   accel launch --nproc_per_node 2 --parallelism_config_tp_size 2 ./train_gpt_fortunes
+ *
+ * or with each process computing its half of every sequence (context
+ * parallelism; both see the same batches, so it trains as one process does):
+ *
+ *   accel launch --nproc_per_node 2 --parallelism_config_cp_size 2 ./train_gpt_fortunes
  */
 #include <math.h>
 #include <stdio.h>

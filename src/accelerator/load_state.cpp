@@ -519,9 +519,9 @@ void Accelerator::load_state(const std::string& requested_dir) {
   }
   const detail::RandomStates rng =
       same_loaders ? random_states(reader, st.rank(), st.batch_parallel_size(), targets.loaders)
-                   : random_states_at_another_world_size(reader, st.rank(), static_cast<int>(saved_processes),
-                                                         static_cast<int>(saved_data_parallel), st.batch_parallel_size(),
-                                                         st.dataloader_config.split_batches, targets.loaders);
+                   : random_states_at_another_world_size(
+                         reader, st.rank(), static_cast<int>(saved_processes), static_cast<int>(saved_data_parallel),
+                         st.batch_parallel_size(), st.dataloader_config.split_batches, targets.loaders);
 
   // 2. Apply. Optimizers, schedulers and the user's objects first, rolled back
   // if one of them fails (their load functions can reject what the checks

@@ -184,8 +184,9 @@ const std::set<std::string> kKnownKeys{"compute_environment",
 
 // Accelerate's parallelism_config section (`accelerate config`'s keys):
 // parallelism_config_{dp_replicate,dp_shard,tp,cp}_size, each a positive
-// integer, as the variables the ranks read (docs/parallelism.md). Other keys
-// (cp_comm_strategy, sp_*) tune what accel does not build: warned about.
+// integer, as the variables the ranks read (docs/parallelism.md);
+// cp_comm_strategy "allgather", the one built. Other keys (sp_*) tune what
+// accel does not build: warned about.
 std::map<std::string, std::string> read_parallelism_config(const std::string& path, const YAML::Node& root,
                                                            std::vector<std::string>& warnings) {
   std::map<std::string, std::string> env;
@@ -201,6 +202,14 @@ std::map<std::string, std::string> read_parallelism_config(const std::string& pa
     const bool size = key.rfind(prefix, 0) == 0 && key.size() > prefix.size() + suffix.size() &&
                       key.compare(key.size() - suffix.size(), suffix.size(), suffix) == 0;
     const std::string dim = size ? key.substr(prefix.size(), key.size() - prefix.size() - suffix.size()) : "";
+    if (key == "parallelism_config_cp_comm_strategy") {
+      const std::optional<std::string> strategy = in.get<std::string>(key, "a string");
+      if (strategy && *strategy != "allgather")
+        in.refuse(key, "\"" + *strategy +
+                           "\" is not built: context parallelism all-gathers the keys and values "
+                           "(\"allgather\")");
+      continue;
+    }
     if (dim != "dp_replicate" && dim != "dp_shard" && dim != "tp" && dim != "cp") {
       warnings.push_back("ignoring parallelism_config key '" + key + "' (accel reads the four *_size keys)");
       continue;

@@ -62,8 +62,8 @@ constexpr const char* kTpu = "TPU only; libaccel runs on CPUs and CUDA GPUs";
 constexpr const char* kDynamo = "torch.compile (TorchDynamo) is Python only; LibTorch has no compiler to call";
 constexpr const char* kFp8 = "FP8 training (Transformer Engine, MS-AMP, torchao) is not supported; use bf16";
 constexpr const char* kMegatron = "Megatron-LM is a Python framework; libaccel does not drive it";
-constexpr const char* kContextParallel =
-    "context and sequence parallelism are not built yet (tensor parallelism is: --parallelism_config_tp_size)";
+constexpr const char* kSequenceParallel =
+    "DeepSpeed's Ulysses sequence parallelism is not built (context parallelism is: --parallelism_config_cp_size)";
 constexpr const char* kDeepSpeedLauncher =
     "DeepSpeed's own launcher (pdsh, hostfiles) is not used: run accel launch on each machine, or under srun/mpirun";
 const RefusedFlag kRefusedFlags[] = {
@@ -114,13 +114,12 @@ const RefusedFlag kRefusedFlags[] = {
      "optimizer step, as without DeepSpeed"},
     {"--fsdp_version", true, "FSDP2 (fully_shard) is not supported yet; FULL_SHARD follows FSDP1's rules"},
     {"--fsdp_reshard_after_forward", true, "an FSDP2 setting; use --fsdp_sharding_strategy"},
-    {"--parallelism_config_cp_backend", true, kContextParallel},
-    {"--parallelism_config_cp_comm_strategy", true, kContextParallel},
-    {"--parallelism_config_sp_size", true, kContextParallel},
-    {"--parallelism_config_sp_backend", true, kContextParallel},
-    {"--parallelism_config_sp_seq_length", true, kContextParallel},
-    {"--parallelism_config_sp_seq_length_is_variable", false, kContextParallel},
-    {"--parallelism_config_sp_attn_implementation", true, kContextParallel},
+    {"--parallelism_config_cp_backend", true, kSequenceParallel},
+    {"--parallelism_config_sp_size", true, kSequenceParallel},
+    {"--parallelism_config_sp_backend", true, kSequenceParallel},
+    {"--parallelism_config_sp_seq_length", true, kSequenceParallel},
+    {"--parallelism_config_sp_seq_length_is_variable", false, kSequenceParallel},
+    {"--parallelism_config_sp_attn_implementation", true, kSequenceParallel},
 };
 
 void add_refused_accelerate_flags(CLI::App& app) {
@@ -211,6 +210,19 @@ void add_launch_options(CLI::App& app, LaunchFlags& flags) {
                "_SIZE)")
         ->check(at_least(1, "POSITIVE"));
   }
+  // Accelerate's default, and the one strategy built (docs/parallelism.md).
+  app.add_option_function<std::string>(
+         "--parallelism_config_cp_comm_strategy",
+         [](const std::string& strategy) {
+           if (strategy != "allgather") {
+             throw CLI::ValidationError("--parallelism_config_cp_comm_strategy",
+                                        "\"" + strategy +
+                                            "\" is not supported: context parallelism all-gathers the keys and values "
+                                            "(\"allgather\", Accelerate's default)");
+           }
+         },
+         "Context parallelism's strategy: allgather (the only one built, Accelerate's default)")
+      ->group("");
   app.add_flag("--use_deepspeed", flags.use_deepspeed,
                "Sharded data parallel as DeepSpeed ZeRO (ACCELERATE_USE_DEEPSPEED)");
   add_optional(app, "--zero_stage", flags.zero_stage,

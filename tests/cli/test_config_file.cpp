@@ -349,12 +349,17 @@ TEST_F(ConfigFileTest, ParallelismConfigSizesBecomeTheRanksVariables) {
   auto file =
       load_config_file(write("distributed_type: MULTI_CPU\nparallelism_config:\n"
                              "  parallelism_config_dp_replicate_size: 2\n  parallelism_config_tp_size: 2\n"
-                             "  parallelism_config_cp_comm_strategy: allgather\n"));
+                             "  parallelism_config_cp_comm_strategy: allgather\n"
+                             "  parallelism_config_sp_backend: deepspeed\n"));
   EXPECT_EQ(file.values.parallelism_env, (Env{{"ACCELERATE_USE_PARALLELISM_CONFIG", "true"},
                                               {"PARALLELISM_CONFIG_DP_REPLICATE_SIZE", "2"},
                                               {"PARALLELISM_CONFIG_TP_SIZE", "2"}}));
+  // allgather is what context parallelism does; alltoall is not built.
   ASSERT_EQ(file.warnings.size(), 1u);
-  EXPECT_NE(file.warnings[0].find("parallelism_config_cp_comm_strategy"), std::string::npos);
+  EXPECT_NE(file.warnings[0].find("parallelism_config_sp_backend"), std::string::npos);
+  EXPECT_NE(error_of("parallelism_config:\n  parallelism_config_cp_comm_strategy: alltoall\n")
+                .find("\"alltoall\" is not built"),
+            std::string::npos);
   EXPECT_TRUE(load_config_file(write("parallelism_config: {}\n")).values.parallelism_env.empty());
   EXPECT_NE(error_of("parallelism_config:\n  parallelism_config_tp_size: 0\n")
                 .find("'parallelism_config_tp_size': expected a positive integer, got 0"),

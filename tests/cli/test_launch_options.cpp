@@ -181,6 +181,12 @@ TEST(LaunchOptions, AccelerateFlagsWithNoMeaningHereSayWhy) {
   EXPECT_NE(refusal({"--offload_param_nvme_path", "/nvme", "t"}).find("NVMe is not supported"), std::string::npos);
   // The value of a refused option is not taken for PROGRAM.
   EXPECT_NE(refusal({"--megatron_lm_tp_degree", "2", "t"}).find("Megatron-LM"), std::string::npos);
+  // Context parallelism's one strategy is taken; the ring rotation is not built.
+  EXPECT_EQ(refusal({"--parallelism_config_cp_size", "2", "--parallelism_config_cp_comm_strategy", "allgather", "t"}),
+            "accepted");
+  EXPECT_NE(refusal({"--parallelism_config_cp_comm_strategy", "alltoall", "t"}).find("\"alltoall\" is not supported"),
+            std::string::npos);
+  EXPECT_NE(refusal({"--parallelism_config_sp_size", "2", "t"}).find("Ulysses"), std::string::npos);
 }
 
 TEST(LaunchOptions, FsdpAndDeepSpeedFlagsFollowTheConfigFileRules) {

@@ -88,8 +88,8 @@ at::Tensor objective(const accel::Model::NamedTensors& outputs) {
 constexpr double kRelative = 1e-4;
 
 void expect_close(const at::Tensor& got, const at::Tensor& want, const std::string& what) {
-  check(got.sizes() == want.sizes(), what + " has shape " + c10::str(got.sizes()) + ", the reference " +
-                                         c10::str(want.sizes()));
+  check(got.sizes() == want.sizes(),
+        what + " has shape " + c10::str(got.sizes()) + ", the reference " + c10::str(want.sizes()));
   const double scale = std::max(want.abs().max().item<double>(), 1e-6);
   const double worst = (got - want).abs().max().item<double>();
   check(worst <= kRelative * scale, what + " differs from one process's by " + std::to_string(worst) +

@@ -351,8 +351,7 @@ at::Tensor TransformerEncoderLayerImpl::forward_with(const at::Tensor& input, co
   BatchFirst in = to_batch_first(input, options_.batch_first, options_.d_model, where_, "input");
   // Sequence parallel: the input is this rank's block of the sequence; the mask covers the whole.
   // Context parallel: the input is this rank's block; the mask covers the whole.
-  const int64_t length =
-      sequence_parallel_ ? in.x.size(1) * split_.size : self_attn->mask_length(in.x.size(1));
+  const int64_t length = sequence_parallel_ ? in.x.size(1) * split_.size : self_attn->mask_length(in.x.size(1));
   at::Tensor mask =
       key_mask(side.empty() ? at::Tensor() : side[0], in.x.size(0), length, in.unbatched, where_, "attention_mask");
   if (sequence_parallel_) return from_batch_first(forward_sequence_parallel(in.x, mask), true, in.unbatched);

@@ -95,8 +95,9 @@ bool runs_on_blocks(const torch::nn::Module& module) {
     return std::all_of(children.begin(), children.end(),
                        [](const std::shared_ptr<torch::nn::Module>& child) { return runs_on_blocks(*child); });
   }
-  return dynamic_cast<const torch::nn::EmbeddingImpl*>(&module) || dynamic_cast<const torch::nn::LinearImpl*>(&module) ||
-         is_tied_linear(module) || dynamic_cast<const torch::nn::LayerNormImpl*>(&module) ||
+  return dynamic_cast<const torch::nn::EmbeddingImpl*>(&module) ||
+         dynamic_cast<const torch::nn::LinearImpl*>(&module) || is_tied_linear(module) ||
+         dynamic_cast<const torch::nn::LayerNormImpl*>(&module) ||
          dynamic_cast<const torch::nn::DropoutImpl*>(&module) || dynamic_cast<const torch::nn::GELUImpl*>(&module) ||
          dynamic_cast<const torch::nn::ReLUImpl*>(&module) || dynamic_cast<const torch::nn::LeakyReLUImpl*>(&module) ||
          dynamic_cast<const torch::nn::SigmoidImpl*>(&module) || dynamic_cast<const torch::nn::TanhImpl*>(&module) ||
@@ -370,8 +371,10 @@ void GraphModuleImpl::set_context_parallel(const ContextParallelSlot& slot) {
     for (const Node& node : nodes_) {
       if (node.kind != Kind::Layer) continue;
       for (const auto& module : node.module.ptr()->modules(/*include_self=*/true)) {
-        if (auto* positions = dynamic_cast<PositionalEmbeddingImpl*>(module.get())) positions->use_context_parallel(nullptr);
-        if (auto* attention = dynamic_cast<MultiheadAttentionImpl*>(module.get())) attention->use_context_parallel({}, nullptr);
+        if (auto* positions = dynamic_cast<PositionalEmbeddingImpl*>(module.get()))
+          positions->use_context_parallel(nullptr);
+        if (auto* attention = dynamic_cast<MultiheadAttentionImpl*>(module.get()))
+          attention->use_context_parallel({}, nullptr);
       }
     }
     context_nodes_.clear();
@@ -379,8 +382,8 @@ void GraphModuleImpl::set_context_parallel(const ContextParallelSlot& slot) {
     return;
   }
   require(sequence_nodes_.empty(), ErrorCode::Unsupported,
-          "cp_size " + std::to_string(slot.size) +
-              ": context parallelism with the tp_plan's sequence_parallel (node " + in_quotes(*sequence_nodes_.begin()) +
+          "cp_size " + std::to_string(slot.size) + ": context parallelism with the tp_plan's sequence_parallel (node " +
+              in_quotes(*sequence_nodes_.begin()) +
               ") is not built; drop the sequence_parallel entries or use cp_size 1");
   // Checked on every node before any is changed.
   std::set<std::string> block_nodes;
@@ -388,7 +391,8 @@ void GraphModuleImpl::set_context_parallel(const ContextParallelSlot& slot) {
     if (node.kind != Kind::Layer || !runs_on_blocks(*node.module.ptr())) continue;
     for (const auto& module : node.module.ptr()->modules(/*include_self=*/true)) {
       bool batch_first = true;
-      if (auto* positions = dynamic_cast<PositionalEmbeddingImpl*>(module.get())) batch_first = positions->batch_first();
+      if (auto* positions = dynamic_cast<PositionalEmbeddingImpl*>(module.get()))
+        batch_first = positions->batch_first();
       if (auto* attention = dynamic_cast<MultiheadAttentionImpl*>(module.get())) batch_first = attention->batch_first();
       if (auto* layer = dynamic_cast<TransformerEncoderLayerImpl*>(module.get())) batch_first = layer->batch_first();
       require(batch_first, ErrorCode::Unsupported,
@@ -400,7 +404,8 @@ void GraphModuleImpl::set_context_parallel(const ContextParallelSlot& slot) {
   for (const Node& node : nodes_) {
     if (!block_nodes.count(node.name)) continue;
     for (const auto& module : node.module.ptr()->modules(/*include_self=*/true)) {
-      if (auto* positions = dynamic_cast<PositionalEmbeddingImpl*>(module.get())) positions->use_context_parallel(cut_.get());
+      if (auto* positions = dynamic_cast<PositionalEmbeddingImpl*>(module.get()))
+        positions->use_context_parallel(cut_.get());
       if (auto* attention = dynamic_cast<MultiheadAttentionImpl*>(module.get()))
         attention->use_context_parallel(slot, cut_.get());
     }
@@ -455,9 +460,8 @@ at::Tensor GraphModuleImpl::context_causal_lm_loss(const Node& node, const at::T
   // Position t predicts label t + 1, across the blocks' edges: the labels are
   // shifted whole, then cut; the last position and the padding predict nothing.
   const at::Tensor labels = labels_in.to(at::kLong);
-  const at::Tensor shifted = at::cat({labels.narrow(1, 1, cut.length - 1),
-                                      at::full({labels.size(0), 1}, node.ignore_index, labels.options())},
-                                     1);
+  const at::Tensor shifted = at::cat(
+      {labels.narrow(1, 1, cut.length - 1), at::full({labels.size(0), 1}, node.ignore_index, labels.options())}, 1);
   const at::Tensor targets = context_block(shifted, cut, static_cast<double>(node.ignore_index)).reshape({-1});
   const at::Tensor counted = targets != node.ignore_index;
   if (targets.numel() > 0) {
@@ -466,11 +470,11 @@ at::Tensor GraphModuleImpl::context_causal_lm_loss(const Node& node, const at::T
                                                  ") or ignore_index " + std::to_string(node.ignore_index));
   }
   const at::Tensor rows = logits.reshape({-1, logits.size(-1)});
-  const at::Tensor losses = by_vocabulary ? vocab_parallel_cross_entropy(rows.to(at::kFloat), targets,
-                                                                         split->second.start, node.ignore_index,
-                                                                         *split->second.slot.group)
-                                          : at::cross_entropy_loss(rows, targets, {}, at::Reduction::None,
-                                                                   node.ignore_index, node.label_smoothing);
+  const at::Tensor losses =
+      by_vocabulary
+          ? vocab_parallel_cross_entropy(rows.to(at::kFloat), targets, split->second.start, node.ignore_index,
+                                         *split->second.slot.group)
+          : at::cross_entropy_loss(rows, targets, {}, at::Reduction::None, node.ignore_index, node.label_smoothing);
   // cross_entropy's mean over the whole sequence's counted tokens (none: NaN, as PyTorch's).
   return context_parallel_mean(losses.sum(), counted.sum(), context_slot_);
 }
@@ -492,7 +496,7 @@ GraphModuleImpl::NamedTensors GraphModuleImpl::forward_named(const NamedTensors&
                 "forward: missing input " + in_quotes(input.name) + "; this model takes " + expected);
   }
   std::set<std::string> blocks;  // values held as sequence blocks (set_sequence_parallel, set_context_parallel)
-  *cut_ = SequenceCut{};          // the first cut of this forward sets it
+  *cut_ = SequenceCut{};         // the first cut of this forward sets it
   for (const auto& node : nodes_) {
     std::vector<at::Tensor> args;
     for (const auto& name : node.inputs) args.push_back(values[name]);
