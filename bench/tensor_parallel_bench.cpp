@@ -1,11 +1,13 @@
-// One mesh of the tensor-parallel benchmark (bench/tensor_parallel_bench.sh):
-// a JSON GPT (width 256, 8 heads, feed-forward 1024, 4 blocks, 256 byte ids,
+// One mesh of the tensor- and context-parallel benchmarks
+// (bench/tensor_parallel_bench.sh, bench/context_parallel_bench.sh): a JSON
+// GPT (width 256, 8 heads, feed-forward 1024, 4 blocks, 256 byte ids,
 // sequences of 128) trained with AdamW on a global batch of 16 sequences
 // under whatever mesh `accel launch --parallelism_config_*` set. Prints, from
 // each rank, the bytes it holds for parameters, gradients and optimizer state
 // (held_bytes) beside what the mesh implies, and its peak RSS; from rank 0
 // the global tokens per second over the timed steps.
-//   accel launch ... tensor_parallel_bench [steps] [warmup] [sp]
+//   accel launch ... tensor_parallel_bench [steps] [warmup] [sp] [length=L] [batch=B]
+// length=L, batch=B: sequences of L tokens (and L positions), B a step.
 #include <ATen/ATen.h>
 #include <sys/resource.h>
 
@@ -18,13 +20,14 @@
 
 namespace {
 
-constexpr int64_t kWidth = 256, kHeads = 8, kFeedForward = 1024, kBlocks = 4, kVocab = 256, kLength = 128;
-constexpr int64_t kGlobalBatch = 16;
+constexpr int64_t kWidth = 256, kHeads = 8, kFeedForward = 1024, kBlocks = 4, kVocab = 256;
+int64_t kLength = 128, kGlobalBatch = 16;  // length=, batch=
 
 // `sp` (argv[3]): the blocks' norms and ln_f sequence parallel as well.
 std::string spec(bool sequence_parallel) {
   std::string nodes = R"({"name": "wte", "type": "Embedding", "num_embeddings": 256, "embedding_dim": 256},
-    {"name": "wpe", "type": "PositionalEmbedding", "num_positions": 128, "embedding_dim": 256, "batch_first": true})";
+    {"name": "wpe", "type": "PositionalEmbedding", "num_positions": )" +
+                      std::to_string(kLength) + R"(, "embedding_dim": 256, "batch_first": true})";
   for (int64_t b = 0; b < kBlocks; ++b) {
     nodes += R"(, {"name": "h)" + std::to_string(b) +
              R"(", "type": "TransformerEncoderLayer", "d_model": 256, "nhead": 8, "dim_feedforward": 1024,
@@ -50,11 +53,17 @@ double peak_rss_mib() {
 
 int main(int argc, char** argv) {
   const int steps = argc > 1 ? std::atoi(argv[1]) : 10, warmup = argc > 2 ? std::atoi(argv[2]) : 2;
+  bool sequence_parallel = false;
+  for (int i = 3; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "sp") sequence_parallel = true;
+    if (arg.rfind("length=", 0) == 0) kLength = std::atoll(arg.c_str() + 7);
+    if (arg.rfind("batch=", 0) == 0) kGlobalBatch = std::atoll(arg.c_str() + 6);
+  }
   accel::Accelerator accelerator;
   const accel::ParallelismConfig mesh = accelerator.parallelism_config();
   const int64_t dp = mesh.dp_replicate_size * mesh.dp_shard_size;
   at::manual_seed(3);
-  const bool sequence_parallel = argc > 3 && std::string(argv[3]) == "sp";
   accel::Model model = accel::Model::from_json(spec(sequence_parallel));
   auto options = accel::OptimizerOptions::defaults(accel::OptimizerKind::AdamW);
   options.lr = 1e-4;
@@ -74,7 +83,8 @@ int main(int argc, char** argv) {
   const int64_t theory = (kBlocks * (split / mesh.tp_size + whole_per_block) + whole) * 4 / mesh.dp_shard_size;
 
   const int64_t batch = kGlobalBatch / dp;
-  at::manual_seed(100 + accelerator.process_index() / mesh.tp_size);  // the same batch within a tp group
+  // The same batch within a tp and a cp group.
+  at::manual_seed(100 + accelerator.process_index() / (mesh.tp_size * mesh.cp_size));
   at::Tensor ids = at::randint(0, kVocab, {batch, kLength}, at::kLong);
   std::chrono::steady_clock::time_point start;
   for (int s = 0; s < warmup + steps; ++s) {
@@ -96,10 +106,12 @@ int main(int argc, char** argv) {
       held.parameters / 1048576.0, theory / 1048576.0, 100.0 * (held.parameters - theory) / theory,
       held.gradients / 1048576.0, held.optimizer_state / 1048576.0, peak_rss_mib());
   if (accelerator.is_main_process()) {
-    std::printf("mesh dp_replicate %lld x dp_shard %lld x tp %lld%s: %.0f tokens/s (%d steps of %lld tokens)\n",
-                static_cast<long long>(mesh.dp_replicate_size), static_cast<long long>(mesh.dp_shard_size),
-                static_cast<long long>(mesh.tp_size), sequence_parallel ? " (sequence parallel)" : "",
-                steps * kGlobalBatch * kLength / seconds, steps, static_cast<long long>(kGlobalBatch * kLength));
+    std::printf(
+        "mesh dp_replicate %lld x dp_shard %lld x cp %lld x tp %lld%s: %.0f tokens/s (%d steps of %lld tokens)\n",
+        static_cast<long long>(mesh.dp_replicate_size), static_cast<long long>(mesh.dp_shard_size),
+        static_cast<long long>(mesh.cp_size), static_cast<long long>(mesh.tp_size),
+        sequence_parallel ? " (sequence parallel)" : "", steps * kGlobalBatch * kLength / seconds, steps,
+        static_cast<long long>(kGlobalBatch * kLength));
   }
   return 0;
 }
