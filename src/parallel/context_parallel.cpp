@@ -51,10 +51,29 @@ struct ContextParallelMean : torch::autograd::Function<ContextParallelMean> {
 SequenceCut cut_sequence(int64_t length, const ContextParallelSlot& slot) {
   SequenceCut cut;
   cut.length = length;
-  cut.block = (length + slot.size - 1) / slot.size;
-  cut.padded = cut.block * slot.size;
-  cut.start = cut.block * slot.rank;
+  cut.groups = slot.size;
+  cut.chunk = (length + 2 * slot.size - 1) / (2 * slot.size);
+  cut.padded = cut.chunk * 2 * slot.size;
+  cut.first = cut.chunk * slot.rank;
+  cut.second = cut.chunk * (2 * slot.size - 1 - slot.rank);
   return cut;
+}
+
+at::Tensor block_positions(const SequenceCut& cut, const c10::Device& device) {
+  const auto options = at::TensorOptions().dtype(at::kLong).device(device);
+  return at::cat(
+      {at::arange(cut.first, cut.first + cut.chunk, options), at::arange(cut.second, cut.second + cut.chunk, options)});
+}
+
+at::Tensor in_sequence_order(const at::Tensor& gathered, const SequenceCut& cut) {
+  // Chunk j of the sequence is rank j's first (j < size) or rank 2 size - 1 - j's second.
+  std::vector<at::Tensor> chunks;
+  for (int64_t j = 0; j < 2 * cut.groups; ++j) {
+    const bool first = j < cut.groups;
+    const int64_t rank = first ? j : 2 * cut.groups - 1 - j;
+    chunks.push_back(gathered.narrow(1, rank * cut.block() + (first ? 0 : cut.chunk), cut.chunk));
+  }
+  return at::cat(chunks, 1);
 }
 
 at::Tensor context_block(const at::Tensor& whole, const SequenceCut& cut, double pad) {
@@ -65,12 +84,12 @@ at::Tensor context_block(const at::Tensor& whole, const SequenceCut& cut, double
     widths.back() = cut.padded - whole.size(1);
     padded = at::constant_pad_nd(whole, widths, pad);
   }
-  return padded.narrow(1, cut.start, cut.block);
+  return at::cat({padded.narrow(1, cut.first, cut.chunk), padded.narrow(1, cut.second, cut.chunk)}, 1);
 }
 
 at::Tensor gather_context_blocks(const at::Tensor& block, const SequenceCut& cut, const ContextParallelSlot& slot) {
   const at::Tensor scaled = ScaleGradient::apply(block, slot.size);
-  return gather_from_sequence_parallel(scaled, *slot.group).narrow(1, 0, cut.length);
+  return in_sequence_order(gather_from_sequence_parallel(scaled, *slot.group), cut).narrow(1, 0, cut.length);
 }
 
 at::Tensor context_parallel_mean(const at::Tensor& sum, const at::Tensor& count, const ContextParallelSlot& slot) {

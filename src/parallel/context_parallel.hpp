@@ -1,7 +1,10 @@
 // Context parallelism (Accelerate's ParallelismConfig cp_size, with
 // cp_comm_strategy "allgather"): the sequence, dim 1 of batch-first [N, L, ...]
-// activations, is cut into cp_size equal blocks, one per rank of the context-
-// parallel group, so a step's activations are split as its tokens are. Work on
+// activations, is cut into 2 x cp_size equal chunks, and rank r of the context-
+// parallel group holds chunks r and 2 cp_size - 1 - r as its block (PyTorch's
+// context_parallel balances causal attention the same way: every rank's
+// queries then see about as many keys), so a step's activations are split as
+// its tokens are. Work on
 // tokens one at a time (embeddings, norms, linear layers, the feed-forward
 // block) runs on the block as it is; attention gathers the keys and values of
 // every block (their gradients reduce-scattered back) and masks by the tokens'
@@ -17,6 +20,7 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
 
 #include <cstdint>
 
@@ -34,22 +38,32 @@ struct ContextParallelSlot {
 };
 
 // One forward's cut of a sequence of `length` tokens: padded at its end to a
-// multiple of the group's size, this rank's block is positions [start, start
-// + block) of the padded sequence. Positions at or past `length` are padding:
-// no query reads them and no label counts there.
+// multiple of 2 x the group's size, this rank's block is its two chunks of
+// the padded sequence, positions [first, first + chunk) then [second, second
+// + chunk). Positions at or past `length` are padding: no query reads them
+// and no label counts there.
 struct SequenceCut {
   int64_t length = 0;
   int64_t padded = 0;
-  int64_t block = 0;
-  int64_t start = 0;
+  int64_t chunk = 0;
+  int64_t first = 0, second = 0;
+  int64_t groups = 1;  // the group's size
+  int64_t block() const { return 2 * chunk; }
   bool set() const { return length > 0; }
 };
 SequenceCut cut_sequence(int64_t length, const ContextParallelSlot& slot);
+
+// The block's positions in the whole sequence [block()] (int64).
+at::Tensor block_positions(const SequenceCut& cut, const c10::Device& device);
 
 // This rank's block of `whole` [N, length, ...]: padded with `pad` along dim 1,
 // then cut. Backward (floating point): the block's gradient in place, zeros
 // elsewhere.
 at::Tensor context_block(const at::Tensor& whole, const SequenceCut& cut, double pad = 0.0);
+
+// Every rank's block as an all-gather gives them ([N, padded, ...], rank by
+// rank) put in the order of the sequence.
+at::Tensor in_sequence_order(const at::Tensor& gathered, const SequenceCut& cut);
 
 // Every rank's block gathered into the whole sequence [N, length, ...]
 // (padding dropped), for computation every rank repeats. Backward: this

@@ -6,8 +6,9 @@
 // (with tp as well, if given): each rank of the context-parallel group is given
 // ids that are the reference's in its own block of the sequence only, other
 // ids everywhere else, so a rank that read any position outside its block
-// would compute something else. The sequence (15 tokens) is no multiple of
-// 2 or 4, so the last block is padded; the second of two sequences is padded
+// would compute something else (a block is chunks r and 2 N - 1 - r of 2 N,
+// docs/parallelism.md). The sequence (15 tokens) is no multiple of 4 or 8, so
+// the last chunk is padded; the second of two sequences is padded
 // by its attention_mask; one transformer layer is causal, the other not. The
 // logits (gathered whole), the loss (the whole sequence's mean) and, after
 // backward (the loss plus a term of the logits, so the gathered output's
@@ -111,12 +112,15 @@ int blocks() {
   objective(want).backward();
 
   accelerator.prepare(model);
-  // This rank's block of the padded sequence: the reference's ids there, others elsewhere.
+  // This rank's block of the padded sequence, chunks r and 2 cp - 1 - r of
+  // 2 cp: the reference's ids there, others elsewhere.
   const int64_t cp_rank = (accelerator.process_index() / mesh.tp_size) % mesh.cp_size;
-  const int64_t block = (kLength + mesh.cp_size - 1) / mesh.cp_size, start = cp_rank * block;
+  const int64_t chunk = (kLength + 2 * mesh.cp_size - 1) / (2 * mesh.cp_size);
   at::Tensor ids = (in.ids + 1 + cp_rank) % kVocab;
-  const int64_t mine = std::max<int64_t>(0, std::min(block, kLength - start));
-  ids.narrow(1, start, mine).copy_(in.ids.narrow(1, start, mine));
+  for (const int64_t start : {cp_rank * chunk, (2 * mesh.cp_size - 1 - cp_rank) * chunk}) {
+    const int64_t mine = std::max<int64_t>(0, std::min(chunk, kLength - start));
+    if (mine > 0) ids.narrow(1, start, mine).copy_(in.ids.narrow(1, start, mine));
+  }
   const auto got = model.forward(named(in, ids));
   expect_close(got.at(0).second, want.at(0).second.detach(), "the logits");
   expect_close(got.at(1).second, want.at(1).second.detach(), "the loss");

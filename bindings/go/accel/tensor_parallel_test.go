@@ -121,13 +121,14 @@ func TestTensorParallelWorker(t *testing.T) {
 		t.Fatalf("split model's loss %v, whole model's %v", split, full)
 	}
 	if mode == "cp" {
-		// The blocks are real: each rank reads its half of the sequence only, so
-		// ids changed in the other half leave its result the whole model's.
+		// The blocks are real: each rank reads its block of the sequence only
+		// (chunks r and 3 - r of 4 chunks of 2), so ids changed elsewhere leave
+		// its result the whole model's.
 		rank := must[int](t)(acc.ProcessIndex())
 		mine := make([]int64, len(ids))
 		for i := range ids {
 			mine[i] = ids[i]
-			if (i%8)/4 != rank {
+			if chunk := (i % 8) / 2; chunk != rank && chunk != 3-rank {
 				mine[i] = (ids[i] + 1) % 32
 			}
 		}

@@ -129,8 +129,7 @@ at::Tensor PositionalEmbeddingImpl::forward(const at::Tensor& input) {
     require_arg(cut_->length <= num_positions_, where_ + ": the sequence length " + std::to_string(cut_->length) +
                                                     " is longer than the maximum, num_positions " +
                                                     std::to_string(num_positions_));
-    const at::Tensor positions =
-        at::arange(cut_->start, cut_->start + length, in.x.options().dtype(at::kLong)).clamp_max(num_positions_ - 1);
+    const at::Tensor positions = block_positions(*cut_, in.x.device()).clamp_max(num_positions_ - 1);
     return from_batch_first(in.x + weight.index_select(0, positions).unsqueeze(0), batch_first_, in.unbatched);
   }
   require_arg(length <= num_positions_, where_ + ": the sequence length " + std::to_string(length) +
@@ -209,17 +208,23 @@ at::Tensor MultiheadAttentionImpl::heads_output(const at::Tensor& query, const a
 at::Tensor MultiheadAttentionImpl::context_attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                                   const at::Tensor& mask, bool causal) {
   const SequenceCut& cut = *cut_;
-  // Under a causal mask no query of this block sees a key past its last
-  // position: those are neither kept nor multiplied.
-  const int64_t keys = causal ? cut.start + cut.block : cut.padded;
-  const auto kv = all_gather_sequence(at::cat({k, v}, -1), *context_.group).narrow(1, 0, keys).chunk(2, -1);
-  at::Tensor attend;  // [N, keys]: the mask over the whole sequence, the padding hidden
+  const auto kv = in_sequence_order(all_gather_sequence(at::cat({k, v}, -1), *context_.group), cut).chunk(2, -1);
+  at::Tensor attend;  // [N, padded]: the mask over the whole sequence, the padding hidden
   if (mask.defined() || cut.padded > cut.length) {
     const auto flags = q.options().dtype(at::kBool);
     const at::Tensor whole = mask.defined() ? mask : at::ones({q.size(0), cut.length}, flags);
-    attend = at::cat({whole, at::zeros({q.size(0), cut.padded - cut.length}, flags)}, 1).narrow(1, 0, keys);
+    attend = at::cat({whole, at::zeros({q.size(0), cut.padded - cut.length}, flags)}, 1);
   }
-  return heads_attend(q, kv[0], kv[1], attend, causal, cut.start);
+  if (!causal) return heads_attend(q, kv[0], kv[1], attend, false);
+  // Each chunk of queries against the keys up to its last position: those
+  // past it are hidden from all of its queries, so neither kept nor multiplied.
+  std::vector<at::Tensor> outputs;
+  for (const auto& [in_block, start] : {std::pair<int64_t, int64_t>{0, cut.first}, {cut.chunk, cut.second}}) {
+    const int64_t keys = start + cut.chunk;
+    outputs.push_back(heads_attend(q.narrow(1, in_block, cut.chunk), kv[0].narrow(1, 0, keys), kv[1].narrow(1, 0, keys),
+                                   attend.defined() ? attend.narrow(1, 0, keys) : attend, true, start));
+  }
+  return at::cat(outputs, 1);
 }
 
 at::Tensor MultiheadAttentionImpl::heads_attend(at::Tensor q, const at::Tensor& k, const at::Tensor& v,

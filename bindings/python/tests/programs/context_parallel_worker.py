@@ -21,7 +21,7 @@ SPEC = """{"inputs": ["input_ids", {"name": "attention_mask", "optional": true},
   {"name": "ln_f", "type": "LayerNorm", "normalized_shape": 16},
   {"name": "logits", "type": "Linear", "in_features": 16, "out_features": 32, "weight": "wte.weight"},
   {"name": "loss", "type": "CausalLMLoss", "input": ["logits", "labels"]}], "outputs": ["logits", "loss"]}"""
-LENGTH = 7  # no multiple of 2 or 3: the last block is padded
+LENGTH = 7  # no multiple of 4 or 6: the last chunk is padded
 
 
 def main():
@@ -44,10 +44,11 @@ def main():
     mask = np.ones_like(ids)
     mask[3, 5:] = 0  # the last sequence is padded
     labels = np.where(mask == 1, ids, -100)
-    block = -(-LENGTH // world)
-    start = acc.process_index * block
+    # This rank's block: chunks r and 2 cp - 1 - r of 2 cp (docs/parallelism.md).
+    chunk = -(-LENGTH // (2 * world))
     mine = (ids + 1 + acc.process_index) % 32
-    mine[:, start:start + block] = ids[:, start:start + block]
+    for start in (acc.process_index * chunk, (2 * world - 1 - acc.process_index) * chunk):
+        mine[:, start:start + chunk] = ids[:, start:start + chunk]
     got = model(input_ids=mine, attention_mask=mask, labels=labels)
     want = reference(input_ids=ids, attention_mask=mask, labels=labels)
     # The same products over the same non-zero terms, in other matrix shapes: each logit is a

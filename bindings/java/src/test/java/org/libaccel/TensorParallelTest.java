@@ -89,11 +89,12 @@ class TensorParallelTest {
         }
       }
       if (contextParallel) {
-        // The blocks are real: each rank reads its half of the sequence only, so ids changed in the
-        // other half leave its result the whole model's.
+        // The blocks are real: each rank reads its block of the sequence only (chunks r and 3 - r of
+        // 4 chunks of 2), so ids changed elsewhere leave its result the whole model's.
         long[] mine = ids.clone();
         for (int i = 0; i < mine.length; ++i) {
-          if ((i % 8) / 4 != acc.processIndex()) mine[i] = (ids[i] + 1) % 32;
+          long chunk = (i % 8) / 2;
+          if (chunk != acc.processIndex() && chunk != 3 - acc.processIndex()) mine[i] = (ids[i] + 1) % 32;
         }
         try (Tensor changed = Tensor.of(mine, 4, 8)) {
           assertEquals(full, lossOf(model, Map.of("input_ids", changed, "labels", batch)), 1e-5);
