@@ -485,6 +485,26 @@ class Accelerator(ProcessDecorators, core.Accelerator):
             self.accumulate_end(model)
 
     @contextlib.contextmanager
+    def maybe_context_parallel(self, buffers: Optional[List[Any]] = None,
+                               buffer_seq_dims: Optional[List[int]] = None,
+                               no_restore_buffers: Optional[Any] = None):
+        """Accelerate's scope for context parallelism, kept so its scripts port unchanged. Here a
+        prepared JSON graph model cuts the sequence itself under cp_size > 1 (docs/parallelism.md):
+        it takes the whole batch, shifts the labels across the blocks' edges and returns whole
+        outputs, so the buffers are left as they are and the scope only checks its arguments
+        (ValueError naming a bad one)."""
+        buffers = list(buffers or [])
+        dims = list(buffer_seq_dims if buffer_seq_dims is not None else [1] * len(buffers))
+        if len(dims) != len(buffers):
+            raise ValueError(f"maybe_context_parallel: {len(buffers)} buffers but {len(dims)} buffer_seq_dims")
+        for i, (buffer, dim) in enumerate(zip(buffers, dims)):
+            shape = tuple(buffer.shape() if callable(getattr(buffer, "shape", None)) else np.shape(buffer))
+            if isinstance(dim, bool) or not isinstance(dim, int) or not -len(shape) <= dim < len(shape):
+                raise ValueError(f"maybe_context_parallel: buffer_seq_dims[{i}] = {dim!r} is not a dimension of "
+                                 f"buffers[{i}], shape {shape}")
+        yield
+
+    @contextlib.contextmanager
     def no_sync(self, model: Model):
         self.no_sync_begin(model)
         try:

@@ -26,3 +26,21 @@ def test_defaults_environment_and_checks(monkeypatch):
         accel.Accelerator(cpu=True, parallelism_config=accel.ParallelismConfig(tp_size=2))
     with pytest.raises(TypeError, match="parallelism_config must be a ParallelismConfig"):
         accel.Accelerator(cpu=True, parallelism_config={"tp_size": 2})
+
+
+def test_maybe_context_parallel_checks_its_buffers_and_leaves_them_whole():
+    # Accelerate's scope: here the prepared model cuts the sequence itself, so a script's
+    # `with accelerator.maybe_context_parallel(...)` runs as it is (a cp run: test_distributed.py).
+    import numpy as np
+    acc = accel.Accelerator(cpu=True)
+    ids = np.arange(12, dtype=np.int64).reshape(2, 6)
+    with acc.maybe_context_parallel(buffers=[ids, ids], buffer_seq_dims=[1, 1], no_restore_buffers={0}):
+        assert ids.shape == (2, 6)
+    with acc.maybe_context_parallel():
+        pass
+    with pytest.raises(ValueError, match=r"buffer_seq_dims\[1\] = 2 is not a dimension of buffers\[1\], shape \(2, 6\)"):
+        with acc.maybe_context_parallel(buffers=[ids, ids], buffer_seq_dims=[1, 2]):
+            pass
+    with pytest.raises(ValueError, match="2 buffers but 1 buffer_seq_dims"):
+        with acc.maybe_context_parallel(buffers=[ids, ids], buffer_seq_dims=[1]):
+            pass

@@ -49,7 +49,9 @@ def main():
     mine = (ids + 1 + acc.process_index) % 32
     for start in (acc.process_index * chunk, (2 * world - 1 - acc.process_index) * chunk):
         mine[:, start:start + chunk] = ids[:, start:start + chunk]
-    got = model(input_ids=mine, attention_mask=mask, labels=labels)
+    # Accelerate's scope runs as it is: the model cuts the sequence itself.
+    with acc.maybe_context_parallel(buffers=[mine, mask, labels], buffer_seq_dims=[1, 1, 1]):
+        got = model(input_ids=mine, attention_mask=mask, labels=labels)
     want = reference(input_ids=ids, attention_mask=mask, labels=labels)
     # The same products over the same non-zero terms, in other matrix shapes: each logit is a
     # chain of at most 12 products and sums of at most 32 terms, which moves by at most
