@@ -9,7 +9,8 @@
 #   NO_SHARD's losses and parameters (tests/dist/dist_full_shard.cpp); and
 #   tensor parallelism inside each node with data parallelism across the two
 #   (tp 2 x dp_replicate 2) trains as one process does
-#   (tests/dist/dist_tensor_parallel.cpp), its groups where they belong.
+#   (tests/dist/dist_tensor_parallel.cpp), its groups where they belong, and so
+#   does context parallelism inside each node (cp 2 x dp_replicate 2).
 # Needs root and `ip netns`; exits 77 (skipped, with the reason) otherwise.
 # Usage: run_multinode_netns.sh ACCEL PROGRAM WORKDIR DIST_FULL_SHARD DIST_TENSOR_PARALLEL
 set -euo pipefail
@@ -88,11 +89,27 @@ wait $n0 || status=1
 wait $n1 || status=1
 cat "$work/tp0.log" "$work/tp1.log"
 [ $status -eq 0 ] || { echo "FAIL: tensor parallelism over 2 nodes failed" >&2; exit 1; }
-grep -q "tensor parallel: tp 2 x dp 2 matches" "$work/tp0.log" || { echo "FAIL: no comparison reported" >&2; exit 1; }
+grep -q "tensor parallel: tp 2 x cp 1 x dp 2 matches" "$work/tp0.log" || { echo "FAIL: no comparison reported" >&2; exit 1; }
 grep -q "rank 1 in mesh/tp/dp_replicate0.dp_shard0.cp0 \[0, 1\]" "$work/tp0.log" &&
   grep -q "rank 3 in mesh/tp/dp_replicate1.dp_shard0.cp0 \[2, 3\]" "$work/tp1.log" ||
   { echo "FAIL: a tensor-parallel group is not one node's ranks" >&2; exit 1; }
 echo "tp 2 inside each of 2 nodes x dp_replicate 2 across them: equal to one process"
+
+# Context parallelism likewise: each node's two ranks cut every sequence, the
+# replicas average their gradients across the veth pair.
+mesh=(--parallelism_config_cp_size 2 --parallelism_config_dp_replicate_size 2)
+ACCELERATE_LOG_LEVEL=INFO node "$ns0" 0 "${mesh[@]}" "$tensor_parallel" compare "$work/tp" >"$work/cp0.log" 2>&1 & n0=$!
+ACCELERATE_LOG_LEVEL=INFO node "$ns1" 1 "${mesh[@]}" "$tensor_parallel" compare "$work/tp" >"$work/cp1.log" 2>&1 & n1=$!
+status=0
+wait $n0 || status=1
+wait $n1 || status=1
+cat "$work/cp0.log" "$work/cp1.log"
+[ $status -eq 0 ] || { echo "FAIL: context parallelism over 2 nodes failed" >&2; exit 1; }
+grep -q "tensor parallel: tp 1 x cp 2 x dp 2 matches" "$work/cp0.log" || { echo "FAIL: no comparison reported" >&2; exit 1; }
+grep -q "rank 1 in mesh/cp/dp_replicate0.dp_shard0.tp0 \[0, 1\]" "$work/cp0.log" &&
+  grep -q "rank 3 in mesh/cp/dp_replicate1.dp_shard0.tp0 \[2, 3\]" "$work/cp1.log" ||
+  { echo "FAIL: a context-parallel group is not one node's ranks" >&2; exit 1; }
+echo "cp 2 inside each of 2 nodes x dp_replicate 2 across them: equal to one process"
 
 # Node 1 never comes: node 0's ranks must give up within the 3 s timeout.
 start=$(date +%s)
