@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Tensor parallelism at 4 processes (bench/tensor_parallel_bench.cpp): the
 # JSON GPT under plain DDP (dp_replicate 4), tp 2 x dp_replicate 2, tp 4 and
-# tp 2 x FULL_SHARD over dp_shard 2, and tp 2 x dp_replicate 2 and tp 4 with
-# sequence parallelism; per rank the bytes held against the
+# tp 2 x FULL_SHARD over dp_shard 2, tp 2 x dp_replicate 2 and tp 4 with
+# sequence parallelism, and cp 2 x dp_replicate 2 and cp 4 (context
+# parallelism); per rank the bytes held against the
 # mesh's theory and the peak RSS, per mesh the tokens/s and its ratio to DDP
 # measured in the same run.
 #   bench/tensor_parallel_bench.sh [--build-dir DIR] [--steps N]
@@ -37,8 +38,10 @@ run tp2_fsdp2 --use_fsdp --fsdp_sharding_strategy FULL_SHARD --parallelism_confi
   --parallelism_config_dp_shard_size 2
 run tp2_dp2_sp --parallelism_config_tp_size 2 --parallelism_config_dp_replicate_size 2
 run tp4_sp --parallelism_config_tp_size 4
+run cp2_dp2 --parallelism_config_cp_size 2 --parallelism_config_dp_replicate_size 2
+run cp4 --parallelism_config_cp_size 4
 rate() { sed -n 's/.*: \([0-9]*\) tokens\/s.*/\1/p' "$work/$1"; }
 base=$(rate ddp)
-for name in tp2_dp2 tp4 tp2_fsdp2 tp2_dp2_sp tp4_sp; do
+for name in tp2_dp2 tp4 tp2_fsdp2 tp2_dp2_sp tp4_sp cp2_dp2 cp4; do
   awk -v n="$name" -v r="$(rate "$name")" -v b="$base" 'BEGIN { printf "%s: %.2fx the tokens/s of DDP\n", n, r / b }'
 done
