@@ -43,7 +43,7 @@ from .kwargs_handlers import (AutocastKwargs, DataLoaderConfiguration, DDPCommun
 from .memory import find_executable_batch_size, should_reduce_batch_size
 from .launchers import debug_launcher, notebook_launcher
 from . import utils
-from .parallelism import ParallelismConfig
+from .parallelism import ParallelismConfig, TorchContextParallelConfig
 from .partial_state import PartialState
 from .local_sgd import LocalSGD
 
@@ -54,7 +54,7 @@ __all__ = [
     "FullyShardedDataParallelPlugin", "init_empty_weights", "compute_module_sizes", "infer_auto_device_map", "check_device_map",
     "verify_device_map", "load_checkpoint_and_dispatch", "load_checkpoint_in_model", "get_max_memory",
     "get_balanced_memory", "disk_offload", "cpu_offload", "dispatch_model", "init_on_device",
-    "GradientAccumulationPlugin", "ProjectConfiguration", "ParallelismConfig", "KwargsHandler",
+    "GradientAccumulationPlugin", "ProjectConfiguration", "ParallelismConfig", "TorchContextParallelConfig", "KwargsHandler",
     "DistributedDataParallelKwargs", "InitProcessGroupKwargs", "GradScalerKwargs", "AutocastKwargs", "ProfileKwargs",
     "DDPCommunicationHookType", "DataLoaderConfiguration", "utils", "find_executable_batch_size",
     "should_reduce_batch_size", "notebook_launcher", "debug_launcher", "PartialState", "LocalSGD",

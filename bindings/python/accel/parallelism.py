@@ -4,10 +4,25 @@ from __future__ import annotations
 import os
 from typing import Optional
 
-__all__ = ["ParallelismConfig"]
+__all__ = ["ParallelismConfig", "TorchContextParallelConfig"]
 
 _ENV = {"dp_replicate": "PARALLELISM_CONFIG_DP_REPLICATE_SIZE", "dp_shard": "PARALLELISM_CONFIG_DP_SHARD_SIZE",
         "tp": "PARALLELISM_CONFIG_TP_SIZE", "cp": "PARALLELISM_CONFIG_CP_SIZE"}
+
+
+class TorchContextParallelConfig:
+    """Accelerate's TorchContextParallelConfig, ParallelismConfig's cp_handler: how context
+    parallelism exchanges the keys and values. "allgather" (Accelerate's default) is what libaccel
+    does; "alltoall" (the ring rotation) is not built: ValueError naming it."""
+
+    def __init__(self, cp_comm_strategy: str = "allgather") -> None:
+        if cp_comm_strategy != "allgather":
+            raise ValueError(f"cp_comm_strategy {cp_comm_strategy!r} is not supported: context parallelism "
+                             "all-gathers the keys and values ('allgather', Accelerate's default)")
+        self.cp_comm_strategy = cp_comm_strategy
+
+    def __repr__(self) -> str:
+        return f"TorchContextParallelConfig(cp_comm_strategy={self.cp_comm_strategy!r})"
 
 
 class ParallelismConfig:
@@ -20,7 +35,11 @@ class ParallelismConfig:
     number of processes (checked there)."""
 
     def __init__(self, dp_replicate_size: Optional[int] = None, dp_shard_size: Optional[int] = None,
-                 tp_size: Optional[int] = None, cp_size: Optional[int] = None) -> None:
+                 tp_size: Optional[int] = None, cp_size: Optional[int] = None,
+                 cp_handler: Optional[TorchContextParallelConfig] = None) -> None:
+        if cp_handler is not None and not isinstance(cp_handler, TorchContextParallelConfig):
+            raise TypeError(f"cp_handler must be a TorchContextParallelConfig, got {type(cp_handler).__name__}")
+        self.cp_handler = cp_handler
         given = {"dp_replicate": dp_replicate_size, "dp_shard": dp_shard_size, "tp": tp_size, "cp": cp_size}
         for dim, size in given.items():
             if size is None:
@@ -49,8 +68,11 @@ class ParallelismConfig:
     def cp_enabled(self) -> bool:
         return self.cp_size > 1
 
+    def _sizes(self) -> tuple:
+        return (self.dp_replicate_size, self.dp_shard_size, self.tp_size, self.cp_size)
+
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, ParallelismConfig) and vars(self) == vars(other)
+        return isinstance(other, ParallelismConfig) and self._sizes() == other._sizes()
 
     def __repr__(self) -> str:
         return (f"ParallelismConfig(dp_replicate_size={self.dp_replicate_size}, dp_shard_size={self.dp_shard_size}, "

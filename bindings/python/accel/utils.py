@@ -10,11 +10,11 @@ from .kwargs_handlers import (AutocastKwargs, DataLoaderConfiguration, DDPCommun
                               ProfileKwargs, ProjectConfiguration)
 from .launchers import debug_launcher, notebook_launcher
 from .memory import find_executable_batch_size, should_reduce_batch_size
-from .parallelism import ParallelismConfig
+from .parallelism import ParallelismConfig, TorchContextParallelConfig
 
 __all__ = ["AutocastKwargs", "DataLoaderConfiguration", "DDPCommunicationHookType", "DistributedDataParallelKwargs",
            "DistributedType", "FullyShardedDataParallelPlugin", "GradientAccumulationPlugin", "GradScalerKwargs",
            "InitProcessGroupKwargs", "KwargsHandler", "ParallelismConfig", "ProfileKwargs", "ProjectConfiguration",
-           "find_executable_batch_size", "should_reduce_batch_size", "notebook_launcher", "debug_launcher",
+           "TorchContextParallelConfig", "find_executable_batch_size", "should_reduce_batch_size", "notebook_launcher", "debug_launcher",
            "check_device_map", "compute_module_sizes", "get_balanced_memory", "get_max_memory", "infer_auto_device_map",
            "load_checkpoint_in_model"]

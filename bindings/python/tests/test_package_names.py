@@ -15,6 +15,7 @@ PUBLIC = {
     "FullyShardedDataParallelPlugin", "init_empty_weights", "compute_module_sizes", "infer_auto_device_map",
     "check_device_map", "verify_device_map", "load_checkpoint_and_dispatch", "load_checkpoint_in_model",
     "get_max_memory", "GradientAccumulationPlugin", "ProjectConfiguration", "ParallelismConfig",
+    "TorchContextParallelConfig",
     # Accelerate's configuration objects (docs/configuration-objects.md), and accel.utils for
     # scripts that import them from accelerate.utils.
     "KwargsHandler", "DistributedDataParallelKwargs", "InitProcessGroupKwargs", "GradScalerKwargs",

@@ -44,3 +44,13 @@ def test_maybe_context_parallel_checks_its_buffers_and_leaves_them_whole():
     with pytest.raises(ValueError, match="2 buffers but 1 buffer_seq_dims"):
         with acc.maybe_context_parallel(buffers=[ids, ids], buffer_seq_dims=[1]):
             pass
+
+
+def test_cp_handler_takes_accelerates_default_strategy_only():
+    config = accel.ParallelismConfig(cp_size=2, cp_handler=accel.utils.TorchContextParallelConfig())
+    assert config.cp_handler.cp_comm_strategy == "allgather"
+    assert config == accel.ParallelismConfig(cp_size=2)  # the mesh is the sizes
+    with pytest.raises(ValueError, match="cp_comm_strategy 'alltoall' is not supported"):
+        accel.TorchContextParallelConfig(cp_comm_strategy="alltoall")
+    with pytest.raises(TypeError, match="cp_handler must be a TorchContextParallelConfig, got dict"):
+        accel.ParallelismConfig(cp_size=2, cp_handler={"cp_comm_strategy": "allgather"})
