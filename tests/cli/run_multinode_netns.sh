@@ -76,40 +76,31 @@ cat "$work/hybrid0.log" "$work/hybrid1.log"
 grep -q "HYBRID_SHARD sgd equals NO_SHARD" "$work/hybrid1.log" || { echo "FAIL: no comparison reported" >&2; exit 1; }
 echo "HYBRID_SHARD over 2 nodes x 2 processes: equal to NO_SHARD"
 
-# Tensor parallelism stays inside each node (ranks 0-1, 2-3: torchrun's
-# numbering), data parallelism crosses the veth pair.
+# Tensor and context parallelism stay inside each node (ranks 0-1, 2-3:
+# torchrun's numbering), data parallelism crosses the veth pair.
 mkdir -p "$work/tp"
 "$tensor_parallel" record "$work/tp" >"$work/tp_ref.log" 2>&1 ||
   { cat "$work/tp_ref.log" >&2; echo "FAIL: the one-process tensor-parallel reference failed" >&2; exit 1; }
-mesh=(--parallelism_config_tp_size 2 --parallelism_config_dp_replicate_size 2)
-ACCELERATE_LOG_LEVEL=INFO node "$ns0" 0 "${mesh[@]}" "$tensor_parallel" compare "$work/tp" >"$work/tp0.log" 2>&1 & n0=$!
-ACCELERATE_LOG_LEVEL=INFO node "$ns1" 1 "${mesh[@]}" "$tensor_parallel" compare "$work/tp" >"$work/tp1.log" 2>&1 & n1=$!
-status=0
-wait $n0 || status=1
-wait $n1 || status=1
-cat "$work/tp0.log" "$work/tp1.log"
-[ $status -eq 0 ] || { echo "FAIL: tensor parallelism over 2 nodes failed" >&2; exit 1; }
-grep -q "tensor parallel: tp 2 x cp 1 x dp 2 matches" "$work/tp0.log" || { echo "FAIL: no comparison reported" >&2; exit 1; }
-grep -q "rank 1 in mesh/tp/dp_replicate0.dp_shard0.cp0 \[0, 1\]" "$work/tp0.log" &&
-  grep -q "rank 3 in mesh/tp/dp_replicate1.dp_shard0.cp0 \[2, 3\]" "$work/tp1.log" ||
-  { echo "FAIL: a tensor-parallel group is not one node's ranks" >&2; exit 1; }
-echo "tp 2 inside each of 2 nodes x dp_replicate 2 across them: equal to one process"
-
-# Context parallelism likewise: each node's two ranks cut every sequence, the
-# replicas average their gradients across the veth pair.
-mesh=(--parallelism_config_cp_size 2 --parallelism_config_dp_replicate_size 2)
-ACCELERATE_LOG_LEVEL=INFO node "$ns0" 0 "${mesh[@]}" "$tensor_parallel" compare "$work/tp" >"$work/cp0.log" 2>&1 & n0=$!
-ACCELERATE_LOG_LEVEL=INFO node "$ns1" 1 "${mesh[@]}" "$tensor_parallel" compare "$work/tp" >"$work/cp1.log" 2>&1 & n1=$!
-status=0
-wait $n0 || status=1
-wait $n1 || status=1
-cat "$work/cp0.log" "$work/cp1.log"
-[ $status -eq 0 ] || { echo "FAIL: context parallelism over 2 nodes failed" >&2; exit 1; }
-grep -q "tensor parallel: tp 1 x cp 2 x dp 2 matches" "$work/cp0.log" || { echo "FAIL: no comparison reported" >&2; exit 1; }
-grep -q "rank 1 in mesh/cp/dp_replicate0.dp_shard0.tp0 \[0, 1\]" "$work/cp0.log" &&
-  grep -q "rank 3 in mesh/cp/dp_replicate1.dp_shard0.tp0 \[2, 3\]" "$work/cp1.log" ||
-  { echo "FAIL: a context-parallel group is not one node's ranks" >&2; exit 1; }
-echo "cp 2 inside each of 2 nodes x dp_replicate 2 across them: equal to one process"
+# DIM (tp or cp) of 2 inside each node x dp_replicate 2: the one-process run's
+# losses and parameters, and each node's two ranks one group of DIM.
+inside_each_node() {
+  local dim=$1 rest=$2 line=$3 status=0
+  ACCELERATE_LOG_LEVEL=INFO node "$ns0" 0 "--parallelism_config_${dim}_size" 2 --parallelism_config_dp_replicate_size 2 \
+    "$tensor_parallel" compare "$work/tp" >"$work/${dim}0.log" 2>&1 & n0=$!
+  ACCELERATE_LOG_LEVEL=INFO node "$ns1" 1 "--parallelism_config_${dim}_size" 2 --parallelism_config_dp_replicate_size 2 \
+    "$tensor_parallel" compare "$work/tp" >"$work/${dim}1.log" 2>&1 & n1=$!
+  wait $n0 || status=1
+  wait $n1 || status=1
+  cat "$work/${dim}0.log" "$work/${dim}1.log"
+  [ $status -eq 0 ] || { echo "FAIL: $dim 2 over 2 nodes failed" >&2; exit 1; }
+  grep -q "tensor parallel: $line matches" "$work/${dim}0.log" || { echo "FAIL: no comparison reported" >&2; exit 1; }
+  grep -q "rank 1 in mesh/$dim/dp_replicate0.dp_shard0.$rest \[0, 1\]" "$work/${dim}0.log" &&
+    grep -q "rank 3 in mesh/$dim/dp_replicate1.dp_shard0.$rest \[2, 3\]" "$work/${dim}1.log" ||
+    { echo "FAIL: a $dim group is not one node's ranks" >&2; exit 1; }
+  echo "$dim 2 inside each of 2 nodes x dp_replicate 2 across them: equal to one process"
+}
+inside_each_node tp cp0 "tp 2 x cp 1 x dp 2"
+inside_each_node cp tp0 "tp 1 x cp 2 x dp 2"
 
 # Node 1 never comes: node 0's ranks must give up within the 3 s timeout.
 start=$(date +%s)

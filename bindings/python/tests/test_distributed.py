@@ -43,18 +43,25 @@ TENSOR_PARALLEL = Path(__file__).parent / "programs" / "tensor_parallel_worker.p
 
 @pytest.mark.parametrize("tp,how", [(2, "flags"), (2, "option"), (2, "sp")])
 def test_tensor_parallel_split_model_computes_the_whole_models_function(tp, how):
+    # The mesh from the launcher's flags, or from Accelerator(parallelism_config=...).
+    # "sp": the flags' mesh, with a sequence-parallel plan in the model's spec.
+    out = launch_mesh("tp", tp, how, TENSOR_PARALLEL)
+    assert f"[rank 0] ok tp {tp}{' sp' if how == 'sp' else ''} loss" in out
+
+
+def launch_mesh(dim, size, how, worker):
+    """`accel launch` of a mesh worker on `size` ranks, the mesh from the launcher's
+    --parallelism_config_{dim}_size (how != "option") or asked for by the worker; its stdout."""
     launcher = os.environ.get("ACCEL_CLI")
     if not launcher:
         pytest.skip("ACCEL_CLI (the accel command) is not set; run through CTest")
-    # The mesh from the launcher's flags, or from Accelerator(parallelism_config=...).
-    # "sp": the flags' mesh, with a sequence-parallel plan in the model's spec.
-    flags = ["--parallelism_config_tp_size", str(tp)] if how != "option" else []
+    flags = [f"--parallelism_config_{dim}_size", str(size)] if how != "option" else []
     result = subprocess.run(
-        [launcher, "launch", "--nproc_per_node", str(tp), "--master_port", "0", *flags, sys.executable,
-         str(TENSOR_PARALLEL), *([how] if how != "flags" else [])],
+        [launcher, "launch", "--nproc_per_node", str(size), "--master_port", "0", *flags, sys.executable,
+         str(worker), *([how] if how != "flags" else [])],
         capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert f"[rank 0] ok tp {tp}{' sp' if how == 'sp' else ''} loss" in result.stdout
+    return result.stdout
 
 
 CONTEXT_PARALLEL = Path(__file__).parent / "programs" / "context_parallel_worker.py"
@@ -62,16 +69,7 @@ CONTEXT_PARALLEL = Path(__file__).parent / "programs" / "context_parallel_worker
 
 @pytest.mark.parametrize("cp,how", [(2, "flags"), (3, "option")])
 def test_context_parallel_ranks_read_their_block_and_compute_the_whole_models_function(cp, how):
-    launcher = os.environ.get("ACCEL_CLI")
-    if not launcher:
-        pytest.skip("ACCEL_CLI (the accel command) is not set; run through CTest")
-    flags = ["--parallelism_config_cp_size", str(cp)] if how == "flags" else []
-    result = subprocess.run(
-        [launcher, "launch", "--nproc_per_node", str(cp), "--master_port", "0", *flags, sys.executable,
-         str(CONTEXT_PARALLEL), *([how] if how != "flags" else [])],
-        capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert f"[rank 0] ok cp {cp} loss" in result.stdout
+    assert f"[rank 0] ok cp {cp} loss" in launch_mesh("cp", cp, how, CONTEXT_PARALLEL)
 
 
 PARTIAL_STATE = Path(__file__).parent / "programs" / "partial_state_worker.py"
