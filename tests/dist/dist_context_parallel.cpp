@@ -14,9 +14,12 @@
 // backward (the loss plus a term of the logits, so the gathered output's
 // gradient is checked as well), every parameter's gradient (averaged over the
 // group) must be one unprepared process's on the reference ids.
-// `dist_context_parallel refuse`: prepare refuses a chain model and a layer
-// that is not batch_first with Unsupported, and a forward with a mask of the
-// wrong length is InvalidArgument naming it; the model still trains after.
+// `dist_context_parallel refuse [TORCHSCRIPT]`: prepare refuses a chain model,
+// a TorchScript model (the file given) and a layer that is not batch_first
+// with Unsupported, and a forward with a mask of the wrong length is
+// InvalidArgument naming it; the model still trains after. Under tp 2 x cp 2,
+// a plan with sequence_parallel entries is refused as well, before the model
+// is split (its parameters keep their shapes).
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -154,12 +157,33 @@ void expect_refused(const std::function<void()>& call, accel::ErrorCode code, co
   }
 }
 
-int refuse() {
+int refuse(const char* torchscript) {
   accel::Accelerator accelerator;
   rank_for_messages = accelerator.process_index();
+  if (accelerator.parallelism_config().tp_size > 1) {
+    // The tp_plan's sequence_parallel beside cp: refused before tp splits anything.
+    std::string with_plan = spec();
+    with_plan.insert(with_plan.size() - 1, R"(, "tp_plan": {"*.self_attn": "colwise", "*.self_attn.out_proj":
+      "rowwise", "*.linear1": "colwise", "*.linear2": "rowwise", "*.norm1": "sequence_parallel"})");
+    accel::Model model = accel::Model::from_json(with_plan);
+    const auto before = model.named_parameters();
+    expect_refused([&] { accelerator.prepare(model); }, accel::ErrorCode::Unsupported,
+                   "context parallelism with the tp_plan's sequence_parallel (*.norm1) is not built");
+    const auto after = model.named_parameters();
+    for (size_t i = 0; i < after.size(); ++i)
+      check(after[i].second.sizes() == before[i].second.sizes(), "the refused prepare split " + after[i].first);
+    accelerator.wait_for_everyone();
+    if (accelerator.is_main_process()) std::printf("context parallel: refused sequence_parallel beside it\n");
+    return 0;
+  }
   accel::Model chain = accel::Model::from_json(R"([{"type": "Linear", "in_features": 4, "out_features": 2}])");
   expect_refused([&] { accelerator.prepare(chain); }, accel::ErrorCode::Unsupported,
                  "context parallelism cuts the sequence of JSON graph models");
+  if (torchscript != nullptr) {
+    accel::Model traced = accel::Model::from_torchscript(torchscript);
+    expect_refused([&] { accelerator.prepare(traced); }, accel::ErrorCode::Unsupported,
+                   "a TorchScript or C++ module cannot be cut");
+  }
   accel::Model not_batch_first = accel::Model::from_json(spec(/*batch_first=*/false));
   expect_refused([&] { accelerator.prepare(not_batch_first); }, accel::ErrorCode::Unsupported,
                  "node \"h1\" (TransformerEncoderLayer): context parallelism (cp_size 2) cuts the sequence");
@@ -182,8 +206,8 @@ int main(int argc, char** argv) {
   try {
     const std::string mode = argc > 1 ? argv[1] : "";
     if (mode == "blocks") return blocks();
-    if (mode == "refuse") return refuse();
-    std::fprintf(stderr, "usage: dist_context_parallel blocks|refuse\n");
+    if (mode == "refuse") return refuse(argc > 2 ? argv[2] : nullptr);
+    std::fprintf(stderr, "usage: dist_context_parallel blocks | refuse [TORCHSCRIPT]\n");
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rank %d: %s\n", rank_for_messages, e.what());
