@@ -14,6 +14,11 @@
 // backward (the loss plus a term of the logits, so the gathered output's
 // gradient is checked as well), every parameter's gradient (averaged over the
 // group) must be one unprepared process's on the reference ids.
+// `dist_context_parallel two_forwards` (under FULL_SHARD with activation
+// checkpointing, whose backward runs each layer's forward again): two
+// forwards of different lengths (15 and 9 tokens) before one backward of
+// both losses; each recomputed layer must cut as its own forward did. After an
+// SGD step the parameters (gathered whole) are one process's.
 // `dist_context_parallel refuse [TORCHSCRIPT]`: prepare refuses a chain model,
 // a TorchScript model (the file given) and a layer that is not batch_first
 // with Unsupported, and a forward with a mask of the wrong length is
@@ -146,6 +151,42 @@ int blocks() {
   return 0;
 }
 
+int two_forwards() {
+  accel::Accelerator accelerator;
+  rank_for_messages = accelerator.process_index();
+  check(accelerator.parallelism_config().cp_size > 1, "run under --parallelism_config_cp_size N (N > 1)");
+  const Inputs in = reference_inputs();
+  const at::Tensor short_ids = in.ids.narrow(1, 0, 9).flip(0).contiguous();
+  auto sgd = accel::OptimizerOptions::defaults(accel::OptimizerKind::Sgd);
+  sgd.lr = 0.1;
+  at::manual_seed(7);
+  accel::Model reference = accel::Model::from_json(spec());
+  at::manual_seed(7);
+  accel::Model model = accel::Model::from_json(spec());
+  accel::Optimizer reference_step(reference, sgd), optimizer(model, sgd);
+  auto losses = [](accel::Model& m, const Inputs& in, const at::Tensor& short_ids) {
+    const auto first = m.forward(accel::Model::NamedTensors{{"input_ids", in.ids}, {"labels", in.labels}});
+    const auto second = m.forward(accel::Model::NamedTensors{{"input_ids", short_ids}, {"labels", short_ids}});
+    return first.at(1).second + second.at(1).second;
+  };
+  const at::Tensor want = losses(reference, in, short_ids);
+  want.backward();
+  reference_step.step();
+  accelerator.prepare(model);
+  accelerator.prepare(optimizer);
+  const at::Tensor got = losses(model, in, short_ids);
+  expect_close(got.detach(), want.detach(), "the two losses");
+  accelerator.backward(got);
+  optimizer.step();
+  const accel::TensorDict whole = accelerator.get_state_dict(model);
+  const auto expected = reference.named_parameters();
+  for (size_t i = 0; i < expected.size(); ++i) {
+    expect_close(whole[i].second, expected[i].second.detach(), "after the step, " + whole[i].first);
+  }
+  if (accelerator.is_main_process()) std::printf("context parallel: two forwards, one backward: as one process\n");
+  return 0;
+}
+
 void expect_refused(const std::function<void()>& call, accel::ErrorCode code, const std::string& expected) {
   try {
     call();
@@ -207,7 +248,8 @@ int main(int argc, char** argv) {
     const std::string mode = argc > 1 ? argv[1] : "";
     if (mode == "blocks") return blocks();
     if (mode == "refuse") return refuse(argc > 2 ? argv[2] : nullptr);
-    std::fprintf(stderr, "usage: dist_context_parallel blocks | refuse [TORCHSCRIPT]\n");
+    if (mode == "two_forwards") return two_forwards();
+    std::fprintf(stderr, "usage: dist_context_parallel blocks | two_forwards | refuse [TORCHSCRIPT]\n");
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rank %d: %s\n", rank_for_messages, e.what());

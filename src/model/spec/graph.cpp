@@ -315,8 +315,11 @@ at::Tensor GraphModuleImpl::run_node(const Node& node, const std::vector<at::Ten
   if (split != node_splits_.end()) {
     require_arg(args.size() == 1, node.where + ": a layer split for tensor parallelism takes one input");
     auto unit = node_units_.find(node.name);
-    auto body = [this, &node, &split](const at::Tensor& x) { return run_split_layer(node, split->second, x); };
-    return unit == node_units_.end() || !unit_runner_ ? body(args[0]) : unit_runner_(unit->second, args[0], body);
+    // By value: activation checkpointing calls the body again after run_node returned.
+    const NodeSplit* how = &split->second;
+    auto body = [this, &node, how](const at::Tensor& x) { return run_split_layer(node, *how, x); };
+    return unit == node_units_.end() || !unit_runner_ ? body(args[0])
+                                                      : unit_runner_(unit->second, args[0], with_this_cut(body));
   }
   check_ids(node, args[0]);
   auto module = node.module;  // AnyModule::forward is not const; the copy shares the module
@@ -328,8 +331,24 @@ at::Tensor GraphModuleImpl::run_node(const Node& node, const std::vector<at::Ten
             node.where + ": under FULL_SHARD a layer's gradient flows to its first input only, but input " +
                 in_quotes(node.inputs[i + 1]) + " needs one too");
   }
-  return unit_runner_(unit->second, args[0],
-                      [module, side](const at::Tensor& x) mutable { return call_layer(module, x, side); });
+  return unit_runner_(unit->second, args[0], with_this_cut([module, side](const at::Tensor& x) mutable {
+                        return call_layer(module, x, side);
+                      }));
+}
+
+GraphModuleImpl::Body GraphModuleImpl::with_this_cut(Body body) const {
+  if (!context_slot_.active()) return body;
+  // Activation checkpointing runs the body again in backward, after later
+  // forwards may have cut other sequences: it runs under this forward's cut.
+  return [body = std::move(body), cut = *cut_, current = cut_](const at::Tensor& x) {
+    struct Restore {
+      SequenceCut& target;
+      SequenceCut saved;
+      ~Restore() { target = saved; }
+    } restore{*current, *current};
+    *current = cut;
+    return body(x);
+  };
 }
 
 at::Tensor GraphModuleImpl::run_split_layer(const Node& node, const NodeSplit& split, const at::Tensor& input) const {

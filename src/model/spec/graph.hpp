@@ -149,6 +149,8 @@ class GraphModuleImpl : public torch::nn::Module {
   // The same for context parallelism (set_context_parallel).
   bool to_context_layout(const Node& node, std::vector<at::Tensor>& args, const std::set<std::string>& blocks) const;
   at::Tensor context_causal_lm_loss(const Node& node, const at::Tensor& logits, const at::Tensor& labels) const;
+  // A unit's body that runs under this forward's cut of the sequence whenever it runs.
+  Body with_this_cut(Body body) const;
 
   std::vector<Input> inputs_;
   std::vector<Node> nodes_;  // in dependency order after construction
