@@ -99,7 +99,6 @@ class MultiheadAttentionImpl : public torch::nn::Module, public SideInputs {
   // gathered from every rank's block; masks cover the whole sequence. `cut`
   // is the graph's, set for each forward.
   void use_context_parallel(const ContextParallelSlot& slot, const SequenceCut* cut);
-  bool context_parallel() const { return context_.active(); }
   // The length a mask must have: the whole sequence's under context parallelism.
   int64_t mask_length(int64_t input_length) const { return context_.active() ? cut_->length : input_length; }
   int64_t num_heads() const { return options_.num_heads; }
@@ -161,7 +160,6 @@ class TransformerEncoderLayerImpl : public torch::nn::Module, public SideInputs 
   // dropouts run on blocks, and the split products see the gathered sequence.
   // The plan checks that the layer is split and batch_first before (Internal otherwise).
   void use_sequence_parallel();
-  bool sequence_parallel() const { return sequence_parallel_; }
   // Context parallelism: the layer takes and returns this rank's block of the
   // sequence; its self-attention reads every block (MultiheadAttention's).
   void use_context_parallel(const ContextParallelSlot& slot, const SequenceCut* cut) {
