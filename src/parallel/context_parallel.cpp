@@ -29,9 +29,8 @@ struct ScaleGradient : torch::autograd::Function<ScaleGradient> {
 struct ContextParallelMean : torch::autograd::Function<ContextParallelMean> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& sum, const at::Tensor& count, ProcessGroup* group) {
     // float64 on the wire: the sums of a few ranks' float32 sums round once, at the end.
-    at::Tensor totals = at::stack({sum.detach().to(at::kDouble).reshape({}), count.to(at::kDouble).reshape({})})
-                            .to(sum.device())
-                            .contiguous();
+    at::Tensor totals =
+        at::stack({sum.detach().to(at::kDouble).reshape({}), count.to(sum.device(), at::kDouble).reshape({})});
     group->allreduce(totals, "context parallel loss (sum and count)");
     const at::Tensor total_count = totals[1];
     ctx->saved_data["size"] = static_cast<int64_t>(group->world_size());

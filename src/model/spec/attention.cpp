@@ -122,21 +122,17 @@ PositionalEmbeddingImpl::PositionalEmbeddingImpl(int64_t num_positions, int64_t 
 
 at::Tensor PositionalEmbeddingImpl::forward(const at::Tensor& input) {
   BatchFirst in = to_batch_first(input, batch_first_, embedding_dim_, where_, "input");
-  const int64_t length = in.x.size(1);
-  if (cut_ != nullptr && cut_->set()) {
-    // This rank's block of the sequence: its positions' rows (padding past
-    // the whole sequence reads the last row; nothing reads its output).
-    require_arg(cut_->length <= num_positions_, where_ + ": the sequence length " + std::to_string(cut_->length) +
-                                                    " is longer than the maximum, num_positions " +
-                                                    std::to_string(num_positions_));
-    const at::Tensor positions = block_positions(*cut_, in.x.device()).clamp_max(num_positions_ - 1);
-    return from_batch_first(in.x + weight.index_select(0, positions).unsqueeze(0), batch_first_, in.unbatched);
-  }
+  const bool block = cut_ != nullptr && cut_->set();  // context parallelism: this rank's block of the sequence
+  const int64_t length = block ? cut_->length : in.x.size(1);
   require_arg(length <= num_positions_, where_ + ": the sequence length " + std::to_string(length) +
                                             " is longer than the maximum, num_positions " +
                                             std::to_string(num_positions_));
-  at::Tensor out = in.x + weight.slice(0, 0, length).unsqueeze(0);
-  return from_batch_first(out, batch_first_, in.unbatched);
+  // A block's rows are its positions' (padding past the whole sequence reads
+  // the last row; nothing reads its output).
+  const at::Tensor rows =
+      block ? weight.index_select(0, block_positions(*cut_, in.x.device()).clamp_max(num_positions_ - 1))
+            : weight.slice(0, 0, length);
+  return from_batch_first(in.x + rows.unsqueeze(0), batch_first_, in.unbatched);
 }
 
 MultiheadAttentionImpl::MultiheadAttentionImpl(AttentionOptions options, std::string where)
