@@ -514,10 +514,18 @@ struct AccelPartialState {};
    into a dict / Map / map. An empty string stands for C's NULL (no dtype, no
    offload folder, the default map). */
 %newobject AccelModel::from_json_empty;
+%newobject AccelModel::from_torchscript_empty;
 %extend AccelModel {
   static AccelModel* from_json_empty(const std::string& spec) {
     accel_model* out = 0;
     accel_check(accel_model_from_json_empty(spec.c_str(), &out));
+    return out;
+  }
+  static AccelModel* from_torchscript_empty(const std::string& path, const std::vector<std::string>& output_names) {
+    std::vector<const char*> names;
+    for (const auto& name : output_names) names.push_back(name.c_str());
+    accel_model* out = 0;
+    accel_check(accel_model_from_torchscript_empty(path.c_str(), names.data(), names.size(), &out));
     return out;
   }
   std::string module_sizes_json(const std::string& dtype = "") const {

@@ -342,6 +342,7 @@ ACCEL_JAVA_CLOSEABLE(StateWriter, "StateWriter")
 %rename(nativeFieldNames) AccelDataLoader::field_names;
 %javamethodmodifiers AccelDataLoader::field_names "";
 %javamethodmodifiers AccelModel::from_torchscript_outputs "";
+%javamethodmodifiers AccelModel::from_torchscript_empty "";
 /* The big-model calls cross as JSON; the Map methods of the javacode below are the API. */
 %javamethodmodifiers AccelModel::module_sizes_json "";
 %javamethodmodifiers AccelModel::infer_auto_device_map_json "";
@@ -559,6 +560,20 @@ import java.nio.LongBuffer;
   /** A TorchScript model whose outputs (a tuple or a single tensor) get these names, in order. */
   public static Model fromTorchscriptOutputs(String path, java.util.List<String> outputNames) {
     return ModelSupport.fromTorchscriptOutputs(path, outputNames);
+  }
+
+  /**
+   * A TorchScript model with its parameters on the meta device, never read from the file
+   * (Accelerate's init_empty_weights): its code, constants and buffers are loaded. Fill it with
+   * materialize or loadCheckpointAndDispatch; forward fails until then.
+   */
+  public static Model fromTorchscriptEmpty(String path) {
+    return ModelSupport.fromTorchscriptEmpty(path, java.util.List.of());
+  }
+
+  /** fromTorchscriptEmpty, naming the outputs as fromTorchscriptOutputs does. */
+  public static Model fromTorchscriptEmpty(String path, java.util.List<String> outputNames) {
+    return ModelSupport.fromTorchscriptEmpty(path, outputNames);
   }
 
   /** Evaluation mode (train(false)). */

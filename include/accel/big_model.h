@@ -30,6 +30,20 @@ ACCEL_API void accel_string_free(char* text);
    accel_model_free. */
 ACCEL_API accel_status accel_model_from_json_empty(const char* spec, accel_model** out);
 
+/* accel_model_from_torchscript_outputs with every parameter on the meta
+   device, its bytes never read from the file (Accelerate's init_empty_weights
+   for a TorchScript model: peak memory is the buffers and the code, not the
+   weights). Buffers are read from the file itself, since a checkpoint need not
+   hold them (transformers' non-persistent ones, such as GPT-2's causal mask,
+   are in no model.safetensors). Tied parameters stay one tensor. Fill it with
+   accel_model_materialize or accel_load_checkpoint_and_dispatch; forward fails
+   until then. output_names: count names (NULL when count is 0: the model's
+   own). Errors: as accel_model_from_torchscript_outputs; IO naming the path
+   for a data.pkl or data/ record stored compressed, or a data.pkl holding
+   anything but module objects and their data. New handle. */
+ACCEL_API accel_status accel_model_from_torchscript_empty(const char* path, const char* const* output_names,
+                                                          size_t count, accel_model** out);
+
 /* Gives every parameter and buffer of model (meta or not) new CPU storage
    filled from checkpoint: a .safetensors file, a sharded
    model.safetensors.index.json, or a directory holding either; memory-mapped
@@ -38,9 +52,11 @@ ACCEL_API accel_status accel_model_from_json_empty(const char* spec, accel_model
    before the first tensor changes, so on error the model is as it was.
    Errors: IO naming the path (missing, not safetensors, bad index);
    INVALID_ARGUMENT naming the tensor the checkpoint lacks or whose shape or
-   kind (floating or not) differs, or an unknown dtype; UNSUPPORTED
-   (TorchScript). Not collective. (accel_accelerator_load_checkpoint_in_model
-   copies into existing storage and cannot fill meta tensors.) */
+   kind (floating or not) differs, or an unknown dtype. A TorchScript model's
+   tensors are found under any of their names (a tied one once); a buffer the
+   checkpoint lacks keeps its values. Not collective.
+   (accel_accelerator_load_checkpoint_in_model copies into existing storage
+   and cannot fill meta tensors.) */
 ACCEL_API accel_status accel_model_materialize(accel_model* model, const char* checkpoint, const char* dtype);
 
 /* Accelerate's load_checkpoint_and_dispatch: accel_model_materialize, but each
@@ -63,9 +79,16 @@ ACCEL_API accel_status accel_model_materialize(accel_model* model, const char* c
    tensor the checkpoint lacks or whose shape or kind differs, or disk without
    an offload folder; IO naming the checkpoint path or an offload folder that
    cannot be created or written; UNSUPPORTED for disk on a model that is not a
-   JSON graph, or a TorchScript model. A tied weight is brought in with its own
+   JSON graph or a TorchScript model. A tied weight is brought in with its own
    node only: keep its owner off disk. The checkpoint stays mapped (not read)
-   while the model lives. Not collective. */
+   while the model lives. Not collective.
+   A TorchScript model (accel_model_from_torchscript_empty's, or one that has
+   not run a forward) takes maps of "cpu" and "disk" only (UNSUPPORTED naming a
+   GPU: move it after loading): each submodule's "disk" tensors stay on meta and
+   are read from the checkpoint (cast to dtype) around each of its calls; the
+   root module's own tensors stay in memory; offload_folder is not used. A
+   tensor is found under any of its names; a buffer the checkpoint lacks keeps
+   its values; UNSUPPORTED naming a submodule whose calls cannot be hooked. */
 ACCEL_API accel_status accel_load_checkpoint_and_dispatch(accel_model* model, const char* checkpoint,
                                                           const char* device_map, const char* offload_folder,
                                                           const char* dtype);

@@ -38,6 +38,16 @@ class Model {
   // The same, naming the outputs of a forward that returns a plain tuple (or
   // one tensor) for the named forward; see forward(const NamedTensors&).
   static Model from_torchscript(const std::string& path, std::vector<std::string> output_names);
+  // from_torchscript with the parameters on the meta device, their bytes never
+  // read (Accelerate's init_empty_weights for a TorchScript model): code,
+  // constants and buffers are loaded, the buffers from the file itself, since
+  // a checkpoint need not hold them (transformers' non-persistent ones, such as
+  // GPT-2's causal mask, are in no model.safetensors). Tied parameters stay one
+  // tensor. materialize or load_checkpoint_and_dispatch (accel/big_model.hpp)
+  // then fill the parameters from a checkpoint; forward fails until they do.
+  // Throws what from_torchscript throws; IO naming the path for a compressed
+  // record or a data.pkl holding anything but module objects and their data.
+  static Model from_torchscript_empty(const std::string& path, std::vector<std::string> output_names = {});
   // A model from a JSON spec (see accel.h, accel_model_from_json): a
   // torch::nn::Sequential for a list of layers, a graph with named inputs and
   // outputs for {"inputs", "nodes", "outputs"}. Throws InvalidArgument naming

@@ -23,6 +23,7 @@
 #include "model/meta_tensors.hpp"
 #include "big_model/module_tree.hpp"
 #include "model/model_impl.hpp"
+#include "model/script_model.hpp"
 #include "model/spec/graph.hpp"
 
 namespace accel {
@@ -142,6 +143,10 @@ void to_meta(const at::Tensor& tensor, at::ScalarType type) {
 
 void load_checkpoint_and_dispatch(const Model& model, const std::string& checkpoint, const DeviceMap& device_map,
                                   const std::string& offload_folder, c10::optional<c10::ScalarType> dtype) {
+  if (detail::script_module_of(model.impl()) != nullptr) {
+    detail::dispatch_script_checkpoint(model, checkpoint, device_map, dtype, "load_checkpoint_and_dispatch");
+    return;
+  }
   detail::dispatch_checkpoint(model, checkpoint, device_map, offload_folder, dtype, main_gpu_of(device_map));
 }
 

@@ -23,6 +23,16 @@ void dispatch_checkpoint(const Model& model, const std::string& checkpoint, cons
                          const std::string& offload_folder, c10::optional<c10::ScalarType> dtype,
                          const c10::optional<c10::Device>& main_gpu);
 
+// materialize (an empty device_map: everything on the CPU) and
+// load_checkpoint_and_dispatch for a TorchScript model: tensors found by any
+// of their names (a tied one once); a buffer the checkpoint lacks keeps its
+// values; "disk" tensors of a submodule are read from the checkpoint around
+// each of its calls (cast to dtype each time), the root module's own stay in
+// memory. Map devices "cpu" and "disk" only (Unsupported for a GPU). All
+// checked before a tensor changes; `what` names the caller in errors.
+void dispatch_script_checkpoint(const Model& model, const std::string& checkpoint, const DeviceMap& device_map,
+                                c10::optional<c10::ScalarType> dtype, const std::string& what);
+
 // "cpu", "cuda:N" or Accelerate's bare "N" (a GPU this machine has); "" gives
 // `fallback`. Throws InvalidArgument naming `what` and the value.
 c10::Device parse_execution_device(const std::string& name, const std::string& what, const c10::Device& fallback);

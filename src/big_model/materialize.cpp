@@ -14,6 +14,8 @@
 #include "accel/error.hpp"
 #include "formats/tensor_io.hpp"
 #include "big_model/checkpoint_plan.hpp"
+#include "big_model/dispatch.hpp"
+#include "model/script_model.hpp"
 #include "model/meta_tensors.hpp"
 #include "big_model/module_tree.hpp"
 
@@ -107,6 +109,10 @@ at::Tensor load_planned(const safetensors::File& file, const safetensors::Entry&
 namespace accel {
 
 void materialize(const Model& model, const std::string& checkpoint, c10::optional<c10::ScalarType> dtype) {
+  if (detail::script_module_of(model.impl()) != nullptr) {
+    detail::dispatch_script_checkpoint(model, checkpoint, {}, dtype, "materialize");
+    return;
+  }
   auto root = detail::module_of(model, "materialize");
   detail::CheckpointSources sources = detail::open_checkpoint(checkpoint);
   // Every tensor is found and checked before the first one is replaced.

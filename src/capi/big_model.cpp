@@ -42,13 +42,7 @@ char* budgets_json(const std::vector<std::pair<std::string, int64_t>>& budgets) 
 
 // The no_split_module_classes array of the device-map calls.
 std::vector<std::string> class_names(const char* const* no_split, size_t count) {
-  accel::require_arg(count == 0 || no_split != nullptr, "no_split is NULL but count is " + std::to_string(count));
-  std::vector<std::string> classes;
-  for (size_t i = 0; i < count; ++i) {
-    accel::require_arg(no_split[i] != nullptr, "no_split[" + std::to_string(i) + "] is NULL");
-    classes.emplace_back(no_split[i]);
-  }
-  return classes;
+  return string_array(no_split, count, "no_split");
 }
 
 }  // namespace
@@ -62,6 +56,17 @@ ACCEL_API accel_status accel_model_from_json_empty(const char* spec, accel_model
     auto& result = out_param(out, "out");
     accel::require_arg(spec != nullptr, "spec is NULL");
     publish(std::make_unique<accel_model>(accel_model{accel::model_from_json_empty(spec)}), &result);
+  });
+}
+
+ACCEL_API accel_status accel_model_from_torchscript_empty(const char* path, const char* const* output_names,
+                                                          size_t count, accel_model** out) {
+  return guarded([&] {
+    auto& result = out_param(out, "out");
+    accel::require_arg(path != nullptr, "path is NULL");
+    std::vector<std::string> names = string_array(output_names, count, "output_names");
+    publish(std::make_unique<accel_model>(accel_model{accel::Model::from_torchscript_empty(path, std::move(names))}),
+            &result);
   });
 }
 

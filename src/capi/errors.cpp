@@ -71,6 +71,17 @@ bool is_live(const void* handle, HandleKind kind) {
   return it != registry().end() && it->second == kind;
 }
 
+std::vector<std::string> string_array(const char* const* items, size_t count, const char* parameter) {
+  accel::require_arg(items != nullptr || count == 0,
+                     std::string(parameter) + " is NULL but count is " + std::to_string(count));
+  std::vector<std::string> out;
+  for (size_t i = 0; i < count; ++i) {
+    accel::require_arg(items[i] != nullptr, std::string(parameter) + "[" + std::to_string(i) + "] is NULL");
+    out.emplace_back(items[i]);
+  }
+  return out;
+}
+
 accel_status record_error(accel_status status, const std::string& message) {
   last_error = valid_utf8(message);
   return status;

@@ -271,5 +271,8 @@ at::ScalarType to_scalar_type(int dtype);
 accel_dtype to_accel_dtype(at::ScalarType type);
 // Wraps tensor in a new handle stored in *out.
 void publish_tensor(at::Tensor tensor, accel_tensor** out);
+// count strings of a C array argument, copied; InvalidArgument naming
+// `parameter` for a NULL array with count > 0 or a NULL element.
+std::vector<std::string> string_array(const char* const* items, size_t count, const char* parameter);
 
 }  // namespace accel::capi

@@ -151,13 +151,7 @@ ACCEL_API accel_status accel_model_from_torchscript_outputs(const char* path, co
   return guarded([&] {
     auto& result = out_param(out, "out");
     accel::require_arg(path != nullptr, "path is NULL");
-    accel::require_arg(output_names != nullptr || count == 0,
-                       "output_names is NULL but count is " + std::to_string(count));
-    std::vector<std::string> names;
-    for (size_t i = 0; i < count; ++i) {
-      accel::require_arg(output_names[i] != nullptr, "output_names[" + std::to_string(i) + "] is NULL");
-      names.emplace_back(output_names[i]);
-    }
+    std::vector<std::string> names = string_array(output_names, count, "output_names");
     publish(std::make_unique<accel_model>(accel_model{accel::Model::from_torchscript(path, std::move(names))}),
             &result);
   });

@@ -100,6 +100,49 @@ std::shared_ptr<caffe2::serialize::ReadAdapterInterface> ArchiveFile::adapter() 
   return std::make_shared<FileAdapter>(shared_from_this());
 }
 
+namespace {
+
+// FileAdapter, but the bytes inside the skipped ranges are never read or
+// written: the caller's buffer keeps whatever it held there.
+class SkippingFileAdapter final : public caffe2::serialize::ReadAdapterInterface {
+ public:
+  SkippingFileAdapter(std::shared_ptr<ArchiveFile> file, std::map<uint64_t, uint64_t> skipped)
+      : file_(std::move(file)), skipped_(std::move(skipped)) {}
+  size_t size() const override { return static_cast<size_t>(file_->size()); }
+  size_t read(uint64_t pos, void* buf, size_t n, const char* /*what*/) const override {
+    if (pos >= file_->size()) return 0;
+    n = static_cast<size_t>(std::min<uint64_t>(n, file_->size() - pos));
+    const uint64_t end = pos + n;
+    try {
+      uint64_t at = pos;
+      // The first skipped range that may overlap [pos, end): the last one starting at or before pos.
+      auto range = skipped_.upper_bound(pos);
+      if (range != skipped_.begin()) --range;
+      while (at < end) {
+        while (range != skipped_.end() && range->second <= at) ++range;
+        const uint64_t gap_end = range == skipped_.end() ? end : std::min(end, std::max(at, range->first));
+        if (gap_end > at) file_->read_into(at, static_cast<char*>(buf) + (at - pos), gap_end - at);
+        at = gap_end;
+        if (range != skipped_.end() && at >= range->first) at = std::min(end, range->second);
+      }
+    } catch (...) {
+      return 0;
+    }
+    return n;
+  }
+
+ private:
+  std::shared_ptr<ArchiveFile> file_;
+  std::map<uint64_t, uint64_t> skipped_;  // begin -> end
+};
+
+}  // namespace
+
+std::shared_ptr<caffe2::serialize::ReadAdapterInterface> ArchiveFile::adapter_skipping(
+    std::map<uint64_t, uint64_t> skipped) {
+  return std::make_shared<SkippingFileAdapter>(shared_from_this(), std::move(skipped));
+}
+
 at::DataPtr ArchiveFile::map(uint64_t at, size_t n, size_t alignment) {
   require(at <= size_ && n <= size_ - at, ErrorCode::IO,
           path_ + ": " + std::to_string(n) + " bytes at " + std::to_string(at) + " pass the end of the file");
@@ -208,10 +251,15 @@ void walk_records(const ArchiveBytes& archive, const std::string& label,
 
 }  // namespace
 
-std::map<std::string, uint64_t> stored_records(const ArchiveBytes& archive, const std::string& label) {
+std::map<std::string, uint64_t> stored_records(const ArchiveBytes& archive, const std::string& label,
+                                               CompressedRecords compressed) {
   std::map<std::string, uint64_t> records;
   walk_records(archive, label, [&](const std::string& name, uint64_t method, uint64_t size) {
     if (method != 0) {
+      const size_t slash = name.find('/');
+      const std::string inner = slash == std::string::npos ? name : name.substr(slash + 1);
+      const bool data = inner == "data.pkl" || inner.rfind("data/", 0) == 0;
+      if (compressed == CompressedRecords::LeftOutOutsideData && !data) return;
       fail(ErrorCode::IO, label +
                               ": not a readable torch.save archive (a compressed record; torch.save stores "
                               "records uncompressed)");

@@ -47,6 +47,10 @@ class ArchiveFile final : public ArchiveBytes, public std::enable_shared_from_th
   const std::string& path() const { return path_; }
   // For caffe2::serialize::PyTorchStreamReader.
   std::shared_ptr<caffe2::serialize::ReadAdapterInterface> adapter();
+  // The same, but the byte ranges [begin, end) of `skipped` are not read: a
+  // read leaves the caller's buffer as it was there. For loading a TorchScript
+  // module without its storages' bytes (model/script_archive.cpp).
+  std::shared_ptr<caffe2::serialize::ReadAdapterInterface> adapter_skipping(std::map<uint64_t, uint64_t> skipped);
   // A read-only CPU buffer over bytes [at, at + n) of a private mapping of the
   // file (mapped once, on first use): pages are read when touched, and only
   // those count as resident. Keeps the mapping alive. Null when at is not
@@ -73,6 +77,11 @@ class ArchiveFile final : public ArchiveBytes, public std::enable_shared_from_th
 // miniz) against the archive's own; a deflated one could declare, and inflate
 // to, a thousand times the file. Reads only the end of central directory and
 // the central directory (zip64 included).
-std::map<std::string, uint64_t> stored_records(const ArchiveBytes& bytes, const std::string& label);
+// TorchScript archives deflate their code records (code/*.py, *.debug_pkl),
+// which LibTorch's own loader inflates; LeftOutOutsideData leaves those out of
+// the result and still refuses a compressed data.pkl or data/ record.
+enum class CompressedRecords { Refused, LeftOutOutsideData };
+std::map<std::string, uint64_t> stored_records(const ArchiveBytes& bytes, const std::string& label,
+                                               CompressedRecords compressed = CompressedRecords::Refused);
 
 }  // namespace accel::detail

@@ -139,6 +139,14 @@ bool dcp_dtype(const std::string& name) {
   return names.count(name) == 1;
 }
 
+// A TorchScript module's classes (__torch__.<module path>.<Class>): objects whose
+// attributes (submodules, parameters, buffers, flags) are data; no code of the
+// archive is read or run.
+bool script_class(const std::string& name, PickleVocabulary vocabulary) {
+  return vocabulary == PickleVocabulary::TorchScriptModule && name.rfind("__torch__.", 0) == 0 &&
+         name.size() > std::string("__torch__.").size();
+}
+
 bool inert_global(const std::string& name, PickleVocabulary vocabulary) {
   return (vocabulary == PickleVocabulary::RandomStates && numpy_global(name)) ||
          (vocabulary == PickleVocabulary::Scheduler && scheduler_object_global(name));
@@ -374,7 +382,7 @@ class Machine {
       push(full);
       return;
     }
-    if (!allowed_global(full) && !inert_global(full, vocabulary_) && !counter &&
+    if (!allowed_global(full) && !inert_global(full, vocabulary_) && !counter && !script_class(full, vocabulary_) &&
         !(dcp && (dcp_classes().count(full) == 1 || dcp_wrapper(full)))) {
       bad("the pickle names the global " + full.substr(0, 200) +
           ", which is not part of a state dict's data; refusing to read it (it could run code)");
@@ -663,8 +671,10 @@ class Machine {
       case 0x81: {  // NEWOBJ: cls.__new__(cls, *args), only for an inert class (never called)
         pop();
         Item cls = pop();
-        if (vocabulary_ == PickleVocabulary::DcpMetadata && cls.kind == Item::Kind::Global &&
-            dcp_classes().count(cls.name) == 1) {  // a DCP dataclass: a dict of its fields, tagged
+        if (cls.kind == Item::Kind::Global &&
+            ((vocabulary_ == PickleVocabulary::DcpMetadata && dcp_classes().count(cls.name) == 1) ||
+             script_class(cls.name,
+                          vocabulary_))) {  // a DCP dataclass or TorchScript object: a dict of its fields, tagged
           c10::impl::GenericDict object(c10::AnyType::get(), c10::AnyType::get());
           object.insert("__class__", cls.name.substr(cls.name.rfind('.') + 1));
           push(object);
@@ -686,8 +696,10 @@ class Machine {
         if (stack_.empty() || stack_.back().kind != Item::Kind::Value || !stack_.back().value.isGenericDict()) {
           bad("data.pkl sets attributes of a " + (stack_.empty() ? std::string("nothing") : describe(stack_.back())));
         }
-        if (vocabulary_ == PickleVocabulary::DcpMetadata && stack_.back().value.toGenericDict().contains("__class__")) {
-          // A DCP dataclass's fields (a dict), or TensorProperties' __getstate__ tuple.
+        if ((vocabulary_ == PickleVocabulary::DcpMetadata || vocabulary_ == PickleVocabulary::TorchScriptModule) &&
+            stack_.back().value.toGenericDict().contains("__class__")) {
+          // A DCP dataclass's fields (a dict), or TensorProperties' __getstate__ tuple; a
+          // TorchScript object's attributes (or what its __getstate__ returned).
           std::vector<Item> fields;
           if (state.kind == Item::Kind::Value && state.value.isGenericDict()) {
             for (const auto& entry : state.value.toGenericDict()) {
@@ -819,7 +831,10 @@ c10::IValue read_torch_save_file(const std::string& path, const std::string& lab
                             ": not a torch.save zip archive (the legacy format of torch.save before "
                             "PyTorch 1.6 is not read)");
   }
-  const std::map<std::string, uint64_t> records = stored_records(*file, label);
+  const std::map<std::string, uint64_t> records =
+      stored_records(*file, label,
+                     vocabulary == PickleVocabulary::TorchScriptModule ? CompressedRecords::LeftOutOutsideData
+                                                                       : CompressedRecords::Refused);
   ArchiveRecordLoader load_record;
   if (reads == StorageReads::Map) {
     // A view of the mapped file when the record holds exactly the storage's

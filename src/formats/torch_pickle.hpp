@@ -49,7 +49,12 @@ namespace accel::detail {
 // value they wrap, pathlib.PosixPath as its parts joined, dtypes (torch.float32,
 // ...) as their names, and MetadataIndex dict keys as dcp_chunk_key(fqn,
 // offset). Nothing else: any other class is refused, unread.
-enum class PickleVocabulary { StateDict, RandomStates, Scheduler, DcpMetadata };
+//
+// PickleVocabulary::TorchScriptModule (a TorchScript archive's data.pkl: the
+// module's objects) also reads each __torch__.<path>.<Class> object as a dict
+// of its attributes with "__class__" naming it (what a custom __getstate__
+// returned under "__state__"). No code record of the archive is read.
+enum class PickleVocabulary { StateDict, RandomStates, Scheduler, DcpMetadata, TorchScriptModule };
 c10::IValue read_torch_save(const std::string& bytes, const std::string& label,
                             PickleVocabulary vocabulary = PickleVocabulary::StateDict);
 // The same, from a file, never whole in memory: the archive's directory and

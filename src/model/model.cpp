@@ -537,11 +537,14 @@ void ModelImpl::prepare(const std::shared_ptr<RuntimeContext>& state) {
 
 Model Model::from_torchscript(const std::string& path) { return from_torchscript(path, {}); }
 
-Model Model::from_torchscript(const std::string& path, std::vector<std::string> output_names) {
+namespace {
+
+std::shared_ptr<detail::ModelImpl> load_torchscript(const std::string& path, std::vector<std::string> output_names,
+                                                    bool empty) {
   require_arg(!path.empty(), "from_torchscript: the path is empty");
   require(std::ifstream(path).good(), ErrorCode::IO, "TorchScript file \"" + path + "\" cannot be opened");
   try {
-    return Model(detail::load_script_model(path, std::move(output_names)));
+    return detail::load_script_model(path, std::move(output_names), empty);
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
@@ -549,6 +552,16 @@ Model Model::from_torchscript(const std::string& path, std::vector<std::string> 
     fail(ErrorCode::IO,
          "TorchScript file \"" + path + "\" could not be loaded: " + message.substr(0, message.find('\n')));
   }
+}
+
+}  // namespace
+
+Model Model::from_torchscript(const std::string& path, std::vector<std::string> output_names) {
+  return Model(load_torchscript(path, std::move(output_names), false));
+}
+
+Model Model::from_torchscript_empty(const std::string& path, std::vector<std::string> output_names) {
+  return Model(load_torchscript(path, std::move(output_names), true));
 }
 
 Model Model::from_json(const std::string& spec) {

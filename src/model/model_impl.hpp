@@ -134,6 +134,8 @@ class ModelImpl : public std::enable_shared_from_this<ModelImpl> {
 
 // A TorchScript file as a model (see Model::from_torchscript). Throws what
 // torch::jit::load throws; InvalidArgument for empty or repeated output names.
-std::shared_ptr<ModelImpl> load_script_model(const std::string& path, std::vector<std::string> output_names);
+// empty: its parameters on the meta device, unread (load_script_module_empty).
+std::shared_ptr<ModelImpl> load_script_model(const std::string& path, std::vector<std::string> output_names,
+                                             bool empty = false);
 
 }  // namespace accel::detail

@@ -16,6 +16,7 @@
 #include "matmul/onednn_matmul.hpp"
 #include "model/model_impl.hpp"
 #include "model/nn_module_of.hpp"
+#include "model/script_archive.hpp"
 #include "model/script_model.hpp"
 #include "model/script_offload.hpp"
 #include "model/script_rewrites.hpp"
@@ -92,6 +93,7 @@ class ScriptModel final : public ModelImpl {
     unregister_script_offload(this);
   }
 
+  torch::jit::Module& module() { return module_; }
   torch::jit::Module& module_for_rewrite(const std::string& what) {
     require(!ran_, ErrorCode::Unsupported,
             what +
@@ -293,14 +295,16 @@ torch::jit::Module* script_module_for_rewrite(ModelImpl& model, const std::strin
   return script ? &script->module_for_rewrite(what) : nullptr;
 }
 
-std::shared_ptr<ModelImpl> load_script_model(const std::string& path, std::vector<std::string> output_names) {
+std::shared_ptr<ModelImpl> load_script_model(const std::string& path, std::vector<std::string> output_names,
+                                             bool empty) {
   std::set<std::string> unique_names;
   for (const auto& name : output_names) {
     require_arg(!name.empty(), "from_torchscript: an output name is empty");
     require_arg(unique_names.insert(name).second, "from_torchscript: output name \"" + name + "\" is given twice");
   }
   torch::jit::ExtraFilesMap extra{{kStateDictKeys, ""}, {kConfig, ""}};
-  torch::jit::Module module = torch::jit::load(path, c10::nullopt, extra);
+  torch::jit::Module module =
+      empty ? load_script_module_empty(path, extra) : torch::jit::load(path, c10::nullopt, extra);
   // ACCEL_TORCHSCRIPT_REWRITES=0 runs the graph exactly as exported (to compare
   // results or speed with and without the rewrites).
   const char* rewrites = std::getenv("ACCEL_TORCHSCRIPT_REWRITES");
@@ -332,6 +336,11 @@ std::shared_ptr<ModelImpl> load_script_model(const std::string& path, std::vecto
             "TorchScript file \"" + path + "\": " + kConfig + " is not a JSON object (a transformers config)");
   }
   return std::make_shared<ScriptModel>(std::move(module), std::move(output_names), std::move(keys), extra[kConfig]);
+}
+
+torch::jit::Module* script_module_of(ModelImpl& model) {
+  auto* script = dynamic_cast<ScriptModel*>(&model);
+  return script ? &script->module() : nullptr;
 }
 
 std::optional<std::string> exported_config_json(const ModelImpl& model) {

@@ -812,6 +812,11 @@ static void named_tensors(void) {
   ARG(accel_model_from_torchscript_outputs("model.pt", NULL, 1, &model_out));
   ARG(accel_model_from_torchscript_outputs("model.pt", names, 2, &model_out)); /* names[1] is NULL */
   IO(accel_model_from_torchscript_outputs("/nonexistent/model.pt", names, 1, &model_out));
+  ARG(accel_model_from_torchscript_empty(NULL, NULL, 0, &model_out));
+  ARG(accel_model_from_torchscript_empty("model.pt", NULL, 0, NULL));
+  ARG(accel_model_from_torchscript_empty("model.pt", NULL, 1, &model_out));
+  ARG(accel_model_from_torchscript_empty("model.pt", names, 2, &model_out)); /* names[1] is NULL */
+  IO(accel_model_from_torchscript_empty("/nonexistent/model.pt", NULL, 0, &model_out));
   accel_tensor_map_free(map);
   accel_tensor_map_free(NULL);
 }

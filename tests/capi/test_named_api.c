@@ -128,9 +128,47 @@ static void a_torchscript_model_offloads_to_disk(void) {
   accel_model_free(reference);
 }
 
+/* Accelerate's init_empty_weights + load_checkpoint_and_dispatch for a
+   TorchScript model: loaded empty (no weight read), it cannot run; filled from
+   what save_model wrote (the non-persistent mask left out, the tied weight
+   once) in memory or streamed from disk, it computes the loaded model's
+   logits. A GPU in the map is refused, the model left empty. */
+static void an_empty_torchscript_model_loads_from_a_checkpoint(void) {
+  static float want[60], got[60];
+  accel_accelerator* acc = NULL;
+  accel_model *reference = NULL, *empty = NULL;
+  accel_tensor_map* out = NULL;
+  EXPECT_OK(accel_accelerator_create(NULL, &acc));
+  EXPECT_OK(accel_model_from_torchscript(fixture("tied_lm.pt"), &reference));
+  EXPECT_OK(accel_accelerator_save_model(acc, reference, "named_api_empty_ckpt", NULL, 1));
+  tied_lm_logits(reference, want);
+  EXPECT_OK(accel_model_from_torchscript_empty(fixture("tied_lm.pt"), NULL, 0, &empty));
+  {
+    accel_tensor_map* in = NULL;
+    EXPECT_OK(accel_tensor_map_create(&in));
+    EXPECT(accel_model_forward_named(empty, in, &out) != ACCEL_OK && out == NULL);
+    accel_tensor_map_free(in);
+  }
+  EXPECT_ERROR(accel_load_checkpoint_and_dispatch(empty, "named_api_empty_ckpt", "{\"\": \"cuda:0\"}", NULL, NULL),
+               ACCEL_ERR_UNSUPPORTED, "\"cuda:0\"");
+  EXPECT_OK(accel_load_checkpoint_and_dispatch(empty, "named_api_empty_ckpt", "{\"\": \"disk\"}", NULL, NULL));
+  tied_lm_logits(empty, got);
+  EXPECT(memcmp(want, got, sizeof want) == 0);
+  accel_model_free(empty);
+  EXPECT_OK(accel_model_from_torchscript_empty(fixture("tied_lm.pt"), NULL, 0, &empty));
+  EXPECT_OK(accel_model_materialize(empty, "named_api_empty_ckpt", NULL));
+  memset(got, 0, sizeof got);
+  tied_lm_logits(empty, got);
+  EXPECT(memcmp(want, got, sizeof want) == 0);
+  accel_model_free(empty);
+  accel_model_free(reference);
+  accel_accelerator_free(acc);
+}
+
 int main(void) {
   plain_tuple_outputs_take_the_load_time_names();
   tied_parameters_are_listed_once();
   a_torchscript_model_offloads_to_disk();
+  an_empty_torchscript_model_loads_from_a_checkpoint();
   return capi_report("test_named_api");
 }

@@ -17,6 +17,20 @@ func ModelFromTorchScriptOutputs(path string, outputNames []string) (*Model, err
 	return newModel(call(func() core.Model { return core.ModelFrom_torchscript_outputs(path, names) }))
 }
 
+// ModelFromTorchScriptEmpty loads a TorchScript file with its parameters on
+// the meta device, never read from the file (Accelerate's init_empty_weights):
+// its code, constants and buffers are loaded. outputNames as
+// ModelFromTorchScriptOutputs (nil: the model's own). Fill it with Materialize
+// or LoadCheckpointAndDispatch; ForwardNamed fails until then.
+func ModelFromTorchScriptEmpty(path string, outputNames []string) (*Model, error) {
+	names := core.NewStringVector()
+	defer core.DeleteStringVector(names)
+	for _, name := range outputNames {
+		names.Add(name)
+	}
+	return newModel(call(func() core.Model { return core.ModelFrom_torchscript_empty(path, names) }))
+}
+
 // ForwardNamed runs the model on named inputs, as a Hugging Face model is
 // called (input_ids, attention_mask, labels), and returns its named outputs
 // (loss, logits). A TorchScript model binds each input to the forward argument

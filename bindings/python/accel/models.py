@@ -1,8 +1,9 @@
 """accel.Model (SWIG's Model with Python calling conventions) and ModelOutput."""
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
-from typing import Any, Dict, Iterable, Iterator, List, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from . import big_modeling, core
 from ._helpers import _closeable
@@ -102,6 +103,20 @@ Model.from_json = staticmethod(
     lambda spec: Model.from_json_empty(spec) if big_modeling._building_empty() else _core_from_json(spec))
 Model.module_sizes = lambda self, dtype=None: big_modeling.compute_module_sizes(self, dtype)
 _core_from_torchscript = Model.from_torchscript
-Model.from_torchscript = staticmethod(
-    lambda path, output_names=None: _core_from_torchscript(path) if output_names is None
-    else Model.from_torchscript_outputs(path, list(output_names)))
+_core_from_torchscript_empty = Model.from_torchscript_empty
+
+
+def _from_torchscript(path: Any, output_names: Optional[Sequence[str]] = None) -> Model:
+    """A TorchScript file (torch.jit.save). Inside `with accel.init_empty_weights():` its parameters
+    stay on the meta device, never read from the file (code, constants and buffers are loaded);
+    load_checkpoint_and_dispatch or load_checkpoint_in_model then fills them."""
+    path = os.fspath(path)
+    if big_modeling._building_empty():
+        return _core_from_torchscript_empty(path, [] if output_names is None else list(output_names))
+    return _core_from_torchscript(path) if output_names is None else Model.from_torchscript_outputs(
+        path, list(output_names))
+
+
+Model.from_torchscript = staticmethod(_from_torchscript)
+Model.from_torchscript_empty = staticmethod(
+    lambda path, output_names=None: _core_from_torchscript_empty(os.fspath(path), list(output_names or [])))

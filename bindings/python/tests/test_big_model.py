@@ -221,3 +221,49 @@ def test_init_on_device_meta_and_cpu():
     with pytest.raises(ValueError, match="init_on_device\\('cuda:0'\\)"):
         with accel.init_on_device("cuda:0"):
             pass
+
+
+def test_init_empty_weights_loads_an_exported_gpt2_without_its_weights(tmp_path):
+    # Accelerate's init_empty_weights + load_checkpoint_and_dispatch for transformers' GPT-2 traced
+    # to TorchScript: inside the scope no parameter is read from model.pt (each is on meta); the
+    # causal-mask buffers, in no checkpoint, come from the file. Filled from what save_model wrote,
+    # in memory or with the blocks streamed from disk around each call, its loss and logits are
+    # the fully loaded model's, bit for bit (the same kernels on the same tensors).
+    export = tmp_path / "gpt2"
+    subprocess.run([sys.executable, os.path.join(os.environ["ACCEL_REPO"], "tests", "hf", "export_hf_models.py"),
+                    "gpt2", str(export)], check=True,
+                   env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
+    shapes = json.loads((export / "data.json").read_text())
+    batch = {name: np.fromfile(export / f"{name}.bin", dtype="<i8").reshape(shape)[:2]
+             for name, shape in shapes.items()}
+    loaded = accel.Model.from_torchscript(export / "model.pt")
+    want = loaded(**batch)
+    accelerator = accel.Accelerator(cpu=True)
+    accelerator.save_model(loaded, tmp_path / "ckpt")
+    with open(tmp_path / "ckpt" / "model.safetensors", "rb") as f:
+        header = json.loads(f.read(int.from_bytes(f.read(8), "little")))
+    assert "transformer.h.0.attn.c_attn.weight" in header
+    assert not any(k.endswith(".attn.bias") for k in header), "the causal mask is no checkpoint tensor"
+    device_maps = [None, {"": "disk"},
+                   {"transformer.wte": "cpu", "transformer.wpe": "cpu", "transformer.h": "disk",
+                    "transformer.ln_f": "cpu", "lm_head": "cpu"}]
+    for device_map in device_maps:
+        with accel.init_empty_weights():
+            model = accel.Model.from_torchscript(export / "model.pt")
+        for name, p in model.named_parameters():
+            with pytest.raises(accel.AccelError, match="meta"):
+                p.numpy()
+        if device_map is None:  # (a forward fixes the graph: disk offload must come before any)
+            with pytest.raises(accel.AccelError):
+                model(**batch)  # no weights yet
+        accel.load_checkpoint_and_dispatch(model, tmp_path / "ckpt", device_map=device_map)
+        for _ in range(2):
+            got = model(**batch)
+            assert np.array_equal(got.logits.numpy(), want.logits.numpy()), device_map
+            assert np.array_equal(got.loss.numpy(), want.loss.numpy()), device_map
+    with accel.init_empty_weights():
+        model = accel.Model.from_torchscript(export / "model.pt")
+    with pytest.raises(accel.AccelError, match="cuda:0"):
+        accel.load_checkpoint_and_dispatch(model, tmp_path / "ckpt", device_map={"": "cuda:0"})
+    accel.load_checkpoint_in_model(model, tmp_path / "ckpt")
+    assert np.array_equal(model(**batch).logits.numpy(), want.logits.numpy())

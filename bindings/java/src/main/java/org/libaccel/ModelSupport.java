@@ -22,6 +22,15 @@ final class ModelSupport {
     }
   }
 
+  static Model fromTorchscriptEmpty(String path, List<String> outputNames) {
+    StringVector names = new StringVector(outputNames);
+    try {
+      return Model.fromTorchscriptEmpty(path, names);
+    } finally {
+      names.delete();
+    }
+  }
+
   static LinkedHashMap<String, Long> moduleSizes(Model model, String dtype) {
     return byteCounts(model.moduleSizesJson(dtype == null ? "" : dtype));
   }
