@@ -170,3 +170,38 @@ func TestExportedGPT2NamedForwardAndSteps(t *testing.T) {
 		t.Fatalf("losses %v do not fall", losses)
 	}
 }
+
+// ModelFromTorchScriptEmpty (init_empty_weights for TorchScript) reads no
+// weight; filled from what SaveModel wrote, in memory or streamed from disk
+// around each call, it computes the loaded model's logits. A GPU in the map is
+// refused.
+func TestEmptyTorchScriptModelLoadsFromACheckpoint(t *testing.T) {
+	acc := must[*Accelerator](t)(NewAccelerator(AcceleratorOptions{CPU: true}))
+	defer acc.Close()
+	full := must[*Model](t)(ModelFromTorchScript(fixture("tied_lm.pt")))
+	defer full.Close()
+	dir := t.TempDir()
+	ok(t, acc.SaveModel(full, dir, ""))
+	logits := func(m *Model) []float32 {
+		ids := must[*Tensor](t)(NewTensor([]int64{1, 4, 7, 2, 9, 0}, 2, 3))
+		labels := must[*Tensor](t)(NewTensor([]int64{4, 7, 2, 9, 0, 3}, 2, 3))
+		out := must[map[string]*Tensor](t)(m.ForwardNamed(map[string]*Tensor{"input_ids": ids, "labels": labels}))
+		return must[[]float32](t)(out["logits"].Float32s())
+	}
+	want := logits(full)
+	streamed := must[*Model](t)(ModelFromTorchScriptEmpty(fixture("tied_lm.pt"), nil))
+	defer streamed.Close()
+	err := streamed.LoadCheckpointAndDispatch(dir, map[string]string{"": "cuda:0"}, "", "")
+	wantError(t, err, ErrUnsupported, `"cuda:0"`)
+	ok(t, streamed.LoadCheckpointAndDispatch(dir, map[string]string{"": "disk"}, "", ""))
+	inMemory := must[*Model](t)(ModelFromTorchScriptEmpty(fixture("tied_lm.pt"), nil))
+	defer inMemory.Close()
+	ok(t, inMemory.Materialize(dir, ""))
+	for name, got := range map[string][]float32{"streamed": logits(streamed), "in memory": logits(inMemory)} {
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("%s: logits[%d] %v, want %v", name, i, got[i], want[i])
+			}
+		}
+	}
+}

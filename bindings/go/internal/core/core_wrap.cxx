@@ -1042,6 +1042,13 @@ SWIGINTERN AccelModel *AccelModel_from_json_empty(std::string const &spec){
     accel_check(accel_model_from_json_empty(spec.c_str(), &out));
     return out;
   }
+SWIGINTERN AccelModel *AccelModel_from_torchscript_empty(std::string const &path,std::vector< std::string > const &output_names){
+    std::vector<const char*> names;
+    for (const auto& name : output_names) names.push_back(name.c_str());
+    accel_model* out = 0;
+    accel_check(accel_model_from_torchscript_empty(path.c_str(), names.data(), names.size(), &out));
+    return out;
+  }
 SWIGINTERN std::string AccelModel_module_sizes_json__SWIG_0(AccelModel const *self,std::string const &dtype=""){
     char* out = 0;
     accel_check(accel_model_module_sizes(self, accel_null_if_empty(dtype), &out));
@@ -13069,6 +13076,34 @@ AccelModel *_wrap_Model_from_json_empty_core_a1403cbc65d2f32f(_gostring_ _swig_g
   {
     try {
       result = (AccelModel *)AccelModel_from_json_empty((std::string const &)*arg1);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  *(AccelModel **)&_swig_go_result = (AccelModel *)result; 
+  return _swig_go_result;
+}
+
+
+AccelModel *_wrap_Model_from_torchscript_empty_core_a1403cbc65d2f32f(_gostring_ _swig_go_0, std::vector< std::string > *_swig_go_1) {
+  std::string *arg1 = 0 ;
+  std::vector< std::string > *arg2 = 0 ;
+  AccelModel *result = 0 ;
+  AccelModel *_swig_go_result;
+  
+  
+  std::string arg1_str(_swig_go_0.p, _swig_go_0.n);
+  arg1 = &arg1_str;
+  
+  arg2 = *(std::vector< std::string > **)&_swig_go_1; 
+  
+  {
+    try {
+      result = (AccelModel *)AccelModel_from_torchscript_empty((std::string const &)*arg1,(std::vector< std::string > const &)*arg2);
     } catch (const AccelFailure& e) {
       accel_go_store_error(e.code(), e.what());
     } catch (const std::exception& e) {

@@ -59,6 +59,42 @@ class NamedForwardTest {
     }
   }
 
+  /** tied_lm.pt's logits for fixed ids and labels. */
+  static float[] tiedLogits(Model model) {
+    try (Tensor ids = Tensor.of(new long[] {1, 4, 7, 2, 9, 0}, 2, 3);
+         Tensor labels = Tensor.of(new long[] {4, 7, 2, 9, 0, 3}, 2, 3)) {
+      LinkedHashMap<String, Tensor> out = model.forward(Map.of("input_ids", ids, "labels", labels));
+      try {
+        return out.get("logits").toFloatArray();
+      } finally {
+        for (Tensor t : out.values()) t.close();
+      }
+    }
+  }
+
+  /**
+   * init_empty_weights for TorchScript: fromTorchscriptEmpty reads no weight; filled from what
+   * saveModel wrote, in memory or streamed from disk around each call, it computes the loaded
+   * model's logits. A GPU in the map is refused.
+   */
+  @Test
+  void emptyTorchscriptModelLoadsFromACheckpoint(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) {
+    try (Accelerator acc = new AcceleratorBuilder().cpu(true).build();
+         Model full = Model.fromTorchscript(fixture("tied_lm.pt"));
+         Model streamed = Model.fromTorchscriptEmpty(fixture("tied_lm.pt"));
+         Model inMemory = Model.fromTorchscriptEmpty(fixture("tied_lm.pt"))) {
+      acc.saveModel(full, dir.toString());
+      AccelException gpu = assertThrows(AccelException.class,
+          () -> streamed.loadCheckpointAndDispatch(dir.toString(), Map.of("", "cuda:0"), null, null));
+      assertTrue(gpu.getMessage().contains("\"cuda:0\""), gpu.getMessage());
+      streamed.loadCheckpointAndDispatch(dir.toString(), Map.of("", "disk"), null, null);
+      inMemory.materialize(dir.toString());
+      float[] want = tiedLogits(full);
+      assertTrue(Arrays.equals(want, tiedLogits(streamed)), "streamed from disk");
+      assertTrue(Arrays.equals(want, tiedLogits(inMemory)), "in memory");
+    }
+  }
+
   /** The GPT-2 tests/hf exports with transformers (set by CTest java_hf_gpt2_step). */
   @Test
   void exportedGpt2NamedForwardAndSteps() throws java.io.IOException {
