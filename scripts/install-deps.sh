@@ -23,7 +23,8 @@ packages=(
   nlohmann-json3-dev libcli11-dev zlib1g-dev
   libxxhash-dev           # checkpoint checksums (XXH3)
   libcurl4-openssl-dev    # the MLflow tracker talks to an MLflow tracking server over HTTP(S)
-  libsqlite3-dev          # the trackio tracker writes trackio's SQLite store
+  libsqlite3-dev          # the trackio and aim trackers write SQLite stores
+  librocksdb7.8           # the aim tracker writes Aim's RocksDB repository (loaded with dlopen when used)
   libyaml-cpp-dev         # Accelerate config files (accel launch --config_file, accel config)
   libprotobuf-dev protobuf-compiler   # TensorBoard event files (src/tracking/proto)
   libgtest-dev libgmock-dev

@@ -3,8 +3,10 @@
  *
  * Built-in trackers are named in accel_accelerator_options.log_with
  * (comma-separated: "jsonl", "csv", "tensorboard", "mlflow", "wandb",
- * "dvclive", "trackio", or "all") and write under options.logging_dir (default
- * project_dir/logs; trackio into its own store); docs/tracking.md describes
+ * "dvclive", "trackio", "aim", or "all") and write under options.logging_dir
+ * (default project_dir/logs; trackio into its own store); "aim" needs the
+ * system's librocksdb (UNSUPPORTED without it; "all" then leaves it out);
+ * docs/tracking.md describes
  * their files. Trackers run on the main process only: on the other
  * processes init_trackers, log, log_text and end_training succeed and do nothing.
  * None of these calls communicates. */

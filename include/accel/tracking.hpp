@@ -36,7 +36,8 @@ class Tracker {
   virtual void finish() = 0;
 };
 
-// "jsonl", "csv", "tensorboard", "mlflow": what log_with={"all"} picks.
+// "jsonl", "csv", "tensorboard", "mlflow", "wandb", "dvclive", "trackio", "aim":
+// what log_with={"all"} picks (aim only where librocksdb can be loaded).
 std::vector<std::string> builtin_tracker_names();
 
 // A built-in tracker writing under logging_dir. Throws InvalidArgument naming

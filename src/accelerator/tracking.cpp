@@ -28,7 +28,8 @@ std::vector<std::string> resolve_tracker_names(const std::vector<std::string>& l
   for (const auto& name : log_with) {
     if (name == "all") {
       for (const auto& builtin : builtins)
-        if (std::find(names.begin(), names.end(), builtin) == names.end()) names.push_back(builtin);
+        if (builtin_tracker_available(builtin) && std::find(names.begin(), names.end(), builtin) == names.end())
+          names.push_back(builtin);
       continue;
     }
     if (std::find(builtins.begin(), builtins.end(), name) == builtins.end()) {

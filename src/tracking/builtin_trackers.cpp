@@ -1,12 +1,13 @@
 #include "tracking/builtin_trackers.hpp"
 
 #include "accel/error.hpp"
+#include "tracking/rocksdb_writer.hpp"
 #include "tracking/tracker_kwargs.hpp"
 
 namespace accel {
 
 std::vector<std::string> builtin_tracker_names() {
-  return {"jsonl", "csv", "tensorboard", "mlflow", "wandb", "dvclive", "trackio"};
+  return {"jsonl", "csv", "tensorboard", "mlflow", "wandb", "dvclive", "trackio", "aim"};
 }
 
 std::unique_ptr<Tracker> make_builtin_tracker(const std::string& name, const std::string& logging_dir) {
@@ -20,6 +21,7 @@ std::unique_ptr<Tracker> make_builtin_tracker(const std::string& name, const std
   if (name == "wandb") return make_wandb_tracker(logging_dir, kwargs);
   if (name == "dvclive") return make_dvclive_tracker(logging_dir, kwargs);
   if (name == "trackio") return make_trackio_tracker(logging_dir, kwargs);
+  if (name == "aim") return make_aim_tracker(logging_dir, kwargs);
   // The others take no init_kwargs yet: any key is named in the error.
   TrackerKwargs(name, kwargs).reject_unread();
   if (name == "jsonl") return make_jsonl_tracker(logging_dir);
@@ -30,6 +32,8 @@ std::unique_ptr<Tracker> make_builtin_tracker(const std::string& name, const std
   for (const auto& builtin : builtin_tracker_names()) known += (known.empty() ? "" : ", ") + builtin;
   fail(ErrorCode::InvalidArgument, "unknown tracker '" + name + "' (known: " + known + ")");
 }
+
+bool builtin_tracker_available(const std::string& name) { return name != "aim" || rocksdb_available(); }
 
 bool replaces_last_run_at_start(const Tracker& tracker) { return tracker.name() == "dvclive"; }
 

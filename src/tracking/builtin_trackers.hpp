@@ -21,6 +21,13 @@ std::unique_ptr<Tracker> make_dvclive_tracker(const std::string& dir, const nloh
 // Writes where trackio does (TRACKIO_DIR, else the Hugging Face cache), not under dir.
 std::unique_ptr<Tracker> make_trackio_tracker(const std::string& dir, const nlohmann::json& kwargs);
 
+// Aim's local repository under dir (init_kwargs "repo" elsewhere, "experiment").
+std::unique_ptr<Tracker> make_aim_tracker(const std::string& dir, const nlohmann::json& kwargs);
+
+// Whether the built-in tracker can run here: aim needs librocksdb (loaded when
+// used). log_with "all" takes the available ones, as Accelerate's does.
+bool builtin_tracker_available(const std::string& name);
+
 // Whether the tracker replaces its last run's files as it starts (dvclive,
 // like Live(resume=False)): init_trackers starts such trackers after every
 // other, so a call that fails leaves the last run in place.

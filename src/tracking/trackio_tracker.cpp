@@ -3,7 +3,6 @@
 // 0.24+). Rows go in as trackio's own bulk_log writes them, under its lock file
 // (<project>.lock, flock), so a running trackio dashboard or writer can share it.
 #include <fcntl.h>
-#include <sqlite3.h>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -11,12 +10,14 @@
 #include <cmath>
 #include <cstdlib>
 #include <ctime>
+#include <memory>
 
 #include "accel/error.hpp"
 #include "tracking/builtin_trackers.hpp"
 #include "tracking/tracker_common.hpp"
 #include "tracking/random_id.hpp"
 #include "tracking/record_file.hpp"
+#include "tracking/sqlite_db.hpp"
 #include "tracking/tracker_kwargs.hpp"
 
 namespace accel::detail {
@@ -133,18 +134,13 @@ class TrackioTracker : public Tracker {
     run_id_ = uuid_hex();
     if (run_name_.empty()) run_name_ = "accel-" + run_id_.substr(0, 8);
     FileLock lock(lock_path_);
-    int rc = sqlite3_open_v2(db_path_.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
-    if (rc != SQLITE_OK) {
-      const std::string message = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
-      close();
-      fail(ErrorCode::IO, "trackio: cannot open '" + db_path_ + "': " + message);
-    }
-    sqlite3_busy_timeout(db_, 30000);
-    const int64_t version = query_int("PRAGMA user_version");
-    const bool empty = query_int("SELECT count(*) FROM sqlite_master WHERE name IN ('metrics', 'configs')") == 0;
+    db_ = std::make_unique<SqliteDb>(db_path_, "trackio");
+    const int64_t version = db_->query_int("PRAGMA user_version").value_or(0);
+    const bool empty =
+        db_->query_int("SELECT count(*) FROM sqlite_master WHERE name IN ('metrics', 'configs')").value_or(0) == 0;
     if (version == 0 && empty) {
-      exec("PRAGMA journal_mode = WAL");  // as trackio creates it
-      exec(std::string("BEGIN;") + kSchema + "COMMIT;");
+      db_->exec("PRAGMA journal_mode = WAL");  // as trackio creates it
+      db_->exec(std::string("BEGIN;") + kSchema + "COMMIT;");
     } else if (version < 2) {
       close();
       fail(ErrorCode::Unsupported, "trackio: '" + db_path_ + "' has schema version " + std::to_string(version) +
@@ -157,8 +153,8 @@ class TrackioTracker : public Tracker {
     values["_Username"] = nullptr;  // trackio's Hugging Face user; none here
     values["_Created"] = iso_now();
     values["_Group"] = group_ ? nlohmann::json(*group_) : nlohmann::json(nullptr);
-    insert("INSERT OR REPLACE INTO configs (run_id, run_name, config, created_at) VALUES (?1, ?2, ?3, ?4)",
-           {run_id_, run_name_, Blob{values.dump()}, iso_now()});
+    db_->run("INSERT OR REPLACE INTO configs (run_id, run_name, config, created_at) VALUES (?1, ?2, ?3, ?4)",
+             {run_id_, run_name_, SqliteDb::Blob{values.dump()}, iso_now()});
   }
 
   void log(const Scalars& values, std::optional<int64_t> step) override {
@@ -179,70 +175,19 @@ class TrackioTracker : public Tracker {
     if (!db_) return;
     const int64_t at = step.value_or(next_step_);
     FileLock lock(lock_path_);
-    insert(
+    // The metrics and config JSON are bound as blobs, as trackio binds orjson's bytes.
+    db_->run(
         "INSERT INTO metrics (timestamp, run_id, run_name, step, metrics, log_id, space_id) "
         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, NULL)",
-        {iso_now(), run_id_, run_name_, at, Blob{row.dump()}, uuid_hex()});
+        {iso_now(), run_id_, run_name_, at, SqliteDb::Blob{row.dump()}, uuid_hex()});
     next_step_ = std::max(next_step_, at + 1);
   }
 
-  struct Blob {
-    std::string bytes;
-  };
-  using Param = std::variant<std::string, int64_t, Blob>;
-
-  // One statement with bound parameters. The metrics and config JSON are Blobs,
-  // as trackio binds orjson's bytes.
-  void insert(const char* sql, const std::vector<Param>& params) {
-    sqlite3_stmt* statement = nullptr;
-    check(sqlite3_prepare_v2(db_, sql, -1, &statement, nullptr), "prepare");
-    for (size_t i = 0; i < params.size(); ++i) {
-      const int index = static_cast<int>(i) + 1;
-      if (const auto* integer = std::get_if<int64_t>(&params[i])) {
-        sqlite3_bind_int64(statement, index, *integer);
-      } else if (const auto* blob = std::get_if<Blob>(&params[i])) {
-        sqlite3_bind_blob(statement, index, blob->bytes.data(), static_cast<int>(blob->bytes.size()), SQLITE_TRANSIENT);
-      } else {
-        const auto& text = std::get<std::string>(params[i]);
-        sqlite3_bind_text(statement, index, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
-      }
-    }
-    const int rc = sqlite3_step(statement);
-    sqlite3_finalize(statement);
-    check(rc == SQLITE_DONE ? SQLITE_OK : rc, "write");
-  }
-
-  void exec(const std::string& sql) {
-    char* error = nullptr;
-    const int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &error);
-    const std::string message = error ? error : "";
-    sqlite3_free(error);
-    require(rc == SQLITE_OK, ErrorCode::IO, "trackio: '" + db_path_ + "': " + message);
-  }
-
-  int64_t query_int(const char* sql) {
-    sqlite3_stmt* statement = nullptr;
-    check(sqlite3_prepare_v2(db_, sql, -1, &statement, nullptr), "prepare");
-    const int rc = sqlite3_step(statement);
-    const int64_t value = rc == SQLITE_ROW ? sqlite3_column_int64(statement, 0) : 0;
-    sqlite3_finalize(statement);
-    check(rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc, "read");
-    return value;
-  }
-
-  void check(int rc, const char* what) {
-    require(rc == SQLITE_OK, ErrorCode::IO,
-            std::string("trackio: cannot ") + what + " '" + db_path_ + "': " + sqlite3_errmsg(db_));
-  }
-
-  void close() {
-    if (db_) sqlite3_close(db_);
-    db_ = nullptr;
-  }
+  void close() { db_.reset(); }
 
   std::string run_name_, run_id_, db_path_, lock_path_;
   std::optional<std::string> group_;
-  sqlite3* db_ = nullptr;
+  std::unique_ptr<SqliteDb> db_;
   int64_t next_step_ = 0;
 };
 

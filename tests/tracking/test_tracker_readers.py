@@ -1,7 +1,8 @@
 """One run logging to every built-in tracker at once, each read back by its own
 tool: wandb (`wandb leet inspect`, `wandb sync --dry-run`), DVCLive/DVC
-(`dvc metrics show`, `dvc plots show`, `Live(resume=True)`) and trackio
-(`trackio list runs`, `trackio get run/metric`) here, in the venv of
+(`dvc metrics show`, `dvc plots show`, `Live(resume=True)`), trackio
+(`trackio list runs`, `trackio get run/metric`) and Aim (`aim storage
+reindex`, then aim's SDK: `Repo.iter_runs`) here, in the venv of
 scripts/trackers-python-env.sh; TensorBoard's EventAccumulator and MLflow's
 client in the main test venv (ACCEL_TEST_PYTHON), on the same directory.
 
@@ -19,7 +20,8 @@ BIN = Path(sys.executable).parent
 STEPS = 300  # enough rows for the wandb log to cross its 32 KiB blocks
 CONFIG = {"lr": 0.01, "optimizer": "adam", "epochs": 3}
 KWARGS = {"wandb": {"name": "first-run", "tags": ["baseline", "cpu"], "notes": "from C", "id": "accel01"},
-          "trackio": {"name": "first-run", "group": "sweep-a"}}
+          "trackio": {"name": "first-run", "group": "sweep-a"},
+          "aim": {"experiment": "sweep-a"}}
 
 
 def expected(step):
@@ -127,6 +129,46 @@ def test_trackio_lists_the_run_with_its_config_and_every_step(run):
     assert [v["step"] for v in values] == list(range(STEPS))
     for v in values:
         assert v["value"] == pytest.approx(expected(v["step"])["train/loss"], rel=1e-15)
+
+
+# Aim's SDK on the repository: each run with its name, experiment, hparams and every metric's
+# steps and values (aim 3.29's Repo, Run and Metric.data).
+AIM_READER = """
+import json, sys
+from aim import Repo
+runs = []
+for r in Repo(sys.argv[1]).iter_runs():
+    metrics = {}
+    for m in r.metrics():
+        steps, (values, epochs, times) = m.data.items_list()
+        metrics[m.name] = {"context": m.context.to_dict(), "steps": list(steps), "values": list(values),
+                           "first_step": m.first_step(), "last_step": m.last_step()}
+    runs.append({"name": r.name, "experiment": r.experiment, "hparams": r["hparams"], "active": r.active,
+                 "metrics": metrics})
+print(json.dumps(runs))
+"""
+
+
+def test_aim_sdk_reads_the_run_with_its_hparams_and_every_step(run):
+    repo = run / "logs"
+    assert (repo / ".aim" / "run_metadata.sqlite").is_file()
+    # Aim reads a finished run once its index holds it: what `aim up` does as it indexes.
+    subprocess.run([BIN / "aim", "storage", "--repo", str(repo), "reindex"], input="y\n", text=True, check=True,
+                   capture_output=True, timeout=300)
+    runs = json.loads(subprocess.run([sys.executable, "-c", AIM_READER, str(repo)], check=True, capture_output=True,
+                                     text=True, timeout=300).stdout)
+    assert len(runs) == 1, runs
+    got = runs[0]
+    assert got["name"] == "demo" and got["experiment"] == "sweep-a" and not got["active"]
+    assert got["hparams"] == CONFIG  # epochs stays an int, as Python's Accelerate passes it
+    assert sorted(got["metrics"]) == ["accuracy", "train/loss"], "the text is no metric"
+    for name in ("train/loss", "accuracy"):
+        metric = got["metrics"][name]
+        assert metric["context"] == {}
+        assert metric["first_step"] == 0 and metric["last_step"] == STEPS - 1
+        order = sorted(range(STEPS), key=lambda i: metric["steps"][i])
+        assert [metric["steps"][i] for i in order] == list(range(STEPS))
+        assert [metric["values"][i] for i in order] == [expected(step)[name] for step in range(STEPS)]
 
 
 def test_tensorboard_and_mlflow_read_the_same_run(run):

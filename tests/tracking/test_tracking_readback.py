@@ -132,6 +132,7 @@ def test_all_picks_every_builtin_tracker(tmp_path):
     assert list((tmp_path / "wandb").glob("offline-run-*/run-*.wandb"))
     assert (tmp_path / "dvclive" / "plots" / "metrics" / "accuracy.tsv").exists()
     assert (tmp_path / "trackio" / "demo.db").exists()
+    assert len(list((tmp_path / ".aim" / "meta" / "chunks").iterdir())) == 1  # librocksdb is installed here
 
 
 def test_killed_writer_leaves_jsonl_parsable_up_to_its_last_full_line(tmp_path):

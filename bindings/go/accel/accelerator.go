@@ -82,7 +82,7 @@ type AcceleratorOptions struct {
 	AutomaticCheckpointNaming bool
 	TotalLimit                int64
 	SaveOnEachNode            bool
-	LogWith                   []string // "jsonl", "csv", "tensorboard", "mlflow", "wandb", "dvclive", "trackio", "all"
+	LogWith                   []string // "jsonl", "csv", "tensorboard", "mlflow", "wandb", "dvclive", "trackio", "aim", "all"
 	// Accelerate's kwargs_handlers (DistributedDataParallelKwargs,
 	// InitProcessGroupKwargs, GradScalerKwargs, AutocastKwargs; one of each):
 	// the fields each sets apply over the flat options above.
