@@ -3,8 +3,9 @@
  *
  * Built-in trackers are named in accel_accelerator_options.log_with
  * (comma-separated: "jsonl", "csv", "tensorboard", "mlflow", "wandb",
- * "dvclive", "trackio", "aim", or "all") and write under options.logging_dir
- * (default project_dir/logs; trackio into its own store); "aim" needs the
+ * "dvclive", "trackio", "aim", "comet_ml", or "all") and write under
+ * options.logging_dir (default project_dir/logs; trackio into its own store,
+ * comet_ml into COMET_OFFLINE_DIRECTORY or ./.cometml-runs); "aim" needs the
  * system's librocksdb (UNSUPPORTED without it; "all" then leaves it out);
  * docs/tracking.md describes
  * their files. Trackers run on the main process only: on the other

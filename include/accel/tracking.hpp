@@ -36,7 +36,7 @@ class Tracker {
   virtual void finish() = 0;
 };
 
-// "jsonl", "csv", "tensorboard", "mlflow", "wandb", "dvclive", "trackio", "aim":
+// "jsonl", "csv", "tensorboard", "mlflow", "wandb", "dvclive", "trackio", "aim", "comet_ml":
 // what log_with={"all"} picks (aim only where librocksdb can be loaded).
 std::vector<std::string> builtin_tracker_names();
 

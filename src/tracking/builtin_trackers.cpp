@@ -7,7 +7,7 @@
 namespace accel {
 
 std::vector<std::string> builtin_tracker_names() {
-  return {"jsonl", "csv", "tensorboard", "mlflow", "wandb", "dvclive", "trackio", "aim"};
+  return {"jsonl", "csv", "tensorboard", "mlflow", "wandb", "dvclive", "trackio", "aim", "comet_ml"};
 }
 
 std::unique_ptr<Tracker> make_builtin_tracker(const std::string& name, const std::string& logging_dir) {
@@ -22,6 +22,7 @@ std::unique_ptr<Tracker> make_builtin_tracker(const std::string& name, const std
   if (name == "dvclive") return make_dvclive_tracker(logging_dir, kwargs);
   if (name == "trackio") return make_trackio_tracker(logging_dir, kwargs);
   if (name == "aim") return make_aim_tracker(logging_dir, kwargs);
+  if (name == "comet_ml") return make_comet_tracker(logging_dir, kwargs);
   // The others take no init_kwargs yet: any key is named in the error.
   TrackerKwargs(name, kwargs).reject_unread();
   if (name == "jsonl") return make_jsonl_tracker(logging_dir);

@@ -24,6 +24,10 @@ std::unique_ptr<Tracker> make_trackio_tracker(const std::string& dir, const nloh
 // Aim's local repository under dir (init_kwargs "repo" elsewhere, "experiment").
 std::unique_ptr<Tracker> make_aim_tracker(const std::string& dir, const nlohmann::json& kwargs);
 
+// Comet's offline experiment archive (init_kwargs "offline_directory",
+// "workspace", "name", "tags"); COMET_OFFLINE_DIRECTORY, else .cometml-runs.
+std::unique_ptr<Tracker> make_comet_tracker(const std::string& dir, const nlohmann::json& kwargs);
+
 // Whether the built-in tracker can run here: aim needs librocksdb (loaded when
 // used). log_with "all" takes the available ones, as Accelerate's does.
 bool builtin_tracker_available(const std::string& name);

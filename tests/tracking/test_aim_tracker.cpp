@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "accel/error.hpp"
+#include "core/remove_tree.hpp"
 #include "tracking/builtin_trackers.hpp"
 #include "tracking/rocksdb_writer.hpp"
 
@@ -19,7 +20,7 @@ namespace fs = std::filesystem;
 
 fs::path fresh_dir(const std::string& name) {
   const fs::path dir = fs::temp_directory_path() / ("accel_aim_" + name);
-  fs::remove_all(dir);
+  accel::detail::remove_tree(dir);
   fs::create_directories(dir);
   return dir;
 }
@@ -68,7 +69,7 @@ TEST(AimTracker, TwoRunsShareTheRepositoryAndTheirExperiment) {
     EXPECT_TRUE(fs::exists(repo / ".aim" / "meta" / "chunks" / hash / "CURRENT")) << hash;
     EXPECT_TRUE(fs::exists(repo / ".aim" / "seqs" / "chunks" / hash / "CURRENT")) << hash;
   }
-  fs::remove_all(repo);
+  accel::detail::remove_tree(repo);
 }
 
 TEST(AimTracker, BadOptionsAndAnUnusableRepositoryAreNamed) {
@@ -95,7 +96,7 @@ TEST(AimTracker, BadOptionsAndAnUnusableRepositoryAreNamed) {
   }
   tracker->log({{"loss", 1.0}}, 0);  // nothing started: nothing written, no crash
   tracker->finish();
-  fs::remove_all(repo);
+  accel::detail::remove_tree(repo);
 }
 
 }  // namespace

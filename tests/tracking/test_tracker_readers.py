@@ -1,16 +1,20 @@
 """One run logging to every built-in tracker at once, each read back by its own
 tool: wandb (`wandb leet inspect`, `wandb sync --dry-run`), DVCLive/DVC
 (`dvc metrics show`, `dvc plots show`, `Live(resume=True)`), trackio
-(`trackio list runs`, `trackio get run/metric`) and Aim (`aim storage
-reindex`, then aim's SDK: `Repo.iter_runs`) here, in the venv of
+(`trackio list runs`, `trackio get run/metric`), Aim (`aim storage
+reindex`, then aim's SDK: `Repo.iter_runs`) and Comet (`comet offline --csv`,
+comet_ml's own message schemas) here, in the venv of
 scripts/trackers-python-env.sh; TensorBoard's EventAccumulator and MLflow's
 client in the main test venv (ACCEL_TEST_PYTHON), on the same directory.
 
 Run by CTest with TRACKING_WRITER (tests/tracking/tracking_writer.c) set."""
+import csv
+import io
 import json
 import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -21,7 +25,8 @@ STEPS = 300  # enough rows for the wandb log to cross its 32 KiB blocks
 CONFIG = {"lr": 0.01, "optimizer": "adam", "epochs": 3}
 KWARGS = {"wandb": {"name": "first-run", "tags": ["baseline", "cpu"], "notes": "from C", "id": "accel01"},
           "trackio": {"name": "first-run", "group": "sweep-a"},
-          "aim": {"experiment": "sweep-a"}}
+          "aim": {"experiment": "sweep-a"},
+          "comet_ml": {"workspace": "team", "name": "first-run", "tags": ["baseline"]}}
 
 
 def expected(step):
@@ -33,7 +38,8 @@ def run(tmp_path_factory):
     """tracking_writer all <dir> demo STEPS CONFIG INIT_KWARGS, from inside a DVC repository."""
     root = tmp_path_factory.mktemp("trackers")
     subprocess.run([BIN / "dvc", "init", "--no-scm", "-q"], cwd=root, check=True, timeout=120)
-    env = dict(os.environ, WANDB_DIR="", WANDB_MODE="", TRACKIO_DIR=str(root / "trackio"))
+    env = dict(os.environ, WANDB_DIR="", WANDB_MODE="", TRACKIO_DIR=str(root / "trackio"),
+               COMET_OFFLINE_DIRECTORY=str(root / "comet"))
     subprocess.run([WRITER, "all", str(root / "logs"), "demo", str(STEPS), json.dumps(CONFIG), json.dumps(KWARGS)],
                    cwd=root, env=env, check=True, timeout=120)
     return root
@@ -169,6 +175,45 @@ def test_aim_sdk_reads_the_run_with_its_hparams_and_every_step(run):
         order = sorted(range(STEPS), key=lambda i: metric["steps"][i])
         assert [metric["steps"][i] for i in order] == list(range(STEPS))
         assert [metric["values"][i] for i in order] == [expected(step)[name] for step in range(STEPS)]
+
+
+def comet_archive(run):
+    archives = list((run / "comet").glob("*.zip"))
+    assert len(archives) == 1, archives
+    return archives[0]
+
+
+def test_comet_offline_reads_the_archive(run):
+    out = subprocess.run([BIN / "comet", "offline", "--csv", str(comet_archive(run))], check=True,
+                         capture_output=True, text=True, timeout=300).stdout
+    all_rows = list(csv.DictReader(io.StringIO(out)))
+    assert {(r["workspace"], r["project"]) for r in all_rows} == {("team", "demo")}
+    rows = [r for r in all_rows if r["level"] == "detail"]  # (besides each value's maximum and minimum)
+    params = {r["name"]: r["value"] for r in rows if r["section"] == "param" and r["name"] != "curr_step"}
+    assert params == {k: str(v) for k, v in CONFIG.items()}
+    steps = [int(r["value"]) for r in rows if r["section"] == "param" and r["name"] == "curr_step"]
+    assert steps == list(range(STEPS))
+    metrics = [(r["name"], float(r["value"])) for r in rows if r["section"] == "metric"]
+    assert metrics == [(k, expected(s)[k]) for s in range(STEPS) for k in sorted(expected(s))]
+
+
+def test_comet_messages_pass_comet_mls_own_schemas(run):
+    from comet_ml import schemas
+
+    with zipfile.ZipFile(comet_archive(run)) as archive:
+        experiment = json.loads(archive.read("experiment.json"))
+        messages = [json.loads(line) for line in archive.read("messages.json").decode().splitlines()]
+    schemas.get_experiment_file_validator().validate(experiment)
+    assert experiment["project_name"] == "demo" and experiment["tags"] == ["baseline"]
+    assert experiment["start_time"] <= experiment["stop_time"]
+    validators = {"metric_msg": schemas.get_metric_msg_validator(),
+                  "parameter_msg": schemas.get_parameter_msg_validator(),
+                  "log_other": schemas.get_log_other_msg_validator()}
+    for message in messages:
+        validators[message["type"]].validate(message["payload"])
+    assert [m["payload"]["message_id"] for m in messages] == list(range(1, len(messages) + 1))
+    others = {m["payload"]["key"]: m["payload"]["value"] for m in messages if m["type"] == "log_other"}
+    assert others == {"offline_experiment": True, "Name": "first-run", "notes": "hello tracking"}
 
 
 def test_tensorboard_and_mlflow_read_the_same_run(run):

@@ -16,7 +16,8 @@ STEPS = 25
 
 def write_run(tmp_path, log_with, steps=STEPS, config=None):
     extra = [json.dumps(config)] if config is not None else []
-    env = dict(os.environ, TRACKIO_DIR=str(tmp_path / "trackio"))  # "all" includes trackio, whose store is global
+    # "all" includes trackio and comet_ml, which write outside logging_dir (their own stores).
+    env = dict(os.environ, TRACKIO_DIR=str(tmp_path / "trackio"), COMET_OFFLINE_DIRECTORY=str(tmp_path / "comet"))
     subprocess.run([WRITER, log_with, str(tmp_path), "demo", str(steps)] + extra, check=True, timeout=60, env=env)
 
 
@@ -133,6 +134,7 @@ def test_all_picks_every_builtin_tracker(tmp_path):
     assert (tmp_path / "dvclive" / "plots" / "metrics" / "accuracy.tsv").exists()
     assert (tmp_path / "trackio" / "demo.db").exists()
     assert len(list((tmp_path / ".aim" / "meta" / "chunks").iterdir())) == 1  # librocksdb is installed here
+    assert len(list((tmp_path / "comet").glob("*.zip"))) == 1
 
 
 def test_killed_writer_leaves_jsonl_parsable_up_to_its_last_full_line(tmp_path):

@@ -144,7 +144,7 @@ TEST(WandbTracker, BadInitKwargsAreNamedAndStartNothing) {
       {R"({"wandb": {"tags": [1]}})", "[\"tags\"]"},
       {R"({"wandb": {"id": "../up"}})", "'../up'"},
       {R"({"wandb": {"mode": "shared"}})", "'shared'"},
-      {R"({"comet_ml": {}})", "'comet_ml'"},
+      {R"({"clearml": {}})", "'clearml'"},
       {R"({"jsonl": {"flush": true}})", "'flush'"},
       {R"([1])", "not a JSON object"},
   };

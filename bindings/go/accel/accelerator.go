@@ -82,7 +82,7 @@ type AcceleratorOptions struct {
 	AutomaticCheckpointNaming bool
 	TotalLimit                int64
 	SaveOnEachNode            bool
-	LogWith                   []string // "jsonl", "csv", "tensorboard", "mlflow", "wandb", "dvclive", "trackio", "aim", "all"
+	LogWith                   []string // "jsonl", "csv", "tensorboard", "mlflow", "wandb", "dvclive", "trackio", "aim", "comet_ml", "all"
 	// Accelerate's kwargs_handlers (DistributedDataParallelKwargs,
 	// InitProcessGroupKwargs, GradScalerKwargs, AutocastKwargs; one of each):
 	// the fields each sets apply over the flat options above.

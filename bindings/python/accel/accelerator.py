@@ -132,7 +132,7 @@ class Accelerator(ProcessDecorators, core.Accelerator):
     even_batches, dispatch_batches (None: iterable datasets are dispatched), use_seedable_sampler,
     data_seed, device_placement, project_dir, logging_dir,
     automatic_checkpoint_naming, total_limit, log_with ("jsonl", "csv", "tensorboard", "mlflow",
-    "wandb", "dvclive", "trackio", "aim", "all", or a list), timeout_ms, comm_hook ("fp16", "bf16"), find_unused_parameters,
+    "wandb", "dvclive", "trackio", "aim", "comet_ml", "all", or a list), timeout_ms, comm_hook ("fp16", "bf16"), find_unused_parameters,
     broadcast_buffers (default True: process 0's buffers at every training forward),
     sharding_strategy ("NO_SHARD", "SHARD_OPTIMIZER" (ZeRO-1), "SHARD_GRAD_OP" (ZeRO-2), "FULL_SHARD",
     "HYBRID_SHARD" (FULL_SHARD within each node, replicated across nodes);

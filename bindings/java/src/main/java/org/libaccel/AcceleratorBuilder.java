@@ -111,7 +111,7 @@ public final class AcceleratorBuilder {
     return this;
   }
 
-  /** Built-in trackers: "jsonl", "csv", "tensorboard", "mlflow", "wandb", "dvclive", "trackio", "aim", "all". */
+  /** Built-in trackers: "jsonl", "csv", "tensorboard", "mlflow", "wandb", "dvclive", "trackio", "aim", "comet_ml", "all". */
   public AcceleratorBuilder logWith(String... trackers) {
     options.setLogWith(String.join(",", trackers));
     return this;
