@@ -145,7 +145,9 @@ class AimTracker : public Tracker {
       context_written_ = true;
     }
     const double now = unix_seconds();
-    for (const auto& [name, value] : values) {
+    for (const auto& item : values) {
+      const std::string& name = item.first;  // (a lambda below needs a name, not a structured binding)
+      const double value = item.second;
       Sequence& sequence = sequences_[name];
       const auto series = [&](const char* column) {
         return aim::encode_path(

@@ -9,12 +9,9 @@ import (
 // ModelFromTorchScriptOutputs loads a TorchScript module whose forward returns
 // a plain tuple (or one tensor), naming its outputs for ForwardNamed.
 func ModelFromTorchScriptOutputs(path string, outputNames []string) (*Model, error) {
-	names := core.NewStringVector()
-	defer core.DeleteStringVector(names)
-	for _, name := range outputNames {
-		names.Add(name)
-	}
-	return newModel(call(func() core.Model { return core.ModelFrom_torchscript_outputs(path, names) }))
+	return withOutputNames(outputNames, func(names core.StringVector) core.Model {
+		return core.ModelFrom_torchscript_outputs(path, names)
+	})
 }
 
 // ModelFromTorchScriptEmpty loads a TorchScript file with its parameters on
@@ -23,12 +20,19 @@ func ModelFromTorchScriptOutputs(path string, outputNames []string) (*Model, err
 // ModelFromTorchScriptOutputs (nil: the model's own). Fill it with Materialize
 // or LoadCheckpointAndDispatch; ForwardNamed fails until then.
 func ModelFromTorchScriptEmpty(path string, outputNames []string) (*Model, error) {
+	return withOutputNames(outputNames, func(names core.StringVector) core.Model {
+		return core.ModelFrom_torchscript_empty(path, names)
+	})
+}
+
+// withOutputNames loads a model through load, handing it the names as SWIG's vector.
+func withOutputNames(outputNames []string, load func(core.StringVector) core.Model) (*Model, error) {
 	names := core.NewStringVector()
 	defer core.DeleteStringVector(names)
 	for _, name := range outputNames {
 		names.Add(name)
 	}
-	return newModel(call(func() core.Model { return core.ModelFrom_torchscript_empty(path, names) }))
+	return newModel(call(func() core.Model { return load(names) }))
 }
 
 // ForwardNamed runs the model on named inputs, as a Hugging Face model is

@@ -24,6 +24,19 @@ GPT = json.dumps({
 })
 
 
+def export_gpt2(tmp_path):
+    """transformers' GPT-2 traced to TorchScript by tests/hf (a random small config), and the
+    first two rows of its batch: (the export folder, {input name: array})."""
+    export = tmp_path / "gpt2"
+    subprocess.run([sys.executable, os.path.join(os.environ["ACCEL_REPO"], "tests", "hf", "export_hf_models.py"),
+                    "gpt2", str(export)], check=True,
+                   env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
+    shapes = json.loads((export / "data.json").read_text())
+    batch = {name: np.fromfile(export / f"{name}.bin", dtype="<i8").reshape(shape)[:2]
+             for name, shape in shapes.items()}
+    return export, batch
+
+
 def greedy(model, prompt, steps):
     """Greedy generation without a cache: the argmax of the last position, appended."""
     model.eval()
@@ -153,13 +166,7 @@ def test_disk_offload_of_an_exported_gpt2_computes_the_same(tmp_path):
     # Conv1Ds, norms, the attention's mask buffers) reads them back from offload_dir around each
     # of its calls; loss and logits are the fully loaded model's, bit for bit (the same kernels
     # on the same tensors).
-    export = tmp_path / "gpt2"
-    subprocess.run([sys.executable, os.path.join(os.environ["ACCEL_REPO"], "tests", "hf", "export_hf_models.py"),
-                    "gpt2", str(export)], check=True,
-                   env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
-    shapes = json.loads((export / "data.json").read_text())
-    batch = {name: np.fromfile(export / f"{name}.bin", dtype="<i8").reshape(shape)[:2]
-             for name, shape in shapes.items()}
+    export, batch = export_gpt2(tmp_path)
     want = accel.Model.from_torchscript(str(export / "model.pt"))(**batch)
     model = accel.Model.from_torchscript(str(export / "model.pt"))
     assert accel.disk_offload(model, tmp_path / "offload") is model
@@ -229,13 +236,7 @@ def test_init_empty_weights_loads_an_exported_gpt2_without_its_weights(tmp_path)
     # causal-mask buffers, in no checkpoint, come from the file. Filled from what save_model wrote,
     # in memory or with the blocks streamed from disk around each call, its loss and logits are
     # the fully loaded model's, bit for bit (the same kernels on the same tensors).
-    export = tmp_path / "gpt2"
-    subprocess.run([sys.executable, os.path.join(os.environ["ACCEL_REPO"], "tests", "hf", "export_hf_models.py"),
-                    "gpt2", str(export)], check=True,
-                   env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
-    shapes = json.loads((export / "data.json").read_text())
-    batch = {name: np.fromfile(export / f"{name}.bin", dtype="<i8").reshape(shape)[:2]
-             for name, shape in shapes.items()}
+    export, batch = export_gpt2(tmp_path)
     loaded = accel.Model.from_torchscript(export / "model.pt")
     want = loaded(**batch)
     accelerator = accel.Accelerator(cpu=True)

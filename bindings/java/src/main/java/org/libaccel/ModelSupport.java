@@ -14,18 +14,18 @@ final class ModelSupport {
   private ModelSupport() {}
 
   static Model fromTorchscriptOutputs(String path, List<String> outputNames) {
-    StringVector names = new StringVector(outputNames);
-    try {
-      return Model.fromTorchscriptOutputs(path, names);
-    } finally {
-      names.delete();
-    }
+    return withNames(outputNames, names -> Model.fromTorchscriptOutputs(path, names));
   }
 
   static Model fromTorchscriptEmpty(String path, List<String> outputNames) {
+    return withNames(outputNames, names -> Model.fromTorchscriptEmpty(path, names));
+  }
+
+  /** load called with the names as SWIG's vector, freed after. */
+  private static Model withNames(List<String> outputNames, java.util.function.Function<StringVector, Model> load) {
     StringVector names = new StringVector(outputNames);
     try {
-      return Model.fromTorchscriptEmpty(path, names);
+      return load.apply(names);
     } finally {
       names.delete();
     }
