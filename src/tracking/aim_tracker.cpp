@@ -57,18 +57,7 @@ CREATE TABLE run_info (id INTEGER NOT NULL, run_id INTEGER, created_at DATETIME,
 )sql";
 
 // SQLAlchemy's DateTime in SQLite, of datetime.utcnow(): 2026-11-29 02:58:22.186356.
-std::string utc_now_text() {
-  const auto now = std::chrono::system_clock::now();
-  const std::time_t seconds = std::chrono::system_clock::to_time_t(now);
-  const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() % 1000000;
-  std::tm utc{};
-  gmtime_r(&seconds, &utc);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S", &utc);
-  char full[48];
-  std::snprintf(full, sizeof full, "%s.%06lld", text, static_cast<long long>(micros));
-  return full;
-}
+std::string sqlite_now() { return utc_now_text("%Y-%m-%d %H:%M:%S", ""); }
 
 // uuid4's text form, as SQLAlchemy's default for the uuid columns writes it.
 std::string uuid4_text() {
@@ -197,7 +186,7 @@ class AimTracker : public Tracker {
     meta_.reset();
     seqs_.reset();
     SqliteDb db(sqlite_path_, "aim");
-    const std::string now = utc_now_text();
+    const std::string now = sqlite_now();
     db.run("UPDATE run SET updated_at = ?1, finalized_at = ?1 WHERE hash = ?2", {now, hash_});
   }
 
@@ -237,7 +226,7 @@ class AimTracker : public Tracker {
       db.exec(std::string("BEGIN;") + kSchema + "INSERT INTO alembic_version VALUES ('" + kAlembicRevision +
               "'); COMMIT;");
     }
-    const std::string now = utc_now_text();
+    const std::string now = sqlite_now();
     std::optional<int64_t> experiment = db.query_int("SELECT id FROM experiment WHERE name = ?1", {experiment_});
     if (!experiment) {
       db.run("INSERT INTO experiment (uuid, name, created_at, updated_at, is_archived) VALUES (?1, ?2, ?3, ?3, 0)",

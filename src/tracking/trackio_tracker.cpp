@@ -69,18 +69,7 @@ std::string canonical_project_name(const std::string& project) {
 }
 
 // Python's datetime.now(timezone.utc).isoformat(): 2026-11-28T02:39:03.324200+00:00.
-std::string iso_now() {
-  const auto now = std::chrono::system_clock::now();
-  const std::time_t seconds = std::chrono::system_clock::to_time_t(now);
-  const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() % 1000000;
-  std::tm utc{};
-  gmtime_r(&seconds, &utc);
-  char text[48];
-  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%S", &utc);
-  char full[64];
-  std::snprintf(full, sizeof(full), "%s.%06lld+00:00", text, static_cast<long long>(micros));
-  return full;
-}
+std::string iso_now() { return utc_now_text("%Y-%m-%dT%H:%M:%S", "+00:00"); }
 
 std::string uuid_hex() { return random_id(kHexDigits, 32); }
 
