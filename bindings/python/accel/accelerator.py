@@ -31,7 +31,7 @@ from .kwargs_handlers import (AutocastKwargs, DataLoaderConfiguration, ProfileKw
                               dataloader_options, handler_options, project_options, sort_handlers)
 from .models import Model, _map_items, _tensor_map
 from .tensors import Tensor, _as_tensor, tensor
-from .tracking import Tracker, _TrackerAdapter
+from .tracking import Tracker, _split_log_with, _TrackerAdapter
 
 __all__ = ["Accelerator", "DistributedType", "GradientAccumulationPlugin", "FullyShardedDataParallelPlugin"]
 
@@ -216,8 +216,10 @@ class Accelerator(ProcessDecorators, core.Accelerator):
             options["fsdp_transformer_layer_cls_to_wrap"] = ",".join(options["fsdp_transformer_layer_cls_to_wrap"])
         if isinstance(options.get("fsdp_activation_checkpointing"), bool):
             options["fsdp_activation_checkpointing"] = int(options["fsdp_activation_checkpointing"])
-        if isinstance(options.get("log_with"), (list, tuple)):
-            options["log_with"] = ",".join(options["log_with"])
+        custom_trackers: List[Any] = []
+        if options.get("log_with") is not None:
+            names, custom_trackers = _split_log_with(options["log_with"])
+            options["log_with"] = ",".join(names)
         # None (Accelerate's default) is -1 in the C options: dispatch_batches
         # then follows the dataset (iterable: dispatched); data_seed is unset.
         for key in ("dispatch_batches", "data_seed"):
@@ -250,6 +252,8 @@ class Accelerator(ProcessDecorators, core.Accelerator):
         if project_config is not None and project_config.iteration:
             core.Accelerator.set_save_iteration(self, project_config.iteration)
         self._project_configuration._accelerator = self
+        for tracker in custom_trackers:  # Accelerate's log_with also takes tracker instances
+            self.add_tracker(tracker)
 
     # -- prepare ---------------------------------------------------------
     def prepare(self, *objects: Any) -> Any:

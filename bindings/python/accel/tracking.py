@@ -2,13 +2,14 @@
 bar and get_logger."""
 from __future__ import annotations
 
+import enum
 import json
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import core
 from ._helpers import _closeable, _error_text
 
-__all__ = ["Tracker", "ProgressBar", "get_logger"]
+__all__ = ["GeneralTracker", "LoggerType", "Tracker", "ProgressBar", "get_logger"]
 
 
 class Tracker:
@@ -24,6 +25,55 @@ class Tracker:
 
     def finish(self) -> None:
         pass
+
+
+GeneralTracker = Tracker  # Accelerate's name (accelerate.tracking.GeneralTracker)
+
+
+class LoggerType(enum.Enum):
+    """Accelerate's LoggerType (accelerate.utils): the built-in trackers by name, for log_with.
+    str() gives the name. CLEARML and SWANLAB are Accelerate's members that libaccel has no
+    tracker for: init_trackers names them; JSONL and CSV are libaccel's own."""
+
+    ALL = "all"
+    AIM = "aim"
+    TENSORBOARD = "tensorboard"
+    WANDB = "wandb"
+    COMETML = "comet_ml"
+    MLFLOW = "mlflow"
+    CLEARML = "clearml"
+    DVCLIVE = "dvclive"
+    SWANLAB = "swanlab"
+    TRACKIO = "trackio"
+    JSONL = "jsonl"
+    CSV = "csv"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @classmethod
+    def list(cls) -> List[str]:
+        return [str(member) for member in cls]
+
+
+def _split_log_with(log_with: Any) -> Tuple[List[str], List[Any]]:
+    """Accelerate's log_with: a name, a LoggerType, a tracker instance, or a list of them, into
+    the built-in names and the instances (added with add_tracker). Raises TypeError naming any
+    other item."""
+    items = list(log_with) if isinstance(log_with, (list, tuple)) else [log_with]
+    names: List[str] = []
+    custom: List[Any] = []
+    for item in items:
+        if isinstance(item, LoggerType):
+            names.append(item.value)
+        elif isinstance(item, str):
+            names.append(item)
+        elif isinstance(item, Tracker) or (hasattr(item, "log") and hasattr(item, "name")):
+            custom.append(item)
+        else:
+            raise TypeError(f"log_with takes tracker names, LoggerType members and tracker instances, "
+                            f"not {type(item).__name__} ({item!r})")
+    return names, custom
 
 
 class _TrackerAdapter(core.Tracker):

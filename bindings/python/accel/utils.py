@@ -11,10 +11,11 @@ from .kwargs_handlers import (AutocastKwargs, DataLoaderConfiguration, DDPCommun
 from .launchers import debug_launcher, notebook_launcher
 from .memory import find_executable_batch_size, should_reduce_batch_size
 from .parallelism import ParallelismConfig, TorchContextParallelConfig
+from .tracking import LoggerType
 
 __all__ = ["AutocastKwargs", "DataLoaderConfiguration", "DDPCommunicationHookType", "DistributedDataParallelKwargs",
            "DistributedType", "FullyShardedDataParallelPlugin", "GradientAccumulationPlugin", "GradScalerKwargs",
-           "InitProcessGroupKwargs", "KwargsHandler", "ParallelismConfig", "ProfileKwargs", "ProjectConfiguration",
+           "InitProcessGroupKwargs", "KwargsHandler", "LoggerType", "ParallelismConfig", "ProfileKwargs", "ProjectConfiguration",
            "TorchContextParallelConfig", "find_executable_batch_size", "should_reduce_batch_size", "notebook_launcher", "debug_launcher",
            "check_device_map", "compute_module_sizes", "get_balanced_memory", "get_max_memory", "infer_auto_device_map",
            "load_checkpoint_in_model"]

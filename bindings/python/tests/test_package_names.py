@@ -22,6 +22,8 @@ PUBLIC = {
     "AutocastKwargs", "ProfileKwargs", "DDPCommunicationHookType", "DataLoaderConfiguration", "utils",
     "find_executable_batch_size", "should_reduce_batch_size", "notebook_launcher", "debug_launcher",
     "get_balanced_memory", "disk_offload", "cpu_offload", "dispatch_model", "init_on_device",
+    # Accelerate's tracker names for log_with (accelerate.tracking, accelerate.utils).
+    "GeneralTracker", "LoggerType",
 }
 # Reachable as accel.X without being in __all__: SWIG's option structs and Batch, the raw SWIG
 # module, the big-modeling module, and the private helper the tests compare with Accelerate's.

@@ -302,6 +302,40 @@ def test_custom_and_builtin_trackers(tmp_path):
     assert any(r.get("loss") == 0.5 for r in records)
 
 
+def test_log_with_takes_logger_types_and_tracker_instances_as_accelerate_does(tmp_path):
+    """Accelerate's log_with: LoggerType members (accelerate.utils) and GeneralTracker instances
+    (accelerate.tracking) beside names; anything else is a TypeError naming it."""
+    from accel.tracking import GeneralTracker
+    from accel.utils import LoggerType
+
+    class Recorder(GeneralTracker):
+        name = "recorder"
+
+        def __init__(self):
+            self.logged = []
+
+        def log(self, values, step=None):
+            self.logged.append((values, step))
+
+    assert str(LoggerType.COMETML) == "comet_ml" and "aim" in LoggerType.list()
+    recorder = Recorder()
+    acc, *_ = make_run(tmp_path, log_with=[LoggerType.CSV, recorder, "jsonl"])
+    assert acc.get_tracker("recorder") is recorder
+    acc.init_trackers("run")
+    acc.log({"loss": 0.5}, step=1)
+    acc.end_training()
+    assert recorder.logged == [({"loss": 0.5}, 1)]
+    assert list((tmp_path / "logs").rglob("metrics.csv")) and list((tmp_path / "logs").rglob("metrics.jsonl"))
+    single, *_ = make_run(tmp_path / "single", log_with=LoggerType.JSONL)
+    single.init_trackers("run")
+    single.end_training()
+    with pytest.raises(TypeError, match="int"):
+        accel.Accelerator(cpu=True, log_with=[3])
+    unbuilt, *_ = make_run(tmp_path / "clearml", log_with=LoggerType.CLEARML)
+    with pytest.raises(accel.AccelError, match="'clearml'"):
+        unbuilt.init_trackers("run")
+
+
 def test_init_kwargs_reach_the_builtin_trackers(tmp_path):
     """Accelerate's init_trackers(init_kwargs=...): wandb's run name and id, dvclive's dir."""
     acc, *_ = make_run(tmp_path, log_with=["wandb", "dvclive"])
