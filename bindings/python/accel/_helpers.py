@@ -3,6 +3,7 @@ native objects, keyword options onto SWIG's option structs, and the text a callb
 an exception (an empty string: success)."""
 from __future__ import annotations
 
+import enum
 from typing import Any, Dict
 
 
@@ -24,3 +25,14 @@ def _set_fields(options: Any, values: Dict[str, Any], what: str) -> None:
 
 def _error_text(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
+
+
+class _ValueEnum(enum.Enum):
+    """Accelerate's BaseEnum: str(member) is its value, list() the values in order."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    @classmethod
+    def list(cls) -> list:
+        return [str(member) for member in cls]

@@ -7,12 +7,12 @@ that differ from the defaults, and only those reach the accelerator, as in Accel
 from __future__ import annotations
 
 import copy
-import enum
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Callable, Dict, List, Optional
 
 from . import core
+from ._helpers import _ValueEnum
 
 __all__ = ["KwargsHandler", "DDPCommunicationHookType", "DistributedDataParallelKwargs", "InitProcessGroupKwargs",
            "GradScalerKwargs", "AutocastKwargs", "ProfileKwargs", "DataLoaderConfiguration", "ProjectConfiguration"]
@@ -29,7 +29,7 @@ class KwargsHandler:
         return {k: v for k, v in self.to_dict().items() if defaults[k] != v}
 
 
-class DDPCommunicationHookType(str, enum.Enum):
+class DDPCommunicationHookType(str, _ValueEnum):
     """Accelerate's DDP communication hooks; libaccel runs NO, FP16 and BF16 (gradient compression)."""
 
     NO = "no"
@@ -37,9 +37,6 @@ class DDPCommunicationHookType(str, enum.Enum):
     BF16 = "bf16"
     POWER_SGD = "power_sgd"
     BATCHED_POWER_SGD = "batched_power_sgd"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass

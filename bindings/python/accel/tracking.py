@@ -2,12 +2,11 @@
 bar and get_logger."""
 from __future__ import annotations
 
-import enum
 import json
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import core
-from ._helpers import _closeable, _error_text
+from ._helpers import _closeable, _error_text, _ValueEnum
 
 __all__ = ["GeneralTracker", "LoggerType", "Tracker", "ProgressBar", "get_logger"]
 
@@ -30,7 +29,7 @@ class Tracker:
 GeneralTracker = Tracker  # Accelerate's name (accelerate.tracking.GeneralTracker)
 
 
-class LoggerType(enum.Enum):
+class LoggerType(_ValueEnum):
     """Accelerate's LoggerType (accelerate.utils): the built-in trackers by name, for log_with.
     str() gives the name. CLEARML and SWANLAB are Accelerate's members that libaccel has no
     tracker for: init_trackers names them; JSONL and CSV are libaccel's own."""
@@ -47,13 +46,6 @@ class LoggerType(enum.Enum):
     TRACKIO = "trackio"
     JSONL = "jsonl"
     CSV = "csv"
-
-    def __str__(self) -> str:
-        return self.value
-
-    @classmethod
-    def list(cls) -> List[str]:
-        return [str(member) for member in cls]
 
 
 def _split_log_with(log_with: Any) -> Tuple[List[str], List[Any]]:
