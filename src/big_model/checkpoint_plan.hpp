@@ -41,4 +41,16 @@ std::vector<PlannedTensor> plan_checkpoint(const torch::nn::Module& root, const 
 // through costs one tensor of RSS, not the file.
 at::Tensor load_planned(const safetensors::File& file, const safetensors::Entry& entry, at::ScalarType type);
 
+// A tensor kept on the meta device between calls and read from its
+// checkpoint entry around them (the disk offload hooks of TorchScript
+// submodules). The file must outlive it.
+struct DiskTensor {
+  at::Tensor target;
+  const safetensors::File* file;
+  safetensors::Entry entry;
+  at::ScalarType type;
+};
+// entering: the entry's bytes read into target (load_planned); else target back to meta.
+void swap_disk_tensor(const DiskTensor& tensor, bool entering);
+
 }  // namespace accel::detail

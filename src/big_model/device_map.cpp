@@ -11,6 +11,7 @@
 
 #include "accel/big_model.hpp"
 #include "accel/error.hpp"
+#include "big_model/dispatch.hpp"
 #include "big_model/module_tree.hpp"
 #include "state/c10d_adapter.hpp"
 
@@ -256,15 +257,10 @@ DeviceMap infer_auto_device_map(const Model& model, const std::vector<std::pair<
   return map;
 }
 
-void verify_device_map(const Model& model, const DeviceMap& device_map) {
-  auto root = detail::module_of(model, "verify_device_map");
-  std::set<std::string> known = {""};
-  for (const auto& m : root->named_modules()) known.insert(m.key());
-  std::vector<std::string> tensors;
-  for (const auto& [name, t] : detail::named_module_tensors(*root)) {
-    known.insert(name);
-    tensors.push_back(name);
-  }
+namespace detail {
+
+void verify_device_map_over(const std::set<std::string>& known, const std::vector<std::string>& tensors,
+                            const DeviceMap& device_map) {
   const int gpus = static_cast<int>(torch::cuda::device_count());
   for (size_t i = 0; i < device_map.size(); ++i) {
     const auto& [name, device] = device_map[i];
@@ -287,6 +283,20 @@ void verify_device_map(const Model& model, const DeviceMap& device_map) {
         std::any_of(device_map.begin(), device_map.end(), [&](const auto& e) { return has_prefix(tensor, e.first); });
     require_arg(covered, "device_map: the model's tensor " + quote_name(tensor) + " is not placed by any entry");
   }
+}
+
+}  // namespace detail
+
+void verify_device_map(const Model& model, const DeviceMap& device_map) {
+  auto root = detail::module_of(model, "verify_device_map");
+  std::set<std::string> known = {""};
+  for (const auto& m : root->named_modules()) known.insert(m.key());
+  std::vector<std::string> tensors;
+  for (const auto& [name, t] : detail::named_module_tensors(*root)) {
+    known.insert(name);
+    tensors.push_back(name);
+  }
+  detail::verify_device_map_over(known, tensors, device_map);
 }
 
 std::string device_map_to_json(const DeviceMap& device_map) {

@@ -77,21 +77,16 @@ void disk_offload_script(torch::jit::Module& module, const detail::ModelImpl* ow
   auto file = std::make_shared<safetensors::File>(safetensors::File::open(weights));
   std::map<std::string, detail::SubmoduleHook> hooks;
   for (auto& [path, owned] : owners) {
-    std::vector<safetensors::Entry> entries;
-    for (const auto& name : owned.names) entries.push_back(*file->find(name));
-    hooks.emplace(path, [file, entries, tensors = owned.tensors](bool entering) {
-      for (size_t i = 0; i < tensors.size(); ++i) {
-        const at::ScalarType type = tensors[i].scalar_type();
-        detail::replace_tensor_contents(
-            tensors[i], entering ? detail::load_planned(*file, entries[i], type)
-                                 : at::empty(tensors[i].sizes(), tensors[i].options().device(c10::kMeta)));
-      }
+    std::vector<detail::DiskTensor> tensors;
+    for (size_t i = 0; i < owned.names.size(); ++i) {
+      tensors.push_back({owned.tensors[i], file.get(), *file->find(owned.names[i]), owned.tensors[i].scalar_type()});
+    }
+    hooks.emplace(path, [file, tensors](bool entering) {
+      for (const auto& tensor : tensors) detail::swap_disk_tensor(tensor, entering);
     });
   }
   // Nothing can fail from here: the tensors leave memory and the calls are hooked.
-  for (auto& [name, tensor] : unique) {
-    detail::replace_tensor_contents(tensor, at::empty(tensor.sizes(), tensor.options().device(c10::kMeta)));
-  }
+  for (auto& [name, tensor] : unique) detail::to_meta(tensor);
   detail::hook_script_submodules(module, hooks, owner);
 }
 

@@ -31,18 +31,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The device of the map's key that covers name (the key itself or a dotted prefix; "" covers all).
-const std::string& device_of(const DeviceMap& map, const std::string& name) {
-  const std::string* best = nullptr;
-  size_t best_length = 0;
-  for (const auto& [key, device] : map) {
-    bool covers = key.empty() || key == name || name.rfind(key + ".", 0) == 0;
-    if (covers && (best == nullptr || key.size() >= best_length)) best = &device, best_length = key.size();
-  }
-  require_arg(best != nullptr, "load_checkpoint_and_dispatch: the device map does not cover tensor \"" + name + "\"");
-  return *best;
-}
-
 // Fails with IO naming the folder unless a file can be created in it (InvalidArgument, naming
 // `what`, when there is no folder).
 void require_writable(const std::string& folder, const std::string& what) {
@@ -135,10 +123,6 @@ struct Offload {
   }
 };
 
-void to_meta(const at::Tensor& tensor, at::ScalarType type) {
-  detail::replace_tensor_contents(tensor, at::empty(tensor.sizes(), tensor.options().dtype(type).device(c10::kMeta)));
-}
-
 }  // namespace
 
 void load_checkpoint_and_dispatch(const Model& model, const std::string& checkpoint, const DeviceMap& device_map,
@@ -152,6 +136,17 @@ void load_checkpoint_and_dispatch(const Model& model, const std::string& checkpo
 
 namespace detail {
 
+const std::string& device_of(const DeviceMap& map, const std::string& name) {
+  const std::string* best = nullptr;
+  size_t best_length = 0;
+  for (const auto& [key, device] : map) {
+    bool covers = key.empty() || key == name || name.rfind(key + ".", 0) == 0;
+    if (covers && (best == nullptr || key.size() >= best_length)) best = &device, best_length = key.size();
+  }
+  require_arg(best != nullptr, "load_checkpoint_and_dispatch: the device map does not cover tensor \"" + name + "\"");
+  return *best;
+}
+
 void dispatch_checkpoint(const Model& model, const std::string& checkpoint, const DeviceMap& device_map,
                          const std::string& offload_folder, c10::optional<c10::ScalarType> dtype,
                          const c10::optional<c10::Device>& main_gpu) {
@@ -164,7 +159,7 @@ void dispatch_checkpoint(const Model& model, const std::string& checkpoint, cons
   std::vector<const std::string*> devices;
   bool any_disk = false;
   for (const auto& step : plan) {
-    devices.push_back(&device_of(device_map, step.name));
+    devices.push_back(&detail::device_of(device_map, step.name));
     any_disk = any_disk || *devices.back() == "disk";
   }
   auto graph = std::dynamic_pointer_cast<detail::GraphModuleImpl>(root);
@@ -216,7 +211,7 @@ void dispatch_checkpoint(const Model& model, const std::string& checkpoint, cons
     detail::replace_tensor_contents(step.target, loaded);
   }
   for (auto& tensor : offloaded) {
-    to_meta(tensor.target, tensor.type);
+    detail::to_meta(tensor.target, tensor.type);
     const std::string name = tensor.entry.name;
     offload->by_node[node_of(name)].push_back(std::move(tensor));
   }
@@ -232,7 +227,7 @@ void dispatch_checkpoint(const Model& model, const std::string& checkpoint, cons
         if (tensor.execution != loaded.device()) loaded = loaded.to(tensor.execution);
         detail::replace_tensor_contents(tensor.target, loaded);
       } else {
-        to_meta(tensor.target, tensor.type);
+        detail::to_meta(tensor.target, tensor.type);
       }
     }
     // Hand the layer's freed buffers back to the system now, rather than
@@ -279,7 +274,7 @@ void dispatch_model(const Model& model, const DeviceMap& device_map, const std::
   bool any_disk = false;
   for (const auto& [name, tensor] : tensors) {
     names.push_back(name);
-    devices.push_back(&device_of(device_map, name));
+    devices.push_back(&detail::device_of(device_map, name));
     any_disk = any_disk || *devices.back() == "disk";
   }
   auto graph = std::dynamic_pointer_cast<detail::GraphModuleImpl>(root);

@@ -7,6 +7,7 @@
 #include <c10/core/ScalarType.h>
 #include <c10/util/Optional.h>
 
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,6 +23,14 @@ namespace accel::detail {
 void dispatch_checkpoint(const Model& model, const std::string& checkpoint, const DeviceMap& device_map,
                          const std::string& offload_folder, c10::optional<c10::ScalarType> dtype,
                          const c10::optional<c10::Device>& main_gpu);
+
+// verify_device_map's checks over a model's names: `known` every module (""
+// too), parameter and buffer name; `tensors` the names each map must cover.
+void verify_device_map_over(const std::set<std::string>& known, const std::vector<std::string>& tensors,
+                            const DeviceMap& device_map);
+// The device of the map's key that covers name (the key itself or a dotted
+// prefix; "" covers all, the longest key wins). InvalidArgument when none does.
+const std::string& device_of(const DeviceMap& map, const std::string& name);
 
 // materialize (an empty device_map: everything on the CPU) and
 // load_checkpoint_and_dispatch for a TorchScript model: tensors found by any

@@ -104,6 +104,14 @@ at::Tensor load_planned(const safetensors::File& file, const safetensors::Entry&
   return loaded;
 }
 
+void swap_disk_tensor(const DiskTensor& tensor, bool entering) {
+  if (entering) {
+    replace_tensor_contents(tensor.target, load_planned(*tensor.file, tensor.entry, tensor.type));
+  } else {
+    to_meta(tensor.target, tensor.type);
+  }
+}
+
 }  // namespace accel::detail
 
 namespace accel {

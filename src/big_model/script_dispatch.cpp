@@ -4,9 +4,9 @@
 // map puts them. "disk" tensors stay on meta and are read from the checkpoint
 // around each call of the submodule that holds them (script_offload.hpp's
 // hooks, as disk_offload brings a loaded model's weights in).
-#include <ATen/ops/empty.h>
 #include <torch/csrc/jit/api/module.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <set>
@@ -58,42 +58,23 @@ std::vector<ScriptTensor> script_tensors(const torch::jit::Module& module, std::
   return out;
 }
 
-// The device of `name`: its longest key in the map ("" covers everything).
-const std::string* device_in(const DeviceMap& map, const std::string& name) {
-  const std::string* found = nullptr;
-  size_t longest = 0;
-  for (const auto& [key, device] : map) {
-    const bool covers = key.empty() || name == key || name.rfind(key + ".", 0) == 0;
-    if (covers && (found == nullptr || key.size() > longest)) {
-      found = &device;
-      longest = key.size();
-    }
-  }
-  return found;
-}
-
+// The map's checks (verify_device_map's, over the TorchScript module's names),
+// after refusing a GPU: a TorchScript model's offloaded submodules run on the CPU.
 void check_map(const DeviceMap& map, const std::set<std::string>& module_paths,
                const std::vector<ScriptTensor>& tensors, const std::string& what) {
-  std::set<std::string> names;
-  for (const auto& tensor : tensors) names.insert(tensor.names.begin(), tensor.names.end());
   for (const auto& [key, device] : map) {
-    require_arg(module_paths.count(key) || names.count(key),
-                what + ": device map key \"" + key + "\" names no module, parameter or buffer of the model");
     require(device != "cuda" && device.rfind("cuda:", 0) != 0, ErrorCode::Unsupported,
             what + ": device map puts \"" + key + "\" on \"" + device +
                 "\"; a TorchScript model is placed on \"cpu\" and \"disk\" only (its offloaded submodules run on "
                 "the CPU); move it to the GPU after loading");
-    require_arg(device == "cpu" || device == "disk",
-                what + ": unknown device \"" + device + "\" for \"" + key + "\" (expected \"cpu\" or \"disk\")");
-    for (const auto& [other, unused] : map) {
-      require_arg(other == key || !(other.empty() || key.rfind(other + ".", 0) == 0),
-                  what + ": device map key \"" + key + "\" lies inside key \"" + other + "\"");
-    }
   }
+  std::set<std::string> known = module_paths;
+  std::vector<std::string> first_names;
   for (const auto& tensor : tensors) {
-    require_arg(device_in(map, tensor.names.front()) != nullptr,
-                what + ": the device map leaves out \"" + tensor.names.front() + "\"");
+    known.insert(tensor.names.begin(), tensor.names.end());
+    first_names.push_back(tensor.names.front());
   }
+  verify_device_map_over(known, first_names, map);
 }
 
 struct Source {
@@ -150,18 +131,12 @@ void dispatch_script_checkpoint(const Model& model, const std::string& checkpoin
     require_arg(at::isFloatingType(stored) == at::isFloatingType(type),
                 what + ": tensor \"" + name + "\" is " + c10::toString(stored) + " in \"" + source.file->label() +
                     "\" but " + c10::toString(type) + " in the model");
-    const std::string* device = device_map.empty() ? nullptr : device_in(device_map, name);
     // The root module's own tensors cannot be brought in around a call of it: they stay in memory.
-    bool disk = device != nullptr && *device == "disk";
+    const bool disk = !device_map.empty() && device_of(device_map, name) == "disk" &&
+                      std::none_of(tensor.holders.begin(), tensor.holders.end(),
+                                   [](const std::string& holder) { return holder.empty(); });
     if (disk) {
-      std::vector<std::string> holders;
-      for (const auto& holder : tensor.holders) {
-        if (!holder.empty()) holders.push_back(holder);
-      }
-      disk = !holders.empty() && holders.size() == tensor.holders.size();
-      if (disk) {
-        for (const auto& holder : holders) disk_by_holder[holder].push_back(steps.size());
-      }
+      for (const auto& holder : tensor.holders) disk_by_holder[holder].push_back(steps.size());
     }
     steps.push_back(Step{&tensor, source, type, disk});
   }
@@ -181,27 +156,16 @@ void dispatch_script_checkpoint(const Model& model, const std::string& checkpoin
   if (rewritable == nullptr) return;
   std::map<std::string, SubmoduleHook> hooks;
   for (const auto& [holder, indices] : disk_by_holder) {
-    std::vector<at::Tensor> targets;
-    std::vector<Source> entries;
-    std::vector<at::ScalarType> types;
+    std::vector<DiskTensor> tensors;
     for (size_t i : indices) {
-      targets.push_back(steps[i].tensor->target);
-      entries.push_back(steps[i].source);
-      types.push_back(steps[i].type);
+      tensors.push_back({steps[i].tensor->target, steps[i].source.file, *steps[i].source.entry, steps[i].type});
     }
-    hooks.emplace(holder, [sources, targets, entries, types](bool entering) {
-      for (size_t i = 0; i < targets.size(); ++i) {
-        replace_tensor_contents(
-            targets[i], entering
-                            ? load_planned(*entries[i].file, *entries[i].entry, types[i])
-                            : at::empty(targets[i].sizes(), targets[i].options().dtype(types[i]).device(c10::kMeta)));
-      }
+    hooks.emplace(holder, [sources, tensors](bool entering) {  // sources: the mapped files stay open
+      for (const auto& tensor : tensors) swap_disk_tensor(tensor, entering);
     });
   }
   for (const auto& step : steps) {
-    if (!step.disk) continue;
-    const at::Tensor& target = step.tensor->target;
-    replace_tensor_contents(target, at::empty(target.sizes(), target.options().dtype(step.type).device(c10::kMeta)));
+    if (step.disk) to_meta(step.tensor->target, step.type);
   }
   hook_script_submodules(*rewritable, hooks, &model.impl());
 }

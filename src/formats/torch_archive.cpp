@@ -35,15 +35,32 @@ uint64_t le(const std::string& bytes, size_t at, size_t n) {
 // Reads through ArchiveFile::read for LibTorch's zip reader. Never throws:
 // miniz, which calls it, is C; a failed read returns 0 bytes, which LibTorch
 // reports as its own error (turned into IO naming the file by the caller).
+// The bytes inside the skipped ranges (begin -> end) are neither read nor
+// written: the caller's buffer keeps what it held there.
 class FileAdapter final : public caffe2::serialize::ReadAdapterInterface {
  public:
-  explicit FileAdapter(std::shared_ptr<ArchiveFile> file) : file_(std::move(file)) {}
+  FileAdapter(std::shared_ptr<ArchiveFile> file, std::map<uint64_t, uint64_t> skipped)
+      : file_(std::move(file)), skipped_(std::move(skipped)) {}
   size_t size() const override { return static_cast<size_t>(file_->size()); }
   size_t read(uint64_t pos, void* buf, size_t n, const char* /*what*/) const override {
     if (pos >= file_->size()) return 0;
     n = static_cast<size_t>(std::min<uint64_t>(n, file_->size() - pos));
+    const uint64_t end = pos + n;
+    // The last skipped range starting at or before pos, then the ones after it.
+    auto range = skipped_.upper_bound(pos);
+    if (range != skipped_.begin()) --range;
     try {
-      file_->read_into(pos, buf, n);
+      for (uint64_t at = pos; at < end;) {
+        if (range != skipped_.end() && range->second <= at) {  // behind us
+          ++range;
+        } else if (range != skipped_.end() && range->first <= at) {  // inside a skipped range
+          at = std::min(end, range->second);
+        } else {  // up to the next skipped range
+          const uint64_t next = range == skipped_.end() ? end : std::min(end, range->first);
+          file_->read_into(at, static_cast<char*>(buf) + (at - pos), next - at);
+          at = next;
+        }
+      }
     } catch (...) {
       return 0;
     }
@@ -52,6 +69,7 @@ class FileAdapter final : public caffe2::serialize::ReadAdapterInterface {
 
  private:
   std::shared_ptr<ArchiveFile> file_;
+  std::map<uint64_t, uint64_t> skipped_;
 };
 
 void unmap_buffer(void* context) { delete static_cast<std::shared_ptr<ArchiveFile>*>(context); }
@@ -97,50 +115,12 @@ std::string ArchiveFile::read(uint64_t at, size_t n) const {
 }
 
 std::shared_ptr<caffe2::serialize::ReadAdapterInterface> ArchiveFile::adapter() {
-  return std::make_shared<FileAdapter>(shared_from_this());
+  return std::make_shared<FileAdapter>(shared_from_this(), std::map<uint64_t, uint64_t>{});
 }
-
-namespace {
-
-// FileAdapter, but the bytes inside the skipped ranges are never read or
-// written: the caller's buffer keeps whatever it held there.
-class SkippingFileAdapter final : public caffe2::serialize::ReadAdapterInterface {
- public:
-  SkippingFileAdapter(std::shared_ptr<ArchiveFile> file, std::map<uint64_t, uint64_t> skipped)
-      : file_(std::move(file)), skipped_(std::move(skipped)) {}
-  size_t size() const override { return static_cast<size_t>(file_->size()); }
-  size_t read(uint64_t pos, void* buf, size_t n, const char* /*what*/) const override {
-    if (pos >= file_->size()) return 0;
-    n = static_cast<size_t>(std::min<uint64_t>(n, file_->size() - pos));
-    const uint64_t end = pos + n;
-    try {
-      uint64_t at = pos;
-      // The first skipped range that may overlap [pos, end): the last one starting at or before pos.
-      auto range = skipped_.upper_bound(pos);
-      if (range != skipped_.begin()) --range;
-      while (at < end) {
-        while (range != skipped_.end() && range->second <= at) ++range;
-        const uint64_t gap_end = range == skipped_.end() ? end : std::min(end, std::max(at, range->first));
-        if (gap_end > at) file_->read_into(at, static_cast<char*>(buf) + (at - pos), gap_end - at);
-        at = gap_end;
-        if (range != skipped_.end() && at >= range->first) at = std::min(end, range->second);
-      }
-    } catch (...) {
-      return 0;
-    }
-    return n;
-  }
-
- private:
-  std::shared_ptr<ArchiveFile> file_;
-  std::map<uint64_t, uint64_t> skipped_;  // begin -> end
-};
-
-}  // namespace
 
 std::shared_ptr<caffe2::serialize::ReadAdapterInterface> ArchiveFile::adapter_skipping(
     std::map<uint64_t, uint64_t> skipped) {
-  return std::make_shared<SkippingFileAdapter>(shared_from_this(), std::move(skipped));
+  return std::make_shared<FileAdapter>(shared_from_this(), std::move(skipped));
 }
 
 at::DataPtr ArchiveFile::map(uint64_t at, size_t n, size_t alignment) {

@@ -13,6 +13,10 @@ namespace accel::detail {
 // is exactly what empty init and offload need.
 void replace_tensor_contents(const at::Tensor& target, const at::Tensor& source);
 
+// The tensor's contents replaced by an empty meta tensor of its shape (and
+// `type`, when given): its storage is freed once nothing else holds it.
+void to_meta(const at::Tensor& tensor, c10::optional<at::ScalarType> type = c10::nullopt);
+
 // Every parameter and buffer of module and its descendants onto the meta
 // device; their old storage is freed once nothing else holds it.
 void move_to_meta(torch::nn::Module& module);

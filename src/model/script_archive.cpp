@@ -70,16 +70,10 @@ torch::jit::Module load_script_module_empty(const std::string& path,
     fail(ErrorCode::IO, label + ": not a readable TorchScript archive (" + message.substr(0, message.find('\n')) + ")");
   }
   torch::jit::Module module = torch::jit::load(file->adapter_skipping(std::move(skipped)), c10::nullopt, extra_files);
-  // The parameters' storages were never read: they go to meta before anything can read them.
+  // The storages were never read: parameters go to meta before anything can read them, and
+  // fill_script_buffers gives the buffers their values (it checks them all before any changes).
   for (const auto& item : module.named_parameters(true)) {
-    if (item.value.defined() && !item.value.is_meta()) {
-      replace_tensor_contents(item.value, at::empty(item.value.sizes(), item.value.options().device(c10::kMeta)));
-    }
-  }
-  for (const auto& item : module.named_buffers(true)) {
-    if (item.value.defined() && !item.value.is_meta()) {
-      replace_tensor_contents(item.value, at::empty(item.value.sizes(), item.value.options().device(c10::kMeta)));
-    }
+    if (item.value.defined()) to_meta(item.value);
   }
   fill_script_buffers(module, path);
   return module;

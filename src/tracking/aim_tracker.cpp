@@ -16,6 +16,7 @@
 #include <memory>
 
 #include "accel/error.hpp"
+#include "core/remove_tree.hpp"
 #include "tracking/aim_encoding.hpp"
 #include "tracking/builtin_trackers.hpp"
 #include "tracking/random_id.hpp"
@@ -110,9 +111,10 @@ class AimTracker : public Tracker {
     try {
       meta_ = std::make_unique<RocksDbWriter>((root / "meta" / "chunks" / hash_).string());
       seqs_ = std::make_unique<RocksDbWriter>((root / "seqs" / "chunks" / hash_).string());
-    } catch (...) {  // no half-made run: its row goes again
+    } catch (...) {  // no half-made run: its row and its folders go again
       meta_.reset();
       SqliteDb(sqlite_path_, "aim").run("DELETE FROM run WHERE hash = ?1", {hash_});
+      for (const char* tree : {"meta", "seqs"}) remove_tree((root / tree / "chunks" / hash_).string());
       throw;
     }
     // run.name and run["hparams"]: the run's own keys and the repository-wide ones beside them.
