@@ -27,6 +27,7 @@ cmake -S . -B build-torch2 -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DACCEL_TO
   -DACCEL_BUILD_BENCH=OFF -DACCEL_BUILD_FUZZERS=OFF -DACCEL_BUILD_BINDINGS=OFF \
   -DACCEL_TORCH2_PYTHON="$torch_python" -DACCEL_PLAIN_MAVEN_DIR="$plain_maven" >/dev/null
 cmake --build build-torch2 -j "${ACCEL_BUILD_JOBS:-2}"
+scripts/seed-ctest-costs.sh build-torch2
 cd build-torch2
 # The multi-process matrix runs whole in the 1.13 suite; the strategies' code above the
 # adapter is the same in both worlds. Here each collective path and strategy runs once:

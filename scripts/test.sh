@@ -17,7 +17,7 @@ phase() {
   echo "test.sh: $name took $((SECONDS - start)) s (exit $rc)" >&2
   return "$rc"
 }
-suite() { (cd build && ctest --output-on-failure -j "${ACCEL_TEST_JOBS:-2}" "$@"); }
+suite() { scripts/seed-ctest-costs.sh build && (cd build && ctest --output-on-failure -j "${ACCEL_TEST_JOBS:-2}" "$@"); }
 # The three builds fill ccache with about 3 GB (the LibTorch 2.x precompiled header alone
 # is 0.7 GB before compression); at ccache's default 5 GB a cache that also holds older
 # builds evicts this run's entries, which packaging_python_wheel expects to reuse.
