@@ -113,6 +113,38 @@ type DataLoader struct {
 
 // NewDataLoader makes a loader over dataset.
 func NewDataLoader(dataset *Dataset, options DataLoaderOptions) (*DataLoader, error) {
+	return buildDataLoader(dataset, options, func(dh core.Dataset, opts core.DataLoaderOptions) core.DataLoader {
+		return core.NewDataLoader(dh, opts)
+	})
+}
+
+// NewDataLoaderFromBatches makes a loader over a user's batch sampler: the
+// same batches of dataset indices every epoch, in order (e.g. length-bucketed,
+// of varying sizes). Prepared, they are sharded as Accelerate's
+// BatchSamplerShard does. options.BatchSize is the sampler's nominal batch
+// size (0: sizes vary, which needs EvenBatches false with several
+// processes), options.DropLast its drop_last; Shuffle must be false.
+func NewDataLoaderFromBatches(dataset *Dataset, batches [][]int64, options DataLoaderOptions) (*DataLoader, error) {
+	indices := core.NewInt64Vector()
+	defer core.DeleteInt64Vector(indices)
+	lengths := core.NewInt64Vector()
+	defer core.DeleteInt64Vector(lengths)
+	for _, batch := range batches {
+		for _, i := range batch {
+			indices.Add(i)
+		}
+		lengths.Add(int64(len(batch)))
+	}
+	return buildDataLoader(dataset, options, func(dh core.Dataset, opts core.DataLoaderOptions) core.DataLoader {
+		opts.SetBatch_size(options.BatchSize) // 0 is meaningful here: sizes vary
+		return core.NewDataLoader(dh, indices, lengths, opts)
+	})
+}
+
+// buildDataLoader converts options to the C struct and makes the loader with
+// build, keeping dataset alive through the call.
+func buildDataLoader(dataset *Dataset, options DataLoaderOptions,
+	build func(core.Dataset, core.DataLoaderOptions) core.DataLoader) (*DataLoader, error) {
 	dh, err := dataset.handle()
 	if err != nil {
 		return nil, err
@@ -126,40 +158,7 @@ func NewDataLoader(dataset *Dataset, options DataLoaderOptions) (*DataLoader, er
 	opts.SetDrop_last(boolInt(options.DropLast))
 	opts.SetNum_workers(options.NumWorkers)
 	setIf(options.PrefetchFactor, opts.SetPrefetch_factor)
-	h, err := call(func() core.DataLoader { return core.NewDataLoader(dh, opts) })
-	return newDataLoader(h, err, dataset)
-}
-
-// NewDataLoaderFromBatches makes a loader over a user's batch sampler: the
-// same batches of dataset indices every epoch, in order (e.g. length-bucketed,
-// of varying sizes). Prepared, they are sharded as Accelerate's
-// BatchSamplerShard does. options.BatchSize is the sampler's nominal batch
-// size (0: sizes vary, which needs EvenBatches false with several
-// processes), options.DropLast its drop_last; Shuffle must be false.
-func NewDataLoaderFromBatches(dataset *Dataset, batches [][]int64, options DataLoaderOptions) (*DataLoader, error) {
-	dh, err := dataset.handle()
-	if err != nil {
-		return nil, err
-	}
-	defer runtime.KeepAlive(dataset)
-	opts := core.NewDataLoaderOptions()
-	defer core.DeleteDataLoaderOptions(opts)
-	opts.SetBatch_size(options.BatchSize)
-	opts.SetShuffle(boolInt(options.Shuffle))
-	opts.SetDrop_last(boolInt(options.DropLast))
-	opts.SetNum_workers(options.NumWorkers)
-	setIf(options.PrefetchFactor, opts.SetPrefetch_factor)
-	indices := core.NewInt64Vector()
-	defer core.DeleteInt64Vector(indices)
-	lengths := core.NewInt64Vector()
-	defer core.DeleteInt64Vector(lengths)
-	for _, batch := range batches {
-		for _, i := range batch {
-			indices.Add(i)
-		}
-		lengths.Add(int64(len(batch)))
-	}
-	h, err := call(func() core.DataLoader { return core.NewDataLoader(dh, indices, lengths, opts) })
+	h, err := call(func() core.DataLoader { return build(dh, opts) })
 	return newDataLoader(h, err, dataset)
 }
 

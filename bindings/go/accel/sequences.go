@@ -230,21 +230,9 @@ func DatasetFromSequencesCollate(s *Sequences, names []string, fn CollateFunc) (
 // LengthGroupedSampler, seeded with options.Seed; the same batches every
 // epoch and on every process). options.Shuffle must be false.
 func NewLengthGroupedDataLoader(dataset *Dataset, options DataLoaderOptions) (*DataLoader, error) {
-	dh, err := dataset.handle()
-	if err != nil {
-		return nil, err
-	}
-	defer runtime.KeepAlive(dataset)
-	opts := core.NewDataLoaderOptions()
-	defer core.DeleteDataLoaderOptions(opts)
-	setIf(options.BatchSize, opts.SetBatch_size)
-	opts.SetShuffle(boolInt(options.Shuffle))
-	opts.SetSeed(options.Seed)
-	opts.SetDrop_last(boolInt(options.DropLast))
-	opts.SetNum_workers(options.NumWorkers)
-	setIf(options.PrefetchFactor, opts.SetPrefetch_factor)
-	h, err := call(func() core.DataLoader { return core.NewDataLoader(dh, opts, true) })
-	return newDataLoader(h, err, dataset)
+	return buildDataLoader(dataset, options, func(dh core.Dataset, opts core.DataLoaderOptions) core.DataLoader {
+		return core.NewDataLoader(dh, opts, true)
+	})
 }
 
 // FieldNames are the names of the batch's fields, or nil when they are positional.

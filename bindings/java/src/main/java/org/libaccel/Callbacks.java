@@ -20,6 +20,22 @@ final class Callbacks {
     return error.getClass().getName() + (message == null ? "" : ": " + message);
   }
 
+  /** A callback's body: whatever it throws becomes the callback's error text. */
+  @FunctionalInterface
+  interface Body {
+    void run() throws Throwable;
+  }
+
+  /** Runs body and returns "" when it completes, else the text of what it threw. */
+  static String guarded(Body body) {
+    try {
+      body.run();
+      return "";
+    } catch (Throwable error) {
+      return describe(error);
+    }
+  }
+
   static Dataset fromMap(MapDataset dataset) {
     List<Field> fields = List.copyOf(dataset.fields());
     long size = dataset.size();
@@ -67,10 +83,7 @@ final class Callbacks {
     @Override
     public String getSample(long index, SampleWriter out) {
       try {
-        dataset.get(index, new Sample(out, fields));
-        return "";
-      } catch (Throwable error) {
-        return describe(error);
+        return guarded(() -> dataset.get(index, new Sample(out, fields)));
       } finally {
         out.delete();  // the writer dies with the callback: later use is IllegalStateException
       }
@@ -111,31 +124,33 @@ final class Callbacks {
 
     @Override
     public String collate(Int64Vector ids, Int64Vector offsets, Int64Vector labels, int labelKind, CollateWriter out) {
-      Map<String, Tensor> batch = null;
       try {
-        List<CollateFunction.SequenceSample> samples = new java.util.ArrayList<>();
-        for (int s = 0; s + 1 < offsets.size(); ++s) {
-          long begin = offsets.get(s), end = offsets.get(s + 1);
-          long[] label = labelKind == 1 ? slice(labels, s, s + 1) : labelKind == 2 ? slice(labels, begin, end) : null;
-          samples.add(new CollateFunction.SequenceSample(slice(ids, begin, end), label));
-        }
-        batch = function.collate(java.util.Collections.unmodifiableList(samples));
-        if (batch == null) throw new NullPointerException("the collate function returned null");
+        return guarded(() -> collateInto(ids, offsets, labels, labelKind, out));
+      } finally {
+        out.delete();  // the writer dies with the callback
+      }
+    }
+
+    private void collateInto(Int64Vector ids, Int64Vector offsets, Int64Vector labels, int labelKind,
+        CollateWriter out) throws Exception {
+      List<CollateFunction.SequenceSample> samples = new java.util.ArrayList<>();
+      for (int s = 0; s + 1 < offsets.size(); ++s) {
+        long begin = offsets.get(s), end = offsets.get(s + 1);
+        long[] label = labelKind == 1 ? slice(labels, s, s + 1) : labelKind == 2 ? slice(labels, begin, end) : null;
+        samples.add(new CollateFunction.SequenceSample(slice(ids, begin, end), label));
+      }
+      Map<String, Tensor> batch = function.collate(java.util.Collections.unmodifiableList(samples));
+      if (batch == null) throw new NullPointerException("the collate function returned null");
+      try {
         if (!new java.util.HashSet<>(names).equals(batch.keySet())) {
           throw new IllegalArgumentException("the collate function returned the fields " + batch.keySet()
               + ", expected " + names);
         }
         for (int i = 0; i < names.size(); ++i) out.put(i, batch.get(names.get(i)));
-        return "";
-      } catch (Throwable error) {
-        return describe(error);
       } finally {
-        if (batch != null) {
-          for (Tensor t : batch.values()) {
-            if (t != null) t.close();
-          }
+        for (Tensor t : batch.values()) {
+          if (t != null) t.close();
         }
-        out.delete();  // the writer dies with the callback
       }
     }
   }
@@ -152,10 +167,9 @@ final class Callbacks {
     @Override
     public String nextSample(SampleWriter out) {
       try {
-        if (!dataset.next(new Sample(out, fields))) out.endOfStream();
-        return "";
-      } catch (Throwable error) {
-        return describe(error);
+        return guarded(() -> {
+          if (!dataset.next(new Sample(out, fields))) out.endOfStream();
+        });
       } finally {
         out.delete();
       }
@@ -163,12 +177,7 @@ final class Callbacks {
 
     @Override
     public String reset(long epoch) {
-      try {
-        dataset.reset(epoch);
-        return "";
-      } catch (Throwable error) {
-        return describe(error);
-      }
+      return guarded(() -> dataset.reset(epoch));
     }
   }
 
@@ -182,12 +191,11 @@ final class Callbacks {
     @Override
     public String saveState(StateWriter out) {
       try {
-        byte[] state = object.saveState();
-        if (state == null) throw new NullPointerException(object.getClass().getName() + ".saveState() returned null");
-        out.write(state);
-        return "";
-      } catch (Throwable error) {
-        return describe(error);
+        return guarded(() -> {
+          byte[] state = object.saveState();
+          if (state == null) throw new NullPointerException(object.getClass().getName() + ".saveState() returned null");
+          out.write(state);
+        });
       } finally {
         out.delete();
       }
@@ -195,12 +203,7 @@ final class Callbacks {
 
     @Override
     public String loadState(byte[] data) {
-      try {
-        object.loadState(data);
-        return "";
-      } catch (Throwable error) {
-        return describe(error);
-      }
+      return guarded(() -> object.loadState(data));
     }
   }
 
@@ -213,12 +216,7 @@ final class Callbacks {
 
     @Override
     public String run(String directory) {
-      try {
-        hook.run(directory);
-        return "";
-      } catch (Throwable error) {
-        return describe(error);
-      }
+      return guarded(() -> hook.run(directory));
     }
   }
 
@@ -231,36 +229,25 @@ final class Callbacks {
 
     @Override
     public String init(String runName, String configJson) {
-      try {
+      return guarded(() -> {
         @SuppressWarnings("unchecked")
         Map<String, Object> config = (Map<String, Object>) Json.read(configJson);
         tracker.start(runName, config);
-        return "";
-      } catch (Throwable error) {
-        return describe(error);
-      }
+      });
     }
 
     @Override
     public String log(StringVector names, DoubleVector values, long step) {
-      try {
+      return guarded(() -> {
         Map<String, Double> map = new LinkedHashMap<>();
         for (int i = 0; i < names.size(); ++i) map.put(names.get(i), values.get(i));
         tracker.log(map, step < 0 ? OptionalLong.empty() : OptionalLong.of(step));
-        return "";
-      } catch (Throwable error) {
-        return describe(error);
-      }
+      });
     }
 
     @Override
     public String finish() {
-      try {
-        tracker.finish();
-        return "";
-      } catch (Throwable error) {
-        return describe(error);
-      }
+      return guarded(() -> tracker.finish());
     }
   }
 }
