@@ -91,6 +91,21 @@ static unsigned profile_options(bool record_shapes, bool profile_memory, bool wi
          (with_flops ? ACCEL_PROFILE_WITH_FLOPS : 0u) | (with_stack ? ACCEL_PROFILE_WITH_STACK : 0u) |
          (with_modules ? ACCEL_PROFILE_WITH_MODULES : 0u);
 }
+/* The C calls over batch arrays read sum(lengths) indices: never more than
+   there are. A length < 1 is left to them to name. */
+static void check_batch_layout(const std::vector<int64_t>& indices, const std::vector<int64_t>& lengths) {
+  int64_t total = 0;
+  bool positive = true;
+  for (size_t b = 0; b < lengths.size() && positive; ++b) {
+    positive = lengths[b] >= 1;
+    if (positive) total += lengths[b];
+    if (total > (int64_t)indices.size()) break;
+  }
+  if (positive ? total != (int64_t)indices.size() : total > (int64_t)indices.size()) {
+    accel_fail(ACCEL_ERR_INVALID_ARGUMENT, "batch lengths add up to " + std::to_string(total) + ", not the " +
+                                               std::to_string(indices.size()) + " indices");
+  }
+}
 %}
 
 %template(Int64Vector) std::vector<int64_t>;
@@ -850,19 +865,7 @@ struct AccelPartialState {};
      taken in order from indices (accel_dataloader_create_from_batches). */
   AccelDataLoader(AccelDataset* dataset, const std::vector<int64_t>& indices, const std::vector<int64_t>& lengths,
                   const accel_dataloader_options* options) {
-    /* The C call reads sum(lengths) indices: never more than there are. A
-       length < 1 is left to it to name. */
-    int64_t total = 0;
-    bool positive = true;
-    for (size_t b = 0; b < lengths.size() && positive; ++b) {
-      positive = lengths[b] >= 1;
-      if (positive) total += lengths[b];
-      if (total > (int64_t)indices.size()) break;
-    }
-    if (positive ? total != (int64_t)indices.size() : total > (int64_t)indices.size()) {
-      accel_fail(ACCEL_ERR_INVALID_ARGUMENT, "batch lengths add up to " + std::to_string(total) + ", not the " +
-                                                 std::to_string(indices.size()) + " indices");
-    }
+    check_batch_layout(indices, lengths);
     accel_dataloader* out = 0;
     accel_check(accel_dataloader_create_from_batches(dataset, indices.data(), lengths.data(),
                                                      (int64_t)lengths.size(), options, &out));
@@ -890,6 +893,18 @@ struct AccelPartialState {};
     return out;
   }
   void set_epoch(uint64_t epoch) { accel_check(accel_dataloader_set_epoch($self, epoch)); }
+  /* The epoch being iterated, or the next one between epochs (accel_dataloader_epoch). */
+  uint64_t epoch() const {
+    uint64_t out = 0;
+    accel_check(accel_dataloader_epoch($self, &out));
+    return out;
+  }
+  /* New batch sampler batches from the next epoch on, laid out as in the
+     constructor (accel_dataloader_set_batches). */
+  void set_batches(const std::vector<int64_t>& indices, const std::vector<int64_t>& lengths) {
+    check_batch_layout(indices, lengths);
+    accel_check(accel_dataloader_set_batches($self, indices.data(), lengths.data(), (int64_t)lengths.size()));
+  }
   /* A progress bar per epoch on rank 0 (accel_dataloader_set_progress): "" labels it
      "epoch N"; None/null turns it off. */
   void set_progress(const char* description = "") { accel_check(accel_dataloader_set_progress($self, description)); }

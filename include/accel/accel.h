@@ -1249,7 +1249,7 @@ ACCEL_API accel_status accel_dataloader_create(accel_dataset* dataset, const acc
 /* A dataloader over a user's batch sampler (e.g. length-bucketed batches of
    varying sizes): batch b holds the batch_lengths[b] dataset indices that
    follow the previous batches' in indices; every epoch yields these batches in
-   this order. Prepared with several processes they are sharded as
+   this order until accel_dataloader_set_batches replaces them. Prepared with several processes they are sharded as
    Accelerate's BatchSamplerShard does. opts->batch_size is the sampler's
    nominal batch size (Accelerate reads batch_sampler.batch_size): full batches
    have it, and 0 says sizes vary (then prepare refuses split_batches and
@@ -1269,9 +1269,11 @@ ACCEL_API accel_status accel_dataloader_create_from_batches(accel_dataset* datas
    other, not "no generator") is cut into megabatches of min(N / (4 *
    batch_size), 50) batches, each sorted by decreasing length, the longest
    sequence moved into the first batch, then cut into batches of
-   opts->batch_size (the last shorter unless opts->drop_last). The batches are
-   computed once and are the same in every epoch and on every process;
-   prepared, they are sharded as Accelerate's BatchSamplerShard does, with
+   opts->batch_size (the last shorter unless opts->drop_last). Each epoch draws
+   a new permutation, as the sampler's generator does when a transformers
+   Trainer iterates it again: epoch e's is the (e+1)-th draw of a generator
+   seeded with opts->seed (so a resumed epoch gets its batches back). The
+   batches are the same on every process; prepared, they are sharded as Accelerate's BatchSamplerShard does, with
    batch_size as the sampler's. Errors: INVALID_ARGUMENT for a dataset that is
    not a sequence dataset, opts->shuffle set, a batch_size < 1. New handle in *out. */
 ACCEL_API accel_status accel_dataloader_create_length_grouped(accel_dataset* dataset,
@@ -1323,6 +1325,22 @@ ACCEL_API accel_status accel_dataloader_skip_first_batches(const accel_dataloade
                                                            accel_dataloader** out);
 /* Sets the epoch of the next pass (a seeded shuffle uses seed + epoch) and restarts it. */
 ACCEL_API accel_status accel_dataloader_set_epoch(accel_dataloader* loader, uint64_t epoch);
+/* The epoch being iterated, or the next one to be between epochs (0 at
+   first, set by accel_dataloader_set_epoch and by a resume from
+   accel_accelerator_load_state). Errors: INVALID_ARGUMENT for a NULL argument. */
+ACCEL_API accel_status accel_dataloader_epoch(const accel_dataloader* loader, uint64_t* out);
+/* Gives a loader over a batch sampler (accel_dataloader_create_from_batches,
+   accel_dataloader_create_length_grouped) new batches, laid out as at
+   creation, from the next epoch on: call it between epochs, before an epoch's
+   first batch (a resumed epoch's too, with that epoch's batches), to feed a
+   sampler that draws new batches each epoch, as PyTorch's DataLoader
+   iterates its batch_sampler anew (see accel_dataloader_epoch). A
+   length-grouped loader stops regrouping. Every process must set the same
+   batches. Not collective. The arrays are copied. Errors: INVALID_ARGUMENT as
+   at creation (nothing changes); STATE while an epoch is in progress or for a
+   loader made without a batch sampler. */
+ACCEL_API accel_status accel_dataloader_set_batches(accel_dataloader* loader, const int64_t* indices,
+                                                    const int64_t* batch_lengths, int64_t num_batches);
 /* A progress bar per epoch, on stderr of the process with RANK 0 only (what
    Accelerate users get from tqdm(loader, disable=not
    accelerator.is_local_main_process)): on a terminal it is redrawn in place

@@ -211,15 +211,23 @@ class DataLoader {
  public:
   DataLoader(std::shared_ptr<Dataset> dataset, const DataLoaderOptions& options);
   DataLoader(std::shared_ptr<IterableDataset> dataset, const DataLoaderOptions& options);
-  // A loader over a user's batch sampler: the same batches of dataset indices
-  // every epoch, in order (e.g. length-bucketed, of varying sizes); prepared,
-  // they are sharded as Accelerate's BatchSamplerShard does. options.batch_size
-  // is the sampler's batch size (0: sizes vary; then, with several processes,
-  // split_batches and even_batches are refused at prepare); shuffle must be
-  // false. Throws InvalidArgument naming an empty batch or an index outside
-  // [0, dataset size).
+  // A loader over a user's batch sampler: these batches of dataset indices, in
+  // order (e.g. length-bucketed, of varying sizes), every epoch until
+  // set_batches replaces them; prepared, they are sharded as Accelerate's
+  // BatchSamplerShard does. options.batch_size is the sampler's batch size (0:
+  // sizes vary; then, with several processes, split_batches and even_batches
+  // are refused at prepare); shuffle must be false. Throws InvalidArgument
+  // naming an empty batch or an index outside [0, dataset size).
   DataLoader(std::shared_ptr<Dataset> dataset, std::vector<std::vector<int64_t>> batches,
              const DataLoaderOptions& options);
+  // A batch sampler that draws each epoch's batches anew (transformers'
+  // LengthGroupedSampler): batches_for_epoch(e) gives epoch e's, called when
+  // that epoch starts (epoch 0's here, checked as above). It must be a pure
+  // function of e (a resumed run asks again for the epoch it resumes) and give
+  // the same number of batches for every e (num_batches() reports it before an
+  // epoch starts).
+  using BatchesForEpoch = std::function<std::vector<std::vector<int64_t>>(uint64_t epoch)>;
+  DataLoader(std::shared_ptr<Dataset> dataset, BatchesForEpoch batches_for_epoch, const DataLoaderOptions& options);
   ~DataLoader();
   DataLoader(const DataLoader&) = delete;
   DataLoader& operator=(const DataLoader&) = delete;
@@ -245,6 +253,13 @@ class DataLoader {
   int64_t num_batches() const;
   // Sets the epoch of the next pass and restarts iteration.
   void set_epoch(uint64_t epoch);
+  // A loader over a batch sampler yields `batches` from the next epoch on (a
+  // resumed epoch included: its position counts these batches), as PyTorch's
+  // DataLoader iterates its batch_sampler anew each epoch. Every process must
+  // set the same batches. Checked as at construction; throws State while an
+  // epoch is in progress or for a loader made without a batch sampler, and
+  // leaves the loader unchanged when it throws.
+  void set_batches(std::vector<std::vector<int64_t>> batches);
   uint64_t epoch() const { return epoch_; }
 
   // A progress bar per epoch on stderr (accel::ProgressBar: redrawn in place on a
@@ -291,7 +306,11 @@ class DataLoader {
   std::weak_ptr<const void> lifetime() const { return alive_; }
 
  private:
+  using Batches = std::vector<std::vector<int64_t>>;
   std::unique_ptr<detail::BatchSource> open_epoch() const;
+  // The batches as shared, after naming an empty batch or an index outside the dataset.
+  std::shared_ptr<const Batches> checked_batches(Batches batches, const char* what) const;
+  void refresh_batches();                   // batches_for_epoch_'s batches of epoch_, before it opens
   uint64_t shuffle_seed(bool agree) const;  // agree: collective, every process opens the epoch
   int64_t epoch_remainder() const;
   // Samples of the epoch's order before sampler_offset_ (batches of
@@ -300,6 +319,8 @@ class DataLoader {
 
   std::shared_ptr<Dataset> dataset_;
   std::shared_ptr<const std::vector<std::vector<int64_t>>> batch_sampler_;  // null: batches of batch_size
+  BatchesForEpoch batches_for_epoch_;  // set: batch_sampler_ is batches_epoch_'s batches
+  uint64_t batches_epoch_ = 0;
   std::shared_ptr<IterableDataset> stream_;
   DataLoaderOptions options_;
   ShardPlacement placement_;

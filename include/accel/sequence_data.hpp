@@ -149,8 +149,10 @@ class SequenceDataset : public Dataset {
   CollateFn collate_;
 };
 
-// transformers' LengthGroupedSampler as batches: a permutation of 0..N-1 from
-// torch.randperm seeded with seed, cut into megabatches of
+// transformers' LengthGroupedSampler as batches, for one epoch: a permutation
+// of 0..N-1 from torch.randperm (epoch e's is the (e+1)-th draw of a generator
+// seeded with seed, as the sampler's own generator gives it at its (e+1)-th
+// iteration), cut into megabatches of
 // min(N / (4 * batch_size), 50) * batch_size (at least batch_size) samples,
 // each sorted by decreasing length, the longest sample moved to the first
 // batch (so an out-of-memory shows at once), then cut into batches of
@@ -159,6 +161,6 @@ class SequenceDataset : public Dataset {
 // Accelerate's BatchSamplerShard does. Throws InvalidArgument for a
 // batch_size < 1 or no lengths.
 std::vector<std::vector<int64_t>> length_grouped_batches(const std::vector<int64_t>& lengths, int64_t batch_size,
-                                                         uint64_t seed, bool drop_last = false);
+                                                         uint64_t seed, bool drop_last = false, uint64_t epoch = 0);
 
 }  // namespace accel

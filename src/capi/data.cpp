@@ -61,6 +61,24 @@ std::shared_ptr<accel::Dataset> map_dataset(const accel_dataset& handle, const c
   return handle.dataset;
 }
 
+// A batch sampler's batches from the C arrays: batch b is the batch_lengths[b]
+// indices after the previous batches'.
+std::vector<std::vector<int64_t>> batches_of(const int64_t* indices, const int64_t* batch_lengths,
+                                             int64_t num_batches) {
+  accel::require_arg(num_batches >= 0, "num_batches must not be negative, got " + std::to_string(num_batches));
+  accel::require_arg(num_batches == 0 || (indices != nullptr && batch_lengths != nullptr),
+                     "indices or batch_lengths is NULL with num_batches = " + std::to_string(num_batches));
+  std::vector<std::vector<int64_t>> batches;
+  const int64_t* next = indices;
+  for (int64_t b = 0; b < num_batches; ++b) {
+    accel::require_arg(batch_lengths[b] >= 1, "batch_lengths[" + std::to_string(b) + "] must be >= 1, got " +
+                                                  std::to_string(batch_lengths[b]));
+    batches.emplace_back(next, next + batch_lengths[b]);
+    next += batch_lengths[b];
+  }
+  return batches;
+}
+
 }  // namespace
 
 extern "C" {
@@ -222,17 +240,7 @@ ACCEL_API accel_status accel_dataloader_create_from_batches(accel_dataset* datas
   return guarded([&] {
     auto& result = out_param(out, "out");
     auto loaded = map_dataset(deref(dataset, "dataset"), "accel_dataloader_create_from_batches");
-    accel::require_arg(num_batches >= 0, "num_batches must not be negative, got " + std::to_string(num_batches));
-    accel::require_arg(num_batches == 0 || (indices != nullptr && batch_lengths != nullptr),
-                       "indices or batch_lengths is NULL with num_batches = " + std::to_string(num_batches));
-    std::vector<std::vector<int64_t>> batches;
-    const int64_t* next = indices;
-    for (int64_t b = 0; b < num_batches; ++b) {
-      accel::require_arg(batch_lengths[b] >= 1, "batch_lengths[" + std::to_string(b) + "] must be >= 1, got " +
-                                                    std::to_string(batch_lengths[b]));
-      batches.emplace_back(next, next + batch_lengths[b]);
-      next += batch_lengths[b];
-    }
+    auto batches = batches_of(indices, batch_lengths, num_batches);
     accel_dataloader_options o = read_options(opts, "opts", init_dataloader_options);
     accel::DataLoaderOptions core;
     core.batch_size = o.batch_size;
@@ -307,6 +315,21 @@ ACCEL_API accel_status accel_dataloader_skip_first_batches(const accel_dataloade
 
 ACCEL_API accel_status accel_dataloader_set_epoch(accel_dataloader* loader, uint64_t epoch) {
   return guarded([&] { deref(loader, "loader").loader->set_epoch(epoch); });
+}
+
+ACCEL_API accel_status accel_dataloader_epoch(const accel_dataloader* loader, uint64_t* out) {
+  return guarded([&] {
+    auto& result = out_param(out, "out");
+    result = deref(loader, "loader").loader->epoch();
+  });
+}
+
+ACCEL_API accel_status accel_dataloader_set_batches(accel_dataloader* loader, const int64_t* indices,
+                                                    const int64_t* batch_lengths, int64_t num_batches) {
+  return guarded([&] {
+    auto& target = *deref(loader, "loader").loader;
+    target.set_batches(batches_of(indices, batch_lengths, num_batches));
+  });
 }
 
 ACCEL_API accel_status accel_dataloader_set_progress(accel_dataloader* loader, const char* description) {

@@ -48,16 +48,52 @@ DataLoader::DataLoader(std::shared_ptr<Dataset> dataset, std::vector<std::vector
   require_arg(dataset_ != nullptr, "DataLoader: the dataset is null");
   check_options(options_, /*batch_sampler=*/true);
   require_arg(!options_.shuffle, "DataLoader: shuffle=true with a batch sampler (the sampler fixes the order)");
+  batch_sampler_ = checked_batches(std::move(batches), "DataLoader");
+}
+
+DataLoader::DataLoader(std::shared_ptr<Dataset> dataset, BatchesForEpoch batches_for_epoch,
+                       const DataLoaderOptions& options)
+    : dataset_(std::move(dataset)), options_(options) {
+  require_arg(dataset_ != nullptr, "DataLoader: the dataset is null");
+  require_arg(static_cast<bool>(batches_for_epoch), "DataLoader: the batch sampler is empty");
+  check_options(options_, /*batch_sampler=*/true);
+  require_arg(!options_.shuffle, "DataLoader: shuffle=true with a batch sampler (the sampler fixes the order)");
+  batch_sampler_ = checked_batches(batches_for_epoch(0), "DataLoader");
+  batches_for_epoch_ = std::move(batches_for_epoch);
+}
+
+std::shared_ptr<const DataLoader::Batches> DataLoader::checked_batches(Batches batches, const char* what) const {
   const int64_t size = dataset_->size();
   for (size_t b = 0; b < batches.size(); ++b) {
-    require_arg(!batches[b].empty(), "DataLoader: batch sampler batch " + std::to_string(b) + " is empty");
+    require_arg(!batches[b].empty(), std::string(what) + ": batch sampler batch " + std::to_string(b) + " is empty");
     for (int64_t index : batches[b]) {
-      require_arg(index >= 0 && index < size, "DataLoader: batch sampler batch " + std::to_string(b) + " holds index " +
-                                                  std::to_string(index) + ", outside the dataset's [0, " +
-                                                  std::to_string(size) + ")");
+      require_arg(index >= 0 && index < size, std::string(what) + ": batch sampler batch " + std::to_string(b) +
+                                                  " holds index " + std::to_string(index) +
+                                                  ", outside the dataset's [0, " + std::to_string(size) + ")");
     }
   }
-  batch_sampler_ = std::make_shared<const std::vector<std::vector<int64_t>>>(std::move(batches));
+  return std::make_shared<const Batches>(std::move(batches));
+}
+
+void DataLoader::set_batches(Batches batches) {
+  require(batch_sampler_ != nullptr, ErrorCode::State,
+          "set_batches: the loader was not made from a batch sampler (batches of batch_size over the dataset)");
+  require(source_ == nullptr, ErrorCode::State,
+          "set_batches: an epoch is in progress (" + std::to_string(yielded_) +
+              " batches taken); set the batches before the epoch's first batch");
+  batch_sampler_ = checked_batches(std::move(batches), "set_batches");
+  batches_for_epoch_ = nullptr;
+}
+
+void DataLoader::refresh_batches() {
+  if (!batches_for_epoch_ || batches_epoch_ == epoch_) return;
+  auto batches = checked_batches(batches_for_epoch_(epoch_), "DataLoader");
+  require(batches->size() == batch_sampler_->size(), ErrorCode::InvalidArgument,
+          "DataLoader: the batch sampler gave " + std::to_string(batches->size()) + " batches for epoch " +
+              std::to_string(epoch_) + " and " + std::to_string(batch_sampler_->size()) + " for epoch " +
+              std::to_string(batches_epoch_));
+  batch_sampler_ = std::move(batches);
+  batches_epoch_ = epoch_;
 }
 
 DataLoader::~DataLoader() = default;
@@ -141,6 +177,7 @@ std::unique_ptr<detail::BatchSource> DataLoader::open_epoch() const {
 
 size_t DataLoader::next_batch_size_in_fields() {
   if (!source_) {
+    refresh_batches();
     std::unique_ptr<detail::BatchSource> source = open_epoch();
     std::optional<Batch> first = source->next();  // a failure leaves the loader as it was
     source_ = std::move(source);
@@ -255,9 +292,13 @@ void DataLoader::resume_from(const Position& position) {
 std::unique_ptr<DataLoader> DataLoader::skip_first_batches(int64_t num_batches) const {
   require_arg(num_batches >= 0,
               "skip_first_batches: num_batches must not be negative, got " + std::to_string(num_batches));
-  std::unique_ptr<DataLoader> copy =
-      dataset_ ? std::make_unique<DataLoader>(dataset_, options_) : std::make_unique<DataLoader>(stream_, options_);
+  // A batch sampler's loader may have no batch size (sizes vary): only its constructor allows that.
+  std::unique_ptr<DataLoader> copy = batch_sampler_ ? std::make_unique<DataLoader>(dataset_, Batches{}, options_)
+                                     : dataset_     ? std::make_unique<DataLoader>(dataset_, options_)
+                                                    : std::make_unique<DataLoader>(stream_, options_);
   copy->batch_sampler_ = batch_sampler_;
+  copy->batches_for_epoch_ = batches_for_epoch_;
+  copy->batches_epoch_ = batches_epoch_;
   copy->skipped_pass_ = num_batches;
   copy->placement_ = placement_;
   copy->prepared_ = prepared_;

@@ -141,14 +141,15 @@ Batch SequenceDataset::get_batch(const std::vector<int64_t>& indices) const {
 }
 
 std::vector<std::vector<int64_t>> length_grouped_batches(const std::vector<int64_t>& lengths, int64_t batch_size,
-                                                         uint64_t seed, bool drop_last) {
+                                                         uint64_t seed, bool drop_last, uint64_t epoch) {
   require_arg(batch_size >= 1, "length-grouped batches: batch_size must be >= 1, got " + std::to_string(batch_size));
   require_arg(!lengths.empty(), "length-grouped batches: no lengths");
   const auto n = static_cast<int64_t>(lengths.size());
   const int64_t mult = std::max<int64_t>(1, std::min<int64_t>(n / (batch_size * 4), 50));
   const int64_t mega = mult * batch_size;
   auto generator = at::make_generator<at::CPUGeneratorImpl>(seed);
-  at::Tensor permutation = at::randperm(n, generator, at::kLong);
+  at::Tensor permutation;
+  for (uint64_t draw = 0; draw <= epoch; ++draw) permutation = at::randperm(n, generator, at::kLong);
   std::vector<int64_t> order(permutation.data_ptr<int64_t>(), permutation.data_ptr<int64_t>() + n);
   auto longer = [&](int64_t a, int64_t b) { return lengths[static_cast<size_t>(a)] > lengths[static_cast<size_t>(b)]; };
   // Python's sorted(reverse=True) is stable, so ties keep the permutation's order.

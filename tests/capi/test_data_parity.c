@@ -201,6 +201,20 @@ static void test_user_batch_sampler(void) {
     for (k = 0; k < 5; ++k) EXPECT(sizes[k] == lengths[k]);
     for (k = 0; k < 14; ++k) EXPECT(labels[k] == k);
   }
+  {
+    /* A sampler that draws new batches each epoch: set them between epochs. */
+    const int64_t reversed[14] = {13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0};
+    const int64_t reversed_lengths[3] = {7, 6, 1};
+    uint64_t next_epoch = 0;
+    EXPECT_OK(accel_dataloader_epoch(loader, &next_epoch));
+    EXPECT(next_epoch == 2);
+    EXPECT_OK(accel_dataloader_set_batches(loader, reversed, reversed_lengths, 3));
+    EXPECT_OK(accel_dataloader_num_batches(loader, &n));
+    EXPECT(n == 3);
+    EXPECT(epoch(acc, loader, labels, sizes, NULL) == 3);
+    EXPECT(sizes[0] == 7 && sizes[1] == 6 && sizes[2] == 1);
+    for (k = 0; k < 14; ++k) EXPECT(labels[k] == 13 - k);
+  }
   EXPECT_ERROR(accel_dataloader_create_from_batches(s, indices, lengths, 1, &opts, &sentinel), ACCEL_ERR_STATE,
                "iterable");
   EXPECT(sentinel == (accel_dataloader*)&r);

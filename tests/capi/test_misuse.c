@@ -1053,7 +1053,41 @@ static void datasets(void) {
     ARG(accel_dataloader_skip_first_batches(l, 0, &dl_out));
     ARG(accel_dataloader_set_epoch(l, 0));
     ARG(accel_dataloader_set_progress(l, "epoch"));
+    {
+      const int64_t one_index[1] = {0}, one_length[1] = {1};
+      uint64_t epoch = 0;
+      ARG(accel_dataloader_epoch(l, &epoch));
+      ARG(accel_dataloader_set_batches(l, one_index, one_length, 1));
+    }
     accel_dataloader_free(l); /* ignored */
+  }
+  {
+    /* set_batches: a plain loader has no batch sampler to replace; bad arrays
+       and a started epoch are refused with the batches left as they were. */
+    const int64_t idx[3] = {0, 1, 1000000}, lens[2] = {2, 1}, zero_len[2] = {2, 0};
+    accel_dataloader* sampled = NULL;
+    uint64_t epoch = 99;
+    EXPECT_ERROR(accel_dataloader_set_batches(dl, idx, lens, 1), ACCEL_ERR_STATE, "not made from a batch sampler");
+    ARG(accel_dataloader_epoch(dl, NULL));
+    EXPECT_OK(accel_dataloader_epoch(dl, &epoch));
+    EXPECT(epoch == 0);
+    EXPECT_OK(accel_dataloader_create_from_batches(ds, idx, lens, 1, NULL, &sampled));
+    ARG(accel_dataloader_set_batches(sampled, NULL, lens, 1));
+    ARG(accel_dataloader_set_batches(sampled, idx, NULL, 1));
+    ARG(accel_dataloader_set_batches(sampled, idx, lens, -1));
+    ARG(accel_dataloader_set_batches(sampled, idx, lens, INT64_MIN));
+    ARG(accel_dataloader_set_batches(sampled, idx, zero_len, 2));
+    EXPECT_ERROR(accel_dataloader_set_batches(sampled, idx, lens, 2), ACCEL_ERR_INVALID_ARGUMENT, "1000000");
+    {
+      accel_tensor *x = NULL, *y = NULL;
+      int64_t rows = 0;
+      EXPECT_OK(accel_dataloader_next(sampled, &x, &y)); /* the first batch: samples 0 and 1 */
+      EXPECT(y != NULL && accel_tensor_numel(y, &rows) == ACCEL_OK && rows == 2);
+      accel_tensor_free(x);
+      accel_tensor_free(y);
+    }
+    EXPECT_ERROR(accel_dataloader_set_batches(sampled, idx, lens, 1), ACCEL_ERR_STATE, "an epoch is in progress");
+    accel_dataloader_free(sampled);
   }
   ARG(accel_dataloader_next(dl, NULL, &t_out2));
   ARG(accel_dataloader_next(dl, &t_out, NULL));

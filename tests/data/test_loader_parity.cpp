@@ -173,6 +173,9 @@ TEST(LoaderParity, UserBatchSamplerIsShardedAsBatchSamplerShard) {
   accel::DataLoader whole(numbers(14), sampler, options);
   EXPECT_EQ(epoch(whole), sampler);
   EXPECT_EQ(whole.num_batches(), 5);
+  auto rest = whole.skip_first_batches(3);  // also what load_state does to resume mid-epoch
+  EXPECT_EQ(rest->num_batches(), 2);
+  EXPECT_EQ(epoch(*rest), (Batches{{9, 10, 11}, {12, 13}}));
   Batches expected[2] = {{{0, 1, 2}, {5, 6, 7, 8}, {12, 13}}, {{3, 4}, {9, 10, 11}}};
   for (int p = 0; p < 2; ++p) {
     accel::DataLoader loader(numbers(14), sampler, options);
@@ -184,6 +187,90 @@ TEST(LoaderParity, UserBatchSamplerIsShardedAsBatchSamplerShard) {
     EXPECT_EQ(loader.num_batches(), p == 0 ? 3 : 2);
     EXPECT_EQ(epoch(loader), expected[p]);
     EXPECT_EQ(epoch(loader), expected[p]);  // the same batches every epoch
+  }
+}
+
+TEST(LoaderParity, SetBatchesFeedsTheNextEpochShardedAsTheFirst) {
+  Batches first{{0, 1, 2}, {3, 4}, {5, 6, 7, 8}, {9, 10, 11}, {12, 13}};
+  Batches second{{13}, {12, 11}, {10, 9, 8}, {7}};
+  accel::DataLoaderOptions options;
+  options.batch_size = 0;
+  // BatchSamplerShard deals the new batches as it dealt the first: 0, 2 to rank 0.
+  Batches expected[2] = {{{13}, {10, 9, 8}}, {{12, 11}, {7}}};
+  for (int p = 0; p < 2; ++p) {
+    accel::DataLoader loader(numbers(14), first, options);
+    accel::ShardPlacement place = placement(2, p);
+    place.even_batches = false;
+    loader.shard(place);
+    epoch(loader);
+    loader.set_batches(second);
+    EXPECT_EQ(loader.num_batches(), 2);
+    EXPECT_EQ(epoch(loader), expected[p]);
+    EXPECT_EQ(epoch(loader), expected[p]);  // kept until replaced
+  }
+}
+
+TEST(LoaderParity, SetBatchesRefusesMidEpochBadBatchesAndPlainLoadersLeavingTheLoaderAsItWas) {
+  accel::DataLoaderOptions options;
+  options.batch_size = 2;
+  Batches sampler{{0, 1}, {2, 3}, {4}};
+  accel::DataLoader loader(numbers(5), sampler, options);
+  auto code_and_message = [](const std::function<void()>& call) {
+    try {
+      call();
+    } catch (const accel::Error& error) {
+      return std::make_pair(error.code(), std::string(error.what()));
+    }
+    return std::make_pair(static_cast<accel::ErrorCode>(0), std::string());
+  };
+  ASSERT_TRUE(loader.next().has_value());
+  auto [code, message] = code_and_message([&] { loader.set_batches({{4}}); });
+  EXPECT_EQ(code, accel::ErrorCode::State);
+  EXPECT_NE(message.find("an epoch is in progress (1 batches taken)"), std::string::npos) << message;
+  EXPECT_EQ(epoch(loader), (Batches{{2, 3}, {4}}));  // the epoch goes on with its batches
+  std::tie(code, message) = code_and_message([&] { loader.set_batches({{1}, {0, 5}}); });
+  EXPECT_EQ(code, accel::ErrorCode::InvalidArgument);
+  EXPECT_NE(message.find("set_batches: batch sampler batch 1 holds index 5"), std::string::npos) << message;
+  std::tie(code, message) = code_and_message([&] { loader.set_batches({{1}, {}}); });
+  EXPECT_NE(message.find("set_batches: batch sampler batch 1 is empty"), std::string::npos) << message;
+  EXPECT_EQ(epoch(loader), sampler);  // nothing was replaced
+  accel::DataLoader plain(numbers(5), options);
+  std::tie(code, message) = code_and_message([&] { plain.set_batches({{0}}); });
+  EXPECT_EQ(code, accel::ErrorCode::State);
+  EXPECT_NE(message.find("not made from a batch sampler"), std::string::npos) << message;
+}
+
+TEST(LoaderParity, ABatchSamplerPerEpochIsAskedForEachEpochAndForTheOneAResumeReturnsTo) {
+  auto asked = std::make_shared<std::vector<uint64_t>>();
+  auto batches_for = [asked](uint64_t e) {
+    asked->push_back(e);
+    const auto shift = static_cast<int64_t>(e % 3);
+    return Batches{{shift, shift + 1}, {shift + 2}, {shift + 3, shift + 4}};
+  };
+  accel::DataLoaderOptions options;
+  options.batch_size = 2;
+  accel::DataLoader loader(numbers(8), batches_for, options);
+  EXPECT_EQ(epoch(loader), (Batches{{0, 1}, {2}, {3, 4}}));
+  EXPECT_EQ(epoch(loader), (Batches{{1, 2}, {3}, {4, 5}}));
+  EXPECT_EQ(epoch(loader), (Batches{{2, 3}, {4}, {5, 6}}));
+  EXPECT_EQ(*asked, (std::vector<uint64_t>{0, 1, 2}));  // once per epoch
+  EXPECT_EQ(loader.num_batches(), 3);
+  // A run resuming epoch 4 after one batch gets that epoch's batches back.
+  accel::DataLoader resumed(numbers(8), batches_for, options);
+  resumed.resume_from({4, 1, 0});
+  EXPECT_EQ(epoch(resumed), (Batches{{3}, {4, 5}}));
+  auto skipped = resumed.skip_first_batches(2);
+  EXPECT_EQ(epoch(*skipped), (Batches{{5, 6}}));  // epoch 5's batches, from the third
+  // A sampler whose batch count changes is named, not half-used.
+  accel::DataLoader growing(
+      numbers(8), [](uint64_t e) { return Batches(e + 1, std::vector<int64_t>{0}); }, options);
+  epoch(growing);
+  try {
+    growing.next();
+    FAIL() << "no error for a changed batch count";
+  } catch (const accel::Error& error) {
+    EXPECT_NE(std::string(error.what()).find("gave 2 batches for epoch 1 and 1 for epoch 0"), std::string::npos)
+        << error.what();
   }
 }
 

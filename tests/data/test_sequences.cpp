@@ -284,6 +284,20 @@ TEST(LengthGrouped, MatchesTransformersGetLengthGroupedIndices) {
   EXPECT_EQ(batches.back().size(), 1u);
   EXPECT_EQ(accel::length_grouped_batches(lengths, 4, 5, true).size(), 9u);
   EXPECT_EQ(code_of([&] { accel::length_grouped_batches(lengths, 0, 5); }), accel::ErrorCode::InvalidArgument);
+  // The sampler iterated again (a Trainer's next epoch) draws from the same
+  // generator: transformers 4.49, the same call twice and three times on one
+  // torch.Generator().manual_seed(5).
+  std::vector<std::vector<int64_t>> later{{24, 9,  3,  27, 23, 10, 6,  15, 11, 33, 29, 16, 12, 8, 2,  28, 35, 18, 1,
+                                           36, 34, 30, 4,  26, 22, 20, 5,  31, 14, 17, 13, 0,  7, 25, 21, 32, 19},
+                                          {24, 20, 5,  16, 25, 4,  28, 0, 9, 7,  12, 36, 10, 21, 32, 26, 11, 22, 33,
+                                           31, 14, 27, 23, 15, 18, 29, 3, 1, 34, 19, 17, 2,  35, 8,  6,  30, 13}};
+  for (uint64_t epoch = 1; epoch <= 2; ++epoch) {
+    std::vector<int64_t> drawn;
+    for (const auto& b : accel::length_grouped_batches(lengths, 4, 5, false, epoch)) {
+      drawn.insert(drawn.end(), b.begin(), b.end());
+    }
+    EXPECT_EQ(drawn, later[epoch - 1]) << "epoch " << epoch;
+  }
 }
 
 std::vector<std::vector<int64_t>> epoch_ids(accel::DataLoader& loader) {

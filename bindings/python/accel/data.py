@@ -284,8 +284,11 @@ class DataLoader(core.DataLoader):
 
     DataLoader(data, batch_sampler=sampler) reads a user's batch sampler, as
     PyTorch's DataLoader(batch_sampler=...): any iterable of lists of indices
-    (e.g. length-bucketed batches of varying sizes), read once here and
-    yielded in that order every epoch. As Accelerate does, prepare reads its
+    (e.g. length-bucketed batches of varying sizes), iterated again at the start
+    of each new epoch, so a sampler that draws new batches per epoch is followed
+    (before that, as Accelerate does, set_epoch(epoch) is called on its sampler,
+    or on it, when they have one; a resumed epoch is asked for again). Every
+    process must get the same batches. As Accelerate does, prepare reads its
     batch_size and drop_last attributes when it has them (no batch_size:
     sizes vary, which needs even_batches=False with several processes).
 
@@ -321,16 +324,19 @@ class DataLoader(core.DataLoader):
             if clashing:
                 raise ValueError(f"batch_sampler is mutually exclusive with {', '.join(clashing)}")
             _set_fields(opts, options, "DataLoader")
-            batches = [[int(i) for i in batch] for batch in batch_sampler]
+            indices, lengths = _batch_arrays(batch_sampler)
             opts.batch_size = int(getattr(batch_sampler, "batch_size", None) or 0)
             opts.drop_last = int(bool(getattr(batch_sampler, "drop_last", False)))
-            indices = [i for batch in batches for i in batch]
-            super().__init__(dataset, indices, [len(batch) for batch in batches], opts)
+            super().__init__(dataset, indices, lengths, opts)
+            # An iterator is read once (PyTorch's DataLoader could not iterate it twice either).
+            if iter(batch_sampler) is not batch_sampler:
+                self._batch_sampler, self._batches_epoch = batch_sampler, 0
         self.dataset = dataset
 
     def __iter__(self) -> Iterator[Any]:
         """Batches as tuples of Tensors, or as dicts name -> Tensor when the fields have names
         (sequence datasets: input_ids, attention_mask, labels; a collate_fn's keys)."""
+        _refresh_batches(self)
         names = self.field_names()
         while True:
             batch = self.next_batch()
@@ -353,7 +359,33 @@ class DataLoader(core.DataLoader):
     def skip_first_batches(self, num_batches: int) -> "DataLoader":
         loader = core.DataLoader.skip_first_batches(self, num_batches)
         loader.dataset = self.dataset
+        if getattr(self, "_batch_sampler", None) is not None:
+            loader._batch_sampler, loader._batches_epoch = self._batch_sampler, self._batches_epoch
         return loader
+
+
+def _batch_arrays(batch_sampler: Iterable[Sequence[int]]) -> Tuple[list, list]:
+    """One pass of a batch sampler as the C layout: the indices in order, and each batch's length."""
+    batches = [[int(i) for i in batch] for batch in batch_sampler]
+    return [i for batch in batches for i in batch], [len(batch) for batch in batches]
+
+
+def _refresh_batches(loader: Any) -> None:
+    """Before an epoch other than the one its batches were read for, iterate the loader's
+    batch sampler again (after set_epoch on its sampler, or on it, as Accelerate's
+    DataLoaderShard.set_epoch does) and hand the batches to the loader."""
+    sampler = getattr(loader, "_batch_sampler", None)
+    if sampler is None:
+        return
+    epoch = loader.epoch()
+    if epoch == loader._batches_epoch:
+        return
+    for owner in (getattr(sampler, "sampler", None), sampler):
+        if hasattr(owner, "set_epoch"):
+            owner.set_epoch(epoch)
+            break
+    loader.set_batches(*_batch_arrays(sampler))
+    loader._batches_epoch = epoch
 
 
 _closeable(DataLoader, core.close_dataloader)

@@ -75,6 +75,53 @@ def test_batch_sampler_with_varying_batch_sizes():
         accel.DataLoader(Identity(14), batch_sampler=[[1], []])
 
 
+class RotatingBatches:
+    """A batch sampler that draws new batches each epoch (rotated by the epoch), told
+    the epoch through set_epoch as Accelerate tells a sampler."""
+
+    def __init__(self, n, size):
+        self.n, self.size, self.epoch, self.told = n, size, 0, []
+
+    def set_epoch(self, epoch):
+        self.epoch = epoch
+        self.told.append(epoch)
+
+    def batches_of(self, epoch):
+        order = [(i + epoch) % self.n for i in range(self.n)]
+        return [order[k:k + self.size] for k in range(0, self.n, self.size)]
+
+    def __iter__(self):
+        return iter(self.batches_of(self.epoch))
+
+    def __len__(self):
+        return (self.n + self.size - 1) // self.size
+
+
+def test_a_batch_sampler_is_iterated_again_each_epoch_and_for_a_resumed_epoch(tmp_path):
+    sampler = RotatingBatches(7, 3)
+    acc = accel.Accelerator(cpu=True)
+    loader = acc.prepare(accel.DataLoader(Identity(7), batch_sampler=sampler))
+    assert [labels(loader) for _ in range(3)] == [sampler.batches_of(e) for e in range(3)]
+    assert sampler.told == [1, 2]  # as Accelerate: only when the epoch changes
+    taken = []
+    for _, y in loader:  # epoch 3, stopped after one batch and saved
+        taken.append(y.numpy().tolist())
+        acc.save_state(str(tmp_path / "ckpt"))
+        break
+    assert taken == sampler.batches_of(3)[:1]
+    again = RotatingBatches(7, 3)
+    resumed_acc = accel.Accelerator(cpu=True)
+    resumed = resumed_acc.prepare(accel.DataLoader(Identity(7), batch_sampler=again))
+    resumed_acc.load_state(str(tmp_path / "ckpt"))
+    assert labels(resumed) == sampler.batches_of(3)[1:]
+    assert again.told == [3]
+    loader.set_epoch(5)  # the loader's own set_epoch: the sampler follows
+    assert labels(loader) == sampler.batches_of(5)
+    # A one-shot iterator is read once: its batches stay.
+    fixed = accel.DataLoader(Identity(7), batch_sampler=iter([[0, 1], [2]]))
+    assert [labels(fixed) for _ in range(2)] == [[[0, 1], [2]]] * 2
+
+
 def orders(kind):
     with open(TABLE) as f:
         return [row for row in json.load(f) if row["kind"] == kind]
