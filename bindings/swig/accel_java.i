@@ -341,6 +341,8 @@ ACCEL_JAVA_CLOSEABLE(StateWriter, "StateWriter")
                                                       const accel_dataloader_options*) "";
 %rename(nativeFieldNames) AccelDataLoader::field_names;
 %javamethodmodifiers AccelDataLoader::field_names "";
+%rename(nativeSetBatches) AccelDataLoader::set_batches;
+%javamethodmodifiers AccelDataLoader::set_batches "";
 %javamethodmodifiers AccelModel::from_torchscript_outputs "";
 %javamethodmodifiers AccelModel::from_torchscript_empty "";
 /* The big-model calls cross as JSON; the Map methods of the javacode below are the API. */
@@ -780,9 +782,9 @@ import java.nio.LongBuffer;
   }
 
   /**
-   * A loader over a user's batch sampler: the same batches of dataset indices every epoch, in
-   * order (e.g. length-bucketed, of varying sizes); prepared, they are sharded as Accelerate's
-   * BatchSamplerShard does. options' batchSize is the sampler's nominal batch size (0: sizes vary,
+   * A loader over a user's batch sampler: these batches of dataset indices, in order (e.g.
+   * length-bucketed, of varying sizes), every epoch until {@link #setBatches} replaces them;
+   * prepared, they are sharded as Accelerate's BatchSamplerShard does. options' batchSize is the sampler's nominal batch size (0: sizes vary,
    * which needs evenBatches(false) with several processes), its dropLast the sampler's; shuffle
    * must be off. Throws AccelException naming an empty batch or an index outside the dataset.
    */
@@ -795,6 +797,18 @@ import java.nio.LongBuffer;
   public static DataLoader ofBatches(Dataset dataset, Iterable<? extends java.util.List<Long>> batches,
                                      DataLoaderOptions options) {
     return DataSupport.ofBatches(dataset, batches, options);
+  }
+
+  /**
+   * New batches for a loader over a batch sampler (ofBatches, or Sequences' length-grouped
+   * loader, which then stops regrouping), from the next epoch on: call it between epochs, before
+   * an epoch's first batch (a resumed epoch's too, with that epoch's batches; see {@link
+   * #epoch}), to follow a sampler that draws new batches each epoch. Every process must set the
+   * same batches. Throws AccelException naming a bad batch (nothing changes), or with code STATE
+   * during an epoch or for a loader made without a batch sampler.
+   */
+  public void setBatches(Iterable<? extends java.util.List<Long>> batches) {
+    DataSupport.setBatches(this, batches);
   }
 
   /**

@@ -161,6 +161,9 @@ class SequenceDataset : public Dataset {
 // Accelerate's BatchSamplerShard does. Throws InvalidArgument for a
 // batch_size < 1 or no lengths.
 std::vector<std::vector<int64_t>> length_grouped_batches(const std::vector<int64_t>& lengths, int64_t batch_size,
-                                                         uint64_t seed, bool drop_last = false, uint64_t epoch = 0);
+                                                         uint64_t seed, bool drop_last, uint64_t epoch);
+// Epoch 0's batches.
+std::vector<std::vector<int64_t>> length_grouped_batches(const std::vector<int64_t>& lengths, int64_t batch_size,
+                                                         uint64_t seed, bool drop_last = false);
 
 }  // namespace accel

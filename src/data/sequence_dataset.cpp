@@ -168,4 +168,9 @@ std::vector<std::vector<int64_t>> length_grouped_batches(const std::vector<int64
   return batches;
 }
 
+std::vector<std::vector<int64_t>> length_grouped_batches(const std::vector<int64_t>& lengths, int64_t batch_size,
+                                                         uint64_t seed, bool drop_last) {
+  return length_grouped_batches(lengths, batch_size, seed, drop_last, 0);
+}
+
 }  // namespace accel

@@ -118,27 +118,34 @@ func NewDataLoader(dataset *Dataset, options DataLoaderOptions) (*DataLoader, er
 	})
 }
 
-// NewDataLoaderFromBatches makes a loader over a user's batch sampler: the
-// same batches of dataset indices every epoch, in order (e.g. length-bucketed,
+// NewDataLoaderFromBatches makes a loader over a user's batch sampler: these
+// batches of dataset indices every epoch until SetBatches replaces them, in order (e.g. length-bucketed,
 // of varying sizes). Prepared, they are sharded as Accelerate's
 // BatchSamplerShard does. options.BatchSize is the sampler's nominal batch
 // size (0: sizes vary, which needs EvenBatches false with several
 // processes), options.DropLast its drop_last; Shuffle must be false.
 func NewDataLoaderFromBatches(dataset *Dataset, batches [][]int64, options DataLoaderOptions) (*DataLoader, error) {
-	indices := core.NewInt64Vector()
+	indices, lengths := batchVectors(batches)
 	defer core.DeleteInt64Vector(indices)
-	lengths := core.NewInt64Vector()
 	defer core.DeleteInt64Vector(lengths)
+	return buildDataLoader(dataset, options, func(dh core.Dataset, opts core.DataLoaderOptions) core.DataLoader {
+		opts.SetBatch_size(options.BatchSize) // 0 is meaningful here: sizes vary
+		return core.NewDataLoader(dh, indices, lengths, opts)
+	})
+}
+
+// batchVectors lays batches out as the C calls take them: the indices in
+// order, and each batch's length. The caller deletes both.
+func batchVectors(batches [][]int64) (indices, lengths core.Int64Vector) {
+	indices = core.NewInt64Vector()
+	lengths = core.NewInt64Vector()
 	for _, batch := range batches {
 		for _, i := range batch {
 			indices.Add(i)
 		}
 		lengths.Add(int64(len(batch)))
 	}
-	return buildDataLoader(dataset, options, func(dh core.Dataset, opts core.DataLoaderOptions) core.DataLoader {
-		opts.SetBatch_size(options.BatchSize) // 0 is meaningful here: sizes vary
-		return core.NewDataLoader(dh, indices, lengths, opts)
-	})
+	return indices, lengths
 }
 
 // buildDataLoader converts options to the C struct and makes the loader with
@@ -248,6 +255,36 @@ func (l *DataLoader) SetEpoch(epoch uint64) error {
 	}
 	defer runtime.KeepAlive(l)
 	return withThread(func() { h.Set_epoch(epoch) })
+}
+
+// Epoch is the epoch being iterated, or the next one between epochs (0 at
+// first; SetEpoch and a resume by LoadState set it).
+func (l *DataLoader) Epoch() (uint64, error) {
+	h, err := l.handle()
+	if err != nil {
+		return 0, err
+	}
+	defer runtime.KeepAlive(l)
+	return call(h.Epoch)
+}
+
+// SetBatches gives a loader over a batch sampler (NewDataLoaderFromBatches,
+// or NewLengthGroupedDataLoader, which then stops regrouping) new batches from
+// the next epoch on. Call it between epochs, before an epoch's first batch (a
+// resumed epoch's too, with that epoch's batches: see Epoch), to follow a
+// sampler that draws new batches each epoch. Every process must set the same
+// batches. The error names a bad batch (nothing changes), or has the status
+// ErrState during an epoch or for a loader made without a batch sampler.
+func (l *DataLoader) SetBatches(batches [][]int64) error {
+	h, err := l.handle()
+	if err != nil {
+		return err
+	}
+	defer runtime.KeepAlive(l)
+	indices, lengths := batchVectors(batches)
+	defer core.DeleteInt64Vector(indices)
+	defer core.DeleteInt64Vector(lengths)
+	return withThread(func() { h.Set_batches(indices, lengths) })
 }
 
 // ShowProgress draws a progress bar per epoch on stderr of rank 0 only, as

@@ -50,6 +50,40 @@ func TestDataLoaderFromVaryingBatches(t *testing.T) {
 	}
 }
 
+func TestSetBatchesFollowsASamplerThatDrawsNewBatchesEachEpoch(t *testing.T) {
+	ds := must[*Dataset](t)(NewMapDataset(identityData{5}, identityFields...))
+	rotated := func(epoch uint64) [][]int64 { // the sampler's batches for an epoch
+		var out [][]int64
+		for start := int64(0); start < 5; start += 2 {
+			var batch []int64
+			for k := start; k < start+2 && k < 5; k++ {
+				batch = append(batch, (k+int64(epoch))%5)
+			}
+			out = append(out, batch)
+		}
+		return out
+	}
+	loader := must[*DataLoader](t)(NewDataLoaderFromBatches(ds, rotated(0), DataLoaderOptions{BatchSize: 2}))
+	acc := newCPU(t, AcceleratorOptions{})
+	ok(t, acc.Prepare(loader))
+	for want := uint64(0); want < 3; want++ {
+		epoch := must[uint64](t)(loader.Epoch())
+		if epoch != want {
+			t.Fatalf("Epoch() = %d, want %d", epoch, want)
+		}
+		ok(t, loader.SetBatches(rotated(epoch)))
+		if got := labelBatches(t, loader); !reflect.DeepEqual(got, rotated(epoch)) {
+			t.Fatalf("epoch %d: %v, want %v", epoch, got, rotated(epoch))
+		}
+	}
+	CloseAll(must[[]*Tensor](t)(loader.Next())...)
+	wantError(t, loader.SetBatches(rotated(0)), ErrState, "an epoch is in progress")
+	ok(t, loader.SetEpoch(0))
+	wantError(t, loader.SetBatches([][]int64{{5}}), ErrInvalidArgument, "holds index 5")
+	plain := must[*DataLoader](t)(NewDataLoader(ds, DataLoaderOptions{BatchSize: 2}))
+	wantError(t, plain.SetBatches(rotated(0)), ErrState, "not made from a batch sampler")
+}
+
 func TestSkipFirstBatchesLengthAndRemainderFromTheStart(t *testing.T) {
 	ds := must[*Dataset](t)(NewMapDataset(identityData{10}, identityFields...))
 	loader := must[*DataLoader](t)(NewDataLoader(ds, DataLoaderOptions{BatchSize: 4}))

@@ -227,8 +227,10 @@ func DatasetFromSequencesCollate(s *Sequences, names []string, fn CollateFunc) (
 
 // NewLengthGroupedDataLoader makes a loader over a sequence dataset whose
 // batches group sequences of similar length (transformers'
-// LengthGroupedSampler, seeded with options.Seed; the same batches every
-// epoch and on every process). options.Shuffle must be false.
+// LengthGroupedSampler, seeded with options.Seed; regrouped each epoch from
+// the generator's next permutation, as transformers' sampler draws one each
+// time it is iterated; the same batches on every process). options.Shuffle
+// must be false.
 func NewLengthGroupedDataLoader(dataset *Dataset, options DataLoaderOptions) (*DataLoader, error) {
 	return buildDataLoader(dataset, options, func(dh core.Dataset, opts core.DataLoaderOptions) core.DataLoader {
 		return core.NewDataLoader(dh, opts, true)

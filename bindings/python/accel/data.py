@@ -294,7 +294,8 @@ class DataLoader(core.DataLoader):
 
     Variable-length data: DataLoader(accel.Sequences, batch_size=8) pads each batch to its
     longest sequence (collate_fn=accel.DataCollatorWithPadding(...) to set the padding), and
-    group_by_length=True groups similar lengths (transformers' LengthGroupedSampler, with seed).
+    group_by_length=True groups similar lengths (transformers' LengthGroupedSampler, with seed;
+    regrouped each epoch from its generator's next permutation, as transformers does).
     collate_fn=fn, over Sequences (samples {"input_ids": ndarray[, "labels": ...]}) or any
     map-style Python dataset (samples data[i]), gets a batch's list of samples and returns a dict
     of arrays or tensors; its first batch, collated here once, fixes the field names. Batches

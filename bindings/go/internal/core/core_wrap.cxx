@@ -450,6 +450,21 @@ static unsigned profile_options(bool record_shapes, bool profile_memory, bool wi
          (with_flops ? ACCEL_PROFILE_WITH_FLOPS : 0u) | (with_stack ? ACCEL_PROFILE_WITH_STACK : 0u) |
          (with_modules ? ACCEL_PROFILE_WITH_MODULES : 0u);
 }
+/* The C calls over batch arrays read sum(lengths) indices: never more than
+   there are. A length < 1 is left to them to name. */
+static void check_batch_layout(const std::vector<int64_t>& indices, const std::vector<int64_t>& lengths) {
+  int64_t total = 0;
+  bool positive = true;
+  for (size_t b = 0; b < lengths.size() && positive; ++b) {
+    positive = lengths[b] >= 1;
+    if (positive) total += lengths[b];
+    if (total > (int64_t)indices.size()) break;
+  }
+  if (positive ? total != (int64_t)indices.size() : total > (int64_t)indices.size()) {
+    accel_fail(ACCEL_ERR_INVALID_ARGUMENT, "batch lengths add up to " + std::to_string(total) + ", not the " +
+                                               std::to_string(indices.size()) + " indices");
+  }
+}
 
 SWIGINTERN std::vector< long >::const_reference std_vector_Sl_int64_t_Sg__get(std::vector< int64_t > *self,int i){
                 int size = int(self->size());
@@ -1247,19 +1262,7 @@ SWIGINTERN AccelDataLoader *new_AccelDataLoader__SWIG_2(AccelDataset *dataset,ac
     return out;
   }
 SWIGINTERN AccelDataLoader *new_AccelDataLoader__SWIG_3(AccelDataset *dataset,std::vector< int64_t > const &indices,std::vector< int64_t > const &lengths,accel_dataloader_options const *options){
-    /* The C call reads sum(lengths) indices: never more than there are. A
-       length < 1 is left to it to name. */
-    int64_t total = 0;
-    bool positive = true;
-    for (size_t b = 0; b < lengths.size() && positive; ++b) {
-      positive = lengths[b] >= 1;
-      if (positive) total += lengths[b];
-      if (total > (int64_t)indices.size()) break;
-    }
-    if (positive ? total != (int64_t)indices.size() : total > (int64_t)indices.size()) {
-      accel_fail(ACCEL_ERR_INVALID_ARGUMENT, "batch lengths add up to " + std::to_string(total) + ", not the " +
-                                                 std::to_string(indices.size()) + " indices");
-    }
+    check_batch_layout(indices, lengths);
     accel_dataloader* out = 0;
     accel_check(accel_dataloader_create_from_batches(dataset, indices.data(), lengths.data(),
                                                      (int64_t)lengths.size(), options, &out));
@@ -1286,6 +1289,15 @@ SWIGINTERN AccelDataLoader *AccelDataLoader_skip_first_batches(AccelDataLoader c
     return out;
   }
 SWIGINTERN void AccelDataLoader_set_epoch(AccelDataLoader *self,uint64_t epoch){ accel_check(accel_dataloader_set_epoch(self, epoch)); }
+SWIGINTERN uint64_t AccelDataLoader_epoch(AccelDataLoader const *self){
+    uint64_t out = 0;
+    accel_check(accel_dataloader_epoch(self, &out));
+    return out;
+  }
+SWIGINTERN void AccelDataLoader_set_batches(AccelDataLoader *self,std::vector< int64_t > const &indices,std::vector< int64_t > const &lengths){
+    check_batch_layout(indices, lengths);
+    accel_check(accel_dataloader_set_batches(self, indices.data(), lengths.data(), (int64_t)lengths.size()));
+  }
 SWIGINTERN void AccelDataLoader_set_progress__SWIG_0(AccelDataLoader *self,char const *description=""){ accel_check(accel_dataloader_set_progress(self, description)); }
 SWIGINTERN void AccelDataLoader_hide_progress(AccelDataLoader *self){ accel_check(accel_dataloader_set_progress(self, 0)); }
 SWIGINTERN std::vector< std::string > AccelDataLoader_field_names(AccelDataLoader const *self){
@@ -14797,6 +14809,53 @@ void _wrap_DataLoader_set_epoch_core_a1403cbc65d2f32f(AccelDataLoader *_swig_go_
   {
     try {
       AccelDataLoader_set_epoch(arg1,arg2);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  
+}
+
+
+long long _wrap_DataLoader_epoch_core_a1403cbc65d2f32f(AccelDataLoader *_swig_go_0) {
+  AccelDataLoader *arg1 = (AccelDataLoader *) 0 ;
+  uint64_t result;
+  long long _swig_go_result;
+  
+  arg1 = *(AccelDataLoader **)&_swig_go_0; 
+  
+  {
+    try {
+      result = (uint64_t)AccelDataLoader_epoch((AccelDataLoader const *)arg1);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
+void _wrap_DataLoader_set_batches_core_a1403cbc65d2f32f(AccelDataLoader *_swig_go_0, std::vector< long > *_swig_go_1, std::vector< long > *_swig_go_2) {
+  AccelDataLoader *arg1 = (AccelDataLoader *) 0 ;
+  std::vector< int64_t > *arg2 = 0 ;
+  std::vector< int64_t > *arg3 = 0 ;
+  
+  arg1 = *(AccelDataLoader **)&_swig_go_0; 
+  arg2 = *(std::vector< int64_t > **)&_swig_go_1; 
+  arg3 = *(std::vector< int64_t > **)&_swig_go_2; 
+  
+  {
+    try {
+      AccelDataLoader_set_batches(arg1,(std::vector< long > const &)*arg2,(std::vector< long > const &)*arg3);
     } catch (const AccelFailure& e) {
       accel_go_store_error(e.code(), e.what());
     } catch (const std::exception& e) {

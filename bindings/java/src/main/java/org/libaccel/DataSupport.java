@@ -50,6 +50,19 @@ final class DataSupport {
   }
 
   static DataLoader ofBatches(Dataset dataset, Iterable<? extends List<Long>> batches, DataLoaderOptions options) {
+    return withBatchArrays(batches, (indices, lengths) -> new DataLoader(dataset, indices, lengths, options));
+  }
+
+  static void setBatches(DataLoader loader, Iterable<? extends List<Long>> batches) {
+    withBatchArrays(batches, (indices, lengths) -> {
+      loader.nativeSetBatches(indices, lengths);
+      return null;
+    });
+  }
+
+  /** The batches as the C layout (indices in order, each batch's length), handed to use. */
+  private static <T> T withBatchArrays(Iterable<? extends List<Long>> batches,
+      java.util.function.BiFunction<Int64Vector, Int64Vector, T> use) {
     Int64Vector indices = new Int64Vector();
     Int64Vector lengths = new Int64Vector();
     try {
@@ -57,7 +70,7 @@ final class DataSupport {
         for (Long index : batch) indices.add(index);
         lengths.add((long) batch.size());
       }
-      return new DataLoader(dataset, indices, lengths, options);
+      return use.apply(indices, lengths);
     } finally {
       indices.delete();
       lengths.delete();

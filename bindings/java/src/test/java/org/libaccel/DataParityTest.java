@@ -50,6 +50,43 @@ class DataParityTest {
   }
 
   @Test
+  void setBatchesFeedsASamplerThatDrawsNewBatchesEachEpoch() {
+    DataLoaderOptions options = DataTest.options(2);
+    List<List<Long>> first = List.of(List.of(0L, 1L), List.of(2L, 3L), List.of(4L));
+    try (Accelerator acc = Accelerator.builder().cpu(true).build();
+         DataLoader loader = DataLoader.ofBatches(identity(5), first, options)) {
+      acc.prepare(loader);
+      for (int epoch = 0; epoch < 3; ++epoch) {
+        assertEquals(epoch, loader.epoch());
+        List<List<Long>> drawn = new ArrayList<>();  // the sampler's batches for this epoch: rotated
+        for (long start = 0; start < 5; start += 2) {
+          List<Long> batch = new ArrayList<>();
+          for (long k = start; k < Math.min(5, start + 2); ++k) batch.add((k + epoch) % 5);
+          drawn.add(batch);
+        }
+        loader.setBatches(drawn);
+        List<long[]> got = batches(loader);
+        assertEquals(3, got.size());
+        for (int b = 0; b < 3; ++b) {
+          assertArrayEquals(drawn.get(b).stream().mapToLong(Long::longValue).toArray(), got.get(b));
+        }
+      }
+      try (Batch started = loader.iterator().next()) {
+        AccelException e = assertThrows(AccelException.class, () -> loader.setBatches(first));
+        assertEquals(Status.ERR_STATE, e.getStatus());
+        assertTrue(e.getMessage().contains("an epoch is in progress"), e.getMessage());
+      }
+      loader.setEpoch(0);
+      AccelException bad = assertThrows(AccelException.class, () -> loader.setBatches(List.of(List.of(5L))));
+      assertTrue(bad.getMessage().contains("holds index 5"), bad.getMessage());
+    }
+    try (DataLoader plain = DataLoader.of(identity(5), options)) {
+      AccelException e = assertThrows(AccelException.class, () -> plain.setBatches(first));
+      assertEquals(Status.ERR_STATE, e.getStatus());
+    }
+  }
+
+  @Test
   void skipFirstBatchesLengthAndRemainderFromTheStart() {
     try (Accelerator acc = Accelerator.builder().cpu(true).build();
          DataLoader loader = DataLoader.of(identity(10), DataTest.options(4))) {
