@@ -93,6 +93,24 @@ def main():
         if world == 2:  # the example
             assert batches == ([[0, 1, 2, 3], [8]] if rank == 0 else [[4, 5, 6, 7], [9]]), batches
         assert len(batches[-1]) == rows // world + (1 if rows % world else 0), batches
+
+        # A batch sampler drawing new batches each epoch (here: rotated by the epoch it is
+        # told), iterated again on every process; gathered, each epoch is its batches in order.
+        class Rotating:
+            batch_size, epoch = 2, 0
+
+            def set_epoch(self, epoch):
+                self.epoch = epoch
+
+            def __iter__(self):
+                order = [(i + 5 * self.epoch) % 24 for i in range(24)]
+                return iter([order[k:k + 2] for k in range(0, 24, 2)])  # 12 batches: any world of 2-4
+
+        sampler = Rotating()
+        loader = acc.prepare(accel.DataLoader(Identity(24), batch_sampler=sampler))
+        for epoch in range(3):
+            gathered = [v for _, y in loader for v in acc.gather_for_metrics(y).numpy().tolist()]
+            assert gathered == [(i + 5 * epoch) % 24 for i in range(24)], (epoch, gathered)
     print(f"[rank {rank}] ok {world} {mode} {checked}", flush=True)
 
 
