@@ -240,6 +240,9 @@ static int abi_version() { return accel_abi_version(); }
 static bool has_feature(accel_feature feature) { return accel_has_feature(feature) != 0; }
 static size_t dtype_size(accel_dtype dtype) { return accel_dtype_size(dtype); }
 static std::string status_name(int status) { return accel_status_name(static_cast<accel_status>(status)); }
+/* Accelerate's accelerate.utils.set_seed without an accelerator (accel_set_seed):
+   LibTorch's generators only; the language layer adds its own and the process index. */
+static void set_seed(uint64_t seed, bool deterministic = false) { accel_check(accel_set_seed(seed, deterministic)); }
 static void log_message(const std::string& name, accel_log_level level, const std::string& message,
                         bool main_process_only = true) {
   accel_check(accel_log(name.c_str(), level, message.c_str(), main_process_only));

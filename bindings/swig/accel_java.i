@@ -103,7 +103,20 @@ std::vector<int64_t> read_shape(JNIEnv* env, jlongArray shape) {
 %}
 %pragma(java) moduleclassmodifiers="public final class"
 %javamethodmodifiers available_memory_json "private";
+%rename(nativeSetSeed) set_seed;
+%javamethodmodifiers set_seed "";
 %pragma(java) modulecode=%{
+  /**
+   * Accelerate's accelerate.utils.set_seed without an accelerator: seeds LibTorch's generators
+   * (CPU and CUDA) and {@link Accelerator#random()} with seed, plus this process's index with
+   * deviceSpecific (read from a {@link PartialState}, as Accelerate reads it: joining the process
+   * group, collective when that creates it); with deterministic LibTorch uses deterministic
+   * algorithms from now on in this process. The seed is unsigned 64-bit.
+   */
+  public static void setSeed(long seed, boolean deviceSpecific, boolean deterministic) {
+    AcceleratorSupport.setSeed(seed, deviceSpecific, deterministic);
+  }
+
   /**
    * Accelerate's get_max_memory(): the bytes each device can take now, in inferAutoDeviceMap's
    * order: "cuda:N" (free memory of every GPU), then "cpu" (the RAM the system has available).

@@ -54,6 +54,15 @@ ACCEL_API accel_status accel_partial_state_split_range(const accel_partial_state
  * wait_for_everyone: they share the group). Collective. */
 ACCEL_API accel_status accel_partial_state_wait_for_everyone(accel_partial_state* state);
 
+/* Accelerate's accelerate.utils.set_seed without an accelerator or partial
+ * state: seeds every random generator LibTorch has (CPU and CUDA) with seed.
+ * For Accelerate's device_specific add the process index first
+ * (accel_partial_state_process_index). deterministic != 0: LibTorch uses
+ * deterministic algorithms from then on in this process (an operation
+ * without one then fails with its own error); 0 leaves that setting as it
+ * was. Not collective. Fails only if LibTorch does (INTERNAL). */
+ACCEL_API accel_status accel_set_seed(uint64_t seed, int deterministic);
+
 #ifdef __cplusplus
 }
 #endif

@@ -31,6 +31,13 @@ struct PartialStateOptions {
   std::chrono::milliseconds timeout{std::chrono::minutes(30)};
 };
 
+// Accelerate's accelerate.utils.set_seed without an accelerator: seeds
+// LibTorch's CPU and CUDA generators with seed (add the process index first
+// for Accelerate's device_specific). deterministic: LibTorch uses
+// deterministic algorithms from now on (operations without one fail); false
+// leaves that setting as it is. Not collective.
+void set_seed(uint64_t seed, bool deterministic = false);
+
 class PartialState {
  public:
   // Reads the launch environment as an Accelerator does (RANK, WORLD_SIZE, ...,

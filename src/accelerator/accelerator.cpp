@@ -17,6 +17,7 @@
 #include "accel/data.hpp"
 #include "accel/model.hpp"
 #include "accel/optimizer.hpp"
+#include "accel/partial_state.hpp"
 #include "accel/scheduler.hpp"
 #include "model/model_impl.hpp"
 #include "precision/autocast.hpp"
@@ -388,10 +389,7 @@ void Accelerator::print(const std::string& message) const {
 void Accelerator::set_seed(uint64_t seed, bool device_specific, bool deterministic) {
   // Accelerate adds the rank; unsigned wrap-around keeps huge seeds valid.
   if (device_specific) seed += static_cast<uint64_t>(process_index());
-  // Like torch.use_deterministic_algorithms(True): errors, not warnings.
-  if (deterministic) at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/false);
-  at::manual_seed(seed);
-  if (torch::cuda::is_available()) torch::cuda::manual_seed_all(seed);
+  accel::set_seed(seed, deterministic);
 }
 
 }  // namespace accel

@@ -77,4 +77,8 @@ ACCEL_API accel_status accel_partial_state_wait_for_everyone(accel_partial_state
   return guarded([&] { deref(state, "state").state->wait_for_everyone(); });
 }
 
+ACCEL_API accel_status accel_set_seed(uint64_t seed, int deterministic) {
+  return guarded([&] { accel::set_seed(seed, deterministic != 0); });
+}
+
 }  // extern "C"

@@ -2,6 +2,9 @@
 // the world's process group (state/shared_world_group.hpp).
 #include "accel/partial_state.hpp"
 
+#include <ATen/Context.h>
+#include <torch/cuda.h>
+
 #include "accel/error.hpp"
 
 #include "state/environment.hpp"
@@ -53,6 +56,13 @@ Accelerator::SplitRange PartialState::split_range(int64_t n, bool apply_padding)
 
 void PartialState::wait_for_everyone() {
   if (state_->world) state_->world->barrier("wait_for_everyone");
+}
+
+void set_seed(uint64_t seed, bool deterministic) {
+  // Like torch.use_deterministic_algorithms(True): errors, not warnings.
+  if (deterministic) at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/false);
+  at::manual_seed(seed);
+  if (torch::cuda::is_available()) torch::cuda::manual_seed_all(seed);
 }
 
 }  // namespace accel

@@ -1,5 +1,5 @@
 /* Accelerate's names through the C ABI: set_seed with device_specific and
-   deterministic, get_state_dict, and optimizer options that do not apply to
+   deterministic (and the free accel_set_seed), get_state_dict, and optimizer options that do not apply to
    the chosen optimizer (momentum for AdamW) refused, naming the option. */
 #include <math.h>
 #include <stdint.h>
@@ -38,6 +38,11 @@ static void seeding(accel_accelerator* acc) {
   /* One process: device_specific adds process index 0. */
   EXPECT_OK(accel_accelerator_set_seed_ext(acc, 42, 1, 0));
   EXPECT(first_weight(acc) == a);
+  /* accelerate.utils.set_seed without the accelerator seeds the same generators. */
+  EXPECT_OK(accel_set_seed(42, 0));
+  EXPECT(first_weight(acc) == a);
+  EXPECT_OK(accel_set_seed(43, 0));
+  EXPECT(first_weight(acc) == b);
   /* Deterministic algorithms: CPU training still works under them. */
   EXPECT_OK(accel_accelerator_set_seed_ext(acc, 42, 0, 1));
   EXPECT(first_weight(acc) == a);

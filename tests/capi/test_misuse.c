@@ -1691,6 +1691,9 @@ static void partial_states(void) {
   accel_partial_state_free((accel_partial_state*)tx); /* another kind: ignored */
   EXPECT_OK(accel_partial_state_num_processes(pstate, &i_out));
   EXPECT(i_out == 1);
+  /* accel_set_seed takes no handle or pointer: every seed is valid, the extremes included. */
+  EXPECT_OK(accel_set_seed(UINT64_MAX, 0));
+  EXPECT_OK(accel_set_seed(0, 0));
 }
 
 /* Big-model tools (big_model.h): every bad argument is refused, out untouched. */

@@ -447,12 +447,9 @@ type SeedOptions struct {
 // DeviceSpecific), as Accelerate's set_seed seeds torch, random and numpy.
 // At most one SeedOptions; none means the defaults. Not collective.
 func (a *Accelerator) SetSeed(seed uint64, options ...SeedOptions) error {
-	if len(options) > 1 {
-		return &Error{Code: ErrInvalidArgument, Msg: fmt.Sprintf("SetSeed takes at most one SeedOptions, got %d", len(options))}
-	}
-	var o SeedOptions
-	if len(options) == 1 {
-		o = options[0]
+	o, err := oneSeedOptions(options)
+	if err != nil {
+		return err
 	}
 	effective := seed
 	if o.DeviceSpecific {

@@ -36,6 +36,16 @@ func TestSetSeedSeedsLibTorchAndRand(t *testing.T) {
 		t.Fatal("device-specific seeding on process 0 differs from plain seeding")
 	}
 	wantError(t, acc.SetSeed(1, SeedOptions{}, SeedOptions{}), ErrInvalidArgument, "at most one SeedOptions, got 2")
+	// The package's SetSeed (accelerate.utils.set_seed) seeds the same generators without the accelerator.
+	ok(t, SetSeed(42))
+	if !equal(weights, initialWeights(t)) || Rand.Int63() != draw {
+		t.Fatal("SetSeed(42) differs from the accelerator's SetSeed(42)")
+	}
+	ok(t, SetSeed(42, SeedOptions{DeviceSpecific: true}))
+	if !equal(weights, initialWeights(t)) || Rand.Int63() != draw {
+		t.Fatal("device-specific SetSeed on process 0 differs from plain seeding")
+	}
+	wantError(t, SetSeed(1, SeedOptions{}, SeedOptions{}), ErrInvalidArgument, "at most one SeedOptions, got 2")
 	acc.Close()
 	wantClosed(t, acc.SetSeed(1), "Accelerator")
 }

@@ -44,7 +44,7 @@ from .memory import find_executable_batch_size, should_reduce_batch_size
 from .launchers import debug_launcher, notebook_launcher
 from . import utils
 from .parallelism import ParallelismConfig, TorchContextParallelConfig
-from .partial_state import PartialState
+from .partial_state import PartialState, set_seed
 from .local_sgd import LocalSGD
 
 __all__ = [
@@ -58,7 +58,7 @@ __all__ = [
     "DistributedDataParallelKwargs", "InitProcessGroupKwargs", "GradScalerKwargs", "AutocastKwargs", "ProfileKwargs",
     "DDPCommunicationHookType", "DataLoaderConfiguration", "utils", "find_executable_batch_size",
     "should_reduce_batch_size", "notebook_launcher", "debug_launcher", "PartialState", "LocalSGD",
-    "GeneralTracker", "LoggerType",
+    "GeneralTracker", "LoggerType", "set_seed",
 ]
 
 __version__ = version()

@@ -1,11 +1,36 @@
-"""Accelerate's grouped views of an Accelerator (accelerator.state, accelerator.gradient_state)
-and its size strings for save_model's max_shard_size."""
+"""Accelerate's grouped views of an Accelerator (accelerator.state, accelerator.gradient_state),
+its size strings for save_model's max_shard_size, and the seeding both set_seeds share."""
 from __future__ import annotations
 
 import numbers
+import random
+import sys
 from typing import Union
 
+import numpy as np
+
 from . import core
+
+
+def _seed_generators(seed: int, process_index: int, deterministic: bool) -> None:
+    """Accelerate's set_seed with the process index to add (0 unless device_specific): LibTorch's
+    generators, Python's random, numpy's global generator and, when the program has imported it,
+    torch. The seed is checked before anything is seeded (Accelerate fails in numpy, half-seeded)."""
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    effective = int(seed) + process_index
+    if not 0 <= effective < 2**32:  # numpy's limit
+        raise ValueError(f"seed {seed} (plus process index {process_index}) is outside numpy's range "
+                         f"0 to 2**32 - 1")
+    core.set_seed(effective, bool(deterministic))
+    random.seed(effective)
+    np.random.seed(effective)
+    # Only a torch the program imported itself: importing one here could load a second LibTorch.
+    torch = sys.modules.get("torch")
+    if torch is not None and hasattr(torch, "manual_seed"):
+        torch.manual_seed(effective)
+        if deterministic:
+            torch.use_deterministic_algorithms(True)
 
 
 # Accelerate's size strings (convert_file_size_to_int): a number, possibly

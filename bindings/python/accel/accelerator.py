@@ -10,9 +10,7 @@ import json
 import numbers
 import os
 import pickle
-import random
 import shutil
-import sys
 from collections.abc import Mapping
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
@@ -21,7 +19,7 @@ import numpy as np
 from . import core
 from ._helpers import _closeable, _set_fields
 from ._process import ProcessDecorators
-from ._state import AcceleratorState, GradientState, _shard_size_bytes
+from ._state import AcceleratorState, GradientState, _seed_generators, _shard_size_bytes
 from .checkpointing import RemovableHandle, _CheckpointAdapter, _HookAdapter
 from .collectives import _apply_nested, _batch_tensors, _flatten, _tensor_list
 from .core import AccelError, AcceleratorOptions
@@ -461,22 +459,7 @@ class Accelerator(ProcessDecorators, core.Accelerator):
         global generator and, when the program has imported it, torch. device_specific adds
         the process index (ranks differ, reproducibly); deterministic makes LibTorch use
         deterministic algorithms from now on. Not collective."""
-        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
-            raise TypeError(f"seed must be an int, got {type(seed).__name__}")
-        effective = int(seed) + (self.process_index if device_specific else 0)
-        # numpy's limit, checked before anything is seeded (Accelerate fails there, half-seeded).
-        if not 0 <= effective < 2**32:
-            raise ValueError(f"seed {seed} (plus process index {effective - int(seed)}) is outside numpy's range "
-                             f"0 to 2**32 - 1")
-        core.Accelerator.set_seed_ext(self, int(seed), bool(device_specific), bool(deterministic))
-        random.seed(effective)
-        np.random.seed(effective)
-        # Only a torch the program imported itself: importing one here could load a second LibTorch.
-        torch = sys.modules.get("torch")
-        if torch is not None and hasattr(torch, "manual_seed"):
-            torch.manual_seed(effective)
-            if deterministic:
-                torch.use_deterministic_algorithms(True)
+        _seed_generators(seed, self.process_index if device_specific else 0, deterministic)
 
     # -- scopes ----------------------------------------------------------
     @contextlib.contextmanager

@@ -13,6 +13,7 @@ import numpy as np
 from . import core
 from ._helpers import _closeable
 from ._process import ProcessDecorators
+from ._state import _seed_generators
 from .accelerator import _DISTRIBUTED_TYPES, DistributedType
 from .tensors import Tensor, tensor
 
@@ -129,3 +130,13 @@ class PartialState(ProcessDecorators, core.PartialState):
 
 
 _closeable(PartialState, core.close_partial_state)
+
+
+def set_seed(seed: int, device_specific: bool = False, deterministic: bool = False) -> None:
+    """Accelerate's accelerate.utils.set_seed, without an Accelerator: seeds LibTorch (CPU and
+    CUDA), Python's random, numpy's global generator and, when the program has imported it, torch.
+    device_specific adds this process's index (through PartialState, as Accelerate's does:
+    joining the process group, collective the first time); deterministic makes LibTorch use
+    deterministic algorithms from now on. TypeError or ValueError name a bad seed before anything
+    is seeded."""
+    _seed_generators(seed, PartialState().process_index if device_specific else 0, deterministic)

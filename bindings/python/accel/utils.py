@@ -11,6 +11,7 @@ from .kwargs_handlers import (AutocastKwargs, DataLoaderConfiguration, DDPCommun
 from .launchers import debug_launcher, notebook_launcher
 from .memory import find_executable_batch_size, should_reduce_batch_size
 from .parallelism import ParallelismConfig, TorchContextParallelConfig
+from .partial_state import set_seed
 from .tracking import LoggerType
 
 __all__ = ["AutocastKwargs", "DataLoaderConfiguration", "DDPCommunicationHookType", "DistributedDataParallelKwargs",
@@ -18,4 +19,4 @@ __all__ = ["AutocastKwargs", "DataLoaderConfiguration", "DDPCommunicationHookTyp
            "InitProcessGroupKwargs", "KwargsHandler", "LoggerType", "ParallelismConfig", "ProfileKwargs", "ProjectConfiguration",
            "TorchContextParallelConfig", "find_executable_batch_size", "should_reduce_batch_size", "notebook_launcher", "debug_launcher",
            "check_device_map", "compute_module_sizes", "get_balanced_memory", "get_max_memory", "infer_auto_device_map",
-           "load_checkpoint_in_model"]
+           "load_checkpoint_in_model", "set_seed"]

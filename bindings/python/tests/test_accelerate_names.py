@@ -38,6 +38,24 @@ def test_set_seed_seeds_libtorch_random_and_numpy():
         assert draws(acc) == first
 
 
+def test_utils_set_seed_seeds_before_any_accelerator_as_the_method_does():
+    from accel.utils import set_seed  # the import a ported script keeps
+    set_seed(42)
+    with accel.Accelerator(cpu=True) as acc:
+        seeded_first = draws(acc)
+        acc.set_seed(42)
+        assert draws(acc) == seeded_first
+        set_seed(42, device_specific=True)  # one process: PartialState's index 0 is added
+        assert draws(acc) == seeded_first
+        set_seed(43)
+        assert all(a != b for a, b in zip(draws(acc), seeded_first))
+    with pytest.raises(ValueError, match=r"seed -1 .* outside numpy's range"):
+        set_seed(-1)
+    with pytest.raises(TypeError, match="seed must be an int, got str"):
+        set_seed("42")
+    assert accel.set_seed is set_seed
+
+
 def test_set_seed_checks_the_seed_before_seeding_anything():
     with accel.Accelerator(cpu=True) as acc:
         acc.set_seed(5)

@@ -24,6 +24,8 @@ PUBLIC = {
     "get_balanced_memory", "disk_offload", "cpu_offload", "dispatch_model", "init_on_device",
     # Accelerate's tracker names for log_with (accelerate.tracking, accelerate.utils).
     "GeneralTracker", "LoggerType",
+    # accelerate.utils.set_seed, without an Accelerator.
+    "set_seed",
 }
 # Reachable as accel.X without being in __all__: SWIG's option structs and Batch, the raw SWIG
 # module, the big-modeling module, and the private helper the tests compare with Accelerate's.

@@ -562,6 +562,9 @@ static int abi_version() { return accel_abi_version(); }
 static bool has_feature(accel_feature feature) { return accel_has_feature(feature) != 0; }
 static size_t dtype_size(accel_dtype dtype) { return accel_dtype_size(dtype); }
 static std::string status_name(int status) { return accel_status_name(static_cast<accel_status>(status)); }
+/* Accelerate's accelerate.utils.set_seed without an accelerator (accel_set_seed):
+   LibTorch's generators only; the language layer adds its own and the process index. */
+static void set_seed(uint64_t seed, bool deterministic = false) { accel_check(accel_set_seed(seed, deterministic)); }
 static void log_message(const std::string& name, accel_log_level level, const std::string& message,
                         bool main_process_only = true) {
   accel_check(accel_log(name.c_str(), level, message.c_str(), main_process_only));
@@ -9019,6 +9022,48 @@ _gostring_ _wrap_status_name_core_a1403cbc65d2f32f(intgo _swig_go_0) {
   }
   _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
   return _swig_go_result;
+}
+
+
+void _wrap_set_seed__SWIG_0_core_a1403cbc65d2f32f(long long _swig_go_0, bool _swig_go_1) {
+  uint64_t arg1 ;
+  bool arg2 ;
+  
+  arg1 = (uint64_t)_swig_go_0; 
+  arg2 = (bool)_swig_go_1; 
+  
+  {
+    try {
+      set_seed(arg1,arg2);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  
+}
+
+
+void _wrap_set_seed__SWIG_1_core_a1403cbc65d2f32f(long long _swig_go_0) {
+  uint64_t arg1 ;
+  
+  arg1 = (uint64_t)_swig_go_0; 
+  
+  {
+    try {
+      set_seed(arg1);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  
 }
 
 

@@ -19,6 +19,17 @@ final class AcceleratorSupport {
   /** Accelerator.random(): the generator setSeed reseeds. */
   static final Random RANDOM = new Random();
 
+  static void setSeed(long seed, boolean deviceSpecific, boolean deterministic) {
+    long effective = seed;
+    if (deviceSpecific) {
+      try (PartialState state = new PartialState()) {
+        effective += state.processIndex();
+      }
+    }
+    Accel.nativeSetSeed(effective, deterministic);
+    RANDOM.setSeed(effective);
+  }
+
   static void setSeed(Accelerator acc, long seed, boolean deviceSpecific, boolean deterministic) {
     long effective = deviceSpecific ? seed + acc.processIndex() : seed;
     acc.setSeedExt(seed, deviceSpecific, deterministic);

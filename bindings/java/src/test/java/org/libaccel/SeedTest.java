@@ -36,6 +36,13 @@ class SeedTest {
       acc.setSeed(42, true, false);
       assertArrayEquals(weights, initialWeights());
       assertEquals(draw, Accelerator.random().nextLong());
+      // Accel.setSeed (accelerate.utils.set_seed) seeds the same generators without the accelerator.
+      Accel.setSeed(42, false, false);
+      assertArrayEquals(weights, initialWeights());
+      assertEquals(draw, Accelerator.random().nextLong());
+      Accel.setSeed(42, true, false);
+      assertArrayEquals(weights, initialWeights());
+      assertEquals(draw, Accelerator.random().nextLong());
     }
   }
 
