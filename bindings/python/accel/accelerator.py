@@ -27,7 +27,7 @@ from .parallelism import ParallelismConfig
 from .data import DataLoader
 from .kwargs_handlers import (AutocastKwargs, DataLoaderConfiguration, ProfileKwargs, ProjectConfiguration,
                               dataloader_options, handler_options, project_options, sort_handlers)
-from .models import Model, _map_items, _tensor_map
+from .models import Model, ModelParameters, _map_items, _tensor_map
 from .tensors import Tensor, _as_tensor, tensor
 from .tracking import Tracker, _split_log_with, _TrackerAdapter
 
@@ -615,9 +615,12 @@ class Accelerator(ProcessDecorators, core.Accelerator):
     # -- gradients, models (Accelerate's names) ------------------------------
     @staticmethod
     def _model_of(parameters: Any, what: str) -> Model:
-        # Accelerate takes model.parameters(); here the prepared Model itself stands for them.
+        # Accelerate takes model.parameters(): ours remembers its model; the Model itself works too.
+        if isinstance(parameters, ModelParameters):
+            return parameters.model
         if not isinstance(parameters, Model):
-            raise TypeError(f"{what} takes the Model whose gradients to clip, got {type(parameters).__name__}")
+            raise TypeError(f"{what} takes the Model whose gradients to clip (or its parameters()), "
+                            f"got {type(parameters).__name__}")
         return parameters
 
     def held_bytes(self, model: Model, optimizer: Optional[core.Optimizer] = None) -> Dict[str, int]:
@@ -627,15 +630,17 @@ class Accelerator(ProcessDecorators, core.Accelerator):
         parameters, gradients, state = super().held_bytes(model, optimizer)
         return {"parameters": parameters, "gradients": gradients, "optimizer_state": state}
 
-    def clip_grad_norm_(self, parameters: Model, max_norm: float, norm_type: float = 2) -> Tensor:
-        """Clips the model's gradients to total norm max_norm; returns the norm before clipping
-        (a scalar Tensor, as torch does). Call it where gradients are synced (sync_gradients)."""
+    def clip_grad_norm_(self, parameters: Union[Model, ModelParameters], max_norm: float,
+                        norm_type: float = 2) -> Tensor:
+        """Clips the model's gradients (model.parameters(), or the model) to total norm max_norm;
+        returns the norm before clipping (a scalar Tensor, as torch does). Call it where gradients
+        are synced (sync_gradients)."""
         norm = core.Accelerator.clip_grad_norm(self, self._model_of(parameters, "clip_grad_norm_"), max_norm,
                                                norm_type)
         return tensor(np.float32(norm))
 
-    def clip_grad_value_(self, parameters: Model, clip_value: float) -> None:
-        """Clamps every gradient of the model to [-clip_value, clip_value]."""
+    def clip_grad_value_(self, parameters: Union[Model, ModelParameters], clip_value: float) -> None:
+        """Clamps every gradient of the model (model.parameters(), or the model) to [-clip_value, clip_value]."""
         core.Accelerator.clip_grad_value(self, self._model_of(parameters, "clip_grad_value_"), clip_value)
 
     def unwrap_model(self, model: Model, keep_fp32_wrapper: bool = True) -> Model:

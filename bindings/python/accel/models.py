@@ -85,6 +85,22 @@ Model.forward_named.__doc__ = "Named inputs (a dict of tensors or arrays) to a M
 # Each tensor once (tied weights under their first name); the tensors are the
 # parameters themselves, as torch's named_parameters() yields them.
 Model.named_parameters = lambda self: iter(_map_items(_core_named_parameters(self)))
+
+
+class ModelParameters:
+    """model.parameters(): iterates the model's parameter tensors, as torch's does. Accelerate
+    scripts pass it to clip_grad_norm_ and clip_grad_value_, where it stands for its model (the
+    gradients live in the core, per model), so ``accelerator.clip_grad_norm_(model.parameters(),
+    1.0)`` ports unchanged."""
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+
+    def __iter__(self) -> Iterator[Tensor]:
+        return (tensor for _, tensor in self.model.named_parameters())
+
+
+Model.parameters = lambda self: ModelParameters(self)
 Model.named_buffers = lambda self: iter(_map_items(_core_named_buffers(self)))
 _core_load_state_dict = Model.load_state_dict
 

@@ -184,6 +184,15 @@ def test_clip_grad_and_unwrap_and_state_dict():
         assert acc.clip_grad_norm_(model, 100.0).item() <= 0.01 * np.sqrt(15) + 1e-6
         with pytest.raises(TypeError, match="clip_grad_norm_ takes the Model"):
             acc.clip_grad_norm_([1, 2], 1.0)
+        # Accelerate's spelling: model.parameters() stands for its model.
+        params = model.parameters()
+        assert [p.numpy().shape for p in params] == [(3, 4), (3,)]
+        assert [p.numpy().tolist() for p in params] == [t.numpy().tolist() for _, t in model.named_parameters()]
+        acc.backward(model(x).loss("mse", accel.tensor(np.zeros((8, 3), np.float32))))
+        assert acc.clip_grad_norm_(model.parameters(), max_norm=1.0).item() > 1.0
+        assert acc.clip_grad_norm_(model.parameters(), 1.0).item() == pytest.approx(1.0, rel=1e-4)
+        acc.clip_grad_value_(model.parameters(), clip_value=0.01)
+        assert acc.clip_grad_norm_(model, 100.0).item() <= 0.01 * np.sqrt(15) + 1e-6
         assert acc.unwrap_model(model) is model
         state = acc.get_state_dict(model)
         assert list(state) == ["0.weight", "0.bias"]
