@@ -1,12 +1,12 @@
 """accel.Optimizer and accel.Scheduler: PyTorch's names for SWIG's optimizer and scheduler options."""
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from . import core
 from ._helpers import _closeable, _set_fields
 from .core import OptimizerOptions, SchedulerOptions
-from .models import Model
+from .models import Model, ModelParameters
 
 __all__ = ["Optimizer", "Scheduler"]
 
@@ -16,11 +16,15 @@ _OPTIMIZERS = {"sgd": core.OPTIM_SGD, "adam": core.OPTIM_ADAM, "adamw": core.OPT
 
 
 class Optimizer(core.Optimizer):
-    """An optimizer over a model's parameters: Optimizer(model, "adamw", lr=1e-3, weight_decay=0.01).
+    """An optimizer over a model's parameters: Optimizer(model, "adamw", lr=1e-3, weight_decay=0.01),
+    or Optimizer(model.parameters(), ...) as torch.optim's optimizers are built (all of them: no
+    parameter groups).
 
     Options use PyTorch's names (lr, weight_decay, momentum, betas, eps, ...)."""
 
-    def __init__(self, model: Model, kind: str = "adamw", **options: Any) -> None:
+    def __init__(self, model: Union[Model, ModelParameters], kind: str = "adamw", **options: Any) -> None:
+        if isinstance(model, ModelParameters):
+            model = model.model
         if kind not in _OPTIMIZERS:
             raise ValueError(f"unknown optimizer {kind!r}; expected one of {sorted(_OPTIMIZERS)}")
         opts = OptimizerOptions(_OPTIMIZERS[kind])

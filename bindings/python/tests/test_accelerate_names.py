@@ -184,7 +184,8 @@ def test_clip_grad_and_unwrap_and_state_dict():
         assert acc.clip_grad_norm_(model, 100.0).item() <= 0.01 * np.sqrt(15) + 1e-6
         with pytest.raises(TypeError, match="clip_grad_norm_ takes the Model"):
             acc.clip_grad_norm_([1, 2], 1.0)
-        # Accelerate's spelling: model.parameters() stands for its model.
+        # Accelerate's spelling: model.parameters() stands for its model (as in torch.optim too).
+        assert accel.Optimizer(model.parameters(), "sgd", lr=0.1)._model is model
         params = model.parameters()
         assert [p.numpy().shape for p in params] == [(3, 4), (3,)]
         assert [p.numpy().tolist() for p in params] == [t.numpy().tolist() for _, t in model.named_parameters()]
