@@ -291,8 +291,9 @@ ACCEL_API accel_status accel_dataloader_create_length_grouped(accel_dataset* dat
     core.num_workers = o.num_workers;
     core.prefetch_factor = o.prefetch_factor;
     // Regrouped each epoch, as the sampler's generator draws a new permutation.
-    accel::DataLoader::BatchesForEpoch batches = [lengths = sequences->sequences().lengths(), o, core](uint64_t epoch) {
-      return accel::length_grouped_batches(lengths, o.batch_size, o.seed, core.drop_last, epoch);
+    accel::DataLoader::BatchesForEpoch batches = [lengths = sequences->sequences().lengths(), batch_size = o.batch_size,
+                                                  seed = o.seed, drop_last = core.drop_last](uint64_t epoch) {
+      return accel::length_grouped_batches(lengths, batch_size, seed, drop_last, epoch);
     };
     auto handle = std::make_unique<accel_dataloader>();
     handle->loader = std::make_unique<accel::DataLoader>(ds.dataset, std::move(batches), core);

@@ -459,7 +459,8 @@ class Accelerator(ProcessDecorators, core.Accelerator):
         global generator and, when the program has imported it, torch. device_specific adds
         the process index (ranks differ, reproducibly); deterministic makes LibTorch use
         deterministic algorithms from now on. Not collective."""
-        _seed_generators(seed, self.process_index if device_specific else 0, deterministic)
+        index = self.process_index  # read even without device_specific: a closed accelerator refuses
+        _seed_generators(seed, index if device_specific else 0, deterministic)
 
     # -- scopes ----------------------------------------------------------
     @contextlib.contextmanager

@@ -2,6 +2,7 @@
 with the adapters that let the loader's threads read Python datasets and run collate_fns."""
 from __future__ import annotations
 
+import collections.abc
 from typing import Any, Dict, Iterable, Iterator, Optional, Sequence, Tuple
 
 import numpy as np
@@ -330,7 +331,8 @@ class DataLoader(core.DataLoader):
             opts.drop_last = int(bool(getattr(batch_sampler, "drop_last", False)))
             super().__init__(dataset, indices, lengths, opts)
             # An iterator is read once (PyTorch's DataLoader could not iterate it twice either).
-            if iter(batch_sampler) is not batch_sampler:
+            # Asked by type, not by calling iter(): a sampler may draw numbers when iterated.
+            if not isinstance(batch_sampler, collections.abc.Iterator):
                 self._batch_sampler, self._batches_epoch = batch_sampler, 0
         self.dataset = dataset
 

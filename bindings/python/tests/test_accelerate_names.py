@@ -68,6 +68,8 @@ def test_set_seed_checks_the_seed_before_seeding_anything():
         with pytest.raises(TypeError, match="seed must be an int, got float"):
             acc.set_seed(1.5)
         assert draws(acc) == expected  # nothing was reseeded by the refused calls
+    with pytest.raises(ValueError, match="Accelerator is closed"):
+        acc.set_seed(5)
 
 
 def test_set_seed_seeds_an_imported_torch_and_deterministic_reaches_it():

@@ -80,7 +80,7 @@ class RotatingBatches:
     the epoch through set_epoch as Accelerate tells a sampler."""
 
     def __init__(self, n, size):
-        self.n, self.size, self.epoch, self.told = n, size, 0, []
+        self.n, self.size, self.epoch, self.told, self.iterated = n, size, 0, [], 0
 
     def set_epoch(self, epoch):
         self.epoch = epoch
@@ -91,6 +91,7 @@ class RotatingBatches:
         return [order[k:k + self.size] for k in range(0, self.n, self.size)]
 
     def __iter__(self):
+        self.iterated += 1
         return iter(self.batches_of(self.epoch))
 
     def __len__(self):
@@ -103,6 +104,7 @@ def test_a_batch_sampler_is_iterated_again_each_epoch_and_for_a_resumed_epoch(tm
     loader = acc.prepare(accel.DataLoader(Identity(7), batch_sampler=sampler))
     assert [labels(loader) for _ in range(3)] == [sampler.batches_of(e) for e in range(3)]
     assert sampler.told == [1, 2]  # as Accelerate: only when the epoch changes
+    assert sampler.iterated == 3  # once per epoch, none spent on inspecting it
     taken = []
     for _, y in loader:  # epoch 3, stopped after one batch and saved
         taken.append(y.numpy().tolist())
