@@ -1,7 +1,7 @@
 """accel.Optimizer and accel.Scheduler: PyTorch's names for SWIG's optimizer and scheduler options."""
 from __future__ import annotations
 
-from typing import Any, Optional, Union
+from typing import Any, Dict, Optional, Union
 
 from . import core
 from ._helpers import _closeable, _set_fields
@@ -13,6 +13,26 @@ __all__ = ["Optimizer", "Scheduler"]
 
 _OPTIMIZERS = {"sgd": core.OPTIM_SGD, "adam": core.OPTIM_ADAM, "adamw": core.OPTIM_ADAMW,
                "rmsprop": core.OPTIM_RMSPROP, "adagrad": core.OPTIM_ADAGRAD}
+
+# The keywords of torch.optim's constructors that libaccel's optimizers take, per kind. A keyword
+# passed here is known to be given, so one the optimizer lacks is a TypeError as in PyTorch, even
+# with its default value (the core sees only the options struct and refuses such a field only
+# when it differs from the default).
+_KEYWORDS = {
+    "sgd": {"lr", "momentum", "dampening", "weight_decay", "nesterov"},
+    "adam": {"lr", "betas", "eps", "weight_decay", "amsgrad"},
+    "adamw": {"lr", "betas", "eps", "weight_decay", "amsgrad"},
+    "rmsprop": {"lr", "alpha", "eps", "weight_decay", "momentum", "centered"},
+    "adagrad": {"lr", "lr_decay", "weight_decay", "initial_accumulator_value", "eps"},
+}
+
+
+def _check_keywords(kind: str, options: Dict[str, Any]) -> None:
+    for key in options:
+        if key not in _KEYWORDS[kind]:
+            owners = sorted(name for name, keys in _KEYWORDS.items() if key in keys)
+            where = f" (it applies to {', '.join(owners)})" if owners else ""
+            raise TypeError(f"optimizer {kind!r} got an unexpected keyword argument {key!r}{where}")
 
 
 class Optimizer(core.Optimizer):
@@ -27,6 +47,7 @@ class Optimizer(core.Optimizer):
             model = model.model
         if kind not in _OPTIMIZERS:
             raise ValueError(f"unknown optimizer {kind!r}; expected one of {sorted(_OPTIMIZERS)}")
+        _check_keywords(kind, options)
         opts = OptimizerOptions(_OPTIMIZERS[kind])
         _set_fields(opts, options, f"optimizer {kind!r}")
         super().__init__(model, opts)

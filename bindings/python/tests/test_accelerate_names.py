@@ -1,5 +1,6 @@
 """Accelerate's names and keywords from Python: set_seed, state, save_state(output_dir=...),
 save_model(max_shard_size=...), clip_grad_*_, get_state_dict, get_tracker, decorators, ..."""
+import inspect
 import json
 import os
 import random
@@ -261,10 +262,29 @@ def test_process_decorators_run_where_they_say():
             acc.on_main_process(3)
 
 
-def test_an_option_the_optimizer_lacks_is_an_error_naming_it():
+def test_an_option_the_optimizer_lacks_is_a_type_error_naming_it():
+    # PyTorch's constructors raise TypeError for a keyword they lack, whatever its value.
     model = accel.Model.from_json(LINEAR)
-    with pytest.raises(accel.AccelError, match=r"AdamW has no option momentum \(got 0.9\)"):
-        accel.Optimizer(model, "adamw", momentum=0.9)
-    with pytest.raises(accel.AccelError, match="SGD has no option betas"):
-        accel.Optimizer(model, "sgd", betas=(0.8, 0.9))
+    for value in (0.9, 0.0):  # 0 is SGD's default momentum: given, it is still refused
+        with pytest.raises(TypeError, match=r"optimizer 'adamw' got an unexpected keyword argument 'momentum' "
+                                            r"\(it applies to rmsprop, sgd\)"):
+            accel.Optimizer(model, "adamw", momentum=value)
+    with pytest.raises(TypeError, match="optimizer 'sgd' got an unexpected keyword argument 'betas'"):
+        accel.Optimizer(model, "sgd", betas=(0.9, 0.999))
+    with pytest.raises(TypeError, match=r"'adagrad' got an unexpected keyword argument 'fused'$"):
+        accel.Optimizer(model, "adagrad", fused=True)
     accel.Optimizer(model, "sgd", momentum=0.9, nesterov=True)
+    accel.Optimizer(model.parameters(), "rmsprop", alpha=0.9, momentum=0.1, centered=True, eps=1e-6)
+    accel.Optimizer(model, "adagrad", lr_decay=0.1, initial_accumulator_value=0.5)
+
+
+def test_the_optimizer_keywords_are_torch_optims():
+    torch = pytest.importorskip("torch")
+    from accel.optimizers import _KEYWORDS
+    classes = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam, "adamw": torch.optim.AdamW,
+               "rmsprop": torch.optim.RMSprop, "adagrad": torch.optim.Adagrad}
+    for kind, cls in classes.items():
+        accepted = set(inspect.signature(cls.__init__).parameters) - {"self", "params"}
+        assert _KEYWORDS[kind] <= accepted, kind
+        with pytest.raises(TypeError):  # what libaccel refuses, torch refuses too
+            cls([torch.zeros(1, requires_grad=True)], **{sorted(set().union(*_KEYWORDS.values()) - accepted)[0]: 0})
