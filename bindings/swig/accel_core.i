@@ -106,6 +106,17 @@ static void check_batch_layout(const std::vector<int64_t>& indices, const std::v
                                                std::to_string(indices.size()) + " indices");
   }
 }
+
+/* log's and log_to's names as the C calls take them; as many values as names. */
+static std::vector<const char*> scalar_names(const std::vector<std::string>& names, const std::vector<double>& values) {
+  if (names.size() != values.size()) {
+    accel_fail(ACCEL_ERR_INVALID_ARGUMENT,
+               std::to_string(names.size()) + " names but " + std::to_string(values.size()) + " values");
+  }
+  std::vector<const char*> raw;
+  for (const std::string& n : names) raw.push_back(n.c_str());
+  return raw;
+}
 %}
 
 %template(Int64Vector) std::vector<int64_t>;
@@ -1294,16 +1305,20 @@ struct AccelPartialState {};
                                                      init_kwargs_json.c_str()));
   }
   void log(const std::vector<std::string>& names, const std::vector<double>& values, int64_t step = -1) {
-    if (names.size() != values.size()) {
-      accel_fail(ACCEL_ERR_INVALID_ARGUMENT, std::to_string(names.size()) + " names but " +
-                                                 std::to_string(values.size()) + " values");
-    }
-    std::vector<const char*> raw;
-    for (const std::string& n : names) raw.push_back(n.c_str());
+    const std::vector<const char*> raw = scalar_names(names, values);
     accel_check(accel_accelerator_log($self, raw.data(), values.data(), values.size(), step));
   }
   void log_text(const std::string& tag, const std::string& text, int64_t step = -1) {
     accel_check(accel_accelerator_log_text($self, tag.c_str(), text.c_str(), step));
+  }
+  /* Accelerate's get_tracker(tracker).log: to one running tracker. */
+  void log_to(const std::string& tracker, const std::vector<std::string>& names, const std::vector<double>& values,
+              int64_t step = -1) {
+    const std::vector<const char*> raw = scalar_names(names, values);
+    accel_check(accel_accelerator_log_to($self, tracker.c_str(), raw.data(), values.data(), values.size(), step));
+  }
+  void log_text_to(const std::string& tracker, const std::string& tag, const std::string& text, int64_t step = -1) {
+    accel_check(accel_accelerator_log_text_to($self, tracker.c_str(), tag.c_str(), text.c_str(), step));
   }
   bool has_tracker(const std::string& name) const {
     int v = 0;

@@ -335,6 +335,7 @@ ACCEL_JAVA_CLOSEABLE(StateWriter, "StateWriter")
 %javamethodmodifiers AccelAccelerator::pad_across_processes_list "";
 %javamethodmodifiers AccelAccelerator::split_between_processes_list "";
 %javamethodmodifiers AccelAccelerator::log "";
+%javamethodmodifiers AccelAccelerator::log_to "";
 %javamethodmodifiers AccelAccelerator::gather_object "";
 %javamethodmodifiers AccelAccelerator::split_range "";
 %javamethodmodifiers AccelPartialState::split_range "";
@@ -1207,6 +1208,37 @@ import java.util.Map;
   /** A custom tracker, started by initTrackers on the main process; kept until the accelerator is freed. */
   public void addTracker(Tracker tracker) {
     AcceleratorSupport.addTracker(this, tracker);
+    customTrackers.putIfAbsent(tracker.name(), tracker);
+  }
+
+  private final java.util.Map<String, Tracker> customTrackers = new java.util.HashMap<>();
+  private final java.util.Map<String, BuiltinTracker> builtinTrackers = new java.util.HashMap<>();
+
+  /**
+   * Accelerate's get_tracker(name): the custom tracker added under name, or for a running
+   * built-in tracker ("tensorboard", "jsonl", ...) a BuiltinTracker whose log writes to it
+   * alone (the same object each time). Where no tracker runs in this process (other processes,
+   * before initTrackers) a Tracker that does nothing, as Accelerate's blank tracker; with
+   * trackers running, IllegalArgumentException for a name none of them has.
+   */
+  public Tracker getTracker(String name) {
+    Tracker custom = customTrackers.get(name);
+    if (custom != null) return custom;
+    if (BuiltinTracker.NAMES.contains(name) && hasTracker(name)) {
+      return builtinTrackers.computeIfAbsent(name, n -> new BuiltinTracker(this, n));
+    }
+    boolean running = BuiltinTracker.NAMES.stream().anyMatch(this::hasTracker)
+        || customTrackers.keySet().stream().anyMatch(this::hasTracker);
+    if (running) throw new IllegalArgumentException(name + " is not an available tracker stored inside the Accelerator");
+    return new Tracker() {};
+  }
+
+  /**
+   * Accelerate's get_tracker(tracker).log(values, step): to the running tracker called tracker
+   * alone; nothing where no tracker runs in this process. step &lt; 0: no step.
+   */
+  public void logTo(String tracker, Map<String, ? extends Number> values, long step) {
+    AcceleratorSupport.log(this, tracker, values, step);
   }
 
   /**
@@ -1229,7 +1261,7 @@ import java.util.Map;
 
   /** Logs values to every tracker (main process); step &lt; 0: no step. */
   public void log(Map<String, ? extends Number> values, long step) {
-    AcceleratorSupport.log(this, values, step);
+    AcceleratorSupport.log(this, null, values, step);
   }
 
   public void log(Map<String, ? extends Number> values) {

@@ -77,6 +77,21 @@ ACCEL_API accel_status accel_accelerator_log(accel_accelerator* acc, const char*
 /* Logs a text value (TensorBoard text, a JSONL record); step < 0: no step. */
 ACCEL_API accel_status accel_accelerator_log_text(accel_accelerator* acc, const char* tag, const char* text,
                                                   int64_t step);
+/* Accelerate's accelerator.get_tracker(tracker).log(values, step): logs count
+ * named scalars at step (step < 0: no step) to the running tracker called
+ * tracker alone (a built-in's name, e.g. "tensorboard", or a custom one's).
+ * Where Accelerate's get_tracker gives a blank tracker it succeeds and does
+ * nothing: when no tracker runs in this process (other processes, before
+ * init_trackers, an empty log_with, after end_training). Errors:
+ * INVALID_ARGUMENT for NULL arguments, or naming tracker and the running ones
+ * when trackers run and none is called tracker; otherwise as
+ * accel_accelerator_log. */
+ACCEL_API accel_status accel_accelerator_log_to(accel_accelerator* acc, const char* tracker, const char* const* names,
+                                                const double* values, size_t count, int64_t step);
+/* The same for a text value (accel_accelerator_log_text to one tracker; trackers
+ * without text ignore it). */
+ACCEL_API accel_status accel_accelerator_log_text_to(accel_accelerator* acc, const char* tracker, const char* tag,
+                                                     const char* text, int64_t step);
 /* *out = 1 when a tracker called name is running in this process, else 0. */
 ACCEL_API accel_status accel_accelerator_has_tracker(const accel_accelerator* acc, const char* name, int* out);
 /* Finishes every tracker (flushes and closes its files). Idempotent. The

@@ -340,6 +340,16 @@ class Accelerator {
   void log_text(const std::string& tag, const std::string& text, std::optional<int64_t> step = std::nullopt);
   // The running tracker called name, or nullptr (always nullptr on other ranks).
   Tracker* get_tracker(const std::string& name) const;
+  // Accelerate's get_tracker(name).log(values, step): to the running tracker
+  // called name alone. Nothing happens where Accelerate's get_tracker gives a
+  // blank tracker: when no tracker runs in this process (other ranks, before
+  // init_trackers, an empty log_with, after end_training). Throws
+  // InvalidArgument naming name and the running trackers when trackers run and
+  // none is called name.
+  void log_to(const std::string& tracker, const Scalars& values, std::optional<int64_t> step = std::nullopt);
+  // The same for a text value (trackers without text ignore it, as log_text).
+  void log_text_to(const std::string& tracker, const std::string& tag, const std::string& text,
+                   std::optional<int64_t> step = std::nullopt);
   // Finishes every tracker (flushes and closes its files); idempotent. Every
   // tracker is finished even when one fails; the first failure is thrown.
   void end_training();

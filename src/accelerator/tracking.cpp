@@ -140,6 +140,32 @@ void Accelerator::log_text(const std::string& tag, const std::string& text, std:
   for (const auto& tracker : state_->trackers->running) tracker->log_text(tag, text, step);
 }
 
+namespace {
+
+// The tracker log_to and log_text_to write to, or nullptr where Accelerate's
+// get_tracker gives a blank tracker: no tracker runs in this process (other
+// ranks, before init_trackers, an empty log_with, after end_training).
+Tracker* tracker_for(const detail::AcceleratorState& state, const std::string& name) {
+  if (!state.trackers || state.trackers->finished || state.trackers->running.empty()) return nullptr;
+  std::string names;
+  for (const auto& tracker : state.trackers->running) {
+    if (tracker->name() == name) return tracker.get();
+    names += (names.empty() ? "" : ", ") + tracker->name();
+  }
+  fail(ErrorCode::InvalidArgument, "no running tracker is called '" + name + "' (running: " + names + ")");
+}
+
+}  // namespace
+
+void Accelerator::log_to(const std::string& tracker, const Scalars& values, std::optional<int64_t> step) {
+  if (Tracker* found = tracker_for(*state_, tracker)) found->log(values, step);
+}
+
+void Accelerator::log_text_to(const std::string& tracker, const std::string& tag, const std::string& text,
+                              std::optional<int64_t> step) {
+  if (Tracker* found = tracker_for(*state_, tracker)) found->log_text(tag, text, step);
+}
+
 Tracker* Accelerator::get_tracker(const std::string& name) const {
   if (!state_->trackers) return nullptr;
   for (const auto& tracker : state_->trackers->running)

@@ -71,6 +71,17 @@ accel::TrackerConfig parse_config(const char* config_json) {
 
 std::optional<int64_t> optional_step(int64_t step) { return step < 0 ? std::nullopt : std::optional<int64_t>(step); }
 
+accel::Scalars scalars_of(const char* const* names, const double* values, size_t count) {
+  accel::require_arg(count == 0 || (names != nullptr && values != nullptr),
+                     "names or values is NULL with count " + std::to_string(count));
+  accel::Scalars scalars;
+  for (size_t i = 0; i < count; ++i) {
+    accel::require_arg(names[i] != nullptr, "names[" + std::to_string(i) + "] is NULL");
+    scalars[names[i]] = values[i];
+  }
+  return scalars;
+}
+
 }  // namespace
 
 using namespace accel::capi;
@@ -116,14 +127,16 @@ accel_status accel_accelerator_log(accel_accelerator* acc, const char* const* na
                                    int64_t step) {
   return guarded([&] {
     auto& accelerator = *deref(acc, "acc").accelerator;
-    require_arg(count == 0 || (names != nullptr && values != nullptr),
-                "names or values is NULL with count " + std::to_string(count));
-    accel::Scalars scalars;
-    for (size_t i = 0; i < count; ++i) {
-      require_arg(names[i] != nullptr, "names[" + std::to_string(i) + "] is NULL");
-      scalars[names[i]] = values[i];
-    }
-    accelerator.log(scalars, optional_step(step));
+    accelerator.log(scalars_of(names, values, count), optional_step(step));
+  });
+}
+
+accel_status accel_accelerator_log_to(accel_accelerator* acc, const char* tracker, const char* const* names,
+                                      const double* values, size_t count, int64_t step) {
+  return guarded([&] {
+    auto& accelerator = *deref(acc, "acc").accelerator;
+    require_arg(tracker != nullptr, "tracker is NULL");
+    accelerator.log_to(tracker, scalars_of(names, values, count), optional_step(step));
   });
 }
 
@@ -132,6 +145,15 @@ accel_status accel_accelerator_log_text(accel_accelerator* acc, const char* tag,
     auto& accelerator = *deref(acc, "acc").accelerator;
     require_arg(tag != nullptr && text != nullptr, "tag or text is NULL");
     accelerator.log_text(tag, text, optional_step(step));
+  });
+}
+
+accel_status accel_accelerator_log_text_to(accel_accelerator* acc, const char* tracker, const char* tag,
+                                           const char* text, int64_t step) {
+  return guarded([&] {
+    auto& accelerator = *deref(acc, "acc").accelerator;
+    require_arg(tracker != nullptr && tag != nullptr && text != nullptr, "tracker, tag or text is NULL");
+    accelerator.log_text_to(tracker, tag, text, optional_step(step));
   });
 }
 

@@ -1517,6 +1517,8 @@ static void tracking(void) {
     ARG(accel_accelerator_init_trackers_with(a, "run", NULL, NULL));
     ARG(accel_accelerator_log(a, names, values, 1, 0));
     ARG(accel_accelerator_log_text(a, "tag", "text", 0));
+    ARG(accel_accelerator_log_to(a, "mine", names, values, 1, 0));
+    ARG(accel_accelerator_log_text_to(a, "mine", "tag", "text", 0));
     ARG(accel_accelerator_has_tracker(a, "mine", &i_out));
     ARG(accel_accelerator_end_training(a));
     ARG(accel_profile_begin(a, dir, &prof_out));
@@ -1550,9 +1552,16 @@ static void tracking(void) {
   ARG(accel_accelerator_log(acc, names, values, 2, 0)); /* names[1] NULL */
   ARG(accel_accelerator_log_text(acc, NULL, "text", 0));
   ARG(accel_accelerator_log_text(acc, "tag", NULL, 0));
+  ARG(accel_accelerator_log_to(acc, NULL, names, values, 1, 0));
+  ARG(accel_accelerator_log_to(acc, "mine", NULL, values, 1, 0));
+  ARG(accel_accelerator_log_to(acc, "mine", names, values, 2, 0)); /* names[1] NULL */
+  ARG(accel_accelerator_log_text_to(acc, NULL, "tag", "text", 0));
+  ARG(accel_accelerator_log_text_to(acc, "mine", "tag", NULL, 0));
   ARG(accel_accelerator_has_tracker(acc, NULL, &i_out));
   ARG(accel_accelerator_has_tracker(acc, "mine", NULL));
   EXPECT_OK(accel_accelerator_init_trackers(acc, "run", NULL));
+  ARG(accel_accelerator_log_to(acc, "nope", names, values, 1, 0)); /* no running tracker of that name */
+  ARG(accel_accelerator_log_text_to(acc, "nope", "tag", "text", 0));
   STATE(accel_accelerator_init_trackers(acc, "run", NULL)); /* twice */
   STATE(accel_accelerator_add_tracker(acc, &cb));           /* after init_trackers */
   EXPECT_OK(accel_accelerator_end_training(acc));

@@ -124,8 +124,62 @@ static void test_error_paths_name_the_bad_value(void) {
   accel_accelerator_free(acc);
 }
 
+/* The whole file, NUL-terminated ("" when it cannot be read). */
+static char* slurp(const char* path) {
+  static char text[4096];
+  size_t n = 0;
+  FILE* f = fopen(path, "r");
+  if (f != NULL) {
+    n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+  }
+  text[n] = '\0';
+  return text;
+}
+
+/* Accelerate's get_tracker(name).log: one running tracker receives the values, the others do not. */
+static void test_log_to_reaches_one_tracker(void) {
+  recorder r;
+  accel_tracker_callbacks cb;
+  accel_accelerator* acc = make("jsonl,csv");
+  const char* names[] = {"loss"};
+  double values[] = {0.5};
+  remove("tracking_api_logs/one/metrics.jsonl"); /* the files are appended to: a rerun starts afresh */
+  remove("tracking_api_logs/one/metrics.csv");
+  memset(&r, 0, sizeof r);
+  accel_tracker_callbacks_init(&cb);
+  cb.name = "mine";
+  cb.user = &r;
+  cb.log = on_log;
+  EXPECT_OK(accel_accelerator_add_tracker(acc, &cb));
+  /* Before init_trackers nothing runs: Accelerate's blank tracker, whatever the name. */
+  EXPECT_OK(accel_accelerator_log_to(acc, "jsonl", names, values, 1, 1));
+  EXPECT_OK(accel_accelerator_log_to(acc, "nope", names, values, 1, 1));
+  EXPECT_OK(accel_accelerator_init_trackers(acc, "one", NULL));
+  EXPECT_OK(accel_accelerator_log_to(acc, "jsonl", names, values, 1, 3));
+  values[0] = 0.75;
+  EXPECT_OK(accel_accelerator_log_to(acc, "mine", names, values, 1, 4));
+  EXPECT(r.logs == 1 && r.last_loss == 0.75 && r.last_step == 4);
+  EXPECT_OK(accel_accelerator_log_text_to(acc, "jsonl", "note", "only here", 5));
+  EXPECT_ERROR(accel_accelerator_log_to(acc, "tensorboard", names, values, 1, 6), ACCEL_ERR_INVALID_ARGUMENT,
+               "no running tracker is called 'tensorboard' (running: jsonl, csv, mine)");
+  EXPECT_ERROR(accel_accelerator_log_text_to(acc, "nope", "t", "x", 6), ACCEL_ERR_INVALID_ARGUMENT, "'nope'");
+  EXPECT_ERROR(accel_accelerator_log_to(acc, NULL, names, values, 1, 6), ACCEL_ERR_INVALID_ARGUMENT, "tracker");
+  EXPECT_ERROR(accel_accelerator_log_to(acc, "jsonl", NULL, values, 1, 6), ACCEL_ERR_INVALID_ARGUMENT, "NULL");
+  EXPECT_ERROR(accel_accelerator_log_text_to(acc, "jsonl", NULL, "x", 6), ACCEL_ERR_INVALID_ARGUMENT, "tag");
+  EXPECT_ERROR(accel_accelerator_log_to(NULL, "jsonl", names, values, 1, 6), ACCEL_ERR_INVALID_ARGUMENT, "acc");
+  EXPECT_OK(accel_accelerator_end_training(acc));
+  EXPECT_OK(accel_accelerator_log_to(acc, "nope", names, values, 1, 7)); /* after the end: nothing */
+  EXPECT(r.logs == 1);
+  accel_accelerator_free(acc);
+  EXPECT(strcmp(slurp("tracking_api_logs/one/metrics.jsonl"),
+                "{\"loss\":0.5,\"step\":3}\n{\"note\":\"only here\",\"step\":5}\n") == 0);
+  EXPECT(strcmp(slurp("tracking_api_logs/one/metrics.csv"), "step,tag,value\n") == 0);
+}
+
 int main(void) {
   test_custom_tracker_receives_every_call();
   test_error_paths_name_the_bad_value();
+  test_log_to_reaches_one_tracker();
   return capi_report("test_tracking_api");
 }

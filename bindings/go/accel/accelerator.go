@@ -222,6 +222,8 @@ type Accelerator struct {
 	// Tracker directors handed over to the accelerator, which deletes them when
 	// freed (tests check that through their cleared pointers).
 	trackers []core.Tracker
+	// The Go trackers by name, for GetTracker.
+	customTrackers map[string]Tracker
 
 	projectDir, loggingDir string // as given, with Accelerate's defaults
 

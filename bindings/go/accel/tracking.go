@@ -64,6 +64,12 @@ func (a *Accelerator) AddTracker(name string, tracker Tracker) error {
 		return err
 	}
 	a.trackers = append(a.trackers, director)
+	if _, taken := a.customTrackers[name]; !taken {
+		if a.customTrackers == nil {
+			a.customTrackers = map[string]Tracker{}
+		}
+		a.customTrackers[name] = tracker
+	}
 	return nil
 }
 
@@ -97,6 +103,27 @@ func (a *Accelerator) InitTrackersWith(projectName string, config map[string]any
 
 // Log sends scalar values to every tracker (main process); step < 0: none.
 func (a *Accelerator) Log(values map[string]float64, step int64) error {
+	return a.logScalars(values, func(h core.Accelerator, nv core.StringVector, vv core.DoubleVector) {
+		h.Log(nv, vv, step)
+	})
+}
+
+// LogTo is Accelerate's get_tracker(tracker).log(values, step): the values go
+// to the running tracker called tracker alone; nothing happens where no
+// tracker runs in this process. step < 0: none.
+func (a *Accelerator) LogTo(tracker string, values map[string]float64, step int64) error {
+	return a.logScalars(values, func(h core.Accelerator, nv core.StringVector, vv core.DoubleVector) {
+		h.Log_to(tracker, nv, vv, step)
+	})
+}
+
+// LogTextTo is LogText for the running tracker called tracker alone.
+func (a *Accelerator) LogTextTo(tracker, tag, text string, step int64) error {
+	return a.do(func(h core.Accelerator) { h.Log_text_to(tracker, tag, text, step) })
+}
+
+// logScalars hands values to send in name order (the same order in every process).
+func (a *Accelerator) logScalars(values map[string]float64, send func(core.Accelerator, core.StringVector, core.DoubleVector)) error {
 	names := make([]string, 0, len(values))
 	for n := range values {
 		names = append(names, n)
@@ -110,7 +137,82 @@ func (a *Accelerator) Log(values map[string]float64, step int64) error {
 		nv.Add(n)
 		vv.Add(values[n])
 	}
-	return a.do(func(h core.Accelerator) { h.Log(nv, vv, step) })
+	return a.do(func(h core.Accelerator) { send(h, nv, vv) })
+}
+
+// builtinTrackerNames are the trackers LogWith names (without "all").
+var builtinTrackerNames = []string{"jsonl", "csv", "tensorboard", "mlflow", "wandb", "dvclive", "trackio", "aim", "comet_ml"}
+
+// BuiltinTracker is a running built-in tracker as GetTracker gives it
+// (Accelerate's TensorBoardTracker, WandBTracker, ...): Log writes to it alone.
+// libaccel writes its files; InitTrackers starts it and EndTraining finishes it.
+type BuiltinTracker struct {
+	acc  *Accelerator
+	name string
+}
+
+// Name is the tracker's LogWith name.
+func (t *BuiltinTracker) Name() string { return t.name }
+
+// Log sends values to this tracker; step < 0: none.
+func (t *BuiltinTracker) Log(values map[string]float64, step int64) error {
+	return t.acc.LogTo(t.name, values, step)
+}
+
+// LogText sends a text value to this tracker (ignored by trackers without text).
+func (t *BuiltinTracker) LogText(tag, text string, step int64) error {
+	return t.acc.LogTextTo(t.name, tag, text, step)
+}
+
+// StoreInitConfiguration is an error: the configuration goes to InitTrackers.
+func (t *BuiltinTracker) StoreInitConfiguration(string, map[string]any) error {
+	return &Error{Code: ErrState, Msg: "the " + t.name + " tracker records its configuration at InitTrackers"}
+}
+
+// Finish is an error: EndTraining finishes the trackers.
+func (t *BuiltinTracker) Finish() error {
+	return &Error{Code: ErrState, Msg: "the " + t.name + " tracker is finished by EndTraining"}
+}
+
+// blankTracker is Accelerate's blank tracker: it does nothing.
+type blankTracker struct{}
+
+func (blankTracker) StoreInitConfiguration(string, map[string]any) error { return nil }
+func (blankTracker) Log(map[string]float64, int64) error                 { return nil }
+func (blankTracker) Finish() error                                       { return nil }
+
+// GetTracker is Accelerate's get_tracker(name): the Go tracker added under
+// name, or for a running built-in tracker ("tensorboard", "jsonl", ...) a
+// *BuiltinTracker whose Log writes to it alone. Where no tracker runs in this
+// process (other processes, before InitTrackers) a Tracker that does nothing,
+// as Accelerate's blank tracker; with trackers running, an ErrInvalidArgument
+// error for a name none of them has.
+func (a *Accelerator) GetTracker(name string) (Tracker, error) {
+	if custom, found := a.customTrackers[name]; found {
+		return custom, nil
+	}
+	running := false
+	for _, n := range builtinTrackerNames {
+		has, err := a.HasTracker(n)
+		if err != nil {
+			return nil, err
+		}
+		if has && n == name {
+			return &BuiltinTracker{acc: a, name: name}, nil
+		}
+		running = running || has
+	}
+	for n := range a.customTrackers {
+		has, err := a.HasTracker(n)
+		if err != nil {
+			return nil, err
+		}
+		running = running || has
+	}
+	if running {
+		return nil, &Error{Code: ErrInvalidArgument, Msg: name + " is not an available tracker stored inside the Accelerator"}
+	}
+	return blankTracker{}, nil
 }
 
 // LogText sends a text value to the trackers that take text; step < 0: none.

@@ -179,3 +179,41 @@ func TestProgressLoggerAndProfile(t *testing.T) {
 		t.Fatalf("ready %v, trace %s", ready, trace)
 	}
 }
+
+func TestGetTrackerLogsToOneBuiltinTracker(t *testing.T) {
+	dir := t.TempDir()
+	acc := newCPU(t, AcceleratorOptions{LogWith: []string{"jsonl", "csv"}, LoggingDir: dir})
+	rec := &recorder{}
+	ok(t, acc.AddTracker("recorder", rec))
+	// Nothing runs before InitTrackers: Accelerate's blank tracker, whatever the name.
+	blank := must[Tracker](t)(acc.GetTracker("wandb"))
+	ok(t, blank.Log(map[string]float64{"x": 1}, 1))
+	if must[Tracker](t)(acc.GetTracker("recorder")) != rec {
+		t.Fatal("GetTracker(recorder) is not the Go tracker added")
+	}
+	ok(t, acc.InitTrackers("run", nil))
+	jsonl, isBuiltin := must[Tracker](t)(acc.GetTracker("jsonl")).(*BuiltinTracker)
+	if !isBuiltin || jsonl.Name() != "jsonl" {
+		t.Fatalf("GetTracker(jsonl) = %v", jsonl)
+	}
+	ok(t, jsonl.Log(map[string]float64{"loss": 0.5}, 2))
+	ok(t, jsonl.LogText("note", "warm-up", 3))
+	ok(t, must[Tracker](t)(acc.GetTracker("csv")).Log(map[string]float64{"acc": 0.25}, -1))
+	_, err := acc.GetTracker("wandb")
+	wantError(t, err, ErrInvalidArgument, "wandb is not an available tracker stored inside the Accelerator")
+	wantError(t, acc.LogTo("tensorboard", map[string]float64{"x": 1}, 1), ErrInvalidArgument,
+		"no running tracker is called 'tensorboard' (running: jsonl, csv, recorder)")
+	wantError(t, jsonl.Finish(), ErrState, "EndTraining")
+	ok(t, acc.EndTraining())
+	got, err := os.ReadFile(filepath.Join(dir, "run", "metrics.jsonl"))
+	if err != nil || string(got) != "{\"loss\":0.5,\"step\":2}\n{\"note\":\"warm-up\",\"step\":3}\n" {
+		t.Fatalf("metrics.jsonl: %q %v", got, err)
+	}
+	got, err = os.ReadFile(filepath.Join(dir, "run", "metrics.csv"))
+	if err != nil || string(got) != "step,tag,value\n,acc,0.25\n" {
+		t.Fatalf("metrics.csv: %q %v", got, err)
+	}
+	if len(rec.logs) != 0 {
+		t.Fatalf("the Go tracker received %v", rec.logs)
+	}
+}

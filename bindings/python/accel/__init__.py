@@ -34,7 +34,7 @@ from .tensors import Tensor, tensor
 from .models import Model, ModelOutput
 from .optimizers import Optimizer, Scheduler
 from .data import DataCollatorWithPadding, DataLoader, Dataset, Sequences
-from .tracking import GeneralTracker, LoggerType, ProgressBar, Tracker, get_logger
+from .tracking import BuiltinTracker, GeneralTracker, LoggerType, ProgressBar, Tracker, get_logger
 from .checkpointing import RemovableHandle
 from .accelerator import Accelerator, DistributedType, FullyShardedDataParallelPlugin, GradientAccumulationPlugin
 from .kwargs_handlers import (AutocastKwargs, DataLoaderConfiguration, DDPCommunicationHookType,
@@ -58,7 +58,7 @@ __all__ = [
     "DistributedDataParallelKwargs", "InitProcessGroupKwargs", "GradScalerKwargs", "AutocastKwargs", "ProfileKwargs",
     "DDPCommunicationHookType", "DataLoaderConfiguration", "utils", "find_executable_batch_size",
     "should_reduce_batch_size", "notebook_launcher", "debug_launcher", "PartialState", "LocalSGD",
-    "GeneralTracker", "LoggerType", "set_seed",
+    "GeneralTracker", "BuiltinTracker", "LoggerType", "set_seed",
 ]
 
 __version__ = version()

@@ -29,7 +29,7 @@ from .kwargs_handlers import (AutocastKwargs, DataLoaderConfiguration, ProfileKw
                               dataloader_options, handler_options, project_options, sort_handlers)
 from .models import Model, ModelParameters, _map_items, _tensor_map
 from .tensors import Tensor, _as_tensor, tensor
-from .tracking import Tracker, _split_log_with, _TrackerAdapter
+from .tracking import BuiltinTracker, LoggerType, Tracker, _split_log_with, _TrackerAdapter
 
 __all__ = ["Accelerator", "DistributedType", "GradientAccumulationPlugin", "FullyShardedDataParallelPlugin"]
 
@@ -237,6 +237,7 @@ class Accelerator(ProcessDecorators, core.Accelerator):
         self._optimizers: List[Any] = []
         self._models: List[Model] = []  # prepared, in order: what state hooks receive
         self._trackers: Dict[str, Any] = {}
+        self._builtin_trackers: Dict[str, BuiltinTracker] = {}  # get_tracker gives the same object each time
         # Accelerate's handler attributes (None when not given).
         self.ddp_handler = handlers.get("ddp_handler")
         self.scaler_handler = handlers.get("scaler_handler")
@@ -834,13 +835,21 @@ class Accelerator(ProcessDecorators, core.Accelerator):
         self._trackers.setdefault(name, tracker)
 
     def get_tracker(self, name: str, unwrap: bool = False) -> Any:
-        """Accelerate's get_tracker: the custom tracker added under name (unwrap: its .tracker
-        attribute when it has one). Built-in trackers and unknown names give a Tracker that
-        does nothing, as Accelerate gives for a name it lacks."""
+        """Accelerate's get_tracker. A custom tracker is the object added (unwrap: its .tracker
+        attribute when it has one); a running built-in one is a BuiltinTracker whose log()
+        writes to it alone (unwrap changes nothing: there is no library object underneath).
+        Where no tracker runs in this process (other processes, before init_trackers) a Tracker
+        that does nothing, as Accelerate's blank tracker; with trackers running, ValueError for a
+        name none of them has."""
         tracker = self._trackers.get(name)
-        if tracker is None:
-            return Tracker()
-        return getattr(tracker, "tracker", tracker) if unwrap else tracker
+        if tracker is not None:
+            return getattr(tracker, "tracker", tracker) if unwrap else tracker
+        running = [n for n in LoggerType.list() if n != "all" and core.Accelerator.has_tracker(self, n)]
+        if name in running:
+            return self._builtin_trackers.setdefault(name, BuiltinTracker(self, name))
+        if running or any(core.Accelerator.has_tracker(self, n) for n in self._trackers):
+            raise ValueError(f"{name} is not an available tracker stored inside the `Accelerator`.")
+        return Tracker()
 
     def init_trackers(self, project_name: str, config: Optional[Dict[str, Any]] = None,
                       init_kwargs: Optional[Dict[str, Dict[str, Any]]] = None) -> None:

@@ -3,12 +3,13 @@ bar and get_logger."""
 from __future__ import annotations
 
 import json
+import weakref
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import core
 from ._helpers import _closeable, _error_text, _ValueEnum
 
-__all__ = ["GeneralTracker", "LoggerType", "Tracker", "ProgressBar", "get_logger"]
+__all__ = ["BuiltinTracker", "GeneralTracker", "LoggerType", "Tracker", "ProgressBar", "get_logger"]
 
 
 class Tracker:
@@ -46,6 +47,40 @@ class LoggerType(_ValueEnum):
     TRACKIO = "trackio"
     JSONL = "jsonl"
     CSV = "csv"
+
+
+class BuiltinTracker(Tracker):
+    """A running built-in tracker as accelerator.get_tracker(name) gives it (Accelerate's
+    TensorBoardTracker, WandBTracker, ...): log() writes to this tracker alone. The core writes
+    the tracker's files, so there is no library object underneath: .tracker is this object."""
+
+    main_process_only = True
+
+    def __init__(self, accelerator: Any, name: str) -> None:
+        self.name = name
+        self._accelerator = weakref.proxy(accelerator)  # the accelerator keeps its trackers, not the reverse
+
+    @property
+    def tracker(self) -> "BuiltinTracker":
+        return self
+
+    def log(self, values: Dict[str, Any], step: Optional[int] = None, **kwargs: Any) -> None:
+        """Numbers are scalars; strings are text values (as TensorBoard's tracker logs them)."""
+        if kwargs:
+            raise TypeError(f"the {self.name} tracker's log takes no keyword arguments {sorted(kwargs)} "
+                            "(they are options of the Python library, which libaccel does not run)")
+        step = -1 if step is None else step
+        texts = {key: value for key, value in values.items() if isinstance(value, str)}
+        names = [key for key in values if key not in texts]
+        core.Accelerator.log_to(self._accelerator, self.name, names, [float(values[n]) for n in names], step)
+        for tag, text in texts.items():
+            core.Accelerator.log_text_to(self._accelerator, self.name, tag, text, step)
+
+    def store_init_configuration(self, config: Dict[str, Any]) -> None:
+        raise NotImplementedError(f"the {self.name} tracker records its configuration at init_trackers(config=...)")
+
+    def finish(self) -> None:
+        raise NotImplementedError(f"the {self.name} tracker is finished by accelerator.end_training()")
 
 
 def _split_log_with(log_with: Any) -> Tuple[List[str], List[Any]]:

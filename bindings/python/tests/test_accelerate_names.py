@@ -229,8 +229,29 @@ def test_get_tracker_returns_the_custom_tracker_or_a_blank_one(tmp_path):
         acc.add_tracker(mine)
         assert acc.get_tracker("mine") is mine
         assert acc.get_tracker("mine", unwrap=True) is mine.tracker
-        blank = acc.get_tracker("wandb")
-        assert isinstance(blank, accel.Tracker) and blank.log({"x": 1.0}) is None
+        blank = acc.get_tracker("wandb")  # nothing runs before init_trackers: Accelerate's blank tracker
+        assert type(blank) is accel.Tracker and blank.log({"x": 1.0}) is None
+
+
+def test_get_tracker_logs_to_one_builtin_tracker(tmp_path):
+    # Accelerate: accelerator.get_tracker("tensorboard").log(...) writes to that tracker only.
+    with accel.Accelerator(cpu=True, project_dir=str(tmp_path), log_with=["jsonl", "csv"]) as acc:
+        acc.init_trackers("run")
+        jsonl = acc.get_tracker("jsonl")
+        assert isinstance(jsonl, accel.BuiltinTracker) and jsonl.name == "jsonl"
+        assert acc.get_tracker("jsonl", unwrap=True).tracker is acc.get_tracker("jsonl", unwrap=True)
+        jsonl.log({"loss": 0.5, "note": "warm-up"}, step=2)
+        acc.get_tracker("csv").log({"acc": 0.25})
+        with pytest.raises(ValueError, match=r"^wandb is not an available tracker stored inside the `Accelerator`\.$"):
+            acc.get_tracker("wandb")
+        with pytest.raises(TypeError, match=r"takes no keyword arguments \['commit'\]"):
+            jsonl.log({"loss": 1.0}, commit=False)
+        with pytest.raises(NotImplementedError, match="init_trackers"):
+            jsonl.store_init_configuration({"lr": 0.1})
+        acc.end_training()
+    records = [json.loads(line) for line in (tmp_path / "logs" / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert records == [{"loss": 0.5, "step": 2}, {"note": "warm-up", "step": 2}]
+    assert (tmp_path / "logs" / "run" / "metrics.csv").read_text().splitlines()[1:] == [",acc,0.25"]
 
 
 def test_process_decorators_run_where_they_say():

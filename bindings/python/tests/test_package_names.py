@@ -23,7 +23,7 @@ PUBLIC = {
     "find_executable_batch_size", "should_reduce_batch_size", "notebook_launcher", "debug_launcher",
     "get_balanced_memory", "disk_offload", "cpu_offload", "dispatch_model", "init_on_device",
     # Accelerate's tracker names for log_with (accelerate.tracking, accelerate.utils).
-    "GeneralTracker", "LoggerType",
+    "GeneralTracker", "BuiltinTracker", "LoggerType",
     # accelerate.utils.set_seed, without an Accelerator.
     "set_seed",
 }

@@ -221,20 +221,20 @@ typedef long long swig_type_191;
 typedef _gostring_ swig_type_192;
 typedef _gostring_ swig_type_193;
 typedef _gostring_ swig_type_194;
-typedef _gostring_ swig_type_195;
+typedef long long swig_type_195;
 typedef _gostring_ swig_type_196;
-typedef long long swig_type_197;
-typedef long long swig_type_198;
+typedef _gostring_ swig_type_197;
+typedef _gostring_ swig_type_198;
 typedef _gostring_ swig_type_199;
-typedef _gostring_ swig_type_200;
+typedef long long swig_type_200;
 typedef _gostring_ swig_type_201;
 typedef _gostring_ swig_type_202;
 typedef _gostring_ swig_type_203;
 typedef _gostring_ swig_type_204;
 typedef _gostring_ swig_type_205;
 typedef _gostring_ swig_type_206;
-typedef _gostring_ swig_type_207;
-typedef _gostring_ swig_type_208;
+typedef long long swig_type_207;
+typedef long long swig_type_208;
 typedef _gostring_ swig_type_209;
 typedef _gostring_ swig_type_210;
 typedef _gostring_ swig_type_211;
@@ -265,7 +265,7 @@ typedef _gostring_ swig_type_235;
 typedef _gostring_ swig_type_236;
 typedef _gostring_ swig_type_237;
 typedef _gostring_ swig_type_238;
-typedef long long swig_type_239;
+typedef _gostring_ swig_type_239;
 typedef _gostring_ swig_type_240;
 typedef _gostring_ swig_type_241;
 typedef _gostring_ swig_type_242;
@@ -275,58 +275,58 @@ typedef _gostring_ swig_type_245;
 typedef _gostring_ swig_type_246;
 typedef _gostring_ swig_type_247;
 typedef _gostring_ swig_type_248;
-typedef _gostring_ swig_type_249;
+typedef long long swig_type_249;
 typedef _gostring_ swig_type_250;
-typedef long long swig_type_251;
-typedef long long swig_type_252;
-typedef long long swig_type_253;
-typedef long long swig_type_254;
-typedef long long swig_type_255;
-typedef long long swig_type_256;
+typedef _gostring_ swig_type_251;
+typedef _gostring_ swig_type_252;
+typedef _gostring_ swig_type_253;
+typedef _gostring_ swig_type_254;
+typedef _gostring_ swig_type_255;
+typedef _gostring_ swig_type_256;
 typedef _gostring_ swig_type_257;
-typedef long long swig_type_258;
+typedef _gostring_ swig_type_258;
 typedef _gostring_ swig_type_259;
 typedef _gostring_ swig_type_260;
-typedef _gostring_ swig_type_261;
+typedef long long swig_type_261;
 typedef long long swig_type_262;
-typedef _gostring_ swig_type_263;
-typedef _gostring_ swig_type_264;
-typedef _gostring_ swig_type_265;
-typedef _gostring_ swig_type_266;
+typedef long long swig_type_263;
+typedef long long swig_type_264;
+typedef long long swig_type_265;
+typedef long long swig_type_266;
 typedef _gostring_ swig_type_267;
-typedef _gostring_ swig_type_268;
+typedef long long swig_type_268;
 typedef _gostring_ swig_type_269;
 typedef _gostring_ swig_type_270;
-typedef long long swig_type_271;
+typedef _gostring_ swig_type_271;
 typedef long long swig_type_272;
 typedef _gostring_ swig_type_273;
 typedef _gostring_ swig_type_274;
-typedef long long swig_type_275;
+typedef _gostring_ swig_type_275;
 typedef _gostring_ swig_type_276;
 typedef _gostring_ swig_type_277;
 typedef _gostring_ swig_type_278;
 typedef _gostring_ swig_type_279;
 typedef _gostring_ swig_type_280;
-typedef _gostring_ swig_type_281;
-typedef _gostring_ swig_type_282;
-typedef long long swig_type_283;
-typedef long long swig_type_284;
-typedef _gostring_ swig_type_285;
+typedef long long swig_type_281;
+typedef long long swig_type_282;
+typedef _gostring_ swig_type_283;
+typedef _gostring_ swig_type_284;
+typedef long long swig_type_285;
 typedef _gostring_ swig_type_286;
 typedef _gostring_ swig_type_287;
-typedef long long swig_type_288;
+typedef _gostring_ swig_type_288;
 typedef _gostring_ swig_type_289;
 typedef _gostring_ swig_type_290;
 typedef _gostring_ swig_type_291;
 typedef _gostring_ swig_type_292;
-typedef _gostring_ swig_type_293;
-typedef _gostring_ swig_type_294;
+typedef long long swig_type_293;
+typedef long long swig_type_294;
 typedef _gostring_ swig_type_295;
 typedef _gostring_ swig_type_296;
 typedef _gostring_ swig_type_297;
-typedef _gostring_ swig_type_298;
+typedef long long swig_type_298;
 typedef _gostring_ swig_type_299;
-typedef long long swig_type_300;
+typedef _gostring_ swig_type_300;
 typedef _gostring_ swig_type_301;
 typedef _gostring_ swig_type_302;
 typedef _gostring_ swig_type_303;
@@ -336,39 +336,49 @@ typedef _gostring_ swig_type_306;
 typedef _gostring_ swig_type_307;
 typedef _gostring_ swig_type_308;
 typedef _gostring_ swig_type_309;
-typedef _gostring_ swig_type_310;
-typedef long long swig_type_311;
-typedef long long swig_type_312;
-typedef long long swig_type_313;
-typedef long long swig_type_314;
-typedef long long swig_type_315;
-typedef long long swig_type_316;
+typedef long long swig_type_310;
+typedef _gostring_ swig_type_311;
+typedef _gostring_ swig_type_312;
+typedef _gostring_ swig_type_313;
+typedef _gostring_ swig_type_314;
+typedef _gostring_ swig_type_315;
+typedef _gostring_ swig_type_316;
 typedef _gostring_ swig_type_317;
-typedef long long swig_type_318;
+typedef _gostring_ swig_type_318;
 typedef _gostring_ swig_type_319;
-typedef long long swig_type_320;
+typedef _gostring_ swig_type_320;
 typedef long long swig_type_321;
-typedef _gostring_ swig_type_322;
-typedef _gostring_ swig_type_323;
+typedef long long swig_type_322;
+typedef long long swig_type_323;
 typedef long long swig_type_324;
 typedef long long swig_type_325;
 typedef long long swig_type_326;
-typedef long long swig_type_327;
+typedef _gostring_ swig_type_327;
 typedef long long swig_type_328;
 typedef _gostring_ swig_type_329;
-typedef _gostring_ swig_type_330;
+typedef long long swig_type_330;
 typedef long long swig_type_331;
-typedef long long swig_type_332;
+typedef _gostring_ swig_type_332;
 typedef _gostring_ swig_type_333;
 typedef long long swig_type_334;
-typedef _gostring_ swig_type_335;
+typedef long long swig_type_335;
 typedef long long swig_type_336;
-typedef _gostring_ swig_type_337;
+typedef long long swig_type_337;
 typedef long long swig_type_338;
 typedef _gostring_ swig_type_339;
-typedef long long swig_type_340;
+typedef _gostring_ swig_type_340;
 typedef long long swig_type_341;
-typedef _gostring_ swig_type_342;
+typedef long long swig_type_342;
+typedef _gostring_ swig_type_343;
+typedef long long swig_type_344;
+typedef _gostring_ swig_type_345;
+typedef long long swig_type_346;
+typedef _gostring_ swig_type_347;
+typedef long long swig_type_348;
+typedef _gostring_ swig_type_349;
+typedef long long swig_type_350;
+typedef long long swig_type_351;
+typedef _gostring_ swig_type_352;
 extern void _wrap_Swig_free_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Swig_malloc_core_a1403cbc65d2f32f(swig_intgo arg1);
 extern uintptr_t _wrap_new_Int64Vector__SWIG_0_core_a1403cbc65d2f32f(void);
@@ -940,39 +950,43 @@ extern void _wrap_Accelerator_log__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, 
 extern void _wrap_Accelerator_log__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3);
 extern void _wrap_Accelerator_log_text__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_189 arg2, swig_type_190 arg3, swig_type_191 arg4);
 extern void _wrap_Accelerator_log_text__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_192 arg2, swig_type_193 arg3);
-extern _Bool _wrap_Accelerator_has_tracker_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_194 arg2);
+extern void _wrap_Accelerator_log_to__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_194 arg2, uintptr_t arg3, uintptr_t arg4, swig_type_195 arg5);
+extern void _wrap_Accelerator_log_to__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_196 arg2, uintptr_t arg3, uintptr_t arg4);
+extern void _wrap_Accelerator_log_text_to__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_197 arg2, swig_type_198 arg3, swig_type_199 arg4, swig_type_200 arg5);
+extern void _wrap_Accelerator_log_text_to__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_201 arg2, swig_type_202 arg3, swig_type_203 arg4);
+extern _Bool _wrap_Accelerator_has_tracker_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_204 arg2);
 extern void _wrap_Accelerator_end_training_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_Model_from_json_core_a1403cbc65d2f32f(swig_type_195 arg1);
-extern uintptr_t _wrap_Model_from_torchscript_core_a1403cbc65d2f32f(swig_type_196 arg1);
+extern uintptr_t _wrap_Model_from_json_core_a1403cbc65d2f32f(swig_type_205 arg1);
+extern uintptr_t _wrap_Model_from_torchscript_core_a1403cbc65d2f32f(swig_type_206 arg1);
 extern void _wrap_delete_Model_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Model_forward_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern void _wrap_Model_train__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, _Bool arg2);
 extern void _wrap_Model_train__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_197 _wrap_Model_num_parameters__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, _Bool arg2);
-extern swig_type_198 _wrap_Model_num_parameters__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_Model_from_json_empty_core_a1403cbc65d2f32f(swig_type_199 arg1);
-extern uintptr_t _wrap_Model_from_torchscript_empty_core_a1403cbc65d2f32f(swig_type_200 arg1, uintptr_t arg2);
-extern swig_type_201 _wrap_Model_module_sizes_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_202 arg2);
-extern swig_type_203 _wrap_Model_module_sizes_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_204 _wrap_Model_infer_auto_device_map_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_205 arg2, uintptr_t arg3, swig_type_206 arg4);
-extern swig_type_207 _wrap_Model_infer_auto_device_map_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_208 arg2, uintptr_t arg3);
-extern swig_type_209 _wrap_Model_balanced_memory_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_210 arg2, uintptr_t arg3, swig_type_211 arg4, _Bool arg5);
-extern swig_type_212 _wrap_Model_balanced_memory_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_213 arg2, uintptr_t arg3, swig_type_214 arg4);
-extern swig_type_215 _wrap_Model_balanced_memory_json__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_216 arg2, uintptr_t arg3);
-extern void _wrap_Model_verify_device_map_json_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_217 arg2);
-extern void _wrap_Model_disk_offload__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_218 arg2, swig_type_219 arg3);
-extern void _wrap_Model_disk_offload__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_220 arg2);
-extern void _wrap_Model_dispatch_model_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_221 arg2, swig_type_222 arg3);
-extern void _wrap_Model_dispatch_model_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_223 arg2);
-extern void _wrap_Model_cpu_offload__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_224 arg2, _Bool arg3);
-extern void _wrap_Model_cpu_offload__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_225 arg2);
+extern swig_type_207 _wrap_Model_num_parameters__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, _Bool arg2);
+extern swig_type_208 _wrap_Model_num_parameters__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern uintptr_t _wrap_Model_from_json_empty_core_a1403cbc65d2f32f(swig_type_209 arg1);
+extern uintptr_t _wrap_Model_from_torchscript_empty_core_a1403cbc65d2f32f(swig_type_210 arg1, uintptr_t arg2);
+extern swig_type_211 _wrap_Model_module_sizes_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_212 arg2);
+extern swig_type_213 _wrap_Model_module_sizes_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_214 _wrap_Model_infer_auto_device_map_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_215 arg2, uintptr_t arg3, swig_type_216 arg4);
+extern swig_type_217 _wrap_Model_infer_auto_device_map_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_218 arg2, uintptr_t arg3);
+extern swig_type_219 _wrap_Model_balanced_memory_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_220 arg2, uintptr_t arg3, swig_type_221 arg4, _Bool arg5);
+extern swig_type_222 _wrap_Model_balanced_memory_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_223 arg2, uintptr_t arg3, swig_type_224 arg4);
+extern swig_type_225 _wrap_Model_balanced_memory_json__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_226 arg2, uintptr_t arg3);
+extern void _wrap_Model_verify_device_map_json_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_227 arg2);
+extern void _wrap_Model_disk_offload__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_228 arg2, swig_type_229 arg3);
+extern void _wrap_Model_disk_offload__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_230 arg2);
+extern void _wrap_Model_dispatch_model_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_231 arg2, swig_type_232 arg3);
+extern void _wrap_Model_dispatch_model_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_233 arg2);
+extern void _wrap_Model_cpu_offload__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_234 arg2, _Bool arg3);
+extern void _wrap_Model_cpu_offload__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_235 arg2);
 extern void _wrap_Model_cpu_offload__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_Model_materialize__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_226 arg2, swig_type_227 arg3);
-extern void _wrap_Model_materialize__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_228 arg2);
-extern void _wrap_Model_load_checkpoint_and_dispatch_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_229 arg2, swig_type_230 arg3, swig_type_231 arg4, swig_type_232 arg5);
-extern void _wrap_Model_load_checkpoint_and_dispatch_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_233 arg2, swig_type_234 arg3, swig_type_235 arg4);
-extern void _wrap_Model_load_checkpoint_and_dispatch_json__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_236 arg2, swig_type_237 arg3);
-extern uintptr_t _wrap_Model_from_torchscript_outputs_core_a1403cbc65d2f32f(swig_type_238 arg1, uintptr_t arg2);
+extern void _wrap_Model_materialize__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_236 arg2, swig_type_237 arg3);
+extern void _wrap_Model_materialize__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_238 arg2);
+extern void _wrap_Model_load_checkpoint_and_dispatch_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_239 arg2, swig_type_240 arg3, swig_type_241 arg4, swig_type_242 arg5);
+extern void _wrap_Model_load_checkpoint_and_dispatch_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_243 arg2, swig_type_244 arg3, swig_type_245 arg4);
+extern void _wrap_Model_load_checkpoint_and_dispatch_json__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_246 arg2, swig_type_247 arg3);
+extern uintptr_t _wrap_Model_from_torchscript_outputs_core_a1403cbc65d2f32f(swig_type_248 arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Model_forward_named_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Model_named_parameters_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Model_named_buffers_core_a1403cbc65d2f32f(uintptr_t arg1);
@@ -992,21 +1006,21 @@ extern void _wrap_delete_Scheduler_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_Scheduler_step_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_Scheduler_step_metric_core_a1403cbc65d2f32f(uintptr_t arg1, double arg2);
 extern double _wrap_Scheduler_get_last_lr_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_239 _wrap_Scheduler_last_epoch_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_249 _wrap_Scheduler_last_epoch_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Dataset_from_tensors_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern uintptr_t _wrap_Dataset_from_idx__SWIG_0_core_a1403cbc65d2f32f(swig_type_240 arg1, swig_type_241 arg2, double arg3, double arg4);
-extern uintptr_t _wrap_Dataset_from_idx__SWIG_1_core_a1403cbc65d2f32f(swig_type_242 arg1, swig_type_243 arg2, double arg3);
-extern uintptr_t _wrap_Dataset_from_idx__SWIG_2_core_a1403cbc65d2f32f(swig_type_244 arg1, swig_type_245 arg2);
-extern uintptr_t _wrap_Dataset_from_csv__SWIG_0_core_a1403cbc65d2f32f(swig_type_246 arg1, swig_type_247 arg2, swig_intgo arg3);
-extern uintptr_t _wrap_Dataset_from_csv__SWIG_1_core_a1403cbc65d2f32f(swig_type_248 arg1, swig_type_249 arg2);
-extern uintptr_t _wrap_Dataset_from_safetensors_core_a1403cbc65d2f32f(swig_type_250 arg1, uintptr_t arg2);
-extern uintptr_t _wrap_Dataset_from_source_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_251 arg2, uintptr_t arg3);
+extern uintptr_t _wrap_Dataset_from_idx__SWIG_0_core_a1403cbc65d2f32f(swig_type_250 arg1, swig_type_251 arg2, double arg3, double arg4);
+extern uintptr_t _wrap_Dataset_from_idx__SWIG_1_core_a1403cbc65d2f32f(swig_type_252 arg1, swig_type_253 arg2, double arg3);
+extern uintptr_t _wrap_Dataset_from_idx__SWIG_2_core_a1403cbc65d2f32f(swig_type_254 arg1, swig_type_255 arg2);
+extern uintptr_t _wrap_Dataset_from_csv__SWIG_0_core_a1403cbc65d2f32f(swig_type_256 arg1, swig_type_257 arg2, swig_intgo arg3);
+extern uintptr_t _wrap_Dataset_from_csv__SWIG_1_core_a1403cbc65d2f32f(swig_type_258 arg1, swig_type_259 arg2);
+extern uintptr_t _wrap_Dataset_from_safetensors_core_a1403cbc65d2f32f(swig_type_260 arg1, uintptr_t arg2);
+extern uintptr_t _wrap_Dataset_from_source_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_261 arg2, uintptr_t arg3);
 extern uintptr_t _wrap_Dataset_from_stream_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Dataset_from_sequences__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Dataset_from_sequences__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Dataset_from_sequences_collate_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3);
 extern void _wrap_delete_Dataset_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_252 _wrap_Dataset_size_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_262 _wrap_Dataset_size_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern _Bool _wrap_Dataset_is_iterable_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_DataLoader__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_new_DataLoader__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
@@ -1014,68 +1028,68 @@ extern uintptr_t _wrap_new_DataLoader__SWIG_2_core_a1403cbc65d2f32f(uintptr_t ar
 extern uintptr_t _wrap_new_DataLoader__SWIG_3_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, uintptr_t arg4);
 extern void _wrap_delete_DataLoader_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_DataLoader_next_batch_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_253 _wrap_DataLoader_num_batches_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_DataLoader_skip_first_batches_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_254 arg2);
-extern void _wrap_DataLoader_set_epoch_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_255 arg2);
-extern swig_type_256 _wrap_DataLoader_epoch_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_263 _wrap_DataLoader_num_batches_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern uintptr_t _wrap_DataLoader_skip_first_batches_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_264 arg2);
+extern void _wrap_DataLoader_set_epoch_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_265 arg2);
+extern swig_type_266 _wrap_DataLoader_epoch_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_DataLoader_set_batches_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3);
-extern void _wrap_DataLoader_set_progress__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_257 arg2);
+extern void _wrap_DataLoader_set_progress__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_267 arg2);
 extern void _wrap_DataLoader_set_progress__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_DataLoader_hide_progress_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_DataLoader_field_names_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_Sequences_from_arrays__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, swig_type_258 arg4);
+extern uintptr_t _wrap_Sequences_from_arrays__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, swig_type_268 arg4);
 extern uintptr_t _wrap_Sequences_from_arrays__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3);
-extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_0_core_a1403cbc65d2f32f(swig_type_259 arg1, swig_type_260 arg2, swig_type_261 arg3, swig_type_262 arg4);
-extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_1_core_a1403cbc65d2f32f(swig_type_263 arg1, swig_type_264 arg2, swig_type_265 arg3);
-extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_2_core_a1403cbc65d2f32f(swig_type_266 arg1, swig_type_267 arg2);
-extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_3_core_a1403cbc65d2f32f(swig_type_268 arg1);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_0_core_a1403cbc65d2f32f(swig_type_269 arg1, swig_intgo arg2, swig_type_270 arg3, swig_type_271 arg4, swig_type_272 arg5);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_1_core_a1403cbc65d2f32f(swig_type_273 arg1, swig_intgo arg2, swig_type_274 arg3, swig_type_275 arg4);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_2_core_a1403cbc65d2f32f(swig_type_276 arg1, swig_intgo arg2, swig_type_277 arg3);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_3_core_a1403cbc65d2f32f(swig_type_278 arg1, swig_intgo arg2);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_4_core_a1403cbc65d2f32f(swig_type_279 arg1);
-extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_0_core_a1403cbc65d2f32f(swig_type_280 arg1, swig_type_281 arg2, swig_intgo arg3, swig_type_282 arg4, swig_type_283 arg5, swig_type_284 arg6);
-extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_1_core_a1403cbc65d2f32f(swig_type_285 arg1, swig_type_286 arg2, swig_intgo arg3, swig_type_287 arg4, swig_type_288 arg5);
-extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_2_core_a1403cbc65d2f32f(swig_type_289 arg1, swig_type_290 arg2, swig_intgo arg3, swig_type_291 arg4);
-extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_3_core_a1403cbc65d2f32f(swig_type_292 arg1, swig_type_293 arg2, swig_intgo arg3);
-extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_4_core_a1403cbc65d2f32f(swig_type_294 arg1, swig_type_295 arg2);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_0_core_a1403cbc65d2f32f(swig_type_296 arg1, swig_type_297 arg2, swig_type_298 arg3, swig_type_299 arg4, swig_type_300 arg5);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_1_core_a1403cbc65d2f32f(swig_type_301 arg1, swig_type_302 arg2, swig_type_303 arg3, swig_type_304 arg4);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_2_core_a1403cbc65d2f32f(swig_type_305 arg1, swig_type_306 arg2, swig_type_307 arg3);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_3_core_a1403cbc65d2f32f(swig_type_308 arg1, swig_type_309 arg2);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_4_core_a1403cbc65d2f32f(swig_type_310 arg1);
+extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_0_core_a1403cbc65d2f32f(swig_type_269 arg1, swig_type_270 arg2, swig_type_271 arg3, swig_type_272 arg4);
+extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_1_core_a1403cbc65d2f32f(swig_type_273 arg1, swig_type_274 arg2, swig_type_275 arg3);
+extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_2_core_a1403cbc65d2f32f(swig_type_276 arg1, swig_type_277 arg2);
+extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_3_core_a1403cbc65d2f32f(swig_type_278 arg1);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_0_core_a1403cbc65d2f32f(swig_type_279 arg1, swig_intgo arg2, swig_type_280 arg3, swig_type_281 arg4, swig_type_282 arg5);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_1_core_a1403cbc65d2f32f(swig_type_283 arg1, swig_intgo arg2, swig_type_284 arg3, swig_type_285 arg4);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_2_core_a1403cbc65d2f32f(swig_type_286 arg1, swig_intgo arg2, swig_type_287 arg3);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_3_core_a1403cbc65d2f32f(swig_type_288 arg1, swig_intgo arg2);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_4_core_a1403cbc65d2f32f(swig_type_289 arg1);
+extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_0_core_a1403cbc65d2f32f(swig_type_290 arg1, swig_type_291 arg2, swig_intgo arg3, swig_type_292 arg4, swig_type_293 arg5, swig_type_294 arg6);
+extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_1_core_a1403cbc65d2f32f(swig_type_295 arg1, swig_type_296 arg2, swig_intgo arg3, swig_type_297 arg4, swig_type_298 arg5);
+extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_2_core_a1403cbc65d2f32f(swig_type_299 arg1, swig_type_300 arg2, swig_intgo arg3, swig_type_301 arg4);
+extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_3_core_a1403cbc65d2f32f(swig_type_302 arg1, swig_type_303 arg2, swig_intgo arg3);
+extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_4_core_a1403cbc65d2f32f(swig_type_304 arg1, swig_type_305 arg2);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_0_core_a1403cbc65d2f32f(swig_type_306 arg1, swig_type_307 arg2, swig_type_308 arg3, swig_type_309 arg4, swig_type_310 arg5);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_1_core_a1403cbc65d2f32f(swig_type_311 arg1, swig_type_312 arg2, swig_type_313 arg3, swig_type_314 arg4);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_2_core_a1403cbc65d2f32f(swig_type_315 arg1, swig_type_316 arg2, swig_type_317 arg3);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_3_core_a1403cbc65d2f32f(swig_type_318 arg1, swig_type_319 arg2);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_4_core_a1403cbc65d2f32f(swig_type_320 arg1);
 extern void _wrap_delete_Sequences_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_311 _wrap_Sequences_size_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_312 _wrap_Sequences_length_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_313 arg2);
-extern uintptr_t _wrap_Sequences_ids_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_314 arg2);
-extern uintptr_t _wrap_Sequences_labels_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_315 arg2);
-extern uintptr_t _wrap_new_ProgressBar__SWIG_0_core_a1403cbc65d2f32f(swig_type_316 arg1, swig_type_317 arg2, _Bool arg3);
-extern uintptr_t _wrap_new_ProgressBar__SWIG_1_core_a1403cbc65d2f32f(swig_type_318 arg1, swig_type_319 arg2);
-extern uintptr_t _wrap_new_ProgressBar__SWIG_2_core_a1403cbc65d2f32f(swig_type_320 arg1);
+extern swig_type_321 _wrap_Sequences_size_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_322 _wrap_Sequences_length_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_323 arg2);
+extern uintptr_t _wrap_Sequences_ids_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_324 arg2);
+extern uintptr_t _wrap_Sequences_labels_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_325 arg2);
+extern uintptr_t _wrap_new_ProgressBar__SWIG_0_core_a1403cbc65d2f32f(swig_type_326 arg1, swig_type_327 arg2, _Bool arg3);
+extern uintptr_t _wrap_new_ProgressBar__SWIG_1_core_a1403cbc65d2f32f(swig_type_328 arg1, swig_type_329 arg2);
+extern uintptr_t _wrap_new_ProgressBar__SWIG_2_core_a1403cbc65d2f32f(swig_type_330 arg1);
 extern void _wrap_delete_ProgressBar_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_ProgressBar_update__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_321 arg2);
+extern void _wrap_ProgressBar_update__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_331 arg2);
 extern void _wrap_ProgressBar_update__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_Profile_begin_with_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_322 arg2, _Bool arg3, _Bool arg4, _Bool arg5, _Bool arg6, _Bool arg7);
-extern uintptr_t _wrap_Profile_begin_scheduled_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_323 arg2, _Bool arg3, _Bool arg4, _Bool arg5, _Bool arg6, _Bool arg7, swig_type_324 arg8, swig_type_325 arg9, swig_type_326 arg10, swig_type_327 arg11, swig_type_328 arg12);
+extern uintptr_t _wrap_Profile_begin_with_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_332 arg2, _Bool arg3, _Bool arg4, _Bool arg5, _Bool arg6, _Bool arg7);
+extern uintptr_t _wrap_Profile_begin_scheduled_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_333 arg2, _Bool arg3, _Bool arg4, _Bool arg5, _Bool arg6, _Bool arg7, swig_type_334 arg8, swig_type_335 arg9, swig_type_336 arg10, swig_type_337 arg11, swig_type_338 arg12);
 extern _Bool _wrap_Profile_step_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_Profile_begin_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_329 arg2);
+extern uintptr_t _wrap_Profile_begin_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_339 arg2);
 extern void _wrap_delete_Profile_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_Profile_end_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_NamedTensors_core_a1403cbc65d2f32f(void);
 extern void _wrap_delete_NamedTensors_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_NamedTensors_add_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_330 arg2, uintptr_t arg3);
-extern swig_type_331 _wrap_NamedTensors_size_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_NamedTensors_add_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_340 arg2, uintptr_t arg3);
+extern swig_type_341 _wrap_NamedTensors_size_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_TensorList_core_a1403cbc65d2f32f(void);
 extern void _wrap_delete_TensorList_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_TensorList_add_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern swig_type_332 _wrap_TensorList_size_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_342 _wrap_TensorList_size_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_TensorMap_core_a1403cbc65d2f32f(void);
 extern void _wrap_delete_TensorMap_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_TensorMap_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_333 arg2, uintptr_t arg3);
-extern swig_type_334 _wrap_TensorMap_count_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_335 _wrap_TensorMap_name_at_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_336 arg2);
-extern uintptr_t _wrap_TensorMap_get_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_337 arg2);
-extern uintptr_t _wrap_new_PartialState__SWIG_0_core_a1403cbc65d2f32f(_Bool arg1, swig_type_338 arg2);
+extern void _wrap_TensorMap_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_343 arg2, uintptr_t arg3);
+extern swig_type_344 _wrap_TensorMap_count_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_345 _wrap_TensorMap_name_at_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_346 arg2);
+extern uintptr_t _wrap_TensorMap_get_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_347 arg2);
+extern uintptr_t _wrap_new_PartialState__SWIG_0_core_a1403cbc65d2f32f(_Bool arg1, swig_type_348 arg2);
 extern uintptr_t _wrap_new_PartialState__SWIG_1_core_a1403cbc65d2f32f(_Bool arg1);
 extern uintptr_t _wrap_new_PartialState__SWIG_2_core_a1403cbc65d2f32f(void);
 extern void _wrap_delete_PartialState_core_a1403cbc65d2f32f(uintptr_t arg1);
@@ -1083,12 +1097,12 @@ extern swig_intgo _wrap_PartialState_process_index_core_a1403cbc65d2f32f(uintptr
 extern swig_intgo _wrap_PartialState_local_process_index_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_intgo _wrap_PartialState_num_processes_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_intgo _wrap_PartialState_distributed_type_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_339 _wrap_PartialState_device_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_PartialState_split_range__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_340 arg2, _Bool arg3);
-extern uintptr_t _wrap_PartialState_split_range__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_341 arg2);
+extern swig_type_349 _wrap_PartialState_device_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern uintptr_t _wrap_PartialState_split_range__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_350 arg2, _Bool arg3);
+extern uintptr_t _wrap_PartialState_split_range__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_351 arg2);
 extern void _wrap_PartialState_wait_for_everyone_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_intgo _wrap_take_error_code_core_a1403cbc65d2f32f(void);
-extern swig_type_342 _wrap_take_error_message_core_a1403cbc65d2f32f(void);
+extern swig_type_352 _wrap_take_error_message_core_a1403cbc65d2f32f(void);
 #undef intgo
 */
 import "C"
@@ -6744,11 +6758,95 @@ func (p SwigcptrAccelerator) Log_text(a ...interface{}) {
 	panic("No match for overloaded function call")
 }
 
+func (arg1 SwigcptrAccelerator) Log_to__SWIG_0(arg2 string, arg3 StringVector, arg4 DoubleVector, arg5 int64) {
+	_swig_i_0 := arg1
+	_swig_i_1 := arg2
+	_swig_i_2 := getSwigcptr(arg3)
+	_swig_i_3 := getSwigcptr(arg4)
+	_swig_i_4 := arg5
+	C._wrap_Accelerator_log_to__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_194)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2), C.uintptr_t(_swig_i_3), C.swig_type_195(_swig_i_4))
+	if Swig_escape_always_false {
+		Swig_escape_val = arg2
+	}
+}
+
+func (arg1 SwigcptrAccelerator) Log_to__SWIG_1(arg2 string, arg3 StringVector, arg4 DoubleVector) {
+	_swig_i_0 := arg1
+	_swig_i_1 := arg2
+	_swig_i_2 := getSwigcptr(arg3)
+	_swig_i_3 := getSwigcptr(arg4)
+	C._wrap_Accelerator_log_to__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_196)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2), C.uintptr_t(_swig_i_3))
+	if Swig_escape_always_false {
+		Swig_escape_val = arg2
+	}
+}
+
+func (p SwigcptrAccelerator) Log_to(a ...interface{}) {
+	argc := len(a)
+	if argc == 3 {
+		p.Log_to__SWIG_1(a[0].(string), a[1].(StringVector), a[2].(DoubleVector))
+		return
+	}
+	if argc == 4 {
+		p.Log_to__SWIG_0(a[0].(string), a[1].(StringVector), a[2].(DoubleVector), a[3].(int64))
+		return
+	}
+	panic("No match for overloaded function call")
+}
+
+func (arg1 SwigcptrAccelerator) Log_text_to__SWIG_0(arg2 string, arg3 string, arg4 string, arg5 int64) {
+	_swig_i_0 := arg1
+	_swig_i_1 := arg2
+	_swig_i_2 := arg3
+	_swig_i_3 := arg4
+	_swig_i_4 := arg5
+	C._wrap_Accelerator_log_text_to__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_197)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_198)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_199)(unsafe.Pointer(&_swig_i_3)), C.swig_type_200(_swig_i_4))
+	if Swig_escape_always_false {
+		Swig_escape_val = arg2
+	}
+	if Swig_escape_always_false {
+		Swig_escape_val = arg3
+	}
+	if Swig_escape_always_false {
+		Swig_escape_val = arg4
+	}
+}
+
+func (arg1 SwigcptrAccelerator) Log_text_to__SWIG_1(arg2 string, arg3 string, arg4 string) {
+	_swig_i_0 := arg1
+	_swig_i_1 := arg2
+	_swig_i_2 := arg3
+	_swig_i_3 := arg4
+	C._wrap_Accelerator_log_text_to__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_201)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_202)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_203)(unsafe.Pointer(&_swig_i_3)))
+	if Swig_escape_always_false {
+		Swig_escape_val = arg2
+	}
+	if Swig_escape_always_false {
+		Swig_escape_val = arg3
+	}
+	if Swig_escape_always_false {
+		Swig_escape_val = arg4
+	}
+}
+
+func (p SwigcptrAccelerator) Log_text_to(a ...interface{}) {
+	argc := len(a)
+	if argc == 3 {
+		p.Log_text_to__SWIG_1(a[0].(string), a[1].(string), a[2].(string))
+		return
+	}
+	if argc == 4 {
+		p.Log_text_to__SWIG_0(a[0].(string), a[1].(string), a[2].(string), a[3].(int64))
+		return
+	}
+	panic("No match for overloaded function call")
+}
+
 func (arg1 SwigcptrAccelerator) Has_tracker(arg2 string) (_swig_ret bool) {
 	var swig_r bool
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (bool)(C._wrap_Accelerator_has_tracker_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_194)(unsafe.Pointer(&_swig_i_1))))
+	swig_r = (bool)(C._wrap_Accelerator_has_tracker_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_204)(unsafe.Pointer(&_swig_i_1))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -6861,6 +6959,8 @@ type Accelerator interface {
 	Init_trackers(a ...interface{})
 	Log(a ...interface{})
 	Log_text(a ...interface{})
+	Log_to(a ...interface{})
+	Log_text_to(a ...interface{})
 	Has_tracker(arg2 string) (_swig_ret bool)
 	End_training()
 }
@@ -6877,7 +6977,7 @@ func (p SwigcptrModel) SwigIsModel() {
 func ModelFrom_json(arg1 string) (_swig_ret Model) {
 	var swig_r Model
 	_swig_i_0 := arg1
-	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_json_core_a1403cbc65d2f32f(*(*C.swig_type_195)(unsafe.Pointer(&_swig_i_0)))))
+	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_json_core_a1403cbc65d2f32f(*(*C.swig_type_205)(unsafe.Pointer(&_swig_i_0)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -6887,7 +6987,7 @@ func ModelFrom_json(arg1 string) (_swig_ret Model) {
 func ModelFrom_torchscript(arg1 string) (_swig_ret Model) {
 	var swig_r Model
 	_swig_i_0 := arg1
-	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_torchscript_core_a1403cbc65d2f32f(*(*C.swig_type_196)(unsafe.Pointer(&_swig_i_0)))))
+	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_torchscript_core_a1403cbc65d2f32f(*(*C.swig_type_206)(unsafe.Pointer(&_swig_i_0)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -6960,7 +7060,7 @@ func (p SwigcptrModel) Num_parameters(a ...interface{}) int64 {
 func ModelFrom_json_empty(arg1 string) (_swig_ret Model) {
 	var swig_r Model
 	_swig_i_0 := arg1
-	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_json_empty_core_a1403cbc65d2f32f(*(*C.swig_type_199)(unsafe.Pointer(&_swig_i_0)))))
+	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_json_empty_core_a1403cbc65d2f32f(*(*C.swig_type_209)(unsafe.Pointer(&_swig_i_0)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -6971,7 +7071,7 @@ func ModelFrom_torchscript_empty(arg1 string, arg2 StringVector) (_swig_ret Mode
 	var swig_r Model
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
-	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_torchscript_empty_core_a1403cbc65d2f32f(*(*C.swig_type_200)(unsafe.Pointer(&_swig_i_0)), C.uintptr_t(_swig_i_1))))
+	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_torchscript_empty_core_a1403cbc65d2f32f(*(*C.swig_type_210)(unsafe.Pointer(&_swig_i_0)), C.uintptr_t(_swig_i_1))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -6982,7 +7082,7 @@ func (arg1 SwigcptrModel) Module_sizes_json__SWIG_0(arg2 string) (_swig_ret stri
 	var swig_r string
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r_p := C._wrap_Model_module_sizes_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_202)(unsafe.Pointer(&_swig_i_1)))
+	swig_r_p := C._wrap_Model_module_sizes_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_212)(unsafe.Pointer(&_swig_i_1)))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
@@ -7019,7 +7119,7 @@ func (arg1 SwigcptrModel) Infer_auto_device_map_json__SWIG_0(arg2 string, arg3 S
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
 	_swig_i_3 := arg4
-	swig_r_p := C._wrap_Model_infer_auto_device_map_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_205)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2), *(*C.swig_type_206)(unsafe.Pointer(&_swig_i_3)))
+	swig_r_p := C._wrap_Model_infer_auto_device_map_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_215)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2), *(*C.swig_type_216)(unsafe.Pointer(&_swig_i_3)))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
@@ -7037,7 +7137,7 @@ func (arg1 SwigcptrModel) Infer_auto_device_map_json__SWIG_1(arg2 string, arg3 S
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	swig_r_p := C._wrap_Model_infer_auto_device_map_json__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_208)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
+	swig_r_p := C._wrap_Model_infer_auto_device_map_json__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_218)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
@@ -7065,7 +7165,7 @@ func (arg1 SwigcptrModel) Balanced_memory_json__SWIG_0(arg2 string, arg3 StringV
 	_swig_i_2 := getSwigcptr(arg3)
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r_p := C._wrap_Model_balanced_memory_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_210)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2), *(*C.swig_type_211)(unsafe.Pointer(&_swig_i_3)), C._Bool(_swig_i_4))
+	swig_r_p := C._wrap_Model_balanced_memory_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_220)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2), *(*C.swig_type_221)(unsafe.Pointer(&_swig_i_3)), C._Bool(_swig_i_4))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
@@ -7084,7 +7184,7 @@ func (arg1 SwigcptrModel) Balanced_memory_json__SWIG_1(arg2 string, arg3 StringV
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
 	_swig_i_3 := arg4
-	swig_r_p := C._wrap_Model_balanced_memory_json__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_213)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2), *(*C.swig_type_214)(unsafe.Pointer(&_swig_i_3)))
+	swig_r_p := C._wrap_Model_balanced_memory_json__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_223)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2), *(*C.swig_type_224)(unsafe.Pointer(&_swig_i_3)))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
@@ -7102,7 +7202,7 @@ func (arg1 SwigcptrModel) Balanced_memory_json__SWIG_2(arg2 string, arg3 StringV
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	swig_r_p := C._wrap_Model_balanced_memory_json__SWIG_2_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_216)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
+	swig_r_p := C._wrap_Model_balanced_memory_json__SWIG_2_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_226)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
@@ -7129,7 +7229,7 @@ func (p SwigcptrModel) Balanced_memory_json(a ...interface{}) string {
 func (arg1 SwigcptrModel) Verify_device_map_json(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Model_verify_device_map_json_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_217)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Model_verify_device_map_json_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_227)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7139,7 +7239,7 @@ func (arg1 SwigcptrModel) Disk_offload__SWIG_0(arg2 string, arg3 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	C._wrap_Model_disk_offload__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_218)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_219)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_Model_disk_offload__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_228)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_229)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7151,7 +7251,7 @@ func (arg1 SwigcptrModel) Disk_offload__SWIG_0(arg2 string, arg3 string) {
 func (arg1 SwigcptrModel) Disk_offload__SWIG_1(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Model_disk_offload__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_220)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Model_disk_offload__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_230)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7174,7 +7274,7 @@ func (arg1 SwigcptrModel) Dispatch_model_json__SWIG_0(arg2 string, arg3 string) 
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	C._wrap_Model_dispatch_model_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_221)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_222)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_Model_dispatch_model_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_231)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_232)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7186,7 +7286,7 @@ func (arg1 SwigcptrModel) Dispatch_model_json__SWIG_0(arg2 string, arg3 string) 
 func (arg1 SwigcptrModel) Dispatch_model_json__SWIG_1(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Model_dispatch_model_json__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_223)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Model_dispatch_model_json__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_233)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7209,7 +7309,7 @@ func (arg1 SwigcptrModel) Cpu_offload__SWIG_0(arg2 string, arg3 bool) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	C._wrap_Model_cpu_offload__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_224)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2))
+	C._wrap_Model_cpu_offload__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_234)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7218,7 +7318,7 @@ func (arg1 SwigcptrModel) Cpu_offload__SWIG_0(arg2 string, arg3 bool) {
 func (arg1 SwigcptrModel) Cpu_offload__SWIG_1(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Model_cpu_offload__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_225)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Model_cpu_offload__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_235)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7250,7 +7350,7 @@ func (arg1 SwigcptrModel) Materialize__SWIG_0(arg2 string, arg3 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	C._wrap_Model_materialize__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_226)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_227)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_Model_materialize__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_236)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_237)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7262,7 +7362,7 @@ func (arg1 SwigcptrModel) Materialize__SWIG_0(arg2 string, arg3 string) {
 func (arg1 SwigcptrModel) Materialize__SWIG_1(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Model_materialize__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_228)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Model_materialize__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_238)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7287,7 +7387,7 @@ func (arg1 SwigcptrModel) Load_checkpoint_and_dispatch_json__SWIG_0(arg2 string,
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	C._wrap_Model_load_checkpoint_and_dispatch_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_229)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_230)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_231)(unsafe.Pointer(&_swig_i_3)), *(*C.swig_type_232)(unsafe.Pointer(&_swig_i_4)))
+	C._wrap_Model_load_checkpoint_and_dispatch_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_239)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_240)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_241)(unsafe.Pointer(&_swig_i_3)), *(*C.swig_type_242)(unsafe.Pointer(&_swig_i_4)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7307,7 +7407,7 @@ func (arg1 SwigcptrModel) Load_checkpoint_and_dispatch_json__SWIG_1(arg2 string,
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	C._wrap_Model_load_checkpoint_and_dispatch_json__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_233)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_234)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_235)(unsafe.Pointer(&_swig_i_3)))
+	C._wrap_Model_load_checkpoint_and_dispatch_json__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_243)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_244)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_245)(unsafe.Pointer(&_swig_i_3)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7323,7 +7423,7 @@ func (arg1 SwigcptrModel) Load_checkpoint_and_dispatch_json__SWIG_2(arg2 string,
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	C._wrap_Model_load_checkpoint_and_dispatch_json__SWIG_2_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_236)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_237)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_Model_load_checkpoint_and_dispatch_json__SWIG_2_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_246)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_247)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7353,7 +7453,7 @@ func ModelFrom_torchscript_outputs(arg1 string, arg2 StringVector) (_swig_ret Mo
 	var swig_r Model
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
-	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_torchscript_outputs_core_a1403cbc65d2f32f(*(*C.swig_type_238)(unsafe.Pointer(&_swig_i_0)), C.uintptr_t(_swig_i_1))))
+	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_torchscript_outputs_core_a1403cbc65d2f32f(*(*C.swig_type_248)(unsafe.Pointer(&_swig_i_0)), C.uintptr_t(_swig_i_1))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7608,7 +7708,7 @@ func DatasetFrom_idx__SWIG_0(arg1 string, arg2 string, arg3 float64, arg4 float6
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_idx__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_240)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_241)(unsafe.Pointer(&_swig_i_1)), C.double(_swig_i_2), C.double(_swig_i_3))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_idx__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_250)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_251)(unsafe.Pointer(&_swig_i_1)), C.double(_swig_i_2), C.double(_swig_i_3))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7623,7 +7723,7 @@ func DatasetFrom_idx__SWIG_1(arg1 string, arg2 string, arg3 float64) (_swig_ret 
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_idx__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_242)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_243)(unsafe.Pointer(&_swig_i_1)), C.double(_swig_i_2))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_idx__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_252)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_253)(unsafe.Pointer(&_swig_i_1)), C.double(_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7637,7 +7737,7 @@ func DatasetFrom_idx__SWIG_2(arg1 string, arg2 string) (_swig_ret Dataset) {
 	var swig_r Dataset
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_idx__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_244)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_245)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_idx__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_254)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_255)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7666,7 +7766,7 @@ func DatasetFrom_csv__SWIG_0(arg1 string, arg2 string, arg3 Accel_dtype) (_swig_
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_csv__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_246)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_247)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_csv__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_256)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_257)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7680,7 +7780,7 @@ func DatasetFrom_csv__SWIG_1(arg1 string, arg2 string) (_swig_ret Dataset) {
 	var swig_r Dataset
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_csv__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_248)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_249)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_csv__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_258)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_259)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7705,7 +7805,7 @@ func DatasetFrom_safetensors(arg1 string, arg2 StringVector) (_swig_ret Dataset)
 	var swig_r Dataset
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_safetensors_core_a1403cbc65d2f32f(*(*C.swig_type_250)(unsafe.Pointer(&_swig_i_0)), C.uintptr_t(_swig_i_1))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_safetensors_core_a1403cbc65d2f32f(*(*C.swig_type_260)(unsafe.Pointer(&_swig_i_0)), C.uintptr_t(_swig_i_1))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7717,7 +7817,7 @@ func DatasetFrom_source(arg1 DatasetSource, arg2 int64, arg3 FieldSpecVector) (_
 	_swig_i_0 := getSwigcptr(arg1)
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_source_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_251(_swig_i_1), C.uintptr_t(_swig_i_2))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_source_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_261(_swig_i_1), C.uintptr_t(_swig_i_2))))
 	return swig_r
 }
 
@@ -7873,14 +7973,14 @@ func (arg1 SwigcptrDataLoader) Skip_first_batches(arg2 int64) (_swig_ret DataLoa
 	var swig_r DataLoader
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (DataLoader)(SwigcptrDataLoader(C._wrap_DataLoader_skip_first_batches_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_254(_swig_i_1))))
+	swig_r = (DataLoader)(SwigcptrDataLoader(C._wrap_DataLoader_skip_first_batches_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_264(_swig_i_1))))
 	return swig_r
 }
 
 func (arg1 SwigcptrDataLoader) Set_epoch(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_DataLoader_set_epoch_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_255(_swig_i_1))
+	C._wrap_DataLoader_set_epoch_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_265(_swig_i_1))
 }
 
 func (arg1 SwigcptrDataLoader) Epoch() (_swig_ret uint64) {
@@ -7900,7 +8000,7 @@ func (arg1 SwigcptrDataLoader) Set_batches(arg2 Int64Vector, arg3 Int64Vector) {
 func (arg1 SwigcptrDataLoader) Set_progress__SWIG_0(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_DataLoader_set_progress__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_257)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_DataLoader_set_progress__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_267)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7965,7 +8065,7 @@ func SequencesFrom_arrays__SWIG_0(arg1 Int64Vector, arg2 Int64Vector, arg3 Int64
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := getSwigcptr(arg3)
 	_swig_i_3 := arg4
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_arrays__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.uintptr_t(_swig_i_2), C.swig_type_258(_swig_i_3))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_arrays__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.uintptr_t(_swig_i_2), C.swig_type_268(_swig_i_3))))
 	return swig_r
 }
 
@@ -7995,7 +8095,7 @@ func SequencesFrom_jsonl__SWIG_0(arg1 string, arg2 string, arg3 string, arg4 int
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_259)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_260)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_261)(unsafe.Pointer(&_swig_i_2)), C.swig_type_262(_swig_i_3))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_269)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_270)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_271)(unsafe.Pointer(&_swig_i_2)), C.swig_type_272(_swig_i_3))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8013,7 +8113,7 @@ func SequencesFrom_jsonl__SWIG_1(arg1 string, arg2 string, arg3 string) (_swig_r
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_263)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_264)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_265)(unsafe.Pointer(&_swig_i_2)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_273)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_274)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_275)(unsafe.Pointer(&_swig_i_2)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8030,7 +8130,7 @@ func SequencesFrom_jsonl__SWIG_2(arg1 string, arg2 string) (_swig_ret Sequences)
 	var swig_r Sequences
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_266)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_267)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_276)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_277)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8043,7 +8143,7 @@ func SequencesFrom_jsonl__SWIG_2(arg1 string, arg2 string) (_swig_ret Sequences)
 func SequencesFrom_jsonl__SWIG_3(arg1 string) (_swig_ret Sequences) {
 	var swig_r Sequences
 	_swig_i_0 := arg1
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_268)(unsafe.Pointer(&_swig_i_0)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_278)(unsafe.Pointer(&_swig_i_0)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8074,7 +8174,7 @@ func SequencesFrom_text__SWIG_0(arg1 string, arg2 Accel_text_split, arg3 string,
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_269)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_270)(unsafe.Pointer(&_swig_i_2)), C.swig_type_271(_swig_i_3), C.swig_type_272(_swig_i_4))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_279)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_280)(unsafe.Pointer(&_swig_i_2)), C.swig_type_281(_swig_i_3), C.swig_type_282(_swig_i_4))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8090,7 +8190,7 @@ func SequencesFrom_text__SWIG_1(arg1 string, arg2 Accel_text_split, arg3 string,
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_273)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_274)(unsafe.Pointer(&_swig_i_2)), C.swig_type_275(_swig_i_3))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_283)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_284)(unsafe.Pointer(&_swig_i_2)), C.swig_type_285(_swig_i_3))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8105,7 +8205,7 @@ func SequencesFrom_text__SWIG_2(arg1 string, arg2 Accel_text_split, arg3 string)
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_276)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_277)(unsafe.Pointer(&_swig_i_2)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_286)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_287)(unsafe.Pointer(&_swig_i_2)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8119,7 +8219,7 @@ func SequencesFrom_text__SWIG_3(arg1 string, arg2 Accel_text_split) (_swig_ret S
 	var swig_r Sequences
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_278)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_288)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8129,7 +8229,7 @@ func SequencesFrom_text__SWIG_3(arg1 string, arg2 Accel_text_split) (_swig_ret S
 func SequencesFrom_text__SWIG_4(arg1 string) (_swig_ret Sequences) {
 	var swig_r Sequences
 	_swig_i_0 := arg1
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_279)(unsafe.Pointer(&_swig_i_0)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_289)(unsafe.Pointer(&_swig_i_0)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8164,7 +8264,7 @@ func SequencesFrom_text_vocab__SWIG_0(arg1 string, arg2 string, arg3 Accel_text_
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
 	_swig_i_5 := arg6
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_280)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_281)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_282)(unsafe.Pointer(&_swig_i_3)), C.swig_type_283(_swig_i_4), C.swig_type_284(_swig_i_5))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_290)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_291)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_292)(unsafe.Pointer(&_swig_i_3)), C.swig_type_293(_swig_i_4), C.swig_type_294(_swig_i_5))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8184,7 +8284,7 @@ func SequencesFrom_text_vocab__SWIG_1(arg1 string, arg2 string, arg3 Accel_text_
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_285)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_286)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_287)(unsafe.Pointer(&_swig_i_3)), C.swig_type_288(_swig_i_4))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_295)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_296)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_297)(unsafe.Pointer(&_swig_i_3)), C.swig_type_298(_swig_i_4))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8203,7 +8303,7 @@ func SequencesFrom_text_vocab__SWIG_2(arg1 string, arg2 string, arg3 Accel_text_
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_289)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_290)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_291)(unsafe.Pointer(&_swig_i_3)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_299)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_300)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_301)(unsafe.Pointer(&_swig_i_3)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8221,7 +8321,7 @@ func SequencesFrom_text_vocab__SWIG_3(arg1 string, arg2 string, arg3 Accel_text_
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_292)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_293)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_302)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_303)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8235,7 +8335,7 @@ func SequencesFrom_text_vocab__SWIG_4(arg1 string, arg2 string) (_swig_ret Seque
 	var swig_r Sequences
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_294)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_295)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_304)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_305)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8272,7 +8372,7 @@ func SequencesFrom_safetensors__SWIG_0(arg1 string, arg2 string, arg3 string, ar
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_296)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_297)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_298)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_299)(unsafe.Pointer(&_swig_i_3)), C.swig_type_300(_swig_i_4))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_306)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_307)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_308)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_309)(unsafe.Pointer(&_swig_i_3)), C.swig_type_310(_swig_i_4))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8294,7 +8394,7 @@ func SequencesFrom_safetensors__SWIG_1(arg1 string, arg2 string, arg3 string, ar
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_301)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_302)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_303)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_304)(unsafe.Pointer(&_swig_i_3)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_311)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_312)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_313)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_314)(unsafe.Pointer(&_swig_i_3)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8315,7 +8415,7 @@ func SequencesFrom_safetensors__SWIG_2(arg1 string, arg2 string, arg3 string) (_
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_305)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_306)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_307)(unsafe.Pointer(&_swig_i_2)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_315)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_316)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_317)(unsafe.Pointer(&_swig_i_2)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8332,7 +8432,7 @@ func SequencesFrom_safetensors__SWIG_3(arg1 string, arg2 string) (_swig_ret Sequ
 	var swig_r Sequences
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_308)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_309)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_318)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_319)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8345,7 +8445,7 @@ func SequencesFrom_safetensors__SWIG_3(arg1 string, arg2 string) (_swig_ret Sequ
 func SequencesFrom_safetensors__SWIG_4(arg1 string) (_swig_ret Sequences) {
 	var swig_r Sequences
 	_swig_i_0 := arg1
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_310)(unsafe.Pointer(&_swig_i_0)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_320)(unsafe.Pointer(&_swig_i_0)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8388,7 +8488,7 @@ func (arg1 SwigcptrSequences) Length(arg2 int64) (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (int64)(C._wrap_Sequences_length_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_313(_swig_i_1)))
+	swig_r = (int64)(C._wrap_Sequences_length_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_323(_swig_i_1)))
 	return swig_r
 }
 
@@ -8396,7 +8496,7 @@ func (arg1 SwigcptrSequences) Ids(arg2 int64) (_swig_ret Tensor) {
 	var swig_r Tensor
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Sequences_ids_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_314(_swig_i_1))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Sequences_ids_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_324(_swig_i_1))))
 	return swig_r
 }
 
@@ -8404,7 +8504,7 @@ func (arg1 SwigcptrSequences) Labels(arg2 int64) (_swig_ret Tensor) {
 	var swig_r Tensor
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Sequences_labels_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_315(_swig_i_1))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Sequences_labels_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_325(_swig_i_1))))
 	return swig_r
 }
 
@@ -8431,7 +8531,7 @@ func NewProgressBar__SWIG_0(arg1 int64, arg2 string, arg3 bool) (_swig_ret Progr
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_0_core_a1403cbc65d2f32f(C.swig_type_316(_swig_i_0), *(*C.swig_type_317)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2))))
+	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_0_core_a1403cbc65d2f32f(C.swig_type_326(_swig_i_0), *(*C.swig_type_327)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -8442,7 +8542,7 @@ func NewProgressBar__SWIG_1(arg1 int64, arg2 string) (_swig_ret ProgressBar) {
 	var swig_r ProgressBar
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_1_core_a1403cbc65d2f32f(C.swig_type_318(_swig_i_0), *(*C.swig_type_319)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_1_core_a1403cbc65d2f32f(C.swig_type_328(_swig_i_0), *(*C.swig_type_329)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -8452,7 +8552,7 @@ func NewProgressBar__SWIG_1(arg1 int64, arg2 string) (_swig_ret ProgressBar) {
 func NewProgressBar__SWIG_2(arg1 int64) (_swig_ret ProgressBar) {
 	var swig_r ProgressBar
 	_swig_i_0 := arg1
-	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_2_core_a1403cbc65d2f32f(C.swig_type_320(_swig_i_0))))
+	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_2_core_a1403cbc65d2f32f(C.swig_type_330(_swig_i_0))))
 	return swig_r
 }
 
@@ -8478,7 +8578,7 @@ func DeleteProgressBar(arg1 ProgressBar) {
 func (arg1 SwigcptrProgressBar) Update__SWIG_0(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_ProgressBar_update__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_321(_swig_i_1))
+	C._wrap_ProgressBar_update__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_331(_swig_i_1))
 }
 
 func (arg1 SwigcptrProgressBar) Update__SWIG_1() {
@@ -8523,7 +8623,7 @@ func ProfileBegin_with(arg1 Accelerator, arg2 string, arg3 bool, arg4 bool, arg5
 	_swig_i_4 := arg5
 	_swig_i_5 := arg6
 	_swig_i_6 := arg7
-	swig_r = (Profile)(SwigcptrProfile(C._wrap_Profile_begin_with_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_322)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2), C._Bool(_swig_i_3), C._Bool(_swig_i_4), C._Bool(_swig_i_5), C._Bool(_swig_i_6))))
+	swig_r = (Profile)(SwigcptrProfile(C._wrap_Profile_begin_with_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_332)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2), C._Bool(_swig_i_3), C._Bool(_swig_i_4), C._Bool(_swig_i_5), C._Bool(_swig_i_6))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -8544,7 +8644,7 @@ func ProfileBegin_scheduled(arg1 Accelerator, arg2 string, arg3 bool, arg4 bool,
 	_swig_i_9 := arg10
 	_swig_i_10 := arg11
 	_swig_i_11 := arg12
-	swig_r = (Profile)(SwigcptrProfile(C._wrap_Profile_begin_scheduled_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_323)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2), C._Bool(_swig_i_3), C._Bool(_swig_i_4), C._Bool(_swig_i_5), C._Bool(_swig_i_6), C.swig_type_324(_swig_i_7), C.swig_type_325(_swig_i_8), C.swig_type_326(_swig_i_9), C.swig_type_327(_swig_i_10), C.swig_type_328(_swig_i_11))))
+	swig_r = (Profile)(SwigcptrProfile(C._wrap_Profile_begin_scheduled_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_333)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2), C._Bool(_swig_i_3), C._Bool(_swig_i_4), C._Bool(_swig_i_5), C._Bool(_swig_i_6), C.swig_type_334(_swig_i_7), C.swig_type_335(_swig_i_8), C.swig_type_336(_swig_i_9), C.swig_type_337(_swig_i_10), C.swig_type_338(_swig_i_11))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -8562,7 +8662,7 @@ func ProfileBegin(arg1 Accelerator, arg2 string) (_swig_ret Profile) {
 	var swig_r Profile
 	_swig_i_0 := getSwigcptr(arg1)
 	_swig_i_1 := arg2
-	swig_r = (Profile)(SwigcptrProfile(C._wrap_Profile_begin_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_329)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Profile)(SwigcptrProfile(C._wrap_Profile_begin_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_339)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -8610,7 +8710,7 @@ func (arg1 SwigcptrNamedTensors) Add(arg2 string, arg3 Tensor) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	C._wrap_NamedTensors_add_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_330)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
+	C._wrap_NamedTensors_add_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_340)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -8694,7 +8794,7 @@ func (arg1 SwigcptrTensorMap) Set(arg2 string, arg3 Tensor) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	C._wrap_TensorMap_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_333)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
+	C._wrap_TensorMap_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_343)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -8711,7 +8811,7 @@ func (arg1 SwigcptrTensorMap) Name_at(arg2 int64) (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r_p := C._wrap_TensorMap_name_at_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_336(_swig_i_1))
+	swig_r_p := C._wrap_TensorMap_name_at_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_346(_swig_i_1))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -8722,7 +8822,7 @@ func (arg1 SwigcptrTensorMap) Get(arg2 string) (_swig_ret Tensor) {
 	var swig_r Tensor
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_TensorMap_get_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_337)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_TensorMap_get_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_347)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -8751,7 +8851,7 @@ func NewPartialState__SWIG_0(arg1 bool, arg2 int64) (_swig_ret PartialState) {
 	var swig_r PartialState
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (PartialState)(SwigcptrPartialState(C._wrap_new_PartialState__SWIG_0_core_a1403cbc65d2f32f(C._Bool(_swig_i_0), C.swig_type_338(_swig_i_1))))
+	swig_r = (PartialState)(SwigcptrPartialState(C._wrap_new_PartialState__SWIG_0_core_a1403cbc65d2f32f(C._Bool(_swig_i_0), C.swig_type_348(_swig_i_1))))
 	return swig_r
 }
 
@@ -8830,7 +8930,7 @@ func (arg1 SwigcptrPartialState) Split_range__SWIG_0(arg2 int64, arg3 bool) (_sw
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_PartialState_split_range__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_340(_swig_i_1), C._Bool(_swig_i_2))))
+	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_PartialState_split_range__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_350(_swig_i_1), C._Bool(_swig_i_2))))
 	return swig_r
 }
 
@@ -8838,7 +8938,7 @@ func (arg1 SwigcptrPartialState) Split_range__SWIG_1(arg2 int64) (_swig_ret Int6
 	var swig_r Int64Vector
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_PartialState_split_range__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_341(_swig_i_1))))
+	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_PartialState_split_range__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_351(_swig_i_1))))
 	return swig_r
 }
 

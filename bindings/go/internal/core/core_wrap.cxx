@@ -466,6 +466,17 @@ static void check_batch_layout(const std::vector<int64_t>& indices, const std::v
   }
 }
 
+/* log's and log_to's names as the C calls take them; as many values as names. */
+static std::vector<const char*> scalar_names(const std::vector<std::string>& names, const std::vector<double>& values) {
+  if (names.size() != values.size()) {
+    accel_fail(ACCEL_ERR_INVALID_ARGUMENT,
+               std::to_string(names.size()) + " names but " + std::to_string(values.size()) + " values");
+  }
+  std::vector<const char*> raw;
+  for (const std::string& n : names) raw.push_back(n.c_str());
+  return raw;
+}
+
 SWIGINTERN std::vector< long >::const_reference std_vector_Sl_int64_t_Sg__get(std::vector< int64_t > *self,int i){
                 int size = int(self->size());
                 if (i>=0 && i<size)
@@ -1016,16 +1027,18 @@ SWIGINTERN void AccelAccelerator_init_trackers__SWIG_0(AccelAccelerator *self,st
                                                      init_kwargs_json.c_str()));
   }
 SWIGINTERN void AccelAccelerator_log__SWIG_0(AccelAccelerator *self,std::vector< std::string > const &names,std::vector< double > const &values,int64_t step=-1){
-    if (names.size() != values.size()) {
-      accel_fail(ACCEL_ERR_INVALID_ARGUMENT, std::to_string(names.size()) + " names but " +
-                                                 std::to_string(values.size()) + " values");
-    }
-    std::vector<const char*> raw;
-    for (const std::string& n : names) raw.push_back(n.c_str());
+    const std::vector<const char*> raw = scalar_names(names, values);
     accel_check(accel_accelerator_log(self, raw.data(), values.data(), values.size(), step));
   }
 SWIGINTERN void AccelAccelerator_log_text__SWIG_0(AccelAccelerator *self,std::string const &tag,std::string const &text,int64_t step=-1){
     accel_check(accel_accelerator_log_text(self, tag.c_str(), text.c_str(), step));
+  }
+SWIGINTERN void AccelAccelerator_log_to__SWIG_0(AccelAccelerator *self,std::string const &tracker,std::vector< std::string > const &names,std::vector< double > const &values,int64_t step=-1){
+    const std::vector<const char*> raw = scalar_names(names, values);
+    accel_check(accel_accelerator_log_to(self, tracker.c_str(), raw.data(), values.data(), values.size(), step));
+  }
+SWIGINTERN void AccelAccelerator_log_text_to__SWIG_0(AccelAccelerator *self,std::string const &tracker,std::string const &tag,std::string const &text,int64_t step=-1){
+    accel_check(accel_accelerator_log_text_to(self, tracker.c_str(), tag.c_str(), text.c_str(), step));
   }
 SWIGINTERN bool AccelAccelerator_has_tracker(AccelAccelerator const *self,std::string const &name){
     int v = 0;
@@ -12873,6 +12886,138 @@ void _wrap_Accelerator_log_text__SWIG_1_core_a1403cbc65d2f32f(AccelAccelerator *
   {
     try {
       AccelAccelerator_log_text__SWIG_0(arg1,(std::string const &)*arg2,(std::string const &)*arg3);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  
+}
+
+
+void _wrap_Accelerator_log_to__SWIG_0_core_a1403cbc65d2f32f(AccelAccelerator *_swig_go_0, _gostring_ _swig_go_1, std::vector< std::string > *_swig_go_2, std::vector< double > *_swig_go_3, long long _swig_go_4) {
+  AccelAccelerator *arg1 = (AccelAccelerator *) 0 ;
+  std::string *arg2 = 0 ;
+  std::vector< std::string > *arg3 = 0 ;
+  std::vector< double > *arg4 = 0 ;
+  int64_t arg5 ;
+  
+  arg1 = *(AccelAccelerator **)&_swig_go_0; 
+  
+  std::string arg2_str(_swig_go_1.p, _swig_go_1.n);
+  arg2 = &arg2_str;
+  
+  arg3 = *(std::vector< std::string > **)&_swig_go_2; 
+  arg4 = *(std::vector< double > **)&_swig_go_3; 
+  arg5 = (int64_t)_swig_go_4; 
+  
+  {
+    try {
+      AccelAccelerator_log_to__SWIG_0(arg1,(std::string const &)*arg2,(std::vector< std::string > const &)*arg3,(std::vector< double > const &)*arg4,arg5);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  
+}
+
+
+void _wrap_Accelerator_log_to__SWIG_1_core_a1403cbc65d2f32f(AccelAccelerator *_swig_go_0, _gostring_ _swig_go_1, std::vector< std::string > *_swig_go_2, std::vector< double > *_swig_go_3) {
+  AccelAccelerator *arg1 = (AccelAccelerator *) 0 ;
+  std::string *arg2 = 0 ;
+  std::vector< std::string > *arg3 = 0 ;
+  std::vector< double > *arg4 = 0 ;
+  
+  arg1 = *(AccelAccelerator **)&_swig_go_0; 
+  
+  std::string arg2_str(_swig_go_1.p, _swig_go_1.n);
+  arg2 = &arg2_str;
+  
+  arg3 = *(std::vector< std::string > **)&_swig_go_2; 
+  arg4 = *(std::vector< double > **)&_swig_go_3; 
+  
+  {
+    try {
+      AccelAccelerator_log_to__SWIG_0(arg1,(std::string const &)*arg2,(std::vector< std::string > const &)*arg3,(std::vector< double > const &)*arg4);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  
+}
+
+
+void _wrap_Accelerator_log_text_to__SWIG_0_core_a1403cbc65d2f32f(AccelAccelerator *_swig_go_0, _gostring_ _swig_go_1, _gostring_ _swig_go_2, _gostring_ _swig_go_3, long long _swig_go_4) {
+  AccelAccelerator *arg1 = (AccelAccelerator *) 0 ;
+  std::string *arg2 = 0 ;
+  std::string *arg3 = 0 ;
+  std::string *arg4 = 0 ;
+  int64_t arg5 ;
+  
+  arg1 = *(AccelAccelerator **)&_swig_go_0; 
+  
+  std::string arg2_str(_swig_go_1.p, _swig_go_1.n);
+  arg2 = &arg2_str;
+  
+  
+  std::string arg3_str(_swig_go_2.p, _swig_go_2.n);
+  arg3 = &arg3_str;
+  
+  
+  std::string arg4_str(_swig_go_3.p, _swig_go_3.n);
+  arg4 = &arg4_str;
+  
+  arg5 = (int64_t)_swig_go_4; 
+  
+  {
+    try {
+      AccelAccelerator_log_text_to__SWIG_0(arg1,(std::string const &)*arg2,(std::string const &)*arg3,(std::string const &)*arg4,arg5);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  
+}
+
+
+void _wrap_Accelerator_log_text_to__SWIG_1_core_a1403cbc65d2f32f(AccelAccelerator *_swig_go_0, _gostring_ _swig_go_1, _gostring_ _swig_go_2, _gostring_ _swig_go_3) {
+  AccelAccelerator *arg1 = (AccelAccelerator *) 0 ;
+  std::string *arg2 = 0 ;
+  std::string *arg3 = 0 ;
+  std::string *arg4 = 0 ;
+  
+  arg1 = *(AccelAccelerator **)&_swig_go_0; 
+  
+  std::string arg2_str(_swig_go_1.p, _swig_go_1.n);
+  arg2 = &arg2_str;
+  
+  
+  std::string arg3_str(_swig_go_2.p, _swig_go_2.n);
+  arg3 = &arg3_str;
+  
+  
+  std::string arg4_str(_swig_go_3.p, _swig_go_3.n);
+  arg4 = &arg4_str;
+  
+  
+  {
+    try {
+      AccelAccelerator_log_text_to__SWIG_0(arg1,(std::string const &)*arg2,(std::string const &)*arg3,(std::string const &)*arg4);
     } catch (const AccelFailure& e) {
       accel_go_store_error(e.code(), e.what());
     } catch (const std::exception& e) {

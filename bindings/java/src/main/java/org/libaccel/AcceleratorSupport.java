@@ -191,7 +191,8 @@ final class AcceleratorSupport {
     adapter.swigReleaseOwnership();
   }
 
-  static void log(Accelerator acc, Map<String, ? extends Number> values, long step) {
+  /** To every running tracker when tracker is null, else to the one called tracker. */
+  static void log(Accelerator acc, String tracker, Map<String, ? extends Number> values, long step) {
     StringVector names = new StringVector();
     DoubleVector numbers = new DoubleVector();
     try {
@@ -199,7 +200,11 @@ final class AcceleratorSupport {
         names.add(e.getKey());
         numbers.add(e.getValue().doubleValue());
       }
-      acc.log(names, numbers, step);
+      if (tracker == null) {
+        acc.log(names, numbers, step);
+      } else {
+        acc.logTo(tracker, names, numbers, step);
+      }
     } finally {
       names.delete();
       numbers.delete();

@@ -217,6 +217,32 @@ class CheckpointTest {
   }
 
   @Test
+  void getTrackerLogsToOneBuiltinTracker(@TempDir Path dir) throws Exception {
+    Recorder recorder = new Recorder();
+    try (Accelerator acc = Accelerator.builder().cpu(true).logWith("jsonl,csv").loggingDir(dir.toString()).build()) {
+      acc.addTracker(recorder);
+      // Nothing runs before initTrackers: Accelerate's blank tracker, whatever the name.
+      acc.getTracker("wandb").log(Map.of("x", 1.0), OptionalLong.empty());
+      assertTrue(acc.getTracker("recorder") == recorder);
+      acc.initTrackers("run");
+      Tracker jsonl = acc.getTracker("jsonl");
+      assertTrue(jsonl instanceof BuiltinTracker && jsonl == acc.getTracker("jsonl"));
+      assertEquals("jsonl", jsonl.name());
+      jsonl.log(Map.of("loss", 0.5), OptionalLong.of(2));
+      ((BuiltinTracker) acc.getTracker("csv")).log(Map.of("acc", 0.25), -1);
+      ((BuiltinTracker) jsonl).logText("note", "warm-up", 3);
+      IllegalArgumentException unknown = assertThrows(IllegalArgumentException.class, () -> acc.getTracker("wandb"));
+      assertEquals("wandb is not an available tracker stored inside the Accelerator", unknown.getMessage());
+      assertThrows(UnsupportedOperationException.class, jsonl::finish);
+      acc.endTraining();
+    }
+    assertEquals("{\"loss\":0.5,\"step\":2}\n{\"note\":\"warm-up\",\"step\":3}\n",
+        Files.readString(dir.resolve("run/metrics.jsonl")));
+    assertEquals("step,tag,value\n,acc,0.25\n", Files.readString(dir.resolve("run/metrics.csv")));
+    assertEquals(List.of("start run {}", "finish"), recorder.events);  // the custom tracker received none of it
+  }
+
+  @Test
   void closingTheAcceleratorFinishesItsTrackers() {
     Recorder recorder = new Recorder();
     try (Accelerator acc = Accelerator.builder().cpu(true).build()) {
