@@ -254,6 +254,20 @@ def test_get_tracker_logs_to_one_builtin_tracker(tmp_path):
     assert (tmp_path / "logs" / "run" / "metrics.csv").read_text().splitlines()[1:] == [",acc,0.25"]
 
 
+def test_get_tracker_across_processes(tmp_path):
+    launcher = os.environ.get("ACCEL_CLI")
+    if not launcher:
+        pytest.skip("ACCEL_CLI (the accel command) is not set; run through CTest")
+    worker = Path(__file__).parent / "programs" / "tracker_worker.py"
+    result = subprocess.run(
+        [launcher, "launch", "--nproc_per_node", "2", "--master_port", "0", sys.executable, str(worker), str(tmp_path)],
+        capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "[rank 0] tracker ok" in result.stdout and "[rank 1] tracker ok" in result.stdout
+    lines = (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(line) for line in lines] == [{"rank": 0.0, "step": 0}]  # the main process's only
+
+
 def test_process_decorators_run_where_they_say():
     calls = []
     with accel.Accelerator(cpu=True) as acc:
