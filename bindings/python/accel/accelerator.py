@@ -11,7 +11,7 @@ import numbers
 import os
 import pickle
 import shutil
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import numpy as np
@@ -691,7 +691,7 @@ class Accelerator(ProcessDecorators, core.Accelerator):
         if all_tensors and not use_gather_object:
             return _apply_nested(input_data, "gather_for_metrics",
                                  lambda tl: core.Accelerator.gather_for_metrics_list(self, tl))
-        parts = self.gather_object(input_data)
+        parts = self._gather_parts(input_data)
         if all(isinstance(p, (list, tuple)) for p in parts):
             items = [item for part in parts for item in part]
         else:
@@ -715,7 +715,20 @@ class Accelerator(ProcessDecorators, core.Accelerator):
                              lambda tl: core.Accelerator.pad_across_processes_list(self, tl, dim, float(pad_index),
                                                                                    pad_first))
 
-    def gather_object(self, obj: Any) -> list:
+    def gather_object(self, obj: Any) -> Any:
+        """Accelerate's gather_object: every process's list (or other iterable of picklable
+        items) concatenated in rank order; with one process obj itself. To gather one object
+        per process, pass [obj]. Collective."""
+        if self.num_processes == 1:
+            return obj
+        parts = self._gather_parts(obj)
+        for part in parts:
+            if not isinstance(part, Iterable):
+                raise TypeError(f"gather_object concatenates every process's list, as Accelerate does; got "
+                                f"{type(part).__name__}: pass [obj] to gather one object per process")
+        return [item for part in parts for item in part]
+
+    def _gather_parts(self, obj: Any) -> list:
         """Every process's picklable obj, in rank order. Collective."""
         parts = core.Accelerator.gather_object(self, base64.b64encode(pickle.dumps(obj)).decode("ascii"))
         return [pickle.loads(base64.b64decode(p)) for p in parts]

@@ -28,7 +28,7 @@ def test_notebook_launcher_runs_one_job_in_forked_processes(tmp_path):
 
         def training_function(out_dir):
             acc = accel.Accelerator(cpu=True)
-            ranks = acc.gather_object(acc.process_index)
+            ranks = acc.gather_object([acc.process_index])
             with open(f"{{out_dir}}/rank{{acc.process_index}}.json", "w") as f:
                 json.dump({{"ranks": ranks, "world": acc.num_processes, "mp": acc.mixed_precision,
                            "cpu": acc.device}}, f)

@@ -47,11 +47,18 @@ def main():
     assert acc.is_main_process == (acc.process_index == 0)
     assert acc.is_last_process == (acc.process_index == acc.num_processes - 1)
     assert acc.distributed_type == accel.DistributedType.MULTI_CPU
-    mains = acc.gather_object(1 if acc.is_main_process else 0)
+    mains = acc.gather_object([1 if acc.is_main_process else 0])
     assert sum(mains) == 1, mains
 
-    ranks = acc.gather_object({"rank": acc.process_index})
+    # Accelerate's gather_object concatenates the processes' lists: [obj] gives one item each.
+    ranks = acc.gather_object([{"rank": acc.process_index}])
     assert ranks == [{"rank": r} for r in range(acc.num_processes)], ranks
+    assert acc.gather_object(["x"] * acc.process_index) == ["x"] * sum(range(acc.num_processes))
+    try:
+        acc.gather_object(acc.process_index)
+        raise AssertionError("gather_object of an int should be a TypeError")
+    except TypeError as error:
+        assert "pass [obj]" in str(error), error
     acc.print(f"ok {acc.num_processes}")
 
 

@@ -35,11 +35,11 @@ def main():
 
     # Generators seeded apart draw apart; synchronize_rng_states hands everyone process 0's.
     acc.set_seed(100 + acc.process_index)
-    draws = acc.gather_object(fresh_weights(acc))
+    draws = acc.gather_object([fresh_weights(acc)])
     assert draws[0] != draws[1], "set_seed per rank should draw differently"
     acc.set_seed(100 + acc.process_index)
     acc.synchronize_rng_states(["torch"])
-    draws = acc.gather_object(fresh_weights(acc))
+    draws = acc.gather_object([fresh_weights(acc)])
     assert draws[0] == draws[1], "synchronize_rng_states(['torch']) left the generators apart"
 
     # rng_types=["torch"]: each epoch of a prepared loader starts from process 0's generator.
@@ -47,7 +47,7 @@ def main():
     loader = accel.DataLoader(Samples(), batch_size=2)
     acc.prepare(loader)
     next(iter(loader))
-    draws = acc.gather_object(fresh_weights(acc))
+    draws = acc.gather_object([fresh_weights(acc)])
     assert draws[0] == draws[1], "the epoch's start did not synchronize the torch generator"
     acc.wait_for_everyone()
     print(f"[rank {acc.process_index}] kwargs ok", flush=True)

@@ -30,8 +30,8 @@ def main():
             before = params(acc, model)
             local_sgd.step()
             after = params(acc, model)
-            everyone_before = acc.gather_object(before)
-            everyone_after = acc.gather_object(after)
+            everyone_before = acc.gather_object([before])
+            everyone_after = acc.gather_object([after])
             if step % 2 == 0:  # no average: the replicas differ, and nothing changed here
                 assert all((after[k] == before[k]).all() for k in after)
                 assert any((everyone_after[0][k] != everyone_after[1][k]).any() for k in after)

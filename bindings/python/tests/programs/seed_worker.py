@@ -22,10 +22,10 @@ def main():
     acc.set_seed(7, device_specific=True)
     mine = draws(acc)
     assert mine == own, f"rank {rank}: device-specific seed 7 is not seed {7 + rank}"
-    everyone = acc.gather_object(mine)
+    everyone = acc.gather_object([mine])
     assert all(a != b for a, b in zip(everyone[0], everyone[1])), f"ranks drew the same: {everyone}"
     acc.set_seed(7)
-    everyone = acc.gather_object(draws(acc))
+    everyone = acc.gather_object([draws(acc)])
     assert everyone[0] == everyone[1], f"the same seed gave {everyone}"
     print("seed ok", flush=True)
 
