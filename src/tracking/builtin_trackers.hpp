@@ -11,8 +11,9 @@ namespace accel::detail {
 
 std::unique_ptr<Tracker> make_jsonl_tracker(const std::string& dir);
 std::unique_ptr<Tracker> make_csv_tracker(const std::string& dir);
-// The mlflow tracker for MLFLOW_TRACKING_URI (unset: the file store dir/mlruns).
-std::unique_ptr<Tracker> make_mlflow_tracker(const std::string& dir);
+// The mlflow tracker for MLFLOW_TRACKING_URI (unset: the file store dir/mlruns),
+// with init_kwargs "run_name", "description", "tags", "run_id" (a server only).
+std::unique_ptr<Tracker> make_mlflow_tracker(const std::string& dir, const nlohmann::json& kwargs);
 std::unique_ptr<Tracker> make_tensorboard_tracker(const std::string& dir);
 // These take their init_kwargs (a JSON object or null); an unsupported key is
 // InvalidArgument naming it.

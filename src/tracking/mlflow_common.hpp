@@ -5,7 +5,10 @@
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "accel/tracking.hpp"
 #include "tracking/tracker_common.hpp"
@@ -37,7 +40,27 @@ void mlflow_check_key(const std::string& key);
 // MLFLOW_EXPERIMENT_NAME when set (Accelerate gives it priority), else the project name.
 std::string mlflow_experiment_name(const std::string& project_name);
 
+// How a run starts: Accelerate's MLflowTracker keywords (init_kwargs
+// {"mlflow": {"run_name": ..., "description": ..., "tags": {...}, "run_id": ...}})
+// and the variables Accelerate lets override them (MLFLOW_TAGS, MLFLOW_RUN_ID).
+struct MlflowRunOptions {
+  std::string run_name;     // empty: the project name
+  std::string description;  // empty: none; else the tag mlflow.note.content
+  std::vector<std::pair<std::string, std::string>> tags;
+  std::string run_id;  // empty: a new run; else log into this one (a server only)
+};
+
+// Reads init_kwargs["mlflow"] (null: none) and the variables. InvalidArgument
+// names a value of the wrong type, a tag name MLflow refuses or a key that is
+// not one of those four.
+MlflowRunOptions mlflow_run_options(const nlohmann::json& kwargs);
+
+// The tags a new run starts with: the options' tags, the description and the
+// run name (mlflow.runName).
+std::vector<std::pair<std::string, std::string>> mlflow_start_tags(const MlflowRunOptions& options,
+                                                                   const std::string& run_name);
+
 // The REST tracker for an http(s) MLFLOW_TRACKING_URI (mlflow_rest_tracker.cpp).
-std::unique_ptr<Tracker> make_mlflow_rest_tracker(const std::string& tracking_uri);
+std::unique_ptr<Tracker> make_mlflow_rest_tracker(const std::string& tracking_uri, MlflowRunOptions options);
 
 }  // namespace accel::detail

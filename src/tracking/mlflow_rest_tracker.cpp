@@ -58,10 +58,11 @@ json key_values(const std::vector<KeyValue>& items) {
 
 class MlflowRestTracker : public Tracker {
  public:
-  explicit MlflowRestTracker(const std::string& uri)
+  MlflowRestTracker(const std::string& uri, MlflowRunOptions options)
       : api_(uri),
         flush_timeout_(std::chrono::seconds(env_count("ACCEL_MLFLOW_FLUSH_TIMEOUT", 60))),
-        capacity_(env_count("ACCEL_MLFLOW_QUEUE_SIZE", 100000)) {}
+        capacity_(env_count("ACCEL_MLFLOW_QUEUE_SIZE", 100000)),
+        options_(std::move(options)) {}
   ~MlflowRestTracker() override { stop(SteadyClock::now()); }
   std::string name() const override { return "mlflow"; }
 
@@ -79,19 +80,19 @@ class MlflowRestTracker : public Tracker {
       }
       params.push_back({key, std::move(text)});
     }
-    tags = tags_from_env();
+    const std::string run_name = options_.run_name.empty() ? project_name : options_.run_name;
+    for (const auto& [key, value] : mlflow_start_tags(options_, run_name)) tags.push_back({key, value});
     // Bounded by MLflow's retry settings alone, as MLflow's own client is: a
     // slow first answer (a server creating its tables) must not fail the run.
     const auto deadline = SteadyClock::time_point::max();
-    const std::string resume_id = env_or_empty("MLFLOW_RUN_ID");
+    const std::string& resume_id = options_.run_id;
     if (resume_id.empty()) {
       const std::string experiment_id = find_or_create_experiment(mlflow_experiment_name(project_name), deadline);
       json tag_list = key_values(tags);
-      tag_list.push_back({{"key", "mlflow.runName"}, {"value", project_name}});
       const std::string user = env_or_empty("USER");
       tag_list.push_back({{"key", "mlflow.user"}, {"value", user.empty() ? "libaccel" : user}});
       json body = {{"experiment_id", experiment_id},
-                   {"run_name", project_name},
+                   {"run_name", run_name},
                    {"start_time", mlflow_now_ms()},
                    {"user_id", user.empty() ? "libaccel" : user},
                    {"tags", tag_list}};
@@ -102,11 +103,15 @@ class MlflowRestTracker : public Tracker {
       // As mlflow.start_run(run_id=...): log into the existing run, RUNNING again.
       const MlflowReply found = api_.call_now("runs/get", nullptr, "run_id=" + api_.escape(resume_id), deadline);
       if (found.error_code() == "RESOURCE_DOES_NOT_EXIST")
-        fail(ErrorCode::InvalidArgument, "MLFLOW_RUN_ID '" + resume_id + "': no such run on " + api_.uri());
-      expect(found, "could not read run '" + resume_id + "' (MLFLOW_RUN_ID)");
+        fail(ErrorCode::InvalidArgument,
+             "run_id '" + resume_id + "' (MLFLOW_RUN_ID or init_kwargs): no such run on " + api_.uri());
+      expect(found, "could not read run '" + resume_id + "' (MLFLOW_RUN_ID or init_kwargs run_id)");
       json body = {{"run_id", resume_id}, {"status", "RUNNING"}};
       expect(api_.call_now("runs/update", &body, "", deadline), "could not resume run '" + resume_id + "'");
       run_id_ = resume_id;
+      // As mlflow.start_run(run_id=..., tags=..., description=...): the tags and the
+      // description are set on the resumed run; its name stays.
+      tags.pop_back();  // mlflow.runName
       tags_.assign(tags.begin(), tags.end());
     }
     params_.assign(params.begin(), params.end());
@@ -154,19 +159,6 @@ class MlflowRestTracker : public Tracker {
   }
 
  private:
-  static std::vector<KeyValue> tags_from_env() {
-    const std::string text = env_or_empty("MLFLOW_TAGS");
-    std::vector<KeyValue> tags;
-    if (text.empty()) return tags;
-    const json parsed = json::parse(text, nullptr, false);
-    require_arg(parsed.is_object(), "MLFLOW_TAGS='" + text + "' is not a JSON object");
-    for (const auto& [key, value] : parsed.items()) {
-      mlflow_check_key(key);
-      tags.push_back({key, value.is_string() ? value.get<std::string>() : value.dump()});
-    }
-    return tags;
-  }
-
   // The string at path in a successful answer; IO naming the URL when the answer has another shape.
   std::string field(const MlflowReply& reply, std::initializer_list<const char*> path, const std::string& what) {
     const json* node = &reply.body;
@@ -283,6 +275,7 @@ class MlflowRestTracker : public Tracker {
   MlflowRestApi api_;
   const std::chrono::seconds flush_timeout_;
   const size_t capacity_;
+  const MlflowRunOptions options_;
   std::string run_id_;
   std::mutex mutex_;
   std::condition_variable wake_;
@@ -297,8 +290,8 @@ class MlflowRestTracker : public Tracker {
 
 }  // namespace
 
-std::unique_ptr<Tracker> make_mlflow_rest_tracker(const std::string& tracking_uri) {
-  return std::make_unique<MlflowRestTracker>(tracking_uri);
+std::unique_ptr<Tracker> make_mlflow_rest_tracker(const std::string& tracking_uri, MlflowRunOptions options) {
+  return std::make_unique<MlflowRestTracker>(tracking_uri, std::move(options));
 }
 
 }  // namespace accel::detail

@@ -19,6 +19,7 @@
 #include "tracking/random_id.hpp"
 #include "tracking/mlflow_common.hpp"
 #include "tracking/record_file.hpp"
+#include "tracking/tracker_kwargs.hpp"
 #include "tracking/warn.hpp"
 
 namespace accel::detail {
@@ -67,20 +68,28 @@ void warn_file_store_needs_opt_in(const std::string& root) {
 
 class MlflowTracker : public Tracker {
  public:
-  explicit MlflowTracker(const std::string& root) : root_(fs::absolute(fs::path(root))) {}
+  MlflowTracker(const std::string& root, MlflowRunOptions options)
+      : root_(fs::absolute(fs::path(root))), options_(std::move(options)) {
+    // The file store's runs are not resumed: MLflow's own client resumes through a server.
+    require(options_.run_id.empty(), ErrorCode::Unsupported,
+            "mlflow: logging into run '" + options_.run_id +
+                "' (MLFLOW_RUN_ID or init_kwargs run_id) needs a tracking server; the local file store " +
+                "starts a new run. Start `mlflow server` and set MLFLOW_TRACKING_URI=http://<host>:<port>");
+  }
   std::string name() const override { return "mlflow"; }
 
-  void init(const std::string& run_name, const TrackerConfig& config) override {
+  void init(const std::string& project_name, const TrackerConfig& config) override {
     for (const auto& entry : config) check_key(entry.first);
     warn_file_store_needs_opt_in(root_.string());
-    experiment_id_ = find_or_create_experiment(mlflow_experiment_name(run_name));
+    experiment_id_ = find_or_create_experiment(mlflow_experiment_name(project_name));
     run_id_ = random_run_id();
     run_dir_ = (root_ / experiment_id_ / run_id_).string();
-    run_name_ = run_name;
+    run_name_ = options_.run_name.empty() ? project_name : options_.run_name;
     start_ms_ = now_ms();
     for (const char* sub : {"params", "metrics", "tags", "artifacts"}) make_dirs(run_dir_ + "/" + sub);
     write_run_meta(1, "null");  // RUNNING
-    write_file(run_dir_ + "/tags/mlflow.runName", run_name);
+    for (const auto& [key, value] : mlflow_start_tags(options_, run_name_))
+      write_file(run_dir_ + "/tags/" + key, value);
     for (const auto& [key, value] : config) {
       write_file(run_dir_ + "/params/" + key, mlflow_param_text(value));
     }
@@ -142,6 +151,7 @@ class MlflowTracker : public Tracker {
   }
 
   fs::path root_;
+  MlflowRunOptions options_;
   std::string experiment_id_, run_id_, run_dir_, run_name_;
   int64_t start_ms_ = 0;
 };
@@ -174,19 +184,53 @@ std::string mlflow_experiment_name(const std::string& project_name) {
   return name.empty() ? project_name : name;
 }
 
+MlflowRunOptions mlflow_run_options(const nlohmann::json& kwargs) {
+  TrackerKwargs read("mlflow", kwargs);
+  MlflowRunOptions options;
+  options.run_name = read.string("run_name").value_or("");
+  options.description = read.string("description").value_or("");
+  options.run_id = read.string("run_id").value_or("");
+  std::optional<nlohmann::json> tags = read.object("tags");
+  read.reject_unread();
+  // As Accelerate: the variables win over the keywords, MLFLOW_TAGS as a whole.
+  const std::string env_tags = env_or_empty("MLFLOW_TAGS");
+  if (!env_tags.empty()) {
+    tags = nlohmann::json::parse(env_tags, nullptr, false);
+    require_arg(tags->is_object(), "MLFLOW_TAGS='" + env_tags + "' is not a JSON object");
+  }
+  if (tags) {
+    for (const auto& [key, value] : tags->items()) {
+      mlflow_check_key(key);
+      options.tags.emplace_back(key, value.is_string() ? value.get<std::string>() : value.dump());
+    }
+  }
+  const std::string env_run = env_or_empty("MLFLOW_RUN_ID");
+  if (!env_run.empty()) options.run_id = env_run;
+  return options;
+}
+
+std::vector<std::pair<std::string, std::string>> mlflow_start_tags(const MlflowRunOptions& options,
+                                                                   const std::string& run_name) {
+  std::vector<std::pair<std::string, std::string>> tags = options.tags;
+  if (!options.description.empty()) tags.emplace_back("mlflow.note.content", options.description);
+  tags.emplace_back("mlflow.runName", run_name);
+  return tags;
+}
+
 // Where the mlflow tracker logs, from MLFLOW_TRACKING_URI as MLflow reads it:
 // unset: <logging_dir>/mlruns; a path or file: URI: that folder; http(s)://: a server.
-std::unique_ptr<Tracker> make_mlflow_tracker(const std::string& dir) {
+std::unique_ptr<Tracker> make_mlflow_tracker(const std::string& dir, const nlohmann::json& kwargs) {
+  MlflowRunOptions options = mlflow_run_options(kwargs);
   const std::string uri = env_or_empty("MLFLOW_TRACKING_URI");
   const std::string scheme = lower(uri.substr(0, uri.find(':') == std::string::npos ? 0 : uri.find(':')));
-  if (uri.empty()) return std::make_unique<MlflowTracker>((fs::path(dir) / "mlruns").string());
-  if (scheme == "http" || scheme == "https") return make_mlflow_rest_tracker(uri);
+  if (uri.empty()) return std::make_unique<MlflowTracker>((fs::path(dir) / "mlruns").string(), std::move(options));
+  if (scheme == "http" || scheme == "https") return make_mlflow_rest_tracker(uri, std::move(options));
   if (scheme == "file") {
     std::string path = uri.substr(5);
     if (path.rfind("//", 0) == 0) path = path.substr(2);  // file:///abs or file://localhost/abs
     if (path.rfind("localhost/", 0) == 0) path = path.substr(9);
     require_arg(!path.empty(), "MLFLOW_TRACKING_URI='" + uri + "' names no folder");
-    return std::make_unique<MlflowTracker>(path);
+    return std::make_unique<MlflowTracker>(path, std::move(options));
   }
   // A one-letter "scheme" is not one; a path without a scheme is a folder, as for MLflow.
   require(scheme.empty() || uri.find("://") == std::string::npos, ErrorCode::Unsupported,
@@ -198,7 +242,7 @@ std::unique_ptr<Tracker> make_mlflow_tracker(const std::string& dir) {
       ErrorCode::Unsupported,
       "MLFLOW_TRACKING_URI='" + uri + "': run `mlflow server --backend-store-uri " + uri +
           "` and point MLFLOW_TRACKING_URI at http://<host>:<port>");
-  return std::make_unique<MlflowTracker>(uri);
+  return std::make_unique<MlflowTracker>(uri, std::move(options));
 }
 
 }  // namespace accel::detail

@@ -43,6 +43,17 @@ class TrackerKwargs {
     return out;
   }
 
+  // A JSON object, or a string holding one (Accelerate's MLflow tags: a dict or its json.dumps).
+  std::optional<nlohmann::json> object(const std::string& key) {
+    const auto* value = find(key);
+    if (!value) return std::nullopt;
+    nlohmann::json parsed =
+        value->is_string() ? nlohmann::json::parse(value->get<std::string>(), nullptr, false) : *value;
+    require_arg(parsed.is_object(),
+                where(key) + " must be an object (or a JSON text of one), not " + describe_json(*value));
+    return parsed;
+  }
+
   // Throws InvalidArgument naming the first key no read asked for, listing the
   // keys that were asked for (the tracker's supported ones). Call after every read.
   void reject_unread() const {

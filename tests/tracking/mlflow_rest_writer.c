@@ -1,6 +1,6 @@
 /* Logs a run to the mlflow tracker and reports how each call went, for
  * test_mlflow_server.py (the tracker's target comes from MLFLOW_TRACKING_URI):
- *   mlflow_rest_writer LOGGING_DIR PROJECT STEPS [CONFIG_JSON]
+ *   mlflow_rest_writer LOGGING_DIR PROJECT STEPS [CONFIG_JSON [INIT_KWARGS_JSON]]
  * Prints "init <status> <ms> <message>", "log_max_ms <ms>", "end <status> <ms> <message>"
  * lines and exits 0, so the test can assert on failures as well as successes. */
 #include <stdio.h>
@@ -21,8 +21,8 @@ static void report(const char* what, accel_status status, double ms) {
 }
 
 int main(int argc, char** argv) {
-  if (argc != 4 && argc != 5) {
-    fprintf(stderr, "usage: %s LOGGING_DIR PROJECT STEPS [CONFIG_JSON]\n", argv[0]);
+  if (argc < 4 || argc > 6) {
+    fprintf(stderr, "usage: %s LOGGING_DIR PROJECT STEPS [CONFIG_JSON [INIT_KWARGS_JSON]]\n", argv[0]);
     return 2;
   }
   accel_accelerator_options opts;
@@ -35,8 +35,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   double start = now_ms();
-  const char* config = argc == 5 ? argv[4] : "{\"lr\": 0.01, \"optimizer\": \"adam\", \"epochs\": 3}";
-  accel_status status = accel_accelerator_init_trackers(acc, argv[2], config);
+  const char* config = argc >= 5 ? argv[4] : "{\"lr\": 0.01, \"optimizer\": \"adam\", \"epochs\": 3}";
+  accel_status status = accel_accelerator_init_trackers_with(acc, argv[2], config, argc == 6 ? argv[5] : NULL);
   report("init", status, now_ms() - start);
   if (status != ACCEL_OK) {
     accel_accelerator_free(acc);

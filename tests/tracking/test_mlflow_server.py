@@ -6,6 +6,7 @@ server injects the faults (503 answers, a server that goes away).
 
 Run by CTest with MLFLOW_REST_WRITER (mlflow_rest_writer), TRACKING_WRITER and ACCEL_CLI set."""
 import http.server
+import json
 import os
 import pathlib
 import subprocess
@@ -20,6 +21,7 @@ import pytest
 WRITER = os.environ["MLFLOW_REST_WRITER"]
 FILE_WRITER = os.environ["TRACKING_WRITER"]
 MLFLOW = str(pathlib.Path(sys.executable).with_name("mlflow"))
+DEFAULT_CONFIG = '{"lr": 0.01, "optimizer": "adam", "epochs": 3}'  # the writer's own default
 STEPS = 600  # two metrics a step: 1200 values, more than one log-batch request holds
 
 
@@ -58,10 +60,14 @@ def server(tmp_path_factory):
     proc.wait(timeout=30)
 
 
-def run_writer(tmp_path, uri, project, steps=STEPS, config=None, **env):
+def run_writer(tmp_path, uri, project, steps=STEPS, config=None, init_kwargs=None, **env):
     environment = dict(os.environ, MLFLOW_TRACKING_URI=uri, **env)
-    done = subprocess.run([WRITER, str(tmp_path), project, str(steps)] + ([config] if config else []),
-                          env=environment, capture_output=True, text=True, timeout=300)
+    args = [WRITER, str(tmp_path), project, str(steps)]
+    if config or init_kwargs:
+        args.append(config or DEFAULT_CONFIG)
+    if init_kwargs:
+        args.append(json.dumps(init_kwargs))
+    done = subprocess.run(args, env=environment, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     lines = {}
     for line in done.stdout.splitlines():
@@ -134,7 +140,29 @@ def test_experiment_name_tags_and_run_id_from_the_environment(server, tmp_path):
     assert runs[0].data.params["lr"] == "0.01" and runs[0].info.status == "FAILED"
     assert len(client.get_metric_history(run_id, "accuracy")) == 5 + 3 + 2
     lines, _ = run_writer(tmp_path, server, "project", steps=1, MLFLOW_RUN_ID="0123456789abcdef0123456789abcdef")
-    assert status(lines, "init") == 1 and "MLFLOW_RUN_ID '0123456789abcdef0123456789abcdef'" in lines["init"][2]
+    assert status(lines, "init") == 1, lines
+    assert "run_id '0123456789abcdef0123456789abcdef' (MLFLOW_RUN_ID or init_kwargs)" in lines["init"][2]
+
+
+def test_init_kwargs_name_describe_tag_and_resume_the_run(server, tmp_path):
+    # Accelerate's MLflowTracker keywords, through init_trackers(init_kwargs={"mlflow": {...}}).
+    kwargs = {"mlflow": {"run_name": "baseline", "description": "first try", "tags": {"team": "nlp", "seed": 7}}}
+    lines, _ = run_writer(tmp_path, server, "kwargs-exp", steps=2, init_kwargs=kwargs)
+    assert status(lines, "end") == 0, lines
+    client, runs = read_run(server, "kwargs-exp")  # the experiment is still the project
+    assert len(runs) == 1
+    run = runs[0]
+    assert run.info.run_name == "baseline" and run.data.tags["mlflow.runName"] == "baseline"
+    assert run.data.tags["mlflow.note.content"] == "first try"
+    assert run.data.tags["team"] == "nlp" and run.data.tags["seed"] == "7"
+    resume = {"mlflow": {"run_id": run.info.run_id, "description": "second try", "tags": {"phase": "2"}}}
+    lines, _ = run_writer(tmp_path, server, "kwargs-exp", steps=3, init_kwargs=resume)
+    assert status(lines, "end") == 0, lines
+    client, runs = read_run(server, "kwargs-exp")
+    assert [r.info.run_id for r in runs] == [run.info.run_id]
+    assert runs[0].info.run_name == "baseline"  # a resumed run keeps its name
+    assert runs[0].data.tags["mlflow.note.content"] == "second try" and runs[0].data.tags["phase"] == "2"
+    assert len(client.get_metric_history(run.info.run_id, "accuracy")) == 2 + 3
 
 
 def test_only_the_main_process_talks_to_the_server(server, tmp_path):

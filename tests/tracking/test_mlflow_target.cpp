@@ -112,6 +112,64 @@ TEST(MlflowTarget, FileUriAndExperimentNameFromTheEnvironment) {
   accel::detail::remove_tree(dir);
 }
 
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// Accelerate's MLflowTracker keywords: init_kwargs {"mlflow": {...}}.
+TEST(MlflowTarget, InitKwargsNameDescribeAndTagTheRun) {
+  const fs::path dir = fresh_dir("kwargs");
+  accel::Accelerator accelerator(mlflow_options(dir));
+  const accel::Error bad =
+      error_of([&] { accelerator.init_trackers("demo", {}, R"({"mlflow": {"nested_run": true}})"); });
+  EXPECT_EQ(bad.code(), accel::ErrorCode::InvalidArgument);
+  EXPECT_NE(std::string(bad.what()).find("'nested_run' (supported: description, run_id, run_name, tags)"),
+            std::string::npos)
+      << bad.what();
+  const accel::Error tag = error_of([&] { accelerator.init_trackers("demo", {}, R"({"mlflow": {"tags": [1]}})"); });
+  EXPECT_NE(std::string(tag.what()).find(R"(init_kwargs["mlflow"]["tags"] must be an object)"), std::string::npos)
+      << tag.what();
+  accelerator.init_trackers(
+      "demo", {},
+      R"({"mlflow": {"run_name": "baseline", "description": "first try", "tags": "{\"team\": \"nlp\", \"n\": 3}"}})");
+  accelerator.end_training();
+  fs::path run;
+  for (const auto& entry : fs::directory_iterator(dir / "mlruns" / "1"))
+    if (entry.is_directory()) run = entry.path();
+  ASSERT_FALSE(run.empty());
+  EXPECT_EQ(read_text(run / "tags" / "mlflow.runName"), "baseline");
+  EXPECT_EQ(read_text(run / "tags" / "mlflow.note.content"), "first try");
+  EXPECT_EQ(read_text(run / "tags" / "team"), "nlp");
+  EXPECT_EQ(read_text(run / "tags" / "n"), "3");
+  EXPECT_NE(read_text(run / "meta.yaml").find("run_name: 'baseline'"), std::string::npos);
+  EXPECT_NE(read_text(dir / "mlruns" / "1" / "meta.yaml").find("name: 'demo'"), std::string::npos);
+  accel::detail::remove_tree(dir);
+}
+
+// MLFLOW_TAGS wins over init_kwargs' tags, as in Accelerate; the file store resumes no run.
+TEST(MlflowTarget, VariablesWinAndTheFileStoreRefusesARunId) {
+  const fs::path dir = fresh_dir("variables");
+  {
+    ScopedEnv tags("MLFLOW_TAGS", R"({"from": "env"})");
+    accel::Accelerator accelerator(mlflow_options(dir));
+    accelerator.init_trackers("demo", {}, R"({"mlflow": {"tags": {"from": "kwargs", "only": "kwargs"}}})");
+    accelerator.end_training();
+  }
+  fs::path run;
+  for (const auto& entry : fs::directory_iterator(dir / "mlruns" / "1"))
+    if (entry.is_directory()) run = entry.path();
+  EXPECT_EQ(read_text(run / "tags" / "from"), "env");
+  EXPECT_FALSE(fs::exists(run / "tags" / "only"));
+  accel::Accelerator accelerator(mlflow_options(dir));
+  const accel::Error e = error_of([&] { accelerator.init_trackers("demo", {}, R"({"mlflow": {"run_id": "abc"}})"); });
+  EXPECT_EQ(e.code(), accel::ErrorCode::Unsupported);
+  EXPECT_NE(std::string(e.what()).find("logging into run 'abc'"), std::string::npos) << e.what();
+  ScopedEnv run_id("MLFLOW_RUN_ID", "def");
+  EXPECT_EQ(error_of([&] { accelerator.init_trackers("demo", {}); }).code(), accel::ErrorCode::Unsupported);
+  accel::detail::remove_tree(dir);
+}
+
 TEST(MlflowTarget, BadRetrySettingIsNamed) {
   ScopedEnv uri("MLFLOW_TRACKING_URI", "http://127.0.0.1:1");
   ScopedEnv retries("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "many");
