@@ -24,11 +24,11 @@ std::unique_ptr<Tracker> make_builtin_tracker(const std::string& name, const std
   if (name == "aim") return make_aim_tracker(logging_dir, kwargs);
   if (name == "comet_ml") return make_comet_tracker(logging_dir, kwargs);
   if (name == "mlflow") return make_mlflow_tracker(logging_dir, kwargs);
+  if (name == "tensorboard") return make_tensorboard_tracker(logging_dir, kwargs);
   // The others take no init_kwargs yet: any key is named in the error.
   TrackerKwargs(name, kwargs).reject_unread();
   if (name == "jsonl") return make_jsonl_tracker(logging_dir);
   if (name == "csv") return make_csv_tracker(logging_dir);
-  if (name == "tensorboard") return make_tensorboard_tracker(logging_dir);
   std::string known;
   for (const auto& builtin : builtin_tracker_names()) known += (known.empty() ? "" : ", ") + builtin;
   fail(ErrorCode::InvalidArgument, "unknown tracker '" + name + "' (known: " + known + ")");

@@ -14,7 +14,9 @@ std::unique_ptr<Tracker> make_csv_tracker(const std::string& dir);
 // The mlflow tracker for MLFLOW_TRACKING_URI (unset: the file store dir/mlruns),
 // with init_kwargs "run_name", "description", "tags", "run_id" (a server only).
 std::unique_ptr<Tracker> make_mlflow_tracker(const std::string& dir, const nlohmann::json& kwargs);
-std::unique_ptr<Tracker> make_tensorboard_tracker(const std::string& dir);
+// SummaryWriter's init_kwargs "filename_suffix", "purge_step", "flush_secs" and
+// "max_queue" (the last two checked: every event is written as it is logged).
+std::unique_ptr<Tracker> make_tensorboard_tracker(const std::string& dir, const nlohmann::json& kwargs);
 // These take their init_kwargs (a JSON object or null); an unsupported key is
 // InvalidArgument naming it.
 std::unique_ptr<Tracker> make_wandb_tracker(const std::string& dir, const nlohmann::json& kwargs);

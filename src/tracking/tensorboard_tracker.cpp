@@ -9,6 +9,7 @@
 #include "tb_event.pb.h"
 #include "tb_hparams.pb.h"
 #include "tracking/builtin_trackers.hpp"
+#include "tracking/tracker_kwargs.hpp"
 #include "tracking/tracker_common.hpp"
 #include "tracking/crc32c.hpp"
 #include "tracking/record_file.hpp"
@@ -39,9 +40,16 @@ void set_text(tb::Summary::Value* value, const std::string& tag, const std::stri
   tensor->add_string_val(text);
 }
 
+// SummaryWriter's keywords Accelerate passes through init_kwargs.
+struct TensorBoardOptions {
+  std::string filename_suffix;
+  std::optional<int64_t> purge_step;
+};
+
 class TensorBoardTracker : public Tracker {
  public:
-  explicit TensorBoardTracker(std::string dir) : dir_(std::move(dir)) {}
+  TensorBoardTracker(std::string dir, TensorBoardOptions options)
+      : dir_(std::move(dir)), options_(std::move(options)) {}
   std::string name() const override { return "tensorboard"; }
 
   void init(const std::string& run_name, const TrackerConfig& config) override {
@@ -49,12 +57,17 @@ class TensorBoardTracker : public Tracker {
     gethostname(host, sizeof(host) - 1);
     const double now = unix_seconds();
     file_.open(dir_ + "/" + run_name + "/events.out.tfevents." + std::to_string(static_cast<int64_t>(now)) + "." +
-                   host + "." + std::to_string(getpid()),
+                   host + "." + std::to_string(getpid()) + options_.filename_suffix,
                true);
     tb::Event version;
     version.set_wall_time(now);
     version.set_file_version("brain.Event:2");
     write(version);
+    if (options_.purge_step) {  // as SummaryWriter(purge_step=...) starts its file
+      tb::Event start = new_event(*options_.purge_step);
+      start.mutable_session_log()->set_status(tb::SessionLog::START);
+      write(start);
+    }
     if (!config.empty()) write_hparams(config, now);
   }
 
@@ -109,13 +122,25 @@ class TensorBoardTracker : public Tracker {
   void write(const tb::Event& event) { file_.append(frame(event.SerializeAsString())); }
 
   std::string dir_;
+  TensorBoardOptions options_;
   RecordFile file_;
 };
 
 }  // namespace
 
-std::unique_ptr<Tracker> make_tensorboard_tracker(const std::string& dir) {
-  return std::make_unique<TensorBoardTracker>(dir);
+std::unique_ptr<Tracker> make_tensorboard_tracker(const std::string& dir, const nlohmann::json& kwargs) {
+  TrackerKwargs read("tensorboard", kwargs);
+  TensorBoardOptions options;
+  options.filename_suffix = read.string("filename_suffix").value_or("");
+  require_arg(options.filename_suffix.find('/') == std::string::npos,
+              "init_kwargs[\"tensorboard\"][\"filename_suffix\"] '" + options.filename_suffix + "' holds a '/'");
+  options.purge_step = read.integer("purge_step", 0);
+  // Every event is written to the file as it is logged, sooner than any
+  // flush interval or queue length asks: these two are checked and kept.
+  read.number("flush_secs", 0);
+  read.integer("max_queue", 0);
+  read.reject_unread();
+  return std::make_unique<TensorBoardTracker>(dir, std::move(options));
 }
 
 }  // namespace accel::detail

@@ -3,6 +3,7 @@
 // so a misspelt option fails init_trackers instead of being ignored.
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -27,6 +28,25 @@ class TrackerKwargs {
     if (!value) return std::nullopt;
     require_arg(value->is_string(), where(key) + " must be a string, not " + describe_json(*value));
     return value->get<std::string>();
+  }
+
+  // A number at least `minimum`.
+  std::optional<double> number(const std::string& key, double minimum) {
+    const auto* value = find(key);
+    if (!value) return std::nullopt;
+    require_arg(value->is_number() && value->get<double>() >= minimum,
+                where(key) + " must be a number >= " + describe_json(minimum) + ", not " + describe_json(*value));
+    return value->get<double>();
+  }
+
+  // A whole number at least `minimum`.
+  std::optional<int64_t> integer(const std::string& key, int64_t minimum) {
+    const auto* value = find(key);
+    if (!value) return std::nullopt;
+    require_arg(
+        value->is_number_integer() && value->get<int64_t>() >= minimum,
+        where(key) + " must be a whole number >= " + std::to_string(minimum) + ", not " + describe_json(*value));
+    return value->get<int64_t>();
   }
 
   // A list of strings (wandb's tags); a single string is a list of one.

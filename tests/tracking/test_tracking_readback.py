@@ -14,8 +14,10 @@ WRITER = os.environ["TRACKING_WRITER"]
 STEPS = 25
 
 
-def write_run(tmp_path, log_with, steps=STEPS, config=None):
-    extra = [json.dumps(config)] if config is not None else []
+def write_run(tmp_path, log_with, steps=STEPS, config=None, init_kwargs=None):
+    extra = [json.dumps(config if config is not None else {"lr": 0.01, "optimizer": "adam", "epochs": 3})] \
+        if config is not None or init_kwargs is not None else []
+    extra += [json.dumps(init_kwargs)] if init_kwargs is not None else []
     # "all" includes trackio and comet_ml, which write outside logging_dir (their own stores).
     env = dict(os.environ, TRACKIO_DIR=str(tmp_path / "trackio"), COMET_OFFLINE_DIRECTORY=str(tmp_path / "comet"))
     subprocess.run([WRITER, log_with, str(tmp_path), "demo", str(steps)] + extra, check=True, timeout=60, env=env)
@@ -60,6 +62,28 @@ def test_tensorboard_event_accumulator_reads_every_scalar(tmp_path):
     assert hparams["lr"].number_value == pytest.approx(0.01)
     assert hparams["epochs"].number_value == 3
     assert hparams["optimizer"].string_value == "adam"
+
+
+def test_tensorboard_init_kwargs_purge_a_resumed_run_and_name_its_file(tmp_path):
+    # SummaryWriter's keywords through Accelerate's init_kwargs: a run resumed from a checkpoint
+    # at step 10 (purge_step) hides what the first run logged from step 10 on.
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    write_run(tmp_path, "tensorboard")  # steps 0 to 24
+    time.sleep(1.1)  # event files sort by their creation second: the resumed run's must come after
+    write_run(tmp_path, "tensorboard", steps=5,
+              init_kwargs={"tensorboard": {"purge_step": 10, "filename_suffix": ".resumed", "flush_secs": 30,
+                                           "max_queue": 5}})
+    files = sorted(p.name for p in (tmp_path / "demo").glob("events.out.tfevents.*"))
+    assert len(files) == 2 and files[1].endswith(".resumed") and not files[0].endswith(".resumed")
+    acc = EventAccumulator(str(tmp_path / "demo"), size_guidance={"scalars": 0})
+    acc.Reload()
+    # The first run's steps 10-24 are gone; the resumed run's 0-4 (the writer's steps) follow.
+    assert [e.step for e in acc.Scalars("accuracy")] == list(range(10)) + list(range(5))
+    bad = subprocess.run([WRITER, "tensorboard", str(tmp_path), "demo", "1", "{}", '{"tensorboard": {"comment": "x"}}'],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode != 0 and "'comment' (supported: filename_suffix, flush_secs, max_queue, purge_step)" \
+        in bad.stderr, bad.stderr
 
 
 def test_mlflow_client_reads_params_and_metric_history(tmp_path, monkeypatch):
