@@ -29,7 +29,7 @@ from .kwargs_handlers import (AutocastKwargs, DataLoaderConfiguration, ProfileKw
                               dataloader_options, handler_options, project_options, sort_handlers)
 from .models import Model, ModelParameters, _map_items, _tensor_map
 from .tensors import Tensor, _as_tensor, tensor
-from .tracking import BuiltinTracker, LoggerType, Tracker, _split_log_with, _TrackerAdapter
+from .tracking import BuiltinTracker, LoggerType, Tracker, _split_log_with, _split_values, _TrackerAdapter
 
 __all__ = ["Accelerator", "DistributedType", "GradientAccumulationPlugin", "FullyShardedDataParallelPlugin"]
 
@@ -872,9 +872,19 @@ class Accelerator(ProcessDecorators, core.Accelerator):
         core.Accelerator.init_trackers(self, project_name, json.dumps(config) if config else "",
                                        json.dumps(init_kwargs) if init_kwargs else "")
 
-    def log(self, values: Dict[str, float], step: Optional[int] = None) -> None:
-        names = list(values)
-        core.Accelerator.log(self, names, [float(values[n]) for n in names], -1 if step is None else step)
+    def log(self, values: Dict[str, Any], step: Optional[int] = None,
+            log_kwargs: Optional[Dict[str, Dict[str, Any]]] = None) -> None:
+        """Accelerate's log: numbers to every tracker as scalars, strings as text values (as
+        Accelerate's TensorBoard tracker logs them). log_kwargs (options for a tracker's Python
+        library, such as wandb's commit) are refused by name: libaccel runs no such library."""
+        if log_kwargs:
+            raise TypeError(f"log: log_kwargs {sorted(log_kwargs)} are options of the trackers' Python "
+                            "libraries, which libaccel does not run")
+        step = -1 if step is None else step
+        names, numbers, texts = _split_values(values)
+        core.Accelerator.log(self, names, numbers, step)
+        for tag, text in texts.items():
+            core.Accelerator.log_text(self, tag, text, step)
 
     def log_text(self, tag: str, text: str, step: Optional[int] = None) -> None:
         core.Accelerator.log_text(self, tag, text, -1 if step is None else step)

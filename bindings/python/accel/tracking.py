@@ -70,9 +70,8 @@ class BuiltinTracker(Tracker):
             raise TypeError(f"the {self.name} tracker's log takes no keyword arguments {sorted(kwargs)} "
                             "(they are options of the Python library, which libaccel does not run)")
         step = -1 if step is None else step
-        texts = {key: value for key, value in values.items() if isinstance(value, str)}
-        names = [key for key in values if key not in texts]
-        core.Accelerator.log_to(self._accelerator, self.name, names, [float(values[n]) for n in names], step)
+        names, numbers, texts = _split_values(values)
+        core.Accelerator.log_to(self._accelerator, self.name, names, numbers, step)
         for tag, text in texts.items():
             core.Accelerator.log_text_to(self._accelerator, self.name, tag, text, step)
 
@@ -81,6 +80,26 @@ class BuiltinTracker(Tracker):
 
     def finish(self) -> None:
         raise NotImplementedError(f"the {self.name} tracker is finished by accelerator.end_training()")
+
+
+def _split_values(values: Dict[str, Any]) -> Tuple[List[str], List[float], Dict[str, str]]:
+    """A log call's values as the core takes them: the scalars' names and numbers (anything
+    float() takes: ints, floats, numpy and accel scalars), and the strings (logged as text, as
+    Accelerate's TensorBoard tracker logs them). Anything else is a TypeError naming its key."""
+    names: List[str] = []
+    numbers: List[float] = []
+    texts: Dict[str, str] = {}
+    for key, value in values.items():
+        if isinstance(value, str):
+            texts[key] = value
+            continue
+        try:
+            numbers.append(float(value))
+        except (TypeError, ValueError):
+            raise TypeError(f"log: value {key!r} is a {type(value).__name__}; trackers take numbers and "
+                            "strings") from None
+        names.append(key)
+    return names, numbers, texts
 
 
 def _split_log_with(log_with: Any) -> Tuple[List[str], List[Any]]:

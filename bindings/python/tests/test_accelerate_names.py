@@ -254,6 +254,19 @@ def test_get_tracker_logs_to_one_builtin_tracker(tmp_path):
     assert (tmp_path / "logs" / "run" / "metrics.csv").read_text().splitlines()[1:] == [",acc,0.25"]
 
 
+def test_log_takes_numbers_and_strings_as_accelerate_does(tmp_path):
+    with accel.Accelerator(cpu=True, project_dir=str(tmp_path), log_with="jsonl") as acc:
+        acc.init_trackers("run")
+        acc.log({"loss": np.float32(0.5), "epoch": 1, "stage": "warm-up"}, step=3)
+        with pytest.raises(TypeError, match=r"log: value 'lrs' is a list; trackers take numbers and strings"):
+            acc.log({"lrs": [0.1, 0.2]})
+        with pytest.raises(TypeError, match=r"log_kwargs \['wandb'\]"):
+            acc.log({"loss": 1.0}, log_kwargs={"wandb": {"commit": False}})
+        acc.end_training()
+    records = [json.loads(line) for line in (tmp_path / "logs" / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert records == [{"epoch": 1.0, "loss": 0.5, "step": 3}, {"stage": "warm-up", "step": 3}]
+
+
 def test_get_tracker_across_processes(tmp_path):
     launcher = os.environ.get("ACCEL_CLI")
     if not launcher:
