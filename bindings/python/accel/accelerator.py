@@ -215,9 +215,10 @@ class Accelerator(ProcessDecorators, core.Accelerator):
         if isinstance(options.get("fsdp_activation_checkpointing"), bool):
             options["fsdp_activation_checkpointing"] = int(options["fsdp_activation_checkpointing"])
         custom_trackers: List[Any] = []
+        builtin_names: List[str] = []
         if options.get("log_with") is not None:
-            names, custom_trackers = _split_log_with(options["log_with"])
-            options["log_with"] = ",".join(names)
+            builtin_names, custom_trackers = _split_log_with(options["log_with"])
+            options["log_with"] = ",".join(builtin_names)
         # None (Accelerate's default) is -1 in the C options: dispatch_batches
         # then follows the dataset (iterable: dispatched); data_seed is unset.
         for key in ("dispatch_batches", "data_seed"):
@@ -238,6 +239,9 @@ class Accelerator(ProcessDecorators, core.Accelerator):
         self._models: List[Model] = []  # prepared, in order: what state hooks receive
         self._trackers: Dict[str, Any] = {}
         self._builtin_trackers: Dict[str, BuiltinTracker] = {}  # get_tracker gives the same object each time
+        # log_with's built-in names in their order ("all": LoggerType's), for the trackers property.
+        self._log_with_order = [n for n in LoggerType.list() if n != "all"] if "all" in builtin_names \
+            else list(dict.fromkeys(builtin_names))
         # Accelerate's handler attributes (None when not given).
         self.ddp_handler = handlers.get("ddp_handler")
         self.scaler_handler = handlers.get("scaler_handler")
@@ -846,6 +850,15 @@ class Accelerator(ProcessDecorators, core.Accelerator):
         core.Accelerator.add_tracker(self, adapter, name)
         adapter.__disown__()  # the accelerator owns it now
         self._trackers.setdefault(name, tracker)
+
+    @property
+    def trackers(self) -> List[Any]:
+        """Accelerate's accelerator.trackers: the trackers running in this process, the built-in
+        ones (BuiltinTracker) in log_with's order, then the custom ones; empty on the other
+        processes and before init_trackers."""
+        names = [n for n in self._log_with_order if core.Accelerator.has_tracker(self, n)]
+        running = [self.get_tracker(n) for n in names]
+        return running + [t for n, t in self._trackers.items() if core.Accelerator.has_tracker(self, n)]
 
     def get_tracker(self, name: str, unwrap: bool = False) -> Any:
         """Accelerate's get_tracker. A custom tracker is the object added (unwrap: its .tracker

@@ -224,13 +224,17 @@ def test_get_tracker_returns_the_custom_tracker_or_a_blank_one(tmp_path):
         def __init__(self):
             self.tracker = Run()
 
-    with accel.Accelerator(cpu=True, project_dir=str(tmp_path)) as acc:
+    with accel.Accelerator(cpu=True, project_dir=str(tmp_path), log_with=["csv", "jsonl"]) as acc:
         mine = Mine()
         acc.add_tracker(mine)
+        assert acc.trackers == []  # before init_trackers, as Accelerate's
         assert acc.get_tracker("mine") is mine
         assert acc.get_tracker("mine", unwrap=True) is mine.tracker
         blank = acc.get_tracker("wandb")  # nothing runs before init_trackers: Accelerate's blank tracker
         assert type(blank) is accel.Tracker and blank.log({"x": 1.0}) is None
+        acc.init_trackers("run")
+        assert [t.name for t in acc.trackers] == ["csv", "jsonl", "mine"] and acc.trackers[2] is mine
+        acc.end_training()
 
 
 def test_get_tracker_logs_to_one_builtin_tracker(tmp_path):
@@ -239,6 +243,7 @@ def test_get_tracker_logs_to_one_builtin_tracker(tmp_path):
         acc.init_trackers("run")
         jsonl = acc.get_tracker("jsonl")
         assert isinstance(jsonl, accel.BuiltinTracker) and jsonl.name == "jsonl"
+        assert acc.trackers == [jsonl, acc.get_tracker("csv")]  # Accelerate's list, in log_with's order
         assert acc.get_tracker("jsonl", unwrap=True).tracker is acc.get_tracker("jsonl", unwrap=True)
         jsonl.log({"loss": 0.5, "note": "warm-up"}, step=2)
         acc.get_tracker("csv").log({"acc": 0.25})
