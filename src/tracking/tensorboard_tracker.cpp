@@ -17,6 +17,8 @@
 namespace accel::detail {
 namespace {
 
+namespace tb = ::accel_internal::tb;
+
 void put_le(std::string& out, uint64_t value, int bytes) {
   for (int i = 0; i < bytes; ++i) out += static_cast<char>((value >> (8 * i)) & 0xFF);
 }
