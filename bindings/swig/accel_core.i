@@ -242,6 +242,8 @@ static std::vector<const char*> scalar_names(const std::vector<std::string>& nam
 /* ---- module functions ---- */
 %inline %{
 static std::string version() { return accel_version(); }
+/* The built-in trackers' names, comma-separated (what log_with takes besides "all"). */
+static std::string builtin_tracker_names() { return accel_builtin_tracker_names(); }
 static std::string available_memory_json() {
   char* out = 0;
   accel_check(accel_available_memory(&out));

@@ -92,6 +92,10 @@ ACCEL_API accel_status accel_accelerator_log_to(accel_accelerator* acc, const ch
  * without text ignore it). */
 ACCEL_API accel_status accel_accelerator_log_text_to(accel_accelerator* acc, const char* tracker, const char* tag,
                                                      const char* text, int64_t step);
+/* The built-in trackers' names, comma-separated, as log_with takes them
+ * ("jsonl,csv,tensorboard,..."; "all" is not among them). A static string:
+ * not freed, valid for the process's life. */
+ACCEL_API const char* accel_builtin_tracker_names(void);
 /* *out = 1 when a tracker called name is running in this process, else 0. */
 ACCEL_API accel_status accel_accelerator_has_tracker(const accel_accelerator* acc, const char* name, int* out);
 /* Finishes every tracker (flushes and closes its files). Idempotent. The

@@ -157,6 +157,20 @@ accel_status accel_accelerator_log_text_to(accel_accelerator* acc, const char* t
   });
 }
 
+const char* accel_builtin_tracker_names(void) {
+  // Built once from the core's list; never throws past here (a failure leaves it empty).
+  static const std::string names = [] {
+    std::string joined;
+    try {
+      for (const auto& name : accel::builtin_tracker_names()) joined += (joined.empty() ? "" : ",") + name;
+    } catch (...) {
+      joined.clear();
+    }
+    return joined;
+  }();
+  return names.c_str();
+}
+
 accel_status accel_accelerator_has_tracker(const accel_accelerator* acc, const char* name, int* out) {
   return guarded([&] {
     auto& accelerator = *deref(acc, "acc").accelerator;

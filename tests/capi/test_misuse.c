@@ -1510,6 +1510,7 @@ static void tracking(void) {
   double values[2] = {1.0, 2.0};
   accel_tracker_callbacks_init(NULL);
   accel_tracker_callbacks_init(&cb);
+  EXPECT(accel_builtin_tracker_names() == accel_builtin_tracker_names()); /* static, takes nothing to misuse */
   cb.name = "mine";
   EACH_BAD(K_ACC, accel_accelerator, a) {
     ARG(accel_accelerator_add_tracker(a, &cb));

@@ -161,6 +161,7 @@ static void test_log_to_reaches_one_tracker(void) {
   EXPECT_OK(accel_accelerator_log_to(acc, "mine", names, values, 1, 4));
   EXPECT(r.logs == 1 && r.last_loss == 0.75 && r.last_step == 4);
   EXPECT_OK(accel_accelerator_log_text_to(acc, "jsonl", "note", "only here", 5));
+  EXPECT(strcmp(accel_builtin_tracker_names(), "jsonl,csv,tensorboard,mlflow,wandb,dvclive,trackio,aim,comet_ml") == 0);
   EXPECT_ERROR(accel_accelerator_log_to(acc, "tensorboard", names, values, 1, 6), ACCEL_ERR_INVALID_ARGUMENT,
                "no running tracker is called 'tensorboard' (running: jsonl, csv, mine)");
   EXPECT_ERROR(accel_accelerator_log_text_to(acc, "nope", "t", "x", 6), ACCEL_ERR_INVALID_ARGUMENT, "'nope'");

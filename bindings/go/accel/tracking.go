@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"sort"
+	"strings"
 
 	"github.com/libaccel/libaccel/bindings/go/internal/core"
 )
@@ -140,8 +141,8 @@ func (a *Accelerator) logScalars(values map[string]float64, send func(core.Accel
 	return a.do(func(h core.Accelerator) { send(h, nv, vv) })
 }
 
-// builtinTrackerNames are the trackers LogWith names (without "all").
-var builtinTrackerNames = []string{"jsonl", "csv", "tensorboard", "mlflow", "wandb", "dvclive", "trackio", "aim", "comet_ml"}
+// builtinTrackerNames are the trackers LogWith names (without "all"): the core's list.
+func builtinTrackerNames() []string { return strings.Split(core.Builtin_tracker_names(), ",") }
 
 // BuiltinTracker is a running built-in tracker as GetTracker gives it
 // (Accelerate's TensorBoardTracker, WandBTracker, ...): Log writes to it alone.
@@ -192,7 +193,7 @@ func (a *Accelerator) GetTracker(name string) (Tracker, error) {
 		return custom, nil
 	}
 	running := false
-	for _, n := range builtinTrackerNames {
+	for _, n := range builtinTrackerNames() {
 		has, err := a.HasTracker(n)
 		if err != nil {
 			return nil, err

@@ -29,7 +29,7 @@ from .kwargs_handlers import (AutocastKwargs, DataLoaderConfiguration, ProfileKw
                               dataloader_options, handler_options, project_options, sort_handlers)
 from .models import Model, ModelParameters, _map_items, _tensor_map
 from .tensors import Tensor, _as_tensor, tensor
-from .tracking import BuiltinTracker, LoggerType, Tracker, _split_log_with, _split_values, _TrackerAdapter
+from .tracking import BuiltinTracker, Tracker, _split_log_with, _split_values, _TrackerAdapter
 
 __all__ = ["Accelerator", "DistributedType", "GradientAccumulationPlugin", "FullyShardedDataParallelPlugin"]
 
@@ -239,8 +239,8 @@ class Accelerator(ProcessDecorators, core.Accelerator):
         self._models: List[Model] = []  # prepared, in order: what state hooks receive
         self._trackers: Dict[str, Any] = {}
         self._builtin_trackers: Dict[str, BuiltinTracker] = {}  # get_tracker gives the same object each time
-        # log_with's built-in names in their order ("all": LoggerType's), for the trackers property.
-        self._log_with_order = [n for n in LoggerType.list() if n != "all"] if "all" in builtin_names \
+        # log_with's built-in names in their order ("all": the core's), for the trackers property.
+        self._log_with_order = core.builtin_tracker_names().split(",") if "all" in builtin_names \
             else list(dict.fromkeys(builtin_names))
         # Accelerate's handler attributes (None when not given).
         self.ddp_handler = handlers.get("ddp_handler")
@@ -870,7 +870,7 @@ class Accelerator(ProcessDecorators, core.Accelerator):
         tracker = self._trackers.get(name)
         if tracker is not None:
             return getattr(tracker, "tracker", tracker) if unwrap else tracker
-        running = [n for n in LoggerType.list() if n != "all" and core.Accelerator.has_tracker(self, n)]
+        running = [n for n in core.builtin_tracker_names().split(",") if core.Accelerator.has_tracker(self, n)]
         if name in running:
             return self._builtin_trackers.setdefault(name, BuiltinTracker(self, name))
         if running or any(core.Accelerator.has_tracker(self, n) for n in self._trackers):

@@ -141,17 +141,17 @@ typedef _gostring_ swig_type_111;
 typedef _gostring_ swig_type_112;
 typedef _gostring_ swig_type_113;
 typedef _gostring_ swig_type_114;
-typedef long long swig_type_115;
-typedef _gostring_ swig_type_116;
-typedef long long swig_type_117;
+typedef _gostring_ swig_type_115;
+typedef long long swig_type_116;
+typedef _gostring_ swig_type_117;
 typedef long long swig_type_118;
-typedef _gostring_ swig_type_119;
+typedef long long swig_type_119;
 typedef _gostring_ swig_type_120;
 typedef _gostring_ swig_type_121;
 typedef _gostring_ swig_type_122;
-typedef _goslice_ swig_type_123;
+typedef _gostring_ swig_type_123;
 typedef _goslice_ swig_type_124;
-typedef long long swig_type_125;
+typedef _goslice_ swig_type_125;
 typedef long long swig_type_126;
 typedef long long swig_type_127;
 typedef long long swig_type_128;
@@ -163,10 +163,10 @@ typedef long long swig_type_133;
 typedef long long swig_type_134;
 typedef long long swig_type_135;
 typedef long long swig_type_136;
-typedef _gostring_ swig_type_137;
-typedef long long swig_type_138;
-typedef _gostring_ swig_type_139;
-typedef long long swig_type_140;
+typedef long long swig_type_137;
+typedef _gostring_ swig_type_138;
+typedef long long swig_type_139;
+typedef _gostring_ swig_type_140;
 typedef long long swig_type_141;
 typedef long long swig_type_142;
 typedef long long swig_type_143;
@@ -178,64 +178,64 @@ typedef long long swig_type_148;
 typedef long long swig_type_149;
 typedef long long swig_type_150;
 typedef long long swig_type_151;
-typedef _gostring_ swig_type_152;
+typedef long long swig_type_152;
 typedef _gostring_ swig_type_153;
 typedef _gostring_ swig_type_154;
 typedef _gostring_ swig_type_155;
 typedef _gostring_ swig_type_156;
 typedef _gostring_ swig_type_157;
-typedef long long swig_type_158;
+typedef _gostring_ swig_type_158;
 typedef long long swig_type_159;
 typedef long long swig_type_160;
 typedef long long swig_type_161;
-typedef _gostring_ swig_type_162;
+typedef long long swig_type_162;
 typedef _gostring_ swig_type_163;
 typedef _gostring_ swig_type_164;
 typedef _gostring_ swig_type_165;
 typedef _gostring_ swig_type_166;
 typedef _gostring_ swig_type_167;
 typedef _gostring_ swig_type_168;
-typedef long long swig_type_169;
+typedef _gostring_ swig_type_169;
 typedef long long swig_type_170;
-typedef _gostring_ swig_type_171;
+typedef long long swig_type_171;
 typedef _gostring_ swig_type_172;
 typedef _gostring_ swig_type_173;
 typedef _gostring_ swig_type_174;
 typedef _gostring_ swig_type_175;
 typedef _gostring_ swig_type_176;
 typedef _gostring_ swig_type_177;
-typedef long long swig_type_178;
+typedef _gostring_ swig_type_178;
 typedef long long swig_type_179;
 typedef long long swig_type_180;
-typedef _gostring_ swig_type_181;
+typedef long long swig_type_181;
 typedef _gostring_ swig_type_182;
 typedef _gostring_ swig_type_183;
 typedef _gostring_ swig_type_184;
 typedef _gostring_ swig_type_185;
 typedef _gostring_ swig_type_186;
 typedef _gostring_ swig_type_187;
-typedef long long swig_type_188;
-typedef _gostring_ swig_type_189;
+typedef _gostring_ swig_type_188;
+typedef long long swig_type_189;
 typedef _gostring_ swig_type_190;
-typedef long long swig_type_191;
-typedef _gostring_ swig_type_192;
+typedef _gostring_ swig_type_191;
+typedef long long swig_type_192;
 typedef _gostring_ swig_type_193;
 typedef _gostring_ swig_type_194;
-typedef long long swig_type_195;
-typedef _gostring_ swig_type_196;
+typedef _gostring_ swig_type_195;
+typedef long long swig_type_196;
 typedef _gostring_ swig_type_197;
 typedef _gostring_ swig_type_198;
 typedef _gostring_ swig_type_199;
-typedef long long swig_type_200;
-typedef _gostring_ swig_type_201;
+typedef _gostring_ swig_type_200;
+typedef long long swig_type_201;
 typedef _gostring_ swig_type_202;
 typedef _gostring_ swig_type_203;
 typedef _gostring_ swig_type_204;
 typedef _gostring_ swig_type_205;
 typedef _gostring_ swig_type_206;
-typedef long long swig_type_207;
+typedef _gostring_ swig_type_207;
 typedef long long swig_type_208;
-typedef _gostring_ swig_type_209;
+typedef long long swig_type_209;
 typedef _gostring_ swig_type_210;
 typedef _gostring_ swig_type_211;
 typedef _gostring_ swig_type_212;
@@ -275,8 +275,8 @@ typedef _gostring_ swig_type_245;
 typedef _gostring_ swig_type_246;
 typedef _gostring_ swig_type_247;
 typedef _gostring_ swig_type_248;
-typedef long long swig_type_249;
-typedef _gostring_ swig_type_250;
+typedef _gostring_ swig_type_249;
+typedef long long swig_type_250;
 typedef _gostring_ swig_type_251;
 typedef _gostring_ swig_type_252;
 typedef _gostring_ swig_type_253;
@@ -287,19 +287,19 @@ typedef _gostring_ swig_type_257;
 typedef _gostring_ swig_type_258;
 typedef _gostring_ swig_type_259;
 typedef _gostring_ swig_type_260;
-typedef long long swig_type_261;
+typedef _gostring_ swig_type_261;
 typedef long long swig_type_262;
 typedef long long swig_type_263;
 typedef long long swig_type_264;
 typedef long long swig_type_265;
 typedef long long swig_type_266;
-typedef _gostring_ swig_type_267;
-typedef long long swig_type_268;
-typedef _gostring_ swig_type_269;
+typedef long long swig_type_267;
+typedef _gostring_ swig_type_268;
+typedef long long swig_type_269;
 typedef _gostring_ swig_type_270;
 typedef _gostring_ swig_type_271;
-typedef long long swig_type_272;
-typedef _gostring_ swig_type_273;
+typedef _gostring_ swig_type_272;
+typedef long long swig_type_273;
 typedef _gostring_ swig_type_274;
 typedef _gostring_ swig_type_275;
 typedef _gostring_ swig_type_276;
@@ -307,25 +307,25 @@ typedef _gostring_ swig_type_277;
 typedef _gostring_ swig_type_278;
 typedef _gostring_ swig_type_279;
 typedef _gostring_ swig_type_280;
-typedef long long swig_type_281;
+typedef _gostring_ swig_type_281;
 typedef long long swig_type_282;
-typedef _gostring_ swig_type_283;
+typedef long long swig_type_283;
 typedef _gostring_ swig_type_284;
-typedef long long swig_type_285;
-typedef _gostring_ swig_type_286;
+typedef _gostring_ swig_type_285;
+typedef long long swig_type_286;
 typedef _gostring_ swig_type_287;
 typedef _gostring_ swig_type_288;
 typedef _gostring_ swig_type_289;
 typedef _gostring_ swig_type_290;
 typedef _gostring_ swig_type_291;
 typedef _gostring_ swig_type_292;
-typedef long long swig_type_293;
+typedef _gostring_ swig_type_293;
 typedef long long swig_type_294;
-typedef _gostring_ swig_type_295;
+typedef long long swig_type_295;
 typedef _gostring_ swig_type_296;
 typedef _gostring_ swig_type_297;
-typedef long long swig_type_298;
-typedef _gostring_ swig_type_299;
+typedef _gostring_ swig_type_298;
+typedef long long swig_type_299;
 typedef _gostring_ swig_type_300;
 typedef _gostring_ swig_type_301;
 typedef _gostring_ swig_type_302;
@@ -336,8 +336,8 @@ typedef _gostring_ swig_type_306;
 typedef _gostring_ swig_type_307;
 typedef _gostring_ swig_type_308;
 typedef _gostring_ swig_type_309;
-typedef long long swig_type_310;
-typedef _gostring_ swig_type_311;
+typedef _gostring_ swig_type_310;
+typedef long long swig_type_311;
 typedef _gostring_ swig_type_312;
 typedef _gostring_ swig_type_313;
 typedef _gostring_ swig_type_314;
@@ -347,38 +347,39 @@ typedef _gostring_ swig_type_317;
 typedef _gostring_ swig_type_318;
 typedef _gostring_ swig_type_319;
 typedef _gostring_ swig_type_320;
-typedef long long swig_type_321;
+typedef _gostring_ swig_type_321;
 typedef long long swig_type_322;
 typedef long long swig_type_323;
 typedef long long swig_type_324;
 typedef long long swig_type_325;
 typedef long long swig_type_326;
-typedef _gostring_ swig_type_327;
-typedef long long swig_type_328;
-typedef _gostring_ swig_type_329;
-typedef long long swig_type_330;
+typedef long long swig_type_327;
+typedef _gostring_ swig_type_328;
+typedef long long swig_type_329;
+typedef _gostring_ swig_type_330;
 typedef long long swig_type_331;
-typedef _gostring_ swig_type_332;
+typedef long long swig_type_332;
 typedef _gostring_ swig_type_333;
-typedef long long swig_type_334;
+typedef _gostring_ swig_type_334;
 typedef long long swig_type_335;
 typedef long long swig_type_336;
 typedef long long swig_type_337;
 typedef long long swig_type_338;
-typedef _gostring_ swig_type_339;
+typedef long long swig_type_339;
 typedef _gostring_ swig_type_340;
-typedef long long swig_type_341;
+typedef _gostring_ swig_type_341;
 typedef long long swig_type_342;
-typedef _gostring_ swig_type_343;
-typedef long long swig_type_344;
-typedef _gostring_ swig_type_345;
-typedef long long swig_type_346;
-typedef _gostring_ swig_type_347;
-typedef long long swig_type_348;
-typedef _gostring_ swig_type_349;
-typedef long long swig_type_350;
+typedef long long swig_type_343;
+typedef _gostring_ swig_type_344;
+typedef long long swig_type_345;
+typedef _gostring_ swig_type_346;
+typedef long long swig_type_347;
+typedef _gostring_ swig_type_348;
+typedef long long swig_type_349;
+typedef _gostring_ swig_type_350;
 typedef long long swig_type_351;
-typedef _gostring_ swig_type_352;
+typedef long long swig_type_352;
+typedef _gostring_ swig_type_353;
 extern void _wrap_Swig_free_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Swig_malloc_core_a1403cbc65d2f32f(swig_intgo arg1);
 extern uintptr_t _wrap_new_Int64Vector__SWIG_0_core_a1403cbc65d2f32f(void);
@@ -788,36 +789,37 @@ extern swig_type_111 _wrap_Tracker_log_core_a1403cbc65d2f32f(uintptr_t arg1, uin
 extern swig_type_112 _wrap_Tracker_finish_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_Tracker_core_a1403cbc65d2f32f(void);
 extern swig_type_113 _wrap_version_core_a1403cbc65d2f32f(void);
-extern swig_type_114 _wrap_available_memory_json_core_a1403cbc65d2f32f(void);
+extern swig_type_114 _wrap_builtin_tracker_names_core_a1403cbc65d2f32f(void);
+extern swig_type_115 _wrap_available_memory_json_core_a1403cbc65d2f32f(void);
 extern swig_intgo _wrap_abi_version_core_a1403cbc65d2f32f(void);
 extern _Bool _wrap_has_feature_core_a1403cbc65d2f32f(swig_intgo arg1);
-extern swig_type_115 _wrap_dtype_size_core_a1403cbc65d2f32f(swig_intgo arg1);
-extern swig_type_116 _wrap_status_name_core_a1403cbc65d2f32f(swig_intgo arg1);
-extern void _wrap_set_seed__SWIG_0_core_a1403cbc65d2f32f(swig_type_117 arg1, _Bool arg2);
-extern void _wrap_set_seed__SWIG_1_core_a1403cbc65d2f32f(swig_type_118 arg1);
-extern void _wrap_log_message__SWIG_0_core_a1403cbc65d2f32f(swig_type_119 arg1, swig_intgo arg2, swig_type_120 arg3, _Bool arg4);
-extern void _wrap_log_message__SWIG_1_core_a1403cbc65d2f32f(swig_type_121 arg1, swig_intgo arg2, swig_type_122 arg3);
-extern uintptr_t _wrap_Tensor_from_buffer_core_a1403cbc65d2f32f(swig_type_123 arg1, swig_intgo arg2, uintptr_t arg3);
+extern swig_type_116 _wrap_dtype_size_core_a1403cbc65d2f32f(swig_intgo arg1);
+extern swig_type_117 _wrap_status_name_core_a1403cbc65d2f32f(swig_intgo arg1);
+extern void _wrap_set_seed__SWIG_0_core_a1403cbc65d2f32f(swig_type_118 arg1, _Bool arg2);
+extern void _wrap_set_seed__SWIG_1_core_a1403cbc65d2f32f(swig_type_119 arg1);
+extern void _wrap_log_message__SWIG_0_core_a1403cbc65d2f32f(swig_type_120 arg1, swig_intgo arg2, swig_type_121 arg3, _Bool arg4);
+extern void _wrap_log_message__SWIG_1_core_a1403cbc65d2f32f(swig_type_122 arg1, swig_intgo arg2, swig_type_123 arg3);
+extern uintptr_t _wrap_Tensor_from_buffer_core_a1403cbc65d2f32f(swig_type_124 arg1, swig_intgo arg2, uintptr_t arg3);
 extern void _wrap_delete_Tensor_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_Tensor_copy_to_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_124 arg2);
+extern void _wrap_Tensor_copy_to_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_125 arg2);
 extern uintptr_t _wrap_Tensor_shape_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_intgo _wrap_Tensor_dtype_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_125 _wrap_Tensor_numel_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_126 _wrap_Tensor_nbytes_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_126 _wrap_Tensor_numel_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_127 _wrap_Tensor_nbytes_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern double _wrap_Tensor_item_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_Tensor_argmax_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_127 arg2);
+extern uintptr_t _wrap_Tensor_argmax_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_128 arg2);
 extern uintptr_t _wrap_Tensor_eq_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Tensor_sum_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Tensor_loss_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2, uintptr_t arg3);
-extern uintptr_t _wrap_Tensor_loss_ext__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2, uintptr_t arg3, swig_type_128 arg4, double arg5);
-extern uintptr_t _wrap_Tensor_loss_ext__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2, uintptr_t arg3, swig_type_129 arg4);
+extern uintptr_t _wrap_Tensor_loss_ext__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2, uintptr_t arg3, swig_type_129 arg4, double arg5);
+extern uintptr_t _wrap_Tensor_loss_ext__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2, uintptr_t arg3, swig_type_130 arg4);
 extern uintptr_t _wrap_Tensor_loss_ext__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, swig_intgo arg2, uintptr_t arg3);
-extern uintptr_t _wrap_Tensor_softmax_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_130 arg2);
-extern uintptr_t _wrap_Tensor_topk_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_131 arg2, swig_type_132 arg3);
+extern uintptr_t _wrap_Tensor_softmax_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_131 arg2);
+extern uintptr_t _wrap_Tensor_topk_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_132 arg2, swig_type_133 arg3);
 extern uintptr_t _wrap_Tensor_mean_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_Tensor_mean_dim_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_133 arg2);
+extern uintptr_t _wrap_Tensor_mean_dim_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_134 arg2);
 extern uintptr_t _wrap_Tensor_reshape_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern uintptr_t _wrap_Tensor_narrow_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_134 arg2, swig_type_135 arg3, swig_type_136 arg4);
+extern uintptr_t _wrap_Tensor_narrow_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_135 arg2, swig_type_136 arg3, swig_type_137 arg4);
 extern uintptr_t _wrap_Tensor_compare_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_intgo arg3);
 extern void _wrap_delete_Batch_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_intgo _wrap_Batch_size_core_a1403cbc65d2f32f(uintptr_t arg1);
@@ -832,24 +834,24 @@ extern _Bool _wrap_Accelerator_is_main_process_core_a1403cbc65d2f32f(uintptr_t a
 extern _Bool _wrap_Accelerator_is_local_main_process_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_intgo _wrap_Accelerator_distributed_type_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_intgo _wrap_Accelerator_mixed_precision_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_137 _wrap_Accelerator_device_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_138 _wrap_Accelerator_timeout_ms_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_138 _wrap_Accelerator_device_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_139 _wrap_Accelerator_timeout_ms_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_intgo _wrap_Accelerator_sharding_strategy_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern _Bool _wrap_Accelerator_cpu_offload_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Accelerator_parallelism_sizes_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_Accelerator_wait_for_everyone_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_Accelerator_print_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_139 arg2);
-extern void _wrap_Accelerator_set_seed_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_140 arg2);
-extern void _wrap_Accelerator_set_seed_ext_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_141 arg2, _Bool arg3, _Bool arg4);
+extern void _wrap_Accelerator_print_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_140 arg2);
+extern void _wrap_Accelerator_set_seed_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_141 arg2);
+extern void _wrap_Accelerator_set_seed_ext_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_142 arg2, _Bool arg3, _Bool arg4);
 extern uintptr_t _wrap_Accelerator_gather_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Accelerator_gather_for_metrics_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Accelerator_reduce__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_intgo arg3);
 extern uintptr_t _wrap_Accelerator_reduce__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Accelerator_broadcast__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_intgo arg3);
 extern uintptr_t _wrap_Accelerator_broadcast__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern uintptr_t _wrap_Accelerator_pad_across_processes__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_142 arg3, double arg4, _Bool arg5);
-extern uintptr_t _wrap_Accelerator_pad_across_processes__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_143 arg3, double arg4);
-extern uintptr_t _wrap_Accelerator_pad_across_processes__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_144 arg3);
+extern uintptr_t _wrap_Accelerator_pad_across_processes__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_143 arg3, double arg4, _Bool arg5);
+extern uintptr_t _wrap_Accelerator_pad_across_processes__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_144 arg3, double arg4);
+extern uintptr_t _wrap_Accelerator_pad_across_processes__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_145 arg3);
 extern uintptr_t _wrap_Accelerator_pad_across_processes__SWIG_3_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Accelerator_split_between_processes__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, _Bool arg3);
 extern uintptr_t _wrap_Accelerator_split_between_processes__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
@@ -860,20 +862,20 @@ extern uintptr_t _wrap_Accelerator_reduce_list__SWIG_1_core_a1403cbc65d2f32f(uin
 extern uintptr_t _wrap_Accelerator_reduce_list__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Accelerator_broadcast_list__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_intgo arg3);
 extern uintptr_t _wrap_Accelerator_broadcast_list__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern uintptr_t _wrap_Accelerator_pad_across_processes_list__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_145 arg3, double arg4, _Bool arg5);
-extern uintptr_t _wrap_Accelerator_pad_across_processes_list__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_146 arg3, double arg4);
-extern uintptr_t _wrap_Accelerator_pad_across_processes_list__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_147 arg3);
+extern uintptr_t _wrap_Accelerator_pad_across_processes_list__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_146 arg3, double arg4, _Bool arg5);
+extern uintptr_t _wrap_Accelerator_pad_across_processes_list__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_147 arg3, double arg4);
+extern uintptr_t _wrap_Accelerator_pad_across_processes_list__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_148 arg3);
 extern uintptr_t _wrap_Accelerator_pad_across_processes_list__SWIG_3_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Accelerator_split_between_processes_list__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, _Bool arg3);
 extern uintptr_t _wrap_Accelerator_split_between_processes_list__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern uintptr_t _wrap_Accelerator_split_range__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_148 arg2, _Bool arg3);
-extern uintptr_t _wrap_Accelerator_split_range__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_149 arg2);
-extern swig_type_150 _wrap_Accelerator_metrics_length_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_151 arg2);
+extern uintptr_t _wrap_Accelerator_split_range__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_149 arg2, _Bool arg3);
+extern uintptr_t _wrap_Accelerator_split_range__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_150 arg2);
+extern swig_type_151 _wrap_Accelerator_metrics_length_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_152 arg2);
 extern _Bool _wrap_Accelerator_debug_mode_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_152 _wrap_Accelerator_broadcast_object__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_153 arg2, swig_intgo arg3);
-extern swig_type_154 _wrap_Accelerator_broadcast_object__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_155 arg2);
-extern void _wrap_Accelerator_save_tensors_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_156 arg3);
-extern uintptr_t _wrap_Accelerator_gather_object_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_157 arg2);
+extern swig_type_153 _wrap_Accelerator_broadcast_object__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_154 arg2, swig_intgo arg3);
+extern swig_type_155 _wrap_Accelerator_broadcast_object__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_156 arg2);
+extern void _wrap_Accelerator_save_tensors_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_157 arg3);
+extern uintptr_t _wrap_Accelerator_gather_object_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_158 arg2);
 extern void _wrap_Accelerator_set_trigger_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern _Bool _wrap_Accelerator_check_trigger_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_Accelerator_main_process_first_begin_core_a1403cbc65d2f32f(uintptr_t arg1);
@@ -890,20 +892,20 @@ extern void _wrap_Accelerator_backward_core_a1403cbc65d2f32f(uintptr_t arg1, uin
 extern void _wrap_Accelerator_accumulate_begin_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern void _wrap_Accelerator_accumulate_end_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern _Bool _wrap_Accelerator_end_of_dataloader_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_158 _wrap_Accelerator_remainder_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_159 _wrap_Accelerator_remainder_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern _Bool _wrap_Accelerator_sync_gradients_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_159 _wrap_Accelerator_gradient_accumulation_steps_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_160 _wrap_Accelerator_gradient_accumulation_steps_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_Accelerator_set_sync_gradients_core_a1403cbc65d2f32f(uintptr_t arg1, _Bool arg2);
-extern void _wrap_Accelerator_set_gradient_accumulation_steps_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_160 arg2);
+extern void _wrap_Accelerator_set_gradient_accumulation_steps_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_161 arg2);
 extern void _wrap_Accelerator_set_even_batches_core_a1403cbc65d2f32f(uintptr_t arg1, _Bool arg2);
 extern _Bool _wrap_Accelerator_split_batches_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern _Bool _wrap_Accelerator_even_batches_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_intgo _wrap_Accelerator_dispatch_batches_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern _Bool _wrap_Accelerator_use_seedable_sampler_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_161 _wrap_Accelerator_data_seed_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_162 _wrap_Accelerator_data_seed_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern _Bool _wrap_Accelerator_non_blocking_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern _Bool _wrap_Accelerator_use_stateful_dataloader_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_Accelerator_synchronize_rng_states_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_162 arg2);
+extern void _wrap_Accelerator_synchronize_rng_states_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_163 arg2);
 extern void _wrap_Accelerator_no_sync_begin_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern void _wrap_Accelerator_no_sync_end_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern void _wrap_Accelerator_average_parameters_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
@@ -924,69 +926,69 @@ extern void _wrap_Accelerator_no_grad_begin_core_a1403cbc65d2f32f(uintptr_t arg1
 extern void _wrap_Accelerator_no_grad_end_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Accelerator_send_to_device_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Accelerator_send_map_to_device_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern swig_type_163 _wrap_Accelerator_save_state__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_164 arg2, _Bool arg3);
-extern swig_type_165 _wrap_Accelerator_save_state__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_166 arg2);
-extern swig_type_167 _wrap_Accelerator_save_state__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_Accelerator_load_state__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_168 arg2);
+extern swig_type_164 _wrap_Accelerator_save_state__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_165 arg2, _Bool arg3);
+extern swig_type_166 _wrap_Accelerator_save_state__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_167 arg2);
+extern swig_type_168 _wrap_Accelerator_save_state__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_Accelerator_load_state__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_169 arg2);
 extern void _wrap_Accelerator_load_state__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_169 _wrap_Accelerator_save_iteration_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_Accelerator_set_save_iteration_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_170 arg2);
-extern void _wrap_Accelerator_save_model__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_171 arg3, swig_type_172 arg4, _Bool arg5);
-extern void _wrap_Accelerator_save_model__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_173 arg3, swig_type_174 arg4);
-extern void _wrap_Accelerator_save_model__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_175 arg3);
+extern swig_type_170 _wrap_Accelerator_save_iteration_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_Accelerator_set_save_iteration_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_171 arg2);
+extern void _wrap_Accelerator_save_model__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_172 arg3, swig_type_173 arg4, _Bool arg5);
+extern void _wrap_Accelerator_save_model__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_174 arg3, swig_type_175 arg4);
+extern void _wrap_Accelerator_save_model__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_176 arg3);
 extern uintptr_t _wrap_Accelerator_state_dict_names_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Accelerator_state_dict_tensors_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern uintptr_t _wrap_Accelerator_load_checkpoint_in_model__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_176 arg3, _Bool arg4);
-extern uintptr_t _wrap_Accelerator_load_checkpoint_in_model__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_177 arg3);
+extern uintptr_t _wrap_Accelerator_load_checkpoint_in_model__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_177 arg3, _Bool arg4);
+extern uintptr_t _wrap_Accelerator_load_checkpoint_in_model__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_178 arg3);
 extern void _wrap_Accelerator_register_for_checkpointing_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern swig_type_178 _wrap_Accelerator_register_save_state_pre_hook_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern swig_type_179 _wrap_Accelerator_register_load_state_pre_hook_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern void _wrap_Accelerator_remove_hook_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_180 arg2);
-extern void _wrap_Accelerator_add_tracker_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_181 arg3);
-extern void _wrap_Accelerator_init_trackers__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_182 arg2, swig_type_183 arg3, swig_type_184 arg4);
-extern void _wrap_Accelerator_init_trackers__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_185 arg2, swig_type_186 arg3);
-extern void _wrap_Accelerator_init_trackers__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_187 arg2);
-extern void _wrap_Accelerator_log__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, swig_type_188 arg4);
+extern swig_type_179 _wrap_Accelerator_register_save_state_pre_hook_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
+extern swig_type_180 _wrap_Accelerator_register_load_state_pre_hook_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
+extern void _wrap_Accelerator_remove_hook_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_181 arg2);
+extern void _wrap_Accelerator_add_tracker_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, swig_type_182 arg3);
+extern void _wrap_Accelerator_init_trackers__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_183 arg2, swig_type_184 arg3, swig_type_185 arg4);
+extern void _wrap_Accelerator_init_trackers__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_186 arg2, swig_type_187 arg3);
+extern void _wrap_Accelerator_init_trackers__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_188 arg2);
+extern void _wrap_Accelerator_log__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, swig_type_189 arg4);
 extern void _wrap_Accelerator_log__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3);
-extern void _wrap_Accelerator_log_text__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_189 arg2, swig_type_190 arg3, swig_type_191 arg4);
-extern void _wrap_Accelerator_log_text__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_192 arg2, swig_type_193 arg3);
-extern void _wrap_Accelerator_log_to__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_194 arg2, uintptr_t arg3, uintptr_t arg4, swig_type_195 arg5);
-extern void _wrap_Accelerator_log_to__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_196 arg2, uintptr_t arg3, uintptr_t arg4);
-extern void _wrap_Accelerator_log_text_to__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_197 arg2, swig_type_198 arg3, swig_type_199 arg4, swig_type_200 arg5);
-extern void _wrap_Accelerator_log_text_to__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_201 arg2, swig_type_202 arg3, swig_type_203 arg4);
-extern _Bool _wrap_Accelerator_has_tracker_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_204 arg2);
+extern void _wrap_Accelerator_log_text__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_190 arg2, swig_type_191 arg3, swig_type_192 arg4);
+extern void _wrap_Accelerator_log_text__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_193 arg2, swig_type_194 arg3);
+extern void _wrap_Accelerator_log_to__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_195 arg2, uintptr_t arg3, uintptr_t arg4, swig_type_196 arg5);
+extern void _wrap_Accelerator_log_to__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_197 arg2, uintptr_t arg3, uintptr_t arg4);
+extern void _wrap_Accelerator_log_text_to__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_198 arg2, swig_type_199 arg3, swig_type_200 arg4, swig_type_201 arg5);
+extern void _wrap_Accelerator_log_text_to__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_202 arg2, swig_type_203 arg3, swig_type_204 arg4);
+extern _Bool _wrap_Accelerator_has_tracker_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_205 arg2);
 extern void _wrap_Accelerator_end_training_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_Model_from_json_core_a1403cbc65d2f32f(swig_type_205 arg1);
-extern uintptr_t _wrap_Model_from_torchscript_core_a1403cbc65d2f32f(swig_type_206 arg1);
+extern uintptr_t _wrap_Model_from_json_core_a1403cbc65d2f32f(swig_type_206 arg1);
+extern uintptr_t _wrap_Model_from_torchscript_core_a1403cbc65d2f32f(swig_type_207 arg1);
 extern void _wrap_delete_Model_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Model_forward_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern void _wrap_Model_train__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, _Bool arg2);
 extern void _wrap_Model_train__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_207 _wrap_Model_num_parameters__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, _Bool arg2);
-extern swig_type_208 _wrap_Model_num_parameters__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_Model_from_json_empty_core_a1403cbc65d2f32f(swig_type_209 arg1);
-extern uintptr_t _wrap_Model_from_torchscript_empty_core_a1403cbc65d2f32f(swig_type_210 arg1, uintptr_t arg2);
-extern swig_type_211 _wrap_Model_module_sizes_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_212 arg2);
-extern swig_type_213 _wrap_Model_module_sizes_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_214 _wrap_Model_infer_auto_device_map_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_215 arg2, uintptr_t arg3, swig_type_216 arg4);
-extern swig_type_217 _wrap_Model_infer_auto_device_map_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_218 arg2, uintptr_t arg3);
-extern swig_type_219 _wrap_Model_balanced_memory_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_220 arg2, uintptr_t arg3, swig_type_221 arg4, _Bool arg5);
-extern swig_type_222 _wrap_Model_balanced_memory_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_223 arg2, uintptr_t arg3, swig_type_224 arg4);
-extern swig_type_225 _wrap_Model_balanced_memory_json__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_226 arg2, uintptr_t arg3);
-extern void _wrap_Model_verify_device_map_json_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_227 arg2);
-extern void _wrap_Model_disk_offload__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_228 arg2, swig_type_229 arg3);
-extern void _wrap_Model_disk_offload__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_230 arg2);
-extern void _wrap_Model_dispatch_model_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_231 arg2, swig_type_232 arg3);
-extern void _wrap_Model_dispatch_model_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_233 arg2);
-extern void _wrap_Model_cpu_offload__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_234 arg2, _Bool arg3);
-extern void _wrap_Model_cpu_offload__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_235 arg2);
+extern swig_type_208 _wrap_Model_num_parameters__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, _Bool arg2);
+extern swig_type_209 _wrap_Model_num_parameters__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern uintptr_t _wrap_Model_from_json_empty_core_a1403cbc65d2f32f(swig_type_210 arg1);
+extern uintptr_t _wrap_Model_from_torchscript_empty_core_a1403cbc65d2f32f(swig_type_211 arg1, uintptr_t arg2);
+extern swig_type_212 _wrap_Model_module_sizes_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_213 arg2);
+extern swig_type_214 _wrap_Model_module_sizes_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_215 _wrap_Model_infer_auto_device_map_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_216 arg2, uintptr_t arg3, swig_type_217 arg4);
+extern swig_type_218 _wrap_Model_infer_auto_device_map_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_219 arg2, uintptr_t arg3);
+extern swig_type_220 _wrap_Model_balanced_memory_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_221 arg2, uintptr_t arg3, swig_type_222 arg4, _Bool arg5);
+extern swig_type_223 _wrap_Model_balanced_memory_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_224 arg2, uintptr_t arg3, swig_type_225 arg4);
+extern swig_type_226 _wrap_Model_balanced_memory_json__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_227 arg2, uintptr_t arg3);
+extern void _wrap_Model_verify_device_map_json_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_228 arg2);
+extern void _wrap_Model_disk_offload__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_229 arg2, swig_type_230 arg3);
+extern void _wrap_Model_disk_offload__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_231 arg2);
+extern void _wrap_Model_dispatch_model_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_232 arg2, swig_type_233 arg3);
+extern void _wrap_Model_dispatch_model_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_234 arg2);
+extern void _wrap_Model_cpu_offload__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_235 arg2, _Bool arg3);
+extern void _wrap_Model_cpu_offload__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_236 arg2);
 extern void _wrap_Model_cpu_offload__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_Model_materialize__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_236 arg2, swig_type_237 arg3);
-extern void _wrap_Model_materialize__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_238 arg2);
-extern void _wrap_Model_load_checkpoint_and_dispatch_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_239 arg2, swig_type_240 arg3, swig_type_241 arg4, swig_type_242 arg5);
-extern void _wrap_Model_load_checkpoint_and_dispatch_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_243 arg2, swig_type_244 arg3, swig_type_245 arg4);
-extern void _wrap_Model_load_checkpoint_and_dispatch_json__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_246 arg2, swig_type_247 arg3);
-extern uintptr_t _wrap_Model_from_torchscript_outputs_core_a1403cbc65d2f32f(swig_type_248 arg1, uintptr_t arg2);
+extern void _wrap_Model_materialize__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_237 arg2, swig_type_238 arg3);
+extern void _wrap_Model_materialize__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_239 arg2);
+extern void _wrap_Model_load_checkpoint_and_dispatch_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_240 arg2, swig_type_241 arg3, swig_type_242 arg4, swig_type_243 arg5);
+extern void _wrap_Model_load_checkpoint_and_dispatch_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_244 arg2, swig_type_245 arg3, swig_type_246 arg4);
+extern void _wrap_Model_load_checkpoint_and_dispatch_json__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_247 arg2, swig_type_248 arg3);
+extern uintptr_t _wrap_Model_from_torchscript_outputs_core_a1403cbc65d2f32f(swig_type_249 arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Model_forward_named_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Model_named_parameters_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Model_named_buffers_core_a1403cbc65d2f32f(uintptr_t arg1);
@@ -1006,21 +1008,21 @@ extern void _wrap_delete_Scheduler_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_Scheduler_step_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_Scheduler_step_metric_core_a1403cbc65d2f32f(uintptr_t arg1, double arg2);
 extern double _wrap_Scheduler_get_last_lr_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_249 _wrap_Scheduler_last_epoch_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_250 _wrap_Scheduler_last_epoch_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Dataset_from_tensors_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern uintptr_t _wrap_Dataset_from_idx__SWIG_0_core_a1403cbc65d2f32f(swig_type_250 arg1, swig_type_251 arg2, double arg3, double arg4);
-extern uintptr_t _wrap_Dataset_from_idx__SWIG_1_core_a1403cbc65d2f32f(swig_type_252 arg1, swig_type_253 arg2, double arg3);
-extern uintptr_t _wrap_Dataset_from_idx__SWIG_2_core_a1403cbc65d2f32f(swig_type_254 arg1, swig_type_255 arg2);
-extern uintptr_t _wrap_Dataset_from_csv__SWIG_0_core_a1403cbc65d2f32f(swig_type_256 arg1, swig_type_257 arg2, swig_intgo arg3);
-extern uintptr_t _wrap_Dataset_from_csv__SWIG_1_core_a1403cbc65d2f32f(swig_type_258 arg1, swig_type_259 arg2);
-extern uintptr_t _wrap_Dataset_from_safetensors_core_a1403cbc65d2f32f(swig_type_260 arg1, uintptr_t arg2);
-extern uintptr_t _wrap_Dataset_from_source_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_261 arg2, uintptr_t arg3);
+extern uintptr_t _wrap_Dataset_from_idx__SWIG_0_core_a1403cbc65d2f32f(swig_type_251 arg1, swig_type_252 arg2, double arg3, double arg4);
+extern uintptr_t _wrap_Dataset_from_idx__SWIG_1_core_a1403cbc65d2f32f(swig_type_253 arg1, swig_type_254 arg2, double arg3);
+extern uintptr_t _wrap_Dataset_from_idx__SWIG_2_core_a1403cbc65d2f32f(swig_type_255 arg1, swig_type_256 arg2);
+extern uintptr_t _wrap_Dataset_from_csv__SWIG_0_core_a1403cbc65d2f32f(swig_type_257 arg1, swig_type_258 arg2, swig_intgo arg3);
+extern uintptr_t _wrap_Dataset_from_csv__SWIG_1_core_a1403cbc65d2f32f(swig_type_259 arg1, swig_type_260 arg2);
+extern uintptr_t _wrap_Dataset_from_safetensors_core_a1403cbc65d2f32f(swig_type_261 arg1, uintptr_t arg2);
+extern uintptr_t _wrap_Dataset_from_source_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_262 arg2, uintptr_t arg3);
 extern uintptr_t _wrap_Dataset_from_stream_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Dataset_from_sequences__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Dataset_from_sequences__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Dataset_from_sequences_collate_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3);
 extern void _wrap_delete_Dataset_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_262 _wrap_Dataset_size_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_263 _wrap_Dataset_size_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern _Bool _wrap_Dataset_is_iterable_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_DataLoader__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_new_DataLoader__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
@@ -1028,68 +1030,68 @@ extern uintptr_t _wrap_new_DataLoader__SWIG_2_core_a1403cbc65d2f32f(uintptr_t ar
 extern uintptr_t _wrap_new_DataLoader__SWIG_3_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, uintptr_t arg4);
 extern void _wrap_delete_DataLoader_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_DataLoader_next_batch_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_263 _wrap_DataLoader_num_batches_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_DataLoader_skip_first_batches_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_264 arg2);
-extern void _wrap_DataLoader_set_epoch_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_265 arg2);
-extern swig_type_266 _wrap_DataLoader_epoch_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_264 _wrap_DataLoader_num_batches_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern uintptr_t _wrap_DataLoader_skip_first_batches_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_265 arg2);
+extern void _wrap_DataLoader_set_epoch_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_266 arg2);
+extern swig_type_267 _wrap_DataLoader_epoch_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_DataLoader_set_batches_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3);
-extern void _wrap_DataLoader_set_progress__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_267 arg2);
+extern void _wrap_DataLoader_set_progress__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_268 arg2);
 extern void _wrap_DataLoader_set_progress__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_DataLoader_hide_progress_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_DataLoader_field_names_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_Sequences_from_arrays__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, swig_type_268 arg4);
+extern uintptr_t _wrap_Sequences_from_arrays__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, swig_type_269 arg4);
 extern uintptr_t _wrap_Sequences_from_arrays__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3);
-extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_0_core_a1403cbc65d2f32f(swig_type_269 arg1, swig_type_270 arg2, swig_type_271 arg3, swig_type_272 arg4);
-extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_1_core_a1403cbc65d2f32f(swig_type_273 arg1, swig_type_274 arg2, swig_type_275 arg3);
-extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_2_core_a1403cbc65d2f32f(swig_type_276 arg1, swig_type_277 arg2);
-extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_3_core_a1403cbc65d2f32f(swig_type_278 arg1);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_0_core_a1403cbc65d2f32f(swig_type_279 arg1, swig_intgo arg2, swig_type_280 arg3, swig_type_281 arg4, swig_type_282 arg5);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_1_core_a1403cbc65d2f32f(swig_type_283 arg1, swig_intgo arg2, swig_type_284 arg3, swig_type_285 arg4);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_2_core_a1403cbc65d2f32f(swig_type_286 arg1, swig_intgo arg2, swig_type_287 arg3);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_3_core_a1403cbc65d2f32f(swig_type_288 arg1, swig_intgo arg2);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_4_core_a1403cbc65d2f32f(swig_type_289 arg1);
-extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_0_core_a1403cbc65d2f32f(swig_type_290 arg1, swig_type_291 arg2, swig_intgo arg3, swig_type_292 arg4, swig_type_293 arg5, swig_type_294 arg6);
-extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_1_core_a1403cbc65d2f32f(swig_type_295 arg1, swig_type_296 arg2, swig_intgo arg3, swig_type_297 arg4, swig_type_298 arg5);
-extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_2_core_a1403cbc65d2f32f(swig_type_299 arg1, swig_type_300 arg2, swig_intgo arg3, swig_type_301 arg4);
-extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_3_core_a1403cbc65d2f32f(swig_type_302 arg1, swig_type_303 arg2, swig_intgo arg3);
-extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_4_core_a1403cbc65d2f32f(swig_type_304 arg1, swig_type_305 arg2);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_0_core_a1403cbc65d2f32f(swig_type_306 arg1, swig_type_307 arg2, swig_type_308 arg3, swig_type_309 arg4, swig_type_310 arg5);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_1_core_a1403cbc65d2f32f(swig_type_311 arg1, swig_type_312 arg2, swig_type_313 arg3, swig_type_314 arg4);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_2_core_a1403cbc65d2f32f(swig_type_315 arg1, swig_type_316 arg2, swig_type_317 arg3);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_3_core_a1403cbc65d2f32f(swig_type_318 arg1, swig_type_319 arg2);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_4_core_a1403cbc65d2f32f(swig_type_320 arg1);
+extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_0_core_a1403cbc65d2f32f(swig_type_270 arg1, swig_type_271 arg2, swig_type_272 arg3, swig_type_273 arg4);
+extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_1_core_a1403cbc65d2f32f(swig_type_274 arg1, swig_type_275 arg2, swig_type_276 arg3);
+extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_2_core_a1403cbc65d2f32f(swig_type_277 arg1, swig_type_278 arg2);
+extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_3_core_a1403cbc65d2f32f(swig_type_279 arg1);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_0_core_a1403cbc65d2f32f(swig_type_280 arg1, swig_intgo arg2, swig_type_281 arg3, swig_type_282 arg4, swig_type_283 arg5);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_1_core_a1403cbc65d2f32f(swig_type_284 arg1, swig_intgo arg2, swig_type_285 arg3, swig_type_286 arg4);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_2_core_a1403cbc65d2f32f(swig_type_287 arg1, swig_intgo arg2, swig_type_288 arg3);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_3_core_a1403cbc65d2f32f(swig_type_289 arg1, swig_intgo arg2);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_4_core_a1403cbc65d2f32f(swig_type_290 arg1);
+extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_0_core_a1403cbc65d2f32f(swig_type_291 arg1, swig_type_292 arg2, swig_intgo arg3, swig_type_293 arg4, swig_type_294 arg5, swig_type_295 arg6);
+extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_1_core_a1403cbc65d2f32f(swig_type_296 arg1, swig_type_297 arg2, swig_intgo arg3, swig_type_298 arg4, swig_type_299 arg5);
+extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_2_core_a1403cbc65d2f32f(swig_type_300 arg1, swig_type_301 arg2, swig_intgo arg3, swig_type_302 arg4);
+extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_3_core_a1403cbc65d2f32f(swig_type_303 arg1, swig_type_304 arg2, swig_intgo arg3);
+extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_4_core_a1403cbc65d2f32f(swig_type_305 arg1, swig_type_306 arg2);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_0_core_a1403cbc65d2f32f(swig_type_307 arg1, swig_type_308 arg2, swig_type_309 arg3, swig_type_310 arg4, swig_type_311 arg5);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_1_core_a1403cbc65d2f32f(swig_type_312 arg1, swig_type_313 arg2, swig_type_314 arg3, swig_type_315 arg4);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_2_core_a1403cbc65d2f32f(swig_type_316 arg1, swig_type_317 arg2, swig_type_318 arg3);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_3_core_a1403cbc65d2f32f(swig_type_319 arg1, swig_type_320 arg2);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_4_core_a1403cbc65d2f32f(swig_type_321 arg1);
 extern void _wrap_delete_Sequences_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_321 _wrap_Sequences_size_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_322 _wrap_Sequences_length_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_323 arg2);
-extern uintptr_t _wrap_Sequences_ids_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_324 arg2);
-extern uintptr_t _wrap_Sequences_labels_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_325 arg2);
-extern uintptr_t _wrap_new_ProgressBar__SWIG_0_core_a1403cbc65d2f32f(swig_type_326 arg1, swig_type_327 arg2, _Bool arg3);
-extern uintptr_t _wrap_new_ProgressBar__SWIG_1_core_a1403cbc65d2f32f(swig_type_328 arg1, swig_type_329 arg2);
-extern uintptr_t _wrap_new_ProgressBar__SWIG_2_core_a1403cbc65d2f32f(swig_type_330 arg1);
+extern swig_type_322 _wrap_Sequences_size_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_323 _wrap_Sequences_length_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_324 arg2);
+extern uintptr_t _wrap_Sequences_ids_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_325 arg2);
+extern uintptr_t _wrap_Sequences_labels_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_326 arg2);
+extern uintptr_t _wrap_new_ProgressBar__SWIG_0_core_a1403cbc65d2f32f(swig_type_327 arg1, swig_type_328 arg2, _Bool arg3);
+extern uintptr_t _wrap_new_ProgressBar__SWIG_1_core_a1403cbc65d2f32f(swig_type_329 arg1, swig_type_330 arg2);
+extern uintptr_t _wrap_new_ProgressBar__SWIG_2_core_a1403cbc65d2f32f(swig_type_331 arg1);
 extern void _wrap_delete_ProgressBar_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_ProgressBar_update__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_331 arg2);
+extern void _wrap_ProgressBar_update__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_332 arg2);
 extern void _wrap_ProgressBar_update__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_Profile_begin_with_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_332 arg2, _Bool arg3, _Bool arg4, _Bool arg5, _Bool arg6, _Bool arg7);
-extern uintptr_t _wrap_Profile_begin_scheduled_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_333 arg2, _Bool arg3, _Bool arg4, _Bool arg5, _Bool arg6, _Bool arg7, swig_type_334 arg8, swig_type_335 arg9, swig_type_336 arg10, swig_type_337 arg11, swig_type_338 arg12);
+extern uintptr_t _wrap_Profile_begin_with_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_333 arg2, _Bool arg3, _Bool arg4, _Bool arg5, _Bool arg6, _Bool arg7);
+extern uintptr_t _wrap_Profile_begin_scheduled_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_334 arg2, _Bool arg3, _Bool arg4, _Bool arg5, _Bool arg6, _Bool arg7, swig_type_335 arg8, swig_type_336 arg9, swig_type_337 arg10, swig_type_338 arg11, swig_type_339 arg12);
 extern _Bool _wrap_Profile_step_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_Profile_begin_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_339 arg2);
+extern uintptr_t _wrap_Profile_begin_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_340 arg2);
 extern void _wrap_delete_Profile_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_Profile_end_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_NamedTensors_core_a1403cbc65d2f32f(void);
 extern void _wrap_delete_NamedTensors_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_NamedTensors_add_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_340 arg2, uintptr_t arg3);
-extern swig_type_341 _wrap_NamedTensors_size_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_NamedTensors_add_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_341 arg2, uintptr_t arg3);
+extern swig_type_342 _wrap_NamedTensors_size_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_TensorList_core_a1403cbc65d2f32f(void);
 extern void _wrap_delete_TensorList_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_TensorList_add_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern swig_type_342 _wrap_TensorList_size_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_343 _wrap_TensorList_size_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_TensorMap_core_a1403cbc65d2f32f(void);
 extern void _wrap_delete_TensorMap_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_TensorMap_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_343 arg2, uintptr_t arg3);
-extern swig_type_344 _wrap_TensorMap_count_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_345 _wrap_TensorMap_name_at_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_346 arg2);
-extern uintptr_t _wrap_TensorMap_get_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_347 arg2);
-extern uintptr_t _wrap_new_PartialState__SWIG_0_core_a1403cbc65d2f32f(_Bool arg1, swig_type_348 arg2);
+extern void _wrap_TensorMap_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_344 arg2, uintptr_t arg3);
+extern swig_type_345 _wrap_TensorMap_count_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_346 _wrap_TensorMap_name_at_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_347 arg2);
+extern uintptr_t _wrap_TensorMap_get_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_348 arg2);
+extern uintptr_t _wrap_new_PartialState__SWIG_0_core_a1403cbc65d2f32f(_Bool arg1, swig_type_349 arg2);
 extern uintptr_t _wrap_new_PartialState__SWIG_1_core_a1403cbc65d2f32f(_Bool arg1);
 extern uintptr_t _wrap_new_PartialState__SWIG_2_core_a1403cbc65d2f32f(void);
 extern void _wrap_delete_PartialState_core_a1403cbc65d2f32f(uintptr_t arg1);
@@ -1097,12 +1099,12 @@ extern swig_intgo _wrap_PartialState_process_index_core_a1403cbc65d2f32f(uintptr
 extern swig_intgo _wrap_PartialState_local_process_index_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_intgo _wrap_PartialState_num_processes_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_intgo _wrap_PartialState_distributed_type_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_349 _wrap_PartialState_device_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_PartialState_split_range__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_350 arg2, _Bool arg3);
-extern uintptr_t _wrap_PartialState_split_range__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_351 arg2);
+extern swig_type_350 _wrap_PartialState_device_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern uintptr_t _wrap_PartialState_split_range__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_351 arg2, _Bool arg3);
+extern uintptr_t _wrap_PartialState_split_range__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_352 arg2);
 extern void _wrap_PartialState_wait_for_everyone_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_intgo _wrap_take_error_code_core_a1403cbc65d2f32f(void);
-extern swig_type_352 _wrap_take_error_message_core_a1403cbc65d2f32f(void);
+extern swig_type_353 _wrap_take_error_message_core_a1403cbc65d2f32f(void);
 #undef intgo
 */
 import "C"
@@ -5106,6 +5108,15 @@ func Version() (_swig_ret string) {
 	return swig_r_1
 }
 
+func Builtin_tracker_names() (_swig_ret string) {
+	var swig_r string
+	swig_r_p := C._wrap_builtin_tracker_names_core_a1403cbc65d2f32f()
+	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
+	var swig_r_1 string
+ swig_r_1 = swigCopyString(swig_r) 
+	return swig_r_1
+}
+
 func Available_memory_json() (_swig_ret string) {
 	var swig_r string
 	swig_r_p := C._wrap_available_memory_json_core_a1403cbc65d2f32f()
@@ -5148,12 +5159,12 @@ func Status_name(arg1 int) (_swig_ret string) {
 func Set_seed__SWIG_0(arg1 uint64, arg2 bool) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_set_seed__SWIG_0_core_a1403cbc65d2f32f(C.swig_type_117(_swig_i_0), C._Bool(_swig_i_1))
+	C._wrap_set_seed__SWIG_0_core_a1403cbc65d2f32f(C.swig_type_118(_swig_i_0), C._Bool(_swig_i_1))
 }
 
 func Set_seed__SWIG_1(arg1 uint64) {
 	_swig_i_0 := arg1
-	C._wrap_set_seed__SWIG_1_core_a1403cbc65d2f32f(C.swig_type_118(_swig_i_0))
+	C._wrap_set_seed__SWIG_1_core_a1403cbc65d2f32f(C.swig_type_119(_swig_i_0))
 }
 
 func Set_seed(a ...interface{}) {
@@ -5174,7 +5185,7 @@ func Log_message__SWIG_0(arg1 string, arg2 Accel_log_level, arg3 string, arg4 bo
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	C._wrap_log_message__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_119)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_120)(unsafe.Pointer(&_swig_i_2)), C._Bool(_swig_i_3))
+	C._wrap_log_message__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_120)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_121)(unsafe.Pointer(&_swig_i_2)), C._Bool(_swig_i_3))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -5187,7 +5198,7 @@ func Log_message__SWIG_1(arg1 string, arg2 Accel_log_level, arg3 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	C._wrap_log_message__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_121)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_122)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_log_message__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_122)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_123)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -5223,7 +5234,7 @@ func TensorFrom_buffer(arg1 []byte, arg2 Accel_dtype, arg3 Int64Vector) (_swig_r
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_from_buffer_core_a1403cbc65d2f32f(*(*C.swig_type_123)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), C.uintptr_t(_swig_i_2))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_from_buffer_core_a1403cbc65d2f32f(*(*C.swig_type_124)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), C.uintptr_t(_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -5238,7 +5249,7 @@ func DeleteTensor(arg1 Tensor) {
 func (arg1 SwigcptrTensor) Copy_to(arg2 []byte) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Tensor_copy_to_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_124)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Tensor_copy_to_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_125)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -5283,7 +5294,7 @@ func (arg1 SwigcptrTensor) Argmax(arg2 int64) (_swig_ret Tensor) {
 	var swig_r Tensor
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_argmax_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_127(_swig_i_1))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_argmax_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_128(_swig_i_1))))
 	return swig_r
 }
 
@@ -5318,7 +5329,7 @@ func (arg1 SwigcptrTensor) Loss_ext__SWIG_0(arg2 Accel_loss_kind, arg3 Tensor, a
 	_swig_i_2 := getSwigcptr(arg3)
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_loss_ext__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1), C.uintptr_t(_swig_i_2), C.swig_type_128(_swig_i_3), C.double(_swig_i_4))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_loss_ext__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1), C.uintptr_t(_swig_i_2), C.swig_type_129(_swig_i_3), C.double(_swig_i_4))))
 	return swig_r
 }
 
@@ -5328,7 +5339,7 @@ func (arg1 SwigcptrTensor) Loss_ext__SWIG_1(arg2 Accel_loss_kind, arg3 Tensor, a
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
 	_swig_i_3 := arg4
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_loss_ext__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1), C.uintptr_t(_swig_i_2), C.swig_type_129(_swig_i_3))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_loss_ext__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_intgo(_swig_i_1), C.uintptr_t(_swig_i_2), C.swig_type_130(_swig_i_3))))
 	return swig_r
 }
 
@@ -5359,7 +5370,7 @@ func (arg1 SwigcptrTensor) Softmax(arg2 int64) (_swig_ret Tensor) {
 	var swig_r Tensor
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_softmax_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_130(_swig_i_1))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_softmax_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_131(_swig_i_1))))
 	return swig_r
 }
 
@@ -5368,7 +5379,7 @@ func (arg1 SwigcptrTensor) Topk(arg2 int64, arg3 int64) (_swig_ret TensorMap) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (TensorMap)(SwigcptrTensorMap(C._wrap_Tensor_topk_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_131(_swig_i_1), C.swig_type_132(_swig_i_2))))
+	swig_r = (TensorMap)(SwigcptrTensorMap(C._wrap_Tensor_topk_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_132(_swig_i_1), C.swig_type_133(_swig_i_2))))
 	return swig_r
 }
 
@@ -5383,7 +5394,7 @@ func (arg1 SwigcptrTensor) Mean_dim(arg2 int64) (_swig_ret Tensor) {
 	var swig_r Tensor
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_mean_dim_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_133(_swig_i_1))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_mean_dim_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_134(_swig_i_1))))
 	return swig_r
 }
 
@@ -5401,7 +5412,7 @@ func (arg1 SwigcptrTensor) Narrow(arg2 int64, arg3 int64, arg4 int64) (_swig_ret
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_narrow_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_134(_swig_i_1), C.swig_type_135(_swig_i_2), C.swig_type_136(_swig_i_3))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Tensor_narrow_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_135(_swig_i_1), C.swig_type_136(_swig_i_2), C.swig_type_137(_swig_i_3))))
 	return swig_r
 }
 
@@ -5606,7 +5617,7 @@ func (arg1 SwigcptrAccelerator) Wait_for_everyone() {
 func (arg1 SwigcptrAccelerator) Print(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Accelerator_print_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_139)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Accelerator_print_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_140)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -5615,7 +5626,7 @@ func (arg1 SwigcptrAccelerator) Print(arg2 string) {
 func (arg1 SwigcptrAccelerator) Set_seed(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Accelerator_set_seed_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_140(_swig_i_1))
+	C._wrap_Accelerator_set_seed_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_141(_swig_i_1))
 }
 
 func (arg1 SwigcptrAccelerator) Set_seed_ext(arg2 uint64, arg3 bool, arg4 bool) {
@@ -5623,7 +5634,7 @@ func (arg1 SwigcptrAccelerator) Set_seed_ext(arg2 uint64, arg3 bool, arg4 bool) 
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	C._wrap_Accelerator_set_seed_ext_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_141(_swig_i_1), C._Bool(_swig_i_2), C._Bool(_swig_i_3))
+	C._wrap_Accelerator_set_seed_ext_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_142(_swig_i_1), C._Bool(_swig_i_2), C._Bool(_swig_i_3))
 }
 
 func (arg1 SwigcptrAccelerator) Gather(arg2 Tensor) (_swig_ret Tensor) {
@@ -5705,7 +5716,7 @@ func (arg1 SwigcptrAccelerator) Pad_across_processes__SWIG_0(arg2 Tensor, arg3 i
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Accelerator_pad_across_processes__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_142(_swig_i_2), C.double(_swig_i_3), C._Bool(_swig_i_4))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Accelerator_pad_across_processes__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_143(_swig_i_2), C.double(_swig_i_3), C._Bool(_swig_i_4))))
 	return swig_r
 }
 
@@ -5715,7 +5726,7 @@ func (arg1 SwigcptrAccelerator) Pad_across_processes__SWIG_1(arg2 Tensor, arg3 i
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Accelerator_pad_across_processes__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_143(_swig_i_2), C.double(_swig_i_3))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Accelerator_pad_across_processes__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_144(_swig_i_2), C.double(_swig_i_3))))
 	return swig_r
 }
 
@@ -5724,7 +5735,7 @@ func (arg1 SwigcptrAccelerator) Pad_across_processes__SWIG_2(arg2 Tensor, arg3 i
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := arg3
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Accelerator_pad_across_processes__SWIG_2_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_144(_swig_i_2))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Accelerator_pad_across_processes__SWIG_2_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_145(_swig_i_2))))
 	return swig_r
 }
 
@@ -5873,7 +5884,7 @@ func (arg1 SwigcptrAccelerator) Pad_across_processes_list__SWIG_0(arg2 TensorLis
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (Batch)(SwigcptrBatch(C._wrap_Accelerator_pad_across_processes_list__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_145(_swig_i_2), C.double(_swig_i_3), C._Bool(_swig_i_4))))
+	swig_r = (Batch)(SwigcptrBatch(C._wrap_Accelerator_pad_across_processes_list__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_146(_swig_i_2), C.double(_swig_i_3), C._Bool(_swig_i_4))))
 	return swig_r
 }
 
@@ -5883,7 +5894,7 @@ func (arg1 SwigcptrAccelerator) Pad_across_processes_list__SWIG_1(arg2 TensorLis
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Batch)(SwigcptrBatch(C._wrap_Accelerator_pad_across_processes_list__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_146(_swig_i_2), C.double(_swig_i_3))))
+	swig_r = (Batch)(SwigcptrBatch(C._wrap_Accelerator_pad_across_processes_list__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_147(_swig_i_2), C.double(_swig_i_3))))
 	return swig_r
 }
 
@@ -5892,7 +5903,7 @@ func (arg1 SwigcptrAccelerator) Pad_across_processes_list__SWIG_2(arg2 TensorLis
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := arg3
-	swig_r = (Batch)(SwigcptrBatch(C._wrap_Accelerator_pad_across_processes_list__SWIG_2_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_147(_swig_i_2))))
+	swig_r = (Batch)(SwigcptrBatch(C._wrap_Accelerator_pad_across_processes_list__SWIG_2_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.swig_type_148(_swig_i_2))))
 	return swig_r
 }
 
@@ -5954,7 +5965,7 @@ func (arg1 SwigcptrAccelerator) Split_range__SWIG_0(arg2 int64, arg3 bool) (_swi
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_Accelerator_split_range__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_148(_swig_i_1), C._Bool(_swig_i_2))))
+	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_Accelerator_split_range__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_149(_swig_i_1), C._Bool(_swig_i_2))))
 	return swig_r
 }
 
@@ -5962,7 +5973,7 @@ func (arg1 SwigcptrAccelerator) Split_range__SWIG_1(arg2 int64) (_swig_ret Int64
 	var swig_r Int64Vector
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_Accelerator_split_range__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_149(_swig_i_1))))
+	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_Accelerator_split_range__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_150(_swig_i_1))))
 	return swig_r
 }
 
@@ -5981,7 +5992,7 @@ func (arg1 SwigcptrAccelerator) Metrics_length(arg2 int64) (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (int64)(C._wrap_Accelerator_metrics_length_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_151(_swig_i_1)))
+	swig_r = (int64)(C._wrap_Accelerator_metrics_length_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_152(_swig_i_1)))
 	return swig_r
 }
 
@@ -5997,7 +6008,7 @@ func (arg1 SwigcptrAccelerator) Broadcast_object__SWIG_0(arg2 string, arg3 int) 
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r_p := C._wrap_Accelerator_broadcast_object__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_153)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2))
+	swig_r_p := C._wrap_Accelerator_broadcast_object__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_154)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
@@ -6011,7 +6022,7 @@ func (arg1 SwigcptrAccelerator) Broadcast_object__SWIG_1(arg2 string) (_swig_ret
 	var swig_r string
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r_p := C._wrap_Accelerator_broadcast_object__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_155)(unsafe.Pointer(&_swig_i_1)))
+	swig_r_p := C._wrap_Accelerator_broadcast_object__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_156)(unsafe.Pointer(&_swig_i_1)))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
@@ -6036,7 +6047,7 @@ func (arg1 SwigcptrAccelerator) Save_tensors(arg2 NamedTensors, arg3 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := arg3
-	C._wrap_Accelerator_save_tensors_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_156)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_Accelerator_save_tensors_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_157)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg3
 	}
@@ -6046,7 +6057,7 @@ func (arg1 SwigcptrAccelerator) Gather_object(arg2 string) (_swig_ret StringVect
 	var swig_r StringVector
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (StringVector)(SwigcptrStringVector(C._wrap_Accelerator_gather_object_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_157)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (StringVector)(SwigcptrStringVector(C._wrap_Accelerator_gather_object_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_158)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -6174,7 +6185,7 @@ func (arg1 SwigcptrAccelerator) Set_sync_gradients(arg2 bool) {
 func (arg1 SwigcptrAccelerator) Set_gradient_accumulation_steps(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Accelerator_set_gradient_accumulation_steps_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_160(_swig_i_1))
+	C._wrap_Accelerator_set_gradient_accumulation_steps_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_161(_swig_i_1))
 }
 
 func (arg1 SwigcptrAccelerator) Set_even_batches(arg2 bool) {
@@ -6235,7 +6246,7 @@ func (arg1 SwigcptrAccelerator) Use_stateful_dataloader() (_swig_ret bool) {
 func (arg1 SwigcptrAccelerator) Synchronize_rng_states(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Accelerator_synchronize_rng_states_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_162)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Accelerator_synchronize_rng_states_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_163)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -6400,7 +6411,7 @@ func (arg1 SwigcptrAccelerator) Save_state__SWIG_0(arg2 string, arg3 bool) (_swi
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r_p := C._wrap_Accelerator_save_state__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_164)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2))
+	swig_r_p := C._wrap_Accelerator_save_state__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_165)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
@@ -6414,7 +6425,7 @@ func (arg1 SwigcptrAccelerator) Save_state__SWIG_1(arg2 string) (_swig_ret strin
 	var swig_r string
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r_p := C._wrap_Accelerator_save_state__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_166)(unsafe.Pointer(&_swig_i_1)))
+	swig_r_p := C._wrap_Accelerator_save_state__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_167)(unsafe.Pointer(&_swig_i_1)))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
@@ -6451,7 +6462,7 @@ func (p SwigcptrAccelerator) Save_state(a ...interface{}) string {
 func (arg1 SwigcptrAccelerator) Load_state__SWIG_0(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Accelerator_load_state__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_168)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Accelerator_load_state__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_169)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -6485,7 +6496,7 @@ func (arg1 SwigcptrAccelerator) Save_iteration() (_swig_ret int64) {
 func (arg1 SwigcptrAccelerator) Set_save_iteration(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Accelerator_set_save_iteration_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_170(_swig_i_1))
+	C._wrap_Accelerator_set_save_iteration_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_171(_swig_i_1))
 }
 
 func (arg1 SwigcptrAccelerator) Save_model__SWIG_0(arg2 Model, arg3 string, arg4 string, arg5 bool) {
@@ -6494,7 +6505,7 @@ func (arg1 SwigcptrAccelerator) Save_model__SWIG_0(arg2 Model, arg3 string, arg4
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	C._wrap_Accelerator_save_model__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_171)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_172)(unsafe.Pointer(&_swig_i_3)), C._Bool(_swig_i_4))
+	C._wrap_Accelerator_save_model__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_172)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_173)(unsafe.Pointer(&_swig_i_3)), C._Bool(_swig_i_4))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg3
 	}
@@ -6508,7 +6519,7 @@ func (arg1 SwigcptrAccelerator) Save_model__SWIG_1(arg2 Model, arg3 string, arg4
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	C._wrap_Accelerator_save_model__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_173)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_174)(unsafe.Pointer(&_swig_i_3)))
+	C._wrap_Accelerator_save_model__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_174)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_175)(unsafe.Pointer(&_swig_i_3)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg3
 	}
@@ -6521,7 +6532,7 @@ func (arg1 SwigcptrAccelerator) Save_model__SWIG_2(arg2 Model, arg3 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := arg3
-	C._wrap_Accelerator_save_model__SWIG_2_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_175)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_Accelerator_save_model__SWIG_2_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_176)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg3
 	}
@@ -6566,7 +6577,7 @@ func (arg1 SwigcptrAccelerator) Load_checkpoint_in_model__SWIG_0(arg2 Model, arg
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_Accelerator_load_checkpoint_in_model__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_176)(unsafe.Pointer(&_swig_i_2)), C._Bool(_swig_i_3))))
+	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_Accelerator_load_checkpoint_in_model__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_177)(unsafe.Pointer(&_swig_i_2)), C._Bool(_swig_i_3))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg3
 	}
@@ -6578,7 +6589,7 @@ func (arg1 SwigcptrAccelerator) Load_checkpoint_in_model__SWIG_1(arg2 Model, arg
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := arg3
-	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_Accelerator_load_checkpoint_in_model__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_177)(unsafe.Pointer(&_swig_i_2)))))
+	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_Accelerator_load_checkpoint_in_model__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_178)(unsafe.Pointer(&_swig_i_2)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg3
 	}
@@ -6621,14 +6632,14 @@ func (arg1 SwigcptrAccelerator) Register_load_state_pre_hook(arg2 StateHook) (_s
 func (arg1 SwigcptrAccelerator) Remove_hook(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Accelerator_remove_hook_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_180(_swig_i_1))
+	C._wrap_Accelerator_remove_hook_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_181(_swig_i_1))
 }
 
 func (arg1 SwigcptrAccelerator) Add_tracker(arg2 Tracker, arg3 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := arg3
-	C._wrap_Accelerator_add_tracker_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_181)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_Accelerator_add_tracker_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), *(*C.swig_type_182)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg3
 	}
@@ -6639,7 +6650,7 @@ func (arg1 SwigcptrAccelerator) Init_trackers__SWIG_0(arg2 string, arg3 string, 
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	C._wrap_Accelerator_init_trackers__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_182)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_183)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_184)(unsafe.Pointer(&_swig_i_3)))
+	C._wrap_Accelerator_init_trackers__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_183)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_184)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_185)(unsafe.Pointer(&_swig_i_3)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -6655,7 +6666,7 @@ func (arg1 SwigcptrAccelerator) Init_trackers__SWIG_1(arg2 string, arg3 string) 
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	C._wrap_Accelerator_init_trackers__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_185)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_186)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_Accelerator_init_trackers__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_186)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_187)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -6667,7 +6678,7 @@ func (arg1 SwigcptrAccelerator) Init_trackers__SWIG_1(arg2 string, arg3 string) 
 func (arg1 SwigcptrAccelerator) Init_trackers__SWIG_2(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Accelerator_init_trackers__SWIG_2_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_187)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Accelerator_init_trackers__SWIG_2_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_188)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -6695,7 +6706,7 @@ func (arg1 SwigcptrAccelerator) Log__SWIG_0(arg2 StringVector, arg3 DoubleVector
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := getSwigcptr(arg3)
 	_swig_i_3 := arg4
-	C._wrap_Accelerator_log__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.uintptr_t(_swig_i_2), C.swig_type_188(_swig_i_3))
+	C._wrap_Accelerator_log__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.uintptr_t(_swig_i_2), C.swig_type_189(_swig_i_3))
 }
 
 func (arg1 SwigcptrAccelerator) Log__SWIG_1(arg2 StringVector, arg3 DoubleVector) {
@@ -6723,7 +6734,7 @@ func (arg1 SwigcptrAccelerator) Log_text__SWIG_0(arg2 string, arg3 string, arg4 
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	C._wrap_Accelerator_log_text__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_189)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_190)(unsafe.Pointer(&_swig_i_2)), C.swig_type_191(_swig_i_3))
+	C._wrap_Accelerator_log_text__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_190)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_191)(unsafe.Pointer(&_swig_i_2)), C.swig_type_192(_swig_i_3))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -6736,7 +6747,7 @@ func (arg1 SwigcptrAccelerator) Log_text__SWIG_1(arg2 string, arg3 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	C._wrap_Accelerator_log_text__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_192)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_193)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_Accelerator_log_text__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_193)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_194)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -6764,7 +6775,7 @@ func (arg1 SwigcptrAccelerator) Log_to__SWIG_0(arg2 string, arg3 StringVector, a
 	_swig_i_2 := getSwigcptr(arg3)
 	_swig_i_3 := getSwigcptr(arg4)
 	_swig_i_4 := arg5
-	C._wrap_Accelerator_log_to__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_194)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2), C.uintptr_t(_swig_i_3), C.swig_type_195(_swig_i_4))
+	C._wrap_Accelerator_log_to__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_195)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2), C.uintptr_t(_swig_i_3), C.swig_type_196(_swig_i_4))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -6775,7 +6786,7 @@ func (arg1 SwigcptrAccelerator) Log_to__SWIG_1(arg2 string, arg3 StringVector, a
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
 	_swig_i_3 := getSwigcptr(arg4)
-	C._wrap_Accelerator_log_to__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_196)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2), C.uintptr_t(_swig_i_3))
+	C._wrap_Accelerator_log_to__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_197)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2), C.uintptr_t(_swig_i_3))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -6800,7 +6811,7 @@ func (arg1 SwigcptrAccelerator) Log_text_to__SWIG_0(arg2 string, arg3 string, ar
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	C._wrap_Accelerator_log_text_to__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_197)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_198)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_199)(unsafe.Pointer(&_swig_i_3)), C.swig_type_200(_swig_i_4))
+	C._wrap_Accelerator_log_text_to__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_198)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_199)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_200)(unsafe.Pointer(&_swig_i_3)), C.swig_type_201(_swig_i_4))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -6817,7 +6828,7 @@ func (arg1 SwigcptrAccelerator) Log_text_to__SWIG_1(arg2 string, arg3 string, ar
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	C._wrap_Accelerator_log_text_to__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_201)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_202)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_203)(unsafe.Pointer(&_swig_i_3)))
+	C._wrap_Accelerator_log_text_to__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_202)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_203)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_204)(unsafe.Pointer(&_swig_i_3)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -6846,7 +6857,7 @@ func (arg1 SwigcptrAccelerator) Has_tracker(arg2 string) (_swig_ret bool) {
 	var swig_r bool
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (bool)(C._wrap_Accelerator_has_tracker_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_204)(unsafe.Pointer(&_swig_i_1))))
+	swig_r = (bool)(C._wrap_Accelerator_has_tracker_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_205)(unsafe.Pointer(&_swig_i_1))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -6977,7 +6988,7 @@ func (p SwigcptrModel) SwigIsModel() {
 func ModelFrom_json(arg1 string) (_swig_ret Model) {
 	var swig_r Model
 	_swig_i_0 := arg1
-	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_json_core_a1403cbc65d2f32f(*(*C.swig_type_205)(unsafe.Pointer(&_swig_i_0)))))
+	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_json_core_a1403cbc65d2f32f(*(*C.swig_type_206)(unsafe.Pointer(&_swig_i_0)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -6987,7 +6998,7 @@ func ModelFrom_json(arg1 string) (_swig_ret Model) {
 func ModelFrom_torchscript(arg1 string) (_swig_ret Model) {
 	var swig_r Model
 	_swig_i_0 := arg1
-	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_torchscript_core_a1403cbc65d2f32f(*(*C.swig_type_206)(unsafe.Pointer(&_swig_i_0)))))
+	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_torchscript_core_a1403cbc65d2f32f(*(*C.swig_type_207)(unsafe.Pointer(&_swig_i_0)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7060,7 +7071,7 @@ func (p SwigcptrModel) Num_parameters(a ...interface{}) int64 {
 func ModelFrom_json_empty(arg1 string) (_swig_ret Model) {
 	var swig_r Model
 	_swig_i_0 := arg1
-	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_json_empty_core_a1403cbc65d2f32f(*(*C.swig_type_209)(unsafe.Pointer(&_swig_i_0)))))
+	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_json_empty_core_a1403cbc65d2f32f(*(*C.swig_type_210)(unsafe.Pointer(&_swig_i_0)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7071,7 +7082,7 @@ func ModelFrom_torchscript_empty(arg1 string, arg2 StringVector) (_swig_ret Mode
 	var swig_r Model
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
-	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_torchscript_empty_core_a1403cbc65d2f32f(*(*C.swig_type_210)(unsafe.Pointer(&_swig_i_0)), C.uintptr_t(_swig_i_1))))
+	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_torchscript_empty_core_a1403cbc65d2f32f(*(*C.swig_type_211)(unsafe.Pointer(&_swig_i_0)), C.uintptr_t(_swig_i_1))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7082,7 +7093,7 @@ func (arg1 SwigcptrModel) Module_sizes_json__SWIG_0(arg2 string) (_swig_ret stri
 	var swig_r string
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r_p := C._wrap_Model_module_sizes_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_212)(unsafe.Pointer(&_swig_i_1)))
+	swig_r_p := C._wrap_Model_module_sizes_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_213)(unsafe.Pointer(&_swig_i_1)))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
@@ -7119,7 +7130,7 @@ func (arg1 SwigcptrModel) Infer_auto_device_map_json__SWIG_0(arg2 string, arg3 S
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
 	_swig_i_3 := arg4
-	swig_r_p := C._wrap_Model_infer_auto_device_map_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_215)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2), *(*C.swig_type_216)(unsafe.Pointer(&_swig_i_3)))
+	swig_r_p := C._wrap_Model_infer_auto_device_map_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_216)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2), *(*C.swig_type_217)(unsafe.Pointer(&_swig_i_3)))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
@@ -7137,7 +7148,7 @@ func (arg1 SwigcptrModel) Infer_auto_device_map_json__SWIG_1(arg2 string, arg3 S
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	swig_r_p := C._wrap_Model_infer_auto_device_map_json__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_218)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
+	swig_r_p := C._wrap_Model_infer_auto_device_map_json__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_219)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
@@ -7165,7 +7176,7 @@ func (arg1 SwigcptrModel) Balanced_memory_json__SWIG_0(arg2 string, arg3 StringV
 	_swig_i_2 := getSwigcptr(arg3)
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r_p := C._wrap_Model_balanced_memory_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_220)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2), *(*C.swig_type_221)(unsafe.Pointer(&_swig_i_3)), C._Bool(_swig_i_4))
+	swig_r_p := C._wrap_Model_balanced_memory_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_221)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2), *(*C.swig_type_222)(unsafe.Pointer(&_swig_i_3)), C._Bool(_swig_i_4))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
@@ -7184,7 +7195,7 @@ func (arg1 SwigcptrModel) Balanced_memory_json__SWIG_1(arg2 string, arg3 StringV
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
 	_swig_i_3 := arg4
-	swig_r_p := C._wrap_Model_balanced_memory_json__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_223)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2), *(*C.swig_type_224)(unsafe.Pointer(&_swig_i_3)))
+	swig_r_p := C._wrap_Model_balanced_memory_json__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_224)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2), *(*C.swig_type_225)(unsafe.Pointer(&_swig_i_3)))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
@@ -7202,7 +7213,7 @@ func (arg1 SwigcptrModel) Balanced_memory_json__SWIG_2(arg2 string, arg3 StringV
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	swig_r_p := C._wrap_Model_balanced_memory_json__SWIG_2_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_226)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
+	swig_r_p := C._wrap_Model_balanced_memory_json__SWIG_2_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_227)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
@@ -7229,7 +7240,7 @@ func (p SwigcptrModel) Balanced_memory_json(a ...interface{}) string {
 func (arg1 SwigcptrModel) Verify_device_map_json(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Model_verify_device_map_json_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_227)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Model_verify_device_map_json_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_228)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7239,7 +7250,7 @@ func (arg1 SwigcptrModel) Disk_offload__SWIG_0(arg2 string, arg3 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	C._wrap_Model_disk_offload__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_228)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_229)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_Model_disk_offload__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_229)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_230)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7251,7 +7262,7 @@ func (arg1 SwigcptrModel) Disk_offload__SWIG_0(arg2 string, arg3 string) {
 func (arg1 SwigcptrModel) Disk_offload__SWIG_1(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Model_disk_offload__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_230)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Model_disk_offload__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_231)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7274,7 +7285,7 @@ func (arg1 SwigcptrModel) Dispatch_model_json__SWIG_0(arg2 string, arg3 string) 
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	C._wrap_Model_dispatch_model_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_231)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_232)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_Model_dispatch_model_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_232)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_233)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7286,7 +7297,7 @@ func (arg1 SwigcptrModel) Dispatch_model_json__SWIG_0(arg2 string, arg3 string) 
 func (arg1 SwigcptrModel) Dispatch_model_json__SWIG_1(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Model_dispatch_model_json__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_233)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Model_dispatch_model_json__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_234)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7309,7 +7320,7 @@ func (arg1 SwigcptrModel) Cpu_offload__SWIG_0(arg2 string, arg3 bool) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	C._wrap_Model_cpu_offload__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_234)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2))
+	C._wrap_Model_cpu_offload__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_235)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7318,7 +7329,7 @@ func (arg1 SwigcptrModel) Cpu_offload__SWIG_0(arg2 string, arg3 bool) {
 func (arg1 SwigcptrModel) Cpu_offload__SWIG_1(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Model_cpu_offload__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_235)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Model_cpu_offload__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_236)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7350,7 +7361,7 @@ func (arg1 SwigcptrModel) Materialize__SWIG_0(arg2 string, arg3 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	C._wrap_Model_materialize__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_236)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_237)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_Model_materialize__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_237)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_238)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7362,7 +7373,7 @@ func (arg1 SwigcptrModel) Materialize__SWIG_0(arg2 string, arg3 string) {
 func (arg1 SwigcptrModel) Materialize__SWIG_1(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Model_materialize__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_238)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Model_materialize__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_239)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7387,7 +7398,7 @@ func (arg1 SwigcptrModel) Load_checkpoint_and_dispatch_json__SWIG_0(arg2 string,
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	C._wrap_Model_load_checkpoint_and_dispatch_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_239)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_240)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_241)(unsafe.Pointer(&_swig_i_3)), *(*C.swig_type_242)(unsafe.Pointer(&_swig_i_4)))
+	C._wrap_Model_load_checkpoint_and_dispatch_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_240)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_241)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_242)(unsafe.Pointer(&_swig_i_3)), *(*C.swig_type_243)(unsafe.Pointer(&_swig_i_4)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7407,7 +7418,7 @@ func (arg1 SwigcptrModel) Load_checkpoint_and_dispatch_json__SWIG_1(arg2 string,
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	C._wrap_Model_load_checkpoint_and_dispatch_json__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_243)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_244)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_245)(unsafe.Pointer(&_swig_i_3)))
+	C._wrap_Model_load_checkpoint_and_dispatch_json__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_244)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_245)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_246)(unsafe.Pointer(&_swig_i_3)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7423,7 +7434,7 @@ func (arg1 SwigcptrModel) Load_checkpoint_and_dispatch_json__SWIG_2(arg2 string,
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	C._wrap_Model_load_checkpoint_and_dispatch_json__SWIG_2_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_246)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_247)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_Model_load_checkpoint_and_dispatch_json__SWIG_2_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_247)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_248)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7453,7 +7464,7 @@ func ModelFrom_torchscript_outputs(arg1 string, arg2 StringVector) (_swig_ret Mo
 	var swig_r Model
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
-	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_torchscript_outputs_core_a1403cbc65d2f32f(*(*C.swig_type_248)(unsafe.Pointer(&_swig_i_0)), C.uintptr_t(_swig_i_1))))
+	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_torchscript_outputs_core_a1403cbc65d2f32f(*(*C.swig_type_249)(unsafe.Pointer(&_swig_i_0)), C.uintptr_t(_swig_i_1))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7708,7 +7719,7 @@ func DatasetFrom_idx__SWIG_0(arg1 string, arg2 string, arg3 float64, arg4 float6
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_idx__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_250)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_251)(unsafe.Pointer(&_swig_i_1)), C.double(_swig_i_2), C.double(_swig_i_3))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_idx__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_251)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_252)(unsafe.Pointer(&_swig_i_1)), C.double(_swig_i_2), C.double(_swig_i_3))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7723,7 +7734,7 @@ func DatasetFrom_idx__SWIG_1(arg1 string, arg2 string, arg3 float64) (_swig_ret 
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_idx__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_252)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_253)(unsafe.Pointer(&_swig_i_1)), C.double(_swig_i_2))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_idx__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_253)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_254)(unsafe.Pointer(&_swig_i_1)), C.double(_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7737,7 +7748,7 @@ func DatasetFrom_idx__SWIG_2(arg1 string, arg2 string) (_swig_ret Dataset) {
 	var swig_r Dataset
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_idx__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_254)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_255)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_idx__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_255)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_256)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7766,7 +7777,7 @@ func DatasetFrom_csv__SWIG_0(arg1 string, arg2 string, arg3 Accel_dtype) (_swig_
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_csv__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_256)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_257)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_csv__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_257)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_258)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7780,7 +7791,7 @@ func DatasetFrom_csv__SWIG_1(arg1 string, arg2 string) (_swig_ret Dataset) {
 	var swig_r Dataset
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_csv__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_258)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_259)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_csv__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_259)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_260)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7805,7 +7816,7 @@ func DatasetFrom_safetensors(arg1 string, arg2 StringVector) (_swig_ret Dataset)
 	var swig_r Dataset
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_safetensors_core_a1403cbc65d2f32f(*(*C.swig_type_260)(unsafe.Pointer(&_swig_i_0)), C.uintptr_t(_swig_i_1))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_safetensors_core_a1403cbc65d2f32f(*(*C.swig_type_261)(unsafe.Pointer(&_swig_i_0)), C.uintptr_t(_swig_i_1))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7817,7 +7828,7 @@ func DatasetFrom_source(arg1 DatasetSource, arg2 int64, arg3 FieldSpecVector) (_
 	_swig_i_0 := getSwigcptr(arg1)
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_source_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_261(_swig_i_1), C.uintptr_t(_swig_i_2))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_source_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_262(_swig_i_1), C.uintptr_t(_swig_i_2))))
 	return swig_r
 }
 
@@ -7973,14 +7984,14 @@ func (arg1 SwigcptrDataLoader) Skip_first_batches(arg2 int64) (_swig_ret DataLoa
 	var swig_r DataLoader
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (DataLoader)(SwigcptrDataLoader(C._wrap_DataLoader_skip_first_batches_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_264(_swig_i_1))))
+	swig_r = (DataLoader)(SwigcptrDataLoader(C._wrap_DataLoader_skip_first_batches_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_265(_swig_i_1))))
 	return swig_r
 }
 
 func (arg1 SwigcptrDataLoader) Set_epoch(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_DataLoader_set_epoch_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_265(_swig_i_1))
+	C._wrap_DataLoader_set_epoch_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_266(_swig_i_1))
 }
 
 func (arg1 SwigcptrDataLoader) Epoch() (_swig_ret uint64) {
@@ -8000,7 +8011,7 @@ func (arg1 SwigcptrDataLoader) Set_batches(arg2 Int64Vector, arg3 Int64Vector) {
 func (arg1 SwigcptrDataLoader) Set_progress__SWIG_0(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_DataLoader_set_progress__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_267)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_DataLoader_set_progress__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_268)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -8065,7 +8076,7 @@ func SequencesFrom_arrays__SWIG_0(arg1 Int64Vector, arg2 Int64Vector, arg3 Int64
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := getSwigcptr(arg3)
 	_swig_i_3 := arg4
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_arrays__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.uintptr_t(_swig_i_2), C.swig_type_268(_swig_i_3))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_arrays__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.uintptr_t(_swig_i_2), C.swig_type_269(_swig_i_3))))
 	return swig_r
 }
 
@@ -8095,7 +8106,7 @@ func SequencesFrom_jsonl__SWIG_0(arg1 string, arg2 string, arg3 string, arg4 int
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_269)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_270)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_271)(unsafe.Pointer(&_swig_i_2)), C.swig_type_272(_swig_i_3))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_270)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_271)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_272)(unsafe.Pointer(&_swig_i_2)), C.swig_type_273(_swig_i_3))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8113,7 +8124,7 @@ func SequencesFrom_jsonl__SWIG_1(arg1 string, arg2 string, arg3 string) (_swig_r
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_273)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_274)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_275)(unsafe.Pointer(&_swig_i_2)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_274)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_275)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_276)(unsafe.Pointer(&_swig_i_2)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8130,7 +8141,7 @@ func SequencesFrom_jsonl__SWIG_2(arg1 string, arg2 string) (_swig_ret Sequences)
 	var swig_r Sequences
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_276)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_277)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_277)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_278)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8143,7 +8154,7 @@ func SequencesFrom_jsonl__SWIG_2(arg1 string, arg2 string) (_swig_ret Sequences)
 func SequencesFrom_jsonl__SWIG_3(arg1 string) (_swig_ret Sequences) {
 	var swig_r Sequences
 	_swig_i_0 := arg1
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_278)(unsafe.Pointer(&_swig_i_0)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_279)(unsafe.Pointer(&_swig_i_0)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8174,7 +8185,7 @@ func SequencesFrom_text__SWIG_0(arg1 string, arg2 Accel_text_split, arg3 string,
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_279)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_280)(unsafe.Pointer(&_swig_i_2)), C.swig_type_281(_swig_i_3), C.swig_type_282(_swig_i_4))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_280)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_281)(unsafe.Pointer(&_swig_i_2)), C.swig_type_282(_swig_i_3), C.swig_type_283(_swig_i_4))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8190,7 +8201,7 @@ func SequencesFrom_text__SWIG_1(arg1 string, arg2 Accel_text_split, arg3 string,
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_283)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_284)(unsafe.Pointer(&_swig_i_2)), C.swig_type_285(_swig_i_3))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_284)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_285)(unsafe.Pointer(&_swig_i_2)), C.swig_type_286(_swig_i_3))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8205,7 +8216,7 @@ func SequencesFrom_text__SWIG_2(arg1 string, arg2 Accel_text_split, arg3 string)
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_286)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_287)(unsafe.Pointer(&_swig_i_2)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_287)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_288)(unsafe.Pointer(&_swig_i_2)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8219,7 +8230,7 @@ func SequencesFrom_text__SWIG_3(arg1 string, arg2 Accel_text_split) (_swig_ret S
 	var swig_r Sequences
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_288)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_289)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8229,7 +8240,7 @@ func SequencesFrom_text__SWIG_3(arg1 string, arg2 Accel_text_split) (_swig_ret S
 func SequencesFrom_text__SWIG_4(arg1 string) (_swig_ret Sequences) {
 	var swig_r Sequences
 	_swig_i_0 := arg1
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_289)(unsafe.Pointer(&_swig_i_0)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_290)(unsafe.Pointer(&_swig_i_0)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8264,7 +8275,7 @@ func SequencesFrom_text_vocab__SWIG_0(arg1 string, arg2 string, arg3 Accel_text_
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
 	_swig_i_5 := arg6
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_290)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_291)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_292)(unsafe.Pointer(&_swig_i_3)), C.swig_type_293(_swig_i_4), C.swig_type_294(_swig_i_5))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_291)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_292)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_293)(unsafe.Pointer(&_swig_i_3)), C.swig_type_294(_swig_i_4), C.swig_type_295(_swig_i_5))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8284,7 +8295,7 @@ func SequencesFrom_text_vocab__SWIG_1(arg1 string, arg2 string, arg3 Accel_text_
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_295)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_296)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_297)(unsafe.Pointer(&_swig_i_3)), C.swig_type_298(_swig_i_4))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_296)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_297)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_298)(unsafe.Pointer(&_swig_i_3)), C.swig_type_299(_swig_i_4))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8303,7 +8314,7 @@ func SequencesFrom_text_vocab__SWIG_2(arg1 string, arg2 string, arg3 Accel_text_
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_299)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_300)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_301)(unsafe.Pointer(&_swig_i_3)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_300)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_301)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_302)(unsafe.Pointer(&_swig_i_3)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8321,7 +8332,7 @@ func SequencesFrom_text_vocab__SWIG_3(arg1 string, arg2 string, arg3 Accel_text_
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_302)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_303)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_303)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_304)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8335,7 +8346,7 @@ func SequencesFrom_text_vocab__SWIG_4(arg1 string, arg2 string) (_swig_ret Seque
 	var swig_r Sequences
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_304)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_305)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_305)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_306)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8372,7 +8383,7 @@ func SequencesFrom_safetensors__SWIG_0(arg1 string, arg2 string, arg3 string, ar
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_306)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_307)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_308)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_309)(unsafe.Pointer(&_swig_i_3)), C.swig_type_310(_swig_i_4))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_307)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_308)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_309)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_310)(unsafe.Pointer(&_swig_i_3)), C.swig_type_311(_swig_i_4))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8394,7 +8405,7 @@ func SequencesFrom_safetensors__SWIG_1(arg1 string, arg2 string, arg3 string, ar
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_311)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_312)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_313)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_314)(unsafe.Pointer(&_swig_i_3)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_312)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_313)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_314)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_315)(unsafe.Pointer(&_swig_i_3)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8415,7 +8426,7 @@ func SequencesFrom_safetensors__SWIG_2(arg1 string, arg2 string, arg3 string) (_
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_315)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_316)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_317)(unsafe.Pointer(&_swig_i_2)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_316)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_317)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_318)(unsafe.Pointer(&_swig_i_2)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8432,7 +8443,7 @@ func SequencesFrom_safetensors__SWIG_3(arg1 string, arg2 string) (_swig_ret Sequ
 	var swig_r Sequences
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_318)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_319)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_319)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_320)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8445,7 +8456,7 @@ func SequencesFrom_safetensors__SWIG_3(arg1 string, arg2 string) (_swig_ret Sequ
 func SequencesFrom_safetensors__SWIG_4(arg1 string) (_swig_ret Sequences) {
 	var swig_r Sequences
 	_swig_i_0 := arg1
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_320)(unsafe.Pointer(&_swig_i_0)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_321)(unsafe.Pointer(&_swig_i_0)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8488,7 +8499,7 @@ func (arg1 SwigcptrSequences) Length(arg2 int64) (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (int64)(C._wrap_Sequences_length_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_323(_swig_i_1)))
+	swig_r = (int64)(C._wrap_Sequences_length_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_324(_swig_i_1)))
 	return swig_r
 }
 
@@ -8496,7 +8507,7 @@ func (arg1 SwigcptrSequences) Ids(arg2 int64) (_swig_ret Tensor) {
 	var swig_r Tensor
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Sequences_ids_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_324(_swig_i_1))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Sequences_ids_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_325(_swig_i_1))))
 	return swig_r
 }
 
@@ -8504,7 +8515,7 @@ func (arg1 SwigcptrSequences) Labels(arg2 int64) (_swig_ret Tensor) {
 	var swig_r Tensor
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Sequences_labels_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_325(_swig_i_1))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Sequences_labels_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_326(_swig_i_1))))
 	return swig_r
 }
 
@@ -8531,7 +8542,7 @@ func NewProgressBar__SWIG_0(arg1 int64, arg2 string, arg3 bool) (_swig_ret Progr
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_0_core_a1403cbc65d2f32f(C.swig_type_326(_swig_i_0), *(*C.swig_type_327)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2))))
+	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_0_core_a1403cbc65d2f32f(C.swig_type_327(_swig_i_0), *(*C.swig_type_328)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -8542,7 +8553,7 @@ func NewProgressBar__SWIG_1(arg1 int64, arg2 string) (_swig_ret ProgressBar) {
 	var swig_r ProgressBar
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_1_core_a1403cbc65d2f32f(C.swig_type_328(_swig_i_0), *(*C.swig_type_329)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_1_core_a1403cbc65d2f32f(C.swig_type_329(_swig_i_0), *(*C.swig_type_330)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -8552,7 +8563,7 @@ func NewProgressBar__SWIG_1(arg1 int64, arg2 string) (_swig_ret ProgressBar) {
 func NewProgressBar__SWIG_2(arg1 int64) (_swig_ret ProgressBar) {
 	var swig_r ProgressBar
 	_swig_i_0 := arg1
-	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_2_core_a1403cbc65d2f32f(C.swig_type_330(_swig_i_0))))
+	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_2_core_a1403cbc65d2f32f(C.swig_type_331(_swig_i_0))))
 	return swig_r
 }
 
@@ -8578,7 +8589,7 @@ func DeleteProgressBar(arg1 ProgressBar) {
 func (arg1 SwigcptrProgressBar) Update__SWIG_0(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_ProgressBar_update__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_331(_swig_i_1))
+	C._wrap_ProgressBar_update__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_332(_swig_i_1))
 }
 
 func (arg1 SwigcptrProgressBar) Update__SWIG_1() {
@@ -8623,7 +8634,7 @@ func ProfileBegin_with(arg1 Accelerator, arg2 string, arg3 bool, arg4 bool, arg5
 	_swig_i_4 := arg5
 	_swig_i_5 := arg6
 	_swig_i_6 := arg7
-	swig_r = (Profile)(SwigcptrProfile(C._wrap_Profile_begin_with_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_332)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2), C._Bool(_swig_i_3), C._Bool(_swig_i_4), C._Bool(_swig_i_5), C._Bool(_swig_i_6))))
+	swig_r = (Profile)(SwigcptrProfile(C._wrap_Profile_begin_with_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_333)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2), C._Bool(_swig_i_3), C._Bool(_swig_i_4), C._Bool(_swig_i_5), C._Bool(_swig_i_6))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -8644,7 +8655,7 @@ func ProfileBegin_scheduled(arg1 Accelerator, arg2 string, arg3 bool, arg4 bool,
 	_swig_i_9 := arg10
 	_swig_i_10 := arg11
 	_swig_i_11 := arg12
-	swig_r = (Profile)(SwigcptrProfile(C._wrap_Profile_begin_scheduled_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_333)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2), C._Bool(_swig_i_3), C._Bool(_swig_i_4), C._Bool(_swig_i_5), C._Bool(_swig_i_6), C.swig_type_334(_swig_i_7), C.swig_type_335(_swig_i_8), C.swig_type_336(_swig_i_9), C.swig_type_337(_swig_i_10), C.swig_type_338(_swig_i_11))))
+	swig_r = (Profile)(SwigcptrProfile(C._wrap_Profile_begin_scheduled_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_334)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2), C._Bool(_swig_i_3), C._Bool(_swig_i_4), C._Bool(_swig_i_5), C._Bool(_swig_i_6), C.swig_type_335(_swig_i_7), C.swig_type_336(_swig_i_8), C.swig_type_337(_swig_i_9), C.swig_type_338(_swig_i_10), C.swig_type_339(_swig_i_11))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -8662,7 +8673,7 @@ func ProfileBegin(arg1 Accelerator, arg2 string) (_swig_ret Profile) {
 	var swig_r Profile
 	_swig_i_0 := getSwigcptr(arg1)
 	_swig_i_1 := arg2
-	swig_r = (Profile)(SwigcptrProfile(C._wrap_Profile_begin_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_339)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Profile)(SwigcptrProfile(C._wrap_Profile_begin_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_340)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -8710,7 +8721,7 @@ func (arg1 SwigcptrNamedTensors) Add(arg2 string, arg3 Tensor) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	C._wrap_NamedTensors_add_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_340)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
+	C._wrap_NamedTensors_add_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_341)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -8794,7 +8805,7 @@ func (arg1 SwigcptrTensorMap) Set(arg2 string, arg3 Tensor) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	C._wrap_TensorMap_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_343)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
+	C._wrap_TensorMap_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_344)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -8811,7 +8822,7 @@ func (arg1 SwigcptrTensorMap) Name_at(arg2 int64) (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r_p := C._wrap_TensorMap_name_at_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_346(_swig_i_1))
+	swig_r_p := C._wrap_TensorMap_name_at_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_347(_swig_i_1))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -8822,7 +8833,7 @@ func (arg1 SwigcptrTensorMap) Get(arg2 string) (_swig_ret Tensor) {
 	var swig_r Tensor
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_TensorMap_get_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_347)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_TensorMap_get_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_348)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -8851,7 +8862,7 @@ func NewPartialState__SWIG_0(arg1 bool, arg2 int64) (_swig_ret PartialState) {
 	var swig_r PartialState
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (PartialState)(SwigcptrPartialState(C._wrap_new_PartialState__SWIG_0_core_a1403cbc65d2f32f(C._Bool(_swig_i_0), C.swig_type_348(_swig_i_1))))
+	swig_r = (PartialState)(SwigcptrPartialState(C._wrap_new_PartialState__SWIG_0_core_a1403cbc65d2f32f(C._Bool(_swig_i_0), C.swig_type_349(_swig_i_1))))
 	return swig_r
 }
 
@@ -8930,7 +8941,7 @@ func (arg1 SwigcptrPartialState) Split_range__SWIG_0(arg2 int64, arg3 bool) (_sw
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_PartialState_split_range__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_350(_swig_i_1), C._Bool(_swig_i_2))))
+	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_PartialState_split_range__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_351(_swig_i_1), C._Bool(_swig_i_2))))
 	return swig_r
 }
 
@@ -8938,7 +8949,7 @@ func (arg1 SwigcptrPartialState) Split_range__SWIG_1(arg2 int64) (_swig_ret Int6
 	var swig_r Int64Vector
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_PartialState_split_range__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_351(_swig_i_1))))
+	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_PartialState_split_range__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_352(_swig_i_1))))
 	return swig_r
 }
 

@@ -564,6 +564,8 @@ SWIGINTERN accel_dataloader_options *new_accel_dataloader_options(){
 SWIGINTERN void CollateWriter_put(CollateWriter *self,int field,AccelTensor const *tensor){ self->write_tensor(field, tensor); }
 
 static std::string version() { return accel_version(); }
+/* The built-in trackers' names, comma-separated (what log_with takes besides "all"). */
+static std::string builtin_tracker_names() { return accel_builtin_tracker_names(); }
 static std::string available_memory_json() {
   char* out = 0;
   accel_check(accel_available_memory(&out));
@@ -8914,6 +8916,27 @@ _gostring_ _wrap_version_core_a1403cbc65d2f32f() {
   {
     try {
       result = version();
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
+  return _swig_go_result;
+}
+
+
+_gostring_ _wrap_builtin_tracker_names_core_a1403cbc65d2f32f() {
+  std::string result;
+  _gostring_ _swig_go_result;
+  
+  
+  {
+    try {
+      result = builtin_tracker_names();
     } catch (const AccelFailure& e) {
       accel_go_store_error(e.code(), e.what());
     } catch (const std::exception& e) {

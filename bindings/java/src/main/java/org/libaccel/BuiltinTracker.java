@@ -10,9 +10,8 @@ import java.util.OptionalLong;
  * writes the tracker's files itself; initTrackers starts it and endTraining finishes it.
  */
 public final class BuiltinTracker implements Tracker {
-  /** The built-in trackers' names, as log_with takes them. */
-  static final List<String> NAMES =
-      List.of("jsonl", "csv", "tensorboard", "mlflow", "wandb", "dvclive", "trackio", "aim", "comet_ml");
+  /** The built-in trackers' names, as log_with takes them (the core's list). */
+  static final List<String> NAMES = List.of(Accel.builtinTrackerNames().split(","));
 
   private final Accelerator accelerator;
   private final String name;
