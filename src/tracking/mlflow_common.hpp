@@ -55,10 +55,9 @@ struct MlflowRunOptions {
 // not one of those four.
 MlflowRunOptions mlflow_run_options(const nlohmann::json& kwargs);
 
-// The tags a new run starts with: the options' tags, the description and the
-// run name (mlflow.runName).
-std::vector<std::pair<std::string, std::string>> mlflow_start_tags(const MlflowRunOptions& options,
-                                                                   const std::string& run_name);
+// The tags the options set on a run, new or resumed: their tags and the
+// description (mlflow.note.content). A new run adds mlflow.runName.
+std::vector<std::pair<std::string, std::string>> mlflow_run_tags(const MlflowRunOptions& options);
 
 // The REST tracker for an http(s) MLFLOW_TRACKING_URI (mlflow_rest_tracker.cpp).
 std::unique_ptr<Tracker> make_mlflow_rest_tracker(const std::string& tracking_uri, MlflowRunOptions options);

@@ -81,7 +81,7 @@ class MlflowRestTracker : public Tracker {
       params.push_back({key, std::move(text)});
     }
     const std::string run_name = options_.run_name.empty() ? project_name : options_.run_name;
-    for (const auto& [key, value] : mlflow_start_tags(options_, run_name)) tags.push_back({key, value});
+    for (const auto& [key, value] : mlflow_run_tags(options_)) tags.push_back({key, value});
     // Bounded by MLflow's retry settings alone, as MLflow's own client is: a
     // slow first answer (a server creating its tables) must not fail the run.
     const auto deadline = SteadyClock::time_point::max();
@@ -89,6 +89,7 @@ class MlflowRestTracker : public Tracker {
     if (resume_id.empty()) {
       const std::string experiment_id = find_or_create_experiment(mlflow_experiment_name(project_name), deadline);
       json tag_list = key_values(tags);
+      tag_list.push_back({{"key", "mlflow.runName"}, {"value", run_name}});
       const std::string user = env_or_empty("USER");
       tag_list.push_back({{"key", "mlflow.user"}, {"value", user.empty() ? "libaccel" : user}});
       json body = {{"experiment_id", experiment_id},
@@ -111,7 +112,6 @@ class MlflowRestTracker : public Tracker {
       run_id_ = resume_id;
       // As mlflow.start_run(run_id=..., tags=..., description=...): the tags and the
       // description are set on the resumed run; its name stays.
-      tags.pop_back();  // mlflow.runName
       tags_.assign(tags.begin(), tags.end());
     }
     params_.assign(params.begin(), params.end());

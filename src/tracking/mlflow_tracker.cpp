@@ -88,8 +88,8 @@ class MlflowTracker : public Tracker {
     start_ms_ = now_ms();
     for (const char* sub : {"params", "metrics", "tags", "artifacts"}) make_dirs(run_dir_ + "/" + sub);
     write_run_meta(1, "null");  // RUNNING
-    for (const auto& [key, value] : mlflow_start_tags(options_, run_name_))
-      write_file(run_dir_ + "/tags/" + key, value);
+    write_file(run_dir_ + "/tags/mlflow.runName", run_name_);
+    for (const auto& [key, value] : mlflow_run_tags(options_)) write_file(run_dir_ + "/tags/" + key, value);
     for (const auto& [key, value] : config) {
       write_file(run_dir_ + "/params/" + key, mlflow_param_text(value));
     }
@@ -209,11 +209,9 @@ MlflowRunOptions mlflow_run_options(const nlohmann::json& kwargs) {
   return options;
 }
 
-std::vector<std::pair<std::string, std::string>> mlflow_start_tags(const MlflowRunOptions& options,
-                                                                   const std::string& run_name) {
+std::vector<std::pair<std::string, std::string>> mlflow_run_tags(const MlflowRunOptions& options) {
   std::vector<std::pair<std::string, std::string>> tags = options.tags;
   if (!options.description.empty()) tags.emplace_back("mlflow.note.content", options.description);
-  tags.emplace_back("mlflow.runName", run_name);
   return tags;
 }
 

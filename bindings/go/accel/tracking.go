@@ -141,8 +141,9 @@ func (a *Accelerator) logScalars(values map[string]float64, send func(core.Accel
 	return a.do(func(h core.Accelerator) { send(h, nv, vv) })
 }
 
-// builtinTrackerNames are the trackers LogWith names (without "all"): the core's list.
-func builtinTrackerNames() []string { return strings.Split(core.Builtin_tracker_names(), ",") }
+// BuiltinTrackerNames are the built-in trackers' names, as LogWith takes
+// them (besides "all"): the core's list.
+func BuiltinTrackerNames() []string { return strings.Split(core.Builtin_tracker_names(), ",") }
 
 // BuiltinTracker is a running built-in tracker as GetTracker gives it
 // (Accelerate's TensorBoardTracker, WandBTracker, ...): Log writes to it alone.
@@ -193,7 +194,7 @@ func (a *Accelerator) GetTracker(name string) (Tracker, error) {
 		return custom, nil
 	}
 	running := false
-	for _, n := range builtinTrackerNames() {
+	for _, n := range BuiltinTrackerNames() {
 		has, err := a.HasTracker(n)
 		if err != nil {
 			return nil, err

@@ -192,6 +192,9 @@ func TestGetTrackerLogsToOneBuiltinTracker(t *testing.T) {
 		t.Fatal("GetTracker(recorder) is not the Go tracker added")
 	}
 	ok(t, acc.InitTrackers("run", nil))
+	if names := BuiltinTrackerNames(); len(names) != 9 || names[0] != "jsonl" || names[8] != "comet_ml" {
+		t.Fatalf("BuiltinTrackerNames() = %v", names)
+	}
 	jsonl, isBuiltin := must[Tracker](t)(acc.GetTracker("jsonl")).(*BuiltinTracker)
 	if !isBuiltin || jsonl.Name() != "jsonl" {
 		t.Fatalf("GetTracker(jsonl) = %v", jsonl)

@@ -238,7 +238,7 @@ class Accelerator(ProcessDecorators, core.Accelerator):
         self._optimizers: List[Any] = []
         self._models: List[Model] = []  # prepared, in order: what state hooks receive
         self._trackers: Dict[str, Any] = {}
-        self._builtin_trackers: Dict[str, BuiltinTracker] = {}  # get_tracker gives the same object each time
+        self._builtin_trackers: Dict[str, BuiltinTracker] = {}
         # log_with's built-in names in their order ("all": the core's), for the trackers property.
         self._log_with_order = core.builtin_tracker_names().split(",") if "all" in builtin_names \
             else list(dict.fromkeys(builtin_names))
@@ -856,9 +856,11 @@ class Accelerator(ProcessDecorators, core.Accelerator):
         """Accelerate's accelerator.trackers: the trackers running in this process, the built-in
         ones (BuiltinTracker) in log_with's order, then the custom ones; empty on the other
         processes and before init_trackers."""
-        names = [n for n in self._log_with_order if core.Accelerator.has_tracker(self, n)]
-        running = [self.get_tracker(n) for n in names]
-        return running + [t for n, t in self._trackers.items() if core.Accelerator.has_tracker(self, n)]
+        builtin = [self._builtin_tracker(n) for n in self._log_with_order if core.Accelerator.has_tracker(self, n)]
+        return builtin + [t for n, t in self._trackers.items() if core.Accelerator.has_tracker(self, n)]
+
+    def _builtin_tracker(self, name: str) -> BuiltinTracker:
+        return self._builtin_trackers.setdefault(name, BuiltinTracker(self, name))  # the same object each time
 
     def get_tracker(self, name: str, unwrap: bool = False) -> Any:
         """Accelerate's get_tracker. A custom tracker is the object added (unwrap: its .tracker
@@ -872,7 +874,7 @@ class Accelerator(ProcessDecorators, core.Accelerator):
             return getattr(tracker, "tracker", tracker) if unwrap else tracker
         running = [n for n in core.builtin_tracker_names().split(",") if core.Accelerator.has_tracker(self, n)]
         if name in running:
-            return self._builtin_trackers.setdefault(name, BuiltinTracker(self, name))
+            return self._builtin_tracker(name)
         if running or any(core.Accelerator.has_tracker(self, n) for n in self._trackers):
             raise ValueError(f"{name} is not an available tracker stored inside the `Accelerator`.")
         return Tracker()
