@@ -15,7 +15,7 @@
 # Before the runs the bench measures the machine: the CPU, its ISA and the
 # best square matmul (fp32 and bf16, 2 threads) under each torch it has
 # (bench/lm/machine_peak.py); MFU is tokens/s x FLOPs per token
-# (lm_model.flops_per_token, 31 MFLOP) over that peak of the run's precision.
+# (lm_shapes.flops_per_token, 31 MFLOP) over that peak of the run's precision.
 #   bench/lm_bench.sh [--build-dir DIR] [--rounds N] [--steps N] [--warmup N]
 #                     [--precisions "no bf16"] [--contestants accel_c,accel_py,...]
 # Needs build/bin/lm_bench_c and build/python (-DACCEL_BUILD_BENCH=ON), the

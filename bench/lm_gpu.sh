@@ -57,7 +57,7 @@ done
 cat "$work/peak"
 PYTHONPATH="$here/lm" "$python" - "$results" "$work/peak" <<'PY'
 import collections, json, statistics, sys
-from lm_model import flops_per_token
+from lm_shapes import flops_per_token
 runs = collections.defaultdict(list)
 for line in open(sys.argv[1]):
     r = json.loads(line)

@@ -18,7 +18,7 @@ import numpy as np
 import accel
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from lm_model import BATCH, LENGTH, VOCAB  # noqa: E402
+from lm_shapes import BATCH, LENGTH, VOCAB  # noqa: E402 (torch-free: no torch in this process)
 
 
 def main():

@@ -5,27 +5,15 @@ dropout 0, random-initialised with seed 0 (nothing from a hub).
     python3 lm_model.py OUT_DIR    writes OUT_DIR/model.pt, the TorchScript
                                     trace libaccel's contestant trains
 """
+import os
 import sys
 
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
-BATCH, LENGTH, VOCAB = 8, 128, 256
-LAYERS, WIDTH = 6, 256
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-
-def flops_per_token():
-    """Floating-point operations to train on one token (forward and backward),
-    counting the matrix products, which are all but a few percent of the work:
-    a layer's c_attn, attn.c_proj, c_fc and mlp.c_proj hold 3 + 1 + 4 + 4 = 12
-    WIDTH^2 weights and lm_head WIDTH x VOCAB, each weight one multiply-add
-    (2 FLOPs) per token forward; attention's q kT and weights x v are LENGTH x
-    WIDTH multiply-adds each per token and layer (the full square, as every
-    contestant computes it, masked or not). Backward costs twice the forward.
-    6 layers x 256: 3 x (2 x (12 x 6 x 256^2 + 256 x 256) + 4 x 6 x 128 x 256)
-    = 31,064,064, about 31 MFLOP."""
-    forward = 2 * (12 * LAYERS * WIDTH ** 2 + WIDTH * VOCAB) + 4 * LAYERS * LENGTH * WIDTH
-    return 3 * forward
+from lm_shapes import BATCH, LAYERS, LENGTH, VOCAB, WIDTH  # noqa: E402,F401 (the bench's one definition)
 
 
 class Exported(GPT2LMHeadModel):

@@ -5,7 +5,7 @@ model FLOPs utilisation and the median peak RSS per process.
 
     lm_report.py RESULTS MACHINE
 
-MFU = tokens/s x lm_model.flops_per_token() / the machine's peak for the
+MFU = tokens/s x lm_shapes.flops_per_token() / the machine's peak for the
 run's precision: the fastest square matmul any of the bench's torches ran
 (fp32 for "no", bf16 for "bf16"), on the same 2 cores."""
 import collections
@@ -15,7 +15,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from lm_model import flops_per_token  # noqa: E402
+from lm_shapes import flops_per_token  # noqa: E402
 
 PEERS = ("accelerate_1.15", "accelerate_0.22")
 
