@@ -637,8 +637,11 @@ struct AccelPartialState {};
     accel_check(accel_model_named_buffers($self, &out));
     return out;
   }
-  void load_state_dict(const AccelTensorMap* tensors, bool strict = true) {
-    accel_check(accel_model_load_state_dict($self, tensors, strict ? 1 : 0));
+  /* PyTorch's load_state_dict; returns {"missing_keys": [...], "unexpected_keys": [...]}. */
+  std::string load_state_dict_report_json(const AccelTensorMap* tensors, bool strict = true) {
+    char* out = 0;
+    accel_check(accel_model_load_state_dict_report($self, tensors, strict ? 1 : 0, &out));
+    return accel_take_string(out);
   }
 }
 

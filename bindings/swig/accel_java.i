@@ -361,6 +361,7 @@ ACCEL_JAVA_CLOSEABLE(StateWriter, "StateWriter")
 %javamethodmodifiers AccelModel::from_torchscript_empty "";
 /* The big-model calls cross as JSON; the Map methods of the javacode below are the API. */
 %javamethodmodifiers AccelModel::module_sizes_json "";
+%javamethodmodifiers AccelModel::load_state_dict_report_json "";
 %javamethodmodifiers AccelModel::infer_auto_device_map_json "";
 %javamethodmodifiers AccelModel::balanced_memory_json "";
 %javamethodmodifiers AccelModel::verify_device_map_json "private";
@@ -692,10 +693,10 @@ import java.nio.LongBuffer;
   /**
    * PyTorch's load_state_dict: copies each tensor into the parameter or buffer of that name.
    * strict: missing or unexpected names throw an AccelException listing them. Everything is
-   * checked before anything is copied.
+   * checked before anything is copied. Returns the names a non-strict load skipped.
    */
-  public void loadStateDict(java.util.Map<String, Tensor> tensors, boolean strict) {
-    ModelSupport.loadStateDict(this, tensors, strict);
+  public IncompatibleKeys loadStateDict(java.util.Map<String, Tensor> tensors, boolean strict) {
+    return ModelSupport.loadStateDict(this, tensors, strict);
   }
 %}
 

@@ -771,6 +771,15 @@ ACCEL_API accel_status accel_model_named_buffers(const accel_model* model, accel
    INVALID_ARGUMENT listing the missing and unexpected names, or naming a
    tensor with its shape or dtype and the model's. */
 ACCEL_API accel_status accel_model_load_state_dict(accel_model* model, const accel_tensor_map* tensors, int strict);
+/* accel_model_load_state_dict that also says what strict = 0 skipped, as
+   PyTorch's load_state_dict returns it: *report_json is a new JSON object
+   {"missing_keys": [...], "unexpected_keys": [...]}: the model's names the map
+   lacks (in the model's order) and the map's names the model lacks (sorted);
+   both empty after a strict load, where any mismatch is the error. Free it with
+   accel_string_free; untouched on failure, when nothing was loaded. Errors: as
+   accel_model_load_state_dict, and INVALID_ARGUMENT for a NULL report_json. */
+ACCEL_API accel_status accel_model_load_state_dict_report(accel_model* model, const accel_tensor_map* tensors,
+                                                          int strict, char** report_json);
 
 typedef enum accel_loss_kind {
   ACCEL_LOSS_CROSS_ENTROPY = 1,   /* logits [N,C], int64 class targets [N] */

@@ -1,6 +1,5 @@
 // C ABI for the big-model tools (include/accel/big_model.h): converts and forwards.
 #include <cstdlib>
-#include <cstring>
 #include <optional>
 #include <string>
 
@@ -23,14 +22,6 @@ c10::optional<c10::ScalarType> dtype_arg(const char* dtype) {
   }
   accel::fail(accel::ErrorCode::InvalidArgument,
               std::string("dtype \"") + dtype + "\" is not one of float32, float64, float16, bfloat16, int8, uint8");
-}
-
-// A malloc'd copy, so accel_string_free is plain free().
-char* new_string(const std::string& text) {
-  char* copy = static_cast<char*>(std::malloc(text.size() + 1));
-  if (copy == nullptr) throw std::bad_alloc();
-  std::memcpy(copy, text.c_str(), text.size() + 1);
-  return copy;
 }
 
 // Budgets per device as a JSON object string, in their order (a malloc'd copy).

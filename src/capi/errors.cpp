@@ -1,4 +1,6 @@
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <unordered_map>
 
@@ -80,6 +82,14 @@ std::vector<std::string> string_array(const char* const* items, size_t count, co
     out.emplace_back(items[i]);
   }
   return out;
+}
+
+// A malloc'd copy, so accel_string_free is plain free().
+char* new_string(const std::string& text) {
+  char* copy = static_cast<char*>(std::malloc(text.size() + 1));
+  if (copy == nullptr) throw std::bad_alloc();
+  std::memcpy(copy, text.c_str(), text.size() + 1);
+  return copy;
 }
 
 accel_status record_error(accel_status status, const std::string& message) {

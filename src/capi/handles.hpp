@@ -274,5 +274,7 @@ void publish_tensor(at::Tensor tensor, accel_tensor** out);
 // count strings of a C array argument, copied; InvalidArgument naming
 // `parameter` for a NULL array with count > 0 or a NULL element.
 std::vector<std::string> string_array(const char* const* items, size_t count, const char* parameter);
+// A new malloc'd copy of text, for a char** result freed with accel_string_free.
+char* new_string(const std::string& text);
 
 }  // namespace accel::capi

@@ -1,3 +1,6 @@
+#include <nlohmann/json.hpp>
+
+#include "accel/checkpoint.hpp"
 #include "capi/handles.hpp"
 
 using namespace accel::capi;
@@ -186,6 +189,20 @@ ACCEL_API accel_status accel_model_load_state_dict(accel_model* model, const acc
     accel::Model& m = deref(model, "model").model;
     const auto& entries = deref(tensors, "tensors").entries;
     m.load_state_dict(accel::Model::NamedTensors(entries.begin(), entries.end()), strict != 0);
+  });
+}
+
+ACCEL_API accel_status accel_model_load_state_dict_report(accel_model* model, const accel_tensor_map* tensors,
+                                                          int strict, char** report_json) {
+  return guarded([&] {
+    auto& result = out_param(report_json, "report_json");
+    accel::Model& m = deref(model, "model").model;
+    const auto& entries = deref(tensors, "tensors").entries;
+    const accel::LoadReport report =
+        m.load_state_dict(accel::Model::NamedTensors(entries.begin(), entries.end()), strict != 0);
+    nlohmann::ordered_json json = {{"missing_keys", report.missing_keys}, {"unexpected_keys", report.unexpected_keys}};
+    // A map's names are the caller's bytes: invalid UTF-8 is replaced, not an error after the load.
+    result = new_string(json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   });
 }
 

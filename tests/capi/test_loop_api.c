@@ -292,6 +292,27 @@ static void test_load_state_dict(void) {
   /* Not strict: unknown names are skipped, known ones load. */
   EXPECT_OK(accel_tensor_map_set(bad, "0.weight", w));
   EXPECT_OK(accel_model_load_state_dict(model, bad, 0));
+  {
+    /* What a non-strict load skipped, as PyTorch's load_state_dict returns it. */
+    char* report = NULL;
+    accel_tensor_map* partial = NULL;
+    EXPECT_OK(accel_tensor_map_create(&partial));
+    EXPECT_OK(accel_tensor_map_set(partial, "z.extra", wrong));
+    EXPECT_OK(accel_tensor_map_set(partial, "0.weight", w));
+    EXPECT_OK(accel_tensor_map_set(partial, "a.extra", wrong));
+    EXPECT_OK(accel_model_load_state_dict_report(model, partial, 0, &report));
+    EXPECT(report != NULL &&
+           strcmp(report, "{\"missing_keys\":[\"0.bias\"],\"unexpected_keys\":[\"a.extra\",\"z.extra\"]}") == 0);
+    accel_string_free(report);
+    report = NULL;
+    EXPECT_ERROR(accel_model_load_state_dict_report(model, partial, 1, &report), ACCEL_ERR_INVALID_ARGUMENT,
+                 "missing 0.bias; unexpected a.extra, z.extra");
+    EXPECT(report == NULL);
+    EXPECT_OK(accel_model_load_state_dict_report(model, mine, 1, &report));
+    EXPECT(report != NULL && strcmp(report, "{\"missing_keys\":[],\"unexpected_keys\":[]}") == 0);
+    accel_string_free(report);
+    accel_tensor_map_free(partial);
+  }
   EXPECT_ERROR(accel_model_load_state_dict(NULL, bad, 0), ACCEL_ERR_INVALID_ARGUMENT, "model");
   accel_tensor_map_free(bad);
   accel_tensor_map_free(mine);

@@ -759,6 +759,7 @@ static accel_tensor_map* nt_out;
 
 static void named_tensors(void) {
   accel_tensor_map *map, *freed, *outputs;
+  char* report = NULL;
   const char* names[2] = {"loss", NULL};
   FIXTURE(accel_tensor_map_create(&map));
   FIXTURE(accel_tensor_map_create(&freed));
@@ -773,6 +774,7 @@ static void named_tensors(void) {
       ARG(accel_tensor_map_get(m, "x", &t_out));
       NT_ARG(accel_model_forward_named(model, m, &nt_out));
       ARG(accel_model_load_state_dict(model, m, 1));
+      ARG(accel_model_load_state_dict_report(model, m, 1, &report));
       NT_ARG(accel_accelerator_send_map_to_device(acc, m, &nt_out));
       accel_tensor_map_free(m); /* ignored */
     }
@@ -795,7 +797,11 @@ static void named_tensors(void) {
     NT_ARG(accel_model_named_parameters(m, &nt_out));
     NT_ARG(accel_model_named_buffers(m, &nt_out));
     ARG(accel_model_load_state_dict(m, map, 0));
+    ARG(accel_model_load_state_dict_report(m, map, 0, &report));
   }
+  ARG(accel_model_load_state_dict_report(model, map, 0, NULL));
+  ARG(accel_model_load_state_dict_report(model, map, 1, &report)); /* "x" is unexpected */
+  if (report != NULL) EXPECT(!"a failed load_state_dict_report wrote its report");
   EACH_BAD(K_ACC, accel_accelerator, a) NT_ARG(accel_accelerator_send_map_to_device(a, map, &nt_out));
   NT_ARG(accel_accelerator_send_map_to_device(acc, map, NULL));
   ARG(accel_model_load_state_dict(model, map, 1)); /* "x" is no parameter; the model's are missing */

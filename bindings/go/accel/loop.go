@@ -1,6 +1,7 @@
 package accel
 
 import (
+	"encoding/json"
 	"runtime"
 
 	"github.com/libaccel/libaccel/bindings/go/internal/core"
@@ -54,24 +55,43 @@ func tensorMap(tensors map[string]*Tensor) (core.TensorMap, error) {
 	return m, nil
 }
 
+// IncompatibleKeys is what LoadStateDict returns, as PyTorch's
+// load_state_dict does: the model's names the map lacked (in the model's
+// order) and the map's names the model lacks (sorted). Both are empty after a
+// strict load, where any mismatch is the error.
+type IncompatibleKeys struct {
+	MissingKeys    []string `json:"missing_keys"`
+	UnexpectedKeys []string `json:"unexpected_keys"`
+}
+
+// AllMatched reports whether every name matched.
+func (k IncompatibleKeys) AllMatched() bool { return len(k.MissingKeys) == 0 && len(k.UnexpectedKeys) == 0 }
+
 // LoadStateDict copies each tensor into the model's parameter or buffer of
 // that name (PyTorch's load_state_dict). strict: a name the model lacks, or a
-// model name the map lacks, is an *Error listing them. Everything is checked
-// before anything is copied.
-func (m *Model) LoadStateDict(tensors map[string]*Tensor, strict bool) error {
+// model name the map lacks, is an *Error listing them; otherwise they are
+// skipped and returned. Everything is checked before anything is copied.
+func (m *Model) LoadStateDict(tensors map[string]*Tensor, strict bool) (IncompatibleKeys, error) {
+	var keys IncompatibleKeys
 	h, err := m.handle()
 	if err != nil {
-		return err
+		return keys, err
 	}
 	in, err := tensorMap(tensors)
 	if err != nil {
-		return err
+		return keys, err
 	}
 	defer core.DeleteTensorMap(in)
 	defer runtime.KeepAlive(tensors)
 	defer runtime.KeepAlive(m)
-	_, err = call(func() int { h.Load_state_dict(in, strict); return 0 })
-	return err
+	report, err := call(func() string { return h.Load_state_dict_report_json(in, strict) })
+	if err != nil {
+		return keys, err
+	}
+	if err := json.Unmarshal([]byte(report), &keys); err != nil {
+		return keys, err
+	}
+	return keys, nil
 }
 
 // LossOptions are torch.nn.CrossEntropyLoss's: targets equal to IgnoreIndex

@@ -2,6 +2,7 @@ package accel
 
 import (
 	"math"
+	"reflect"
 	"testing"
 )
 
@@ -69,10 +70,31 @@ func TestLoadStateDictAndSendToDevice(t *testing.T) {
 	model := must[*Model](t)(ModelFromJSON(`[{"type": "Linear", "in_features": 2, "out_features": 1}]`))
 	w := must[*Tensor](t)(NewTensor([]float32{3, 4}, 1, 2))
 	b := must[*Tensor](t)(NewTensor([]float32{5}, 1))
-	wantError(t, model.LoadStateDict(map[string]*Tensor{"0.weight": w}, true), ErrInvalidArgument, "missing 0.bias")
-	ok(t, model.LoadStateDict(map[string]*Tensor{"0.weight": w, "0.bias": b}, true))
+	_, err := model.LoadStateDict(map[string]*Tensor{"0.weight": w}, true)
+	wantError(t, err, ErrInvalidArgument, "missing 0.bias")
+	if keys := must[IncompatibleKeys](t)(model.LoadStateDict(map[string]*Tensor{"0.weight": w, "0.bias": b}, true)); !keys.AllMatched() {
+		t.Fatalf("strict load reported %+v", keys)
+	}
 	x := must[*Tensor](t)(acc.SendToDevice(must[*Tensor](t)(NewTensor([]float32{1, 1}, 1, 2))))
 	if y := must[float64](t)(must[*Tensor](t)(model.Forward(x)).Item()); y != 12 {
 		t.Fatalf("forward after load %v", y)
+	}
+}
+
+func TestNonStrictLoadStateDictReturnsTheSkippedNames(t *testing.T) {
+	model := must[*Model](t)(ModelFromJSON(`[{"type": "Linear", "in_features": 2, "out_features": 1}]`))
+	w := must[*Tensor](t)(NewTensor([]float32{3, 4}, 1, 2))
+	extra := must[*Tensor](t)(NewTensor([]float32{0}, 1))
+	keys := must[IncompatibleKeys](t)(model.LoadStateDict(map[string]*Tensor{"z.extra": extra, "0.weight": w, "a.extra": extra}, false))
+	if !reflect.DeepEqual(keys, IncompatibleKeys{MissingKeys: []string{"0.bias"}, UnexpectedKeys: []string{"a.extra", "z.extra"}}) || keys.AllMatched() {
+		t.Fatalf("non-strict load reported %+v", keys)
+	}
+	for _, p := range must[[]NamedTensor](t)(model.NamedParameters()) {
+		if p.Name == "0.weight" {
+			if got := must[[]float32](t)(p.Tensor.Float32s()); !reflect.DeepEqual(got, []float32{3, 4}) {
+				t.Fatalf("0.weight after the load %v", got)
+			}
+		}
+		p.Tensor.Close()
 	}
 }

@@ -1,9 +1,10 @@
 """accel.Model (SWIG's Model with Python calling conventions) and ModelOutput."""
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 from . import big_modeling, core
 from ._helpers import _closeable
@@ -102,14 +103,27 @@ class ModelParameters:
 
 Model.parameters = lambda self: ModelParameters(self)
 Model.named_buffers = lambda self: iter(_map_items(_core_named_buffers(self)))
-_core_load_state_dict = Model.load_state_dict
 
 
-def _load_state_dict(self: Model, state_dict: Mapping[str, Any], strict: bool = True) -> None:
+class IncompatibleKeys(NamedTuple):
+    """What load_state_dict returns, as torch's does: the model's names the state dict lacked
+    (model order) and the state dict's names the model lacks (sorted); both empty after a strict
+    load. Unpacks as (missing_keys, unexpected_keys)."""
+    missing_keys: List[str]
+    unexpected_keys: List[str]
+
+    def __repr__(self) -> str:
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"  # torch's words
+        return f"IncompatibleKeys(missing_keys={self.missing_keys}, unexpected_keys={self.unexpected_keys})"
+
+
+def _load_state_dict(self: Model, state_dict: Mapping[str, Any], strict: bool = True) -> IncompatibleKeys:
     """torch's model.load_state_dict: copies each array or Tensor into the parameter or buffer of
     that name (the names get_state_dict returns). strict: missing or unexpected names raise; all is
-    checked before anything is copied. Unlike torch it returns None (strict=False skips silently)."""
-    _core_load_state_dict(self, _tensor_map(dict(state_dict)), strict)
+    checked before anything is copied. Returns the IncompatibleKeys a strict=False load skipped."""
+    report = json.loads(Model.load_state_dict_report_json(self, _tensor_map(dict(state_dict)), strict))
+    return IncompatibleKeys(report["missing_keys"], report["unexpected_keys"])
 
 
 Model.load_state_dict = _load_state_dict

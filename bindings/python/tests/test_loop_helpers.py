@@ -97,6 +97,28 @@ def test_metric_operations_match_torch():
         x.reshape(6, -1)
 
 
+def test_load_state_dict_returns_the_skipped_names_as_torch_does(tmp_path):
+    torch.manual_seed(0)
+    reference = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+    path = str(tmp_path / "mlp.pt")
+    torch.jit.script(reference).save(path)
+    model = accel.Model.from_torchscript(path)
+    full = {name: p.detach().numpy() + 1 for name, p in reference.state_dict().items()}
+    # Two names missing, two unexpected (given sorted: torch keeps the dict's order, we sort).
+    partial = {"0.weight": full["0.weight"], "2.bias": full["2.bias"],
+               "extra.a": np.zeros(1, np.float32), "extra.b": np.zeros(2, np.float32)}
+    ours = model.load_state_dict(partial, strict=False)
+    theirs = reference.load_state_dict({k: torch.from_numpy(v) for k, v in partial.items()}, strict=False)
+    assert ours == (["0.bias", "2.weight"], ["extra.a", "extra.b"])
+    assert (ours.missing_keys, ours.unexpected_keys) == (theirs.missing_keys, theirs.unexpected_keys)
+    missing, unexpected = ours  # the unpacking a ported script does
+    assert missing == ["0.bias", "2.weight"] and unexpected == ["extra.a", "extra.b"]
+    np.testing.assert_array_equal(dict(model.named_parameters())["2.bias"].numpy(), full["2.bias"])
+    matched = model.load_state_dict(full)
+    assert matched == ([], []) and repr(matched) == repr(reference.load_state_dict(
+        {k: torch.from_numpy(v) for k, v in full.items()}))  # "<All keys matched successfully>"
+
+
 def test_load_state_dict_round_trip_and_all_or_nothing(exported):  # noqa: F811
     reference, path = exported
     # Tied copies (head.weight is wte.weight) carry the same values, as a saved state dict does.

@@ -1146,8 +1146,10 @@ SWIGINTERN AccelTensorMap *AccelModel_named_buffers(AccelModel const *self){
     accel_check(accel_model_named_buffers(self, &out));
     return out;
   }
-SWIGINTERN void AccelModel_load_state_dict__SWIG_0(AccelModel *self,AccelTensorMap const *tensors,bool strict=true){
-    accel_check(accel_model_load_state_dict(self, tensors, strict ? 1 : 0));
+SWIGINTERN std::string AccelModel_load_state_dict_report_json__SWIG_0(AccelModel *self,AccelTensorMap const *tensors,bool strict=true){
+    char* out = 0;
+    accel_check(accel_model_load_state_dict_report(self, tensors, strict ? 1 : 0, &out));
+    return accel_take_string(out);
   }
 SWIGINTERN AccelOptimizer *new_AccelOptimizer__SWIG_0(AccelModel *model,accel_optimizer_options const *options=0){
     accel_optimizer* out = 0;
@@ -14026,10 +14028,12 @@ AccelTensorMap *_wrap_Model_named_buffers_core_a1403cbc65d2f32f(AccelModel *_swi
 }
 
 
-void _wrap_Model_load_state_dict__SWIG_0_core_a1403cbc65d2f32f(AccelModel *_swig_go_0, AccelTensorMap *_swig_go_1, bool _swig_go_2) {
+_gostring_ _wrap_Model_load_state_dict_report_json__SWIG_0_core_a1403cbc65d2f32f(AccelModel *_swig_go_0, AccelTensorMap *_swig_go_1, bool _swig_go_2) {
   AccelModel *arg1 = (AccelModel *) 0 ;
   AccelTensorMap *arg2 = (AccelTensorMap *) 0 ;
   bool arg3 ;
+  std::string result;
+  _gostring_ _swig_go_result;
   
   arg1 = *(AccelModel **)&_swig_go_0; 
   arg2 = *(AccelTensorMap **)&_swig_go_1; 
@@ -14037,7 +14041,7 @@ void _wrap_Model_load_state_dict__SWIG_0_core_a1403cbc65d2f32f(AccelModel *_swig
   
   {
     try {
-      AccelModel_load_state_dict__SWIG_0(arg1,(AccelTensorMap const *)arg2,arg3);
+      result = AccelModel_load_state_dict_report_json__SWIG_0(arg1,(AccelTensorMap const *)arg2,arg3);
     } catch (const AccelFailure& e) {
       accel_go_store_error(e.code(), e.what());
     } catch (const std::exception& e) {
@@ -14046,20 +14050,23 @@ void _wrap_Model_load_state_dict__SWIG_0_core_a1403cbc65d2f32f(AccelModel *_swig
       accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
     }
   }
-  
+  _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
+  return _swig_go_result;
 }
 
 
-void _wrap_Model_load_state_dict__SWIG_1_core_a1403cbc65d2f32f(AccelModel *_swig_go_0, AccelTensorMap *_swig_go_1) {
+_gostring_ _wrap_Model_load_state_dict_report_json__SWIG_1_core_a1403cbc65d2f32f(AccelModel *_swig_go_0, AccelTensorMap *_swig_go_1) {
   AccelModel *arg1 = (AccelModel *) 0 ;
   AccelTensorMap *arg2 = (AccelTensorMap *) 0 ;
+  std::string result;
+  _gostring_ _swig_go_result;
   
   arg1 = *(AccelModel **)&_swig_go_0; 
   arg2 = *(AccelTensorMap **)&_swig_go_1; 
   
   {
     try {
-      AccelModel_load_state_dict__SWIG_0(arg1,(AccelTensorMap const *)arg2);
+      result = AccelModel_load_state_dict_report_json__SWIG_0(arg1,(AccelTensorMap const *)arg2);
     } catch (const AccelFailure& e) {
       accel_go_store_error(e.code(), e.what());
     } catch (const std::exception& e) {
@@ -14068,7 +14075,8 @@ void _wrap_Model_load_state_dict__SWIG_1_core_a1403cbc65d2f32f(AccelModel *_swig
       accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
     }
   }
-  
+  _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
+  return _swig_go_result;
 }
 
 

@@ -1,5 +1,6 @@
 package org.libaccel;
 
+import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -92,9 +93,17 @@ final class ModelSupport {
     }
   }
 
-  static void loadStateDict(Model model, Map<String, Tensor> tensors, boolean strict) {
+  static IncompatibleKeys loadStateDict(Model model, Map<String, Tensor> tensors, boolean strict) {
+    Map<?, ?> report;
     try (TensorMap in = TensorMaps.of(tensors)) {
-      model.loadStateDict(in, strict);
+      report = (Map<?, ?>) Json.read(model.loadStateDictReportJson(in, strict));
     }
+    return new IncompatibleKeys(names(report.get("missing_keys")), names(report.get("unexpected_keys")));
+  }
+
+  private static List<String> names(Object list) {
+    List<String> out = new ArrayList<>();
+    for (Object name : (List<?>) list) out.add((String) name);
+    return out;
   }
 }

@@ -2,10 +2,12 @@ package org.libaccel;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 
@@ -60,9 +62,31 @@ class LoopTest {
       AccelException e = assertThrows(AccelException.class, () -> model.loadStateDict(tensors, true));
       assertTrue(e.getMessage().contains("missing 0.bias"), e.getMessage());
       tensors.put("0.bias", b);
-      model.loadStateDict(tensors, true);
+      assertTrue(model.loadStateDict(tensors, true).allMatched());
       try (Tensor out = model.forward(x)) {
         assertEquals(12.0, out.item(), 0.0);
+      }
+    }
+  }
+
+  @Test
+  void nonStrictLoadStateDictReturnsTheSkippedNames() {
+    try (Model model = Model.fromJson(LINEAR);
+         Tensor w = Tensor.of(new float[] {3, 4}, 1, 2);
+         Tensor extra = Tensor.of(new float[] {0}, 1)) {
+      Map<String, Tensor> tensors = new LinkedHashMap<>();
+      tensors.put("z.extra", extra);
+      tensors.put("0.weight", w);
+      tensors.put("a.extra", extra);
+      IncompatibleKeys keys = model.loadStateDict(tensors, false);
+      assertEquals(List.of("0.bias"), keys.missingKeys());
+      assertEquals(List.of("a.extra", "z.extra"), keys.unexpectedKeys());
+      assertFalse(keys.allMatched());
+      Map<String, Tensor> parameters = model.parameters();
+      try {
+        assertArrayEquals(new float[] {3, 4}, parameters.get("0.weight").toFloatArray());
+      } finally {
+        parameters.values().forEach(Tensor::close);
       }
     }
   }
