@@ -995,6 +995,11 @@ struct AccelPartialState {};
     accel_check(accel_accelerator_parallelism_config($self, &replicate, &shard, &tp, &cp));
     return std::vector<int64_t>{replicate, shard, tp, cp};
   }
+  std::vector<int64_t> parallelism_ranks() const {
+    int64_t replicate = 0, shard = 0, tp = 0, cp = 0;
+    accel_check(accel_accelerator_parallelism_ranks($self, &replicate, &shard, &tp, &cp));
+    return std::vector<int64_t>{replicate, shard, tp, cp};
+  }
 
   void wait_for_everyone() { accel_check(accel_accelerator_wait_for_everyone($self)); }
   void print(const std::string& message) const { accel_check(accel_accelerator_print($self, message.c_str())); }

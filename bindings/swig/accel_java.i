@@ -349,6 +349,8 @@ ACCEL_JAVA_CLOSEABLE(StateWriter, "StateWriter")
 %rename(nativeHeldBytes) AccelAccelerator::held_bytes;
 %rename(nativeParallelismSizes) AccelAccelerator::parallelism_sizes;
 %javamethodmodifiers AccelAccelerator::parallelism_sizes "";
+%rename(nativeParallelismRanks) AccelAccelerator::parallelism_ranks;
+%javamethodmodifiers AccelAccelerator::parallelism_ranks "";
 %javamethodmodifiers AccelAccelerator::held_bytes "";
 %javamethodmodifiers AccelAccelerator::load_checkpoint_in_model "";
 %javamethodmodifiers AccelDataLoader::AccelDataLoader(AccelDataset*, const std::vector<int64_t>&, const std::vector<int64_t>&,
@@ -1039,16 +1041,40 @@ import java.util.Map;
     return loggingDir;
   }
 
-  /**
-   * Bytes this process holds for the prepared model's parameters and gradients and the
-   * optimizer's state (optimizer may be null), counted from the tensors' storages: keys
-   * "parameters", "gradients", "optimizer_state". Not collective.
-   */
   /** The mesh in use; without a ParallelismConfig, dpReplicateSize is the number of processes. */
   public ParallelismConfig parallelismConfig() {
     return AcceleratorSupport.parallelismConfig(this);
   }
 
+  /**
+   * This process's rank along dp_replicate: the process index read row-major over dp_replicate x
+   * dp_shard x cp x tp, tp innermost (Accelerate's data_parallel_rank). Without a
+   * ParallelismConfig, the process index.
+   */
+  public long dataParallelRank() {
+    return AcceleratorSupport.parallelismRank(this, 0);
+  }
+
+  /** This process's rank along dp_shard (Accelerate's data_parallel_shard_rank). */
+  public long dataParallelShardRank() {
+    return AcceleratorSupport.parallelismRank(this, 1);
+  }
+
+  /** This process's rank in its tensor-parallel group: processIndex() % tpSize. */
+  public long tensorParallelRank() {
+    return AcceleratorSupport.parallelismRank(this, 2);
+  }
+
+  /** This process's rank along cp: which block of the sequence it computes. */
+  public long contextParallelRank() {
+    return AcceleratorSupport.parallelismRank(this, 3);
+  }
+
+  /**
+   * Bytes this process holds for the prepared model's parameters and gradients and the
+   * optimizer's state (optimizer may be null), counted from the tensors' storages: keys
+   * "parameters", "gradients", "optimizer_state". Not collective.
+   */
   public java.util.LinkedHashMap<String, Long> heldBytes(Model model, Optimizer optimizer) {
     return AcceleratorSupport.heldBytes(this, model, optimizer);
   }

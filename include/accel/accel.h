@@ -488,6 +488,14 @@ ACCEL_API accel_status accel_accelerator_cpu_offload(const accel_accelerator* ac
    Accelerate. Any out may be NULL. Not collective. */
 ACCEL_API accel_status accel_accelerator_parallelism_config(const accel_accelerator* acc, int64_t* dp_replicate_size,
                                                             int64_t* dp_shard_size, int64_t* tp_size, int64_t* cp_size);
+/* This process's coordinate along each dimension of that mesh (Accelerate's
+   data_parallel_rank, data_parallel_shard_rank, tensor_parallel_rank,
+   context_parallel_rank): the process index read row-major over dp_replicate
+   x dp_shard x cp x tp, tp innermost (tp_rank = index % tp_size); without a
+   ParallelismConfig, dp_replicate_rank is the process index and the rest 0.
+   Any out may be NULL. Not collective. */
+ACCEL_API accel_status accel_accelerator_parallelism_ranks(const accel_accelerator* acc, int64_t* dp_replicate_rank,
+                                                           int64_t* dp_shard_rank, int64_t* tp_rank, int64_t* cp_rank);
 
 /* Blocks until every process reaches this call. Collective. */
 ACCEL_API accel_status accel_accelerator_wait_for_everyone(accel_accelerator* acc);

@@ -70,6 +70,10 @@ class Accelerator {
   // The mesh in use (docs/parallelism.md); without a ParallelismConfig,
   // dp_replicate_size is the number of processes and the rest 1, as Accelerate's.
   ParallelismConfig parallelism_config() const;
+  // This process's place in that mesh: row-major over dp_replicate x dp_shard
+  // x cp x tp (tp innermost, so tp_rank = process_index % tp_size); without a
+  // ParallelismConfig, dp_replicate_rank is the process index.
+  ParallelismRanks parallelism_ranks() const;
   // Bytes this process holds for a prepared model's parameters, gradients and
   // (optimizer given) optimizer state, counted from the tensors' storages (each
   // storage once, as allocated now; a FULL_SHARD unit's freed storage counts 0).

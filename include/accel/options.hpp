@@ -81,6 +81,16 @@ struct ParallelismConfig {
   int64_t cp_size = 1;            // context parallel: the sequence cut over these ranks
 };
 
+// This process's coordinate along each dimension of that mesh (Accelerate's
+// data_parallel_rank, data_parallel_shard_rank, tensor_parallel_rank and
+// context_parallel_rank; each from 0 to its size - 1).
+struct ParallelismRanks {
+  int64_t dp_replicate_rank = 0;
+  int64_t dp_shard_rank = 0;
+  int64_t tp_rank = 0;
+  int64_t cp_rank = 0;
+};
+
 struct AcceleratorOptions {
   bool cpu = false;  // use the CPU even where a GPU is present
   // Collectives wait at most this long. When a rank does not arrive, the

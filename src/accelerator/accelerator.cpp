@@ -235,6 +235,13 @@ ParallelismConfig Accelerator::parallelism_config() const {
   return ParallelismConfig{mesh.dp_replicate, mesh.dp_shard, mesh.tp, mesh.cp};
 }
 
+ParallelismRanks Accelerator::parallelism_ranks() const {
+  const detail::MeshShape& mesh = state_->mesh;
+  if (mesh.total() == 1) return ParallelismRanks{process_index(), 0, 0, 0};  // as parallelism_config() says
+  const detail::MeshPosition at = detail::mesh_position(mesh, process_index());
+  return ParallelismRanks{at.dp_replicate, at.dp_shard, at.tp, at.cp};
+}
+
 void Accelerator::prepare(Model& model) {
   model.impl().prepare(state_);
   state_->prepared_models.push_back(model.impl().weak_from_this());

@@ -232,6 +232,17 @@ ACCEL_API accel_status accel_accelerator_parallelism_config(const accel_accelera
     }
   });
 }
+ACCEL_API accel_status accel_accelerator_parallelism_ranks(const accel_accelerator* acc, int64_t* dp_replicate_rank,
+                                                           int64_t* dp_shard_rank, int64_t* tp_rank, int64_t* cp_rank) {
+  return query(acc, [&](const accel::Accelerator& a) {
+    const accel::ParallelismRanks ranks = a.parallelism_ranks();
+    for (const auto& [out, value] :
+         {std::pair{dp_replicate_rank, ranks.dp_replicate_rank}, std::pair{dp_shard_rank, ranks.dp_shard_rank},
+          std::pair{tp_rank, ranks.tp_rank}, std::pair{cp_rank, ranks.cp_rank}}) {
+      if (out != nullptr) *out = value;
+    }
+  });
+}
 ACCEL_API accel_status accel_accelerator_held_bytes(const accel_accelerator* acc, const accel_model* model,
                                                     const accel_optimizer* optimizer, int64_t* parameters,
                                                     int64_t* gradients, int64_t* optimizer_state) {

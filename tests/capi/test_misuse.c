@@ -441,6 +441,9 @@ static void accelerator(void) {
     EXPECT_OK(accel_accelerator_parallelism_config(acc_out, &replicate, &shard, &tp, &cp));
     EXPECT(replicate == 1 && shard == 1 && tp == 1 && cp == 1);
     EXPECT_OK(accel_accelerator_parallelism_config(acc_out, NULL, NULL, &tp, NULL)); /* any out may be NULL */
+    EXPECT_OK(accel_accelerator_parallelism_ranks(acc_out, &replicate, &shard, &tp, &cp));
+    EXPECT(replicate == 0 && shard == 0 && tp == 0 && cp == 0);
+    EXPECT_OK(accel_accelerator_parallelism_ranks(acc_out, NULL, NULL, NULL, NULL));
   }
   accel_accelerator_free(acc_out);
   acc_out = NULL;
@@ -524,6 +527,7 @@ static void accelerator(void) {
     ARG(accel_accelerator_sharding_strategy(a, &shard_out));
     ARG(accel_accelerator_cpu_offload(a, &i_out));
     ARG(accel_accelerator_parallelism_config(a, &i64_out, &i64_out, &i64_out, &i64_out));
+    ARG(accel_accelerator_parallelism_ranks(a, &i64_out, &i64_out, &i64_out, &i64_out));
     ARG(accel_accelerator_held_bytes(a, model, opt, &i64_out, &i64_out, &i64_out));
     ARG(accel_accelerator_wait_for_everyone(a));
     ARG(accel_accelerator_print(a, "hello"));

@@ -123,6 +123,10 @@ int blocks() {
   // This rank's block of the padded sequence, chunks r and 2 cp - 1 - r of
   // 2 cp: the reference's ids there, others elsewhere.
   const int64_t cp_rank = (accelerator.process_index() / mesh.tp_size) % mesh.cp_size;
+  const accel::ParallelismRanks ranks = accelerator.parallelism_ranks();
+  check(ranks.cp_rank == cp_rank && ranks.tp_rank == accelerator.process_index() % mesh.tp_size &&
+            ranks.dp_replicate_rank == accelerator.process_index() / (mesh.tp_size * mesh.cp_size * mesh.dp_shard_size),
+        "parallelism_ranks() is not the process index read row-major with tp innermost");
   const int64_t chunk = (kLength + 2 * mesh.cp_size - 1) / (2 * mesh.cp_size);
   at::Tensor ids = (in.ids + 1 + cp_rank) % kVocab;
   for (const int64_t start : {cp_rank * chunk, (2 * mesh.cp_size - 1 - cp_rank) * chunk}) {

@@ -86,6 +86,12 @@ int main(int argc, char** argv) {
   int64_t replicate = 0, shard = 0, tp = 0, cp = 0;
   CHECK_OK(accel_accelerator_parallelism_config(acc, &replicate, &shard, &tp, &cp));
   CHECK(replicate == 1 && shard == 1 && tp == 2 && cp == 1);
+  {
+    /* tp innermost: the two ranks are one tensor-parallel group, ranks 0 and 1 in it. */
+    int64_t replicate_rank = -1, shard_rank = -1, tp_rank = -1, cp_rank = -1;
+    CHECK_OK(accel_accelerator_parallelism_ranks(acc, &replicate_rank, &shard_rank, &tp_rank, &cp_rank));
+    CHECK(replicate_rank == 0 && shard_rank == 0 && tp_rank == rank && cp_rank == 0);
+  }
   CHECK_OK(accel_accelerator_set_seed(acc, 0));
 
   accel_model* model = NULL;

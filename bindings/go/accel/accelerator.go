@@ -404,6 +404,25 @@ func (a *Accelerator) ParallelismConfig() (ParallelismConfig, error) {
 	return ParallelismConfig{DPReplicateSize: sizes[0], DPShardSize: sizes[1], TPSize: sizes[2], CPSize: sizes[3]}, nil
 }
 
+// ParallelismRanks is this process's coordinate along each dimension of the
+// mesh (Accelerate's data_parallel_rank, data_parallel_shard_rank,
+// tensor_parallel_rank and context_parallel_rank).
+type ParallelismRanks struct {
+	DPReplicateRank, DPShardRank, TPRank, CPRank int64
+}
+
+// ParallelismRanks is this process's place in the mesh: its index read
+// row-major over dp_replicate x dp_shard x cp x tp, tp innermost (TPRank is
+// the index modulo TPSize); without a ParallelismConfig, DPReplicateRank is
+// the process index and the rest 0.
+func (a *Accelerator) ParallelismRanks() (ParallelismRanks, error) {
+	ranks, err := accelValue(a, func(h core.Accelerator) []int64 { return takeInt64Vector(h.Parallelism_ranks()) })
+	if err != nil || len(ranks) != 4 {
+		return ParallelismRanks{}, err
+	}
+	return ParallelismRanks{DPReplicateRank: ranks[0], DPShardRank: ranks[1], TPRank: ranks[2], CPRank: ranks[3]}, nil
+}
+
 // Device is the device tensors are placed on ("cpu", "cuda:0").
 func (a *Accelerator) Device() (string, error) {
 	return accelValue(a, func(h core.Accelerator) string { return h.Device() })

@@ -31,6 +31,9 @@ func TestParallelismConfigIsCheckedAgainstTheWorld(t *testing.T) {
 	if got := must[ParallelismConfig](t)(acc.ParallelismConfig()); got != (ParallelismConfig{1, 1, 1, 1}) {
 		t.Fatalf("one process without a mesh: %+v", got)
 	}
+	if got := must[ParallelismRanks](t)(acc.ParallelismRanks()); got != (ParallelismRanks{}) {
+		t.Fatalf("one process's place in the mesh: %+v", got)
+	}
 	_, err := NewAccelerator(AcceleratorOptions{CPU: true, ParallelismConfig: &ParallelismConfig{TPSize: 2}})
 	if err == nil || !strings.Contains(err.Error(), "the world has 1 processes") {
 		t.Fatalf("tp_size 2 on one process: %v", err)
@@ -78,6 +81,15 @@ func TestTensorParallelWorker(t *testing.T) {
 	acc := newCPU(t, AcceleratorOptions{ParallelismConfig: &mesh})
 	if got := must[ParallelismConfig](t)(acc.ParallelismConfig()); got != mesh {
 		t.Fatalf("mesh %+v", got)
+	}
+	// Two ranks along tp or cp: this process's index is its rank along that dimension.
+	rank := int64(must[int](t)(acc.ProcessIndex()))
+	want := ParallelismRanks{TPRank: rank}
+	if mode == "cp" {
+		want = ParallelismRanks{CPRank: rank}
+	}
+	if got := must[ParallelismRanks](t)(acc.ParallelismRanks()); got != want {
+		t.Fatalf("place in the mesh %+v, want %+v", got, want)
 	}
 	ok(t, acc.SetSeed(0))
 	model := must[*Model](t)(ModelFromJSON(spec))

@@ -438,6 +438,41 @@ class Accelerator(ProcessDecorators, core.Accelerator):
         replicate, shard, tp, cp = core.Accelerator.parallelism_sizes(self)
         return ParallelismConfig(dp_replicate_size=replicate, dp_shard_size=shard, tp_size=tp, cp_size=cp)
 
+    # This process's coordinates in that mesh, row-major over dp_replicate x dp_shard x cp x tp
+    # (tp innermost): Accelerate's names. Without a ParallelismConfig data_parallel_rank is the
+    # process index (Accelerate raises there; our parallelism_config is never None).
+    @property
+    def data_parallel_rank(self) -> int:
+        """This process's rank along dp_replicate (0 when that dimension is 1)."""
+        return core.Accelerator.parallelism_ranks(self)[0]
+
+    @property
+    def data_parallel_shard_rank(self) -> int:
+        """This process's rank along dp_shard (0 when that dimension is 1)."""
+        return core.Accelerator.parallelism_ranks(self)[1]
+
+    @property
+    def tensor_parallel_rank(self) -> int:
+        """This process's rank within its tensor-parallel group (process_index % tp_size)."""
+        return core.Accelerator.parallelism_ranks(self)[2]
+
+    @property
+    def context_parallel_rank(self) -> int:
+        """This process's rank along cp: which block of the sequence it computes (Accelerate 1.15
+        raises NotImplementedError; libaccel's context parallelism is built)."""
+        return core.Accelerator.parallelism_ranks(self)[3]
+
+    @property
+    def pipeline_parallel_rank(self) -> int:
+        raise NotImplementedError("Pipeline parallelism is not supported by libaccel.")
+
+    @property
+    def should_save_model(self) -> bool:
+        """True on every process, as Accelerate 1.15 says under a ParallelismConfig: save_model
+        is collective (every process takes part; the main process writes)."""
+        core.Accelerator.num_processes(self)  # a closed accelerator raises ValueError
+        return True
+
     @property
     def use_distributed(self) -> bool:
         return self.num_processes > 1

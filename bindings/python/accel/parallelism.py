@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import os
-from typing import Optional
+from typing import List, Optional
 
 __all__ = ["ParallelismConfig", "TorchContextParallelConfig"]
 
@@ -67,6 +67,49 @@ class ParallelismConfig:
     @property
     def cp_enabled(self) -> bool:
         return self.cp_size > 1
+
+    @property
+    def dp_replicate_enabled(self) -> bool:
+        return self.dp_replicate_size > 1
+
+    @property
+    def dp_shard_enabled(self) -> bool:
+        return self.dp_shard_size > 1
+
+    @property
+    def non_data_parallel_size(self) -> int:
+        """tp_size x cp_size: the ranks that see the same batch."""
+        return self.tp_size * self.cp_size
+
+    # The enabled dimensions by role, as Accelerate's properties of the same names list them.
+    @property
+    def dp_dim_names(self) -> List[str]:
+        """The data-parallel dimensions (different batches)."""
+        return [d for d, on in (("dp_replicate", self.dp_replicate_enabled), ("dp_shard", self.dp_shard_enabled)) if on]
+
+    @property
+    def non_dp_dim_names(self) -> List[str]:
+        """The dimensions whose ranks see the same batch."""
+        return [d for d, on in (("tp", self.tp_enabled), ("cp", self.cp_enabled)) if on]
+
+    @property
+    def dp_shard_cp_dim_names(self) -> List[str]:
+        """The dimensions a sharding strategy shards the model over."""
+        return [d for d, on in (("dp_shard", self.dp_shard_enabled), ("cp", self.cp_enabled)) if on]
+
+    @property
+    def dp_cp_dim_names(self) -> List[str]:
+        """The dimensions gradients (and the loss) are averaged over."""
+        return self.dp_dim_names + (["cp"] if self.cp_enabled else [])
+
+    @property
+    def fsdp_dim_names(self) -> List[str]:
+        """Accelerate's FSDP mesh: dp_replicate when enabled, then the flattened dp_shard x cp."""
+        return (["dp_replicate"] if self.dp_replicate_enabled else []) + ["dp_shard_cp"]
+
+    @property
+    def active_mesh_dims(self) -> List[str]:
+        return self.dp_dim_names + self.non_dp_dim_names
 
     def _sizes(self) -> tuple:
         return (self.dp_replicate_size, self.dp_shard_size, self.tp_size, self.cp_size)

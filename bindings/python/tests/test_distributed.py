@@ -65,6 +65,25 @@ def launch_mesh(dim, size, how, worker):
 
 
 CONTEXT_PARALLEL = Path(__file__).parent / "programs" / "context_parallel_worker.py"
+MESH_RANKS = Path(__file__).parent / "programs" / "mesh_ranks_worker.py"
+
+
+@pytest.mark.parametrize("outer", ["dp_replicate", "cp"])
+def test_mesh_ranks_read_the_process_index_row_major_with_tp_innermost(outer):
+    # 4 processes as outer 2 x tp 2: a tensor-parallel group is two consecutive ranks.
+    launcher = os.environ.get("ACCEL_CLI")
+    if not launcher:
+        pytest.skip("ACCEL_CLI (the accel command) is not set; run through CTest")
+    result = subprocess.run(
+        [launcher, "launch", "--nproc_per_node", "4", "--master_port", "0", f"--parallelism_config_{outer}_size", "2",
+         "--parallelism_config_tp_size", "2", sys.executable, str(MESH_RANKS)],
+        capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    for rank in range(4):
+        place = {"dp_replicate": 0, "dp_shard": 0, "tp": rank % 2, "cp": 0}
+        place[outer] = rank // 2
+        expected = " ".join(f"{dim}={place[dim]}" for dim in ("dp_replicate", "dp_shard", "tp", "cp"))
+        assert f"[rank {rank}] ranks {expected} save=True" in result.stdout, result.stdout
 
 
 @pytest.mark.parametrize("cp,how", [(2, "flags"), (3, "option")])

@@ -28,6 +28,40 @@ def test_defaults_environment_and_checks(monkeypatch):
         accel.Accelerator(cpu=True, parallelism_config={"tp_size": 2})
 
 
+# Accelerate 1.15's values for the same sizes (checked against its ParallelismConfig: the same
+# lists in the same order; it refuses dp_replicate with tp or cp, which libaccel composes).
+DIM_NAMES = [
+    (dict(dp_shard_size=2, tp_size=2), ["dp_shard"], ["tp"], ["dp_shard"], ["dp_shard"], ["dp_shard_cp"],
+     ["dp_shard", "tp"]),
+    (dict(dp_replicate_size=2), ["dp_replicate"], [], [], ["dp_replicate"], ["dp_replicate", "dp_shard_cp"],
+     ["dp_replicate"]),
+    (dict(dp_shard_size=2, cp_size=2), ["dp_shard"], ["cp"], ["dp_shard", "cp"], ["dp_shard", "cp"], ["dp_shard_cp"],
+     ["dp_shard", "cp"]),
+    (dict(dp_replicate_size=2, dp_shard_size=2, tp_size=2, cp_size=2), ["dp_replicate", "dp_shard"], ["tp", "cp"],
+     ["dp_shard", "cp"], ["dp_replicate", "dp_shard", "cp"], ["dp_replicate", "dp_shard_cp"],
+     ["dp_replicate", "dp_shard", "tp", "cp"]),
+    (dict(), [], [], [], [], ["dp_shard_cp"], []),
+]
+
+
+@pytest.mark.parametrize("sizes,dp,non_dp,dp_shard_cp,dp_cp,fsdp,active", DIM_NAMES)
+def test_dimension_names_by_role_are_accelerates(sizes, dp, non_dp, dp_shard_cp, dp_cp, fsdp, active):
+    config = accel.ParallelismConfig(**dict(dict(dp_replicate_size=1, dp_shard_size=1, tp_size=1, cp_size=1), **sizes))
+    assert (config.dp_dim_names, config.non_dp_dim_names, config.dp_shard_cp_dim_names, config.dp_cp_dim_names,
+            config.fsdp_dim_names, config.active_mesh_dims) == (dp, non_dp, dp_shard_cp, dp_cp, fsdp, active)
+    assert config.dp_replicate_enabled == ("dp_replicate" in dp) and config.dp_shard_enabled == ("dp_shard" in dp)
+    assert config.non_data_parallel_size == config.tp_size * config.cp_size
+
+
+def test_one_process_is_rank_zero_everywhere():
+    acc = accel.Accelerator(cpu=True)
+    assert (acc.data_parallel_rank, acc.data_parallel_shard_rank, acc.tensor_parallel_rank,
+            acc.context_parallel_rank) == (0, 0, 0, 0)
+    assert acc.should_save_model
+    with pytest.raises(NotImplementedError, match="Pipeline parallelism is not supported"):
+        acc.pipeline_parallel_rank
+
+
 def test_maybe_context_parallel_checks_its_buffers_and_leaves_them_whole():
     # Accelerate's scope: here the prepared model cuts the sequence itself, so a script's
     # `with accelerator.maybe_context_parallel(...)` runs as it is (a cp run: test_distributed.py).

@@ -841,6 +841,7 @@ extern swig_type_139 _wrap_Accelerator_timeout_ms_core_a1403cbc65d2f32f(uintptr_
 extern swig_intgo _wrap_Accelerator_sharding_strategy_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern _Bool _wrap_Accelerator_cpu_offload_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Accelerator_parallelism_sizes_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern uintptr_t _wrap_Accelerator_parallelism_ranks_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_Accelerator_wait_for_everyone_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_Accelerator_print_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_140 arg2);
 extern void _wrap_Accelerator_set_seed_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_141 arg2);
@@ -5611,6 +5612,13 @@ func (arg1 SwigcptrAccelerator) Parallelism_sizes() (_swig_ret Int64Vector) {
 	return swig_r
 }
 
+func (arg1 SwigcptrAccelerator) Parallelism_ranks() (_swig_ret Int64Vector) {
+	var swig_r Int64Vector
+	_swig_i_0 := arg1
+	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_Accelerator_parallelism_ranks_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0))))
+	return swig_r
+}
+
 func (arg1 SwigcptrAccelerator) Wait_for_everyone() {
 	_swig_i_0 := arg1
 	C._wrap_Accelerator_wait_for_everyone_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0))
@@ -6886,6 +6894,7 @@ type Accelerator interface {
 	Sharding_strategy() (_swig_ret Accel_sharding_strategy)
 	Cpu_offload() (_swig_ret bool)
 	Parallelism_sizes() (_swig_ret Int64Vector)
+	Parallelism_ranks() (_swig_ret Int64Vector)
 	Wait_for_everyone()
 	Print(arg2 string)
 	Set_seed(arg2 uint64)

@@ -753,6 +753,11 @@ SWIGINTERN std::vector< int64_t > AccelAccelerator_parallelism_sizes(AccelAccele
     accel_check(accel_accelerator_parallelism_config(self, &replicate, &shard, &tp, &cp));
     return std::vector<int64_t>{replicate, shard, tp, cp};
   }
+SWIGINTERN std::vector< int64_t > AccelAccelerator_parallelism_ranks(AccelAccelerator const *self){
+    int64_t replicate = 0, shard = 0, tp = 0, cp = 0;
+    accel_check(accel_accelerator_parallelism_ranks(self, &replicate, &shard, &tp, &cp));
+    return std::vector<int64_t>{replicate, shard, tp, cp};
+  }
 SWIGINTERN void AccelAccelerator_wait_for_everyone(AccelAccelerator *self){ accel_check(accel_accelerator_wait_for_everyone(self)); }
 SWIGINTERN void AccelAccelerator_print(AccelAccelerator const *self,std::string const &message){ accel_check(accel_accelerator_print(self, message.c_str())); }
 SWIGINTERN void AccelAccelerator_set_seed(AccelAccelerator *self,uint64_t seed){ accel_check(accel_accelerator_set_seed(self, seed)); }
@@ -10122,6 +10127,29 @@ std::vector< long > *_wrap_Accelerator_parallelism_sizes_core_a1403cbc65d2f32f(A
   {
     try {
       result = AccelAccelerator_parallelism_sizes((AccelAccelerator const *)arg1);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  *(std::vector< int64_t > **)&_swig_go_result = new std::vector< int64_t >(result); 
+  return _swig_go_result;
+}
+
+
+std::vector< long > *_wrap_Accelerator_parallelism_ranks_core_a1403cbc65d2f32f(AccelAccelerator *_swig_go_0) {
+  AccelAccelerator *arg1 = (AccelAccelerator *) 0 ;
+  std::vector< int64_t > result;
+  std::vector< long > *_swig_go_result;
+  
+  arg1 = *(AccelAccelerator **)&_swig_go_0; 
+  
+  {
+    try {
+      result = AccelAccelerator_parallelism_ranks((AccelAccelerator const *)arg1);
     } catch (const AccelFailure& e) {
       accel_go_store_error(e.code(), e.what());
     } catch (const std::exception& e) {

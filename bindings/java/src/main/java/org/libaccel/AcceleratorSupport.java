@@ -59,6 +59,16 @@ final class AcceleratorSupport {
     }
   }
 
+  /** dimension: 0 dp_replicate, 1 dp_shard, 2 tp, 3 cp (the C call's order). */
+  static long parallelismRank(Accelerator acc, int dimension) {
+    Int64Vector ranks = acc.nativeParallelismRanks();
+    try {
+      return ranks.get(dimension);
+    } finally {
+      ranks.delete();
+    }
+  }
+
   static LinkedHashMap<String, Long> heldBytes(Accelerator acc, Model model, Optimizer optimizer) {
     Int64Vector held = acc.nativeHeldBytes(model, optimizer);
     try {

@@ -35,7 +35,7 @@ public final class ParallelismConfig {
     return this;
   }
 
-  /** Context parallelism: not built yet, so anything above 1 fails when the accelerator is built. */
+  /** Context parallelism: a JSON graph model's sequence cut over this many ranks (docs/parallelism.md). */
   public ParallelismConfig cpSize(long size) {
     cpSize = size;
     return this;

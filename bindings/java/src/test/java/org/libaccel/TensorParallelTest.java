@@ -39,6 +39,8 @@ class TensorParallelTest {
     Assumptions.assumeTrue(System.getenv("WORLD_SIZE") == null, "one process only");
     try (Accelerator acc = new AcceleratorBuilder().cpu(true).build()) {
       assertEquals(new ParallelismConfig(), acc.parallelismConfig());
+      assertEquals(0, acc.dataParallelRank() + acc.dataParallelShardRank() + acc.tensorParallelRank()
+          + acc.contextParallelRank());
     }
     AccelException e = assertThrows(AccelException.class,
         () -> new AcceleratorBuilder().cpu(true).parallelismConfig(new ParallelismConfig().tpSize(2)).build());
@@ -60,6 +62,10 @@ class TensorParallelTest {
          Model model = Model.fromJson(spec); Model reference = Model.fromJson(spec);
          Optimizer opt = Optimizer.adamW(model, 1e-3); Tensor batch = Tensor.of(ids, 4, 8)) {
       assertEquals(mesh, acc.parallelismConfig());
+      // Two ranks along tp or cp: this process's index is its rank along that dimension.
+      assertEquals(contextParallel ? 0 : acc.processIndex(), acc.tensorParallelRank());
+      assertEquals(contextParallel ? acc.processIndex() : 0, acc.contextParallelRank());
+      assertEquals(0, acc.dataParallelRank() + acc.dataParallelShardRank());
       acc.setSeed(0);
       acc.prepare(model, opt);
       LinkedHashMap<String, Tensor> params = model.parameters();
