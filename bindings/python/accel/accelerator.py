@@ -233,6 +233,7 @@ class Accelerator(ProcessDecorators, core.Accelerator):
                            sync_with_dataloader=plugin.sync_with_dataloader, sync_each_batch=plugin.sync_each_batch)
         _set_fields(opts, options, "Accelerator")
         super().__init__(opts)
+        self.device_placement = bool(opts.device_placement)  # Accelerate's attribute: batches go to the device
         self._project_dir = opts.project_dir or "."
         self._logging_dir = opts.logging_dir or os.path.join(self._project_dir, "logs")
         self._optimizers: List[Any] = []
@@ -275,14 +276,52 @@ class Accelerator(ProcessDecorators, core.Accelerator):
     def _prepare_one(self, obj: Any) -> None:
         if isinstance(obj, Model):
             self.prepare_model(obj)
-            self._models.append(obj)
         elif isinstance(obj, core.Optimizer):
             self.prepare_optimizer(obj)
-            self._optimizers.append(obj)
         elif isinstance(obj, core.DataLoader):
-            self.prepare_dataloader(obj)
+            self.prepare_data_loader(obj)
         else:
             self.prepare_scheduler(obj)
+
+    # One object at a time, Accelerate's names; each returns what it prepared. Placement follows
+    # the accelerator: a per-call device_placement may only repeat it (models always move).
+    def prepare_model(self, model: Model, device_placement: Optional[bool] = None,
+                      evaluation_mode: bool = False) -> Model:
+        """Accelerate's prepare_model. evaluation_mode=True prepares as for training (the model
+        then evaluates the same; Accelerate skips the DDP wrapper)."""
+        if device_placement is not None and not device_placement:
+            raise ValueError("prepare_model(device_placement=False): libaccel always places a prepared model on "
+                             "the accelerator's device")
+        core.Accelerator.prepare_model(self, model)
+        self._models.append(model)
+        return model
+
+    def prepare_optimizer(self, optimizer: Any, device_placement: Optional[bool] = None) -> Any:
+        """Accelerate's prepare_optimizer: its state follows its prepared model's device."""
+        if device_placement is not None and not device_placement:
+            raise ValueError("prepare_optimizer(device_placement=False): an optimizer's state lives beside its "
+                             "prepared model")
+        core.Accelerator.prepare_optimizer(self, optimizer)
+        self._optimizers.append(optimizer)
+        return optimizer
+
+    def prepare_data_loader(self, data_loader: Any, device_placement: Optional[bool] = None,
+                            slice_fn_for_dispatch: Optional[Callable[..., Any]] = None) -> Any:
+        """Accelerate's prepare_data_loader: shards the loader over the data-parallel processes."""
+        if device_placement is not None and bool(device_placement) != self.device_placement:
+            raise ValueError(f"prepare_data_loader(device_placement={device_placement!r}) differs from the "
+                             f"accelerator's device_placement={self.device_placement}, which every prepared loader "
+                             "follows")
+        if slice_fn_for_dispatch is not None:
+            raise ValueError("prepare_data_loader(slice_fn_for_dispatch=...) is not supported: dispatched batches "
+                             "are sliced by rows")
+        core.Accelerator.prepare_dataloader(self, data_loader)
+        return data_loader
+
+    def prepare_scheduler(self, scheduler: Any) -> Any:
+        """Accelerate's prepare_scheduler: steps with its optimizer (skipped steps and accumulation)."""
+        core.Accelerator.prepare_scheduler(self, scheduler)
+        return scheduler
 
     def print(self, *values: Any, sep: str = " ") -> None:
         """print() on the main process only."""

@@ -475,3 +475,45 @@ def test_local_sgd_on_one_process_is_off_and_refuses_bad_steps(tmp_path):
         accel.LocalSGD(accelerator=acc, model=model, local_sgd_steps=0)
     with pytest.raises(accel.AccelError, match="not prepared"):
         acc.average_parameters(accel.Model.from_json(LINEAR))
+
+
+def test_prepare_one_object_at_a_time_as_accelerate_names_it(tmp_path):
+    # prepare_model / _optimizer / _data_loader / _scheduler return what they prepared and record
+    # it as prepare() does: the same run either way.
+    def run(one_at_a_time):
+        acc = accel.Accelerator(cpu=True, project_dir=str(tmp_path))
+        acc.set_seed(3)
+        model = accel.Model.from_json(LINEAR)
+        opt = accel.Optimizer(model, "adamw", lr=0.01)
+        rng = np.random.default_rng(1)
+        data = [(rng.standard_normal(4).astype(np.float32), int(i % 3)) for i in range(24)]
+        loader = accel.DataLoader(data, batch_size=4, shuffle=True, seed=5)
+        scheduler = accel.Scheduler(opt, "multi_step", milestones=[1, 2], gamma=0.5)
+        if one_at_a_time:
+            assert acc.prepare_model(model, evaluation_mode=False) is model
+            assert acc.prepare_optimizer(opt, device_placement=True) is opt
+            assert acc.prepare_data_loader(loader, device_placement=True) is loader
+            assert acc.prepare_scheduler(scheduler) is scheduler
+        else:
+            acc.prepare(model, opt, loader, scheduler)
+        seen = []
+        acc.register_save_state_pre_hook(lambda models, weights, output_dir: seen.append(models))
+        losses = train_steps(acc, model, opt, loader, 3)
+        acc.save_state(str(tmp_path / ("one" if one_at_a_time else "all")))
+        assert seen == [[model]] and not acc.optimizer_step_was_skipped
+        return losses
+
+    assert run(True) == run(False)
+
+
+def test_prepare_one_at_a_time_refuses_what_it_cannot_honour(tmp_path):
+    acc = accel.Accelerator(cpu=True, project_dir=str(tmp_path))
+    model = accel.Model.from_json(LINEAR)
+    with pytest.raises(ValueError, match=r"prepare_model\(device_placement=False\)"):
+        acc.prepare_model(model, device_placement=False)
+    loader = accel.DataLoader([(np.zeros(4, np.float32), 0)] * 4, batch_size=2)
+    with pytest.raises(ValueError, match=r"device_placement=False\) differs from the accelerator's device_placement=True"):
+        acc.prepare_data_loader(loader, device_placement=False)
+    with pytest.raises(ValueError, match="slice_fn_for_dispatch"):
+        acc.prepare_data_loader(loader, slice_fn_for_dispatch=lambda t, i: t)
+    assert acc.device_placement and acc._models == []
