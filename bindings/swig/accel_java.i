@@ -695,7 +695,8 @@ import java.nio.LongBuffer;
   /**
    * PyTorch's load_state_dict: copies each tensor into the parameter or buffer of that name.
    * strict: missing or unexpected names throw an AccelException listing them. Everything is
-   * checked before anything is copied. Returns the names a non-strict load skipped.
+   * checked before anything is copied. Returns the names a non-strict load skipped. Collective
+   * under FULL_SHARD (every process calls it).
    */
   public IncompatibleKeys loadStateDict(java.util.Map<String, Tensor> tensors, boolean strict) {
     return ModelSupport.loadStateDict(this, tensors, strict);

@@ -774,8 +774,10 @@ ACCEL_API accel_status accel_model_named_buffers(const accel_model* model, accel
    accel_accelerator_get_state_dict; a tied copy writes the shared tensor).
    Floating dtypes convert; shapes must match. strict != 0: a name the model
    lacks or a model name the map lacks is an error; strict = 0 skips both.
-   All or nothing: everything is checked before anything is copied. Not
-   collective (load the same tensors on every process). Errors:
+   All or nothing: everything is checked before anything is copied.
+   Collective under FULL_SHARD (the shards are gathered first, so every
+   process calls it); otherwise not, but every process of a prepared model
+   should load the same tensors, or the replicas diverge. Errors:
    INVALID_ARGUMENT listing the missing and unexpected names, or naming a
    tensor with its shape or dtype and the model's. */
 ACCEL_API accel_status accel_model_load_state_dict(accel_model* model, const accel_tensor_map* tensors, int strict);

@@ -89,8 +89,9 @@ class Model {
   // or one of its names the dict lacks is an error; otherwise they are skipped
   // and reported. Everything is checked before anything is copied, so a throw
   // (InvalidArgument naming the tensors, shapes or dtypes) changes nothing.
-  // Not collective: every process of a prepared model should load the same
-  // tensors, or the replicas diverge.
+  // Collective under FULL_SHARD (it gathers the shards first, so every process
+  // calls it); otherwise not, but every process of a prepared model should
+  // load the same tensors, or the replicas diverge.
   LoadReport load_state_dict(const NamedTensors& tensors, bool strict = true);
   c10::Device device() const;
   bool is_prepared() const;

@@ -71,6 +71,7 @@ func (k IncompatibleKeys) AllMatched() bool { return len(k.MissingKeys) == 0 && 
 // that name (PyTorch's load_state_dict). strict: a name the model lacks, or a
 // model name the map lacks, is an *Error listing them; otherwise they are
 // skipped and returned. Everything is checked before anything is copied.
+// Collective under FULL_SHARD (every process calls it).
 func (m *Model) LoadStateDict(tensors map[string]*Tensor, strict bool) (IncompatibleKeys, error) {
 	var keys IncompatibleKeys
 	h, err := m.handle()

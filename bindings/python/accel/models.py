@@ -121,7 +121,8 @@ class IncompatibleKeys(NamedTuple):
 def _load_state_dict(self: Model, state_dict: Mapping[str, Any], strict: bool = True) -> IncompatibleKeys:
     """torch's model.load_state_dict: copies each array or Tensor into the parameter or buffer of
     that name (the names get_state_dict returns). strict: missing or unexpected names raise; all is
-    checked before anything is copied. Returns the IncompatibleKeys a strict=False load skipped."""
+    checked before anything is copied. Returns the IncompatibleKeys a strict=False load skipped.
+    Collective under FULL_SHARD (every process calls it)."""
     report = json.loads(Model.load_state_dict_report_json(self, _tensor_map(dict(state_dict)), strict))
     return IncompatibleKeys(report["missing_keys"], report["unexpected_keys"])
 

@@ -112,6 +112,13 @@ def test_partial_state_before_and_beside_an_accelerator(nproc, tmp_path):
     assert f"[rank 0] partial state ok {nproc}" in launch(nproc, PARTIAL_STATE, tmp_path / "prepared.txt")
 
 
+FULL_SHARD_LOAD = Path(__file__).parent / "programs" / "full_shard_load_worker.py"
+
+
+def test_load_state_dict_into_a_full_shard_model_on_every_process():
+    assert "[rank 0] full shard load ok 2" in launch(2, FULL_SHARD_LOAD)
+
+
 LOCAL_SGD = Path(__file__).parent / "programs" / "local_sgd_worker.py"
 
 
