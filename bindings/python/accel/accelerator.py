@@ -124,6 +124,11 @@ class FullyShardedDataParallelPlugin:
                              "or None")
 
 
+def _refuse_unplaced(call: str, device_placement: Optional[bool], why: str) -> None:
+    if device_placement is not None and not device_placement:
+        raise ValueError(f"{call}(device_placement=False): {why}")
+
+
 class Accelerator(ProcessDecorators, core.Accelerator):
     """Accelerate's Accelerator. Keyword options use Accelerate's names:
     cpu, mixed_precision ("no", "fp16", "bf16"), gradient_accumulation_steps, split_batches,
@@ -289,18 +294,16 @@ class Accelerator(ProcessDecorators, core.Accelerator):
                       evaluation_mode: bool = False) -> Model:
         """Accelerate's prepare_model. evaluation_mode=True prepares as for training (the model
         then evaluates the same; Accelerate skips the DDP wrapper)."""
-        if device_placement is not None and not device_placement:
-            raise ValueError("prepare_model(device_placement=False): libaccel always places a prepared model on "
-                             "the accelerator's device")
+        _refuse_unplaced("prepare_model", device_placement, "libaccel always places a prepared model on the "
+                         "accelerator's device")
         core.Accelerator.prepare_model(self, model)
         self._models.append(model)
         return model
 
     def prepare_optimizer(self, optimizer: Any, device_placement: Optional[bool] = None) -> Any:
         """Accelerate's prepare_optimizer: its state follows its prepared model's device."""
-        if device_placement is not None and not device_placement:
-            raise ValueError("prepare_optimizer(device_placement=False): an optimizer's state lives beside its "
-                             "prepared model")
+        _refuse_unplaced("prepare_optimizer", device_placement, "an optimizer's state lives beside its prepared "
+                         "model")
         core.Accelerator.prepare_optimizer(self, optimizer)
         self._optimizers.append(optimizer)
         return optimizer

@@ -24,7 +24,8 @@ def _tamper(checkpoint, name, data):
     (checkpoint / "manifest.json").write_text(json.dumps(manifest))
 
 
-def make_run(tmp_path, **options):
+def make_objects(tmp_path, **options):
+    """A seeded accelerator, model, AdamW and shuffled loader, not prepared yet."""
     acc = accel.Accelerator(cpu=True, project_dir=str(tmp_path), **options)
     acc.set_seed(3)
     model = accel.Model.from_json(LINEAR)
@@ -32,6 +33,11 @@ def make_run(tmp_path, **options):
     rng = np.random.default_rng(1)
     data = [(rng.standard_normal(4).astype(np.float32), int(i % 3)) for i in range(24)]
     loader = accel.DataLoader(data, batch_size=4, shuffle=True, seed=5)
+    return acc, model, opt, loader
+
+
+def make_run(tmp_path, **options):
+    acc, model, opt, loader = make_objects(tmp_path, **options)
     acc.prepare(model, opt, loader)
     return acc, model, opt, loader
 
@@ -481,13 +487,7 @@ def test_prepare_one_object_at_a_time_as_accelerate_names_it(tmp_path):
     # prepare_model / _optimizer / _data_loader / _scheduler return what they prepared and record
     # it as prepare() does: the same run either way.
     def run(one_at_a_time):
-        acc = accel.Accelerator(cpu=True, project_dir=str(tmp_path))
-        acc.set_seed(3)
-        model = accel.Model.from_json(LINEAR)
-        opt = accel.Optimizer(model, "adamw", lr=0.01)
-        rng = np.random.default_rng(1)
-        data = [(rng.standard_normal(4).astype(np.float32), int(i % 3)) for i in range(24)]
-        loader = accel.DataLoader(data, batch_size=4, shuffle=True, seed=5)
+        acc, model, opt, loader = make_objects(tmp_path)
         scheduler = accel.Scheduler(opt, "multi_step", milestones=[1, 2], gamma=0.5)
         if one_at_a_time:
             assert acc.prepare_model(model, evaluation_mode=False) is model
