@@ -5,6 +5,17 @@
 
 using namespace accel::capi;
 
+namespace {
+
+// The C map into the core's load_state_dict (both C calls; what it skipped comes back).
+accel::LoadReport load_state_dict(accel_model* model, const accel_tensor_map* tensors, int strict) {
+  accel::Model& m = deref(model, "model").model;
+  const auto& entries = deref(tensors, "tensors").entries;
+  return m.load_state_dict(accel::Model::NamedTensors(entries.begin(), entries.end()), strict != 0);
+}
+
+}  // namespace
+
 extern "C" {
 
 ACCEL_API accel_status accel_model_from_torchscript(const char* path, accel_model** out) {
@@ -185,21 +196,14 @@ ACCEL_API accel_status accel_model_named_buffers(const accel_model* model, accel
 }
 
 ACCEL_API accel_status accel_model_load_state_dict(accel_model* model, const accel_tensor_map* tensors, int strict) {
-  return guarded([&] {
-    accel::Model& m = deref(model, "model").model;
-    const auto& entries = deref(tensors, "tensors").entries;
-    m.load_state_dict(accel::Model::NamedTensors(entries.begin(), entries.end()), strict != 0);
-  });
+  return guarded([&] { load_state_dict(model, tensors, strict); });
 }
 
 ACCEL_API accel_status accel_model_load_state_dict_report(accel_model* model, const accel_tensor_map* tensors,
                                                           int strict, char** report_json) {
   return guarded([&] {
     auto& result = out_param(report_json, "report_json");
-    accel::Model& m = deref(model, "model").model;
-    const auto& entries = deref(tensors, "tensors").entries;
-    const accel::LoadReport report =
-        m.load_state_dict(accel::Model::NamedTensors(entries.begin(), entries.end()), strict != 0);
+    const accel::LoadReport report = load_state_dict(model, tensors, strict);
     nlohmann::ordered_json json = {{"missing_keys", report.missing_keys}, {"unexpected_keys", report.unexpected_keys}};
     // A map's names are the caller's bytes: invalid UTF-8 is replaced, not an error after the load.
     result = new_string(json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));

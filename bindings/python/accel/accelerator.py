@@ -29,7 +29,8 @@ from .kwargs_handlers import (AutocastKwargs, DataLoaderConfiguration, ProfileKw
                               dataloader_options, handler_options, project_options, sort_handlers)
 from .models import Model, ModelParameters, _map_items, _tensor_map
 from .tensors import Tensor, _as_tensor, tensor
-from .tracking import BuiltinTracker, Tracker, _split_log_with, _split_values, _TrackerAdapter
+from .tracking import (BuiltinTracker, Tracker, _builtin_tracker_names, _split_log_with, _split_values,
+                       _TrackerAdapter)
 
 __all__ = ["Accelerator", "DistributedType", "GradientAccumulationPlugin", "FullyShardedDataParallelPlugin"]
 
@@ -238,7 +239,7 @@ class Accelerator(ProcessDecorators, core.Accelerator):
                            sync_with_dataloader=plugin.sync_with_dataloader, sync_each_batch=plugin.sync_each_batch)
         _set_fields(opts, options, "Accelerator")
         super().__init__(opts)
-        self.device_placement = bool(opts.device_placement)  # Accelerate's attribute: batches go to the device
+        self._device_placement = bool(opts.device_placement)
         self._project_dir = opts.project_dir or "."
         self._logging_dir = opts.logging_dir or os.path.join(self._project_dir, "logs")
         self._optimizers: List[Any] = []
@@ -246,7 +247,7 @@ class Accelerator(ProcessDecorators, core.Accelerator):
         self._trackers: Dict[str, Any] = {}
         self._builtin_trackers: Dict[str, BuiltinTracker] = {}
         # log_with's built-in names in their order ("all": the core's), for the trackers property.
-        self._log_with_order = core.builtin_tracker_names().split(",") if "all" in builtin_names \
+        self._log_with_order = _builtin_tracker_names() if "all" in builtin_names \
             else list(dict.fromkeys(builtin_names))
         # Accelerate's handler attributes (None when not given).
         self.ddp_handler = handlers.get("ddp_handler")
@@ -514,6 +515,11 @@ class Accelerator(ProcessDecorators, core.Accelerator):
         is collective (every process takes part; the main process writes)."""
         core.Accelerator.num_processes(self)  # a closed accelerator raises ValueError
         return True
+
+    @property
+    def device_placement(self) -> bool:
+        """Whether prepared loaders' batches arrive on the device (fixed at creation)."""
+        return self._device_placement
 
     @property
     def use_distributed(self) -> bool:
@@ -949,7 +955,7 @@ class Accelerator(ProcessDecorators, core.Accelerator):
         tracker = self._trackers.get(name)
         if tracker is not None:
             return getattr(tracker, "tracker", tracker) if unwrap else tracker
-        running = [n for n in core.builtin_tracker_names().split(",") if core.Accelerator.has_tracker(self, n)]
+        running = [n for n in _builtin_tracker_names() if core.Accelerator.has_tracker(self, n)]
         if name in running:
             return self._builtin_tracker(name)
         if running or any(core.Accelerator.has_tracker(self, n) for n in self._trackers):

@@ -102,6 +102,11 @@ def _split_values(values: Dict[str, Any]) -> Tuple[List[str], List[float], Dict[
     return names, numbers, texts
 
 
+def _builtin_tracker_names() -> List[str]:
+    """The built-in trackers' names as log_with takes them (not "all"): the core's list."""
+    return core.builtin_tracker_names().split(",")
+
+
 def _split_log_with(log_with: Any) -> Tuple[List[str], List[Any]]:
     """Accelerate's log_with: a name, a LoggerType, a tracker instance, or a list of them, into
     the built-in names and the instances (added with add_tracker). Raises TypeError naming any
