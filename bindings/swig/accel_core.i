@@ -256,6 +256,12 @@ static std::string status_name(int status) { return accel_status_name(static_cas
 /* Accelerate's accelerate.utils.set_seed without an accelerator (accel_set_seed):
    LibTorch's generators only; the language layer adds its own and the process index. */
 static void set_seed(uint64_t seed, bool deterministic = false) { accel_check(accel_set_seed(seed, deterministic)); }
+/* The CUDA devices LibTorch sees (accel_cuda_device_count). */
+static int cuda_device_count() {
+  int n = 0;
+  accel_check(accel_cuda_device_count(&n));
+  return n;
+}
 static void log_message(const std::string& name, accel_log_level level, const std::string& message,
                         bool main_process_only = true) {
   accel_check(accel_log(name.c_str(), level, message.c_str(), main_process_only));
@@ -1156,6 +1162,12 @@ struct AccelPartialState {};
   int64_t gradient_accumulation_steps() const {
     int64_t v = 0;
     accel_check(accel_accelerator_gradient_accumulation_steps($self, &v));
+    return v;
+  }
+  /* Accelerate's accelerator.step: micro-steps counted into the accumulation window. */
+  int64_t accumulation_step() const {
+    int64_t v = 0;
+    accel_check(accel_accelerator_accumulation_step($self, &v));
     return v;
   }
   /* Accelerate's setters: accelerator.sync_gradients = ..., gradient_accumulation_steps = ..., even_batches = ... */

@@ -147,7 +147,7 @@ std::vector<int64_t> read_shape(JNIEnv* env, jlongArray shape) {
               int nesterov, int amsgrad, int centered, int anneal_linear, int three_phase, int mode_max,
               int threshold_abs, int step_with_optimizer, int shuffle, int drop_last };
 %apply bool { int sync_each_batch, int adjust_scheduler, int scaler_enabled, int autocast_enabled, int non_blocking,
-              int use_stateful_dataloader };
+              int use_stateful_dataloader, int step_scheduler_with_optimizer };
 
 /* ---- errors ---- */
 %exception {

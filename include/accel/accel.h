@@ -415,13 +415,18 @@ typedef struct accel_accelerator_options {
      records prepared loaders' positions, so neither changes what runs. */
   int non_blocking;
   int use_stateful_dataloader;
+  /* Accelerate's step_scheduler_with_optimizer (default 1): prepared
+     schedulers step as accel_accelerator_prepare_scheduler says. 0: each
+     scheduler step call advances it once, whatever the optimizer did (as a
+     scheduler's own step_with_optimizer = 0). */
+  int step_scheduler_with_optimizer;
 } accel_accelerator_options;
 
 #define ACCEL_ACCELERATOR_OPTIONS_INIT                                                                               \
   {                                                                                                                  \
     (uint32_t)sizeof(accel_accelerator_options), 0, 1800000, ACCEL_PRECISION_DEFAULT, 25.0, 0, 1, 65536.0, 2.0, 0.5, \
         2000, 0, 1, -1, 1, NULL, NULL, 0, 0, 0, NULL, 1.0, 1, 0, 0, ACCEL_COMM_HOOK_NONE, 0, 0, 1, 0, -1,            \
-        ACCEL_SHARDING_DEFAULT, -1, -1, NULL, -1, -1, -1, NULL, 0, 0, 0, 0, 1, -1, 1, NULL, NULL, NULL, 0, 0         \
+        ACCEL_SHARDING_DEFAULT, -1, -1, NULL, -1, -1, -1, NULL, 0, 0, 0, 0, 1, -1, 1, NULL, NULL, NULL, 0, 0, 1      \
   }
 
 /* Fills opts with the defaults above. */
@@ -499,7 +504,8 @@ ACCEL_API accel_status accel_accelerator_parallelism_ranks(const accel_accelerat
 
 /* Blocks until every process reaches this call. Collective. */
 ACCEL_API accel_status accel_accelerator_wait_for_everyone(accel_accelerator* acc);
-/* Prints message and a newline on the main process only; other processes do nothing. */
+/* Prints message and a newline once per machine, on each machine's local main
+   process (Accelerate's accelerator.print); other processes do nothing. */
 ACCEL_API accel_status accel_accelerator_print(const accel_accelerator* acc, const char* message);
 /* Seeds every random generator LibTorch has (CPU and CUDA) and libaccel's own. */
 ACCEL_API accel_status accel_accelerator_set_seed(accel_accelerator* acc, uint64_t seed);
@@ -1437,6 +1443,11 @@ ACCEL_API accel_status accel_accelerator_end_of_dataloader(const accel_accelerat
 ACCEL_API accel_status accel_accelerator_remainder(const accel_accelerator* acc, int64_t* out);
 ACCEL_API accel_status accel_accelerator_sync_gradients(const accel_accelerator* acc, int* out);
 ACCEL_API accel_status accel_accelerator_gradient_accumulation_steps(const accel_accelerator* acc, int64_t* out);
+/* Accelerate's accelerator.step: the micro-steps accumulate_begin has counted
+   (a window ends when it is a multiple of gradient_accumulation_steps); 0 at
+   creation, after free_memory, and again at a prepared loader's last batch
+   under sync_with_dataloader. save_state keeps it, load_state restores it. */
+ACCEL_API accel_status accel_accelerator_accumulation_step(const accel_accelerator* acc, int64_t* out);
 /* Accelerate's `accelerator.sync_gradients = sync`: whether this micro-step
    ends a window for the optimizer step and gradient clipping, until the next
    accumulate_begin decides again. As in Accelerate it does not change whether

@@ -54,6 +54,11 @@ ACCEL_API accel_status accel_partial_state_split_range(const accel_partial_state
  * wait_for_everyone: they share the group). Collective. */
 ACCEL_API accel_status accel_partial_state_wait_for_everyone(accel_partial_state* state);
 
+/* The CUDA devices LibTorch sees from this process (0 on a CPU-only build or
+   machine), as torch.cuda.device_count(); Accelerate's
+   PartialState.default_device is "cuda" when it is positive. Not collective. Errors: INVALID_ARGUMENT (NULL out). */
+ACCEL_API accel_status accel_cuda_device_count(int* out);
+
 /* Accelerate's accelerate.utils.set_seed without an accelerator or partial
  * state: seeds every random generator LibTorch has (CPU and CUDA) with seed.
  * For Accelerate's device_specific add the process index first

@@ -135,6 +135,11 @@ class Accelerator {
   bool end_of_dataloader() const;  // the batch a prepared loader just yielded was its epoch's last
   int64_t remainder() const;       // real samples of a padded last round, else 0
   int64_t gradient_accumulation_steps() const;
+  // Accelerate's accelerator.step: the micro-steps accumulate_begin has counted
+  // (the window ends when it is a multiple of gradient_accumulation_steps); 0
+  // at the start, after free_memory, and again at a dataloader's last batch
+  // under sync_with_dataloader. save_state keeps it and load_state restores it.
+  int64_t accumulation_step() const;
   // Accelerate's `accelerator.gradient_accumulation_steps = n`: windows of n
   // micro-steps from the next accumulate_begin on; backward divides the loss
   // by n. InvalidArgument when n < 1.
@@ -260,7 +265,8 @@ class Accelerator {
   void clear() { free_memory(); }  // Accelerate's alias
   // Blocks until every process arrives. Collective.
   void wait_for_everyone();
-  // Prints on the main process only.
+  // Prints once per machine, on each machine's local main process, as
+  // Accelerate's accelerator.print does.
   void print(const std::string& message) const;
   // Seeds LibTorch's CPU and CUDA generators (Accelerate's set_seed). With
   // device_specific each process uses seed + process_index(), so ranks draw

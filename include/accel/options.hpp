@@ -125,6 +125,11 @@ struct AcceleratorOptions {
   // total_steps cap. Off by default: Accelerate 0.22 drops the plugin's
   // default (True) before reading it, so it is effectively off there too.
   bool adjust_scheduler = false;
+  // Accelerate's step_scheduler_with_optimizer: a prepared scheduler steps
+  // only after a real optimizer step, num_processes times without
+  // split_batches. false: every call steps it once, as an unprepared
+  // scheduler does (for a schedule already written in calls, not steps).
+  bool step_scheduler_with_optimizer = true;
   // fp16 loss scaling (Accelerate's GradScalerKwargs). Checked under every precision
   // (InvalidArgument naming the option): init_scale finite and > 0, growth_factor
   // finite and > 1, backoff_factor in (0, 1), growth_interval > 0.

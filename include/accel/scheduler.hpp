@@ -101,9 +101,11 @@ class Scheduler {
 
   // Used by Accelerator::prepare. adjust_scheduler: calls on accumulation
   // micro-steps count towards OneCycle's total_steps cap (Accelerate's
-  // GradientAccumulationPlugin.adjust_scheduler).
-  void bind(std::shared_ptr<GradientState> gradient_state, int num_processes, bool split_batches,
-            bool adjust_scheduler);
+  // GradientAccumulationPlugin.adjust_scheduler). step_with_optimizer false
+  // (the accelerator's step_scheduler_with_optimizer) makes every call one
+  // step, as the scheduler's own step_with_optimizer = false does.
+  void bind(std::shared_ptr<GradientState> gradient_state, int num_processes, bool split_batches, bool adjust_scheduler,
+            bool step_with_optimizer = true);
 
  private:
   struct Impl;

@@ -110,6 +110,7 @@ AcceleratorState::AcceleratorState(const ResolvedOptions& resolved)
       device_placement(resolved.given.device_placement),
       sync_each_batch(resolved.given.sync_each_batch),
       adjust_scheduler(resolved.given.adjust_scheduler),
+      step_scheduler_with_optimizer(resolved.given.step_scheduler_with_optimizer),
       project(resolved.given.project),
       log_with(resolved.given.log_with) {
   const AcceleratorOptions& options = resolved.given;
@@ -263,7 +264,7 @@ void Accelerator::prepare(Optimizer& optimizer) {
 
 void Accelerator::prepare(Scheduler& scheduler) {
   scheduler.bind(state_->gradient_state, state_->world_size(), state_->dataloader_config.split_batches,
-                 state_->adjust_scheduler);
+                 state_->adjust_scheduler, state_->step_scheduler_with_optimizer);
   state_->prepared_schedulers.emplace_back(scheduler.lifetime(), scheduler.checkpoint_object());
 }
 
@@ -369,6 +370,7 @@ bool Accelerator::sync_gradients() const { return state_->gradient_state->sync_g
 bool Accelerator::end_of_dataloader() const { return state_->gradient_state->end_of_dataloader; }
 int64_t Accelerator::remainder() const { return state_->gradient_state->remainder; }
 int64_t Accelerator::gradient_accumulation_steps() const { return state_->gradient_state->num_steps; }
+int64_t Accelerator::accumulation_step() const { return state_->gradient_state->step; }
 
 void Accelerator::set_sync_gradients(bool sync) { state_->gradient_state->sync_gradients = sync; }
 
@@ -387,7 +389,7 @@ void Accelerator::synchronize_rng_states(const std::vector<std::string>& rng_typ
 double Accelerator::loss_scale() const { return state_->scaler ? state_->scaler->scale() : 1.0; }
 
 void Accelerator::print(const std::string& message) const {
-  if (!is_main_process()) return;
+  if (!is_local_main_process()) return;
   std::fwrite(message.data(), 1, message.size(), stdout);
   std::fputc('\n', stdout);
   std::fflush(stdout);

@@ -35,6 +35,7 @@ class AcceleratorState : public RuntimeContext {
   bool device_placement = true;
   bool sync_each_batch = false;   // accumulation micro-steps allreduce too
   bool adjust_scheduler = false;  // see AcceleratorOptions
+  bool step_scheduler_with_optimizer = true;
   ProjectConfiguration project;
   std::vector<std::string> log_with;
   RngTypes rng_types;  // synchronized at each prepared loader's epoch start

@@ -117,6 +117,7 @@ accel::AcceleratorOptions to_core(const accel_accelerator_options& o) {
   if (o.rng_types != nullptr) core.rng_types = split_list(o.rng_types);
   core.dataloader.non_blocking = o.non_blocking != 0;
   core.dataloader.use_stateful_dataloader = o.use_stateful_dataloader != 0;
+  core.step_scheduler_with_optimizer = o.step_scheduler_with_optimizer != 0;
   if (o.fsdp_transformer_layer_cls_to_wrap != nullptr) {  // an empty name is refused with the accelerator's options
     core.fsdp_transformer_layer_cls_to_wrap = accel::detail::split_comma_list(o.fsdp_transformer_layer_cls_to_wrap);
   }
@@ -541,6 +542,9 @@ ACCEL_API accel_status accel_accelerator_sync_gradients(const accel_accelerator*
 }
 ACCEL_API accel_status accel_accelerator_gradient_accumulation_steps(const accel_accelerator* acc, int64_t* out) {
   return query(acc, [&](const accel::Accelerator& a) { out_param(out, "out") = a.gradient_accumulation_steps(); });
+}
+ACCEL_API accel_status accel_accelerator_accumulation_step(const accel_accelerator* acc, int64_t* out) {
+  return query(acc, [&](const accel::Accelerator& a) { out_param(out, "out") = a.accumulation_step(); });
 }
 ACCEL_API accel_status accel_accelerator_set_sync_gradients(accel_accelerator* acc, int sync) {
   return guarded([&] { deref(acc, "acc").accelerator->set_sync_gradients(sync != 0); });

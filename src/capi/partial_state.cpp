@@ -1,5 +1,7 @@
 // C ABI over accel::PartialState.
 #include "accel/accel_partial_state.h"
+#include <torch/cuda.h>
+
 #include "capi/handles.hpp"
 
 using namespace accel::capi;
@@ -79,6 +81,11 @@ ACCEL_API accel_status accel_partial_state_wait_for_everyone(accel_partial_state
 
 ACCEL_API accel_status accel_set_seed(uint64_t seed, int deterministic) {
   return guarded([&] { accel::set_seed(seed, deterministic != 0); });
+}
+
+ACCEL_API accel_status accel_cuda_device_count(int* out) {
+  return guarded(
+      [&] { out_param(out, "out") = torch::cuda::is_available() ? static_cast<int>(torch::cuda::device_count()) : 0; });
 }
 
 }  // extern "C"

@@ -99,8 +99,9 @@ struct Scheduler::Impl {
   // Set by prepare
   std::shared_ptr<GradientState> gradient_state;
   int num_processes = 1;
-  bool split_batches = false;     // batches are not multiplied by processes: one step per optimizer step
-  bool adjust_scheduler = false;  // micro-steps count towards OneCycle's total_steps
+  bool split_batches = false;                    // batches are not multiplied by processes: one step per optimizer step
+  bool adjust_scheduler = false;                 // micro-steps count towards OneCycle's total_steps
+  bool accelerator_steps_with_optimizer = true;  // the accelerator's step_scheduler_with_optimizer
   // Calls skipped on accumulation micro-steps under adjust_scheduler; like
   // PyTorch's _step_count that Accelerate bumps, they bring OneCycle's cap closer.
   int64_t adjusted_steps = 0;
@@ -251,9 +252,12 @@ struct Scheduler::Impl {
     }
   }
 
+  // Both the scheduler's option and its accelerator's must ask for it.
+  bool steps_with_optimizer() const { return options.step_with_optimizer && accelerator_steps_with_optimizer; }
+
   // Accelerate's rule for a prepared scheduler: step only after a real optimizer step.
   int steps_for_this_call() const {
-    if (!gradient_state || !options.step_with_optimizer) return 1;
+    if (!gradient_state || !steps_with_optimizer()) return 1;
     if (!gradient_state->sync_gradients || optimizer->step_was_skipped()) return 0;
     return split_batches ? 1 : num_processes;
   }
@@ -282,14 +286,14 @@ void Scheduler::step() {
   require_arg(impl_->options.kind != SchedulerKind::ReduceOnPlateau,
               "ReduceOnPlateau scheduler: step needs the metric (step(metric))");
   Impl& impl = *impl_;
-  if (impl.gradient_state && impl.options.step_with_optimizer && !impl.gradient_state->sync_gradients &&
+  if (impl.gradient_state && impl.steps_with_optimizer() && !impl.gradient_state->sync_gradients &&
       impl.adjust_scheduler) {
     ++impl.adjusted_steps;
   }
   const int steps = impl.steps_for_this_call();
   // As in Accelerate: only the per-process steps of a prepared scheduler stop
   // at OneCycle's cap; one plain step past it fails, like PyTorch's.
-  const bool capped = impl.gradient_state && impl.options.step_with_optimizer && !impl.split_batches;
+  const bool capped = impl.gradient_state && impl.steps_with_optimizer() && !impl.split_batches;
   for (int i = 0; i < steps; ++i) {
     if (capped && impl.options.kind == SchedulerKind::OneCycle &&
         impl.last_epoch + impl.adjusted_steps + 1 > impl.options.total_steps) {
@@ -408,8 +412,9 @@ void Scheduler::load_json(Impl& impl, const std::string& json) {
 }
 
 void Scheduler::bind(std::shared_ptr<GradientState> gradient_state, int num_processes, bool split_batches,
-                     bool adjust_scheduler) {
+                     bool adjust_scheduler, bool step_with_optimizer) {
   impl_->gradient_state = std::move(gradient_state);
+  impl_->accelerator_steps_with_optimizer = step_with_optimizer;
   impl_->num_processes = num_processes;
   impl_->split_batches = split_batches;
   impl_->adjust_scheduler = adjust_scheduler;

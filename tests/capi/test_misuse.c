@@ -1290,6 +1290,7 @@ static void training(void) {
     ARG(accel_accelerator_remainder(a, &i64_out));
     ARG(accel_accelerator_sync_gradients(a, &i_out));
     ARG(accel_accelerator_gradient_accumulation_steps(a, &i64_out));
+    ARG(accel_accelerator_accumulation_step(a, &i64_out));
     ARG(accel_accelerator_set_sync_gradients(a, 1));
     ARG(accel_accelerator_set_gradient_accumulation_steps(a, 2));
     ARG(accel_accelerator_split_batches(a, &i_out));
@@ -1339,6 +1340,7 @@ static void training(void) {
   ARG(accel_accelerator_remainder(acc, NULL));
   ARG(accel_accelerator_sync_gradients(acc, NULL));
   ARG(accel_accelerator_gradient_accumulation_steps(acc, NULL));
+  ARG(accel_accelerator_accumulation_step(acc, NULL));
   ARG(accel_accelerator_set_gradient_accumulation_steps(acc, 0));
   ARG(accel_accelerator_set_gradient_accumulation_steps(acc, INT64_MIN));
   ARG(accel_accelerator_split_batches(acc, NULL));
@@ -1714,6 +1716,10 @@ static void partial_states(void) {
   /* accel_set_seed takes no handle or pointer: every seed is valid, the extremes included. */
   EXPECT_OK(accel_set_seed(UINT64_MAX, 0));
   EXPECT_OK(accel_set_seed(0, 0));
+  ARG(accel_cuda_device_count(NULL));
+  i_out = -1;
+  EXPECT_OK(accel_cuda_device_count(&i_out));
+  EXPECT(i_out >= 0);
 }
 
 /* Big-model tools (big_model.h): every bad argument is refused, out untouched. */

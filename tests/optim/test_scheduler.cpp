@@ -118,6 +118,16 @@ TEST(Scheduler, PreparedSchedulerFollowsAccelerate) {
   plain.bind(gradient, 2, false, false);
   plain.step();
   EXPECT_EQ(plain.last_epoch(), 1);
+
+  // The accelerator's step_scheduler_with_optimizer = false does the same for
+  // a scheduler that asks to step with its optimizer: once per call, also on
+  // a micro-step.
+  accel::Optimizer third = sgd(1.0);
+  accel::Scheduler unlinked_by_accelerator(third, options);
+  unlinked_by_accelerator.bind(gradient, 2, false, false, /*step_with_optimizer=*/false);
+  unlinked_by_accelerator.step();
+  EXPECT_EQ(unlinked_by_accelerator.last_epoch(), 1);
+  EXPECT_DOUBLE_EQ(unlinked_by_accelerator.last_lr(), 0.5);
 }
 
 // Accelerate's AcceleratedScheduler: under split_batches the loader's batches

@@ -95,6 +95,10 @@ type AcceleratorOptions struct {
 	// each epoch's start of a prepared loader ("torch", "cuda", "generator");
 	// nil: {"generator"}; an empty non-nil slice: none.
 	RNGTypes []string
+	// Accelerate's step_scheduler_with_optimizer; nil: true (a prepared scheduler
+	// steps only after a real optimizer step, NumProcesses times without
+	// SplitBatches); false: every Step call advances it once.
+	StepSchedulerWithOptimizer *bool
 }
 
 var precisionNames = []string{"no", "bf16", "fp16", "fp8"}
@@ -137,6 +141,9 @@ func (o AcceleratorOptions) native() (core.AcceleratorOptions, error) {
 	}
 	n.SetSync_each_batch(boolInt(o.SyncEachBatch))
 	n.SetAdjust_scheduler(boolInt(o.AdjustScheduler))
+	if o.StepSchedulerWithOptimizer != nil {
+		n.SetStep_scheduler_with_optimizer(boolInt(*o.StepSchedulerWithOptimizer))
+	}
 	setIf(o.Timeout.Milliseconds(), n.SetTimeout_ms)
 	setIf(o.BucketCapMB, n.SetBucket_cap_mb)
 	setIf(o.FirstBucketCapMB, n.SetFirst_bucket_cap_mb)
@@ -439,7 +446,8 @@ func (a *Accelerator) WaitForEveryone() error {
 	return a.do(func(h core.Accelerator) { h.Wait_for_everyone() })
 }
 
-// Print prints a line on the main process only (Accelerate's accelerator.print).
+// Print prints a line once per machine, on its local main process (Accelerate's
+// accelerator.print).
 func (a *Accelerator) Print(args ...any) error {
 	line := fmt.Sprintln(args...)
 	line = line[:len(line)-1]

@@ -72,6 +72,42 @@ func TestAcceleratorRejectsBadOptions(t *testing.T) {
 	wantError(t, acc.Prepare("a string"), ErrInvalidArgument, "cannot prepare a string")
 }
 
+// Accelerate's accelerator.step counts micro-steps; step_scheduler_with_optimizer
+// decides whether a prepared scheduler waits for the optimizer.
+func TestAccumulationStepAndStepSchedulerWithOptimizer(t *testing.T) {
+	stepsInFourMicroSteps := func(withOptimizer *bool) int64 {
+		acc := newCPU(t, AcceleratorOptions{GradientAccumulationSteps: 2, StepSchedulerWithOptimizer: withOptimizer})
+		model := must[*Model](t)(ModelFromJSON(linear))
+		opt := must[*Optimizer](t)(NewOptimizer(model, OptimizerOptions{Kind: SGD, LR: 1}))
+		sched := must[*Scheduler](t)(NewScheduler(opt, SchedulerOptions{Kind: ExponentialLR, Gamma: 0.5}))
+		ok(t, acc.Prepare(model, opt, sched))
+		var counted []int64
+		for i := 0; i < 4; i++ {
+			ok(t, acc.Accumulate(model, func() error {
+				counted = append(counted, must[int64](t)(acc.AccumulationStep()))
+				if err := opt.Step(); err != nil {
+					return err
+				}
+				return sched.Step()
+			}))
+		}
+		if !equal(counted, []int64{1, 2, 3, 4}) {
+			t.Fatalf("accumulation steps %v", counted)
+		}
+		return must[int64](t)(sched.LastEpoch())
+	}
+	no := false
+	if got := stepsInFourMicroSteps(nil); got != 2 {
+		t.Fatalf("with the optimizer: %d scheduler steps, want 2", got)
+	}
+	if got := stepsInFourMicroSteps(&no); got != 4 {
+		t.Fatalf("without: %d scheduler steps, want 4", got)
+	}
+	if n := must[int](t)(CUDADeviceCount()); n < 0 {
+		t.Fatalf("CUDADeviceCount %d", n)
+	}
+}
+
 func TestAccumulateSyncsEveryNthStepAndScopesAlwaysEnd(t *testing.T) {
 	acc := newCPU(t, AcceleratorOptions{GradientAccumulationSteps: 2})
 	model := must[*Model](t)(ModelFromJSON(linear))

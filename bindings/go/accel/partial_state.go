@@ -37,6 +37,12 @@ func NewPartialState(options PartialStateOptions) (*PartialState, error) {
 	return own(&PartialState{}, h), nil
 }
 
+// CUDADeviceCount is the number of CUDA devices LibTorch sees from this process
+// (0 on a CPU-only build or machine), as torch.cuda.device_count().
+func CUDADeviceCount() (int, error) {
+	return call(func() int { return core.Cuda_device_count() })
+}
+
 func stateValue[T any](s *PartialState, f func(core.PartialState) T) (T, error) {
 	h, err := live(s, &partialStateKind)
 	if err != nil {

@@ -170,6 +170,14 @@ func (a *Accelerator) GradientAccumulationSteps() (int64, error) {
 	return accelValue(a, func(h core.Accelerator) int64 { return h.Gradient_accumulation_steps() })
 }
 
+// AccumulationStep is Accelerate's accelerator.step: the micro-steps Accumulate
+// has counted (a window ends at each multiple of GradientAccumulationSteps); 0
+// at the start and again after a loader's last batch with SyncWithDataloader.
+// SaveState keeps it and LoadState restores it.
+func (a *Accelerator) AccumulationStep() (int64, error) {
+	return accelValue(a, func(h core.Accelerator) int64 { return h.Accumulation_step() })
+}
+
 // ClipGradNorm clips the gradients' total norm to maxNorm and returns the norm before clipping.
 func (a *Accelerator) ClipGradNorm(m *Model, maxNorm, normType float64) (float64, error) {
 	var v float64

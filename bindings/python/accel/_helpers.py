@@ -1,9 +1,10 @@
 """What every module of the package uses to wrap SWIG's classes: close() and ``with`` on the
-native objects, keyword options onto SWIG's option structs, and the text a callback returns for
-an exception (an empty string: success)."""
+native objects, keyword options onto SWIG's option structs, the text a callback returns for
+an exception (an empty string: success), and Accelerate's boolean environment flags."""
 from __future__ import annotations
 
 import enum
+import os
 from typing import Any, Dict
 
 
@@ -36,3 +37,21 @@ class _ValueEnum(enum.Enum):
     @classmethod
     def list(cls) -> list:
         return [str(member) for member in cls]
+
+
+# Accelerate's str_to_bool spellings, as libaccel's core reads its flags (state/environment.cpp).
+_TRUE_WORDS = ("y", "yes", "t", "true", "on", "1")
+_FALSE_WORDS = ("n", "no", "f", "false", "off", "0")
+
+
+def _env_flag(name: str, default: bool = False) -> bool:
+    """Accelerate's parse_flag_from_env: a boolean environment variable; ValueError names a value
+    that is neither true nor false."""
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    if value.lower() in _TRUE_WORDS:
+        return True
+    if value.lower() in _FALSE_WORDS:
+        return False
+    raise ValueError(f"environment variable {name}={value!r} is not true or false")

@@ -1,4 +1,4 @@
-"""Accelerate's process decorators (on_main_process, on_process, ...) and
+"""Accelerate's process decorators (on_main_process, on_process, ...), print and
 split_between_processes, shared by Accelerator and PartialState: both give process_index,
 local_process_index, is_main_process, is_local_main_process, is_last_process and
 use_distributed, and split one container with _split_one."""
@@ -53,6 +53,12 @@ class ProcessDecorators:
         if function is None:
             return functools.partial(self.on_local_process, local_process_index=local_process_index)
         return self._only_where(function, lambda: self.local_process_index == local_process_index)
+
+    def print(self, *args: Any, **kwargs: Any) -> None:
+        """Accelerate's print: Python's print() once per machine, on its local main process,
+        with print's own keywords (sep, end, file, flush)."""
+        if self.is_local_main_process:
+            print(*args, **kwargs)
 
     @contextlib.contextmanager
     def split_between_processes(self, inputs: Any, apply_padding: bool = False):

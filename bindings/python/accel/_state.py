@@ -5,11 +5,12 @@ from __future__ import annotations
 import numbers
 import random
 import sys
-from typing import Union
+from typing import Any, ContextManager, Dict, Union
 
 import numpy as np
 
 from . import core
+from ._helpers import _env_flag
 
 
 def _seed_generators(seed: int, process_index: int, deterministic: bool) -> None:
@@ -78,6 +79,27 @@ class AcceleratorState:
     is_last_process = property(lambda self: self._accelerator.is_last_process)
     mixed_precision = property(lambda self: self._accelerator.mixed_precision)
     use_distributed = property(lambda self: self._accelerator.use_distributed)
+    backend = property(lambda self: self._accelerator.backend)
+    parallelism_config = property(lambda self: self._accelerator.parallelism_config)
+    debug = property(lambda self: core.Accelerator.debug_mode(self._accelerator))
+    fork_launched = property(lambda self: _env_flag("FORK_LAUNCHED"))
+    initialized = property(lambda self: _is_open(self._accelerator))
+
+    # The process-level calls Accelerate's state offers too; the accelerator's own.
+    def wait_for_everyone(self) -> None:
+        self._accelerator.wait_for_everyone()
+
+    def print(self, *args: Any, **kwargs: Any) -> None:
+        self._accelerator.print(*args, **kwargs)
+
+    def main_process_first(self) -> ContextManager[None]:
+        return self._accelerator.main_process_first()
+
+    def local_main_process_first(self) -> ContextManager[None]:
+        return self._accelerator.local_main_process_first()
+
+    def split_between_processes(self, inputs: Any, apply_padding: bool = False) -> ContextManager[Any]:
+        return self._accelerator.split_between_processes(inputs, apply_padding)
 
     def __repr__(self) -> str:
         return (f"Distributed environment: {self.distributed_type.value}\nNum processes: {self.num_processes}\n"
@@ -95,3 +117,29 @@ class GradientState:
     num_steps = property(lambda self: self._accelerator.gradient_accumulation_steps)
     end_of_dataloader = property(lambda self: core.Accelerator.end_of_dataloader(self._accelerator))
     remainder = property(lambda self: core.Accelerator.remainder(self._accelerator))
+    adjust_scheduler = property(lambda self: self._accelerator._accumulation_options["adjust_scheduler"])
+    sync_with_dataloader = property(lambda self: self._accelerator._accumulation_options["sync_with_dataloader"])
+    initialized = property(lambda self: _is_open(self._accelerator))
+
+    @property
+    def plugin_kwargs(self) -> Dict[str, Any]:
+        """GradientAccumulationPlugin's settings as Accelerate keeps them: num_steps, and the others
+        where they differ from their defaults."""
+        options = self._accelerator._accumulation_options
+        kwargs: Dict[str, Any] = {"num_steps": self.num_steps}
+        for key, default in (("adjust_scheduler", False), ("sync_with_dataloader", True), ("sync_each_batch", False)):
+            if options[key] != default:
+                kwargs[key] = options[key]
+        return kwargs
+
+    def __repr__(self) -> str:
+        return (f"Sync Gradients: {self.sync_gradients}\nAt end of current dataloader: {self.end_of_dataloader}\n"
+                f"Extra samples added: {self.remainder}\nGradient accumulation plugin: {self.plugin_kwargs}\n")
+
+
+def _is_open(accelerator: "Accelerator") -> bool:
+    try:
+        core.Accelerator.num_processes(accelerator)
+    except ValueError:  # SWIG's "Accelerator is closed"
+        return False
+    return True

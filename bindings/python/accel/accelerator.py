@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import enum
 import gzip
 import inspect
 import json
@@ -19,13 +18,14 @@ import numpy as np
 from . import core
 from ._helpers import _closeable, _set_fields
 from ._process import ProcessDecorators
-from ._state import AcceleratorState, GradientState, _seed_generators, _shard_size_bytes
+from ._accelerator_facts import _COMM_HOOKS, _PRECISIONS, _SHARDING, AcceleratorFacts, DistributedType
+from ._state import _seed_generators, _shard_size_bytes
 from .checkpointing import RemovableHandle, _CheckpointAdapter, _HookAdapter
 from .collectives import _apply_nested, _batch_tensors, _flatten, _tensor_list
 from .core import AccelError, AcceleratorOptions
 from .parallelism import ParallelismConfig
 from .data import DataLoader
-from .kwargs_handlers import (AutocastKwargs, DataLoaderConfiguration, ProfileKwargs, ProjectConfiguration,
+from .kwargs_handlers import (AutocastKwargs, ProfileKwargs, ProjectConfiguration,
                               dataloader_options, handler_options, project_options, sort_handlers)
 from .models import Model, ModelParameters, _map_items, _tensor_map
 from .tensors import Tensor, _as_tensor, tensor
@@ -35,12 +35,6 @@ from .tracking import (BuiltinTracker, Tracker, _builtin_tracker_names, _split_l
 __all__ = ["Accelerator", "DistributedType", "GradientAccumulationPlugin", "FullyShardedDataParallelPlugin"]
 
 
-_PRECISIONS = {"no": core.PRECISION_NO, "bf16": core.PRECISION_BF16, "fp16": core.PRECISION_FP16,
-               "fp8": core.PRECISION_FP8}
-_COMM_HOOKS = {"no": core.COMM_HOOK_NONE, "fp16": core.COMM_HOOK_FP16, "bf16": core.COMM_HOOK_BF16}
-_SHARDING = {"NO_SHARD": core.SHARDING_NO_SHARD, "SHARD_OPTIMIZER": core.SHARDING_SHARD_OPTIMIZER,
-             "SHARD_GRAD_OP": core.SHARDING_SHARD_GRAD_OP, "FULL_SHARD": core.SHARDING_FULL_SHARD,
-             "HYBRID_SHARD": core.SHARDING_HYBRID_SHARD}
 _REDUCTIONS = {"sum": core.REDUCE_SUM, "mean": core.REDUCE_MEAN, "none": core.REDUCE_NONE}
 
 
@@ -53,18 +47,6 @@ def _positional_count(function: Any) -> int:
     if any(p.kind == p.VAR_POSITIONAL for p in parameters):
         return 99
     return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters)
-
-
-class DistributedType(str, enum.Enum):
-    """Accelerate's DistributedType names (a str, so == "MULTI_CPU" works too)."""
-
-    NO = "NO"
-    MULTI_CPU = "MULTI_CPU"
-    MULTI_GPU = "MULTI_GPU"
-
-
-_DISTRIBUTED_TYPES = {core.DISTRIBUTED_NO: DistributedType.NO, core.DISTRIBUTED_MULTI_CPU: DistributedType.MULTI_CPU,
-                      core.DISTRIBUTED_MULTI_GPU: DistributedType.MULTI_GPU}
 
 
 class GradientAccumulationPlugin:
@@ -130,7 +112,7 @@ def _refuse_unplaced(call: str, device_placement: Optional[bool], why: str) -> N
         raise ValueError(f"{call}(device_placement=False): {why}")
 
 
-class Accelerator(ProcessDecorators, core.Accelerator):
+class Accelerator(AcceleratorFacts, ProcessDecorators, core.Accelerator):
     """Accelerate's Accelerator. Keyword options use Accelerate's names:
     cpu, mixed_precision ("no", "fp16", "bf16"), gradient_accumulation_steps, split_batches,
     even_batches, dispatch_batches (None: iterable datasets are dispatched), use_seedable_sampler,
@@ -150,7 +132,8 @@ class Accelerator(ProcessDecorators, core.Accelerator):
     GradScalerKwargs, AutocastKwargs, ProfileKwargs: one of each; only fields that differ from their
     defaults apply), dataloader_config (a DataLoaderConfiguration), project_config (a
     ProjectConfiguration), rng_types (["torch", "cuda", "generator"]: generators taken from process 0
-    at each epoch's start; None: ["generator"]), ...
+    at each epoch's start; None: ["generator"]), step_scheduler_with_optimizer (default True: a
+    prepared scheduler steps only after a real optimizer step; False: once per call), ...
 
     Collective where the C API says so: with several processes every process must call it."""
 
@@ -169,8 +152,10 @@ class Accelerator(ProcessDecorators, core.Accelerator):
                 if key in options:
                     raise ValueError(f"{key} is given both as a keyword and in {type(source).__name__}; pass it once")
                 options[key] = value
-        if options.get("rng_types") is not None:
-            options["rng_types"] = ",".join(str(getattr(t, "value", t)) for t in options["rng_types"])
+        rng_types = options.get("rng_types")
+        if rng_types is not None:
+            rng_types = [rng_types] if isinstance(rng_types, str) else list(rng_types)
+            options["rng_types"] = ",".join(str(getattr(t, "value", t)) for t in rng_types)
         for key in ("rng_types", "backend", "init_method"):
             if key in options and options[key] is None:
                 del options[key]
@@ -240,6 +225,11 @@ class Accelerator(ProcessDecorators, core.Accelerator):
         _set_fields(opts, options, "Accelerator")
         super().__init__(opts)
         self._device_placement = bool(opts.device_placement)
+        self._rng_types = ["generator"] if rng_types is None else [str(getattr(t, "value", t)) for t in rng_types]
+        self._step_scheduler_with_optimizer = bool(opts.step_scheduler_with_optimizer)
+        self._accumulation_options = {key: bool(getattr(opts, key))
+                                      for key in ("adjust_scheduler", "sync_with_dataloader", "sync_each_batch")}
+        self._custom_log_with = list(custom_trackers)
         self._project_dir = opts.project_dir or "."
         self._logging_dir = opts.logging_dir or os.path.join(self._project_dir, "logs")
         self._optimizers: List[Any] = []
@@ -327,219 +317,12 @@ class Accelerator(ProcessDecorators, core.Accelerator):
         core.Accelerator.prepare_scheduler(self, scheduler)
         return scheduler
 
-    def print(self, *values: Any, sep: str = " ") -> None:
-        """print() on the main process only."""
-        core.Accelerator._print(self, sep.join(str(v) for v in values))
-
-    # -- what this process is: properties, as in Accelerate ---------------
-    # (Methods here would make `if acc.is_main_process:` true on every rank.)
-    @property
-    def device(self) -> str:
-        return core.Accelerator.device(self)
-
-    @property
-    def num_processes(self) -> int:
-        return core.Accelerator.num_processes(self)
-
-    @property
-    def process_index(self) -> int:
-        return core.Accelerator.process_index(self)
-
-    @property
-    def local_process_index(self) -> int:
-        return core.Accelerator.local_process_index(self)
-
-    @property
-    def is_main_process(self) -> bool:
-        return core.Accelerator.is_main_process(self)
-
-    @property
-    def is_local_main_process(self) -> bool:
-        return core.Accelerator.is_local_main_process(self)
-
-    @property
-    def is_last_process(self) -> bool:
-        return self.process_index == self.num_processes - 1
-
-    @property
-    def distributed_type(self) -> DistributedType:
-        return _DISTRIBUTED_TYPES[core.Accelerator.distributed_type(self)]
-
-    @property
-    def sync_gradients(self) -> bool:
-        return core.Accelerator.sync_gradients(self)
-
-    @sync_gradients.setter
-    def sync_gradients(self, value: bool) -> None:
-        """Whether this micro-step ends a window for the optimizer step and clipping (Accelerate's setter)."""
-        core.Accelerator.set_sync_gradients(self, bool(value))
-
-    @property
-    def gradient_accumulation_steps(self) -> int:
-        return core.Accelerator.gradient_accumulation_steps(self)
-
-    @gradient_accumulation_steps.setter
-    def gradient_accumulation_steps(self, steps: int) -> None:
-        """Windows of `steps` micro-steps from the next accumulate() on."""
-        if isinstance(steps, bool) or not isinstance(steps, numbers.Integral):
-            raise TypeError(f"gradient_accumulation_steps must be an int, got {type(steps).__name__}")
-        core.Accelerator.set_gradient_accumulation_steps(self, int(steps))
-
-    @property
-    def project_dir(self) -> str:
-        return self._project_dir
-
-    @property
-    def logging_dir(self) -> str:
-        return self._logging_dir
-
-    @property
-    def save_iteration(self) -> int:
-        """The number of the next automatic checkpoint (set it with project_configuration.iteration)."""
-        return core.Accelerator.save_iteration(self)
-
-    @property
-    def project_configuration(self) -> ProjectConfiguration:
-        """The ProjectConfiguration given (or made from the keywords); its iteration follows save_state."""
-        return self._project_configuration
-
-    # -- the DataLoaderConfiguration in use (Accelerate's properties) -------
-    @property
-    def dataloader_config(self) -> DataLoaderConfiguration:
-        """A DataLoaderConfiguration with the values in use (a copy: set even_batches on the accelerator)."""
-        return DataLoaderConfiguration(split_batches=self.split_batches, dispatch_batches=self.dispatch_batches,
-                                       even_batches=self.even_batches, use_seedable_sampler=self.use_seedable_sampler,
-                                       data_seed=self.data_seed, non_blocking=self.non_blocking,
-                                       use_stateful_dataloader=self.use_stateful_dataloader)
-
-    @property
-    def split_batches(self) -> bool:
-        return core.Accelerator.split_batches(self)
-
-    @property
-    def dispatch_batches(self) -> Optional[bool]:
-        value = core.Accelerator.dispatch_batches(self)
-        return None if value < 0 else bool(value)
-
-    @property
-    def even_batches(self) -> bool:
-        return core.Accelerator.even_batches(self)
-
-    @even_batches.setter
-    def even_batches(self, value: bool) -> None:
-        """Applies to dataloaders prepared from now on, as in Accelerate."""
-        core.Accelerator.set_even_batches(self, bool(value))
-
-    @property
-    def use_seedable_sampler(self) -> bool:
-        return core.Accelerator.use_seedable_sampler(self)
-
-    @property
-    def data_seed(self) -> Optional[int]:
-        value = core.Accelerator.data_seed(self)
-        return None if value < 0 else value
-
-    @property
-    def non_blocking(self) -> bool:
-        return core.Accelerator.non_blocking(self)
-
-    @property
-    def use_stateful_dataloader(self) -> bool:
-        return core.Accelerator.use_stateful_dataloader(self)
-
-    @property
-    def multi_device(self) -> bool:
-        """Accelerate's multi_device: several processes, each on its own accelerator device (GPU)."""
-        return self.use_distributed and self.distributed_type == DistributedType.MULTI_GPU
-
     def synchronize_rng_states(self, rng_types: List[str]) -> None:
         """Accelerate's synchronize_rng_states: every process takes process 0's state of the named
         generators ("torch", "cuda"; "generator" has no global state here). Collective."""
         if isinstance(rng_types, str):
             rng_types = [rng_types]
         core.Accelerator.synchronize_rng_states(self, ",".join(str(getattr(t, "value", t)) for t in rng_types))
-
-    @property
-    def mixed_precision(self) -> str:
-        value = core.Accelerator.mixed_precision(self)
-        return {v: k for k, v in _PRECISIONS.items()}[value]
-
-    @property
-    def sharding_strategy(self) -> str:
-        """The resolved sharding strategy: "NO_SHARD", "SHARD_OPTIMIZER", "SHARD_GRAD_OP", "FULL_SHARD" or "HYBRID_SHARD"."""
-        value = core.Accelerator.sharding_strategy(self)
-        return {v: k for k, v in _SHARDING.items()}[value]
-
-    @property
-    def cpu_offload(self) -> bool:
-        """Whether sharded models keep master weights, gradients and optimizer state on the CPU."""
-        return core.Accelerator.cpu_offload(self)
-
-    @property
-    def parallelism_config(self) -> ParallelismConfig:
-        """The mesh in use; without a ParallelismConfig, dp_replicate_size is the number of processes."""
-        replicate, shard, tp, cp = core.Accelerator.parallelism_sizes(self)
-        return ParallelismConfig(dp_replicate_size=replicate, dp_shard_size=shard, tp_size=tp, cp_size=cp)
-
-    # This process's coordinates in that mesh, row-major over dp_replicate x dp_shard x cp x tp
-    # (tp innermost): Accelerate's names. Without a ParallelismConfig data_parallel_rank is the
-    # process index (Accelerate raises there; our parallelism_config is never None).
-    @property
-    def data_parallel_rank(self) -> int:
-        """This process's rank along dp_replicate (0 when that dimension is 1)."""
-        return core.Accelerator.parallelism_ranks(self)[0]
-
-    @property
-    def data_parallel_shard_rank(self) -> int:
-        """This process's rank along dp_shard (0 when that dimension is 1)."""
-        return core.Accelerator.parallelism_ranks(self)[1]
-
-    @property
-    def tensor_parallel_rank(self) -> int:
-        """This process's rank within its tensor-parallel group (process_index % tp_size)."""
-        return core.Accelerator.parallelism_ranks(self)[2]
-
-    @property
-    def context_parallel_rank(self) -> int:
-        """This process's rank along cp: which block of the sequence it computes (Accelerate 1.15
-        raises NotImplementedError; libaccel's context parallelism is built)."""
-        return core.Accelerator.parallelism_ranks(self)[3]
-
-    @property
-    def pipeline_parallel_rank(self) -> int:
-        raise NotImplementedError("Pipeline parallelism is not supported by libaccel.")
-
-    @property
-    def should_save_model(self) -> bool:
-        """True on every process, as Accelerate 1.15 says under a ParallelismConfig: save_model
-        is collective (every process takes part; the main process writes)."""
-        core.Accelerator.num_processes(self)  # a closed accelerator raises ValueError
-        return True
-
-    @property
-    def device_placement(self) -> bool:
-        """Whether prepared loaders' batches arrive on the device (fixed at creation)."""
-        return self._device_placement
-
-    @property
-    def use_distributed(self) -> bool:
-        return self.num_processes > 1
-
-    @property
-    def state(self) -> AcceleratorState:
-        """Accelerate's accelerator.state (AcceleratorState): the same facts, as one object."""
-        core.Accelerator.num_processes(self)  # a closed accelerator raises ValueError now, not later
-        return AcceleratorState(self)
-
-    @property
-    def gradient_state(self) -> GradientState:
-        core.Accelerator.num_processes(self)
-        return GradientState(self)
-
-    @property
-    def optimizer_step_was_skipped(self) -> bool:
-        """Whether the last step of any prepared optimizer was skipped (fp16 loss scaler: inf/NaN gradients)."""
-        return any(core.Optimizer.step_was_skipped(o) for o in self._optimizers)
 
     # -- seeding -----------------------------------------------------------
     def set_seed(self, seed: int, device_specific: bool = False, deterministic: bool = False) -> None:

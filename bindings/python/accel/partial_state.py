@@ -11,20 +11,21 @@ from typing import Any, Optional
 import numpy as np
 
 from . import core
-from ._helpers import _closeable
+from ._helpers import _closeable, _env_flag
 from ._process import ProcessDecorators
 from ._state import _seed_generators
-from .accelerator import _DISTRIBUTED_TYPES, DistributedType
+from ._accelerator_facts import _DISTRIBUTED_TYPES, DistributedType, _backend_of
 from .tensors import Tensor, tensor
 
 
 class PartialState(ProcessDecorators, core.PartialState):
     """PartialState(cpu=False, timeout=timedelta(minutes=30), backend=None), as Accelerate's:
-    process_index, local_process_index, num_processes, device, distributed_type,
-    is_main_process, is_local_main_process, is_last_process, use_distributed,
-    wait_for_everyone(), main_process_first(), local_main_process_first(),
-    split_between_processes(), on_main_process and the other decorators, print().
-    backend may name the device's own ("gloo" on the CPU, "nccl" on CUDA) or be None."""
+    process_index, local_process_index, num_processes, device, default_device, distributed_type,
+    backend, is_main_process, is_local_main_process, is_last_process, use_distributed, debug,
+    fork_launched, initialized, wait_for_everyone(), main_process_first(),
+    local_main_process_first(), split_between_processes(), on_main_process and the other
+    decorators, print(), set_device(), destroy_process_group(). backend may name the device's
+    own ("gloo" on the CPU, "nccl" on CUDA) or be None."""
 
     def __init__(self, cpu: bool = False, timeout: Optional[Any] = None, backend: Optional[str] = None,
                  **kwargs: Any) -> None:
@@ -83,10 +84,60 @@ class PartialState(ProcessDecorators, core.PartialState):
     def distributed_type(self) -> DistributedType:
         return _DISTRIBUTED_TYPES[core.PartialState.distributed_type(self)]
 
-    def print(self, *values: Any, sep: str = " ") -> None:
-        """print() on the main process only."""
-        if self.is_main_process:
-            print(sep.join(str(v) for v in values), flush=True)
+    @property
+    def backend(self) -> Optional[str]:
+        """The process group's backend: "gloo" (CPU) or "nccl" (CUDA); None on one process."""
+        return _backend_of(self.distributed_type, self.device)
+
+    @property
+    def default_device(self) -> str:
+        """Accelerate's default_device: "cuda" where LibTorch sees a CUDA device, else "cpu"
+        (what device would be without cpu=True, before the process's index picks a GPU)."""
+        return "cuda" if core.cuda_device_count() > 0 else "cpu"
+
+    @property
+    def debug(self) -> bool:
+        """ACCELERATE_DEBUG_MODE (accel launch --debug): collectives check their shapes first."""
+        return _env_flag("ACCELERATE_DEBUG_MODE")
+
+    @property
+    def fork_launched(self) -> bool:
+        """FORK_LAUNCHED, as Accelerate reads it; destroy_process_group() then does nothing."""
+        return _env_flag("FORK_LAUNCHED")
+
+    @property
+    def initialized(self) -> bool:
+        """True until close() or destroy_process_group()."""
+        try:
+            core.PartialState.num_processes(self)
+        except ValueError:  # SWIG's "PartialState is closed"
+            return False
+        return True
+
+    def set_device(self) -> None:
+        """Accelerate's set_device: the device is chosen when the state is created (the process's
+        GPU by local index, made current), so there is nothing left to set."""
+        core.PartialState.num_processes(self)  # a closed state raises ValueError
+
+    def destroy_process_group(self, group: Any = None) -> None:
+        """Accelerate's destroy_process_group, for the end of a script: this state lets go of the
+        process group (and is closed). The group itself ends when no PartialState or Accelerator
+        of the process holds it any more. group: None (libaccel has only the world's group).
+        Does nothing when fork_launched, as in Accelerate."""
+        if group is not None:
+            raise ValueError("destroy_process_group(group=...): libaccel has only the world's process group; "
+                             "call it with group=None")
+        if self.fork_launched:
+            return
+        self.close()
+
+    def __repr__(self) -> str:
+        if not self.initialized:
+            return "PartialState (closed)"
+        backend = f"  Backend: {self.backend}" if self.backend else ""
+        return (f"Distributed environment: {self.distributed_type.value}{backend}\nNum processes: {self.num_processes}\n"
+                f"Process index: {self.process_index}\nLocal process index: {self.local_process_index}\n"
+                f"Device: {self.device}\n")
 
     # -- ordering --------------------------------------------------------
     @contextlib.contextmanager

@@ -578,6 +578,12 @@ static std::string status_name(int status) { return accel_status_name(static_cas
 /* Accelerate's accelerate.utils.set_seed without an accelerator (accel_set_seed):
    LibTorch's generators only; the language layer adds its own and the process index. */
 static void set_seed(uint64_t seed, bool deterministic = false) { accel_check(accel_set_seed(seed, deterministic)); }
+/* The CUDA devices LibTorch sees (accel_cuda_device_count). */
+static int cuda_device_count() {
+  int n = 0;
+  accel_check(accel_cuda_device_count(&n));
+  return n;
+}
 static void log_message(const std::string& name, accel_log_level level, const std::string& message,
                         bool main_process_only = true) {
   accel_check(accel_log(name.c_str(), level, message.c_str(), main_process_only));
@@ -898,6 +904,11 @@ SWIGINTERN bool AccelAccelerator_sync_gradients(AccelAccelerator const *self){ i
 SWIGINTERN int64_t AccelAccelerator_gradient_accumulation_steps(AccelAccelerator const *self){
     int64_t v = 0;
     accel_check(accel_accelerator_gradient_accumulation_steps(self, &v));
+    return v;
+  }
+SWIGINTERN int64_t AccelAccelerator_accumulation_step(AccelAccelerator const *self){
+    int64_t v = 0;
+    accel_check(accel_accelerator_accumulation_step(self, &v));
     return v;
   }
 SWIGINTERN void AccelAccelerator_set_sync_gradients(AccelAccelerator *self,bool sync){ accel_check(accel_accelerator_set_sync_gradients(self, sync)); }
@@ -5335,6 +5346,31 @@ intgo _wrap_AcceleratorOptions_use_stateful_dataloader_get_core_a1403cbc65d2f32f
 }
 
 
+void _wrap_AcceleratorOptions_step_scheduler_with_optimizer_set_core_a1403cbc65d2f32f(accel_accelerator_options *_swig_go_0, intgo _swig_go_1) {
+  accel_accelerator_options *arg1 = (accel_accelerator_options *) 0 ;
+  int arg2 ;
+  
+  arg1 = *(accel_accelerator_options **)&_swig_go_0; 
+  arg2 = (int)_swig_go_1; 
+  
+  if (arg1) (arg1)->step_scheduler_with_optimizer = arg2;
+  
+}
+
+
+intgo _wrap_AcceleratorOptions_step_scheduler_with_optimizer_get_core_a1403cbc65d2f32f(accel_accelerator_options *_swig_go_0) {
+  accel_accelerator_options *arg1 = (accel_accelerator_options *) 0 ;
+  int result;
+  intgo _swig_go_result;
+  
+  arg1 = *(accel_accelerator_options **)&_swig_go_0; 
+  
+  result = (int) ((arg1)->step_scheduler_with_optimizer);
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
 accel_accelerator_options *_wrap_new_AcceleratorOptions_core_a1403cbc65d2f32f() {
   accel_accelerator_options *result = 0 ;
   accel_accelerator_options *_swig_go_result;
@@ -9110,6 +9146,27 @@ void _wrap_set_seed__SWIG_1_core_a1403cbc65d2f32f(long long _swig_go_0) {
 }
 
 
+intgo _wrap_cuda_device_count_core_a1403cbc65d2f32f() {
+  int result;
+  intgo _swig_go_result;
+  
+  
+  {
+    try {
+      result = (int)cuda_device_count();
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
 void _wrap_log_message__SWIG_0_core_a1403cbc65d2f32f(_gostring_ _swig_go_0, intgo _swig_go_1, _gostring_ _swig_go_2, bool _swig_go_3) {
   std::string *arg1 = 0 ;
   accel_log_level arg2 ;
@@ -11530,6 +11587,29 @@ long long _wrap_Accelerator_gradient_accumulation_steps_core_a1403cbc65d2f32f(Ac
   {
     try {
       result = (int64_t)AccelAccelerator_gradient_accumulation_steps((AccelAccelerator const *)arg1);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
+long long _wrap_Accelerator_accumulation_step_core_a1403cbc65d2f32f(AccelAccelerator *_swig_go_0) {
+  AccelAccelerator *arg1 = (AccelAccelerator *) 0 ;
+  int64_t result;
+  long long _swig_go_result;
+  
+  arg1 = *(AccelAccelerator **)&_swig_go_0; 
+  
+  {
+    try {
+      result = (int64_t)AccelAccelerator_accumulation_step((AccelAccelerator const *)arg1);
     } catch (const AccelFailure& e) {
       accel_go_store_error(e.code(), e.what());
     } catch (const std::exception& e) {

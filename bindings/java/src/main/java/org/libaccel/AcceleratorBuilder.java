@@ -55,6 +55,16 @@ public final class AcceleratorBuilder {
     return this;
   }
 
+  /**
+   * Accelerate's step_scheduler_with_optimizer (default true): a prepared scheduler steps only
+   * after a real optimizer step, numProcesses times without splitBatches. false: every step()
+   * call advances it once.
+   */
+  public AcceleratorBuilder stepSchedulerWithOptimizer(boolean step) {
+    options.setStepSchedulerWithOptimizer(step);
+    return this;
+  }
+
   public AcceleratorBuilder splitBatches(boolean split) {
     options.setSplitBatches(split);
     return this;

@@ -187,6 +187,37 @@ class ModelTest {
     }
   }
 
+  /** Accelerate's accelerator.step and step_scheduler_with_optimizer. */
+  @Test
+  void accumulationStepCountsAndTheSchedulerFollowsStepSchedulerWithOptimizer() {
+    assertEquals(2, schedulerStepsInFourMicroSteps(true));
+    assertEquals(4, schedulerStepsInFourMicroSteps(false));
+    assertTrue(Accel.cudaDeviceCount() >= 0);
+  }
+
+  private static long schedulerStepsInFourMicroSteps(boolean withOptimizer) {
+    try (Accelerator acc = Accelerator.builder().cpu(true).gradientAccumulationSteps(2)
+             .stepSchedulerWithOptimizer(withOptimizer).build();
+         Model model = Model.fromJson(LINEAR);
+         Optimizer opt = Optimizer.sgd(model, 1.0, 0.0)) {
+      SchedulerOptions options = new SchedulerOptions(SchedulerKind.SCHED_EXPONENTIAL);
+      options.setGamma(0.5);
+      try (Scheduler sched = Scheduler.create(opt, options)) {
+        acc.prepare(model, opt, sched);
+        long[] counted = new long[4];
+        for (int step = 0; step < 4; ++step) {
+          try (Scope scope = acc.accumulate(model)) {
+            counted[step] = acc.accumulationStep();
+            opt.step();
+            sched.step();
+          }
+        }
+        assertArrayEquals(new long[] {1, 2, 3, 4}, counted);
+        return sched.lastEpoch();
+      }
+    }
+  }
+
   @Test
   void autocastAndMainProcessFirstScopesOpenAndClose() {
     try (Accelerator acc = Accelerator.builder().cpu(true).build()) {
