@@ -570,6 +570,12 @@ struct AccelPartialState {};
     accel_check(accel_model_module_sizes($self, accel_null_if_empty(dtype), &out));
     return accel_take_string(out);
   }
+  /* transformers' hf_device_map as JSON ("{}": not dispatched). */
+  std::string hf_device_map_json() const {
+    char* out = 0;
+    accel_check(accel_model_hf_device_map($self, &out));
+    return accel_take_string(out);
+  }
   std::string infer_auto_device_map_json(const std::string& max_memory_json,
                                          const std::vector<std::string>& no_split_module_classes,
                                          const std::string& dtype = "") const {

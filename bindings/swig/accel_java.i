@@ -365,6 +365,7 @@ ACCEL_JAVA_CLOSEABLE(StateWriter, "StateWriter")
 %javamethodmodifiers AccelModel::module_sizes_json "";
 %javamethodmodifiers AccelModel::load_state_dict_report_json "";
 %javamethodmodifiers AccelModel::infer_auto_device_map_json "";
+%javamethodmodifiers AccelModel::hf_device_map_json "";
 %javamethodmodifiers AccelModel::balanced_memory_json "";
 %javamethodmodifiers AccelModel::verify_device_map_json "private";
 %javamethodmodifiers AccelModel::load_checkpoint_and_dispatch_json "";
@@ -608,6 +609,15 @@ import java.nio.LongBuffer;
    */
   public java.util.LinkedHashMap<String, Long> moduleSizes(String dtype) {
     return ModelSupport.moduleSizes(this, dtype);
+  }
+
+  /**
+   * transformers' hf_device_map: the device map dispatchModel or loadCheckpointAndDispatch last
+   * placed this model with (an "auto" map as computed), module name to device in the map's order;
+   * empty when neither did. Accelerate's verify_device_map is its size above one.
+   */
+  public java.util.LinkedHashMap<String, String> hfDeviceMap() {
+    return ModelSupport.deviceMapOf(hfDeviceMapJson());
   }
 
   /**

@@ -61,7 +61,9 @@ ACCEL_API accel_status accel_model_materialize(accel_model* model, const char* c
 
 /* Accelerate's load_checkpoint_and_dispatch: accel_model_materialize, but each
    tensor goes where device_map (a JSON object, checked as
-   accel_verify_device_map; NULL or "" is {"": "cpu"}; the JSON strings
+   accel_verify_device_map; NULL or "" is Accelerate's None: everything on
+   the CPU, no accel_model_hf_device_map; an empty object {} is
+   INVALID_ARGUMENT; the JSON strings
    "\"auto\"", "\"balanced\"", "\"balanced_low_0\"" and "\"sequential\"" are
    Accelerate's device_map strings: accel_infer_auto_device_map over every
    GPU's free memory and the memory the system has available, balanced over
@@ -106,6 +108,15 @@ ACCEL_API accel_status accel_load_checkpoint_and_dispatch(accel_model* model, co
    UNSUPPORTED for disk, or a GPU beside another device, on a model that is not
    a JSON graph, and for a TorchScript model. Not collective. */
 ACCEL_API accel_status accel_dispatch_model(accel_model* model, const char* device_map, const char* offload_dir);
+
+/* transformers' and Accelerate's model.hf_device_map: the device map
+   accel_dispatch_model or accel_load_checkpoint_and_dispatch last placed the
+   model with (an "auto" or "balanced" map as computed), a JSON object of
+   module name to device in the map's order; "{}" when neither placed it.
+   Accelerate's verify_device_map(model) is whether it has more than one entry.
+   *out: new string, free with accel_string_free. Errors: INVALID_ARGUMENT
+   (NULL or freed model, NULL out). Not collective. */
+ACCEL_API accel_status accel_model_hf_device_map(const accel_model* model, char** out);
 
 /* Accelerate's disk_offload: writes the loaded model's weights to
    offload_dir/model.safetensors and places the whole model on "disk" from it:

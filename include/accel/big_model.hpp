@@ -125,7 +125,8 @@ void materialize(const Model& model, const std::string& checkpoint, c10::optiona
 // that cannot be created or written, or a bad checkpoint path; Unsupported for
 // disk on a model that is not a JSON graph, or a TorchScript model. A tied
 // weight (a Linear's "weight": "wte.weight") is brought in only with its own
-// node, so keep its owner off disk. Not collective.
+// node, so keep its owner off disk. An empty device_map is Accelerate's None:
+// everything on the CPU, and no hf_device_map. Not collective.
 void load_checkpoint_and_dispatch(const Model& model, const std::string& checkpoint, const DeviceMap& device_map,
                                   const std::string& offload_folder = "", c10::optional<c10::ScalarType> dtype = {});
 
@@ -142,6 +143,12 @@ void load_checkpoint_and_dispatch(const Model& model, const std::string& checkpo
 // model. Every check and every copy comes before the first tensor changes.
 // Not collective.
 void dispatch_model(const Model& model, const DeviceMap& device_map, const std::string& offload_dir = "");
+
+// transformers' and Accelerate's model.hf_device_map: the device map
+// dispatch_model or load_checkpoint_and_dispatch last placed the model with
+// (an "auto" or "balanced" map as computed), in its order; empty when neither
+// placed it. Accelerate's verify_device_map(model) is its size above one.
+DeviceMap hf_device_map(const Model& model);
 
 // Accelerate's disk_offload: writes the model's weights (as they are) to
 // offload_dir/model.safetensors; every parameter and buffer goes to the meta

@@ -127,12 +127,17 @@ struct Offload {
 
 void load_checkpoint_and_dispatch(const Model& model, const std::string& checkpoint, const DeviceMap& device_map,
                                   const std::string& offload_folder, c10::optional<c10::ScalarType> dtype) {
+  static const DeviceMap everything_on_cpu{{"", "cpu"}};
+  const DeviceMap& placement = device_map.empty() ? everything_on_cpu : device_map;
   if (detail::script_module_of(model.impl()) != nullptr) {
-    detail::dispatch_script_checkpoint(model, checkpoint, device_map, dtype, "load_checkpoint_and_dispatch");
-    return;
+    detail::dispatch_script_checkpoint(model, checkpoint, placement, dtype, "load_checkpoint_and_dispatch");
+  } else {
+    detail::dispatch_checkpoint(model, checkpoint, placement, offload_folder, dtype, main_gpu_of(placement));
   }
-  detail::dispatch_checkpoint(model, checkpoint, device_map, offload_folder, dtype, main_gpu_of(device_map));
+  model.impl().set_hf_device_map(device_map);  // as Accelerate: a map only when one was given
 }
+
+DeviceMap hf_device_map(const Model& model) { return model.impl().hf_device_map(); }
 
 namespace detail {
 
@@ -295,6 +300,7 @@ void dispatch_model(const Model& model, const DeviceMap& device_map, const std::
   for (size_t i = 0; i < tensors.size(); ++i) moved.push_back(tensors[i].second.to(c10::Device(*devices[i])));
   for (size_t i = 0; i < tensors.size(); ++i) detail::replace_tensor_contents(tensors[i].second, moved[i]);
   if (graph) place_nodes(model, *graph, std::move(node_devices));
+  model.impl().set_hf_device_map(device_map);
 }
 
 }  // namespace accel

@@ -75,7 +75,12 @@ ACCEL_API accel_status accel_load_checkpoint_and_dispatch(accel_model* model, co
   return guarded([&] {
     const auto& m = deref(model, "model").model;
     accel::require_arg(checkpoint != nullptr, "checkpoint is NULL");
-    const accel::DeviceMap map = accel::resolve_device_map(m, device_map ? device_map : "", {}, dtype_arg(dtype));
+    // NULL or "": Accelerate's device_map=None (everything on the CPU, no hf_device_map).
+    const accel::DeviceMap map = device_map == nullptr || *device_map == '\0'
+                                     ? accel::DeviceMap{}
+                                     : accel::resolve_device_map(m, device_map, {}, dtype_arg(dtype));
+    accel::require_arg(device_map == nullptr || *device_map == '\0' || !map.empty(),
+                       "device_map {} places nothing: pass NULL (or \"\") to load everything on the CPU");
     accel::load_checkpoint_and_dispatch(m, checkpoint, map, offload_folder ? offload_folder : "", dtype_arg(dtype));
   });
 }
@@ -155,6 +160,13 @@ ACCEL_API accel_status accel_available_memory(char** out) {
   return guarded([&] {
     auto& result = out_param(out, "out");
     result = budgets_json(accel::available_memory());
+  });
+}
+
+ACCEL_API accel_status accel_model_hf_device_map(const accel_model* model, char** out) {
+  return guarded([&] {
+    auto& result = out_param(out, "out");
+    result = new_string(accel::device_map_to_json(accel::hf_device_map(deref(model, "model").model)));
   });
 }
 

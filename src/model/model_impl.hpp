@@ -94,6 +94,12 @@ class ModelImpl : public std::enable_shared_from_this<ModelImpl> {
   // TorchScript) throws Unsupported.
   virtual void use_context_parallel(const ContextParallelSlot& slot, bool tensor_parallel);
 
+  // transformers' hf_device_map: the device map dispatch_model or
+  // load_checkpoint_and_dispatch last placed the model with (module name to
+  // device, in the map's order); empty when neither did.
+  const std::vector<std::pair<std::string, std::string>>& hf_device_map() const { return hf_device_map_; }
+  void set_hf_device_map(std::vector<std::pair<std::string, std::string>> map) { hf_device_map_ = std::move(map); }
+
  protected:
   virtual at::Tensor run(const at::Tensor& input) = 0;
   // Default for modules with one tensor in and out: exactly one input (any
@@ -130,6 +136,7 @@ class ModelImpl : public std::enable_shared_from_this<ModelImpl> {
   std::optional<TensorParallelModel> tensor_parallel_;
   c10::Device device_{c10::kCPU};
   bool inputs_on_any_device_ = false;
+  std::vector<std::pair<std::string, std::string>> hf_device_map_;
 };
 
 // A TorchScript file as a model (see Model::from_torchscript). Throws what

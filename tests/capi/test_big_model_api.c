@@ -37,6 +37,15 @@ static void logits_of(accel_model* model, float* out, size_t count) {
 
 /* The GPT saved, loaded empty and dispatched: "h" (the four blocks) and the
    head stay on disk and are read from the checkpoint around their forward. */
+/* transformers' hf_device_map as the C ABI gives it: compact JSON in the map's order. */
+static void expect_hf_device_map(const accel_model* model, const char* want) {
+  char* text = NULL;
+  EXPECT_OK(accel_model_hf_device_map(model, &text));
+  EXPECT(text != NULL && strcmp(text, want) == 0);
+  if (text != NULL && strcmp(text, want) != 0) fprintf(stderr, "hf_device_map %s, want %s\n", text, want);
+  accel_string_free(text);
+}
+
 static void dispatched(void) {
   static float want[8 * 256], got[8 * 256];
   accel_accelerator* acc = NULL;
@@ -50,9 +59,11 @@ static void dispatched(void) {
   EXPECT_OK(accel_model_from_json_empty(kGpt, &empty));
   EXPECT_ERROR(accel_load_checkpoint_and_dispatch(empty, "big_model_c_ckpt", "{\"\": \"disk\"}", NULL, NULL),
                ACCEL_ERR_INVALID_ARGUMENT, "no offload folder");
+  expect_hf_device_map(empty, "{}"); /* the refusal recorded no map */
   EXPECT_OK(accel_load_checkpoint_and_dispatch(
       empty, "big_model_c_ckpt", "{\"wte\": \"cpu\", \"h\": \"disk\", \"ln_f\": \"cpu\", \"logits\": \"disk\"}",
       "big_model_c_offload", NULL));
+  expect_hf_device_map(empty, "{\"wte\":\"cpu\",\"h\":\"disk\",\"ln_f\":\"cpu\",\"logits\":\"disk\"}");
   index = fopen("big_model_c_offload/offload_index.json", "r");
   EXPECT(index != NULL);
   if (index != NULL) fclose(index);
@@ -68,6 +79,12 @@ static void dispatched(void) {
     for (size_t i = 0; i < sizeof kStrategies / sizeof kStrategies[0]; ++i) {
       EXPECT_OK(accel_model_from_json_empty(kGpt, &empty));
       EXPECT_OK(accel_load_checkpoint_and_dispatch(empty, "big_model_c_ckpt", kStrategies[i], NULL, NULL));
+      {
+        char* placed_map = NULL; /* the computed map, not the strategy's name */
+        EXPECT_OK(accel_model_hf_device_map(empty, &placed_map));
+        EXPECT(placed_map != NULL && strchr(placed_map, ':') != NULL && strstr(placed_map, "auto") == NULL);
+        accel_string_free(placed_map);
+      }
       memset(got, 0, sizeof got);
       logits_of(empty, got, 8 * 256);
       EXPECT(memcmp(want, got, sizeof want) == 0);
@@ -94,7 +111,9 @@ static void dispatched(void) {
     memset(got, 0, sizeof got);
     logits_of(placed, got, 8 * 256);
     EXPECT(memcmp(want, got, sizeof want) == 0); /* untouched by the refusals */
+    expect_hf_device_map(placed, "{}");          /* materialize places by no map */
     EXPECT_OK(accel_dispatch_model(placed, map, "big_model_c_dispatch"));
+    expect_hf_device_map(placed, "{\"wte\":\"cpu\",\"h\":\"disk\",\"ln_f\":\"cpu\",\"logits\":\"disk\"}");
     index = fopen("big_model_c_dispatch/offload_index.json", "r");
     EXPECT(index != NULL);
     if (index != NULL) fclose(index);

@@ -1773,6 +1773,8 @@ static void big_models(void) {
   ARG(accel_load_checkpoint_and_dispatch(empty, "model.safetensors", "{\"b\": \"cpu\"}", NULL, NULL));
   ARG(accel_load_checkpoint_and_dispatch(empty, "model.safetensors", "\"balanced_low_1\"", NULL, NULL));
   ARG(accel_load_checkpoint_and_dispatch(empty, "model.safetensors", "[\"auto\"]", NULL, NULL));
+  ARG(accel_load_checkpoint_and_dispatch(empty, "model.safetensors", "{}", NULL, NULL)); /* places nothing */
+  ARG(accel_model_hf_device_map(empty, NULL));
   ARG(accel_load_checkpoint_and_dispatch(empty, "model.safetensors", NULL, NULL, "float13"));
   IO(accel_load_checkpoint_and_dispatch(empty, "/nonexistent/model.safetensors", "{\"a\": \"disk\"}", "o", NULL));
   EACH_BAD(K_MODEL, accel_model, m) {
@@ -1785,6 +1787,7 @@ static void big_models(void) {
     ARG(accel_cpu_offload(m, "cpu", 0));
     ARG(accel_dispatch_model(m, "{\"\": \"cpu\"}", NULL));
     ARG(accel_verify_device_map(m, "{\"\": \"cpu\"}"));
+    ARG(accel_model_hf_device_map(m, &text));
     ARG(accel_load_checkpoint_and_dispatch(m, "model.safetensors", NULL, NULL, NULL));
   }
   accel_model_free(empty);

@@ -30,6 +30,19 @@ func (m *Model) ModuleSizes(dtype string) (map[string]int64, error) {
 	return sizes, json.Unmarshal([]byte(text), &sizes)
 }
 
+// HFDeviceMap is transformers' hf_device_map: the device map DispatchModel or
+// LoadCheckpointAndDispatch last placed the model with (an "auto" map as
+// computed), module name to device; empty when neither did. Accelerate's
+// verify_device_map is whether it has more than one entry.
+func (m *Model) HFDeviceMap() (map[string]string, error) {
+	text, err := modelString(m, func(h core.Model) string { return h.Hf_device_map_json() })
+	if err != nil {
+		return nil, err
+	}
+	deviceMap := map[string]string{}
+	return deviceMap, json.Unmarshal([]byte(text), &deviceMap)
+}
+
 // InferAutoDeviceMap is Accelerate 0.22's infer_auto_device_map: modules
 // placed over the GPUs in order, then "cpu", then "disk", with budgets such as
 // {"cpu": "200MB"} (nil: GetMaxMemory()); modules whose class is in noSplit

@@ -167,8 +167,14 @@ func TestDispatchModelComputesTheSame(t *testing.T) {
 	if err := model.DispatchModel(placement, ""); err == nil || !strings.Contains(err.Error(), "no offload folder") {
 		t.Fatalf("disk without a folder: %v", err)
 	}
+	if placed := must[map[string]string](t)(model.HFDeviceMap()); len(placed) != 0 {
+		t.Fatalf("hf_device_map before any dispatch: %v", placed)
+	}
 	dir := t.TempDir()
 	ok(t, model.DispatchModel(placement, dir))
+	if placed := must[map[string]string](t)(model.HFDeviceMap()); !reflect.DeepEqual(placed, placement) {
+		t.Fatalf("hf_device_map %v, want %v", placed, placement)
+	}
 	if _, err := os.Stat(filepath.Join(dir, "offload_index.json")); err != nil {
 		t.Fatal(err)
 	}

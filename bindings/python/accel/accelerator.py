@@ -521,6 +521,13 @@ class Accelerator(AcceleratorFacts, ProcessDecorators, core.Accelerator):
             raise TypeError(f"unwrap_model takes a Model, got {type(model).__name__}")
         return model
 
+    def verify_device_map(self, model: Model) -> bool:
+        """Accelerate's verify_device_map: whether model was placed for big-model inference by a
+        device map of more than one entry (dispatch_model, load_checkpoint_and_dispatch)."""
+        if not isinstance(model, Model):
+            raise TypeError(f"verify_device_map takes a Model, got {type(model).__name__}")
+        return len(json.loads(model.hf_device_map_json())) > 1
+
     def get_state_dict(self, model: Model, unwrap: bool = True) -> Dict[str, np.ndarray]:
         """The model's parameters and buffers as {name: numpy array} (CPU copies), in the model's order."""
         if not isinstance(model, Model):

@@ -133,6 +133,19 @@ _core_from_json = Model.from_json
 Model.from_json = staticmethod(
     lambda spec: Model.from_json_empty(spec) if big_modeling._building_empty() else _core_from_json(spec))
 Model.module_sizes = lambda self, dtype=None: big_modeling.compute_module_sizes(self, dtype)
+
+
+def _hf_device_map(self: Model) -> Dict[str, str]:
+    placed = json.loads(self.hf_device_map_json())
+    if not placed:  # as on a torch module: the attribute exists only once a map placed the model
+        raise AttributeError("'Model' object has no attribute 'hf_device_map': dispatch_model or "
+                             "load_checkpoint_and_dispatch with a device_map has not placed it")
+    return placed
+
+
+Model.hf_device_map = property(_hf_device_map, doc=(
+    "transformers' hf_device_map: the device map dispatch_model or load_checkpoint_and_dispatch placed "
+    "the model with (an \"auto\" map as computed), module name to device; AttributeError before."))
 _core_from_torchscript = Model.from_torchscript
 _core_from_torchscript_empty = Model.from_torchscript_empty
 

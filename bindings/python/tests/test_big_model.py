@@ -88,10 +88,17 @@ def test_offloaded_generation_equals_the_loaded_model(tmp_path):
     offload = tmp_path / "offload"
     with pytest.raises(accel.AccelError, match="no offload folder"):
         accel.load_checkpoint_and_dispatch(model, tmp_path / "ckpt", device_map={"": "disk"})
+    assert not hasattr(model, "hf_device_map")  # a failed dispatch leaves no map behind
+    with pytest.raises(accel.AccelError, match="places nothing"):
+        accel.load_checkpoint_and_dispatch(model, tmp_path / "ckpt", device_map={})
     accel.load_checkpoint_and_dispatch(model, tmp_path / "ckpt", device_map="auto", max_memory={"cpu": 500000},
                                        no_split_module_classes=["TransformerEncoderLayer"], offload_folder=offload)
     assert os.path.exists(offload / "offload_index.json")
     assert greedy(model, [1, 2, 3], 6) == want
+    # transformers' hf_device_map: the "auto" map as computed, the same infer_auto_device_map gives.
+    assert model.hf_device_map == accel.infer_auto_device_map(model, {"cpu": 500000}, ["TransformerEncoderLayer"])
+    assert set(model.hf_device_map.values()) == {"cpu", "disk"}
+    assert accel.Accelerator(cpu=True).verify_device_map(model)
 
     # load_checkpoint_in_model: an empty model filled on the CPU.
     with accel.init_empty_weights():
@@ -100,6 +107,9 @@ def test_offloaded_generation_equals_the_loaded_model(tmp_path):
         accel.load_checkpoint_in_model(loaded, tmp_path / "nowhere.safetensors")
     accel.load_checkpoint_in_model(loaded, tmp_path / "ckpt")
     assert greedy(loaded, [1, 2, 3], 6) == want
+    assert not hasattr(loaded, "hf_device_map") and not acc.verify_device_map(loaded)
+    accel.load_checkpoint_and_dispatch(loaded, tmp_path / "ckpt")  # device_map=None: no map, as Accelerate
+    assert not hasattr(loaded, "hf_device_map")
 
 
 def test_balanced_memory_and_maps_match_accelerate():
@@ -195,6 +205,7 @@ def test_dispatch_model_of_a_loaded_model_generates_the_same(tmp_path):
     with pytest.raises(ValueError, match="main_device='cuda:0'"):
         accel.dispatch_model(model, device_map, main_device="cuda:0", offload_dir=tmp_path)
     assert accel.dispatch_model(model, device_map, offload_dir=tmp_path) is model
+    assert model.hf_device_map == device_map and list(model.hf_device_map) == list(device_map)
     assert "h.1.linear1.weight" in json.loads((tmp_path / "offload_index.json").read_text())
     assert greedy(model, [7, 8, 9], 4) == want
 

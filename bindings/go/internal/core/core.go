@@ -279,8 +279,8 @@ typedef _gostring_ swig_type_249;
 typedef _gostring_ swig_type_250;
 typedef _gostring_ swig_type_251;
 typedef _gostring_ swig_type_252;
-typedef long long swig_type_253;
-typedef _gostring_ swig_type_254;
+typedef _gostring_ swig_type_253;
+typedef long long swig_type_254;
 typedef _gostring_ swig_type_255;
 typedef _gostring_ swig_type_256;
 typedef _gostring_ swig_type_257;
@@ -291,19 +291,19 @@ typedef _gostring_ swig_type_261;
 typedef _gostring_ swig_type_262;
 typedef _gostring_ swig_type_263;
 typedef _gostring_ swig_type_264;
-typedef long long swig_type_265;
+typedef _gostring_ swig_type_265;
 typedef long long swig_type_266;
 typedef long long swig_type_267;
 typedef long long swig_type_268;
 typedef long long swig_type_269;
 typedef long long swig_type_270;
-typedef _gostring_ swig_type_271;
-typedef long long swig_type_272;
-typedef _gostring_ swig_type_273;
+typedef long long swig_type_271;
+typedef _gostring_ swig_type_272;
+typedef long long swig_type_273;
 typedef _gostring_ swig_type_274;
 typedef _gostring_ swig_type_275;
-typedef long long swig_type_276;
-typedef _gostring_ swig_type_277;
+typedef _gostring_ swig_type_276;
+typedef long long swig_type_277;
 typedef _gostring_ swig_type_278;
 typedef _gostring_ swig_type_279;
 typedef _gostring_ swig_type_280;
@@ -311,25 +311,25 @@ typedef _gostring_ swig_type_281;
 typedef _gostring_ swig_type_282;
 typedef _gostring_ swig_type_283;
 typedef _gostring_ swig_type_284;
-typedef long long swig_type_285;
+typedef _gostring_ swig_type_285;
 typedef long long swig_type_286;
-typedef _gostring_ swig_type_287;
+typedef long long swig_type_287;
 typedef _gostring_ swig_type_288;
-typedef long long swig_type_289;
-typedef _gostring_ swig_type_290;
+typedef _gostring_ swig_type_289;
+typedef long long swig_type_290;
 typedef _gostring_ swig_type_291;
 typedef _gostring_ swig_type_292;
 typedef _gostring_ swig_type_293;
 typedef _gostring_ swig_type_294;
 typedef _gostring_ swig_type_295;
 typedef _gostring_ swig_type_296;
-typedef long long swig_type_297;
+typedef _gostring_ swig_type_297;
 typedef long long swig_type_298;
-typedef _gostring_ swig_type_299;
+typedef long long swig_type_299;
 typedef _gostring_ swig_type_300;
 typedef _gostring_ swig_type_301;
-typedef long long swig_type_302;
-typedef _gostring_ swig_type_303;
+typedef _gostring_ swig_type_302;
+typedef long long swig_type_303;
 typedef _gostring_ swig_type_304;
 typedef _gostring_ swig_type_305;
 typedef _gostring_ swig_type_306;
@@ -340,8 +340,8 @@ typedef _gostring_ swig_type_310;
 typedef _gostring_ swig_type_311;
 typedef _gostring_ swig_type_312;
 typedef _gostring_ swig_type_313;
-typedef long long swig_type_314;
-typedef _gostring_ swig_type_315;
+typedef _gostring_ swig_type_314;
+typedef long long swig_type_315;
 typedef _gostring_ swig_type_316;
 typedef _gostring_ swig_type_317;
 typedef _gostring_ swig_type_318;
@@ -351,38 +351,39 @@ typedef _gostring_ swig_type_321;
 typedef _gostring_ swig_type_322;
 typedef _gostring_ swig_type_323;
 typedef _gostring_ swig_type_324;
-typedef long long swig_type_325;
+typedef _gostring_ swig_type_325;
 typedef long long swig_type_326;
 typedef long long swig_type_327;
 typedef long long swig_type_328;
 typedef long long swig_type_329;
 typedef long long swig_type_330;
-typedef _gostring_ swig_type_331;
-typedef long long swig_type_332;
-typedef _gostring_ swig_type_333;
-typedef long long swig_type_334;
+typedef long long swig_type_331;
+typedef _gostring_ swig_type_332;
+typedef long long swig_type_333;
+typedef _gostring_ swig_type_334;
 typedef long long swig_type_335;
-typedef _gostring_ swig_type_336;
+typedef long long swig_type_336;
 typedef _gostring_ swig_type_337;
-typedef long long swig_type_338;
+typedef _gostring_ swig_type_338;
 typedef long long swig_type_339;
 typedef long long swig_type_340;
 typedef long long swig_type_341;
 typedef long long swig_type_342;
-typedef _gostring_ swig_type_343;
+typedef long long swig_type_343;
 typedef _gostring_ swig_type_344;
-typedef long long swig_type_345;
+typedef _gostring_ swig_type_345;
 typedef long long swig_type_346;
-typedef _gostring_ swig_type_347;
-typedef long long swig_type_348;
-typedef _gostring_ swig_type_349;
-typedef long long swig_type_350;
-typedef _gostring_ swig_type_351;
-typedef long long swig_type_352;
-typedef _gostring_ swig_type_353;
-typedef long long swig_type_354;
+typedef long long swig_type_347;
+typedef _gostring_ swig_type_348;
+typedef long long swig_type_349;
+typedef _gostring_ swig_type_350;
+typedef long long swig_type_351;
+typedef _gostring_ swig_type_352;
+typedef long long swig_type_353;
+typedef _gostring_ swig_type_354;
 typedef long long swig_type_355;
-typedef _gostring_ swig_type_356;
+typedef long long swig_type_356;
+typedef _gostring_ swig_type_357;
 extern void _wrap_Swig_free_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Swig_malloc_core_a1403cbc65d2f32f(swig_intgo arg1);
 extern uintptr_t _wrap_new_Int64Vector__SWIG_0_core_a1403cbc65d2f32f(void);
@@ -978,30 +979,31 @@ extern uintptr_t _wrap_Model_from_json_empty_core_a1403cbc65d2f32f(swig_type_211
 extern uintptr_t _wrap_Model_from_torchscript_empty_core_a1403cbc65d2f32f(swig_type_212 arg1, uintptr_t arg2);
 extern swig_type_213 _wrap_Model_module_sizes_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_214 arg2);
 extern swig_type_215 _wrap_Model_module_sizes_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_216 _wrap_Model_infer_auto_device_map_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_217 arg2, uintptr_t arg3, swig_type_218 arg4);
-extern swig_type_219 _wrap_Model_infer_auto_device_map_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_220 arg2, uintptr_t arg3);
-extern swig_type_221 _wrap_Model_balanced_memory_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_222 arg2, uintptr_t arg3, swig_type_223 arg4, _Bool arg5);
-extern swig_type_224 _wrap_Model_balanced_memory_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_225 arg2, uintptr_t arg3, swig_type_226 arg4);
-extern swig_type_227 _wrap_Model_balanced_memory_json__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_228 arg2, uintptr_t arg3);
-extern void _wrap_Model_verify_device_map_json_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_229 arg2);
-extern void _wrap_Model_disk_offload__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_230 arg2, swig_type_231 arg3);
-extern void _wrap_Model_disk_offload__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_232 arg2);
-extern void _wrap_Model_dispatch_model_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_233 arg2, swig_type_234 arg3);
-extern void _wrap_Model_dispatch_model_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_235 arg2);
-extern void _wrap_Model_cpu_offload__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_236 arg2, _Bool arg3);
-extern void _wrap_Model_cpu_offload__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_237 arg2);
+extern swig_type_216 _wrap_Model_hf_device_map_json_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_217 _wrap_Model_infer_auto_device_map_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_218 arg2, uintptr_t arg3, swig_type_219 arg4);
+extern swig_type_220 _wrap_Model_infer_auto_device_map_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_221 arg2, uintptr_t arg3);
+extern swig_type_222 _wrap_Model_balanced_memory_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_223 arg2, uintptr_t arg3, swig_type_224 arg4, _Bool arg5);
+extern swig_type_225 _wrap_Model_balanced_memory_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_226 arg2, uintptr_t arg3, swig_type_227 arg4);
+extern swig_type_228 _wrap_Model_balanced_memory_json__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_229 arg2, uintptr_t arg3);
+extern void _wrap_Model_verify_device_map_json_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_230 arg2);
+extern void _wrap_Model_disk_offload__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_231 arg2, swig_type_232 arg3);
+extern void _wrap_Model_disk_offload__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_233 arg2);
+extern void _wrap_Model_dispatch_model_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_234 arg2, swig_type_235 arg3);
+extern void _wrap_Model_dispatch_model_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_236 arg2);
+extern void _wrap_Model_cpu_offload__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_237 arg2, _Bool arg3);
+extern void _wrap_Model_cpu_offload__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_238 arg2);
 extern void _wrap_Model_cpu_offload__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_Model_materialize__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_238 arg2, swig_type_239 arg3);
-extern void _wrap_Model_materialize__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_240 arg2);
-extern void _wrap_Model_load_checkpoint_and_dispatch_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_241 arg2, swig_type_242 arg3, swig_type_243 arg4, swig_type_244 arg5);
-extern void _wrap_Model_load_checkpoint_and_dispatch_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_245 arg2, swig_type_246 arg3, swig_type_247 arg4);
-extern void _wrap_Model_load_checkpoint_and_dispatch_json__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_248 arg2, swig_type_249 arg3);
-extern uintptr_t _wrap_Model_from_torchscript_outputs_core_a1403cbc65d2f32f(swig_type_250 arg1, uintptr_t arg2);
+extern void _wrap_Model_materialize__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_239 arg2, swig_type_240 arg3);
+extern void _wrap_Model_materialize__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_241 arg2);
+extern void _wrap_Model_load_checkpoint_and_dispatch_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_242 arg2, swig_type_243 arg3, swig_type_244 arg4, swig_type_245 arg5);
+extern void _wrap_Model_load_checkpoint_and_dispatch_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_246 arg2, swig_type_247 arg3, swig_type_248 arg4);
+extern void _wrap_Model_load_checkpoint_and_dispatch_json__SWIG_2_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_249 arg2, swig_type_250 arg3);
+extern uintptr_t _wrap_Model_from_torchscript_outputs_core_a1403cbc65d2f32f(swig_type_251 arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Model_forward_named_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Model_named_parameters_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Model_named_buffers_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_251 _wrap_Model_load_state_dict_report_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, _Bool arg3);
-extern swig_type_252 _wrap_Model_load_state_dict_report_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
+extern swig_type_252 _wrap_Model_load_state_dict_report_json__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, _Bool arg3);
+extern swig_type_253 _wrap_Model_load_state_dict_report_json__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_new_Optimizer__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_new_Optimizer__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_delete_Optimizer_core_a1403cbc65d2f32f(uintptr_t arg1);
@@ -1016,21 +1018,21 @@ extern void _wrap_delete_Scheduler_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_Scheduler_step_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_Scheduler_step_metric_core_a1403cbc65d2f32f(uintptr_t arg1, double arg2);
 extern double _wrap_Scheduler_get_last_lr_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_253 _wrap_Scheduler_last_epoch_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_254 _wrap_Scheduler_last_epoch_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Dataset_from_tensors_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern uintptr_t _wrap_Dataset_from_idx__SWIG_0_core_a1403cbc65d2f32f(swig_type_254 arg1, swig_type_255 arg2, double arg3, double arg4);
-extern uintptr_t _wrap_Dataset_from_idx__SWIG_1_core_a1403cbc65d2f32f(swig_type_256 arg1, swig_type_257 arg2, double arg3);
-extern uintptr_t _wrap_Dataset_from_idx__SWIG_2_core_a1403cbc65d2f32f(swig_type_258 arg1, swig_type_259 arg2);
-extern uintptr_t _wrap_Dataset_from_csv__SWIG_0_core_a1403cbc65d2f32f(swig_type_260 arg1, swig_type_261 arg2, swig_intgo arg3);
-extern uintptr_t _wrap_Dataset_from_csv__SWIG_1_core_a1403cbc65d2f32f(swig_type_262 arg1, swig_type_263 arg2);
-extern uintptr_t _wrap_Dataset_from_safetensors_core_a1403cbc65d2f32f(swig_type_264 arg1, uintptr_t arg2);
-extern uintptr_t _wrap_Dataset_from_source_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_265 arg2, uintptr_t arg3);
+extern uintptr_t _wrap_Dataset_from_idx__SWIG_0_core_a1403cbc65d2f32f(swig_type_255 arg1, swig_type_256 arg2, double arg3, double arg4);
+extern uintptr_t _wrap_Dataset_from_idx__SWIG_1_core_a1403cbc65d2f32f(swig_type_257 arg1, swig_type_258 arg2, double arg3);
+extern uintptr_t _wrap_Dataset_from_idx__SWIG_2_core_a1403cbc65d2f32f(swig_type_259 arg1, swig_type_260 arg2);
+extern uintptr_t _wrap_Dataset_from_csv__SWIG_0_core_a1403cbc65d2f32f(swig_type_261 arg1, swig_type_262 arg2, swig_intgo arg3);
+extern uintptr_t _wrap_Dataset_from_csv__SWIG_1_core_a1403cbc65d2f32f(swig_type_263 arg1, swig_type_264 arg2);
+extern uintptr_t _wrap_Dataset_from_safetensors_core_a1403cbc65d2f32f(swig_type_265 arg1, uintptr_t arg2);
+extern uintptr_t _wrap_Dataset_from_source_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_266 arg2, uintptr_t arg3);
 extern uintptr_t _wrap_Dataset_from_stream_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Dataset_from_sequences__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_Dataset_from_sequences__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Dataset_from_sequences_collate_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3);
 extern void _wrap_delete_Dataset_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_266 _wrap_Dataset_size_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_267 _wrap_Dataset_size_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern _Bool _wrap_Dataset_is_iterable_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_DataLoader__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern uintptr_t _wrap_new_DataLoader__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
@@ -1038,68 +1040,68 @@ extern uintptr_t _wrap_new_DataLoader__SWIG_2_core_a1403cbc65d2f32f(uintptr_t ar
 extern uintptr_t _wrap_new_DataLoader__SWIG_3_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, uintptr_t arg4);
 extern void _wrap_delete_DataLoader_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_DataLoader_next_batch_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_267 _wrap_DataLoader_num_batches_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_DataLoader_skip_first_batches_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_268 arg2);
-extern void _wrap_DataLoader_set_epoch_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_269 arg2);
-extern swig_type_270 _wrap_DataLoader_epoch_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_268 _wrap_DataLoader_num_batches_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern uintptr_t _wrap_DataLoader_skip_first_batches_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_269 arg2);
+extern void _wrap_DataLoader_set_epoch_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_270 arg2);
+extern swig_type_271 _wrap_DataLoader_epoch_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_DataLoader_set_batches_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3);
-extern void _wrap_DataLoader_set_progress__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_271 arg2);
+extern void _wrap_DataLoader_set_progress__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_272 arg2);
 extern void _wrap_DataLoader_set_progress__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_DataLoader_hide_progress_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_DataLoader_field_names_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_Sequences_from_arrays__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, swig_type_272 arg4);
+extern uintptr_t _wrap_Sequences_from_arrays__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, swig_type_273 arg4);
 extern uintptr_t _wrap_Sequences_from_arrays__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3);
-extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_0_core_a1403cbc65d2f32f(swig_type_273 arg1, swig_type_274 arg2, swig_type_275 arg3, swig_type_276 arg4);
-extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_1_core_a1403cbc65d2f32f(swig_type_277 arg1, swig_type_278 arg2, swig_type_279 arg3);
-extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_2_core_a1403cbc65d2f32f(swig_type_280 arg1, swig_type_281 arg2);
-extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_3_core_a1403cbc65d2f32f(swig_type_282 arg1);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_0_core_a1403cbc65d2f32f(swig_type_283 arg1, swig_intgo arg2, swig_type_284 arg3, swig_type_285 arg4, swig_type_286 arg5);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_1_core_a1403cbc65d2f32f(swig_type_287 arg1, swig_intgo arg2, swig_type_288 arg3, swig_type_289 arg4);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_2_core_a1403cbc65d2f32f(swig_type_290 arg1, swig_intgo arg2, swig_type_291 arg3);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_3_core_a1403cbc65d2f32f(swig_type_292 arg1, swig_intgo arg2);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_4_core_a1403cbc65d2f32f(swig_type_293 arg1);
-extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_0_core_a1403cbc65d2f32f(swig_type_294 arg1, swig_type_295 arg2, swig_intgo arg3, swig_type_296 arg4, swig_type_297 arg5, swig_type_298 arg6);
-extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_1_core_a1403cbc65d2f32f(swig_type_299 arg1, swig_type_300 arg2, swig_intgo arg3, swig_type_301 arg4, swig_type_302 arg5);
-extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_2_core_a1403cbc65d2f32f(swig_type_303 arg1, swig_type_304 arg2, swig_intgo arg3, swig_type_305 arg4);
-extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_3_core_a1403cbc65d2f32f(swig_type_306 arg1, swig_type_307 arg2, swig_intgo arg3);
-extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_4_core_a1403cbc65d2f32f(swig_type_308 arg1, swig_type_309 arg2);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_0_core_a1403cbc65d2f32f(swig_type_310 arg1, swig_type_311 arg2, swig_type_312 arg3, swig_type_313 arg4, swig_type_314 arg5);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_1_core_a1403cbc65d2f32f(swig_type_315 arg1, swig_type_316 arg2, swig_type_317 arg3, swig_type_318 arg4);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_2_core_a1403cbc65d2f32f(swig_type_319 arg1, swig_type_320 arg2, swig_type_321 arg3);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_3_core_a1403cbc65d2f32f(swig_type_322 arg1, swig_type_323 arg2);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_4_core_a1403cbc65d2f32f(swig_type_324 arg1);
+extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_0_core_a1403cbc65d2f32f(swig_type_274 arg1, swig_type_275 arg2, swig_type_276 arg3, swig_type_277 arg4);
+extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_1_core_a1403cbc65d2f32f(swig_type_278 arg1, swig_type_279 arg2, swig_type_280 arg3);
+extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_2_core_a1403cbc65d2f32f(swig_type_281 arg1, swig_type_282 arg2);
+extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_3_core_a1403cbc65d2f32f(swig_type_283 arg1);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_0_core_a1403cbc65d2f32f(swig_type_284 arg1, swig_intgo arg2, swig_type_285 arg3, swig_type_286 arg4, swig_type_287 arg5);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_1_core_a1403cbc65d2f32f(swig_type_288 arg1, swig_intgo arg2, swig_type_289 arg3, swig_type_290 arg4);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_2_core_a1403cbc65d2f32f(swig_type_291 arg1, swig_intgo arg2, swig_type_292 arg3);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_3_core_a1403cbc65d2f32f(swig_type_293 arg1, swig_intgo arg2);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_4_core_a1403cbc65d2f32f(swig_type_294 arg1);
+extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_0_core_a1403cbc65d2f32f(swig_type_295 arg1, swig_type_296 arg2, swig_intgo arg3, swig_type_297 arg4, swig_type_298 arg5, swig_type_299 arg6);
+extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_1_core_a1403cbc65d2f32f(swig_type_300 arg1, swig_type_301 arg2, swig_intgo arg3, swig_type_302 arg4, swig_type_303 arg5);
+extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_2_core_a1403cbc65d2f32f(swig_type_304 arg1, swig_type_305 arg2, swig_intgo arg3, swig_type_306 arg4);
+extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_3_core_a1403cbc65d2f32f(swig_type_307 arg1, swig_type_308 arg2, swig_intgo arg3);
+extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_4_core_a1403cbc65d2f32f(swig_type_309 arg1, swig_type_310 arg2);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_0_core_a1403cbc65d2f32f(swig_type_311 arg1, swig_type_312 arg2, swig_type_313 arg3, swig_type_314 arg4, swig_type_315 arg5);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_1_core_a1403cbc65d2f32f(swig_type_316 arg1, swig_type_317 arg2, swig_type_318 arg3, swig_type_319 arg4);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_2_core_a1403cbc65d2f32f(swig_type_320 arg1, swig_type_321 arg2, swig_type_322 arg3);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_3_core_a1403cbc65d2f32f(swig_type_323 arg1, swig_type_324 arg2);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_4_core_a1403cbc65d2f32f(swig_type_325 arg1);
 extern void _wrap_delete_Sequences_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_325 _wrap_Sequences_size_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_326 _wrap_Sequences_length_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_327 arg2);
-extern uintptr_t _wrap_Sequences_ids_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_328 arg2);
-extern uintptr_t _wrap_Sequences_labels_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_329 arg2);
-extern uintptr_t _wrap_new_ProgressBar__SWIG_0_core_a1403cbc65d2f32f(swig_type_330 arg1, swig_type_331 arg2, _Bool arg3);
-extern uintptr_t _wrap_new_ProgressBar__SWIG_1_core_a1403cbc65d2f32f(swig_type_332 arg1, swig_type_333 arg2);
-extern uintptr_t _wrap_new_ProgressBar__SWIG_2_core_a1403cbc65d2f32f(swig_type_334 arg1);
+extern swig_type_326 _wrap_Sequences_size_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_327 _wrap_Sequences_length_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_328 arg2);
+extern uintptr_t _wrap_Sequences_ids_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_329 arg2);
+extern uintptr_t _wrap_Sequences_labels_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_330 arg2);
+extern uintptr_t _wrap_new_ProgressBar__SWIG_0_core_a1403cbc65d2f32f(swig_type_331 arg1, swig_type_332 arg2, _Bool arg3);
+extern uintptr_t _wrap_new_ProgressBar__SWIG_1_core_a1403cbc65d2f32f(swig_type_333 arg1, swig_type_334 arg2);
+extern uintptr_t _wrap_new_ProgressBar__SWIG_2_core_a1403cbc65d2f32f(swig_type_335 arg1);
 extern void _wrap_delete_ProgressBar_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_ProgressBar_update__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_335 arg2);
+extern void _wrap_ProgressBar_update__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_336 arg2);
 extern void _wrap_ProgressBar_update__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_Profile_begin_with_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_336 arg2, _Bool arg3, _Bool arg4, _Bool arg5, _Bool arg6, _Bool arg7);
-extern uintptr_t _wrap_Profile_begin_scheduled_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_337 arg2, _Bool arg3, _Bool arg4, _Bool arg5, _Bool arg6, _Bool arg7, swig_type_338 arg8, swig_type_339 arg9, swig_type_340 arg10, swig_type_341 arg11, swig_type_342 arg12);
+extern uintptr_t _wrap_Profile_begin_with_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_337 arg2, _Bool arg3, _Bool arg4, _Bool arg5, _Bool arg6, _Bool arg7);
+extern uintptr_t _wrap_Profile_begin_scheduled_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_338 arg2, _Bool arg3, _Bool arg4, _Bool arg5, _Bool arg6, _Bool arg7, swig_type_339 arg8, swig_type_340 arg9, swig_type_341 arg10, swig_type_342 arg11, swig_type_343 arg12);
 extern _Bool _wrap_Profile_step_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_Profile_begin_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_343 arg2);
+extern uintptr_t _wrap_Profile_begin_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_344 arg2);
 extern void _wrap_delete_Profile_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_Profile_end_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_NamedTensors_core_a1403cbc65d2f32f(void);
 extern void _wrap_delete_NamedTensors_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_NamedTensors_add_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_344 arg2, uintptr_t arg3);
-extern swig_type_345 _wrap_NamedTensors_size_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_NamedTensors_add_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_345 arg2, uintptr_t arg3);
+extern swig_type_346 _wrap_NamedTensors_size_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_TensorList_core_a1403cbc65d2f32f(void);
 extern void _wrap_delete_TensorList_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_TensorList_add_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern swig_type_346 _wrap_TensorList_size_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_347 _wrap_TensorList_size_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_TensorMap_core_a1403cbc65d2f32f(void);
 extern void _wrap_delete_TensorMap_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_TensorMap_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_347 arg2, uintptr_t arg3);
-extern swig_type_348 _wrap_TensorMap_count_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_349 _wrap_TensorMap_name_at_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_350 arg2);
-extern uintptr_t _wrap_TensorMap_get_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_351 arg2);
-extern uintptr_t _wrap_new_PartialState__SWIG_0_core_a1403cbc65d2f32f(_Bool arg1, swig_type_352 arg2);
+extern void _wrap_TensorMap_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_348 arg2, uintptr_t arg3);
+extern swig_type_349 _wrap_TensorMap_count_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_350 _wrap_TensorMap_name_at_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_351 arg2);
+extern uintptr_t _wrap_TensorMap_get_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_352 arg2);
+extern uintptr_t _wrap_new_PartialState__SWIG_0_core_a1403cbc65d2f32f(_Bool arg1, swig_type_353 arg2);
 extern uintptr_t _wrap_new_PartialState__SWIG_1_core_a1403cbc65d2f32f(_Bool arg1);
 extern uintptr_t _wrap_new_PartialState__SWIG_2_core_a1403cbc65d2f32f(void);
 extern void _wrap_delete_PartialState_core_a1403cbc65d2f32f(uintptr_t arg1);
@@ -1107,12 +1109,12 @@ extern swig_intgo _wrap_PartialState_process_index_core_a1403cbc65d2f32f(uintptr
 extern swig_intgo _wrap_PartialState_local_process_index_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_intgo _wrap_PartialState_num_processes_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_intgo _wrap_PartialState_distributed_type_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_353 _wrap_PartialState_device_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_PartialState_split_range__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_354 arg2, _Bool arg3);
-extern uintptr_t _wrap_PartialState_split_range__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_355 arg2);
+extern swig_type_354 _wrap_PartialState_device_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern uintptr_t _wrap_PartialState_split_range__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_355 arg2, _Bool arg3);
+extern uintptr_t _wrap_PartialState_split_range__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_356 arg2);
 extern void _wrap_PartialState_wait_for_everyone_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_intgo _wrap_take_error_code_core_a1403cbc65d2f32f(void);
-extern swig_type_356 _wrap_take_error_message_core_a1403cbc65d2f32f(void);
+extern swig_type_357 _wrap_take_error_message_core_a1403cbc65d2f32f(void);
 #undef intgo
 */
 import "C"
@@ -7169,13 +7171,23 @@ func (p SwigcptrModel) Module_sizes_json(a ...interface{}) string {
 	panic("No match for overloaded function call")
 }
 
+func (arg1 SwigcptrModel) Hf_device_map_json() (_swig_ret string) {
+	var swig_r string
+	_swig_i_0 := arg1
+	swig_r_p := C._wrap_Model_hf_device_map_json_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0))
+	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
+	var swig_r_1 string
+ swig_r_1 = swigCopyString(swig_r) 
+	return swig_r_1
+}
+
 func (arg1 SwigcptrModel) Infer_auto_device_map_json__SWIG_0(arg2 string, arg3 StringVector, arg4 string) (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
 	_swig_i_3 := arg4
-	swig_r_p := C._wrap_Model_infer_auto_device_map_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_217)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2), *(*C.swig_type_218)(unsafe.Pointer(&_swig_i_3)))
+	swig_r_p := C._wrap_Model_infer_auto_device_map_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_218)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2), *(*C.swig_type_219)(unsafe.Pointer(&_swig_i_3)))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
@@ -7193,7 +7205,7 @@ func (arg1 SwigcptrModel) Infer_auto_device_map_json__SWIG_1(arg2 string, arg3 S
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	swig_r_p := C._wrap_Model_infer_auto_device_map_json__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_220)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
+	swig_r_p := C._wrap_Model_infer_auto_device_map_json__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_221)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
@@ -7221,7 +7233,7 @@ func (arg1 SwigcptrModel) Balanced_memory_json__SWIG_0(arg2 string, arg3 StringV
 	_swig_i_2 := getSwigcptr(arg3)
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r_p := C._wrap_Model_balanced_memory_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_222)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2), *(*C.swig_type_223)(unsafe.Pointer(&_swig_i_3)), C._Bool(_swig_i_4))
+	swig_r_p := C._wrap_Model_balanced_memory_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_223)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2), *(*C.swig_type_224)(unsafe.Pointer(&_swig_i_3)), C._Bool(_swig_i_4))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
@@ -7240,7 +7252,7 @@ func (arg1 SwigcptrModel) Balanced_memory_json__SWIG_1(arg2 string, arg3 StringV
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
 	_swig_i_3 := arg4
-	swig_r_p := C._wrap_Model_balanced_memory_json__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_225)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2), *(*C.swig_type_226)(unsafe.Pointer(&_swig_i_3)))
+	swig_r_p := C._wrap_Model_balanced_memory_json__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_226)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2), *(*C.swig_type_227)(unsafe.Pointer(&_swig_i_3)))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
@@ -7258,7 +7270,7 @@ func (arg1 SwigcptrModel) Balanced_memory_json__SWIG_2(arg2 string, arg3 StringV
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	swig_r_p := C._wrap_Model_balanced_memory_json__SWIG_2_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_228)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
+	swig_r_p := C._wrap_Model_balanced_memory_json__SWIG_2_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_229)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
@@ -7285,7 +7297,7 @@ func (p SwigcptrModel) Balanced_memory_json(a ...interface{}) string {
 func (arg1 SwigcptrModel) Verify_device_map_json(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Model_verify_device_map_json_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_229)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Model_verify_device_map_json_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_230)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7295,7 +7307,7 @@ func (arg1 SwigcptrModel) Disk_offload__SWIG_0(arg2 string, arg3 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	C._wrap_Model_disk_offload__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_230)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_231)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_Model_disk_offload__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_231)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_232)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7307,7 +7319,7 @@ func (arg1 SwigcptrModel) Disk_offload__SWIG_0(arg2 string, arg3 string) {
 func (arg1 SwigcptrModel) Disk_offload__SWIG_1(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Model_disk_offload__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_232)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Model_disk_offload__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_233)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7330,7 +7342,7 @@ func (arg1 SwigcptrModel) Dispatch_model_json__SWIG_0(arg2 string, arg3 string) 
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	C._wrap_Model_dispatch_model_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_233)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_234)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_Model_dispatch_model_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_234)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_235)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7342,7 +7354,7 @@ func (arg1 SwigcptrModel) Dispatch_model_json__SWIG_0(arg2 string, arg3 string) 
 func (arg1 SwigcptrModel) Dispatch_model_json__SWIG_1(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Model_dispatch_model_json__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_235)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Model_dispatch_model_json__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_236)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7365,7 +7377,7 @@ func (arg1 SwigcptrModel) Cpu_offload__SWIG_0(arg2 string, arg3 bool) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	C._wrap_Model_cpu_offload__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_236)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2))
+	C._wrap_Model_cpu_offload__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_237)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7374,7 +7386,7 @@ func (arg1 SwigcptrModel) Cpu_offload__SWIG_0(arg2 string, arg3 bool) {
 func (arg1 SwigcptrModel) Cpu_offload__SWIG_1(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Model_cpu_offload__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_237)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Model_cpu_offload__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_238)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7406,7 +7418,7 @@ func (arg1 SwigcptrModel) Materialize__SWIG_0(arg2 string, arg3 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	C._wrap_Model_materialize__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_238)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_239)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_Model_materialize__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_239)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_240)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7418,7 +7430,7 @@ func (arg1 SwigcptrModel) Materialize__SWIG_0(arg2 string, arg3 string) {
 func (arg1 SwigcptrModel) Materialize__SWIG_1(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_Model_materialize__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_240)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_Model_materialize__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_241)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7443,7 +7455,7 @@ func (arg1 SwigcptrModel) Load_checkpoint_and_dispatch_json__SWIG_0(arg2 string,
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	C._wrap_Model_load_checkpoint_and_dispatch_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_241)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_242)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_243)(unsafe.Pointer(&_swig_i_3)), *(*C.swig_type_244)(unsafe.Pointer(&_swig_i_4)))
+	C._wrap_Model_load_checkpoint_and_dispatch_json__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_242)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_243)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_244)(unsafe.Pointer(&_swig_i_3)), *(*C.swig_type_245)(unsafe.Pointer(&_swig_i_4)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7463,7 +7475,7 @@ func (arg1 SwigcptrModel) Load_checkpoint_and_dispatch_json__SWIG_1(arg2 string,
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	C._wrap_Model_load_checkpoint_and_dispatch_json__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_245)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_246)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_247)(unsafe.Pointer(&_swig_i_3)))
+	C._wrap_Model_load_checkpoint_and_dispatch_json__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_246)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_247)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_248)(unsafe.Pointer(&_swig_i_3)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7479,7 +7491,7 @@ func (arg1 SwigcptrModel) Load_checkpoint_and_dispatch_json__SWIG_2(arg2 string,
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	C._wrap_Model_load_checkpoint_and_dispatch_json__SWIG_2_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_248)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_249)(unsafe.Pointer(&_swig_i_2)))
+	C._wrap_Model_load_checkpoint_and_dispatch_json__SWIG_2_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_249)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_250)(unsafe.Pointer(&_swig_i_2)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -7509,7 +7521,7 @@ func ModelFrom_torchscript_outputs(arg1 string, arg2 StringVector) (_swig_ret Mo
 	var swig_r Model
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
-	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_torchscript_outputs_core_a1403cbc65d2f32f(*(*C.swig_type_250)(unsafe.Pointer(&_swig_i_0)), C.uintptr_t(_swig_i_1))))
+	swig_r = (Model)(SwigcptrModel(C._wrap_Model_from_torchscript_outputs_core_a1403cbc65d2f32f(*(*C.swig_type_251)(unsafe.Pointer(&_swig_i_0)), C.uintptr_t(_swig_i_1))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7579,6 +7591,7 @@ type Model interface {
 	Train(a ...interface{})
 	Num_parameters(a ...interface{}) int64
 	Module_sizes_json(a ...interface{}) string
+	Hf_device_map_json() (_swig_ret string)
 	Infer_auto_device_map_json(a ...interface{}) string
 	Balanced_memory_json(a ...interface{}) string
 	Verify_device_map_json(arg2 string)
@@ -7772,7 +7785,7 @@ func DatasetFrom_idx__SWIG_0(arg1 string, arg2 string, arg3 float64, arg4 float6
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_idx__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_254)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_255)(unsafe.Pointer(&_swig_i_1)), C.double(_swig_i_2), C.double(_swig_i_3))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_idx__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_255)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_256)(unsafe.Pointer(&_swig_i_1)), C.double(_swig_i_2), C.double(_swig_i_3))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7787,7 +7800,7 @@ func DatasetFrom_idx__SWIG_1(arg1 string, arg2 string, arg3 float64) (_swig_ret 
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_idx__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_256)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_257)(unsafe.Pointer(&_swig_i_1)), C.double(_swig_i_2))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_idx__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_257)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_258)(unsafe.Pointer(&_swig_i_1)), C.double(_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7801,7 +7814,7 @@ func DatasetFrom_idx__SWIG_2(arg1 string, arg2 string) (_swig_ret Dataset) {
 	var swig_r Dataset
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_idx__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_258)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_259)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_idx__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_259)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_260)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7830,7 +7843,7 @@ func DatasetFrom_csv__SWIG_0(arg1 string, arg2 string, arg3 Accel_dtype) (_swig_
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_csv__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_260)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_261)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_csv__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_261)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_262)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7844,7 +7857,7 @@ func DatasetFrom_csv__SWIG_1(arg1 string, arg2 string) (_swig_ret Dataset) {
 	var swig_r Dataset
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_csv__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_262)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_263)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_csv__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_263)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_264)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7869,7 +7882,7 @@ func DatasetFrom_safetensors(arg1 string, arg2 StringVector) (_swig_ret Dataset)
 	var swig_r Dataset
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_safetensors_core_a1403cbc65d2f32f(*(*C.swig_type_264)(unsafe.Pointer(&_swig_i_0)), C.uintptr_t(_swig_i_1))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_safetensors_core_a1403cbc65d2f32f(*(*C.swig_type_265)(unsafe.Pointer(&_swig_i_0)), C.uintptr_t(_swig_i_1))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -7881,7 +7894,7 @@ func DatasetFrom_source(arg1 DatasetSource, arg2 int64, arg3 FieldSpecVector) (_
 	_swig_i_0 := getSwigcptr(arg1)
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_source_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_265(_swig_i_1), C.uintptr_t(_swig_i_2))))
+	swig_r = (Dataset)(SwigcptrDataset(C._wrap_Dataset_from_source_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_266(_swig_i_1), C.uintptr_t(_swig_i_2))))
 	return swig_r
 }
 
@@ -8037,14 +8050,14 @@ func (arg1 SwigcptrDataLoader) Skip_first_batches(arg2 int64) (_swig_ret DataLoa
 	var swig_r DataLoader
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (DataLoader)(SwigcptrDataLoader(C._wrap_DataLoader_skip_first_batches_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_268(_swig_i_1))))
+	swig_r = (DataLoader)(SwigcptrDataLoader(C._wrap_DataLoader_skip_first_batches_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_269(_swig_i_1))))
 	return swig_r
 }
 
 func (arg1 SwigcptrDataLoader) Set_epoch(arg2 uint64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_DataLoader_set_epoch_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_269(_swig_i_1))
+	C._wrap_DataLoader_set_epoch_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_270(_swig_i_1))
 }
 
 func (arg1 SwigcptrDataLoader) Epoch() (_swig_ret uint64) {
@@ -8064,7 +8077,7 @@ func (arg1 SwigcptrDataLoader) Set_batches(arg2 Int64Vector, arg3 Int64Vector) {
 func (arg1 SwigcptrDataLoader) Set_progress__SWIG_0(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_DataLoader_set_progress__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_271)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_DataLoader_set_progress__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_272)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -8129,7 +8142,7 @@ func SequencesFrom_arrays__SWIG_0(arg1 Int64Vector, arg2 Int64Vector, arg3 Int64
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := getSwigcptr(arg3)
 	_swig_i_3 := arg4
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_arrays__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.uintptr_t(_swig_i_2), C.swig_type_272(_swig_i_3))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_arrays__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.uintptr_t(_swig_i_2), C.swig_type_273(_swig_i_3))))
 	return swig_r
 }
 
@@ -8159,7 +8172,7 @@ func SequencesFrom_jsonl__SWIG_0(arg1 string, arg2 string, arg3 string, arg4 int
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_273)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_274)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_275)(unsafe.Pointer(&_swig_i_2)), C.swig_type_276(_swig_i_3))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_274)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_275)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_276)(unsafe.Pointer(&_swig_i_2)), C.swig_type_277(_swig_i_3))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8177,7 +8190,7 @@ func SequencesFrom_jsonl__SWIG_1(arg1 string, arg2 string, arg3 string) (_swig_r
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_277)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_278)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_279)(unsafe.Pointer(&_swig_i_2)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_278)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_279)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_280)(unsafe.Pointer(&_swig_i_2)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8194,7 +8207,7 @@ func SequencesFrom_jsonl__SWIG_2(arg1 string, arg2 string) (_swig_ret Sequences)
 	var swig_r Sequences
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_280)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_281)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_281)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_282)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8207,7 +8220,7 @@ func SequencesFrom_jsonl__SWIG_2(arg1 string, arg2 string) (_swig_ret Sequences)
 func SequencesFrom_jsonl__SWIG_3(arg1 string) (_swig_ret Sequences) {
 	var swig_r Sequences
 	_swig_i_0 := arg1
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_282)(unsafe.Pointer(&_swig_i_0)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_283)(unsafe.Pointer(&_swig_i_0)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8238,7 +8251,7 @@ func SequencesFrom_text__SWIG_0(arg1 string, arg2 Accel_text_split, arg3 string,
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_283)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_284)(unsafe.Pointer(&_swig_i_2)), C.swig_type_285(_swig_i_3), C.swig_type_286(_swig_i_4))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_284)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_285)(unsafe.Pointer(&_swig_i_2)), C.swig_type_286(_swig_i_3), C.swig_type_287(_swig_i_4))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8254,7 +8267,7 @@ func SequencesFrom_text__SWIG_1(arg1 string, arg2 Accel_text_split, arg3 string,
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_287)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_288)(unsafe.Pointer(&_swig_i_2)), C.swig_type_289(_swig_i_3))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_288)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_289)(unsafe.Pointer(&_swig_i_2)), C.swig_type_290(_swig_i_3))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8269,7 +8282,7 @@ func SequencesFrom_text__SWIG_2(arg1 string, arg2 Accel_text_split, arg3 string)
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_290)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_291)(unsafe.Pointer(&_swig_i_2)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_291)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_292)(unsafe.Pointer(&_swig_i_2)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8283,7 +8296,7 @@ func SequencesFrom_text__SWIG_3(arg1 string, arg2 Accel_text_split) (_swig_ret S
 	var swig_r Sequences
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_292)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_293)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8293,7 +8306,7 @@ func SequencesFrom_text__SWIG_3(arg1 string, arg2 Accel_text_split) (_swig_ret S
 func SequencesFrom_text__SWIG_4(arg1 string) (_swig_ret Sequences) {
 	var swig_r Sequences
 	_swig_i_0 := arg1
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_293)(unsafe.Pointer(&_swig_i_0)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_294)(unsafe.Pointer(&_swig_i_0)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8328,7 +8341,7 @@ func SequencesFrom_text_vocab__SWIG_0(arg1 string, arg2 string, arg3 Accel_text_
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
 	_swig_i_5 := arg6
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_294)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_295)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_296)(unsafe.Pointer(&_swig_i_3)), C.swig_type_297(_swig_i_4), C.swig_type_298(_swig_i_5))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_295)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_296)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_297)(unsafe.Pointer(&_swig_i_3)), C.swig_type_298(_swig_i_4), C.swig_type_299(_swig_i_5))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8348,7 +8361,7 @@ func SequencesFrom_text_vocab__SWIG_1(arg1 string, arg2 string, arg3 Accel_text_
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_299)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_300)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_301)(unsafe.Pointer(&_swig_i_3)), C.swig_type_302(_swig_i_4))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_300)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_301)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_302)(unsafe.Pointer(&_swig_i_3)), C.swig_type_303(_swig_i_4))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8367,7 +8380,7 @@ func SequencesFrom_text_vocab__SWIG_2(arg1 string, arg2 string, arg3 Accel_text_
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_303)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_304)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_305)(unsafe.Pointer(&_swig_i_3)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_304)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_305)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_306)(unsafe.Pointer(&_swig_i_3)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8385,7 +8398,7 @@ func SequencesFrom_text_vocab__SWIG_3(arg1 string, arg2 string, arg3 Accel_text_
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_306)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_307)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_307)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_308)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8399,7 +8412,7 @@ func SequencesFrom_text_vocab__SWIG_4(arg1 string, arg2 string) (_swig_ret Seque
 	var swig_r Sequences
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_308)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_309)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_309)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_310)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8436,7 +8449,7 @@ func SequencesFrom_safetensors__SWIG_0(arg1 string, arg2 string, arg3 string, ar
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_310)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_311)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_312)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_313)(unsafe.Pointer(&_swig_i_3)), C.swig_type_314(_swig_i_4))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_311)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_312)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_313)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_314)(unsafe.Pointer(&_swig_i_3)), C.swig_type_315(_swig_i_4))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8458,7 +8471,7 @@ func SequencesFrom_safetensors__SWIG_1(arg1 string, arg2 string, arg3 string, ar
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_315)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_316)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_317)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_318)(unsafe.Pointer(&_swig_i_3)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_316)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_317)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_318)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_319)(unsafe.Pointer(&_swig_i_3)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8479,7 +8492,7 @@ func SequencesFrom_safetensors__SWIG_2(arg1 string, arg2 string, arg3 string) (_
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_319)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_320)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_321)(unsafe.Pointer(&_swig_i_2)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_320)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_321)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_322)(unsafe.Pointer(&_swig_i_2)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8496,7 +8509,7 @@ func SequencesFrom_safetensors__SWIG_3(arg1 string, arg2 string) (_swig_ret Sequ
 	var swig_r Sequences
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_322)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_323)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_323)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_324)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8509,7 +8522,7 @@ func SequencesFrom_safetensors__SWIG_3(arg1 string, arg2 string) (_swig_ret Sequ
 func SequencesFrom_safetensors__SWIG_4(arg1 string) (_swig_ret Sequences) {
 	var swig_r Sequences
 	_swig_i_0 := arg1
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_324)(unsafe.Pointer(&_swig_i_0)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_325)(unsafe.Pointer(&_swig_i_0)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8552,7 +8565,7 @@ func (arg1 SwigcptrSequences) Length(arg2 int64) (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (int64)(C._wrap_Sequences_length_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_327(_swig_i_1)))
+	swig_r = (int64)(C._wrap_Sequences_length_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_328(_swig_i_1)))
 	return swig_r
 }
 
@@ -8560,7 +8573,7 @@ func (arg1 SwigcptrSequences) Ids(arg2 int64) (_swig_ret Tensor) {
 	var swig_r Tensor
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Sequences_ids_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_328(_swig_i_1))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Sequences_ids_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_329(_swig_i_1))))
 	return swig_r
 }
 
@@ -8568,7 +8581,7 @@ func (arg1 SwigcptrSequences) Labels(arg2 int64) (_swig_ret Tensor) {
 	var swig_r Tensor
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Sequences_labels_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_329(_swig_i_1))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Sequences_labels_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_330(_swig_i_1))))
 	return swig_r
 }
 
@@ -8595,7 +8608,7 @@ func NewProgressBar__SWIG_0(arg1 int64, arg2 string, arg3 bool) (_swig_ret Progr
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_0_core_a1403cbc65d2f32f(C.swig_type_330(_swig_i_0), *(*C.swig_type_331)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2))))
+	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_0_core_a1403cbc65d2f32f(C.swig_type_331(_swig_i_0), *(*C.swig_type_332)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -8606,7 +8619,7 @@ func NewProgressBar__SWIG_1(arg1 int64, arg2 string) (_swig_ret ProgressBar) {
 	var swig_r ProgressBar
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_1_core_a1403cbc65d2f32f(C.swig_type_332(_swig_i_0), *(*C.swig_type_333)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_1_core_a1403cbc65d2f32f(C.swig_type_333(_swig_i_0), *(*C.swig_type_334)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -8616,7 +8629,7 @@ func NewProgressBar__SWIG_1(arg1 int64, arg2 string) (_swig_ret ProgressBar) {
 func NewProgressBar__SWIG_2(arg1 int64) (_swig_ret ProgressBar) {
 	var swig_r ProgressBar
 	_swig_i_0 := arg1
-	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_2_core_a1403cbc65d2f32f(C.swig_type_334(_swig_i_0))))
+	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_2_core_a1403cbc65d2f32f(C.swig_type_335(_swig_i_0))))
 	return swig_r
 }
 
@@ -8642,7 +8655,7 @@ func DeleteProgressBar(arg1 ProgressBar) {
 func (arg1 SwigcptrProgressBar) Update__SWIG_0(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_ProgressBar_update__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_335(_swig_i_1))
+	C._wrap_ProgressBar_update__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_336(_swig_i_1))
 }
 
 func (arg1 SwigcptrProgressBar) Update__SWIG_1() {
@@ -8687,7 +8700,7 @@ func ProfileBegin_with(arg1 Accelerator, arg2 string, arg3 bool, arg4 bool, arg5
 	_swig_i_4 := arg5
 	_swig_i_5 := arg6
 	_swig_i_6 := arg7
-	swig_r = (Profile)(SwigcptrProfile(C._wrap_Profile_begin_with_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_336)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2), C._Bool(_swig_i_3), C._Bool(_swig_i_4), C._Bool(_swig_i_5), C._Bool(_swig_i_6))))
+	swig_r = (Profile)(SwigcptrProfile(C._wrap_Profile_begin_with_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_337)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2), C._Bool(_swig_i_3), C._Bool(_swig_i_4), C._Bool(_swig_i_5), C._Bool(_swig_i_6))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -8708,7 +8721,7 @@ func ProfileBegin_scheduled(arg1 Accelerator, arg2 string, arg3 bool, arg4 bool,
 	_swig_i_9 := arg10
 	_swig_i_10 := arg11
 	_swig_i_11 := arg12
-	swig_r = (Profile)(SwigcptrProfile(C._wrap_Profile_begin_scheduled_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_337)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2), C._Bool(_swig_i_3), C._Bool(_swig_i_4), C._Bool(_swig_i_5), C._Bool(_swig_i_6), C.swig_type_338(_swig_i_7), C.swig_type_339(_swig_i_8), C.swig_type_340(_swig_i_9), C.swig_type_341(_swig_i_10), C.swig_type_342(_swig_i_11))))
+	swig_r = (Profile)(SwigcptrProfile(C._wrap_Profile_begin_scheduled_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_338)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2), C._Bool(_swig_i_3), C._Bool(_swig_i_4), C._Bool(_swig_i_5), C._Bool(_swig_i_6), C.swig_type_339(_swig_i_7), C.swig_type_340(_swig_i_8), C.swig_type_341(_swig_i_9), C.swig_type_342(_swig_i_10), C.swig_type_343(_swig_i_11))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -8726,7 +8739,7 @@ func ProfileBegin(arg1 Accelerator, arg2 string) (_swig_ret Profile) {
 	var swig_r Profile
 	_swig_i_0 := getSwigcptr(arg1)
 	_swig_i_1 := arg2
-	swig_r = (Profile)(SwigcptrProfile(C._wrap_Profile_begin_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_343)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Profile)(SwigcptrProfile(C._wrap_Profile_begin_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_344)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -8774,7 +8787,7 @@ func (arg1 SwigcptrNamedTensors) Add(arg2 string, arg3 Tensor) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	C._wrap_NamedTensors_add_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_344)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
+	C._wrap_NamedTensors_add_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_345)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -8858,7 +8871,7 @@ func (arg1 SwigcptrTensorMap) Set(arg2 string, arg3 Tensor) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	C._wrap_TensorMap_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_347)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
+	C._wrap_TensorMap_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_348)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -8875,7 +8888,7 @@ func (arg1 SwigcptrTensorMap) Name_at(arg2 int64) (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r_p := C._wrap_TensorMap_name_at_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_350(_swig_i_1))
+	swig_r_p := C._wrap_TensorMap_name_at_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_351(_swig_i_1))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -8886,7 +8899,7 @@ func (arg1 SwigcptrTensorMap) Get(arg2 string) (_swig_ret Tensor) {
 	var swig_r Tensor
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_TensorMap_get_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_351)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_TensorMap_get_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_352)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -8915,7 +8928,7 @@ func NewPartialState__SWIG_0(arg1 bool, arg2 int64) (_swig_ret PartialState) {
 	var swig_r PartialState
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (PartialState)(SwigcptrPartialState(C._wrap_new_PartialState__SWIG_0_core_a1403cbc65d2f32f(C._Bool(_swig_i_0), C.swig_type_352(_swig_i_1))))
+	swig_r = (PartialState)(SwigcptrPartialState(C._wrap_new_PartialState__SWIG_0_core_a1403cbc65d2f32f(C._Bool(_swig_i_0), C.swig_type_353(_swig_i_1))))
 	return swig_r
 }
 
@@ -8994,7 +9007,7 @@ func (arg1 SwigcptrPartialState) Split_range__SWIG_0(arg2 int64, arg3 bool) (_sw
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_PartialState_split_range__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_354(_swig_i_1), C._Bool(_swig_i_2))))
+	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_PartialState_split_range__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_355(_swig_i_1), C._Bool(_swig_i_2))))
 	return swig_r
 }
 
@@ -9002,7 +9015,7 @@ func (arg1 SwigcptrPartialState) Split_range__SWIG_1(arg2 int64) (_swig_ret Int6
 	var swig_r Int64Vector
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_PartialState_split_range__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_355(_swig_i_1))))
+	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_PartialState_split_range__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_356(_swig_i_1))))
 	return swig_r
 }
 

@@ -1103,6 +1103,11 @@ SWIGINTERN std::string AccelModel_module_sizes_json__SWIG_0(AccelModel const *se
     accel_check(accel_model_module_sizes(self, accel_null_if_empty(dtype), &out));
     return accel_take_string(out);
   }
+SWIGINTERN std::string AccelModel_hf_device_map_json(AccelModel const *self){
+    char* out = 0;
+    accel_check(accel_model_hf_device_map(self, &out));
+    return accel_take_string(out);
+  }
 SWIGINTERN std::string AccelModel_infer_auto_device_map_json__SWIG_0(AccelModel const *self,std::string const &max_memory_json,std::vector< std::string > const &no_split_module_classes,std::string const &dtype=""){
     std::vector<const char*> names;
     for (const auto& name : no_split_module_classes) names.push_back(name.c_str());
@@ -13490,6 +13495,29 @@ _gostring_ _wrap_Model_module_sizes_json__SWIG_1_core_a1403cbc65d2f32f(AccelMode
   {
     try {
       result = AccelModel_module_sizes_json__SWIG_0((AccelModel const *)arg1);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  _swig_go_result = Swig_AllocateString((&result)->data(), (&result)->length()); 
+  return _swig_go_result;
+}
+
+
+_gostring_ _wrap_Model_hf_device_map_json_core_a1403cbc65d2f32f(AccelModel *_swig_go_0) {
+  AccelModel *arg1 = (AccelModel *) 0 ;
+  std::string result;
+  _gostring_ _swig_go_result;
+  
+  arg1 = *(AccelModel **)&_swig_go_0; 
+  
+  {
+    try {
+      result = AccelModel_hf_device_map_json((AccelModel const *)arg1);
     } catch (const AccelFailure& e) {
       accel_go_store_error(e.code(), e.what());
     } catch (const std::exception& e) {

@@ -79,7 +79,7 @@ final class ModelSupport {
     return counts;
   }
 
-  private static LinkedHashMap<String, String> deviceMapOf(String json) {
+  static LinkedHashMap<String, String> deviceMapOf(String json) {
     LinkedHashMap<String, String> map = new LinkedHashMap<>();
     for (Map.Entry<?, ?> e : ((Map<?, ?>) Json.read(json)).entrySet()) {
       map.put((String) e.getKey(), (String) e.getValue());

@@ -103,7 +103,10 @@ class BigModelTest {
       map.put("logits", "disk");
       AccelException noFolder = assertThrows(AccelException.class, () -> model.dispatchModel(map, null));
       assertTrue(noFolder.getMessage().contains("no offload folder"), noFolder.getMessage());
+      assertTrue(model.hfDeviceMap().isEmpty());
       model.dispatchModel(map, dir.toString());
+      assertEquals(map, model.hfDeviceMap());
+      assertEquals(List.copyOf(map.keySet()), List.copyOf(model.hfDeviceMap().keySet()));  // the map's order
       assertTrue(java.nio.file.Files.exists(dir.resolve("offload_index.json")));
       assertArrayEquals(want, logits(model));
     }
