@@ -176,6 +176,8 @@ static std::vector<const char*> scalar_names(const std::vector<std::string>& nam
 #define ACCEL_API
 %include "accel/types.h"
 %include "accel/accel.h"
+%include "accel/accel_model.h"
+%include "accel/accel_data.h"
 %include "accel/accel_checkpoint.h"
 %include "accel/accel_tracking.h"
 
@@ -804,7 +806,7 @@ struct AccelPartialState {};
   }
 }
 
-/* Token sequences (accel.h: accel_sequences_*). */
+/* Token sequences (accel_data.h: accel_sequences_*). */
 %newobject AccelSequences::from_arrays;
 %newobject AccelSequences::from_jsonl;
 %newobject AccelSequences::from_text;

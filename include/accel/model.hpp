@@ -48,7 +48,7 @@ class Model {
   // Throws what from_torchscript throws; IO naming the path for a compressed
   // record or a data.pkl holding anything but module objects and their data.
   static Model from_torchscript_empty(const std::string& path, std::vector<std::string> output_names = {});
-  // A model from a JSON spec (see accel.h, accel_model_from_json): a
+  // A model from a JSON spec (see accel_model.h, accel_model_from_json): a
   // torch::nn::Sequential for a list of layers, a graph with named inputs and
   // outputs for {"inputs", "nodes", "outputs"}. Throws InvalidArgument naming
   // the layer or node and the argument, or for a spec that is not JSON or nests

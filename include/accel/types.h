@@ -1,9 +1,11 @@
 /*
  * libaccel C ABI: the types every libaccel header shares, at the bottom of them:
- * the export macro, accel_status, and the opaque handles. accel/accel.h is the
- * umbrella that includes every header; the headers for one area
- * (accel_checkpoint.h, accel_tracking.h, big_model.h) include only this one and
- * accel.h includes them, so no header includes one that includes it back.
+ * the export macro, accel_status, accel_dtype and the opaque handles.
+ * accel/accel.h is the umbrella that includes every header; the headers for one
+ * area (accel_model.h, accel_data.h, accel_checkpoint.h, accel_tracking.h,
+ * big_model.h) include only this one and accel.h includes them, so no header
+ * includes one that includes it back (accel_partial_state.h, which needs
+ * accel_distributed_type, includes accel.h).
  * Plain C99.
  */
 #ifndef ACCEL_TYPES_H
@@ -34,6 +36,20 @@ typedef enum accel_status {
   ACCEL_ERR_INTERNAL = 7,         /* a bug in libaccel or LibTorch */
   ACCEL_ERR_RESOURCE = 8          /* the system refused a resource (e.g. a thread): retry with less */
 } accel_status;
+
+/* Element types of tensors, dataset fields and sequences. */
+typedef enum accel_dtype {
+  ACCEL_FLOAT32 = 1,
+  ACCEL_FLOAT64 = 2,
+  ACCEL_INT32 = 3,
+  ACCEL_INT64 = 4,
+  ACCEL_UINT8 = 5,
+  ACCEL_INT8 = 6,
+  ACCEL_INT16 = 7,
+  ACCEL_BOOL = 8,
+  ACCEL_FLOAT16 = 9,
+  ACCEL_BFLOAT16 = 10
+} accel_dtype;
 
 /* Opaque handles. Each has a constructor returning a new one and exactly one
    destructor, accel_<object>_free (accel.h and the area headers). */

@@ -1,5 +1,7 @@
-/* Misuse of every function of the C ABI (accel.h, accel_checkpoint.h,
-   accel_tracking.h): NULL for every pointer, freed, wrong-kind and garbage
+/* Misuse of every function of the C ABI (accel.h and the area headers it
+   includes: accel_model.h, accel_data.h, accel_checkpoint.h,
+   accel_partial_state.h, accel_tracking.h, big_model.h), grouped by area
+   below: NULL for every pointer, freed, wrong-kind and garbage
    handles, NULL out-parameters, enums out of range, sizes 0, negative and huge,
    and calls in the wrong order. Each must return an error status with a
    message (never crash, hang or abort) and leave the out-parameters untouched.

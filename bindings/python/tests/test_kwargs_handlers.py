@@ -3,7 +3,6 @@ project_config, rng_types and the setters, with Accelerate 1.x's defaults and me
 (accelerate/utils/dataclasses.py and tests/test_kwargs_handlers.py, ported)."""
 import json
 import os
-import socket
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ import accel
 from accel.utils import (AutocastKwargs, DataLoaderConfiguration, DDPCommunicationHookType,
                          DistributedDataParallelKwargs, GradientAccumulationPlugin, GradScalerKwargs,
                          InitProcessGroupKwargs, KwargsHandler, ProfileKwargs, ProjectConfiguration)
+from ports import reserve_port
 
 LINEAR = '[{"type": "Linear", "in_features": 64, "out_features": 4}]'
 
@@ -316,12 +316,6 @@ def test_tensorboard_trace_handler_writes_what_the_profile_plugin_reads(tmp_path
         assert profile.memory_snapshot is not None
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_init_method_and_rng_types_across_processes():
     launcher = os.environ.get("ACCEL_CLI")
     if not launcher:
@@ -329,6 +323,6 @@ def test_init_method_and_rng_types_across_processes():
     worker = Path(__file__).parent / "programs" / "kwargs_worker.py"
     result = subprocess.run(
         [launcher, "launch", "--nproc_per_node", "2", "--master_port", "0", sys.executable, str(worker),
-         str(free_port())], capture_output=True, text=True, timeout=120)
+         str(reserve_port())], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "[rank 0] kwargs ok" in result.stdout and "[rank 1] kwargs ok" in result.stdout

@@ -3,16 +3,11 @@ notebook) runs in forked processes that form one run; a failing process stops th
 case runs in a fresh interpreter, as a notebook kernel would: forking a process that has already
 run LibTorch's threads (pytest's, after other tests) is what the launcher's docs warn against."""
 import json
-import socket
 import subprocess
 import sys
 import textwrap
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from ports import reserve_port
 
 
 def run(code):
@@ -35,9 +30,9 @@ def test_notebook_launcher_runs_one_job_in_forked_processes(tmp_path):
             acc.wait_for_everyone()
 
         accel.notebook_launcher(training_function, args=({str(tmp_path)!r},), num_processes=3,
-                                mixed_precision="bf16", use_port="{free_port()}")
+                                mixed_precision="bf16", use_port="{reserve_port()}")
         accel.debug_launcher(training_function, args=({str(tmp_path / 'debug')!r},), num_processes=2,
-                             use_port="{free_port()}")
+                             use_port="{reserve_port()}")
         print("launched")
     """)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -60,7 +55,7 @@ def test_a_failing_process_stops_the_others_and_is_named():
             acc.wait_for_everyone()  # never completes: the launcher stops this process
 
         try:
-            accel.notebook_launcher(training_function, num_processes=2, use_port="{free_port()}")
+            accel.notebook_launcher(training_function, num_processes=2, use_port="{reserve_port()}")
         except RuntimeError as error:
             print("raised:", error)
     """)

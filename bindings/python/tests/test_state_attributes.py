@@ -3,7 +3,6 @@ fork_launched, initialized, set_device and destroy_process_group; the Accelerato
 rng_types, log_with, native_amp and step_scheduler_with_optimizer; AcceleratorState's and
 GradientState's remaining names; print once per machine with print's keywords."""
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +11,7 @@ import numpy as np
 import pytest
 
 import accel
+from ports import reserve_port
 
 LINEAR = '[{"type": "Linear", "in_features": 4, "out_features": 3}]'
 PRINT_WORKER = Path(__file__).parent / "programs" / "print_worker.py"
@@ -140,12 +140,6 @@ def test_accelerator_state_offers_the_process_calls():
     assert not state.initialized
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_print_is_once_per_machine():
     launcher = os.environ.get("ACCEL_CLI")
     if not launcher:
@@ -159,7 +153,7 @@ def test_print_is_once_per_machine():
         assert f"[one] {what} from rank 1" not in result.stdout, result.stdout
     assert "[one] rank 1 backend gloo state.backend gloo" in result.stdout
     # Two machines of one process each (the torchrun contract on one host): both print.
-    port = _free_port()
+    port = reserve_port()
     ranks = [subprocess.Popen([sys.executable, str(PRINT_WORKER), "two"], stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True,
                               env=dict(os.environ, RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK="0",

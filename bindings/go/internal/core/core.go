@@ -443,10 +443,6 @@ extern swig_intgo _wrap_ERR_TIMEOUT_core_a1403cbc65d2f32f(void);
 extern swig_intgo _wrap_ERR_UNSUPPORTED_core_a1403cbc65d2f32f(void);
 extern swig_intgo _wrap_ERR_INTERNAL_core_a1403cbc65d2f32f(void);
 extern swig_intgo _wrap_ERR_RESOURCE_core_a1403cbc65d2f32f(void);
-extern swig_intgo _wrap_ACCEL_VERSION_NUMBER_core_a1403cbc65d2f32f(void);
-extern swig_intgo _wrap_FEATURE_GLOO_core_a1403cbc65d2f32f(void);
-extern swig_intgo _wrap_FEATURE_CUDA_core_a1403cbc65d2f32f(void);
-extern swig_intgo _wrap_FEATURE_NCCL_core_a1403cbc65d2f32f(void);
 extern swig_intgo _wrap_FLOAT32_core_a1403cbc65d2f32f(void);
 extern swig_intgo _wrap_FLOAT64_core_a1403cbc65d2f32f(void);
 extern swig_intgo _wrap_INT32_core_a1403cbc65d2f32f(void);
@@ -457,6 +453,10 @@ extern swig_intgo _wrap_INT16_core_a1403cbc65d2f32f(void);
 extern swig_intgo _wrap_BOOL_core_a1403cbc65d2f32f(void);
 extern swig_intgo _wrap_FLOAT16_core_a1403cbc65d2f32f(void);
 extern swig_intgo _wrap_BFLOAT16_core_a1403cbc65d2f32f(void);
+extern swig_intgo _wrap_ACCEL_VERSION_NUMBER_core_a1403cbc65d2f32f(void);
+extern swig_intgo _wrap_FEATURE_GLOO_core_a1403cbc65d2f32f(void);
+extern swig_intgo _wrap_FEATURE_CUDA_core_a1403cbc65d2f32f(void);
+extern swig_intgo _wrap_FEATURE_NCCL_core_a1403cbc65d2f32f(void);
 extern swig_intgo _wrap_COMPARE_EQ_core_a1403cbc65d2f32f(void);
 extern swig_intgo _wrap_COMPARE_NE_core_a1403cbc65d2f32f(void);
 extern swig_intgo _wrap_COMPARE_LT_core_a1403cbc65d2f32f(void);
@@ -1723,39 +1723,6 @@ func _swig_getERR_RESOURCE() (_swig_ret Accel_status) {
 }
 
 var ERR_RESOURCE Accel_status = _swig_getERR_RESOURCE()
-const ACCEL_VERSION_MAJOR int = 0
-const ACCEL_VERSION_MINOR int = 1
-const ACCEL_VERSION_PATCH int = 0
-const ACCEL_ABI_VERSION int = 0
-func _swig_getACCEL_VERSION_NUMBER() (_swig_ret int) {
-	var swig_r int
-	swig_r = (int)(C._wrap_ACCEL_VERSION_NUMBER_core_a1403cbc65d2f32f())
-	return swig_r
-}
-
-var ACCEL_VERSION_NUMBER int = _swig_getACCEL_VERSION_NUMBER()
-type Accel_feature int
-func _swig_getFEATURE_GLOO() (_swig_ret Accel_feature) {
-	var swig_r Accel_feature
-	swig_r = (Accel_feature)(C._wrap_FEATURE_GLOO_core_a1403cbc65d2f32f())
-	return swig_r
-}
-
-var FEATURE_GLOO Accel_feature = _swig_getFEATURE_GLOO()
-func _swig_getFEATURE_CUDA() (_swig_ret Accel_feature) {
-	var swig_r Accel_feature
-	swig_r = (Accel_feature)(C._wrap_FEATURE_CUDA_core_a1403cbc65d2f32f())
-	return swig_r
-}
-
-var FEATURE_CUDA Accel_feature = _swig_getFEATURE_CUDA()
-func _swig_getFEATURE_NCCL() (_swig_ret Accel_feature) {
-	var swig_r Accel_feature
-	swig_r = (Accel_feature)(C._wrap_FEATURE_NCCL_core_a1403cbc65d2f32f())
-	return swig_r
-}
-
-var FEATURE_NCCL Accel_feature = _swig_getFEATURE_NCCL()
 type Accel_dtype int
 func _swig_getFLOAT32() (_swig_ret Accel_dtype) {
 	var swig_r Accel_dtype
@@ -1827,6 +1794,39 @@ func _swig_getBFLOAT16() (_swig_ret Accel_dtype) {
 }
 
 var BFLOAT16 Accel_dtype = _swig_getBFLOAT16()
+const ACCEL_VERSION_MAJOR int = 0
+const ACCEL_VERSION_MINOR int = 1
+const ACCEL_VERSION_PATCH int = 0
+const ACCEL_ABI_VERSION int = 0
+func _swig_getACCEL_VERSION_NUMBER() (_swig_ret int) {
+	var swig_r int
+	swig_r = (int)(C._wrap_ACCEL_VERSION_NUMBER_core_a1403cbc65d2f32f())
+	return swig_r
+}
+
+var ACCEL_VERSION_NUMBER int = _swig_getACCEL_VERSION_NUMBER()
+type Accel_feature int
+func _swig_getFEATURE_GLOO() (_swig_ret Accel_feature) {
+	var swig_r Accel_feature
+	swig_r = (Accel_feature)(C._wrap_FEATURE_GLOO_core_a1403cbc65d2f32f())
+	return swig_r
+}
+
+var FEATURE_GLOO Accel_feature = _swig_getFEATURE_GLOO()
+func _swig_getFEATURE_CUDA() (_swig_ret Accel_feature) {
+	var swig_r Accel_feature
+	swig_r = (Accel_feature)(C._wrap_FEATURE_CUDA_core_a1403cbc65d2f32f())
+	return swig_r
+}
+
+var FEATURE_CUDA Accel_feature = _swig_getFEATURE_CUDA()
+func _swig_getFEATURE_NCCL() (_swig_ret Accel_feature) {
+	var swig_r Accel_feature
+	swig_r = (Accel_feature)(C._wrap_FEATURE_NCCL_core_a1403cbc65d2f32f())
+	return swig_r
+}
+
+var FEATURE_NCCL Accel_feature = _swig_getFEATURE_NCCL()
 type Accel_compare_op int
 func _swig_getCOMPARE_EQ() (_swig_ret Accel_compare_op) {
 	var swig_r Accel_compare_op

@@ -3136,83 +3136,6 @@ intgo _wrap_ERR_RESOURCE_core_a1403cbc65d2f32f() {
 }
 
 
-intgo _wrap_ACCEL_VERSION_NUMBER_core_a1403cbc65d2f32f() {
-  int result;
-  intgo _swig_go_result;
-  
-  
-  result = (int)((0*10000+1*100+0));
-  _swig_go_result = result; 
-  return _swig_go_result;
-}
-
-
-intgo _wrap_FEATURE_GLOO_core_a1403cbc65d2f32f() {
-  accel_feature result;
-  intgo _swig_go_result;
-  
-  
-  {
-    try {
-      result = ACCEL_FEATURE_GLOO;
-      
-    } catch (const AccelFailure& e) {
-      accel_go_store_error(e.code(), e.what());
-    } catch (const std::exception& e) {
-      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
-    } catch (...) {
-      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
-    }
-  }
-  _swig_go_result = (intgo)result; 
-  return _swig_go_result;
-}
-
-
-intgo _wrap_FEATURE_CUDA_core_a1403cbc65d2f32f() {
-  accel_feature result;
-  intgo _swig_go_result;
-  
-  
-  {
-    try {
-      result = ACCEL_FEATURE_CUDA;
-      
-    } catch (const AccelFailure& e) {
-      accel_go_store_error(e.code(), e.what());
-    } catch (const std::exception& e) {
-      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
-    } catch (...) {
-      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
-    }
-  }
-  _swig_go_result = (intgo)result; 
-  return _swig_go_result;
-}
-
-
-intgo _wrap_FEATURE_NCCL_core_a1403cbc65d2f32f() {
-  accel_feature result;
-  intgo _swig_go_result;
-  
-  
-  {
-    try {
-      result = ACCEL_FEATURE_NCCL;
-      
-    } catch (const AccelFailure& e) {
-      accel_go_store_error(e.code(), e.what());
-    } catch (const std::exception& e) {
-      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
-    } catch (...) {
-      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
-    }
-  }
-  _swig_go_result = (intgo)result; 
-  return _swig_go_result;
-}
-
-
 intgo _wrap_FLOAT32_core_a1403cbc65d2f32f() {
   accel_dtype result;
   intgo _swig_go_result;
@@ -3419,6 +3342,83 @@ intgo _wrap_BFLOAT16_core_a1403cbc65d2f32f() {
   {
     try {
       result = ACCEL_BFLOAT16;
+      
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  _swig_go_result = (intgo)result; 
+  return _swig_go_result;
+}
+
+
+intgo _wrap_ACCEL_VERSION_NUMBER_core_a1403cbc65d2f32f() {
+  int result;
+  intgo _swig_go_result;
+  
+  
+  result = (int)((0*10000+1*100+0));
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
+intgo _wrap_FEATURE_GLOO_core_a1403cbc65d2f32f() {
+  accel_feature result;
+  intgo _swig_go_result;
+  
+  
+  {
+    try {
+      result = ACCEL_FEATURE_GLOO;
+      
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  _swig_go_result = (intgo)result; 
+  return _swig_go_result;
+}
+
+
+intgo _wrap_FEATURE_CUDA_core_a1403cbc65d2f32f() {
+  accel_feature result;
+  intgo _swig_go_result;
+  
+  
+  {
+    try {
+      result = ACCEL_FEATURE_CUDA;
+      
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  _swig_go_result = (intgo)result; 
+  return _swig_go_result;
+}
+
+
+intgo _wrap_FEATURE_NCCL_core_a1403cbc65d2f32f() {
+  accel_feature result;
+  intgo _swig_go_result;
+  
+  
+  {
+    try {
+      result = ACCEL_FEATURE_NCCL;
       
     } catch (const AccelFailure& e) {
       accel_go_store_error(e.code(), e.what());
