@@ -83,7 +83,7 @@ class AcceleratorState:
     parallelism_config = property(lambda self: self._accelerator.parallelism_config)
     debug = property(lambda self: core.Accelerator.debug_mode(self._accelerator))
     fork_launched = property(lambda self: _env_flag("FORK_LAUNCHED"))
-    initialized = property(lambda self: _is_open(self._accelerator))
+    initialized = property(lambda self: _is_open(core.Accelerator.num_processes, self._accelerator))
 
     # The process-level calls Accelerate's state offers too; the accelerator's own.
     def wait_for_everyone(self) -> None:
@@ -119,7 +119,7 @@ class GradientState:
     remainder = property(lambda self: core.Accelerator.remainder(self._accelerator))
     adjust_scheduler = property(lambda self: self._accelerator._accumulation_options["adjust_scheduler"])
     sync_with_dataloader = property(lambda self: self._accelerator._accumulation_options["sync_with_dataloader"])
-    initialized = property(lambda self: _is_open(self._accelerator))
+    initialized = property(lambda self: _is_open(core.Accelerator.num_processes, self._accelerator))
 
     @property
     def plugin_kwargs(self) -> Dict[str, Any]:
@@ -137,9 +137,10 @@ class GradientState:
                 f"Extra samples added: {self.remainder}\nGradient accumulation plugin: {self.plugin_kwargs}\n")
 
 
-def _is_open(accelerator: "Accelerator") -> bool:
+def _is_open(query: Any, handle: Any) -> bool:
+    """Whether a SWIG object is still open: query(handle) raises ValueError once it is closed."""
     try:
-        core.Accelerator.num_processes(accelerator)
-    except ValueError:  # SWIG's "Accelerator is closed"
+        query(handle)
+    except ValueError:  # SWIG's "<class> is closed"
         return False
     return True

@@ -1,8 +1,8 @@
 """Accelerate's notebook_launcher and debug_launcher: run a function in several processes of this
 machine, from a notebook or a test, without `accel launch`.
 
-The processes are forked, as Accelerate forks them, so the function may be defined in the notebook.
-Fork before training anything in the launching process: a parent that has already run LibTorch's
+The processes are forked, as Accelerate forks them, so the function may be defined in the notebook;
+each has FORK_LAUNCHED=1, as Accelerate sets it (PartialState.fork_launched). Fork before training anything in the launching process: a parent that has already run LibTorch's
 OpenMP threads can leave its children waiting on them (Accelerate asks the same of CUDA)."""
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ __all__ = ["notebook_launcher", "debug_launcher"]
 
 def _run_child(function: Callable[..., Any], args: Sequence[Any], env: Dict[str, str]) -> None:
     os.environ.update(env)
+    os.environ["FORK_LAUNCHED"] = "1"  # as Accelerate's PrepareForLaunch: PartialState.fork_launched
     try:
         function(*args)
     except BaseException:  # noqa: BLE001 - reported, then the exit code says it failed

@@ -13,7 +13,7 @@ import numpy as np
 from . import core
 from ._helpers import _closeable, _env_flag
 from ._process import ProcessDecorators
-from ._state import _seed_generators
+from ._state import _is_open, _seed_generators
 from ._accelerator_facts import _DISTRIBUTED_TYPES, DistributedType, _backend_of
 from .tensors import Tensor, tensor
 
@@ -108,11 +108,7 @@ class PartialState(ProcessDecorators, core.PartialState):
     @property
     def initialized(self) -> bool:
         """True until close() or destroy_process_group()."""
-        try:
-            core.PartialState.num_processes(self)
-        except ValueError:  # SWIG's "PartialState is closed"
-            return False
-        return True
+        return _is_open(core.PartialState.num_processes, self)
 
     def set_device(self) -> None:
         """Accelerate's set_device: the device is chosen when the state is created (the process's

@@ -26,7 +26,7 @@ def test_notebook_launcher_runs_one_job_in_forked_processes(tmp_path):
             ranks = acc.gather_object([acc.process_index])
             with open(f"{{out_dir}}/rank{{acc.process_index}}.json", "w") as f:
                 json.dump({{"ranks": ranks, "world": acc.num_processes, "mp": acc.mixed_precision,
-                           "cpu": acc.device}}, f)
+                           "cpu": acc.device, "forked": acc.state.fork_launched}}, f)
             acc.wait_for_everyone()
 
         accel.notebook_launcher(training_function, args=({str(tmp_path)!r},), num_processes=3,
@@ -38,10 +38,10 @@ def test_notebook_launcher_runs_one_job_in_forked_processes(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     for rank in range(3):
         seen = json.loads((tmp_path / f"rank{rank}.json").read_text())
-        assert seen == {"ranks": [0, 1, 2], "world": 3, "mp": "bf16", "cpu": "cpu"}
+        assert seen == {"ranks": [0, 1, 2], "world": 3, "mp": "bf16", "cpu": "cpu", "forked": True}
     for rank in range(2):
         seen = json.loads((tmp_path / "debug" / f"rank{rank}.json").read_text())
-        assert seen == {"ranks": [0, 1], "world": 2, "mp": "no", "cpu": "cpu"}
+        assert seen == {"ranks": [0, 1], "world": 2, "mp": "no", "cpu": "cpu", "forked": True}
 
 
 def test_a_failing_process_stops_the_others_and_is_named():
