@@ -192,10 +192,12 @@ std::string device_map_to_json(const DeviceMap& device_map);
 DeviceMap device_map_from_json(const std::string& json_object);
 
 // A device map as callers of load_checkpoint_and_dispatch write it: "" for
-// {"": "cpu"}, the JSON strings "\"auto\"", "\"balanced\"", "\"balanced_low_0\""
+// Accelerate's None (an empty map: everything on the CPU, no hf_device_map),
+// the JSON strings "\"auto\"", "\"balanced\"", "\"balanced_low_0\""
 // and "\"sequential\"" for auto_device_map(model, no_split_module_classes, dtype,
 // strategy) (Accelerate's device_map strings), else a JSON object
-// (device_map_from_json). Throws InvalidArgument naming another JSON string.
+// (device_map_from_json). Throws InvalidArgument naming another JSON string,
+// or an empty object {} (which would read as None).
 DeviceMap resolve_device_map(const Model& model, const std::string& text,
                              const std::vector<std::string>& no_split_module_classes = {},
                              c10::optional<c10::ScalarType> dtype = {});

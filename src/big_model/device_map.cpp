@@ -355,9 +355,13 @@ DeviceMap device_map_from_json(const std::string& json_object) {
 DeviceMap resolve_device_map(const Model& model, const std::string& text,
                              const std::vector<std::string>& no_split_module_classes,
                              c10::optional<c10::ScalarType> dtype) {
-  if (text.empty()) return {{"", "cpu"}};
+  if (text.empty()) return {};
   Json parsed = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!parsed.is_string()) return device_map_from_json(text);  // which names a parse error
+  if (!parsed.is_string()) {
+    DeviceMap map = device_map_from_json(text);  // which names a parse error
+    require_arg(!map.empty(), "device_map {} places nothing: pass no map (\"\") to load everything on the CPU");
+    return map;
+  }
   return auto_device_map(model, no_split_module_classes, dtype, parsed.get<std::string>());
 }
 

@@ -75,12 +75,7 @@ ACCEL_API accel_status accel_load_checkpoint_and_dispatch(accel_model* model, co
   return guarded([&] {
     const auto& m = deref(model, "model").model;
     accel::require_arg(checkpoint != nullptr, "checkpoint is NULL");
-    // NULL or "": Accelerate's device_map=None (everything on the CPU, no hf_device_map).
-    const accel::DeviceMap map = device_map == nullptr || *device_map == '\0'
-                                     ? accel::DeviceMap{}
-                                     : accel::resolve_device_map(m, device_map, {}, dtype_arg(dtype));
-    accel::require_arg(device_map == nullptr || *device_map == '\0' || !map.empty(),
-                       "device_map {} places nothing: pass NULL (or \"\") to load everything on the CPU");
+    const accel::DeviceMap map = accel::resolve_device_map(m, device_map ? device_map : "", {}, dtype_arg(dtype));
     accel::load_checkpoint_and_dispatch(m, checkpoint, map, offload_folder ? offload_folder : "", dtype_arg(dtype));
   });
 }

@@ -107,6 +107,9 @@ TEST(BalancedMemory, DeviceMapStringsAreAccelerates) {
   for (const char* strategy : {"\"auto\"", "\"balanced\"", "\"balanced_low_0\"", "\"sequential\""}) {
     EXPECT_EQ(accel::resolve_device_map(model, strategy), (accel::DeviceMap{{"", first}})) << strategy;
   }
+  // No map is Accelerate's None; an empty object would read as one, so it is refused.
+  EXPECT_TRUE(accel::resolve_device_map(model, "").empty());
+  EXPECT_THROW(accel::resolve_device_map(model, "{}"), accel::Error);
   try {
     accel::resolve_device_map(model, "\"balanced_low_1\"");
     FAIL() << "no error";

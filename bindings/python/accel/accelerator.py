@@ -153,9 +153,9 @@ class Accelerator(AcceleratorFacts, ProcessDecorators, core.Accelerator):
                     raise ValueError(f"{key} is given both as a keyword and in {type(source).__name__}; pass it once")
                 options[key] = value
         rng_types = options.get("rng_types")
-        if rng_types is not None:
-            rng_types = [rng_types] if isinstance(rng_types, str) else list(rng_types)
-            options["rng_types"] = ",".join(str(getattr(t, "value", t)) for t in rng_types)
+        if rng_types is not None:  # names or RNGType members; one string is one name
+            rng_types = [str(getattr(t, "value", t)) for t in ([rng_types] if isinstance(rng_types, str) else rng_types)]
+            options["rng_types"] = ",".join(rng_types)
         for key in ("rng_types", "backend", "init_method"):
             if key in options and options[key] is None:
                 del options[key]
@@ -225,7 +225,7 @@ class Accelerator(AcceleratorFacts, ProcessDecorators, core.Accelerator):
         _set_fields(opts, options, "Accelerator")
         super().__init__(opts)
         self._device_placement = bool(opts.device_placement)
-        self._rng_types = ["generator"] if rng_types is None else [str(getattr(t, "value", t)) for t in rng_types]
+        self._rng_types = ["generator"] if rng_types is None else rng_types
         self._step_scheduler_with_optimizer = bool(opts.step_scheduler_with_optimizer)
         self._accumulation_options = {key: bool(getattr(opts, key))
                                       for key in ("adjust_scheduler", "sync_with_dataloader", "sync_each_batch")}
