@@ -7,8 +7,14 @@
 
 #include "accel/accel.h"
 
+#ifdef CAPI_TEST_SHARED_COUNTERS
+/* A test program of several files: one of them defines these. */
+extern int capi_checks;
+extern int capi_failures;
+#else
 static int capi_checks = 0;
 static int capi_failures = 0;
+#endif
 
 #define EXPECT(cond)                                                                                           \
   do {                                                                                                         \
@@ -42,7 +48,7 @@ static inline size_t capi_mapped_bytes(void) {
   return kib * 1024;
 }
 
-static int capi_report(const char* name) {
+static inline int capi_report(const char* name) {
   printf("%s: %d passed, %d failed\n", name, capi_checks - capi_failures, capi_failures);
   return capi_failures == 0 ? 0 : 1;
 }

@@ -1,7 +1,12 @@
 # Fails when a function declared ACCEL_API in the public C headers is not
 # named in the misuse test, so every new function gets its misuse cases.
-# Usage: cmake -DHEADERS="a.h;b.h" -DTEST_SOURCE=test_misuse.c -P check_misuse_coverage.cmake
-file(READ ${TEST_SOURCE} test_text)
+# Usage: cmake -DHEADERS="a.h;b.h" -DTEST_SOURCES="a.c;b.c" -P check_misuse_coverage.cmake
+# (TEST_SOURCES relative to this file's directory).
+set(test_text "")
+foreach(source IN LISTS TEST_SOURCES)
+  file(READ ${CMAKE_CURRENT_LIST_DIR}/${source} source_text)
+  string(APPEND test_text "${source_text}")
+endforeach()
 set(missing "")
 set(count 0)
 foreach(header IN LISTS HEADERS)
@@ -21,6 +26,6 @@ if(count LESS 100)
 endif()
 if(missing)
   list(JOIN missing "\n  " lines)
-  message(FATAL_ERROR "${TEST_SOURCE} has no misuse cases for:\n  ${lines}")
+  message(FATAL_ERROR "the misuse test (${TEST_SOURCES}) has no cases for:\n  ${lines}")
 endif()
-message(STATUS "all ${count} ACCEL_API functions appear in ${TEST_SOURCE}")
+message(STATUS "all ${count} ACCEL_API functions appear in ${TEST_SOURCES}")
