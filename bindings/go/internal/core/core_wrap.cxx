@@ -373,7 +373,7 @@ static void accel_go_store_error(int code, const char* message) {
 #include "accel_bridge.hpp"
 #include "accel/big_model.h"
 
-/* Big-model calls (below): an empty string stands for NULL; returned strings are freed here. */
+/* Big-model calls (core_models.i): an empty string stands for NULL; returned strings are freed here. */
 static const char* accel_null_if_empty(const std::string& text) { return text.empty() ? 0 : text.c_str(); }
 static std::string accel_take_string(char* text) {
   std::string out = text ? text : "";
