@@ -11,36 +11,18 @@
 
 #include "accel/accel.hpp"
 #include "accelerator/accelerator_state.hpp"
+#include "dist_checks.hpp"
+#include "float64_reference.hpp"
 
 namespace {
 
-int rank_for_messages = -1;
-
-void check(bool condition, const std::string& what) {
-  if (!condition) {
-    std::fprintf(stderr, "rank %d: check failed: %s\n", rank_for_messages, what.c_str());
-    std::exit(1);
-  }
-}
+using dist_checks::check;
+using dist_checks::rank_for_messages;
+using float64_reference::kSgdTolerance;
+using float64_reference::widen;
 
 const char* kSpec = R"([{"type": "Linear", "in_features": 6, "out_features": 8}, {"type": "Tanh"},
                         {"type": "Linear", "in_features": 8, "out_features": 3}])";
-
-// Both sides run in float64 (model, reference and data widened exactly from
-// their float32 draws). The processes' batch means averaged by an allreduce
-// and one mean over the same samples differ only in summation order: rounding,
-// which in float32 has no bound independent of the kernels' blocking and of
-// cancellation across samples (oneDNN and OpenBLAS sum in other orders on
-// AVX2, AVX-512 and AMX). SGD carries it through the updates about unamplified;
-// in float64 (u = 1.1e-16) it stays near 1e-15. kTolerance = 1e-11 is 1e4 over
-// that and 1e6 below a real difference (a window's gradient applied twice or
-// not divided by the world size: 1e-3 and up after the first update).
-constexpr double kTolerance = 1e-11;
-
-void widen(accel::Model& model) {
-  at::NoGradGuard no_grad;
-  for (auto& p : model.parameters()) p.set_data(p.to(at::kDouble));
-}
 
 }  // namespace
 
@@ -66,7 +48,7 @@ int main(int argc, char** argv) {
   accel::Model model = accel::Model::from_json(kSpec);
   at::manual_seed(6);
   accel::Model reference = accel::Model::from_json(kSpec);
-  widen(model);  // float64: see kTolerance
+  widen(model);  // float64: see kSgdTolerance
   widen(reference);
 
   auto sgd = accel::OptimizerOptions::defaults(accel::OptimizerKind::Sgd);
@@ -110,11 +92,12 @@ int main(int argc, char** argv) {
   auto got = model.parameters(), want = reference.parameters();
   double worst = 0;
   for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, (got[i] - want[i]).abs().max().item<double>());
-  std::printf("rank %d: float64 parameters vs the reference: worst error %g (tolerance %g)\n", rank, worst, kTolerance);
+  std::printf("rank %d: float64 parameters vs the reference: worst error %g (tolerance %g)\n", rank, worst,
+              kSgdTolerance);
   for (size_t i = 0; i < got.size(); ++i) {
     double err = (got[i] - want[i]).abs().max().item<double>();
-    check(err < kTolerance, "parameter " + std::to_string(i) + " equals the single-process large-batch run (err " +
-                                std::to_string(err) + ")");
+    check(err < kSgdTolerance, "parameter " + std::to_string(i) + " equals the single-process large-batch run (err " +
+                                   std::to_string(err) + ")");
   }
   std::printf("rank %d: accumulation ok over %d micro-steps, %d syncs\n", rank, micro, synced);
   return 0;

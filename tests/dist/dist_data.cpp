@@ -13,19 +13,14 @@
 
 #include "../data/number_datasets.hpp"
 #include "accel/accel.hpp"
+#include "dist_checks.hpp"
 
 namespace {
 
+using dist_checks::check;
+using dist_checks::rank_for_messages;
+
 using accel_test::as_vector;
-
-int rank_for_messages = -1;
-
-void check(bool condition, const std::string& what) {
-  if (!condition) {
-    std::fprintf(stderr, "rank %d: check failed: %s\n", rank_for_messages, what.c_str());
-    std::exit(1);
-  }
-}
 
 }  // namespace
 

@@ -20,21 +20,17 @@
 
 #include "../data/number_datasets.hpp"
 #include "accel/accel.hpp"
+#include "dist_checks.hpp"
 
 namespace {
+
+using dist_checks::check;
+using dist_checks::rank_for_messages;
 
 using accel_test::as_vector;
 using accel_test::numbers;
 
 using Batches = std::vector<std::vector<int64_t>>;
-int rank_for_messages = -1;
-
-void check(bool condition, const std::string& what) {
-  if (!condition) {
-    std::fprintf(stderr, "rank %d: check failed: %s\n", rank_for_messages, what.c_str());
-    std::exit(1);
-  }
-}
 
 // Accelerate's DataLoaderDispatcher over range(n) with per-process batch b:
 // global batches of b * P rows; the last one's rows r give each process

@@ -16,17 +16,12 @@
 
 #include "accel/accel.hpp"
 #include "accelerator/accelerator_state.hpp"
+#include "dist_checks.hpp"
 
 namespace {
 
-int rank_for_messages = -1;
-
-void check(bool condition, const std::string& what) {
-  if (!condition) {
-    std::fprintf(stderr, "rank %d: check failed: %s\n", rank_for_messages, what.c_str());
-    std::exit(1);
-  }
-}
+using dist_checks::check;
+using dist_checks::rank_for_messages;
 
 // Collectives issued by f on this process.
 template <class F>

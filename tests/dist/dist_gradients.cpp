@@ -22,17 +22,14 @@
 #include "accel/accel.hpp"
 #include "model/model_impl.hpp"
 #include "accelerator/accelerator_state.hpp"
+#include "dist_checks.hpp"
+#include "float64_reference.hpp"
 
 namespace {
 
-int rank_for_messages = -1;
-
-void check(bool condition, const std::string& what) {
-  if (!condition) {
-    std::fprintf(stderr, "rank %d: check failed: %s\n", rank_for_messages, what.c_str());
-    std::exit(1);
-  }
-}
+using dist_checks::check;
+using dist_checks::rank_for_messages;
+using float64_reference::widen;
 
 const char* kSpec = R"([
   {"type": "Linear", "in_features": 12, "out_features": 32},
@@ -56,11 +53,6 @@ double max_error_ratio(const accel::Model& a, const accel::Model& b, double rela
     worst = std::max(worst, diff / (relative * norm + absolute[i]));
   }
   return worst;
-}
-
-void widen(accel::Model& model) {
-  at::NoGradGuard no_grad;
-  for (auto& p : model.parameters()) p.set_data(p.to(at::kDouble));
 }
 
 // A model whose second layer is used only when asked: an "unused parameter" case.

@@ -11,36 +11,18 @@
 #include <string>
 
 #include "accel/accel.hpp"
+#include "dist_checks.hpp"
+#include "float64_reference.hpp"
 
 namespace {
 
-int rank_for_messages = -1;
-
-void check(bool condition, const std::string& what) {
-  if (!condition) {
-    std::fprintf(stderr, "rank %d: check failed: %s\n", rank_for_messages, what.c_str());
-    std::exit(1);
-  }
-}
+using dist_checks::check;
+using dist_checks::rank_for_messages;
+using float64_reference::kSgdTolerance;
+using float64_reference::widen;
 
 const char* kSpec = R"([{"type": "Linear", "in_features": 5, "out_features": 7}, {"type": "Tanh"},
                         {"type": "Linear", "in_features": 7, "out_features": 3}])";
-
-// Both sides run in float64 (model, reference and data widened exactly from
-// their float32 draws). The processes' batch means averaged by an allreduce
-// and one mean over the same samples differ only in summation order: rounding,
-// which in float32 has no bound independent of the kernels' blocking and of
-// cancellation across samples (oneDNN and OpenBLAS sum in other orders on
-// AVX2, AVX-512 and AMX). SGD carries it through the updates about unamplified;
-// in float64 (u = 1.1e-16) it stays near 1e-15. kTolerance = 1e-11 is 1e4 over
-// that and 1e6 below a real difference (a window's gradient applied twice or
-// not divided by the world size: 1e-3 and up after the first update).
-constexpr double kTolerance = 1e-11;
-
-void widen(accel::Model& model) {
-  at::NoGradGuard no_grad;
-  for (auto& p : model.parameters()) p.set_data(p.to(at::kDouble));
-}
 
 }  // namespace
 
@@ -59,7 +41,7 @@ int main() {
   accel::Model model = accel::Model::from_json(kSpec);
   at::manual_seed(4);
   accel::Model reference = accel::Model::from_json(kSpec);
-  widen(model);  // float64: see kTolerance
+  widen(model);  // float64: see kSgdTolerance
   widen(reference);
   auto sgd = accel::OptimizerOptions::defaults(accel::OptimizerKind::Sgd);
   sgd.lr = 0.3;
@@ -96,10 +78,11 @@ int main() {
   auto got = model.parameters(), want = reference.parameters();
   double worst = 0;
   for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, (got[i] - want[i]).abs().max().item<double>());
-  std::printf("rank %d: float64 parameters vs the reference: worst error %g (tolerance %g)\n", rank, worst, kTolerance);
+  std::printf("rank %d: float64 parameters vs the reference: worst error %g (tolerance %g)\n", rank, worst,
+              kSgdTolerance);
   for (size_t i = 0; i < got.size(); ++i) {
     double err = (got[i] - want[i]).abs().max().item<double>();
-    check(err < kTolerance,
+    check(err < kSgdTolerance,
           "parameter " + std::to_string(i) + " equals the round-by-round reference (err " + std::to_string(err) + ")");
   }
   std::printf("rank %d: join ok after %d steps of %lld batches\n", rank, steps, static_cast<long long>(batches));

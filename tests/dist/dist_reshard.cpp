@@ -53,22 +53,17 @@
 #include <vector>
 
 #include "accel/accel.hpp"
+#include "dist_checks.hpp"
 
 namespace {
 
-int rank_for_messages = -1;
+using dist_checks::check;
+using dist_checks::rank_for_messages;
 
 std::string exact(double value) {  // round-trips: 17 significant digits
   char text[32];
   std::snprintf(text, sizeof text, "%.17g", value);
   return text;
-}
-
-void check(bool condition, const std::string& what) {
-  if (!condition) {
-    std::fprintf(stderr, "rank %d: check failed: %s\n", rank_for_messages, what.c_str());
-    std::exit(1);
-  }
 }
 
 // 56 + 72 + 27 = 155 elements in three units: chunks of 78, 52 and 39 in the

@@ -12,17 +12,12 @@
 #include <string>
 
 #include "accel/accel.hpp"
+#include "dist_checks.hpp"
 
 namespace {
 
-int rank_for_messages = -1;
-
-void check(bool condition, const std::string& what) {
-  if (!condition) {
-    std::fprintf(stderr, "rank %d: check failed: %s\n", rank_for_messages, what.c_str());
-    std::exit(1);
-  }
-}
+using dist_checks::check;
+using dist_checks::rank_for_messages;
 
 // "The optimizer did not step": an accumulation micro-step that does not sync
 // (Accelerate's test flags the fp16 overflow instead; both make it skip).
