@@ -215,6 +215,7 @@
   void accumulate_begin(AccelModel* model) { accel_check(accel_accelerator_accumulate_begin($self, model)); }
   void accumulate_end(AccelModel* model) { accel_check(accel_accelerator_accumulate_end($self, model)); }
   bool end_of_dataloader() const { int v = 0; accel_check(accel_accelerator_end_of_dataloader($self, &v)); return v != 0; }
+  bool in_dataloader() const { int v = 0; accel_check(accel_accelerator_in_dataloader($self, &v)); return v != 0; }
   int64_t remainder() const { int64_t v = 0; accel_check(accel_accelerator_remainder($self, &v)); return v; }
   bool sync_gradients() const { int v = 0; accel_check(accel_accelerator_sync_gradients($self, &v)); return v != 0; }
   int64_t gradient_accumulation_steps() const {

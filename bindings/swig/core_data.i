@@ -227,6 +227,13 @@
     accel_check(accel_dataloader_epoch($self, &out));
     return out;
   }
+  /* This loader's place among its accelerator's loaders in an epoch, in the
+     order they opened; -1 between epochs (accel_dataloader_open_index). */
+  int64_t open_index() const {
+    int64_t out = 0;
+    accel_check(accel_dataloader_open_index($self, &out));
+    return out;
+  }
   /* New batch sampler batches from the next epoch on, laid out as in the
      constructor (accel_dataloader_set_batches). */
   void set_batches(const std::vector<int64_t>& indices, const std::vector<int64_t>& lengths) {

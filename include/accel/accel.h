@@ -687,10 +687,16 @@ ACCEL_API accel_status accel_accelerator_backward(accel_accelerator* acc, const 
    without an open _begin for that model is ACCEL_ERR_STATE. */
 ACCEL_API accel_status accel_accelerator_accumulate_begin(accel_accelerator* acc, accel_model* model);
 ACCEL_API accel_status accel_accelerator_accumulate_end(accel_accelerator* acc, accel_model* model);
-/* *out = 1 on a step whose gradients are synchronised, else 0. */
 /* Whether the batch a prepared loader just yielded was its epoch's last
    (Accelerate's gradient_state.end_of_dataloader). */
 ACCEL_API accel_status accel_accelerator_end_of_dataloader(const accel_accelerator* acc, int* out);
+/* *out = 1 while a loader prepared by this accelerator is in an epoch, else 0
+   (Accelerate's gradient_state.in_dataloader): from the accel_dataloader_next
+   that opens the epoch to the one that reports its end (or
+   accel_dataloader_set_epoch, a resume, freeing the loader).
+   accel_dataloader_open_index tells which loaders. Errors: INVALID_ARGUMENT
+   for a NULL or bad handle. */
+ACCEL_API accel_status accel_accelerator_in_dataloader(const accel_accelerator* acc, int* out);
 /* Accelerate's gradient_state.remainder: from the start of each epoch of a
    prepared map-style loader (after its first next), the dataset's length
    modulo the total batch size (batch_size, times num_processes without
@@ -700,6 +706,7 @@ ACCEL_API accel_status accel_accelerator_end_of_dataloader(const accel_accelerat
    while a stream's length is unknown. gather_for_metrics keeps that many rows
    of the last batch's gather when it is positive. */
 ACCEL_API accel_status accel_accelerator_remainder(const accel_accelerator* acc, int64_t* out);
+/* *out = 1 on a step whose gradients are synchronised, else 0. */
 ACCEL_API accel_status accel_accelerator_sync_gradients(const accel_accelerator* acc, int* out);
 ACCEL_API accel_status accel_accelerator_gradient_accumulation_steps(const accel_accelerator* acc, int64_t* out);
 /* Accelerate's accelerator.step: the micro-steps accumulate_begin has counted

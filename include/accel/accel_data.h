@@ -409,6 +409,13 @@ ACCEL_API accel_status accel_dataloader_set_epoch(accel_dataloader* loader, uint
    first, set by accel_dataloader_set_epoch and by a resume from
    accel_accelerator_load_state). Errors: INVALID_ARGUMENT for a NULL argument. */
 ACCEL_API accel_status accel_dataloader_epoch(const accel_dataloader* loader, uint64_t* out);
+/* Where this loader's open epoch stands among the open epochs of the loaders
+   prepared by its accelerator, in the order they opened: 0 for the first, 1
+   for a loader iterated inside that one's epoch, ... (Accelerate's
+   gradient_state.dataloader_references without its leading None; the last is
+   the active_dataloader). -1 between epochs and for a loader not prepared.
+   Errors: INVALID_ARGUMENT for a NULL argument or a bad handle. */
+ACCEL_API accel_status accel_dataloader_open_index(const accel_dataloader* loader, int64_t* out);
 /* Gives a loader over a batch sampler (accel_dataloader_create_from_batches,
    accel_dataloader_create_length_grouped) new batches, laid out as at
    creation, from the next epoch on: call it between epochs, before an epoch's

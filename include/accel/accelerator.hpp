@@ -133,7 +133,11 @@ class Accelerator {
   // trigger_sync_in_backward).
   void set_sync_gradients(bool sync);
   bool end_of_dataloader() const;  // the batch a prepared loader just yielded was its epoch's last
-  int64_t remainder() const;       // real samples of a padded last round, else 0
+  // Whether a loader prepared by this accelerator is in an epoch (Accelerate's
+  // gradient_state.in_dataloader): from the next() that opens the epoch to
+  // the one that reports its end (DataLoader::open_index tells which).
+  bool in_dataloader() const;
+  int64_t remainder() const;  // real samples of a padded last round, else 0
   int64_t gradient_accumulation_steps() const;
   // Accelerate's accelerator.step: the micro-steps accumulate_begin has counted
   // (the window ends when it is a multiple of gradient_accumulation_steps); 0

@@ -153,6 +153,8 @@ struct DataLoaderOptions {
   int prefetch_factor = 2;  // batches read ahead per worker
 };
 
+class DataLoader;
+
 // What the batch a prepared loader just yielded means for gradient sync and
 // metrics (Accelerate's GradientState); shared with the Accelerator.
 struct GradientState {
@@ -172,6 +174,15 @@ struct GradientState {
   // positive. -1 outside an epoch, with drop_last, and while a stream's length
   // is unknown.
   int64_t remainder = -1;
+  // The prepared loaders in an epoch, in the order their epochs opened
+  // (Accelerate's dataloader_references without its leading None): a loader
+  // enters at the next() that opens an epoch and leaves at the one that
+  // reports its end, at set_epoch, resume_from, a new shard() and its
+  // destruction. Kept by the loaders themselves, which also keep
+  // end_of_dataloader and remainder those of the last one (Accelerate's
+  // active_dataloader).
+  std::vector<const DataLoader*> open_loaders;
+  bool in_dataloader() const { return !open_loaders.empty(); }  // Accelerate's in_dataloader
 };
 
 // Broadcasts the main process's batch (nullopt: end of epoch) to every process
@@ -261,6 +272,10 @@ class DataLoader {
   // leaves the loader unchanged when it throws.
   void set_batches(std::vector<std::vector<int64_t>> batches);
   uint64_t epoch() const { return epoch_; }
+  // Where this loader's open epoch stands among the open epochs of the loaders
+  // prepared by its accelerator, in the order they opened (GradientState's
+  // open_loaders: 0 for the first); -1 between epochs and when not prepared.
+  int64_t open_index() const;
 
   // A progress bar per epoch on stderr (accel::ProgressBar: redrawn in place on a
   // terminal, a line per 10% otherwise, only on rank 0), as Accelerate users wrap the
@@ -308,6 +323,11 @@ class DataLoader {
  private:
   using Batches = std::vector<std::vector<int64_t>>;
   std::unique_ptr<detail::BatchSource> open_epoch() const;
+  // source_ set and reset through these, which keep GradientState::open_loaders.
+  void open_source(std::unique_ptr<detail::BatchSource> source);
+  void close_source();
+  // Sets gradient's end_of_dataloader and remainder to its active loader's.
+  static void publish_active(GradientState& gradient);
   // The batches as shared, after naming an empty batch or an index outside the dataset.
   std::shared_ptr<const Batches> checked_batches(Batches batches, const char* what) const;
   void refresh_batches();                   // batches_for_epoch_'s batches of epoch_, before it opens
@@ -329,10 +349,12 @@ class DataLoader {
   std::unique_ptr<detail::BatchSource> source_;  // null between epochs
   std::optional<Batch> lookahead_;               // tells end_of_dataloader one batch early
   std::exception_ptr lookahead_error_;           // reading ahead failed: thrown at the next call
-  int64_t yielded_ = 0;                          // batches of this epoch handed out
-  int64_t resume_skip_ = 0;                      // batches to skip when the next epoch starts
-  int64_t skipped_pass_ = 0;                     // skip_first_batches: left out of num_batches() this pass
-  int64_t sampler_offset_ = 0;                   // Position::sampler_offset of the current (or next) epoch
+  bool end_of_dataloader_ = false;               // this loader's GradientState answers (publish_active)
+  int64_t remainder_ = -1;
+  int64_t yielded_ = 0;         // batches of this epoch handed out
+  int64_t resume_skip_ = 0;     // batches to skip when the next epoch starts
+  int64_t skipped_pass_ = 0;    // skip_first_batches: left out of num_batches() this pass
+  int64_t sampler_offset_ = 0;  // Position::sampler_offset of the current (or next) epoch
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);
   void advance_progress();  // after a batch is handed out (dataloader_progress.cpp)
   std::optional<std::string> progress_description_;

@@ -368,6 +368,7 @@ bool Accelerator::debug_mode() const { return state_->debug_mode; }
 
 bool Accelerator::sync_gradients() const { return state_->gradient_state->sync_gradients; }
 bool Accelerator::end_of_dataloader() const { return state_->gradient_state->end_of_dataloader; }
+bool Accelerator::in_dataloader() const { return state_->gradient_state->in_dataloader(); }
 int64_t Accelerator::remainder() const { return state_->gradient_state->remainder; }
 int64_t Accelerator::gradient_accumulation_steps() const { return state_->gradient_state->num_steps; }
 int64_t Accelerator::accumulation_step() const { return state_->gradient_state->step; }

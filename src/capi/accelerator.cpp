@@ -533,6 +533,10 @@ ACCEL_API accel_status accel_accelerator_end_of_dataloader(const accel_accelerat
   return query(acc, [&](const accel::Accelerator& a) { out_param(out, "out") = a.end_of_dataloader() ? 1 : 0; });
 }
 
+ACCEL_API accel_status accel_accelerator_in_dataloader(const accel_accelerator* acc, int* out) {
+  return query(acc, [&](const accel::Accelerator& a) { out_param(out, "out") = a.in_dataloader() ? 1 : 0; });
+}
+
 ACCEL_API accel_status accel_accelerator_remainder(const accel_accelerator* acc, int64_t* out) {
   return query(acc, [&](const accel::Accelerator& a) { out_param(out, "out") = a.remainder(); });
 }

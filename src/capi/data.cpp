@@ -324,6 +324,13 @@ ACCEL_API accel_status accel_dataloader_epoch(const accel_dataloader* loader, ui
   });
 }
 
+ACCEL_API accel_status accel_dataloader_open_index(const accel_dataloader* loader, int64_t* out) {
+  return guarded([&] {
+    auto& result = out_param(out, "out");
+    result = deref(loader, "loader").loader->open_index();
+  });
+}
+
 ACCEL_API accel_status accel_dataloader_set_batches(accel_dataloader* loader, const int64_t* indices,
                                                     const int64_t* batch_lengths, int64_t num_batches) {
   return guarded([&] {

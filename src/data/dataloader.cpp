@@ -96,7 +96,46 @@ void DataLoader::refresh_batches() {
   batches_epoch_ = epoch_;
 }
 
-DataLoader::~DataLoader() = default;
+DataLoader::~DataLoader() { close_source(); }
+
+void DataLoader::open_source(std::unique_ptr<detail::BatchSource> source) {
+  source_ = std::move(source);
+  end_of_dataloader_ = false;
+  remainder_ = epoch_remainder();  // Accelerate's begin(): known from the epoch's start
+  if (GradientState* gradient = placement_.gradient_state.get()) {
+    gradient->open_loaders.push_back(this);
+    publish_active(*gradient);
+  }
+}
+
+void DataLoader::close_source() {
+  if (!source_) return;
+  source_.reset();
+  end_of_dataloader_ = false;
+  remainder_ = -1;
+  if (GradientState* gradient = placement_.gradient_state.get()) {
+    auto& open = gradient->open_loaders;
+    open.erase(std::remove(open.begin(), open.end(), this), open.end());
+    publish_active(*gradient);  // an outer loop's loader answers again
+  }
+}
+
+void DataLoader::publish_active(GradientState& gradient) {
+  // Accelerate's GradientState answers for its active_dataloader, the last
+  // to open an epoch: an evaluation loop inside a training epoch does not
+  // change what the training loop's next step reads once it has ended.
+  const DataLoader* active = gradient.open_loaders.empty() ? nullptr : gradient.open_loaders.back();
+  gradient.end_of_dataloader = active && active->end_of_dataloader_;
+  gradient.remainder = active ? active->remainder_ : -1;  // -1 outside an epoch, as Accelerate
+}
+
+int64_t DataLoader::open_index() const {
+  const GradientState* gradient = placement_.gradient_state.get();
+  if (!source_ || !gradient) return -1;
+  const auto& open = gradient->open_loaders;
+  auto it = std::find(open.begin(), open.end(), this);
+  return it == open.end() ? -1 : static_cast<int64_t>(it - open.begin());
+}
 
 uint64_t DataLoader::shuffle_seed(bool agree) const {
   if (placement_.use_seedable_sampler) {
@@ -180,39 +219,32 @@ size_t DataLoader::next_batch_size_in_fields() {
     refresh_batches();
     std::unique_ptr<detail::BatchSource> source = open_epoch();
     std::optional<Batch> first = source->next();  // a failure leaves the loader as it was
-    source_ = std::move(source);
+    open_source(std::move(source));
     lookahead_ = std::move(first);
     yielded_ = resume_skip_;
     resume_skip_ = 0;
-    // Accelerate's begin(): the remainder is known from the epoch's start.
-    if (placement_.gradient_state) placement_.gradient_state->remainder = epoch_remainder();
   }
   return lookahead_ && !lookahead_error_ ? lookahead_->size() : 0;
 }
 
 std::optional<Batch> DataLoader::next() {
   ACCEL_TRACE_SPAN("accel::loader::next");
-  GradientState* gradient = placement_.gradient_state.get();
   if (!source_) next_batch_size_in_fields();  // opens the epoch and reads its first batch
   if (lookahead_error_) {
     // Reading ahead failed: report it now, at the batch it belongs to. The
     // epoch is abandoned; the next call starts it again.
     std::exception_ptr error = std::exchange(lookahead_error_, nullptr);
-    source_.reset();
+    close_source();
     yielded_ = 0;
     std::rethrow_exception(error);
   }
   if (!lookahead_) {
     progress_.reset();  // ends the bar's line
-    source_.reset();
+    close_source();
     yielded_ = 0;
     skipped_pass_ = 0;
     sampler_offset_ = 0;
     ++epoch_;
-    if (gradient) {
-      gradient->end_of_dataloader = false;
-      gradient->remainder = -1;  // outside an epoch, as Accelerate's GradientState
-    }
     return std::nullopt;
   }
   Batch batch = std::move(*lookahead_);
@@ -224,12 +256,11 @@ std::optional<Batch> DataLoader::next() {
   }
   ++yielded_;
   advance_progress();
-  if (gradient) {
-    gradient->end_of_dataloader = !lookahead_.has_value() && !lookahead_error_;
-    if (gradient->end_of_dataloader) {
-      if (std::optional<int64_t> final = source_->final_remainder()) gradient->remainder = *final;
-    }
+  end_of_dataloader_ = !lookahead_.has_value() && !lookahead_error_;
+  if (end_of_dataloader_) {
+    if (std::optional<int64_t> final = source_->final_remainder()) remainder_ = *final;
   }
+  if (GradientState* gradient = placement_.gradient_state.get()) publish_active(*gradient);
   if (placement_.device && *placement_.device != c10::Device(c10::kCPU)) {
     for (auto& t : batch) t = t.to(*placement_.device, /*non_blocking=*/true);
   }
@@ -265,7 +296,7 @@ int64_t DataLoader::num_batches() const {
 void DataLoader::set_epoch(uint64_t epoch) {
   progress_.reset();
   epoch_ = epoch;
-  source_.reset();
+  close_source();
   lookahead_.reset();
   lookahead_error_ = nullptr;
   yielded_ = 0;
@@ -320,9 +351,9 @@ void DataLoader::shard(const ShardPlacement& placement) {
   // process reads whole batches, so only the split is checked for it.
   if (placement.dispatch) spec.even_batches = false;
   detail::validate(spec);
+  close_source();  // leaves the open loaders of the state it was prepared with
   placement_ = placement;
   prepared_ = true;
-  source_.reset();
   lookahead_.reset();
 }
 

@@ -332,8 +332,104 @@ static void test_prepared_loader_and_join(void) {
   accel_accelerator_free(acc);
 }
 
+/* One batch of loader (freed); 1 when there was one, 0 at the epoch's end. */
+static int take_batch(accel_dataloader* loader) {
+  accel_tensor* batch[2] = {NULL, NULL};
+  int count = -1;
+  EXPECT_OK(accel_dataloader_next_fields(loader, batch, 2, &count));
+  accel_tensor_free(batch[0]);
+  accel_tensor_free(batch[1]);
+  return count > 0;
+}
+
+static int64_t open_index(const accel_dataloader* loader) {
+  int64_t index = -7;
+  EXPECT_OK(accel_dataloader_open_index(loader, &index));
+  return index;
+}
+
+static int in_dataloader(const accel_accelerator* acc) {
+  int in = -1;
+  EXPECT_OK(accel_accelerator_in_dataloader(acc, &in));
+  return in;
+}
+
+/* Accelerate's gradient_state.in_dataloader and dataloader_references: a
+   prepared loader counts from the next that opens its epoch to the one that
+   reports its end, nested loaders in the order they opened, and a loader
+   broken out of stays in its epoch (as Accelerate's suspended iterator) until
+   set_epoch or its free. */
+static void test_in_dataloader(void) {
+  squares data = {5, -1, 0};
+  accel_field_spec fields[2] = {{ACCEL_FLOAT32, 1, pair_shape}, {ACCEL_INT64, 0, NULL}};
+  accel_dataset_callbacks cb = ACCEL_DATASET_CALLBACKS_INIT;
+  accel_accelerator* acc = NULL;
+  accel_dataset* dataset = NULL;
+  accel_dataloader *train = NULL, *eval = NULL, *plain = NULL, *skipped = NULL;
+  accel_dataloader_options opts = ACCEL_DATALOADER_OPTIONS_INIT;
+  int batches = 0;
+
+  EXPECT_OK(accel_accelerator_create(NULL, &acc));
+  cb.length = squares_length;
+  cb.get_sample = squares_get;
+  EXPECT_OK(accel_dataset_from_callbacks(fields, 2, &cb, &data, &dataset));
+  opts.batch_size = 2;
+  EXPECT_OK(accel_dataloader_create(dataset, &opts, &train));
+  EXPECT_OK(accel_dataloader_create(dataset, &opts, &eval));
+  EXPECT_OK(accel_dataloader_create(dataset, &opts, &plain));
+  EXPECT_OK(accel_accelerator_prepare_dataloader(acc, train));
+  EXPECT_OK(accel_accelerator_prepare_dataloader(acc, eval));
+  EXPECT(in_dataloader(acc) == 0);
+  EXPECT(open_index(train) == -1);
+
+  while (take_batch(train)) {
+    ++batches;
+    EXPECT(in_dataloader(acc) == 1);
+    EXPECT(open_index(train) == 0);
+    if (batches == 2) { /* an evaluation inside the epoch: the active loader while it runs */
+      while (take_batch(eval)) {
+        EXPECT(open_index(eval) == 1);
+        EXPECT(open_index(train) == 0);
+      }
+      EXPECT(open_index(eval) == -1);
+      EXPECT(in_dataloader(acc) == 1);
+    }
+  }
+  EXPECT(batches == 3);
+  EXPECT(in_dataloader(acc) == 0); /* the next that reported the end closed the epoch */
+  EXPECT(open_index(train) == -1);
+
+  /* A loader that was never prepared belongs to no accelerator. */
+  EXPECT(take_batch(plain) == 1);
+  EXPECT(open_index(plain) == -1);
+  EXPECT(in_dataloader(acc) == 0);
+
+  /* Broken out of: still in its epoch, until set_epoch restarts it. */
+  EXPECT(take_batch(train) == 1);
+  EXPECT(in_dataloader(acc) == 1);
+  EXPECT_OK(accel_dataloader_set_epoch(train, 5));
+  EXPECT(in_dataloader(acc) == 0);
+
+  /* skip_first_batches' loader is prepared as its source; freed mid-epoch, it leaves. */
+  EXPECT_OK(accel_dataloader_skip_first_batches(train, 1, &skipped));
+  EXPECT(take_batch(skipped) == 1);
+  EXPECT(open_index(skipped) == 0);
+  EXPECT(take_batch(eval) == 1);
+  EXPECT(open_index(eval) == 1);
+  accel_dataloader_free(skipped);
+  EXPECT(open_index(eval) == 0);
+  accel_dataloader_free(eval);
+  EXPECT(in_dataloader(acc) == 0);
+
+  accel_dataloader_free(plain);
+  accel_dataloader_free(train);
+  accel_dataset_free(dataset);
+  accel_accelerator_free(acc);
+}
+
 int main(void) {
   test_prepared_loader_and_join();
+  test_in_dataloader();
   test_callback_dataset();
   test_failing_callback();
   test_stream_dataset();

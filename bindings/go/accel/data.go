@@ -257,6 +257,19 @@ func (l *DataLoader) SetEpoch(epoch uint64) error {
 	return withThread(func() { h.Set_epoch(epoch) })
 }
 
+// OpenIndex is this loader's place among its accelerator's loaders in an
+// epoch, in the order their epochs opened (0 for the first, 1 for a loader
+// iterated inside that epoch, ...: Accelerate's dataloader_references without
+// its leading None); -1 between epochs and for a loader not prepared.
+func (l *DataLoader) OpenIndex() (int64, error) {
+	h, err := l.handle()
+	if err != nil {
+		return 0, err
+	}
+	defer runtime.KeepAlive(l)
+	return call(h.Open_index)
+}
+
 // Epoch is the epoch being iterated, or the next one between epochs (0 at
 // first; SetEpoch and a resume by LoadState set it).
 func (l *DataLoader) Epoch() (uint64, error) {

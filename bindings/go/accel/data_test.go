@@ -293,3 +293,58 @@ func TestTensorDatasetSkipAndPreparedLoaderGather(t *testing.T) {
 	_, err = DatasetFromCSV("/nonexistent.csv", "label", Int64)
 	wantError(t, err, ErrIO, "nonexistent")
 }
+
+// Accelerate's test_dataloader_break: 80 and 96 samples in batches of 16, the
+// second loader iterated whole inside the first's second batch.
+func TestInDataloaderFollowsNestedLoaders(t *testing.T) {
+	acc := must[*Accelerator](t)(NewAccelerator(AcceleratorOptions{CPU: true}))
+	defer acc.Close()
+	first := must[*DataLoader](t)(NewDataLoader(must[*Dataset](t)(NewMapDataset(&squares{n: 80}, squareFields...)),
+		DataLoaderOptions{BatchSize: 16}))
+	defer first.Close()
+	second := must[*DataLoader](t)(NewDataLoader(must[*Dataset](t)(NewMapDataset(&squares{n: 96}, squareFields...)),
+		DataLoaderOptions{BatchSize: 16}))
+	defer second.Close()
+	ok(t, acc.Prepare(first, second))
+	if must[bool](t)(acc.InDataloader()) {
+		t.Fatal("in a dataloader before any batch")
+	}
+	iteration := 0
+	for {
+		batch := must[[]*Tensor](t)(first.Next())
+		if batch == nil {
+			break
+		}
+		CloseAll(batch...)
+		if !must[bool](t)(acc.InDataloader()) || must[int64](t)(first.OpenIndex()) != 0 {
+			t.Fatalf("iteration %d: the first loader is not the open one", iteration)
+		}
+		if end := must[bool](t)(acc.EndOfDataloader()); end != (iteration == 4) {
+			t.Fatalf("iteration %d: end_of_dataloader %v", iteration, end)
+		}
+		if iteration == 1 {
+			inner := 0
+			for {
+				b := must[[]*Tensor](t)(second.Next())
+				if b == nil {
+					break
+				}
+				CloseAll(b...)
+				if i := must[int64](t)(second.OpenIndex()); i != 1 {
+					t.Fatalf("inner batch %d: open index %d", inner, i)
+				}
+				if end := must[bool](t)(acc.EndOfDataloader()); end != (inner == 5) {
+					t.Fatalf("inner batch %d: end_of_dataloader %v", inner, end)
+				}
+				inner++
+			}
+			if inner != 6 || must[int64](t)(second.OpenIndex()) != -1 || must[bool](t)(acc.EndOfDataloader()) {
+				t.Fatalf("after the inner loop: %d batches, open index %d", inner, must[int64](t)(second.OpenIndex()))
+			}
+		}
+		iteration++
+	}
+	if iteration != 5 || must[bool](t)(acc.InDataloader()) {
+		t.Fatalf("%d batches; still in a dataloader after the loop", iteration)
+	}
+}

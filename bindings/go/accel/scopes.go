@@ -155,6 +155,13 @@ func (a *Accelerator) EndOfDataloader() (bool, error) {
 	return accelValue(a, func(h core.Accelerator) bool { return h.End_of_dataloader() })
 }
 
+// InDataloader tells whether a loader prepared by this accelerator is in an
+// epoch: from the Next that opens it to the one that reports its end
+// (Accelerate's gradient_state.in_dataloader). DataLoader.OpenIndex tells which.
+func (a *Accelerator) InDataloader() (bool, error) {
+	return accelValue(a, func(h core.Accelerator) bool { return h.In_dataloader() })
+}
+
 // Remainder is the number of real samples in the last gathered round.
 func (a *Accelerator) Remainder() (int64, error) {
 	return accelValue(a, func(h core.Accelerator) int64 { return h.Remainder() })

@@ -5,12 +5,13 @@ from __future__ import annotations
 import numbers
 import random
 import sys
-from typing import Any, ContextManager, Dict, Union
+from typing import Any, ContextManager, Dict, List, Union
 
 import numpy as np
 
 from . import core
 from ._helpers import _env_flag
+from .data import _open_loaders
 
 
 def _seed_generators(seed: int, process_index: int, deterministic: bool) -> None:
@@ -120,6 +121,23 @@ class GradientState:
     adjust_scheduler = property(lambda self: self._accelerator._accumulation_options["adjust_scheduler"])
     sync_with_dataloader = property(lambda self: self._accelerator._accumulation_options["sync_with_dataloader"])
     initialized = property(lambda self: _is_open(core.Accelerator.num_processes, self._accelerator))
+
+    @property
+    def dataloader_references(self) -> List[Any]:
+        """Accelerate's: None, then the loaders prepared by this accelerator that are in an epoch
+        (from the batch that opens it to the end of its iteration, or set_epoch), in the order
+        their epochs opened."""
+        return [None] + _open_loaders(self._accelerator._loader_refs)
+
+    @property
+    def active_dataloader(self) -> Any:
+        """The loader being iterated (the last of dataloader_references), or None."""
+        return self.dataloader_references[-1]
+
+    @property
+    def in_dataloader(self) -> bool:
+        """Whether a prepared loader is being iterated (Accelerate's in_dataloader)."""
+        return self.active_dataloader is not None
 
     @property
     def plugin_kwargs(self) -> Dict[str, Any]:

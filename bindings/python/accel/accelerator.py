@@ -24,7 +24,7 @@ from .checkpointing import RemovableHandle, _CheckpointAdapter, _HookAdapter
 from .collectives import _apply_nested, _batch_tensors, _flatten, _tensor_list
 from .core import AccelError, AcceleratorOptions
 from .parallelism import ParallelismConfig
-from .data import DataLoader
+from .data import DataLoader, _skip_first_batches, _track_prepared
 from .kwargs_handlers import (AutocastKwargs, ProfileKwargs, ProjectConfiguration,
                               dataloader_options, handler_options, project_options, sort_handlers)
 from .models import Model, ModelParameters, _map_items, _tensor_map
@@ -234,6 +234,7 @@ class Accelerator(AcceleratorFacts, ProcessDecorators, core.Accelerator):
         self._logging_dir = opts.logging_dir or os.path.join(self._project_dir, "logs")
         self._optimizers: List[Any] = []
         self._models: List[Model] = []  # prepared, in order: what state hooks receive
+        self._loader_refs: List[Any] = []  # weak references to the prepared loaders (data._track_prepared)
         self._trackers: Dict[str, Any] = {}
         self._builtin_trackers: Dict[str, BuiltinTracker] = {}
         # log_with's built-in names in their order ("all": the core's), for the trackers property.
@@ -310,6 +311,7 @@ class Accelerator(AcceleratorFacts, ProcessDecorators, core.Accelerator):
             raise ValueError("prepare_data_loader(slice_fn_for_dispatch=...) is not supported: dispatched batches "
                              "are sliced by rows")
         core.Accelerator.prepare_dataloader(self, data_loader)
+        _track_prepared(data_loader, self._loader_refs)
         return data_loader
 
     def prepare_scheduler(self, scheduler: Any) -> Any:
@@ -544,7 +546,7 @@ class Accelerator(AcceleratorFacts, ProcessDecorators, core.Accelerator):
             raise TypeError(f"skip_first_batches takes a DataLoader, got {type(dataloader).__name__}")
         if isinstance(dataloader, DataLoader):
             return dataloader.skip_first_batches(num_batches)
-        return core.DataLoader.skip_first_batches(dataloader, num_batches)
+        return _skip_first_batches(dataloader, num_batches)
 
     # -- collectives -----------------------------------------------------
     # Each takes a Tensor or nested lists, tuples and dicts of them, and returns

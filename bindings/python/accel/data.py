@@ -3,7 +3,8 @@ with the adapters that let the loader's threads read Python datasets and run col
 from __future__ import annotations
 
 import collections.abc
-from typing import Any, Dict, Iterable, Iterator, Optional, Sequence, Tuple
+import weakref
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -360,11 +361,44 @@ class DataLoader(core.DataLoader):
             raise
 
     def skip_first_batches(self, num_batches: int) -> "DataLoader":
-        loader = core.DataLoader.skip_first_batches(self, num_batches)
+        loader = _skip_first_batches(self, num_batches)
         loader.dataset = self.dataset
         if getattr(self, "_batch_sampler", None) is not None:
             loader._batch_sampler, loader._batches_epoch = self._batch_sampler, self._batches_epoch
         return loader
+
+
+def _skip_first_batches(loader: Any, num_batches: int) -> Any:
+    """The core's skip_first_batches; the new loader is prepared as its source is, so it joins
+    the same accelerator's registry (_track_prepared)."""
+    skipped = core.DataLoader.skip_first_batches(loader, num_batches)
+    registry = getattr(loader, "_prepared_registry", None)
+    if registry is not None:
+        _track_prepared(skipped, registry)
+    return skipped
+
+
+def _track_prepared(loader: Any, registry: List[Any]) -> None:
+    """Remembers a prepared loader in its accelerator's registry (weak references: the registry
+    keeps no loader alive), for gradient_state's dataloader_references."""
+    registry.append(weakref.ref(loader))
+    loader._prepared_registry = registry
+
+
+def _open_loaders(registry: List[Any]) -> List[Any]:
+    """The registry's loaders in an epoch, in the order their epochs opened (the core's
+    open_index); dead references are dropped."""
+    registry[:] = [ref for ref in registry if ref() is not None]
+    found = []
+    for ref in registry:
+        loader = ref()
+        try:
+            index = core.DataLoader.open_index(loader)
+        except ValueError:  # closed: its epoch ended with it
+            continue
+        if index >= 0:
+            found.append((index, loader))
+    return [loader for _, loader in sorted(found, key=lambda pair: pair[0])]
 
 
 def _batch_arrays(batch_sampler: Iterable[Sequence[int]]) -> Tuple[list, list]:

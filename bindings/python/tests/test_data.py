@@ -134,6 +134,47 @@ def test_prepared_loader_and_gather_for_metrics_single_process():
     assert np.concatenate(seen).tolist() == [i % 3 for i in range(10)]
 
 
+def test_gradient_state_follows_the_loader_being_iterated():
+    """Accelerate's test_dataloader_break: loaders of 80 and 96 samples in batches of 16, the
+    second iterated whole inside the first's second batch."""
+    acc = accel.Accelerator(cpu=True)
+    first, second = acc.prepare(accel.DataLoader(Squares(80), batch_size=16),
+                                accel.DataLoader(Squares(96), batch_size=16))
+    state = acc.gradient_state
+    assert state.active_dataloader is None and not state.in_dataloader
+    assert state.dataloader_references == [None]
+    for iteration, _ in enumerate(first):
+        assert state.active_dataloader is first
+        assert state.end_of_dataloader == (iteration == len(first) - 1)
+        if iteration == 1:
+            for batch_num, _ in enumerate(second):
+                assert state.active_dataloader is second
+                assert state.dataloader_references == [None, first, second]
+                assert state.end_of_dataloader == (batch_num == len(second) - 1)
+            assert state.dataloader_references == [None, first]
+    assert state.active_dataloader is None and not state.in_dataloader
+
+
+def test_gradient_state_after_a_break_and_for_skipped_loaders():
+    acc = accel.Accelerator(cpu=True)
+    loader = acc.prepare(accel.DataLoader(Squares(10), batch_size=4))
+    for _ in loader:
+        break
+    assert acc.gradient_state.active_dataloader is loader  # as Accelerate's suspended iterator
+    loader.set_epoch(1)
+    assert not acc.gradient_state.in_dataloader
+    skipped = acc.skip_first_batches(loader, 1)
+    batches = iter(skipped)
+    next(batches)
+    assert acc.gradient_state.active_dataloader is skipped
+    del batches
+    skipped.close()
+    assert acc.gradient_state.dataloader_references == [None]
+    unprepared = accel.DataLoader(Squares(10), batch_size=4)
+    next(iter(unprepared))
+    assert not acc.gradient_state.in_dataloader
+
+
 def test_safetensors_directory_written_by_python(tmp_path):
     from safetensors.numpy import save_file
 

@@ -150,6 +150,7 @@ void misuse_datasets(void) {
       const int64_t one_index[1] = {0}, one_length[1] = {1};
       uint64_t epoch = 0;
       ARG(accel_dataloader_epoch(l, &epoch));
+      ARG(accel_dataloader_open_index(l, &i64_out));
       ARG(accel_dataloader_set_batches(l, one_index, one_length, 1));
     }
     accel_dataloader_free(l); /* ignored */
@@ -162,6 +163,7 @@ void misuse_datasets(void) {
     uint64_t epoch = 99;
     EXPECT_ERROR(accel_dataloader_set_batches(dl, idx, lens, 1), ACCEL_ERR_STATE, "not made from a batch sampler");
     ARG(accel_dataloader_epoch(dl, NULL));
+    ARG(accel_dataloader_open_index(dl, NULL));
     EXPECT_OK(accel_dataloader_epoch(dl, &epoch));
     EXPECT(epoch == 0);
     EXPECT_OK(accel_dataloader_create_from_batches(ds, idx, lens, 1, NULL, &sampled));

@@ -13,6 +13,7 @@ void misuse_training(void) {
     ARG(accel_accelerator_accumulate_begin(a, model));
     ARG(accel_accelerator_accumulate_end(a, model));
     ARG(accel_accelerator_end_of_dataloader(a, &i_out));
+    ARG(accel_accelerator_in_dataloader(a, &i_out));
     ARG(accel_accelerator_remainder(a, &i64_out));
     ARG(accel_accelerator_sync_gradients(a, &i_out));
     ARG(accel_accelerator_gradient_accumulation_steps(a, &i64_out));
@@ -63,6 +64,7 @@ void misuse_training(void) {
   EACH_BAD(K_SCHED, accel_scheduler, s) ARG(accel_accelerator_prepare_scheduler(acc, s));
   EACH_BAD(K_TENSOR, accel_tensor, t) ARG(accel_accelerator_backward(acc, t));
   ARG(accel_accelerator_end_of_dataloader(acc, NULL));
+  ARG(accel_accelerator_in_dataloader(acc, NULL));
   ARG(accel_accelerator_remainder(acc, NULL));
   ARG(accel_accelerator_sync_gradients(acc, NULL));
   ARG(accel_accelerator_gradient_accumulation_steps(acc, NULL));

@@ -298,13 +298,13 @@ typedef long long swig_type_268;
 typedef long long swig_type_269;
 typedef long long swig_type_270;
 typedef long long swig_type_271;
-typedef _gostring_ swig_type_272;
-typedef long long swig_type_273;
-typedef _gostring_ swig_type_274;
+typedef long long swig_type_272;
+typedef _gostring_ swig_type_273;
+typedef long long swig_type_274;
 typedef _gostring_ swig_type_275;
 typedef _gostring_ swig_type_276;
-typedef long long swig_type_277;
-typedef _gostring_ swig_type_278;
+typedef _gostring_ swig_type_277;
+typedef long long swig_type_278;
 typedef _gostring_ swig_type_279;
 typedef _gostring_ swig_type_280;
 typedef _gostring_ swig_type_281;
@@ -312,25 +312,25 @@ typedef _gostring_ swig_type_282;
 typedef _gostring_ swig_type_283;
 typedef _gostring_ swig_type_284;
 typedef _gostring_ swig_type_285;
-typedef long long swig_type_286;
+typedef _gostring_ swig_type_286;
 typedef long long swig_type_287;
-typedef _gostring_ swig_type_288;
+typedef long long swig_type_288;
 typedef _gostring_ swig_type_289;
-typedef long long swig_type_290;
-typedef _gostring_ swig_type_291;
+typedef _gostring_ swig_type_290;
+typedef long long swig_type_291;
 typedef _gostring_ swig_type_292;
 typedef _gostring_ swig_type_293;
 typedef _gostring_ swig_type_294;
 typedef _gostring_ swig_type_295;
 typedef _gostring_ swig_type_296;
 typedef _gostring_ swig_type_297;
-typedef long long swig_type_298;
+typedef _gostring_ swig_type_298;
 typedef long long swig_type_299;
-typedef _gostring_ swig_type_300;
+typedef long long swig_type_300;
 typedef _gostring_ swig_type_301;
 typedef _gostring_ swig_type_302;
-typedef long long swig_type_303;
-typedef _gostring_ swig_type_304;
+typedef _gostring_ swig_type_303;
+typedef long long swig_type_304;
 typedef _gostring_ swig_type_305;
 typedef _gostring_ swig_type_306;
 typedef _gostring_ swig_type_307;
@@ -341,8 +341,8 @@ typedef _gostring_ swig_type_311;
 typedef _gostring_ swig_type_312;
 typedef _gostring_ swig_type_313;
 typedef _gostring_ swig_type_314;
-typedef long long swig_type_315;
-typedef _gostring_ swig_type_316;
+typedef _gostring_ swig_type_315;
+typedef long long swig_type_316;
 typedef _gostring_ swig_type_317;
 typedef _gostring_ swig_type_318;
 typedef _gostring_ swig_type_319;
@@ -352,38 +352,39 @@ typedef _gostring_ swig_type_322;
 typedef _gostring_ swig_type_323;
 typedef _gostring_ swig_type_324;
 typedef _gostring_ swig_type_325;
-typedef long long swig_type_326;
+typedef _gostring_ swig_type_326;
 typedef long long swig_type_327;
 typedef long long swig_type_328;
 typedef long long swig_type_329;
 typedef long long swig_type_330;
 typedef long long swig_type_331;
-typedef _gostring_ swig_type_332;
-typedef long long swig_type_333;
-typedef _gostring_ swig_type_334;
-typedef long long swig_type_335;
+typedef long long swig_type_332;
+typedef _gostring_ swig_type_333;
+typedef long long swig_type_334;
+typedef _gostring_ swig_type_335;
 typedef long long swig_type_336;
-typedef _gostring_ swig_type_337;
+typedef long long swig_type_337;
 typedef _gostring_ swig_type_338;
-typedef long long swig_type_339;
+typedef _gostring_ swig_type_339;
 typedef long long swig_type_340;
 typedef long long swig_type_341;
 typedef long long swig_type_342;
 typedef long long swig_type_343;
-typedef _gostring_ swig_type_344;
+typedef long long swig_type_344;
 typedef _gostring_ swig_type_345;
-typedef long long swig_type_346;
+typedef _gostring_ swig_type_346;
 typedef long long swig_type_347;
-typedef _gostring_ swig_type_348;
-typedef long long swig_type_349;
-typedef _gostring_ swig_type_350;
-typedef long long swig_type_351;
-typedef _gostring_ swig_type_352;
-typedef long long swig_type_353;
-typedef _gostring_ swig_type_354;
-typedef long long swig_type_355;
+typedef long long swig_type_348;
+typedef _gostring_ swig_type_349;
+typedef long long swig_type_350;
+typedef _gostring_ swig_type_351;
+typedef long long swig_type_352;
+typedef _gostring_ swig_type_353;
+typedef long long swig_type_354;
+typedef _gostring_ swig_type_355;
 typedef long long swig_type_356;
-typedef _gostring_ swig_type_357;
+typedef long long swig_type_357;
+typedef _gostring_ swig_type_358;
 extern void _wrap_Swig_free_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_Swig_malloc_core_a1403cbc65d2f32f(swig_intgo arg1);
 extern uintptr_t _wrap_new_Int64Vector__SWIG_0_core_a1403cbc65d2f32f(void);
@@ -900,6 +901,7 @@ extern void _wrap_Accelerator_backward_core_a1403cbc65d2f32f(uintptr_t arg1, uin
 extern void _wrap_Accelerator_accumulate_begin_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern void _wrap_Accelerator_accumulate_end_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
 extern _Bool _wrap_Accelerator_end_of_dataloader_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern _Bool _wrap_Accelerator_in_dataloader_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_type_159 _wrap_Accelerator_remainder_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern _Bool _wrap_Accelerator_sync_gradients_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_type_160 _wrap_Accelerator_gradient_accumulation_steps_core_a1403cbc65d2f32f(uintptr_t arg1);
@@ -1044,64 +1046,65 @@ extern swig_type_268 _wrap_DataLoader_num_batches_core_a1403cbc65d2f32f(uintptr_
 extern uintptr_t _wrap_DataLoader_skip_first_batches_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_269 arg2);
 extern void _wrap_DataLoader_set_epoch_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_270 arg2);
 extern swig_type_271 _wrap_DataLoader_epoch_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_272 _wrap_DataLoader_open_index_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_DataLoader_set_batches_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3);
-extern void _wrap_DataLoader_set_progress__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_272 arg2);
+extern void _wrap_DataLoader_set_progress__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_273 arg2);
 extern void _wrap_DataLoader_set_progress__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_DataLoader_hide_progress_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_DataLoader_field_names_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_Sequences_from_arrays__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, swig_type_273 arg4);
+extern uintptr_t _wrap_Sequences_from_arrays__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3, swig_type_274 arg4);
 extern uintptr_t _wrap_Sequences_from_arrays__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2, uintptr_t arg3);
-extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_0_core_a1403cbc65d2f32f(swig_type_274 arg1, swig_type_275 arg2, swig_type_276 arg3, swig_type_277 arg4);
-extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_1_core_a1403cbc65d2f32f(swig_type_278 arg1, swig_type_279 arg2, swig_type_280 arg3);
-extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_2_core_a1403cbc65d2f32f(swig_type_281 arg1, swig_type_282 arg2);
-extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_3_core_a1403cbc65d2f32f(swig_type_283 arg1);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_0_core_a1403cbc65d2f32f(swig_type_284 arg1, swig_intgo arg2, swig_type_285 arg3, swig_type_286 arg4, swig_type_287 arg5);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_1_core_a1403cbc65d2f32f(swig_type_288 arg1, swig_intgo arg2, swig_type_289 arg3, swig_type_290 arg4);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_2_core_a1403cbc65d2f32f(swig_type_291 arg1, swig_intgo arg2, swig_type_292 arg3);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_3_core_a1403cbc65d2f32f(swig_type_293 arg1, swig_intgo arg2);
-extern uintptr_t _wrap_Sequences_from_text__SWIG_4_core_a1403cbc65d2f32f(swig_type_294 arg1);
-extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_0_core_a1403cbc65d2f32f(swig_type_295 arg1, swig_type_296 arg2, swig_intgo arg3, swig_type_297 arg4, swig_type_298 arg5, swig_type_299 arg6);
-extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_1_core_a1403cbc65d2f32f(swig_type_300 arg1, swig_type_301 arg2, swig_intgo arg3, swig_type_302 arg4, swig_type_303 arg5);
-extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_2_core_a1403cbc65d2f32f(swig_type_304 arg1, swig_type_305 arg2, swig_intgo arg3, swig_type_306 arg4);
-extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_3_core_a1403cbc65d2f32f(swig_type_307 arg1, swig_type_308 arg2, swig_intgo arg3);
-extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_4_core_a1403cbc65d2f32f(swig_type_309 arg1, swig_type_310 arg2);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_0_core_a1403cbc65d2f32f(swig_type_311 arg1, swig_type_312 arg2, swig_type_313 arg3, swig_type_314 arg4, swig_type_315 arg5);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_1_core_a1403cbc65d2f32f(swig_type_316 arg1, swig_type_317 arg2, swig_type_318 arg3, swig_type_319 arg4);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_2_core_a1403cbc65d2f32f(swig_type_320 arg1, swig_type_321 arg2, swig_type_322 arg3);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_3_core_a1403cbc65d2f32f(swig_type_323 arg1, swig_type_324 arg2);
-extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_4_core_a1403cbc65d2f32f(swig_type_325 arg1);
+extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_0_core_a1403cbc65d2f32f(swig_type_275 arg1, swig_type_276 arg2, swig_type_277 arg3, swig_type_278 arg4);
+extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_1_core_a1403cbc65d2f32f(swig_type_279 arg1, swig_type_280 arg2, swig_type_281 arg3);
+extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_2_core_a1403cbc65d2f32f(swig_type_282 arg1, swig_type_283 arg2);
+extern uintptr_t _wrap_Sequences_from_jsonl__SWIG_3_core_a1403cbc65d2f32f(swig_type_284 arg1);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_0_core_a1403cbc65d2f32f(swig_type_285 arg1, swig_intgo arg2, swig_type_286 arg3, swig_type_287 arg4, swig_type_288 arg5);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_1_core_a1403cbc65d2f32f(swig_type_289 arg1, swig_intgo arg2, swig_type_290 arg3, swig_type_291 arg4);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_2_core_a1403cbc65d2f32f(swig_type_292 arg1, swig_intgo arg2, swig_type_293 arg3);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_3_core_a1403cbc65d2f32f(swig_type_294 arg1, swig_intgo arg2);
+extern uintptr_t _wrap_Sequences_from_text__SWIG_4_core_a1403cbc65d2f32f(swig_type_295 arg1);
+extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_0_core_a1403cbc65d2f32f(swig_type_296 arg1, swig_type_297 arg2, swig_intgo arg3, swig_type_298 arg4, swig_type_299 arg5, swig_type_300 arg6);
+extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_1_core_a1403cbc65d2f32f(swig_type_301 arg1, swig_type_302 arg2, swig_intgo arg3, swig_type_303 arg4, swig_type_304 arg5);
+extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_2_core_a1403cbc65d2f32f(swig_type_305 arg1, swig_type_306 arg2, swig_intgo arg3, swig_type_307 arg4);
+extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_3_core_a1403cbc65d2f32f(swig_type_308 arg1, swig_type_309 arg2, swig_intgo arg3);
+extern uintptr_t _wrap_Sequences_from_text_vocab__SWIG_4_core_a1403cbc65d2f32f(swig_type_310 arg1, swig_type_311 arg2);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_0_core_a1403cbc65d2f32f(swig_type_312 arg1, swig_type_313 arg2, swig_type_314 arg3, swig_type_315 arg4, swig_type_316 arg5);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_1_core_a1403cbc65d2f32f(swig_type_317 arg1, swig_type_318 arg2, swig_type_319 arg3, swig_type_320 arg4);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_2_core_a1403cbc65d2f32f(swig_type_321 arg1, swig_type_322 arg2, swig_type_323 arg3);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_3_core_a1403cbc65d2f32f(swig_type_324 arg1, swig_type_325 arg2);
+extern uintptr_t _wrap_Sequences_from_safetensors__SWIG_4_core_a1403cbc65d2f32f(swig_type_326 arg1);
 extern void _wrap_delete_Sequences_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_326 _wrap_Sequences_size_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_327 _wrap_Sequences_length_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_328 arg2);
-extern uintptr_t _wrap_Sequences_ids_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_329 arg2);
-extern uintptr_t _wrap_Sequences_labels_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_330 arg2);
-extern uintptr_t _wrap_new_ProgressBar__SWIG_0_core_a1403cbc65d2f32f(swig_type_331 arg1, swig_type_332 arg2, _Bool arg3);
-extern uintptr_t _wrap_new_ProgressBar__SWIG_1_core_a1403cbc65d2f32f(swig_type_333 arg1, swig_type_334 arg2);
-extern uintptr_t _wrap_new_ProgressBar__SWIG_2_core_a1403cbc65d2f32f(swig_type_335 arg1);
+extern swig_type_327 _wrap_Sequences_size_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_328 _wrap_Sequences_length_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_329 arg2);
+extern uintptr_t _wrap_Sequences_ids_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_330 arg2);
+extern uintptr_t _wrap_Sequences_labels_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_331 arg2);
+extern uintptr_t _wrap_new_ProgressBar__SWIG_0_core_a1403cbc65d2f32f(swig_type_332 arg1, swig_type_333 arg2, _Bool arg3);
+extern uintptr_t _wrap_new_ProgressBar__SWIG_1_core_a1403cbc65d2f32f(swig_type_334 arg1, swig_type_335 arg2);
+extern uintptr_t _wrap_new_ProgressBar__SWIG_2_core_a1403cbc65d2f32f(swig_type_336 arg1);
 extern void _wrap_delete_ProgressBar_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_ProgressBar_update__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_336 arg2);
+extern void _wrap_ProgressBar_update__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_337 arg2);
 extern void _wrap_ProgressBar_update__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_Profile_begin_with_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_337 arg2, _Bool arg3, _Bool arg4, _Bool arg5, _Bool arg6, _Bool arg7);
-extern uintptr_t _wrap_Profile_begin_scheduled_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_338 arg2, _Bool arg3, _Bool arg4, _Bool arg5, _Bool arg6, _Bool arg7, swig_type_339 arg8, swig_type_340 arg9, swig_type_341 arg10, swig_type_342 arg11, swig_type_343 arg12);
+extern uintptr_t _wrap_Profile_begin_with_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_338 arg2, _Bool arg3, _Bool arg4, _Bool arg5, _Bool arg6, _Bool arg7);
+extern uintptr_t _wrap_Profile_begin_scheduled_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_339 arg2, _Bool arg3, _Bool arg4, _Bool arg5, _Bool arg6, _Bool arg7, swig_type_340 arg8, swig_type_341 arg9, swig_type_342 arg10, swig_type_343 arg11, swig_type_344 arg12);
 extern _Bool _wrap_Profile_step_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_Profile_begin_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_344 arg2);
+extern uintptr_t _wrap_Profile_begin_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_345 arg2);
 extern void _wrap_delete_Profile_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_Profile_end_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_NamedTensors_core_a1403cbc65d2f32f(void);
 extern void _wrap_delete_NamedTensors_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_NamedTensors_add_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_345 arg2, uintptr_t arg3);
-extern swig_type_346 _wrap_NamedTensors_size_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern void _wrap_NamedTensors_add_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_346 arg2, uintptr_t arg3);
+extern swig_type_347 _wrap_NamedTensors_size_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_TensorList_core_a1403cbc65d2f32f(void);
 extern void _wrap_delete_TensorList_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern void _wrap_TensorList_add_core_a1403cbc65d2f32f(uintptr_t arg1, uintptr_t arg2);
-extern swig_type_347 _wrap_TensorList_size_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_348 _wrap_TensorList_size_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern uintptr_t _wrap_new_TensorMap_core_a1403cbc65d2f32f(void);
 extern void _wrap_delete_TensorMap_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern void _wrap_TensorMap_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_348 arg2, uintptr_t arg3);
-extern swig_type_349 _wrap_TensorMap_count_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_350 _wrap_TensorMap_name_at_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_351 arg2);
-extern uintptr_t _wrap_TensorMap_get_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_352 arg2);
-extern uintptr_t _wrap_new_PartialState__SWIG_0_core_a1403cbc65d2f32f(_Bool arg1, swig_type_353 arg2);
+extern void _wrap_TensorMap_set_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_349 arg2, uintptr_t arg3);
+extern swig_type_350 _wrap_TensorMap_count_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern swig_type_351 _wrap_TensorMap_name_at_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_352 arg2);
+extern uintptr_t _wrap_TensorMap_get_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_353 arg2);
+extern uintptr_t _wrap_new_PartialState__SWIG_0_core_a1403cbc65d2f32f(_Bool arg1, swig_type_354 arg2);
 extern uintptr_t _wrap_new_PartialState__SWIG_1_core_a1403cbc65d2f32f(_Bool arg1);
 extern uintptr_t _wrap_new_PartialState__SWIG_2_core_a1403cbc65d2f32f(void);
 extern void _wrap_delete_PartialState_core_a1403cbc65d2f32f(uintptr_t arg1);
@@ -1109,12 +1112,12 @@ extern swig_intgo _wrap_PartialState_process_index_core_a1403cbc65d2f32f(uintptr
 extern swig_intgo _wrap_PartialState_local_process_index_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_intgo _wrap_PartialState_num_processes_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_intgo _wrap_PartialState_distributed_type_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern swig_type_354 _wrap_PartialState_device_core_a1403cbc65d2f32f(uintptr_t arg1);
-extern uintptr_t _wrap_PartialState_split_range__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_355 arg2, _Bool arg3);
-extern uintptr_t _wrap_PartialState_split_range__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_356 arg2);
+extern swig_type_355 _wrap_PartialState_device_core_a1403cbc65d2f32f(uintptr_t arg1);
+extern uintptr_t _wrap_PartialState_split_range__SWIG_0_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_356 arg2, _Bool arg3);
+extern uintptr_t _wrap_PartialState_split_range__SWIG_1_core_a1403cbc65d2f32f(uintptr_t arg1, swig_type_357 arg2);
 extern void _wrap_PartialState_wait_for_everyone_core_a1403cbc65d2f32f(uintptr_t arg1);
 extern swig_intgo _wrap_take_error_code_core_a1403cbc65d2f32f(void);
-extern swig_type_357 _wrap_take_error_message_core_a1403cbc65d2f32f(void);
+extern swig_type_358 _wrap_take_error_message_core_a1403cbc65d2f32f(void);
 #undef intgo
 */
 import "C"
@@ -6193,6 +6196,13 @@ func (arg1 SwigcptrAccelerator) End_of_dataloader() (_swig_ret bool) {
 	return swig_r
 }
 
+func (arg1 SwigcptrAccelerator) In_dataloader() (_swig_ret bool) {
+	var swig_r bool
+	_swig_i_0 := arg1
+	swig_r = (bool)(C._wrap_Accelerator_in_dataloader_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0)))
+	return swig_r
+}
+
 func (arg1 SwigcptrAccelerator) Remainder() (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
@@ -6968,6 +6978,7 @@ type Accelerator interface {
 	Accumulate_begin(arg2 Model)
 	Accumulate_end(arg2 Model)
 	End_of_dataloader() (_swig_ret bool)
+	In_dataloader() (_swig_ret bool)
 	Remainder() (_swig_ret int64)
 	Sync_gradients() (_swig_ret bool)
 	Gradient_accumulation_steps() (_swig_ret int64)
@@ -8067,6 +8078,13 @@ func (arg1 SwigcptrDataLoader) Epoch() (_swig_ret uint64) {
 	return swig_r
 }
 
+func (arg1 SwigcptrDataLoader) Open_index() (_swig_ret int64) {
+	var swig_r int64
+	_swig_i_0 := arg1
+	swig_r = (int64)(C._wrap_DataLoader_open_index_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0)))
+	return swig_r
+}
+
 func (arg1 SwigcptrDataLoader) Set_batches(arg2 Int64Vector, arg3 Int64Vector) {
 	_swig_i_0 := arg1
 	_swig_i_1 := getSwigcptr(arg2)
@@ -8077,7 +8095,7 @@ func (arg1 SwigcptrDataLoader) Set_batches(arg2 Int64Vector, arg3 Int64Vector) {
 func (arg1 SwigcptrDataLoader) Set_progress__SWIG_0(arg2 string) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_DataLoader_set_progress__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_272)(unsafe.Pointer(&_swig_i_1)))
+	C._wrap_DataLoader_set_progress__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_273)(unsafe.Pointer(&_swig_i_1)))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -8121,6 +8139,7 @@ type DataLoader interface {
 	Skip_first_batches(arg2 int64) (_swig_ret DataLoader)
 	Set_epoch(arg2 uint64)
 	Epoch() (_swig_ret uint64)
+	Open_index() (_swig_ret int64)
 	Set_batches(arg2 Int64Vector, arg3 Int64Vector)
 	Set_progress(a ...interface{})
 	Hide_progress()
@@ -8142,7 +8161,7 @@ func SequencesFrom_arrays__SWIG_0(arg1 Int64Vector, arg2 Int64Vector, arg3 Int64
 	_swig_i_1 := getSwigcptr(arg2)
 	_swig_i_2 := getSwigcptr(arg3)
 	_swig_i_3 := arg4
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_arrays__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.uintptr_t(_swig_i_2), C.swig_type_273(_swig_i_3))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_arrays__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.uintptr_t(_swig_i_1), C.uintptr_t(_swig_i_2), C.swig_type_274(_swig_i_3))))
 	return swig_r
 }
 
@@ -8172,7 +8191,7 @@ func SequencesFrom_jsonl__SWIG_0(arg1 string, arg2 string, arg3 string, arg4 int
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_274)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_275)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_276)(unsafe.Pointer(&_swig_i_2)), C.swig_type_277(_swig_i_3))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_275)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_276)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_277)(unsafe.Pointer(&_swig_i_2)), C.swig_type_278(_swig_i_3))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8190,7 +8209,7 @@ func SequencesFrom_jsonl__SWIG_1(arg1 string, arg2 string, arg3 string) (_swig_r
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_278)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_279)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_280)(unsafe.Pointer(&_swig_i_2)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_279)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_280)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_281)(unsafe.Pointer(&_swig_i_2)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8207,7 +8226,7 @@ func SequencesFrom_jsonl__SWIG_2(arg1 string, arg2 string) (_swig_ret Sequences)
 	var swig_r Sequences
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_281)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_282)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_282)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_283)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8220,7 +8239,7 @@ func SequencesFrom_jsonl__SWIG_2(arg1 string, arg2 string) (_swig_ret Sequences)
 func SequencesFrom_jsonl__SWIG_3(arg1 string) (_swig_ret Sequences) {
 	var swig_r Sequences
 	_swig_i_0 := arg1
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_283)(unsafe.Pointer(&_swig_i_0)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_jsonl__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_284)(unsafe.Pointer(&_swig_i_0)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8251,7 +8270,7 @@ func SequencesFrom_text__SWIG_0(arg1 string, arg2 Accel_text_split, arg3 string,
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_284)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_285)(unsafe.Pointer(&_swig_i_2)), C.swig_type_286(_swig_i_3), C.swig_type_287(_swig_i_4))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_285)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_286)(unsafe.Pointer(&_swig_i_2)), C.swig_type_287(_swig_i_3), C.swig_type_288(_swig_i_4))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8267,7 +8286,7 @@ func SequencesFrom_text__SWIG_1(arg1 string, arg2 Accel_text_split, arg3 string,
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_288)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_289)(unsafe.Pointer(&_swig_i_2)), C.swig_type_290(_swig_i_3))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_289)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_290)(unsafe.Pointer(&_swig_i_2)), C.swig_type_291(_swig_i_3))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8282,7 +8301,7 @@ func SequencesFrom_text__SWIG_2(arg1 string, arg2 Accel_text_split, arg3 string)
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_291)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_292)(unsafe.Pointer(&_swig_i_2)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_292)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1), *(*C.swig_type_293)(unsafe.Pointer(&_swig_i_2)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8296,7 +8315,7 @@ func SequencesFrom_text__SWIG_3(arg1 string, arg2 Accel_text_split) (_swig_ret S
 	var swig_r Sequences
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_293)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_294)(unsafe.Pointer(&_swig_i_0)), C.swig_intgo(_swig_i_1))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8306,7 +8325,7 @@ func SequencesFrom_text__SWIG_3(arg1 string, arg2 Accel_text_split) (_swig_ret S
 func SequencesFrom_text__SWIG_4(arg1 string) (_swig_ret Sequences) {
 	var swig_r Sequences
 	_swig_i_0 := arg1
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_294)(unsafe.Pointer(&_swig_i_0)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_295)(unsafe.Pointer(&_swig_i_0)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8341,7 +8360,7 @@ func SequencesFrom_text_vocab__SWIG_0(arg1 string, arg2 string, arg3 Accel_text_
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
 	_swig_i_5 := arg6
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_295)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_296)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_297)(unsafe.Pointer(&_swig_i_3)), C.swig_type_298(_swig_i_4), C.swig_type_299(_swig_i_5))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_296)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_297)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_298)(unsafe.Pointer(&_swig_i_3)), C.swig_type_299(_swig_i_4), C.swig_type_300(_swig_i_5))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8361,7 +8380,7 @@ func SequencesFrom_text_vocab__SWIG_1(arg1 string, arg2 string, arg3 Accel_text_
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_300)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_301)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_302)(unsafe.Pointer(&_swig_i_3)), C.swig_type_303(_swig_i_4))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_301)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_302)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_303)(unsafe.Pointer(&_swig_i_3)), C.swig_type_304(_swig_i_4))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8380,7 +8399,7 @@ func SequencesFrom_text_vocab__SWIG_2(arg1 string, arg2 string, arg3 Accel_text_
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_304)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_305)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_306)(unsafe.Pointer(&_swig_i_3)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_305)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_306)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2), *(*C.swig_type_307)(unsafe.Pointer(&_swig_i_3)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8398,7 +8417,7 @@ func SequencesFrom_text_vocab__SWIG_3(arg1 string, arg2 string, arg3 Accel_text_
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_307)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_308)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_308)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_309)(unsafe.Pointer(&_swig_i_1)), C.swig_intgo(_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8412,7 +8431,7 @@ func SequencesFrom_text_vocab__SWIG_4(arg1 string, arg2 string) (_swig_ret Seque
 	var swig_r Sequences
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_309)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_310)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_text_vocab__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_310)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_311)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8449,7 +8468,7 @@ func SequencesFrom_safetensors__SWIG_0(arg1 string, arg2 string, arg3 string, ar
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
 	_swig_i_4 := arg5
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_311)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_312)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_313)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_314)(unsafe.Pointer(&_swig_i_3)), C.swig_type_315(_swig_i_4))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_0_core_a1403cbc65d2f32f(*(*C.swig_type_312)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_313)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_314)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_315)(unsafe.Pointer(&_swig_i_3)), C.swig_type_316(_swig_i_4))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8471,7 +8490,7 @@ func SequencesFrom_safetensors__SWIG_1(arg1 string, arg2 string, arg3 string, ar
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
 	_swig_i_3 := arg4
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_316)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_317)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_318)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_319)(unsafe.Pointer(&_swig_i_3)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_1_core_a1403cbc65d2f32f(*(*C.swig_type_317)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_318)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_319)(unsafe.Pointer(&_swig_i_2)), *(*C.swig_type_320)(unsafe.Pointer(&_swig_i_3)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8492,7 +8511,7 @@ func SequencesFrom_safetensors__SWIG_2(arg1 string, arg2 string, arg3 string) (_
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_320)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_321)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_322)(unsafe.Pointer(&_swig_i_2)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_2_core_a1403cbc65d2f32f(*(*C.swig_type_321)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_322)(unsafe.Pointer(&_swig_i_1)), *(*C.swig_type_323)(unsafe.Pointer(&_swig_i_2)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8509,7 +8528,7 @@ func SequencesFrom_safetensors__SWIG_3(arg1 string, arg2 string) (_swig_ret Sequ
 	var swig_r Sequences
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_323)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_324)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_3_core_a1403cbc65d2f32f(*(*C.swig_type_324)(unsafe.Pointer(&_swig_i_0)), *(*C.swig_type_325)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8522,7 +8541,7 @@ func SequencesFrom_safetensors__SWIG_3(arg1 string, arg2 string) (_swig_ret Sequ
 func SequencesFrom_safetensors__SWIG_4(arg1 string) (_swig_ret Sequences) {
 	var swig_r Sequences
 	_swig_i_0 := arg1
-	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_325)(unsafe.Pointer(&_swig_i_0)))))
+	swig_r = (Sequences)(SwigcptrSequences(C._wrap_Sequences_from_safetensors__SWIG_4_core_a1403cbc65d2f32f(*(*C.swig_type_326)(unsafe.Pointer(&_swig_i_0)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg1
 	}
@@ -8565,7 +8584,7 @@ func (arg1 SwigcptrSequences) Length(arg2 int64) (_swig_ret int64) {
 	var swig_r int64
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (int64)(C._wrap_Sequences_length_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_328(_swig_i_1)))
+	swig_r = (int64)(C._wrap_Sequences_length_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_329(_swig_i_1)))
 	return swig_r
 }
 
@@ -8573,7 +8592,7 @@ func (arg1 SwigcptrSequences) Ids(arg2 int64) (_swig_ret Tensor) {
 	var swig_r Tensor
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Sequences_ids_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_329(_swig_i_1))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Sequences_ids_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_330(_swig_i_1))))
 	return swig_r
 }
 
@@ -8581,7 +8600,7 @@ func (arg1 SwigcptrSequences) Labels(arg2 int64) (_swig_ret Tensor) {
 	var swig_r Tensor
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Sequences_labels_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_330(_swig_i_1))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_Sequences_labels_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_331(_swig_i_1))))
 	return swig_r
 }
 
@@ -8608,7 +8627,7 @@ func NewProgressBar__SWIG_0(arg1 int64, arg2 string, arg3 bool) (_swig_ret Progr
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_0_core_a1403cbc65d2f32f(C.swig_type_331(_swig_i_0), *(*C.swig_type_332)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2))))
+	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_0_core_a1403cbc65d2f32f(C.swig_type_332(_swig_i_0), *(*C.swig_type_333)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -8619,7 +8638,7 @@ func NewProgressBar__SWIG_1(arg1 int64, arg2 string) (_swig_ret ProgressBar) {
 	var swig_r ProgressBar
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_1_core_a1403cbc65d2f32f(C.swig_type_333(_swig_i_0), *(*C.swig_type_334)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_1_core_a1403cbc65d2f32f(C.swig_type_334(_swig_i_0), *(*C.swig_type_335)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -8629,7 +8648,7 @@ func NewProgressBar__SWIG_1(arg1 int64, arg2 string) (_swig_ret ProgressBar) {
 func NewProgressBar__SWIG_2(arg1 int64) (_swig_ret ProgressBar) {
 	var swig_r ProgressBar
 	_swig_i_0 := arg1
-	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_2_core_a1403cbc65d2f32f(C.swig_type_335(_swig_i_0))))
+	swig_r = (ProgressBar)(SwigcptrProgressBar(C._wrap_new_ProgressBar__SWIG_2_core_a1403cbc65d2f32f(C.swig_type_336(_swig_i_0))))
 	return swig_r
 }
 
@@ -8655,7 +8674,7 @@ func DeleteProgressBar(arg1 ProgressBar) {
 func (arg1 SwigcptrProgressBar) Update__SWIG_0(arg2 int64) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	C._wrap_ProgressBar_update__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_336(_swig_i_1))
+	C._wrap_ProgressBar_update__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_337(_swig_i_1))
 }
 
 func (arg1 SwigcptrProgressBar) Update__SWIG_1() {
@@ -8700,7 +8719,7 @@ func ProfileBegin_with(arg1 Accelerator, arg2 string, arg3 bool, arg4 bool, arg5
 	_swig_i_4 := arg5
 	_swig_i_5 := arg6
 	_swig_i_6 := arg7
-	swig_r = (Profile)(SwigcptrProfile(C._wrap_Profile_begin_with_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_337)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2), C._Bool(_swig_i_3), C._Bool(_swig_i_4), C._Bool(_swig_i_5), C._Bool(_swig_i_6))))
+	swig_r = (Profile)(SwigcptrProfile(C._wrap_Profile_begin_with_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_338)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2), C._Bool(_swig_i_3), C._Bool(_swig_i_4), C._Bool(_swig_i_5), C._Bool(_swig_i_6))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -8721,7 +8740,7 @@ func ProfileBegin_scheduled(arg1 Accelerator, arg2 string, arg3 bool, arg4 bool,
 	_swig_i_9 := arg10
 	_swig_i_10 := arg11
 	_swig_i_11 := arg12
-	swig_r = (Profile)(SwigcptrProfile(C._wrap_Profile_begin_scheduled_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_338)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2), C._Bool(_swig_i_3), C._Bool(_swig_i_4), C._Bool(_swig_i_5), C._Bool(_swig_i_6), C.swig_type_339(_swig_i_7), C.swig_type_340(_swig_i_8), C.swig_type_341(_swig_i_9), C.swig_type_342(_swig_i_10), C.swig_type_343(_swig_i_11))))
+	swig_r = (Profile)(SwigcptrProfile(C._wrap_Profile_begin_scheduled_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_339)(unsafe.Pointer(&_swig_i_1)), C._Bool(_swig_i_2), C._Bool(_swig_i_3), C._Bool(_swig_i_4), C._Bool(_swig_i_5), C._Bool(_swig_i_6), C.swig_type_340(_swig_i_7), C.swig_type_341(_swig_i_8), C.swig_type_342(_swig_i_9), C.swig_type_343(_swig_i_10), C.swig_type_344(_swig_i_11))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -8739,7 +8758,7 @@ func ProfileBegin(arg1 Accelerator, arg2 string) (_swig_ret Profile) {
 	var swig_r Profile
 	_swig_i_0 := getSwigcptr(arg1)
 	_swig_i_1 := arg2
-	swig_r = (Profile)(SwigcptrProfile(C._wrap_Profile_begin_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_344)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Profile)(SwigcptrProfile(C._wrap_Profile_begin_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_345)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -8787,7 +8806,7 @@ func (arg1 SwigcptrNamedTensors) Add(arg2 string, arg3 Tensor) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	C._wrap_NamedTensors_add_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_345)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
+	C._wrap_NamedTensors_add_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_346)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -8871,7 +8890,7 @@ func (arg1 SwigcptrTensorMap) Set(arg2 string, arg3 Tensor) {
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := getSwigcptr(arg3)
-	C._wrap_TensorMap_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_348)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
+	C._wrap_TensorMap_set_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_349)(unsafe.Pointer(&_swig_i_1)), C.uintptr_t(_swig_i_2))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -8888,7 +8907,7 @@ func (arg1 SwigcptrTensorMap) Name_at(arg2 int64) (_swig_ret string) {
 	var swig_r string
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r_p := C._wrap_TensorMap_name_at_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_351(_swig_i_1))
+	swig_r_p := C._wrap_TensorMap_name_at_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_352(_swig_i_1))
 	swig_r = *(*string)(unsafe.Pointer(&swig_r_p))
 	var swig_r_1 string
  swig_r_1 = swigCopyString(swig_r) 
@@ -8899,7 +8918,7 @@ func (arg1 SwigcptrTensorMap) Get(arg2 string) (_swig_ret Tensor) {
 	var swig_r Tensor
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Tensor)(SwigcptrTensor(C._wrap_TensorMap_get_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_352)(unsafe.Pointer(&_swig_i_1)))))
+	swig_r = (Tensor)(SwigcptrTensor(C._wrap_TensorMap_get_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), *(*C.swig_type_353)(unsafe.Pointer(&_swig_i_1)))))
 	if Swig_escape_always_false {
 		Swig_escape_val = arg2
 	}
@@ -8928,7 +8947,7 @@ func NewPartialState__SWIG_0(arg1 bool, arg2 int64) (_swig_ret PartialState) {
 	var swig_r PartialState
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (PartialState)(SwigcptrPartialState(C._wrap_new_PartialState__SWIG_0_core_a1403cbc65d2f32f(C._Bool(_swig_i_0), C.swig_type_353(_swig_i_1))))
+	swig_r = (PartialState)(SwigcptrPartialState(C._wrap_new_PartialState__SWIG_0_core_a1403cbc65d2f32f(C._Bool(_swig_i_0), C.swig_type_354(_swig_i_1))))
 	return swig_r
 }
 
@@ -9007,7 +9026,7 @@ func (arg1 SwigcptrPartialState) Split_range__SWIG_0(arg2 int64, arg3 bool) (_sw
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
 	_swig_i_2 := arg3
-	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_PartialState_split_range__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_355(_swig_i_1), C._Bool(_swig_i_2))))
+	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_PartialState_split_range__SWIG_0_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_356(_swig_i_1), C._Bool(_swig_i_2))))
 	return swig_r
 }
 
@@ -9015,7 +9034,7 @@ func (arg1 SwigcptrPartialState) Split_range__SWIG_1(arg2 int64) (_swig_ret Int6
 	var swig_r Int64Vector
 	_swig_i_0 := arg1
 	_swig_i_1 := arg2
-	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_PartialState_split_range__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_356(_swig_i_1))))
+	swig_r = (Int64Vector)(SwigcptrInt64Vector(C._wrap_PartialState_split_range__SWIG_1_core_a1403cbc65d2f32f(C.uintptr_t(_swig_i_0), C.swig_type_357(_swig_i_1))))
 	return swig_r
 }
 

@@ -899,6 +899,7 @@ SWIGINTERN void AccelAccelerator_backward(AccelAccelerator *self,AccelTensor con
 SWIGINTERN void AccelAccelerator_accumulate_begin(AccelAccelerator *self,AccelModel *model){ accel_check(accel_accelerator_accumulate_begin(self, model)); }
 SWIGINTERN void AccelAccelerator_accumulate_end(AccelAccelerator *self,AccelModel *model){ accel_check(accel_accelerator_accumulate_end(self, model)); }
 SWIGINTERN bool AccelAccelerator_end_of_dataloader(AccelAccelerator const *self){ int v = 0; accel_check(accel_accelerator_end_of_dataloader(self, &v)); return v != 0; }
+SWIGINTERN bool AccelAccelerator_in_dataloader(AccelAccelerator const *self){ int v = 0; accel_check(accel_accelerator_in_dataloader(self, &v)); return v != 0; }
 SWIGINTERN int64_t AccelAccelerator_remainder(AccelAccelerator const *self){ int64_t v = 0; accel_check(accel_accelerator_remainder(self, &v)); return v; }
 SWIGINTERN bool AccelAccelerator_sync_gradients(AccelAccelerator const *self){ int v = 0; accel_check(accel_accelerator_sync_gradients(self, &v)); return v != 0; }
 SWIGINTERN int64_t AccelAccelerator_gradient_accumulation_steps(AccelAccelerator const *self){
@@ -1333,6 +1334,11 @@ SWIGINTERN void AccelDataLoader_set_epoch(AccelDataLoader *self,uint64_t epoch){
 SWIGINTERN uint64_t AccelDataLoader_epoch(AccelDataLoader const *self){
     uint64_t out = 0;
     accel_check(accel_dataloader_epoch(self, &out));
+    return out;
+  }
+SWIGINTERN int64_t AccelDataLoader_open_index(AccelDataLoader const *self){
+    int64_t out = 0;
+    accel_check(accel_dataloader_open_index(self, &out));
     return out;
   }
 SWIGINTERN void AccelDataLoader_set_batches(AccelDataLoader *self,std::vector< int64_t > const &indices,std::vector< int64_t > const &lengths){
@@ -11536,6 +11542,29 @@ bool _wrap_Accelerator_end_of_dataloader_core_a1403cbc65d2f32f(AccelAccelerator 
 }
 
 
+bool _wrap_Accelerator_in_dataloader_core_a1403cbc65d2f32f(AccelAccelerator *_swig_go_0) {
+  AccelAccelerator *arg1 = (AccelAccelerator *) 0 ;
+  bool result;
+  bool _swig_go_result;
+  
+  arg1 = *(AccelAccelerator **)&_swig_go_0; 
+  
+  {
+    try {
+      result = (bool)AccelAccelerator_in_dataloader((AccelAccelerator const *)arg1);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
 long long _wrap_Accelerator_remainder_core_a1403cbc65d2f32f(AccelAccelerator *_swig_go_0) {
   AccelAccelerator *arg1 = (AccelAccelerator *) 0 ;
   int64_t result;
@@ -15188,6 +15217,29 @@ long long _wrap_DataLoader_epoch_core_a1403cbc65d2f32f(AccelDataLoader *_swig_go
   {
     try {
       result = (uint64_t)AccelDataLoader_epoch((AccelDataLoader const *)arg1);
+    } catch (const AccelFailure& e) {
+      accel_go_store_error(e.code(), e.what());
+    } catch (const std::exception& e) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, e.what());
+    } catch (...) {
+      accel_go_store_error(ACCEL_ERR_INTERNAL, "unknown C++ exception");
+    }
+  }
+  _swig_go_result = result; 
+  return _swig_go_result;
+}
+
+
+long long _wrap_DataLoader_open_index_core_a1403cbc65d2f32f(AccelDataLoader *_swig_go_0) {
+  AccelDataLoader *arg1 = (AccelDataLoader *) 0 ;
+  int64_t result;
+  long long _swig_go_result;
+  
+  arg1 = *(AccelDataLoader **)&_swig_go_0; 
+  
+  {
+    try {
+      result = (int64_t)AccelDataLoader_open_index((AccelDataLoader const *)arg1);
     } catch (const AccelFailure& e) {
       accel_go_store_error(e.code(), e.what());
     } catch (const std::exception& e) {

@@ -236,6 +236,44 @@ class DataTest {
     }
   }
 
+  /** Accelerate's test_dataloader_break: 80 and 96 samples in batches of 16, the second loader
+   *  iterated whole inside the first's second batch. */
+  @Test
+  void inDataloaderFollowsNestedLoaders() {
+    try (Accelerator acc = Accelerator.builder().cpu(true).build();
+         DataLoader first = DataLoader.of(squares(80), options(16));
+         DataLoader second = DataLoader.of(squares(96), options(16))) {
+      acc.prepare(first);
+      acc.prepare(second);
+      assertFalse(acc.inDataloader());
+      int iteration = 0;
+      for (Batch batch : first) {
+        try (batch) {
+          assertTrue(acc.inDataloader());
+          assertEquals(0, first.openIndex());
+          assertEquals(iteration == 4, acc.endOfDataloader());
+          if (iteration == 1) {
+            int inner = 0;
+            for (Batch b : second) {
+              try (b) {
+                assertEquals(1, second.openIndex());
+                assertEquals(inner == 5, acc.endOfDataloader());
+                ++inner;
+              }
+            }
+            assertEquals(6, inner);
+            assertEquals(-1, second.openIndex());
+            assertFalse(acc.endOfDataloader()); // the first loader's answer again
+          }
+          ++iteration;
+        }
+      }
+      assertEquals(5, iteration);
+      assertFalse(acc.inDataloader());
+      assertEquals(-1, first.openIndex());
+    }
+  }
+
   @Test
   void badFieldsAreRejected() {
     MapDataset none = MapDataset.of(3, List.of(), (i, out) -> {});
