@@ -68,6 +68,26 @@ def test_accumulate_context_syncs_every_nth_step(tmp_path):
     assert syncs == [False, True] * 3
 
 
+def test_an_evaluation_before_the_last_step_keeps_its_sync(tmp_path):
+    """24 samples in 6 batches with a window of 4: the last batch ends a short window and must
+    sync (sync_with_dataloader), also when an evaluation loop ran at that batch before the
+    step; the evaluation's own end no longer hides the training loader's."""
+    acc, model, opt, loader = make_run(tmp_path, gradient_accumulation_steps=4)
+    evaluation = acc.prepare(accel.DataLoader([(np.zeros(4, np.float32), 0)] * 5, batch_size=2))
+    syncs, remainders = [], []
+    for step, (x, y) in enumerate(loader):
+        if step == len(loader) - 1:
+            assert sum(1 for _ in evaluation) == 3
+        with acc.accumulate(model):
+            acc.backward(model(x).loss("cross_entropy", y))
+            syncs.append(acc.sync_gradients)
+            remainders.append(acc.gradient_state.remainder)
+            opt.step()
+            opt.zero_grad()
+    assert syncs == [False, False, False, True, False, True]
+    assert remainders == [0] * 6  # 24 % 4, the training loader's, not the evaluation's 5 % 2
+
+
 def test_save_and_load_state_resume_exactly(tmp_path):
     acc, model, opt, loader = make_run(tmp_path)
     train_steps(acc, model, opt, loader, 2)
