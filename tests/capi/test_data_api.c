@@ -76,6 +76,17 @@ static void counter_release(void* user) { ((counter*)user)->released += 1; }
 
 static const int64_t pair_shape[1] = {2};
 
+/* A dataset over data's squares (x float32 [2], y int64), without a transform. */
+static accel_dataset* squares_dataset(squares* data) {
+  accel_field_spec fields[2] = {{ACCEL_FLOAT32, 1, pair_shape}, {ACCEL_INT64, 0, NULL}};
+  accel_dataset_callbacks cb = ACCEL_DATASET_CALLBACKS_INIT;
+  accel_dataset* dataset = NULL;
+  cb.length = squares_length;
+  cb.get_sample = squares_get;
+  EXPECT_OK(accel_dataset_from_callbacks(fields, 2, &cb, data, &dataset));
+  return dataset;
+}
+
 static void test_callback_dataset(void) {
   squares data = {10, -1, 0};
   accel_field_spec fields[2] = {{ACCEL_FLOAT32, 1, pair_shape}, {ACCEL_INT64, 0, NULL}};
@@ -125,17 +136,12 @@ static void test_callback_dataset(void) {
 
 static void test_failing_callback(void) {
   squares data = {6, 3, 0};
-  accel_field_spec fields[2] = {{ACCEL_FLOAT32, 1, pair_shape}, {ACCEL_INT64, 0, NULL}};
-  accel_dataset_callbacks cb = ACCEL_DATASET_CALLBACKS_INIT;
-  accel_dataset* dataset = NULL;
+  accel_dataset* dataset = squares_dataset(&data);
   accel_dataloader* loader = NULL;
   accel_dataloader_options opts = ACCEL_DATALOADER_OPTIONS_INIT;
   accel_tensor* x = NULL;
   accel_tensor* y = NULL;
 
-  cb.length = squares_length;
-  cb.get_sample = squares_get;
-  EXPECT_OK(accel_dataset_from_callbacks(fields, 2, &cb, &data, &dataset));
   opts.batch_size = 2;
   EXPECT_OK(accel_dataloader_create(dataset, &opts, &loader));
   EXPECT_OK(accel_dataloader_next(loader, &x, &y)); /* samples 0, 1 */
@@ -293,10 +299,8 @@ static void test_bad_arguments(void) {
 
 static void test_prepared_loader_and_join(void) {
   squares data = {5, -1, 0};
-  accel_field_spec fields[2] = {{ACCEL_FLOAT32, 1, pair_shape}, {ACCEL_INT64, 0, NULL}};
-  accel_dataset_callbacks cb = ACCEL_DATASET_CALLBACKS_INIT;
   accel_accelerator* acc = NULL;
-  accel_dataset* dataset = NULL;
+  accel_dataset* dataset = squares_dataset(&data);
   accel_dataloader* loader = NULL;
   accel_dataloader_options opts = ACCEL_DATALOADER_OPTIONS_INIT;
   accel_tensor* batch[2] = {NULL, NULL};
@@ -304,9 +308,6 @@ static void test_prepared_loader_and_join(void) {
   int64_t remainder = -1;
 
   EXPECT_OK(accel_accelerator_create(NULL, &acc));
-  cb.length = squares_length;
-  cb.get_sample = squares_get;
-  EXPECT_OK(accel_dataset_from_callbacks(fields, 2, &cb, &data, &dataset));
   opts.batch_size = 2;
   EXPECT_OK(accel_dataloader_create(dataset, &opts, &loader));
   EXPECT_OK(accel_accelerator_prepare_dataloader(acc, loader));
@@ -361,18 +362,13 @@ static int in_dataloader(const accel_accelerator* acc) {
    set_epoch or its free. */
 static void test_in_dataloader(void) {
   squares data = {5, -1, 0};
-  accel_field_spec fields[2] = {{ACCEL_FLOAT32, 1, pair_shape}, {ACCEL_INT64, 0, NULL}};
-  accel_dataset_callbacks cb = ACCEL_DATASET_CALLBACKS_INIT;
   accel_accelerator* acc = NULL;
-  accel_dataset* dataset = NULL;
+  accel_dataset* dataset = squares_dataset(&data);
   accel_dataloader *train = NULL, *eval = NULL, *plain = NULL, *skipped = NULL;
   accel_dataloader_options opts = ACCEL_DATALOADER_OPTIONS_INIT;
   int batches = 0;
 
   EXPECT_OK(accel_accelerator_create(NULL, &acc));
-  cb.length = squares_length;
-  cb.get_sample = squares_get;
-  EXPECT_OK(accel_dataset_from_callbacks(fields, 2, &cb, &data, &dataset));
   opts.batch_size = 2;
   EXPECT_OK(accel_dataloader_create(dataset, &opts, &train));
   EXPECT_OK(accel_dataloader_create(dataset, &opts, &eval));
