@@ -65,7 +65,9 @@ type IncompatibleKeys struct {
 }
 
 // AllMatched reports whether every name matched.
-func (k IncompatibleKeys) AllMatched() bool { return len(k.MissingKeys) == 0 && len(k.UnexpectedKeys) == 0 }
+func (k IncompatibleKeys) AllMatched() bool {
+	return len(k.MissingKeys) == 0 && len(k.UnexpectedKeys) == 0
+}
 
 // LoadStateDict copies each tensor into the model's parameter or buffer of
 // that name (PyTorch's load_state_dict). strict: a name the model lacks, or a
