@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Every C and C++ file of the tree is formatted as .clang-format says:
+# Every C and C++ file of the tree is formatted as .clang-format says, and
+# every Go file as gofmt says (where gofmt is installed):
 #   format_check.sh SOURCE_DIR
 # Skipped (exit 77) outside a git checkout, or without clang-format 14 (Debian
 # bookworm's, which formatted the tree; other versions break lines differently).
@@ -20,3 +21,13 @@ if ! report=$(clang-format --style=file --dry-run -Werror "${files[@]}" 2>&1); t
   exit 1
 fi
 echo "ok: ${#files[@]} files formatted as .clang-format says"
+if command -v gofmt >/dev/null; then
+  mapfile -t go_files < <(git ls-files '*.go' | grep -v '^bindings/go/internal/core/')
+  unformatted=$(gofmt -l "${go_files[@]}")
+  if [ -n "$unformatted" ]; then
+    echo "FAIL: not formatted as gofmt says (gofmt -w FILE):"
+    sed 's/^/  /' <<<"$unformatted"
+    exit 1
+  fi
+  echo "ok: ${#go_files[@]} Go files formatted as gofmt says"
+fi
