@@ -15,6 +15,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -181,8 +182,15 @@ struct GradientState {
   // destruction. Kept by the loaders themselves, which also keep
   // end_of_dataloader and remainder those of the last one (Accelerate's
   // active_dataloader).
+  // Guarded by open_loaders_mutex (with the publishing of the active loader's
+  // answers): a binding may free a loader from a finalizer thread (Go's,
+  // Python's garbage collector) while another loader of the accelerator runs.
   std::vector<const DataLoader*> open_loaders;
-  bool in_dataloader() const { return !open_loaders.empty(); }  // Accelerate's in_dataloader
+  mutable std::mutex open_loaders_mutex;
+  bool in_dataloader() const {  // Accelerate's in_dataloader
+    std::lock_guard<std::mutex> lock(open_loaders_mutex);
+    return !open_loaders.empty();
+  }
 };
 
 // Broadcasts the main process's batch (nullopt: end of epoch) to every process
@@ -326,8 +334,11 @@ class DataLoader {
   // source_ set and reset through these, which keep GradientState::open_loaders.
   void open_source(std::unique_ptr<detail::BatchSource> source);
   void close_source();
-  // Sets gradient's end_of_dataloader and remainder to its active loader's.
-  static void publish_active(GradientState& gradient);
+  // Sets this loader's answers, enters or leaves the state's open loaders and
+  // shows the active loader's answers there, under open_loaders_mutex (whose
+  // holders call nothing that could call back into a binding).
+  enum class Membership { Keep, Enter, Leave };
+  void answer(bool end_of_dataloader, int64_t remainder, Membership membership);
   // The batches as shared, after naming an empty batch or an index outside the dataset.
   std::shared_ptr<const Batches> checked_batches(Batches batches, const char* what) const;
   void refresh_batches();                   // batches_for_epoch_'s batches of epoch_, before it opens
@@ -349,7 +360,7 @@ class DataLoader {
   std::unique_ptr<detail::BatchSource> source_;  // null between epochs
   std::optional<Batch> lookahead_;               // tells end_of_dataloader one batch early
   std::exception_ptr lookahead_error_;           // reading ahead failed: thrown at the next call
-  bool end_of_dataloader_ = false;               // this loader's GradientState answers (publish_active)
+  bool end_of_dataloader_ = false;               // this loader's GradientState answers (answer())
   int64_t remainder_ = -1;
   int64_t yielded_ = 0;         // batches of this epoch handed out
   int64_t resume_skip_ = 0;     // batches to skip when the next epoch starts

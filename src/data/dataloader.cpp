@@ -99,39 +99,39 @@ void DataLoader::refresh_batches() {
 DataLoader::~DataLoader() { close_source(); }
 
 void DataLoader::open_source(std::unique_ptr<detail::BatchSource> source) {
+  const int64_t remainder = epoch_remainder();  // Accelerate's begin(): known from the epoch's start
   source_ = std::move(source);
-  end_of_dataloader_ = false;
-  remainder_ = epoch_remainder();  // Accelerate's begin(): known from the epoch's start
-  if (GradientState* gradient = placement_.gradient_state.get()) {
-    gradient->open_loaders.push_back(this);
-    publish_active(*gradient);
-  }
+  answer(false, remainder, Membership::Enter);
 }
 
 void DataLoader::close_source() {
   if (!source_) return;
   source_.reset();
-  end_of_dataloader_ = false;
-  remainder_ = -1;
-  if (GradientState* gradient = placement_.gradient_state.get()) {
-    auto& open = gradient->open_loaders;
-    open.erase(std::remove(open.begin(), open.end(), this), open.end());
-    publish_active(*gradient);  // an outer loop's loader answers again
-  }
+  answer(false, -1, Membership::Leave);  // an outer loop's loader answers again
 }
 
-void DataLoader::publish_active(GradientState& gradient) {
+void DataLoader::answer(bool end_of_dataloader, int64_t remainder, Membership membership) {
+  GradientState* gradient = placement_.gradient_state.get();
+  std::unique_lock<std::mutex> lock;
+  if (gradient) lock = std::unique_lock<std::mutex>(gradient->open_loaders_mutex);
+  end_of_dataloader_ = end_of_dataloader;
+  remainder_ = remainder;
+  if (!gradient) return;
+  auto& open = gradient->open_loaders;
+  if (membership == Membership::Enter) open.push_back(this);
+  if (membership == Membership::Leave) open.erase(std::remove(open.begin(), open.end(), this), open.end());
   // Accelerate's GradientState answers for its active_dataloader, the last
   // to open an epoch: an evaluation loop inside a training epoch does not
   // change what the training loop's next step reads once it has ended.
-  const DataLoader* active = gradient.open_loaders.empty() ? nullptr : gradient.open_loaders.back();
-  gradient.end_of_dataloader = active && active->end_of_dataloader_;
-  gradient.remainder = active ? active->remainder_ : -1;  // -1 outside an epoch, as Accelerate
+  const DataLoader* active = open.empty() ? nullptr : open.back();
+  gradient->end_of_dataloader = active && active->end_of_dataloader_;
+  gradient->remainder = active ? active->remainder_ : -1;  // -1 outside an epoch, as Accelerate
 }
 
 int64_t DataLoader::open_index() const {
   const GradientState* gradient = placement_.gradient_state.get();
   if (!source_ || !gradient) return -1;
+  std::lock_guard<std::mutex> lock(gradient->open_loaders_mutex);
   const auto& open = gradient->open_loaders;
   auto it = std::find(open.begin(), open.end(), this);
   return it == open.end() ? -1 : static_cast<int64_t>(it - open.begin());
@@ -256,11 +256,9 @@ std::optional<Batch> DataLoader::next() {
   }
   ++yielded_;
   advance_progress();
-  end_of_dataloader_ = !lookahead_.has_value() && !lookahead_error_;
-  if (end_of_dataloader_) {
-    if (std::optional<int64_t> final = source_->final_remainder()) remainder_ = *final;
-  }
-  if (GradientState* gradient = placement_.gradient_state.get()) publish_active(*gradient);
+  const bool last = !lookahead_.has_value() && !lookahead_error_;
+  std::optional<int64_t> final = last ? source_->final_remainder() : std::nullopt;
+  answer(last, final ? *final : remainder_, Membership::Keep);
   if (placement_.device && *placement_.device != c10::Device(c10::kCPU)) {
     for (auto& t : batch) t = t.to(*placement_.device, /*non_blocking=*/true);
   }
