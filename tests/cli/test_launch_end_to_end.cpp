@@ -371,13 +371,19 @@ TEST(LaunchEndToEnd, ConfigFileSettingItCannotHonourIsNamed) {
 
 // A rank that fails in the first attempt only: the group is restarted and the
 // job succeeds; each restart is announced with the failure that caused it.
+// Rank 1 fails only once rank 0 has logged its first attempt (up to 10 s):
+// failing at once, it could have the group stopped before rank 0's shell ran
+// its first command, which a loaded 2-core machine did once.
 TEST(LaunchEndToEnd, MaxRestartsRestartsTheWholeGroup) {
   TempDir dir;
+  const std::string log = dir.path() + "/log.";
+  const std::string rank_1_waits = "for i in $(seq 1000); do [ -s " + log + "0 ] && break; sleep 0.01; done; ";
+  const std::string script = "echo attempt $TORCHELASTIC_RESTART_COUNT >> " + log + "$RANK; " +
+                             "if [ $RANK = 1 ] && [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then " + rank_1_waits +
+                             "exit 5; fi; "
+                             "if [ $RANK = 0 ] && [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then sleep 60; fi; echo done";
   auto result =
-      run_accel({"launch", "--nproc_per_node", "2", "--master_port", "0", "--max_restarts", "2", "sh", "-c",
-                 "echo attempt $TORCHELASTIC_RESTART_COUNT >> " + dir.path() + "/log.$RANK; " +
-                     "if [ $RANK = 1 ] && [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then exit 5; fi; "
-                     "if [ $RANK = 0 ] && [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then sleep 60; fi; echo done"});
+      run_accel({"launch", "--nproc_per_node", "2", "--master_port", "0", "--max_restarts", "2", "sh", "-c", script});
   ASSERT_TRUE(result.finished);
   EXPECT_EQ(result.exit_code, 0) << result.err;
   EXPECT_TRUE(std::regex_search(result.err, std::regex(R"(rank 1 \(pid [0-9]+ on [^)]+\) exited with code 5)")))
