@@ -181,10 +181,9 @@ struct GradientState {
   // reports its end, at set_epoch, resume_from, a new shard() and its
   // destruction. Kept by the loaders themselves, which also keep
   // end_of_dataloader and remainder those of the last one (Accelerate's
-  // active_dataloader).
-  // Guarded by open_loaders_mutex (with the publishing of the active loader's
-  // answers): a binding may free a loader from a finalizer thread (Go's,
-  // Python's garbage collector) while another loader of the accelerator runs.
+  // active_dataloader), all under open_loaders_mutex: a binding may free a
+  // loader from a finalizer thread (Go's, Python's garbage collector) while
+  // another loader of the accelerator runs.
   std::vector<const DataLoader*> open_loaders;
   mutable std::mutex open_loaders_mutex;
   bool in_dataloader() const {  // Accelerate's in_dataloader
